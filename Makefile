@@ -1,0 +1,41 @@
+# The two commands of the README. Everything else is CMake.
+#   make demo   installs what is missing, builds, runs the main job
+#   make test   installs what is missing, builds, runs every test (plain, ASan+UBSan, TSan)
+#   make bench  builds and runs the benchmarks
+
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+CTEST = ctest --output-on-failure -j $(JOBS) --timeout 600
+
+.PHONY: deps build demo test test-plain test-asan test-tsan bench clean
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B build -G Ninja $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build -j $(JOBS)
+
+demo: build
+	./build/examples/hal_pipeline
+
+test: test-plain test-asan test-tsan
+
+test-plain: build
+	cd build && $(CTEST)
+
+test-asan: deps
+	@cmake -S . -B build-asan -G Ninja -DKILN_SANITIZE=address -DKILN_BUILD_BENCHMARKS=OFF $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CTEST)
+
+test-tsan: deps
+	@cmake -S . -B build-tsan -G Ninja -DKILN_SANITIZE=thread -DKILN_BUILD_BENCHMARKS=OFF $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build-tsan -j $(JOBS)
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(CTEST)
+
+bench: build
+	@for b in build/bench/*_bench; do echo "== $$b"; $$b --benchmark_repetitions=5 --benchmark_report_aggregates_only=true || exit 1; done
+
+clean:
+	rm -rf build build-asan build-tsan

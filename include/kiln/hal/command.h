@@ -1,0 +1,109 @@
+// The operations a queue runs, as plain data, and their validation.
+//
+// Each command holds references to what it uses (buffers, executables), so a queue that keeps
+// the command keeps them alive until it completes.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <variant>
+#include <vector>
+
+#include "kiln/base/status.h"
+#include "kiln/hal/buffer.h"
+#include "kiln/hal/executable.h"
+#include "kiln/hal/semaphore.h"
+
+namespace kiln::hal {
+
+class CommandBuffer;
+
+struct CopyCommand {
+  BufferRef source;
+  size_t source_offset = 0;
+  BufferRef target;
+  size_t target_offset = 0;
+  size_t length = 0;
+};
+
+// Repeats a 1, 2 or 4 byte pattern; offset and length are multiples of the pattern size.
+struct FillCommand {
+  BufferRef target;
+  size_t offset = 0;
+  size_t length = 0;
+  uint32_t pattern = 0;
+  uint8_t pattern_size = 1;
+};
+
+// Host bytes captured when the command is made.
+struct UpdateCommand {
+  std::vector<uint8_t> data;
+  BufferRef target;
+  size_t offset = 0;
+};
+
+// Device → host memory; `host` must stay valid until the action completes.
+struct ReadCommand {
+  BufferRef source;
+  size_t offset = 0;
+  void* host = nullptr;
+  size_t length = 0;
+};
+
+// Host memory → device; the bytes are read when the action runs.
+struct WriteCommand {
+  const void* host = nullptr;
+  BufferRef target;
+  size_t offset = 0;
+  size_t length = 0;
+};
+
+struct BufferBinding {
+  BufferRef buffer;
+  size_t offset = 0;
+  size_t length = Buffer::kWholeBuffer;
+};
+
+struct DispatchCommand {
+  ExecutableRef executable;
+  uint32_t export_ordinal = 0;
+  std::array<uint32_t, 3> workgroups = {1, 1, 1};
+  std::vector<uint32_t> constants;
+  std::vector<BufferBinding> bindings;
+};
+
+struct BarrierCommand {};
+
+struct ExecuteCommand {
+  std::shared_ptr<const CommandBuffer> command_buffer;
+};
+
+// Runs on a queue's thread when its waits are met. Return OK and the queue signals the action's
+// semaphores; return an error and the queue fails them with it; return a kDeferred status and the
+// function has taken over the list: it must signal or fail every semaphore of it, later.
+using HostCallFn = std::function<Status(const SemaphoreList& signals)>;
+struct HostCallCommand {
+  HostCallFn fn;
+};
+
+using Command = std::variant<CopyCommand, FillCommand, UpdateCommand, ReadCommand, WriteCommand,
+                             DispatchCommand, BarrierCommand, ExecuteCommand, HostCallCommand>;
+
+// "copy", "fill", ...
+const char* command_name(const Command& command);
+
+// Checks a command against the device that will run it: buffers of that device, ranges inside
+// their buffers, usage bits, pattern sizes, binding and constant counts. Resolves kWholeBuffer
+// lengths of bindings in place.
+Status validate_command(Command& command, const void* device_tag);
+
+// A queue operation: a command with the semaphores it waits on and signals.
+struct Action {
+  Command command;
+  SemaphoreList waits;
+  SemaphoreList signals;
+};
+
+}  // namespace kiln::hal

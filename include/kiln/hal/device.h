@@ -1,0 +1,65 @@
+// Device: one instance of a driver's hardware: its allocator, queues, compiler and capabilities.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/hal/buffer.h"
+#include "kiln/hal/executable.h"
+#include "kiln/hal/queue.h"
+#include "kiln/hal/semaphore.h"
+
+namespace kiln::hal {
+
+struct DeviceCapabilities {
+  uint32_t compute_units = 1;
+  uint64_t max_allocation_size = 0;
+  uint64_t total_memory = 0;
+  uint32_t max_workgroup_size = 1;
+  bool fp64 = false;
+  bool fp16 = false;
+  uint64_t local_memory_size = 0;
+  // Device memory is host memory (mapping is free; no staging needed).
+  bool unified_memory = false;
+  std::vector<std::string> executable_formats;
+};
+
+struct DeviceInfo {
+  std::string driver;
+  uint32_t ordinal = 0;
+  std::string name;         // "cpu:0"
+  std::string description;  // human-readable, e.g. the processor model
+  DeviceCapabilities capabilities;
+};
+
+// Options a driver may honour when creating a device; unset means the driver's default (which
+// may itself come from the environment, e.g. KILN_CPU_THREADS).
+struct DeviceOptions {
+  std::optional<uint32_t> worker_threads;
+  std::optional<std::string> cache_dir;   // "" disables the disk cache
+  std::optional<std::string> c_compiler;  // CPU driver: the C compiler to run
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const DeviceInfo& info() const = 0;
+  virtual Allocator& allocator() = 0;
+  virtual Result<QueueRef> create_queue(const std::string& name = "") = 0;
+  // Builds an executable with the device's compiler (cached by content where the driver can).
+  virtual Result<ExecutableRef> compile_executable(const ExecutableSource& source) = 0;
+
+  std::shared_ptr<Semaphore> create_semaphore(uint64_t initial_value = 0) {
+    return Semaphore::create(initial_value);
+  }
+  std::shared_ptr<CommandBuffer> create_command_buffer() { return CommandBuffer::create(tag()); }
+  // Identifies this device's objects (buffers, executables) to its queues.
+  const void* tag() const { return this; }
+};
+
+using DeviceRef = std::shared_ptr<Device>;
+
+}  // namespace kiln::hal

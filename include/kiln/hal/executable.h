@@ -1,0 +1,51 @@
+// Executable: device code built by a device's compiler, with named exports.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/base/status.h"
+
+namespace kiln::hal {
+
+// What a kernel expects: its buffer bindings and 32-bit push constants, by count.
+struct ExportInfo {
+  std::string name;
+  uint32_t binding_count = 0;
+  uint32_t constant_count = 0;
+};
+
+struct ExecutableSource {
+  // The code's format: "c" (CPU driver), "opencl-c", "cuda-c", ... A device refuses formats it
+  // does not list in its capabilities (UNIMPLEMENTED).
+  std::string format;
+  std::string source;
+  std::vector<ExportInfo> exports;
+  // For diagnostics only: where the source came from.
+  std::string label = "executable";
+};
+
+class Executable {
+ public:
+  Executable(const void* device_tag, std::vector<ExportInfo> exports)
+      : device_tag_(device_tag), exports_(std::move(exports)) {}
+  virtual ~Executable() = default;
+
+  const std::vector<ExportInfo>& exports() const { return exports_; }
+  // NOT_FOUND for an unknown name.
+  Result<uint32_t> lookup_export(std::string_view name) const;
+  // OUT_OF_RANGE for an ordinal past the end.
+  Result<const ExportInfo*> export_info(uint32_t ordinal) const;
+  const void* device_tag() const { return device_tag_; }
+
+ private:
+  const void* device_tag_;
+  std::vector<ExportInfo> exports_;
+};
+
+using ExecutableRef = std::shared_ptr<Executable>;
+
+}  // namespace kiln::hal

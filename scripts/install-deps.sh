@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages kiln needs to build, test and benchmark, if any are missing.
+# Run as root, or with sudo available. Does nothing when everything is present.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ gcc clang   # build (gcc is also the CPU driver's C compiler)
+  libgtest-dev googletest          # tests
+  libbenchmark-dev                 # benchmarks
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root (or sudo) to install ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,14 @@
+#include "kiln/drivers/drivers.h"
+
+namespace kiln::drivers {
+
+const hal::DriverRegistry& builtin_registry() {
+  static const hal::DriverRegistry* registry = [] {
+    auto* r = new hal::DriverRegistry();
+    r->add(make_cpu_driver()).ignore();
+    return r;
+  }();
+  return *registry;
+}
+
+}  // namespace kiln::drivers

@@ -1,0 +1,77 @@
+#include "drivers/cpu/cpu_allocator.h"
+
+#include <cstdlib>
+#include <string>
+
+namespace kiln::cpu {
+
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+class HostStorage final : public hal::BufferStorage {
+ public:
+  HostStorage(void* data, hal::HostReleaseFn release) : data_(data), release_(std::move(release)) {}
+  ~HostStorage() override {
+    if (release_) release_(data_);
+  }
+  void* host_pointer() override { return data_; }
+  Status map(size_t offset, size_t, hal::MapAccess, void** out) override {
+    *out = static_cast<uint8_t*>(data_) + offset;
+    return Status();
+  }
+  void unmap(size_t, size_t, hal::MapAccess, void*) override {}
+
+ private:
+  void* data_;
+  hal::HostReleaseFn release_;
+};
+
+Status check_params(const hal::BufferParams& params) {
+  constexpr uint32_t kKnownTypes = hal::kMemoryDeviceLocal | hal::kMemoryHostVisible |
+                                   hal::kMemoryHostCoherent | hal::kMemoryHostCached;
+  if (params.memory_type == 0 || (params.memory_type & ~kKnownTypes)) {
+    return invalid_argument_error("memory type " + hal::memory_type_string(params.memory_type) +
+                                  " (0x" + std::to_string(params.memory_type) +
+                                  ") is not a valid combination");
+  }
+  if (params.usage == 0 || (params.usage & ~uint32_t{hal::kUsageDefault})) {
+    return invalid_argument_error("buffer usage 0x" + std::to_string(params.usage) +
+                                  " is empty or has unknown bits");
+  }
+  return Status();
+}
+
+}  // namespace
+
+Result<hal::BufferRef> CpuAllocator::allocate(const hal::BufferParams& params, size_t size) {
+  KILN_RETURN_IF_ERROR(check_params(params));
+  if (size > max_allocation_size_) {
+    return resource_exhausted_error("cannot allocate " + std::to_string(size) +
+                                    " bytes: the CPU device allows at most " +
+                                    std::to_string(max_allocation_size_) + " per buffer");
+  }
+  void* data = nullptr;
+  if (size > 0) {
+    size_t rounded = (size + kAlignment - 1) / kAlignment * kAlignment;
+    data = std::aligned_alloc(kAlignment, rounded);
+    if (!data) {
+      return resource_exhausted_error("cannot allocate " + std::to_string(size) +
+                                      " bytes of host memory");
+    }
+  }
+  auto storage = std::make_shared<HostStorage>(data, [](void* p) { std::free(p); });
+  return std::make_shared<hal::Buffer>(std::move(storage), device_tag_, params.memory_type,
+                                       params.usage, size, 0, size);
+}
+
+Result<hal::BufferRef> CpuAllocator::import_host(const hal::BufferParams& params, void* ptr,
+                                                 size_t size, hal::HostReleaseFn release) {
+  KILN_RETURN_IF_ERROR(check_params(params));
+  if (!ptr && size > 0) return invalid_argument_error("import_host: null pointer");
+  auto storage = std::make_shared<HostStorage>(ptr, std::move(release));
+  return std::make_shared<hal::Buffer>(std::move(storage), device_tag_, params.memory_type,
+                                       params.usage, size, 0, size);
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,236 @@
+#include "drivers/cpu/cpu_compiler.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <sstream>
+#include <vector>
+
+#include "drivers/cpu/kernel_abi_text.h"
+#include "kiln/base/log.h"
+#include "kiln/base/process.h"
+#include "kiln/base/sha256.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+// Flags every build uses; user flags come after, so they can override.
+const char* const kBaseFlags[] = {"-std=gnu11", "-O2", "-fPIC", "-shared", "-fno-strict-aliasing"};
+
+std::vector<std::string> split_flags(const std::string& flags) {
+  std::vector<std::string> out;
+  std::istringstream in(flags);
+  for (std::string flag; in >> flag;) out.push_back(flag);
+  return out;
+}
+
+Status remove_tree(const std::string& dir) {
+  std::vector<std::string> names = {"kernel.c", "kernel.so"};
+  for (const std::string& name : names) ::unlink((dir + "/" + name).c_str());
+  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) return errno_error(errno, "removing " + dir);
+  return Status();
+}
+
+Result<std::string> make_work_dir(const DiskCache& cache) {
+  std::string parent;
+  if (cache.enabled() && make_directories(cache.dir() + "/tmp").ok()) {
+    parent = cache.dir() + "/tmp";
+  } else {
+    const char* tmp = std::getenv("TMPDIR");
+    parent = tmp && *tmp ? tmp : "/tmp";
+  }
+  std::string pattern = parent + "/kiln-build-XXXXXX";
+  if (!::mkdtemp(pattern.data())) return errno_error(errno, "creating a build directory in " + parent);
+  return pattern;
+}
+
+}  // namespace
+
+LoadedLibrary::~LoadedLibrary() {
+  if (handle_) ::dlclose(handle_);
+}
+
+Result<void*> LoadedLibrary::symbol(const std::string& name) const {
+  ::dlerror();
+  void* sym = ::dlsym(handle_, name.c_str());
+  if (!sym) return not_found_error("export '" + name + "' is not defined in " + path_);
+  return sym;
+}
+
+CpuCompiler::CpuCompiler(std::string compiler, std::string flags, DiskCache cache,
+                         int64_t timeout_ms)
+    : compiler_(std::move(compiler)),
+      flags_(std::move(flags)),
+      cache_(std::move(cache)),
+      timeout_ms_(timeout_ms) {}
+
+CompilerStats CpuCompiler::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+Result<std::string> CpuCompiler::identity() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (identity_) return *identity_;
+  const std::string record_key = sha256_hex("compiler-identity\n" + compiler_);
+  Result<std::string> found = find_program(compiler_);
+  struct stat st;
+  char real[PATH_MAX];
+  if (found.ok() && ::stat(found->c_str(), &st) == 0 && ::realpath(found->c_str(), real)) {
+    resolved_ = *found;
+    identity_ = std::string(real) + " size=" + std::to_string(st.st_size) +
+                " mtime=" + std::to_string(st.st_mtim.tv_sec) + "." +
+                std::to_string(st.st_mtim.tv_nsec);
+    if (cache_.enabled()) {
+      Result<std::optional<std::string>> recorded = cache_.load(record_key, "cc");
+      if (!recorded.ok() || !recorded->has_value() || **recorded != *identity_) {
+        Result<std::string> stored = cache_.store(record_key, "cc", *identity_);
+        if (!stored.ok()) KILN_LOG(kWarn, "cannot record the C compiler: " + stored.status().to_string());
+      }
+    }
+    return *identity_;
+  }
+  // No compiler: builds made by the one last seen under this name are still good.
+  if (cache_.enabled()) {
+    Result<std::optional<std::string>> recorded = cache_.load(record_key, "cc");
+    if (recorded.ok() && recorded->has_value()) {
+      identity_ = **recorded;
+      return *identity_;
+    }
+  }
+  return unavailable_error("C compiler '" + compiler_ +
+                           "' was not found (set KILN_CC or DeviceOptions::c_compiler)");
+}
+
+Result<std::shared_ptr<LoadedLibrary>> CpuCompiler::build(const std::string& source,
+                                                          const std::string& label) {
+  KILN_ASSIGN_OR_RETURN(std::string id, identity());
+  std::string line_name = label;
+  for (char& c : line_name) {
+    if (c == '"' || c == '\\' || c == '\n' || c == '\r') c = '_';
+  }
+  std::string full_source =
+      std::string(kKernelAbiText) + "\n#line 1 \"" + line_name + "\"\n" + source;
+  Sha256 hasher;
+  hasher.update_field("kiln-cpu-executable-v1");
+  hasher.update_field(full_source);
+  hasher.update_field(id);
+  for (const char* flag : kBaseFlags) hasher.update_field(flag);
+  hasher.update_field(flags_);
+  const std::string key = hasher.hex_digest();
+
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (auto it = loaded_.find(key); it != loaded_.end()) {
+    if (std::shared_ptr<LoadedLibrary> library = it->second.lock()) {
+      ++stats_.memory_hits;
+      return library;
+    }
+  }
+  lock.unlock();
+
+  // Disk cache: a valid entry is loaded in place; a corrupt one reads as a miss.
+  std::string load_path;
+  bool from_disk = false;
+  if (cache_.enabled()) {
+    Result<std::optional<std::string>> hit = cache_.lookup(key, "so");
+    if (hit.ok() && hit->has_value()) {
+      load_path = **hit;
+      from_disk = true;
+    } else if (!hit.ok()) {
+      KILN_LOG(kWarn, "kernel cache lookup failed: " + hit.status().to_string());
+    }
+  }
+  std::string work_dir;
+  void* handle = nullptr;
+  if (from_disk) {
+    handle = ::dlopen(load_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      KILN_LOG(kWarn, std::string("cached kernel object does not load, rebuilding: ") + ::dlerror());
+      from_disk = false;
+    }
+  }
+  if (!from_disk) {
+    KILN_ASSIGN_OR_RETURN(std::string object_path, compile_to_file(full_source, key, label, &work_dir));
+    load_path = object_path;
+    if (cache_.enabled()) {
+      Result<std::string> bytes = read_file(object_path);
+      Result<std::string> stored = bytes.ok() ? cache_.store(key, "so", *bytes) : Result<std::string>(bytes.status());
+      if (stored.ok()) {
+        load_path = *stored;
+      } else {
+        KILN_LOG(kWarn, "cannot store the kernel object in the cache: " + stored.status().to_string());
+      }
+    }
+    handle = ::dlopen(load_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    std::string error = handle ? "" : ::dlerror();
+    remove_tree(work_dir).ignore();  // the loaded object stays mapped after its file is gone
+    if (!handle) {
+      return internal_error("loading the compiled object of '" + label + "' failed: " + error);
+    }
+  }
+  auto library = std::make_shared<LoadedLibrary>(handle, load_path);
+  lock.lock();
+  if (from_disk) ++stats_.disk_hits; else ++stats_.compiles;
+  loaded_[key] = library;
+  return library;
+}
+
+Result<std::string> CpuCompiler::compile_to_file(const std::string& full_source,
+                                                 const std::string& key, const std::string& label,
+                                                 std::string* work_dir) {
+  std::string compiler;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    compiler = resolved_;
+  }
+  if (compiler.empty()) {
+    return unavailable_error("C compiler '" + compiler_ + "' was not found and '" + label +
+                             "' is not in the kernel cache (set KILN_CC or DeviceOptions::c_compiler)");
+  }
+  KILN_ASSIGN_OR_RETURN(*work_dir, make_work_dir(cache_));
+  const std::string source_path = *work_dir + "/kernel.c";
+  const std::string object_path = *work_dir + "/kernel.so";
+  Status written = write_file_atomic(source_path, full_source);
+  if (!written.ok()) {
+    remove_tree(*work_dir).ignore();
+    return written;
+  }
+  std::vector<std::string> argv = {compiler};
+  for (const char* flag : kBaseFlags) argv.push_back(flag);
+  for (std::string& flag : split_flags(flags_)) argv.push_back(std::move(flag));
+  argv.insert(argv.end(), {"-o", object_path, source_path, "-lm"});
+  Result<ProcessResult> run = run_process(argv, timeout_ms_);
+
+  auto keep_source = [&]() -> std::string {
+    // Keep the failing source where the message points, so the user can open it.
+    if (cache_.enabled() && make_directories(cache_.dir() + "/failed").ok()) {
+      std::string target = cache_.dir() + "/failed/" + key + ".c";
+      if (::rename(source_path.c_str(), target.c_str()) == 0) {
+        remove_tree(*work_dir).ignore();
+        return target;
+      }
+    }
+    ::unlink(object_path.c_str());
+    return source_path;  // the build directory stays, holding it
+  };
+  if (!run.ok()) {
+    std::string kept = keep_source();
+    return Status(run.status().code() == StatusCode::kNotFound ? StatusCode::kUnavailable
+                                                                : run.status().code(),
+                  "compiling '" + label + "': " + run.status().message() + "; source kept at " + kept);
+  }
+  if (run->signalled || run->exit_code != 0) {
+    std::string how = run->signalled ? "was killed by signal " + std::to_string(run->term_signal)
+                                     : "exited with status " + std::to_string(run->exit_code);
+    std::string kept = keep_source();
+    return invalid_argument_error("compiling '" + label + "' with " + compiler + " failed (it " +
+                                  how + "); source kept at " + kept + "\n" + run->output);
+  }
+  return object_path;
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,68 @@
+// The CPU driver's compiler: C source → shared object with the system C compiler, loaded with
+// dlopen, cached by content in memory and on disk.
+//
+// The cache key covers the source (with the kernel ABI prepended), the compiler's identity (its
+// resolved path, size and modification time, read with stat(2), as ccache does, so that a warm
+// lookup starts no process) and the flags. The identity last seen for a configured compiler name
+// is remembered in the cache, so a machine whose compiler is gone still loads what was built.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "kiln/base/disk_cache.h"
+#include "kiln/base/status.h"
+
+namespace kiln::cpu {
+
+// A dlopen()ed shared object; closed when the last executable using it is gone.
+class LoadedLibrary {
+ public:
+  LoadedLibrary(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
+  ~LoadedLibrary();
+  LoadedLibrary(const LoadedLibrary&) = delete;
+  LoadedLibrary& operator=(const LoadedLibrary&) = delete;
+  // NOT_FOUND naming the symbol and the object.
+  Result<void*> symbol(const std::string& name) const;
+  const std::string& path() const { return path_; }
+
+ private:
+  void* handle_;
+  std::string path_;
+};
+
+struct CompilerStats {
+  uint64_t compiles = 0;     // C compiler runs
+  uint64_t disk_hits = 0;
+  uint64_t memory_hits = 0;
+};
+
+class CpuCompiler {
+ public:
+  // `compiler`: a program name or path; `flags`: extra flags, split on spaces.
+  CpuCompiler(std::string compiler, std::string flags, DiskCache cache, int64_t timeout_ms);
+
+  // Builds (or finds) the shared object for `source`. `label` names it in diagnostics.
+  Result<std::shared_ptr<LoadedLibrary>> build(const std::string& source, const std::string& label);
+  CompilerStats stats() const;
+
+ private:
+  Result<std::string> identity();
+  Result<std::string> compile_to_file(const std::string& full_source, const std::string& key,
+                                      const std::string& label, std::string* work_dir);
+
+  std::string compiler_;
+  std::string flags_;
+  DiskCache cache_;
+  int64_t timeout_ms_;
+  mutable std::mutex mutex_;
+  std::optional<std::string> identity_;  // guarded by mutex_
+  std::string resolved_;                 // guarded by mutex_; empty when not found
+  std::unordered_map<std::string, std::weak_ptr<LoadedLibrary>> loaded_;  // guarded by mutex_
+  CompilerStats stats_;                                                   // guarded by mutex_
+};
+
+}  // namespace kiln::cpu

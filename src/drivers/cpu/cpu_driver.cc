@@ -1,0 +1,67 @@
+// The CPU driver: one device, this machine's processors.
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include "drivers/cpu/cpu_device.h"
+#include "kiln/drivers/drivers.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+std::string processor_model() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  }
+  return "host processor";
+}
+
+hal::DeviceInfo cpu_device_info() {
+  hal::DeviceInfo info;
+  info.driver = "cpu";
+  info.ordinal = 0;
+  info.name = "cpu:0";
+  info.description = processor_model();
+  hal::DeviceCapabilities& caps = info.capabilities;
+  caps.compute_units = std::max(1u, std::thread::hardware_concurrency());
+  long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
+  caps.total_memory = pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : 0;
+  caps.max_allocation_size = caps.total_memory ? caps.total_memory : (uint64_t{1} << 40);
+  caps.max_workgroup_size = 1;
+  caps.fp64 = true;
+  caps.fp16 = false;
+  caps.local_memory_size = 0;
+  caps.unified_memory = true;
+  caps.executable_formats = {"c"};
+  return info;
+}
+
+class CpuDriver final : public hal::Driver {
+ public:
+  std::string name() const override { return "cpu"; }
+  Status availability() override { return Status(); }
+  Result<std::vector<hal::DeviceInfo>> enumerate_devices() override {
+    return std::vector<hal::DeviceInfo>{cpu_device_info()};
+  }
+  Result<hal::DeviceRef> create_device(uint32_t ordinal, const hal::DeviceOptions& options) override {
+    if (ordinal != 0) {
+      return out_of_range_error("cpu driver has 1 device; ordinal " + std::to_string(ordinal) +
+                                " does not exist");
+    }
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<CpuDevice> device, CpuDevice::create(cpu_device_info(), options));
+    return hal::DeviceRef(std::move(device));
+  }
+};
+
+}  // namespace
+}  // namespace kiln::cpu
+
+namespace kiln::drivers {
+hal::DriverRef make_cpu_driver() { return std::make_shared<cpu::CpuDriver>(); }
+}  // namespace kiln::drivers

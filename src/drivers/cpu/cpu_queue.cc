@@ -1,0 +1,193 @@
+#include "drivers/cpu/cpu_queue.h"
+
+#include <cstring>
+
+#include "drivers/cpu/cpu_allocator.h"
+#include "drivers/cpu/cpu_executable.h"
+#include "kiln/base/futex.h"
+#include "kiln/base/time.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+
+void fill_pattern(uint8_t* dst, size_t length, uint32_t pattern, size_t pattern_size) {
+  if (length == 0) return;
+  if (pattern_size == 1) {
+    std::memset(dst, static_cast<int>(pattern & 0xff), length);
+    return;
+  }
+  // Write the pattern once, then double the filled prefix.
+  std::memcpy(dst, &pattern, pattern_size);
+  size_t filled = pattern_size;
+  while (filled < length) {
+    size_t n = std::min(filled, length - filled);
+    std::memcpy(dst + filled, dst, n);
+    filled += n;
+  }
+}
+
+// Parks the calling thread until a dispatch it started has finished.
+struct Completion {
+  std::atomic<uint32_t> done{0};
+  Status status;
+  void finish(const Status& s) {
+    status = s;
+    done.store(1, std::memory_order_release);
+    futex_wake(&done, 1);
+  }
+  Status wait() {
+    while (done.load(std::memory_order_acquire) == 0) {
+      if (!spin_while_equal(&done, 0)) futex_wait(&done, 0, Timeout::kInfiniteNs);
+    }
+    return status;
+  }
+};
+
+}  // namespace
+
+CpuQueue::CpuQueue(std::string name, const void* device_tag, std::shared_ptr<ThreadPool> pool)
+    : Queue(std::move(name), device_tag), pool_(std::move(pool)) {
+  worker_ = std::thread([this] { worker_main(); });
+}
+
+CpuQueue::~CpuQueue() {
+  abort_pending();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  ready_word_.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake(&ready_word_, 1);
+  worker_.join();
+}
+
+void CpuQueue::issue(std::unique_ptr<hal::Action> action) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ready_.push_back(std::move(action));
+  }
+  ready_word_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleeping_.load(std::memory_order_seq_cst)) futex_wake(&ready_word_, 1);
+}
+
+void CpuQueue::worker_main() {
+  std::vector<std::unique_ptr<hal::Action>> batch;
+  for (;;) {
+    const uint32_t seen = ready_word_.load(std::memory_order_seq_cst);
+    bool stop;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      batch.swap(ready_);
+      stop = stop_;
+    }
+    for (auto& action : batch) run(std::move(action));
+    if (!batch.empty()) {
+      batch.clear();
+      continue;
+    }
+    if (stop) return;
+    if (spin_while_equal(&ready_word_, seen)) continue;
+    sleeping_.store(true, std::memory_order_seq_cst);
+    if (ready_word_.load(std::memory_order_seq_cst) == seen) {
+      futex_wait(&ready_word_, seen, Timeout::kInfiniteNs);
+    }
+    sleeping_.store(false, std::memory_order_relaxed);
+  }
+}
+
+void CpuQueue::run(std::unique_ptr<hal::Action> action) {
+  hal::Command& command = action->command;
+  if (std::holds_alternative<hal::DispatchCommand>(command)) {
+    // The action lives until the last workgroup finishes, on whichever thread that is.
+    std::shared_ptr<hal::Action> shared(std::move(action));
+    run_dispatch(std::get<hal::DispatchCommand>(shared->command),
+                 [shared](const Status& status) { complete(*shared, status); });
+    return;
+  }
+  if (auto* call = std::get_if<hal::HostCallCommand>(&command)) {
+    Status status = call->fn(action->signals);
+    if (status.code() != StatusCode::kDeferred) complete(*action, status);
+    return;
+  }
+  complete(*action, run_blocking(command));
+}
+
+void CpuQueue::run_dispatch(const hal::DispatchCommand& d, DispatchJob::DoneFn done) {
+  if (uint64_t{d.workgroups[0]} * d.workgroups[1] * d.workgroups[2] == 0) {
+    done(Status());  // nothing to run; the signals still fire
+    return;
+  }
+  const auto& executable = static_cast<const CpuExecutable&>(*d.executable);
+  std::vector<void*> bindings;
+  std::vector<size_t> lengths;
+  bindings.reserve(d.bindings.size());
+  lengths.reserve(d.bindings.size());
+  for (const hal::BufferBinding& b : d.bindings) {
+    bindings.push_back(host_address(*b.buffer, b.offset));
+    lengths.push_back(b.length);
+  }
+  auto job = std::make_shared<DispatchJob>(
+      executable.function(d.export_ordinal), executable.exports()[d.export_ordinal].name,
+      d.workgroups, std::move(bindings), std::move(lengths), d.constants, std::move(done));
+  // A single workgroup is not worth a hand-off to the pool.
+  if (job->total() == 1) {
+    job->run(0, 1);
+  } else {
+    pool_->submit(std::move(job));
+  }
+}
+
+Status CpuQueue::run_blocking(const hal::Command& command) {
+  return std::visit(
+      Overloaded{
+          [](const hal::CopyCommand& c) {
+            if (c.length) {
+              std::memmove(host_address(*c.target, c.target_offset),
+                           host_address(*c.source, c.source_offset), c.length);
+            }
+            return Status();
+          },
+          [](const hal::FillCommand& c) {
+            fill_pattern(host_address(*c.target, c.offset), c.length, c.pattern, c.pattern_size);
+            return Status();
+          },
+          [](const hal::UpdateCommand& c) {
+            if (!c.data.empty()) {
+              std::memcpy(host_address(*c.target, c.offset), c.data.data(), c.data.size());
+            }
+            return Status();
+          },
+          [](const hal::ReadCommand& c) {
+            if (c.length) std::memcpy(c.host, host_address(*c.source, c.offset), c.length);
+            return Status();
+          },
+          [](const hal::WriteCommand& c) {
+            if (c.length) std::memcpy(host_address(*c.target, c.offset), c.host, c.length);
+            return Status();
+          },
+          [this](const hal::DispatchCommand& c) {
+            Completion completion;
+            run_dispatch(c, [&completion](const Status& s) { completion.finish(s); });
+            return completion.wait();
+          },
+          [](const hal::BarrierCommand&) { return Status(); },
+          [this](const hal::ExecuteCommand& c) {
+            for (const hal::Command& inner : c.command_buffer->commands()) {
+              KILN_RETURN_IF_ERROR(run_blocking(inner));
+            }
+            return Status();
+          },
+          [](const hal::HostCallCommand&) {
+            return internal_error("host_call cannot run inside a command buffer");
+          },
+      },
+      command);
+}
+
+}  // namespace kiln::cpu

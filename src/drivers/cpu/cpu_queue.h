@@ -1,0 +1,41 @@
+// A CPU queue: one worker thread runs the actions whose waits are met, in the order they became
+// ready; dispatches spread their workgroups over the device's thread pool, and the thread that
+// finishes the last workgroup signals. The worker parks on a futex when there is nothing to do.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "drivers/cpu/thread_pool.h"
+#include "kiln/hal/queue.h"
+
+namespace kiln::cpu {
+
+class CpuQueue final : public hal::Queue {
+ public:
+  CpuQueue(std::string name, const void* device_tag, std::shared_ptr<ThreadPool> pool);
+  // Fails actions still waiting (CANCELLED), runs those already ready, then joins the worker.
+  ~CpuQueue() override;
+
+ private:
+  void issue(std::unique_ptr<hal::Action> action) override;
+  void worker_main();
+  void run(std::unique_ptr<hal::Action> action);
+  // Runs a dispatch; `done` is called once, by whichever thread finishes it.
+  void run_dispatch(const hal::DispatchCommand& dispatch, DispatchJob::DoneFn done);
+  // Runs a command to completion on this thread (dispatches wait for their workgroups).
+  Status run_blocking(const hal::Command& command);
+
+  std::shared_ptr<ThreadPool> pool_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<hal::Action>> ready_;  // guarded by mutex_
+  bool stop_ = false;                                // guarded by mutex_
+  std::atomic<uint32_t> ready_word_{0};              // bumped on every issue
+  std::atomic<bool> sleeping_{false};
+  std::thread worker_;
+};
+
+}  // namespace kiln::cpu

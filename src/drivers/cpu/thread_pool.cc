@@ -1,0 +1,122 @@
+#include "drivers/cpu/thread_pool.h"
+
+#include <algorithm>
+
+#include "kiln/base/futex.h"
+#include "kiln/base/time.h"
+
+namespace kiln::cpu {
+
+DispatchJob::DispatchJob(kiln_kernel_fn_t fn, std::string name, std::array<uint32_t, 3> workgroups,
+                         std::vector<void*> bindings, std::vector<size_t> binding_lengths,
+                         std::vector<uint32_t> constants, DoneFn done)
+    : fn_(fn),
+      name_(std::move(name)),
+      bindings_(std::move(bindings)),
+      binding_lengths_(std::move(binding_lengths)),
+      constants_(std::move(constants)),
+      total_(uint64_t{workgroups[0]} * workgroups[1] * workgroups[2]),
+      done_(std::move(done)) {
+  state_.abi_version = KILN_KERNEL_ABI_VERSION;
+  for (int i = 0; i < 3; ++i) state_.workgroup_count[i] = workgroups[i];
+  state_.binding_count = static_cast<uint32_t>(bindings_.size());
+  state_.constant_count = static_cast<uint32_t>(constants_.size());
+  state_.bindings = bindings_.data();
+  state_.binding_lengths = binding_lengths_.data();
+  state_.constants = constants_.data();
+  state_.context = nullptr;
+}
+
+bool DispatchJob::claim(uint64_t chunk, uint64_t* begin, uint64_t* end) {
+  uint64_t first = next_.fetch_add(chunk, std::memory_order_relaxed);
+  if (first >= total_) return false;
+  *begin = first;
+  *end = std::min(total_, first + chunk);
+  return true;
+}
+
+void DispatchJob::run(uint64_t begin, uint64_t end) {
+  const uint64_t cx = state_.workgroup_count[0], cy = state_.workgroup_count[1];
+  for (uint64_t i = begin; i < end; ++i) {
+    // After a failure the remaining workgroups are skipped but still counted as finished.
+    if (failed_.load(std::memory_order_relaxed)) break;
+    kiln_workgroup_id_t id;
+    id.x = static_cast<uint32_t>(i % cx);
+    id.y = static_cast<uint32_t>((i / cx) % cy);
+    id.z = static_cast<uint32_t>(i / (cx * cy));
+    int rc = fn_(&state_, &id);
+    if (rc != 0 && !failed_.exchange(true, std::memory_order_acq_rel)) {
+      error_code_ = rc;
+      error_workgroup_ = id;
+    }
+  }
+  const uint64_t count = end - begin;
+  if (finished_.fetch_add(count, std::memory_order_acq_rel) + count != total_) return;
+  Status status;
+  if (failed_.load(std::memory_order_acquire)) {
+    status = internal_error("kernel '" + name_ + "' returned " + std::to_string(error_code_) +
+                            " in workgroup (" + std::to_string(error_workgroup_.x) + ", " +
+                            std::to_string(error_workgroup_.y) + ", " +
+                            std::to_string(error_workgroup_.z) + ")");
+  }
+  done_(status);
+}
+
+ThreadPool::ThreadPool(uint32_t threads) {
+  threads = std::max<uint32_t>(threads, 1);
+  threads_.reserve(threads);
+  for (uint32_t i = 0; i < threads; ++i) threads_.emplace_back([this] { worker_main(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  work_word_.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake(&work_word_, INT32_MAX);
+  for (std::thread& t : threads_) t.join();
+}
+
+void ThreadPool::submit(std::shared_ptr<DispatchJob> job) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    jobs_.push_back(std::move(job));
+  }
+  work_word_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake(&work_word_, INT32_MAX);
+}
+
+void ThreadPool::worker_main() {
+  for (;;) {
+    const uint32_t seen = work_word_.load(std::memory_order_seq_cst);
+    std::shared_ptr<DispatchJob> job;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!jobs_.empty()) {
+        job = jobs_.front();
+      } else if (stop_) {
+        return;
+      }
+    }
+    if (!job) {
+      if (!spin_while_equal(&work_word_, seen)) {
+        sleepers_.fetch_add(1, std::memory_order_seq_cst);
+        if (work_word_.load(std::memory_order_seq_cst) == seen) {
+          futex_wait(&work_word_, seen, Timeout::kInfiniteNs);
+        }
+        sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+      }
+      continue;
+    }
+    // Chunks of a few workgroups keep the shared counter cool while balancing the load.
+    const uint64_t chunk = std::max<uint64_t>(1, job->total() / (threads_.size() * 8));
+    uint64_t begin, end;
+    while (job->claim(chunk, &begin, &end)) job->run(begin, end);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = std::find(jobs_.begin(), jobs_.end(), job);
+    if (it != jobs_.end()) jobs_.erase(it);
+  }
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,72 @@
+// The CPU driver's workgroup scheduler: a pool of worker threads that share the workgroups of
+// each dispatch, and a job that runs one kernel over its 3-D workgroup grid.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kiln/base/status.h"
+#include "kiln/kernel_abi.h"
+
+namespace kiln::cpu {
+
+// One dispatch: the kernel, its arguments, and which workgroups are taken and finished.
+class DispatchJob {
+ public:
+  using DoneFn = std::function<void(const Status&)>;
+  DispatchJob(kiln_kernel_fn_t fn, std::string name, std::array<uint32_t, 3> workgroups,
+              std::vector<void*> bindings, std::vector<size_t> binding_lengths,
+              std::vector<uint32_t> constants, DoneFn done);
+
+  uint64_t total() const { return total_; }
+  // Claims the next chunk of workgroups; false when none are left.
+  bool claim(uint64_t chunk, uint64_t* begin, uint64_t* end);
+  // Runs workgroups [begin, end); the thread that finishes the last one calls done.
+  void run(uint64_t begin, uint64_t end);
+
+ private:
+  kiln_kernel_fn_t fn_;
+  std::string name_;
+  std::vector<void*> bindings_;
+  std::vector<size_t> binding_lengths_;
+  std::vector<uint32_t> constants_;
+  kiln_dispatch_state_t state_{};
+  uint64_t total_;
+  DoneFn done_;
+  std::atomic<uint64_t> next_{0};
+  std::atomic<uint64_t> finished_{0};
+  std::atomic<bool> failed_{false};
+  int error_code_ = 0;  // written once, by the thread that sets failed_
+  kiln_workgroup_id_t error_workgroup_{};
+};
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(uint32_t threads);
+  ~ThreadPool();  // finishes queued jobs, then joins
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  uint32_t thread_count() const { return static_cast<uint32_t>(threads_.size()); }
+  // Runs every workgroup of `job` on the pool; returns at once.
+  void submit(std::shared_ptr<DispatchJob> job);
+
+ private:
+  void worker_main();
+  std::mutex mutex_;
+  std::deque<std::shared_ptr<DispatchJob>> jobs_;  // guarded by mutex_
+  bool stop_ = false;                               // guarded by mutex_
+  std::atomic<uint32_t> work_word_{0};              // bumped on every submit
+  std::atomic<uint32_t> sleepers_{0};
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace kiln::cpu

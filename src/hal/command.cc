@@ -1,0 +1,138 @@
+#include "kiln/hal/command.h"
+
+#include <string>
+
+#include "kiln/hal/command_buffer.h"
+
+namespace kiln::hal {
+
+namespace {
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+
+Status check_buffer(const BufferRef& buffer, const void* device_tag, uint32_t needed_usage,
+                    const char* role) {
+  if (!buffer) return invalid_argument_error(std::string(role) + " buffer is null");
+  if (buffer->device_tag() != device_tag) {
+    return invalid_argument_error(std::string(role) + " buffer belongs to another device");
+  }
+  if ((buffer->usage() & needed_usage) != needed_usage) {
+    return invalid_argument_error(std::string(role) + " buffer usage is " +
+                                  buffer_usage_string(buffer->usage()) + ", needs " +
+                                  buffer_usage_string(needed_usage));
+  }
+  return Status();
+}
+
+Status check_range(const BufferRef& buffer, size_t offset, size_t length, const char* what) {
+  if (length == Buffer::kWholeBuffer) {
+    return invalid_argument_error(std::string(what) + ": length must be explicit");
+  }
+  return buffer->check_range(offset, length, what).status();
+}
+
+Status validate(CopyCommand& c, const void* tag) {
+  KILN_RETURN_IF_ERROR(check_buffer(c.source, tag, kUsageTransferSource, "copy source"));
+  KILN_RETURN_IF_ERROR(check_buffer(c.target, tag, kUsageTransferTarget, "copy target"));
+  KILN_RETURN_IF_ERROR(check_range(c.source, c.source_offset, c.length, "copy source"));
+  return check_range(c.target, c.target_offset, c.length, "copy target");
+}
+
+Status validate(FillCommand& c, const void* tag) {
+  KILN_RETURN_IF_ERROR(check_buffer(c.target, tag, kUsageTransferTarget, "fill target"));
+  if (c.pattern_size != 1 && c.pattern_size != 2 && c.pattern_size != 4) {
+    return invalid_argument_error("fill pattern size is " + std::to_string(c.pattern_size) +
+                                  " bytes; it must be 1, 2 or 4");
+  }
+  if (c.offset % c.pattern_size || c.length % c.pattern_size) {
+    return invalid_argument_error("fill offset " + std::to_string(c.offset) + " and length " +
+                                  std::to_string(c.length) + " must be multiples of the " +
+                                  std::to_string(c.pattern_size) + "-byte pattern");
+  }
+  return check_range(c.target, c.offset, c.length, "fill");
+}
+
+Status validate(UpdateCommand& c, const void* tag) {
+  KILN_RETURN_IF_ERROR(check_buffer(c.target, tag, kUsageTransferTarget, "update target"));
+  return check_range(c.target, c.offset, c.data.size(), "update");
+}
+
+Status validate(ReadCommand& c, const void* tag) {
+  KILN_RETURN_IF_ERROR(check_buffer(c.source, tag, kUsageTransferSource, "read source"));
+  if (!c.host && c.length) return invalid_argument_error("read: host pointer is null");
+  return check_range(c.source, c.offset, c.length, "read");
+}
+
+Status validate(WriteCommand& c, const void* tag) {
+  KILN_RETURN_IF_ERROR(check_buffer(c.target, tag, kUsageTransferTarget, "write target"));
+  if (!c.host && c.length) return invalid_argument_error("write: host pointer is null");
+  return check_range(c.target, c.offset, c.length, "write");
+}
+
+Status validate(DispatchCommand& c, const void* tag) {
+  if (!c.executable) return invalid_argument_error("dispatch: executable is null");
+  if (c.executable->device_tag() != tag) {
+    return invalid_argument_error("dispatch: executable belongs to another device");
+  }
+  KILN_ASSIGN_OR_RETURN(const ExportInfo* info, c.executable->export_info(c.export_ordinal));
+  const std::string where = "dispatch of '" + info->name + "'";
+  if (c.bindings.size() != info->binding_count) {
+    return invalid_argument_error(where + ": " + std::to_string(c.bindings.size()) +
+                                  " binding(s) given, the export takes " +
+                                  std::to_string(info->binding_count));
+  }
+  if (c.constants.size() != info->constant_count) {
+    return invalid_argument_error(where + ": " + std::to_string(c.constants.size()) +
+                                  " constant(s) given, the export takes " +
+                                  std::to_string(info->constant_count));
+  }
+  for (size_t i = 0; i < c.bindings.size(); ++i) {
+    BufferBinding& b = c.bindings[i];
+    const std::string role = where + " binding " + std::to_string(i);
+    KILN_RETURN_IF_ERROR(check_buffer(b.buffer, tag, kUsageDispatchStorage, role.c_str()));
+    KILN_ASSIGN_OR_RETURN(b.length, b.buffer->check_range(b.offset, b.length, role.c_str()));
+  }
+  return Status();
+}
+
+Status validate(ExecuteCommand& c, const void* tag) {
+  if (!c.command_buffer) return invalid_argument_error("execute: command buffer is null");
+  if (c.command_buffer->device_tag() != tag) {
+    return invalid_argument_error("execute: command buffer belongs to another device");
+  }
+  if (!c.command_buffer->finalized()) {
+    return failed_precondition_error("execute: command buffer is not finalized");
+  }
+  return Status();
+}
+
+Status validate(HostCallCommand& c, const void*) {
+  if (!c.fn) return invalid_argument_error("host_call: function is empty");
+  return Status();
+}
+
+Status validate(BarrierCommand&, const void*) { return Status(); }
+
+}  // namespace
+
+const char* command_name(const Command& command) {
+  return std::visit(Overloaded{[](const CopyCommand&) { return "copy"; },
+                               [](const FillCommand&) { return "fill"; },
+                               [](const UpdateCommand&) { return "update"; },
+                               [](const ReadCommand&) { return "read"; },
+                               [](const WriteCommand&) { return "write"; },
+                               [](const DispatchCommand&) { return "dispatch"; },
+                               [](const BarrierCommand&) { return "barrier"; },
+                               [](const ExecuteCommand&) { return "execute"; },
+                               [](const HostCallCommand&) { return "host_call"; }},
+                    command);
+}
+
+Status validate_command(Command& command, const void* device_tag) {
+  return std::visit([&](auto& c) { return validate(c, device_tag); }, command);
+}
+
+}  // namespace kiln::hal
