@@ -141,11 +141,13 @@ void wait_node_reached(Timepoint* tp, const Status& status) {
   } else if (waiter->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     decided = true;
   }
-  if (decided) {
-    waiter->word.store(1, std::memory_order_release);
-    futex_wake(&waiter->word, 1);
-  }
+  std::atomic<uint32_t>* word = &waiter->word;
+  if (decided) word->store(1, std::memory_order_release);
+  // After `done` the waiter may return and reuse its stack; the wake below only passes the
+  // address to the kernel, which is harmless for reused (or unmapped) memory. Waking last keeps
+  // the woken waiter from spinning on `done` while this thread is preempted.
   node->done.store(true, std::memory_order_release);
+  if (decided) futex_wake(word, 1);
 }
 
 // How long a waiter spins before parking: long enough for a hand-off between two running

@@ -109,8 +109,9 @@ void ThreadPool::worker_main() {
       }
       continue;
     }
-    // Chunks of a few workgroups keep the shared counter cool while balancing the load.
-    const uint64_t chunk = std::max<uint64_t>(1, job->total() / (threads_.size() * 8));
+    // Chunks of about 1/32 of a thread's share keep the shared counter cool, and small enough
+    // that the last chunk finishing late costs little.
+    const uint64_t chunk = std::max<uint64_t>(1, job->total() / (threads_.size() * 32));
     uint64_t begin, end;
     while (job->claim(chunk, &begin, &end)) job->run(begin, end);
     std::lock_guard<std::mutex> lock(mutex_);

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Runs kiln's benchmarks and prints the README's performance table: medians of repeated runs
+and the ratios against the baselines measured in the same run (the machine is shared and noisy,
+so only ratios within one run mean anything)."""
+import json
+import subprocess
+import sys
+
+BUILD = sys.argv[1] if len(sys.argv) > 1 else "build"
+REPS = "7"
+
+
+def medians(binary, extra=()):
+    out = subprocess.run(
+        [f"{BUILD}/bench/{binary}", f"--benchmark_repetitions={REPS}",
+         "--benchmark_report_aggregates_only=true", "--benchmark_format=json", *extra],
+        check=True, capture_output=True, text=True).stdout
+    result = {}
+    for b in json.loads(out)["benchmarks"]:
+        if b.get("aggregate_name") == "median":
+            scale = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[b["time_unit"]]
+            # Keyed by the name without "/iterations:N", "/real_time" and "/manual_time" parts.
+            name = "/".join(p for p in b["run_name"].split("/")
+                            if not p.startswith("iterations:") and p not in ("real_time", "manual_time"))
+            result[name] = dict(b, ns=b["real_time"] * scale)
+    return result
+
+
+sem = medians("semaphore_bench")
+disp = medians("dispatch_bench")
+cv = sem["BM_CondvarPingPong"]["ns"]
+wake = sem["BM_SemaphorePingPong"]["ns"]
+cv_parked = sem["BM_CondvarWakeParked"]["ns"]
+sem_parked = sem["BM_SemaphoreWakeParked"]["ns"]
+trip = disp["BM_DispatchRoundTrip"]["ns"]
+submit = disp["BM_SubmitBurst/1000"]["submit_ns_per_action"]
+t1 = disp["BM_ComputeDispatch/threads:1"]["ns"]
+t2 = disp["BM_ComputeDispatch/threads:2"]["ns"]
+
+rows = [
+    ("host signal → host waiter wakes (per hand-off)", f"{wake / 2 / 1e3:.2f} µs",
+     f"condition variable {cv / 2 / 1e3:.2f} µs", f"{wake / cv:.3f}×", "≤ 1.2×"),
+    ("signal → wake of a waiter already asleep (futex path)", f"{sem_parked / 1e3:.2f} µs",
+     f"condition variable {cv_parked / 1e3:.2f} µs", f"{sem_parked / cv_parked:.3f}×", "≤ 1.2×"),
+    ("submit → empty dispatch → signal → host wakes", f"{trip / 1e3:.2f} µs",
+     f"condition-variable round trip {cv / 1e3:.2f} µs", f"{trip / cv:.3f}×", "≤ 2×"),
+    ("submit, per action in a burst of 1000", f"{submit:.0f} ns", "—", "—", "< 1 µs"),
+    ("64-workgroup compute dispatch, 2 threads vs 1", f"{t2 / 1e6:.1f} ms",
+     f"1 thread {t1 / 1e6:.1f} ms", f"{t1 / t2:.2f}× faster", "≥ 1.8×"),
+]
+print("| measurement | kiln (median) | baseline, same run | ratio | target |")
+print("| --- | --- | --- | --- | --- |")
+for r in rows:
+    print("| " + " | ".join(r) + " |")
