@@ -1,9 +1,18 @@
 #include "kiln/base/status.h"
 
+#include <ostream>
+
 #include <cerrno>
 #include <cstring>
 
 namespace kiln {
+
+std::ostream& operator<<(std::ostream& os, const Status& status) {
+  return os << status.to_string();
+}
+
+std::ostream& operator<<(std::ostream& os, StatusCode code) { return os << status_code_name(code); }
+
 
 std::string_view status_code_name(StatusCode code) {
   switch (code) {

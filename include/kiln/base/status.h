@@ -4,6 +4,7 @@
 // failure into many waiters is cheap. No kiln API throws; errors travel as values.
 #pragma once
 
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,6 +68,10 @@ class [[nodiscard]] Status {
   };
   std::shared_ptr<const Rep> rep_;
 };
+
+// "CODE: message" (so that test frameworks and logs print statuses readably).
+std::ostream& operator<<(std::ostream& os, const Status& status);
+std::ostream& operator<<(std::ostream& os, StatusCode code);
 
 // Convenience constructors, named after the code.
 Status cancelled_error(std::string message);
