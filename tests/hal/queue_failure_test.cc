@@ -1,6 +1,7 @@
 // CTS: failure propagation through queues, failed actions, and argument validation (which
 // submits nothing and signals nothing).
 #include <limits>
+#include <stdexcept>
 #include <vector>
 
 #include "hal/cts.h"
@@ -75,6 +76,19 @@ TEST_P(QueueFailureTest, FailedHostCallFailsItsSignals) {
   EXPECT_EQ(wait(other, 2), result);
   EXPECT_EQ(wait(after, 1), result);
   EXPECT_EQ(after_runs->load(), 0);
+}
+
+TEST_P(QueueFailureTest, ThrowingHostCallFailsItsSignals) {
+  SemaphoreRef done = semaphore(), later = semaphore();
+  CTS_ASSERT_OK(queue_->host_call({}, {{done, 1}}, [](const auto&) -> Status {
+    throw std::runtime_error("boom");
+  }));
+  Status result = wait(done, 1);
+  EXPECT_EQ(result.code(), StatusCode::kInternal) << result.to_string();
+  EXPECT_NE(result.message().find("boom"), std::string::npos) << result.to_string();
+  // The queue survives and runs what comes next.
+  CTS_ASSERT_OK(queue_->barrier({}, {{later, 1}}));
+  CTS_EXPECT_OK(wait(later, 1));
 }
 
 TEST_P(QueueFailureTest, FailedDispatchFailsDependents) {

@@ -1,6 +1,8 @@
 #include "drivers/cpu/cpu_queue.h"
 
 #include <cstring>
+#include <exception>
+#include <string>
 
 #include "drivers/cpu/cpu_allocator.h"
 #include "drivers/cpu/cpu_executable.h"
@@ -111,7 +113,15 @@ void CpuQueue::run(std::unique_ptr<hal::Action> action) {
     return;
   }
   if (auto* call = std::get_if<hal::HostCallCommand>(&command)) {
-    Status status = call->fn(action->signals);
+    Status status;
+    // A throwing host function must not take the worker thread (and the process) down.
+    try {
+      status = call->fn(action->signals);
+    } catch (const std::exception& e) {
+      status = internal_error(std::string("host call threw: ") + e.what());
+    } catch (...) {
+      status = internal_error("host call threw a non-standard exception");
+    }
     if (status.code() != StatusCode::kDeferred) complete(*action, status);
     return;
   }
