@@ -2,16 +2,12 @@
 
 #include <string>
 
+#include "kiln/base/overloaded.h"
 #include "kiln/hal/command_buffer.h"
 
 namespace kiln::hal {
 
 namespace {
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
 
 Status check_buffer(const BufferRef& buffer, const void* device_tag, uint32_t needed_usage,
                     const char* role) {

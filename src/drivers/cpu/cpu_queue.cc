@@ -7,16 +7,12 @@
 #include "drivers/cpu/cpu_allocator.h"
 #include "drivers/cpu/cpu_executable.h"
 #include "kiln/base/futex.h"
+#include "kiln/base/overloaded.h"
 #include "kiln/base/time.h"
 
 namespace kiln::cpu {
 
 namespace {
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
 
 void fill_pattern(uint8_t* dst, size_t length, uint32_t pattern, size_t pattern_size) {
   if (length == 0) return;
