@@ -1,6 +1,7 @@
 # The two commands of the README. Everything else is CMake.
 #   make demo   installs what is missing, builds, runs the main job
-#   make test   installs what is missing, builds, runs every test (plain, ASan+UBSan, TSan)
+#   make test   installs what is missing, builds, runs every test: plain and ASan+UBSan builds
+#               with GCC, a TSan build with Clang (so both compilers build kiln on every run)
 #   make bench  builds and runs the benchmarks
 
 JOBS ?= $(shell nproc)
@@ -30,7 +31,7 @@ test-asan: deps
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CTEST)
 
 test-tsan: deps
-	@cmake -S . -B build-tsan -G Ninja -DKILN_SANITIZE=thread -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCHMARKS=OFF $(CMAKE_FLAGS) >/dev/null
+	@CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DKILN_SANITIZE=thread -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCHMARKS=OFF $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(CTEST)
 

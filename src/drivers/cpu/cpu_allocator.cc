@@ -32,12 +32,12 @@ Status check_params(const hal::BufferParams& params) {
                                    hal::kMemoryHostCoherent | hal::kMemoryHostCached;
   if (params.memory_type == 0 || (params.memory_type & ~kKnownTypes)) {
     return invalid_argument_error("memory type " + hal::memory_type_string(params.memory_type) +
-                                  " (0x" + std::to_string(params.memory_type) +
+                                  " (bits " + std::to_string(params.memory_type) +
                                   ") is not a valid combination");
   }
   if (params.usage == 0 || (params.usage & ~uint32_t{hal::kUsageDefault})) {
-    return invalid_argument_error("buffer usage 0x" + std::to_string(params.usage) +
-                                  " is empty or has unknown bits");
+    return invalid_argument_error("buffer usage (bits " + std::to_string(params.usage) +
+                                  ") is empty or has unknown bits");
   }
   return Status();
 }
