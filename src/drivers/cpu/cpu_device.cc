@@ -1,24 +1,30 @@
 #include "drivers/cpu/cpu_device.h"
 
+#include <algorithm>
+
+#include "drivers/cpu/cpu_compiler.h"
 #include "drivers/cpu/cpu_executable.h"
 #include "drivers/cpu/cpu_queue.h"
 #include "kiln/base/env.h"
 
 namespace kiln::cpu {
 
-Result<std::shared_ptr<CpuDevice>> CpuDevice::create(hal::DeviceInfo info,
-                                                     const hal::DeviceOptions& options) {
-  uint32_t threads = info.capabilities.compute_units;
+Result<uint32_t> CpuDevice::thread_count(const hal::DeviceOptions& options,
+                                         uint32_t default_threads) {
   if (options.worker_threads) {
     if (*options.worker_threads == 0 || *options.worker_threads > 1024) {
       return invalid_argument_error("worker_threads must be in [1, 1024], got " +
                                     std::to_string(*options.worker_threads));
     }
-    threads = *options.worker_threads;
-  } else {
-    KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> env, env_uint("KILN_CPU_THREADS", 1, 1024));
-    if (env) threads = static_cast<uint32_t>(*env);
+    return *options.worker_threads;
   }
+  KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> env, env_uint("KILN_CPU_THREADS", 1, 1024));
+  return env ? static_cast<uint32_t>(*env) : default_threads;
+}
+
+Result<std::shared_ptr<CpuDevice>> CpuDevice::create(hal::DeviceInfo info,
+                                                     const hal::DeviceOptions& options) {
+  KILN_ASSIGN_OR_RETURN(uint32_t threads, thread_count(options, info.capabilities.compute_units));
   KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> timeout_s, env_uint("KILN_CC_TIMEOUT", 1, 86400));
   std::string compiler = options.c_compiler.value_or(env_string("KILN_CC").value_or("cc"));
   std::string flags = env_string("KILN_CFLAGS").value_or("");
@@ -26,15 +32,18 @@ Result<std::shared_ptr<CpuDevice>> CpuDevice::create(hal::DeviceInfo info,
   auto cc = std::make_unique<CpuCompiler>(std::move(compiler), std::move(flags),
                                           DiskCache(std::move(cache_dir)),
                                           static_cast<int64_t>(timeout_s.value_or(600)) * 1000);
-  info.capabilities.compute_units = threads;
-  return std::make_shared<CpuDevice>(std::move(info), threads, std::move(cc));
+  return std::make_shared<CpuDevice>(std::move(info), threads,
+                                     std::make_unique<CCompiler>(std::move(cc)));
 }
 
-CpuDevice::CpuDevice(hal::DeviceInfo info, uint32_t threads, std::unique_ptr<CpuCompiler> compiler)
+CpuDevice::CpuDevice(hal::DeviceInfo info, uint32_t threads, std::unique_ptr<HostCompiler> compiler)
     : info_(std::move(info)),
       allocator_(tag(), info_.capabilities.max_allocation_size),
       pool_(std::make_shared<ThreadPool>(threads)),
-      compiler_(std::move(compiler)) {}
+      compiler_(std::move(compiler)) {
+  info_.capabilities.compute_units = threads;
+  info_.capabilities.executable_formats = compiler_->formats();
+}
 
 Result<hal::QueueRef> CpuDevice::create_queue(const std::string& name) {
   uint32_t index = queue_count_.fetch_add(1);
@@ -43,26 +52,19 @@ Result<hal::QueueRef> CpuDevice::create_queue(const std::string& name) {
 }
 
 Result<hal::ExecutableRef> CpuDevice::compile_executable(const hal::ExecutableSource& source) {
-  if (source.format != "c") {
+  const std::vector<std::string>& formats = info_.capabilities.executable_formats;
+  if (std::find(formats.begin(), formats.end(), source.format) == formats.end()) {
+    std::string known;
+    for (const std::string& f : formats) known += (known.empty() ? "\"" : ", \"") + f + "\"";
     return unimplemented_error("executable '" + source.label + "': format '" + source.format +
-                               "' is not supported by the CPU device (it builds \"c\")");
+                               "' is not supported by device " + info_.name + " (it builds " +
+                               known + ")");
   }
   if (source.exports.empty()) {
     return invalid_argument_error("executable '" + source.label + "' declares no exports");
   }
-  for (size_t i = 0; i < source.exports.size(); ++i) {
-    const std::string& name = source.exports[i].name;
-    bool identifier = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
-    for (char c : name) identifier = identifier && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-    if (!identifier) {
-      return invalid_argument_error("executable '" + source.label + "': export name '" + name +
-                                    "' is not a C identifier");
-    }
-  }
-  KILN_ASSIGN_OR_RETURN(std::shared_ptr<LoadedLibrary> library,
-                        compiler_->build(source.source, source.label));
-  KILN_ASSIGN_OR_RETURN(std::shared_ptr<CpuExecutable> executable,
-                        CpuExecutable::load(tag(), source.exports, std::move(library)));
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<HostExecutable> executable,
+                        compiler_->compile(source, tag()));
   return hal::ExecutableRef(std::move(executable));
 }
 

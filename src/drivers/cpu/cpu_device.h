@@ -1,11 +1,11 @@
-// The CPU device: host memory, a thread pool for workgroups, a queue worker per queue, and the
-// system C compiler.
+// The CPU device: host memory, a thread pool for workgroups, a queue worker per queue, and a
+// host compiler: the system C compiler for the `cpu` driver, the loop-IR interpreter for `interp`.
 #pragma once
 
 #include <memory>
 
 #include "drivers/cpu/cpu_allocator.h"
-#include "drivers/cpu/cpu_compiler.h"
+#include "drivers/cpu/host_executable.h"
 #include "drivers/cpu/thread_pool.h"
 #include "kiln/hal/device.h"
 
@@ -17,20 +17,22 @@ class CpuDevice final : public hal::Device {
   // KILN_CC_TIMEOUT (seconds); a malformed value is INVALID_ARGUMENT naming the variable.
   static Result<std::shared_ptr<CpuDevice>> create(hal::DeviceInfo info,
                                                    const hal::DeviceOptions& options);
+  // The workgroup thread count: options, else KILN_CPU_THREADS, else `default_threads`.
+  static Result<uint32_t> thread_count(const hal::DeviceOptions& options, uint32_t default_threads);
 
   const hal::DeviceInfo& info() const override { return info_; }
   hal::Allocator& allocator() override { return allocator_; }
   Result<hal::QueueRef> create_queue(const std::string& name) override;
   Result<hal::ExecutableRef> compile_executable(const hal::ExecutableSource& source) override;
 
-  CpuDevice(hal::DeviceInfo info, uint32_t threads, std::unique_ptr<CpuCompiler> compiler);
-  const CpuCompiler& compiler() const { return *compiler_; }
+  // `info.capabilities.executable_formats` is taken from the compiler.
+  CpuDevice(hal::DeviceInfo info, uint32_t threads, std::unique_ptr<HostCompiler> compiler);
 
  private:
   hal::DeviceInfo info_;
   CpuAllocator allocator_;
   std::shared_ptr<ThreadPool> pool_;
-  std::unique_ptr<CpuCompiler> compiler_;
+  std::unique_ptr<HostCompiler> compiler_;
   std::atomic<uint32_t> queue_count_{0};
 };
 

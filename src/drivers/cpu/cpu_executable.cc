@@ -1,5 +1,7 @@
 #include "drivers/cpu/cpu_executable.h"
 
+#include <cctype>
+
 namespace kiln::cpu {
 
 Result<std::shared_ptr<CpuExecutable>> CpuExecutable::load(const void* device_tag,
@@ -12,6 +14,25 @@ Result<std::shared_ptr<CpuExecutable>> CpuExecutable::load(const void* device_ta
   }
   return std::make_shared<CpuExecutable>(device_tag, std::move(exports), std::move(library),
                                          std::move(functions));
+}
+
+Result<std::shared_ptr<HostExecutable>> CCompiler::compile(const hal::ExecutableSource& source,
+                                                          const void* device_tag) {
+  for (const hal::ExportInfo& info : source.exports) {
+    bool identifier = !info.name.empty() && !std::isdigit(static_cast<unsigned char>(info.name[0]));
+    for (char c : info.name) {
+      identifier = identifier && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+    }
+    if (!identifier) {
+      return invalid_argument_error("executable '" + source.label + "': export name '" +
+                                    info.name + "' is not a C identifier");
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<LoadedLibrary> library,
+                        compiler_->build(source.source, source.label));
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<CpuExecutable> executable,
+                        CpuExecutable::load(device_tag, source.exports, std::move(library)));
+  return std::shared_ptr<HostExecutable>(std::move(executable));
 }
 
 }  // namespace kiln::cpu

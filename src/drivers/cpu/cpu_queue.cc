@@ -5,7 +5,7 @@
 #include <string>
 
 #include "drivers/cpu/cpu_allocator.h"
-#include "drivers/cpu/cpu_executable.h"
+#include "drivers/cpu/host_executable.h"
 #include "kiln/base/futex.h"
 #include "kiln/base/overloaded.h"
 #include "kiln/base/time.h"
@@ -129,7 +129,9 @@ void CpuQueue::run_dispatch(const hal::DispatchCommand& d, DispatchJob::DoneFn d
     done(Status());  // nothing to run; the signals still fire
     return;
   }
-  const auto& executable = static_cast<const CpuExecutable&>(*d.executable);
+  // Every executable of a CPU-family device is a HostExecutable (checked by validation: the
+  // executable belongs to this device).
+  auto executable = std::static_pointer_cast<const HostExecutable>(d.executable);
   std::vector<void*> bindings;
   std::vector<size_t> lengths;
   bindings.reserve(d.bindings.size());
@@ -138,9 +140,9 @@ void CpuQueue::run_dispatch(const hal::DispatchCommand& d, DispatchJob::DoneFn d
     bindings.push_back(host_address(*b.buffer, b.offset));
     lengths.push_back(b.length);
   }
-  auto job = std::make_shared<DispatchJob>(
-      executable.function(d.export_ordinal), executable.exports()[d.export_ordinal].name,
-      d.workgroups, std::move(bindings), std::move(lengths), d.constants, std::move(done));
+  auto job = std::make_shared<DispatchJob>(std::move(executable), d.export_ordinal, d.workgroups,
+                                          std::move(bindings), std::move(lengths), d.constants,
+                                          std::move(done));
   // A single workgroup is not worth a hand-off to the pool.
   if (job->total() == 1) {
     job->run(0, 1);

@@ -7,11 +7,12 @@
 
 namespace kiln::cpu {
 
-DispatchJob::DispatchJob(kiln_kernel_fn_t fn, std::string name, std::array<uint32_t, 3> workgroups,
-                         std::vector<void*> bindings, std::vector<size_t> binding_lengths,
-                         std::vector<uint32_t> constants, DoneFn done)
-    : fn_(fn),
-      name_(std::move(name)),
+DispatchJob::DispatchJob(std::shared_ptr<const HostExecutable> executable, uint32_t ordinal,
+                         std::array<uint32_t, 3> workgroups, std::vector<void*> bindings,
+                         std::vector<size_t> binding_lengths, std::vector<uint32_t> constants,
+                         DoneFn done)
+    : executable_(std::move(executable)),
+      ordinal_(ordinal),
       bindings_(std::move(bindings)),
       binding_lengths_(std::move(binding_lengths)),
       constants_(std::move(constants)),
@@ -44,7 +45,7 @@ void DispatchJob::run(uint64_t begin, uint64_t end) {
     id.x = static_cast<uint32_t>(i % cx);
     id.y = static_cast<uint32_t>((i / cx) % cy);
     id.z = static_cast<uint32_t>(i / (cx * cy));
-    int rc = fn_(&state_, &id);
+    int rc = executable_->run_workgroup(ordinal_, &state_, &id);
     if (rc != 0 && !failed_.exchange(true, std::memory_order_acq_rel)) {
       error_code_ = rc;
       error_workgroup_ = id;
@@ -54,7 +55,7 @@ void DispatchJob::run(uint64_t begin, uint64_t end) {
   if (finished_.fetch_add(count, std::memory_order_acq_rel) + count != total_) return;
   Status status;
   if (failed_.load(std::memory_order_acquire)) {
-    status = internal_error("kernel '" + name_ + "' returned " + std::to_string(error_code_) +
+    status = internal_error("kernel '" + executable_->exports()[ordinal_].name + "' returned " + std::to_string(error_code_) +
                             " in workgroup (" + std::to_string(error_workgroup_.x) + ", " +
                             std::to_string(error_workgroup_.y) + ", " +
                             std::to_string(error_workgroup_.z) + ")");

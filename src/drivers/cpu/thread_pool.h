@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "drivers/cpu/host_executable.h"
 #include "kiln/base/status.h"
 #include "kiln/kernel_abi.h"
 
@@ -22,7 +23,8 @@ namespace kiln::cpu {
 class DispatchJob {
  public:
   using DoneFn = std::function<void(const Status&)>;
-  DispatchJob(kiln_kernel_fn_t fn, std::string name, std::array<uint32_t, 3> workgroups,
+  DispatchJob(std::shared_ptr<const HostExecutable> executable, uint32_t ordinal,
+              std::array<uint32_t, 3> workgroups,
               std::vector<void*> bindings, std::vector<size_t> binding_lengths,
               std::vector<uint32_t> constants, DoneFn done);
 
@@ -33,8 +35,8 @@ class DispatchJob {
   void run(uint64_t begin, uint64_t end);
 
  private:
-  kiln_kernel_fn_t fn_;
-  std::string name_;
+  std::shared_ptr<const HostExecutable> executable_;
+  uint32_t ordinal_;
   std::vector<void*> bindings_;
   std::vector<size_t> binding_lengths_;
   std::vector<uint32_t> constants_;

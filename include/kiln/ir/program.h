@@ -1,0 +1,167 @@
+// The high-level IR: tensor nodes and routines of accumulating assignments, as written in the
+// `.kiln` language (../shared/spec/language.md) or built with ProgramBuilder.
+//
+// Every reference is resolved: tensors by node id, indices by their number within the
+// statement, and every expression carries its type after promotion. A Program is plain data
+// (copyable, comparable by printing); validate_program() checks the invariants below, so that
+// programs built in C++ get the same checks as parsed ones.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "kiln/base/status.h"
+
+namespace kiln::ir {
+
+// kI64 is internal: loop variables and element offsets of the loop IR; programs never declare it.
+enum class DType : uint8_t { kF32, kF64, kI32, kI64 };
+// "f32", "f64", "i32", "i64"
+std::string_view dtype_name(DType type);
+size_t dtype_size(DType type);
+// i32 < f32 < f64 (and i64 below f32, above i32).
+DType promote(DType a, DType b);
+
+enum class Role : uint8_t { kInput, kOutput, kParam, kTensor, kConst };
+// "input", "output", "param", "tensor", "const"
+std::string_view role_name(Role role);
+
+// Where a node's values live. kUnset until analysis (or the user) decides.
+//  kVirtual: never stored; computed where it is read (inlined).
+//  kLocal: a small array private to one kernel.
+//  kOnDevice: a device buffer, not visible to the host.
+//  kHosted: a device buffer that the host reads or writes (inputs, outputs, params).
+enum class MemoryMode : uint8_t { kUnset, kVirtual, kLocal, kOnDevice, kHosted };
+std::string_view memory_mode_name(MemoryMode mode);
+
+struct SourceLoc {
+  int line = 0;    // 1-based; 0 for built programs
+  int column = 0;  // 1-based
+};
+
+// Initial value of a param / tensor / const.
+struct Init {
+  enum class Kind : uint8_t { kNone, kValue, kUniform, kNormal };
+  Kind kind = Kind::kNone;
+  double a = 0;  // the value; uniform's LO; normal's MEAN
+  double b = 0;  // uniform's HI; normal's STD
+};
+
+struct TensorNode {
+  int id = -1;  // its index in Program::nodes
+  std::string name;
+  Role role = Role::kTensor;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> dims;  // empty: scalar
+  Init init;
+  MemoryMode memory = MemoryMode::kUnset;
+  SourceLoc loc;
+
+  int64_t element_count() const;  // 1 for a scalar
+  bool is_scalar() const { return dims.empty(); }
+};
+
+// An index of one statement, e.g. `i` in `y[i] = x[i] * 2`.
+struct IndexVar {
+  std::string name;
+  int64_t extent = 0;  // the index runs over [0, extent)
+};
+
+// sum(coeff * index) + offset, over the statement's indices: `2*i + k - 1`.
+struct Affine {
+  std::vector<std::pair<int, int64_t>> terms;  // (index number, coefficient), coefficient != 0
+  int64_t offset = 0;
+
+  static Affine index(int i) { return Affine{{{i, 1}}, 0}; }
+  // The index number if this is exactly one bare index (coefficient 1, offset 0), else -1.
+  int bare_index() const;
+};
+
+enum class Op : uint8_t {
+  // unary
+  kNeg, kExp, kLog, kSqrt, kRsqrt, kTanh, kSigmoid, kRelu, kAbs, kSin, kCos, kFloor, kCeil,
+  kCastF32, kCastF64, kCastI32,
+  // binary
+  kAdd, kSub, kMul, kDiv, kLt, kLe, kGt, kGe, kEq, kNe, kMax, kMin, kPow,
+  // ternary
+  kSelect,  // select(c, a, b): a where c != 0, else b
+  kFma,     // fma(a, b, c) = a * b + c; made by the optimizer, never parsed
+};
+int op_arity(Op op);
+// The name used in the language: "exp", "+", "select", "f32", ...
+std::string_view op_name(Op op);
+
+struct Expr;
+using ExprRef = std::shared_ptr<const Expr>;
+
+struct Expr {
+  enum class Kind : uint8_t {
+    kLiteral,  // `literal`
+    kTensor,   // node[subscripts]; a scalar node (e.g. a const) has no subscripts
+    kMerge,    // node.merge[subscripts]
+    kIndex,    // the value of index `index`, as i32
+    kOp,       // op(args)
+  };
+  Kind kind = Kind::kLiteral;
+  DType type = DType::kF32;  // after promotion
+  double literal = 0;
+  int node = -1;
+  std::vector<Affine> subscripts;
+  int index = -1;
+  Op op = Op::kAdd;
+  std::vector<ExprRef> args;
+  SourceLoc loc;
+};
+
+// Accumulation of a statement into its target.
+enum class Accum : uint8_t { kAssign, kAdd, kSub, kMul };  // = += -= *=
+enum class Reduce : uint8_t { kNone, kSum, kProd, kMax, kMin, kMean };
+std::string_view accum_name(Accum accum);    // "=", "+=", ...
+std::string_view reduce_name(Reduce reduce);  // "", "sum", ...
+
+// TARGET[target_indices] ACCUM REDUCE(rhs) — or ACCUM rhs when reduce is kNone.
+//
+// Meaning (spec, "Meaning of a routine"): for every point of the target indices, the reduction
+// runs over every index of `indices` not in `target_indices` (in any order); iteration points
+// where a tensor subscript falls outside its dimension contribute nothing to a reduction, and
+// such reads are 0 in an elementwise statement. `mean` divides the sum by the product of the
+// reduced indices' extents. The right side reads values from before the statement.
+struct Assignment {
+  int target = -1;
+  std::vector<int> target_indices;  // one bare index per target dimension, distinct
+  Accum accum = Accum::kAssign;
+  Reduce reduce = Reduce::kNone;
+  ExprRef rhs;
+  std::vector<IndexVar> indices;  // every index of the statement; numbers index this vector
+  SourceLoc loc;
+
+  // Indices not in target_indices (reduced over).
+  std::vector<int> reduced_indices() const;
+};
+
+struct Routine {
+  std::string name;
+  std::vector<Assignment> statements;
+  SourceLoc loc;
+};
+
+struct Program {
+  std::string file;  // where it came from, for diagnostics ("<builder>" when built)
+  std::vector<TensorNode> nodes;
+  std::vector<Routine> routines;  // `main` first when the file has top-level statements
+
+  const TensorNode* find_node(std::string_view name) const;
+  const Routine* find_routine(std::string_view name) const;
+};
+
+// Checks every invariant above (ids, dims > 0, subscripts count, bare distinct target indices,
+// index extents > 0, types consistent with promotion, no writes to inputs or consts, merge reads
+// only of non-const nodes, ...). INVALID_ARGUMENT naming the routine, statement and problem.
+Status validate_program(const Program& program);
+
+}  // namespace kiln::ir
