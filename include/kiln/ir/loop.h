@@ -78,6 +78,12 @@ struct LStmt {
   std::string text;
 };
 
+// Dispatch convention (lowering, code generation and the interpreter agree on it):
+//  - binding i is the whole buffer of node `nodes[i]`; there are no push constants;
+//  - if `body` is a kFor with parallel == true, over extent E, the dispatch has W workgroups in
+//    x (1 <= W <= E, chosen by the caller) and workgroup x runs the iterations
+//    [x * C, min(E, (x + 1) * C)) with C = ceil(E / W); otherwise the dispatch has 1 workgroup
+//    that runs the whole body.
 struct Kernel {
   std::string name;         // a C identifier, unique in the program
   std::vector<int> nodes;   // node ids of the buffers it uses, in binding order
