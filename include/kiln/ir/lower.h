@@ -1,0 +1,37 @@
+// Lowering: a Program's routines become kernels of loop nests (the loop IR), and every node gets
+// its memory mode.
+//
+// What lowering guarantees (the meaning is the spec's "Meaning of a routine"):
+//  - statements run in order, each kernel finishing before the next;
+//  - the right side of a statement reads the values from before the statement: a read of the
+//    target at any point other than the one being written reads a snapshot taken first;
+//  - out-of-range compound subscripts skip the iteration point in a reduction and read 0 in an
+//    elementwise expression;
+//  - a reduction starts from its neutral element (0, 1, -inf, +inf; INT32_MIN/MAX for i32),
+//    `mean` divides by the product of the reduced extents, and the result is combined with the
+//    target by the statement's accumulation, then converted to the target's type.
+// Memory modes: inputs, outputs and params are kHosted; a const with a plain value is folded
+// into the code (kVirtual); intermediates are kVirtual when inlined (see below) or kOnDevice.
+// A read of `x.merge` reads the hidden node "x.merge" (kHosted), which the runtime binds to the
+// stream's merge buffer.
+#pragma once
+
+#include <cstdint>
+
+#include "kiln/ir/loop.h"
+#include "kiln/ir/program.h"
+
+namespace kiln::ir {
+
+struct LowerOptions {
+  // Inline an intermediate computed elementwise by one `=` statement into the one statement
+  // that reads it (OCANNL's virtual nodes), instead of storing it.
+  bool inline_virtual = true;
+};
+
+Result<LoweredProgram> lower_program(const Program& program, const LowerOptions& options = {});
+
+// The node a merge read of `node` refers to in a lowered program, or -1 if there is none.
+int merge_node_of(const LoweredProgram& lowered, int node);
+
+}  // namespace kiln::ir
