@@ -7,6 +7,7 @@ packages=(
   cmake ninja-build g++ gcc clang   # build (gcc is also the CPU driver's C compiler)
   libgtest-dev googletest          # tests
   libbenchmark-dev                 # benchmarks
+  libopenblas-dev                  # the sgemm baseline of the matrix-product benchmark
 )
 
 missing=()

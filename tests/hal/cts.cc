@@ -102,13 +102,21 @@ int broken(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
 }
 )C";
 
+// Format "kiln-loop" (the interp driver): loop-IR kernels have no push constants and no
+// workgroup ids, so they cannot express the test kernels; only the compiler diagnostic is tested.
+constexpr const char* kLoopBroken = R"(
+(kernel broken (nodes) (vars 0) (locals 0)
+  (block (cts_unknown_statement)))
+)";
+
 struct FormatEntry {
   const char* format;
-  const char* kernels;
+  const char* kernels;  // null: no test kernels in this format
   const char* broken;
 };
 constexpr FormatEntry kFormats[] = {
     {"c", kCKernels, kCBroken},
+    {"kiln-loop", nullptr, kLoopBroken},
 };
 
 std::vector<hal::ExportInfo> test_exports() {
@@ -118,10 +126,11 @@ std::vector<hal::ExportInfo> test_exports() {
   };
 }
 
-const FormatEntry* find_format(const hal::DeviceInfo& info) {
+// The first of the device's formats whose entry has `field` (kernels or broken).
+const FormatEntry* find_format(const hal::DeviceInfo& info, const char* FormatEntry::*field) {
   for (const std::string& format : info.capabilities.executable_formats) {
     for (const FormatEntry& entry : kFormats) {
-      if (format == entry.format) return &entry;
+      if (format == entry.format && entry.*field) return &entry;
     }
   }
   return nullptr;
@@ -130,7 +139,7 @@ const FormatEntry* find_format(const hal::DeviceInfo& info) {
 }  // namespace
 
 Result<hal::ExecutableSource> test_kernel_source(const hal::DeviceInfo& info) {
-  const FormatEntry* entry = find_format(info);
+  const FormatEntry* entry = find_format(info, &FormatEntry::kernels);
   if (!entry) return unimplemented_error("the CTS has no test kernels for device " + info.name);
   hal::ExecutableSource source;
   source.format = entry->format;
@@ -141,8 +150,10 @@ Result<hal::ExecutableSource> test_kernel_source(const hal::DeviceInfo& info) {
 }
 
 Result<hal::ExecutableSource> broken_kernel_source(const hal::DeviceInfo& info) {
-  const FormatEntry* entry = find_format(info);
-  if (!entry) return unimplemented_error("the CTS has no test kernels for device " + info.name);
+  const FormatEntry* entry = find_format(info, &FormatEntry::broken);
+  if (!entry) {
+    return unimplemented_error("the CTS has no broken test source for device " + info.name);
+  }
   hal::ExecutableSource source;
   source.format = entry->format;
   source.source = entry->broken;

@@ -4,7 +4,9 @@
 // CtsTest, whose parameter is a driver name ("cpu", later "opencl", "cuda"), and instantiates it
 // with KILN_CTS_INSTANTIATE(Fixture), which runs the cases once per driver that is available on
 // this machine. Kernels come from a per-format table (test_kernel_source), so a new driver only
-// adds its dialect of the same few test kernels.
+// adds its dialect of the same few test kernels. A device whose formats cannot express them (the
+// loop-IR interpreter: no push constants, no workgroup ids) skips exactly the cases that need
+// them (CTS_REQUIRE_KERNELS) and runs every other case: semaphores, queues, transfers, buffers.
 //
 // Rules the cases follow: every blocking wait has a finite timeout (kWaitMs) so that a broken
 // implementation fails instead of hanging; sleeps (grace_sleep) only give a wrongly ordered
@@ -135,7 +137,9 @@ inline uint32_t workgroup_id_value(uint32_t x, uint32_t y, uint32_t z) {
 // The test kernels in the first of the device's executable formats that the table knows;
 // UNIMPLEMENTED when it knows none (the tests that need kernels are then skipped).
 Result<hal::ExecutableSource> test_kernel_source(const hal::DeviceInfo& info);
-// A source in the same format with a syntax error, for compiler diagnostics.
+// A source with a syntax error in the first of the device's formats that the table has one for
+// (also formats without test kernels, e.g. "kiln-loop"), for compiler diagnostics; UNIMPLEMENTED
+// when it has none.
 Result<hal::ExecutableSource> broken_kernel_source(const hal::DeviceInfo& info);
 
 // ---------------------------------------------------------------------------------------------

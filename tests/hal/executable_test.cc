@@ -8,17 +8,13 @@
 namespace kiln::cts {
 namespace {
 
-class ExecutableTest : public CtsTest {
- protected:
-  void SetUp() override {
-    CtsTest::SetUp();
-    if (HasFatalFailure()) return;
-    CTS_REQUIRE_KERNELS();
-  }
-};
+// Cases that compile the test kernels skip on devices without them (CTS_REQUIRE_KERNELS); the
+// format refusal and the compiler diagnostic run on every device.
+class ExecutableTest : public CtsTest {};
 KILN_CTS_INSTANTIATE(ExecutableTest);
 
 TEST_P(ExecutableTest, LookupExportByName) {
+  CTS_REQUIRE_KERNELS();
   hal::ExecutableRef executable = kernels();
   const std::pair<const char*, TestKernel> names[] = {
       {"write_ids", kWriteIds},     {"add_constant", kAddConstant},
@@ -37,6 +33,7 @@ TEST_P(ExecutableTest, LookupExportByName) {
 }
 
 TEST_P(ExecutableTest, ExportInfoByOrdinal) {
+  CTS_REQUIRE_KERNELS();
   hal::ExecutableRef executable = kernels();
   hal::ExecutableSource source = must(test_kernel_source(device().info()));
   ASSERT_EQ(executable->exports().size(), source.exports.size());
@@ -58,7 +55,11 @@ TEST_P(ExecutableTest, ExportInfoByOrdinal) {
 }
 
 TEST_P(ExecutableTest, UnknownFormatIsRefused) {
-  hal::ExecutableSource source = must(test_kernel_source(device().info()));
+  // Any source will do: the format is refused before the source is looked at.
+  hal::ExecutableSource source;
+  source.source = "not compiled";
+  source.exports = {{"k", 0, 0}};
+  source.label = "cts_unknown_format";
   source.format = "spirv-nonsense";
   auto result = device().compile_executable(source);
   ASSERT_FALSE(result.ok());
@@ -68,7 +69,9 @@ TEST_P(ExecutableTest, UnknownFormatIsRefused) {
 }
 
 TEST_P(ExecutableTest, SyntaxErrorReportsCompilerDiagnostic) {
-  hal::ExecutableSource source = must(broken_kernel_source(device().info()));
+  auto broken = broken_kernel_source(device().info());
+  if (!broken.ok()) GTEST_SKIP() << "the CTS has no broken test source for this device's formats";
+  hal::ExecutableSource source = *broken;
   auto result = device().compile_executable(source);
   ASSERT_FALSE(result.ok());
   const std::string& message = result.status().message();
@@ -78,6 +81,7 @@ TEST_P(ExecutableTest, SyntaxErrorReportsCompilerDiagnostic) {
 }
 
 TEST_P(ExecutableTest, ExportMissingFromTheCode) {
+  CTS_REQUIRE_KERNELS();
   hal::ExecutableSource source = must(test_kernel_source(device().info()));
   source.exports.push_back({"not_in_the_source", 0, 0});
   auto result = device().compile_executable(source);
@@ -85,6 +89,7 @@ TEST_P(ExecutableTest, ExportMissingFromTheCode) {
 }
 
 TEST_P(ExecutableTest, CompileTwiceBothWork) {
+  CTS_REQUIRE_KERNELS();
   hal::ExecutableSource source = must(test_kernel_source(device().info()));
   hal::ExecutableRef first = must(device().compile_executable(source), "first compile");
   hal::ExecutableRef second = must(device().compile_executable(source), "second compile");
@@ -101,6 +106,7 @@ TEST_P(ExecutableTest, CompileTwiceBothWork) {
 }
 
 TEST_P(ExecutableTest, ExecutableOutlivesItsFirstUser) {
+  CTS_REQUIRE_KERNELS();
   // An executable stays usable after other executables of the same code are dropped.
   hal::ExecutableSource source = must(test_kernel_source(device().info()));
   hal::ExecutableRef kept = must(device().compile_executable(source), "compile");
@@ -115,6 +121,7 @@ TEST_P(ExecutableTest, ExecutableOutlivesItsFirstUser) {
 }
 
 TEST_P(ExecutableTest, CompileFromManyThreads) {
+  CTS_REQUIRE_KERNELS();
   // Several threads compile the same source and a distinct one each, at once.
   constexpr int kThreads = 4;
   hal::ExecutableSource source = must(test_kernel_source(device().info()));

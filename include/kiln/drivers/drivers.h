@@ -5,11 +5,15 @@
 
 namespace kiln::drivers {
 
-// A registry holding every built-in driver (cpu now; opencl and cuda as they arrive). Drivers
+// A registry holding every built-in driver (cpu, interp; opencl and cuda as they arrive). Drivers
 // whose libraries are missing are still listed, and say why through availability().
 const hal::DriverRegistry& builtin_registry();
 
 // The CPU driver alone.
 hal::DriverRef make_cpu_driver();
+
+// The reference interpreter of the loop IR: one device "interp:0", executable format
+// "kiln-loop" (loop-IR kernel text, see kiln/ir/loop.h), run on CPU worker threads.
+hal::DriverRef make_interp_driver();
 
 }  // namespace kiln::drivers

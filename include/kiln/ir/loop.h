@@ -3,7 +3,7 @@
 //
 // A lowered routine is a list of kernels run in order, each finished before the next starts.
 // A kernel reads and writes whole node buffers (row-major, element offsets), small local arrays,
-// and loop variables. It has a text form (print_loop / parse_kernel) used by `kiln compile
+// and loop variables. It has a text form (print_kernel / parse_kernel) used by `kiln compile
 // --emit lowered`, by golden tests, and as the executable format of the `interp` device.
 //
 // Semantics every backend implements identically (the interpreter is the reference):
@@ -17,6 +17,27 @@
 //    sigmoid(x) = 1 / (1 + exp(-x)); rsqrt(x) = 1 / sqrt(x).
 //  - pow(a, b) on integers is computed in f64 and cast back; floor/ceil of integers are identity.
 //  - fma(a, b, c) is a * b + c; a backend may round once (fused) or twice.
+//  - Types are explicit: an op's operands have the op's type (no implicit promotion; lowering
+//    inserts casts), except casts (any operand type), comparisons (two operands of one type, the
+//    result in any type) and select's condition (any type). Offsets are i64. Loop variables are
+//    i64. i64 arithmetic wraps like i32, and i64 division follows the i32 rules
+//    (x / 0 == 0, INT64_MIN / -1 == INT64_MIN).
+//  - Integer operands of exp/log/sqrt/rsqrt/tanh/sigmoid/sin/cos are computed in f64 and cast
+//    back like pow (saturating, NaN → 0); neg/abs of integers wrap (abs(INT32_MIN) ==
+//    INT32_MIN); relu/max/min of integers are exact. Casts to f32 round to nearest.
+//  - f32 constants are rounded to f32. The reference interpreter evaluates f32 expressions in
+//    f64 and rounds only at stores to f32 buffers/locals and at casts to f32; a backend that
+//    computes in f32 differs from it only by rounding.
+//  - select(c, a, b) evaluates only the operand it picks, so an out-of-range load in the other
+//    one is harmless (a guarded load). Every other expression evaluates all its operands.
+//  - A store writes value->type (the LStmt's `type` of a kStore/kLocalStore is value->type;
+//    the text does not repeat it). All loads and stores of one node in a kernel use one type;
+//    loads and stores of a local use its declared type.
+//  - Loads and stores outside their buffer or local array are errors (the interpreter fails the
+//    dispatch); they are never undefined behaviour in the reference.
+//  - Scoping: a loop variable is used only inside a `for` over it, and no `for` rebinds the
+//    variable of an enclosing one; a local is used only inside its kLocalDecl, which no nested
+//    kLocalDecl of the same number shadows. A nested `parallel` loop runs like a plain one.
 #pragma once
 
 #include <memory>
@@ -83,7 +104,9 @@ struct LStmt {
 //  - if `body` is a kFor with parallel == true, over extent E, the dispatch has W workgroups in
 //    x (1 <= W <= E, chosen by the caller) and workgroup x runs the iterations
 //    [x * C, min(E, (x + 1) * C)) with C = ceil(E / W); otherwise the dispatch has 1 workgroup
-//    that runs the whole body.
+//    that runs the whole body;
+//  - a workgroup outside that grid (y or z > 0; x > 0 for a body that is not a parallel for)
+//    does nothing and succeeds, so a caller may pass W > E (the extra workgroups are empty).
 struct Kernel {
   std::string name;         // a C identifier, unique in the program
   std::vector<int> nodes;   // node ids of the buffers it uses, in binding order
@@ -114,11 +137,42 @@ LExprRef lop(Op op, DType type, std::vector<LExprRef> args);
 //     (for v0 64 parallel
 //       (for v1 32
 //         (store 1 (+ (* v0 32) v1) (relu f32 (load f32 0 (+ (* v0 32) v1)))))))
-// print_kernel(parse_kernel(text)) == text for printed text. `program` supplies node names
-// for comments only and may be null.
+// print_kernel(parse_kernel(text)) == text for printed text, and parse_kernel(print_kernel(k))
+// reproduces k field by field (NaN payloads aside). `program` supplies node names for
+// comments only and may be null.
+//
+// Grammar (`;` starts a comment to the end of the line; statements print one per line):
+//   kernel := (kernel NAME (nodes ID*) (vars N) (locals N) STMT)     NAME a C identifier
+//   STMT   := (block STMT*)
+//           | (for vI EXTENT [parallel] STMT*)                      EXTENT an integer >= 0
+//           | (if EXPR STMT*)
+//           | (store ID OFFSET EXPR)
+//           | (local L TYPE SIZE STMT*)                             SIZE an integer >= 1
+//           | (local_store L OFFSET EXPR)
+//           | (comment "TEXT")                   escapes \" \\ \n \t \r \xHH
+//   EXPR   := vI                                 loop variable I (i64)
+//           | INTEGER                            an i64 constant, e.g. 32 or -1
+//           | (const TYPE VALUE)                 other constants; integers for i32/i64,
+//                                                shortest round-trip form for floats (1.5,
+//                                                1e+20, inf, -inf, nan)
+//           | (load TYPE ID OFFSET) | (local_load TYPE L OFFSET)
+//           | (OP [TYPE] EXPR...)                TYPE omitted means i64; casts take none:
+//                                                (f32 X) (f64 X) (i32 X)
+//   OP     := neg exp log sqrt rsqrt tanh sigmoid relu abs sin cos floor ceil f32 f64 i32
+//             + - * / < <= > >= == != max min pow select fma
+//   TYPE   := f32 | f64 | i32 | i64
+// ID is a node id (what LExpr::node and LStmt::node hold), which must be listed in `(nodes
+// ...)` (binding i is nodes[i]); L is a local number < local_count; I < var_count. The parser
+// validates everything above (ids, scoping, op arity and operand types, i64 offsets, one type
+// per node and per local) and reports INVALID_ARGUMENT "LINE:COLUMN: expected ..., got ...".
+// Nesting is limited to 1000 levels, (vars N) and (locals N) to 65536.
 std::string print_kernel(const Kernel& kernel, const Program* program = nullptr);
 Result<Kernel> parse_kernel(std::string_view text);
-// All kernels of all routines, with a header line per routine.
+// Several kernels, one after another (as print_lowered writes them, or the `interp` device's
+// executable format "kiln-loop"); names must be distinct.
+Result<std::vector<Kernel>> parse_kernels(std::string_view text);
+// All kernels of all routines, with a comment line "; routine NAME: N kernels" per routine
+// (parse_kernels reads it back).
 std::string print_lowered(const LoweredProgram& lowered);
 
 }  // namespace kiln::ir

@@ -93,8 +93,19 @@ enum class Op : uint8_t {
   kFma,     // fma(a, b, c) = a * b + c; made by the optimizer, never parsed
 };
 int op_arity(Op op);
-// The name used in the language: "exp", "+", "select", "f32", ...
+// The name used in the language: "exp", "+", "select", "f32", ... (kNeg and kSub are both "-").
 std::string_view op_name(Op op);
+// The type of `op` applied to arguments of these types (the typing rule that statement
+// completion applies and validate_program checks):
+//  - casts: their type;
+//  - exp log sqrt rsqrt tanh sigmoid sin cos: the argument's type, f32 for an i32 argument;
+//  - neg abs relu floor ceil: the argument's type;
+//  - binary ops (comparisons included), max, min, pow: promote(a, b);
+//  - select(c, a, b): promote(a, b) (the condition may have any type); fma: promote of all three.
+// Arguments are converted to the op's type before it applies, except casts, select's condition
+// and comparisons (which compare in the promoted type and give 1 or 0 in it).
+// Returns kI64 (never a valid result) for a wrong number of arguments.
+DType op_result_type(Op op, const std::vector<DType>& arg_types);
 
 struct Expr;
 using ExprRef = std::shared_ptr<const Expr>;
@@ -159,9 +170,28 @@ struct Program {
   const Routine* find_routine(std::string_view name) const;
 };
 
+// The language's reserved words: input output param tensor const routine where.
+bool is_keyword(std::string_view name);
+// [A-Za-z_][A-Za-z0-9_]* and not a keyword: a name that prints and parses back.
+bool is_identifier(std::string_view name);
+
+// Deepest expression tree a program may hold (parser, builder and validate_program enforce it),
+// so that recursive passes over expressions cannot exhaust the stack.
+inline constexpr int kMaxExprDepth = 256;
+
 // Checks every invariant above (ids, dims > 0, subscripts count, bare distinct target indices,
 // index extents > 0, types consistent with promotion, no writes to inputs or consts, merge reads
 // only of non-const nodes, ...). INVALID_ARGUMENT naming the routine, statement and problem.
+// In detail: node ids equal their position, names are non-empty and unique (nodes; routines;
+// indices within a statement, which also differ from node names), dtypes are not i64, dims > 0
+// with an element count below 2^62; inputs and outputs have no initializer, consts have a value;
+// a statement's target is not an input or const and has one distinct bare index per dimension;
+// every index is used (target, subscript term or index value), has extent > 0, and equals the
+// size of every dimension where it stands alone; without a reduction every index is a target
+// index; references have one subscript per dimension, affine terms name distinct valid indices
+// with non-zero coefficients; tensor and merge reads have their node's dtype, index values are
+// i32, literals are finite (integral and in range when i32), ops have their arity and
+// op_result_type; expressions are at most kMaxExprDepth deep.
 Status validate_program(const Program& program);
 
 }  // namespace kiln::ir

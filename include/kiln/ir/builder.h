@@ -1,0 +1,204 @@
+// ProgramBuilder: the C++ way to write what a `.kiln` file says, with the same checks (statements
+// go through complete_statement(), the whole program through validate_program()).
+//
+//   ProgramBuilder b;
+//   Tensor a = b.input("a", DType::kF32, {64, 128});
+//   Tensor w = b.input("w", DType::kF32, {128, 32});
+//   Tensor y = b.output("y", DType::kF32, {64, 32});
+//   Index i("i"), j("j"), k("k");
+//   b.main().assign(y(i, j), relu(sum(a(i, k) * w(k, j))));   // error: reduction not at the top
+//   b.main().assign(y(i, j), sum(a(i, k) * w(k, j)));         // fine
+//   Result<Program> program = b.build();
+//
+// Index expressions are affine (`i + 1`, `2*k - 1`, `i - j`) and serve as subscripts and, where a
+// Value is expected, as the index's value (i32). Values combine with + - * / and unary -, and
+// with the functions below; numbers convert to weak literals (an int to an integer literal, a
+// double to a float literal). Errors (bad names, a reduction in the wrong place, an unbounded
+// index, ...) are reported by build(), all of them, each naming its routine and statement.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kiln/base/status.h"
+#include "kiln/ir/program.h"
+#include "kiln/ir/statement.h"
+
+namespace kiln::ir {
+
+class Tensor;
+
+// An affine index expression: a named index, an integer, or +, -, * of those.
+class Index {
+ public:
+  explicit Index(std::string name);
+  template <std::integral T>
+  Index(T value) : Index(raw_number(static_cast<double>(value), false)) {}  // NOLINT: implicit
+  explicit Index(RawExprRef raw) : raw_(std::move(raw)) {}
+
+  const RawExprRef& raw() const { return raw_; }
+
+ private:
+  RawExprRef raw_;
+};
+
+Index operator+(const Index& a, const Index& b);
+Index operator-(const Index& a, const Index& b);
+Index operator*(const Index& a, const Index& b);  // affine when one side is a number
+Index operator-(const Index& a);
+
+// `where k < 3`: the range of an index that never stands alone as a whole subscript.
+struct Bound {
+  std::string index;
+  int64_t limit = 0;
+};
+Bound operator<(const Index& index, int64_t limit);
+
+// A value expression.
+class Value {
+ public:
+  Value(const Index& index) : raw_(index.raw()) {}  // NOLINT: implicit
+  template <std::integral T>
+  Value(T v) : raw_(raw_number(static_cast<double>(v), false)) {}  // NOLINT: implicit
+  template <std::floating_point T>
+  Value(T v) : raw_(raw_number(static_cast<double>(v), true)) {}  // NOLINT: implicit
+  Value(const Tensor& scalar);  // NOLINT: implicit; a scalar tensor or const
+  explicit Value(RawExprRef raw) : raw_(std::move(raw)) {}
+
+  const RawExprRef& raw() const { return raw_; }
+
+ private:
+  RawExprRef raw_;
+};
+
+Value operator+(const Value& a, const Value& b);
+Value operator-(const Value& a, const Value& b);
+Value operator*(const Value& a, const Value& b);
+Value operator/(const Value& a, const Value& b);
+Value operator-(const Value& a);
+
+// Comparisons give 1 or 0.
+Value lt(const Value& a, const Value& b);
+Value le(const Value& a, const Value& b);
+Value gt(const Value& a, const Value& b);
+Value ge(const Value& a, const Value& b);
+Value eq(const Value& a, const Value& b);
+Value ne(const Value& a, const Value& b);
+
+Value exp(const Value& a);
+Value log(const Value& a);
+Value sqrt(const Value& a);
+Value rsqrt(const Value& a);
+Value tanh(const Value& a);
+Value sigmoid(const Value& a);
+Value relu(const Value& a);
+Value abs(const Value& a);
+Value sin(const Value& a);
+Value cos(const Value& a);
+Value floor(const Value& a);
+Value ceil(const Value& a);
+Value pow(const Value& a, const Value& b);
+Value max(const Value& a, const Value& b);  // elementwise
+Value min(const Value& a, const Value& b);  // elementwise
+Value select(const Value& c, const Value& a, const Value& b);  // a where c != 0, else b
+Value cast(const Value& a, DType type);
+Value f32(const Value& a);
+Value f64(const Value& a);
+Value i32(const Value& a);
+
+// Reductions: valid only as the whole right side of a statement.
+Value sum(const Value& a);
+Value prod(const Value& a);
+Value max(const Value& a);
+Value min(const Value& a);
+Value mean(const Value& a);
+
+// A declared tensor: t(i, j) reads it (or names the target of a statement), t.merge(i, j) reads
+// its merge buffer. A scalar converts to a Value by itself (or t()).
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(int id, std::string name) : id_(id), name_(std::move(name)) {}
+
+  template <typename... S>
+  Value operator()(const S&... subscripts) const {
+    return Value(raw_tensor(name_, {Index(subscripts).raw()...}));
+  }
+  template <typename... S>
+  Value merge(const S&... subscripts) const {
+    return Value(raw_merge(name_, {Index(subscripts).raw()...}));
+  }
+
+  int id() const { return id_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  int id_ = -1;
+  std::string name_;
+};
+
+Init value_init(double value);
+Init uniform_init(double lo, double hi);
+Init normal_init(double mean, double stddev);
+
+class ProgramBuilder;
+
+// The statements of one routine, in order.
+class RoutineBuilder {
+ public:
+  RoutineBuilder(std::string name) : name_(std::move(name)) {}  // NOLINT
+
+  // target = rhs, target += rhs, ... The target is a tensor read like y(i, j) (a scalar: y).
+  RoutineBuilder& assign(const Value& target, const Value& rhs, std::vector<Bound> where = {});
+  RoutineBuilder& add(const Value& target, const Value& rhs, std::vector<Bound> where = {});
+  RoutineBuilder& sub(const Value& target, const Value& rhs, std::vector<Bound> where = {});
+  RoutineBuilder& mul(const Value& target, const Value& rhs, std::vector<Bound> where = {});
+  RoutineBuilder& statement(const Value& target, Accum accum, const Value& rhs,
+                            std::vector<Bound> where = {});
+
+  const std::string& name() const { return name_; }
+
+ private:
+  friend class ProgramBuilder;
+  std::string name_;
+  std::vector<RawStatement> statements_;
+  std::vector<std::vector<std::string>> errors_;  // per statement, found while adding it
+  std::vector<bool> broken_;                      // statements_[i] cannot be completed
+};
+
+class ProgramBuilder {
+ public:
+  explicit ProgramBuilder(std::string file = "<builder>") : file_(std::move(file)) {}
+  ProgramBuilder(const ProgramBuilder&) = delete;
+  ProgramBuilder& operator=(const ProgramBuilder&) = delete;
+
+  // Declarations, in order. dims {} is a scalar.
+  Tensor input(std::string name, DType dtype, std::vector<int64_t> dims = {});
+  Tensor output(std::string name, DType dtype, std::vector<int64_t> dims = {});
+  Tensor param(std::string name, DType dtype, std::vector<int64_t> dims = {}, Init init = {});
+  Tensor tensor(std::string name, DType dtype, std::vector<int64_t> dims = {}, Init init = {});
+  Tensor constant(std::string name, DType dtype, double value, std::vector<int64_t> dims = {});
+  Tensor declare(Role role, std::string name, DType dtype, std::vector<int64_t> dims, Init init);
+
+  // The routine of that name (created on first use; references stay valid). main() is the
+  // routine "main", which build() puts first as the language does.
+  RoutineBuilder& routine(const std::string& name);
+  RoutineBuilder& main() { return routine("main"); }
+
+  // The program, or INVALID_ARGUMENT listing every problem ("routine 'r', statement 2: ...").
+  Result<Program> build() const;
+
+ private:
+  std::string file_;
+  std::vector<TensorNode> nodes_;
+  std::set<std::string> names_;
+  std::vector<std::unique_ptr<RoutineBuilder>> routines_;
+  std::vector<std::string> errors_;
+};
+
+}  // namespace kiln::ir

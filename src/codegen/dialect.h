@@ -1,0 +1,126 @@
+// What differs between the C-like dialects the emitter prints: type and builtin names, the kernel
+// signature and how it obtains its bindings and workgroup id, address-space qualifiers, special
+// float constants and the file's opening lines. Everything else (statements, expressions, the
+// helper prelude) is printed by shared code in c_emitter.cc / prelude.cc from these answers, so
+// adding a dialect means adding one DialectSyntax implementation.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/base/status.h"
+#include "kiln/codegen/c_emitter.h"
+#include "kiln/ir/loop.h"
+
+namespace kiln::codegen::internal {
+
+// Collects lines of code at an indentation of two spaces per level.
+class Printer {
+ public:
+  void line(std::string_view text);
+  void blank() { text_ += '\n'; }
+  void indent() { ++depth_; }
+  void dedent() { --depth_; }
+  void append(std::string_view text) { text_ += text; }
+  const std::string& text() const { return text_; }
+
+ private:
+  std::string text_;
+  int depth_ = 0;
+};
+
+// One buffer binding of a kernel as the shared code sees it.
+struct BindingInfo {
+  int index = 0;                      // binding number
+  int node = -1;                      // node id
+  ir::DType type = ir::DType::kF32;   // element type
+  bool used = false;                  // loaded or stored by the kernel
+  bool written = false;               // stored by the kernel
+  std::string var;                    // the pointer variable's name
+  std::string comment;                // "x: input f32[4, 10]" (empty without a program)
+  int64_t min_bytes = -1;             // the node's byte size (> 0) when the program gives it
+};
+
+struct KernelFrame {
+  const ir::Kernel* kernel = nullptr;
+  std::vector<BindingInfo> bindings;
+  // Whether the body is a parallel loop split over workgroups in x (ir/loop.h); otherwise the
+  // dispatch has exactly one workgroup.
+  bool parallel = false;
+  bool comments = true;
+};
+
+class DialectSyntax {
+ public:
+  virtual ~DialectSyntax() = default;
+
+  // For comments: "C", "OpenCL C", "CUDA C".
+  virtual std::string_view name() const = 0;
+
+  // Type spellings: f32, f64, i32, i64 and the unsigned type of the same width as an integer type.
+  virtual std::string_view type_name(ir::DType type) const = 0;
+  virtual std::string_view unsigned_name(ir::DType type) const = 0;
+  // How the prelude's helper functions are declared ("static inline").
+  virtual std::string_view helper_qualifier() const = 0;
+  // The math builtin `base` ("exp", "fabs", "pow", ...) for f32 or f64 arguments.
+  virtual std::string math_function(std::string_view base, ir::DType type) const = 0;
+  // +inf / -inf / NaN of a float type, as an expression.
+  virtual std::string infinity(ir::DType type, bool negative) const = 0;
+  virtual std::string nan(ir::DType type) const = 0;
+  // The limits of the integer types, as expressions ("INT32_MIN").
+  virtual std::string int_limit(ir::DType type, bool max) const = 0;
+
+  // Whether large local arrays may be allocated with calloc/free.
+  virtual bool heap_locals() const = 0;
+
+  // Lines at the top of the file (includes).
+  virtual void emit_file_begin(Printer& out, bool uses_heap) const = 0;
+  // The kernel's signature and opening brace, the checks of the dispatch, and one pointer
+  // variable per used binding (BindingInfo::var); leaves the printer indented inside the body.
+  virtual void emit_kernel_begin(Printer& out, const KernelFrame& frame) const = 0;
+  // The successful return and the closing brace.
+  virtual void emit_kernel_end(Printer& out, const KernelFrame& frame) const = 0;
+  // Statements that end the kernel (from any depth) successfully, or with error `code`.
+  virtual std::string return_ok() const = 0;
+  virtual std::string return_error(int code) const = 0;
+  // This workgroup's index in x, and the number of workgroups in x, as expressions.
+  virtual std::string workgroup_index() const = 0;
+  virtual std::string workgroup_count() const = 0;
+  // Identifiers a kernel may not be named (keywords, library names).
+  virtual bool is_reserved(std::string_view identifier) const = 0;
+};
+
+// UNIMPLEMENTED for dialects not written yet.
+Result<std::unique_ptr<DialectSyntax>> make_dialect(Dialect dialect);
+std::unique_ptr<DialectSyntax> make_c_dialect();
+
+// Kernel return codes shared by dialects that can return one.
+inline constexpr int kReturnBadDispatch = 1;
+inline constexpr int kReturnOutOfMemory = 2;
+
+// The prelude: helper functions implementing the loop IR's semantics, by name (kiln_add_i32,
+// kiln_max_f32, ...). A HelperSet records which the kernels use (with what they depend on) and
+// prints those, in a fixed order.
+class HelperSet {
+ public:
+  explicit HelperSet(const DialectSyntax& dialect);
+  // Marks `name` (and the helpers it calls) as used and returns it.
+  std::string use(std::string_view name);
+  bool empty() const;
+  void emit(Printer& out) const;
+
+ private:
+  struct Helper {
+    std::string name;
+    std::vector<std::string> deps;
+    std::string text;  // the definition, possibly several lines
+    bool used = false;
+  };
+  Helper* find(std::string_view name);
+  std::vector<Helper> helpers_;  // in definition order (dependencies first)
+};
+
+}  // namespace kiln::codegen::internal

@@ -1,0 +1,147 @@
+// The C dialect: kernels as exports of the CPU kernel ABI (kiln/kernel_abi.h), compiled by the
+// CPU driver as GNU C11. The driver prepends kernel_abi.h, so the source does not include it.
+#include <algorithm>
+#include <iterator>
+
+#include "codegen/dialect.h"
+
+namespace kiln::codegen::internal {
+
+namespace {
+
+using ir::DType;
+
+class CDialect final : public DialectSyntax {
+ public:
+  std::string_view name() const override { return "C"; }
+
+  std::string_view type_name(DType type) const override {
+    switch (type) {
+      case DType::kF32: return "float";
+      case DType::kF64: return "double";
+      case DType::kI32: return "int32_t";
+      case DType::kI64: return "int64_t";
+    }
+    return "?";
+  }
+
+  std::string_view unsigned_name(DType type) const override {
+    return type == DType::kI64 ? "uint64_t" : "uint32_t";
+  }
+
+  std::string_view helper_qualifier() const override { return "static inline"; }
+
+  std::string math_function(std::string_view base, DType type) const override {
+    std::string name(base);
+    if (type == DType::kF32) name += 'f';
+    return name;
+  }
+
+  std::string infinity(DType type, bool negative) const override {
+    std::string text = type == DType::kF32 ? "INFINITY" : "(double)INFINITY";
+    return negative ? "-" + text : text;
+  }
+
+  std::string nan(DType type) const override {
+    return type == DType::kF32 ? "NAN" : "(double)NAN";
+  }
+
+  std::string int_limit(DType type, bool max) const override {
+    if (type == DType::kI64) return max ? "INT64_MAX" : "INT64_MIN";
+    return max ? "INT32_MAX" : "INT32_MIN";
+  }
+
+  bool heap_locals() const override { return true; }
+
+  void emit_file_begin(Printer& out, bool uses_heap) const override {
+    out.line("#include <math.h>");
+    out.line("#include <stdint.h>");
+    if (uses_heap) out.line("#include <stdlib.h>");
+  }
+
+  void emit_kernel_begin(Printer& out, const KernelFrame& frame) const override {
+    const ir::Kernel& kernel = *frame.kernel;
+    out.line("int " + kernel.name +
+             "(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {");
+    out.indent();
+    // The dispatch must match the kernel: enough bindings, each large enough when the node's
+    // size is known.
+    const std::string fail = " " + return_error(kReturnBadDispatch);
+    if (!frame.bindings.empty()) {
+      if (frame.comments) out.line("/* the dispatch must match the kernel */");
+      out.line("if (s->binding_count < " + std::to_string(frame.bindings.size()) + "u)" + fail);
+    }
+    for (const BindingInfo& b : frame.bindings) {
+      if (b.min_bytes <= 0) continue;
+      out.line("if (s->binding_lengths[" + std::to_string(b.index) + "] < " +
+               std::to_string(b.min_bytes) + "u)" + fail);
+    }
+    // Workgroups outside the grid of the dispatch convention (ir/loop.h) do nothing: y or z > 0,
+    // and x > 0 unless the body is a parallel loop (x >= the count cannot happen, but guards the
+    // division by the count).
+    if (frame.comments) {
+      out.line(frame.parallel ? "/* workgroups in x share the parallel loop; y and z are empty */"
+                              : "/* one workgroup runs the body; any others are empty */");
+    }
+    out.line(std::string(frame.parallel ? "if (id->x >= s->workgroup_count[0]" : "if (id->x != 0u") +
+             " || id->y != 0u || id->z != 0u) " + return_ok());
+    for (const BindingInfo& b : frame.bindings) {
+      std::string comment = frame.comments && !b.comment.empty() ? "  /* " + b.comment + " */" : "";
+      if (!b.used) {
+        if (frame.comments) {
+          out.line("/* binding " + std::to_string(b.index) + " (node " + std::to_string(b.node) +
+                   (b.comment.empty() ? "" : ", " + b.comment) + ") is not used */");
+        }
+        continue;
+      }
+      std::string pointee = std::string(b.written ? "" : "const ") + std::string(type_name(b.type));
+      out.line(pointee + "* restrict " + b.var + " = (" + pointee + "*)s->bindings[" +
+               std::to_string(b.index) + "];" + comment);
+    }
+  }
+
+  void emit_kernel_end(Printer& out, const KernelFrame& frame) const override {
+    out.line(return_ok());
+    out.dedent();
+    out.line("}");
+  }
+
+  std::string return_ok() const override { return "return 0;"; }
+  std::string return_error(int code) const override {
+    return "return " + std::to_string(code) + ";";
+  }
+  std::string workgroup_index() const override { return "id->x"; }
+  std::string workgroup_count() const override { return "s->workgroup_count[0]"; }
+
+  bool is_reserved(std::string_view identifier) const override {
+    static constexpr std::string_view kReserved[] = {
+        // C11 keywords and the GNU ones a kernel name could collide with.
+        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+        "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+        "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch",
+        "typedef", "union", "unsigned", "void", "volatile", "while", "asm", "typeof",
+        // Names the generated code or the ABI use.
+        "main", "s", "id", "chunk", "begin", "end", "calloc", "free", "abort", "exit",
+        "exp", "log", "sqrt", "tanh", "sin", "cos", "floor", "ceil", "fabs", "pow",
+        "expf", "logf", "sqrtf", "tanhf", "sinf", "cosf", "floorf", "ceilf", "fabsf", "powf",
+        // Other short names of <math.h> and <stdlib.h> a kernel might plausibly be called.
+        "abs", "div", "labs", "rand", "random", "round", "trunc", "fma", "fmax", "fmin", "nan",
+        "j0", "j1", "jn", "y0", "y1", "yn", "gamma", "erf", "exp2", "log2", "log10", "hypot"};
+    if (std::find(std::begin(kReserved), std::end(kReserved), identifier) != std::end(kReserved)) {
+      return true;
+    }
+    // kiln_* (helpers, ABI types), _Keywords and __reserved names.
+    if (identifier.starts_with("kiln_") || identifier.starts_with("KILN_")) return true;
+    if (identifier.size() >= 2 && identifier[0] == '_' &&
+        (identifier[1] == '_' || (identifier[1] >= 'A' && identifier[1] <= 'Z'))) {
+      return true;
+    }
+    return false;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<DialectSyntax> make_c_dialect() { return std::make_unique<CDialect>(); }
+
+}  // namespace kiln::codegen::internal

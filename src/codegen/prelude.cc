@@ -1,0 +1,188 @@
+// The helper functions of generated code: the parts of the loop IR's semantics (ir/loop.h) that
+// plain C operators do not give, written once in C syntax with the dialect's spellings.
+#include <cctype>
+#include <cstdlib>
+#include <map>
+
+#include "codegen/dialect.h"
+
+namespace kiln::codegen::internal {
+
+namespace {
+
+using ir::DType;
+
+struct HelperText {
+  const char* name;
+  const char* deps;  // space-separated
+  const char* text;  // with $tokens (see substitute())
+};
+
+// In dependency order. `$Q` is the helper qualifier, `$i32` etc. type names, `$u32` / `$u64`
+// unsigned types, `$I32MIN` etc. limits, `$expf` / `$exp` / `$sqrtf` / `$sqrt` math builtins.
+// Conversions of out-of-range unsigned values to signed types wrap (two's complement) in every
+// compiler kiln supports; signed arithmetic is never allowed to overflow.
+const HelperText kHelpers[] = {
+    // Conversions to integers: truncate toward zero, saturate, NaN -> 0.
+    {"kiln_f64_to_i32", "",
+     "$Q $i32 kiln_f64_to_i32($f64 x) {\n"
+     "  if (x != x) return 0;\n"
+     "  if (x >= 2147483648.0) return $I32MAX;\n"
+     "  if (x <= -2147483649.0) return $I32MIN;\n"
+     "  return ($i32)x;\n"
+     "}\n"},
+    {"kiln_f32_to_i32", "kiln_f64_to_i32",
+     "$Q $i32 kiln_f32_to_i32($f32 x) { return kiln_f64_to_i32(($f64)x); }\n"},
+    {"kiln_i64_to_i32", "",
+     "$Q $i32 kiln_i64_to_i32($i64 x) { return x > $I32MAX ? $I32MAX : x < $I32MIN ? $I32MIN : ($i32)x; }\n"},
+    {"kiln_f64_to_i64", "",
+     "$Q $i64 kiln_f64_to_i64($f64 x) {\n"
+     "  if (x != x) return 0;\n"
+     "  if (x >= 9223372036854775808.0) return $I64MAX;\n"
+     "  if (x < -9223372036854775808.0) return $I64MIN;\n"
+     "  return ($i64)x;\n"
+     "}\n"},
+    {"kiln_f32_to_i64", "kiln_f64_to_i64",
+     "$Q $i64 kiln_f32_to_i64($f32 x) { return kiln_f64_to_i64(($f64)x); }\n"},
+    // i32 arithmetic wraps around: computed in unsigned arithmetic.
+    {"kiln_add_i32", "",
+     "$Q $i32 kiln_add_i32($i32 a, $i32 b) { return ($i32)(($u32)a + ($u32)b); }\n"},
+    {"kiln_sub_i32", "",
+     "$Q $i32 kiln_sub_i32($i32 a, $i32 b) { return ($i32)(($u32)a - ($u32)b); }\n"},
+    {"kiln_mul_i32", "",
+     "$Q $i32 kiln_mul_i32($i32 a, $i32 b) { return ($i32)(($u32)a * ($u32)b); }\n"},
+    {"kiln_neg_i32", "", "$Q $i32 kiln_neg_i32($i32 a) { return ($i32)(0u - ($u32)a); }\n"},
+    {"kiln_abs_i32", "kiln_neg_i32",
+     "$Q $i32 kiln_abs_i32($i32 a) { return a < 0 ? kiln_neg_i32(a) : a; }\n"},
+    // Division truncates toward zero; x / 0 == 0 and MIN / -1 == MIN (never a trap).
+    {"kiln_div_i32", "kiln_neg_i32",
+     "$Q $i32 kiln_div_i32($i32 a, $i32 b) {\n"
+     "  if (b == 0) return 0;\n"
+     "  if (b == -1) return kiln_neg_i32(a);\n"
+     "  return a / b;\n"
+     "}\n"},
+    // i64 likewise (only where the emitter cannot show that plain C arithmetic stays in range).
+    {"kiln_add_i64", "",
+     "$Q $i64 kiln_add_i64($i64 a, $i64 b) { return ($i64)(($u64)a + ($u64)b); }\n"},
+    {"kiln_sub_i64", "",
+     "$Q $i64 kiln_sub_i64($i64 a, $i64 b) { return ($i64)(($u64)a - ($u64)b); }\n"},
+    {"kiln_mul_i64", "",
+     "$Q $i64 kiln_mul_i64($i64 a, $i64 b) { return ($i64)(($u64)a * ($u64)b); }\n"},
+    {"kiln_neg_i64", "", "$Q $i64 kiln_neg_i64($i64 a) { return ($i64)(0u - ($u64)a); }\n"},
+    {"kiln_abs_i64", "kiln_neg_i64",
+     "$Q $i64 kiln_abs_i64($i64 a) { return a < 0 ? kiln_neg_i64(a) : a; }\n"},
+    {"kiln_div_i64", "kiln_neg_i64",
+     "$Q $i64 kiln_div_i64($i64 a, $i64 b) {\n"
+     "  if (b == 0) return 0;\n"
+     "  if (b == -1) return kiln_neg_i64(a);\n"
+     "  return a / b;\n"
+     "}\n"},
+    // max / min: NaN if either operand is NaN; otherwise like std::max / std::min.
+    {"kiln_max_f32", "",
+     "$Q $f32 kiln_max_f32($f32 a, $f32 b) { return a != a ? a : b != b ? b : a < b ? b : a; }\n"},
+    {"kiln_min_f32", "",
+     "$Q $f32 kiln_min_f32($f32 a, $f32 b) { return a != a ? a : b != b ? b : b < a ? b : a; }\n"},
+    {"kiln_max_f64", "",
+     "$Q $f64 kiln_max_f64($f64 a, $f64 b) { return a != a ? a : b != b ? b : a < b ? b : a; }\n"},
+    {"kiln_min_f64", "",
+     "$Q $f64 kiln_min_f64($f64 a, $f64 b) { return a != a ? a : b != b ? b : b < a ? b : a; }\n"},
+    {"kiln_max_i32", "", "$Q $i32 kiln_max_i32($i32 a, $i32 b) { return a < b ? b : a; }\n"},
+    {"kiln_min_i32", "", "$Q $i32 kiln_min_i32($i32 a, $i32 b) { return b < a ? b : a; }\n"},
+    {"kiln_max_i64", "", "$Q $i64 kiln_max_i64($i64 a, $i64 b) { return a < b ? b : a; }\n"},
+    {"kiln_min_i64", "", "$Q $i64 kiln_min_i64($i64 a, $i64 b) { return b < a ? b : a; }\n"},
+    // relu(x) = max(x, 0): NaN stays NaN, -0 becomes +0.
+    {"kiln_relu_f32", "", "$Q $f32 kiln_relu_f32($f32 x) { return x != x ? x : x > 0.0f ? x : 0.0f; }\n"},
+    {"kiln_relu_f64", "", "$Q $f64 kiln_relu_f64($f64 x) { return x != x ? x : x > 0.0 ? x : 0.0; }\n"},
+    {"kiln_relu_i32", "", "$Q $i32 kiln_relu_i32($i32 x) { return x < 0 ? 0 : x; }\n"},
+    {"kiln_relu_i64", "", "$Q $i64 kiln_relu_i64($i64 x) { return x < 0 ? 0 : x; }\n"},
+    // sigmoid(x) = 1 / (1 + exp(-x)); rsqrt(x) = 1 / sqrt(x).
+    {"kiln_sigmoid_f32", "",
+     "$Q $f32 kiln_sigmoid_f32($f32 x) { return 1.0f / (1.0f + $expf(-x)); }\n"},
+    {"kiln_sigmoid_f64", "",
+     "$Q $f64 kiln_sigmoid_f64($f64 x) { return 1.0 / (1.0 + $exp(-x)); }\n"},
+    {"kiln_rsqrt_f32", "", "$Q $f32 kiln_rsqrt_f32($f32 x) { return 1.0f / $sqrtf(x); }\n"},
+    {"kiln_rsqrt_f64", "", "$Q $f64 kiln_rsqrt_f64($f64 x) { return 1.0 / $sqrt(x); }\n"},
+};
+
+std::string substitute(std::string_view text, const DialectSyntax& d) {
+  const std::map<std::string, std::string, std::less<>> tokens = {
+      {"Q", std::string(d.helper_qualifier())},
+      {"f32", std::string(d.type_name(DType::kF32))},
+      {"f64", std::string(d.type_name(DType::kF64))},
+      {"i32", std::string(d.type_name(DType::kI32))},
+      {"i64", std::string(d.type_name(DType::kI64))},
+      {"u32", std::string(d.unsigned_name(DType::kI32))},
+      {"u64", std::string(d.unsigned_name(DType::kI64))},
+      {"I32MIN", d.int_limit(DType::kI32, false)},
+      {"I32MAX", d.int_limit(DType::kI32, true)},
+      {"I64MIN", d.int_limit(DType::kI64, false)},
+      {"I64MAX", d.int_limit(DType::kI64, true)},
+      {"expf", d.math_function("exp", DType::kF32)},
+      {"exp", d.math_function("exp", DType::kF64)},
+      {"sqrtf", d.math_function("sqrt", DType::kF32)},
+      {"sqrt", d.math_function("sqrt", DType::kF64)},
+  };
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    if (text[i] != '$') {
+      out += text[i++];
+      continue;
+    }
+    size_t end = i + 1;
+    while (end < text.size() && std::isalnum(static_cast<unsigned char>(text[end]))) ++end;
+    auto it = tokens.find(text.substr(i + 1, end - i - 1));
+    if (it == tokens.end()) std::abort();  // a typo in kHelpers
+    out += it->second;
+    i = end;
+  }
+  return out;
+}
+
+}  // namespace
+
+HelperSet::HelperSet(const DialectSyntax& dialect) {
+  for (const HelperText& h : kHelpers) {
+    Helper helper;
+    helper.name = h.name;
+    std::string_view deps = h.deps;
+    while (!deps.empty()) {
+      size_t space = deps.find(' ');
+      helper.deps.emplace_back(deps.substr(0, space));
+      deps = space == std::string_view::npos ? std::string_view() : deps.substr(space + 1);
+    }
+    helper.text = substitute(h.text, dialect);
+    helpers_.push_back(std::move(helper));
+  }
+}
+
+HelperSet::Helper* HelperSet::find(std::string_view name) {
+  for (Helper& h : helpers_) {
+    if (h.name == name) return &h;
+  }
+  return nullptr;
+}
+
+std::string HelperSet::use(std::string_view name) {
+  Helper* helper = find(name);
+  if (!helper) std::abort();  // the emitter asked for a helper that does not exist
+  if (!helper->used) {
+    helper->used = true;
+    for (const std::string& dep : helper->deps) use(dep);
+  }
+  return helper->name;
+}
+
+bool HelperSet::empty() const {
+  for (const Helper& h : helpers_) {
+    if (h.used) return false;
+  }
+  return true;
+}
+
+void HelperSet::emit(Printer& out) const {
+  for (const Helper& h : helpers_) {
+    if (h.used) out.append(h.text);
+  }
+}
+
+}  // namespace kiln::codegen::internal

@@ -1,0 +1,200 @@
+// ProgramBuilder (kiln/ir/builder.h): raw expressions from C++ operators, completed by the same
+// code as parsed statements.
+#include "kiln/ir/builder.h"
+
+#include <algorithm>
+
+#include "kiln/ir/statement.h"
+
+namespace kiln::ir {
+
+Index::Index(std::string name) : raw_(raw_name(std::move(name))) {}
+
+Index operator+(const Index& a, const Index& b) { return Index(raw_op(Op::kAdd, {a.raw(), b.raw()})); }
+Index operator-(const Index& a, const Index& b) { return Index(raw_op(Op::kSub, {a.raw(), b.raw()})); }
+Index operator*(const Index& a, const Index& b) { return Index(raw_op(Op::kMul, {a.raw(), b.raw()})); }
+Index operator-(const Index& a) { return Index(raw_op(Op::kNeg, {a.raw()})); }
+
+Bound operator<(const Index& index, int64_t limit) {
+  // A compound index expression gets an empty name, which build() reports.
+  const RawExprRef& r = index.raw();
+  return Bound{r && r->kind == RawExpr::Kind::kName ? r->name : std::string(), limit};
+}
+
+Value::Value(const Tensor& scalar) : raw_(raw_tensor(scalar.name(), {})) {}
+
+namespace {
+Value op(Op o, std::initializer_list<Value> args) {
+  std::vector<RawExprRef> raws;
+  for (const Value& v : args) raws.push_back(v.raw());
+  return Value(raw_op(o, std::move(raws)));
+}
+}  // namespace
+
+Value operator+(const Value& a, const Value& b) { return op(Op::kAdd, {a, b}); }
+Value operator-(const Value& a, const Value& b) { return op(Op::kSub, {a, b}); }
+Value operator*(const Value& a, const Value& b) { return op(Op::kMul, {a, b}); }
+Value operator/(const Value& a, const Value& b) { return op(Op::kDiv, {a, b}); }
+Value operator-(const Value& a) { return op(Op::kNeg, {a}); }
+Value lt(const Value& a, const Value& b) { return op(Op::kLt, {a, b}); }
+Value le(const Value& a, const Value& b) { return op(Op::kLe, {a, b}); }
+Value gt(const Value& a, const Value& b) { return op(Op::kGt, {a, b}); }
+Value ge(const Value& a, const Value& b) { return op(Op::kGe, {a, b}); }
+Value eq(const Value& a, const Value& b) { return op(Op::kEq, {a, b}); }
+Value ne(const Value& a, const Value& b) { return op(Op::kNe, {a, b}); }
+Value exp(const Value& a) { return op(Op::kExp, {a}); }
+Value log(const Value& a) { return op(Op::kLog, {a}); }
+Value sqrt(const Value& a) { return op(Op::kSqrt, {a}); }
+Value rsqrt(const Value& a) { return op(Op::kRsqrt, {a}); }
+Value tanh(const Value& a) { return op(Op::kTanh, {a}); }
+Value sigmoid(const Value& a) { return op(Op::kSigmoid, {a}); }
+Value relu(const Value& a) { return op(Op::kRelu, {a}); }
+Value abs(const Value& a) { return op(Op::kAbs, {a}); }
+Value sin(const Value& a) { return op(Op::kSin, {a}); }
+Value cos(const Value& a) { return op(Op::kCos, {a}); }
+Value floor(const Value& a) { return op(Op::kFloor, {a}); }
+Value ceil(const Value& a) { return op(Op::kCeil, {a}); }
+Value pow(const Value& a, const Value& b) { return op(Op::kPow, {a, b}); }
+Value max(const Value& a, const Value& b) { return op(Op::kMax, {a, b}); }
+Value min(const Value& a, const Value& b) { return op(Op::kMin, {a, b}); }
+Value select(const Value& c, const Value& a, const Value& b) { return op(Op::kSelect, {c, a, b}); }
+Value cast(const Value& a, DType type) {
+  switch (type) {
+    case DType::kF32: return f32(a);
+    case DType::kF64: return f64(a);
+    default: return i32(a);  // i64 is internal; programs compute in i32
+  }
+}
+Value f32(const Value& a) { return op(Op::kCastF32, {a}); }
+Value f64(const Value& a) { return op(Op::kCastF64, {a}); }
+Value i32(const Value& a) { return op(Op::kCastI32, {a}); }
+Value sum(const Value& a) { return Value(raw_reduce(Reduce::kSum, a.raw())); }
+Value prod(const Value& a) { return Value(raw_reduce(Reduce::kProd, a.raw())); }
+Value max(const Value& a) { return Value(raw_reduce(Reduce::kMax, a.raw())); }
+Value min(const Value& a) { return Value(raw_reduce(Reduce::kMin, a.raw())); }
+Value mean(const Value& a) { return Value(raw_reduce(Reduce::kMean, a.raw())); }
+
+Init value_init(double value) { return Init{Init::Kind::kValue, value, 0}; }
+Init uniform_init(double lo, double hi) { return Init{Init::Kind::kUniform, lo, hi}; }
+Init normal_init(double mean, double stddev) { return Init{Init::Kind::kNormal, mean, stddev}; }
+
+RoutineBuilder& RoutineBuilder::assign(const Value& target, const Value& rhs, std::vector<Bound> where) {
+  return statement(target, Accum::kAssign, rhs, std::move(where));
+}
+RoutineBuilder& RoutineBuilder::add(const Value& target, const Value& rhs, std::vector<Bound> where) {
+  return statement(target, Accum::kAdd, rhs, std::move(where));
+}
+RoutineBuilder& RoutineBuilder::sub(const Value& target, const Value& rhs, std::vector<Bound> where) {
+  return statement(target, Accum::kSub, rhs, std::move(where));
+}
+RoutineBuilder& RoutineBuilder::mul(const Value& target, const Value& rhs, std::vector<Bound> where) {
+  return statement(target, Accum::kMul, rhs, std::move(where));
+}
+
+RoutineBuilder& RoutineBuilder::statement(const Value& target, Accum accum, const Value& rhs,
+                                          std::vector<Bound> where) {
+  const RawExprRef& t = target.raw();
+  RawStatement s;
+  std::vector<std::string> errors;
+  bool broken = false;
+  if (!t || t->kind != RawExpr::Kind::kTensor) {
+    errors.push_back("the target must be a tensor, like y(i, j) (or y for a scalar)");
+    broken = true;
+  } else {
+    s.target = t->name;
+    s.target_subscripts = t->args;
+  }
+  s.accum = accum;
+  s.rhs = rhs.raw();
+  for (const Bound& b : where) {
+    if (b.index.empty()) {
+      errors.push_back("a where bound must name one index, like k < 3");
+      continue;
+    }
+    s.where.push_back(RawBound{b.index, raw_number(static_cast<double>(b.limit), false), {}});
+  }
+  statements_.push_back(std::move(s));
+  errors_.push_back(std::move(errors));
+  broken_.push_back(broken);
+  return *this;
+}
+
+Tensor ProgramBuilder::input(std::string name, DType dtype, std::vector<int64_t> dims) {
+  return declare(Role::kInput, std::move(name), dtype, std::move(dims), Init{});
+}
+Tensor ProgramBuilder::output(std::string name, DType dtype, std::vector<int64_t> dims) {
+  return declare(Role::kOutput, std::move(name), dtype, std::move(dims), Init{});
+}
+Tensor ProgramBuilder::param(std::string name, DType dtype, std::vector<int64_t> dims, Init init) {
+  return declare(Role::kParam, std::move(name), dtype, std::move(dims), init);
+}
+Tensor ProgramBuilder::tensor(std::string name, DType dtype, std::vector<int64_t> dims, Init init) {
+  return declare(Role::kTensor, std::move(name), dtype, std::move(dims), init);
+}
+Tensor ProgramBuilder::constant(std::string name, DType dtype, double value, std::vector<int64_t> dims) {
+  return declare(Role::kConst, std::move(name), dtype, std::move(dims), value_init(value));
+}
+
+Tensor ProgramBuilder::declare(Role role, std::string name, DType dtype, std::vector<int64_t> dims,
+                               Init init) {
+  TensorNode node;
+  node.id = static_cast<int>(nodes_.size());
+  node.name = name;
+  node.role = role;
+  node.dtype = dtype;
+  node.dims = std::move(dims);
+  node.init = init;
+  std::vector<Diagnostic> problems;
+  check_declaration(node, &problems);
+  if (!names_.insert(name).second) {
+    problems.push_back({{}, "'" + name + "' is already declared; every name is declared once"});
+  }
+  for (const Diagnostic& d : problems) errors_.push_back("declaration of '" + name + "': " + d.message);
+  nodes_.push_back(std::move(node));
+  return Tensor(nodes_.back().id, name);
+}
+
+RoutineBuilder& ProgramBuilder::routine(const std::string& name) {
+  for (auto& r : routines_) {
+    if (r->name() == name) return *r;
+  }
+  if (!is_identifier(name)) errors_.push_back("routine name '" + name + "' is not a valid name");
+  routines_.push_back(std::make_unique<RoutineBuilder>(name));
+  return *routines_.back();
+}
+
+Result<Program> ProgramBuilder::build() const {
+  std::vector<std::string> errors = errors_;
+  Program program;
+  program.file = file_;
+  program.nodes = nodes_;
+  const NodeLookup lookup(nodes_);
+  for (const auto& r : routines_) {
+    Routine routine;
+    routine.name = r->name();
+    for (size_t i = 0; i < r->statements_.size(); ++i) {
+      const std::string where = "routine '" + r->name() + "', statement " + std::to_string(i + 1) + ": ";
+      for (const std::string& e : r->errors_[i]) errors.push_back(where + e);
+      if (r->broken_[i]) continue;
+      std::vector<Diagnostic> diagnostics;
+      std::optional<Assignment> a = complete_statement(r->statements_[i], nodes_, nodes_.size(), &diagnostics, &lookup);
+      for (const Diagnostic& d : diagnostics) errors.push_back(where + d.message);
+      if (a) routine.statements.push_back(std::move(*a));
+    }
+    if (routine.name == "main") {
+      program.routines.insert(program.routines.begin(), std::move(routine));
+    } else {
+      program.routines.push_back(std::move(routine));
+    }
+  }
+  if (!errors.empty()) {
+    std::string message = file_ + ": " + std::to_string(errors.size()) +
+                          (errors.size() == 1 ? " error" : " errors");
+    for (const std::string& e : errors) message += "\n" + e;
+    return invalid_argument_error(message);
+  }
+  KILN_RETURN_IF_ERROR(validate_program(program));
+  return program;
+}
+
+}  // namespace kiln::ir

@@ -1,0 +1,965 @@
+// The loop IR's text form: print_kernel, parse_kernel(s), print_lowered. Grammar and rules are
+// in kiln/ir/loop.h. The parser reads s-expressions without recursion (depth-limited), then
+// builds and validates the kernel over that bounded tree, so no input can crash it.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "kiln/ir/loop.h"
+
+namespace kiln::ir {
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Names.
+
+struct OpText {
+  Op op;
+  std::string_view name;
+  int arity;
+};
+
+// The loop text's own names (independent of the language's op_name, so the format is fixed).
+constexpr OpText kOpTexts[] = {
+    {Op::kNeg, "neg", 1},         {Op::kExp, "exp", 1},         {Op::kLog, "log", 1},
+    {Op::kSqrt, "sqrt", 1},       {Op::kRsqrt, "rsqrt", 1},     {Op::kTanh, "tanh", 1},
+    {Op::kSigmoid, "sigmoid", 1}, {Op::kRelu, "relu", 1},       {Op::kAbs, "abs", 1},
+    {Op::kSin, "sin", 1},         {Op::kCos, "cos", 1},         {Op::kFloor, "floor", 1},
+    {Op::kCeil, "ceil", 1},       {Op::kCastF32, "f32", 1},     {Op::kCastF64, "f64", 1},
+    {Op::kCastI32, "i32", 1},     {Op::kAdd, "+", 2},           {Op::kSub, "-", 2},
+    {Op::kMul, "*", 2},           {Op::kDiv, "/", 2},           {Op::kLt, "<", 2},
+    {Op::kLe, "<=", 2},           {Op::kGt, ">", 2},            {Op::kGe, ">=", 2},
+    {Op::kEq, "==", 2},           {Op::kNe, "!=", 2},           {Op::kMax, "max", 2},
+    {Op::kMin, "min", 2},         {Op::kPow, "pow", 2},         {Op::kSelect, "select", 3},
+    {Op::kFma, "fma", 3},
+};
+
+const OpText* find_op(Op op) {
+  for (const OpText& t : kOpTexts) {
+    if (t.op == op) return &t;
+  }
+  return nullptr;
+}
+
+const OpText* find_op(std::string_view name) {
+  for (const OpText& t : kOpTexts) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+std::string_view type_text(DType type) {
+  switch (type) {
+    case DType::kF32: return "f32";
+    case DType::kF64: return "f64";
+    case DType::kI32: return "i32";
+    case DType::kI64: return "i64";
+  }
+  return "?";
+}
+
+std::optional<DType> parse_type(std::string_view text) {
+  if (text == "f32") return DType::kF32;
+  if (text == "f64") return DType::kF64;
+  if (text == "i32") return DType::kI32;
+  if (text == "i64") return DType::kI64;
+  return std::nullopt;
+}
+
+bool is_cast(Op op) { return op == Op::kCastF32 || op == Op::kCastF64 || op == Op::kCastI32; }
+
+DType cast_type(Op op) {
+  return op == Op::kCastF32 ? DType::kF32 : op == Op::kCastF64 ? DType::kF64 : DType::kI32;
+}
+
+bool is_comparison(Op op) {
+  return op == Op::kLt || op == Op::kLe || op == Op::kGt || op == Op::kGe || op == Op::kEq ||
+         op == Op::kNe;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Printing.
+
+void append_integer(std::string& out, int64_t value) { out += std::to_string(value); }
+
+void append_double(std::string& out, double value) {
+  char buffer[64];
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  if (ec != std::errc()) {
+    out += "?";
+    return;
+  }
+  out.append(buffer, end);
+}
+
+// The value as an integer when it is one that an int64 holds exactly.
+std::optional<int64_t> exact_integer(double value) {
+  if (!(value >= -9223372036854775808.0 && value < 9223372036854775808.0)) return std::nullopt;
+  if (std::trunc(value) != value) return std::nullopt;
+  return static_cast<int64_t>(value);
+}
+
+void append_const_value(std::string& out, DType type, double value) {
+  if (type == DType::kI32 || type == DType::kI64) {
+    if (std::optional<int64_t> i = exact_integer(value)) {
+      append_integer(out, *i);
+      return;
+    }
+  }
+  append_double(out, value);
+}
+
+void append_escaped(std::string& out, std::string_view text) {
+  static const char kHex[] = "0123456789abcdef";
+  for (char c : text) {
+    unsigned char u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (u < 0x20 || u == 0x7f) {
+          out += "\\x";
+          out += kHex[u >> 4];
+          out += kHex[u & 15];
+        } else {
+          out += c;
+        }
+    }
+  }
+}
+
+void print_expr(const LExpr* e, std::string& out) {
+  if (!e) {
+    out += "(null)";
+    return;
+  }
+  switch (e->kind) {
+    case LExpr::Kind::kConst:
+      if (e->type == DType::kI64 && exact_integer(e->value)) {
+        append_integer(out, *exact_integer(e->value));
+      } else {
+        out += "(const ";
+        out += type_text(e->type);
+        out += ' ';
+        append_const_value(out, e->type, e->value);
+        out += ')';
+      }
+      return;
+    case LExpr::Kind::kVar:
+      out += 'v';
+      append_integer(out, e->var);
+      return;
+    case LExpr::Kind::kLoad:
+    case LExpr::Kind::kLocalLoad:
+      out += e->kind == LExpr::Kind::kLoad ? "(load " : "(local_load ";
+      out += type_text(e->type);
+      out += ' ';
+      append_integer(out, e->kind == LExpr::Kind::kLoad ? e->node : e->local);
+      out += ' ';
+      print_expr(e->offset.get(), out);
+      out += ')';
+      return;
+    case LExpr::Kind::kOp: {
+      const OpText* op = find_op(e->op);
+      out += '(';
+      out += op ? op->name : "?";
+      if (!is_cast(e->op) && e->type != DType::kI64) {
+        out += ' ';
+        out += type_text(e->type);
+      }
+      for (const LExprRef& arg : e->args) {
+        out += ' ';
+        print_expr(arg.get(), out);
+      }
+      out += ')';
+      return;
+    }
+  }
+  out += "(?)";
+}
+
+void print_stmt(const LStmt* s, int indent, std::string& out);
+
+void print_body(const std::vector<LStmtRef>& body, int indent, std::string& out) {
+  for (const LStmtRef& child : body) {
+    out += '\n';
+    out.append(static_cast<size_t>(indent) + 2, ' ');
+    print_stmt(child.get(), indent + 2, out);
+  }
+  out += ')';
+}
+
+void print_stmt(const LStmt* s, int indent, std::string& out) {
+  if (!s) {
+    out += "(null)";
+    return;
+  }
+  switch (s->kind) {
+    case LStmt::Kind::kBlock:
+      out += "(block";
+      print_body(s->body, indent, out);
+      return;
+    case LStmt::Kind::kFor:
+      out += "(for v";
+      append_integer(out, s->var);
+      out += ' ';
+      append_integer(out, s->extent);
+      if (s->parallel) out += " parallel";
+      print_body(s->body, indent, out);
+      return;
+    case LStmt::Kind::kIf:
+      out += "(if ";
+      print_expr(s->cond.get(), out);
+      print_body(s->body, indent, out);
+      return;
+    case LStmt::Kind::kStore:
+    case LStmt::Kind::kLocalStore:
+      out += s->kind == LStmt::Kind::kStore ? "(store " : "(local_store ";
+      append_integer(out, s->kind == LStmt::Kind::kStore ? s->node : s->local);
+      out += ' ';
+      print_expr(s->offset.get(), out);
+      out += ' ';
+      print_expr(s->value.get(), out);
+      out += ')';
+      return;
+    case LStmt::Kind::kLocalDecl:
+      out += "(local ";
+      append_integer(out, s->local);
+      out += ' ';
+      out += type_text(s->type);
+      out += ' ';
+      append_integer(out, s->local_size);
+      print_body(s->body, indent, out);
+      return;
+    case LStmt::Kind::kComment:
+      out += "(comment \"";
+      append_escaped(out, s->text);
+      out += "\")";
+      return;
+  }
+  out += "(?)";
+}
+
+// A node's name for a comment: printable ASCII only, so the comment stays on its line.
+std::string comment_safe(std::string_view name) {
+  std::string safe;
+  for (char c : name) safe += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return safe;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading s-expressions.
+
+constexpr int kMaxDepth = 1000;          // nesting of parentheses
+constexpr int64_t kMaxVars = 1 << 16;    // (vars N)
+constexpr int64_t kMaxLocals = 1 << 16;  // (locals N)
+
+struct SNode {
+  enum class Kind : uint8_t { kAtom, kString, kList };
+  Kind kind = Kind::kAtom;
+  std::string text;  // an atom's text, a string's decoded bytes
+  int line = 0, column = 0;
+  int end_line = 0, end_column = 0;  // a list's ')'
+  std::vector<SNode> items;
+};
+
+Status error_at(int line, int column, const std::string& message) {
+  return invalid_argument_error(std::to_string(line) + ":" + std::to_string(column) + ": " +
+                                message);
+}
+
+// Text quoted for an error message: escaped and shortened.
+std::string quoted(std::string_view text) {
+  std::string out = "'";
+  std::string escaped;
+  append_escaped(escaped, text.substr(0, 40));
+  out += escaped;
+  if (text.size() > 40) out += "...";
+  out += "'";
+  return out;
+}
+
+std::string describe(const SNode& node) {
+  switch (node.kind) {
+    case SNode::Kind::kAtom: return quoted(node.text);
+    case SNode::Kind::kString: return "a string";
+    case SNode::Kind::kList:
+      if (!node.items.empty() && node.items[0].kind == SNode::Kind::kAtom) {
+        return "a list '(" + node.items[0].text.substr(0, 40) + " ...)'";
+      }
+      return "a list";
+  }
+  return "?";
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string_view text) : text_(text) {}
+
+  // The next top-level datum, or nullopt at the end of the text.
+  Result<std::optional<SNode>> next() {
+    skip_blank();
+    if (pos_ >= text_.size()) return std::optional<SNode>();
+    SNode root;
+    std::vector<SNode*> open;  // the lists being read, innermost last
+    for (;;) {
+      skip_blank();
+      if (pos_ >= text_.size()) {
+        const SNode& unclosed = *open.back();
+        return error_at(line_, column_,
+                        "unexpected end of text: expected ')' to close the '(' at " +
+                            std::to_string(unclosed.line) + ":" + std::to_string(unclosed.column));
+      }
+      char c = text_[pos_];
+      if (c == ')') {
+        if (open.empty()) return error_at(line_, column_, "unexpected ')'");
+        open.back()->end_line = line_;
+        open.back()->end_column = column_;
+        advance();
+        open.pop_back();
+        if (open.empty()) return std::optional<SNode>(std::move(root));
+        continue;
+      }
+      SNode* slot;
+      if (open.empty()) {
+        slot = &root;
+      } else {
+        open.back()->items.emplace_back();
+        slot = &open.back()->items.back();
+      }
+      slot->line = line_;
+      slot->column = column_;
+      if (c == '(') {
+        if (static_cast<int>(open.size()) >= kMaxDepth) {
+          return error_at(line_, column_,
+                          "nesting deeper than " + std::to_string(kMaxDepth) + " levels");
+        }
+        advance();
+        slot->kind = SNode::Kind::kList;
+        open.push_back(slot);
+        continue;
+      }
+      if (c == '"') {
+        KILN_RETURN_IF_ERROR(read_string(slot));
+      } else {
+        slot->kind = SNode::Kind::kAtom;
+        size_t start = pos_;
+        while (pos_ < text_.size() && !is_delimiter(text_[pos_])) advance();
+        slot->text = std::string(text_.substr(start, pos_ - start));
+      }
+      if (open.empty()) return std::optional<SNode>(std::move(root));
+    }
+  }
+
+ private:
+  static bool is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+  }
+  static bool is_delimiter(char c) {
+    return is_space(c) || c == '(' || c == ')' || c == '"' || c == ';';
+  }
+
+  void advance() {
+    if (text_[pos_] == '\n') {
+      ++line_;
+      column_ = 1;
+    } else {
+      ++column_;
+    }
+    ++pos_;
+  }
+
+  void skip_blank() {
+    while (pos_ < text_.size()) {
+      char c = text_[pos_];
+      if (is_space(c)) {
+        advance();
+      } else if (c == ';') {
+        while (pos_ < text_.size() && text_[pos_] != '\n') advance();
+      } else {
+        return;
+      }
+    }
+  }
+
+  static int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  }
+
+  Status read_string(SNode* slot) {
+    slot->kind = SNode::Kind::kString;
+    const int line = line_, column = column_;
+    advance();  // the opening quote
+    for (;;) {
+      if (pos_ >= text_.size()) {
+        return error_at(line, column, "unterminated string: expected a closing '\"'");
+      }
+      char c = text_[pos_];
+      if (c == '"') {
+        advance();
+        return Status();
+      }
+      if (c != '\\') {
+        slot->text += c;
+        advance();
+        continue;
+      }
+      const int escape_line = line_, escape_column = column_;
+      advance();
+      if (pos_ >= text_.size()) {
+        return error_at(line, column, "unterminated string: expected a closing '\"'");
+      }
+      char e = text_[pos_];
+      switch (e) {
+        case '"': slot->text += '"'; break;
+        case '\\': slot->text += '\\'; break;
+        case 'n': slot->text += '\n'; break;
+        case 't': slot->text += '\t'; break;
+        case 'r': slot->text += '\r'; break;
+        case 'x': {
+          int hi = pos_ + 1 < text_.size() ? hex_digit(text_[pos_ + 1]) : -1;
+          int lo = pos_ + 2 < text_.size() ? hex_digit(text_[pos_ + 2]) : -1;
+          if (hi < 0 || lo < 0) {
+            return error_at(escape_line, escape_column,
+                            "expected two hexadecimal digits after '\\x'");
+          }
+          slot->text += static_cast<char>(hi * 16 + lo);
+          advance();
+          advance();
+          break;
+        }
+        default:
+          return error_at(escape_line, escape_column,
+                          "unknown escape " + quoted(std::string("\\") + e) +
+                              " (expected \\\" \\\\ \\n \\t \\r or \\xHH)");
+      }
+      advance();
+    }
+  }
+
+  std::string_view text_;
+  size_t pos_ = 0;
+  int line_ = 1, column_ = 1;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Building and validating a kernel from its s-expression.
+
+Status error_at(const SNode& node, const std::string& message) {
+  return error_at(node.line, node.column, message);
+}
+
+std::optional<int64_t> parse_int64(std::string_view text) {
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return value;
+}
+
+bool is_identifier(std::string_view name) {
+  if (name.empty()) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+              (i > 0 && c >= '0' && c <= '9');
+    if (!ok) return false;
+  }
+  return true;
+}
+
+class KernelBuilder {
+ public:
+  Result<Kernel> build(const SNode& form) {
+    Kernel kernel;
+    if (form.kind != SNode::Kind::kList) {
+      return error_at(form, "expected '(kernel ...)', got " + describe(form));
+    }
+    const std::vector<SNode>& items = form.items;
+    if (items.empty() || items[0].kind != SNode::Kind::kAtom || items[0].text != "kernel") {
+      return error_at(items.empty() ? form : items[0],
+                      "expected '(kernel NAME (nodes ...) (vars N) (locals N) BODY)', got " +
+                          describe(form));
+    }
+    KILN_RETURN_IF_ERROR(require(form, 1, "the kernel's name"));
+    if (items[1].kind != SNode::Kind::kAtom || !is_identifier(items[1].text)) {
+      return error_at(items[1], "expected the kernel's name (a C identifier), got " +
+                                    describe(items[1]));
+    }
+    kernel.name = items[1].text;
+
+    KILN_RETURN_IF_ERROR(require(form, 2, "'(nodes ...)'"));
+    const SNode* nodes = header(items[2], "nodes");
+    if (!nodes) return error_at(items[2], "expected '(nodes ID...)', got " + describe(items[2]));
+    for (size_t i = 1; i < nodes->items.size(); ++i) {
+      KILN_ASSIGN_OR_RETURN(int64_t id, integer(nodes->items[i], "a node id", 0, INT32_MAX));
+      if (std::find(kernel.nodes.begin(), kernel.nodes.end(), id) != kernel.nodes.end()) {
+        return error_at(nodes->items[i], "node " + std::to_string(id) + " is listed twice");
+      }
+      kernel.nodes.push_back(static_cast<int>(id));
+    }
+    node_types_.assign(kernel.nodes.size(), std::nullopt);
+    nodes_ = &kernel.nodes;
+
+    KILN_RETURN_IF_ERROR(require(form, 3, "'(vars N)'"));
+    KILN_ASSIGN_OR_RETURN(kernel.var_count, count(items[3], "vars", kMaxVars));
+    KILN_RETURN_IF_ERROR(require(form, 4, "'(locals N)'"));
+    KILN_ASSIGN_OR_RETURN(kernel.local_count, count(items[4], "locals", kMaxLocals));
+    var_bound_.assign(static_cast<size_t>(kernel.var_count), false);
+    local_types_.assign(static_cast<size_t>(kernel.local_count), std::nullopt);
+
+    KILN_RETURN_IF_ERROR(require(form, 5, "the kernel's body (one statement)"));
+    if (items.size() > 6) {
+      return error_at(items[6], "expected ')' after the kernel's body (a kernel has one body "
+                                "statement; use (block ...) for several), got " +
+                                    describe(items[6]));
+    }
+    KILN_ASSIGN_OR_RETURN(kernel.body, stmt(items[5]));
+    return kernel;
+  }
+
+ private:
+  // An error when `list` has no item `index`, located at its ')'.
+  static Status require(const SNode& list, size_t index, const std::string& what) {
+    if (index < list.items.size()) return Status();
+    return error_at(list.end_line, list.end_column, "expected " + what + " before ')'");
+  }
+
+  static const SNode* header(const SNode& node, std::string_view keyword) {
+    if (node.kind != SNode::Kind::kList || node.items.empty()) return nullptr;
+    const SNode& head = node.items[0];
+    return head.kind == SNode::Kind::kAtom && head.text == keyword ? &node : nullptr;
+  }
+
+  static Result<int64_t> integer(const SNode& node, const std::string& what, int64_t min,
+                                 int64_t max) {
+    std::optional<int64_t> value;
+    if (node.kind == SNode::Kind::kAtom) value = parse_int64(node.text);
+    if (!value || *value < min || *value > max) {
+      return error_at(node, "expected " + what + " (an integer in [" + std::to_string(min) + ", " +
+                                std::to_string(max) + "]), got " + describe(node));
+    }
+    return *value;
+  }
+
+  static Result<int> count(const SNode& node, std::string_view keyword, int64_t max) {
+    const SNode* list = header(node, keyword);
+    std::string form = "'(" + std::string(keyword) + " N)'";
+    if (!list || list->items.size() != 2) {
+      return error_at(node, "expected " + form + ", got " + describe(node));
+    }
+    KILN_ASSIGN_OR_RETURN(int64_t n, integer(list->items[1], "a count", 0, max));
+    return static_cast<int>(n);
+  }
+
+  static Result<DType> type(const SNode& node) {
+    if (node.kind == SNode::Kind::kAtom) {
+      if (std::optional<DType> t = parse_type(node.text)) return *t;
+    }
+    return error_at(node, "expected a type (f32, f64, i32 or i64), got " + describe(node));
+  }
+
+  // "vN": a loop variable of this kernel.
+  Result<int> var_number(const SNode& node) {
+    std::optional<int64_t> n;
+    if (node.kind == SNode::Kind::kAtom && node.text.size() > 1 && node.text[0] == 'v' &&
+        node.text[1] >= '0' && node.text[1] <= '9') {
+      n = parse_int64(std::string_view(node.text).substr(1));
+    }
+    if (!n) return error_at(node, "expected a loop variable 'vN', got " + describe(node));
+    if (*n < 0 || *n >= static_cast<int64_t>(var_bound_.size())) {
+      return error_at(node, "loop variable " + node.text +
+                                " is out of range: the kernel declares (vars " +
+                                std::to_string(var_bound_.size()) + ")");
+    }
+    return static_cast<int>(*n);
+  }
+
+  Result<int> local_number(const SNode& node) {
+    KILN_ASSIGN_OR_RETURN(int64_t n, integer(node, "a local array number", 0, INT32_MAX));
+    if (n >= static_cast<int64_t>(local_types_.size())) {
+      return error_at(node, "local " + std::to_string(n) +
+                                " is out of range: the kernel declares (locals " +
+                                std::to_string(local_types_.size()) + ")");
+    }
+    return static_cast<int>(n);
+  }
+
+  // A use of local `local` (declared in an enclosing (local ...)) as `t`.
+  Status use_local(const SNode& at, int local, DType t) {
+    const std::optional<DType>& declared = local_types_[static_cast<size_t>(local)];
+    if (!declared) {
+      return error_at(at, "local " + std::to_string(local) +
+                              " is used outside a (local " + std::to_string(local) +
+                              " ...) declaring it");
+    }
+    if (*declared != t) {
+      return error_at(at, "local " + std::to_string(local) + " is declared " +
+                              std::string(type_text(*declared)) + " but used as " +
+                              std::string(type_text(t)));
+    }
+    return Status();
+  }
+
+  // A use of node `id` as `t`: the node must be listed in (nodes ...), and every use of one
+  // node has one type.
+  Status use_node(const SNode& at, int64_t id, DType t) {
+    auto it = std::find(nodes_->begin(), nodes_->end(), id);
+    if (it == nodes_->end()) {
+      return error_at(at, "node " + std::to_string(id) + " is not listed in the kernel's (nodes ...)");
+    }
+    std::optional<DType>& seen = node_types_[static_cast<size_t>(it - nodes_->begin())];
+    if (seen && *seen != t) {
+      return error_at(at, "node " + std::to_string(id) + " is used as " +
+                              std::string(type_text(*seen)) + " and as " +
+                              std::string(type_text(t)));
+    }
+    seen = t;
+    return Status();
+  }
+
+  Result<LExprRef> offset(const SNode& node) {
+    KILN_ASSIGN_OR_RETURN(LExprRef e, expr(node));
+    if (e->type != DType::kI64) {
+      return error_at(node, "expected an i64 offset, got an expression of type " +
+                                std::string(type_text(e->type)));
+    }
+    return e;
+  }
+
+  Result<LExprRef> constant(const SNode& at, DType t, const SNode& value) {
+    if (value.kind != SNode::Kind::kAtom) {
+      return error_at(value, "expected a number, got " + describe(value));
+    }
+    if (t == DType::kI32 || t == DType::kI64) {
+      std::optional<int64_t> i = parse_int64(value.text);
+      int64_t lo = t == DType::kI32 ? INT32_MIN : INT64_MIN;
+      int64_t hi = t == DType::kI32 ? INT32_MAX : INT64_MAX;
+      if (!i || *i < lo || *i > hi) {
+        return error_at(value, "expected an " + std::string(type_text(t)) +
+                                   " constant (an integer in [" + std::to_string(lo) + ", " +
+                                   std::to_string(hi) + "]), got " + describe(value));
+      }
+      double d = static_cast<double>(*i);
+      if (exact_integer(d) != *i) {
+        return error_at(value, "integer constant " + value.text +
+                                   " is not exactly representable (constants are held as f64; "
+                                   "use one within +-2^53)");
+      }
+      return lconst(t, d);
+    }
+    double d = 0;
+    const char* first = value.text.data();
+    const char* last = first + value.text.size();
+    auto [end, ec] = std::from_chars(first, last, d);
+    if (value.text.empty() || ec == std::errc::invalid_argument || end != last) {
+      return error_at(value, "expected a floating-point number, got " + describe(value));
+    }
+    if (ec == std::errc::result_out_of_range) {
+      return error_at(value, "number " + quoted(value.text) + " is out of the range of f64");
+    }
+    return lconst(t, d);
+  }
+
+  Status check_op_types(const SNode& at, Op op, DType t, const std::vector<LExprRef>& args,
+                        std::string_view name) {
+    auto mismatch = [&](size_t i, DType want) {
+      return error_at(at, "'" + std::string(name) + "' of type " + std::string(type_text(t)) +
+                              " needs operand " + std::to_string(i + 1) + " of type " +
+                              std::string(type_text(want)) + ", got " +
+                              std::string(type_text(args[i]->type)) + " (insert a cast)");
+    };
+    if (is_cast(op)) return Status();
+    if (is_comparison(op)) {
+      if (args[1]->type != args[0]->type) return mismatch(1, args[0]->type);
+      return Status();
+    }
+    size_t first = op == Op::kSelect ? 1 : 0;  // select's condition may have any type
+    for (size_t i = first; i < args.size(); ++i) {
+      if (args[i]->type != t) return mismatch(i, t);
+    }
+    return Status();
+  }
+
+  Result<LExprRef> expr(const SNode& node) {
+    if (node.kind == SNode::Kind::kString) {
+      return error_at(node, "expected an expression, got a string");
+    }
+    if (node.kind == SNode::Kind::kAtom) {
+      if (!node.text.empty() && node.text[0] == 'v') {
+        KILN_ASSIGN_OR_RETURN(int v, var_number(node));
+        if (!var_bound_[static_cast<size_t>(v)]) {
+          return error_at(node, "loop variable " + node.text + " is used outside a loop over it");
+        }
+        return lvar(v);
+      }
+      if (!node.text.empty() &&
+          ((node.text[0] >= '0' && node.text[0] <= '9') || node.text[0] == '-')) {
+        if (!parse_int64(node.text)) {
+          return error_at(node, "expected an i64 integer, got " + describe(node) +
+                                    " (write other constants as (const TYPE VALUE))");
+        }
+        return constant(node, DType::kI64, node);
+      }
+      return error_at(node, "expected an expression (a loop variable 'vN', an integer, or a "
+                            "list), got " + describe(node));
+    }
+    const std::vector<SNode>& items = node.items;
+    if (items.empty() || items[0].kind != SNode::Kind::kAtom) {
+      return error_at(node, "expected an expression '(OP ...)', got " + describe(node));
+    }
+    const std::string& head = items[0].text;
+    if (head == "const") {
+      if (items.size() != 3) {
+        return error_at(node, "expected '(const TYPE VALUE)'");
+      }
+      KILN_ASSIGN_OR_RETURN(DType t, type(items[1]));
+      return constant(node, t, items[2]);
+    }
+    if (head == "load" || head == "local_load") {
+      const bool local = head == "local_load";
+      if (items.size() != 4) {
+        return error_at(node, "expected '(" + head + " TYPE " + (local ? "LOCAL" : "NODE") +
+                                  " OFFSET)'");
+      }
+      KILN_ASSIGN_OR_RETURN(DType t, type(items[1]));
+      if (local) {
+        KILN_ASSIGN_OR_RETURN(int l, local_number(items[2]));
+        KILN_RETURN_IF_ERROR(use_local(items[2], l, t));
+        KILN_ASSIGN_OR_RETURN(LExprRef off, offset(items[3]));
+        return llocal_load(l, t, std::move(off));
+      }
+      KILN_ASSIGN_OR_RETURN(int64_t id, integer(items[2], "a node id", 0, INT32_MAX));
+      KILN_RETURN_IF_ERROR(use_node(items[2], id, t));
+      KILN_ASSIGN_OR_RETURN(LExprRef off, offset(items[3]));
+      return lload(static_cast<int>(id), t, std::move(off));
+    }
+    const OpText* op = find_op(std::string_view(head));
+    if (!op) {
+      return error_at(items[0], "unknown operation " + quoted(head) +
+                                    " (expected const, load, local_load, or an op such as +, exp, "
+                                    "max, select, f32)");
+    }
+    size_t next = 1;
+    DType t = DType::kI64;
+    if (is_cast(op->op)) {
+      t = cast_type(op->op);
+    } else if (next < items.size() && items[next].kind == SNode::Kind::kAtom &&
+               parse_type(items[next].text)) {
+      t = *parse_type(items[next].text);
+      ++next;
+    }
+    const size_t given = items.size() - next;
+    if (given != static_cast<size_t>(op->arity)) {
+      return error_at(node, "'" + head + "' takes " + std::to_string(op->arity) + " operand" +
+                                (op->arity == 1 ? "" : "s") + ", got " + std::to_string(given));
+    }
+    std::vector<LExprRef> args;
+    for (size_t i = next; i < items.size(); ++i) {
+      KILN_ASSIGN_OR_RETURN(LExprRef arg, expr(items[i]));
+      args.push_back(std::move(arg));
+    }
+    KILN_RETURN_IF_ERROR(check_op_types(node, op->op, t, args, head));
+    return lop(op->op, t, std::move(args));
+  }
+
+  Status body(const SNode& list, size_t first, std::vector<LStmtRef>* out) {
+    for (size_t i = first; i < list.items.size(); ++i) {
+      KILN_ASSIGN_OR_RETURN(LStmtRef s, stmt(list.items[i]));
+      out->push_back(std::move(s));
+    }
+    return Status();
+  }
+
+  Result<LStmtRef> stmt(const SNode& node) {
+    static const char* kStatements =
+        "a statement (block, for, if, store, local, local_store or comment)";
+    if (node.kind != SNode::Kind::kList || node.items.empty() ||
+        node.items[0].kind != SNode::Kind::kAtom) {
+      return error_at(node, std::string("expected ") + kStatements + ", got " + describe(node));
+    }
+    const std::vector<SNode>& items = node.items;
+    const std::string& head = items[0].text;
+    auto s = std::make_shared<LStmt>();
+    if (head == "block") {
+      s->kind = LStmt::Kind::kBlock;
+      KILN_RETURN_IF_ERROR(body(node, 1, &s->body));
+    } else if (head == "for") {
+      s->kind = LStmt::Kind::kFor;
+      KILN_RETURN_IF_ERROR(require(node, 1, "the loop variable 'vN'"));
+      KILN_ASSIGN_OR_RETURN(s->var, var_number(items[1]));
+      KILN_RETURN_IF_ERROR(require(node, 2, "the loop extent"));
+      KILN_ASSIGN_OR_RETURN(s->extent, integer(items[2], "the loop extent", 0, INT64_MAX));
+      size_t next = 3;
+      if (next < items.size() && items[next].kind == SNode::Kind::kAtom &&
+          items[next].text == "parallel") {
+        s->parallel = true;
+        ++next;
+      }
+      std::vector<bool>::reference bound = var_bound_[static_cast<size_t>(s->var)];
+      if (bound) {
+        return error_at(items[1], "loop variable " + items[1].text +
+                                      " is already the variable of an enclosing loop");
+      }
+      bound = true;
+      Status status = body(node, next, &s->body);
+      var_bound_[static_cast<size_t>(s->var)] = false;
+      KILN_RETURN_IF_ERROR(status);
+    } else if (head == "if") {
+      s->kind = LStmt::Kind::kIf;
+      KILN_RETURN_IF_ERROR(require(node, 1, "the condition"));
+      KILN_ASSIGN_OR_RETURN(s->cond, expr(items[1]));
+      KILN_RETURN_IF_ERROR(body(node, 2, &s->body));
+    } else if (head == "store" || head == "local_store") {
+      const bool local = head == "local_store";
+      if (items.size() != 4) {
+        return error_at(node, "expected '(" + head + (local ? " LOCAL" : " NODE") +
+                                  " OFFSET VALUE)'");
+      }
+      s->kind = local ? LStmt::Kind::kLocalStore : LStmt::Kind::kStore;
+      int64_t id = 0;
+      if (local) {
+        KILN_ASSIGN_OR_RETURN(s->local, local_number(items[1]));
+      } else {
+        KILN_ASSIGN_OR_RETURN(id, integer(items[1], "a node id", 0, INT32_MAX));
+        s->node = static_cast<int>(id);
+      }
+      KILN_ASSIGN_OR_RETURN(s->offset, offset(items[2]));
+      KILN_ASSIGN_OR_RETURN(s->value, expr(items[3]));
+      s->type = s->value->type;
+      if (local) {
+        KILN_RETURN_IF_ERROR(use_local(items[1], s->local, s->type));
+      } else {
+        KILN_RETURN_IF_ERROR(use_node(items[1], id, s->type));
+      }
+    } else if (head == "local") {
+      s->kind = LStmt::Kind::kLocalDecl;
+      KILN_RETURN_IF_ERROR(require(node, 1, "the local array's number"));
+      KILN_ASSIGN_OR_RETURN(s->local, local_number(items[1]));
+      KILN_RETURN_IF_ERROR(require(node, 2, "the local array's element type"));
+      KILN_ASSIGN_OR_RETURN(s->type, type(items[2]));
+      KILN_RETURN_IF_ERROR(require(node, 3, "the local array's size"));
+      KILN_ASSIGN_OR_RETURN(s->local_size,
+                            integer(items[3], "the local array's size", 1, INT64_MAX));
+      std::optional<DType>& declared = local_types_[static_cast<size_t>(s->local)];
+      if (declared) {
+        return error_at(items[1], "local " + items[1].text +
+                                      " is already declared by an enclosing (local ...)");
+      }
+      declared = s->type;
+      Status status = body(node, 4, &s->body);
+      local_types_[static_cast<size_t>(s->local)] = std::nullopt;
+      KILN_RETURN_IF_ERROR(status);
+    } else if (head == "comment") {
+      s->kind = LStmt::Kind::kComment;
+      if (items.size() != 2 || items[1].kind != SNode::Kind::kString) {
+        return error_at(node, "expected '(comment \"TEXT\")'");
+      }
+      s->text = items[1].text;
+    } else {
+      return error_at(items[0], std::string("expected ") + kStatements + ", got " +
+                                    describe(items[0]));
+    }
+    return LStmtRef(std::move(s));
+  }
+
+  const std::vector<int>* nodes_ = nullptr;
+  std::vector<std::optional<DType>> node_types_;  // per binding position
+  std::vector<bool> var_bound_;                   // bound by an enclosing for
+  std::vector<std::optional<DType>> local_types_;  // declared by an enclosing (local ...)
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+std::string print_kernel(const Kernel& kernel, const Program* program) {
+  std::string out = "(kernel " + kernel.name + " (nodes";
+  for (int node : kernel.nodes) {
+    out += ' ';
+    append_integer(out, node);
+  }
+  out += ") (vars ";
+  append_integer(out, kernel.var_count);
+  out += ") (locals ";
+  append_integer(out, kernel.local_count);
+  out += ')';
+  if (program && !kernel.nodes.empty()) {
+    out += "  ;";
+    for (size_t i = 0; i < kernel.nodes.size(); ++i) {
+      int node = kernel.nodes[i];
+      out += i == 0 ? " " : ", ";
+      append_integer(out, node);
+      out += ": ";
+      bool known = node >= 0 && static_cast<size_t>(node) < program->nodes.size();
+      out += known ? comment_safe(program->nodes[static_cast<size_t>(node)].name) : "?";
+    }
+  }
+  out += "\n  ";
+  if (kernel.body) {
+    print_stmt(kernel.body.get(), 2, out);
+  } else {
+    out += "(block)";
+  }
+  out += ")\n";
+  return out;
+}
+
+Result<std::vector<Kernel>> parse_kernels(std::string_view text) {
+  Reader reader(text);
+  std::vector<Kernel> kernels;
+  std::vector<std::pair<int, int>> where;  // of each kernel's name, for duplicate errors
+  for (;;) {
+    KILN_ASSIGN_OR_RETURN(std::optional<SNode> form, reader.next());
+    if (!form) return kernels;
+    KILN_ASSIGN_OR_RETURN(Kernel kernel, KernelBuilder().build(*form));
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      if (kernels[i].name == kernel.name) {
+        return error_at(form->items[1], "kernel name '" + kernel.name + "' is already used by the kernel at " +
+                                            std::to_string(where[i].first) + ":" +
+                                            std::to_string(where[i].second));
+      }
+    }
+    where.emplace_back(form->items[1].line, form->items[1].column);
+    kernels.push_back(std::move(kernel));
+  }
+}
+
+Result<Kernel> parse_kernel(std::string_view text) {
+  Reader reader(text);
+  KILN_ASSIGN_OR_RETURN(std::optional<SNode> form, reader.next());
+  if (!form) return invalid_argument_error("1:1: expected '(kernel ...)', got an empty text");
+  KILN_ASSIGN_OR_RETURN(Kernel kernel, KernelBuilder().build(*form));
+  KILN_ASSIGN_OR_RETURN(std::optional<SNode> extra, reader.next());
+  if (extra) {
+    return error_at(*extra, "expected the end of the text after the kernel, got " +
+                                describe(*extra) + " (use parse_kernels for several)");
+  }
+  return kernel;
+}
+
+std::string print_lowered(const LoweredProgram& lowered) {
+  std::string out;
+  for (const LoweredRoutine& routine : lowered.routines) {
+    if (!out.empty()) out += '\n';
+    out += "; routine " + comment_safe(routine.name) + ": " +
+           std::to_string(routine.kernels.size()) +
+           (routine.kernels.size() == 1 ? " kernel\n" : " kernels\n");
+    for (const Kernel& kernel : routine.kernels) out += print_kernel(kernel, &lowered.program);
+  }
+  return out;
+}
+
+}  // namespace kiln::ir

@@ -1,0 +1,212 @@
+// print_program (kiln/ir/printer.h): a Program as `.kiln` text.
+#include "kiln/ir/printer.h"
+
+#include <charconv>
+#include <cmath>
+#include <set>
+
+namespace kiln::ir {
+
+std::string format_number(double value, bool as_float) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value < 0 ? "-inf" : "inf";
+  char buf[64];
+  if (!as_float && value == std::trunc(value) && std::fabs(value) < 1e18) {
+    if (value == 0 && std::signbit(value)) return "-0";
+    auto r = std::to_chars(buf, buf + sizeof buf, static_cast<long long>(value));
+    return std::string(buf, r.ptr);
+  }
+  auto r = std::to_chars(buf, buf + sizeof buf, value);
+  std::string s(buf, r.ptr);
+  if (as_float && s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+namespace {
+
+constexpr int kPrecCompare = 1, kPrecAdd = 2, kPrecMul = 3, kPrecUnary = 4, kPrecPrimary = 5;
+// Hand-made programs may be deeper than kMaxExprDepth; print a marker rather than recurse on.
+constexpr int kMaxPrintDepth = 4 * kMaxExprDepth;
+
+int binary_prec(Op op) {
+  switch (op) {
+    case Op::kAdd: case Op::kSub: return kPrecAdd;
+    case Op::kMul: case Op::kDiv: return kPrecMul;
+    case Op::kLt: case Op::kLe: case Op::kGt: case Op::kGe: case Op::kEq: case Op::kNe:
+      return kPrecCompare;
+    default: return 0;  // not an infix operator
+  }
+}
+
+class ExprPrinter {
+ public:
+  ExprPrinter(const Program& p, const Assignment& s) : p_(p), s_(s) {}
+
+  std::string print(const Expr& e, int min_prec, int depth) {
+    int prec = kPrecPrimary;
+    std::string text = render(e, &prec, depth);
+    return prec < min_prec ? "(" + text + ")" : text;
+  }
+
+  std::string index_name(int i) const {
+    if (i < 0 || i >= static_cast<int>(s_.indices.size())) return "<index " + std::to_string(i) + ">";
+    return s_.indices[i].name;
+  }
+
+  std::string affine(const Affine& a) const {
+    std::string out;
+    for (const auto& [index, coeff] : a.terms) {
+      int64_t c = coeff;
+      if (out.empty()) {
+        if (c < 0) out += "-";
+      } else {
+        out += c < 0 ? " - " : " + ";
+      }
+      uint64_t magnitude = c < 0 ? 0 - static_cast<uint64_t>(c) : static_cast<uint64_t>(c);
+      if (magnitude != 1) out += std::to_string(magnitude) + "*";
+      out += index_name(index);
+    }
+    if (out.empty()) return std::to_string(a.offset);
+    if (a.offset > 0) out += " + " + std::to_string(a.offset);
+    if (a.offset < 0) out += " - " + std::to_string(0 - static_cast<uint64_t>(a.offset));
+    return out;
+  }
+
+  std::string node_name(int node) const {
+    if (node < 0 || node >= static_cast<int>(p_.nodes.size())) return "<node " + std::to_string(node) + ">";
+    return p_.nodes[node].name;
+  }
+
+  std::string subscripts(const std::vector<Affine>& subs) const {
+    if (subs.empty()) return "";
+    std::string out = "[";
+    for (size_t d = 0; d < subs.size(); ++d) out += (d ? ", " : "") + affine(subs[d]);
+    return out + "]";
+  }
+
+ private:
+  std::string render(const Expr& e, int* prec, int depth) {
+    if (depth > kMaxPrintDepth) return "<too deep>";
+    switch (e.kind) {
+      case Expr::Kind::kLiteral: {
+        std::string s = format_number(e.literal, e.type != DType::kI32);
+        if (!s.empty() && s[0] == '-') *prec = kPrecUnary;
+        return s;
+      }
+      case Expr::Kind::kIndex:
+        return index_name(e.index);
+      case Expr::Kind::kTensor:
+        return node_name(e.node) + subscripts(e.subscripts);
+      case Expr::Kind::kMerge:
+        return node_name(e.node) + ".merge" + subscripts(e.subscripts);
+      case Expr::Kind::kOp:
+        break;
+    }
+    auto arg = [&](size_t i, int min_prec) -> std::string {
+      if (i >= e.args.size() || !e.args[i]) return "<missing>";
+      return print(*e.args[i], min_prec, depth + 1);
+    };
+    if (e.op == Op::kNeg && e.args.size() == 1) {
+      *prec = kPrecUnary;
+      return "-" + arg(0, kPrecPrimary);
+    }
+    int p = binary_prec(e.op);
+    if (p > 0 && e.args.size() == 2) {
+      *prec = p;
+      return arg(0, p) + " " + std::string(op_name(e.op)) + " " + arg(1, p + 1);
+    }
+    std::string out = std::string(op_name(e.op)) + "(";
+    for (size_t i = 0; i < e.args.size(); ++i) out += (i ? ", " : "") + arg(i, 0);
+    return out + ")";
+  }
+
+  const Program& p_;
+  const Assignment& s_;
+};
+
+// Indices standing alone as a whole subscript somewhere in the statement.
+void standalone(const Expr& e, std::set<int>* out, int depth) {
+  if (depth > kMaxPrintDepth) return;
+  if (e.kind == Expr::Kind::kTensor || e.kind == Expr::Kind::kMerge) {
+    for (const Affine& a : e.subscripts) {
+      if (a.bare_index() >= 0) out->insert(a.bare_index());
+    }
+  }
+  for (const ExprRef& a : e.args) {
+    if (a) standalone(*a, out, depth + 1);
+  }
+}
+
+std::string print_init(const Init& init) {
+  switch (init.kind) {
+    case Init::Kind::kNone: return "";
+    case Init::Kind::kValue: return " = " + format_number(init.a, false);
+    case Init::Kind::kUniform:
+      return " = uniform(" + format_number(init.a, false) + ", " + format_number(init.b, false) + ")";
+    case Init::Kind::kNormal:
+      return " = normal(" + format_number(init.a, false) + ", " + format_number(init.b, false) + ")";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string print_declaration(const TensorNode& node) {
+  std::string role(role_name(node.role));
+  role.resize(6, ' ');
+  std::string out = role + " " + node.name + " : " + std::string(dtype_name(node.dtype));
+  if (!node.dims.empty()) {
+    out += "[";
+    for (size_t d = 0; d < node.dims.size(); ++d) out += (d ? ", " : "") + std::to_string(node.dims[d]);
+    out += "]";
+  }
+  return out + print_init(node.init);
+}
+
+std::string print_expr(const Program& program, const Assignment& statement, const Expr& expr) {
+  return ExprPrinter(program, statement).print(expr, 0, 1);
+}
+
+std::string print_statement(const Program& program, const Assignment& s) {
+  ExprPrinter printer(program, s);
+  std::string out = printer.node_name(s.target);
+  if (!s.target_indices.empty()) {
+    out += "[";
+    for (size_t d = 0; d < s.target_indices.size(); ++d) {
+      out += (d ? ", " : "") + printer.index_name(s.target_indices[d]);
+    }
+    out += "]";
+  }
+  out += " " + std::string(accum_name(s.accum)) + " ";
+  std::string rhs = s.rhs ? printer.print(*s.rhs, 0, 1) : "<missing>";
+  if (s.reduce != Reduce::kNone) rhs = std::string(reduce_name(s.reduce)) + "(" + rhs + ")";
+  out += rhs;
+  std::set<int> alone(s.target_indices.begin(), s.target_indices.end());
+  if (s.rhs) standalone(*s.rhs, &alone, 1);
+  std::string bounds;
+  for (int i = 0; i < static_cast<int>(s.indices.size()); ++i) {
+    if (alone.count(i)) continue;
+    bounds += (bounds.empty() ? " where " : ", ") + s.indices[i].name + " < " +
+              std::to_string(s.indices[i].extent);
+  }
+  return out + bounds;
+}
+
+std::string print_program(const Program& program) {
+  std::string out;
+  for (const TensorNode& node : program.nodes) out += print_declaration(node) + "\n";
+  for (size_t r = 0; r < program.routines.size(); ++r) {
+    const Routine& routine = program.routines[r];
+    if (!out.empty()) out += "\n";
+    if (r == 0 && routine.name == "main" && !routine.statements.empty()) {
+      for (const Assignment& s : routine.statements) out += print_statement(program, s) + "\n";
+      continue;
+    }
+    out += "routine " + routine.name + " {\n";
+    for (const Assignment& s : routine.statements) out += "  " + print_statement(program, s) + "\n";
+    out += "}\n";
+  }
+  return out;
+}
+
+}  // namespace kiln::ir

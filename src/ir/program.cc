@@ -1,0 +1,448 @@
+// The high-level IR: names of its enums, the typing rule of ops, and validate_program().
+#include "kiln/ir/program.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+
+namespace kiln::ir {
+
+std::string_view dtype_name(DType type) {
+  switch (type) {
+    case DType::kF32: return "f32";
+    case DType::kF64: return "f64";
+    case DType::kI32: return "i32";
+    case DType::kI64: return "i64";
+  }
+  return "?";
+}
+
+size_t dtype_size(DType type) {
+  switch (type) {
+    case DType::kF32: return 4;
+    case DType::kF64: return 8;
+    case DType::kI32: return 4;
+    case DType::kI64: return 8;
+  }
+  return 0;
+}
+
+namespace {
+int type_rank(DType type) {
+  switch (type) {
+    case DType::kI32: return 0;
+    case DType::kI64: return 1;
+    case DType::kF32: return 2;
+    case DType::kF64: return 3;
+  }
+  return 0;
+}
+}  // namespace
+
+DType promote(DType a, DType b) { return type_rank(a) >= type_rank(b) ? a : b; }
+
+std::string_view role_name(Role role) {
+  switch (role) {
+    case Role::kInput: return "input";
+    case Role::kOutput: return "output";
+    case Role::kParam: return "param";
+    case Role::kTensor: return "tensor";
+    case Role::kConst: return "const";
+  }
+  return "?";
+}
+
+std::string_view memory_mode_name(MemoryMode mode) {
+  switch (mode) {
+    case MemoryMode::kUnset: return "unset";
+    case MemoryMode::kVirtual: return "virtual";
+    case MemoryMode::kLocal: return "local";
+    case MemoryMode::kOnDevice: return "on_device";
+    case MemoryMode::kHosted: return "hosted";
+  }
+  return "?";
+}
+
+int64_t TensorNode::element_count() const {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d <= 0) return 0;
+    if (n > INT64_MAX / d) return INT64_MAX;  // saturates; validate_program rejects it
+    n *= d;
+  }
+  return n;
+}
+
+int Affine::bare_index() const {
+  if (terms.size() == 1 && terms[0].second == 1 && offset == 0) return terms[0].first;
+  return -1;
+}
+
+int op_arity(Op op) {
+  switch (op) {
+    case Op::kNeg: case Op::kExp: case Op::kLog: case Op::kSqrt: case Op::kRsqrt:
+    case Op::kTanh: case Op::kSigmoid: case Op::kRelu: case Op::kAbs: case Op::kSin:
+    case Op::kCos: case Op::kFloor: case Op::kCeil: case Op::kCastF32: case Op::kCastF64:
+    case Op::kCastI32:
+      return 1;
+    case Op::kAdd: case Op::kSub: case Op::kMul: case Op::kDiv: case Op::kLt: case Op::kLe:
+    case Op::kGt: case Op::kGe: case Op::kEq: case Op::kNe: case Op::kMax: case Op::kMin:
+    case Op::kPow:
+      return 2;
+    case Op::kSelect: case Op::kFma:
+      return 3;
+  }
+  return 0;
+}
+
+std::string_view op_name(Op op) {
+  switch (op) {
+    case Op::kNeg: return "-";
+    case Op::kExp: return "exp";
+    case Op::kLog: return "log";
+    case Op::kSqrt: return "sqrt";
+    case Op::kRsqrt: return "rsqrt";
+    case Op::kTanh: return "tanh";
+    case Op::kSigmoid: return "sigmoid";
+    case Op::kRelu: return "relu";
+    case Op::kAbs: return "abs";
+    case Op::kSin: return "sin";
+    case Op::kCos: return "cos";
+    case Op::kFloor: return "floor";
+    case Op::kCeil: return "ceil";
+    case Op::kCastF32: return "f32";
+    case Op::kCastF64: return "f64";
+    case Op::kCastI32: return "i32";
+    case Op::kAdd: return "+";
+    case Op::kSub: return "-";
+    case Op::kMul: return "*";
+    case Op::kDiv: return "/";
+    case Op::kLt: return "<";
+    case Op::kLe: return "<=";
+    case Op::kGt: return ">";
+    case Op::kGe: return ">=";
+    case Op::kEq: return "==";
+    case Op::kNe: return "!=";
+    case Op::kMax: return "max";
+    case Op::kMin: return "min";
+    case Op::kPow: return "pow";
+    case Op::kSelect: return "select";
+    case Op::kFma: return "fma";
+  }
+  return "?";
+}
+
+DType op_result_type(Op op, const std::vector<DType>& a) {
+  if (static_cast<int>(a.size()) != op_arity(op)) return DType::kI64;
+  switch (op) {
+    case Op::kCastF32: return DType::kF32;
+    case Op::kCastF64: return DType::kF64;
+    case Op::kCastI32: return DType::kI32;
+    case Op::kExp: case Op::kLog: case Op::kSqrt: case Op::kRsqrt: case Op::kTanh:
+    case Op::kSigmoid: case Op::kSin: case Op::kCos:
+      return a[0] == DType::kI32 || a[0] == DType::kI64 ? DType::kF32 : a[0];
+    case Op::kNeg: case Op::kAbs: case Op::kRelu: case Op::kFloor: case Op::kCeil:
+      return a[0];
+    case Op::kSelect: return promote(a[1], a[2]);
+    case Op::kFma: return promote(promote(a[0], a[1]), a[2]);
+    default: return promote(a[0], a[1]);
+  }
+}
+
+std::string_view accum_name(Accum accum) {
+  switch (accum) {
+    case Accum::kAssign: return "=";
+    case Accum::kAdd: return "+=";
+    case Accum::kSub: return "-=";
+    case Accum::kMul: return "*=";
+  }
+  return "?";
+}
+
+std::string_view reduce_name(Reduce reduce) {
+  switch (reduce) {
+    case Reduce::kNone: return "";
+    case Reduce::kSum: return "sum";
+    case Reduce::kProd: return "prod";
+    case Reduce::kMax: return "max";
+    case Reduce::kMin: return "min";
+    case Reduce::kMean: return "mean";
+  }
+  return "?";
+}
+
+std::vector<int> Assignment::reduced_indices() const {
+  std::vector<int> out;
+  for (int i = 0; i < static_cast<int>(indices.size()); ++i) {
+    if (std::find(target_indices.begin(), target_indices.end(), i) == target_indices.end()) {
+      out.push_back(i);
+    }
+  }
+  return out;
+}
+
+const TensorNode* Program::find_node(std::string_view name) const {
+  for (const TensorNode& n : nodes) {
+    if (n.name == name) return &n;
+  }
+  return nullptr;
+}
+
+const Routine* Program::find_routine(std::string_view name) const {
+  for (const Routine& r : routines) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+bool is_keyword(std::string_view name) {
+  static constexpr std::string_view kKeywords[] = {"input", "output", "param", "tensor",
+                                                   "const", "routine", "where"};
+  return std::find(std::begin(kKeywords), std::end(kKeywords), name) != std::end(kKeywords);
+}
+
+bool is_identifier(std::string_view name) {
+  if (name.empty() || is_keyword(name)) return false;
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (!alpha(name[0])) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
+}
+
+namespace {
+
+std::string quoted(std::string_view name) { return "'" + std::string(name) + "'"; }
+
+// Checks one statement; `where` is "routine 'r', statement N (line L)".
+class StatementValidator {
+ public:
+  StatementValidator(const Program& p, const std::set<std::string>& node_names, const Assignment& s,
+                     std::string where)
+      : p_(p), node_names_(node_names), s_(s), where_(std::move(where)), used_(s.indices.size(), false) {}
+
+  Status run();
+
+ private:
+  Status error(const std::string& what) const { return invalid_argument_error(where_ + ": " + what); }
+  std::string index_name(int i) const { return quoted(s_.indices[i].name); }
+  Status check_ref(const TensorNode& node, const std::vector<Affine>& subs, bool target);
+  Status check_expr(const Expr& e, int depth);
+
+  const Program& p_;
+  const std::set<std::string>& node_names_;
+  const Assignment& s_;
+  std::string where_;
+  std::vector<bool> used_;
+};
+
+Status StatementValidator::check_ref(const TensorNode& node, const std::vector<Affine>& subs,
+                                     bool target) {
+  if (subs.size() != node.dims.size()) {
+    return error(quoted(node.name) + " has " + std::to_string(node.dims.size()) +
+                 " dimensions but is referenced with " + std::to_string(subs.size()) +
+                 " subscripts");
+  }
+  const int n = static_cast<int>(s_.indices.size());
+  for (size_t d = 0; d < subs.size(); ++d) {
+    const Affine& a = subs[d];
+    std::set<int> seen;
+    for (const auto& [index, coeff] : a.terms) {
+      if (index < 0 || index >= n) {
+        return error("subscript " + std::to_string(d) + " of " + quoted(node.name) +
+                     " names index number " + std::to_string(index) + ", which does not exist");
+      }
+      if (coeff == 0) {
+        return error("subscript " + std::to_string(d) + " of " + quoted(node.name) +
+                     " has a zero coefficient for index " + index_name(index));
+      }
+      if (!seen.insert(index).second) {
+        return error("subscript " + std::to_string(d) + " of " + quoted(node.name) +
+                     " repeats index " + index_name(index));
+      }
+      used_[index] = true;
+    }
+    int bare = a.bare_index();
+    if (bare >= 0 && s_.indices[bare].extent != node.dims[d]) {
+      return error("index " + index_name(bare) + " has extent " +
+                   std::to_string(s_.indices[bare].extent) + " but stands alone in dimension " +
+                   std::to_string(d) + " of " + quoted(node.name) + ", of size " +
+                   std::to_string(node.dims[d]));
+    }
+    if (target && bare < 0) {
+      return error("target subscript " + std::to_string(d) + " is not a bare index");
+    }
+  }
+  return Status();
+}
+
+Status StatementValidator::check_expr(const Expr& e, int depth) {
+  if (depth > kMaxExprDepth) {
+    return error("expression nested deeper than " + std::to_string(kMaxExprDepth) + " levels");
+  }
+  const int node_count = static_cast<int>(p_.nodes.size());
+  switch (e.kind) {
+    case Expr::Kind::kLiteral:
+      if (!std::isfinite(e.literal)) return error("a literal is not finite");
+      if (e.type == DType::kI64) return error("a literal has type i64");
+      if (e.type == DType::kI32 &&
+          (e.literal != std::trunc(e.literal) || e.literal < -2147483648.0 ||
+           e.literal > 2147483647.0)) {
+        return error("i32 literal " + std::to_string(e.literal) + " is not an i32 value");
+      }
+      return Status();
+    case Expr::Kind::kIndex:
+      if (e.index < 0 || e.index >= static_cast<int>(s_.indices.size())) {
+        return error("index value names index number " + std::to_string(e.index) +
+                     ", which does not exist");
+      }
+      if (e.type != DType::kI32) return error("the value of index " + index_name(e.index) + " is not i32");
+      used_[e.index] = true;
+      return Status();
+    case Expr::Kind::kTensor:
+    case Expr::Kind::kMerge: {
+      if (e.node < 0 || e.node >= node_count) {
+        return error("read of node " + std::to_string(e.node) + ", which does not exist");
+      }
+      const TensorNode& node = p_.nodes[e.node];
+      if (e.kind == Expr::Kind::kMerge && node.role == Role::kConst) {
+        return error("merge read of const " + quoted(node.name));
+      }
+      if (e.type != node.dtype) {
+        return error("read of " + quoted(node.name) + " has type " +
+                     std::string(dtype_name(e.type)) + ", not its dtype " +
+                     std::string(dtype_name(node.dtype)));
+      }
+      return check_ref(node, e.subscripts, false);
+    }
+    case Expr::Kind::kOp: {
+      if (static_cast<int>(e.args.size()) != op_arity(e.op)) {
+        return error("op " + quoted(op_name(e.op)) + " has " + std::to_string(e.args.size()) +
+                     " arguments, expected " + std::to_string(op_arity(e.op)));
+      }
+      std::vector<DType> types;
+      for (const ExprRef& a : e.args) {
+        if (!a) return error("op " + quoted(op_name(e.op)) + " has a missing argument");
+        KILN_RETURN_IF_ERROR(check_expr(*a, depth + 1));
+        types.push_back(a->type);
+      }
+      DType expected = op_result_type(e.op, types);
+      if (e.type != expected) {
+        return error("op " + quoted(op_name(e.op)) + " has type " +
+                     std::string(dtype_name(e.type)) + " but its arguments give " +
+                     std::string(dtype_name(expected)));
+      }
+      return Status();
+    }
+  }
+  return error("unknown expression kind");
+}
+
+Status StatementValidator::run() {
+  const int node_count = static_cast<int>(p_.nodes.size());
+  if (s_.target < 0 || s_.target >= node_count) {
+    return error("target node " + std::to_string(s_.target) + " does not exist");
+  }
+  const TensorNode& target = p_.nodes[s_.target];
+  if (target.role == Role::kInput || target.role == Role::kConst) {
+    return error("assigns to " + std::string(role_name(target.role)) + " " + quoted(target.name) +
+                 ", which is read-only");
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < s_.indices.size(); ++i) {
+    const IndexVar& v = s_.indices[i];
+    if (v.name.empty()) return error("index number " + std::to_string(i) + " has no name");
+    if (!names.insert(v.name).second) return error("two indices are named " + quoted(v.name));
+    if (node_names_.count(v.name)) return error("index " + quoted(v.name) + " has the name of a tensor");
+    if (v.extent <= 0) {
+      return error("index " + quoted(v.name) + " has extent " + std::to_string(v.extent) +
+                   "; extents must be positive");
+    }
+  }
+  if (s_.target_indices.size() != target.dims.size()) {
+    return error("target " + quoted(target.name) + " has " + std::to_string(target.dims.size()) +
+                 " dimensions but " + std::to_string(s_.target_indices.size()) +
+                 " target indices");
+  }
+  std::vector<Affine> target_subs;
+  std::set<int> distinct;
+  for (int i : s_.target_indices) {
+    if (i < 0 || i >= static_cast<int>(s_.indices.size())) {
+      return error("target index number " + std::to_string(i) + " does not exist");
+    }
+    if (!distinct.insert(i).second) {
+      return error("index " + index_name(i) + " appears twice in the target");
+    }
+    target_subs.push_back(Affine::index(i));
+  }
+  KILN_RETURN_IF_ERROR(check_ref(target, target_subs, true));
+  if (!s_.rhs) return error("the right side is missing");
+  KILN_RETURN_IF_ERROR(check_expr(*s_.rhs, 1));
+  for (size_t i = 0; i < s_.indices.size(); ++i) {
+    if (!used_[i]) return error("index " + index_name(static_cast<int>(i)) + " is not used");
+  }
+  const std::vector<int> reduced = s_.reduced_indices();
+  if (s_.reduce == Reduce::kNone && !reduced.empty()) {
+    return error("index " + index_name(reduced[0]) +
+                 " is not on the left side and there is no reduction");
+  }
+  return Status();
+}
+
+Status validate_node(const Program& p, size_t position, std::set<std::string>& names) {
+  const TensorNode& n = p.nodes[position];
+  const std::string where = "node " + std::to_string(position) +
+                            (n.name.empty() ? std::string() : " " + quoted(n.name));
+  auto error = [&](const std::string& what) { return invalid_argument_error(where + ": " + what); };
+  if (n.id != static_cast<int>(position)) {
+    return error("id is " + std::to_string(n.id) + ", expected " + std::to_string(position));
+  }
+  if (n.name.empty()) return error("has no name");
+  if (!names.insert(n.name).second) return error("the name is declared twice");
+  if (n.dtype == DType::kI64) return error("i64 is internal; declare f32, f64 or i32");
+  int64_t count = 1;
+  for (size_t d = 0; d < n.dims.size(); ++d) {
+    if (n.dims[d] <= 0) {
+      return error("dimension " + std::to_string(d) + " has size " + std::to_string(n.dims[d]) +
+                   "; sizes must be positive");
+    }
+    if (count > (int64_t{1} << 62) / n.dims[d]) return error("has 2^62 or more elements");
+    count *= n.dims[d];
+  }
+  const bool has_init = n.init.kind != Init::Kind::kNone;
+  if ((n.role == Role::kInput || n.role == Role::kOutput) && has_init) {
+    return error(std::string(role_name(n.role)) + " nodes have no initializer");
+  }
+  if (n.role == Role::kConst && n.init.kind != Init::Kind::kValue) {
+    return error("a const needs a value initializer");
+  }
+  if (has_init && (!std::isfinite(n.init.a) || !std::isfinite(n.init.b))) {
+    return error("the initializer is not finite");
+  }
+  return Status();
+}
+
+}  // namespace
+
+Status validate_program(const Program& program) {
+  std::set<std::string> names;
+  for (size_t i = 0; i < program.nodes.size(); ++i) {
+    KILN_RETURN_IF_ERROR(validate_node(program, i, names));
+  }
+  std::set<std::string> routines;
+  for (const Routine& r : program.routines) {
+    if (r.name.empty()) return invalid_argument_error("a routine has no name");
+    if (!routines.insert(r.name).second) {
+      return invalid_argument_error("routine " + quoted(r.name) + " is defined twice");
+    }
+    for (size_t i = 0; i < r.statements.size(); ++i) {
+      const Assignment& s = r.statements[i];
+      std::string where = "routine " + quoted(r.name) + ", statement " + std::to_string(i + 1);
+      if (s.loc.line > 0) where += " (line " + std::to_string(s.loc.line) + ")";
+      KILN_RETURN_IF_ERROR(StatementValidator(program, names, s, where).run());
+    }
+  }
+  return Status();
+}
+
+}  // namespace kiln::ir

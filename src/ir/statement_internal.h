@@ -1,0 +1,104 @@
+// The statement completer's state, shared by statement.cc (names, subscripts, extents, rules)
+// and statement_typing.cc (types of the right side). Private to kiln_ir.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "kiln/ir/statement.h"
+
+namespace kiln::ir::internal {
+
+// A subscript with indices still named: sum(coeff * name) + offset.
+struct NamedTerm {
+  std::string name;
+  int64_t coeff = 0;
+  SourceLoc loc;  // where the index first appears in the subscript
+};
+
+struct NamedAffine {
+  std::vector<NamedTerm> terms;  // in order of first appearance
+  int64_t offset = 0;
+  bool ok = true;  // false after an error was reported
+  SourceLoc loc;
+};
+
+class Completer {
+ public:
+  Completer(const RawStatement& s, const std::vector<TensorNode>& nodes, size_t visible,
+            std::vector<Diagnostic>* diagnostics, const NodeLookup* lookup)
+      : s_(s), nodes_(nodes), visible_(visible), diagnostics_(diagnostics), lookup_(lookup) {}
+
+  std::optional<Assignment> run();
+
+ private:
+  // A tensor or merge read on the right side.
+  struct Ref {
+    const RawExpr* raw = nullptr;
+    const TensorNode* node = nullptr;  // null if unresolved or given the wrong subscript count
+    std::vector<NamedAffine> subs;
+  };
+  struct IndexInfo {
+    std::string name;
+    SourceLoc first;  // where it first appears
+    std::optional<int64_t> extent;
+    std::string extent_from;  // "dimension 1 of 'x' (size 10)"
+    bool bounded = false;     // has a `where` bound
+  };
+
+  void error(SourceLoc loc, std::string message);
+  const TensorNode* find(const std::string& name) const;
+  bool visible(const TensorNode* node) const;
+  void report_later(const TensorNode* node, SourceLoc loc);
+  std::optional<int64_t> const_value(const TensorNode* node, SourceLoc loc);
+  static std::string subscript_count_message(const TensorNode& node, size_t given);
+
+  // statement.cc
+  NamedAffine affine(const RawExpr& e);
+  static bool scale(NamedAffine& a, int64_t factor, SourceLoc loc);
+  NamedAffine subscript(const RawExpr* e, SourceLoc fallback);
+  void check_target();
+  void check_reductions(const RawExpr& e, bool top, bool inside);
+  void collect_refs(const RawExpr& e);
+  void add_index(const std::string& name, SourceLoc loc);
+  void number_indices(const RawExpr& e);
+  void set_extent(const std::string& name, int64_t size, const TensorNode& node, size_t dim,
+                  SourceLoc loc);
+  void apply_bounds();
+
+  // statement_typing.cc
+  struct Typed {
+    std::shared_ptr<Expr> expr;  // null after an error
+    bool weak = false;           // made only of literals: typed by its context
+  };
+  ExprRef type_rhs(const RawExpr& rhs, DType target_type);
+  Typed type_expr(const RawExpr& e);
+  Typed type_op(const RawExpr& e);
+  void settle(const ExprRef& e, DType context);
+
+  const RawStatement& s_;
+  const std::vector<TensorNode>& nodes_;
+  size_t visible_;
+  std::vector<Diagnostic>* diagnostics_;
+  const NodeLookup* lookup_;
+  bool failed_ = false;
+  bool unresolved_ = false;           // a name did not resolve: skip checks that would only cascade
+  bool misplaced_reduction_ = false;  // reported; its indices are not "missing a reduction"
+
+  const TensorNode* target_ = nullptr;
+  std::vector<std::pair<std::string, SourceLoc>> target_names_;
+  std::map<const RawExpr*, Ref> refs_;
+  std::vector<const RawExpr*> ref_order_;
+  std::set<std::string> index_names_;
+  std::map<std::string, int> index_number_;
+  std::vector<IndexInfo> indices_;
+  std::unordered_set<const Expr*> weak_;
+};
+
+}  // namespace kiln::ir::internal

@@ -1,0 +1,191 @@
+// Typing of a statement's right side (kiln/ir/statement.h): i32 < f32 < f64, weak literals.
+//
+// A subexpression made only of literals is "weak": its type is not decided until it meets a
+// typed operand (or a cast, or the target). Then it is settled: an integer literal takes the
+// context type, a float literal f32 unless the context is f64, and each op inside is retyped by
+// op_result_type(). While weak, a literal's provisional type records which kind it is (i32 for
+// an integer literal, f32 for a float literal).
+#include <cfloat>
+#include <cmath>
+#include <string>
+
+#include "ir/statement_internal.h"
+#include "kiln/ir/printer.h"
+
+namespace kiln::ir::internal {
+
+namespace {
+
+std::string number_text(double v) { return format_number(v, false); }
+
+bool is_cast(Op op) { return op == Op::kCastF32 || op == Op::kCastF64 || op == Op::kCastI32; }
+
+DType cast_type(Op op) {
+  return op == Op::kCastF32 ? DType::kF32 : op == Op::kCastF64 ? DType::kF64 : DType::kI32;
+}
+
+}  // namespace
+
+void Completer::settle(const ExprRef& ref, DType context) {
+  if (!ref || !weak_.count(ref.get())) return;
+  weak_.erase(ref.get());
+  // Every weak node was made by this completer as a non-const Expr.
+  Expr& e = const_cast<Expr&>(*ref);
+  if (e.kind == Expr::Kind::kLiteral) {
+    bool is_float = e.type != DType::kI32;
+    e.type = !is_float ? context : context == DType::kF64 ? DType::kF64 : DType::kF32;
+    if (e.type == DType::kI32 && (e.literal < -2147483648.0 || e.literal > 2147483647.0)) {
+      error(e.loc, "integer literal " + number_text(e.literal) +
+                       " does not fit in i32; write it as a float (with '.') if it is meant as one");
+    } else if (e.type == DType::kF32 && std::fabs(e.literal) > FLT_MAX) {
+      error(e.loc, "literal " + number_text(e.literal) + " is out of range for f32; use f64(...)");
+    }
+    return;
+  }
+  std::vector<DType> types;
+  for (const ExprRef& a : e.args) {
+    settle(a, context);
+    types.push_back(a->type);
+  }
+  e.type = op_result_type(e.op, types);
+}
+
+Completer::Typed Completer::type_op(const RawExpr& e) {
+  if (static_cast<int>(e.args.size()) != op_arity(e.op)) {
+    error(e.loc, "'" + std::string(op_name(e.op)) + "' takes " + std::to_string(op_arity(e.op)) +
+                     " arguments, not " + std::to_string(e.args.size()));
+    return {};
+  }
+  std::vector<Typed> args;
+  bool ok = true;
+  for (const RawExprRef& a : e.args) {
+    if (!a) {
+      error(e.loc, "missing operand of '" + std::string(op_name(e.op)) + "'");
+      ok = false;
+      args.push_back({});
+      continue;
+    }
+    args.push_back(type_expr(*a));
+    ok = ok && args.back().expr;
+  }
+  if (!ok) return {};
+  // -literal is a literal.
+  if (e.op == Op::kNeg && args[0].expr->kind == Expr::Kind::kLiteral && args[0].weak) {
+    Expr& lit = *args[0].expr;
+    lit.literal = lit.type == DType::kI32 && lit.literal == 0 ? 0.0 : -lit.literal;
+    lit.loc = e.loc;
+    return args[0];
+  }
+  auto out = std::make_shared<Expr>();
+  out->kind = Expr::Kind::kOp;
+  out->op = e.op;
+  out->loc = e.loc;
+  for (const Typed& a : args) out->args.push_back(a.expr);
+  if (e.op == Op::kFma && e.args.size() != 3) return {};
+
+  if (is_cast(e.op)) {
+    settle(out->args[0], cast_type(e.op));
+    out->type = cast_type(e.op);
+    return {out, false};
+  }
+  // The operands that decide the type: all, except select's condition.
+  const size_t first = e.op == Op::kSelect ? 1 : 0;
+  bool any_strong = false;
+  DType strong = DType::kI32;
+  for (size_t i = first; i < args.size(); ++i) {
+    if (args[i].weak) continue;
+    strong = any_strong ? promote(strong, args[i].expr->type) : args[i].expr->type;
+    any_strong = true;
+  }
+  if (any_strong) {
+    for (const ExprRef& a : out->args) settle(a, strong);
+  }
+  std::vector<DType> types;
+  for (const ExprRef& a : out->args) types.push_back(a->type);
+  out->type = op_result_type(e.op, types);
+  if (!any_strong) weak_.insert(out.get());
+  return {out, !any_strong};
+}
+
+Completer::Typed Completer::type_expr(const RawExpr& e) {
+  switch (e.kind) {
+    case RawExpr::Kind::kNumber: {
+      if (!std::isfinite(e.number)) {
+        error(e.loc, "a literal must be a finite number");
+        return {};
+      }
+      auto lit = std::make_shared<Expr>();
+      lit->kind = Expr::Kind::kLiteral;
+      lit->literal = !e.is_float && e.number == 0 ? 0.0 : e.number;
+      lit->type = e.is_float ? DType::kF32 : DType::kI32;  // provisional, see settle()
+      lit->loc = e.loc;
+      weak_.insert(lit.get());
+      return {lit, true};
+    }
+    case RawExpr::Kind::kName: {
+      auto out = std::make_shared<Expr>();
+      out->loc = e.loc;
+      auto it = index_number_.find(e.name);
+      if (it != index_number_.end() && index_names_.count(e.name)) {
+        out->kind = Expr::Kind::kIndex;
+        out->index = it->second;
+        out->type = DType::kI32;
+        return {out, false};
+      }
+      const TensorNode* node = find(e.name);
+      if (!node) {
+        error(e.loc, "unknown name '" + e.name +
+                         "': it is not a declared tensor or const, nor an index of this statement "
+                         "(an index must appear in a subscript)");
+        return {};
+      }
+      if (!visible(node)) {
+        report_later(node, e.loc);
+        return {};
+      }
+      if (!node->is_scalar()) {
+        error(e.loc, subscript_count_message(*node, 0));
+        return {};
+      }
+      out->kind = Expr::Kind::kTensor;
+      out->node = node->id;
+      out->type = node->dtype;
+      return {out, false};
+    }
+    case RawExpr::Kind::kTensor:
+    case RawExpr::Kind::kMerge: {
+      auto it = refs_.find(&e);
+      if (it == refs_.end() || !it->second.node) return {};
+      const Ref& ref = it->second;
+      auto out = std::make_shared<Expr>();
+      out->kind = e.kind == RawExpr::Kind::kMerge ? Expr::Kind::kMerge : Expr::Kind::kTensor;
+      out->node = ref.node->id;
+      out->type = ref.node->dtype;
+      out->loc = e.loc;
+      for (const NamedAffine& a : ref.subs) {
+        if (!a.ok) return {};
+        Affine affine;
+        affine.offset = a.offset;
+        for (const NamedTerm& t : a.terms) affine.terms.push_back({index_number_.at(t.name), t.coeff});
+        out->subscripts.push_back(std::move(affine));
+      }
+      return {out, false};
+    }
+    case RawExpr::Kind::kReduce:
+      // Misplaced (already reported): type its argument to find more errors.
+      if (e.args.empty() || !e.args[0]) return {};
+      return type_expr(*e.args[0]);
+    case RawExpr::Kind::kOp:
+      return type_op(e);
+  }
+  return {};
+}
+
+ExprRef Completer::type_rhs(const RawExpr& rhs, DType target_type) {
+  Typed t = type_expr(rhs);
+  if (!t.expr) return nullptr;
+  if (t.weak) settle(t.expr, target_type);
+  return t.expr;
+}
+
+}  // namespace kiln::ir::internal

@@ -1,0 +1,265 @@
+// The expression grammar of `.kiln` (lowest precedence first, binary operators left-associative):
+//   expr           := additive { ('<' | '<=' | '>' | '>=' | '==' | '!=') additive }
+//   additive       := multiplicative { ('+' | '-') multiplicative }
+//   multiplicative := unary { ('*' | '/') unary }
+//   unary          := '-' unary | primary
+//   primary        := NUMBER | '(' expr ')' | NAME | NAME '[' [expr {',' expr}] ']'
+//                   | NAME '.' 'merge' ['[' ... ']'] | NAME '(' [expr {',' expr}] ')'
+// Names are resolved later, by ir::complete_statement(); calls are resolved here.
+#include <string>
+
+#include "lang/parser_impl.h"
+
+namespace kiln::lang::internal {
+
+namespace {
+
+using ir::Op;
+
+bool comparison(TokenKind kind, Op* op) {
+  switch (kind) {
+    case TokenKind::kLt: *op = Op::kLt; return true;
+    case TokenKind::kLe: *op = Op::kLe; return true;
+    case TokenKind::kGt: *op = Op::kGt; return true;
+    case TokenKind::kGe: *op = Op::kGe; return true;
+    case TokenKind::kEq: *op = Op::kEq; return true;
+    case TokenKind::kNe: *op = Op::kNe; return true;
+    default: return false;
+  }
+}
+
+// The functions callable by name (fma is made by the optimizer, never written).
+constexpr Op kFunctions[] = {Op::kExp, Op::kLog, Op::kSqrt, Op::kRsqrt, Op::kTanh, Op::kSigmoid,
+                             Op::kRelu, Op::kAbs, Op::kSin, Op::kCos, Op::kFloor, Op::kCeil,
+                             Op::kCastF32, Op::kCastF64, Op::kCastI32, Op::kMax, Op::kMin,
+                             Op::kPow, Op::kSelect};
+
+bool function(std::string_view name, Op* op) {
+  for (Op f : kFunctions) {
+    if (ir::op_name(f) == name) {
+      *op = f;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool reduction(std::string_view name, ir::Reduce* reduce) {
+  if (name == "sum") *reduce = ir::Reduce::kSum;
+  else if (name == "prod") *reduce = ir::Reduce::kProd;
+  else if (name == "mean") *reduce = ir::Reduce::kMean;
+  else if (name == "max") *reduce = ir::Reduce::kMax;
+  else if (name == "min") *reduce = ir::Reduce::kMin;
+  else return false;
+  return true;
+}
+
+std::string arguments(size_t n) { return std::to_string(n) + (n == 1 ? " argument" : " arguments"); }
+
+}  // namespace
+
+PExpr Parser::combine(Op op, PExpr a, PExpr b, ir::SourceLoc loc) {
+  if (!a || !b) return {};
+  int depth = std::max(a.depth, b.depth) + 1;
+  if (depth > ir::kMaxExprDepth) {
+    error(loc, "expression is too deep (more than " + std::to_string(ir::kMaxExprDepth) +
+                   " levels of operations); split it into several statements");
+    return {};
+  }
+  return PExpr{ir::raw_op(op, {a.expr, b.expr}, loc), depth};
+}
+
+PExpr Parser::parse_expr() {
+  if (++nesting_ > ir::kMaxExprDepth) {
+    error(cur_.loc, "expression nested too deeply (more than " + std::to_string(ir::kMaxExprDepth) +
+                        " levels); simplify it");
+    --nesting_;
+    return {};
+  }
+  PExpr left = parse_additive();
+  Op op;
+  while (left && comparison(cur_.kind, &op)) {
+    ir::SourceLoc loc = cur_.loc;
+    advance();
+    left = combine(op, left, parse_additive(), loc);
+  }
+  --nesting_;
+  return left;
+}
+
+PExpr Parser::parse_additive() {
+  PExpr left = parse_multiplicative();
+  while (left && (at(TokenKind::kPlus) || at(TokenKind::kMinus))) {
+    Op op = at(TokenKind::kPlus) ? Op::kAdd : Op::kSub;
+    ir::SourceLoc loc = cur_.loc;
+    advance();
+    left = combine(op, left, parse_multiplicative(), loc);
+  }
+  return left;
+}
+
+PExpr Parser::parse_multiplicative() {
+  PExpr left = parse_unary();
+  while (left && (at(TokenKind::kStar) || at(TokenKind::kSlash))) {
+    Op op = at(TokenKind::kStar) ? Op::kMul : Op::kDiv;
+    ir::SourceLoc loc = cur_.loc;
+    advance();
+    left = combine(op, left, parse_unary(), loc);
+  }
+  return left;
+}
+
+PExpr Parser::parse_unary() {
+  if (!at(TokenKind::kMinus)) return parse_primary();
+  if (++nesting_ > ir::kMaxExprDepth) {
+    error(cur_.loc, "expression nested too deeply (more than " + std::to_string(ir::kMaxExprDepth) +
+                        " levels); simplify it");
+    --nesting_;
+    return {};
+  }
+  ir::SourceLoc loc = cur_.loc;
+  advance();
+  PExpr operand = parse_unary();
+  --nesting_;
+  if (!operand) return {};
+  if (operand.depth + 1 > ir::kMaxExprDepth) {
+    error(loc, "expression is too deep (more than " + std::to_string(ir::kMaxExprDepth) +
+                   " levels of operations); split it into several statements");
+    return {};
+  }
+  return PExpr{ir::raw_op(Op::kNeg, {operand.expr}, loc), operand.depth + 1};
+}
+
+bool Parser::parse_subscripts(std::vector<ir::RawExprRef>* out, int* depth) {
+  open();  // '['
+  *depth = 0;
+  while (!at(TokenKind::kRBracket)) {
+    PExpr e = parse_expr();
+    if (!e) return false;
+    out->push_back(e.expr);
+    *depth = std::max(*depth, e.depth);
+    if (!at(TokenKind::kComma)) break;
+    advance();
+  }
+  return close(TokenKind::kRBracket, "after the subscripts");
+}
+
+PExpr Parser::parse_primary() {
+  const Token token = cur_;
+  switch (token.kind) {
+    case TokenKind::kNumber:
+      advance();
+      return PExpr{ir::raw_number(token.number, token.is_float, token.loc), 1};
+    case TokenKind::kLParen: {
+      open();
+      PExpr e = parse_expr();
+      if (!e || !close(TokenKind::kRParen, "to close the parenthesis")) return {};
+      return e;
+    }
+    case TokenKind::kIdent:
+      break;
+    case TokenKind::kNewline:
+      if (open_.empty()) {
+        error(token.loc, "expected an expression, found end of line (a statement goes on to the "
+                         "next line only inside brackets)");
+        return {};
+      }
+      [[fallthrough]];
+    default:
+      unexpected("an expression");
+      return {};
+  }
+  if (token.text == "where") {
+    unexpected("an expression");
+    return {};
+  }
+  if (ir::is_keyword(token.text)) {
+    error(token.loc, "'" + std::string(token.text) + "' is a keyword and cannot be used as a value");
+    return {};
+  }
+  const std::string name(token.text);
+  advance();
+  if (at(TokenKind::kLParen)) return parse_call(token);
+  bool merge = false;
+  if (at(TokenKind::kDot)) {
+    advance();
+    if (!at_word("merge")) {
+      unexpected("'merge' after '.' (as in " + name + ".merge[i])");
+      return {};
+    }
+    advance();
+    merge = true;
+  }
+  if (!merge && !at(TokenKind::kLBracket)) return PExpr{ir::raw_name(name, token.loc), 1};
+  std::vector<ir::RawExprRef> subs;
+  int depth = 0;
+  if (at(TokenKind::kLBracket) && !parse_subscripts(&subs, &depth)) return {};
+  if (depth + 1 > ir::kMaxExprDepth) {
+    error(token.loc, "expression is too deep (more than " + std::to_string(ir::kMaxExprDepth) +
+                         " levels); split it into several statements");
+    return {};
+  }
+  return PExpr{merge ? ir::raw_merge(name, std::move(subs), token.loc)
+                     : ir::raw_tensor(name, std::move(subs), token.loc),
+               depth + 1};
+}
+
+PExpr Parser::parse_call(const Token& name_token) {
+  const std::string name(name_token.text);
+  const ir::SourceLoc loc = name_token.loc;
+  open();  // '('
+  std::vector<ir::RawExprRef> args;
+  int depth = 0;
+  while (!at(TokenKind::kRParen)) {
+    PExpr e = parse_expr();
+    if (!e) return {};
+    args.push_back(e.expr);
+    depth = std::max(depth, e.depth);
+    if (!at(TokenKind::kComma)) break;
+    advance();
+  }
+  if (!close(TokenKind::kRParen, "after the arguments of " + name)) return {};
+  if (depth + 1 > ir::kMaxExprDepth) {
+    error(loc, "expression is too deep (more than " + std::to_string(ir::kMaxExprDepth) +
+                   " levels); split it into several statements");
+    return {};
+  }
+  const size_t n = args.size();
+  ir::Reduce reduce;
+  Op op;
+  if ((name == "max" || name == "min") && n != 1 && n != 2) {
+    error(loc, name + " takes 1 argument (a reduction) or 2 (elementwise), but " +
+                   std::to_string(n) + (n == 1 ? " is" : " are") + " given");
+    return {};
+  }
+  if (reduction(name, &reduce) && (n == 1 || (name != "max" && name != "min"))) {
+    if (n != 1) {
+      error(loc, name + " is a reduction and takes 1 argument, but " + std::to_string(n) +
+                     (n == 1 ? " is" : " are") + " given");
+      return {};
+    }
+    return PExpr{ir::raw_reduce(reduce, args[0], loc), depth + 1};
+  }
+  if (function(name, &op)) {
+    const size_t arity = static_cast<size_t>(ir::op_arity(op));
+    if (n != arity) {
+      error(loc, name + " takes " + arguments(arity) + ", but " + std::to_string(n) +
+                     (n == 1 ? " is" : " are") + " given");
+      return {};
+    }
+    return PExpr{ir::raw_op(op, std::move(args), loc), depth + 1};
+  }
+  if (name == "uniform" || name == "normal") {
+    error(loc, name + "(...) is an initializer; it is allowed only after '=' in a declaration");
+  } else if (declared(name)) {
+    error(loc, "'" + name + "' is a tensor, not a function: read it with brackets, " + name + "[...]");
+  } else {
+    error(loc, "unknown function '" + name +
+                   "'; the functions are exp, log, sqrt, rsqrt, tanh, sigmoid, relu, abs, sin, "
+                   "cos, floor, ceil, max, min, pow, select, the casts f32, f64, i32, and the "
+                   "reductions sum, prod, max, min, mean");
+  }
+  return {};
+}
+
+}  // namespace kiln::lang::internal

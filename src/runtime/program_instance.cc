@@ -1,0 +1,179 @@
+#include "kiln/runtime/program_instance.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kiln/base/random.h"
+#include "kiln/codegen/c_emitter.h"
+
+namespace kiln::runtime {
+
+namespace {
+
+// Fills `count` elements of `type` at `out` from an initializer.
+void fill_init(const ir::TensorNode& node, uint64_t seed, std::vector<std::byte>& bytes) {
+  const int64_t count = node.element_count();
+  Random random = Random::for_name(seed, node.name);
+  for (int64_t i = 0; i < count; ++i) {
+    double v = 0;
+    switch (node.init.kind) {
+      case ir::Init::Kind::kNone: v = 0; break;
+      case ir::Init::Kind::kValue: v = node.init.a; break;
+      case ir::Init::Kind::kUniform: v = random.uniform(node.init.a, node.init.b); break;
+      case ir::Init::Kind::kNormal: v = random.normal(node.init.a, node.init.b); break;
+    }
+    std::byte* at = bytes.data() + i * ir::dtype_size(node.dtype);
+    if (node.dtype == ir::DType::kF32) {
+      float f = static_cast<float>(v);
+      std::memcpy(at, &f, sizeof f);
+    } else if (node.dtype == ir::DType::kF64) {
+      std::memcpy(at, &v, sizeof v);
+    } else {
+      int32_t n = static_cast<int32_t>(std::clamp(std::floor(v), -2147483648.0, 2147483647.0));
+      std::memcpy(at, &n, sizeof n);
+    }
+  }
+}
+
+}  // namespace
+
+Result<std::string> ProgramInstance::generate_source(const ir::LoweredProgram& lowered,
+                                                     const hal::DeviceCapabilities& capabilities,
+                                                     std::string* format) {
+  std::vector<ir::Kernel> kernels;
+  for (const ir::LoweredRoutine& r : lowered.routines) {
+    kernels.insert(kernels.end(), r.kernels.begin(), r.kernels.end());
+  }
+  const auto& formats = capabilities.executable_formats;
+  auto supports = [&](const char* f) { return std::find(formats.begin(), formats.end(), f) != formats.end(); };
+  if (supports("c")) {
+    *format = "c";
+    return codegen::emit_kernels(kernels, &lowered.program, {});
+  }
+  if (supports("kiln-loop")) {
+    *format = "kiln-loop";
+    std::string text;
+    for (const ir::Kernel& k : kernels) text += ir::print_kernel(k, &lowered.program) + "\n";
+    return text;
+  }
+  return unimplemented_error("the device builds none of the formats kiln generates (c, kiln-loop)");
+}
+
+Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef device,
+                                                                 const ir::Program& program,
+                                                                 const ProgramOptions& options) {
+  std::unique_ptr<ProgramInstance> instance(new ProgramInstance());
+  instance->device_ = device;
+  KILN_ASSIGN_OR_RETURN(instance->lowered_, ir::lower_program(program, options.lower));
+  const ir::LoweredProgram& lowered = instance->lowered_;
+
+  std::string format;
+  KILN_ASSIGN_OR_RETURN(instance->source_,
+                        generate_source(lowered, device->info().capabilities, &format));
+  hal::ExecutableSource source{format, instance->source_, {}, program.file.empty() ? "program" : program.file};
+  for (const ir::LoweredRoutine& r : lowered.routines) {
+    for (const ir::Kernel& k : r.kernels) {
+      source.exports.push_back({k.name, static_cast<uint32_t>(k.nodes.size()), 0});
+    }
+  }
+  if (!source.exports.empty()) {
+    KILN_ASSIGN_OR_RETURN(instance->executable_, device->compile_executable(source));
+  }
+  KILN_ASSIGN_OR_RETURN(instance->queue_, device->create_queue());
+  instance->timeline_ = device->create_semaphore(0);
+
+  // A buffer per stored node, initialized on the host and uploaded.
+  const auto& nodes = lowered.program.nodes;
+  instance->buffers_.resize(nodes.size());
+  for (const ir::TensorNode& node : nodes) {
+    if (node.memory == ir::MemoryMode::kVirtual) continue;
+    const size_t bytes = static_cast<size_t>(node.element_count()) * ir::dtype_size(node.dtype);
+    Result<hal::BufferRef> buffer = device->allocator().allocate({}, bytes);
+    if (!buffer.ok()) return buffer.status().annotate("allocating node '" + node.name + "'");
+    instance->buffers_[node.id] = *buffer;
+    std::vector<std::byte> init(bytes);
+    fill_init(node, options.seed, init);
+    KILN_RETURN_IF_ERROR(instance->write(node.name, init.data(), init.size()));
+  }
+
+  // A command buffer per routine: its kernels in order, a barrier between them.
+  const uint32_t max_workgroups = options.max_workgroups
+                                      ? options.max_workgroups
+                                      : 4 * std::max(1u, device->info().capabilities.compute_units);
+  uint32_t ordinal = 0;
+  for (const ir::LoweredRoutine& r : lowered.routines) {
+    auto cb = device->create_command_buffer();
+    for (size_t i = 0; i < r.kernels.size(); ++i) {
+      const ir::Kernel& k = r.kernels[i];
+      hal::DispatchCommand dispatch;
+      dispatch.executable = instance->executable_;
+      dispatch.export_ordinal = ordinal++;
+      dispatch.workgroups = {
+          static_cast<uint32_t>(std::min<int64_t>(codegen::max_workgroups(k), max_workgroups)), 1, 1};
+      for (int node : k.nodes) dispatch.bindings.push_back({instance->buffers_[node]});
+      if (i > 0) KILN_RETURN_IF_ERROR(cb->barrier());
+      KILN_RETURN_IF_ERROR(cb->dispatch(std::move(dispatch)));
+    }
+    KILN_RETURN_IF_ERROR(cb->finalize());
+    instance->routines_[r.name] = cb;
+  }
+  return instance;
+}
+
+Result<const ir::TensorNode*> ProgramInstance::stored_node(std::string_view name) const {
+  const ir::TensorNode* node = lowered_.program.find_node(name);
+  if (!node) return not_found_error("the program has no tensor named '" + std::string(name) + "'");
+  if (!buffers_[node->id]) {
+    return invalid_argument_error("tensor '" + std::string(name) + "' is " +
+                                  std::string(ir::memory_mode_name(node->memory)) +
+                                  " and has no buffer to read or write");
+  }
+  return node;
+}
+
+Status ProgramInstance::submit_and_wait(
+    const std::function<Status(const hal::SemaphoreList&, const hal::SemaphoreList&)>& op,
+    Timeout timeout) {
+  const uint64_t wait = timeline_value_, signal = ++timeline_value_;
+  KILN_RETURN_IF_ERROR(op({{timeline_, wait}}, {{timeline_, signal}}));
+  return timeline_->wait(signal, timeout);
+}
+
+Status ProgramInstance::write(std::string_view name, const void* data, size_t bytes) {
+  KILN_ASSIGN_OR_RETURN(const ir::TensorNode* node, stored_node(name));
+  const hal::BufferRef& buffer = buffers_[node->id];
+  if (bytes != buffer->byte_length()) {
+    return invalid_argument_error("tensor '" + node->name + "' holds " +
+                                  std::to_string(buffer->byte_length()) + " bytes, got " +
+                                  std::to_string(bytes));
+  }
+  return submit_and_wait([&](const hal::SemaphoreList& w, const hal::SemaphoreList& s) {
+    return queue_->write(w, s, data, buffer, 0, bytes);
+  }, Timeout::infinite());
+}
+
+Status ProgramInstance::read(std::string_view name, void* data, size_t bytes) {
+  KILN_ASSIGN_OR_RETURN(const ir::TensorNode* node, stored_node(name));
+  const hal::BufferRef& buffer = buffers_[node->id];
+  if (bytes != buffer->byte_length()) {
+    return invalid_argument_error("tensor '" + node->name + "' holds " +
+                                  std::to_string(buffer->byte_length()) + " bytes, asked for " +
+                                  std::to_string(bytes));
+  }
+  return submit_and_wait([&](const hal::SemaphoreList& w, const hal::SemaphoreList& s) {
+    return queue_->read(w, s, buffer, 0, data, bytes);
+  }, Timeout::infinite());
+}
+
+Status ProgramInstance::run(std::string_view routine, Timeout timeout) {
+  auto it = routines_.find(routine);
+  if (it == routines_.end()) {
+    return not_found_error("the program has no routine named '" + std::string(routine) + "'");
+  }
+  return submit_and_wait([&](const hal::SemaphoreList& w, const hal::SemaphoreList& s) {
+    return queue_->execute(w, s, it->second);
+  }, timeout);
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,231 @@
+// The parser's errors: each class at its exact line and column with a message that says what to
+// do, and every error of a file reported at once.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "kiln/lang/diagnostics.h"
+#include "kiln/lang/parser.h"
+
+namespace kiln::lang {
+namespace {
+
+// Declarations shared by the error cases (lines 1-7); the case's text starts on line 8.
+constexpr const char* kPrelude =
+    "input  x : f32[4, 5]\n"
+    "input  v : f32[5]\n"
+    "output y : f32[4]\n"
+    "output z : f32[4, 5]\n"
+    "param  s : f32\n"
+    "const  c : i32 = 2\n"
+    "tensor t : f32[4]\n";
+constexpr int kFirstLine = 8;
+
+std::vector<std::string> errors(const std::string& text) {
+  ParseResult r = parse(text, "e.kiln");
+  std::vector<std::string> out;
+  for (const Diagnostic& d : r.diagnostics) {
+    out.push_back(std::to_string(d.loc.line) + ":" + std::to_string(d.loc.column) + ": " + d.message);
+  }
+  EXPECT_EQ(r.program.has_value(), out.empty());
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) out += s + "\n";
+  return out;
+}
+
+struct Case {
+  const char* name;
+  const char* text;  // after the prelude
+  int line;          // relative to the case's first line (1 = first)
+  int column;
+  const char* fragment;
+};
+
+// One error exactly, where expected, saying what is expected.
+void check(const Case& c, bool with_prelude = true) {
+  std::string text = (with_prelude ? std::string(kPrelude) : std::string()) + c.text;
+  std::vector<std::string> e = errors(text);
+  int line = c.line + (with_prelude ? kFirstLine - 1 : 0);
+  std::string prefix = std::to_string(line) + ":" + std::to_string(c.column) + ": ";
+  ASSERT_EQ(e.size(), 1u) << c.name << "\n" << joined(e);
+  EXPECT_EQ(e[0].rfind(prefix, 0), 0u) << c.name << ": " << e[0];
+  EXPECT_NE(e[0].find(c.fragment), std::string::npos) << c.name << ": " << e[0];
+}
+
+TEST(ParserErrors, LexicalErrors) {
+  check({"unknown character", "y[i] = x[i, 0] @ 2\n", 1, 16, "unexpected character '@'; remove it"});
+  check({"malformed number", "y[i] = x[i, 0] * 1.2.3\n", 1, 18, "malformed number '1.2.3'; numbers look like 3, 0.5, 1e-3 or 2.5E+2"});
+  check({"number out of range", "y[i] = 1e400\n", 1, 8, "out of the range of a 64-bit float"});
+}
+
+TEST(ParserErrors, DeclarationErrors) {
+  check({"unknown dtype", "input a : f16[3]\n", 1, 11, "unknown type 'f16'; the types are f32, f64 and i32"});
+  check({"i64 is not declarable", "input a : i64[3]\n", 1, 11, "unknown type 'i64'"});
+  check({"zero dim", "input a : f32[3, 0]\n", 1, 18, "dimension sizes must be positive integers, found 0"});
+  check({"negative dim", "input a : f32[-2]\n", 1, 15, "dimension sizes must be positive integers, found -2"});
+  check({"float dim", "input a : f32[2.5]\n", 1, 15, "dimension sizes must be positive integers, found 2.5"});
+  check({"name dim", "input a : f32[N]\n", 1, 15, "expected a dimension size (a positive integer), found 'N'"});
+  check({"missing comma", "input a : f32[2 3]\n", 1, 17, "expected ',' or ']' after the dimension sizes, found '3'"});
+  check({"duplicate name", "param x : f32\n", 1, 7, "'x' is already declared on line 1; every name is declared once"});
+  check({"init on input", "input a : f32 = 1\n", 1, 15, "input 'a' cannot have an initializer: inputs are supplied by the host"});
+  check({"init on output", "output a : f32 = uniform(0, 1)\n", 1, 16, "output 'a' cannot have an initializer"});
+  check({"const without value", "const k : f32\n", 1, 7, "const 'k' needs a value, like `const k : f32 = 1`"});
+  check({"random const", "const k : f32 = normal(0, 1)\n", 1, 15, "const 'k' must be initialized with a number"});
+  check({"bad init", "param a : f32 = foo\n", 1, 17, "expected a number, uniform(LO, HI) or normal(MEAN, STD) after '=', found 'foo'"});
+  check({"bad uniform", "param a : f32 = uniform(1)\n", 1, 26, "expected ',', found ')'"});
+  check({"uniform order", "param a : f32 = uniform(1, 0)\n", 1, 15, "uniform(LO, HI) needs LO <= HI"});
+  check({"i32 init", "param a : i32 = 0.5\n", 1, 15, "i32 'a' cannot be initialized with 0.5; use an integer"});
+  check({"keyword as name", "input where : f32\n", 1, 7, "'where' is a keyword and cannot be used as a name"});
+  check({"keyword as routine name", "routine const {\n}\n", 1, 9, "'const' is a keyword and cannot be used as a name"});
+  check({"missing colon", "input a f32\n", 1, 9, "expected ':' after the name, as in `input a : f32[4]`, found 'f32'"});
+  check({"missing name", "input : f32\n", 1, 7, "expected a name after 'input', found ':'"});
+}
+
+TEST(ParserErrors, NameErrors) {
+  check({"use before declaration", "y[i] = late[i]\ninput late : f32[4]\n", 1, 8,
+         "'late' is used before its declaration on line 9; declare it before the statements that use it"});
+  check({"unknown tensor", "y[i] = nope[i]\n", 1, 8, "unknown tensor 'nope'; declare it before the statements that use it"});
+  check({"unknown target", "w[i] = y[i]\n", 1, 1, "unknown tensor 'w'; declare it before assigning to it"});
+  check({"unknown name", "y[i] = x[i, 0] * foo\n", 1, 18, "unknown name 'foo': it is not a declared tensor or const, nor an index of this statement (an index must appear in a subscript)"});
+  check({"keyword as value", "y[i] = input\n", 1, 8, "'input' is a keyword and cannot be used as a value"});
+  check({"where without statement", "where k < 3\n", 1, 1, "'where' cannot start a statement"});
+  check({"tensor as index", "y[i] = v[s]\n", 1, 10, "'s' is a tensor, so it cannot be an index"});
+}
+
+TEST(ParserErrors, CallErrors) {
+  check({"unknown function", "y[i] = foo(x[i, 0])\n", 1, 8, "unknown function 'foo'; the functions are exp, log"});
+  check({"tensor called", "y[i] = t(i)\n", 1, 8, "'t' is a tensor, not a function: read it with brackets, t[...]"});
+  check({"initializer called", "y[i] = uniform(0, 1)\n", 1, 8, "uniform(...) is an initializer; it is allowed only after '=' in a declaration"});
+  check({"fma is not the language's", "y[i] = fma(y[i], y[i], y[i])\n", 1, 8, "unknown function 'fma'"});
+  check({"wrong argument count", "y[i] = exp(y[i], 2)\n", 1, 8, "exp takes 1 argument, but 2 are given"});
+  check({"wrong argument count 2", "y[i] = pow(y[i])\n", 1, 8, "pow takes 2 arguments, but 1 is given"});
+  check({"select arguments", "y[i] = select(y[i], 1)\n", 1, 8, "select takes 3 arguments, but 2 are given"});
+  check({"max arguments", "y[i] = max(y[i], 1, 2)\n", 1, 8, "max takes 1 argument (a reduction) or 2 (elementwise), but 3 are given"});
+  check({"sum arguments", "y[i] = sum(x[i, j], 1)\n", 1, 8, "sum is a reduction and takes 1 argument, but 2 are given"});
+  check({"no arguments", "y[i] = mean()\n", 1, 8, "mean is a reduction and takes 1 argument, but 0 are given"});
+}
+
+TEST(ParserErrors, SubscriptErrors) {
+  check({"too few subscripts", "y[i] = x[i]\n", 1, 8, "'x' has 2 dimensions but 1 subscript is given; write exactly one subscript per dimension"});
+  check({"too many subscripts", "y[i] = v[i, 0]\n", 1, 8, "'v' has 1 dimension but 2 subscripts are given"});
+  check({"target subscripts", "z[i] = 1\n", 1, 1, "'z' has 2 dimensions but 1 subscript is given"});
+  check({"scalar with subscripts", "y[i] = s[i]\n", 1, 8, "'s' is a scalar; write it without subscripts"});
+  check({"array without subscripts", "y[i] = t\n", 1, 8, "'t' has 1 dimension but 0 subscripts are given"});
+  check({"non-affine", "y[i] = sum(x[i, i * j])\n", 1, 19, "subscript is not affine: it multiplies index 'i' by index 'j'"});
+  check({"division", "y[i] = x[i, i / 2]\n", 1, 15, "a subscript cannot divide"});
+  check({"float subscript", "y[i] = v[0.5]\n", 1, 10, "a subscript must be an integer, not a float literal"});
+  check({"data-dependent", "y[i] = v[c + y[i]]\n", 1, 14, "a tensor value cannot be used in a subscript"});
+  check({"target not bare", "y[i + 1] = 1\n", 1, 5, "target subscripts must be bare index names, one per dimension"});
+  check({"target const", "y[c] = 1\n", 1, 3, "target subscripts must be index names, but 'c' is a const"});
+  check({"target repeated", "z[i, i] = 1\n", 1, 6, "index 'i' appears twice in the target"});
+}
+
+TEST(ParserErrors, IndexErrors) {
+  check({"bound missing", "y[i] = sum(x[i, j + 1])\n", 1, 17, "the range of index 'j' is unknown: it never stands alone as a whole subscript; add a bound like `where j < N`"});
+  check({"extents disagree", "z[i, j] = x[i, j] + v[i]\n", 1, 23, "index 'i' stands alone in dimension 0 of 'v' (size 5) here, but in dimension 0 of 'z' (size 4) elsewhere; the sizes must agree"});
+  check({"bound disagrees", "y[i] = sum(v[k]) where k < 4\n", 1, 24, "where k < 4 disagrees with dimension 0 of 'v' (size 5), where 'k' stands alone"});
+  check({"bound on a non-index", "y[i] = 1 where q < 2\n", 1, 16, "where bound on 'q', which is not used in this statement"});
+  check({"bound not positive", "y[i] = sum(v[i + k]) where k < 0\n", 1, 32, "the bound of 'k' must be positive"});
+  check({"bound not a number", "y[i] = sum(v[i + k]) where k < i\n", 1, 32, "the bound of 'k' must be an integer or an integer const"});
+  check({"bad bound syntax", "y[i] = sum(v[i + k]) where k <= 2\n", 1, 30, "expected '<' in `where k < N`, found '<='"});
+  check({"not on the left", "y[i] = x[i, j]\n", 1, 13, "index 'j' is not on the left side; reduce over it with sum(...)"});
+}
+
+TEST(ParserErrors, StatementErrors) {
+  check({"reduction not at the top", "y[i] = 1 + sum(x[i, j])\n", 1, 12, "sum(...) must be the whole right side"});
+  check({"nested reductions", "s = sum(max(x[i, j]))\n", 1, 9, "reductions cannot be nested; compute the inner max(...) into its own tensor"});
+  check({"assignment to input", "x[i, j] = 0\n", 1, 1, "cannot assign to input 'x': inputs are read-only inside routines (declare it as a param to update it)"});
+  check({"assignment to const", "c = 3\n", 1, 1, "cannot assign to const 'c': consts are fixed values"});
+  check({"assignment to merge", "y.merge[i] = 1\n", 1, 2, "cannot assign to a merge buffer"});
+  check({"merge of const", "y[i] = c.merge\n", 1, 8, "const 'c' has no merge buffer"});
+  check({"bad merge", "y[i] = y.mrge[i]\n", 1, 10, "expected 'merge' after '.' (as in y.merge[i]), found 'mrge'"});
+  check({"missing operator", "y[i] x[i, 0]\n", 1, 6, "expected '=', '+=', '-=' or '*=' after the target 'y', found 'x'"});
+  check({"missing right side", "y[i] =\n", 1, 7, "expected an expression, found end of line"});
+  check({"trailing tokens", "y[i] = 1 2\n", 1, 10, "expected end of line, found '2'"});
+  check({"dangling operator", "y[i] = 1 +\n", 1, 11, "expected an expression, found end of line"});
+  check({"unclosed parenthesis", "y[i] = exp(v[i]\ny[i] = 1\n", 1, 11, "this '(' is not closed; add ')' (a statement goes on to the next line only inside brackets)"});
+  check({"unclosed bracket at end", "y[i] = v[i", 1, 9, "this '[' is not closed; add ']'"});
+  check({"stray brace", "}\n", 1, 1, "'}' without a routine block to close; remove it"});
+  check({"statement starts oddly", "3 = y\n", 1, 1, "expected a declaration, a statement or a routine block, found '3'"});
+  check({"too deep", (std::string("y[i] = ") + std::string(300, '(') + "1" + std::string(300, ')') + "\n").c_str(), 1, 264,
+         "expression nested too deeply (more than 256 levels); simplify it"});
+  check({"too long a chain", (std::string("y[i] = 1") + [] { std::string s; for (int n = 0; n < 300; ++n) s += " + 1"; return s; }() + "\n").c_str(),
+         1, 10 + 4 * 255, "expression is too deep (more than 256 levels of operations); split it into several statements"});
+}
+
+TEST(ParserErrors, RoutineErrors) {
+  check({"unterminated routine", "routine r {\n  y[i] = 1\n", 1, 1, "routine 'r' is not closed: add '}' on a line after its last statement"});
+  check({"routine inside routine", "routine r {\n  y[i] = 1\nroutine q {\n}\n", 3, 1, "a routine starts inside routine 'r': close 'r' with '}' first"});
+  check({"declaration inside routine", "routine r {\n  input q : f32\n}\n", 2, 3, "declarations go outside routine blocks"});
+  check({"duplicate routine", "routine r {\n}\nroutine r {\n}\n", 3, 9, "routine 'r' is already defined on line 8; routine names are unique"});
+  check({"main twice", "y[i] = 1\nroutine main {\n}\n", 2, 9, "routine 'main' conflicts with the top-level statements, which form routine main"});
+  check({"missing brace", "routine r\n", 1, 10, "expected '{' after the routine name, found end of line"});
+  check({"text after brace", "routine r {\n} y\n", 2, 3, "expected end of line, found 'y'"});
+}
+
+TEST(ParserErrors, EveryErrorOfAFileIsReported) {
+  std::string text =
+      "input  x : f32[4, 5]\n"      // 1
+      "input  bad : f17[3]\n"       // 2: unknown type
+      "output y : f32[4]\n"         // 3
+      "output y : f32[4]\n"         // 4: duplicate
+      "y[i] = x[i, j]\n"            // 5: j not on the left
+      "y[i] = x[i, 0] $ 1\n"        // 6: unknown character
+      "y[i] = sum(x[i, j] * w[j])\n"  // 7: unknown tensor
+      "\n"
+      "routine step {\n"            // 9
+      "  y[i] = exp(x[i, 0], 1)\n"  // 10: argument count
+      "  x[i, j] = 1\n"             // 11: input
+      "  y[i] = sum(x[i, j + 1])\n" // 12: bound missing
+      "}\n"
+      "y[i] = (x[i, 0]\n"           // 14: unclosed '('
+      "y[i] = 1.5.2\n";             // 15: malformed number (reported although 14 swallowed it)
+  std::vector<std::string> e = errors(text);
+  std::vector<std::string> expected_prefixes = {
+      "2:14: unknown type 'f17'",
+      "4:8: 'y' is already declared on line 3",
+      "5:13: index 'j' is not on the left side",
+      "6:16: unexpected character '$'",
+      "7:22: unknown tensor 'w'",
+      "10:10: exp takes 1 argument, but 2 are given",
+      "11:3: cannot assign to input 'x'",
+      "12:19: the range of index 'j' is unknown",
+      "14:8: this '(' is not closed",
+      "15:8: malformed number '1.5.2'",
+  };
+  ASSERT_EQ(e.size(), expected_prefixes.size()) << joined(e);
+  for (size_t n = 0; n < e.size(); ++n) {
+    EXPECT_EQ(e[n].rfind(expected_prefixes[n], 0), 0u) << e[n];
+  }
+}
+
+TEST(ParserErrors, ErrorsInsideRoutineBlocksDoNotEndTheBlock) {
+  std::vector<std::string> e = errors(
+      "output y : f32[4]\n"
+      "routine r {\n"
+      "  y[i] = $\n"
+      "  y[i] = 1 +\n"
+      "  y[i] = 2\n"
+      "}\n"
+      "y[i] = 3\n");
+  EXPECT_EQ(joined(e),
+            "3:10: unexpected character '$'; remove it\n"
+            "4:13: expected an expression, found end of line (a statement goes on to the next line "
+            "only inside brackets)\n");
+}
+
+TEST(ParserErrors, StopsAfterTooManyErrors) {
+  std::string text;
+  for (int n = 0; n < 1000; ++n) text += "y = $\n";
+  ParseResult r = parse(text, "many.kiln");
+  ASSERT_EQ(r.diagnostics.size(), kMaxDiagnostics + 1);
+  EXPECT_EQ(r.diagnostics.back().message, "too many errors; stopped after 100");
+}
+
+}  // namespace
+}  // namespace kiln::lang

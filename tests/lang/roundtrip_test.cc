@@ -1,0 +1,340 @@
+// Printing and parsing agree: parse(print(p)) is p (structurally, types included) and
+// print(parse(print(p))) == print(p), for the spec's examples, the example files, programs built
+// with ProgramBuilder, and random programs.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "ir/program_equal.h"
+#include "kiln/ir/builder.h"
+#include "kiln/ir/printer.h"
+#include "kiln/lang/diagnostics.h"
+#include "kiln/lang/parser.h"
+
+namespace kiln::lang {
+namespace {
+
+using ir::testing::programs_equal;
+
+// The four examples of ../shared/spec/language.md, verbatim.
+const char* const kSpecExamples[] = {
+    R"(# matrix product with bias and ReLU
+input  a : f32[64, 128]
+input  b : f32[128, 32]
+param  bias : f32[32] = 0
+output y : f32[64, 32]
+tensor c : f32[64, 32]
+
+c[i, j] = sum(a[i, k] * b[k, j])
+y[i, j] = relu(c[i, j] + bias[j])
+)",
+    R"(# row softmax
+input  x : f32[4, 10]
+output y : f32[4, 10]
+tensor m : f32[4]
+tensor e : f32[4, 10]
+tensor s : f32[4]
+
+m[i] = max(x[i, j])
+e[i, j] = exp(x[i, j] - m[i])
+s[i] = sum(e[i, j])
+y[i, j] = e[i, j] / s[i]
+)",
+    R"(# 3x3 convolution, zero padding 1, and a stride-2 1-D filter
+input  img : f32[1, 3, 16, 16]
+input  w : f32[8, 3, 3, 3]
+output o : f32[1, 8, 16, 16]
+input  s : f32[20]
+input  f : f32[4]
+output d : f32[9]
+
+o[n, co, y, x] = sum(img[n, ci, y + ky - 1, x + kx - 1] * w[co, ci, ky, kx])
+d[t] = sum(s[2*t + k] * f[k])
+)",
+    R"(# two routines sharing a parameter
+input  x : f32[8]
+param  w : f32[8] = 1
+output out : f32[]
+
+routine step {
+  w[i] = w[i] * 0.5 + x[i]
+}
+routine total {
+  out = sum(w[i])
+}
+)",
+};
+
+// Checks the round trip of a valid program; returns its printed text.
+std::string check_round_trip(const ir::Program& p, const std::string& what) {
+  std::string printed = ir::print_program(p);
+  ParseResult again = parse(printed, "printed.kiln");
+  EXPECT_TRUE(again.program.has_value())
+      << what << "\n" << printed << format_diagnostics("printed.kiln", printed, again.diagnostics);
+  if (!again.program) return printed;
+  EXPECT_TRUE(programs_equal(p, *again.program)) << what << "\n" << printed;
+  EXPECT_EQ(ir::print_program(*again.program), printed) << what;
+  return printed;
+}
+
+TEST(RoundTrip, SpecExamples) {
+  for (const char* text : kSpecExamples) {
+    ParseResult r = parse(text, "spec.kiln");
+    ASSERT_TRUE(r.program.has_value()) << format_diagnostics("spec.kiln", text, r.diagnostics);
+    EXPECT_TRUE(ir::validate_program(*r.program).ok());
+    check_round_trip(*r.program, text);
+  }
+}
+
+TEST(RoundTrip, SpecExamplesInDetail) {
+  ParseResult conv = parse(kSpecExamples[2], "conv.kiln");
+  ASSERT_TRUE(conv.program);
+  const ir::Assignment& o = conv.program->routines[0].statements[0];
+  ASSERT_EQ(o.indices.size(), 7u);  // n co y x, then ci ky kx
+  const char* names[] = {"n", "co", "y", "x", "ci", "ky", "kx"};
+  const int64_t extents[] = {1, 8, 16, 16, 3, 3, 3};
+  for (size_t i = 0; i < 7; ++i) {
+    EXPECT_EQ(o.indices[i].name, names[i]);
+    EXPECT_EQ(o.indices[i].extent, extents[i]) << names[i];
+  }
+  const ir::Assignment& d = conv.program->routines[0].statements[1];
+  EXPECT_EQ(d.indices[1].name, "k");
+  EXPECT_EQ(d.indices[1].extent, 4);  // from f[k]
+
+  ParseResult two = parse(kSpecExamples[3], "two.kiln");
+  ASSERT_TRUE(two.program);
+  ASSERT_EQ(two.program->routines.size(), 2u);
+  EXPECT_EQ(two.program->routines[0].name, "step");
+  EXPECT_EQ(two.program->routines[1].name, "total");
+  EXPECT_TRUE(two.program->nodes[2].is_scalar());
+  EXPECT_EQ(ir::print_program(*two.program),
+            "input  x : f32[8]\n"
+            "param  w : f32[8] = 1\n"
+            "output out : f32\n"
+            "\n"
+            "routine step {\n"
+            "  w[i] = w[i] * 0.5 + x[i]\n"
+            "}\n"
+            "\n"
+            "routine total {\n"
+            "  out = sum(w[i])\n"
+            "}\n");
+}
+
+TEST(RoundTrip, ExampleFiles) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "kiln";
+  if (!fs::is_directory(dir)) GTEST_SKIP() << "no " << dir;
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".kiln") continue;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    ParseResult r = parse(text.str(), entry.path().filename().string());
+    ASSERT_TRUE(r.program.has_value()) << format_diagnostics(entry.path().string(), text.str(), r.diagnostics);
+    check_round_trip(*r.program, entry.path().string());
+    ++count;
+  }
+  EXPECT_GT(count, 0);
+}
+
+TEST(RoundTrip, BuilderProgramsEqualParsedOnes) {
+  using namespace ir;
+  ProgramBuilder b;
+  Tensor img = b.input("img", DType::kF32, {1, 3, 16, 16});
+  Tensor w = b.input("w", DType::kF32, {8, 3, 3, 3});
+  Tensor o = b.output("o", DType::kF32, {1, 8, 16, 16});
+  Tensor s = b.input("s", DType::kF32, {20});
+  Tensor f = b.input("f", DType::kF32, {4});
+  Tensor d = b.output("d", DType::kF32, {9});
+  Index n("n"), co("co"), y("y"), x("x"), ci("ci"), ky("ky"), kx("kx"), t("t"), k("k");
+  b.main()
+      .assign(o(n, co, y, x), sum(img(n, ci, y + ky - 1, x + kx - 1) * w(co, ci, ky, kx)))
+      .assign(d(t), sum(s(2 * t + k) * f(k)));
+  Result<Program> built = b.build();
+  ASSERT_TRUE(built.ok()) << built.status();
+  ParseResult parsed = parse(kSpecExamples[2], "conv.kiln");
+  ASSERT_TRUE(parsed.program);
+  EXPECT_TRUE(programs_equal(*built, *parsed.program));
+  check_round_trip(*built, "builder conv");
+}
+
+TEST(RoundTrip, TrickyStatements) {
+  const char* text =
+      "input  a : f32[4, 5]\n"
+      "input  d : f64[5]\n"
+      "input  n : i32[4]\n"
+      "param  s : f32 = -0.0\n"
+      "param  g : f64[5] = normal(-1.5, 1e-300)\n"
+      "const  k : i32 = 2\n"
+      "const  h : f64 = 0.1\n"
+      "output yf : f32[4]\n"
+      "output yd : f64[5]\n"
+      "output yi : i32[4]\n"
+      "yf[i] = -a[i, 0] * -2 - -0.5 + (1 / 2) * a[i, k]\n"
+      "yd[j] = d[j] * 0.1 + 3 + exp(2) + f64(0.1) + h + g.merge[j]\n"
+      "yi[i] = n[i] / 2 + i * 3 - i32(2.7) + (n[i] < 3) * select(n[i], 1, 2.5)\n"
+      "yi[i] = 2.5\n"
+      "yd[j] = 7\n"
+      "yf[i] += mean(a[i, j] * (j < 2)) where j < 5\n"
+      "yf[i] -= max(a[i, 2*j + 1]) where j < 2\n"
+      "yd[j] *= min(d[j - q] + q) where q < 3\n"
+      "s = prod(a[i, j] / -(a[i, j] + 1e20))\n"
+      "yi[i] = -(-n[i]) + - -3 + abs(-2147483648) + 2147483647\n"
+      "yf[i] = 1e-45 + 3.4028234663852886e38 * 0\n"
+      "yd[j] = 1.7976931348623157e308 + 4.9406564584124654e-324 + sqrt(2)\n"
+      "yf[i] = pow(i, 2) + floor(0.5) + exp(i) + relu(-i) + sigmoid(yf[i]) + k * i\n";
+  ParseResult r = parse(text, "tricky.kiln");
+  ASSERT_TRUE(r.program.has_value()) << format_diagnostics("tricky.kiln", text, r.diagnostics);
+  std::string printed = check_round_trip(*r.program, "tricky");
+  // Types: literals typed by their context, printed so they keep it.
+  const auto& st = r.program->routines[0].statements;
+  EXPECT_EQ(st[1].rhs->type, ir::DType::kF64);
+  EXPECT_EQ(st[2].rhs->type, ir::DType::kF32);  // select(n, 1, 2.5) is f32
+  EXPECT_EQ(st[3].rhs->type, ir::DType::kF32);  // 2.5 into an i32 target
+  EXPECT_EQ(st[4].rhs->type, ir::DType::kF64);
+  EXPECT_NE(printed.find("yd[j] = 7.0\n"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("yi[i] = 2.5\n"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("param  s : f32 = -0\n"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("yi[i] = -(-n[i]) + 3 + abs(-2147483648) + 2147483647\n"), std::string::npos) << printed;
+}
+
+// Random programs from the builder: expressions over mixed types, literals of both kinds,
+// indices as values, affine subscripts, casts, comparisons, selects, reductions.
+class RandomPrograms {
+ public:
+  explicit RandomPrograms(uint64_t seed) : rng_(seed) {}
+
+  Result<ir::Program> make() {
+    using namespace ir;
+    ProgramBuilder b;
+    a_ = b.input("a", DType::kF32, {4, 5});
+    d_ = b.input("d", DType::kF64, {5});
+    n_ = b.input("n", DType::kI32, {4});
+    s_ = b.param("s", DType::kF32);
+    k_ = b.constant("k", DType::kI32, 2);
+    Tensor targets[] = {b.output("yf", DType::kF32, {4}), b.output("yd", DType::kF64, {4}),
+                        b.output("yi", DType::kI32, {4})};
+    Tensor total = b.output("total", DType::kF64);
+    for (int r = 0; r < 3; ++r) {
+      RoutineBuilder& routine = r == 0 ? b.main() : b.routine("r" + std::to_string(r));
+      for (int st = 0; st < 4; ++st) {
+        reduced_ = false;
+        bounded_j_ = false;
+        uses_i_ = false;
+        Value rhs = expr(4);
+        Accum accum = static_cast<Accum>(pick(4));
+        if (reduced_ || pick(5) == 0) {
+          Reduce reductions[] = {Reduce::kSum, Reduce::kProd, Reduce::kMax, Reduce::kMin, Reduce::kMean};
+          Reduce reduce = reductions[pick(5)];
+          Value v = reduce == Reduce::kSum ? sum(rhs) : reduce == Reduce::kProd ? prod(rhs)
+                  : reduce == Reduce::kMax ? max(rhs) : reduce == Reduce::kMin ? min(rhs) : mean(rhs);
+          std::vector<Bound> where;
+          if (reduced_ && !bounded_j_) where.push_back(Index("j") < 5);
+          if (pick(4) == 0) {
+            if (uses_i_) where.push_back(Index("i") < 4);
+            routine.statement(total, accum, v, where);  // a scalar target reduces everything
+          } else {
+            routine.statement(targets[pick(3)](Index("i")), accum, v, where);
+          }
+        } else {
+          routine.statement(targets[pick(3)](Index("i")), accum, rhs);
+        }
+      }
+    }
+    return b.build();
+  }
+
+ private:
+  int pick(int n) { return static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
+
+  ir::Value literal() {
+    switch (pick(6)) {
+      case 0: return ir::Value(pick(10));
+      case 1: return ir::Value(-pick(1000));
+      case 2: return ir::Value(pick(100) / 8.0);
+      case 3: return ir::Value(-std::ldexp(static_cast<double>(rng_() >> 11), -pick(80)));
+      case 4: return ir::Value(0.1);
+      default: return ir::Value(static_cast<double>(pick(3)));
+    }
+  }
+
+  ir::Index sub_i() {
+    uses_i_ = true;
+    ir::Index i("i");
+    switch (pick(4)) {
+      case 0: return i + 1;
+      case 1: return 3 - i;
+      case 2: return 2 * i - 1;
+      default: return i;
+    }
+  }
+
+  ir::Value leaf() {
+    using ir::Index;
+    switch (pick(9)) {
+      case 0: return literal();
+      case 1: uses_i_ = true; return Index("i");
+      case 2:
+        reduced_ = true;
+        bounded_j_ = true;
+        return a_(sub_i(), Index("j"));
+      case 3:
+        reduced_ = true;
+        return d_(2 * Index("j") - 3);
+      case 4: return n_(sub_i());
+      case 5: return s_;
+      case 6: return k_;
+      case 7: uses_i_ = true; return a_.merge(Index("i"), 1);
+      default: return literal();
+    }
+  }
+
+  ir::Value expr(int depth) {
+    if (depth == 0 || pick(4) == 0) return leaf();
+    ir::Value x = expr(depth - 1);
+    switch (pick(12)) {
+      case 0: return x + expr(depth - 1);
+      case 1: return x - expr(depth - 1);
+      case 2: return x * expr(depth - 1);
+      case 3: return x / expr(depth - 1);
+      case 4: return -x;
+      case 5: return ir::lt(x, expr(depth - 1));
+      case 6: return ir::eq(x, expr(depth - 1));
+      case 7: return ir::select(x, expr(depth - 1), expr(depth - 1));
+      case 8: return ir::cast(x, static_cast<ir::DType>(pick(3)));
+      case 9: return ir::exp(x);
+      case 10: return ir::max(x, expr(depth - 1));
+      default: return ir::pow(x, literal());
+    }
+  }
+
+  std::mt19937_64 rng_;
+  ir::Tensor a_, d_, n_, s_, k_;
+  bool reduced_ = false;
+  bool bounded_j_ = false;
+  bool uses_i_ = false;
+};
+
+TEST(RoundTrip, RandomBuilderPrograms) {
+  int built = 0;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    Result<ir::Program> p = RandomPrograms(seed).make();
+    if (!p.ok()) {
+      // Only literal-range problems may occur (e.g. a huge integer literal in i32 context).
+      EXPECT_NE(p.status().message().find("does not fit in i32"), std::string::npos) << p.status();
+      continue;
+    }
+    ++built;
+    check_round_trip(*p, "seed " + std::to_string(seed));
+  }
+  EXPECT_GT(built, 250);
+}
+
+}  // namespace
+}  // namespace kiln::lang

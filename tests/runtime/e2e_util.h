@@ -1,0 +1,215 @@
+// Helpers shared by the compiler's end-to-end tests (examples, differential, golden): temporary
+// directories, devices with a private kernel cache, deterministic random inputs, running a
+// program's routines and comparing tensors between devices within a tolerance.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kiln/base/random.h"
+#include "kiln/drivers/drivers.h"
+#include "kiln/ir/program.h"
+#include "kiln/runtime/program_instance.h"
+
+namespace kiln::e2e {
+
+// A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/kiln-e2e-XXXXXX";
+    if (::mkdtemp(pattern.data())) path_ = pattern;
+  }
+  ~TempDir() {
+    if (path_.empty()) return;
+    std::error_code ec;
+    // Restore permissions that a test may have taken away, so that everything can be removed.
+    for (auto it = std::filesystem::recursive_directory_iterator(path_, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      std::filesystem::permissions(it->path(), std::filesystem::perms::owner_all,
+                                   std::filesystem::perm_options::add, ec);
+    }
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// A device of the built-in registry ("cpu", "interp"), with its kernel cache in `cache_dir`.
+inline Result<hal::DeviceRef> open_device(const std::string& name, const std::string& cache_dir) {
+  hal::DeviceOptions options;
+  options.cache_dir = cache_dir;
+  return drivers::builtin_registry().create_device(name, options);
+}
+
+inline size_t byte_size(const ir::TensorNode& node) {
+  return static_cast<size_t>(node.element_count()) * ir::dtype_size(node.dtype);
+}
+
+// Host values of one tensor, as raw bytes of its dtype.
+struct HostTensor {
+  ir::DType dtype = ir::DType::kF32;
+  std::vector<int64_t> dims;
+  std::string bytes;
+
+  int64_t size() const { return static_cast<int64_t>(bytes.size() / ir::dtype_size(dtype)); }
+  double at(int64_t i) const {
+    switch (dtype) {
+      case ir::DType::kF32: {
+        float f;
+        std::memcpy(&f, bytes.data() + 4 * i, 4);
+        return f;
+      }
+      case ir::DType::kF64: {
+        double d;
+        std::memcpy(&d, bytes.data() + 8 * i, 8);
+        return d;
+      }
+      default: {
+        int32_t v;
+        std::memcpy(&v, bytes.data() + 4 * i, 4);
+        return v;
+      }
+    }
+  }
+  void set(int64_t i, double v) {
+    switch (dtype) {
+      case ir::DType::kF32: {
+        float f = static_cast<float>(v);
+        std::memcpy(bytes.data() + 4 * i, &f, 4);
+        break;
+      }
+      case ir::DType::kF64:
+        std::memcpy(bytes.data() + 8 * i, &v, 8);
+        break;
+      default: {
+        int32_t n = static_cast<int32_t>(v);
+        std::memcpy(bytes.data() + 4 * i, &n, 4);
+        break;
+      }
+    }
+  }
+  std::vector<double> values() const {
+    std::vector<double> out(static_cast<size_t>(size()));
+    for (int64_t i = 0; i < size(); ++i) out[static_cast<size_t>(i)] = at(i);
+    return out;
+  }
+};
+
+inline HostTensor empty_tensor(const ir::TensorNode& node) {
+  return HostTensor{node.dtype, node.dims, std::string(byte_size(node), '\0')};
+}
+
+// Deterministic pseudo-random values for an input: floats uniform in [-1, 1), i32 in [-8, 8].
+inline HostTensor random_tensor(const ir::TensorNode& node, uint64_t seed) {
+  HostTensor t = empty_tensor(node);
+  Random random = Random::for_name(seed, "input:" + node.name);
+  for (int64_t i = 0; i < t.size(); ++i) {
+    if (node.dtype == ir::DType::kI32) {
+      t.set(i, static_cast<double>(static_cast<int64_t>(random.next_u64() % 17) - 8));
+    } else {
+      t.set(i, random.uniform(-1, 1));
+    }
+  }
+  return t;
+}
+
+// "[1, 2, 3]" for element `flat` of a tensor of dims `dims`.
+inline std::string index_string(const std::vector<int64_t>& dims, int64_t flat) {
+  std::vector<int64_t> idx(dims.size());
+  for (size_t d = dims.size(); d-- > 0;) {
+    idx[d] = flat % dims[d];
+    flat /= dims[d];
+  }
+  std::string out = "[";
+  for (size_t d = 0; d < idx.size(); ++d) out += (d ? ", " : "") + std::to_string(idx[d]);
+  return out + "]";
+}
+
+struct Tolerance {
+  double rel = 1e-4;
+  double abs = 1e-5;
+};
+
+inline bool close_enough(double expected, double actual, Tolerance tol) {
+  if (std::isnan(expected) || std::isnan(actual)) return std::isnan(expected) && std::isnan(actual);
+  if (std::isinf(expected) || std::isinf(actual)) return expected == actual;
+  return std::fabs(expected - actual) <= tol.abs + tol.rel * std::fabs(expected);
+}
+
+// The first element where `actual` differs from `expected` (exactly for i32, within `tol` for
+// floats), described; nullopt when they agree.
+inline std::optional<std::string> first_difference(const std::string& name, const HostTensor& expected,
+                                                   const HostTensor& actual, Tolerance tol = {}) {
+  if (expected.bytes.size() != actual.bytes.size() || expected.dtype != actual.dtype) {
+    return name + ": sizes differ (" + std::to_string(expected.bytes.size()) + " vs " +
+           std::to_string(actual.bytes.size()) + " bytes)";
+  }
+  int mismatches = 0;
+  std::optional<std::string> first;
+  for (int64_t i = 0; i < expected.size(); ++i) {
+    const double e = expected.at(i), a = actual.at(i);
+    const bool ok = expected.dtype == ir::DType::kI32 ? e == a : close_enough(e, a, tol);
+    if (ok) continue;
+    if (!first) {
+      std::ostringstream os;
+      os.precision(9);
+      os << name << index_string(expected.dims, i) << " (element " << i << " of "
+         << expected.size() << "): expected " << e << ", got " << a;
+      first = os.str();
+    }
+    ++mismatches;
+  }
+  if (first) *first += " (" + std::to_string(mismatches) + " elements differ)";
+  return first;
+}
+
+// Reads a stored node back.
+inline Result<HostTensor> read_tensor(runtime::ProgramInstance& instance, const ir::TensorNode& node) {
+  HostTensor t = empty_tensor(node);
+  Status st = instance.read(node.name, t.bytes.data(), t.bytes.size());
+  if (!st.ok()) return st;
+  return t;
+}
+
+inline Status write_tensor(runtime::ProgramInstance& instance, const std::string& name,
+                           const HostTensor& t) {
+  return instance.write(name, t.bytes.data(), t.bytes.size());
+}
+
+// The routines `kiln run` runs by default: main if the file has one, else all in file order.
+inline std::vector<std::string> default_routines(const ir::Program& program) {
+  std::vector<std::string> out;
+  if (program.find_routine("main")) return {"main"};
+  for (const ir::Routine& r : program.routines) out.push_back(r.name);
+  return out;
+}
+
+// Nodes the host can read back after a run: outputs and params.
+inline std::vector<const ir::TensorNode*> result_nodes(const ir::Program& program) {
+  std::vector<const ir::TensorNode*> out;
+  for (const ir::TensorNode& node : program.nodes) {
+    if (node.role == ir::Role::kOutput || node.role == ir::Role::kParam) out.push_back(&node);
+  }
+  return out;
+}
+
+}  // namespace kiln::e2e
