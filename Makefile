@@ -18,7 +18,8 @@ build: deps
 	@cmake --build build -j $(JOBS)
 
 demo: build
-	./build/examples/hal_pipeline
+	./build/kiln run examples/kiln/softmax.kiln --print
+	./build/kiln run examples/kiln/matmul_bias_relu.kiln --repeat 20 --print
 
 test: test-plain test-asan test-tsan
 

@@ -159,6 +159,10 @@ class Lowerer {
   bool inlinable(int node, const Routine& routine, size_t def, size_t* reader) const;
   Status lower_routine(const Routine& routine, LoweredRoutine* lowered);
   Result<std::vector<Kernel>> lower_statement(const Routine& routine, size_t index);
+  LStmtRef accumulate_in_place(const Assignment& s, const TensorNode& target,
+                               const std::vector<int>& reduced, const std::vector<int>& loop_vars,
+                               const LExprRef& term, const std::vector<LExprRef>& conditions,
+                               const LExprRef& target_offset, const LStmtRef& note);
   Result<LExprRef> lower_expr(const Expr& e, Scope& scope);
   Result<LExprRef> lower_read(const Expr& e, Scope& scope);
   int hidden_node(const std::string& name, const TensorNode& like, Role role, MemoryMode mode);
@@ -402,6 +406,79 @@ Op combine_op(Accum accum) {
   }
 }
 
+bool loads_node(const LExprRef& e, int node) {
+  if (e->kind == LExpr::Kind::kLoad && e->node == node) return true;
+  if (e->offset && loads_node(e->offset, node)) return true;
+  for (const LExprRef& a : e->args) {
+    if (loads_node(a, node)) return true;
+  }
+  return false;
+}
+
+// A reduction into a target of rank >= 2 can fold each term straight into the target, with the
+// reduced loops outside the inner target loops: `for i { for k { for j { c[i,j] += a[i,k] *
+// b[k,j] } } }` walks b and c contiguously, which the C compiler vectorizes, where the
+// accumulator form strides through b. It is the same sum in another order, so it is used only
+// where the fold is the statement's own accumulation (= with any reduction, += / -= with sum,
+// *= with prod), the term has the target's type, and the right side does not read the target.
+LStmtRef Lowerer::accumulate_in_place(const Assignment& s, const TensorNode& target,
+                                      const std::vector<int>& reduced,
+                                      const std::vector<int>& loop_vars, const LExprRef& term,
+                                      const std::vector<LExprRef>& conditions,
+                                      const LExprRef& target_offset, const LStmtRef& note) {
+  if (s.target_indices.size() < 2 || reduced.empty() || term->type != target.dtype ||
+      loads_node(term, s.target) || needs_snapshot_) {
+    return nullptr;
+  }
+  Op fold = Op::kAdd;
+  switch (s.accum) {
+    case Accum::kAssign:
+      fold = s.reduce == Reduce::kProd  ? Op::kMul
+             : s.reduce == Reduce::kMax ? Op::kMax
+             : s.reduce == Reduce::kMin ? Op::kMin
+                                        : Op::kAdd;
+      break;
+    case Accum::kAdd:
+    case Accum::kSub:
+      if (s.reduce != Reduce::kSum) return nullptr;
+      fold = combine_op(s.accum);
+      break;
+    case Accum::kMul:
+      if (s.reduce != Reduce::kProd) return nullptr;
+      fold = Op::kMul;
+      break;
+  }
+  const DType type = target.dtype;
+  // Wraps `body` in the target loops after the outermost one (the parallel loop).
+  auto inner_target_loops = [&](std::vector<LStmtRef> body) {
+    for (size_t d = s.target_indices.size(); d-- > 1;) {
+      body = {for_loop(target_vars_[d], target.dims[d], false, std::move(body))};
+    }
+    return body;
+  };
+  std::vector<LStmtRef> per_row = {note};
+  if (s.accum == Accum::kAssign) {
+    auto init = inner_target_loops({store(s.target, target_offset, lconst(type, neutral(s.reduce, type)))});
+    per_row.insert(per_row.end(), init.begin(), init.end());
+  }
+  LExprRef current = lload(s.target, type, target_offset);
+  std::vector<LStmtRef> step = {store(s.target, target_offset, lop(fold, type, {current, term}))};
+  if (!conditions.empty()) step = {if_then(conjunction(conditions), std::move(step))};
+  std::vector<LStmtRef> folds = inner_target_loops(std::move(step));
+  for (size_t r = reduced.size(); r-- > 0;) {
+    folds = {for_loop(loop_vars[reduced[r]], s.indices[reduced[r]].extent, false, std::move(folds))};
+  }
+  per_row.insert(per_row.end(), folds.begin(), folds.end());
+  if (s.reduce == Reduce::kMean) {
+    int64_t count = 1;
+    for (int r : reduced) count *= s.indices[r].extent;
+    auto divide = inner_target_loops(
+        {store(s.target, target_offset, lop(Op::kDiv, type, {current, lconst(type, double(count))}))});
+    per_row.insert(per_row.end(), divide.begin(), divide.end());
+  }
+  return for_loop(target_vars_[0], target.dims[0], true, std::move(per_row));
+}
+
 Result<std::vector<Kernel>> Lowerer::lower_statement(const Routine& routine, size_t index) {
   const Assignment& s = routine.statements[index];
   KernelBuilder kb;
@@ -439,6 +516,15 @@ Result<std::vector<Kernel>> Lowerer::lower_statement(const Routine& routine, siz
     std::vector<LExprRef> conditions;
     scope.skip_conditions = &conditions;
     KILN_ASSIGN_OR_RETURN(LExprRef term, lower_expr(*s.rhs, scope));
+    if (LStmtRef in_place = accumulate_in_place(s, target, reduced, loop_vars, term, conditions,
+                                                target_offset, point.front())) {
+      kb.use(s.target);
+      kb.kernel.body = in_place;
+      std::vector<Kernel> kernels;
+      kernels.push_back(std::move(kb.kernel));
+      kb_ = nullptr;
+      return kernels;
+    }
     const DType type = term->type;
     const int acc = kb.kernel.local_count++;
     LExprRef acc_value = llocal_load(acc, type, i64(0));

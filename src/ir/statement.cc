@@ -100,6 +100,10 @@ const TensorNode* Completer::find(const std::string& name) const {
   return nullptr;
 }
 
+int Completer::position(const TensorNode* node) const {
+  return static_cast<int>(node - nodes_.data());
+}
+
 bool Completer::visible(const TensorNode* node) const {
   return static_cast<size_t>(node - nodes_.data()) < visible_;
 }
@@ -517,12 +521,14 @@ std::optional<Assignment> Completer::run() {
   }
 
   ExprRef typed = type_rhs(*rhs, target_ ? target_->dtype : DType::kF32);
-  if (failed_ || !typed) {
-    if (!failed_) error(s_.loc, "the right side could not be typed");
-    return std::nullopt;
+  if (!failed_ && (!typed || !target_ ||
+                   std::any_of(indices_.begin(), indices_.end(),
+                               [](const IndexInfo& info) { return !info.extent; }))) {
+    error(s_.loc, "internal error: the statement could not be completed");
   }
+  if (failed_) return std::nullopt;
   Assignment out;
-  out.target = target_->id;
+  out.target = position(target_);
   for (size_t i = 0; i < target_names_.size(); ++i) out.target_indices.push_back(static_cast<int>(i));
   out.accum = s_.accum;
   out.reduce = reduce;

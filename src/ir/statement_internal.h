@@ -55,6 +55,7 @@ class Completer {
   void error(SourceLoc loc, std::string message);
   const TensorNode* find(const std::string& name) const;
   bool visible(const TensorNode* node) const;
+  int position(const TensorNode* node) const;  // its index in nodes_ (its id)
   void report_later(const TensorNode* node, SourceLoc loc);
   std::optional<int64_t> const_value(const TensorNode* node, SourceLoc loc);
   static std::string subscript_count_message(const TensorNode& node, size_t given);

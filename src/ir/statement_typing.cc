@@ -81,7 +81,6 @@ Completer::Typed Completer::type_op(const RawExpr& e) {
   out->op = e.op;
   out->loc = e.loc;
   for (const Typed& a : args) out->args.push_back(a.expr);
-  if (e.op == Op::kFma && e.args.size() != 3) return {};
 
   if (is_cast(e.op)) {
     settle(out->args[0], cast_type(e.op));
@@ -148,7 +147,7 @@ Completer::Typed Completer::type_expr(const RawExpr& e) {
         return {};
       }
       out->kind = Expr::Kind::kTensor;
-      out->node = node->id;
+      out->node = position(node);
       out->type = node->dtype;
       return {out, false};
     }
@@ -159,7 +158,7 @@ Completer::Typed Completer::type_expr(const RawExpr& e) {
       const Ref& ref = it->second;
       auto out = std::make_shared<Expr>();
       out->kind = e.kind == RawExpr::Kind::kMerge ? Expr::Kind::kMerge : Expr::Kind::kTensor;
-      out->node = ref.node->id;
+      out->node = position(ref.node);
       out->type = ref.node->dtype;
       out->loc = e.loc;
       for (const NamedAffine& a : ref.subs) {

@@ -169,8 +169,9 @@ bool Parser::parse_declaration_rest(ir::TensorNode* node, std::optional<ir::Sour
     init.kind = cur_.text == "uniform" ? ir::Init::Kind::kUniform : ir::Init::Kind::kNormal;
     const char* first = init.kind == ir::Init::Kind::kUniform ? "LO" : "MEAN";
     const char* second = init.kind == ir::Init::Kind::kUniform ? "HI" : "STD";
+    const std::string function(cur_.text);
     advance();
-    if (!at(TokenKind::kLParen)) return unexpected("'(' after " + std::string(cur_.text));
+    if (!at(TokenKind::kLParen)) return unexpected("'(' after " + function);
     open();
     if (!signed_number(&init.a, (std::string("a number (") + first + ")").c_str())) return false;
     if (!at(TokenKind::kComma)) return unexpected("','");

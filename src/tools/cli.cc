@@ -359,6 +359,7 @@ int command_compile(const Options& o) {
       text = *source;
     }
   }
+  if (!text.empty() && text.back() != '\n') text += '\n';
   if (o.out_file.empty()) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return kExitOk;

@@ -193,5 +193,36 @@ TEST(Fuzz, PathologicalInputs) {
   }
 }
 
+// Big inputs take time in proportion to their size (no quadratic lookups).
+TEST(Fuzz, ManyNamesRoutinesAndIndices) {
+  std::string decls, routines, statements;
+  for (int n = 0; n < 40000; ++n) {
+    decls += "param p" + std::to_string(n) + " : f32[2]\n";
+    statements += "p" + std::to_string(n) + "[i] = p" + std::to_string((n * 7919) % 40000) + "[i] + 1\n";
+    routines += "routine r" + std::to_string(n) + " {\n}\n";
+  }
+  // A balanced sum of 2000 distinct indices in one subscript (depth 11).
+  std::vector<std::string> terms;
+  for (int n = 0; n < 2000; ++n) terms.push_back("k" + std::to_string(n));
+  while (terms.size() > 1) {
+    std::vector<std::string> next;
+    for (size_t t = 0; t + 1 < terms.size(); t += 2) next.push_back("(" + terms[t] + " + " + terms[t + 1] + ")");
+    if (terms.size() % 2) next.push_back(terms.back());
+    terms = next;
+  }
+  const std::vector<std::string> inputs = {
+      decls + statements + routines,
+      "input x : f32[4]\noutput y : f32\ny = sum(x[" + terms[0] + "])\n",
+  };
+  Stats stats;
+  for (const std::string& text : inputs) {
+    auto start = std::chrono::steady_clock::now();
+    check_input(text, &stats);
+    if (HasFatalFailure()) return;
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_LT(seconds, 20.0) << text.substr(0, 80);
+  }
+}
+
 }  // namespace
 }  // namespace kiln::lang

@@ -78,6 +78,8 @@ TEST(ParserErrors, DeclarationErrors) {
   check({"random const", "const k : f32 = normal(0, 1)\n", 1, 15, "const 'k' must be initialized with a number"});
   check({"bad init", "param a : f32 = foo\n", 1, 17, "expected a number, uniform(LO, HI) or normal(MEAN, STD) after '=', found 'foo'"});
   check({"bad uniform", "param a : f32 = uniform(1)\n", 1, 26, "expected ',', found ')'"});
+  check({"normal without parentheses", "param a : f32 = normal 0, 1\n", 1, 24, "expected '(' after normal, found '0'"});
+
   check({"uniform order", "param a : f32 = uniform(1, 0)\n", 1, 15, "uniform(LO, HI) needs LO <= HI"});
   check({"i32 init", "param a : i32 = 0.5\n", 1, 15, "i32 'a' cannot be initialized with 0.5; use an integer"});
   check({"keyword as name", "input where : f32\n", 1, 7, "'where' is a keyword and cannot be used as a name"});
@@ -156,6 +158,21 @@ TEST(ParserErrors, StatementErrors) {
          "expression nested too deeply (more than 256 levels); simplify it"});
   check({"too long a chain", (std::string("y[i] = 1") + [] { std::string s; for (int n = 0; n < 300; ++n) s += " + 1"; return s; }() + "\n").c_str(),
          1, 10 + 4 * 255, "expression is too deep (more than 256 levels of operations); split it into several statements"});
+}
+
+TEST(ParserErrors, TooManyIndices) {
+  // A balanced product of 300 reads v[aN], each with its own index.
+  std::vector<std::string> terms;
+  for (int n = 0; n < 300; ++n) terms.push_back("v[a" + std::to_string(n) + "]");
+  while (terms.size() > 1) {
+    std::vector<std::string> next;
+    for (size_t t = 0; t + 1 < terms.size(); t += 2) next.push_back("(" + terms[t] + " * " + terms[t + 1] + ")");
+    if (terms.size() % 2) next.push_back(terms.back());
+    terms = next;
+  }
+  std::string line = "s = sum(" + terms[0] + ")";
+  int column = static_cast<int>(line.find("a256]")) + 1;
+  check({"too many indices", (line + "\n").c_str(), 1, column, "a statement with more than 256 indices is not supported"});
 }
 
 TEST(ParserErrors, RoutineErrors) {

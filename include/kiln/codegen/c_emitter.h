@@ -16,10 +16,14 @@
 // run once per workgroup. The source does not include kernel_abi.h (the CPU driver prepends it).
 // Binding i is `(T*)s->bindings[i]` with T the node's element type. A kernel whose body is a
 // parallel `for` over E runs the chunk [id->x * C, min(E, (id->x + 1) * C)), C = ceil(E / W),
-// W = s->workgroup_count[0]; any other kernel runs its whole body in workgroup 0 only (other
-// workgroups return at once). Return codes: 0 success; 1 the dispatch does not match the kernel
-// (too few bindings, a binding smaller than its node when `program` is given, no workgroups);
-// 2 a large local array could not be allocated.
+// W = s->workgroup_count[0]; any other kernel runs its whole body in workgroup 0 only.
+// Workgroups outside that grid (y or z > 0, or x > 0 for a kernel that is not parallel) return
+// 0 at once. Loop variables and offsets are int64_t; integer arithmetic that provably stays in
+// range is printed as plain C, the rest through the wrapping helpers. Local arrays are C arrays
+// in scope, zero-initialized; past kMaxStackLocalBytes they are calloc'ed and freed. Return
+// codes: 0 success; 1 the dispatch does not match the kernel (too few bindings, or, when
+// `program` is given, a binding smaller than its node); 2 a large local array could not be
+// allocated.
 #pragma once
 
 #include <cstdint>

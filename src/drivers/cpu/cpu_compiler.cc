@@ -18,8 +18,30 @@ namespace kiln::cpu {
 
 namespace {
 
-// Flags every build uses; user flags come after, so they can override.
-const char* const kBaseFlags[] = {"-std=gnu11", "-O2", "-fPIC", "-shared", "-fno-strict-aliasing"};
+// Flags every build uses; user flags come after, so they can override. Kernels are built for
+// this processor (-march=native), so the processor is part of every cache key.
+const char* const kBaseFlags[] = {"-std=gnu11", "-O3", "-march=native", "-fPIC", "-shared",
+                                  "-fno-strict-aliasing"};
+
+// The processor's model and feature flags, as /proc/cpuinfo reports them for the first CPU.
+const std::string& host_processor() {
+  static const std::string signature = [] {
+    std::string out;
+    Result<std::string> info = read_file("/proc/cpuinfo");
+    if (!info.ok()) return out;
+    size_t pos = 0;
+    while (pos < info->size()) {
+      size_t end = info->find('\n', pos);
+      if (end == std::string::npos) end = info->size();
+      std::string_view line(info->data() + pos, end - pos);
+      if (line.empty()) break;  // end of the first processor's block
+      if (line.rfind("model name", 0) == 0 || line.rfind("flags", 0) == 0) out += std::string(line) + "\n";
+      pos = end + 1;
+    }
+    return out;
+  }();
+  return signature;
+}
 
 std::vector<std::string> split_flags(const std::string& flags) {
   std::vector<std::string> out;
@@ -121,6 +143,7 @@ Result<std::shared_ptr<LoadedLibrary>> CpuCompiler::build(const std::string& sou
   hasher.update_field(id);
   for (const char* flag : kBaseFlags) hasher.update_field(flag);
   hasher.update_field(flags_);
+  hasher.update_field(host_processor());
   const std::string key = hasher.hex_digest();
 
   std::unique_lock<std::mutex> lock(mutex_);
