@@ -26,15 +26,16 @@ void check_declaration(const TensorNode& node, std::vector<Diagnostic>* diagnost
   }
   if (node.dtype == DType::kI64) error(at, "i64 is internal; declare f32, f64 or i32");
   int64_t count = 1;
-  bool dims_ok = true;
+  bool too_large = false;
   for (int64_t d : node.dims) {
     if (d <= 0) {
       error(at, "dimension sizes must be positive integers, but " + name + " has a dimension of " +
                     std::to_string(d));
-      dims_ok = false;
-    } else if (dims_ok && count > (int64_t{1} << 62) / d) {
+    } else if (too_large) {
+      continue;
+    } else if (count > (int64_t{1} << 62) / d) {
       error(at, name + " is too large: it has 2^62 or more elements");
-      dims_ok = false;
+      too_large = true;
     } else {
       count *= d;
     }

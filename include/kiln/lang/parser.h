@@ -1,6 +1,9 @@
 // The `.kiln` parser: text → ir::Program (../shared/spec/language.md; the project's decisions
 // where the spec is silent are in docs/language.md).
 //
+// A newline ends a declaration or statement, except inside ( ) and [ ], where the statement goes
+// on to the next line. Top-level statements form routine `main`, which comes first.
+//
 // Every error in the text is reported, each with its line and column (the parser skips to the
 // end of the line after an error and goes on). Statements are completed and checked by
 // ir::complete_statement(), exactly as ProgramBuilder's are. Nothing the text can hold makes the
