@@ -117,6 +117,7 @@ LStmtRef store(int node, LExprRef offset, LExprRef value) {
   auto s = std::make_shared<LStmt>();
   s->kind = LStmt::Kind::kStore;
   s->node = node;
+  s->type = value->type;
   s->offset = std::move(offset);
   s->value = std::move(value);
   return s;
@@ -126,6 +127,7 @@ LStmtRef local_store(int local, LExprRef offset, LExprRef value) {
   auto s = std::make_shared<LStmt>();
   s->kind = LStmt::Kind::kLocalStore;
   s->local = local;
+  s->type = value->type;
   s->offset = std::move(offset);
   s->value = std::move(value);
   return s;
