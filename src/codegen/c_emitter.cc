@@ -84,92 +84,9 @@ DType promote_types(DType a, DType b) {
   return rank(a) >= rank(b) ? a : b;
 }
 
-std::string_view op_label(Op op) {
-  switch (op) {
-    case Op::kNeg: return "neg";
-    case Op::kExp: return "exp";
-    case Op::kLog: return "log";
-    case Op::kSqrt: return "sqrt";
-    case Op::kRsqrt: return "rsqrt";
-    case Op::kTanh: return "tanh";
-    case Op::kSigmoid: return "sigmoid";
-    case Op::kRelu: return "relu";
-    case Op::kAbs: return "abs";
-    case Op::kSin: return "sin";
-    case Op::kCos: return "cos";
-    case Op::kFloor: return "floor";
-    case Op::kCeil: return "ceil";
-    case Op::kCastF32: return "f32";
-    case Op::kCastF64: return "f64";
-    case Op::kCastI32: return "i32";
-    case Op::kAdd: return "+";
-    case Op::kSub: return "-";
-    case Op::kMul: return "*";
-    case Op::kDiv: return "/";
-    case Op::kLt: return "<";
-    case Op::kLe: return "<=";
-    case Op::kGt: return ">";
-    case Op::kGe: return ">=";
-    case Op::kEq: return "==";
-    case Op::kNe: return "!=";
-    case Op::kMax: return "max";
-    case Op::kMin: return "min";
-    case Op::kPow: return "pow";
-    case Op::kSelect: return "select";
-    case Op::kFma: return "fma";
-  }
-  return "?";
-}
-
-int arity(Op op) {
-  switch (op) {
-    case Op::kSelect:
-    case Op::kFma:
-      return 3;
-    case Op::kAdd:
-    case Op::kSub:
-    case Op::kMul:
-    case Op::kDiv:
-    case Op::kLt:
-    case Op::kLe:
-    case Op::kGt:
-    case Op::kGe:
-    case Op::kEq:
-    case Op::kNe:
-    case Op::kMax:
-    case Op::kMin:
-    case Op::kPow:
-      return 2;
-    default:
-      return 1;
-  }
-}
-
 bool is_comparison(Op op) {
   return op == Op::kLt || op == Op::kLe || op == Op::kGt || op == Op::kGe || op == Op::kEq ||
          op == Op::kNe;
-}
-
-std::string_view role_label(ir::Role role) {
-  switch (role) {
-    case ir::Role::kInput: return "input";
-    case ir::Role::kOutput: return "output";
-    case ir::Role::kParam: return "param";
-    case ir::Role::kTensor: return "tensor";
-    case ir::Role::kConst: return "const";
-  }
-  return "?";
-}
-
-bool is_identifier(std::string_view name) {
-  if (name.empty()) return false;
-  for (size_t i = 0; i < name.size(); ++i) {
-    char c = name[i];
-    bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-    bool digit = c >= '0' && c <= '9';
-    if (!(alpha || (digit && i > 0))) return false;
-  }
-  return true;
 }
 
 // Text that is safe inside /* ... */: no comment delimiters, trigraphs or line breaks.
@@ -447,9 +364,9 @@ Status KernelEmitter::analyze(const LExprRef& expr) {
       }
       return analyze(expr->offset);
     case LExpr::Kind::kOp:
-      if (static_cast<int>(expr->args.size()) != arity(expr->op)) {
-        return error("op '" + std::string(op_label(expr->op)) + "' takes " +
-                     std::to_string(arity(expr->op)) + " operands, not " +
+      if (static_cast<int>(expr->args.size()) != ir::op_arity(expr->op)) {
+        return error("op '" + std::string(ir::op_name(expr->op)) + "' takes " +
+                     std::to_string(ir::op_arity(expr->op)) + " operands, not " +
                      std::to_string(expr->args.size()));
       }
       for (const LExprRef& arg : expr->args) KILN_RETURN_IF_ERROR(analyze(arg));
@@ -538,7 +455,7 @@ Status KernelEmitter::make_frame(KernelFrame* frame) {
       if (bytes > 0 && bytes <= std::numeric_limits<int64_t>::max()) {
         b.min_bytes = static_cast<int64_t>(bytes);
       }
-      b.comment = comment_safe(n.name) + ": " + std::string(role_label(n.role)) + " " +
+      b.comment = comment_safe(n.name) + ": " + std::string(ir::role_name(n.role)) + " " +
                   std::string(type_label(n.dtype)) + "[" + dims + "]";
     } else if (!types.empty()) {
       b.type = *types.begin();
@@ -558,7 +475,7 @@ Status KernelEmitter::make_frame(KernelFrame* frame) {
 }
 
 Status KernelEmitter::emit(Printer& out) {
-  if (!is_identifier(kernel_.name)) {
+  if (!ir::is_identifier(kernel_.name)) {
     return invalid_argument_error("kernel name '" + kernel_.name + "' is not a C identifier");
   }
   if (d_.is_reserved(kernel_.name)) {
@@ -840,7 +757,7 @@ Code KernelEmitter::int_arith(Op op, Code a, Code b, DType t) {
   }
   if (a.narrow && b.narrow) a = {"(" + std::string(tname(t)) + ")" + operand(a, kPrecUnary), kPrecUnary};
   const int prec = op == Op::kAdd || op == Op::kSub ? kPrecAdditive : kPrecMultiplicative;
-  Code out = infix(a, op_label(op), b, prec);
+  Code out = infix(a, ir::op_name(op), b, prec);
   out.range = {static_cast<int64_t>(lo), static_cast<int64_t>(hi)};
   return out;
 }
@@ -867,7 +784,7 @@ Result<Code> KernelEmitter::condition(const LExprRef& c) {
     a = convert(a, c->args[0]->type, t);
     b = convert(b, c->args[1]->type, t);
     int prec = c->op == Op::kEq || c->op == Op::kNe ? kPrecEquality : kPrecRelational;
-    return infix(a, op_label(c->op), b, prec);
+    return infix(a, ir::op_name(c->op), b, prec);
   }
   KILN_ASSIGN_OR_RETURN(Code x, expr(c));
   return infix(x, "!=", literal(0, c->type, d_), kPrecEquality);
@@ -973,7 +890,7 @@ Result<Code> KernelEmitter::op(const LExpr& e) {
       Code a = arg(0, t), b = arg(1, t);
       if (!is_float(t)) return int_arith(e.op, a, b, t);
       int prec = e.op == Op::kAdd || e.op == Op::kSub ? kPrecAdditive : kPrecMultiplicative;
-      return infix(a, op_label(e.op), b, prec);
+      return infix(a, ir::op_name(e.op), b, prec);
     }
     case Op::kLt:
     case Op::kLe:
@@ -984,7 +901,7 @@ Result<Code> KernelEmitter::op(const LExpr& e) {
       // 1 or 0 in the result type; compared in the operands' (promoted) type.
       DType ct = promote_types(e.args[0]->type, e.args[1]->type);
       int prec = e.op == Op::kEq || e.op == Op::kNe ? kPrecEquality : kPrecRelational;
-      Code cmp = infix(arg(0, ct), op_label(e.op), arg(1, ct), prec);
+      Code cmp = infix(arg(0, ct), ir::op_name(e.op), arg(1, ct), prec);
       return with_range(Code{"(" + std::string(tname(t)) + ")(" + cmp.text + ")", kPrecUnary},
                         Range{0, 1});
     }
