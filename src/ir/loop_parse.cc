@@ -1,6 +1,6 @@
-// The loop IR's text form: print_kernel, parse_kernel(s), print_lowered. Grammar and rules are
-// in kiln/ir/loop.h. The parser reads s-expressions without recursion (depth-limited), then
-// builds and validates the kernel over that bounded tree, so no input can crash it.
+// The loop IR's text form, parsing: parse_kernel(s). It reads s-expressions without recursion
+// (depth-limited), then builds and validates the kernel over that bounded tree, so no input can
+// crash it. Grammar and rules are in kiln/ir/loop.h; the printer is loop_print.cc.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -13,249 +13,13 @@
 
 #include "kiln/ir/loop.h"
 
+#include "ir/loop_text_internal.h"
+
 namespace kiln::ir {
 
 namespace {
 
-// ---------------------------------------------------------------------------------------------
-// Names.
-
-struct OpText {
-  Op op;
-  std::string_view name;
-  int arity;
-};
-
-// The loop text's own names (independent of the language's op_name, so the format is fixed).
-constexpr OpText kOpTexts[] = {
-    {Op::kNeg, "neg", 1},         {Op::kExp, "exp", 1},         {Op::kLog, "log", 1},
-    {Op::kSqrt, "sqrt", 1},       {Op::kRsqrt, "rsqrt", 1},     {Op::kTanh, "tanh", 1},
-    {Op::kSigmoid, "sigmoid", 1}, {Op::kRelu, "relu", 1},       {Op::kAbs, "abs", 1},
-    {Op::kSin, "sin", 1},         {Op::kCos, "cos", 1},         {Op::kFloor, "floor", 1},
-    {Op::kCeil, "ceil", 1},       {Op::kCastF32, "f32", 1},     {Op::kCastF64, "f64", 1},
-    {Op::kCastI32, "i32", 1},     {Op::kAdd, "+", 2},           {Op::kSub, "-", 2},
-    {Op::kMul, "*", 2},           {Op::kDiv, "/", 2},           {Op::kLt, "<", 2},
-    {Op::kLe, "<=", 2},           {Op::kGt, ">", 2},            {Op::kGe, ">=", 2},
-    {Op::kEq, "==", 2},           {Op::kNe, "!=", 2},           {Op::kMax, "max", 2},
-    {Op::kMin, "min", 2},         {Op::kPow, "pow", 2},         {Op::kSelect, "select", 3},
-    {Op::kFma, "fma", 3},
-};
-
-const OpText* find_op(Op op) {
-  for (const OpText& t : kOpTexts) {
-    if (t.op == op) return &t;
-  }
-  return nullptr;
-}
-
-const OpText* find_op(std::string_view name) {
-  for (const OpText& t : kOpTexts) {
-    if (t.name == name) return &t;
-  }
-  return nullptr;
-}
-
-std::string_view type_text(DType type) {
-  switch (type) {
-    case DType::kF32: return "f32";
-    case DType::kF64: return "f64";
-    case DType::kI32: return "i32";
-    case DType::kI64: return "i64";
-  }
-  return "?";
-}
-
-std::optional<DType> parse_type(std::string_view text) {
-  if (text == "f32") return DType::kF32;
-  if (text == "f64") return DType::kF64;
-  if (text == "i32") return DType::kI32;
-  if (text == "i64") return DType::kI64;
-  return std::nullopt;
-}
-
-bool is_cast(Op op) { return op == Op::kCastF32 || op == Op::kCastF64 || op == Op::kCastI32; }
-
-DType cast_type(Op op) {
-  return op == Op::kCastF32 ? DType::kF32 : op == Op::kCastF64 ? DType::kF64 : DType::kI32;
-}
-
-bool is_comparison(Op op) {
-  return op == Op::kLt || op == Op::kLe || op == Op::kGt || op == Op::kGe || op == Op::kEq ||
-         op == Op::kNe;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Printing.
-
-void append_integer(std::string& out, int64_t value) { out += std::to_string(value); }
-
-void append_double(std::string& out, double value) {
-  char buffer[64];
-  auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
-  if (ec != std::errc()) {
-    out += "?";
-    return;
-  }
-  out.append(buffer, end);
-}
-
-// The value as an integer when it is one that an int64 holds exactly.
-std::optional<int64_t> exact_integer(double value) {
-  if (!(value >= -9223372036854775808.0 && value < 9223372036854775808.0)) return std::nullopt;
-  if (std::trunc(value) != value) return std::nullopt;
-  return static_cast<int64_t>(value);
-}
-
-void append_const_value(std::string& out, DType type, double value) {
-  if (type == DType::kI32 || type == DType::kI64) {
-    if (std::optional<int64_t> i = exact_integer(value)) {
-      append_integer(out, *i);
-      return;
-    }
-  }
-  append_double(out, value);
-}
-
-void append_escaped(std::string& out, std::string_view text) {
-  static const char kHex[] = "0123456789abcdef";
-  for (char c : text) {
-    unsigned char u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (u < 0x20 || u == 0x7f) {
-          out += "\\x";
-          out += kHex[u >> 4];
-          out += kHex[u & 15];
-        } else {
-          out += c;
-        }
-    }
-  }
-}
-
-void print_expr(const LExpr* e, std::string& out) {
-  if (!e) {
-    out += "(null)";
-    return;
-  }
-  switch (e->kind) {
-    case LExpr::Kind::kConst:
-      if (e->type == DType::kI64 && exact_integer(e->value)) {
-        append_integer(out, *exact_integer(e->value));
-      } else {
-        out += "(const ";
-        out += type_text(e->type);
-        out += ' ';
-        append_const_value(out, e->type, e->value);
-        out += ')';
-      }
-      return;
-    case LExpr::Kind::kVar:
-      out += 'v';
-      append_integer(out, e->var);
-      return;
-    case LExpr::Kind::kLoad:
-    case LExpr::Kind::kLocalLoad:
-      out += e->kind == LExpr::Kind::kLoad ? "(load " : "(local_load ";
-      out += type_text(e->type);
-      out += ' ';
-      append_integer(out, e->kind == LExpr::Kind::kLoad ? e->node : e->local);
-      out += ' ';
-      print_expr(e->offset.get(), out);
-      out += ')';
-      return;
-    case LExpr::Kind::kOp: {
-      const OpText* op = find_op(e->op);
-      out += '(';
-      out += op ? op->name : "?";
-      if (!is_cast(e->op) && e->type != DType::kI64) {
-        out += ' ';
-        out += type_text(e->type);
-      }
-      for (const LExprRef& arg : e->args) {
-        out += ' ';
-        print_expr(arg.get(), out);
-      }
-      out += ')';
-      return;
-    }
-  }
-  out += "(?)";
-}
-
-void print_stmt(const LStmt* s, int indent, std::string& out);
-
-void print_body(const std::vector<LStmtRef>& body, int indent, std::string& out) {
-  for (const LStmtRef& child : body) {
-    out += '\n';
-    out.append(static_cast<size_t>(indent) + 2, ' ');
-    print_stmt(child.get(), indent + 2, out);
-  }
-  out += ')';
-}
-
-void print_stmt(const LStmt* s, int indent, std::string& out) {
-  if (!s) {
-    out += "(null)";
-    return;
-  }
-  switch (s->kind) {
-    case LStmt::Kind::kBlock:
-      out += "(block";
-      print_body(s->body, indent, out);
-      return;
-    case LStmt::Kind::kFor:
-      out += "(for v";
-      append_integer(out, s->var);
-      out += ' ';
-      append_integer(out, s->extent);
-      if (s->parallel) out += " parallel";
-      print_body(s->body, indent, out);
-      return;
-    case LStmt::Kind::kIf:
-      out += "(if ";
-      print_expr(s->cond.get(), out);
-      print_body(s->body, indent, out);
-      return;
-    case LStmt::Kind::kStore:
-    case LStmt::Kind::kLocalStore:
-      out += s->kind == LStmt::Kind::kStore ? "(store " : "(local_store ";
-      append_integer(out, s->kind == LStmt::Kind::kStore ? s->node : s->local);
-      out += ' ';
-      print_expr(s->offset.get(), out);
-      out += ' ';
-      print_expr(s->value.get(), out);
-      out += ')';
-      return;
-    case LStmt::Kind::kLocalDecl:
-      out += "(local ";
-      append_integer(out, s->local);
-      out += ' ';
-      out += type_text(s->type);
-      out += ' ';
-      append_integer(out, s->local_size);
-      print_body(s->body, indent, out);
-      return;
-    case LStmt::Kind::kComment:
-      out += "(comment \"";
-      append_escaped(out, s->text);
-      out += "\")";
-      return;
-  }
-  out += "(?)";
-}
-
-// A node's name for a comment: printable ASCII only, so the comment stays on its line.
-std::string comment_safe(std::string_view name) {
-  std::string safe;
-  for (char c : name) safe += (c >= 0x20 && c < 0x7f) ? c : '?';
-  return safe;
-}
+using namespace loop_text;
 
 // ---------------------------------------------------------------------------------------------
 // Reading s-expressions.
@@ -467,17 +231,6 @@ std::optional<int64_t> parse_int64(std::string_view text) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
   return value;
-}
-
-bool is_identifier(std::string_view name) {
-  if (name.empty()) return false;
-  for (size_t i = 0; i < name.size(); ++i) {
-    char c = name[i];
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-              (i > 0 && c >= '0' && c <= '9');
-    if (!ok) return false;
-  }
-  return true;
 }
 
 class KernelBuilder {
@@ -883,40 +636,6 @@ class KernelBuilder {
 
 }  // namespace
 
-// ---------------------------------------------------------------------------------------------
-
-std::string print_kernel(const Kernel& kernel, const Program* program) {
-  std::string out = "(kernel " + kernel.name + " (nodes";
-  for (int node : kernel.nodes) {
-    out += ' ';
-    append_integer(out, node);
-  }
-  out += ") (vars ";
-  append_integer(out, kernel.var_count);
-  out += ") (locals ";
-  append_integer(out, kernel.local_count);
-  out += ')';
-  if (program && !kernel.nodes.empty()) {
-    out += "  ;";
-    for (size_t i = 0; i < kernel.nodes.size(); ++i) {
-      int node = kernel.nodes[i];
-      out += i == 0 ? " " : ", ";
-      append_integer(out, node);
-      out += ": ";
-      bool known = node >= 0 && static_cast<size_t>(node) < program->nodes.size();
-      out += known ? comment_safe(program->nodes[static_cast<size_t>(node)].name) : "?";
-    }
-  }
-  out += "\n  ";
-  if (kernel.body) {
-    print_stmt(kernel.body.get(), 2, out);
-  } else {
-    out += "(block)";
-  }
-  out += ")\n";
-  return out;
-}
-
 Result<std::vector<Kernel>> parse_kernels(std::string_view text) {
   Reader reader(text);
   std::vector<Kernel> kernels;
@@ -948,18 +667,6 @@ Result<Kernel> parse_kernel(std::string_view text) {
                                 describe(*extra) + " (use parse_kernels for several)");
   }
   return kernel;
-}
-
-std::string print_lowered(const LoweredProgram& lowered) {
-  std::string out;
-  for (const LoweredRoutine& routine : lowered.routines) {
-    if (!out.empty()) out += '\n';
-    out += "; routine " + comment_safe(routine.name) + ": " +
-           std::to_string(routine.kernels.size()) +
-           (routine.kernels.size() == 1 ? " kernel\n" : " kernels\n");
-    for (const Kernel& kernel : routine.kernels) out += print_kernel(kernel, &lowered.program);
-  }
-  return out;
 }
 
 }  // namespace kiln::ir

@@ -1,0 +1,214 @@
+// The loop IR's text form, printing: print_kernel and print_lowered. Grammar and rules are in
+// kiln/ir/loop.h; the parser is loop_parse.cc.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "kiln/ir/loop.h"
+
+#include "ir/loop_text_internal.h"
+
+namespace kiln::ir {
+
+namespace {
+
+using namespace loop_text;
+
+// ---------------------------------------------------------------------------------------------
+// Printing.
+
+void append_integer(std::string& out, int64_t value) { out += std::to_string(value); }
+
+void append_double(std::string& out, double value) {
+  char buffer[64];
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  if (ec != std::errc()) {
+    out += "?";
+    return;
+  }
+  out.append(buffer, end);
+}
+
+// The value as an integer when it is one that an int64 holds exactly.
+void append_const_value(std::string& out, DType type, double value) {
+  if (type == DType::kI32 || type == DType::kI64) {
+    if (std::optional<int64_t> i = exact_integer(value)) {
+      append_integer(out, *i);
+      return;
+    }
+  }
+  append_double(out, value);
+}
+
+void print_expr(const LExpr* e, std::string& out) {
+  if (!e) {
+    out += "(null)";
+    return;
+  }
+  switch (e->kind) {
+    case LExpr::Kind::kConst:
+      if (e->type == DType::kI64 && exact_integer(e->value)) {
+        append_integer(out, *exact_integer(e->value));
+      } else {
+        out += "(const ";
+        out += type_text(e->type);
+        out += ' ';
+        append_const_value(out, e->type, e->value);
+        out += ')';
+      }
+      return;
+    case LExpr::Kind::kVar:
+      out += 'v';
+      append_integer(out, e->var);
+      return;
+    case LExpr::Kind::kLoad:
+    case LExpr::Kind::kLocalLoad:
+      out += e->kind == LExpr::Kind::kLoad ? "(load " : "(local_load ";
+      out += type_text(e->type);
+      out += ' ';
+      append_integer(out, e->kind == LExpr::Kind::kLoad ? e->node : e->local);
+      out += ' ';
+      print_expr(e->offset.get(), out);
+      out += ')';
+      return;
+    case LExpr::Kind::kOp: {
+      const OpText* op = find_op(e->op);
+      out += '(';
+      out += op ? op->name : "?";
+      if (!is_cast(e->op) && e->type != DType::kI64) {
+        out += ' ';
+        out += type_text(e->type);
+      }
+      for (const LExprRef& arg : e->args) {
+        out += ' ';
+        print_expr(arg.get(), out);
+      }
+      out += ')';
+      return;
+    }
+  }
+  out += "(?)";
+}
+
+void print_stmt(const LStmt* s, int indent, std::string& out);
+
+void print_body(const std::vector<LStmtRef>& body, int indent, std::string& out) {
+  for (const LStmtRef& child : body) {
+    out += '\n';
+    out.append(static_cast<size_t>(indent) + 2, ' ');
+    print_stmt(child.get(), indent + 2, out);
+  }
+  out += ')';
+}
+
+void print_stmt(const LStmt* s, int indent, std::string& out) {
+  if (!s) {
+    out += "(null)";
+    return;
+  }
+  switch (s->kind) {
+    case LStmt::Kind::kBlock:
+      out += "(block";
+      print_body(s->body, indent, out);
+      return;
+    case LStmt::Kind::kFor:
+      out += "(for v";
+      append_integer(out, s->var);
+      out += ' ';
+      append_integer(out, s->extent);
+      if (s->parallel) out += " parallel";
+      print_body(s->body, indent, out);
+      return;
+    case LStmt::Kind::kIf:
+      out += "(if ";
+      print_expr(s->cond.get(), out);
+      print_body(s->body, indent, out);
+      return;
+    case LStmt::Kind::kStore:
+    case LStmt::Kind::kLocalStore:
+      out += s->kind == LStmt::Kind::kStore ? "(store " : "(local_store ";
+      append_integer(out, s->kind == LStmt::Kind::kStore ? s->node : s->local);
+      out += ' ';
+      print_expr(s->offset.get(), out);
+      out += ' ';
+      print_expr(s->value.get(), out);
+      out += ')';
+      return;
+    case LStmt::Kind::kLocalDecl:
+      out += "(local ";
+      append_integer(out, s->local);
+      out += ' ';
+      out += type_text(s->type);
+      out += ' ';
+      append_integer(out, s->local_size);
+      print_body(s->body, indent, out);
+      return;
+    case LStmt::Kind::kComment:
+      out += "(comment \"";
+      append_escaped(out, s->text);
+      out += "\")";
+      return;
+  }
+  out += "(?)";
+}
+
+// A node's name for a comment: printable ASCII only, so the comment stays on its line.
+std::string comment_safe(std::string_view name) {
+  std::string safe;
+  for (char c : name) safe += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return safe;
+}
+
+}  // namespace
+
+std::string print_kernel(const Kernel& kernel, const Program* program) {
+  std::string out = "(kernel " + kernel.name + " (nodes";
+  for (int node : kernel.nodes) {
+    out += ' ';
+    append_integer(out, node);
+  }
+  out += ") (vars ";
+  append_integer(out, kernel.var_count);
+  out += ") (locals ";
+  append_integer(out, kernel.local_count);
+  out += ')';
+  if (program && !kernel.nodes.empty()) {
+    out += "  ;";
+    for (size_t i = 0; i < kernel.nodes.size(); ++i) {
+      int node = kernel.nodes[i];
+      out += i == 0 ? " " : ", ";
+      append_integer(out, node);
+      out += ": ";
+      bool known = node >= 0 && static_cast<size_t>(node) < program->nodes.size();
+      out += known ? comment_safe(program->nodes[static_cast<size_t>(node)].name) : "?";
+    }
+  }
+  out += "\n  ";
+  if (kernel.body) {
+    print_stmt(kernel.body.get(), 2, out);
+  } else {
+    out += "(block)";
+  }
+  out += ")\n";
+  return out;
+}
+
+std::string print_lowered(const LoweredProgram& lowered) {
+  std::string out;
+  for (const LoweredRoutine& routine : lowered.routines) {
+    if (!out.empty()) out += '\n';
+    out += "; routine " + comment_safe(routine.name) + ": " +
+           std::to_string(routine.kernels.size()) +
+           (routine.kernels.size() == 1 ? " kernel\n" : " kernels\n");
+    for (const Kernel& kernel : routine.kernels) out += print_kernel(kernel, &lowered.program);
+  }
+  return out;
+}
+
+}  // namespace kiln::ir
