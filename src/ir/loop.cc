@@ -46,4 +46,67 @@ LExprRef lop(Op op, DType type, std::vector<LExprRef> args) {
   return e;
 }
 
+namespace {
+std::shared_ptr<LStmt> statement(LStmt::Kind kind) {
+  auto s = std::make_shared<LStmt>();
+  s->kind = kind;
+  return s;
+}
+}  // namespace
+
+LStmtRef lblock(std::vector<LStmtRef> body) {
+  auto s = statement(LStmt::Kind::kBlock);
+  s->body = std::move(body);
+  return s;
+}
+
+LStmtRef lfor(int var, int64_t extent, bool parallel, std::vector<LStmtRef> body) {
+  auto s = statement(LStmt::Kind::kFor);
+  s->var = var;
+  s->extent = extent;
+  s->parallel = parallel;
+  s->body = std::move(body);
+  return s;
+}
+
+LStmtRef lif(LExprRef cond, std::vector<LStmtRef> body) {
+  auto s = statement(LStmt::Kind::kIf);
+  s->cond = std::move(cond);
+  s->body = std::move(body);
+  return s;
+}
+
+LStmtRef lstore(int node, LExprRef offset, LExprRef value) {
+  auto s = statement(LStmt::Kind::kStore);
+  s->node = node;
+  s->type = value->type;
+  s->offset = std::move(offset);
+  s->value = std::move(value);
+  return s;
+}
+
+LStmtRef llocal_decl(int local, DType type, int64_t size, std::vector<LStmtRef> body) {
+  auto s = statement(LStmt::Kind::kLocalDecl);
+  s->local = local;
+  s->type = type;
+  s->local_size = size;
+  s->body = std::move(body);
+  return s;
+}
+
+LStmtRef llocal_store(int local, LExprRef offset, LExprRef value) {
+  auto s = statement(LStmt::Kind::kLocalStore);
+  s->local = local;
+  s->type = value->type;
+  s->offset = std::move(offset);
+  s->value = std::move(value);
+  return s;
+}
+
+LStmtRef lcomment(std::string text) {
+  auto s = statement(LStmt::Kind::kComment);
+  s->text = std::move(text);
+  return s;
+}
+
 }  // namespace kiln::ir

@@ -88,58 +88,6 @@ struct KernelBuilder {
   }
 };
 
-LStmtRef block(std::vector<LStmtRef> body) {
-  auto s = std::make_shared<LStmt>();
-  s->kind = LStmt::Kind::kBlock;
-  s->body = std::move(body);
-  return s;
-}
-
-LStmtRef for_loop(int var, int64_t extent, bool parallel, std::vector<LStmtRef> body) {
-  auto s = std::make_shared<LStmt>();
-  s->kind = LStmt::Kind::kFor;
-  s->var = var;
-  s->extent = extent;
-  s->parallel = parallel;
-  s->body = std::move(body);
-  return s;
-}
-
-LStmtRef if_then(LExprRef cond, std::vector<LStmtRef> body) {
-  auto s = std::make_shared<LStmt>();
-  s->kind = LStmt::Kind::kIf;
-  s->cond = std::move(cond);
-  s->body = std::move(body);
-  return s;
-}
-
-LStmtRef store(int node, LExprRef offset, LExprRef value) {
-  auto s = std::make_shared<LStmt>();
-  s->kind = LStmt::Kind::kStore;
-  s->node = node;
-  s->type = value->type;
-  s->offset = std::move(offset);
-  s->value = std::move(value);
-  return s;
-}
-
-LStmtRef local_store(int local, LExprRef offset, LExprRef value) {
-  auto s = std::make_shared<LStmt>();
-  s->kind = LStmt::Kind::kLocalStore;
-  s->local = local;
-  s->type = value->type;
-  s->offset = std::move(offset);
-  s->value = std::move(value);
-  return s;
-}
-
-LStmtRef comment(std::string text) {
-  auto s = std::make_shared<LStmt>();
-  s->kind = LStmt::Kind::kComment;
-  s->text = std::move(text);
-  return s;
-}
-
 class Lowerer {
  public:
   Lowerer(const Program& program, const LowerOptions& options)
@@ -454,31 +402,31 @@ LStmtRef Lowerer::accumulate_in_place(const Assignment& s, const TensorNode& tar
   // Wraps `body` in the target loops after the outermost one (the parallel loop).
   auto inner_target_loops = [&](std::vector<LStmtRef> body) {
     for (size_t d = s.target_indices.size(); d-- > 1;) {
-      body = {for_loop(target_vars_[d], target.dims[d], false, std::move(body))};
+      body = {lfor(target_vars_[d], target.dims[d], false, std::move(body))};
     }
     return body;
   };
   std::vector<LStmtRef> per_row = {note};
   if (s.accum == Accum::kAssign) {
-    auto init = inner_target_loops({store(s.target, target_offset, lconst(type, neutral(s.reduce, type)))});
+    auto init = inner_target_loops({lstore(s.target, target_offset, lconst(type, neutral(s.reduce, type)))});
     per_row.insert(per_row.end(), init.begin(), init.end());
   }
   LExprRef current = lload(s.target, type, target_offset);
-  std::vector<LStmtRef> step = {store(s.target, target_offset, lop(fold, type, {current, term}))};
-  if (!conditions.empty()) step = {if_then(conjunction(conditions), std::move(step))};
+  std::vector<LStmtRef> step = {lstore(s.target, target_offset, lop(fold, type, {current, term}))};
+  if (!conditions.empty()) step = {lif(conjunction(conditions), std::move(step))};
   std::vector<LStmtRef> folds = inner_target_loops(std::move(step));
   for (size_t r = reduced.size(); r-- > 0;) {
-    folds = {for_loop(loop_vars[reduced[r]], s.indices[reduced[r]].extent, false, std::move(folds))};
+    folds = {lfor(loop_vars[reduced[r]], s.indices[reduced[r]].extent, false, std::move(folds))};
   }
   per_row.insert(per_row.end(), folds.begin(), folds.end());
   if (s.reduce == Reduce::kMean) {
     int64_t count = 1;
     for (int r : reduced) count *= s.indices[r].extent;
     auto divide = inner_target_loops(
-        {store(s.target, target_offset, lop(Op::kDiv, type, {current, lconst(type, double(count))}))});
+        {lstore(s.target, target_offset, lop(Op::kDiv, type, {current, lconst(type, double(count))}))});
     per_row.insert(per_row.end(), divide.begin(), divide.end());
   }
-  return for_loop(target_vars_[0], target.dims[0], true, std::move(per_row));
+  return lfor(target_vars_[0], target.dims[0], true, std::move(per_row));
 }
 
 Result<std::vector<Kernel>> Lowerer::lower_statement(const Routine& routine, size_t index) {
@@ -508,7 +456,7 @@ Result<std::vector<Kernel>> Lowerer::lower_statement(const Routine& routine, siz
   }
 
   // What runs at one target point, introduced by where it came from.
-  std::vector<LStmtRef> point = {comment(target.name + ": statement " + std::to_string(index + 1) +
+  std::vector<LStmtRef> point = {lcomment(target.name + ": statement " + std::to_string(index + 1) +
                                          " of routine " + routine.name +
                                          (s.loc.line ? ", line " + std::to_string(s.loc.line) : ""))};
   LExprRef value;
@@ -534,18 +482,13 @@ Result<std::vector<Kernel>> Lowerer::lower_statement(const Routine& routine, siz
               : s.reduce == Reduce::kMax ? Op::kMax
               : s.reduce == Reduce::kMin ? Op::kMin
                                          : Op::kAdd;
-    std::vector<LStmtRef> body = {local_store(acc, i64(0), lop(fold, type, {acc_value, term}))};
-    if (!conditions.empty()) body = {if_then(conjunction(conditions), std::move(body))};
+    std::vector<LStmtRef> body = {llocal_store(acc, i64(0), lop(fold, type, {acc_value, term}))};
+    if (!conditions.empty()) body = {lif(conjunction(conditions), std::move(body))};
     for (size_t r = reduced.size(); r-- > 0;) {
-      body = {for_loop(loop_vars[reduced[r]], s.indices[reduced[r]].extent, false, std::move(body))};
+      body = {lfor(loop_vars[reduced[r]], s.indices[reduced[r]].extent, false, std::move(body))};
     }
-    auto decl = std::make_shared<LStmt>();
-    decl->kind = LStmt::Kind::kLocalDecl;
-    decl->local = acc;
-    decl->local_size = 1;
-    decl->type = type;
-    decl->body.push_back(local_store(acc, i64(0), lconst(type, neutral(s.reduce, type))));
-    decl->body.insert(decl->body.end(), body.begin(), body.end());
+    body.insert(body.begin(), llocal_store(acc, i64(0), lconst(type, neutral(s.reduce, type))));
+    LStmtRef decl = llocal_decl(acc, type, 1, std::move(body));
     value = acc_value;
     if (s.reduce == Reduce::kMean) {
       int64_t count = 1;
@@ -561,7 +504,7 @@ Result<std::vector<Kernel>> Lowerer::lower_statement(const Routine& routine, siz
     DType common = promote(old->type, value->type);
     value = lop(combine_op(s.accum), common, {cast_to(old, common), cast_to(value, common)});
   }
-  LStmtRef write = store(s.target, target_offset, cast_to(value, target.dtype));
+  LStmtRef write = lstore(s.target, target_offset, cast_to(value, target.dtype));
   if (point.back()->kind != LStmt::Kind::kLocalDecl) {
     point.push_back(write);
   } else {
@@ -571,9 +514,9 @@ Result<std::vector<Kernel>> Lowerer::lower_statement(const Routine& routine, siz
   }
   std::vector<LStmtRef> body = std::move(point);
   for (size_t d = s.target_indices.size(); d-- > 0;) {
-    body = {for_loop(target_vars_[d], target.dims[d], d == 0, std::move(body))};
+    body = {lfor(target_vars_[d], target.dims[d], d == 0, std::move(body))};
   }
-  kb.kernel.body = body.size() == 1 && body[0]->kind == LStmt::Kind::kFor ? body[0] : block(body);
+  kb.kernel.body = body.size() == 1 && body[0]->kind == LStmt::Kind::kFor ? body[0] : lblock(body);
 
   std::vector<Kernel> kernels;
   if (needs_snapshot_) {
@@ -582,8 +525,8 @@ Result<std::vector<Kernel>> Lowerer::lower_statement(const Routine& routine, siz
     copy.name = kb.kernel.name + "_snapshot";
     copy.nodes = {s.target, snapshot_node_};
     copy.var_count = 1;
-    copy.body = for_loop(0, target.element_count(), true,
-                         {store(snapshot_node_, lvar(0), lload(s.target, target.dtype, lvar(0)))});
+    copy.body = lfor(0, target.element_count(), true,
+                         {lstore(snapshot_node_, lvar(0), lload(s.target, target.dtype, lvar(0)))});
     kernels.push_back(std::move(copy));
   }
   kernels.push_back(std::move(kb.kernel));

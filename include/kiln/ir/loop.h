@@ -131,6 +131,13 @@ LExprRef lvar(int var);
 LExprRef lload(int node, DType type, LExprRef offset);
 LExprRef llocal_load(int local, DType type, LExprRef offset);
 LExprRef lop(Op op, DType type, std::vector<LExprRef> args);
+LStmtRef lblock(std::vector<LStmtRef> body);
+LStmtRef lfor(int var, int64_t extent, bool parallel, std::vector<LStmtRef> body);
+LStmtRef lif(LExprRef cond, std::vector<LStmtRef> body);
+LStmtRef lstore(int node, LExprRef offset, LExprRef value);  // type: the value's
+LStmtRef llocal_decl(int local, DType type, int64_t size, std::vector<LStmtRef> body);
+LStmtRef llocal_store(int local, LExprRef offset, LExprRef value);
+LStmtRef lcomment(std::string text);
 
 // Text form: one s-expression per kernel, e.g.
 //   (kernel main_0 (nodes 0 1) (vars 2) (locals 0)
