@@ -1,6 +1,7 @@
 // Differential testing of the compiler: random valid `.kiln` programs run on the reference
-// interpreter (`interp`) and on the CPU (`cpu`, generated C), and every output and param must
-// agree within a tolerance.
+// interpreter (`interp`, with every intermediate stored: LowerOptions::inline_virtual off) and on
+// the CPU (`cpu`, generated C, default lowering with single-use intermediates inlined), and every
+// output and param must agree within a tolerance (relative 1e-4 plus absolute 1e-5; i32 exactly).
 //
 // The generator is seeded and deterministic: program number N of a run uses seed
 // KILN_DIFF_SEED + N (default base 1), so a failure report's seed reproduces the one program with
@@ -66,6 +67,10 @@ struct GenTensor {
   bool bounded = true;
   bool may_inf = false;     // a free tensor that may hold +-inf (an empty max / min)
   bool written = false;     // written by an earlier statement, in file order
+  // An intermediate written by one elementwise `=` statement and read by the next statement
+  // only (what lowering inlines), unless `pipe_open` lets later statements read it too.
+  bool pipe = false;
+  bool pipe_open = false;
   int small_adds = 0;       // += / -= statements on a bounded tensor (each adds at most 0.125)
   double value = 0;         // a const's value
   std::string init;         // the declaration's initializer, "" for none
@@ -97,6 +102,7 @@ struct StatementCtx {
   bool reduction = false;
   bool no_compound = false;  // subscripts must be bare indices or literals (no empty reductions)
   bool any_compound = false; // a compound subscript was generated
+  const GenTensor* must_read = nullptr;  // the first float leaf reads this tensor
 };
 
 class ProgramGenerator {
@@ -115,8 +121,21 @@ class ProgramGenerator {
       if (!top_level) body += "\nroutine " + name + " {\n";
       else body += "\n# statements outside a routine: the routine main\n";
       const int statements = 2 + pick(5);
+      const std::string indent = top_level ? "" : "  ";
       for (int s = 0; s < statements; ++s) {
-        body += (top_level ? "" : "  ") + statement() + "\n";
+        GenTensor* pipe = nullptr;
+        for (GenTensor& t : tensors_) {
+          if (t.pipe && !t.written && !pipe) pipe = &t;
+        }
+        if (pipe && chance(0.35)) {
+          // An intermediate made for one reader.
+          body += indent + statement(pipe) + "\n";
+          body += indent + statement(nullptr, pipe) + "\n";
+          if (chance(0.3)) pipe->pipe_open = true;
+          ++s;
+          continue;
+        }
+        body += indent + statement() + "\n";
       }
       if (!top_level) body += "}\n";
     }
@@ -181,6 +200,11 @@ class ProgramGenerator {
       GenTensor& t = add(Role::kTensor, "t", float_or_int(0.1, 0.15), shape());
       if (chance(0.2)) t.init = initializer(t);
     }
+    for (int i = pick(3); i > 0; --i) {
+      GenTensor& t = add(Role::kTensor, "v", chance(0.85) ? DType::kF32 : DType::kF64, shape());
+      t.pipe = true;
+      t.bounded = true;
+    }
     // Consts: an integer one (for subscripts and bounds), a float scalar, a filled tensor.
     if (chance(0.5)) {
       GenTensor& c = add(Role::kConst, "n", DType::kI32, {});
@@ -238,6 +262,7 @@ class ProgramGenerator {
     for (size_t i = 0; i < tensors_.size(); ++i) {
       const GenTensor& t = tensors_[i];
       int w = 0;
+      if (t.pipe) continue;
       if (t.role == Role::kOutput) w = t.written ? 1 : 4;
       if (t.role == Role::kParam) w = 2;
       if (t.role == Role::kTensor) w = t.written ? 2 : 3;
@@ -251,10 +276,15 @@ class ProgramGenerator {
     return tensors_[weighted.back().second];
   }
 
-  std::string statement() {
-    GenTensor& target = choose_target();
+  // A statement; `pipe_target`: an elementwise `=` to that tensor; `must_read`: a statement with
+  // a float target whose right side reads that tensor.
+  std::string statement(GenTensor* pipe_target = nullptr, const GenTensor* must_read = nullptr) {
+    GenTensor* chosen = pipe_target ? pipe_target : &choose_target();
+    for (int tries = 0; must_read && !chosen->is_float() && tries < 20; ++tries) chosen = &choose_target();
+    GenTensor& target = *chosen;
     StatementCtx ctx;
     ctx.target = &target;
+    if (target.is_float()) ctx.must_read = must_read;
     // Index names: target indices first, then candidates for reduced indices.
     std::vector<std::string> names = {"i", "j", "k", "l", "m", "n", "ky", "kx", "co"};
     for (size_t i = names.size(); i > 1; --i) std::swap(names[i - 1], names[static_cast<size_t>(pick(static_cast<int>(i)))]);
@@ -274,8 +304,9 @@ class ProgramGenerator {
     }
     if (is_float && target.may_inf && accum == ir::Accum::kMul) accum = ir::Accum::kAdd;
 
+    if (pipe_target) accum = ir::Accum::kAssign;
     ir::Reduce reduce = ir::Reduce::kNone;
-    if (chance(0.45)) {
+    if (!pipe_target && chance(0.45)) {
       std::vector<ir::Reduce> allowed = {ir::Reduce::kSum, ir::Reduce::kProd, ir::Reduce::kMax,
                                          ir::Reduce::kMin, ir::Reduce::kMean};
       if (is_float && (target.bounded || accum == ir::Accum::kMul)) {
@@ -441,6 +472,7 @@ class ProgramGenerator {
       if (t.is_float() != want_float) continue;
       if (t.role == Role::kConst && t.dtype == DType::kI32) continue;  // used in subscripts
       if (t.role == Role::kTensor && !t.written && &t != ctx.target) continue;
+      if (t.pipe && !t.pipe_open) continue;
       if (exact_only && t.is_float() && t.role != Role::kInput && t.role != Role::kConst) continue;
       out.push_back(&t);
     }
@@ -599,6 +631,10 @@ class ProgramGenerator {
   }
 
   Gen float_leaf(StatementCtx& ctx) {
+    if (const GenTensor* t = ctx.must_read) {
+      ctx.must_read = nullptr;
+      return atom(reference(ctx, *t, false), 2);
+    }
     std::vector<const GenTensor*> floats = readable(ctx, true, false);
     const int kind = pick(12);
     if (kind < 6 && !floats.empty()) {
@@ -791,9 +827,9 @@ struct DeviceRun {
 // Compiles `program` for `device`, writes the inputs of each generated program (random values
 // from its seed).
 DeviceRun start(const hal::DeviceRef& device, const ir::Program& program,
-                const std::vector<const Generated*>& parts) {
+                const std::vector<const Generated*>& parts, const runtime::ProgramOptions& options) {
   DeviceRun run;
-  auto instance = runtime::ProgramInstance::create(device, program, {});
+  auto instance = runtime::ProgramInstance::create(device, program, options);
   if (!instance.ok()) {
     run.status = instance.status();
     return run;
@@ -836,8 +872,12 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
                     << "\n" << numbered(text);
       return 0;
     }
-    DeviceRun reference = start(interp_, *program, parts);
-    DeviceRun cpu = start(cpu_, *program, parts);
+    // The reference is the interpreter running the plainest lowering (every intermediate
+    // stored); the CPU runs the default one (single-use intermediates inlined).
+    runtime::ProgramOptions plain;
+    plain.lower.inline_virtual = false;
+    DeviceRun reference = start(interp_, *program, parts, plain);
+    DeviceRun cpu = start(cpu_, *program, parts, {});
     if (!reference.status.ok() || !cpu.status.ok()) {
       if (parts.size() > 1) {
         // Find the culprit(s) one by one.
@@ -848,6 +888,10 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
       ADD_FAILURE() << "compiling failed: interp: " << reference.status << "; cpu: " << cpu.status
                     << "\n" << describe(*parts[0]);
       return 0;
+    }
+    for (const ir::TensorNode& node : cpu.instance->lowered().program.nodes) {
+      if (node.role != Role::kTensor) continue;
+      (node.memory == ir::MemoryMode::kVirtual ? stats_.inlined : stats_.stored)++;
     }
     std::set<const Generated*> failed;
     for (int pass = 1; pass <= 2; ++pass) {
@@ -903,7 +947,7 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
   TempDir cache_;
   hal::DeviceRef cpu_, interp_;
   struct {
-    int64_t values = 0, nonzero = 0, nonfinite = 0;
+    int64_t values = 0, nonzero = 0, nonfinite = 0, inlined = 0, stored = 0;
   } stats_;
 };
 
@@ -937,10 +981,11 @@ TEST_P(DifferentialTest, RandomProgramsAgreeOnInterpAndCpu) {
     checked += run_batch(batch);
   }
   std::printf("shard %d: %d of %zu generated programs agree (seeds %llu + n, n = %d mod %d), %.1f s; "
-              "%lld values compared, %lld non-zero, %lld not finite\n",
+              "%lld values compared, %lld non-zero, %lld not finite; intermediates: %lld inlined, %lld stored\n",
               shard, checked, total, static_cast<unsigned long long>(s.seed), shard, kShards,
               double(now_ns() - start_ns) / 1e9, static_cast<long long>(stats_.values),
-              static_cast<long long>(stats_.nonzero), static_cast<long long>(stats_.nonfinite));
+              static_cast<long long>(stats_.nonzero), static_cast<long long>(stats_.nonfinite),
+              static_cast<long long>(stats_.inlined), static_cast<long long>(stats_.stored));
 }
 
 INSTANTIATE_TEST_SUITE_P(Shards, DifferentialTest, ::testing::Range(0, kShards));
