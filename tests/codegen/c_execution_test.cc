@@ -338,7 +338,7 @@ TEST(CExecution, EveryOpMatchesTheSemantics) {
         got = text;
       }
       if (!ok && ++failures <= 40) {
-        ADD_FAILURE() << c.label << " " << op_text(c.op) << " on "
+        ADD_FAILURE() << c.label << " " << ir::op_name(c.op) << " on "
                       << (c.in == DType::kF32 ? "f32" : c.in == DType::kF64 ? "f64" : "i32")
                       << " (" << args << "): got " << got;
       }

@@ -22,71 +22,27 @@ using ir::LStmt;
 using ir::LStmtRef;
 using ir::Op;
 
-inline LStmtRef block(std::vector<LStmtRef> body) {
-  auto s = std::make_shared<LStmt>();
-  s->kind = LStmt::Kind::kBlock;
-  s->body = std::move(body);
-  return s;
-}
-
+// Short names for the constructors of kiln/ir/loop.h.
+inline LStmtRef block(std::vector<LStmtRef> body) { return ir::lblock(std::move(body)); }
 inline LStmtRef loop(int var, int64_t extent, std::vector<LStmtRef> body, bool parallel = false) {
-  auto s = std::make_shared<LStmt>();
-  s->kind = LStmt::Kind::kFor;
-  s->var = var;
-  s->extent = extent;
-  s->parallel = parallel;
-  s->body = std::move(body);
-  return s;
+  return ir::lfor(var, extent, parallel, std::move(body));
 }
-
 inline LStmtRef ploop(int var, int64_t extent, std::vector<LStmtRef> body) {
   return loop(var, extent, std::move(body), /*parallel=*/true);
 }
-
 inline LStmtRef if_then(LExprRef cond, std::vector<LStmtRef> body) {
-  auto s = std::make_shared<LStmt>();
-  s->kind = LStmt::Kind::kIf;
-  s->cond = std::move(cond);
-  s->body = std::move(body);
-  return s;
+  return ir::lif(std::move(cond), std::move(body));
 }
-
 inline LStmtRef store(int node, LExprRef offset, LExprRef value) {
-  auto s = std::make_shared<LStmt>();
-  s->kind = LStmt::Kind::kStore;
-  s->node = node;
-  s->type = value->type;
-  s->offset = std::move(offset);
-  s->value = std::move(value);
-  return s;
+  return ir::lstore(node, std::move(offset), std::move(value));
 }
-
 inline LStmtRef local(int local, DType type, int64_t size, std::vector<LStmtRef> body) {
-  auto s = std::make_shared<LStmt>();
-  s->kind = LStmt::Kind::kLocalDecl;
-  s->local = local;
-  s->type = type;
-  s->local_size = size;
-  s->body = std::move(body);
-  return s;
+  return ir::llocal_decl(local, type, size, std::move(body));
 }
-
 inline LStmtRef local_store(int local, LExprRef offset, LExprRef value) {
-  auto s = std::make_shared<LStmt>();
-  s->kind = LStmt::Kind::kLocalStore;
-  s->local = local;
-  s->type = value->type;
-  s->offset = std::move(offset);
-  s->value = std::move(value);
-  return s;
+  return ir::llocal_store(local, std::move(offset), std::move(value));
 }
-
-inline LStmtRef comment(std::string text) {
-  auto s = std::make_shared<LStmt>();
-  s->kind = LStmt::Kind::kComment;
-  s->text = std::move(text);
-  return s;
-}
+inline LStmtRef comment(std::string text) { return ir::lcomment(std::move(text)); }
 
 // i64 offset arithmetic.
 inline LExprRef i64(int64_t v) { return ir::lconst(DType::kI64, static_cast<double>(v)); }
@@ -276,43 +232,6 @@ inline ir::Program all_ops_program() {
   return p;
 }
 
-inline std::string op_text(Op op) {
-  switch (op) {
-    case Op::kNeg: return "neg";
-    case Op::kExp: return "exp";
-    case Op::kLog: return "log";
-    case Op::kSqrt: return "sqrt";
-    case Op::kRsqrt: return "rsqrt";
-    case Op::kTanh: return "tanh";
-    case Op::kSigmoid: return "sigmoid";
-    case Op::kRelu: return "relu";
-    case Op::kAbs: return "abs";
-    case Op::kSin: return "sin";
-    case Op::kCos: return "cos";
-    case Op::kFloor: return "floor";
-    case Op::kCeil: return "ceil";
-    case Op::kCastF32: return "f32";
-    case Op::kCastF64: return "f64";
-    case Op::kCastI32: return "i32";
-    case Op::kAdd: return "+";
-    case Op::kSub: return "-";
-    case Op::kMul: return "*";
-    case Op::kDiv: return "/";
-    case Op::kLt: return "<";
-    case Op::kLe: return "<=";
-    case Op::kGt: return ">";
-    case Op::kGe: return ">=";
-    case Op::kEq: return "==";
-    case Op::kNe: return "!=";
-    case Op::kMax: return "max";
-    case Op::kMin: return "min";
-    case Op::kPow: return "pow";
-    case Op::kSelect: return "select";
-    case Op::kFma: return "fma";
-  }
-  return "?";
-}
-
 inline Kernel all_ops_kernel() {
   std::vector<OpCase> cases = op_cases();
   int64_t counts[3];
@@ -326,11 +245,10 @@ inline Kernel all_ops_kernel() {
     const OpCase& c = cases[i];
     auto in = [&](int w) { return ir::lload(input_node(c.in, w), c.in, v(0)); };
     std::vector<LExprRef> args;
-    int arity = c.op == Op::kSelect || c.op == Op::kFma ? 3
-                : (c.op >= Op::kAdd && c.op <= Op::kPow) ? 2
-                                                          : 1;
-    for (int w = 0; w < arity; ++w) args.push_back(in(w));
-    body.push_back(comment(op_text(c.op) + " " + std::string(c.in == DType::kF32   ? "f32"
+    for (int w = 0; w < ir::op_arity(c.op); ++w) args.push_back(in(w));
+    // The golden files name negation "neg", as the loop-IR text does.
+    const std::string name = c.op == Op::kNeg ? "neg" : std::string(ir::op_name(c.op));
+    body.push_back(comment(name + " " + std::string(c.in == DType::kF32   ? "f32"
                                                              : c.in == DType::kF64 ? "f64"
                                                                                    : "i32")));
     body.push_back(store(result_node(c.out), add64(i64(slots[i] * kOpsN), v(0)),

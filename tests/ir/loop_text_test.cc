@@ -19,69 +19,23 @@ namespace kiln::ir {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// Building statements (loop.cc has constructors for expressions only).
+// Building statements: short names for the constructors of kiln/ir/loop.h.
 
-LStmtRef block(std::vector<LStmtRef> body) {
-  auto s = std::make_shared<LStmt>();
-  s->kind = LStmt::Kind::kBlock;
-  s->body = std::move(body);
-  return s;
-}
-
+LStmtRef block(std::vector<LStmtRef> body) { return lblock(std::move(body)); }
 LStmtRef for_(int var, int64_t extent, std::vector<LStmtRef> body, bool parallel = false) {
-  auto s = std::make_shared<LStmt>();
-  s->kind = LStmt::Kind::kFor;
-  s->var = var;
-  s->extent = extent;
-  s->parallel = parallel;
-  s->body = std::move(body);
-  return s;
+  return lfor(var, extent, parallel, std::move(body));
 }
-
-LStmtRef if_(LExprRef cond, std::vector<LStmtRef> body) {
-  auto s = std::make_shared<LStmt>();
-  s->kind = LStmt::Kind::kIf;
-  s->cond = std::move(cond);
-  s->body = std::move(body);
-  return s;
-}
-
+LStmtRef if_(LExprRef cond, std::vector<LStmtRef> body) { return lif(std::move(cond), std::move(body)); }
 LStmtRef store(int node, LExprRef offset, LExprRef value) {
-  auto s = std::make_shared<LStmt>();
-  s->kind = LStmt::Kind::kStore;
-  s->node = node;
-  s->type = value->type;
-  s->offset = std::move(offset);
-  s->value = std::move(value);
-  return s;
+  return lstore(node, std::move(offset), std::move(value));
 }
-
 LStmtRef local_decl(int local, DType type, int64_t size, std::vector<LStmtRef> body) {
-  auto s = std::make_shared<LStmt>();
-  s->kind = LStmt::Kind::kLocalDecl;
-  s->local = local;
-  s->type = type;
-  s->local_size = size;
-  s->body = std::move(body);
-  return s;
+  return llocal_decl(local, type, size, std::move(body));
 }
-
 LStmtRef local_store(int local, LExprRef offset, LExprRef value) {
-  auto s = std::make_shared<LStmt>();
-  s->kind = LStmt::Kind::kLocalStore;
-  s->local = local;
-  s->type = value->type;
-  s->offset = std::move(offset);
-  s->value = std::move(value);
-  return s;
+  return llocal_store(local, std::move(offset), std::move(value));
 }
-
-LStmtRef comment(std::string text) {
-  auto s = std::make_shared<LStmt>();
-  s->kind = LStmt::Kind::kComment;
-  s->text = std::move(text);
-  return s;
-}
+LStmtRef comment(std::string text) { return lcomment(std::move(text)); }
 
 LExprRef i64(int64_t v) { return lconst(DType::kI64, static_cast<double>(v)); }
 
