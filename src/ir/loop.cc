@@ -1,6 +1,8 @@
 // Constructors of the loop IR. Its text form is in loop_text.cc.
 #include "kiln/ir/loop.h"
 
+#include <algorithm>
+
 namespace kiln::ir {
 
 LExprRef lconst(DType type, double value) {
@@ -107,6 +109,43 @@ LStmtRef lcomment(std::string text) {
   auto s = statement(LStmt::Kind::kComment);
   s->text = std::move(text);
   return s;
+}
+
+}  // namespace kiln::ir
+
+namespace kiln::ir {
+
+namespace {
+
+void collect_access(const LExprRef& e, std::vector<int>& read) {
+  if (!e) return;
+  if (e->kind == LExpr::Kind::kLoad) read.push_back(e->node);
+  collect_access(e->offset, read);
+  for (const LExprRef& a : e->args) collect_access(a, read);
+}
+
+void collect_access(const LStmtRef& s, NodeAccess& access) {
+  if (!s) return;
+  if (s->kind == LStmt::Kind::kStore) access.written.push_back(s->node);
+  collect_access(s->cond, access.read);
+  collect_access(s->offset, access.read);
+  collect_access(s->value, access.read);
+  for (const LStmtRef& child : s->body) collect_access(child, access);
+}
+
+void sort_unique(std::vector<int>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+}  // namespace
+
+NodeAccess node_access(const Kernel& kernel) {
+  NodeAccess access;
+  collect_access(kernel.body, access);
+  sort_unique(access.read);
+  sort_unique(access.written);
+  return access;
 }
 
 }  // namespace kiln::ir

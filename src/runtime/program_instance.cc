@@ -1,42 +1,12 @@
 #include "kiln/runtime/program_instance.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 
-#include "kiln/base/random.h"
 #include "kiln/codegen/c_emitter.h"
+#include "kiln/runtime/code.h"
+#include "runtime/initial_value.h"
 
 namespace kiln::runtime {
-
-namespace {
-
-// Fills `count` elements of `type` at `out` from an initializer.
-void fill_init(const ir::TensorNode& node, uint64_t seed, std::vector<std::byte>& bytes) {
-  const int64_t count = node.element_count();
-  Random random = Random::for_name(seed, node.name);
-  for (int64_t i = 0; i < count; ++i) {
-    double v = 0;
-    switch (node.init.kind) {
-      case ir::Init::Kind::kNone: v = 0; break;
-      case ir::Init::Kind::kValue: v = node.init.a; break;
-      case ir::Init::Kind::kUniform: v = random.uniform(node.init.a, node.init.b); break;
-      case ir::Init::Kind::kNormal: v = random.normal(node.init.a, node.init.b); break;
-    }
-    std::byte* at = bytes.data() + i * ir::dtype_size(node.dtype);
-    if (node.dtype == ir::DType::kF32) {
-      float f = static_cast<float>(v);
-      std::memcpy(at, &f, sizeof f);
-    } else if (node.dtype == ir::DType::kF64) {
-      std::memcpy(at, &v, sizeof v);
-    } else {
-      int32_t n = static_cast<int32_t>(std::clamp(std::floor(v), -2147483648.0, 2147483647.0));
-      std::memcpy(at, &n, sizeof n);
-    }
-  }
-}
-
-}  // namespace
 
 Result<std::string> ProgramInstance::generate_source(const ir::LoweredProgram& lowered,
                                                      const hal::DeviceCapabilities& capabilities,
@@ -57,7 +27,7 @@ Result<std::string> ProgramInstance::generate_source(const ir::LoweredProgram& l
     for (const ir::Kernel& k : kernels) text += ir::print_kernel(k, &lowered.program) + "\n";
     return text;
   }
-  return unimplemented_error("the device builds none of the formats kiln generates (c, kiln-loop)");
+  return unimplemented_error("the device builds none of the formats kiln generates (c, opencl-c, kiln-loop)");
 }
 
 Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef device,
@@ -68,18 +38,8 @@ Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef 
   KILN_ASSIGN_OR_RETURN(instance->lowered_, ir::lower_program(program, options.lower));
   const ir::LoweredProgram& lowered = instance->lowered_;
 
-  std::string format;
-  KILN_ASSIGN_OR_RETURN(instance->source_,
-                        generate_source(lowered, device->info().capabilities, &format));
-  hal::ExecutableSource source{format, instance->source_, {}, program.file.empty() ? "program" : program.file};
-  for (const ir::LoweredRoutine& r : lowered.routines) {
-    for (const ir::Kernel& k : r.kernels) {
-      source.exports.push_back({k.name, static_cast<uint32_t>(k.nodes.size()), 0});
-    }
-  }
-  if (!source.exports.empty()) {
-    KILN_ASSIGN_OR_RETURN(instance->executable_, device->compile_executable(source));
-  }
+  KILN_ASSIGN_OR_RETURN(instance->executable_,
+                        build_executable(lowered, device, &instance->source_));
   KILN_ASSIGN_OR_RETURN(instance->queue_, device->create_queue());
   instance->timeline_ = device->create_semaphore(0);
 
@@ -92,8 +52,8 @@ Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef 
     Result<hal::BufferRef> buffer = device->allocator().allocate({}, bytes);
     if (!buffer.ok()) return buffer.status().annotate("allocating node '" + node.name + "'");
     instance->buffers_[node.id] = *buffer;
-    std::vector<std::byte> init(bytes);
-    fill_init(node, options.seed, init);
+    std::vector<std::byte> init;
+    fill_initial_value(node, options.seed, init);
     KILN_RETURN_IF_ERROR(instance->write(node.name, init.data(), init.size()));
   }
 

@@ -139,6 +139,14 @@ LStmtRef llocal_decl(int local, DType type, int64_t size, std::vector<LStmtRef> 
 LStmtRef llocal_store(int local, LExprRef offset, LExprRef value);
 LStmtRef lcomment(std::string text);
 
+// The nodes a kernel loads from and stores to (each sorted, without repeats); what the runtime
+// synchronizes on. A node both loaded and stored is in both lists.
+struct NodeAccess {
+  std::vector<int> read;
+  std::vector<int> written;
+};
+NodeAccess node_access(const Kernel& kernel);
+
 // Text form: one s-expression per kernel, e.g.
 //   (kernel main_0 (nodes 0 1) (vars 2) (locals 0)
 //     (for v0 64 parallel

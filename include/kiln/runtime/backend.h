@@ -1,0 +1,103 @@
+// Backend: the runtime over one HAL device: its streams, compiling and linking routines into
+// contexts, and waiting for work. This is the user-facing layer of OCANNL's backend design
+// ("the anatomy of a backend") over kiln's HAL; transfers are in kiln/runtime/transfer.h.
+//
+// Typical use (see examples/train_moons.cc):
+//   auto nodes = NodeTable::create(program);
+//   auto backend = Backend::create(device);
+//   auto stream = backend->new_stream();
+//   auto code = backend->compile_batch(program, {"step"}, {.shared = true});
+//   auto root = backend->make_context(stream, nodes);
+//   auto linked = backend->link(root, code, "step");
+//   linked.routine->run();                 // returns at once
+//   nodes->tensor("loss")->read_as<float>(); // waits for the writer, copies back
+//
+// A Backend is thread-safe: routines and transfers may be scheduled from several host threads.
+// Destroying it waits for every stream to finish.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "kiln/base/status.h"
+#include "kiln/hal/device.h"
+#include "kiln/ir/program.h"
+#include "kiln/runtime/code.h"
+#include "kiln/runtime/context.h"
+#include "kiln/runtime/node_table.h"
+#include "kiln/runtime/routine.h"
+#include "kiln/runtime/stream.h"
+#include "kiln/runtime/trace.h"
+
+namespace kiln::runtime {
+
+struct BackendOptions {
+  // Workgroups per dispatch of a parallel kernel: min(its extent, this); 0 means 4 per compute
+  // unit. 1 runs each kernel on one worker, so that a stream is one core (OCANNL's multicore
+  // CPU backend) and streams are the only parallelism.
+  uint32_t max_workgroups = 0;
+  // When set, every routine and transfer is recorded with the time it ran on its stream.
+  std::shared_ptr<Trace> trace;
+};
+
+struct Linked {
+  RoutineRef routine;
+  ContextRef context;  // a child of the context linked into
+};
+
+struct LinkedBatch {
+  std::vector<RoutineRef> routines;  // in the code's order
+  ContextRef context;
+};
+
+class Backend : public std::enable_shared_from_this<Backend> {
+ public:
+  static Result<std::shared_ptr<Backend>> create(hal::DeviceRef device, BackendOptions options = {});
+  ~Backend();
+
+  const hal::DeviceRef& device() const { return device_; }
+  const BackendOptions& options() const { return options_; }
+
+  // A new stream: a HAL queue of the device. Named "<device>/s<N>" unless `name` is given.
+  Result<StreamRef> new_stream(std::string name = "");
+  std::vector<StreamRef> streams() const;
+  // Every stream of this backend: blocks until idle (the first failure, or DEADLINE_EXCEEDED).
+  Status await(Timeout timeout = Timeout::infinite()) const;
+  bool is_idle() const;
+
+  // Lowers the routine(s) of `program`. NOT_FOUND for an unknown routine name.
+  Result<CodeRef> compile(const ir::Program& program, std::string_view routine,
+                          const CompileOptions& options = {});
+  Result<CodeRef> compile_batch(const ir::Program& program, std::span<const std::string> routines,
+                                const CompileOptions& options = {});
+
+  // A root context on one of this backend's streams, for the nodes of `nodes`.
+  Result<ContextRef> make_context(const StreamRef& stream, std::shared_ptr<NodeTable> nodes,
+                                  std::string label = "");
+  // Binds a routine of `code` into `parent`: finds each node's array in the context tree (or the
+  // device's shared array), allocates and uploads the missing ones in a new child context.
+  // INVALID_ARGUMENT when a node's dtype or shape differs from the table's, or for code compiled
+  // by another backend without `shared`; the device's status when building fails.
+  Result<Linked> link(const ContextRef& parent, const CodeRef& code, std::string_view routine);
+  Result<LinkedBatch> link_batch(const ContextRef& parent, const CodeRef& code);
+
+ private:
+  Backend(hal::DeviceRef device, BackendOptions options)
+      : device_(std::move(device)), options_(std::move(options)) {}
+  Result<LinkedBatch> link_routines(const ContextRef& parent, const CodeRef& code,
+                                    const std::vector<std::string>& names);
+
+  hal::DeviceRef device_;
+  BackendOptions options_;
+  std::vector<StreamRef> streams_;  // guarded by the scheduling mutex
+  // The device-wide arrays of kShared nodes, by (table, node).
+  std::map<std::pair<const NodeTable*, std::string>, std::weak_ptr<DeviceArray>> shared_arrays_;
+};
+
+}  // namespace kiln::runtime

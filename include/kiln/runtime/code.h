@@ -1,0 +1,59 @@
+// Code: routines compiled into device-independent form (lowered loop nests), built for a device
+// when linked. One Code may hold many routines (compile_batch): they share one source file and
+// one executable per device.
+//
+// With `shared`, a Code may be linked into contexts of any backend and device; its executable is
+// built once per device and kept. Without it, it belongs to the backend that compiled it
+// (linking it elsewhere is INVALID_ARGUMENT), which may postpone building to the first link.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/hal/device.h"
+#include "kiln/ir/lower.h"
+
+namespace kiln::runtime {
+
+class Backend;
+
+struct CompileOptions {
+  bool shared = false;
+  ir::LowerOptions lower;
+};
+
+class Code {
+ public:
+  const ir::LoweredProgram& lowered() const { return lowered_; }
+  bool shared() const { return shared_; }
+  std::vector<std::string> routine_names() const;
+
+  // The executable of every routine for `device`, built on the first call per device; its
+  // exports are the kernels of every routine, in order.
+  Result<hal::ExecutableRef> executable_for(const hal::DeviceRef& device);
+  // The generated source for `device` (what executable_for builds).
+  Result<std::string> source_for(const hal::DeviceRef& device) const;
+
+ private:
+  friend class Backend;
+  Code() = default;
+
+  ir::LoweredProgram lowered_;
+  bool shared_ = false;
+  const Backend* compiled_by_ = nullptr;  // for code that is not shared
+  std::mutex mu_;
+  std::vector<std::pair<std::weak_ptr<hal::Device>, hal::ExecutableRef>> executables_;
+};
+
+using CodeRef = std::shared_ptr<Code>;
+
+// Generates the device's source for every kernel of `lowered` (one file) and builds it: exports
+// are the kernels of every routine, in order. Null when there are no kernels.
+Result<hal::ExecutableRef> build_executable(const ir::LoweredProgram& lowered,
+                                            const hal::DeviceRef& device,
+                                            std::string* source = nullptr);
+
+}  // namespace kiln::runtime

@@ -1,0 +1,150 @@
+// NodeTable: the tensor nodes of a model as the runtime knows them, each with its host copy and
+// the modes that decide where its device arrays live.
+//
+// A NodeTable is made from a Program and shared by every context that runs that program's
+// routines, on any stream of any device. Nodes are identified by name: code linked into a
+// context tree of this table must declare a node of the same name with the same dtype and shape.
+//
+// A caller may rely on:
+//  - every node has a host copy, initialized from its initializer (seeded by name, as `kiln run`
+//    does) or zeros;
+//  - modes can be changed only before the node has a device array (FAILED_PRECONDITION after),
+//    and inconsistent ones are refused (INVALID_ARGUMENT saying why);
+//  - Tensor::read / Tensor::write are the automatic host transfers (see Tensor).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/base/status.h"
+#include "kiln/base/time.h"
+#include "kiln/ir/program.h"
+#include "kiln/runtime/stream.h"
+
+namespace kiln::runtime {
+
+class DeviceArray;
+
+// What the host does with a node's data (OCANNL's hosted memory modes).
+enum class HostedKind : uint8_t {
+  kConstant,          // written by the host before use; never written on devices (consts)
+  kChangedOnDevices,  // written by routines; the host reads results back (params, outputs)
+  kVolatile,          // rewritten by the host between runs (inputs)
+};
+std::string_view hosted_kind_name(HostedKind kind);
+
+// Whether the streams of one device share one array of the node.
+enum class Sharing : uint8_t {
+  kPerStream,  // each stream's context tree has its own array
+  kShared,     // one array per device; if written, only its owner stream may write it
+};
+std::string_view sharing_name(Sharing sharing);
+
+struct NodeDesc {
+  std::string name;
+  ir::DType dtype = ir::DType::kF32;
+  std::vector<int64_t> dims;
+  size_t bytes = 0;
+  HostedKind hosted = HostedKind::kChangedOnDevices;
+  Sharing sharing = Sharing::kPerStream;
+  bool written_by_routines = false;  // some routine of the program stores to it
+};
+
+// A node with its host copy. Beyond desc(), its members are the runtime's bookkeeping, guarded
+// by the scheduling mutex; use Tensor to read or write the host copy.
+class Node {
+ public:
+  explicit Node(NodeDesc desc) : host(desc.bytes), desc_(std::move(desc)) {}
+  const NodeDesc& desc() const { return desc_; }
+
+  std::vector<std::byte> host;
+  // Every device array of this node (any context, any device), to mark them stale on a host
+  // write.
+  std::vector<std::weak_ptr<DeviceArray>> arrays;
+  // The array written on a device after the host copy was last brought up to date, if any.
+  std::weak_ptr<DeviceArray> newer_on_device;
+  // The last device action that reads or writes the host copy asynchronously (a to_host, or an
+  // upload that could not snapshot it): the host waits for it before touching the copy.
+  std::optional<StreamPoint> host_pending;
+
+ private:
+  friend class NodeTable;
+  NodeDesc desc_;
+};
+
+class NodeTable;
+
+// A host-side handle of one node: the automatic host transfers.
+//  - read() waits for the node's pending device writers and copies the newest device data back
+//    first when a device holds newer data than the host;
+//  - write() replaces the host copy and marks every device array stale, so that the next routine
+//    or transfer that reads an array uploads the host copy first.
+// With automatic transfers switched off (NodeTable::set_automatic_transfers(false)), read() and
+// write() touch only the host copy and the caller moves data with to_host / from_host (kiln/runtime/transfer.h).
+class Tensor {
+ public:
+  const NodeDesc& desc() const { return node_->desc(); }
+  // `out` / `data` must hold exactly desc().bytes bytes (INVALID_ARGUMENT otherwise).
+  Status read(std::span<std::byte> out, Timeout timeout = Timeout::infinite()) const;
+  Status write(std::span<const std::byte> data) const;
+  template <typename T>
+  Result<std::vector<T>> read_as(Timeout timeout = Timeout::infinite()) const;
+  template <typename T>
+  Status write_from(const std::vector<T>& values) const {
+    return write(std::as_bytes(std::span<const T>(values)));
+  }
+
+ private:
+  friend class NodeTable;
+  Tensor(std::shared_ptr<NodeTable> table, std::shared_ptr<Node> node)
+      : table_(std::move(table)), node_(std::move(node)) {}
+  std::shared_ptr<NodeTable> table_;
+  std::shared_ptr<Node> node_;
+};
+
+class NodeTable : public std::enable_shared_from_this<NodeTable> {
+ public:
+  // Host copies initialized from the program's initializers with `seed`. Defaults: consts are
+  // kConstant, inputs kVolatile, everything else kChangedOnDevices; a node no routine writes
+  // that is kConstant, or a param no routine writes, is kShared; everything else kPerStream.
+  static Result<std::shared_ptr<NodeTable>> create(const ir::Program& program, uint64_t seed = 0);
+
+  // NOT_FOUND naming the node.
+  Result<std::shared_ptr<Node>> find(std::string_view name) const;
+  Result<Tensor> tensor(std::string_view name);
+  std::vector<std::string> names() const;
+
+  // Refused once the node has a device array (FAILED_PRECONDITION). kConstant for a node that
+  // a routine writes is INVALID_ARGUMENT.
+  Status set_hosted_kind(std::string_view name, HostedKind kind);
+  Status set_sharing(std::string_view name, Sharing sharing);
+
+  // On by default. Off: routines never upload stale arrays, Tensor::read never copies back.
+  void set_automatic_transfers(bool on);
+  bool automatic_transfers() const;
+
+ private:
+  friend class Tensor;
+  NodeTable() = default;
+
+  std::map<std::string, std::shared_ptr<Node>, std::less<>> nodes_;
+  std::atomic<bool> automatic_{true};
+};
+
+template <typename T>
+Result<std::vector<T>> Tensor::read_as(Timeout timeout) const {
+  if (desc().bytes % sizeof(T) != 0) return invalid_argument_error("element size mismatch");
+  std::vector<T> values(desc().bytes / sizeof(T));
+  KILN_RETURN_IF_ERROR(read(std::as_writable_bytes(std::span<T>(values)), timeout));
+  return values;
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,63 @@
+// Routine: compiled code linked into a context: what runs on the context's stream.
+//
+// run() schedules it and returns at once: the routine waits (through HAL semaphores, without
+// blocking the host) for the last writers of the nodes it reads and for the readers of the
+// nodes it writes on other streams, and for its stream's previous work. With automatic host
+// transfers on, arrays whose host copy is newer are uploaded first. A routine reading `x.merge`
+// checks, when scheduled, that its stream's merge buffer holds x (FAILED_PRECONDITION if not).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/base/status.h"
+#include "kiln/hal/command.h"
+#include "kiln/runtime/code.h"
+#include "kiln/runtime/context.h"
+
+namespace kiln::runtime {
+
+class Routine {
+ public:
+  const std::string& name() const { return name_; }
+  const ContextRef& context() const { return context_; }
+  const std::vector<std::string>& reads() const { return reads_; }
+  const std::vector<std::string>& writes() const { return writes_; }
+  // The node whose merge buffer copy it reads (`x` for `x.merge`); empty if none.
+  const std::string& merge_node() const { return merge_node_; }
+
+  // Schedules it on its context's stream.
+  Status run() const;
+  // Schedules it on `context`'s stream with that context tree's arrays (e.g. a sibling context
+  // on another stream that linked the same code). INVALID_ARGUMENT for a context on another
+  // device; NOT_FOUND when that tree lacks one of its nodes.
+  Status run_in(const ContextRef& context) const;
+
+ private:
+  friend class Backend;
+  Routine() = default;
+
+  // One kernel: its export, workgroup count, and for each binding the node name (or the merge
+  // buffer, when merge_binding is that binding's index).
+  struct Dispatch {
+    uint32_t export_ordinal = 0;
+    uint32_t workgroups = 1;
+    std::vector<std::string> bindings;
+    int merge_binding = -1;
+  };
+
+  std::string name_;
+  ContextRef context_;
+  CodeRef code_;
+  hal::ExecutableRef executable_;
+  std::vector<Dispatch> dispatches_;
+  std::vector<std::string> reads_;   // sorted, merge buffer excluded
+  std::vector<std::string> writes_;  // sorted
+  std::string merge_node_;
+  size_t merge_bytes_ = 0;
+};
+
+using RoutineRef = std::shared_ptr<Routine>;
+
+}  // namespace kiln::runtime

@@ -1,0 +1,41 @@
+// Trace: what ran on which stream and when, written as a Chrome / Perfetto trace
+// (the JSON "traceEvents" format; open it in ui.perfetto.dev or chrome://tracing).
+//
+// A backend with a trace records every routine and transfer when it runs on its stream (times
+// taken on the device's queue, not when it was scheduled). Recording is thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/base/status.h"
+
+namespace kiln::runtime {
+
+class Trace {
+ public:
+  struct Event {
+    std::string name;      // the routine or transfer
+    std::string category;  // "routine", "transfer"
+    std::string stream;    // the stream's name (a thread of the trace)
+    int thread = 0;        // the stream's ordinal
+    int64_t begin_ns = 0;  // monotonic clock
+    int64_t end_ns = 0;
+  };
+
+  void record(Event event);
+  std::vector<Event> events() const;
+  // {"traceEvents": [...]} with one complete ("X") event per record and the streams' names.
+  std::string json() const;
+  // Writes json() to `path` (atomically: a temporary file renamed). INTERNAL naming the path.
+  Status write_json(const std::string& path) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<Event> events_;
+};
+
+}  // namespace kiln::runtime

@@ -1,0 +1,58 @@
+#include "kiln/runtime/context.h"
+
+#include "kiln/runtime/backend.h"
+#include "runtime/scheduler.h"
+
+namespace kiln::runtime {
+
+Context::Context(std::shared_ptr<Backend> backend, StreamRef stream, std::shared_ptr<NodeTable> nodes,
+                 std::shared_ptr<Context> parent, std::string label)
+    : backend_(std::move(backend)),
+      stream_(std::move(stream)),
+      nodes_(std::move(nodes)),
+      parent_(std::move(parent)),
+      label_(std::move(label)) {}
+
+void Context::finalize() {
+  std::map<std::string, std::shared_ptr<DeviceArray>, std::less<>> arrays;
+  {
+    std::lock_guard<std::mutex> lock(scheduling_mutex());
+    if (finalized_) return;
+    finalized_ = true;
+    arrays.swap(arrays_);
+  }
+  // The buffers go when the last reference does: queued work holds its own.
+}
+
+bool Context::finalized() const {
+  std::lock_guard<std::mutex> lock(scheduling_mutex());
+  return finalized_;
+}
+
+Status Context::check_usable() const {
+  for (const Context* c = this; c; c = c->parent_.get()) {
+    if (c->finalized_) {
+      return failed_precondition_error(
+          c == this ? "context '" + label_ + "' has been finalized"
+                    : "context '" + label_ + "' descends from '" + c->label_ + "', which has been finalized");
+    }
+  }
+  return Status();
+}
+
+bool Context::has_array(std::string_view node) const {
+  std::lock_guard<std::mutex> lock(scheduling_mutex());
+  return find_array(node).ok();
+}
+
+Result<std::shared_ptr<DeviceArray>> Context::find_array(std::string_view node) const {
+  KILN_RETURN_IF_ERROR(check_usable());
+  for (const Context* c = this; c; c = c->parent_.get()) {
+    auto it = c->arrays_.find(node);
+    if (it != c->arrays_.end()) return it->second;
+  }
+  return not_found_error("node '" + std::string(node) + "' has no array in context '" + label_ +
+                         "' or its ancestors (link a routine that uses it into this context tree first)");
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,153 @@
+#include "kiln/runtime/node_table.h"
+
+#include <cstring>
+
+#include "runtime/initial_value.h"
+#include "runtime/scheduler.h"
+#include "runtime/transfer_internal.h"
+
+namespace kiln::runtime {
+
+std::string_view hosted_kind_name(HostedKind kind) {
+  switch (kind) {
+    case HostedKind::kConstant: return "constant";
+    case HostedKind::kChangedOnDevices: return "changed on devices";
+    case HostedKind::kVolatile: return "volatile";
+  }
+  return "?";
+}
+
+std::string_view sharing_name(Sharing sharing) {
+  return sharing == Sharing::kShared ? "shared across streams" : "per stream";
+}
+
+Result<std::shared_ptr<NodeTable>> NodeTable::create(const ir::Program& program, uint64_t seed) {
+  KILN_RETURN_IF_ERROR(ir::validate_program(program));
+  std::vector<bool> written(program.nodes.size(), false);
+  for (const ir::Routine& r : program.routines) {
+    for (const ir::Assignment& a : r.statements) written[a.target] = true;
+  }
+  std::shared_ptr<NodeTable> table(new NodeTable());
+  for (const ir::TensorNode& n : program.nodes) {
+    NodeDesc desc;
+    desc.name = n.name;
+    desc.dtype = n.dtype;
+    desc.dims = n.dims;
+    desc.bytes = static_cast<size_t>(n.element_count()) * ir::dtype_size(n.dtype);
+    desc.written_by_routines = written[n.id];
+    desc.hosted = n.role == ir::Role::kConst   ? HostedKind::kConstant
+                  : n.role == ir::Role::kInput ? HostedKind::kVolatile
+                                               : HostedKind::kChangedOnDevices;
+    const bool read_only = !desc.written_by_routines &&
+                           (desc.hosted == HostedKind::kConstant || n.role == ir::Role::kParam);
+    desc.sharing = read_only ? Sharing::kShared : Sharing::kPerStream;
+    auto node = std::make_shared<Node>(std::move(desc));
+    fill_initial_value(n, seed, node->host);
+    table->nodes_.emplace(n.name, std::move(node));
+  }
+  return table;
+}
+
+Result<std::shared_ptr<Node>> NodeTable::find(std::string_view name) const {
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) {
+    return not_found_error("the node table has no node named '" + std::string(name) + "'");
+  }
+  return it->second;
+}
+
+Result<Tensor> NodeTable::tensor(std::string_view name) {
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<Node> node, find(name));
+  return Tensor(shared_from_this(), std::move(node));
+}
+
+std::vector<std::string> NodeTable::names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, node] : nodes_) names.push_back(name);
+  return names;
+}
+
+namespace {
+
+Status check_no_arrays(const Node& node, const char* what) {
+  for (const auto& a : node.arrays) {
+    if (!a.expired()) {
+      return failed_precondition_error("cannot change the " + std::string(what) + " of node '" +
+                                       node.desc().name +
+                                       "': it already has a device array (change it before linking)");
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
+Status NodeTable::set_hosted_kind(std::string_view name, HostedKind kind) {
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<Node> node, find(name));
+  std::lock_guard<std::mutex> lock(scheduling_mutex());
+  KILN_RETURN_IF_ERROR(check_no_arrays(*node, "hosted kind"));
+  if (kind == HostedKind::kConstant && node->desc().written_by_routines) {
+    return invalid_argument_error("node '" + node->desc().name +
+                                  "' cannot be a hosted constant: a routine writes it");
+  }
+  node->desc_.hosted = kind;
+  return Status();
+}
+
+Status NodeTable::set_sharing(std::string_view name, Sharing sharing) {
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<Node> node, find(name));
+  std::lock_guard<std::mutex> lock(scheduling_mutex());
+  KILN_RETURN_IF_ERROR(check_no_arrays(*node, "sharing"));
+  node->desc_.sharing = sharing;
+  return Status();
+}
+
+void NodeTable::set_automatic_transfers(bool on) { automatic_ = on; }
+
+bool NodeTable::automatic_transfers() const { return automatic_; }
+
+Status Tensor::read(std::span<std::byte> out, Timeout timeout) const {
+  if (out.size() != desc().bytes) {
+    return invalid_argument_error("node '" + desc().name + "' holds " + std::to_string(desc().bytes) +
+                                  " bytes, asked for " + std::to_string(out.size()));
+  }
+  std::unique_lock<std::mutex> lock(scheduling_mutex());
+  for (;;) {
+    if (table_->automatic_) {
+      if (std::shared_ptr<DeviceArray> newer = node_->newer_on_device.lock()) {
+        KILN_RETURN_IF_ERROR(download_locked(*newer).status());
+      }
+    }
+    if (!node_->host_pending || point_passed(*node_->host_pending)) break;
+    const hal::SemaphoreValue pending = node_->host_pending->at;
+    lock.unlock();
+    Status status = pending.semaphore->wait(pending.value, timeout);
+    if (!status.ok()) return status.annotate("reading node '" + desc().name + "'");
+    lock.lock();
+  }
+  std::memcpy(out.data(), node_->host.data(), out.size());
+  return Status();
+}
+
+Status Tensor::write(std::span<const std::byte> data) const {
+  if (data.size() != desc().bytes) {
+    return invalid_argument_error("node '" + desc().name + "' holds " + std::to_string(desc().bytes) +
+                                  " bytes, got " + std::to_string(data.size()));
+  }
+  std::unique_lock<std::mutex> lock(scheduling_mutex());
+  while (node_->host_pending && !point_passed(*node_->host_pending)) {
+    const hal::SemaphoreValue pending = node_->host_pending->at;
+    lock.unlock();
+    // A failed transfer fails its stream; the host copy is the host's again either way.
+    (void)pending.semaphore->wait(pending.value, Timeout::infinite());
+    lock.lock();
+  }
+  std::memcpy(node_->host.data(), data.data(), data.size());
+  for (const auto& weak : node_->arrays) {
+    if (std::shared_ptr<DeviceArray> array = weak.lock()) array->stale = true;
+  }
+  node_->newer_on_device.reset();
+  return Status();
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,39 @@
+#include "kiln/runtime/stream.h"
+
+#include "runtime/scheduler.h"
+#include "runtime/stream_state.h"
+
+namespace kiln::runtime {
+
+Stream::Stream(hal::DeviceRef device, hal::QueueRef queue, std::string name, int ordinal)
+    : device_(std::move(device)),
+      queue_(std::move(queue)),
+      timeline_(device_->create_semaphore(0)),
+      name_(std::move(name)),
+      ordinal_(ordinal),
+      state_(std::make_unique<StreamState>()) {}
+
+Stream::~Stream() = default;
+
+Status Stream::await(Timeout timeout) const {
+  uint64_t last;
+  {
+    std::lock_guard<std::mutex> lock(scheduling_mutex());
+    last = state_->last;
+  }
+  Status status = timeline_->wait(last, timeout);
+  if (!status.ok()) return status.annotate("stream '" + name_ + "'");
+  return status;
+}
+
+bool Stream::is_idle() const {
+  uint64_t last;
+  {
+    std::lock_guard<std::mutex> lock(scheduling_mutex());
+    last = state_->last;
+  }
+  Result<uint64_t> value = timeline_->query();
+  return !value.ok() || *value >= last;
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,172 @@
+#include "kiln/runtime/transfer.h"
+
+#include <cstring>
+#include <vector>
+
+#include "kiln/runtime/backend.h"
+#include "runtime/stream_state.h"
+#include "runtime/transfer_internal.h"
+
+namespace kiln::runtime {
+
+bool point_passed(const StreamPoint& point) {
+  Result<uint64_t> value = point.at.semaphore->query();
+  return !value.ok() || *value >= point.at.value;
+}
+
+Result<StreamPoint> upload_locked(Stream& stream, DeviceArray& array) {
+  Node& node = *array.node;
+  const std::string label = "from_host " + array.desc.name;
+  const ArrayAccess access{&array, false, true};
+  const bool snapshot = !node.host_pending || point_passed(*node.host_pending);
+  hal::SemaphoreList waits;
+  // A transfer into the host copy is in flight: read the copy when the upload runs, after it.
+  if (!snapshot) waits.push_back(node.host_pending->at);
+  Result<StreamPoint> done = schedule(
+      stream, {&access, 1}, waits, {label, "transfer"},
+      [&](const hal::SemaphoreList& w, const hal::SemaphoreList& s) {
+        return snapshot ? stream.queue()->update(w, s, node.host.data(), array.buffer, 0, array.desc.bytes)
+                        : stream.queue()->write(w, s, node.host.data(), array.buffer, 0, array.desc.bytes);
+      });
+  if (!done.ok()) return done.status().annotate("uploading node '" + array.desc.name + "'");
+  if (!snapshot) {
+    node.host_pending = *done;
+    keep_alive_until(stream, *done, array.node);
+  }
+  array.stale = false;
+  if (node.newer_on_device.lock().get() == &array) node.newer_on_device.reset();
+  return done;
+}
+
+Result<StreamPoint> download_locked(DeviceArray& array) {
+  Node& node = *array.node;
+  Stream& stream = *array.home;
+  const ArrayAccess access{&array, true, false};
+  hal::SemaphoreList waits;
+  if (node.host_pending) waits.push_back(node.host_pending->at);  // no two writers of the copy
+  Result<StreamPoint> done =
+      schedule(stream, {&access, 1}, waits, {"to_host " + array.desc.name, "transfer"},
+               [&](const hal::SemaphoreList& w, const hal::SemaphoreList& s) {
+                 return stream.queue()->read(w, s, array.buffer, 0, node.host.data(), array.desc.bytes);
+               });
+  if (!done.ok()) return done.status().annotate("downloading node '" + array.desc.name + "'");
+  node.host_pending = *done;
+  keep_alive_until(stream, *done, array.node);
+  if (node.newer_on_device.lock().get() == &array) node.newer_on_device.reset();
+  return done;
+}
+
+namespace {
+
+Result<std::shared_ptr<DeviceArray>> hosted_array(const ContextRef& context, std::string_view node) {
+  KILN_RETURN_IF_ERROR(context->check_usable());
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceArray> array, context->find_array(node));
+  if (!array->node) {
+    return invalid_argument_error("node '" + std::string(node) +
+                                  "' is internal to compiled code and has no host copy");
+  }
+  return array;
+}
+
+// Copies src → target on dst's stream; across devices, staged through host memory: a read on
+// src's home stream, then a write on dst's stream.
+Result<StreamPoint> copy_between(Stream& dst, DeviceArray& src, const hal::BufferRef& target,
+                                 std::vector<ArrayAccess> dst_accesses, const std::string& label) {
+  const size_t bytes = src.desc.bytes;
+  if (src.buffer->device_tag() == target->device_tag()) {
+    dst_accesses.push_back({&src, true, false});
+    return schedule(dst, dst_accesses, {}, {label, "transfer"},
+                    [&](const hal::SemaphoreList& w, const hal::SemaphoreList& s) {
+                      return dst.queue()->copy(w, s, src.buffer, 0, target, 0, bytes);
+                    });
+  }
+  auto staging = std::make_shared<std::vector<std::byte>>(bytes);
+  Stream& from = *src.home;
+  const ArrayAccess read{&src, true, false};
+  KILN_ASSIGN_OR_RETURN(StreamPoint staged,
+                        schedule(from, {&read, 1}, {}, {label + " (stage)", "transfer"},
+                                 [&](const hal::SemaphoreList& w, const hal::SemaphoreList& s) {
+                                   return from.queue()->read(w, s, src.buffer, 0, staging->data(), bytes);
+                                 }));
+  keep_alive_until(from, staged, staging);
+  KILN_ASSIGN_OR_RETURN(StreamPoint done,
+                        schedule(dst, dst_accesses, {staged.at}, {label, "transfer"},
+                                 [&](const hal::SemaphoreList& w, const hal::SemaphoreList& s) {
+                                   return dst.queue()->write(w, s, staging->data(), target, 0, bytes);
+                                 }));
+  keep_alive_until(dst, done, staging);
+  return done;
+}
+
+// The merge buffer of `stream`, at least `bytes` long. Growing replaces it; actions already
+// scheduled keep the old one alive through their commands.
+Result<hal::BufferRef> merge_buffer(Stream& stream, size_t bytes) {
+  StreamState& state = stream.state();
+  if (!state.merge_buffer || state.merge_buffer->byte_length() < bytes) {
+    Result<hal::BufferRef> buffer = stream.device()->allocator().allocate({}, bytes);
+    if (!buffer.ok()) {
+      return buffer.status().annotate("growing the merge buffer of stream '" + stream.name() + "'");
+    }
+    state.merge_buffer = *buffer;
+  }
+  return state.merge_buffer->subspan(0, bytes);
+}
+
+}  // namespace
+
+Result<bool> from_host(const ContextRef& context, std::string_view node) {
+  std::lock_guard<std::mutex> lock(scheduling_mutex());
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceArray> array, hosted_array(context, node));
+  if (!array->stale) return false;
+  KILN_RETURN_IF_ERROR(upload_locked(*context->stream(), *array).status());
+  return true;
+}
+
+Result<bool> to_host(const ContextRef& context, std::string_view node) {
+  std::lock_guard<std::mutex> lock(scheduling_mutex());
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceArray> array, hosted_array(context, node));
+  if (array->node->newer_on_device.lock() != array) return false;
+  KILN_RETURN_IF_ERROR(download_locked(*array).status());
+  return true;
+}
+
+Result<bool> device_to_device(std::string_view node, MergeMode mode, const ContextRef& dst,
+                              const ContextRef& src) {
+  std::lock_guard<std::mutex> lock(scheduling_mutex());
+  KILN_RETURN_IF_ERROR(dst->check_usable());
+  KILN_RETURN_IF_ERROR(src->check_usable());
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceArray> from, src->find_array(node));
+  Stream& stream = *dst->stream();
+  StreamState& state = stream.state();
+  const std::string label = "device_to_device " + std::string(node);
+  const bool same_device = from->buffer->device_tag() == stream.device()->tag();
+
+  if (mode == MergeMode::kStreaming && same_device) {
+    state.merge_node = std::string(node);
+    state.merge_streaming_source = from;
+    return true;
+  }
+  if (mode == MergeMode::kNo) {
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceArray> to, dst->find_array(node));
+    if (to == from) return false;
+    if (to->desc.bytes != from->desc.bytes) {
+      return invalid_argument_error("node '" + std::string(node) + "' has " +
+                                    std::to_string(from->desc.bytes) + " bytes in the source context and " +
+                                    std::to_string(to->desc.bytes) + " in the destination");
+    }
+    KILN_ASSIGN_OR_RETURN(StreamPoint done,
+                          copy_between(stream, *from, to->buffer, {{to.get(), false, true}}, label));
+    to->stale = false;
+    if (to->node) to->node->newer_on_device = to;
+    (void)done;
+    return true;
+  }
+  // Into the merge buffer (kCopy, or kStreaming across devices).
+  KILN_ASSIGN_OR_RETURN(hal::BufferRef target, merge_buffer(stream, from->desc.bytes));
+  KILN_RETURN_IF_ERROR(copy_between(stream, *from, target, {}, label + " → merge").status());
+  state.merge_node = std::string(node);
+  state.merge_streaming_source.reset();
+  return true;
+}
+
+}  // namespace kiln::runtime
