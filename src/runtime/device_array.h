@@ -28,6 +28,7 @@ class DeviceArray {
   std::optional<StreamPoint> writer;  // the last action that wrote it
   std::vector<StreamPoint> readers;   // actions that read it since, the latest per stream
   bool stale = false;                 // the host copy is newer than this array
+  bool newer = false;                 // written on the device since it last matched the host copy
   const Stream* owner = nullptr;      // a shared array's writing stream, once it has written
 };
 

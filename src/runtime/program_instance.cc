@@ -21,6 +21,10 @@ Result<std::string> ProgramInstance::generate_source(const ir::LoweredProgram& l
     *format = "c";
     return codegen::emit_kernels(kernels, &lowered.program, {});
   }
+  if (supports("opencl-c")) {
+    *format = "opencl-c";
+    return codegen::emit_kernels(kernels, &lowered.program, {codegen::Dialect::kOpenCL});
+  }
   if (supports("kiln-loop")) {
     *format = "kiln-loop";
     std::string text;

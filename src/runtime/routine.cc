@@ -105,6 +105,7 @@ Status Routine::run_in(const ContextRef& context) const {
   for (auto& [node, a] : accesses) {
     if (!a.write) continue;
     a.array->stale = false;
+    a.array->newer = true;
     if (a.array->node) a.array->node->newer_on_device = arrays.at(node);
   }
   return Status();

@@ -34,6 +34,7 @@ Result<StreamPoint> upload_locked(Stream& stream, DeviceArray& array) {
     keep_alive_until(stream, *done, array.node);
   }
   array.stale = false;
+  array.newer = false;
   if (node.newer_on_device.lock().get() == &array) node.newer_on_device.reset();
   return done;
 }
@@ -52,6 +53,7 @@ Result<StreamPoint> download_locked(DeviceArray& array) {
   if (!done.ok()) return done.status().annotate("downloading node '" + array.desc.name + "'");
   node.host_pending = *done;
   keep_alive_until(stream, *done, array.node);
+  array.newer = false;
   if (node.newer_on_device.lock().get() == &array) node.newer_on_device.reset();
   return done;
 }
@@ -125,7 +127,7 @@ Result<bool> from_host(const ContextRef& context, std::string_view node) {
 Result<bool> to_host(const ContextRef& context, std::string_view node) {
   std::lock_guard<std::mutex> lock(scheduling_mutex());
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceArray> array, hosted_array(context, node));
-  if (array->node->newer_on_device.lock() != array) return false;
+  if (!array->newer) return false;
   KILN_RETURN_IF_ERROR(download_locked(*array).status());
   return true;
 }
@@ -157,6 +159,7 @@ Result<bool> device_to_device(std::string_view node, MergeMode mode, const Conte
     KILN_ASSIGN_OR_RETURN(StreamPoint done,
                           copy_between(stream, *from, to->buffer, {{to.get(), false, true}}, label));
     to->stale = false;
+    to->newer = true;
     if (to->node) to->node->newer_on_device = to;
     (void)done;
     return true;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <variant>
 
@@ -15,7 +16,9 @@
 #include "kiln/drivers/drivers.h"
 #include "kiln/ir/printer.h"
 #include "kiln/lang/parser.h"
+#include "kiln/runtime/backend.h"
 #include "kiln/runtime/program_instance.h"
+#include "kiln/runtime/transfer.h"
 #include "tools/npy.h"
 
 namespace kiln::tools {
@@ -236,13 +239,6 @@ int command_run(const Options& o) {
   auto loaded = load_program(o.program);
   if (auto* f = std::get_if<Failure>(&loaded)) return report(*f);
   const ir::Program& program = std::get<ir::Program>(loaded);
-  if (o.streams > 1) {
-    return report({kExitRuntime, "kiln: --streams " + std::to_string(o.streams) +
-                                     " is not implemented yet (it comes with the multi-stream runtime)"});
-  }
-  if (!o.trace.empty()) {
-    return report({kExitRuntime, "kiln: --trace is not implemented yet (it comes with the multi-stream runtime)"});
-  }
 
   // Routines to run.
   std::vector<std::string> routines = o.routines;
@@ -281,30 +277,60 @@ int command_run(const Options& o) {
 
   auto opened = open_device(o.device);
   if (auto* f = std::get_if<Failure>(&opened)) return report(*f);
-  runtime::ProgramOptions options;
-  options.seed = o.seed;
-  Result<ir::LoweredProgram> lowered = ir::lower_program(program, options.lower);
+  ir::LowerOptions lower;
+  Result<ir::LoweredProgram> lowered = ir::lower_program(program, lower);
   if (!lowered.ok()) return report({kExitUsage, "kiln: " + o.program + ": " + lowered.status().message()});
-  auto instance = runtime::ProgramInstance::create(std::get<hal::DeviceRef>(opened), program, options);
-  if (!instance.ok()) return report(runtime(instance.status(), "compiling " + o.program + " for " + o.device));
 
+  // The host copies: initializers from --seed, then the given and random inputs.
+  Result<std::shared_ptr<runtime::NodeTable>> nodes = runtime::NodeTable::create(program, o.seed);
+  if (!nodes.ok()) return report(runtime(nodes.status(), "loading " + o.program));
   for (const ir::TensorNode& node : program.nodes) {
     if (node.role != ir::Role::kInput) continue;
     bool given = std::any_of(values.begin(), values.end(), [&](const auto& v) { return v.first == &node; });
     if (!given) values.push_back({&node, random_bytes(node, o.seed)});
   }
   for (const auto& [node, bytes] : values) {
-    Status st = (*instance)->write(node->name, bytes.data(), bytes.size());
+    Status st = (*nodes)->tensor(node->name)->write(std::as_bytes(std::span(bytes.data(), bytes.size())));
     if (!st.ok()) return report(runtime(st, "setting " + node->name));
   }
+
+  // N copies of the routine sequence, each in its own context on its own stream.
+  auto trace = o.trace.empty() ? nullptr : std::make_shared<runtime::Trace>();
+  auto backend = runtime::Backend::create(std::get<hal::DeviceRef>(opened), {0, trace});
+  if (!backend.ok()) return report(runtime(backend.status(), "opening " + o.device));
+  auto code = (*backend)->compile_batch(program, routines, {.shared = false, .lower = lower});
+  if (!code.ok()) return report(runtime(code.status(), "compiling " + o.program + " for " + o.device));
+  std::vector<runtime::LinkedBatch> copies;
+  for (uint64_t s = 0; s < o.streams; ++s) {
+    auto stream = (*backend)->new_stream();
+    if (!stream.ok()) return report(runtime(stream.status(), "creating stream " + std::to_string(s)));
+    auto root = (*backend)->make_context(*stream, *nodes);
+    if (!root.ok()) return report(runtime(root.status(), "creating a context"));
+    auto linked = (*backend)->link_batch(*root, *code);
+    if (!linked.ok()) return report(runtime(linked.status(), "linking " + o.program));
+    copies.push_back(std::move(*linked));
+  }
+  // Outputs are read explicitly from the first stream's copy.
+  (*nodes)->set_automatic_transfers(false);
 
   std::vector<double> times;
   for (uint64_t rep = 0; rep < o.repeat; ++rep) {
     int64_t t0 = now_ns();
-    for (const std::string& r : routines) {
-      Status st = (*instance)->run(r);
-      if (!st.ok()) return report(runtime(st, "running routine " + r));
+    for (size_t c = 0; c < copies.size(); ++c) {
+      for (const runtime::RoutineRef& r : copies[c].routines) {
+        // `x.merge` reads the next copy's x (in a ring; with one stream, its own x).
+        if (!r->merge_node().empty()) {
+          const runtime::ContextRef& next = copies[(c + 1) % copies.size()].context;
+          Status st = runtime::device_to_device(r->merge_node(), runtime::MergeMode::kCopy,
+                                                copies[c].context, next).status();
+          if (!st.ok()) return report(runtime(st, "filling the merge buffer of " + r->name()));
+        }
+        Status st = r->run();
+        if (!st.ok()) return report(runtime(st, "running routine " + r->name()));
+      }
     }
+    Status st = (*backend)->await();
+    if (!st.ok()) return report(runtime(st, "running " + o.program));
     times.push_back(double(now_ns() - t0) / 1e6);
   }
   if (o.repeat > 1) {
@@ -313,9 +339,13 @@ int command_run(const Options& o) {
                 static_cast<unsigned long long>(o.repeat), times.front(), times[times.size() / 2],
                 times.back());
   }
-  auto fetch = [&](const ir::TensorNode& node, std::string* bytes) {
+  auto fetch = [&](const ir::TensorNode& node, std::string* bytes) -> Status {
     bytes->resize(static_cast<size_t>(node.element_count()) * ir::dtype_size(node.dtype));
-    return (*instance)->read(node.name, bytes->data(), bytes->size());
+    if (copies.front().context->has_array(node.name)) {
+      KILN_RETURN_IF_ERROR(runtime::to_host(copies.front().context, node.name).status());
+    }
+    KILN_ASSIGN_OR_RETURN(runtime::Tensor tensor, (*nodes)->tensor(node.name));
+    return tensor.read(std::as_writable_bytes(std::span(bytes->data(), bytes->size())));
   };
   for (const auto& [name, file] : o.outputs) {
     const ir::TensorNode* node = program.find_node(name);
@@ -323,6 +353,10 @@ int command_run(const Options& o) {
     Status st = fetch(*node, &array.data);
     if (st.ok()) st = write_npy(file, array);
     if (!st.ok()) return report(runtime(st, "writing " + name + " to " + file));
+  }
+  if (trace) {
+    Status st = trace->write_json(o.trace);
+    if (!st.ok()) return report(runtime(st, "writing the trace"));
   }
   if (o.print) {
     for (const ir::TensorNode& node : program.nodes) {

@@ -1,0 +1,108 @@
+// `train_moons`: data-parallel training of a half-moons classifier on N streams (make demo).
+//
+//   train_moons [--streams N] [--epochs N] [--device NAME[,NAME...]] [--workgroups N]
+//               [--trace FILE.json] [--seed N]
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "trainer.h"
+
+namespace {
+
+bool parse_int(std::string_view text, long long lo, long long hi, long long* out) {
+  long long v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+int usage(const char* message) {
+  std::fprintf(stderr,
+               "train_moons: %s\n"
+               "usage: train_moons [--streams N] [--epochs N] [--device NAME[,NAME...]]\n"
+               "                   [--workgroups N] [--trace FILE.json] [--seed N]\n",
+               message);
+  return 2;
+}
+
+void progress(int epoch, int epochs, double loss, double accuracy) {
+  constexpr int kWidth = 30;
+  const int filled = (epoch + 1) * kWidth / epochs;
+  std::string bar(filled, '#');
+  bar.resize(kWidth, '.');
+  std::printf("\r[%s] epoch %3d/%d  loss %.4f  accuracy %5.1f%%", bar.c_str(), epoch + 1, epochs,
+              loss, 100 * accuracy);
+  if (epoch + 1 == epochs) std::printf("\n");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  kiln::moons::TrainOptions options;
+  std::string trace_path;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (i + 1 >= argc) return usage(("missing value after " + std::string(arg)).c_str());
+    const std::string_view value = argv[++i];
+    long long n = 0;
+    if (arg == "--streams") {
+      if (!parse_int(value, 1, 64, &n)) return usage("--streams takes an integer in [1, 64]");
+      options.streams = static_cast<int>(n);
+    } else if (arg == "--epochs") {
+      if (!parse_int(value, 1, 100000, &n)) return usage("--epochs takes an integer in [1, 100000]");
+      options.epochs = static_cast<int>(n);
+    } else if (arg == "--workgroups") {
+      if (!parse_int(value, 0, 1 << 20, &n)) return usage("--workgroups takes an integer >= 0");
+      options.max_workgroups = static_cast<uint32_t>(n);
+    } else if (arg == "--seed") {
+      if (!parse_int(value, 0, (1ll << 62), &n)) return usage("--seed takes a non-negative integer");
+      options.seed = static_cast<uint64_t>(n);
+    } else if (arg == "--device") {
+      options.devices.clear();
+      for (size_t start = 0; start <= value.size();) {
+        size_t comma = value.find(',', start);
+        if (comma == std::string_view::npos) comma = value.size();
+        if (comma == start) return usage("--device takes comma-separated device names");
+        options.devices.emplace_back(value.substr(start, comma - start));
+        start = comma + 1;
+      }
+    } else if (arg == "--trace") {
+      trace_path = value;
+      options.trace = std::make_shared<kiln::runtime::Trace>();
+    } else {
+      return usage(("unknown option " + std::string(arg)).c_str());
+    }
+  }
+  std::printf("training a 2-16-16-1 MLP on %d half-moons points, batch %d in %d shards, on %d stream%s\n",
+              options.points, kiln::moons::kShards * kiln::moons::kShardSize, kiln::moons::kShards,
+              options.streams, options.streams == 1 ? "" : "s");
+  const int epochs = options.epochs;
+  options.on_epoch = [&](int epoch, double loss, double accuracy) {
+    progress(epoch, epochs, loss, accuracy);
+  };
+  kiln::Result<kiln::moons::TrainResult> result = kiln::moons::train(options);
+  if (!result.ok()) {
+    std::fprintf(stderr, "\ntrain_moons: %s\n", result.status().to_string().c_str());
+    return 1;
+  }
+  std::printf("accuracy %.1f%%, %.2f ms per epoch (%d streams)\n", 100 * result->accuracy,
+              1e3 * result->seconds / epochs, options.streams);
+  if (options.trace) {
+    kiln::Status written = options.trace->write_json(trace_path);
+    if (!written.ok()) {
+      std::fprintf(stderr, "train_moons: %s\n", written.to_string().c_str());
+      return 1;
+    }
+    std::printf("trace written to %s (open it in ui.perfetto.dev)\n", trace_path.c_str());
+  }
+  if (result->accuracy < 0.95) {
+    std::fprintf(stderr, "train_moons: accuracy %.1f%% is below 95%%\n", 100 * result->accuracy);
+    return 1;
+  }
+  return 0;
+}

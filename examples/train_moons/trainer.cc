@@ -1,0 +1,132 @@
+#include "trainer.h"
+
+#include <chrono>
+
+#include "kiln/drivers/drivers.h"
+#include "kiln/lang/parser.h"
+#include "kiln/runtime/backend.h"
+#include "kiln/runtime/transfer.h"
+#include "moons_program.h"
+
+namespace kiln::moons {
+
+namespace {
+
+using runtime::ContextRef;
+using runtime::RoutineRef;
+
+const std::vector<std::string> kParameters = {"w1", "b1", "w2", "b2", "w3", "b3"};
+// What each shard contributes to shard 0: the gradients and the loss / accuracy counts.
+const std::vector<std::string> kMerged = {"gw1", "gb1", "gw2", "gb2", "gw3", "gb3", "loss", "correct"};
+
+struct Shard {
+  ContextRef context;
+  std::map<std::string, RoutineRef> routines;
+};
+
+Result<std::vector<float>> read_floats(runtime::NodeTable& nodes, const std::string& name) {
+  KILN_ASSIGN_OR_RETURN(runtime::Tensor tensor, nodes.tensor(name));
+  return tensor.read_as<float>();
+}
+
+Status write_floats(runtime::NodeTable& nodes, const std::string& name, const float* data, size_t count) {
+  KILN_ASSIGN_OR_RETURN(runtime::Tensor tensor, nodes.tensor(name));
+  return tensor.write(std::as_bytes(std::span<const float>(data, count)));
+}
+
+}  // namespace
+
+Result<TrainResult> train(const TrainOptions& options) {
+  constexpr int kBatch = kShards * kShardSize;
+  if (options.streams < 1) return invalid_argument_error("--streams must be at least 1");
+  if (options.epochs < 1) return invalid_argument_error("--epochs must be at least 1");
+  if (options.points < kBatch || options.points % kBatch != 0) {
+    return invalid_argument_error("the data set size must be a multiple of the batch, " +
+                                  std::to_string(kBatch));
+  }
+  if (options.devices.empty()) return invalid_argument_error("no device given");
+
+  KILN_ASSIGN_OR_RETURN(ir::Program program, lang::parse_program(kProgramText, kProgramFile));
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<runtime::NodeTable> nodes,
+                        runtime::NodeTable::create(program, options.seed));
+
+  // A backend per device, streams round-robin over them.
+  std::vector<std::shared_ptr<runtime::Backend>> backends;
+  for (const std::string& name : options.devices) {
+    KILN_ASSIGN_OR_RETURN(hal::DeviceRef device, drivers::builtin_registry().create_device(name));
+    KILN_ASSIGN_OR_RETURN(auto backend,
+                          runtime::Backend::create(device, {options.max_workgroups, options.trace}));
+    backends.push_back(backend);
+  }
+  std::vector<runtime::StreamRef> streams;
+  for (int s = 0; s < options.streams; ++s) {
+    KILN_ASSIGN_OR_RETURN(runtime::StreamRef stream,
+                          backends[s % backends.size()]->new_stream("stream " + std::to_string(s)));
+    streams.push_back(stream);
+  }
+
+  // Compiled once (shared), linked into every shard's context.
+  std::vector<std::string> routine_names;
+  for (const ir::Routine& r : program.routines) routine_names.push_back(r.name);
+  KILN_ASSIGN_OR_RETURN(runtime::CodeRef code,
+                        backends[0]->compile_batch(program, routine_names, {.shared = true, .lower = {}}));
+  std::vector<Shard> shards(kShards);
+  for (int k = 0; k < kShards; ++k) {
+    const runtime::StreamRef& stream = streams[k % streams.size()];
+    runtime::Backend& backend = *backends[(k % streams.size()) % backends.size()];
+    KILN_ASSIGN_OR_RETURN(ContextRef root,
+                          backend.make_context(stream, nodes, "shard " + std::to_string(k)));
+    KILN_ASSIGN_OR_RETURN(runtime::LinkedBatch linked, backend.link_batch(root, code));
+    shards[k].context = linked.context;
+    for (const RoutineRef& r : linked.routines) shards[k].routines[r->name()] = r;
+  }
+
+  const DataSet data = make_moons(options.points, 0.1, options.seed);
+  const int steps = options.points / kBatch;
+  const float zero = 0;
+  TrainResult result;
+  const auto start = std::chrono::steady_clock::now();
+  for (int epoch = 0; epoch < options.epochs; ++epoch) {
+    KILN_RETURN_IF_ERROR(write_floats(*nodes, "epoch_loss", &zero, 1));
+    KILN_RETURN_IF_ERROR(write_floats(*nodes, "epoch_correct", &zero, 1));
+    for (int step = 0; step < steps; ++step) {
+      for (int k = 0; k < kShards; ++k) {
+        const size_t first = static_cast<size_t>(step * kBatch + k * kShardSize);
+        // Uploaded when `grad` is scheduled (automatic host transfers), snapshotting these values.
+        KILN_RETURN_IF_ERROR(write_floats(*nodes, "x", &data.x[2 * first], 2 * kShardSize));
+        KILN_RETURN_IF_ERROR(write_floats(*nodes, "y", &data.y[first], kShardSize));
+        KILN_RETURN_IF_ERROR(shards[k].routines.at("grad")->run());
+      }
+      for (int k = 1; k < kShards; ++k) {
+        for (const std::string& g : kMerged) {
+          KILN_RETURN_IF_ERROR(runtime::device_to_device(g, runtime::MergeMode::kStreaming,
+                                                         shards[0].context, shards[k].context)
+                                   .status());
+          KILN_RETURN_IF_ERROR(shards[0].routines.at("merge_" + g)->run());
+        }
+      }
+      KILN_RETURN_IF_ERROR(shards[0].routines.at("update")->run());
+      for (int k = 1; k < kShards; ++k) {
+        for (const std::string& p : kParameters) {
+          KILN_RETURN_IF_ERROR(runtime::device_to_device(p, runtime::MergeMode::kNo,
+                                                         shards[k].context, shards[0].context)
+                                   .status());
+        }
+      }
+    }
+    // Reading waits for the update that wrote the totals, then copies them back.
+    KILN_ASSIGN_OR_RETURN(std::vector<float> loss, read_floats(*nodes, "epoch_loss"));
+    KILN_ASSIGN_OR_RETURN(std::vector<float> correct, read_floats(*nodes, "epoch_correct"));
+    result.loss = loss[0] / options.points;
+    result.accuracy = correct[0] / options.points;
+    if (options.on_epoch) options.on_epoch(epoch, result.loss, result.accuracy);
+  }
+  for (const auto& backend : backends) KILN_RETURN_IF_ERROR(backend->await());
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (const std::string& p : kParameters) {
+    KILN_ASSIGN_OR_RETURN(result.parameters[p], read_floats(*nodes, p));
+  }
+  return result;
+}
+
+}  // namespace kiln::moons

@@ -1,0 +1,59 @@
+// Data-parallel training of a half-moons classifier on kiln's runtime: the main job of
+// `make demo` (examples/train_moons/main.cc), also used by the runtime's tests and benchmarks.
+//
+// The batch (2048 points) is split into shards of 1024 (examples/kiln/moons_mlp.kiln). Shard k
+// has its own context on stream k % streams; every step each shard computes its gradients, the
+// other shards' gradients are added into shard 0's through merge buffers (`g += g.merge`), shard
+// 0 applies the update, and the new parameters are copied back to the other shards. With
+// `streams = 1` the same shards run one after the other on one stream: the same arithmetic, so
+// the same parameters, in one stream's time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/base/status.h"
+#include "kiln/runtime/trace.h"
+
+namespace kiln::moons {
+
+inline constexpr int kShardSize = 1024;
+inline constexpr int kShards = 2;
+
+// `count` points of the two interleaved half circles with Gaussian noise, shuffled; labels 0/1.
+struct DataSet {
+  std::vector<float> x;  // count × 2
+  std::vector<float> y;  // count
+  int count() const { return static_cast<int>(y.size()); }
+};
+DataSet make_moons(int count, double noise, uint64_t seed);
+
+struct TrainOptions {
+  int streams = 2;
+  int epochs = 40;
+  int points = 8192;  // a multiple of the batch (kShards × kShardSize)
+  uint64_t seed = 0;
+  // The devices the streams go on, round-robin ("cpu", "opencl", "cpu:1", ...).
+  std::vector<std::string> devices = {"cpu"};
+  // Workgroups per kernel (BackendOptions::max_workgroups): 1 makes each stream one core, as in
+  // OCANNL's multicore backend; 0 splits every kernel over the device's workers.
+  uint32_t max_workgroups = 1;
+  std::shared_ptr<runtime::Trace> trace;
+  // Called after each epoch with its mean loss and accuracy on the training set.
+  std::function<void(int epoch, double loss, double accuracy)> on_epoch;
+};
+
+struct TrainResult {
+  std::map<std::string, std::vector<float>> parameters;  // w1 b1 w2 b2 w3 b3
+  double loss = 0;      // of the last epoch
+  double accuracy = 0;  // of the last epoch, on the training set
+  double seconds = 0;   // training time, epochs only (no compiling or linking)
+};
+
+Result<TrainResult> train(const TrainOptions& options);
+
+}  // namespace kiln::moons
