@@ -1,5 +1,5 @@
 # The two commands of the README. Everything else is CMake.
-#   make demo   installs what is missing, builds, runs the main job
+#   make demo   installs what is missing, builds, runs the main job (data-parallel training)
 #   make test   installs what is missing, builds, runs every test: plain and ASan+UBSan builds
 #               with GCC, a TSan build with Clang (so both compilers build kiln on every run)
 #   make bench  builds and runs the benchmarks
@@ -18,8 +18,8 @@ build: deps
 	@cmake --build build -j $(JOBS)
 
 demo: build
+	./build/examples/train_moons/train_moons --trace build/train_moons.trace.json
 	./build/kiln run examples/kiln/softmax.kiln --print
-	./build/kiln run examples/kiln/matmul_bias_relu.kiln --repeat 20 --print
 
 test: test-plain test-asan test-tsan
 

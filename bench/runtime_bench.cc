@@ -1,0 +1,89 @@
+// The runtime layer: data-parallel training throughput on 2 streams versus 1, and the cost of
+// per-node synchronization over a bare HAL dispatch of the same kernel.
+#include <benchmark/benchmark.h>
+
+#include "bench_common.h"
+#include "kiln/lang/parser.h"
+#include "kiln/runtime/backend.h"
+#include "trainer.h"
+
+namespace kiln::bench {
+namespace {
+
+// Time per epoch of the demo (compiling and linking excluded). Arg 0: streams; arg 1: workgroups
+// per kernel (1: a stream is one core, as in the demo; 0: every kernel split over the device).
+void BM_TrainMoons(benchmark::State& state) {
+  moons::TrainOptions options;
+  options.streams = static_cast<int>(state.range(0));
+  options.max_workgroups = static_cast<uint32_t>(state.range(1));
+  options.epochs = 10;
+  for (auto _ : state) {
+    moons::TrainResult result = check(moons::train(options), "train");
+    state.SetIterationTime(result.seconds / options.epochs);
+  }
+}
+BENCHMARK(BM_TrainMoons)
+    ->ArgNames({"streams", "workgroups"})
+    ->Args({1, 1})->Args({2, 1})->Args({1, 0})->Args({2, 0})
+    ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
+
+// y = a + b + ... + g over 8 nodes of 256 floats.
+constexpr const char* kEightNodes = R"(
+input a : f32[256]
+input b : f32[256]
+input c : f32[256]
+input d : f32[256]
+input e : f32[256]
+input f : f32[256]
+input g : f32[256]
+output y : f32[256]
+y[i] = a[i] + b[i] + c[i] + d[i] + e[i] + f[i] + g[i]
+)";
+
+struct EightNodes {
+  hal::DeviceRef device = make_cpu_device();
+  // One workgroup per dispatch, as the bare dispatch below.
+  std::shared_ptr<runtime::Backend> backend = check(runtime::Backend::create(device, {1, nullptr}), "backend");
+  runtime::StreamRef stream = check(backend->new_stream(), "stream");
+  ir::Program program = check(lang::parse_program(kEightNodes, "eight_nodes.kiln"), "parse");
+  runtime::CodeRef code = check(backend->compile(program, "main"), "compile");
+  std::shared_ptr<runtime::NodeTable> nodes = check(runtime::NodeTable::create(program), "nodes");
+  runtime::Linked linked = check(
+      backend->link(check(backend->make_context(stream, nodes), "context"), code, "main"), "link");
+};
+
+// Routine::run (per-node synchronization over its 8 nodes) + Stream::await.
+void BM_RoutineWithNodeSync(benchmark::State& state) {
+  EightNodes setup;
+  for (auto _ : state) {
+    check(setup.linked.routine->run(), "run");
+    check(setup.stream->await(), "await");
+  }
+}
+BENCHMARK(BM_RoutineWithNodeSync)->UseRealTime();
+
+// The same kernel dispatched on a HAL queue with its own buffers: submit + host wait.
+void BM_BareHalDispatch(benchmark::State& state) {
+  EightNodes setup;
+  hal::ExecutableRef executable = check(setup.code->executable_for(setup.device), "executable");
+  hal::QueueRef queue = check(setup.device->create_queue(), "queue");
+  auto semaphore = setup.device->create_semaphore(0);
+  hal::DispatchCommand dispatch;
+  dispatch.executable = executable;
+  dispatch.workgroups = {1, 1, 1};
+  const ir::Kernel& kernel = setup.code->lowered().routines.front().kernels.front();
+  for (size_t i = 0; i < kernel.nodes.size(); ++i) {
+    dispatch.bindings.push_back({check(setup.device->allocator().allocate({}, 256 * 4), "alloc")});
+  }
+  uint64_t value = 0;
+  for (auto _ : state) {
+    check(queue->dispatch({{semaphore, value}}, {{semaphore, value + 1}}, dispatch), "dispatch");
+    check(semaphore->wait(++value, Timeout::infinite()), "wait");
+  }
+}
+BENCHMARK(BM_BareHalDispatch)->UseRealTime();
+
+}  // namespace
+}  // namespace kiln::bench
+
+BENCHMARK_MAIN();
