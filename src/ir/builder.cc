@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "kiln/ir/memory_mode.h"
 #include "kiln/ir/statement.h"
 
 namespace kiln::ir {
@@ -152,6 +153,22 @@ Tensor ProgramBuilder::declare(Role role, std::string name, DType dtype, std::ve
   for (const Diagnostic& d : problems) errors_.push_back("declaration of '" + name + "': " + d.message);
   nodes_.push_back(std::move(node));
   return Tensor(nodes_.back().id, name);
+}
+
+Status ProgramBuilder::set_memory_mode(const Tensor& tensor, MemoryMode mode) {
+  Status status;
+  if (tensor.id() < 0 || tensor.id() >= static_cast<int>(nodes_.size()) ||
+      nodes_[static_cast<size_t>(tensor.id())].name != tensor.name()) {
+    status = not_found_error("set_memory_mode: '" + tensor.name() + "' is not a tensor of this builder");
+  } else {
+    status = check_memory_mode_request(nodes_[static_cast<size_t>(tensor.id())], mode);
+  }
+  if (!status.ok()) {
+    errors_.push_back(status.message());
+    return status;
+  }
+  nodes_[static_cast<size_t>(tensor.id())].memory = mode;
+  return status;
 }
 
 RoutineBuilder& ProgramBuilder::routine(const std::string& name) {

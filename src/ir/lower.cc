@@ -1,82 +1,26 @@
-// Lowering of assignments to loop nests: one kernel per statement (plus a snapshot copy where a
-// statement reads its own target elsewhere than the point it writes), with single-use
-// elementwise intermediates inlined into their reader.
+// Lowering of assignments to loop nests. The decisions are made by separate analyses: which
+// intermediates are inlined (here), which statements share a kernel and over which loop it is
+// parallel (fusion.h), which intermediates are local arrays (local_arrays.h), what a statement
+// overwrites (overwrite.h); this file turns those decisions into kernels.
 #include "kiln/ir/lower.h"
 
-#include <cmath>
 #include <cstdint>
-#include <limits>
 #include <map>
 #include <string>
+
+#include "ir/access.h"
+#include "ir/fusion.h"
+#include "ir/local_arrays.h"
+#include "ir/lower_arith.h"
+#include "ir/overwrite.h"
+#include "kiln/ir/memory_mode.h"
+#include "kiln/ir/optimize.h"
 
 namespace kiln::ir {
 
 namespace {
 
-LExprRef i64(int64_t v) { return lconst(DType::kI64, static_cast<double>(v)); }
-
-bool is_const(const LExprRef& e, double v) {
-  return e->kind == LExpr::Kind::kConst && e->value == v;
-}
-
-// i64 arithmetic with the trivial cases folded, so that offsets read like hand-written ones.
-LExprRef add(LExprRef a, LExprRef b) {
-  if (is_const(a, 0)) return b;
-  if (is_const(b, 0)) return a;
-  if (a->kind == LExpr::Kind::kConst && b->kind == LExpr::Kind::kConst) {
-    return i64(static_cast<int64_t>(a->value) + static_cast<int64_t>(b->value));
-  }
-  return lop(Op::kAdd, DType::kI64, {std::move(a), std::move(b)});
-}
-
-LExprRef mul(LExprRef a, LExprRef b) {
-  if (is_const(a, 1)) return b;
-  if (is_const(b, 1)) return a;
-  if (is_const(a, 0) || is_const(b, 0)) return i64(0);
-  if (a->kind == LExpr::Kind::kConst && b->kind == LExpr::Kind::kConst) {
-    return i64(static_cast<int64_t>(a->value) * static_cast<int64_t>(b->value));
-  }
-  return lop(Op::kMul, DType::kI64, {std::move(a), std::move(b)});
-}
-
-// 0/1 (i64) conjunction of range conditions.
-LExprRef conjunction(const std::vector<LExprRef>& conditions) {
-  LExprRef all;
-  for (const LExprRef& c : conditions) all = all ? lop(Op::kMul, DType::kI64, {all, c}) : c;
-  return all;
-}
-
-Op cast_op(DType type) {
-  switch (type) {
-    case DType::kF32: return Op::kCastF32;
-    case DType::kF64: return Op::kCastF64;
-    default: return Op::kCastI32;
-  }
-}
-
-double convert_constant(double v, DType type) {
-  switch (type) {
-    case DType::kF32: return static_cast<double>(static_cast<float>(v));
-    case DType::kI32:
-      if (std::isnan(v)) return 0;
-      if (v >= 2147483647.0) return 2147483647.0;
-      if (v <= -2147483648.0) return -2147483648.0;
-      return std::trunc(v);
-    default: return v;
-  }
-}
-
-LExprRef cast_to(LExprRef e, DType type) {
-  if (e->type == type) return e;
-  if (e->kind == LExpr::Kind::kConst) return lconst(type, convert_constant(e->value, type));
-  return lop(cast_op(type), type, {std::move(e)});
-}
-
-std::vector<int64_t> strides_of(const TensorNode& node) {
-  std::vector<int64_t> strides(node.dims.size(), 1);
-  for (size_t d = node.dims.size(); d-- > 1;) strides[d - 1] = strides[d] * node.dims[d];
-  return strides;
-}
+using namespace lowering;  // NOLINT: the helpers of lowering's own analyses
 
 struct KernelBuilder {
   Kernel kernel;
@@ -87,6 +31,19 @@ struct KernelBuilder {
     kernel.nodes.push_back(node);
   }
 };
+
+// Visits every tensor read (kTensor and kMerge) of an expression.
+template <typename Fn>
+void for_each_read(const Expr& e, Fn&& fn) {
+  if (e.kind == Expr::Kind::kTensor || e.kind == Expr::Kind::kMerge) fn(e);
+  for (const ExprRef& a : e.args) for_each_read(*a, fn);
+}
+
+bool reads_node(const Assignment& s, int node) {
+  bool found = false;
+  for_each_read(*s.rhs, [&](const Expr& r) { found = found || r.node == node; });
+  return found;
+}
 
 class Lowerer {
  public:
@@ -100,32 +57,56 @@ class Lowerer {
   struct Scope {
     const Assignment* stmt;
     std::vector<LExprRef> index_value;  // statement index number → i64 value
+    // Per index number: the dimension of the statement being lowered (the top-level one, also
+    // inside inlined definitions) whose target index the value exactly is, else -1; and whether
+    // the value is known to lie in [0, extent) (then a subscript of it needs no range check).
+    std::vector<int> target_dim;
+    std::vector<bool> in_range;
     // Reduction context: range conditions of top-level references skip the point. Otherwise
     // (and always inside inlined definitions) an out-of-range read is 0.
     std::vector<LExprRef>* skip_conditions = nullptr;
   };
+  // Where an element lives: a node buffer, or a local array of the kernel being built.
+  struct Place {
+    int node = -1;
+    int local = -1;
+    LExprRef offset;
+  };
 
   Status decide_memory();
   bool inlinable(int node, const Routine& routine, size_t def, size_t* reader) const;
-  Status lower_routine(const Routine& routine, LoweredRoutine* lowered);
-  Result<std::vector<Kernel>> lower_statement(const Routine& routine, size_t index);
-  LStmtRef accumulate_in_place(const Assignment& s, const TensorNode& target,
-                               const std::vector<int>& reduced, const std::vector<int>& loop_vars,
-                               const LExprRef& term, const std::vector<LExprRef>& conditions,
-                               const LExprRef& target_offset, const LStmtRef& note);
+  Status plan_routines();
+  Status lower_routine(size_t r, LoweredRoutine* lowered);
+  Result<std::vector<Kernel>> lower_group(const Routine& routine, size_t r, size_t g);
+  Result<std::vector<LStmtRef>> lower_statement(const Routine& routine, size_t index);
+  std::vector<LStmtRef> inner_target_loops(const Assignment& s, std::vector<LStmtRef> body) const;
+  std::vector<LStmtRef> accumulate_in_place(const Assignment& s, const TensorNode& target,
+                                            const std::vector<int>& reduced,
+                                            const std::vector<int>& loop_vars, const LExprRef& term,
+                                            const std::vector<LExprRef>& conditions,
+                                            const LStmtRef& note);
   Result<LExprRef> lower_expr(const Expr& e, Scope& scope);
   Result<LExprRef> lower_read(const Expr& e, Scope& scope);
+  Result<Place> place(int node, const TensorNode& decl, const std::vector<LExprRef>& subs, bool row);
+  LExprRef load(const Place& p, DType type) const;
+  LStmtRef store(const Place& p, LExprRef value) const;
   int hidden_node(const std::string& name, const TensorNode& like, Role role, MemoryMode mode);
 
   const Program& in_;
   LoweredProgram out_;
   LowerOptions options_;
-  std::map<int, const Assignment*> inline_def_;  // virtual node → its defining statement
+  InlineDefs inline_def_;                         // virtual node → its defining statement
   std::map<const Assignment*, bool> skipped_;     // definitions that were inlined away
-  // Per statement being lowered.
+  std::vector<RoutinePlan> plans_;                // per routine: its kernel groups
+  std::map<std::pair<size_t, size_t>, std::vector<int>> group_locals_;  // (routine, group) → nodes
+  // Per kernel group being lowered.
   KernelBuilder* kb_ = nullptr;
+  int parallel_dims_ = 0;              // k: leading target dims of the parallel loop
+  LExprRef row_var_;                   // the parallel loop's variable (k >= 1)
+  std::map<int, int> local_of_;        // local array node → its local number
+  // Per statement being lowered.
   int target_ = -1;
-  std::vector<int> target_vars_;
+  std::vector<LExprRef> target_values_;  // per target dim: the index's value
   bool needs_snapshot_ = false;
   int snapshot_node_ = -1;
 };
@@ -143,19 +124,6 @@ int Lowerer::hidden_node(const std::string& name, const TensorNode& like, Role r
   node.memory = mode;
   out_.program.nodes.push_back(node);
   return node.id;
-}
-
-// Visits every tensor read (kTensor and kMerge) of an expression.
-template <typename Fn>
-void for_each_read(const Expr& e, Fn&& fn) {
-  if (e.kind == Expr::Kind::kTensor || e.kind == Expr::Kind::kMerge) fn(e);
-  for (const ExprRef& a : e.args) for_each_read(*a, fn);
-}
-
-bool reads_node(const Assignment& s, int node) {
-  bool found = false;
-  for_each_read(*s.rhs, [&](const Expr& r) { found = found || r.node == node; });
-  return found;
 }
 
 bool Lowerer::inlinable(int node, const Routine& routine, size_t def, size_t* reader) const {
@@ -187,38 +155,29 @@ bool Lowerer::inlinable(int node, const Routine& routine, size_t def, size_t* re
   return true;
 }
 
+// Roles fix the modes of inputs, outputs and params; user requests (memory_mode.h) stand; a const
+// with a plain value is folded; then intermediates are inlined where possible (or requested).
 Status Lowerer::decide_memory() {
+  KILN_RETURN_IF_ERROR(check_memory_modes(in_));
   for (TensorNode& n : out_.program.nodes) {
-    switch (n.role) {
-      case Role::kInput:
-      case Role::kOutput:
-      case Role::kParam:
-        n.memory = MemoryMode::kHosted;
-        break;
-      case Role::kConst:
-        n.memory = n.init.kind == Init::Kind::kValue ? MemoryMode::kVirtual : MemoryMode::kHosted;
-        break;
-      case Role::kTensor:
-        if (n.memory == MemoryMode::kLocal) {
-          return unimplemented_error("tensor '" + n.name +
-                                     "': local memory mode is not implemented yet");
-        }
-        break;
+    if (n.role == Role::kInput || n.role == Role::kOutput || n.role == Role::kParam) {
+      n.memory = MemoryMode::kHosted;
+    } else if (n.role == Role::kConst && n.memory == MemoryMode::kUnset) {
+      n.memory = n.init.kind == Init::Kind::kValue ? MemoryMode::kVirtual : MemoryMode::kHosted;
     }
   }
-  if (options_.inline_virtual) {
-    for (const Routine& routine : in_.routines) {
-      for (size_t i = 0; i < routine.statements.size(); ++i) {
-        const Assignment& s = routine.statements[i];
-        TensorNode& n = out_.program.nodes[s.target];
-        if (n.role != Role::kTensor || inline_def_.count(s.target)) continue;
-        if (n.memory != MemoryMode::kUnset && n.memory != MemoryMode::kVirtual) continue;
-        size_t reader = 0;
-        if (inlinable(s.target, routine, i, &reader)) {
-          inline_def_[s.target] = &s;
-          skipped_[&s] = true;
-          n.memory = MemoryMode::kVirtual;
-        }
+  for (const Routine& routine : in_.routines) {
+    for (size_t i = 0; i < routine.statements.size(); ++i) {
+      const Assignment& s = routine.statements[i];
+      TensorNode& n = out_.program.nodes[s.target];
+      if (n.role != Role::kTensor || inline_def_.count(s.target)) continue;
+      // A request for a buffer or a local array is never inlined; kVirtual always is tried.
+      if (n.memory != MemoryMode::kVirtual && (n.memory != MemoryMode::kUnset || !options_.inline_virtual)) continue;
+      size_t reader = 0;
+      if (inlinable(s.target, routine, i, &reader)) {
+        inline_def_[s.target] = &s;
+        skipped_[&s] = true;
+        n.memory = MemoryMode::kVirtual;
       }
     }
   }
@@ -228,39 +187,112 @@ Status Lowerer::decide_memory() {
                                     "' cannot be virtual: it is not computed once, elementwise, "
                                     "and read by exactly one later statement");
     }
+  }
+  return Status();
+}
+
+// Kernel groups per routine, then local arrays (which depend on the groups), then the rest of
+// the intermediates get device buffers.
+Status Lowerer::plan_routines() {
+  for (const Routine& routine : in_.routines) {
+    std::vector<size_t> statements;
+    for (size_t i = 0; i < routine.statements.size(); ++i) {
+      if (!skipped_.count(&routine.statements[i])) statements.push_back(i);
+    }
+    FusionOptions fusion{options_.fuse, options_.collapse};
+    plans_.push_back(RoutinePlan{&routine, plan_kernels(in_, routine, statements, inline_def_, fusion)});
+  }
+  for (TensorNode& n : out_.program.nodes) {
+    if (n.role != Role::kTensor || n.id >= static_cast<int>(in_.nodes.size())) continue;
+    const bool requested = n.memory == MemoryMode::kLocal;
+    if (n.memory != MemoryMode::kUnset && !requested) continue;
+    if (!options_.local_arrays && !requested) continue;
+    LocalPlacement at = place_local_array(in_, n.id, plans_, inline_def_);
+    if (at.local) {
+      n.memory = MemoryMode::kLocal;
+      group_locals_[{at.routine, at.group}].push_back(n.id);
+    } else if (requested) {
+      return invalid_argument_error("tensor '" + n.name + "' cannot be local: " + at.why_not);
+    }
+  }
+  for (TensorNode& n : out_.program.nodes) {
     if (n.memory == MemoryMode::kUnset) n.memory = MemoryMode::kOnDevice;
   }
   return Status();
+}
+
+// `subs` are the subscripts of an access to `node` (declared as `decl`); `row` says its first k
+// subscripts are the parallel loop's indices, so that its row starts at row_var * row stride.
+Result<Lowerer::Place> Lowerer::place(int node, const TensorNode& decl,
+                                      const std::vector<LExprRef>& subs, bool row) {
+  const std::vector<int64_t> strides = strides_of(decl);
+  const size_t first = row ? static_cast<size_t>(parallel_dims_) : 0;
+  LExprRef in_row = i64(0);
+  for (size_t d = first; d < subs.size(); ++d) in_row = add(in_row, mul(subs[d], i64(strides[d])));
+  auto local = local_of_.find(node);
+  if (local != local_of_.end()) {
+    if (!row || parallel_dims_ < 1) {
+      return internal_error("local array '" + decl.name + "' is accessed outside its row");
+    }
+    return Place{-1, local->second, in_row};
+  }
+  kb_->use(node);
+  if (row && parallel_dims_ > 0) {
+    return Place{node, -1, add(mul(row_var_, i64(strides[first - 1])), in_row)};
+  }
+  return Place{node, -1, in_row};
+}
+
+LExprRef Lowerer::load(const Place& p, DType type) const {
+  return p.local >= 0 ? llocal_load(p.local, type, p.offset) : lload(p.node, type, p.offset);
+}
+
+LStmtRef Lowerer::store(const Place& p, LExprRef value) const {
+  return p.local >= 0 ? llocal_store(p.local, p.offset, std::move(value))
+                      : lstore(p.node, p.offset, std::move(value));
 }
 
 Result<LExprRef> Lowerer::lower_read(const Expr& e, Scope& scope) {
   int node = e.node;
   const TensorNode& decl = in_.nodes[node];
   // Folded constants.
-  if (decl.role == Role::kConst && decl.init.kind == Init::Kind::kValue &&
-      e.kind == Expr::Kind::kTensor) {
+  if (decl.role == Role::kConst && e.kind == Expr::Kind::kTensor &&
+      out_.program.nodes[node].memory == MemoryMode::kVirtual) {
     return lconst(decl.dtype, convert_constant(decl.init.a, decl.dtype));
   }
   std::vector<LExprRef> subs;
   std::vector<LExprRef> conditions;
+  bool same_point = true;  // exactly the target point of the statement being lowered
+  bool row = true;         // the leading subscripts are the parallel indices
   for (size_t d = 0; d < e.subscripts.size(); ++d) {
     const Affine& a = e.subscripts[d];
+    const int bare = a.bare_index();
     LExprRef v = i64(a.offset);
     for (const auto& [index, coeff] : a.terms) v = add(mul(i64(coeff), scope.index_value[index]), v);
-    // A bare index of the statement spans exactly its dimension; anything else is checked.
-    if (a.bare_index() < 0 || scope.index_value[a.bare_index()]->kind != LExpr::Kind::kVar) {
+    // A bare index that spans exactly its dimension needs no check; anything else is checked.
+    if (bare < 0 || !scope.in_range[bare]) {
       conditions.push_back(lop(Op::kGe, DType::kI64, {v, i64(0)}));
       conditions.push_back(lop(Op::kLt, DType::kI64, {v, i64(decl.dims[d])}));
     }
+    const int dim = bare < 0 ? -1 : scope.target_dim[bare];
+    same_point = same_point && dim == static_cast<int>(d);
+    if (static_cast<int>(d) < parallel_dims_) row = row && dim == static_cast<int>(d);
     subs.push_back(std::move(v));
   }
+  row = row && static_cast<int>(subs.size()) >= parallel_dims_;
 
   LExprRef value;
   if (e.kind == Expr::Kind::kTensor && inline_def_.count(node)) {
     // Evaluate the definition at this point, with its own reads as in an elementwise statement.
     const Assignment& def = *inline_def_.at(node);
-    Scope inner{&def, std::vector<LExprRef>(def.indices.size()), nullptr};
-    for (size_t d = 0; d < def.target_indices.size(); ++d) inner.index_value[def.target_indices[d]] = subs[d];
+    const size_t n = def.indices.size();
+    Scope inner{&def, std::vector<LExprRef>(n), std::vector<int>(n, -1), std::vector<bool>(n, false), nullptr};
+    for (size_t d = 0; d < def.target_indices.size(); ++d) {
+      const int t = def.target_indices[d], bare = e.subscripts[d].bare_index();
+      inner.index_value[t] = subs[d];
+      inner.target_dim[t] = bare < 0 ? -1 : scope.target_dim[bare];
+      inner.in_range[t] = bare >= 0 && scope.in_range[bare];
+    }
     for (const LExprRef& v : inner.index_value) {
       if (!v) return internal_error("inlined definition of '" + decl.name + "' has a free index");
     }
@@ -269,26 +301,17 @@ Result<LExprRef> Lowerer::lower_read(const Expr& e, Scope& scope) {
   } else {
     if (e.kind == Expr::Kind::kMerge) {
       node = hidden_node(decl.name + ".merge", decl, Role::kInput, MemoryMode::kHosted);
-    } else if (node == target_) {
-      bool same_point = subs.size() == target_vars_.size();
-      for (size_t d = 0; same_point && d < subs.size(); ++d) {
-        same_point = subs[d]->kind == LExpr::Kind::kVar && subs[d]->var == target_vars_[d];
-      }
-      if (!same_point) {
-        needs_snapshot_ = true;
-        snapshot_node_ = hidden_node(decl.name + ".prev", decl, Role::kTensor, MemoryMode::kOnDevice);
-        node = snapshot_node_;
-      }
+    } else if (node == target_ && !same_point) {
+      needs_snapshot_ = true;
+      snapshot_node_ = hidden_node(decl.name + ".prev", decl, Role::kTensor, MemoryMode::kOnDevice);
+      node = snapshot_node_;
     }
-    std::vector<int64_t> strides = strides_of(decl);
-    LExprRef offset = i64(0);
-    for (size_t d = 0; d < subs.size(); ++d) offset = add(offset, mul(subs[d], i64(strides[d])));
-    kb_->use(node);
+    KILN_ASSIGN_OR_RETURN(Place at, place(node, decl, subs, row));
     if (!conditions.empty() && !scope.skip_conditions) {
       // Out of range reads 0; the load itself stays in range whichever way select evaluates.
-      offset = lop(Op::kSelect, DType::kI64, {conjunction(conditions), offset, i64(0)});
+      at.offset = lop(Op::kSelect, DType::kI64, {conjunction(conditions), at.offset, i64(0)});
     }
-    value = lload(node, decl.dtype, offset);
+    value = load(at, decl.dtype);
   }
   if (!conditions.empty()) {
     if (scope.skip_conditions) {
@@ -313,18 +336,17 @@ Result<LExprRef> Lowerer::lower_expr(const Expr& e, Scope& scope) {
       return cast_to(v, e.type);
     }
     case Expr::Kind::kOp: {
+      const bool is_comparison = e.op == Op::kLt || e.op == Op::kLe || e.op == Op::kGt ||
+                                 e.op == Op::kGe || e.op == Op::kEq || e.op == Op::kNe;
+      const bool is_cast = e.op == Op::kCastF32 || e.op == Op::kCastF64 || e.op == Op::kCastI32;
       std::vector<LExprRef> args;
       for (size_t i = 0; i < e.args.size(); ++i) {
         KILN_ASSIGN_OR_RETURN(LExprRef a, lower_expr(*e.args[i], scope));
-        bool is_cast = e.op == Op::kCastF32 || e.op == Op::kCastF64 || e.op == Op::kCastI32;
-        bool is_condition = e.op == Op::kSelect && i == 0;
-        bool is_comparison = e.op == Op::kLt || e.op == Op::kLe || e.op == Op::kGt ||
-                             e.op == Op::kGe || e.op == Op::kEq || e.op == Op::kNe;
+        const bool is_condition = e.op == Op::kSelect && i == 0;
         if (!is_cast && !is_condition && !is_comparison) a = cast_to(a, e.type);
         args.push_back(std::move(a));
       }
-      if (e.op == Op::kLt || e.op == Op::kLe || e.op == Op::kGt || e.op == Op::kGe ||
-          e.op == Op::kEq || e.op == Op::kNe) {
+      if (is_comparison) {
         DType common = promote(args[0]->type, args[1]->type);
         args[0] = cast_to(args[0], common);
         args[1] = cast_to(args[1], common);
@@ -336,85 +358,49 @@ Result<LExprRef> Lowerer::lower_expr(const Expr& e, Scope& scope) {
   return internal_error("unknown expression kind");
 }
 
-double neutral(Reduce reduce, DType type) {
-  bool integer = type == DType::kI32;
-  switch (reduce) {
-    case Reduce::kProd: return 1;
-    case Reduce::kMax:
-      return integer ? -2147483648.0 : -std::numeric_limits<double>::infinity();
-    case Reduce::kMin:
-      return integer ? 2147483647.0 : std::numeric_limits<double>::infinity();
-    default: return 0;
+// Wraps `body` in the target loops after the parallel ones.
+std::vector<LStmtRef> Lowerer::inner_target_loops(const Assignment& s, std::vector<LStmtRef> body) const {
+  const TensorNode& target = in_.nodes[s.target];
+  for (size_t d = s.target_indices.size(); d-- > static_cast<size_t>(parallel_dims_);) {
+    body = {lfor(target_values_[d]->var, target.dims[d], false, std::move(body))};
   }
+  return body;
 }
 
-Op combine_op(Accum accum) {
-  switch (accum) {
-    case Accum::kAdd: return Op::kAdd;
-    case Accum::kSub: return Op::kSub;
-    default: return Op::kMul;
+// A reduction into a target with loops inside the parallel ones can fold each term straight
+// into the target, with the reduced loops outside the inner target loops: `for i { for k { for
+// j { c[i,j] += a[i,k] * b[k,j] } } }` walks b and c contiguously, which the C compiler
+// vectorizes, where the accumulator form strides through b. It is the same sum in another order,
+// so it is used only where the fold is the statement's own accumulation (= with any reduction,
+// += / -= with sum, *= with prod), the term has the target's type, and the right side does not
+// read the target. Returns the row's statements, or nothing when the form does not apply.
+std::vector<LStmtRef> Lowerer::accumulate_in_place(const Assignment& s, const TensorNode& target,
+                                                   const std::vector<int>& reduced,
+                                                   const std::vector<int>& loop_vars,
+                                                   const LExprRef& term,
+                                                   const std::vector<LExprRef>& conditions,
+                                                   const LStmtRef& note) {
+  if (static_cast<int>(s.target_indices.size()) <= parallel_dims_ || reduced.empty() ||
+      term->type != target.dtype || loads_node(term, s.target) || needs_snapshot_ ||
+      (local_of_.count(s.target) && loads_local(term, local_of_.at(s.target)))) {
+    return {};
   }
-}
-
-bool loads_node(const LExprRef& e, int node) {
-  if (e->kind == LExpr::Kind::kLoad && e->node == node) return true;
-  if (e->offset && loads_node(e->offset, node)) return true;
-  for (const LExprRef& a : e->args) {
-    if (loads_node(a, node)) return true;
-  }
-  return false;
-}
-
-// A reduction into a target of rank >= 2 can fold each term straight into the target, with the
-// reduced loops outside the inner target loops: `for i { for k { for j { c[i,j] += a[i,k] *
-// b[k,j] } } }` walks b and c contiguously, which the C compiler vectorizes, where the
-// accumulator form strides through b. It is the same sum in another order, so it is used only
-// where the fold is the statement's own accumulation (= with any reduction, += / -= with sum,
-// *= with prod), the term has the target's type, and the right side does not read the target.
-LStmtRef Lowerer::accumulate_in_place(const Assignment& s, const TensorNode& target,
-                                      const std::vector<int>& reduced,
-                                      const std::vector<int>& loop_vars, const LExprRef& term,
-                                      const std::vector<LExprRef>& conditions,
-                                      const LExprRef& target_offset, const LStmtRef& note) {
-  if (s.target_indices.size() < 2 || reduced.empty() || term->type != target.dtype ||
-      loads_node(term, s.target) || needs_snapshot_) {
-    return nullptr;
-  }
-  Op fold = Op::kAdd;
-  switch (s.accum) {
-    case Accum::kAssign:
-      fold = s.reduce == Reduce::kProd  ? Op::kMul
-             : s.reduce == Reduce::kMax ? Op::kMax
-             : s.reduce == Reduce::kMin ? Op::kMin
-                                        : Op::kAdd;
-      break;
-    case Accum::kAdd:
-    case Accum::kSub:
-      if (s.reduce != Reduce::kSum) return nullptr;
-      fold = combine_op(s.accum);
-      break;
-    case Accum::kMul:
-      if (s.reduce != Reduce::kProd) return nullptr;
-      fold = Op::kMul;
-      break;
-  }
+  Op fold = fold_op(s.reduce);
+  if ((s.accum == Accum::kAdd || s.accum == Accum::kSub) && s.reduce != Reduce::kSum) return {};
+  if (s.accum == Accum::kMul && s.reduce != Reduce::kProd) return {};
+  if (s.accum != Accum::kAssign) fold = combine_op(s.accum);
   const DType type = target.dtype;
-  // Wraps `body` in the target loops after the outermost one (the parallel loop).
-  auto inner_target_loops = [&](std::vector<LStmtRef> body) {
-    for (size_t d = s.target_indices.size(); d-- > 1;) {
-      body = {lfor(target_vars_[d], target.dims[d], false, std::move(body))};
-    }
-    return body;
-  };
+  Result<Place> at = place(s.target, target, target_values_, true);
+  if (!at.ok()) return {};
   std::vector<LStmtRef> per_row = {note};
-  if (s.accum == Accum::kAssign) {
-    auto init = inner_target_loops({lstore(s.target, target_offset, lconst(type, neutral(s.reduce, type)))});
-    per_row.insert(per_row.end(), init.begin(), init.end());
+  if (FoldInit init = fold_init(s, type); init.needed) {
+    auto fill = inner_target_loops(s, {store(*at, lconst(type, init.value))});
+    per_row.insert(per_row.end(), fill.begin(), fill.end());
   }
-  LExprRef current = lload(s.target, type, target_offset);
-  std::vector<LStmtRef> step = {lstore(s.target, target_offset, lop(fold, type, {current, term}))};
+  LExprRef current = load(*at, type);
+  std::vector<LStmtRef> step = {store(*at, lop(fold, type, {current, term}))};
   if (!conditions.empty()) step = {lif(conjunction(conditions), std::move(step))};
-  std::vector<LStmtRef> folds = inner_target_loops(std::move(step));
+  std::vector<LStmtRef> folds = inner_target_loops(s, std::move(step));
   for (size_t r = reduced.size(); r-- > 0;) {
     folds = {lfor(loop_vars[reduced[r]], s.indices[reduced[r]].extent, false, std::move(folds))};
   }
@@ -422,43 +408,49 @@ LStmtRef Lowerer::accumulate_in_place(const Assignment& s, const TensorNode& tar
   if (s.reduce == Reduce::kMean) {
     int64_t count = 1;
     for (int r : reduced) count *= s.indices[r].extent;
-    auto divide = inner_target_loops(
-        {lstore(s.target, target_offset, lop(Op::kDiv, type, {current, lconst(type, double(count))}))});
+    auto divide = inner_target_loops(s, {store(*at, lop(Op::kDiv, type, {current, lconst(type, double(count))}))});
     per_row.insert(per_row.end(), divide.begin(), divide.end());
   }
-  return lfor(target_vars_[0], target.dims[0], true, std::move(per_row));
+  return per_row;
 }
 
-Result<std::vector<Kernel>> Lowerer::lower_statement(const Routine& routine, size_t index) {
+// One statement's part of a row of its kernel (the whole kernel body when it has no parallel
+// loop): loops over its target dims after the parallel ones, and its reduced dims.
+Result<std::vector<LStmtRef>> Lowerer::lower_statement(const Routine& routine, size_t index) {
   const Assignment& s = routine.statements[index];
-  KernelBuilder kb;
-  kb.kernel.name = routine.name + "_" + std::to_string(index);
-  kb_ = &kb;
+  Kernel& kernel = kb_->kernel;
   target_ = s.target;
   needs_snapshot_ = false;
   const TensorNode& target = in_.nodes[s.target];
-
-  Scope scope{&s, std::vector<LExprRef>(s.indices.size()), nullptr};
-  target_vars_.clear();
-  std::vector<int> loop_vars(s.indices.size(), -1);
-  for (int i : s.target_indices) {
-    loop_vars[i] = kb.kernel.var_count++;
-    target_vars_.push_back(loop_vars[i]);
+  const size_t n = s.indices.size();
+  Scope scope{&s, std::vector<LExprRef>(n), std::vector<int>(n, -1), std::vector<bool>(n, true), nullptr};
+  std::vector<int> loop_vars(n, -1);
+  target_values_.assign(s.target_indices.size(), nullptr);
+  // The parallel indices come from the collapsed loop: row = ((i0 * d1 + i1) * d2 + i2) ...
+  int64_t below = leading_extent(target, parallel_dims_);
+  for (size_t d = 0; d < s.target_indices.size(); ++d) {
+    const int i = s.target_indices[d];
+    scope.target_dim[i] = static_cast<int>(d);
+    if (static_cast<int>(d) < parallel_dims_) {
+      below /= target.dims[d];
+      LExprRef v = div(row_var_, below);
+      target_values_[d] = d == 0 ? v : mod(v, target.dims[d]);
+    } else {
+      loop_vars[i] = kernel.var_count++;
+      target_values_[d] = lvar(loop_vars[i]);
+    }
+    scope.index_value[i] = target_values_[d];
   }
   std::vector<int> reduced = s.reduced_indices();
-  for (int i : reduced) loop_vars[i] = kb.kernel.var_count++;
-  for (size_t i = 0; i < loop_vars.size(); ++i) scope.index_value[i] = lvar(loop_vars[i]);
-
-  std::vector<int64_t> strides = strides_of(target);
-  LExprRef target_offset = i64(0);
-  for (size_t d = 0; d < s.target_indices.size(); ++d) {
-    target_offset = add(target_offset, mul(lvar(target_vars_[d]), i64(strides[d])));
+  for (int i : reduced) {
+    loop_vars[i] = kernel.var_count++;
+    scope.index_value[i] = lvar(loop_vars[i]);
   }
 
   // What runs at one target point, introduced by where it came from.
-  std::vector<LStmtRef> point = {lcomment(target.name + ": statement " + std::to_string(index + 1) +
-                                         " of routine " + routine.name +
-                                         (s.loc.line ? ", line " + std::to_string(s.loc.line) : ""))};
+  LStmtRef note = lcomment(target.name + ": statement " + std::to_string(index + 1) + " of routine " +
+                           routine.name + (s.loc.line ? ", line " + std::to_string(s.loc.line) : ""));
+  std::vector<LStmtRef> point = {note};
   LExprRef value;
   if (s.reduce == Reduce::kNone) {
     KILN_ASSIGN_OR_RETURN(value, lower_expr(*s.rhs, scope));
@@ -466,29 +458,17 @@ Result<std::vector<Kernel>> Lowerer::lower_statement(const Routine& routine, siz
     std::vector<LExprRef> conditions;
     scope.skip_conditions = &conditions;
     KILN_ASSIGN_OR_RETURN(LExprRef term, lower_expr(*s.rhs, scope));
-    if (LStmtRef in_place = accumulate_in_place(s, target, reduced, loop_vars, term, conditions,
-                                                target_offset, point.front())) {
-      kb.use(s.target);
-      kb.kernel.body = in_place;
-      std::vector<Kernel> kernels;
-      kernels.push_back(std::move(kb.kernel));
-      kb_ = nullptr;
-      return kernels;
-    }
+    std::vector<LStmtRef> in_place = accumulate_in_place(s, target, reduced, loop_vars, term, conditions, note);
+    if (!in_place.empty()) return in_place;
     const DType type = term->type;
-    const int acc = kb.kernel.local_count++;
+    const int acc = kernel.local_count++;
     LExprRef acc_value = llocal_load(acc, type, i64(0));
-    Op fold = s.reduce == Reduce::kProd  ? Op::kMul
-              : s.reduce == Reduce::kMax ? Op::kMax
-              : s.reduce == Reduce::kMin ? Op::kMin
-                                         : Op::kAdd;
-    std::vector<LStmtRef> body = {llocal_store(acc, i64(0), lop(fold, type, {acc_value, term}))};
+    std::vector<LStmtRef> body = {llocal_store(acc, i64(0), lop(fold_op(s.reduce), type, {acc_value, term}))};
     if (!conditions.empty()) body = {lif(conjunction(conditions), std::move(body))};
     for (size_t r = reduced.size(); r-- > 0;) {
       body = {lfor(loop_vars[reduced[r]], s.indices[reduced[r]].extent, false, std::move(body))};
     }
     body.insert(body.begin(), llocal_store(acc, i64(0), lconst(type, neutral(s.reduce, type))));
-    LStmtRef decl = llocal_decl(acc, type, 1, std::move(body));
     value = acc_value;
     if (s.reduce == Reduce::kMean) {
       int64_t count = 1;
@@ -496,15 +476,15 @@ Result<std::vector<Kernel>> Lowerer::lower_statement(const Routine& routine, siz
       value = lop(Op::kDiv, type, {value, lconst(type, static_cast<double>(count))});
     }
     // The store below runs inside the accumulator's scope.
-    point.push_back(decl);
+    point.push_back(llocal_decl(acc, type, 1, std::move(body)));
   }
-  kb.use(s.target);
+  KILN_ASSIGN_OR_RETURN(Place at, place(s.target, target, target_values_, true));
   if (s.accum != Accum::kAssign) {
-    LExprRef old = lload(s.target, target.dtype, target_offset);
+    LExprRef old = load(at, target.dtype);
     DType common = promote(old->type, value->type);
     value = lop(combine_op(s.accum), common, {cast_to(old, common), cast_to(value, common)});
   }
-  LStmtRef write = lstore(s.target, target_offset, cast_to(value, target.dtype));
+  LStmtRef write = store(at, cast_to(value, target.dtype));
   if (point.back()->kind != LStmt::Kind::kLocalDecl) {
     point.push_back(write);
   } else {
@@ -512,21 +492,57 @@ Result<std::vector<Kernel>> Lowerer::lower_statement(const Routine& routine, siz
     decl->body.push_back(write);
     point.back() = decl;
   }
-  std::vector<LStmtRef> body = std::move(point);
-  for (size_t d = s.target_indices.size(); d-- > 0;) {
-    body = {lfor(target_vars_[d], target.dims[d], d == 0, std::move(body))};
+  return inner_target_loops(s, std::move(point));
+}
+
+// One kernel for a group of statements (fusion.h), after a snapshot kernel where its statement
+// reads its target elsewhere than the point it writes.
+Result<std::vector<Kernel>> Lowerer::lower_group(const Routine& routine, size_t r, size_t g) {
+  const KernelGroup& group = plans_[r].groups[g];
+  const Assignment& first = routine.statements[group.statements.front()];
+  const TensorNode& lead = in_.nodes[first.target];
+  KernelBuilder kb;
+  kb.kernel.name = routine.name + "_" + std::to_string(group.statements.front());
+  kb_ = &kb;
+  parallel_dims_ = group.parallel_dims;
+  row_var_ = parallel_dims_ > 0 ? lvar(kb.kernel.var_count++) : nullptr;
+  local_of_.clear();
+  const std::vector<int> locals = group_locals_[{r, g}];
+  for (int node : locals) local_of_[node] = kb.kernel.local_count++;
+
+  std::vector<LStmtRef> row;
+  bool snapshot = false;
+  for (size_t i : group.statements) {
+    Result<std::vector<LStmtRef>> part = lower_statement(routine, i);
+    if (!part.ok()) return part.status().annotate("statement " + std::to_string(i + 1));
+    row.insert(row.end(), part->begin(), part->end());
+    snapshot = snapshot || needs_snapshot_;
   }
-  kb.kernel.body = body.size() == 1 && body[0]->kind == LStmt::Kind::kFor ? body[0] : lblock(body);
+  if (snapshot && group.statements.size() > 1) {
+    return internal_error("a fused kernel of routine '" + routine.name + "' needs a snapshot");
+  }
+  // Local arrays hold one row each, declared inside the parallel loop (innermost: the last).
+  for (size_t l = locals.size(); l-- > 0;) {
+    const TensorNode& n = in_.nodes[locals[l]];
+    int64_t size = 1;
+    for (size_t d = static_cast<size_t>(parallel_dims_); d < n.dims.size(); ++d) size *= n.dims[d];
+    row = {llocal_decl(local_of_.at(locals[l]), n.dtype, size, std::move(row))};
+  }
+  if (parallel_dims_ > 0) {
+    kb.kernel.body = lfor(row_var_->var, leading_extent(lead, parallel_dims_), true, std::move(row));
+  } else {
+    kb.kernel.body = lblock(std::move(row));
+  }
 
   std::vector<Kernel> kernels;
-  if (needs_snapshot_) {
+  if (snapshot) {
     // The statement reads its target elsewhere than the point it writes: copy it first.
     Kernel copy;
     copy.name = kb.kernel.name + "_snapshot";
-    copy.nodes = {s.target, snapshot_node_};
+    copy.nodes = {first.target, snapshot_node_};
     copy.var_count = 1;
-    copy.body = lfor(0, target.element_count(), true,
-                         {lstore(snapshot_node_, lvar(0), lload(s.target, target.dtype, lvar(0)))});
+    copy.body = lfor(0, lead.element_count(), true,
+                     {lstore(snapshot_node_, lvar(0), lload(first.target, lead.dtype, lvar(0)))});
     kernels.push_back(std::move(copy));
   }
   kernels.push_back(std::move(kb.kernel));
@@ -534,15 +550,12 @@ Result<std::vector<Kernel>> Lowerer::lower_statement(const Routine& routine, siz
   return kernels;
 }
 
-Status Lowerer::lower_routine(const Routine& routine, LoweredRoutine* lowered) {
+Status Lowerer::lower_routine(size_t r, LoweredRoutine* lowered) {
+  const Routine& routine = *plans_[r].routine;
   lowered->name = routine.name;
-  for (size_t i = 0; i < routine.statements.size(); ++i) {
-    if (skipped_.count(&routine.statements[i])) continue;  // inlined into its reader
-    Result<std::vector<Kernel>> kernels = lower_statement(routine, i);
-    if (!kernels.ok()) {
-      return kernels.status().annotate("routine '" + routine.name + "', statement " +
-                                       std::to_string(i + 1));
-    }
+  for (size_t g = 0; g < plans_[r].groups.size(); ++g) {
+    Result<std::vector<Kernel>> kernels = lower_group(routine, r, g);
+    if (!kernels.ok()) return kernels.status().annotate("routine '" + routine.name + "'");
     for (Kernel& k : *kernels) lowered->kernels.push_back(std::move(k));
   }
   return Status();
@@ -551,9 +564,10 @@ Status Lowerer::lower_routine(const Routine& routine, LoweredRoutine* lowered) {
 Result<LoweredProgram> Lowerer::run() {
   KILN_RETURN_IF_ERROR(validate_program(in_));
   KILN_RETURN_IF_ERROR(decide_memory());
-  for (const Routine& routine : in_.routines) {
+  KILN_RETURN_IF_ERROR(plan_routines());
+  for (size_t r = 0; r < plans_.size(); ++r) {
     LoweredRoutine lowered;
-    KILN_RETURN_IF_ERROR(lower_routine(routine, &lowered));
+    KILN_RETURN_IF_ERROR(lower_routine(r, &lowered));
     out_.routines.push_back(std::move(lowered));
   }
   return std::move(out_);
@@ -562,7 +576,13 @@ Result<LoweredProgram> Lowerer::run() {
 }  // namespace
 
 Result<LoweredProgram> lower_program(const Program& program, const LowerOptions& options) {
-  return Lowerer(program, options).run();
+  KILN_ASSIGN_OR_RETURN(LoweredProgram lowered, Lowerer(program, options).run());
+  if (options.optimize) {
+    for (LoweredRoutine& routine : lowered.routines) {
+      for (Kernel& kernel : routine.kernels) optimize_kernel(kernel);
+    }
+  }
+  return lowered;
 }
 
 int merge_node_of(const LoweredProgram& lowered, int node) {

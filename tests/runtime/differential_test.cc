@@ -1,7 +1,11 @@
 // Differential testing of the compiler: random valid `.kiln` programs run on the reference
-// interpreter (`interp`, with every intermediate stored: LowerOptions::inline_virtual off) and on
-// the CPU (`cpu`, generated C, default lowering with single-use intermediates inlined), and every
+// interpreter (`interp`, with every intermediate stored and no optimization passes:
+// LowerOptions::inline_virtual and optimize off) and on the CPU (`cpu`, generated C, default
+// lowering with single-use intermediates inlined and the kernels optimized), and every
 // output and param must agree within a tolerance (relative 1e-4 plus absolute 1e-5; i32 exactly).
+// The reference also runs one kernel per statement (fusion, collapsing of leading dims and local
+// arrays off), the CPU the default grouping; the generator writes "row blocks" for fusion to find
+// (statements sharing a leading dim, intermediates read row by row, small rows).
 //
 // The generator is seeded and deterministic: program number N of a run uses seed
 // KILN_DIFF_SEED + N (default base 1), so a failure report's seed reproduces the one program with
@@ -37,6 +41,7 @@
 
 #include "kiln/base/env.h"
 #include "kiln/base/time.h"
+#include "kiln/ir/lower.h"
 #include "kiln/lang/parser.h"
 #include "runtime/e2e_util.h"
 
@@ -71,6 +76,9 @@ struct GenTensor {
   // only (what lowering inlines), unless `pipe_open` lets later statements read it too.
   bool pipe = false;
   bool pipe_open = false;
+  // A tensor of the row block: written by `=` statements that share its dimension 0 and read
+  // (in the block) only by statements using their own first index in dimension 0.
+  bool row = false;
   int small_adds = 0;       // += / -= statements on a bounded tensor (each adds at most 0.125)
   double value = 0;         // a const's value
   std::string init;         // the declaration's initializer, "" for none
@@ -103,6 +111,7 @@ struct StatementCtx {
   bool no_compound = false;  // subscripts must be bare indices or literals (no empty reductions)
   bool any_compound = false; // a compound subscript was generated
   const GenTensor* must_read = nullptr;  // the first float leaf reads this tensor
+  bool row_mode = false;  // a statement of the row block: row tensors are read in its row
 };
 
 class ProgramGenerator {
@@ -122,6 +131,16 @@ class ProgramGenerator {
       else body += "\n# statements outside a routine: the routine main\n";
       const int statements = 2 + pick(5);
       const std::string indent = top_level ? "" : "  ";
+      if (!row_block_.empty() && !row_block_done_ && chance(0.6)) {
+        // The row block: each row tensor from the earlier ones, then an output from the last.
+        row_block_done_ = true;
+        const GenTensor* previous = nullptr;
+        for (size_t t : row_block_) {
+          GenTensor& target = tensors_[t];
+          body += indent + statement(&target, previous, true) + "\n";
+          if (target.role == Role::kTensor) previous = &target;
+        }
+      }
       for (int s = 0; s < statements; ++s) {
         GenTensor* pipe = nullptr;
         for (GenTensor& t : tensors_) {
@@ -205,6 +224,21 @@ class ProgramGenerator {
       t.pipe = true;
       t.bounded = true;
     }
+    if (chance(0.6)) {
+      // The row block: 2-4 intermediates and an output sharing dimension 0.
+      const int64_t rows = one_of(dim_pool_);
+      const int count = 2 + pick(3);
+      for (int i = 0; i <= count; ++i) {
+        std::vector<int64_t> dims = {rows};
+        for (int d = pick(3); d > 0; --d) dims.push_back(dim());
+        const bool last = i == count;
+        GenTensor& t = add(last ? Role::kOutput : Role::kTensor, last ? "z" : "r",
+                           chance(0.9) ? DType::kF32 : DType::kF64, std::move(dims));
+        t.row = true;
+        t.bounded = true;
+        row_block_.push_back(tensors_.size() - 1);
+      }
+    }
     // Consts: an integer one (for subscripts and bounds), a float scalar, a filled tensor.
     if (chance(0.5)) {
       GenTensor& c = add(Role::kConst, "n", DType::kI32, {});
@@ -262,7 +296,7 @@ class ProgramGenerator {
     for (size_t i = 0; i < tensors_.size(); ++i) {
       const GenTensor& t = tensors_[i];
       int w = 0;
-      if (t.pipe) continue;
+      if (t.pipe || t.row) continue;
       if (t.role == Role::kOutput) w = t.written ? 1 : 4;
       if (t.role == Role::kParam) w = 2;
       if (t.role == Role::kTensor) w = t.written ? 2 : 3;
@@ -278,12 +312,17 @@ class ProgramGenerator {
 
   // A statement; `pipe_target`: an elementwise `=` to that tensor; `must_read`: a statement with
   // a float target whose right side reads that tensor.
-  std::string statement(GenTensor* pipe_target = nullptr, const GenTensor* must_read = nullptr) {
-    GenTensor* chosen = pipe_target ? pipe_target : &choose_target();
+  // `row_target`: a statement of the row block writing that tensor (mostly with `=`).
+  std::string statement(GenTensor* pipe_target = nullptr, const GenTensor* must_read = nullptr,
+                        bool row_block = false) {
+    GenTensor* row_target = row_block ? pipe_target : nullptr;
+    if (row_block) pipe_target = nullptr;
+    GenTensor* chosen = row_target ? row_target : pipe_target ? pipe_target : &choose_target();
     for (int tries = 0; must_read && !chosen->is_float() && tries < 20; ++tries) chosen = &choose_target();
     GenTensor& target = *chosen;
     StatementCtx ctx;
     ctx.target = &target;
+    ctx.row_mode = row_block;
     if (target.is_float()) ctx.must_read = must_read;
     // Index names: target indices first, then candidates for reduced indices.
     std::vector<std::string> names = {"i", "j", "k", "l", "m", "n", "ky", "kx", "co"};
@@ -304,7 +343,7 @@ class ProgramGenerator {
     }
     if (is_float && target.may_inf && accum == ir::Accum::kMul) accum = ir::Accum::kAdd;
 
-    if (pipe_target) accum = ir::Accum::kAssign;
+    if (pipe_target || (row_target && chance(0.85))) accum = ir::Accum::kAssign;
     ir::Reduce reduce = ir::Reduce::kNone;
     if (!pipe_target && chance(0.45)) {
       std::vector<ir::Reduce> allowed = {ir::Reduce::kSum, ir::Reduce::kProd, ir::Reduce::kMax,
@@ -458,7 +497,15 @@ class ProgramGenerator {
   std::string reference(StatementCtx& ctx, const GenTensor& t, bool shifted_self) {
     if (t.rank() == 0) return t.name;
     std::string out = t.name + "[";
+    // In the row block, a row tensor is read in the statement's own row.
+    const bool in_row = ctx.row_mode && t.row && !shifted_self && ctx.target->rank() > 0 &&
+                        t.dims[0] == ctx.target->dims[0];
     for (int d = 0; d < t.rank(); ++d) {
+      if (d == 0 && in_row) {
+        ctx.indices[0].bare = true;
+        out += term(ctx, 0, 1);
+        continue;
+      }
       out += (d ? ", " : "") + subscript(ctx, t.dims[static_cast<size_t>(d)], shifted_self ? d : -1);
     }
     return out + "]";
@@ -473,6 +520,7 @@ class ProgramGenerator {
       if (t.role == Role::kConst && t.dtype == DType::kI32) continue;  // used in subscripts
       if (t.role == Role::kTensor && !t.written && &t != ctx.target) continue;
       if (t.pipe && !t.pipe_open) continue;
+      if (ctx.row_mode && &t == ctx.target && t.row) continue;  // would need a snapshot
       if (exact_only && t.is_float() && t.role != Role::kInput && t.role != Role::kConst) continue;
       out.push_back(&t);
     }
@@ -765,6 +813,8 @@ class ProgramGenerator {
   bool allow_main_;
   std::vector<int64_t> dim_pool_;
   std::vector<GenTensor> tensors_;
+  std::vector<size_t> row_block_;  // indices into tensors_: the row block's tensors, in order
+  bool row_block_done_ = false;
   std::string declarations_;
 };
 
@@ -858,6 +908,13 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
     auto interp = open_device("interp", cache_.path());
     ASSERT_TRUE(interp.ok()) << interp.status();
     interp_ = *interp;
+    // OpenCL too where a platform is present (CPU-hosted PoCL in CI); otherwise cpu only.
+    if (drivers::builtin_registry().find("opencl").ok() &&
+        (*drivers::builtin_registry().find("opencl"))->availability().ok()) {
+      auto opencl = open_device("opencl", cache_.path());
+      ASSERT_TRUE(opencl.ok()) << opencl.status();
+      opencl_ = *opencl;
+    }
   }
 
   // Runs a batch of generated programs, concatenated, on both devices; returns how many were
@@ -873,12 +930,19 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
       return 0;
     }
     // The reference is the interpreter running the plainest lowering (every intermediate
-    // stored); the CPU runs the default one (single-use intermediates inlined).
+    // stored, no optimization passes); the CPU runs the default one (single-use intermediates
+    // inlined, constants folded, invariants hoisted, fma formed).
     runtime::ProgramOptions plain;
     plain.lower.inline_virtual = false;
+    plain.lower.fuse = false;
+    plain.lower.collapse = false;
+    plain.lower.local_arrays = false;
+    plain.lower.optimize = false;
     DeviceRun reference = start(interp_, *program, parts, plain);
     DeviceRun cpu = start(cpu_, *program, parts, {});
-    if (!reference.status.ok() || !cpu.status.ok()) {
+    DeviceRun opencl;
+    if (opencl_ && use_opencl_) opencl = start(opencl_, *program, parts, {});
+    if (!reference.status.ok() || !cpu.status.ok() || !opencl.status.ok()) {
       if (parts.size() > 1) {
         // Find the culprit(s) one by one.
         int ok = 0;
@@ -886,18 +950,23 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
         return ok;
       }
       ADD_FAILURE() << "compiling failed: interp: " << reference.status << "; cpu: " << cpu.status
-                    << "\n" << describe(*parts[0]);
+                    << "; opencl: " << opencl.status << "\n" << describe(*parts[0]);
       return 0;
     }
     for (const ir::TensorNode& node : cpu.instance->lowered().program.nodes) {
       if (node.role != Role::kTensor) continue;
-      (node.memory == ir::MemoryMode::kVirtual ? stats_.inlined : stats_.stored)++;
+      (node.memory == ir::MemoryMode::kVirtual ? stats_.inlined
+       : node.memory == ir::MemoryMode::kLocal ? stats_.local
+                                               : stats_.stored)++;
     }
+    for (const ir::LoweredRoutine& r : reference.instance->lowered().routines) stats_.kernels_plain += static_cast<int64_t>(r.kernels.size());
+    for (const ir::LoweredRoutine& r : cpu.instance->lowered().routines) stats_.kernels += static_cast<int64_t>(r.kernels.size());
     std::set<const Generated*> failed;
     for (int pass = 1; pass <= 2; ++pass) {
       for (const ir::Routine& routine : program->routines) {
         Status a = reference.instance->run(routine.name);
         Status b = cpu.instance->run(routine.name);
+        if (b.ok() && opencl.instance) b = opencl.instance->run(routine.name).annotate("opencl");
         if (!a.ok() || !b.ok()) {
           const Generated* owner = owner_of(parts, routine.name);
           if (failed.insert(owner).second) {
@@ -931,6 +1000,18 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
             failed.insert(g);
             break;
           }
+          if (opencl.instance) {
+            Result<HostTensor> device = read_tensor(*opencl.instance, *node);
+            std::optional<std::string> diff =
+                device.ok() ? first_difference(node->name, *expected, *device)
+                            : std::optional<std::string>(device.status().to_string());
+            if (diff) {
+              ADD_FAILURE() << "opencl differs from interp after pass " << pass << " of the routines: "
+                            << *diff << "\n" << describe(*g);
+              failed.insert(g);
+              break;
+            }
+          }
         }
       }
     }
@@ -945,9 +1026,17 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
   }
 
   TempDir cache_;
-  hal::DeviceRef cpu_, interp_;
+  hal::DeviceRef cpu_, interp_, opencl_;  // opencl_: null without an OpenCL platform
+  // OpenCL builds with LLVM (slow): only the first KILN_DIFF_OPENCL_BATCHES batches of a shard
+  // (default 1) also run there.
+  int opencl_batches_ = [] {
+    Result<std::optional<uint64_t>> n = env_uint("KILN_DIFF_OPENCL_BATCHES", 0, 1000);
+    return n.ok() && n->has_value() ? static_cast<int>(**n) : 1;
+  }();
+  bool use_opencl_ = false;
   struct {
-    int64_t values = 0, nonzero = 0, nonfinite = 0, inlined = 0, stored = 0;
+    int64_t values = 0, nonzero = 0, nonfinite = 0, inlined = 0, stored = 0, local = 0;
+    int64_t kernels_plain = 0, kernels = 0;
   } stats_;
 };
 
@@ -978,14 +1067,18 @@ TEST_P(DifferentialTest, RandomProgramsAgreeOnInterpAndCpu) {
     std::vector<const Generated*> batch;
     if (next_main < mains.size()) batch.push_back(&mains[next_main++]);
     while (batch.size() < kBatch && next_other < others.size()) batch.push_back(&others[next_other++]);
+    use_opencl_ = opencl_batches_-- > 0;
     checked += run_batch(batch);
   }
   std::printf("shard %d: %d of %zu generated programs agree (seeds %llu + n, n = %d mod %d), %.1f s; "
-              "%lld values compared, %lld non-zero, %lld not finite; intermediates: %lld inlined, %lld stored\n",
+              "%lld values compared, %lld non-zero, %lld not finite; intermediates: %lld inlined, %lld local, "
+              "%lld stored; kernels: %lld one per statement, %lld grouped\n",
               shard, checked, total, static_cast<unsigned long long>(s.seed), shard, kShards,
               double(now_ns() - start_ns) / 1e9, static_cast<long long>(stats_.values),
               static_cast<long long>(stats_.nonzero), static_cast<long long>(stats_.nonfinite),
-              static_cast<long long>(stats_.inlined), static_cast<long long>(stats_.stored));
+              static_cast<long long>(stats_.inlined), static_cast<long long>(stats_.local),
+              static_cast<long long>(stats_.stored), static_cast<long long>(stats_.kernels_plain),
+              static_cast<long long>(stats_.kernels));
 }
 
 INSTANTIATE_TEST_SUITE_P(Shards, DifferentialTest, ::testing::Range(0, kShards));
@@ -1003,6 +1096,26 @@ TEST(DifferentialGeneratorTest, IsDeterministicAndVaried) {
                               " < ", " <= ", " > ", " >= ", " == ", " != ", " / ", "uniform(", "normal("}) {
     EXPECT_NE(all.find(feature), std::string::npos) << "no generated program uses '" << feature << "'";
   }
+}
+
+// The row blocks give lowering something to fuse and to keep in local arrays.
+TEST(DifferentialGeneratorTest, RowBlocksGiveFusionAndLocalArrays) {
+  int64_t locals = 0, kernels = 0, kernels_plain = 0;
+  ir::LowerOptions plain;
+  plain.fuse = plain.collapse = plain.local_arrays = false;
+  for (uint64_t seed = 2000; seed < 2100; ++seed) {
+    const std::string text = ProgramGenerator(seed, "q_", true).generate();
+    Result<ir::Program> program = lang::parse_program(text, "gen.kiln");
+    ASSERT_TRUE(program.ok()) << program.status() << "\n" << numbered(text);
+    Result<ir::LoweredProgram> grouped = ir::lower_program(*program);
+    Result<ir::LoweredProgram> alone = ir::lower_program(*program, plain);
+    ASSERT_TRUE(grouped.ok() && alone.ok()) << grouped.status() << alone.status() << "\n" << numbered(text);
+    for (const ir::TensorNode& n : grouped->program.nodes) locals += n.memory == ir::MemoryMode::kLocal;
+    for (const ir::LoweredRoutine& r : grouped->routines) kernels += static_cast<int64_t>(r.kernels.size());
+    for (const ir::LoweredRoutine& r : alone->routines) kernels_plain += static_cast<int64_t>(r.kernels.size());
+  }
+  EXPECT_GT(locals, 20);
+  EXPECT_LT(kernels * 5, kernels_plain * 4) << kernels << " kernels grouped, " << kernels_plain << " alone";
 }
 
 TEST(DifferentialGeneratorTest, ProgramsParse) {

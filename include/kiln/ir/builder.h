@@ -185,6 +185,10 @@ class ProgramBuilder {
   Tensor constant(std::string name, DType dtype, double value, std::vector<int64_t> dims = {});
   Tensor declare(Role role, std::string name, DType dtype, std::vector<int64_t> dims, Init init);
 
+  // Requests a memory mode for a declared tensor (kiln/ir/memory_mode.h): an inconsistent request
+  // is refused with INVALID_ARGUMENT naming the tensor and why, which build() reports too.
+  Status set_memory_mode(const Tensor& tensor, MemoryMode mode);
+
   // The routine of that name (created on first use; references stay valid). main() is the
   // routine "main", which build() puts first as the language does.
   RoutineBuilder& routine(const std::string& name);

@@ -10,8 +10,14 @@
 //  - a reduction starts from its neutral element (0, 1, -inf, +inf; INT32_MIN/MAX for i32),
 //    `mean` divides by the product of the reduced extents, and the result is combined with the
 //    target by the statement's accumulation, then converted to the target's type.
+// Kernels: consecutive statements that touch the same rows run as one kernel, parallel over
+// their leading target dimensions (collapsed into one loop while it is short); see
+// src/ir/fusion.h. A statement that reads its target elsewhere gets a snapshot kernel first.
 // Memory modes: inputs, outputs and params are kHosted; a const with a plain value is folded
-// into the code (kVirtual); intermediates are kVirtual when inlined (see below) or kOnDevice.
+// into the code (kVirtual); intermediates are kVirtual when inlined (see below), kLocal when a
+// row of them lives in one fused kernel (src/ir/local_arrays.h), else kOnDevice. A mode the user
+// requested (kiln/ir/memory_mode.h) is never overridden: kHosted / kOnDevice keep a buffer, and
+// a kVirtual or kLocal request that cannot be met fails with INVALID_ARGUMENT saying why.
 // A read of `x.merge` reads the hidden node "x.merge" (kHosted), which the runtime binds to the
 // stream's merge buffer.
 #pragma once
@@ -27,6 +33,18 @@ struct LowerOptions {
   // Inline an intermediate computed elementwise by one `=` statement into the one statement
   // that reads it (OCANNL's virtual nodes), instead of storing it.
   bool inline_virtual = true;
+  // Fuse consecutive statements that touch the same rows into one kernel (ir/fusion.h), and
+  // collapse small leading dimensions into one parallel loop; off: one kernel per statement,
+  // parallel over the target's first dimension.
+  bool fuse = true;
+  bool collapse = true;
+  // Keep small intermediates written and read in one fused kernel as local arrays
+  // (ir/local_arrays.h) instead of device buffers.
+  bool local_arrays = true;
+  // Run the loop-IR optimization passes (kiln/ir/optimize.h) on every kernel: constant folding,
+  // loop-invariant hoisting, fma formation. Off gives the plain translation (the reference side
+  // of differential tests).
+  bool optimize = true;
 };
 
 Result<LoweredProgram> lower_program(const Program& program, const LowerOptions& options = {});

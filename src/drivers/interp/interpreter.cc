@@ -6,8 +6,10 @@
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <span>
 
 #include "kiln/base/log.h"
+#include "kiln/ir/op_eval.h"
 
 namespace kiln::interp {
 
@@ -31,184 +33,9 @@ std::string_view interp_code_name(int code) {
 
 namespace {
 
-// A value of a known static type: `f` for f32/f64, `i` for i32/i64.
-struct Value {
-  double f = 0;
-  int64_t i = 0;
-};
-
-bool is_float(DType t) { return t == DType::kF32 || t == DType::kF64; }
-
-size_t element_size(DType t) {
-  return t == DType::kF32 || t == DType::kI32 ? 4 : 8;
-}
-
-std::string_view type_name(DType t) {
-  switch (t) {
-    case DType::kF32: return "f32";
-    case DType::kF64: return "f64";
-    case DType::kI32: return "i32";
-    case DType::kI64: return "i64";
-  }
-  return "?";
-}
-
-// Two's complement wrap-around of an unsigned result into the type's range.
-int64_t wrap(DType t, uint64_t v) {
-  if (t == DType::kI32) return static_cast<int32_t>(static_cast<uint32_t>(v));
-  return static_cast<int64_t>(v);
-}
-
-int64_t int_min(DType t) {
-  return t == DType::kI32 ? std::numeric_limits<int32_t>::min()
-                          : std::numeric_limits<int64_t>::min();
-}
-int64_t int_max(DType t) {
-  return t == DType::kI32 ? std::numeric_limits<int32_t>::max()
-                          : std::numeric_limits<int64_t>::max();
-}
-
-// Truncation toward zero, saturating at the type's limits; NaN becomes 0.
-int64_t saturate(DType t, double d) {
-  if (std::isnan(d)) return 0;
-  // -2^31 and -2^63 are exact doubles; the upper limits are reached from 2^31 and 2^63 up.
-  const double lo = static_cast<double>(int_min(t));
-  const double hi_exclusive = t == DType::kI32 ? 2147483648.0 : 9223372036854775808.0;
-  if (d <= lo) return int_min(t);
-  if (d >= hi_exclusive) return int_max(t);
-  return static_cast<int64_t>(d);
-}
-
-double round_f32(double d) { return static_cast<double>(static_cast<float>(d)); }
-
-// The value converted to `to` (for casts).
-Value convert(DType from, Value v, DType to) {
-  Value r;
-  if (to == DType::kF32) {
-    r.f = is_float(from) ? round_f32(v.f) : static_cast<double>(static_cast<float>(v.i));
-  } else if (to == DType::kF64) {
-    r.f = is_float(from) ? v.f : static_cast<double>(v.i);
-  } else if (is_float(from)) {
-    r.i = saturate(to, v.f);
-  } else {
-    r.i = std::clamp(v.i, int_min(to), int_max(to));
-  }
-  return r;
-}
-
-double float_max(double a, double b) {
-  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
-  return a < b ? b : a;
-}
-double float_min(double a, double b) {
-  if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
-  return b < a ? b : a;
-}
-
-// The math functions, in double.
-double math(Op op, double x) {
-  switch (op) {
-    case Op::kExp: return std::exp(x);
-    case Op::kLog: return std::log(x);
-    case Op::kSqrt: return std::sqrt(x);
-    case Op::kRsqrt: return 1.0 / std::sqrt(x);
-    case Op::kTanh: return std::tanh(x);
-    case Op::kSigmoid: return 1.0 / (1.0 + std::exp(-x));
-    case Op::kSin: return std::sin(x);
-    case Op::kCos: return std::cos(x);
-    default: return std::numeric_limits<double>::quiet_NaN();
-  }
-}
-
-Value unary(Op op, DType t, Value a) {
-  Value r;
-  if (is_float(t)) {
-    switch (op) {
-      case Op::kNeg: r.f = -a.f; break;
-      case Op::kAbs: r.f = std::fabs(a.f); break;
-      case Op::kRelu: r.f = std::isnan(a.f) ? a.f : a.f > 0 ? a.f : 0.0; break;
-      case Op::kFloor: r.f = std::floor(a.f); break;
-      case Op::kCeil: r.f = std::ceil(a.f); break;
-      default: r.f = math(op, a.f); break;
-    }
-    return r;
-  }
-  switch (op) {
-    case Op::kNeg: r.i = wrap(t, uint64_t{0} - static_cast<uint64_t>(a.i)); break;
-    case Op::kAbs:
-      r.i = a.i < 0 ? wrap(t, uint64_t{0} - static_cast<uint64_t>(a.i)) : a.i;
-      break;
-    case Op::kRelu: r.i = a.i > 0 ? a.i : 0; break;
-    case Op::kFloor:
-    case Op::kCeil: r.i = a.i; break;
-    default: r.i = saturate(t, math(op, static_cast<double>(a.i))); break;
-  }
-  return r;
-}
-
-Value binary(Op op, DType t, Value a, Value b) {
-  Value r;
-  if (is_float(t)) {
-    switch (op) {
-      case Op::kAdd: r.f = a.f + b.f; break;
-      case Op::kSub: r.f = a.f - b.f; break;
-      case Op::kMul: r.f = a.f * b.f; break;
-      case Op::kDiv: r.f = a.f / b.f; break;
-      case Op::kMax: r.f = float_max(a.f, b.f); break;
-      case Op::kMin: r.f = float_min(a.f, b.f); break;
-      case Op::kPow: r.f = std::pow(a.f, b.f); break;
-      default: break;
-    }
-    return r;
-  }
-  const uint64_t ua = static_cast<uint64_t>(a.i), ub = static_cast<uint64_t>(b.i);
-  switch (op) {
-    case Op::kAdd: r.i = wrap(t, ua + ub); break;
-    case Op::kSub: r.i = wrap(t, ua - ub); break;
-    case Op::kMul: r.i = wrap(t, ua * ub); break;
-    case Op::kDiv:
-      if (b.i == 0) {
-        r.i = 0;
-      } else if (b.i == -1) {
-        r.i = wrap(t, uint64_t{0} - ua);  // MIN / -1 == MIN
-      } else {
-        r.i = a.i / b.i;
-      }
-      break;
-    case Op::kMax: r.i = std::max(a.i, b.i); break;
-    case Op::kMin: r.i = std::min(a.i, b.i); break;
-    case Op::kPow:
-      r.i = saturate(t, std::pow(static_cast<double>(a.i), static_cast<double>(b.i)));
-      break;
-    default: break;
-  }
-  return r;
-}
-
-bool compare(Op op, DType operand_type, Value a, Value b) {
-  if (is_float(operand_type)) {
-    switch (op) {
-      case Op::kLt: return a.f < b.f;
-      case Op::kLe: return a.f <= b.f;
-      case Op::kGt: return a.f > b.f;
-      case Op::kGe: return a.f >= b.f;
-      case Op::kEq: return a.f == b.f;
-      case Op::kNe: return a.f != b.f;
-      default: return false;
-    }
-  }
-  switch (op) {
-    case Op::kLt: return a.i < b.i;
-    case Op::kLe: return a.i <= b.i;
-    case Op::kGt: return a.i > b.i;
-    case Op::kGe: return a.i >= b.i;
-    case Op::kEq: return a.i == b.i;
-    case Op::kNe: return a.i != b.i;
-    default: return false;
-  }
-}
-
-bool truthy(DType t, Value v) { return is_float(t) ? v.f != 0.0 : v.i != 0; }
+// A value of a known static type: `f` for f32/f64, `i` for i32/i64. What ops do to values is
+// kiln/ir/op_eval.h (shared with the constant folder); this file only walks the tree.
+using Value = ir::Scalar;
 
 // The state of one workgroup's run.
 class Frame {
@@ -236,7 +63,7 @@ class Frame {
       case LStmt::Kind::kIf: {
         if (!s->cond) return fail(kMalformedKernel, "an if without a condition");
         Value c = eval(s->cond.get());
-        if (!error_ && truthy(s->cond->type, c)) exec_body(s->body);
+        if (!error_ && ir::scalar_truthy(s->cond->type, c)) exec_body(s->body);
         return;
       }
       case LStmt::Kind::kStore:
@@ -290,13 +117,13 @@ class Frame {
       return nullptr;
     }
     const size_t length = state_->binding_lengths[binding];
-    const size_t size = element_size(t);
+    const size_t size = ir::dtype_size(t);
     if (offset < 0 || static_cast<uint64_t>(offset) >= length / size) {
       fail(is_store ? kStoreOutOfRange : kLoadOutOfRange,
            std::string(is_store ? "store to" : "load of") + " node " + std::to_string(node) +
                " (binding " + std::to_string(binding) + ") at element " +
                std::to_string(offset) + ", outside its " + std::to_string(length / size) + " " +
-               std::string(type_name(t)) + " elements (" + std::to_string(length) + " bytes)");
+               std::string(ir::dtype_name(t)) + " elements (" + std::to_string(length) + " bytes)");
       return nullptr;
     }
     return static_cast<unsigned char*>(state_->bindings[binding]) +
@@ -400,7 +227,7 @@ class Frame {
     if (error_) return;
     std::vector<Value>* array = local_array(s->local, offset, "store to");
     if (!array) return;
-    if (local_types_[static_cast<size_t>(s->local)] == DType::kF32) v.f = round_f32(v.f);
+    if (local_types_[static_cast<size_t>(s->local)] == DType::kF32) v.f = ir::round_f32(v.f);
     (*array)[static_cast<size_t>(offset)] = v;
   }
 
@@ -413,14 +240,7 @@ class Frame {
     Value r;
     switch (e->kind) {
       case LExpr::Kind::kConst:
-        if (e->type == DType::kF32) {
-          r.f = round_f32(e->value);
-        } else if (e->type == DType::kF64) {
-          r.f = e->value;
-        } else {
-          r.i = saturate(e->type, e->value);
-        }
-        return r;
+        return ir::const_scalar(e->type, e->value);
       case LExpr::Kind::kVar:
         if (!valid_index(e->var, vars_.size())) {
           fail(kMalformedKernel, "a bad loop variable");
@@ -457,81 +277,28 @@ class Frame {
       fail(kMalformedKernel, "an op with " + std::to_string(n) + " operands");
       return false;
     };
-    Value r;
-    switch (e->op) {
-      case Op::kCastF32:
-      case Op::kCastF64:
-      case Op::kCastI32: {
-        if (!arity(1)) return r;
-        const DType to = e->op == Op::kCastF32   ? DType::kF32
-                         : e->op == Op::kCastF64 ? DType::kF64
-                                                 : DType::kI32;
-        return convert(args[0]->type, eval(args[0].get()), to);
-      }
-      case Op::kSelect: {
-        if (!arity(3)) return r;
-        Value c = eval(args[0].get());
-        if (error_) return r;
-        // Only the chosen operand is evaluated (a guarded load may be out of range otherwise).
-        return eval(truthy(args[0]->type, c) ? args[1].get() : args[2].get());
-      }
-      case Op::kFma: {
-        if (!arity(3)) return r;
-        Value a = eval(args[0].get()), b = eval(args[1].get()), c = eval(args[2].get());
-        if (is_float(e->type)) {
-          r.f = std::fma(a.f, b.f, c.f);
-        } else {
-          r.i = wrap(e->type, static_cast<uint64_t>(a.i) * static_cast<uint64_t>(b.i) +
-                                  static_cast<uint64_t>(c.i));
-        }
-        return r;
-      }
-      case Op::kLt:
-      case Op::kLe:
-      case Op::kGt:
-      case Op::kGe:
-      case Op::kEq:
-      case Op::kNe: {
-        if (!arity(2)) return r;
-        Value a = eval(args[0].get()), b = eval(args[1].get());
-        const bool yes = compare(e->op, args[0]->type, a, b);
-        if (is_float(e->type)) {
-          r.f = yes ? 1.0 : 0.0;
-        } else {
-          r.i = yes ? 1 : 0;
-        }
-        return r;
-      }
-      case Op::kAdd:
-      case Op::kSub:
-      case Op::kMul:
-      case Op::kDiv:
-      case Op::kMax:
-      case Op::kMin:
-      case Op::kPow: {
-        if (!arity(2)) return r;
-        Value a = eval(args[0].get()), b = eval(args[1].get());
-        return binary(e->op, e->type, a, b);
-      }
-      case Op::kNeg:
-      case Op::kExp:
-      case Op::kLog:
-      case Op::kSqrt:
-      case Op::kRsqrt:
-      case Op::kTanh:
-      case Op::kSigmoid:
-      case Op::kRelu:
-      case Op::kAbs:
-      case Op::kSin:
-      case Op::kCos:
-      case Op::kFloor:
-      case Op::kCeil: {
-        if (!arity(1)) return r;
-        return unary(e->op, e->type, eval(args[0].get()));
-      }
+    const int want = ir::op_arity(e->op);
+    if (want == 0) {
+      fail(kMalformedKernel, "an unknown op");
+      return Value();
     }
-    fail(kMalformedKernel, "an unknown op");
-    return r;
+    if (!arity(static_cast<size_t>(want))) return Value();
+    if (e->op == Op::kSelect) {
+      Value c = eval(args[0].get());
+      if (error_) return Value();
+      // Only the chosen operand is evaluated (a guarded load may be out of range otherwise).
+      return eval(ir::scalar_truthy(args[0]->type, c) ? args[1].get() : args[2].get());
+    }
+    // Every other op evaluates all its operands, in order.
+    Value values[3];
+    DType types[3];
+    for (size_t i = 0; i < n; ++i) {
+      values[i] = eval(args[i].get());
+      types[i] = args[i]->type;
+    }
+    if (error_) return Value();
+    return ir::eval_op(e->op, e->type, std::span<const DType>(types, n),
+                       std::span<const Value>(values, n));
   }
 
   const Interpreter& interpreter_;

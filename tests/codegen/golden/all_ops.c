@@ -126,7 +126,7 @@ int all_ops(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
     /* select f32 */
     n9[416 + v0] = n0[v0] != 0.0f ? n1[v0] : n2[v0];
     /* fma f32 */
-    n9[432 + v0] = n0[v0] * n1[v0] + n2[v0];
+    n9[432 + v0] = fmaf(n0[v0], n1[v0], n2[v0]);
     /* f32 f32 */
     n9[448 + v0] = n0[v0];
     /* f64 f32 */
@@ -190,7 +190,7 @@ int all_ops(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
     /* select f64 */
     n10[432 + v0] = n3[v0] != 0.0 ? n4[v0] : n5[v0];
     /* fma f64 */
-    n10[448 + v0] = n3[v0] * n4[v0] + n5[v0];
+    n10[448 + v0] = fma(n3[v0], n4[v0], n5[v0]);
     /* f32 f64 */
     n9[464 + v0] = (float)n3[v0];
     /* f64 f64 */

@@ -5,7 +5,7 @@
 /* Helpers: the semantics of the loop IR (kiln/ir/loop.h). */
 static inline float kiln_max_f32(float a, float b) { return a != a ? a : b != b ? b : a < b ? b : a; }
 
-/* kernel main_0: 2 bindings, parallel over 2 iterations */
+/* kernel main_0: 2 bindings, parallel over 64 iterations */
 int main_0(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
   /* the dispatch must match the kernel */
   if (s->binding_count < 2u) return 1;
@@ -15,28 +15,20 @@ int main_0(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
   if (id->x >= s->workgroup_count[0] || id->y != 0u || id->z != 0u) return 0;
   const float* restrict n0 = (const float*)s->bindings[0];  /* img: input f32[2, 4, 16, 16] */
   float* restrict n1 = (float*)s->bindings[1];  /* p: output f32[2, 4, 8, 8] */
-  /* this workgroup's chunk of the parallel loop over v0 in [0, 2) */
-  const int64_t chunk = (2 + (int64_t)s->workgroup_count[0] - 1) / (int64_t)s->workgroup_count[0];
+  /* this workgroup's chunk of the parallel loop over v0 in [0, 64) */
+  const int64_t chunk = (64 + (int64_t)s->workgroup_count[0] - 1) / (int64_t)s->workgroup_count[0];
   const int64_t begin = (int64_t)id->x * chunk;
-  const int64_t end = begin + chunk < 2 ? begin + chunk : 2;
+  const int64_t end = begin + chunk < 64 ? begin + chunk : 64;
   for (int64_t v0 = begin; v0 < end; ++v0) {
     /* p: statement 1 of routine main, line 5 */
-    for (int64_t v1 = 0; v1 < 4; ++v1) {
-      for (int64_t v2 = 0; v2 < 8; ++v2) {
-        for (int64_t v3 = 0; v3 < 8; ++v3) {
-          n1[v0 * 256 + v1 * 64 + v2 * 8 + v3] = -INFINITY;
-        }
-      }
+    for (int64_t v1 = 0; v1 < 8; ++v1) {
+      n1[v0 * 8 + v1] = -INFINITY;
     }
-    for (int64_t v4 = 0; v4 < 2; ++v4) {
-      for (int64_t v5 = 0; v5 < 2; ++v5) {
-        for (int64_t v1 = 0; v1 < 4; ++v1) {
-          for (int64_t v2 = 0; v2 < 8; ++v2) {
-            for (int64_t v3 = 0; v3 < 8; ++v3) {
-              if ((int64_t)(v4 + 2 * v2 >= 0) * (int64_t)(v4 + 2 * v2 < 16) * (int64_t)(v5 + 2 * v3 >= 0) * (int64_t)(v5 + 2 * v3 < 16) != 0) {
-                n1[v0 * 256 + v1 * 64 + v2 * 8 + v3] = kiln_max_f32(n1[v0 * 256 + v1 * 64 + v2 * 8 + v3], n0[v0 * 1024 + v1 * 256 + (v4 + 2 * v2) * 16 + (v5 + 2 * v3)]);
-              }
-            }
+    for (int64_t v2 = 0; v2 < 2; ++v2) {
+      for (int64_t v3 = 0; v3 < 2; ++v3) {
+        for (int64_t v1 = 0; v1 < 8; ++v1) {
+          if ((int64_t)(v2 + v0 * 2 - v0 / 8 * 16 >= 0) * (int64_t)(v2 + v0 * 2 - v0 / 8 * 16 < 16) * (int64_t)(v3 + v1 * 2 >= 0) * (int64_t)(v3 + v1 * 2 < 16) != 0) {
+            n1[v0 * 8 + v1] = kiln_max_f32(n1[v0 * 8 + v1], n0[v0 / 32 * 1024 - v0 / 8 / 4 * 1024 + v2 * 16 + v0 * 32 + v3 + v1 * 2]);
           }
         }
       }

@@ -1,0 +1,51 @@
+// Optimization passes over the loop IR: rewrites of one kernel that keep its meaning (the
+// semantics of kiln/ir/loop.h), run by lowering at the end (LowerOptions::optimize) so that every
+// backend gets the same simplified kernels instead of relying on its own compiler.
+//
+// Guarantees common to every pass, for a valid kernel (as lowering or parse_kernel makes it):
+//  - the result is valid too: parse_kernel(print_kernel(k)) accepts it (types, scoping, locals);
+//  - every store stores the value the reference interpreter computes for the original kernel,
+//    up to the rounding loop.h allows a backend (an f32 value rounded where the original kept
+//    it in f64; fma rounding once), so integer results are identical;
+//  - no load or local load runs that the original would not have run (loads are checked in the
+//    reference), so an optimized kernel fails only where the original fails; a load whose value
+//    is provably unused (x * 0 on integers) may be dropped;
+//  - the dispatch convention is kept: a kernel whose body is a parallel `for` still is one.
+// Distinct nodes are distinct buffers (as the runtime binds them), so a store to one node never
+// changes a load of another.
+#pragma once
+
+#include "kiln/ir/loop.h"
+
+namespace kiln::ir {
+
+// Evaluates ops whose operands are all constants with exactly the reference's semantics
+// (kiln/ir/op_eval.h: wrap-around, x / 0 == 0, saturating casts, NaN rules; an f32 result is
+// rounded to f32, as any f32 constant is). Applies exact identities only: x * 1, 1 * x, x / 1
+// (any type); select with a constant condition; `if` with a constant condition. Integer (i32 and
+// i64) sums and products by constants — offsets above all — are rewritten as a sum of distinct
+// terms times their coefficients plus one constant (exact, since they wrap), which also
+// removes x + 0, x - 0, x * 1 and x * 0. Float x + 0.0 is kept (-0.0 + 0.0 is +0.0).
+void fold_constants(Kernel& kernel);
+
+// Float (f32 / f64) a * b + c and c + a * b become fma(a, b, c), which loop.h lets a backend
+// round once. a * b - c is left alone.
+void form_fma(Kernel& kernel);
+
+// Computes loop-invariant expressions once before their loop. Within a `for` of extent >= 2 (an
+// extent-1 loop gains nothing; an extent-0 one must not run anything), a maximal subexpression
+// that contains a load or a costly op (exp, log, sqrt, rsqrt, tanh, sigmoid, sin, cos, pow, float
+// division) and does not depend on the loop's variable, on any variable bound inside the loop,
+// on a node or local stored inside the loop, or on a local declared inside it, is stored into a
+// new size-1 local declared around the loop (local_count grows) and read back with local_load.
+// An expression that loads (a node or a local) is hoisted only where the loop body evaluates it
+// on every iteration: never out of an `if` body, an operand select does not always pick, or a
+// nested loop of extent 0. The kernel's top parallel loop is never hoisted out of (the kernel
+// would stop being split over workgroups); its inner loops are.
+void hoist_invariants(Kernel& kernel);
+
+// fold_constants, hoist_invariants (before fma, so that an invariant product is hoisted whole),
+// then form_fma.
+void optimize_kernel(Kernel& kernel);
+
+}  // namespace kiln::ir

@@ -1,0 +1,135 @@
+// Expression builders shared by lowering and its analyses (lower_arith.h).
+#include "ir/lower_arith.h"
+
+#include <cmath>
+#include <limits>
+#include <utility>
+
+namespace kiln::ir::lowering {
+
+LExprRef i64(int64_t v) { return lconst(DType::kI64, static_cast<double>(v)); }
+
+bool is_const(const LExprRef& e, double v) {
+  return e->kind == LExpr::Kind::kConst && e->value == v;
+}
+
+LExprRef add(LExprRef a, LExprRef b) {
+  if (is_const(a, 0)) return b;
+  if (is_const(b, 0)) return a;
+  if (a->kind == LExpr::Kind::kConst && b->kind == LExpr::Kind::kConst) {
+    return i64(static_cast<int64_t>(a->value) + static_cast<int64_t>(b->value));
+  }
+  return lop(Op::kAdd, DType::kI64, {std::move(a), std::move(b)});
+}
+
+LExprRef mul(LExprRef a, LExprRef b) {
+  if (is_const(a, 1)) return b;
+  if (is_const(b, 1)) return a;
+  if (is_const(a, 0) || is_const(b, 0)) return i64(0);
+  if (a->kind == LExpr::Kind::kConst && b->kind == LExpr::Kind::kConst) {
+    return i64(static_cast<int64_t>(a->value) * static_cast<int64_t>(b->value));
+  }
+  return lop(Op::kMul, DType::kI64, {std::move(a), std::move(b)});
+}
+
+LExprRef div(LExprRef a, int64_t b) {
+  if (b == 1) return a;
+  return lop(Op::kDiv, DType::kI64, {std::move(a), i64(b)});
+}
+
+LExprRef mod(LExprRef a, int64_t b) {
+  if (b == 1) return i64(0);
+  // a - (a / b) * b: the loop IR has no remainder op; the values here are never negative.
+  return lop(Op::kSub, DType::kI64, {a, mul(div(a, b), i64(b))});
+}
+
+LExprRef conjunction(const std::vector<LExprRef>& conditions) {
+  LExprRef all;
+  for (const LExprRef& c : conditions) all = all ? lop(Op::kMul, DType::kI64, {all, c}) : c;
+  return all;
+}
+
+namespace {
+
+Op cast_op(DType type) {
+  switch (type) {
+    case DType::kF32: return Op::kCastF32;
+    case DType::kF64: return Op::kCastF64;
+    default: return Op::kCastI32;
+  }
+}
+
+}  // namespace
+
+double convert_constant(double v, DType type) {
+  switch (type) {
+    case DType::kF32: return static_cast<double>(static_cast<float>(v));
+    case DType::kI32:
+      if (std::isnan(v)) return 0;
+      if (v >= 2147483647.0) return 2147483647.0;
+      if (v <= -2147483648.0) return -2147483648.0;
+      return std::trunc(v);
+    default: return v;
+  }
+}
+
+LExprRef cast_to(LExprRef e, DType type) {
+  if (e->type == type) return e;
+  if (e->kind == LExpr::Kind::kConst) return lconst(type, convert_constant(e->value, type));
+  return lop(cast_op(type), type, {std::move(e)});
+}
+
+std::vector<int64_t> strides_of(const TensorNode& node) {
+  std::vector<int64_t> strides(node.dims.size(), 1);
+  for (size_t d = node.dims.size(); d-- > 1;) strides[d - 1] = strides[d] * node.dims[d];
+  return strides;
+}
+
+double neutral(Reduce reduce, DType type) {
+  bool integer = type == DType::kI32;
+  switch (reduce) {
+    case Reduce::kProd: return 1;
+    case Reduce::kMax:
+      return integer ? -2147483648.0 : -std::numeric_limits<double>::infinity();
+    case Reduce::kMin:
+      return integer ? 2147483647.0 : std::numeric_limits<double>::infinity();
+    default: return 0;
+  }
+}
+
+Op fold_op(Reduce reduce) {
+  switch (reduce) {
+    case Reduce::kProd: return Op::kMul;
+    case Reduce::kMax: return Op::kMax;
+    case Reduce::kMin: return Op::kMin;
+    default: return Op::kAdd;
+  }
+}
+
+Op combine_op(Accum accum) {
+  switch (accum) {
+    case Accum::kAdd: return Op::kAdd;
+    case Accum::kSub: return Op::kSub;
+    default: return Op::kMul;
+  }
+}
+
+bool loads_node(const LExprRef& e, int node) {
+  if (e->kind == LExpr::Kind::kLoad && e->node == node) return true;
+  if (e->offset && loads_node(e->offset, node)) return true;
+  for (const LExprRef& a : e->args) {
+    if (loads_node(a, node)) return true;
+  }
+  return false;
+}
+
+bool loads_local(const LExprRef& e, int local) {
+  if (e->kind == LExpr::Kind::kLocalLoad && e->local == local) return true;
+  if (e->offset && loads_local(e->offset, local)) return true;
+  for (const LExprRef& a : e->args) {
+    if (loads_local(a, local)) return true;
+  }
+  return false;
+}
+
+}  // namespace kiln::ir::lowering

@@ -1,0 +1,31 @@
+// Tree-rewriting helpers shared by the loop-IR optimization passes (fold.cc, fma.cc, hoist.cc).
+// Trees are immutable and shared (LExprRef / LStmtRef), so a rewrite rebuilds only the path to
+// what changed and returns the very same pointer for an unchanged subtree.
+#pragma once
+
+#include <functional>
+
+#include "kiln/ir/loop.h"
+
+namespace kiln::ir::internal {
+
+using ExprRewrite = std::function<LExprRef(const LExprRef&)>;
+
+// Structural equality: same kinds, types, ops, ids and constants (NaN equals NaN; -0.0 and +0.0
+// differ, since they are different constants).
+bool same_expr(const LExpr* a, const LExpr* b);
+
+// An i64 constant.
+LExprRef i64_const(int64_t value);
+
+// Rewrites `e` bottom-up: its offset and operands first, then `fn` on the node rebuilt with
+// them. A null expression stays null.
+LExprRef rewrite_expr(const LExprRef& e, const ExprRewrite& fn);
+
+// Every expression of a statement tree (conditions, offsets, values) through rewrite_expr.
+LStmtRef rewrite_stmt_exprs(const LStmtRef& s, const ExprRewrite& fn);
+
+// `s` with `body` as its body (a copy; `s` itself when the body is the same).
+LStmtRef with_body(const LStmtRef& s, std::vector<LStmtRef> body);
+
+}  // namespace kiln::ir::internal

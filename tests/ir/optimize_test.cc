@@ -1,0 +1,413 @@
+// The loop-IR optimization passes (kiln/ir/optimize.h) on hand-built kernels: the printed result
+// of each pass, and every safety rule — reference semantics when folding (wrap-around, x / 0,
+// saturating casts, NaN, f32 rounding), no inexact float identity, and no hoisting of a load
+// that the loop would not always run (if bodies, select operands, extent-0 loops) or of anything
+// the loop writes. Every result must stay valid: parse_kernel(print_kernel(k)) reproduces it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kiln/ir/loop.h"
+#include "kiln/ir/optimize.h"
+
+namespace kiln::ir {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr DType kF32 = DType::kF32;
+constexpr DType kF64 = DType::kF64;
+constexpr DType kI32 = DType::kI32;
+constexpr DType kI64 = DType::kI64;
+
+// Short names for the constructors of kiln/ir/loop.h.
+LExprRef i64(int64_t v) { return lconst(kI64, static_cast<double>(v)); }
+LExprRef c(DType t, double v) { return lconst(t, v); }
+LExprRef v(int var) { return lvar(var); }
+LExprRef load(int node, DType t, LExprRef offset) { return lload(node, t, std::move(offset)); }
+LExprRef op(Op o, DType t, std::vector<LExprRef> args) { return lop(o, t, std::move(args)); }
+LExprRef add(LExprRef a, LExprRef b, DType t = kI64) { return lop(Op::kAdd, t, {a, b}); }
+LExprRef mul(LExprRef a, LExprRef b, DType t = kI64) { return lop(Op::kMul, t, {a, b}); }
+LExprRef sub(LExprRef a, LExprRef b, DType t = kI64) { return lop(Op::kSub, t, {a, b}); }
+
+Kernel kernel(std::vector<int> nodes, int vars, int locals, LStmtRef body) {
+  Kernel k;
+  k.name = "k";
+  k.nodes = std::move(nodes);
+  k.var_count = vars;
+  k.local_count = locals;
+  k.body = std::move(body);
+  return k;
+}
+
+// A kernel storing expression i (without loop variables) at element i of one node per type.
+Kernel stores(std::vector<LExprRef> values) {
+  std::vector<LStmtRef> body;
+  for (size_t i = 0; i < values.size(); ++i) {
+    body.push_back(lstore(static_cast<int>(values[i]->type), i64(static_cast<int64_t>(i)), values[i]));
+  }
+  return kernel({0, 1, 2, 3}, 0, 0, lblock(std::move(body)));
+}
+
+// Runs `pass` on `k` and returns the printed result, after checking that it is valid (it
+// parses, and prints back identically) and that the pass is idempotent.
+std::string after(const std::function<void(Kernel&)>& pass, Kernel k) {
+  pass(k);
+  const std::string text = print_kernel(k);
+  Result<Kernel> parsed = parse_kernel(text);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().to_string() << "\n" << text;
+  if (parsed.ok()) {
+    EXPECT_EQ(print_kernel(*parsed), text);
+  }
+  Kernel again = k;
+  pass(again);
+  EXPECT_EQ(print_kernel(again), text) << "the pass is not idempotent";
+  return text;
+}
+
+// The value stored by statement i of a `stores` kernel after folding.
+LExprRef folded_value(Kernel k, size_t i) {
+  fold_constants(k);
+  return k.body->body.at(i)->value;
+}
+
+// ---------------------------------------------------------------------------------------------
+// fold_constants
+
+TEST(FoldConstantsTest, IntegerArithmeticWrapsAndDividesLikeTheReference) {
+  const int32_t min32 = std::numeric_limits<int32_t>::min();
+  Kernel k = stores({
+      add(c(kI32, 2147483647), c(kI32, 1), kI32),                  // wraps to INT32_MIN
+      mul(c(kI32, 65536), c(kI32, 65536), kI32),                   // 2^32 wraps to 0
+      op(Op::kDiv, kI32, {c(kI32, 7), c(kI32, 0)}),                // x / 0 == 0
+      op(Op::kDiv, kI32, {c(kI32, min32), c(kI32, -1)}),           // INT32_MIN / -1
+      op(Op::kDiv, kI32, {c(kI32, -7), c(kI32, 2)}),               // truncates toward zero
+      op(Op::kNeg, kI32, {c(kI32, min32)}),                        // wraps
+      op(Op::kAbs, kI32, {c(kI32, min32)}),                        // abs(INT32_MIN) == INT32_MIN
+      op(Op::kPow, kI32, {c(kI32, 3), c(kI32, 40)}),               // in f64, saturated back
+      mul(c(kI64, 4611686018427387904.0), c(kI64, 2), kI64),       // 2^63 wraps to INT64_MIN
+      op(Op::kCastI32, kI32, {c(kF32, 3e9)}),                      // saturates
+      op(Op::kCastI32, kI32, {c(kF64, -2.7)}),                     // truncates
+      op(Op::kCastI32, kI32, {c(kF64, kNaN)}),                     // NaN becomes 0
+      op(Op::kCastI32, kI32, {c(kI64, -1e12)}),                    // i64 saturates too
+      op(Op::kLt, kI32, {c(kI32, -1), c(kI32, 0)}),                // comparisons give 1 / 0
+  });
+  const std::vector<double> expected = {-2147483648.0, 0, 0, -2147483648.0, -3, -2147483648.0,
+                                        -2147483648.0, 2147483647.0, -9223372036854775808.0,
+                                        2147483647.0, -2, 0, -2147483648.0, 1};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    LExprRef e = folded_value(k, i);
+    ASSERT_EQ(e->kind, LExpr::Kind::kConst) << "statement " << i;
+    EXPECT_EQ(e->value, expected[i]) << "statement " << i;
+  }
+  after(fold_constants, k);
+}
+
+TEST(FoldConstantsTest, I64ValuesWithoutAnExactDoubleAreNotFolded) {
+  // A constant holds a double: 2^62 + 1 cannot be one, so a sum whose constant part would be it
+  // stays as written (+ 0 included); where the constants cancel, the sum folds.
+  const double big = 4611686018427387904.0;  // 2^62
+  Kernel k = kernel({0, 1}, 1, 0, lfor(0, 2, false, {
+      lstore(1, add(i64(0), add(c(kI64, big), i64(1))), load(0, kF32, v(0))),
+      lstore(1, sub(add(add(v(0), c(kI64, big)), i64(1)), c(kI64, big)), load(0, kF32, v(0))),
+  }));
+  EXPECT_EQ(after(fold_constants, k),
+            "(kernel k (nodes 0 1) (vars 1) (locals 0)\n"
+            "  (for v0 2\n"
+            "    (store 1 (+ 0 (+ 4611686018427387904 1)) (load f32 0 v0))\n"
+            "    (store 1 (+ v0 1) (load f32 0 v0))))\n");
+}
+
+TEST(FoldConstantsTest, FloatResultsFollowTheReferenceAndRoundToF32) {
+  Kernel k = stores({
+      add(c(kF32, 0.1), c(kF32, 0.2), kF32),
+      add(c(kF64, 0.1), c(kF64, 0.2), kF64),
+      op(Op::kCastF32, kF32, {c(kF64, 1.0 / 3.0)}),
+      op(Op::kExp, kF32, {c(kF32, 1)}),
+      op(Op::kSigmoid, kF64, {c(kF64, 0)}),
+      op(Op::kFma, kF64, {c(kF64, 2), c(kF64, 3), c(kF64, 4)}),
+  });
+  const double f32_sum = static_cast<double>(static_cast<float>(
+      static_cast<double>(0.1f) + static_cast<double>(0.2f)));
+  const std::vector<double> expected = {f32_sum, 0.1 + 0.2,
+                                        static_cast<double>(static_cast<float>(1.0 / 3.0)),
+                                        static_cast<double>(static_cast<float>(std::exp(1.0))),
+                                        0.5, 10};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    LExprRef e = folded_value(k, i);
+    ASSERT_EQ(e->kind, LExpr::Kind::kConst) << "statement " << i;
+    EXPECT_EQ(e->value, expected[i]) << "statement " << i;
+  }
+  after(fold_constants, k);
+}
+
+TEST(FoldConstantsTest, NaNRules) {
+  Kernel k = stores({
+      op(Op::kMax, kF32, {c(kF32, kNaN), c(kF32, 1)}),
+      op(Op::kMin, kF64, {c(kF64, 1), c(kF64, kNaN)}),
+      op(Op::kRelu, kF32, {c(kF32, kNaN)}),
+      op(Op::kSqrt, kF64, {c(kF64, -1)}),
+      add(c(kF32, std::numeric_limits<double>::infinity()),
+          c(kF32, -std::numeric_limits<double>::infinity()), kF32),
+      op(Op::kEq, kF32, {c(kF32, kNaN), c(kF32, kNaN)}),
+      op(Op::kNe, kF32, {c(kF32, kNaN), c(kF32, kNaN)}),
+  });
+  for (size_t i = 0; i < 5; ++i) {
+    LExprRef e = folded_value(k, i);
+    ASSERT_EQ(e->kind, LExpr::Kind::kConst) << "statement " << i;
+    EXPECT_TRUE(std::isnan(e->value)) << "statement " << i;
+  }
+  EXPECT_EQ(folded_value(k, 5)->value, 0);
+  EXPECT_EQ(folded_value(k, 6)->value, 1);
+  after(fold_constants, k);
+}
+
+TEST(FoldConstantsTest, FloatAdditionOfZeroIsKept) {
+  // -0.0 + 0.0 is +0.0, so x + 0.0 is not x; x - 0.0, x * 0.0 are not folded either. x * 1 and
+  // x / 1 are exact for every float (NaN, infinities and -0.0 included).
+  LExprRef x = load(1, kF32, i64(0));
+  LExprRef y = load(2, kF64, i64(0));
+  Kernel k = kernel({0, 1, 2, 3}, 0, 0, lblock({
+      lstore(0, i64(0), add(x, c(kF32, 0), kF32)),
+      lstore(0, i64(1), add(c(kF32, 0), x, kF32)),
+      lstore(0, i64(2), sub(x, c(kF32, 0), kF32)),
+      lstore(0, i64(3), mul(x, c(kF32, 0), kF32)),
+      lstore(0, i64(4), mul(x, c(kF32, 1), kF32)),
+      lstore(0, i64(5), mul(c(kF32, 1), x, kF32)),
+      lstore(3, i64(0), op(Op::kDiv, kF64, {y, c(kF64, 1)})),
+  }));
+  EXPECT_EQ(after(fold_constants, k),
+            "(kernel k (nodes 0 1 2 3) (vars 0) (locals 0)\n"
+            "  (block\n"
+            "    (store 0 0 (+ f32 (load f32 1 0) (const f32 0)))\n"
+            "    (store 0 1 (+ f32 (const f32 0) (load f32 1 0)))\n"
+            "    (store 0 2 (- f32 (load f32 1 0) (const f32 0)))\n"
+            "    (store 0 3 (* f32 (load f32 1 0) (const f32 0)))\n"
+            "    (store 0 4 (load f32 1 0))\n"
+            "    (store 0 5 (load f32 1 0))\n"
+            "    (store 3 0 (load f64 2 0))))\n");
+}
+
+TEST(FoldConstantsTest, IntegerIdentities) {
+  LExprRef x = load(1, kI32, i64(0));
+  Kernel k = kernel({0, 1}, 0, 0, lblock({
+      lstore(0, i64(0), add(x, c(kI32, 0), kI32)),
+      lstore(0, i64(1), sub(x, c(kI32, 0), kI32)),
+      lstore(0, i64(2), mul(x, c(kI32, 0), kI32)),
+      lstore(0, i64(3), mul(c(kI32, 1), x, kI32)),
+      lstore(0, i64(4), op(Op::kDiv, kI32, {x, c(kI32, 1)})),
+      lstore(0, i64(5), sub(x, x, kI32)),
+      lstore(0, i64(6), add(x, add(x, c(kI32, 2147483647), kI32), kI32)),
+  }));
+  EXPECT_EQ(after(fold_constants, k),
+            "(kernel k (nodes 0 1) (vars 0) (locals 0)\n"
+            "  (block\n"
+            "    (store 0 0 (load i32 1 0))\n"
+            "    (store 0 1 (load i32 1 0))\n"
+            "    (store 0 2 (const i32 0))\n"
+            "    (store 0 3 (load i32 1 0))\n"
+            "    (store 0 4 (load i32 1 0))\n"
+            "    (store 0 5 (const i32 0))\n"
+            "    (store 0 6 (+ i32 (* i32 (load i32 1 0) (const i32 2)) (const i32 2147483647)))))\n");
+}
+
+TEST(FoldConstantsTest, OffsetArithmeticCombinesConstants) {
+  // ((v0 + 1) * 8 + (v1 + 0)) * 1 - 3  ==>  v0 * 8 + v1 + 5; 2 * v0 + v0 * 3 ==> v0 * 5.
+  LExprRef offset = sub(mul(add(mul(add(v(0), i64(1)), i64(8)), add(v(1), i64(0))), i64(1)), i64(3));
+  Kernel k = kernel({0, 1}, 2, 0, lfor(0, 4, true, {lfor(1, 8, false, {
+      lstore(1, offset, load(0, kF32, add(mul(i64(2), v(0)), mul(v(0), i64(3))))),
+      lstore(1, sub(i64(5), v(1)), load(0, kF32, sub(add(v(1), i64(3)), i64(3)))),
+      lstore(1, sub(i64(0), v(1)), load(0, kF32, add(mul(v(0), i64(0)), v(1)))),
+  })}));
+  EXPECT_EQ(after(fold_constants, k),
+            "(kernel k (nodes 0 1) (vars 2) (locals 0)\n"
+            "  (for v0 4 parallel\n"
+            "    (for v1 8\n"
+            "      (store 1 (+ (+ (* v0 8) v1) 5) (load f32 0 (* v0 5)))\n"
+            "      (store 1 (- 5 v1) (load f32 0 v1))\n"
+            "      (store 1 (neg v1) (load f32 0 v1)))))\n");
+}
+
+TEST(FoldConstantsTest, SelectAndIfWithConstantConditions) {
+  LExprRef a = load(1, kF32, i64(0));
+  LExprRef b = load(1, kF32, i64(99));  // out of range: must stay unevaluated
+  Kernel k = kernel({0, 1}, 0, 0, lblock({
+      lstore(0, i64(0), op(Op::kSelect, kF32, {c(kI64, 1), a, b})),
+      lstore(0, i64(1), op(Op::kSelect, kF32, {c(kI32, 0), b, a})),
+      lstore(0, i64(2), op(Op::kSelect, kF32, {c(kF32, kNaN), a, b})),  // NaN != 0 holds
+      lif(op(Op::kLt, kI64, {i64(1), i64(2)}), {lstore(0, i64(3), a)}),
+      lif(op(Op::kGt, kI64, {i64(1), i64(2)}), {lstore(0, i64(4), b)}),
+  }));
+  EXPECT_EQ(after(fold_constants, k),
+            "(kernel k (nodes 0 1) (vars 0) (locals 0)\n"
+            "  (block\n"
+            "    (store 0 0 (load f32 1 0))\n"
+            "    (store 0 1 (load f32 1 0))\n"
+            "    (store 0 2 (load f32 1 0))\n"
+            "    (store 0 3 (load f32 1 0))))\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// form_fma
+
+TEST(FormFmaTest, FloatMultiplyAddsBecomeFma) {
+  LExprRef a = load(1, kF32, v(0)), b = load(2, kF32, v(0)), cc = load(3, kF32, v(0));
+  LExprRef d = load(4, kF64, v(0));
+  LExprRef n = load(5, kI32, v(0));
+  Kernel k = kernel({0, 1, 2, 3, 4, 5}, 1, 0, lfor(0, 8, true, {
+      lstore(0, v(0), add(mul(a, b, kF32), cc, kF32)),
+      lstore(0, add(v(0), i64(8)), add(cc, mul(a, b, kF32), kF32)),
+      lstore(0, add(v(0), i64(16)), add(mul(a, b, kF32), mul(b, cc, kF32), kF32)),
+      lstore(0, add(v(0), i64(24)), sub(mul(a, b, kF32), cc, kF32)),  // not fused
+      lstore(4, v(0), add(mul(d, d, kF64), d, kF64)),
+      lstore(5, v(0), add(mul(n, n, kI32), n, kI32)),                 // integers: not fused
+  }));
+  EXPECT_EQ(after(form_fma, k),
+            "(kernel k (nodes 0 1 2 3 4 5) (vars 1) (locals 0)\n"
+            "  (for v0 8 parallel\n"
+            "    (store 0 v0 (fma f32 (load f32 1 v0) (load f32 2 v0) (load f32 3 v0)))\n"
+            "    (store 0 (+ v0 8) (fma f32 (load f32 1 v0) (load f32 2 v0) (load f32 3 v0)))\n"
+            "    (store 0 (+ v0 16) (fma f32 (load f32 1 v0) (load f32 2 v0) (* f32 (load f32 2 v0) (load f32 3 v0))))\n"
+            "    (store 0 (+ v0 24) (- f32 (* f32 (load f32 1 v0) (load f32 2 v0)) (load f32 3 v0)))\n"
+            "    (store 4 v0 (fma f64 (load f64 4 v0) (load f64 4 v0) (load f64 4 v0)))\n"
+            "    (store 5 v0 (+ i32 (* i32 (load i32 5 v0) (load i32 5 v0)) (load i32 5 v0)))))\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// hoist_invariants
+
+TEST(HoistInvariantsTest, InvariantOfAnInnerLoopMovesBeforeIt) {
+  // The top parallel loop is never hoisted out of; (load 3 0) is invariant there too, but goes
+  // only before the inner loop. Pure index arithmetic ((* v0 8)) is not worth a local.
+  LExprRef row = load(2, kF32, v(0));
+  Kernel k = kernel({0, 1, 2, 3}, 2, 0, lfor(0, 4, true, {lfor(1, 8, false, {
+      lstore(1, add(mul(v(0), i64(8)), v(1)),
+             add(load(0, kF32, add(mul(v(0), i64(8)), v(1))),
+                 mul(op(Op::kExp, kF32, {row}), load(3, kF32, i64(0)), kF32), kF32)),
+  })}));
+  EXPECT_EQ(after(hoist_invariants, k),
+            "(kernel k (nodes 0 1 2 3) (vars 2) (locals 1)\n"
+            "  (for v0 4 parallel\n"
+            "    (local 0 f32 1\n"
+            "      (local_store 0 0 (* f32 (exp f32 (load f32 2 v0)) (load f32 3 0)))\n"
+            "      (for v1 8\n"
+            "        (store 1 (+ (* v0 8) v1) (+ f32 (load f32 0 (+ (* v0 8) v1)) (local_load f32 0 0)))))))\n");
+}
+
+TEST(HoistInvariantsTest, GoesBeforeTheOutermostLoopItIsInvariantIn) {
+  // A top loop that is not parallel can be hoisted out of; one local per distinct expression.
+  LExprRef x = load(0, kF32, i64(2));
+  Kernel k = kernel({0, 1}, 2, 3, lfor(0, 4, false, {lfor(1, 8, false, {
+      lstore(1, add(mul(v(0), i64(8)), v(1)), add(x, load(0, kF32, v(1)), kF32)),
+      lstore(1, add(mul(v(0), i64(8)), v(1)), mul(x, load(0, kF32, v(0)), kF32)),
+  })}));
+  EXPECT_EQ(after(hoist_invariants, k),
+            "(kernel k (nodes 0 1) (vars 2) (locals 5)\n"
+            "  (local 3 f32 1\n"
+            "    (local_store 3 0 (load f32 0 2))\n"
+            "    (for v0 4\n"
+            "      (local 4 f32 1\n"
+            "        (local_store 4 0 (* f32 (local_load f32 3 0) (load f32 0 v0)))\n"
+            "        (for v1 8\n"
+            "          (store 1 (+ (* v0 8) v1) (+ f32 (local_load f32 3 0) (load f32 0 v1)))\n"
+            "          (store 1 (+ (* v0 8) v1) (local_load f32 4 0)))))))\n");
+}
+
+TEST(HoistInvariantsTest, GuardedLoadsStayInTheLoop) {
+  // Loads in an `if` body or in a select operand may be out of range when not evaluated: they
+  // stay. The select's condition is always evaluated; a costly op without loads cannot fail. (A
+  // whole invariant select could move: it still evaluates only the operand it picks.)
+  LExprRef guarded = load(0, kF32, i64(100));
+  LExprRef cond = op(Op::kLt, kI64, {add(v(1), load(2, kI64, i64(0))), i64(4)});
+  Kernel k = kernel({0, 1, 2}, 2, 0, lfor(0, 4, true, {lfor(1, 8, false, {
+      lif(op(Op::kLt, kI64, {v(1), i64(4)}), {lstore(1, v(1), op(Op::kExp, kF32, {guarded}))}),
+      lstore(1, add(v(1), i64(8)), op(Op::kSelect, kF32, {cond, guarded, op(Op::kExp, kF32, {op(Op::kCastF32, kF32, {v(0)})})})),
+  })}));
+  EXPECT_EQ(after(hoist_invariants, k),
+            "(kernel k (nodes 0 1 2) (vars 2) (locals 2)\n"
+            "  (for v0 4 parallel\n"
+            "    (local 0 i64 1\n"
+            "      (local_store 0 0 (load i64 2 0))\n"
+            "      (local 1 f32 1\n"
+            "        (local_store 1 0 (exp f32 (f32 v0)))\n"
+            "        (for v1 8\n"
+            "          (if (< v1 4)\n"
+            "            (store 1 v1 (exp f32 (load f32 0 100))))\n"
+            "          (store 1 (+ v1 8) (select f32 (< (+ v1 (local_load i64 0 0)) 4) (load f32 0 100) (local_load f32 1 0))))))))\n");
+}
+
+TEST(HoistInvariantsTest, WhatTheLoopWritesIsNotInvariant) {
+  // Node 0 is stored in the loop (even after the load): its loads stay. Local 0 is stored in the
+  // loop, local 1 declared in it: their loads stay, but the invariant load beside them moves.
+  LExprRef other = load(1, kF32, i64(0));
+  Kernel k = kernel({0, 1}, 2, 2, lfor(0, 4, true, {
+      llocal_decl(0, kF32, 1, {lfor(1, 8, false, {
+          lstore(0, add(v(1), i64(8)), op(Op::kExp, kF32, {load(0, kF32, i64(3))})),
+          lstore(0, v(1), load(0, kF32, i64(3))),
+          llocal_store(0, i64(0), mul(llocal_load(0, kF32, i64(0)), other, kF32)),
+          llocal_decl(1, kF32, 1, {lstore(0, v(1), op(Op::kExp, kF32, {llocal_load(1, kF32, i64(0))}))}),
+      })}),
+  }));
+  EXPECT_EQ(after(hoist_invariants, k),
+            "(kernel k (nodes 0 1) (vars 2) (locals 3)\n"
+            "  (for v0 4 parallel\n"
+            "    (local 0 f32 1\n"
+            "      (local 2 f32 1\n"
+            "        (local_store 2 0 (load f32 1 0))\n"
+            "        (for v1 8\n"
+            "          (store 0 (+ v1 8) (exp f32 (load f32 0 3)))\n"
+            "          (store 0 v1 (load f32 0 3))\n"
+            "          (local_store 0 0 (* f32 (local_load f32 0 0) (local_load f32 2 0)))\n"
+            "          (local 1 f32 1\n"
+            "            (store 0 v1 (exp f32 (local_load f32 1 0)))))))))\n");
+}
+
+TEST(HoistInvariantsTest, VariablesBoundInsideTheLoopAreNotInvariant) {
+  Kernel k = kernel({0, 1}, 3, 0, lfor(0, 2, true, {lfor(1, 4, false, {lfor(2, 4, false, {
+      lstore(1, add(mul(v(1), i64(4)), v(2)), load(0, kF32, v(2))),
+  })})}));
+  const std::string before = print_kernel(k);
+  EXPECT_EQ(after(hoist_invariants, k), before);
+}
+
+TEST(HoistInvariantsTest, NothingLeavesLoopsOfExtentZeroOrOne) {
+  // Extent 0: the load would run where the original runs nothing. Extent 1: nothing to gain.
+  // A nested extent-0 loop makes its body conditional for the loops around it.
+  LExprRef x = op(Op::kExp, kF32, {load(0, kF32, i64(7))});
+  Kernel k = kernel({0, 1}, 3, 0, lblock({
+      lfor(0, 0, false, {lstore(1, v(0), x)}),
+      lfor(1, 1, false, {lstore(1, v(1), x)}),
+      lfor(2, 8, false, {lfor(0, 0, false, {lstore(1, add(v(2), v(0)), x)})}),
+  }));
+  const std::string before = print_kernel(k);
+  EXPECT_EQ(after(hoist_invariants, k), before);
+}
+
+// ---------------------------------------------------------------------------------------------
+// optimize_kernel
+
+TEST(OptimizeKernelTest, MatmulInPlaceGetsHoistedRowAndFma) {
+  // for i parallel { for k { for j { c[i, j] = c[i, j] + a[i, k] * b[k, j] } } }, offsets with
+  // a trivial * 1 and + 0 as lowering might leave them.
+  LExprRef c_at = add(mul(v(0), i64(4)), mul(v(2), i64(1)));
+  LExprRef a_at = add(add(mul(v(0), i64(3)), v(1)), i64(0));
+  LExprRef b_at = add(mul(v(1), i64(4)), v(2));
+  Kernel k = kernel({0, 1, 2}, 3, 0, lfor(0, 2, true, {lfor(1, 3, false, {lfor(2, 4, false, {
+      lstore(2, c_at, add(load(2, kF32, c_at), mul(load(0, kF32, a_at), load(1, kF32, b_at), kF32), kF32)),
+  })})}));
+  EXPECT_EQ(after(optimize_kernel, k),
+            "(kernel k (nodes 0 1 2) (vars 3) (locals 1)\n"
+            "  (for v0 2 parallel\n"
+            "    (for v1 3\n"
+            "      (local 0 f32 1\n"
+            "        (local_store 0 0 (load f32 0 (+ (* v0 3) v1)))\n"
+            "        (for v2 4\n"
+            "          (store 2 (+ (* v0 4) v2) (fma f32 (local_load f32 0 0) (load f32 1 (+ (* v1 4) v2)) (load f32 2 (+ (* v0 4) v2)))))))))\n");
+}
+
+}  // namespace
+}  // namespace kiln::ir
