@@ -8,6 +8,8 @@ packages=(
   libgtest-dev googletest          # tests
   libbenchmark-dev                 # benchmarks
   libopenblas-dev                  # the sgemm baseline of the matrix-product benchmark
+  pocl-opencl-icd ocl-icd-libopencl1 clinfo  # an OpenCL platform on the CPU (PoCL) and the ICD
+                                   # loader, so the OpenCL driver's tests run without a GPU
 )
 
 missing=()

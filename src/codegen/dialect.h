@@ -78,6 +78,9 @@ class DialectSyntax {
 
   // Lines at the top of the file (includes).
   virtual void emit_file_begin(Printer& out, bool uses_heap) const = 0;
+  // Lines that enable language extensions the source needs (OpenCL C: cl_khr_fp64 when f64 is
+  // used); first in the file. Nothing by default.
+  virtual void emit_extensions(Printer& out, bool uses_f64) const {}
   // The kernel's signature and opening brace, the checks of the dispatch, and one pointer
   // variable per used binding (BindingInfo::var); leaves the printer indented inside the body.
   virtual void emit_kernel_begin(Printer& out, const KernelFrame& frame) const = 0;
@@ -96,6 +99,7 @@ class DialectSyntax {
 // UNIMPLEMENTED for dialects not written yet.
 Result<std::unique_ptr<DialectSyntax>> make_dialect(Dialect dialect);
 std::unique_ptr<DialectSyntax> make_c_dialect();
+std::unique_ptr<DialectSyntax> make_opencl_dialect();
 
 // Kernel return codes shared by dialects that can return one.
 inline constexpr int kReturnBadDispatch = 1;

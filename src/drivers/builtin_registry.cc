@@ -7,6 +7,7 @@ const hal::DriverRegistry& builtin_registry() {
     auto* r = new hal::DriverRegistry();
     r->add(make_cpu_driver()).ignore();
     r->add(make_interp_driver()).ignore();
+    r->add(make_opencl_driver()).ignore();
     return r;
   }();
   return *registry;

@@ -138,12 +138,25 @@ TEST(CEmitter, OutputIsDeterministic) {
 
 TEST(CEmitter, OtherDialectsAreUnimplemented) {
   std::vector<Kernel> kernels = {elementwise_kernel()};
-  for (Dialect d : {Dialect::kOpenCL, Dialect::kCuda}) {
+  {
     EmitOptions options;
-    options.dialect = d;
+    options.dialect = Dialect::kCuda;
     Result<std::string> out = emit_kernels(kernels, nullptr, options);
     ASSERT_FALSE(out.ok());
     EXPECT_EQ(out.status().code(), StatusCode::kUnimplemented) << out.status();
+  }
+  {
+    // OpenCL C: a __kernel of the OpenCL kernel ABI; fp64 is enabled only when f64 is used.
+    EmitOptions options;
+    options.dialect = Dialect::kOpenCL;
+    Result<std::string> out = emit_kernels(kernels, nullptr, options);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_NE(out->find("__kernel void"), std::string::npos) << *out;
+    EXPECT_NE(out->find("get_group_id(0)"), std::string::npos) << *out;
+    EXPECT_EQ(out->find("cl_khr_fp64"), out->find("double") == std::string::npos
+                                            ? std::string::npos
+                                            : out->find("cl_khr_fp64"))
+        << *out;
   }
   EXPECT_EQ(codegen::dialect_format(Dialect::kC), "c");
   EXPECT_EQ(codegen::dialect_format(Dialect::kOpenCL), "opencl-c");

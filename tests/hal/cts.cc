@@ -102,6 +102,77 @@ int broken(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
 }
 )C";
 
+// Format "opencl-c" (OpenCL driver): the macros of the OpenCL kernel ABI (docs/opencl.md) are
+// prepended by the compiler. One work item per workgroup; KILN_FAIL(code) fails the dispatch.
+// The binding and constant counts are fixed by each kernel's parameters (validation makes the
+// dispatch match them), so probe_state reports them as constants.
+constexpr const char* kOpenCLKernels = R"CL(
+uint cts_linear_id(void) {
+  return (uint)(get_group_id(0) + get_num_groups(0) * (get_group_id(1) + get_num_groups(1) * get_group_id(2)));
+}
+
+__kernel void write_ids(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0)) {
+  __global uint* out = KILN_BINDING(uint, 0);
+  ulong i = cts_linear_id();
+  if ((i + 1) * sizeof(uint) > KILN_BINDING_LENGTH(0)) KILN_FAIL(10);
+  if (out[i] != 0xFFFFFFFFu) KILN_FAIL(11);
+  out[i] = (uint)get_group_id(0) + 1000u * (uint)get_group_id(1) + 1000000u * (uint)get_group_id(2);
+}
+
+__kernel void add_constant(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0), KILN_CONSTANT_PARAM(0),
+                           KILN_CONSTANT_PARAM(1)) {
+  __global uint* data = KILN_BINDING(uint, 0);
+  ulong n = KILN_BINDING_LENGTH(0) / sizeof(uint);
+  ulong per = KILN_CONSTANT(1);
+  ulong begin = (ulong)cts_linear_id() * per;
+  for (ulong i = begin; i < begin + per && i < n; ++i) data[i] += KILN_CONSTANT(0);
+}
+
+__kernel void copy_offset(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0), KILN_BINDING_PARAMS(1),
+                          KILN_CONSTANT_PARAM(0), KILN_CONSTANT_PARAM(1)) {
+  __global const uint* src = KILN_BINDING(uint, 0);
+  __global uint* dst = KILN_BINDING(uint, 1);
+  ulong src_n = KILN_BINDING_LENGTH(0) / sizeof(uint);
+  ulong dst_n = KILN_BINDING_LENGTH(1) / sizeof(uint);
+  ulong per = KILN_CONSTANT(1);
+  ulong begin = (ulong)cts_linear_id() * per;
+  for (ulong i = begin; i < begin + per && i < dst_n; ++i) {
+    ulong j = i + KILN_CONSTANT(0);
+    if (j >= src_n) KILN_FAIL(12);
+    dst[i] = src[j];
+  }
+}
+
+__kernel void return_constant(KILN_STATUS_PARAMS, KILN_CONSTANT_PARAM(0)) {
+  if (KILN_CONSTANT(0) != 0) KILN_FAIL(KILN_CONSTANT(0));
+}
+
+__kernel void probe_state(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0), KILN_BINDING_PARAMS(1),
+                          KILN_CONSTANT_PARAM(0), KILN_CONSTANT_PARAM(1), KILN_CONSTANT_PARAM(2)) {
+  if (cts_linear_id() != 0) return;
+  __global uint* out = KILN_BINDING(uint, 0);
+  if (KILN_BINDING_LENGTH(0) < 12 * sizeof(uint)) KILN_FAIL(13);
+  out[0] = KILN_OPENCL_ABI_VERSION;
+  out[1] = (uint)get_num_groups(0);
+  out[2] = (uint)get_num_groups(1);
+  out[3] = (uint)get_num_groups(2);
+  out[4] = 2;
+  out[5] = 3;
+  out[6] = KILN_CONSTANT(0);
+  out[7] = KILN_CONSTANT(1);
+  out[8] = KILN_CONSTANT(2);
+  out[9] = (uint)KILN_BINDING_LENGTH(0);
+  out[10] = (uint)KILN_BINDING_LENGTH(1);
+  out[11] = KILN_BINDING_LENGTH(1) >= sizeof(uint) ? KILN_BINDING(uint, 1)[0] : 0xDEADu;
+}
+)CL";
+
+constexpr const char* kOpenCLBroken = R"CL(
+__kernel void broken(KILN_STATUS_PARAMS) {
+  uint x = cts_undeclared_identifier + ;
+}
+)CL";
+
 // Format "kiln-loop" (the interp driver): loop-IR kernels have no push constants and no
 // workgroup ids, so they cannot express the test kernels; only the compiler diagnostic is tested.
 constexpr const char* kLoopBroken = R"(
@@ -116,6 +187,7 @@ struct FormatEntry {
 };
 constexpr FormatEntry kFormats[] = {
     {"c", kCKernels, kCBroken},
+    {"opencl-c", kOpenCLKernels, kOpenCLBroken},
     {"kiln-loop", nullptr, kLoopBroken},
 };
 

@@ -60,7 +60,9 @@ inline constexpr int64_t kMaxStackLocalBytes = 64 * 1024;
 // INVALID_ARGUMENT for a malformed kernel (naming the kernel and the problem): a name that is not
 // a C identifier, a duplicate or reserved name, a node used but not bound, loads of one node with
 // different types, an undeclared local or loop variable, wrong op arity, a missing expression.
-// UNIMPLEMENTED for dialects other than kC (for now).
+// OpenCL C (kOpenCL): each kernel is a __kernel of the OpenCL kernel ABI (docs/opencl.md), one
+// work item per HAL workgroup; a cl_khr_fp64 pragma opens the file when f64 is used.
+// UNIMPLEMENTED for kCuda (for now).
 Result<std::string> emit_kernels(std::span<const ir::Kernel> kernels, const ir::Program* program,
                                  const EmitOptions& options = {});
 

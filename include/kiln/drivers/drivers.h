@@ -16,4 +16,8 @@ hal::DriverRef make_cpu_driver();
 // "kiln-loop" (loop-IR kernel text, see kiln/ir/loop.h), run on CPU worker threads.
 hal::DriverRef make_interp_driver();
 
+// OpenCL: every device of every platform as "opencl:N", executable format "opencl-c". The
+// library is loaded at run time; without it the driver is listed and says why it is unavailable.
+hal::DriverRef make_opencl_driver();
+
 }  // namespace kiln::drivers

@@ -1,0 +1,146 @@
+// The OpenCL driver against direct OpenCL calls on the same device, in the same run:
+//  - BM_KilnDispatch vs BM_DirectDispatch: one trivial kernel, submit and wait (kiln: dispatch
+//    signalling a semaphore, host waits on it; direct: clEnqueueNDRangeKernel + clFinish).
+//  - BM_KilnWrite/Read vs BM_DirectWrite/Read: 64 MiB host <-> device (kiln: queue write/read
+//    and a semaphore wait; direct: blocking clEnqueueWriteBuffer / clEnqueueReadBuffer).
+// Without an OpenCL platform every benchmark is skipped with the reason.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <vector>
+
+#include "bench_common.h"
+#include "drivers/opencl/cl_api.h"
+#include "drivers/opencl/cl_kernel_abi.h"
+#include "kiln/base/time.h"
+
+namespace kiln::bench {
+namespace {
+
+using namespace kiln::opencl;
+
+constexpr size_t kCopyBytes = size_t{64} << 20;
+constexpr const char* kKernel =
+    "__kernel void empty(KILN_STATUS_PARAMS) { if (kiln_tag == 0u) KILN_FAIL(1); }\n";
+
+// Why OpenCL cannot be benchmarked here, or "" when it can.
+std::string unavailable() {
+  Result<hal::DriverRef> driver = drivers::builtin_registry().find("opencl");
+  if (!driver.ok()) return driver.status().to_string();
+  Status status = (*driver)->availability();
+  return status.ok() ? "" : status.to_string();
+}
+
+hal::DeviceRef kiln_device() {
+  return check(drivers::builtin_registry().create_device("opencl:0"), "opencl device");
+}
+
+// A context, queue, kernel and buffers of the first device, made with the raw API.
+struct Direct {
+  const Api* api = nullptr;
+  cl_context context = nullptr;
+  cl_command_queue queue = nullptr;
+  cl_program program = nullptr;
+  cl_kernel kernel = nullptr;
+  cl_mem status = nullptr, data = nullptr;
+
+  Direct() {
+    api = check(load_api(), "load OpenCL");
+    cl_platform_id platform;
+    cl_device_id device;
+    api->GetPlatformIDs(1, &platform, nullptr);
+    api->GetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &device, nullptr);
+    cl_int err;
+    context = api->CreateContext(nullptr, 1, &device, nullptr, nullptr, &err);
+    queue = api->CreateCommandQueue(context, device, 0, &err);
+    std::string source = std::string(kKernelAbiText) + kKernel;
+    const char* text = source.c_str();
+    program = api->CreateProgramWithSource(context, 1, &text, nullptr, &err);
+    check(api->BuildProgram(program, 1, &device, "", nullptr, nullptr) == CL_SUCCESS
+              ? Status() : internal_error("clBuildProgram"), "build");
+    kernel = api->CreateKernel(program, "empty", &err);
+    status = api->CreateBuffer(context, CL_MEM_READ_WRITE, 64, nullptr, &err);
+    data = api->CreateBuffer(context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, kCopyBytes, nullptr, &err);
+  }
+  ~Direct() {
+    api->ReleaseMemObject(data);
+    api->ReleaseMemObject(status);
+    api->ReleaseKernel(kernel);
+    api->ReleaseProgram(program);
+    api->ReleaseCommandQueue(queue);
+    api->ReleaseContext(context);
+  }
+};
+
+void BM_KilnDispatch(benchmark::State& state) {
+  if (std::string why = unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
+  hal::DeviceRef device = kiln_device();
+  hal::ExecutableRef exe = check(device->compile_executable({"opencl-c", kKernel, {{"empty", 0, 0}}, "bench"}), "compile");
+  hal::QueueRef queue = check(device->create_queue(), "queue");
+  auto done = device->create_semaphore(0);
+  uint64_t n = 0;
+  for (auto _ : state) {
+    ++n;
+    check(queue->dispatch({}, {{done, n}}, hal::DispatchCommand{exe, 0, {1, 1, 1}, {}, {}}), "dispatch");
+    check(done->wait(n, Timeout::infinite()), "wait");
+  }
+}
+BENCHMARK(BM_KilnDispatch)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_DirectDispatch(benchmark::State& state) {
+  if (std::string why = unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
+  Direct d;
+  uint32_t tag = 1, command = 0;
+  const size_t global[3] = {1, 1, 1}, local[3] = {1, 1, 1};
+  for (auto _ : state) {
+    d.api->SetKernelArg(d.kernel, 0, sizeof(cl_mem), &d.status);
+    d.api->SetKernelArg(d.kernel, 1, sizeof tag, &tag);
+    d.api->SetKernelArg(d.kernel, 2, sizeof command, &command);
+    d.api->EnqueueNDRangeKernel(d.queue, d.kernel, 3, nullptr, global, local, 0, nullptr, nullptr);
+    d.api->Finish(d.queue);
+  }
+}
+BENCHMARK(BM_DirectDispatch)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_KilnCopy(benchmark::State& state) {
+  if (std::string why = unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
+  const bool write = state.range(0) == 1;
+  hal::DeviceRef device = kiln_device();
+  hal::QueueRef queue = check(device->create_queue(), "queue");
+  hal::BufferRef buffer = check(device->allocator().allocate({}, kCopyBytes), "alloc");
+  std::vector<uint8_t> host(kCopyBytes, 1);
+  auto done = device->create_semaphore(0);
+  uint64_t n = 0;
+  for (auto _ : state) {
+    ++n;
+    if (write) {
+      check(queue->write({}, {{done, n}}, host.data(), buffer, 0, kCopyBytes), "write");
+    } else {
+      check(queue->read({}, {{done, n}}, buffer, 0, host.data(), kCopyBytes), "read");
+    }
+    check(done->wait(n, Timeout::infinite()), "wait");
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kCopyBytes));
+}
+BENCHMARK(BM_KilnCopy)->ArgName("write")->Arg(1)->Arg(0)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_DirectCopy(benchmark::State& state) {
+  if (std::string why = unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
+  const bool write = state.range(0) == 1;
+  Direct d;
+  std::vector<uint8_t> host(kCopyBytes, 1);
+  for (auto _ : state) {
+    if (write) {
+      d.api->EnqueueWriteBuffer(d.queue, d.data, CL_TRUE, 0, kCopyBytes, host.data(), 0, nullptr, nullptr);
+    } else {
+      d.api->EnqueueReadBuffer(d.queue, d.data, CL_TRUE, 0, kCopyBytes, host.data(), 0, nullptr, nullptr);
+    }
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kCopyBytes));
+}
+BENCHMARK(BM_DirectCopy)->ArgName("write")->Arg(1)->Arg(0)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace kiln::bench
+
+BENCHMARK_MAIN();

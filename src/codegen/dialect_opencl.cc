@@ -1,0 +1,152 @@
+// The OpenCL C dialect: kernels as __kernel functions of kiln's OpenCL kernel ABI (documented in
+// docs/opencl.md and prepended by the OpenCL driver's compiler, as the CPU driver prepends
+// kernel_abi.h): a status word and tag first, then per binding a __global base pointer, byte
+// offset and byte length, then the push constants. A HAL workgroup is one OpenCL work group
+// (get_group_id / get_num_groups), run by one work item. OpenCL C has no heap, so every local
+// array is private memory; f64 needs cl_khr_fp64, enabled by a pragma only when used.
+#include <algorithm>
+#include <iterator>
+
+#include "codegen/dialect.h"
+
+namespace kiln::codegen::internal {
+
+namespace {
+
+using ir::DType;
+
+class OpenCLDialect final : public DialectSyntax {
+ public:
+  std::string_view name() const override { return "OpenCL C"; }
+
+  std::string_view type_name(DType type) const override {
+    switch (type) {
+      case DType::kF32: return "float";
+      case DType::kF64: return "double";
+      case DType::kI32: return "int";
+      case DType::kI64: return "long";
+    }
+    return "?";
+  }
+
+  std::string_view unsigned_name(DType type) const override {
+    return type == DType::kI64 ? "ulong" : "uint";
+  }
+
+  std::string_view helper_qualifier() const override { return "static inline"; }
+
+  // OpenCL C's math builtins are overloaded for float and double.
+  std::string math_function(std::string_view base, DType) const override {
+    return std::string(base);
+  }
+
+  std::string infinity(DType type, bool negative) const override {
+    std::string text = type == DType::kF32 ? "INFINITY" : "(double)INFINITY";
+    return negative ? "-" + text : text;
+  }
+
+  std::string nan(DType type) const override {
+    return type == DType::kF32 ? "NAN" : "(double)NAN";
+  }
+
+  std::string int_limit(DType type, bool max) const override {
+    if (type == DType::kI64) return max ? "LONG_MAX" : "LONG_MIN";
+    return max ? "INT_MAX" : "INT_MIN";
+  }
+
+  bool heap_locals() const override { return false; }
+
+  void emit_file_begin(Printer&, bool) const override {}
+
+  void emit_extensions(Printer& out, bool uses_f64) const override {
+    if (uses_f64) out.line("#pragma OPENCL EXTENSION cl_khr_fp64 : enable");
+  }
+
+  void emit_kernel_begin(Printer& out, const KernelFrame& frame) const override {
+    const ir::Kernel& kernel = *frame.kernel;
+    std::string params = "KILN_STATUS_PARAMS";
+    for (const BindingInfo& b : frame.bindings) {
+      params += ", KILN_BINDING_PARAMS(" + std::to_string(b.index) + ")";
+    }
+    out.line("__kernel void " + kernel.name + "(" + params + ") {");
+    out.indent();
+    const std::string fail = " " + return_error(kReturnBadDispatch);
+    bool checks = false;
+    for (const BindingInfo& b : frame.bindings) {
+      if (b.min_bytes <= 0) continue;
+      if (!checks && frame.comments) out.line("/* the dispatch must match the kernel */");
+      checks = true;
+      out.line("if (KILN_BINDING_LENGTH(" + std::to_string(b.index) + ") < " +
+               std::to_string(b.min_bytes) + "ul)" + fail);
+    }
+    if (frame.comments) {
+      out.line(frame.parallel ? "/* workgroups in x share the parallel loop; y and z are empty */"
+                              : "/* one workgroup runs the body; any others are empty */");
+    }
+    out.line(std::string(frame.parallel ? "if (get_group_id(0) >= get_num_groups(0)"
+                                        : "if (get_group_id(0) != 0") +
+             " || get_group_id(1) != 0 || get_group_id(2) != 0) " + return_ok());
+    for (const BindingInfo& b : frame.bindings) {
+      std::string comment = frame.comments && !b.comment.empty() ? "  /* " + b.comment + " */" : "";
+      if (!b.used) {
+        if (frame.comments) {
+          out.line("/* binding " + std::to_string(b.index) + " (node " + std::to_string(b.node) +
+                   (b.comment.empty() ? "" : ", " + b.comment) + ") is not used */");
+        }
+        continue;
+      }
+      const std::string type(type_name(b.type));
+      std::string pointee = std::string(b.written ? "" : "const ") + type;
+      out.line("__global " + pointee + "* restrict " + b.var + " = (__global " + pointee +
+               "*)KILN_BINDING(" + type + ", " + std::to_string(b.index) + ");" + comment);
+    }
+  }
+
+  void emit_kernel_end(Printer& out, const KernelFrame&) const override {
+    out.dedent();
+    out.line("}");
+  }
+
+  std::string return_ok() const override { return "return;"; }
+  std::string return_error(int code) const override {
+    return "KILN_FAIL(" + std::to_string(code) + ");";
+  }
+  std::string workgroup_index() const override { return "get_group_id(0)"; }
+  std::string workgroup_count() const override { return "get_num_groups(0)"; }
+
+  bool is_reserved(std::string_view identifier) const override {
+    static constexpr std::string_view kReserved[] = {
+        // C99 keywords.
+        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+        "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+        "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch",
+        "typedef", "union", "unsigned", "void", "volatile", "while",
+        // OpenCL C keywords and types.
+        "kernel", "global", "local", "constant", "private", "read_only", "write_only",
+        "read_write", "uniform", "pipe", "bool", "uchar", "ushort", "uint", "ulong", "half",
+        "size_t", "ptrdiff_t", "intptr_t", "uintptr_t", "event_t", "sampler_t", "image1d_t",
+        "image2d_t", "image3d_t", "complex", "imaginary", "quad",
+        // Names the generated code or the ABI use, and common builtins.
+        "main", "chunk", "begin", "end", "barrier", "printf", "get_group_id", "get_num_groups",
+        "get_global_id", "get_local_id", "get_global_size", "get_local_size", "get_work_dim",
+        "exp", "log", "sqrt", "tanh", "sin", "cos", "floor", "ceil", "fabs", "pow", "fma", "mad",
+        "abs", "round", "trunc", "fmax", "fmin", "max", "min", "clamp", "select", "sign",
+        "rsqrt", "exp2", "log2", "log10", "hypot", "erf", "nan", "dot", "cross", "mix", "step",
+        "atomic_add", "atomic_xchg", "atomic_cmpxchg"};
+    if (std::find(std::begin(kReserved), std::end(kReserved), identifier) != std::end(kReserved)) {
+      return true;
+    }
+    if (identifier.starts_with("kiln_") || identifier.starts_with("KILN_")) return true;
+    if (identifier.starts_with("__") || identifier.starts_with("get_")) return true;
+    if (identifier.size() >= 2 && identifier[0] == '_' && identifier[1] >= 'A' && identifier[1] <= 'Z') {
+      return true;
+    }
+    return false;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<DialectSyntax> make_opencl_dialect() { return std::make_unique<OpenCLDialect>(); }
+
+}  // namespace kiln::codegen::internal

@@ -1,0 +1,105 @@
+#include "drivers/opencl/cl_allocator.h"
+
+#include <string>
+
+#include "kiln/base/log.h"
+
+namespace kiln::opencl {
+
+namespace {
+
+Status check_params(const hal::BufferParams& params) {
+  constexpr uint32_t kKnownTypes = hal::kMemoryDeviceLocal | hal::kMemoryHostVisible |
+                                   hal::kMemoryHostCoherent | hal::kMemoryHostCached;
+  if (params.memory_type == 0 || (params.memory_type & ~kKnownTypes)) {
+    return invalid_argument_error("memory type " + hal::memory_type_string(params.memory_type) +
+                                  " (bits " + std::to_string(params.memory_type) +
+                                  ") is not a valid combination");
+  }
+  if (params.usage == 0 || (params.usage & ~uint32_t{hal::kUsageDefault})) {
+    return invalid_argument_error("buffer usage (bits " + std::to_string(params.usage) +
+                                  ") is empty or has unknown bits");
+  }
+  return Status();
+}
+
+// OpenCL has no zero-sized buffers; an empty allocation still gets a small cl_mem so that every
+// buffer has one (no command ever touches its bytes).
+constexpr size_t kMinimumBytes = 16;
+
+}  // namespace
+
+ClStorage::~ClStorage() {
+  // Every queue action using the buffer has completed (actions hold their buffers), so the
+  // device no longer touches imported host memory once the cl_mem is released.
+  if (mem_) context_->api().ReleaseMemObject(mem_);
+  if (release_) release_(host_);
+}
+
+Status ClStorage::map(size_t offset, size_t length, hal::MapAccess access, void** out) {
+  cl_map_flags flags = 0;
+  if (access == hal::MapAccess::kDiscardWrite) {
+    flags = CL_MAP_WRITE_INVALIDATE_REGION;
+  } else {
+    if (static_cast<uint32_t>(access) & static_cast<uint32_t>(hal::MapAccess::kRead)) flags |= CL_MAP_READ;
+    if (static_cast<uint32_t>(access) & static_cast<uint32_t>(hal::MapAccess::kWrite)) flags |= CL_MAP_WRITE;
+  }
+  cl_int err = CL_SUCCESS;
+  void* data = context_->api().EnqueueMapBuffer(context_->host_queue(), mem_, CL_TRUE, flags,
+                                                offset, length, 0, nullptr, nullptr, &err);
+  if (!data || err != CL_SUCCESS) return cl_error("clEnqueueMapBuffer", err, "map");
+  *out = data;
+  return Status();
+}
+
+void ClStorage::unmap(size_t, size_t, hal::MapAccess, void* mapped) {
+  const Api& api = context_->api();
+  cl_event done = nullptr;
+  cl_int err = api.EnqueueUnmapMemObject(context_->host_queue(), mem_, mapped, 0, nullptr, &done);
+  // Unmapping is synchronous for the HAL: written bytes are visible to queue work after it.
+  if (err == CL_SUCCESS) err = api.WaitForEvents(1, &done);
+  if (done) api.ReleaseEvent(done);
+  if (err != CL_SUCCESS) KILN_LOG(kError, cl_error("clEnqueueUnmapMemObject", err, "unmap").to_string());
+}
+
+Result<hal::BufferRef> ClAllocator::allocate(const hal::BufferParams& params, size_t size) {
+  KILN_RETURN_IF_ERROR(check_params(params));
+  const uint64_t max = context_->record().info.capabilities.max_allocation_size;
+  if (size > max) {
+    return resource_exhausted_error("cannot allocate " + std::to_string(size) + " bytes on " +
+                                    context_->record().info.name +
+                                    ": CL_DEVICE_MAX_MEM_ALLOC_SIZE is " + std::to_string(max));
+  }
+  cl_mem_flags flags = CL_MEM_READ_WRITE;
+  // Host-visible memory in host-allocated pages makes mapping cheap on discrete devices.
+  if (params.memory_type & hal::kMemoryHostVisible) flags |= CL_MEM_ALLOC_HOST_PTR;
+  cl_int err = CL_SUCCESS;
+  cl_mem mem = context_->api().CreateBuffer(context_->context(), flags,
+                                            std::max(size, kMinimumBytes), nullptr, &err);
+  if (!mem || err != CL_SUCCESS) {
+    return cl_error("clCreateBuffer", err, "allocating " + std::to_string(size) + " bytes");
+  }
+  auto storage = std::make_shared<ClStorage>(context_, mem, nullptr, nullptr);
+  return std::make_shared<hal::Buffer>(std::move(storage), device_tag_, params.memory_type,
+                                       params.usage, size, 0, size);
+}
+
+Result<hal::BufferRef> ClAllocator::import_host(const hal::BufferParams& params, void* ptr,
+                                                size_t size, hal::HostReleaseFn release) {
+  KILN_RETURN_IF_ERROR(check_params(params));
+  if (!ptr && size > 0) return invalid_argument_error("import_host: null pointer");
+  cl_int err = CL_SUCCESS;
+  cl_mem mem = size > 0 ? context_->api().CreateBuffer(context_->context(),
+                                                        CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR,
+                                                        size, ptr, &err)
+                        : context_->api().CreateBuffer(context_->context(), CL_MEM_READ_WRITE,
+                                                       kMinimumBytes, nullptr, &err);
+  if (!mem || err != CL_SUCCESS) {
+    return cl_error("clCreateBuffer", err, "importing " + std::to_string(size) + " host bytes");
+  }
+  auto storage = std::make_shared<ClStorage>(context_, mem, ptr, std::move(release));
+  return std::make_shared<hal::Buffer>(std::move(storage), device_tag_, params.memory_type,
+                                       params.usage, size, 0, size);
+}
+
+}  // namespace kiln::opencl

@@ -1,0 +1,51 @@
+// OpenCL memory: one cl_mem per allocation. Subspans are (cl_mem, byte offset) pairs: the queue
+// passes the offset to copies and to kernels (as an argument), so no sub-buffer alignment rules
+// apply. Host mapping is a blocking clEnqueueMapBuffer on the context's host queue.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "drivers/opencl/cl_context.h"
+#include "kiln/hal/buffer.h"
+
+namespace kiln::opencl {
+
+class ClStorage final : public hal::BufferStorage {
+ public:
+  ClStorage(std::shared_ptr<ClContext> context, cl_mem mem, void* host, hal::HostReleaseFn release)
+      : context_(std::move(context)), mem_(mem), host_(host), release_(std::move(release)) {}
+  ~ClStorage() override;
+
+  Status map(size_t offset, size_t length, hal::MapAccess access, void** out) override;
+  void unmap(size_t offset, size_t length, hal::MapAccess access, void* mapped) override;
+  cl_mem mem() const { return mem_; }
+
+ private:
+  std::shared_ptr<ClContext> context_;
+  cl_mem mem_;
+  void* host_;                  // imported host memory, else null
+  hal::HostReleaseFn release_;  // for imported memory
+};
+
+// The cl_mem behind a buffer of an OpenCL device (validation has checked the device).
+inline cl_mem buffer_mem(const hal::Buffer& buffer) {
+  return static_cast<ClStorage*>(buffer.storage().get())->mem();
+}
+
+class ClAllocator final : public hal::Allocator {
+ public:
+  ClAllocator(std::shared_ptr<ClContext> context, const void* device_tag)
+      : context_(std::move(context)), device_tag_(device_tag) {}
+
+  // Sizes above CL_DEVICE_MAX_MEM_ALLOC_SIZE are RESOURCE_EXHAUSTED without calling OpenCL.
+  Result<hal::BufferRef> allocate(const hal::BufferParams& params, size_t size) override;
+  Result<hal::BufferRef> import_host(const hal::BufferParams& params, void* ptr, size_t size,
+                                     hal::HostReleaseFn release) override;
+
+ private:
+  std::shared_ptr<ClContext> context_;
+  const void* device_tag_;
+};
+
+}  // namespace kiln::opencl

@@ -1,0 +1,444 @@
+#include "drivers/opencl/cl_queue.h"
+
+#include <exception>
+#include <string>
+
+#include "drivers/opencl/cl_allocator.h"
+#include "drivers/opencl/cl_executable.h"
+#include "drivers/opencl/cl_kernel_abi.h"
+#include "kiln/base/log.h"
+#include "kiln/base/overloaded.h"
+
+namespace kiln::opencl {
+
+// One enqueued action, owned by its completion callback.
+struct InFlight {
+  ClQueue* queue = nullptr;
+  std::unique_ptr<hal::Action> action;
+  uint32_t tag = 0;
+  bool check_status = false;  // has dispatches: read the status words back
+  bool native_waits = false;  // waited on published events rather than reached values
+  bool published = false;     // its signals are in the EventBridge
+  Status enqueue_error;       // a command that could not be enqueued
+  uint32_t words[kStatusWords] = {};
+};
+
+namespace {
+
+bool has_dispatch(const hal::Command& command) {
+  if (std::holds_alternative<hal::DispatchCommand>(command)) return true;
+  if (const auto* e = std::get_if<hal::ExecuteCommand>(&command)) {
+    for (const hal::Command& inner : e->command_buffer->commands()) {
+      if (std::holds_alternative<hal::DispatchCommand>(inner)) return true;
+    }
+  }
+  return false;
+}
+
+// The command numbered `index` by enqueue_command (commands of a command buffer in order).
+const hal::Command* command_at(const hal::Command& command, uint32_t index) {
+  if (const auto* e = std::get_if<hal::ExecuteCommand>(&command)) {
+    const auto& list = e->command_buffer->commands();
+    return index < list.size() ? &list[index] : nullptr;
+  }
+  return index == 0 ? &command : nullptr;
+}
+
+Status kernel_failure(const InFlight& f, const std::string& queue_name) {
+  const uint32_t* w = f.words;
+  std::string kernel = "?";
+  if (const hal::Command* c = command_at(f.action->command, w[2])) {
+    if (const auto* d = std::get_if<hal::DispatchCommand>(c)) {
+      Result<const hal::ExportInfo*> info = d->executable->export_info(d->export_ordinal);
+      if (info.ok()) kernel = (*info)->name;
+    }
+  }
+  return internal_error("kernel '" + kernel + "' failed with code " + std::to_string(w[1]) +
+                        " in workgroup (" + std::to_string(w[3]) + ", " + std::to_string(w[4]) +
+                        ", " + std::to_string(w[5]) + ") on queue '" + queue_name + "'");
+}
+
+}  // namespace
+
+Result<std::shared_ptr<ClQueue>> ClQueue::create(std::string name, const void* device_tag,
+                                                 std::shared_ptr<ClContext> context) {
+  auto queue = std::make_shared<ClQueue>(std::move(name), device_tag, std::move(context));
+  const Api& api = queue->context_->api();
+  cl_int err = CL_SUCCESS;
+  queue->queue_ = api.CreateCommandQueue(queue->context_->context(), queue->context_->device(), 0, &err);
+  if (!queue->queue_ || err != CL_SUCCESS) {
+    queue->queue_ = nullptr;
+    return cl_error("clCreateCommandQueue", err, "queue '" + queue->name() + "'");
+  }
+  queue->status_ = api.CreateBuffer(queue->context_->context(), CL_MEM_READ_WRITE,
+                                    kStatusWords * sizeof(uint32_t), nullptr, &err);
+  if (!queue->status_ || err != CL_SUCCESS) {
+    queue->status_ = nullptr;
+    return cl_error("clCreateBuffer", err, "status words of queue '" + queue->name() + "'");
+  }
+  // Tags start at 1, so zeroed words hold no failure. In order before every later command.
+  const uint32_t zero = 0;
+  err = api.EnqueueFillBuffer(queue->queue_, queue->status_, &zero, sizeof zero, 0,
+                              kStatusWords * sizeof(uint32_t), 0, nullptr, nullptr);
+  if (err != CL_SUCCESS) return cl_error("clEnqueueFillBuffer", err, "status words");
+  return queue;
+}
+
+ClQueue::~ClQueue() {
+  abort_pending();
+  {
+    std::lock_guard<std::mutex> lock(host_mutex_);
+    host_stop_ = true;
+  }
+  host_ready_cv_.notify_all();
+  if (host_worker_.joinable()) host_worker_.join();
+  const Api& api = context_->api();
+  if (queue_) api.Finish(queue_);
+  {
+    // Completion callbacks may run after clFinish returns; they touch this queue.
+    std::unique_lock<std::mutex> lock(inflight_mutex_);
+    inflight_idle_.wait(lock, [this] { return inflight_ == 0; });
+  }
+  if (status_) api.ReleaseMemObject(status_);
+  if (queue_) api.ReleaseCommandQueue(queue_);
+}
+
+void ClQueue::finished() {
+  std::lock_guard<std::mutex> lock(inflight_mutex_);
+  if (--inflight_ == 0) inflight_idle_.notify_all();
+}
+
+void ClQueue::enqueue(std::unique_ptr<hal::Action> action) {
+  if (std::holds_alternative<hal::HostCallCommand>(action->command)) {
+    deferred_.submit(std::move(action));
+    return;
+  }
+  std::vector<cl_event> events;
+  for (const hal::SemaphoreValue& wait : action->waits) {
+    if (context_->bridge().resolve(wait, &events) == EventBridge::Wait::kHost) {
+      for (cl_event e : events) context_->api().ReleaseEvent(e);
+      deferred_.submit(std::move(action));
+      return;
+    }
+  }
+  submit_device(std::move(action), std::move(events));
+}
+
+void ClQueue::issue(std::unique_ptr<hal::Action> action) {
+  if (std::holds_alternative<hal::HostCallCommand>(action->command)) {
+    run_host_call(std::move(action));
+    return;
+  }
+  submit_device(std::move(action), {});
+}
+
+void ClQueue::advance(cl_event event, std::vector<cl_event>& waits, cl_event* last) {
+  const Api& api = context_->api();
+  if (*last) api.ReleaseEvent(*last);
+  *last = event;
+  // The in-order queue orders everything after this command behind it.
+  for (cl_event e : waits) api.ReleaseEvent(e);
+  waits.clear();
+}
+
+void ClQueue::submit_device(std::unique_ptr<hal::Action> action, std::vector<cl_event> waits) {
+  const Api& api = context_->api();
+  auto* flight = new InFlight();
+  flight->queue = this;
+  flight->action = std::move(action);
+  flight->native_waits = !waits.empty();
+  flight->check_status = has_dispatch(flight->action->command);
+  {
+    std::lock_guard<std::mutex> lock(inflight_mutex_);
+    ++inflight_;
+  }
+  cl_event last = nullptr;
+  bool callback_missing = false;
+  {
+    std::lock_guard<std::mutex> lock(issue_mutex_);
+    if (++next_tag_ == 0) ++next_tag_;
+    flight->tag = next_tag_;
+    Status status = enqueue_command(flight->action->command, 0, *flight, waits, &last);
+    if (status.ok() && flight->check_status) {
+      cl_event read = nullptr;
+      cl_int err = api.EnqueueReadBuffer(queue_, status_, CL_FALSE, 0, sizeof flight->words,
+                                         flight->words, static_cast<cl_uint>(waits.size()),
+                                         waits.empty() ? nullptr : waits.data(), &read);
+      if (err == CL_SUCCESS) {
+        advance(read, waits, &last);
+      } else {
+        status = cl_error("clEnqueueReadBuffer", err, "kernel status");
+        flight->check_status = false;
+      }
+    }
+    if (!last || !status.ok()) {
+      // Nothing was enqueued (a barrier, zero-length work), or something failed midway: a
+      // marker completes after whatever was enqueued before it.
+      cl_event marker = nullptr;
+      cl_int err = api.EnqueueMarkerWithWaitList(queue_, static_cast<cl_uint>(waits.size()),
+                                                 waits.empty() ? nullptr : waits.data(), &marker);
+      if (err == CL_SUCCESS) {
+        advance(marker, waits, &last);
+      } else if (status.ok()) {
+        status = cl_error("clEnqueueMarkerWithWaitList", err);
+      }
+    }
+    for (cl_event e : waits) api.ReleaseEvent(e);
+    waits.clear();
+    flight->enqueue_error = status.ok() ? status
+                                        : status.annotate(std::string(hal::command_name(
+                                                              flight->action->command)) +
+                                                          " on queue '" + name() + "'");
+    // Only a success of the event itself means success of the action; dispatches are checked
+    // on the host after it, so their signals are not published.
+    if (last && status.ok() && !flight->check_status) {
+      context_->bridge().publish(flight->action->signals, last);
+      flight->published = true;
+    }
+  }
+  // Outside issue_mutex_: an event that has already completed runs the callback right here, and
+  // the actions it releases may be issued on this queue from within it.
+  if (last) {
+    cl_int err = api.SetEventCallback(last, CL_COMPLETE, &ClQueue::on_complete, flight);
+    if (err == CL_SUCCESS) last = nullptr;  // the callback owns the event and the flight now
+    else if (flight->enqueue_error.ok()) flight->enqueue_error = cl_error("clSetEventCallback", err);
+  } else {
+    callback_missing = true;
+  }
+  api.Flush(queue_);
+  if (!last && !callback_missing) return;
+  // No completion callback (the runtime refused the marker or the callback): finish here. Only
+  // a failing OpenCL runtime gets here.
+  api.Finish(queue_);
+  if (flight->enqueue_error.ok()) {
+    flight->enqueue_error = internal_error("no completion event for an action on queue '" + name() + "'");
+  }
+  if (flight->published) context_->bridge().retract(flight->action->signals, last);
+  complete(*flight->action, flight->enqueue_error);
+  if (last) api.ReleaseEvent(last);
+  delete flight;
+  finished();
+}
+
+Status ClQueue::enqueue_command(const hal::Command& command, uint32_t index, InFlight& flight,
+                                std::vector<cl_event>& waits, cl_event* last) {
+  const Api& api = context_->api();
+  const cl_uint wait_count = static_cast<cl_uint>(waits.size());
+  const cl_event* wait_list = waits.empty() ? nullptr : waits.data();
+  cl_event event = nullptr;
+  cl_int err = CL_SUCCESS;
+  const char* call = nullptr;
+  std::visit(
+      Overloaded{
+          [&](const hal::CopyCommand& c) {
+            Status s = enqueue_copy(c, waits, last);
+            if (!s.ok()) {
+              call = "copy";
+              err = -9999;
+              flight.enqueue_error = s;
+            }
+          },
+          [&](const hal::FillCommand& c) {
+            if (c.length == 0) return;
+            call = "clEnqueueFillBuffer";
+            err = api.EnqueueFillBuffer(queue_, buffer_mem(*c.target), &c.pattern, c.pattern_size,
+                                        c.target->byte_offset() + c.offset, c.length, wait_count,
+                                        wait_list, &event);
+          },
+          [&](const hal::UpdateCommand& c) {
+            if (c.data.empty()) return;
+            call = "clEnqueueWriteBuffer";
+            err = api.EnqueueWriteBuffer(queue_, buffer_mem(*c.target), CL_FALSE,
+                                         c.target->byte_offset() + c.offset, c.data.size(),
+                                         c.data.data(), wait_count, wait_list, &event);
+          },
+          [&](const hal::ReadCommand& c) {
+            if (c.length == 0) return;
+            call = "clEnqueueReadBuffer";
+            err = api.EnqueueReadBuffer(queue_, buffer_mem(*c.source), CL_FALSE,
+                                        c.source->byte_offset() + c.offset, c.length, c.host,
+                                        wait_count, wait_list, &event);
+          },
+          [&](const hal::WriteCommand& c) {
+            if (c.length == 0) return;
+            call = "clEnqueueWriteBuffer";
+            err = api.EnqueueWriteBuffer(queue_, buffer_mem(*c.target), CL_FALSE,
+                                         c.target->byte_offset() + c.offset, c.length, c.host,
+                                         wait_count, wait_list, &event);
+          },
+          [&](const hal::DispatchCommand& d) {
+            Status s = enqueue_dispatch(d, index, flight, waits, last);
+            if (!s.ok()) {
+              call = "dispatch";
+              err = -9999;
+              flight.enqueue_error = s;
+            }
+          },
+          [&](const hal::BarrierCommand&) {},  // the queue is in order
+          [&](const hal::ExecuteCommand& e) {
+            uint32_t i = 0;
+            for (const hal::Command& inner : e.command_buffer->commands()) {
+              Status s = enqueue_command(inner, i++, flight, waits, last);
+              if (!s.ok()) {
+                call = "execute";
+                err = -9999;
+                flight.enqueue_error = s;
+                return;
+              }
+            }
+          },
+          [&](const hal::HostCallCommand&) {
+            call = "host_call";
+            err = -9999;
+            flight.enqueue_error = internal_error("host_call cannot run inside a command buffer");
+          },
+      },
+      command);
+  if (err == -9999) {
+    Status s = flight.enqueue_error;
+    flight.enqueue_error = Status();
+    return s;
+  }
+  if (err != CL_SUCCESS) return cl_error(call, err);
+  if (event) advance(event, waits, last);
+  return Status();
+}
+
+Status ClQueue::enqueue_copy(const hal::CopyCommand& c, std::vector<cl_event>& waits,
+                             cl_event* last) {
+  if (c.length == 0) return Status();
+  const Api& api = context_->api();
+  cl_mem source = buffer_mem(*c.source), target = buffer_mem(*c.target);
+  const size_t from = c.source->byte_offset() + c.source_offset;
+  const size_t to = c.target->byte_offset() + c.target_offset;
+  cl_event event = nullptr;
+  if (source == target && from < to + c.length && to < from + c.length) {
+    if (from == to) return Status();  // copying a range onto itself changes nothing
+    // clEnqueueCopyBuffer refuses overlapping ranges; the HAL's copy is a memmove. Stage it
+    // through a temporary buffer (released now; OpenCL frees it after the commands).
+    cl_int err = CL_SUCCESS;
+    cl_mem staging = api.CreateBuffer(context_->context(), CL_MEM_READ_WRITE, c.length, nullptr, &err);
+    if (!staging || err != CL_SUCCESS) return cl_error("clCreateBuffer", err, "overlapping copy");
+    err = api.EnqueueCopyBuffer(queue_, source, staging, from, 0, c.length,
+                                static_cast<cl_uint>(waits.size()),
+                                waits.empty() ? nullptr : waits.data(), &event);
+    if (err == CL_SUCCESS) {
+      advance(event, waits, last);
+      err = api.EnqueueCopyBuffer(queue_, staging, target, 0, to, c.length, 0, nullptr, &event);
+      if (err == CL_SUCCESS) advance(event, waits, last);
+    }
+    api.ReleaseMemObject(staging);
+    return err == CL_SUCCESS ? Status() : cl_error("clEnqueueCopyBuffer", err);
+  }
+  cl_int err = api.EnqueueCopyBuffer(queue_, source, target, from, to, c.length,
+                                     static_cast<cl_uint>(waits.size()),
+                                     waits.empty() ? nullptr : waits.data(), &event);
+  if (err != CL_SUCCESS) return cl_error("clEnqueueCopyBuffer", err);
+  advance(event, waits, last);
+  return Status();
+}
+
+Status ClQueue::enqueue_dispatch(const hal::DispatchCommand& d, uint32_t index, InFlight& flight,
+                                 std::vector<cl_event>& waits, cl_event* last) {
+  if (uint64_t{d.workgroups[0]} * d.workgroups[1] * d.workgroups[2] == 0) return Status();
+  const Api& api = context_->api();
+  // Validation checked that the executable belongs to this device: it is a ClExecutable.
+  const auto& executable = static_cast<const ClExecutable&>(*d.executable);
+  ClKernel& k = executable.kernel(d.export_ordinal);
+  std::lock_guard<std::mutex> lock(k.mutex);
+  cl_uint arg = 0;
+  cl_int err = CL_SUCCESS;
+  auto set = [&](size_t size, const void* value) {
+    if (err == CL_SUCCESS) err = api.SetKernelArg(k.kernel, arg, size, value);
+    ++arg;
+  };
+  set(sizeof(cl_mem), &status_);
+  set(sizeof(uint32_t), &flight.tag);
+  set(sizeof(uint32_t), &index);
+  for (const hal::BufferBinding& b : d.bindings) {
+    cl_mem mem = buffer_mem(*b.buffer);
+    const cl_ulong offset = b.buffer->byte_offset() + b.offset, length = b.length;
+    set(sizeof(cl_mem), &mem);
+    set(sizeof(cl_ulong), &offset);
+    set(sizeof(cl_ulong), &length);
+  }
+  for (const uint32_t& constant : d.constants) set(sizeof(uint32_t), &constant);
+  const std::string kernel_name = executable.exports()[d.export_ordinal].name;
+  if (err != CL_SUCCESS) {
+    return cl_error("clSetKernelArg", err, "kernel '" + kernel_name + "' argument " + std::to_string(arg - 1));
+  }
+  // One work item per work group: the HAL workgroup is the OpenCL work group.
+  const size_t global[3] = {d.workgroups[0], d.workgroups[1], d.workgroups[2]};
+  const size_t local[3] = {1, 1, 1};
+  cl_event event = nullptr;
+  err = api.EnqueueNDRangeKernel(queue_, k.kernel, 3, nullptr, global, local,
+                                 static_cast<cl_uint>(waits.size()),
+                                 waits.empty() ? nullptr : waits.data(), &event);
+  if (err != CL_SUCCESS) return cl_error("clEnqueueNDRangeKernel", err, "kernel '" + kernel_name + "'");
+  advance(event, waits, last);
+  return Status();
+}
+
+void ClQueue::on_complete(cl_event event, cl_int exec_status, void* user) {
+  auto* flight = static_cast<InFlight*>(user);
+  ClQueue* queue = flight->queue;
+  const hal::Action& action = *flight->action;
+  Status status = flight->enqueue_error;
+  if (status.ok() && flight->native_waits) {
+    // A wait that failed after its event was published: the failure travels unchanged.
+    for (const hal::SemaphoreValue& wait : action.waits) {
+      Result<uint64_t> value = wait.semaphore->query();
+      if (!value.ok()) {
+        status = value.status();
+        break;
+      }
+    }
+  }
+  if (status.ok() && exec_status < 0) {
+    status = internal_error(std::string("OpenCL ") + hal::command_name(action.command) +
+                            " on queue '" + queue->name() + "' failed: execution status " +
+                            error_name(exec_status));
+  }
+  if (status.ok() && flight->check_status && flight->words[0] == flight->tag) {
+    status = kernel_failure(*flight, queue->name());
+  }
+  hal::Queue::complete(action, status);
+  // After the signals: a wait that no longer finds the event sees the value reached.
+  if (flight->published) queue->context_->bridge().retract(action.signals, event);
+  queue->context_->api().ReleaseEvent(event);
+  delete flight;
+  queue->finished();
+}
+
+void ClQueue::run_host_call(std::unique_ptr<hal::Action> action) {
+  std::lock_guard<std::mutex> lock(host_mutex_);
+  if (!host_worker_.joinable()) host_worker_ = std::thread([this] { host_worker_main(); });
+  host_ready_.push_back(std::move(action));
+  host_ready_cv_.notify_one();
+}
+
+void ClQueue::host_worker_main() {
+  std::unique_lock<std::mutex> lock(host_mutex_);
+  for (;;) {
+    host_ready_cv_.wait(lock, [this] { return host_stop_ || !host_ready_.empty(); });
+    if (host_ready_.empty()) return;  // stopping, and everything ready has run
+    std::unique_ptr<hal::Action> action = std::move(host_ready_.front());
+    host_ready_.pop_front();
+    lock.unlock();
+    auto& call = std::get<hal::HostCallCommand>(action->command);
+    Status status;
+    // A throwing host function must not take the worker thread (and the process) down.
+    try {
+      status = call.fn(action->signals);
+    } catch (const std::exception& e) {
+      status = internal_error(std::string("host call threw: ") + e.what());
+    } catch (...) {
+      status = internal_error("host call threw a non-standard exception");
+    }
+    if (status.code() != StatusCode::kDeferred) complete(*action, status);
+    action.reset();
+    lock.lock();
+  }
+}
+
+}  // namespace kiln::opencl

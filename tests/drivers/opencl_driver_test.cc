@@ -1,0 +1,176 @@
+// OpenCL driver specifics: availability without a platform (in a child process whose ICD loader
+// sees an empty vendor directory), build failures with their log, allocations above
+// CL_DEVICE_MAX_MEM_ALLOC_SIZE, the program-binary disk cache (warm loads, refused binaries), and
+// transfers between the OpenCL and CPU devices. Every test skips, naming why, without OpenCL.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "drivers/opencl/cl_device.h"
+#include "kiln/base/disk_cache.h"
+#include "kiln/base/process.h"
+#include "kiln/drivers/drivers.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr int64_t kWaitMs = 10000;
+
+Status opencl_availability() {
+  Result<hal::DriverRef> driver = drivers::builtin_registry().find("opencl");
+  if (!driver.ok()) return driver.status();
+  return (*driver)->availability();
+}
+
+#define REQUIRE_OPENCL()                                                   \
+  do {                                                                     \
+    Status available_ = opencl_availability();                             \
+    if (!available_.ok()) GTEST_SKIP() << "no OpenCL: " << available_;     \
+  } while (0)
+
+struct TempDir {
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "kiln-ocl-XXXXXX").string();
+    path = ::mkdtemp(pattern.data()) ? pattern : "";
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string path;
+};
+
+hal::DeviceRef open_device(const std::string& cache_dir) {
+  hal::DeviceOptions options;
+  options.cache_dir = cache_dir;
+  auto device = drivers::builtin_registry().create_device("opencl", options);
+  EXPECT_TRUE(device.ok()) << device.status();
+  return device.ok() ? *device : nullptr;
+}
+
+// Child mode: run by NoPlatformIsUnavailable with OCL_ICD_VENDORS naming an empty directory.
+TEST(OpenCLChildTest, ReportsNoPlatform) {
+  if (!std::getenv("KILN_OPENCL_TEST_CHILD")) GTEST_SKIP() << "runs only as a child process";
+  Status status = opencl_availability();
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status;
+  auto device = drivers::builtin_registry().create_device("opencl");
+  EXPECT_FALSE(device.ok());
+  std::printf("child: %s\n", status.to_string().c_str());
+}
+
+TEST(OpenCLDriverTest, NoPlatformIsUnavailable) {
+  TempDir empty;
+  ASSERT_FALSE(empty.path.empty());
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  ASSERT_GT(n, 0);
+  self[n] = '\0';
+  Result<ProcessResult> run = run_process(
+      {"/usr/bin/env", "OCL_ICD_VENDORS=" + empty.path, "OCL_ICD_FILENAMES=", "KILN_OPENCL_TEST_CHILD=1",
+       self, "--gtest_filter=OpenCLChildTest.ReportsNoPlatform"},
+      60000);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_FALSE(run->signalled) << run->output;
+  EXPECT_EQ(run->exit_code, 0) << run->output;
+  // Without the library at all the reason names the library instead; either way it is a reason.
+  EXPECT_TRUE(run->output.find("no OpenCL platform") != std::string::npos ||
+              run->output.find("library was not found") != std::string::npos)
+      << run->output;
+}
+
+TEST(OpenCLDriverTest, BuildFailureCarriesTheLog) {
+  REQUIRE_OPENCL();
+  TempDir cache;
+  hal::DeviceRef device = open_device(cache.path);
+  ASSERT_TRUE(device);
+  auto exe = device->compile_executable(
+      {"opencl-c", "__kernel void bad(KILN_STATUS_PARAMS) { int x = kiln_no_such_name; }",
+       {{"bad", 0, 0}}, "bad.cl"});
+  ASSERT_FALSE(exe.ok());
+  EXPECT_EQ(exe.status().code(), StatusCode::kInvalidArgument) << exe.status();
+  EXPECT_NE(exe.status().message().find("kiln_no_such_name"), std::string::npos) << exe.status();
+  EXPECT_NE(exe.status().message().find("bad.cl"), std::string::npos) << exe.status();
+  // A missing export is NOT_FOUND.
+  auto missing = device->compile_executable(
+      {"opencl-c", "__kernel void present(KILN_STATUS_PARAMS) {}", {{"absent", 0, 0}}, "m.cl"});
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound) << missing.status();
+}
+
+TEST(OpenCLDriverTest, AllocationAboveTheDeviceLimit) {
+  REQUIRE_OPENCL();
+  hal::DeviceRef device = open_device("");
+  ASSERT_TRUE(device);
+  const uint64_t max = device->info().capabilities.max_allocation_size;
+  auto buffer = device->allocator().allocate({}, max + 1);
+  ASSERT_FALSE(buffer.ok());
+  EXPECT_EQ(buffer.status().code(), StatusCode::kResourceExhausted) << buffer.status();
+  EXPECT_NE(buffer.status().message().find("CL_DEVICE_MAX_MEM_ALLOC_SIZE"), std::string::npos);
+}
+
+TEST(OpenCLDriverTest, BinaryCacheWarmAndRefused) {
+  REQUIRE_OPENCL();
+  TempDir cache;
+  const hal::ExecutableSource source{
+      "opencl-c", "/* cache test */ __kernel void k(KILN_STATUS_PARAMS) {}", {{"k", 0, 0}}, "c.cl"};
+  {
+    hal::DeviceRef cold = open_device(cache.path);
+    ASSERT_TRUE(cold);
+    ASSERT_TRUE(cold->compile_executable(source).ok());
+    auto stats = static_cast<opencl::ClDevice&>(*cold).compiler().stats();
+    EXPECT_EQ(stats.source_builds, 1u);
+  }
+  std::string entry;
+  for (const auto& file : fs::directory_iterator(cache.path)) {
+    if (file.path().extension() == ".clbin") entry = file.path().stem().string();
+  }
+  ASSERT_FALSE(entry.empty()) << "no .clbin entry in " << cache.path;
+  {
+    hal::DeviceRef warm = open_device(cache.path);
+    ASSERT_TRUE(warm->compile_executable(source).ok());
+    auto stats = static_cast<opencl::ClDevice&>(*warm).compiler().stats();
+    EXPECT_EQ(stats.binary_loads, 1u);
+    EXPECT_EQ(stats.source_builds, 0u);
+  }
+  // A well-formed cache entry whose binary the driver refuses: rebuilt from source.
+  ASSERT_TRUE(DiskCache(cache.path).store(entry, "clbin", "not an OpenCL binary").ok());
+  hal::DeviceRef refused = open_device(cache.path);
+  ASSERT_TRUE(refused->compile_executable(source).ok());
+  auto stats = static_cast<opencl::ClDevice&>(*refused).compiler().stats();
+  EXPECT_EQ(stats.refused_binaries, 1u);
+  EXPECT_EQ(stats.source_builds, 1u);
+}
+
+TEST(OpenCLDriverTest, TransfersWithTheCpuDevice) {
+  REQUIRE_OPENCL();
+  hal::DeviceRef ocl = open_device("");
+  auto cpu = drivers::builtin_registry().create_device("cpu");
+  ASSERT_TRUE(ocl && cpu.ok());
+  hal::QueueRef ocl_queue = *ocl->create_queue(), cpu_queue = *(*cpu)->create_queue();
+  const size_t size = 4096;
+  hal::BufferRef host_side = *(*cpu)->allocator().allocate({}, size);
+  hal::BufferRef device_side = *ocl->allocator().allocate({}, size);
+  // Queue::copy takes buffers of its own device only.
+  EXPECT_EQ(ocl_queue->copy({}, {}, host_side, 0, device_side, 0, size).code(),
+            StatusCode::kInvalidArgument);
+  // CPU fills its buffer; OpenCL writes it to the device from the CPU buffer's memory once the
+  // fill signals, doubles nothing, reads it back into the CPU buffer; CPU copies the result.
+  auto s = ocl->create_semaphore(0);
+  hal::Mapping mapping = *host_side->map(hal::MapAccess::kReadWrite);
+  uint8_t pattern = 0x5A;
+  ASSERT_TRUE(cpu_queue->fill({}, {{s, 1}}, host_side, 0, size, &pattern, 1).ok());
+  ASSERT_TRUE(ocl_queue->write({{s, 1}}, {{s, 2}}, mapping.data(), device_side, 0, size).ok());
+  uint8_t zero = 0;
+  ASSERT_TRUE(cpu_queue->fill({{s, 2}}, {{s, 3}}, host_side, 0, size, &zero, 1).ok());
+  ASSERT_TRUE(ocl_queue->read({{s, 3}}, {{s, 4}}, device_side, 0, mapping.data(), size).ok());
+  ASSERT_TRUE(s->wait(4, Timeout::after_ms(kWaitMs)).ok());
+  const auto* bytes = static_cast<const uint8_t*>(mapping.data());
+  for (size_t i = 0; i < size; ++i) ASSERT_EQ(bytes[i], 0x5A) << i;
+}
+
+}  // namespace
+}  // namespace kiln
