@@ -19,6 +19,18 @@ Result<std::shared_ptr<Backend>> Backend::create(hal::DeviceRef device, BackendO
 Backend::~Backend() {
   // Queued work may still use host memory the runtime owns (staging, host copies).
   for (const StreamRef& s : streams_) (void)s->await();
+  // A stream's streaming merge source is an array whose home is a stream (possibly this one):
+  // Stream → StreamState → DeviceArray → Stream would keep both alive forever. Nothing can use
+  // them once the backend is gone (every context holds it); released outside the lock.
+  std::vector<std::shared_ptr<DeviceArray>> sources;
+  {
+    std::lock_guard<std::mutex> lock(scheduling_mutex());
+    for (const StreamRef& s : streams_) {
+      sources.push_back(std::move(s->state().merge_streaming_source));
+      s->state().merge_streaming_source.reset();
+      s->state().merge_node.clear();
+    }
+  }
 }
 
 Result<StreamRef> Backend::new_stream(std::string name) {
@@ -181,8 +193,8 @@ Result<LinkedBatch> Backend::link_routines(const ContextRef& parent, const CodeR
     const std::pair<const NodeTable*, std::string> key{parent->nodes().get(), n.name};
     if (node && desc.sharing == Sharing::kShared) {
       auto it = shared_arrays_.find(key);
-      if (it != shared_arrays_.end()) {
-        if (std::shared_ptr<DeviceArray> shared = it->second.lock()) {
+      if (it != shared_arrays_.end() && it->second.table.lock() == parent->nodes()) {
+        if (std::shared_ptr<DeviceArray> shared = it->second.array.lock()) {
           child->arrays_.emplace(n.name, shared);
           return Status();
         }
@@ -194,7 +206,7 @@ Result<LinkedBatch> Backend::link_routines(const ContextRef& parent, const CodeR
     if (node) {
       std::erase_if(node->arrays, [](const std::weak_ptr<DeviceArray>& a) { return a.expired(); });
       node->arrays.push_back(array);
-      if (desc.sharing == Sharing::kShared) shared_arrays_[key] = array;
+      if (desc.sharing == Sharing::kShared) shared_arrays_[key] = {parent->nodes(), array};
       KILN_RETURN_IF_ERROR(upload_locked(stream, *array).status().annotate(where));
     } else {
       const ArrayAccess access{array.get(), false, true};

@@ -144,7 +144,10 @@ Status Tensor::write(std::span<const std::byte> data) const {
   }
   std::memcpy(node_->host.data(), data.data(), data.size());
   for (const auto& weak : node_->arrays) {
-    if (std::shared_ptr<DeviceArray> array = weak.lock()) array->stale = true;
+    if (std::shared_ptr<DeviceArray> array = weak.lock()) {
+      array->stale = true;
+      array->newer = false;  // what the device wrote before is older than this write
+    }
   }
   node_->newer_on_device.reset();
   return Status();

@@ -51,7 +51,7 @@ Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef 
   const auto& nodes = lowered.program.nodes;
   instance->buffers_.resize(nodes.size());
   for (const ir::TensorNode& node : nodes) {
-    if (node.memory == ir::MemoryMode::kVirtual) continue;
+    if (node.memory == ir::MemoryMode::kVirtual || node.memory == ir::MemoryMode::kLocal) continue;
     const size_t bytes = static_cast<size_t>(node.element_count()) * ir::dtype_size(node.dtype);
     Result<hal::BufferRef> buffer = device->allocator().allocate({}, bytes);
     if (!buffer.ok()) return buffer.status().annotate("allocating node '" + node.name + "'");

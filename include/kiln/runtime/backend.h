@@ -96,8 +96,13 @@ class Backend : public std::enable_shared_from_this<Backend> {
   hal::DeviceRef device_;
   BackendOptions options_;
   std::vector<StreamRef> streams_;  // guarded by the scheduling mutex
-  // The device-wide arrays of kShared nodes, by (table, node).
-  std::map<std::pair<const NodeTable*, std::string>, std::weak_ptr<DeviceArray>> shared_arrays_;
+  // The device-wide arrays of kShared nodes, by (table, node); the table is kept as a weak
+  // reference too, so that a new table at a dead one's address never finds its arrays.
+  struct SharedArray {
+    std::weak_ptr<NodeTable> table;
+    std::weak_ptr<DeviceArray> array;
+  };
+  std::map<std::pair<const NodeTable*, std::string>, SharedArray> shared_arrays_;
 };
 
 }  // namespace kiln::runtime

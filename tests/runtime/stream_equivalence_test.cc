@@ -1,0 +1,184 @@
+// The data-parallel demo (examples/train_moons) on the runtime: one stream and two streams do
+// the same arithmetic, so they train the same parameters; training reaches a good accuracy; a
+// trace records both streams.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kiln/base/disk_cache.h"
+#include "runtime/runtime_test_util.h"
+#include "trainer.h"
+
+namespace kiln::runtime_test {
+namespace {
+
+Result<moons::TrainResult> train(int streams, int epochs, int points, uint32_t max_workgroups = 1,
+                                 std::shared_ptr<runtime::Trace> trace = nullptr) {
+  moons::TrainOptions options;
+  options.streams = streams;
+  options.epochs = epochs;
+  options.points = points;
+  options.max_workgroups = max_workgroups;
+  options.trace = std::move(trace);
+  return moons::train(options);
+}
+
+// Every parameter of `b` within `rel` (relative, with a small absolute floor) of `a`'s; counts
+// the elements that differ at all.
+void expect_same_parameters(const moons::TrainResult& a, const moons::TrainResult& b, double rel,
+                            int* differing) {
+  ASSERT_EQ(a.parameters.size(), 6u);
+  ASSERT_EQ(b.parameters.size(), a.parameters.size());
+  for (const auto& [name, values] : a.parameters) {
+    ASSERT_TRUE(b.parameters.count(name)) << name;
+    const std::vector<float>& other = b.parameters.at(name);
+    ASSERT_EQ(other.size(), values.size()) << name;
+    for (size_t i = 0; i < values.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(values[i])) << name << "[" << i << "]";
+      EXPECT_NEAR(other[i], values[i], rel * std::fabs(values[i]) + 1e-7) << name << "[" << i << "]";
+      *differing += other[i] != values[i];
+    }
+  }
+}
+
+TEST(StreamEquivalence, OneAndTwoStreamsTrainTheSameParameters) {
+  KILN_ASSERT_OK_AND_ASSIGN(moons::TrainResult one, train(1, 3, 4096));
+  KILN_ASSERT_OK_AND_ASSIGN(moons::TrainResult two, train(2, 3, 4096));
+  int differing = 0;
+  expect_same_parameters(one, two, 1e-5, &differing);
+  // Same kernels, same inputs, same order of merges: bit for bit.
+  EXPECT_EQ(differing, 0);
+  EXPECT_EQ(one.loss, two.loss);
+  EXPECT_EQ(one.accuracy, two.accuracy);
+  // Training moved the parameters away from their initial values.
+  KILN_ASSERT_OK_AND_ASSIGN(moons::TrainResult short_run, train(1, 1, 4096));
+  int moved = 0;
+  for (const auto& [name, values] : one.parameters) {
+    for (size_t i = 0; i < values.size(); ++i) moved += values[i] != short_run.parameters[name][i];
+  }
+  EXPECT_GT(moved, 100);
+}
+
+TEST(StreamEquivalence, KernelsSplitOverWorkersToo) {
+  KILN_ASSERT_OK_AND_ASSIGN(moons::TrainResult one, train(1, 2, 4096, 0));
+  KILN_ASSERT_OK_AND_ASSIGN(moons::TrainResult two, train(2, 2, 4096, 0));
+  int differing = 0;
+  expect_same_parameters(one, two, 1e-5, &differing);
+}
+
+TEST(StreamEquivalence, TrainingReachesAGoodAccuracy) {
+  moons::TrainOptions options;  // the demo's defaults: 2 streams, 40 epochs, 8192 points
+  std::vector<double> losses;
+  options.on_epoch = [&](int epoch, double loss, double accuracy) {
+    EXPECT_EQ(epoch, static_cast<int>(losses.size()));
+    EXPECT_GE(accuracy, 0.0);
+    EXPECT_LE(accuracy, 1.0);
+    losses.push_back(loss);
+  };
+  KILN_ASSERT_OK_AND_ASSIGN(moons::TrainResult result, moons::train(options));
+  ASSERT_EQ(static_cast<int>(losses.size()), options.epochs);
+  EXPECT_GE(result.accuracy, 0.95);
+  EXPECT_LT(losses.back(), losses.front());
+  EXPECT_EQ(result.loss, losses.back());
+  EXPECT_GT(result.seconds, 0);
+}
+
+TEST(StreamEquivalence, BadOptionsAreRefused) {
+  EXPECT_TRUE(has_error(train(0, 1, 4096).status(), StatusCode::kInvalidArgument));
+  EXPECT_TRUE(has_error(train(1, 0, 4096).status(), StatusCode::kInvalidArgument));
+  EXPECT_TRUE(has_error(train(1, 1, 3000).status(), StatusCode::kInvalidArgument, {"multiple"}));
+}
+
+// Whether `text` has balanced {} and [] outside of strings, with proper string escapes.
+bool balanced_json(const std::string& text) {
+  std::vector<char> stack;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        return false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      stack.push_back(c == '{' ? '}' : ']');
+    } else if (c == '}' || c == ']') {
+      if (stack.empty() || stack.back() != c) return false;
+      stack.pop_back();
+    }
+  }
+  return !in_string && stack.empty();
+}
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(StreamEquivalence, TraceRecordsBothStreams) {
+  auto trace = std::make_shared<runtime::Trace>();
+  KILN_ASSERT_OK_AND_ASSIGN(moons::TrainResult result, train(2, 1, 4096, 1, trace));
+  const std::vector<runtime::Trace::Event> events = trace->events();
+  std::set<int> threads;
+  std::set<std::string> stream_names;
+  std::map<int, int> grads;  // per stream
+  int updates = 0;
+  for (const runtime::Trace::Event& e : events) {
+    threads.insert(e.thread);
+    stream_names.insert(e.stream);
+    EXPECT_TRUE(e.category == "routine" || e.category == "transfer") << e.category;
+    EXPECT_LE(e.begin_ns, e.end_ns) << e.name;
+    if (e.name == "grad") {
+      EXPECT_EQ(e.category, "routine");
+      ++grads[e.thread];
+    }
+    updates += e.name == "update";
+  }
+  EXPECT_EQ(threads, (std::set<int>{0, 1}));
+  EXPECT_EQ(stream_names, (std::set<std::string>{"stream 0", "stream 1"}));
+  // 4096 points are 2 steps of 2 shards, one per stream.
+  EXPECT_EQ(grads[0], 2);
+  EXPECT_EQ(grads[1], 2);
+  EXPECT_EQ(updates, 2);
+
+  const std::string json = trace->json();
+  EXPECT_NE(json.find("\"traceEvents\""), std::string::npos);
+  EXPECT_TRUE(balanced_json(json)) << json.substr(0, 2000);
+  EXPECT_EQ(count_of(json, "\"thread_name\""), 2u);
+  EXPECT_EQ(count_of(json, "\"ph\": \"X\""), events.size());
+  EXPECT_NE(json.find("\"stream 0\""), std::string::npos);
+  EXPECT_NE(json.find("\"stream 1\""), std::string::npos);
+
+  // Written to a file, atomically; an unwritable path is an error naming it.
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/kiln-trace-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  const std::string path = dir + "/trace.json";
+  KILN_EXPECT_OK(trace->write_json(path));
+  Result<std::string> written = read_file(path);
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(*written, json);
+  const std::string bad = dir + "/no/such/dir/trace.json";
+  const Status refused = trace->write_json(bad);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find(bad), std::string::npos) << refused;
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+}  // namespace
+}  // namespace kiln::runtime_test
