@@ -16,7 +16,7 @@ void BM_TrainMoons(benchmark::State& state) {
   moons::TrainOptions options;
   options.streams = static_cast<int>(state.range(0));
   options.max_workgroups = static_cast<uint32_t>(state.range(1));
-  options.epochs = 10;
+  options.epochs = 40;
   for (auto _ : state) {
     moons::TrainResult result = check(moons::train(options), "train");
     state.SetIterationTime(result.seconds / options.epochs);

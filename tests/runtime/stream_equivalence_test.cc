@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kiln/base/disk_cache.h"
+#include "kiln/drivers/drivers.h"
 #include "runtime/runtime_test_util.h"
 #include "trainer.h"
 
@@ -70,6 +71,27 @@ TEST(StreamEquivalence, KernelsSplitOverWorkersToo) {
   KILN_ASSERT_OK_AND_ASSIGN(moons::TrainResult two, train(2, 2, 4096, 0));
   int differing = 0;
   expect_same_parameters(one, two, 1e-5, &differing);
+}
+
+// One stream on the CPU and one on an OpenCL device: gradients cross devices through the merge
+// buffer (staged through host memory), parameters come back the same way.
+TEST(StreamEquivalence, OneStreamOnCpuAndOneOnOpenCL) {
+  Result<hal::DriverRef> opencl = drivers::builtin_registry().find("opencl");
+  ASSERT_TRUE(opencl.ok()) << opencl.status();
+  if (Status available = (*opencl)->availability(); !available.ok()) {
+    GTEST_SKIP() << "no OpenCL: " << available;
+  }
+  moons::TrainOptions options;
+  options.streams = 2;
+  options.epochs = 3;
+  options.points = 4096;
+  KILN_ASSERT_OK_AND_ASSIGN(moons::TrainResult cpu, moons::train(options));
+  options.devices = {"cpu", "opencl"};
+  KILN_ASSERT_OK_AND_ASSIGN(moons::TrainResult mixed, moons::train(options));
+  // Another compiler's exp/tanh: the same within float rounding, not bitwise.
+  int differing = 0;
+  expect_same_parameters(cpu, mixed, 1e-3, &differing);
+  EXPECT_NEAR(cpu.accuracy, mixed.accuracy, 0.01);
 }
 
 TEST(StreamEquivalence, TrainingReachesAGoodAccuracy) {
