@@ -1,11 +1,12 @@
 // What differs between the C-like dialects the emitter prints: type and builtin names, the kernel
 // signature and how it obtains its bindings and workgroup id, address-space qualifiers, special
 // float constants and the file's opening lines. Everything else (statements, expressions, the
-// helper prelude) is printed by shared code in c_emitter.cc / prelude.cc from these answers, so
+// helper prelude) is printed by shared code in kernel_*.cc / prelude.cc from these answers, so
 // adding a dialect means adding one DialectSyntax implementation.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -63,13 +64,14 @@ class DialectSyntax {
   // Type spellings: f32, f64, i32, i64 and the unsigned type of the same width as an integer type.
   virtual std::string_view type_name(ir::DType type) const = 0;
   virtual std::string_view unsigned_name(ir::DType type) const = 0;
-  // How the prelude's helper functions are declared ("static inline").
-  virtual std::string_view helper_qualifier() const = 0;
+  // How the prelude's helper functions are declared ("static inline" by default).
+  virtual std::string_view helper_qualifier() const;
   // The math builtin `base` ("exp", "fabs", "pow", ...) for f32 or f64 arguments.
   virtual std::string math_function(std::string_view base, ir::DType type) const = 0;
-  // +inf / -inf / NaN of a float type, as an expression.
-  virtual std::string infinity(ir::DType type, bool negative) const = 0;
-  virtual std::string nan(ir::DType type) const = 0;
+  // +inf / -inf / NaN of a float type, as an expression (by default the C99 INFINITY and NAN,
+  // cast to double for f64).
+  virtual std::string infinity(ir::DType type, bool negative) const;
+  virtual std::string nan(ir::DType type) const;
   // The limits of the integer types, as expressions ("INT32_MIN").
   virtual std::string int_limit(ir::DType type, bool max) const = 0;
 
@@ -95,6 +97,21 @@ class DialectSyntax {
   // Identifiers a kernel may not be named (keywords, library names).
   virtual bool is_reserved(std::string_view identifier) const = 0;
 };
+
+// Shared by the dialects (dialect.cc).
+
+// "float" and "double" for the float types, else the dialect's names of i32 and i64.
+std::string_view scalar_type_name(ir::DType type, std::string_view i32, std::string_view i64);
+// The keywords of C99, which no dialect's kernel may be named.
+bool is_c99_keyword(std::string_view identifier);
+// The names kiln's own code uses: kiln_* and KILN_*.
+bool is_kiln_name(std::string_view identifier);
+// The comment that says which workgroups run the body (when the frame asks for comments).
+void emit_workgroups_comment(Printer& out, const KernelFrame& frame);
+// One pointer variable per used binding: `declaration(b)` (a statement) followed by the
+// binding's comment; a comment for each unused one.
+void emit_binding_pointers(Printer& out, const KernelFrame& frame,
+                           const std::function<std::string(const BindingInfo&)>& declaration);
 
 // UNIMPLEMENTED for dialects not written yet.
 Result<std::unique_ptr<DialectSyntax>> make_dialect(Dialect dialect);

@@ -16,34 +16,17 @@ class CDialect final : public DialectSyntax {
   std::string_view name() const override { return "C"; }
 
   std::string_view type_name(DType type) const override {
-    switch (type) {
-      case DType::kF32: return "float";
-      case DType::kF64: return "double";
-      case DType::kI32: return "int32_t";
-      case DType::kI64: return "int64_t";
-    }
-    return "?";
+    return scalar_type_name(type, "int32_t", "int64_t");
   }
 
   std::string_view unsigned_name(DType type) const override {
     return type == DType::kI64 ? "uint64_t" : "uint32_t";
   }
 
-  std::string_view helper_qualifier() const override { return "static inline"; }
-
   std::string math_function(std::string_view base, DType type) const override {
     std::string name(base);
     if (type == DType::kF32) name += 'f';
     return name;
-  }
-
-  std::string infinity(DType type, bool negative) const override {
-    std::string text = type == DType::kF32 ? "INFINITY" : "(double)INFINITY";
-    return negative ? "-" + text : text;
-  }
-
-  std::string nan(DType type) const override {
-    return type == DType::kF32 ? "NAN" : "(double)NAN";
   }
 
   std::string int_limit(DType type, bool max) const override {
@@ -79,25 +62,14 @@ class CDialect final : public DialectSyntax {
     // Workgroups outside the grid of the dispatch convention (ir/loop.h) do nothing: y or z > 0,
     // and x > 0 unless the body is a parallel loop (x >= the count cannot happen, but guards the
     // division by the count).
-    if (frame.comments) {
-      out.line(frame.parallel ? "/* workgroups in x share the parallel loop; y and z are empty */"
-                              : "/* one workgroup runs the body; any others are empty */");
-    }
+    emit_workgroups_comment(out, frame);
     out.line(std::string(frame.parallel ? "if (id->x >= s->workgroup_count[0]" : "if (id->x != 0u") +
              " || id->y != 0u || id->z != 0u) " + return_ok());
-    for (const BindingInfo& b : frame.bindings) {
-      std::string comment = frame.comments && !b.comment.empty() ? "  /* " + b.comment + " */" : "";
-      if (!b.used) {
-        if (frame.comments) {
-          out.line("/* binding " + std::to_string(b.index) + " (node " + std::to_string(b.node) +
-                   (b.comment.empty() ? "" : ", " + b.comment) + ") is not used */");
-        }
-        continue;
-      }
+    emit_binding_pointers(out, frame, [&](const BindingInfo& b) {
       std::string pointee = std::string(b.written ? "" : "const ") + std::string(type_name(b.type));
-      out.line(pointee + "* restrict " + b.var + " = (" + pointee + "*)s->bindings[" +
-               std::to_string(b.index) + "];" + comment);
-    }
+      return pointee + "* restrict " + b.var + " = (" + pointee + "*)s->bindings[" +
+             std::to_string(b.index) + "];";
+    });
   }
 
   void emit_kernel_end(Printer& out, const KernelFrame& frame) const override {
@@ -115,11 +87,8 @@ class CDialect final : public DialectSyntax {
 
   bool is_reserved(std::string_view identifier) const override {
     static constexpr std::string_view kReserved[] = {
-        // C11 keywords and the GNU ones a kernel name could collide with.
-        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
-        "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
-        "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch",
-        "typedef", "union", "unsigned", "void", "volatile", "while", "asm", "typeof",
+        // The C11 keywords beyond C99's and the GNU ones a kernel name could collide with.
+        "asm", "typeof",
         // Names the generated code or the ABI use.
         "main", "s", "id", "chunk", "begin", "end", "calloc", "free", "abort", "exit",
         "exp", "log", "sqrt", "tanh", "sin", "cos", "floor", "ceil", "fabs", "pow",
@@ -127,11 +96,12 @@ class CDialect final : public DialectSyntax {
         // Other short names of <math.h> and <stdlib.h> a kernel might plausibly be called.
         "abs", "div", "labs", "rand", "random", "round", "trunc", "fma", "fmax", "fmin", "nan",
         "j0", "j1", "jn", "y0", "y1", "yn", "gamma", "erf", "exp2", "log2", "log10", "hypot"};
-    if (std::find(std::begin(kReserved), std::end(kReserved), identifier) != std::end(kReserved)) {
+    if (is_c99_keyword(identifier) ||
+        std::find(std::begin(kReserved), std::end(kReserved), identifier) != std::end(kReserved)) {
       return true;
     }
     // kiln_* (helpers, ABI types), _Keywords and __reserved names.
-    if (identifier.starts_with("kiln_") || identifier.starts_with("KILN_")) return true;
+    if (is_kiln_name(identifier)) return true;
     if (identifier.size() >= 2 && identifier[0] == '_' &&
         (identifier[1] == '_' || (identifier[1] >= 'A' && identifier[1] <= 'Z'))) {
       return true;

@@ -20,33 +20,16 @@ class OpenCLDialect final : public DialectSyntax {
   std::string_view name() const override { return "OpenCL C"; }
 
   std::string_view type_name(DType type) const override {
-    switch (type) {
-      case DType::kF32: return "float";
-      case DType::kF64: return "double";
-      case DType::kI32: return "int";
-      case DType::kI64: return "long";
-    }
-    return "?";
+    return scalar_type_name(type, "int", "long");
   }
 
   std::string_view unsigned_name(DType type) const override {
     return type == DType::kI64 ? "ulong" : "uint";
   }
 
-  std::string_view helper_qualifier() const override { return "static inline"; }
-
   // OpenCL C's math builtins are overloaded for float and double.
   std::string math_function(std::string_view base, DType) const override {
     return std::string(base);
-  }
-
-  std::string infinity(DType type, bool negative) const override {
-    std::string text = type == DType::kF32 ? "INFINITY" : "(double)INFINITY";
-    return negative ? "-" + text : text;
-  }
-
-  std::string nan(DType type) const override {
-    return type == DType::kF32 ? "NAN" : "(double)NAN";
   }
 
   std::string int_limit(DType type, bool max) const override {
@@ -79,27 +62,16 @@ class OpenCLDialect final : public DialectSyntax {
       out.line("if (KILN_BINDING_LENGTH(" + std::to_string(b.index) + ") < " +
                std::to_string(b.min_bytes) + "ul)" + fail);
     }
-    if (frame.comments) {
-      out.line(frame.parallel ? "/* workgroups in x share the parallel loop; y and z are empty */"
-                              : "/* one workgroup runs the body; any others are empty */");
-    }
+    emit_workgroups_comment(out, frame);
     out.line(std::string(frame.parallel ? "if (get_group_id(0) >= get_num_groups(0)"
                                         : "if (get_group_id(0) != 0") +
              " || get_group_id(1) != 0 || get_group_id(2) != 0) " + return_ok());
-    for (const BindingInfo& b : frame.bindings) {
-      std::string comment = frame.comments && !b.comment.empty() ? "  /* " + b.comment + " */" : "";
-      if (!b.used) {
-        if (frame.comments) {
-          out.line("/* binding " + std::to_string(b.index) + " (node " + std::to_string(b.node) +
-                   (b.comment.empty() ? "" : ", " + b.comment) + ") is not used */");
-        }
-        continue;
-      }
+    emit_binding_pointers(out, frame, [&](const BindingInfo& b) {
       const std::string type(type_name(b.type));
       std::string pointee = std::string(b.written ? "" : "const ") + type;
-      out.line("__global " + pointee + "* restrict " + b.var + " = (__global " + pointee +
-               "*)KILN_BINDING(" + type + ", " + std::to_string(b.index) + ");" + comment);
-    }
+      return "__global " + pointee + "* restrict " + b.var + " = (__global " + pointee +
+             "*)KILN_BINDING(" + type + ", " + std::to_string(b.index) + ");";
+    });
   }
 
   void emit_kernel_end(Printer& out, const KernelFrame&) const override {
@@ -116,11 +88,6 @@ class OpenCLDialect final : public DialectSyntax {
 
   bool is_reserved(std::string_view identifier) const override {
     static constexpr std::string_view kReserved[] = {
-        // C99 keywords.
-        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
-        "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
-        "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch",
-        "typedef", "union", "unsigned", "void", "volatile", "while",
         // OpenCL C keywords and types.
         "kernel", "global", "local", "constant", "private", "read_only", "write_only",
         "read_write", "uniform", "pipe", "bool", "uchar", "ushort", "uint", "ulong", "half",
@@ -133,10 +100,11 @@ class OpenCLDialect final : public DialectSyntax {
         "abs", "round", "trunc", "fmax", "fmin", "max", "min", "clamp", "select", "sign",
         "rsqrt", "exp2", "log2", "log10", "hypot", "erf", "nan", "dot", "cross", "mix", "step",
         "atomic_add", "atomic_xchg", "atomic_cmpxchg"};
-    if (std::find(std::begin(kReserved), std::end(kReserved), identifier) != std::end(kReserved)) {
+    if (is_c99_keyword(identifier) ||
+        std::find(std::begin(kReserved), std::end(kReserved), identifier) != std::end(kReserved)) {
       return true;
     }
-    if (identifier.starts_with("kiln_") || identifier.starts_with("KILN_")) return true;
+    if (is_kiln_name(identifier)) return true;
     if (identifier.starts_with("__") || identifier.starts_with("get_")) return true;
     if (identifier.size() >= 2 && identifier[0] == '_' && identifier[1] >= 'A' && identifier[1] <= 'Z') {
       return true;

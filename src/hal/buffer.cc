@@ -32,6 +32,27 @@ std::string buffer_usage_string(uint32_t usage) {
                              {kUsageMapping, "mapping"}});
 }
 
+Status check_buffer_params(const BufferParams& params) {
+  constexpr uint32_t kKnownTypes = kMemoryDeviceLocal | kMemoryHostVisible | kMemoryHostCoherent |
+                                   kMemoryHostCached;
+  if (params.memory_type == 0 || (params.memory_type & ~kKnownTypes)) {
+    return invalid_argument_error("memory type " + memory_type_string(params.memory_type) +
+                                  " (bits " + std::to_string(params.memory_type) +
+                                  ") is not a valid combination");
+  }
+  if (params.usage == 0 || (params.usage & ~uint32_t{kUsageDefault})) {
+    return invalid_argument_error("buffer usage (bits " + std::to_string(params.usage) +
+                                  ") is empty or has unknown bits");
+  }
+  return Status();
+}
+
+Status check_import_host(const BufferParams& params, const void* ptr, size_t size) {
+  KILN_RETURN_IF_ERROR(check_buffer_params(params));
+  if (!ptr && size > 0) return invalid_argument_error("import_host: null pointer");
+  return Status();
+}
+
 // --- Mapping ---
 
 Mapping::Mapping(Mapping&& other) noexcept { *this = std::move(other); }

@@ -14,6 +14,7 @@ namespace {
 using internal::i64_const;
 using internal::same_expr;
 using internal::with_body;
+using internal::with_parts;
 
 // The parser's limit on (locals N).
 constexpr int kMaxLocals = 65536;
@@ -164,13 +165,11 @@ class Hoister {
     LExprRef cond = in_loop(s->cond, always);
     LExprRef offset = in_loop(s->offset, always);
     LExprRef value = in_loop(s->value, always);
-    if (body == s->body && cond == s->cond && offset == s->offset && value == s->value) return s;
-    auto copy = std::make_shared<LStmt>(*s);
-    copy->body = std::move(body);
-    copy->cond = std::move(cond);
-    copy->offset = std::move(offset);
-    copy->value = std::move(value);
-    return copy;
+    if (auto copy = with_parts(s, std::move(body), std::move(cond), std::move(offset),
+                               std::move(value))) {
+      return copy;
+    }
+    return s;
   }
 
   LExprRef in_loop(const LExprRef& e, bool always) {

@@ -62,6 +62,19 @@ LStmtRef with_body(const LStmtRef& s, std::vector<LStmtRef> body) {
   return copy;
 }
 
+std::shared_ptr<LStmt> with_parts(const LStmtRef& s, std::vector<LStmtRef> body, LExprRef cond,
+                                  LExprRef offset, LExprRef value) {
+  if (body == s->body && cond == s->cond && offset == s->offset && value == s->value) {
+    return nullptr;
+  }
+  auto copy = std::make_shared<LStmt>(*s);
+  copy->body = std::move(body);
+  copy->cond = std::move(cond);
+  copy->offset = std::move(offset);
+  copy->value = std::move(value);
+  return copy;
+}
+
 LStmtRef rewrite_stmt_exprs(const LStmtRef& s, const ExprRewrite& fn) {
   if (!s) return s;
   std::vector<LStmtRef> body;
@@ -70,12 +83,9 @@ LStmtRef rewrite_stmt_exprs(const LStmtRef& s, const ExprRewrite& fn) {
   LExprRef cond = rewrite_expr(s->cond, fn);
   LExprRef offset = rewrite_expr(s->offset, fn);
   LExprRef value = rewrite_expr(s->value, fn);
-  if (body == s->body && cond == s->cond && offset == s->offset && value == s->value) return s;
-  auto copy = std::make_shared<LStmt>(*s);
-  copy->body = std::move(body);
-  copy->cond = std::move(cond);
-  copy->offset = std::move(offset);
-  copy->value = std::move(value);
+  std::shared_ptr<LStmt> copy =
+      with_parts(s, std::move(body), std::move(cond), std::move(offset), std::move(value));
+  if (!copy) return s;
   // A store's type is its value's (loop.h); rewrites keep expression types, so this is a no-op
   // kept for safety.
   const bool store = copy->kind == LStmt::Kind::kStore || copy->kind == LStmt::Kind::kLocalStore;

@@ -28,4 +28,9 @@ LStmtRef rewrite_stmt_exprs(const LStmtRef& s, const ExprRewrite& fn);
 // `s` with `body` as its body (a copy; `s` itself when the body is the same).
 LStmtRef with_body(const LStmtRef& s, std::vector<LStmtRef> body);
 
+// A copy of `s` with these body, condition, offset and value; null when every one of them is
+// the one `s` has (the caller keeps `s`).
+std::shared_ptr<LStmt> with_parts(const LStmtRef& s, std::vector<LStmtRef> body, LExprRef cond,
+                                  LExprRef offset, LExprRef value);
+
 }  // namespace kiln::ir::internal

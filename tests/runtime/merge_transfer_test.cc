@@ -14,14 +14,6 @@
 namespace kiln::runtime_test {
 namespace {
 
-using runtime::Backend;
-using runtime::CodeRef;
-using runtime::ContextRef;
-using runtime::MergeMode;
-using runtime::NodeTable;
-using runtime::RoutineRef;
-using runtime::StreamRef;
-
 constexpr const char kProgram[] = R"(
 param g : f32[8]
 param big : f32[4096]

@@ -12,15 +12,6 @@
 namespace kiln::runtime_test {
 namespace {
 
-using runtime::Backend;
-using runtime::CodeRef;
-using runtime::ContextRef;
-using runtime::HostedKind;
-using runtime::MergeMode;
-using runtime::NodeTable;
-using runtime::Sharing;
-using runtime::StreamRef;
-
 constexpr const char kProgram[] = R"(
 input  x : f32[8]
 param  w : f32[8] = uniform(-1, 1)

@@ -10,15 +10,6 @@
 namespace kiln::runtime_test {
 namespace {
 
-using runtime::Backend;
-using runtime::CodeRef;
-using runtime::ContextRef;
-using runtime::MergeMode;
-using runtime::NodeTable;
-using runtime::RoutineRef;
-using runtime::Sharing;
-using runtime::StreamRef;
-
 constexpr const char kProgram[] = R"(
 param g : f32[8]
 param h : f32[4]

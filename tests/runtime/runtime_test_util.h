@@ -20,6 +20,17 @@
 
 namespace kiln::runtime_test {
 
+// The runtime's names the tests use most.
+using runtime::Backend;
+using runtime::CodeRef;
+using runtime::ContextRef;
+using runtime::HostedKind;
+using runtime::MergeMode;
+using runtime::NodeTable;
+using runtime::RoutineRef;
+using runtime::Sharing;
+using runtime::StreamRef;
+
 // Long enough for a sanitizer build on a loaded machine, short enough that a hang fails.
 inline Timeout wait_limit() { return Timeout::after_ms(120000); }
 

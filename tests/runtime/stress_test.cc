@@ -27,13 +27,6 @@
 namespace kiln::runtime_test {
 namespace {
 
-using runtime::Backend;
-using runtime::CodeRef;
-using runtime::ContextRef;
-using runtime::MergeMode;
-using runtime::NodeTable;
-using runtime::RoutineRef;
-
 constexpr int kN = 256;
 constexpr int kStreams = 3;
 constexpr int kReader = kStreams;  // the reader context's index (on stream 0)

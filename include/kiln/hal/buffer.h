@@ -111,6 +111,12 @@ struct BufferParams {
   uint32_t usage = kUsageDefault;
 };
 
+// The checks every allocator makes first: INVALID_ARGUMENT unless the memory type and the usage
+// are non-empty combinations of known bits.
+Status check_buffer_params(const BufferParams& params);
+// check_buffer_params, and for import_host a pointer unless `size` is 0.
+Status check_import_host(const BufferParams& params, const void* ptr, size_t size);
+
 // Called once when imported host memory is no longer used by kiln.
 using HostReleaseFn = std::function<void(void* ptr)>;
 

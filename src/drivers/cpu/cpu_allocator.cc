@@ -27,25 +27,10 @@ class HostStorage final : public hal::BufferStorage {
   hal::HostReleaseFn release_;
 };
 
-Status check_params(const hal::BufferParams& params) {
-  constexpr uint32_t kKnownTypes = hal::kMemoryDeviceLocal | hal::kMemoryHostVisible |
-                                   hal::kMemoryHostCoherent | hal::kMemoryHostCached;
-  if (params.memory_type == 0 || (params.memory_type & ~kKnownTypes)) {
-    return invalid_argument_error("memory type " + hal::memory_type_string(params.memory_type) +
-                                  " (bits " + std::to_string(params.memory_type) +
-                                  ") is not a valid combination");
-  }
-  if (params.usage == 0 || (params.usage & ~uint32_t{hal::kUsageDefault})) {
-    return invalid_argument_error("buffer usage (bits " + std::to_string(params.usage) +
-                                  ") is empty or has unknown bits");
-  }
-  return Status();
-}
-
 }  // namespace
 
 Result<hal::BufferRef> CpuAllocator::allocate(const hal::BufferParams& params, size_t size) {
-  KILN_RETURN_IF_ERROR(check_params(params));
+  KILN_RETURN_IF_ERROR(hal::check_buffer_params(params));
   if (size > max_allocation_size_) {
     return resource_exhausted_error("cannot allocate " + std::to_string(size) +
                                     " bytes: the CPU device allows at most " +
@@ -67,8 +52,7 @@ Result<hal::BufferRef> CpuAllocator::allocate(const hal::BufferParams& params, s
 
 Result<hal::BufferRef> CpuAllocator::import_host(const hal::BufferParams& params, void* ptr,
                                                  size_t size, hal::HostReleaseFn release) {
-  KILN_RETURN_IF_ERROR(check_params(params));
-  if (!ptr && size > 0) return invalid_argument_error("import_host: null pointer");
+  KILN_RETURN_IF_ERROR(hal::check_import_host(params, ptr, size));
   auto storage = std::make_shared<HostStorage>(ptr, std::move(release));
   return std::make_shared<hal::Buffer>(std::move(storage), device_tag_, params.memory_type,
                                        params.usage, size, 0, size);

@@ -8,21 +8,6 @@ namespace kiln::opencl {
 
 namespace {
 
-Status check_params(const hal::BufferParams& params) {
-  constexpr uint32_t kKnownTypes = hal::kMemoryDeviceLocal | hal::kMemoryHostVisible |
-                                   hal::kMemoryHostCoherent | hal::kMemoryHostCached;
-  if (params.memory_type == 0 || (params.memory_type & ~kKnownTypes)) {
-    return invalid_argument_error("memory type " + hal::memory_type_string(params.memory_type) +
-                                  " (bits " + std::to_string(params.memory_type) +
-                                  ") is not a valid combination");
-  }
-  if (params.usage == 0 || (params.usage & ~uint32_t{hal::kUsageDefault})) {
-    return invalid_argument_error("buffer usage (bits " + std::to_string(params.usage) +
-                                  ") is empty or has unknown bits");
-  }
-  return Status();
-}
-
 // OpenCL has no zero-sized buffers; an empty allocation still gets a small cl_mem so that every
 // buffer has one (no command ever touches its bytes).
 constexpr size_t kMinimumBytes = 16;
@@ -63,7 +48,7 @@ void ClStorage::unmap(size_t, size_t, hal::MapAccess, void* mapped) {
 }
 
 Result<hal::BufferRef> ClAllocator::allocate(const hal::BufferParams& params, size_t size) {
-  KILN_RETURN_IF_ERROR(check_params(params));
+  KILN_RETURN_IF_ERROR(hal::check_buffer_params(params));
   const uint64_t max = context_->record().info.capabilities.max_allocation_size;
   if (size > max) {
     return resource_exhausted_error("cannot allocate " + std::to_string(size) + " bytes on " +
@@ -86,8 +71,7 @@ Result<hal::BufferRef> ClAllocator::allocate(const hal::BufferParams& params, si
 
 Result<hal::BufferRef> ClAllocator::import_host(const hal::BufferParams& params, void* ptr,
                                                 size_t size, hal::HostReleaseFn release) {
-  KILN_RETURN_IF_ERROR(check_params(params));
-  if (!ptr && size > 0) return invalid_argument_error("import_host: null pointer");
+  KILN_RETURN_IF_ERROR(hal::check_import_host(params, ptr, size));
   cl_int err = CL_SUCCESS;
   cl_mem mem = size > 0 ? context_->api().CreateBuffer(context_->context(),
                                                         CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR,

@@ -1,0 +1,86 @@
+// What the dialects (dialect.h) share: the printer, choosing a dialect, the defaults of
+// DialectSyntax, and the pieces of a kernel's opening lines that read the same in every dialect.
+#include "codegen/dialect.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace kiln::codegen::internal {
+
+using ir::DType;
+
+void Printer::line(std::string_view text) {
+  text_.append(static_cast<size_t>(depth_) * 2, ' ');
+  text_ += text;
+  text_ += '\n';
+}
+
+Result<std::unique_ptr<DialectSyntax>> make_dialect(Dialect dialect) {
+  switch (dialect) {
+    case Dialect::kC:
+      return make_c_dialect();
+    case Dialect::kOpenCL:
+      return make_opencl_dialect();
+    case Dialect::kCuda:
+      return unimplemented_error("code generation for CUDA C is not implemented yet");
+  }
+  return invalid_argument_error("unknown dialect");
+}
+
+std::string_view DialectSyntax::helper_qualifier() const { return "static inline"; }
+
+std::string DialectSyntax::infinity(DType type, bool negative) const {
+  std::string text = type == DType::kF32 ? "INFINITY" : "(double)INFINITY";
+  return negative ? "-" + text : text;
+}
+
+std::string DialectSyntax::nan(DType type) const {
+  return type == DType::kF32 ? "NAN" : "(double)NAN";
+}
+
+std::string_view scalar_type_name(DType type, std::string_view i32, std::string_view i64) {
+  switch (type) {
+    case DType::kF32: return "float";
+    case DType::kF64: return "double";
+    case DType::kI32: return i32;
+    case DType::kI64: return i64;
+  }
+  return "?";
+}
+
+bool is_c99_keyword(std::string_view identifier) {
+  static constexpr std::string_view kKeywords[] = {
+      "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+      "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+      "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch",
+      "typedef", "union", "unsigned", "void", "volatile", "while"};
+  return std::find(std::begin(kKeywords), std::end(kKeywords), identifier) != std::end(kKeywords);
+}
+
+bool is_kiln_name(std::string_view identifier) {
+  return identifier.starts_with("kiln_") || identifier.starts_with("KILN_");
+}
+
+void emit_workgroups_comment(Printer& out, const KernelFrame& frame) {
+  if (frame.comments) {
+    out.line(frame.parallel ? "/* workgroups in x share the parallel loop; y and z are empty */"
+                            : "/* one workgroup runs the body; any others are empty */");
+  }
+}
+
+void emit_binding_pointers(Printer& out, const KernelFrame& frame,
+                           const std::function<std::string(const BindingInfo&)>& declaration) {
+  for (const BindingInfo& b : frame.bindings) {
+    std::string comment = frame.comments && !b.comment.empty() ? "  /* " + b.comment + " */" : "";
+    if (!b.used) {
+      if (frame.comments) {
+        out.line("/* binding " + std::to_string(b.index) + " (node " + std::to_string(b.node) +
+                 (b.comment.empty() ? "" : ", " + b.comment) + ") is not used */");
+      }
+      continue;
+    }
+    out.line(declaration(b) + comment);
+  }
+}
+
+}  // namespace kiln::codegen::internal

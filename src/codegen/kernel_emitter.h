@@ -1,0 +1,99 @@
+// One kernel of the C-syntax emitter: pass 1 checks the kernel and works out what each binding
+// is used for (kernel_analysis.cc), pass 2 prints its statements (kernel_statements.cc) and
+// expressions (kernel_expressions.cc) in C syntax, with the dialect answering what differs.
+// Internal to codegen; emit_kernels (c_emitter.cc) runs one per kernel.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codegen/c_code.h"
+#include "codegen/dialect.h"
+#include "kiln/base/status.h"
+#include "kiln/codegen/c_emitter.h"
+#include "kiln/ir/loop.h"
+
+namespace kiln::codegen::internal {
+
+// The loop IR's names, as the emitter's files use them.
+using ir::DType;
+using ir::LExpr;
+using ir::LExprRef;
+using ir::LStmt;
+using ir::LStmtRef;
+using ir::Op;
+
+class KernelEmitter {
+ public:
+  KernelEmitter(const DialectSyntax& dialect, HelperSet& helpers, const ir::Kernel& kernel,
+                const ir::Program* program, const EmitOptions& options)
+      : d_(dialect), helpers_(helpers), kernel_(kernel), program_(program), options_(options) {}
+
+  Status emit(Printer& out);
+  bool uses_heap() const { return uses_heap_; }
+
+ private:
+  struct NodeUse {
+    std::set<DType> load_types;
+    std::set<DType> store_types;
+    bool written = false;
+    bool used = false;
+  };
+
+  Status error(const std::string& message) const {
+    return invalid_argument_error("kernel '" + kernel_.name + "': " + message);
+  }
+
+  // Pass 1: shape checks and what each binding is used for.
+  Status analyze(const LStmtRef& stmt);
+  Status analyze(const LExprRef& expr);
+  Status make_frame(KernelFrame* frame);
+
+  // Pass 2: printing.
+  // `tail`: nothing follows the statement in the enclosing C block, so a local declared by it
+  // needs no block of its own.
+  Status statement(const LStmtRef& stmt, Printer& out, bool tail);
+  Status statements(const std::vector<LStmtRef>& list, Printer& out, bool tail);
+  Status for_loop(const LStmt& stmt, Printer& out, bool split);
+  Status local_decl(const LStmt& stmt, Printer& out, bool tail);
+  Result<Code> expr(const LExprRef& expr);
+  Result<Code> op(const LExpr& expr);
+  Result<Code> offset(const LExprRef& expr);
+  // A C truth value for `c != 0`.
+  Result<Code> condition(const LExprRef& c);
+  Code convert(const Code& code, DType from, DType to);
+  Code unary_float(Op op, const Code& x, DType type);
+  // Integer + - * / and neg in type `type`, with the wrap-around / division rules.
+  Code int_arith(Op op, Code a, Code b, DType type);
+  Code int_neg(const Code& a, DType type);
+  Code int_const(int64_t value, DType type) const { return int_constant(value, type, d_); }
+  std::string helper(std::string_view base, DType type) {
+    return helpers_.use("kiln_" + std::string(base) + "_" + std::string(ir::dtype_name(type)));
+  }
+  std::string_view tname(DType type) const { return d_.type_name(type); }
+  std::string var_name(int var) const { return "v" + std::to_string(var); }
+  std::string local_name(int local) const { return "l" + std::to_string(local); }
+
+  const DialectSyntax& d_;
+  HelperSet& helpers_;
+  const ir::Kernel& kernel_;
+  const ir::Program* program_;
+  const EmitOptions& options_;
+
+  std::map<int, int> binding_of_node_;  // node id -> binding index
+  std::map<int, NodeUse> node_use_;
+  std::vector<BindingInfo> bindings_;
+
+  // Scope while printing.
+  std::vector<std::optional<int64_t>> var_extent_;  // set while inside the loop over the var
+  std::vector<std::optional<DType>> local_in_scope_;
+  std::vector<std::string> heap_locals_;  // enclosing heap-allocated locals, outermost first
+  int64_t stack_bytes_ = 0;               // bytes of stack locals in scope
+  bool uses_heap_ = false;
+};
+
+}  // namespace kiln::codegen::internal

@@ -1,0 +1,227 @@
+// Pass 2 of the kernel emitter (kernel_emitter.h), statements: the kernel's body, loops (the
+// parallel one split over workgroups), local arrays on the stack or the heap, stores, comments.
+#include <limits>
+
+#include "codegen/kernel_emitter.h"
+
+namespace kiln::codegen::internal {
+
+namespace {
+
+bool references_local(const LExprRef& e, int local) {
+  if (!e) return false;
+  if (e->kind == LExpr::Kind::kLocalLoad && e->local == local) return true;
+  if (references_local(e->offset, local)) return true;
+  for (const LExprRef& arg : e->args) {
+    if (references_local(arg, local)) return true;
+  }
+  return false;
+}
+
+// Whether statements read or write local `local` (as declared by the enclosing declaration).
+bool references_local(const std::vector<LStmtRef>& body, int local) {
+  for (const LStmtRef& s : body) {
+    if (s->kind == LStmt::Kind::kLocalDecl && s->local == local) continue;  // another one
+    if (s->kind == LStmt::Kind::kLocalStore && s->local == local) return true;
+    if (references_local(s->cond, local) || references_local(s->offset, local) ||
+        references_local(s->value, local) || references_local(s->body, local)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Status KernelEmitter::emit(Printer& out) {
+  if (!ir::is_identifier(kernel_.name)) {
+    return invalid_argument_error("kernel name '" + kernel_.name + "' is not a C identifier");
+  }
+  if (d_.is_reserved(kernel_.name)) {
+    return invalid_argument_error("kernel name '" + kernel_.name + "' is reserved");
+  }
+  if (kernel_.var_count < 0 || kernel_.local_count < 0) return error("negative var or local count");
+  KernelFrame frame;
+  KILN_RETURN_IF_ERROR(make_frame(&frame));
+  var_extent_.assign(static_cast<size_t>(kernel_.var_count), std::nullopt);
+  local_in_scope_.assign(static_cast<size_t>(kernel_.local_count), std::nullopt);
+
+  if (options_.comments) {
+    std::string line = "/* kernel " + kernel_.name + ": " + std::to_string(kernel_.nodes.size()) +
+                       (kernel_.nodes.size() == 1 ? " binding" : " bindings");
+    if (frame.parallel) {
+      line += ", parallel over " + std::to_string(kernel_.body->extent) + " iterations";
+    } else {
+      line += ", one workgroup";
+    }
+    out.line(line + " */");
+  }
+  d_.emit_kernel_begin(out, frame);
+  if (frame.parallel) {
+    KILN_RETURN_IF_ERROR(for_loop(*kernel_.body, out, /*split=*/true));
+  } else {
+    KILN_RETURN_IF_ERROR(statement(kernel_.body, out, /*tail=*/true));
+  }
+  d_.emit_kernel_end(out, frame);
+  return Status();
+}
+
+Status KernelEmitter::statements(const std::vector<LStmtRef>& list, Printer& out, bool tail) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    KILN_RETURN_IF_ERROR(statement(list[i], out, tail && i + 1 == list.size()));
+  }
+  return Status();
+}
+
+Status KernelEmitter::for_loop(const LStmt& stmt, Printer& out, bool split) {
+  if (stmt.var < 0 || stmt.var >= kernel_.var_count) {
+    return error("loop variable v" + std::to_string(stmt.var) + " is out of range (vars " +
+                 std::to_string(kernel_.var_count) + ")");
+  }
+  if (var_extent_[stmt.var]) {
+    return error("loop variable v" + std::to_string(stmt.var) + " is reused by a nested loop");
+  }
+  if (stmt.extent < 0) return error("loop over a negative extent");
+  const std::string v = var_name(stmt.var);
+  const std::string extent = std::to_string(stmt.extent);
+  const std::string i64(tname(DType::kI64));
+  if (split) {
+    // The dispatch convention: W workgroups in x; workgroup x runs [x * C, min(E, (x + 1) * C)),
+    // C = ceil(E / W).
+    const std::string count = "(" + i64 + ")" + d_.workgroup_count();
+    if (options_.comments) {
+      out.line("/* this workgroup's chunk of the parallel loop over " + v + " in [0, " + extent +
+               ") */");
+    }
+    out.line("const " + i64 + " chunk = (" + extent + " + " + count + " - 1) / " + count + ";");
+    out.line("const " + i64 + " begin = (" + i64 + ")" + d_.workgroup_index() + " * chunk;");
+    out.line("const " + i64 + " end = begin + chunk < " + extent + " ? begin + chunk : " + extent +
+             ";");
+    out.line("for (" + i64 + " " + v + " = begin; " + v + " < end; ++" + v + ") {");
+  } else {
+    out.line("for (" + i64 + " " + v + " = 0; " + v + " < " + extent + "; ++" + v + ") {");
+  }
+  out.indent();
+  var_extent_[stmt.var] = stmt.extent;
+  Status status = statements(stmt.body, out, /*tail=*/true);
+  var_extent_[stmt.var] = std::nullopt;
+  KILN_RETURN_IF_ERROR(status);
+  out.dedent();
+  out.line("}");
+  return Status();
+}
+
+Status KernelEmitter::local_decl(const LStmt& stmt, Printer& out, bool tail) {
+  const int local = stmt.local;
+  if (local_in_scope_[local]) {
+    return error("local l" + std::to_string(local) + " is declared again inside its own scope");
+  }
+  if (stmt.local_size <= 0) return error("local l" + std::to_string(local) + " has no elements");
+  const int64_t elem = type_size(stmt.type);
+  if (stmt.local_size > std::numeric_limits<int64_t>::max() / elem) {
+    return error("local l" + std::to_string(local) + " is too large");
+  }
+  const int64_t bytes = stmt.local_size * elem;
+  const std::string name = local_name(local);
+  const std::string type(tname(stmt.type));
+  const std::string size = std::to_string(stmt.local_size);
+  const bool heap = d_.heap_locals() && stack_bytes_ + bytes > kMaxStackLocalBytes;
+
+  // The local's scope is its body: a block of its own unless the enclosing one ends with it.
+  const bool braces = !tail;
+  if (braces) {
+    out.line("{");
+    out.indent();
+  }
+  if (heap) {
+    uses_heap_ = true;
+    if (options_.comments) {
+      out.line("/* " + std::to_string(bytes) + " bytes: on the heap rather than the stack */");
+    }
+    out.line(type + "* " + name + " = (" + type + "*)calloc(" + size + ", sizeof(" + type + "));");
+    std::string frees;
+    for (const std::string& outer : heap_locals_) frees += "free(" + outer + "); ";
+    if (frees.empty()) {
+      out.line("if (!" + name + ") " + d_.return_error(internal::kReturnOutOfMemory));
+    } else {
+      out.line("if (!" + name + ") { " + frees + d_.return_error(internal::kReturnOutOfMemory) +
+               " }");
+    }
+    heap_locals_.push_back(name);
+  } else {
+    out.line(type + " " + name + "[" + size + "] = {0};");
+    stack_bytes_ += bytes;
+  }
+  if (!references_local(stmt.body, local)) out.line("(void)" + name + ";");
+  local_in_scope_[local] = stmt.type;
+  Status status = statements(stmt.body, out, /*tail=*/true);
+  local_in_scope_[local] = std::nullopt;
+  KILN_RETURN_IF_ERROR(status);
+  if (heap) {
+    heap_locals_.pop_back();
+    out.line("free(" + name + ");");
+  } else {
+    stack_bytes_ -= bytes;
+  }
+  if (braces) {
+    out.dedent();
+    out.line("}");
+  }
+  return Status();
+}
+
+Status KernelEmitter::statement(const LStmtRef& ref, Printer& out, bool tail) {
+  const LStmt& stmt = *ref;
+  switch (stmt.kind) {
+    case LStmt::Kind::kBlock:
+      return statements(stmt.body, out, tail);
+    case LStmt::Kind::kFor:
+      return for_loop(stmt, out, /*split=*/false);
+    case LStmt::Kind::kIf: {
+      KILN_ASSIGN_OR_RETURN(Code c, condition(stmt.cond));
+      out.line("if (" + c.text + ") {");
+      out.indent();
+      KILN_RETURN_IF_ERROR(statements(stmt.body, out, /*tail=*/true));
+      out.dedent();
+      out.line("}");
+      return Status();
+    }
+    case LStmt::Kind::kStore: {
+      // make_frame() checked that the value has the node's type.
+      const BindingInfo& b = bindings_[binding_of_node_.at(stmt.node)];
+      KILN_ASSIGN_OR_RETURN(Code at, offset(stmt.offset));
+      KILN_ASSIGN_OR_RETURN(Code value, expr(stmt.value));
+      out.line(b.var + "[" + at.text + "] = " + value.text + ";");
+      return Status();
+    }
+    case LStmt::Kind::kLocalDecl:
+      return local_decl(stmt, out, tail);
+    case LStmt::Kind::kLocalStore: {
+      const std::optional<DType>& type = local_in_scope_[stmt.local];
+      if (!type) return error("stores to local l" + std::to_string(stmt.local) + " outside its scope");
+      if (stmt.value->type != *type) {
+        return error("stores " + std::string(ir::dtype_name(stmt.value->type)) + " to local l" +
+                     std::to_string(stmt.local) + " (" + std::string(ir::dtype_name(*type)) + ")");
+      }
+      KILN_ASSIGN_OR_RETURN(Code at, offset(stmt.offset));
+      KILN_ASSIGN_OR_RETURN(Code value, expr(stmt.value));
+      out.line(local_name(stmt.local) + "[" + at.text + "] = " + value.text + ";");
+      return Status();
+    }
+    case LStmt::Kind::kComment: {
+      if (!options_.comments) return Status();
+      std::string_view text = stmt.text;
+      // One comment line per line of text.
+      while (true) {
+        size_t nl = text.find('\n');
+        out.line("/* " + comment_safe(text.substr(0, nl)) + " */");
+        if (nl == std::string_view::npos) break;
+        text = text.substr(nl + 1);
+      }
+      return Status();
+    }
+  }
+  return error("unknown statement kind");
+}
+
+}  // namespace kiln::codegen::internal
