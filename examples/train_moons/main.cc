@@ -2,6 +2,9 @@
 //
 //   train_moons [--streams N] [--epochs N] [--device NAME[,NAME...]] [--workgroups N]
 //               [--trace FILE.json] [--seed N]
+#include <unistd.h>
+
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
@@ -30,6 +33,13 @@ int usage(const char* message) {
 }
 
 void progress(int epoch, int epochs, double loss, double accuracy) {
+  // Into a file or a pipe, a line every tenth of the run instead of a bar redrawn in place.
+  if (!isatty(fileno(stdout))) {
+    if ((epoch + 1) % std::max(1, epochs / 10) == 0 || epoch + 1 == epochs) {
+      std::printf("epoch %3d/%d  loss %.4f  accuracy %5.1f%%\n", epoch + 1, epochs, loss, 100 * accuracy);
+    }
+    return;
+  }
   constexpr int kWidth = 30;
   const int filled = (epoch + 1) * kWidth / epochs;
   std::string bar(filled, '#');
