@@ -5,6 +5,8 @@
 #include <limits>
 #include <utility>
 
+#include "kiln/ir/op_eval.h"
+
 namespace kiln::ir::lowering {
 
 LExprRef i64(int64_t v) { return lconst(DType::kI64, static_cast<double>(v)); }
@@ -62,15 +64,9 @@ Op cast_op(DType type) {
 }  // namespace
 
 double convert_constant(double v, DType type) {
-  switch (type) {
-    case DType::kF32: return static_cast<double>(static_cast<float>(v));
-    case DType::kI32:
-      if (std::isnan(v)) return 0;
-      if (v >= 2147483647.0) return 2147483647.0;
-      if (v <= -2147483648.0) return -2147483648.0;
-      return std::trunc(v);
-    default: return v;
-  }
+  if (type == DType::kF32) return round_f32(v);
+  if (type == DType::kI32) return static_cast<double>(saturate_int(type, v));
+  return v;
 }
 
 LExprRef cast_to(LExprRef e, DType type) {

@@ -80,12 +80,21 @@ Result<CodeRef> Backend::compile_batch(const ir::Program& program,
     }
   }
   KILN_ASSIGN_OR_RETURN(ir::LoweredProgram lowered, ir::lower_program(program, options.lower));
+  return compile_lowered(std::move(lowered), routines, options);
+}
+
+Result<CodeRef> Backend::compile_lowered(ir::LoweredProgram lowered,
+                                         std::span<const std::string> routines,
+                                         const CompileOptions& options) {
   std::shared_ptr<Code> code(new Code());
   code->lowered_.program = std::move(lowered.program);
   for (const std::string& r : routines) {
-    for (ir::LoweredRoutine& lr : lowered.routines) {
-      if (lr.name == r) code->lowered_.routines.push_back(lr);
+    auto it = std::find_if(lowered.routines.begin(), lowered.routines.end(),
+                           [&](const ir::LoweredRoutine& lr) { return lr.name == r; });
+    if (it == lowered.routines.end()) {
+      return not_found_error("the program has no routine named '" + r + "'");
     }
+    code->lowered_.routines.push_back(*it);
   }
   code->shared_ = options.shared;
   code->compiled_by_ = this;

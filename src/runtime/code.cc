@@ -1,8 +1,35 @@
 #include "kiln/runtime/code.h"
 
-#include "kiln/runtime/program_instance.h"
+#include <algorithm>
+
+#include "kiln/codegen/c_emitter.h"
 
 namespace kiln::runtime {
+
+Result<std::string> generate_source(const ir::LoweredProgram& lowered,
+                                    const hal::DeviceCapabilities& capabilities, std::string* format) {
+  std::vector<ir::Kernel> kernels;
+  for (const ir::LoweredRoutine& r : lowered.routines) {
+    kernels.insert(kernels.end(), r.kernels.begin(), r.kernels.end());
+  }
+  const auto& formats = capabilities.executable_formats;
+  auto supports = [&](const char* f) { return std::find(formats.begin(), formats.end(), f) != formats.end(); };
+  if (supports("c")) {
+    *format = "c";
+    return codegen::emit_kernels(kernels, &lowered.program, {});
+  }
+  if (supports("opencl-c")) {
+    *format = "opencl-c";
+    return codegen::emit_kernels(kernels, &lowered.program, {codegen::Dialect::kOpenCL});
+  }
+  if (supports("kiln-loop")) {
+    *format = "kiln-loop";
+    std::string text;
+    for (const ir::Kernel& k : kernels) text += ir::print_kernel(k, &lowered.program) + "\n";
+    return text;
+  }
+  return unimplemented_error("the device builds none of the formats kiln generates (c, opencl-c, kiln-loop)");
+}
 
 std::vector<std::string> Code::routine_names() const {
   std::vector<std::string> names;
@@ -12,7 +39,7 @@ std::vector<std::string> Code::routine_names() const {
 
 Result<std::string> Code::source_for(const hal::DeviceRef& device) const {
   std::string format;
-  return ProgramInstance::generate_source(lowered_, device->info().capabilities, &format);
+  return generate_source(lowered_, device->info().capabilities, &format);
 }
 
 Result<hal::ExecutableRef> Code::executable_for(const hal::DeviceRef& device) {
@@ -34,7 +61,7 @@ Result<hal::ExecutableRef> Code::executable_for(const hal::DeviceRef& device) {
 Result<hal::ExecutableRef> build_executable(const ir::LoweredProgram& lowered,
                                             const hal::DeviceRef& device, std::string* source_out) {
   std::string format;
-  KILN_ASSIGN_OR_RETURN(std::string text, ProgramInstance::generate_source(
+  KILN_ASSIGN_OR_RETURN(std::string text, generate_source(
                                               lowered, device->info().capabilities, &format));
   hal::ExecutableSource source{format, std::move(text), {},
                                lowered.program.file.empty() ? "program" : lowered.program.file};

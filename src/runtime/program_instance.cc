@@ -8,32 +8,6 @@
 
 namespace kiln::runtime {
 
-Result<std::string> ProgramInstance::generate_source(const ir::LoweredProgram& lowered,
-                                                     const hal::DeviceCapabilities& capabilities,
-                                                     std::string* format) {
-  std::vector<ir::Kernel> kernels;
-  for (const ir::LoweredRoutine& r : lowered.routines) {
-    kernels.insert(kernels.end(), r.kernels.begin(), r.kernels.end());
-  }
-  const auto& formats = capabilities.executable_formats;
-  auto supports = [&](const char* f) { return std::find(formats.begin(), formats.end(), f) != formats.end(); };
-  if (supports("c")) {
-    *format = "c";
-    return codegen::emit_kernels(kernels, &lowered.program, {});
-  }
-  if (supports("opencl-c")) {
-    *format = "opencl-c";
-    return codegen::emit_kernels(kernels, &lowered.program, {codegen::Dialect::kOpenCL});
-  }
-  if (supports("kiln-loop")) {
-    *format = "kiln-loop";
-    std::string text;
-    for (const ir::Kernel& k : kernels) text += ir::print_kernel(k, &lowered.program) + "\n";
-    return text;
-  }
-  return unimplemented_error("the device builds none of the formats kiln generates (c, opencl-c, kiln-loop)");
-}
-
 Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef device,
                                                                  const ir::Program& program,
                                                                  const ProgramOptions& options) {

@@ -17,7 +17,6 @@
 #include "kiln/ir/printer.h"
 #include "kiln/lang/parser.h"
 #include "kiln/runtime/backend.h"
-#include "kiln/runtime/program_instance.h"
 #include "kiln/runtime/transfer.h"
 #include "tools/npy.h"
 
@@ -277,8 +276,8 @@ int command_run(const Options& o) {
 
   auto opened = open_device(o.device);
   if (auto* f = std::get_if<Failure>(&opened)) return report(*f);
-  ir::LowerOptions lower;
-  Result<ir::LoweredProgram> lowered = ir::lower_program(program, lower);
+  // Lowered here, so that an error in the program is told apart from a device's (exit 2, not 1).
+  Result<ir::LoweredProgram> lowered = ir::lower_program(program);
   if (!lowered.ok()) return report({kExitUsage, "kiln: " + o.program + ": " + lowered.status().message()});
 
   // The host copies: initializers from --seed, then the given and random inputs.
@@ -298,7 +297,7 @@ int command_run(const Options& o) {
   auto trace = o.trace.empty() ? nullptr : std::make_shared<runtime::Trace>();
   auto backend = runtime::Backend::create(std::get<hal::DeviceRef>(opened), {0, trace});
   if (!backend.ok()) return report(runtime(backend.status(), "opening " + o.device));
-  auto code = (*backend)->compile_batch(program, routines, {.shared = false, .lower = lower});
+  auto code = (*backend)->compile_lowered(std::move(*lowered), routines);
   if (!code.ok()) return report(runtime(code.status(), "compiling " + o.program + " for " + o.device));
   std::vector<runtime::LinkedBatch> copies;
   for (uint64_t s = 0; s < o.streams; ++s) {
@@ -387,7 +386,7 @@ int command_compile(const Options& o) {
       auto opened = open_device(o.device);
       if (auto* f = std::get_if<Failure>(&opened)) return report(*f);
       std::string format;
-      Result<std::string> source = runtime::ProgramInstance::generate_source(
+      Result<std::string> source = runtime::generate_source(
           *lowered, std::get<hal::DeviceRef>(opened)->info().capabilities, &format);
       if (!source.ok()) return report(runtime(source.status(), "generating source"));
       text = *source;

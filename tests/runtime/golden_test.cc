@@ -15,6 +15,7 @@
 #include "kiln/ir/loop.h"
 #include "kiln/ir/lower.h"
 #include "kiln/lang/parser.h"
+#include "kiln/runtime/code.h"
 #include "runtime/e2e_util.h"
 
 #ifndef KILN_SOURCE_DIR
@@ -103,7 +104,7 @@ TEST_P(GoldenTest, LoweredAndSourceMatchTheGoldenFiles) {
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   std::string format;
   Result<std::string> source =
-      runtime::ProgramInstance::generate_source(*lowered, (*cpu)->info().capabilities, &format);
+      runtime::generate_source(*lowered, (*cpu)->info().capabilities, &format);
   ASSERT_TRUE(source.ok()) << source.status();
   EXPECT_EQ(format, "c");
   check_golden(name + ".c", *source);

@@ -76,6 +76,9 @@ class Backend : public std::enable_shared_from_this<Backend> {
                           const CompileOptions& options = {});
   Result<CodeRef> compile_batch(const ir::Program& program, std::span<const std::string> routines,
                                 const CompileOptions& options = {});
+  // The same for a program lowered already (`CompileOptions::lower` is then not used).
+  Result<CodeRef> compile_lowered(ir::LoweredProgram lowered, std::span<const std::string> routines,
+                                  const CompileOptions& options = {});
 
   // A root context on one of this backend's streams, for the nodes of `nodes`.
   Result<ContextRef> make_context(const StreamRef& stream, std::shared_ptr<NodeTable> nodes,

@@ -50,6 +50,12 @@ class Code {
 
 using CodeRef = std::shared_ptr<Code>;
 
+// The device's source for every kernel of `lowered`, in the first format the device builds of
+// "c", "opencl-c" and "kiln-loop" (loop-IR text, for interp); `format` receives which.
+// UNIMPLEMENTED for a device that builds none of them.
+Result<std::string> generate_source(const ir::LoweredProgram& lowered,
+                                    const hal::DeviceCapabilities& capabilities, std::string* format);
+
 // Generates the device's source for every kernel of `lowered` (one file) and builds it: exports
 // are the kernels of every routine, in order. Null when there are no kernels.
 Result<hal::ExecutableRef> build_executable(const ir::LoweredProgram& lowered,

@@ -30,10 +30,6 @@ class ProgramInstance {
   static Result<std::unique_ptr<ProgramInstance>> create(hal::DeviceRef device,
                                                          const ir::Program& program,
                                                          const ProgramOptions& options = {});
-  // The device source of every kernel, as compiled (C for cpu, loop IR text for interp).
-  static Result<std::string> generate_source(const ir::LoweredProgram& lowered,
-                                             const hal::DeviceCapabilities& capabilities,
-                                             std::string* format);
 
   const ir::LoweredProgram& lowered() const { return lowered_; }
   const std::string& source() const { return source_; }

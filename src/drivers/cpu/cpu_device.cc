@@ -1,6 +1,9 @@
 #include "drivers/cpu/cpu_device.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <thread>
 
 #include "drivers/cpu/cpu_compiler.h"
 #include "drivers/cpu/cpu_executable.h"
@@ -8,6 +11,27 @@
 #include "kiln/base/env.h"
 
 namespace kiln::cpu {
+
+hal::DeviceInfo CpuDevice::host_info(const std::string& driver, std::string description,
+                                     std::string format) {
+  hal::DeviceInfo info;
+  info.driver = driver;
+  info.ordinal = 0;
+  info.name = driver + ":0";
+  info.description = std::move(description);
+  hal::DeviceCapabilities& caps = info.capabilities;
+  caps.compute_units = std::max(1u, std::thread::hardware_concurrency());
+  long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
+  caps.total_memory = pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : 0;
+  caps.max_allocation_size = caps.total_memory ? caps.total_memory : (uint64_t{1} << 40);
+  caps.max_workgroup_size = 1;
+  caps.fp64 = true;
+  caps.fp16 = false;
+  caps.local_memory_size = 0;
+  caps.unified_memory = true;
+  caps.executable_formats = {std::move(format)};
+  return info;
+}
 
 Result<uint32_t> CpuDevice::thread_count(const hal::DeviceOptions& options,
                                          uint32_t default_threads) {

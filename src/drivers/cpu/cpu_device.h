@@ -17,6 +17,10 @@ class CpuDevice final : public hal::Device {
   // KILN_CC_TIMEOUT (seconds); a malformed value is INVALID_ARGUMENT naming the variable.
   static Result<std::shared_ptr<CpuDevice>> create(hal::DeviceInfo info,
                                                    const hal::DeviceOptions& options);
+  // What a device on this machine's processors reports: its cores, memory and capabilities, with
+  // `driver`'s name ("<driver>:0"), `description` and one executable format.
+  static hal::DeviceInfo host_info(const std::string& driver, std::string description,
+                                   std::string format);
   // The workgroup thread count: options, else KILN_CPU_THREADS, else `default_threads`.
   static Result<uint32_t> thread_count(const hal::DeviceOptions& options, uint32_t default_threads);
 

@@ -1,8 +1,5 @@
 // The CPU driver: one device, this machine's processors.
-#include <unistd.h>
-
 #include <fstream>
-#include <thread>
 
 #include "drivers/cpu/cpu_device.h"
 #include "kiln/drivers/drivers.h"
@@ -22,25 +19,7 @@ std::string processor_model() {
   return "host processor";
 }
 
-hal::DeviceInfo cpu_device_info() {
-  hal::DeviceInfo info;
-  info.driver = "cpu";
-  info.ordinal = 0;
-  info.name = "cpu:0";
-  info.description = processor_model();
-  hal::DeviceCapabilities& caps = info.capabilities;
-  caps.compute_units = std::max(1u, std::thread::hardware_concurrency());
-  long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
-  caps.total_memory = pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : 0;
-  caps.max_allocation_size = caps.total_memory ? caps.total_memory : (uint64_t{1} << 40);
-  caps.max_workgroup_size = 1;
-  caps.fp64 = true;
-  caps.fp16 = false;
-  caps.local_memory_size = 0;
-  caps.unified_memory = true;
-  caps.executable_formats = {"c"};
-  return info;
-}
+hal::DeviceInfo cpu_device_info() { return CpuDevice::host_info("cpu", processor_model(), "c"); }
 
 class CpuDriver final : public hal::Driver {
  public:

@@ -1,10 +1,5 @@
 // The `interp` driver: one device, "interp:0", a CPU device whose executables are loop-IR
 // kernels run by the reference interpreter (executable format "kiln-loop").
-#include <unistd.h>
-
-#include <algorithm>
-#include <thread>
-
 #include "drivers/cpu/cpu_device.h"
 #include "drivers/interp/interp_compiler.h"
 #include "kiln/drivers/drivers.h"
@@ -13,25 +8,7 @@ namespace kiln::interp {
 
 namespace {
 
-hal::DeviceInfo interp_device_info() {
-  hal::DeviceInfo info;
-  info.driver = "interp";
-  info.ordinal = 0;
-  info.name = "interp:0";
-  info.description = "reference interpreter of the loop IR";
-  hal::DeviceCapabilities& caps = info.capabilities;
-  caps.compute_units = std::max(1u, std::thread::hardware_concurrency());
-  long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGE_SIZE);
-  caps.total_memory = pages > 0 && page_size > 0 ? uint64_t(pages) * uint64_t(page_size) : 0;
-  caps.max_allocation_size = caps.total_memory ? caps.total_memory : (uint64_t{1} << 40);
-  caps.max_workgroup_size = 1;
-  caps.fp64 = true;
-  caps.fp16 = false;
-  caps.local_memory_size = 0;
-  caps.unified_memory = true;
-  caps.executable_formats = {kLoopFormat};
-  return info;
-}
+hal::DeviceInfo interp_device_info() { return cpu::CpuDevice::host_info("interp", "reference interpreter of the loop IR", kLoopFormat); }
 
 class InterpDriver final : public hal::Driver {
  public:
