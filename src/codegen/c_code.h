@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "codegen/dialect.h"
-#include "kiln/ir/loop.h"
+#include "kiln/loop/loop.h"
 #include "kiln/ir/program.h"
 
 namespace kiln::codegen::internal {

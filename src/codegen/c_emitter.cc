@@ -94,7 +94,7 @@ Result<std::string> emit_kernels(std::span<const ir::Kernel> kernels, const ir::
   dialect->emit_file_begin(out, uses_heap);
   if (!helpers.empty()) {
     out.blank();
-    if (options.comments) out.line("/* Helpers: the semantics of the loop IR (kiln/ir/loop.h). */");
+    if (options.comments) out.line("/* Helpers: the semantics of the loop IR (kiln/loop/loop.h). */");
     helpers.emit(out);
   }
   out.append(body.text());

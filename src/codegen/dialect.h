@@ -14,7 +14,7 @@
 
 #include "kiln/base/status.h"
 #include "kiln/codegen/c_emitter.h"
-#include "kiln/ir/loop.h"
+#include "kiln/loop/loop.h"
 
 namespace kiln::codegen::internal {
 

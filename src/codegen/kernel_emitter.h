@@ -15,7 +15,7 @@
 #include "codegen/dialect.h"
 #include "kiln/base/status.h"
 #include "kiln/codegen/c_emitter.h"
-#include "kiln/ir/loop.h"
+#include "kiln/loop/loop.h"
 
 namespace kiln::codegen::internal {
 

@@ -1,5 +1,6 @@
 // Statement completion (kiln/ir/statement.h): names → indices and nodes, subscripts → affine
-// forms, index extents, rule checks. Typing of the right side is in statement_typing.cc.
+// forms, index extents, rule checks. Subscripts are in statement_subscripts.cc, indices and
+// their extents in statement_indices.cc, typing of the right side in statement_typing.cc.
 #include "kiln/ir/statement.h"
 
 #include <algorithm>
@@ -12,68 +13,9 @@
 
 namespace kiln::ir {
 
-RawExprRef raw_number(double value, bool is_float, SourceLoc loc) {
-  auto e = std::make_shared<RawExpr>();
-  e->kind = RawExpr::Kind::kNumber;
-  e->number = value;
-  e->is_float = is_float;
-  e->loc = loc;
-  return e;
-}
-
-RawExprRef raw_name(std::string name, SourceLoc loc) {
-  auto e = std::make_shared<RawExpr>();
-  e->kind = RawExpr::Kind::kName;
-  e->name = std::move(name);
-  e->loc = loc;
-  return e;
-}
-
-RawExprRef raw_tensor(std::string name, std::vector<RawExprRef> subscripts, SourceLoc loc) {
-  auto e = std::make_shared<RawExpr>();
-  e->kind = RawExpr::Kind::kTensor;
-  e->name = std::move(name);
-  e->args = std::move(subscripts);
-  e->loc = loc;
-  return e;
-}
-
-RawExprRef raw_merge(std::string name, std::vector<RawExprRef> subscripts, SourceLoc loc) {
-  auto e = std::make_shared<RawExpr>();
-  e->kind = RawExpr::Kind::kMerge;
-  e->name = std::move(name);
-  e->args = std::move(subscripts);
-  e->loc = loc;
-  return e;
-}
-
-RawExprRef raw_op(Op op, std::vector<RawExprRef> args, SourceLoc loc) {
-  auto e = std::make_shared<RawExpr>();
-  e->kind = RawExpr::Kind::kOp;
-  e->op = op;
-  e->args = std::move(args);
-  e->loc = loc;
-  return e;
-}
-
-RawExprRef raw_reduce(Reduce reduce, RawExprRef arg, SourceLoc loc) {
-  auto e = std::make_shared<RawExpr>();
-  e->kind = RawExpr::Kind::kReduce;
-  e->reduce = reduce;
-  e->args.push_back(std::move(arg));
-  e->loc = loc;
-  return e;
-}
-
 namespace internal {
 
 namespace {
-
-constexpr double kMaxExactInteger = 9007199254740992.0;  // 2^53
-
-std::string dims_text(size_t n) {
-  return std::to_string(n) + (n == 1 ? " dimension" : " dimensions");
-}
 
 // Depth of `e` greater than `limit`? Recursion is bounded by `limit`.
 bool deeper_than(const RawExpr* e, int limit) {
@@ -86,6 +28,10 @@ bool deeper_than(const RawExpr* e, int limit) {
 }
 
 }  // namespace
+
+std::string dims_text(size_t n) {
+  return std::to_string(n) + (n == 1 ? " dimension" : " dimensions");
+}
 
 void Completer::error(SourceLoc loc, std::string message) {
   diagnostics_->push_back(Diagnostic{loc, std::move(message)});
@@ -112,136 +58,6 @@ void Completer::report_later(const TensorNode* node, SourceLoc loc) {
   std::string where = node->loc.line > 0 ? " on line " + std::to_string(node->loc.line) : "";
   error(loc, "'" + node->name + "' is used before its declaration" + where +
                  "; declare it before the statements that use it");
-}
-
-std::optional<int64_t> Completer::const_value(const TensorNode* node, SourceLoc loc) {
-  if (!visible(node)) {
-    report_later(node, loc);
-    return std::nullopt;
-  }
-  if (!node->is_scalar()) {
-    error(loc, "const '" + node->name + "' has " + dims_text(node->dims.size()) +
-                   "; only a scalar integer const can be used in a subscript or bound");
-    return std::nullopt;
-  }
-  double v = node->init.a;
-  if (node->init.kind != Init::Kind::kValue || v != std::trunc(v) || std::fabs(v) > kMaxExactInteger) {
-    error(loc, "const '" + node->name + "' is not an integer; subscripts and bounds are integers");
-    return std::nullopt;
-  }
-  return static_cast<int64_t>(v);
-}
-
-NamedAffine Completer::affine(const RawExpr& e) {
-  NamedAffine a;
-  a.loc = e.loc;
-  auto fail = [&](std::string message) {
-    error(e.loc, std::move(message));
-    a.ok = false;
-    return a;
-  };
-  const char* kRule =
-      "subscripts are affine: indices, integers and integer consts combined with +, - and "
-      "multiplication by an integer";
-  switch (e.kind) {
-    case RawExpr::Kind::kNumber:
-      if (e.is_float) return fail("a subscript must be an integer, not a float literal; " + std::string(kRule));
-      if (!(std::fabs(e.number) <= kMaxExactInteger)) return fail("integer in a subscript is too large");
-      a.offset = static_cast<int64_t>(e.number);
-      return a;
-    case RawExpr::Kind::kName: {
-      const TensorNode* node = find(e.name);
-      if (node && node->role == Role::kConst) {
-        std::optional<int64_t> v = const_value(node, e.loc);
-        if (!v) {
-          a.ok = false;
-          return a;
-        }
-        a.offset = *v;
-        return a;
-      }
-      if (node) {
-        return fail("'" + e.name + "' is a tensor, so it cannot be an index; " + std::string(kRule) +
-                    " (give the index another name)");
-      }
-      a.terms.push_back({e.name, 1, e.loc});
-      return a;
-    }
-    case RawExpr::Kind::kTensor:
-    case RawExpr::Kind::kMerge:
-      return fail("a tensor value cannot be used in a subscript (no data-dependent indexing); " +
-                  std::string(kRule));
-    case RawExpr::Kind::kReduce:
-      return fail("a reduction cannot be used in a subscript; " + std::string(kRule));
-    case RawExpr::Kind::kOp:
-      break;
-  }
-  for (const RawExprRef& arg : e.args) {
-    if (!arg) return fail("missing operand in a subscript");
-  }
-  if (e.op == Op::kNeg && e.args.size() == 1) {
-    a = affine(*e.args[0]);
-    if (a.ok) a.ok = scale(a, -1, e.loc);
-    a.loc = e.loc;
-    return a;
-  }
-  if ((e.op == Op::kAdd || e.op == Op::kSub || e.op == Op::kMul) && e.args.size() == 2) {
-    NamedAffine l = affine(*e.args[0]);
-    NamedAffine r = affine(*e.args[1]);
-    if (!l.ok || !r.ok) {
-      a.ok = false;
-      return a;
-    }
-    if (e.op == Op::kMul) {
-      if (!l.terms.empty() && !r.terms.empty()) {
-        return fail("subscript is not affine: it multiplies index '" + l.terms[0].name +
-                    "' by index '" + r.terms[0].name + "'; " + kRule);
-      }
-      if (l.terms.empty()) std::swap(l, r);
-      // l * constant r
-      if (!scale(l, r.offset, e.loc)) return fail("subscript arithmetic overflows");
-      l.loc = e.loc;
-      return l;
-    }
-    if (e.op == Op::kSub && !scale(r, -1, e.loc)) return fail("subscript arithmetic overflows");
-    if (l.terms.size() + r.terms.size() > kMaxStatementIndices) {
-      return fail("a subscript with more than " + std::to_string(kMaxStatementIndices) +
-                  " indices is not supported");
-    }
-    for (const NamedTerm& t : r.terms) {
-      auto it = std::find_if(l.terms.begin(), l.terms.end(), [&](const NamedTerm& u) { return u.name == t.name; });
-      if (it == l.terms.end()) {
-        l.terms.push_back(t);
-      } else if (__builtin_add_overflow(it->coeff, t.coeff, &it->coeff)) {
-        return fail("subscript arithmetic overflows");
-      }
-    }
-    if (__builtin_add_overflow(l.offset, r.offset, &l.offset)) return fail("subscript arithmetic overflows");
-    l.loc = e.loc;
-    return l;
-  }
-  if (e.op == Op::kDiv) return fail("a subscript cannot divide; " + std::string(kRule));
-  return fail("'" + std::string(op_name(e.op)) + "' cannot be used in a subscript; " + kRule);
-}
-
-bool Completer::scale(NamedAffine& a, int64_t factor, SourceLoc loc) {
-  for (NamedTerm& t : a.terms) {
-    if (__builtin_mul_overflow(t.coeff, factor, &t.coeff)) return false;
-  }
-  return !__builtin_mul_overflow(a.offset, factor, &a.offset);
-}
-
-NamedAffine Completer::subscript(const RawExpr* e, SourceLoc fallback) {
-  if (!e) {
-    error(fallback, "missing subscript");
-    NamedAffine a;
-    a.ok = false;
-    return a;
-  }
-  NamedAffine a = affine(*e);
-  a.loc = e->loc;
-  std::erase_if(a.terms, [](const NamedTerm& t) { return t.coeff == 0; });
-  return a;
 }
 
 void Completer::collect_refs(const RawExpr& e) {
@@ -282,47 +98,6 @@ std::string Completer::subscript_count_message(const TensorNode& node, size_t gi
   return "'" + node.name + "' has " + dims_text(node.dims.size()) + " but " +
          std::to_string(given) + (given == 1 ? " subscript is" : " subscripts are") +
          " given; write exactly one subscript per dimension";
-}
-
-void Completer::add_index(const std::string& name, SourceLoc loc) {
-  if (index_number_.count(name)) return;
-  if (indices_.size() == kMaxStatementIndices) {
-    error(loc, "a statement with more than " + std::to_string(kMaxStatementIndices) +
-                   " indices is not supported");
-    unresolved_ = true;
-  }
-  index_number_[name] = static_cast<int>(indices_.size());
-  IndexInfo info;
-  info.name = name;
-  info.first = loc;
-  indices_.push_back(info);
-}
-
-void Completer::number_indices(const RawExpr& e) {
-  if (e.kind == RawExpr::Kind::kTensor || e.kind == RawExpr::Kind::kMerge) {
-    for (const NamedAffine& a : refs_[&e].subs) {
-      for (const NamedTerm& t : a.terms) add_index(t.name, t.loc);
-    }
-    return;
-  }
-  if (e.kind == RawExpr::Kind::kName && index_names_.count(e.name)) add_index(e.name, e.loc);
-  for (const RawExprRef& a : e.args) {
-    if (a) number_indices(*a);
-  }
-}
-
-void Completer::set_extent(const std::string& name, int64_t size, const TensorNode& node,
-                           size_t dim, SourceLoc loc) {
-  IndexInfo& info = indices_[index_number_.at(name)];
-  std::string here = "dimension " + std::to_string(dim) + " of '" + node.name + "' (size " +
-                     std::to_string(size) + ")";
-  if (!info.extent) {
-    info.extent = size;
-    info.extent_from = here;
-  } else if (*info.extent != size) {
-    error(loc, "index '" + name + "' stands alone in " + here + " here, but in " +
-                   info.extent_from + " elsewhere; the sizes must agree");
-  }
 }
 
 void Completer::check_target() {
@@ -396,45 +171,6 @@ void Completer::check_reductions(const RawExpr& e, bool top, bool inside) {
     if (a && e.kind != RawExpr::Kind::kTensor && e.kind != RawExpr::Kind::kMerge) {
       check_reductions(*a, false, inside);
     }
-  }
-}
-
-void Completer::apply_bounds() {
-  std::set<std::string> bounded;
-  for (const RawBound& b : s_.where) {
-    if (!index_names_.count(b.index)) continue;  // reported above
-    if (!index_number_.count(b.index)) {
-      error(b.loc, "where bound on '" + b.index + "', which is not used in this statement");
-      continue;
-    }
-    if (!bounded.insert(b.index).second) {
-      error(b.loc, "index '" + b.index + "' has two where bounds; keep one");
-      continue;
-    }
-    IndexInfo& info = indices_[index_number_.at(b.index)];
-    info.bounded = true;  // even if the bound is wrong: no "needs a bound" on top
-    if (!b.limit) {
-      error(b.loc, "where bound on '" + b.index + "' has no limit");
-      continue;
-    }
-    NamedAffine limit = affine(*b.limit);
-    if (!limit.ok) continue;
-    if (!limit.terms.empty()) {
-      error(b.limit->loc, "the bound of '" + b.index + "' must be an integer or an integer const");
-      continue;
-    }
-    if (limit.offset <= 0) {
-      error(b.limit->loc, "the bound of '" + b.index + "' must be positive: '" + b.index +
-                              "' runs over [0, N)");
-      continue;
-    }
-    if (info.extent && *info.extent != limit.offset) {
-      error(b.loc, "where " + b.index + " < " + std::to_string(limit.offset) +
-                       " disagrees with " + info.extent_from + ", where '" + b.index +
-                       "' stands alone; remove the bound or make them agree");
-      continue;
-    }
-    info.extent = limit.offset;
   }
 }
 

@@ -15,6 +15,9 @@
 
 namespace kiln::ir::internal {
 
+// "1 dimension", "3 dimensions".
+std::string dims_text(size_t n);
+
 // A subscript with indices still named: sum(coeff * name) + offset.
 struct NamedTerm {
   std::string name;
@@ -60,13 +63,15 @@ class Completer {
   std::optional<int64_t> const_value(const TensorNode* node, SourceLoc loc);
   static std::string subscript_count_message(const TensorNode& node, size_t given);
 
-  // statement.cc
+  // statement_subscripts.cc
   NamedAffine affine(const RawExpr& e);
   static bool scale(NamedAffine& a, int64_t factor, SourceLoc loc);
   NamedAffine subscript(const RawExpr* e, SourceLoc fallback);
+  // statement.cc
   void check_target();
   void check_reductions(const RawExpr& e, bool top, bool inside);
   void collect_refs(const RawExpr& e);
+  // statement_indices.cc
   void add_index(const std::string& name, SourceLoc loc);
   void number_indices(const RawExpr& e);
   void set_extent(const std::string& name, int64_t size, const TensorNode& node, size_t dim,

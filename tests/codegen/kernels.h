@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/ir/loop.h"
+#include "kiln/loop/loop.h"
 #include "kiln/ir/program.h"
 
 namespace kiln::codegen_test {
@@ -22,7 +22,7 @@ using ir::LStmt;
 using ir::LStmtRef;
 using ir::Op;
 
-// Short names for the constructors of kiln/ir/loop.h.
+// Short names for the constructors of kiln/loop/loop.h.
 inline LStmtRef block(std::vector<LStmtRef> body) { return ir::lblock(std::move(body)); }
 inline LStmtRef loop(int var, int64_t extent, std::vector<LStmtRef> body, bool parallel = false) {
   return ir::lfor(var, extent, parallel, std::move(body));

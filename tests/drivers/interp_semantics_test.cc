@@ -1,4 +1,4 @@
-// The `interp` driver: the semantics of every loop-IR op (kiln/ir/loop.h) as the reference
+// The `interp` driver: the semantics of every loop-IR op (kiln/loop/loop.h) as the reference
 // interpreter runs them: integer wrap-around and division, casts, float rounding and NaN rules,
 // f64 evaluation of f32 expressions, comparisons, select, if and zero-filled locals.
 #include <gtest/gtest.h>

@@ -16,7 +16,7 @@
 #include "kiln/hal/device.h"
 #include "kiln/hal/driver.h"
 #include "kiln/hal/queue.h"
-#include "kiln/ir/loop.h"
+#include "kiln/loop/loop.h"
 
 namespace kiln::interp_test {
 

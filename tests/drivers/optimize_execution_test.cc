@@ -1,4 +1,4 @@
-// The loop-IR optimization passes (kiln/ir/optimize.h) executed: a few kernels that exercise
+// The loop-IR optimization passes (kiln/loop/optimize.h) executed: a few kernels that exercise
 // folding, fma, hoisting and its safety rules run unoptimized and optimized on the `interp`
 // reference and on the `cpu` device, and all four runs must agree (floats within rounding,
 // integers exactly). Guarded loads that are out of range prove that hoisting never makes a load
@@ -18,8 +18,8 @@
 #include "kiln/drivers/drivers.h"
 #include "kiln/hal/device.h"
 #include "kiln/hal/queue.h"
-#include "kiln/ir/loop.h"
-#include "kiln/ir/optimize.h"
+#include "kiln/loop/loop.h"
+#include "kiln/loop/optimize.h"
 
 namespace kiln {
 namespace {

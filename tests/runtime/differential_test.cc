@@ -42,7 +42,7 @@
 
 #include "kiln/base/env.h"
 #include "kiln/base/time.h"
-#include "kiln/ir/lower.h"
+#include "kiln/loop/lower.h"
 #include "kiln/lang/parser.h"
 #include "runtime/e2e_util.h"
 #include "runtime/program_generator.h"

@@ -12,8 +12,8 @@
 
 #include "kiln/base/disk_cache.h"
 #include "kiln/base/env.h"
-#include "kiln/ir/loop.h"
-#include "kiln/ir/lower.h"
+#include "kiln/loop/loop.h"
+#include "kiln/loop/lower.h"
 #include "kiln/lang/parser.h"
 #include "kiln/runtime/code.h"
 #include "runtime/e2e_util.h"

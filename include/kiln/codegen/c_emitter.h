@@ -1,10 +1,10 @@
-// The C-syntax code generator: prints kernels of the loop IR (kiln/ir/loop.h) as source code in
+// The C-syntax code generator: prints kernels of the loop IR (kiln/loop/loop.h) as source code in
 // one of several C-like dialects. Statements and expressions are printed by one shared emitter;
 // what differs between dialects (the kernel signature, how bindings and workgroup ids are
 // obtained, address-space qualifiers, type and math-builtin names, the prelude) sits behind a
 // small dialect table (src/codegen/dialect.h).
 //
-// The generated code implements exactly the semantics stated in kiln/ir/loop.h: i32 arithmetic
+// The generated code implements exactly the semantics stated in kiln/loop/loop.h: i32 arithmetic
 // wraps, i32 division by zero gives 0 and INT32_MIN / -1 gives INT32_MIN, casts to i32 saturate
 // (NaN gives 0), comparisons give 1 / 0 in their result type, max / min propagate NaN, and so on.
 // It never relies on undefined behaviour of C for that (no signed overflow, no trapping division,
@@ -32,7 +32,7 @@
 #include <string_view>
 
 #include "kiln/base/status.h"
-#include "kiln/ir/loop.h"
+#include "kiln/loop/loop.h"
 #include "kiln/ir/program.h"
 
 namespace kiln::codegen {

@@ -13,7 +13,7 @@ const hal::DriverRegistry& builtin_registry();
 hal::DriverRef make_cpu_driver();
 
 // The reference interpreter of the loop IR: one device "interp:0", executable format
-// "kiln-loop" (loop-IR kernel text, see kiln/ir/loop.h), run on CPU worker threads.
+// "kiln-loop" (loop-IR kernel text, see kiln/loop/loop.h), run on CPU worker threads.
 hal::DriverRef make_interp_driver();
 
 // OpenCL: every device of every platform as "opencl:N", executable format "opencl-c". The

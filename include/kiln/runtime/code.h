@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "kiln/hal/device.h"
-#include "kiln/ir/lower.h"
+#include "kiln/loop/lower.h"
 
 namespace kiln::runtime {
 

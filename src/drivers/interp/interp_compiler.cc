@@ -4,7 +4,7 @@
 
 #include "drivers/interp/interp_executable.h"
 #include "drivers/interp/interpreter.h"
-#include "kiln/ir/loop.h"
+#include "kiln/loop/loop.h"
 
 namespace kiln::interp {
 

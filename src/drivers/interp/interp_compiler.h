@@ -1,7 +1,7 @@
 // The `interp` device's compiler: executable format "kiln-loop", whose source is the text of
 // loop-IR kernels (ir::print_kernel), one per export, concatenated in any order. Each export is
 // the kernel of the same name; its binding_count must be the kernel's node count and its
-// constant_count 0 (the dispatch convention of kiln/ir/loop.h has no push constants). Kernels
+// constant_count 0 (the dispatch convention of kiln/loop/loop.h has no push constants). Kernels
 // that no export names are ignored.
 //
 // Errors: the parser's INVALID_ARGUMENT (with line:column), NOT_FOUND for an export without a

@@ -9,7 +9,7 @@
 #include <span>
 
 #include "kiln/base/log.h"
-#include "kiln/ir/op_eval.h"
+#include "kiln/loop/op_eval.h"
 
 namespace kiln::interp {
 
@@ -34,7 +34,7 @@ std::string_view interp_code_name(int code) {
 namespace {
 
 // A value of a known static type: `f` for f32/f64, `i` for i32/i64. What ops do to values is
-// kiln/ir/op_eval.h (shared with the constant folder); this file only walks the tree.
+// kiln/loop/op_eval.h (shared with the constant folder); this file only walks the tree.
 using Value = ir::Scalar;
 
 // The state of one workgroup's run.

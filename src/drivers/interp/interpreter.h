@@ -1,6 +1,6 @@
 // The reference interpreter of the loop IR: runs one workgroup of a kernel over the bindings of
 // a dispatch, by walking the kernel's tree. It defines what every program means (the semantics
-// in kiln/ir/loop.h); it is written to be obviously correct, not fast.
+// in kiln/loop/loop.h); it is written to be obviously correct, not fast.
 //
 // Evaluation: integers in int64 (i32 values kept in range by wrapping through unsigned
 // arithmetic), floating point in double whatever the expression's type; a value is rounded to
@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "kiln/ir/loop.h"
+#include "kiln/loop/loop.h"
 #include "kiln/kernel_abi.h"
 
 namespace kiln::interp {

@@ -2,7 +2,7 @@
 #include <math.h>
 #include <stdint.h>
 
-/* Helpers: the semantics of the loop IR (kiln/ir/loop.h). */
+/* Helpers: the semantics of the loop IR (kiln/loop/loop.h). */
 static inline int32_t kiln_f64_to_i32(double x) {
   if (x != x) return 0;
   if (x >= 2147483648.0) return INT32_MAX;

@@ -2,7 +2,7 @@
 #include <math.h>
 #include <stdint.h>
 
-/* Helpers: the semantics of the loop IR (kiln/ir/loop.h). */
+/* Helpers: the semantics of the loop IR (kiln/loop/loop.h). */
 static inline int64_t kiln_add_i64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 static inline int64_t kiln_sub_i64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
 static inline int64_t kiln_mul_i64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }

@@ -2,7 +2,7 @@
 #include <math.h>
 #include <stdint.h>
 
-/* Helpers: the semantics of the loop IR (kiln/ir/loop.h). */
+/* Helpers: the semantics of the loop IR (kiln/loop/loop.h). */
 static inline float kiln_relu_f32(float x) { return x != x ? x : x > 0.0f ? x : 0.0f; }
 
 /* kernel main_0: 3 bindings, parallel over 8 iterations */

@@ -2,7 +2,7 @@
 #include <math.h>
 #include <stdint.h>
 
-/* Helpers: the semantics of the loop IR (kiln/ir/loop.h). */
+/* Helpers: the semantics of the loop IR (kiln/loop/loop.h). */
 static inline float kiln_rsqrt_f32(float x) { return 1.0f / sqrtf(x); }
 
 /* kernel main_0: 4 bindings, parallel over 8 iterations */

@@ -2,7 +2,7 @@
 #include <math.h>
 #include <stdint.h>
 
-/* Helpers: the semantics of the loop IR (kiln/ir/loop.h). */
+/* Helpers: the semantics of the loop IR (kiln/loop/loop.h). */
 static inline float kiln_max_f32(float a, float b) { return a != a ? a : b != b ? b : a < b ? b : a; }
 
 /* kernel main_0: 2 bindings, parallel over 64 iterations */

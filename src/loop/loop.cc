@@ -1,5 +1,5 @@
 // Constructors of the loop IR. Its text form is in loop_text.cc.
-#include "kiln/ir/loop.h"
+#include "kiln/loop/loop.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // Optimization passes over the loop IR: rewrites of one kernel that keep its meaning (the
-// semantics of kiln/ir/loop.h), run by lowering at the end (LowerOptions::optimize) so that every
+// semantics of kiln/loop/loop.h), run by lowering at the end (LowerOptions::optimize) so that every
 // backend gets the same simplified kernels instead of relying on its own compiler.
 //
 // Guarantees common to every pass, for a valid kernel (as lowering or parse_kernel makes it):
@@ -15,12 +15,12 @@
 // changes a load of another.
 #pragma once
 
-#include "kiln/ir/loop.h"
+#include "kiln/loop/loop.h"
 
 namespace kiln::ir {
 
 // Evaluates ops whose operands are all constants with exactly the reference's semantics
-// (kiln/ir/op_eval.h: wrap-around, x / 0 == 0, saturating casts, NaN rules; an f32 result is
+// (kiln/loop/op_eval.h: wrap-around, x / 0 == 0, saturating casts, NaN rules; an f32 result is
 // rounded to f32, as any f32 constant is). Applies exact identities only: x * 1, 1 * x, x / 1
 // (any type); select with a constant condition; `if` with a constant condition. Integer (i32 and
 // i64) sums and products by constants — offsets above all — are rewritten as a sum of distinct

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "kiln/ir/builder.h"
-#include "kiln/ir/lower.h"
+#include "kiln/loop/lower.h"
 
 namespace kiln::ir {
 namespace {

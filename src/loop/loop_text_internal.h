@@ -1,5 +1,5 @@
 // Shared by the loop IR's text printer (loop_print.cc) and parser (loop_parse.cc): the op names
-// and type names of the text form, which are fixed by the format (kiln/ir/loop.h).
+// and type names of the text form, which are fixed by the format (kiln/loop/loop.h).
 #pragma once
 
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "kiln/ir/loop.h"
+#include "kiln/loop/loop.h"
 
 namespace kiln::ir::loop_text {
 

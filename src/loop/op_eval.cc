@@ -1,6 +1,6 @@
-// Op semantics of the loop IR (kiln/ir/loop.h), shared by the reference interpreter and the
+// Op semantics of the loop IR (kiln/loop/loop.h), shared by the reference interpreter and the
 // constant folder.
-#include "kiln/ir/op_eval.h"
+#include "kiln/loop/op_eval.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // Kernel grouping and the fusion legality check (fusion.h).
-#include "ir/fusion.h"
+#include "loop/fusion.h"
 
 #include <algorithm>
 #include <set>

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kiln/ir/loop.h"
+#include "kiln/loop/loop.h"
 #include "kiln/ir/program.h"
 
 namespace kiln::ir::lowering {

@@ -1,6 +1,6 @@
 // The meaning of one loop-IR op on known operand values (the semantics listed in
-// kiln/ir/loop.h), in one place: the reference interpreter evaluates every op through it and the
-// constant-folding pass (kiln/ir/optimize.h) folds with it, so that a folded constant is exactly
+// kiln/loop/loop.h), in one place: the reference interpreter evaluates every op through it and the
+// constant-folding pass (kiln/loop/optimize.h) folds with it, so that a folded constant is exactly
 // what the reference would have computed.
 //
 // Values follow the interpreter's evaluation: integers in int64 (i32 kept in range by

@@ -1,10 +1,10 @@
 // The optimization pipeline and the tree-rewriting helpers its passes share.
-#include "kiln/ir/optimize.h"
+#include "kiln/loop/optimize.h"
 
 #include <cmath>
 #include <cstring>
 
-#include "ir/optimize_internal.h"
+#include "loop/passes/optimize_internal.h"
 
 namespace kiln::ir {
 

@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "ir/access.h"
-#include "ir/fusion.h"
+#include "loop/access.h"
+#include "loop/fusion.h"
 #include "kiln/ir/program.h"
 
 namespace kiln::ir::lowering {

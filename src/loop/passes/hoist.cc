@@ -4,8 +4,8 @@
 #include <set>
 #include <vector>
 
-#include "kiln/ir/optimize.h"
-#include "ir/optimize_internal.h"
+#include "kiln/loop/optimize.h"
+#include "loop/passes/optimize_internal.h"
 
 namespace kiln::ir {
 

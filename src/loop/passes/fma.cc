@@ -1,9 +1,9 @@
 // Fused multiply-add formation: float a * b + c as fma(a, b, c). loop.h lets a backend round an
 // fma once or twice, so this changes results only by rounding, and it lets every backend (not
 // only a C compiler allowed to contract) use one instruction.
-#include "kiln/ir/op_eval.h"
-#include "kiln/ir/optimize.h"
-#include "ir/optimize_internal.h"
+#include "kiln/loop/op_eval.h"
+#include "kiln/loop/optimize.h"
+#include "loop/passes/optimize_internal.h"
 
 namespace kiln::ir {
 

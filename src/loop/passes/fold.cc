@@ -1,4 +1,4 @@
-// Constant folding with the reference's own op semantics (kiln/ir/op_eval.h), exact identities,
+// Constant folding with the reference's own op semantics (kiln/loop/op_eval.h), exact identities,
 // and integer sums in a canonical form (a sum of terms times coefficients plus one constant),
 // which combines the constant parts of offsets that lowering builds piece by piece.
 #include <cstdint>
@@ -6,9 +6,9 @@
 #include <utility>
 #include <vector>
 
-#include "kiln/ir/op_eval.h"
-#include "kiln/ir/optimize.h"
-#include "ir/optimize_internal.h"
+#include "kiln/loop/op_eval.h"
+#include "kiln/loop/optimize.h"
+#include "loop/passes/optimize_internal.h"
 
 namespace kiln::ir {
 

@@ -24,7 +24,7 @@
 
 #include <cstdint>
 
-#include "kiln/ir/loop.h"
+#include "kiln/loop/loop.h"
 #include "kiln/ir/program.h"
 
 namespace kiln::ir {
@@ -41,7 +41,7 @@ struct LowerOptions {
   // Keep small intermediates written and read in one fused kernel as local arrays
   // (ir/local_arrays.h) instead of device buffers.
   bool local_arrays = true;
-  // Run the loop-IR optimization passes (kiln/ir/optimize.h) on every kernel: constant folding,
+  // Run the loop-IR optimization passes (kiln/loop/optimize.h) on every kernel: constant folding,
   // loop-invariant hoisting, fma formation. Off gives the plain translation (the reference side
   // of differential tests).
   bool optimize = true;

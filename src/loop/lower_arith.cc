@@ -1,11 +1,11 @@
 // Expression builders shared by lowering and its analyses (lower_arith.h).
-#include "ir/lower_arith.h"
+#include "loop/lower_arith.h"
 
 #include <cmath>
 #include <limits>
 #include <utility>
 
-#include "kiln/ir/op_eval.h"
+#include "kiln/loop/op_eval.h"
 
 namespace kiln::ir::lowering {
 

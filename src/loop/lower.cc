@@ -2,19 +2,19 @@
 // intermediates are inlined (here), which statements share a kernel and over which loop it is
 // parallel (fusion.h), which intermediates are local arrays (local_arrays.h), what a statement
 // overwrites (overwrite.h); this file turns those decisions into kernels.
-#include "kiln/ir/lower.h"
+#include "kiln/loop/lower.h"
 
 #include <cstdint>
 #include <map>
 #include <string>
 
-#include "ir/access.h"
-#include "ir/fusion.h"
-#include "ir/local_arrays.h"
-#include "ir/lower_arith.h"
-#include "ir/overwrite.h"
+#include "loop/access.h"
+#include "loop/fusion.h"
+#include "loop/local_arrays.h"
+#include "loop/lower_arith.h"
+#include "loop/overwrite.h"
 #include "kiln/ir/memory_mode.h"
-#include "kiln/ir/optimize.h"
+#include "kiln/loop/optimize.h"
 
 namespace kiln::ir {
 

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/access.h"
+#include "loop/access.h"
 #include "kiln/ir/program.h"
 
 namespace kiln::ir::lowering {

@@ -1,5 +1,5 @@
 // The loop IR's text form, printing: print_kernel and print_lowered. Grammar and rules are in
-// kiln/ir/loop.h; the parser is loop_parse.cc.
+// kiln/loop/loop.h; the parser is loop_parse.cc.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -10,9 +10,9 @@
 #include <system_error>
 #include <vector>
 
-#include "kiln/ir/loop.h"
+#include "kiln/loop/loop.h"
 
-#include "ir/loop_text_internal.h"
+#include "loop/loop_text_internal.h"
 
 namespace kiln::ir {
 

@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "kiln/ir/loop.h"
+#include "kiln/loop/loop.h"
 
 namespace kiln::ir {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// Building statements: short names for the constructors of kiln/ir/loop.h.
+// Building statements: short names for the constructors of kiln/loop/loop.h.
 
 LStmtRef block(std::vector<LStmtRef> body) { return lblock(std::move(body)); }
 LStmtRef for_(int var, int64_t extent, std::vector<LStmtRef> body, bool parallel = false) {

@@ -1,7 +1,7 @@
 // Overwrite analysis (overwrite.h).
-#include "ir/overwrite.h"
+#include "loop/overwrite.h"
 
-#include "ir/lower_arith.h"
+#include "loop/lower_arith.h"
 
 namespace kiln::ir::lowering {
 

@@ -1,14 +1,14 @@
 // Local arrays (src/ir/local_arrays.h), the overwrite analysis (src/ir/overwrite.h), and what
 // lowering makes of them: fused kernels with rows of intermediates in local arrays.
-#include "ir/local_arrays.h"
+#include "loop/local_arrays.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "ir/overwrite.h"
+#include "loop/overwrite.h"
 #include "kiln/ir/builder.h"
-#include "kiln/ir/lower.h"
+#include "kiln/loop/lower.h"
 
 namespace kiln::ir::lowering {
 namespace {

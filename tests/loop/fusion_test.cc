@@ -1,12 +1,12 @@
 // Kernel grouping (src/ir/fusion.h): collapsing of small leading dims, the fusion legality check,
 // and the accesses it decides on (src/ir/access.h), on programs built with ProgramBuilder.
-#include "ir/fusion.h"
+#include "loop/fusion.h"
 
 #include <gtest/gtest.h>
 
-#include "ir/access.h"
+#include "loop/access.h"
 #include "kiln/ir/builder.h"
-#include "kiln/ir/lower.h"
+#include "kiln/loop/lower.h"
 
 namespace kiln::ir::lowering {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <functional>
 
-#include "kiln/ir/loop.h"
+#include "kiln/loop/loop.h"
 
 namespace kiln::ir::internal {
 

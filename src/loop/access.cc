@@ -1,5 +1,5 @@
 // Accesses of a statement through inlined definitions (access.h).
-#include "ir/access.h"
+#include "loop/access.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // Local-array placement (local_arrays.h).
-#include "ir/local_arrays.h"
+#include "loop/local_arrays.h"
 
-#include "ir/overwrite.h"
+#include "loop/overwrite.h"
 
 namespace kiln::ir::lowering {
 

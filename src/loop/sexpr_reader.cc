@@ -1,7 +1,7 @@
 // Reading the s-expressions of the loop IR's text form (sexpr_reader.h).
-#include "ir/sexpr_reader.h"
+#include "loop/sexpr_reader.h"
 
-#include "ir/loop_text_internal.h"
+#include "loop/loop_text_internal.h"
 
 namespace kiln::ir::loop_text {
 

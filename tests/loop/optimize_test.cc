@@ -1,4 +1,4 @@
-// The loop-IR optimization passes (kiln/ir/optimize.h) on hand-built kernels: the printed result
+// The loop-IR optimization passes (kiln/loop/optimize.h) on hand-built kernels: the printed result
 // of each pass, and every safety rule — reference semantics when folding (wrap-around, x / 0,
 // saturating casts, NaN, f32 rounding), no inexact float identity, and no hoisting of a load
 // that the loop would not always run (if bodies, select operands, extent-0 loops) or of anything
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "kiln/ir/loop.h"
-#include "kiln/ir/optimize.h"
+#include "kiln/loop/loop.h"
+#include "kiln/loop/optimize.h"
 
 namespace kiln::ir {
 namespace {
@@ -24,7 +24,7 @@ constexpr DType kF64 = DType::kF64;
 constexpr DType kI32 = DType::kI32;
 constexpr DType kI64 = DType::kI64;
 
-// Short names for the constructors of kiln/ir/loop.h.
+// Short names for the constructors of kiln/loop/loop.h.
 LExprRef i64(int64_t v) { return lconst(kI64, static_cast<double>(v)); }
 LExprRef c(DType t, double v) { return lconst(t, v); }
 LExprRef v(int var) { return lvar(var); }

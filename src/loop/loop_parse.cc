@@ -1,6 +1,6 @@
 // The loop IR's text form, parsing: parse_kernel(s). It reads s-expressions without recursion
 // (depth-limited; sexpr_reader.h), then builds and validates the kernel over that bounded tree,
-// so no input can crash it. Grammar and rules are in kiln/ir/loop.h; the printer is loop_print.cc.
+// so no input can crash it. Grammar and rules are in kiln/loop/loop.h; the printer is loop_print.cc.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -11,10 +11,10 @@
 #include <system_error>
 #include <vector>
 
-#include "kiln/ir/loop.h"
+#include "kiln/loop/loop.h"
 
-#include "ir/loop_text_internal.h"
-#include "ir/sexpr_reader.h"
+#include "loop/loop_text_internal.h"
+#include "loop/sexpr_reader.h"
 
 namespace kiln::ir {
 
