@@ -20,8 +20,11 @@ namespace {
 
 // Flags every build uses; user flags come after, so they can override. Kernels are built for
 // this processor (-march=native), so the processor is part of every cache key.
+// -fno-tree-loop-if-convert: GCC 12's vectorizer turns loads under a condition (select, range
+// guards) into masked loads and, in an SLP group, gives every one the first vector's mask: wrong
+// numbers, not a crash (tests/drivers/gcc_repro/slp_masked_load_wrong_mask.c).
 const char* const kBaseFlags[] = {"-std=gnu11", "-O3", "-march=native", "-fPIC", "-shared",
-                                  "-fno-strict-aliasing"};
+                                  "-fno-strict-aliasing", "-fno-tree-loop-if-convert"};
 
 // The processor's model and feature flags, as /proc/cpuinfo reports them for the first CPU.
 const std::string& host_processor() {
@@ -71,6 +74,10 @@ Result<std::string> make_work_dir(const DiskCache& cache) {
 }
 
 }  // namespace
+
+std::vector<std::string> CpuCompiler::base_flags() {
+  return std::vector<std::string>(std::begin(kBaseFlags), std::end(kBaseFlags));
+}
 
 LoadedLibrary::~LoadedLibrary() {
   if (handle_) ::dlclose(handle_);

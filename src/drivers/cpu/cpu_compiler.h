@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "kiln/base/disk_cache.h"
 #include "kiln/base/status.h"
@@ -48,6 +49,8 @@ class CpuCompiler {
   // Builds (or finds) the shared object for `source`. `label` names it in diagnostics.
   Result<std::shared_ptr<LoadedLibrary>> build(const std::string& source, const std::string& label);
   CompilerStats stats() const;
+  // The flags every kernel is built with, before the user's (KILN_CFLAGS).
+  static std::vector<std::string> base_flags();
 
  private:
   Result<std::string> identity();
