@@ -1,6 +1,6 @@
 // Printing and parsing agree: parse(print(p)) is p (structurally, types included) and
-// print(parse(print(p))) == print(p), for the spec's examples, the example files, programs built
-// with ProgramBuilder, and random programs.
+// print(parse(print(p))) == print(p), for the worked examples of docs/language.md, the example
+// files, programs built with ProgramBuilder, and random programs.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -20,7 +20,7 @@ namespace {
 
 using ir::testing::programs_equal;
 
-// The four examples of ../shared/spec/language.md, verbatim.
+// The first four worked examples of docs/language.md, verbatim.
 const char* const kSpecExamples[] = {
     R"(# matrix product with bias and ReLU
 input  a : f32[64, 128]

@@ -1,4 +1,4 @@
-// The `kiln` binary, run as a separate process (../shared/spec/cli.md): commands, options, .npy
+// The `kiln` binary, run as a separate process (docs/cli.md): commands, options, .npy
 // input and output, exit statuses and messages. Every process gets an explicit environment
 // (`env -i`), with its own KILN_CACHE_DIR.
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // The high-level IR: tensor nodes and routines of accumulating assignments, as written in the
-// `.kiln` language (../shared/spec/language.md) or built with ProgramBuilder.
+// `.kiln` language (docs/language.md) or built with ProgramBuilder.
 //
 // Every reference is resolved: tensors by node id, indices by their number within the
 // statement, and every expression carries its type after promotion. A Program is plain data
@@ -137,7 +137,7 @@ std::string_view reduce_name(Reduce reduce);  // "", "sum", ...
 
 // TARGET[target_indices] ACCUM REDUCE(rhs) — or ACCUM rhs when reduce is kNone.
 //
-// Meaning (spec, "Meaning of a routine"): for every point of the target indices, the reduction
+// Meaning (docs/language.md): for every point of the target indices, the reduction
 // runs over every index of `indices` not in `target_indices` (in any order); iteration points
 // where a tensor subscript falls outside its dimension contribute nothing to a reduction, and
 // such reads are 0 in an elementwise statement. `mean` divides the sum by the product of the

@@ -1,7 +1,7 @@
 // Statement completion: the one place that turns a statement as written (names, untyped
 // expressions, `where` bounds) into a checked, typed Assignment. The parser and ProgramBuilder
 // both use it, so a statement means the same and is refused for the same reasons whichever way
-// it was made (the rules are those of ../shared/spec/language.md, decisions in docs/language.md).
+// it was made (the rules are those of docs/language.md).
 //
 // What completion does:
 //  - resolves names: a name inside a subscript is a `const` (its integer value) or an index; a

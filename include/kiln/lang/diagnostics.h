@@ -1,4 +1,4 @@
-// Diagnostics as people read them (../shared/spec/cli.md, "Errors and exit status"):
+// Diagnostics as people read them (docs/cli.md, "Errors and exit status"):
 //
 //   FILE:LINE:COLUMN: error: MESSAGE
 //   the source line

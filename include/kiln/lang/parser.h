@@ -1,5 +1,4 @@
-// The `.kiln` parser: text → ir::Program (../shared/spec/language.md; the project's decisions
-// where the spec is silent are in docs/language.md).
+// The `.kiln` parser: text → ir::Program (the language is docs/language.md).
 //
 // A newline ends a declaration or statement, except inside ( ) and [ ], where the statement goes
 // on to the next line. Top-level statements form routine `main`, which comes first.

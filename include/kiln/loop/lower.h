@@ -1,7 +1,7 @@
 // Lowering: a Program's routines become kernels of loop nests (the loop IR), and every node gets
 // its memory mode.
 //
-// What lowering guarantees (the meaning is the spec's "Meaning of a routine"):
+// What lowering guarantees (the meaning is docs/language.md, "Meaning of a routine"):
 //  - statements run in order, each kernel finishing before the next;
 //  - the right side of a statement reads the values from before the statement: a read of the
 //    target at any point other than the one being written reads a snapshot taken first;
