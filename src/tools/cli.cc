@@ -299,7 +299,13 @@ int command_run(const Options& o) {
   if (!backend.ok()) return report(runtime(backend.status(), "opening " + o.device));
   auto code = (*backend)->compile_lowered(std::move(*lowered), routines);
   if (!code.ok()) return report(runtime(code.status(), "compiling " + o.program + " for " + o.device));
-  std::vector<runtime::LinkedBatch> copies;
+  // Each copy links every routine once; the schedule runs them in the order named, repeats
+  // included (`--routine step --routine step`).
+  struct Copy {
+    runtime::ContextRef context;
+    std::vector<runtime::RoutineRef> schedule;
+  };
+  std::vector<Copy> copies;
   for (uint64_t s = 0; s < o.streams; ++s) {
     auto stream = (*backend)->new_stream();
     if (!stream.ok()) return report(runtime(stream.status(), "creating stream " + std::to_string(s)));
@@ -307,7 +313,16 @@ int command_run(const Options& o) {
     if (!root.ok()) return report(runtime(root.status(), "creating a context"));
     auto linked = (*backend)->link_batch(*root, *code);
     if (!linked.ok()) return report(runtime(linked.status(), "linking " + o.program));
-    copies.push_back(std::move(*linked));
+    Copy copy{linked->context, {}};
+    for (const std::string& name : routines) {
+      auto it = std::find_if(linked->routines.begin(), linked->routines.end(),
+                             [&](const runtime::RoutineRef& r) { return r->name() == name; });
+      if (it == linked->routines.end()) {
+        return report(runtime(internal_error("routine '" + name + "' was not linked"), "linking " + o.program));
+      }
+      copy.schedule.push_back(*it);
+    }
+    copies.push_back(std::move(copy));
   }
   // Outputs are read explicitly from the first stream's copy.
   (*nodes)->set_automatic_transfers(false);
@@ -316,7 +331,7 @@ int command_run(const Options& o) {
   for (uint64_t rep = 0; rep < o.repeat; ++rep) {
     int64_t t0 = now_ns();
     for (size_t c = 0; c < copies.size(); ++c) {
-      for (const runtime::RoutineRef& r : copies[c].routines) {
+      for (const runtime::RoutineRef& r : copies[c].schedule) {
         // `x.merge` reads the next copy's x (in a ring; with one stream, its own x).
         if (!r->merge_node().empty()) {
           const runtime::ContextRef& next = copies[(c + 1) % copies.size()].context;
