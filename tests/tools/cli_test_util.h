@@ -71,10 +71,19 @@ inline std::vector<std::string> example_names() {
 
 using Env = std::map<std::string, std::string>;
 
+// Which of kiln's output streams a run captures.
+enum class Captured { kBoth, kStdout, kStderr };
+
 // Runs `kiln ARGS...` with exactly the environment `env` (plus PATH, TMPDIR and sanitizer options
 // taken from this process, so that the C compiler is found and sanitized builds behave).
-inline ProcessResult kiln(const std::vector<std::string>& args, const Env& env) {
-  std::vector<std::string> argv = {"/usr/bin/env", "-i"};
+// With kStdout or kStderr, the other stream goes to the file `discard` (not /dev/null: should
+// anything have removed /dev/null, a shell's redirection would create it as a regular file).
+inline ProcessResult kiln(const std::vector<std::string>& args, const Env& env,
+                          Captured captured = Captured::kBoth, const std::string& discard = "") {
+  std::vector<std::string> argv;
+  if (captured == Captured::kStdout) argv = {"/bin/sh", "-c", "d=$1; shift; exec \"$@\" 2>\"$d\"", "sh", discard};
+  if (captured == Captured::kStderr) argv = {"/bin/sh", "-c", "d=$1; shift; exec \"$@\" >\"$d\"", "sh", discard};
+  argv.insert(argv.end(), {"/usr/bin/env", "-i"});
   Env full = env;
   for (const char* name : {"PATH", "TMPDIR", "ASAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS", "LSAN_OPTIONS"}) {
     const char* value = std::getenv(name);
