@@ -345,7 +345,7 @@ int command_run(const Options& o) {
     if (!st.ok()) return report(runtime(st, "writing " + name + " to " + file));
   }
   if (trace) {
-    Status st = write_output_file(o.trace, trace->json());
+    Status st = trace->write_json(o.trace);
     if (!st.ok()) return report(runtime(st, "writing the trace"));
   }
   if (o.print) {
