@@ -94,7 +94,12 @@ Result<CodeRef> Backend::compile_lowered(ir::LoweredProgram lowered,
     if (it == lowered.routines.end()) {
       return not_found_error("the program has no routine named '" + r + "'");
     }
-    code->lowered_.routines.push_back(*it);
+    // The code holds each routine once (its kernels are exports of one executable, whose names
+    // must be unique); running a routine twice is the caller's schedule, not a second copy.
+    const std::vector<ir::LoweredRoutine>& held = code->lowered_.routines;
+    if (std::none_of(held.begin(), held.end(), [&](const ir::LoweredRoutine& lr) { return lr.name == r; })) {
+      code->lowered_.routines.push_back(*it);
+    }
   }
   code->shared_ = options.shared;
   code->compiled_by_ = this;
@@ -280,12 +285,12 @@ Result<LinkedBatch> Backend::link_routines(const ContextRef& parent, const CodeR
     routine->writes_.assign(writes.begin(), writes.end());
     batch.routines.push_back(std::move(routine));
   }
-  // In the order the caller named them.
+  // In the order the caller named them (`names` are distinct: the code holds each routine once).
   std::vector<RoutineRef> ordered;
   for (const std::string& n : names) {
-    for (const RoutineRef& r : batch.routines) {
-      if (r->name() == n) ordered.push_back(r);
-    }
+    auto it = std::find_if(batch.routines.begin(), batch.routines.end(),
+                           [&](const RoutineRef& r) { return r->name() == n; });
+    if (it != batch.routines.end()) ordered.push_back(*it);
   }
   batch.routines = std::move(ordered);
   return batch;

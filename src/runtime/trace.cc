@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <map>
 
-#include "kiln/base/disk_cache.h"
+#include "kiln/base/file.h"
 
 namespace kiln::runtime {
 
@@ -76,7 +76,7 @@ std::string Trace::json() const {
 }
 
 Status Trace::write_json(const std::string& path) const {
-  Status status = write_file_atomic(path, json());
+  Status status = write_output_file(path, json());
   if (!status.ok()) return status.annotate("writing the trace to '" + path + "'");
   return status;
 }

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <variant>
 
-#include "kiln/base/disk_cache.h"
+#include "kiln/base/file.h"
 #include "kiln/base/random.h"
 #include "kiln/base/time.h"
 #include "kiln/drivers/drivers.h"
@@ -19,168 +19,110 @@
 #include "kiln/runtime/backend.h"
 #include "kiln/runtime/transfer.h"
 #include "tools/npy.h"
+#include "tools/options.h"
+#include "tools/suggest.h"
 
 namespace kiln::tools {
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage: kiln run PROGRAM.kiln [--device NAME] [--routine NAME]... [--input NAME=FILE.npy]...\n"
-    "                [--output NAME=FILE.npy]... [--seed N] [--repeat N] [--streams N] [--print]\n"
-    "                [--trace FILE.json]\n"
-    "       kiln compile PROGRAM.kiln [--device NAME] [--emit ir|lowered|source] [-o FILE]\n"
-    "       kiln devices\n";
-
-// A failure with its exit code.
-struct Failure {
-  int code;
-  std::string message;
-};
+// The most bytes kiln reads as a program: far beyond any real one, small enough that reading
+// a device that never ends (/dev/zero) stops early.
+constexpr size_t kMaxProgramBytes = size_t{64} << 20;
 
 int report(const Failure& f) {
   std::fprintf(stderr, "%s", f.message.c_str());
   if (!f.message.empty() && f.message.back() != '\n') std::fputc('\n', stderr);
-  if (f.code == kExitUsage && f.message.rfind("usage", 0) != 0 && f.message.find(": error:") == std::string::npos) {
-    std::fputs(kUsage, stderr);
-  }
+  if (f.usage_of) std::fputs(usage_text(*f.usage_of).c_str(), stderr);
   return f.code;
 }
 
-Failure usage(std::string message) { return {kExitUsage, "kiln: " + message}; }
 Failure runtime(const Status& status, const std::string& what) {
-  return {kExitRuntime, "kiln: " + what + ": " + status.to_string()};
+  return {kExitRuntime, "kiln: " + what + ": " + status.to_string(), std::nullopt};
+}
+// An error in what the user gave (a program, a file, a setting), not in how kiln was called.
+Failure invalid_input(const std::string& message) { return {kExitUsage, "kiln: " + message, std::nullopt}; }
+
+std::variant<ir::Program, Failure> load_program(const std::string& path) {
+  Result<std::string> text = read_bounded_file(path, kMaxProgramBytes, "the program");
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kInvalidArgument) return invalid_input(text.status().message());
+    return runtime(text.status(), "cannot read the program");
+  }
+  Result<ir::Program> program = lang::parse_program(*text, path);
+  if (!program.ok()) return Failure{kExitUsage, program.status().message(), std::nullopt};
+  return std::move(*program);
 }
 
-// Options of `run` and `compile`.
-struct Options {
-  std::string command;
-  std::string program;
-  std::string device = "cpu";
-  std::vector<std::string> routines;
-  std::vector<std::pair<std::string, std::string>> inputs, outputs;
-  uint64_t seed = 0;
-  uint64_t repeat = 1;
-  uint64_t streams = 1;
-  bool print = false;
-  std::string trace;
-  std::string emit = "ir";
-  std::string out_file;
-};
-
-bool parse_count(std::string_view text, uint64_t max, uint64_t* out) {
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return error == std::errc() && end == text.data() + text.size() && *out <= max;
-}
-
-// Parses argv after the command into `o`; returns a usage failure on any problem.
-std::optional<Failure> parse_options(const std::vector<std::string>& args, Options* o) {
-  for (size_t i = 1; i < args.size(); ++i) {
-    std::string arg = args[i], value;
-    bool has_inline = false;
-    if (arg.rfind("--", 0) == 0) {
-      if (size_t eq = arg.find('='); eq != std::string::npos) {
-        value = arg.substr(eq + 1);
-        arg = arg.substr(0, eq);
-        has_inline = true;
+// Refuses, before anything runs, an output (--output, --trace, -o) that is the program or an
+// --input file: the same file by identity, whatever the names (links, "./x", hard links).
+std::optional<Failure> check_outputs(const Options& o) {
+  std::vector<std::pair<std::string, FileIdentity>> read;  // what each read file is called
+  auto identify = [&](const std::string& what, const std::string& path) -> std::optional<Failure> {
+    Result<std::optional<FileIdentity>> id = file_identity(path);
+    if (!id.ok()) return runtime(id.status(), what);
+    if (*id) read.push_back({what, **id});
+    return std::nullopt;
+  };
+  if (auto f = identify("the program", o.program)) return f;
+  for (const auto& [name, file] : o.inputs) {
+    if (auto f = identify("--input " + name + "=" + file, file)) return f;
+  }
+  std::vector<std::pair<std::string, std::string>> written;  // option text, path
+  for (const auto& [name, file] : o.outputs) written.push_back({"--output " + name + "=" + file, file});
+  if (!o.trace.empty()) written.push_back({"--trace " + o.trace, o.trace});
+  if (!o.out_file.empty()) written.push_back({"-o " + o.out_file, o.out_file});
+  for (const auto& [option, path] : written) {
+    Result<std::optional<FileIdentity>> id = file_identity(path);
+    if (!id.ok()) return runtime(id.status(), option);
+    // Only a regular file is destroyed by writing it; a device (/dev/stdout) may be both.
+    if (!*id || !(*id)->regular) continue;
+    for (const auto& [what, identity] : read) {
+      if (identity == **id) {
+        return invalid_input(option + ": the output is " + what + " (" + path +
+                             "); writing it would destroy what kiln reads");
       }
-    }
-    auto take = [&](std::string* out) -> bool {
-      if (has_inline) {
-        *out = value;
-        return true;
-      }
-      if (i + 1 >= args.size()) return false;
-      *out = args[++i];
-      return true;
-    };
-    auto pair = [&](std::vector<std::pair<std::string, std::string>>* list) -> std::optional<Failure> {
-      std::string v;
-      if (!take(&v)) return usage(arg + " needs NAME=FILE.npy");
-      size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
-        return usage(arg + " " + v + ": expected NAME=FILE.npy");
-      }
-      list->push_back({v.substr(0, eq), v.substr(eq + 1)});
-      return std::nullopt;
-    };
-    std::string v;
-    const bool run = o->command == "run";
-    if (arg == "--device") {
-      if (!take(&o->device)) return usage("--device needs a device name, e.g. cpu or interp");
-    } else if (run && arg == "--routine") {
-      if (!take(&v)) return usage("--routine needs a routine name");
-      o->routines.push_back(v);
-    } else if (run && arg == "--input") {
-      if (auto f = pair(&o->inputs)) return f;
-    } else if (run && arg == "--output") {
-      if (auto f = pair(&o->outputs)) return f;
-    } else if (run && (arg == "--seed" || arg == "--repeat" || arg == "--streams")) {
-      uint64_t* target = arg == "--seed" ? &o->seed : arg == "--repeat" ? &o->repeat : &o->streams;
-      uint64_t max = arg == "--seed" ? UINT64_MAX : 1000000;
-      if (!take(&v) || !parse_count(v, max, target) || (arg != "--seed" && *target == 0)) {
-        return usage(arg + " needs a " + (arg == "--seed" ? "non-negative" : "positive") +
-                     " integer" + (v.empty() ? "" : ", got '" + v + "'"));
-      }
-    } else if (run && arg == "--print") {
-      if (has_inline) return usage("--print takes no value");
-      o->print = true;
-    } else if (run && arg == "--trace") {
-      if (!take(&o->trace)) return usage("--trace needs a file name");
-    } else if (!run && arg == "--emit") {
-      if (!take(&o->emit) || (o->emit != "ir" && o->emit != "lowered" && o->emit != "source")) {
-        return usage("--emit takes ir, lowered or source");
-      }
-    } else if (!run && arg == "-o") {
-      if (!take(&o->out_file)) return usage("-o needs a file name");
-    } else if (arg.rfind("-", 0) == 0 && arg.size() > 1) {
-      return usage("unknown option '" + arg + "' for 'kiln " + o->command + "'");
-    } else if (o->program.empty()) {
-      o->program = arg;
-    } else {
-      return usage("unexpected argument '" + arg + "' (the program is '" + o->program + "')");
     }
   }
-  if (o->program.empty()) return usage("'kiln " + o->command + "' needs a PROGRAM.kiln");
   return std::nullopt;
 }
 
-std::variant<ir::Program, Failure> load_program(const std::string& path) {
-  Result<std::string> text = read_file(path);
-  if (!text.ok()) return runtime(text.status(), "cannot read the program");
-  Result<ir::Program> program = lang::parse_program(*text, path);
-  if (!program.ok()) return Failure{kExitUsage, program.status().message()};
-  return std::move(*program);
+// Host memory for `bytes` bytes of a tensor: a status, not an exception, when there is none.
+Result<std::string> host_bytes(size_t bytes, const std::string& what) {
+  try {
+    return std::string(bytes, '\0');
+  } catch (const std::exception&) {  // bad_alloc, length_error
+    return resource_exhausted_error("no host memory for " + std::to_string(bytes) + " bytes of " + what);
+  }
 }
 
 std::variant<hal::DeviceRef, Failure> open_device(const std::string& name) {
   Result<hal::DeviceRef> device = drivers::builtin_registry().create_device(name);
   if (device.ok()) return *device;
+  // An unknown driver, a malformed NAME:N or a bad KILN_* setting is an error in what was given;
+  // a device that is not there (no platform, no such ordinal) is a runtime failure.
   const StatusCode code = device.status().code();
-  if (code == StatusCode::kNotFound || code == StatusCode::kInvalidArgument ||
-      code == StatusCode::kOutOfRange) {
-    return usage("--device " + name + ": " + device.status().message());
+  if (code == StatusCode::kNotFound || code == StatusCode::kInvalidArgument) {
+    return invalid_input("--device " + name + ": " + device.status().message());
   }
   return runtime(device.status(), "device " + name);
 }
 
-// Values of a tensor as doubles, for printing.
-std::vector<double> as_doubles(ir::DType dtype, const std::string& bytes) {
-  const size_t n = bytes.size() / ir::dtype_size(dtype);
-  std::vector<double> out(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (dtype == ir::DType::kF32) {
-      float f;
-      std::memcpy(&f, bytes.data() + 4 * i, 4);
-      out[i] = f;
-    } else if (dtype == ir::DType::kF64) {
-      std::memcpy(&out[i], bytes.data() + 8 * i, 8);
-    } else {
-      int32_t v;
-      std::memcpy(&v, bytes.data() + 4 * i, 4);
-      out[i] = v;
-    }
+// Element i of a tensor's bytes, as a double, for printing.
+double value_at(ir::DType dtype, const std::string& bytes, size_t i) {
+  if (dtype == ir::DType::kF32) {
+    float f;
+    std::memcpy(&f, bytes.data() + 4 * i, 4);
+    return f;
   }
-  return out;
+  if (dtype == ir::DType::kF64) {
+    double d;
+    std::memcpy(&d, bytes.data() + 8 * i, 8);
+    return d;
+  }
+  int32_t v;
+  std::memcpy(&v, bytes.data() + 4 * i, 4);
+  return v;
 }
 
 std::string format_value(ir::DType dtype, double v) {
@@ -191,34 +133,36 @@ std::string format_value(ir::DType dtype, double v) {
 }
 
 void print_tensor(const ir::TensorNode& node, const std::string& bytes) {
-  std::vector<double> v = as_doubles(node.dtype, bytes);
+  const size_t n = bytes.size() / ir::dtype_size(node.dtype);
+  auto v = [&](size_t i) { return value_at(node.dtype, bytes, i); };
   std::printf("%s : %s\n", node.name.c_str(), describe(node.dtype, node.dims).c_str());
-  const size_t row = node.dims.empty() ? 1 : static_cast<size_t>(node.dims.back());
-  if (v.size() <= 64) {
-    for (size_t i = 0; i < v.size(); i += row) {
+  const size_t row = node.dims.empty() ? 1 : std::max<size_t>(1, static_cast<size_t>(node.dims.back()));
+  if (n <= 64) {
+    for (size_t i = 0; i < n; i += row) {
       std::string line = "  ";
-      for (size_t j = i; j < std::min(v.size(), i + row); ++j) line += format_value(node.dtype, v[j]) + " ";
+      for (size_t j = i; j < std::min(n, i + row); ++j) line += format_value(node.dtype, v(j)) + " ";
       std::printf("%s\n", line.c_str());
     }
     return;
   }
-  double lo = v[0], hi = v[0], sum = 0;
-  for (double x : v) {
-    lo = std::min(lo, x);
-    hi = std::max(hi, x);
-    sum += x;
+  double lo = v(0), hi = v(0), sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    lo = std::min(lo, v(i));
+    hi = std::max(hi, v(i));
+    sum += v(i);
   }
   std::string head = "  ";
-  for (size_t i = 0; i < 8; ++i) head += format_value(node.dtype, v[i]) + " ";
-  std::printf("%s... (%zu values) min %s max %s mean %s\n", head.c_str(), v.size(),
+  for (size_t i = 0; i < 8; ++i) head += format_value(node.dtype, v(i)) + " ";
+  std::printf("%s... (%zu values) min %s max %s mean %s\n", head.c_str(), n,
               format_value(ir::DType::kF64, lo).c_str(), format_value(ir::DType::kF64, hi).c_str(),
-              format_value(ir::DType::kF64, sum / double(v.size())).c_str());
+              format_value(ir::DType::kF64, sum / double(n)).c_str());
 }
 
-std::string random_bytes(const ir::TensorNode& node, uint64_t seed) {
+Result<std::string> random_bytes(const ir::TensorNode& node, uint64_t seed) {
   Random random = Random::for_name(seed, "input:" + node.name);
   const int64_t n = node.element_count();
-  std::string bytes(static_cast<size_t>(n) * ir::dtype_size(node.dtype), '\0');
+  KILN_ASSIGN_OR_RETURN(std::string bytes, host_bytes(static_cast<size_t>(n) * ir::dtype_size(node.dtype),
+                                                      "input '" + node.name + "'"));
   for (int64_t i = 0; i < n; ++i) {
     if (node.dtype == ir::DType::kF32) {
       float f = static_cast<float>(random.uniform(-1, 1));
@@ -234,7 +178,37 @@ std::string random_bytes(const ir::TensorNode& node, uint64_t seed) {
   return bytes;
 }
 
+// The names of a program's routines, or of its nodes with one of `roles`, for "did you mean".
+std::vector<std::string> routine_names(const ir::Program& program) {
+  std::vector<std::string> names;
+  for (const ir::Routine& r : program.routines) names.push_back(r.name);
+  return names;
+}
+std::vector<std::string> node_names(const ir::Program& program, ir::Role a, ir::Role b) {
+  std::vector<std::string> names;
+  for (const ir::TensorNode& n : program.nodes) {
+    if (n.role == a || n.role == b) names.push_back(n.name);
+  }
+  return names;
+}
+
+// The value of `node` from `file`: its header is checked against the declaration before any
+// data is read, so that a header announcing a huge array reads nothing.
+Result<std::string> read_input(const ir::TensorNode& node, const std::string& file, int* exit_code) {
+  *exit_code = kExitUsage;
+  Result<NpyReader> reader = NpyReader::open(file);
+  if (reader.ok() && (reader->header().dtype != node.dtype || reader->header().shape != node.dims)) {
+    return invalid_argument_error(file + " holds " + describe(reader->header().dtype, reader->header().shape) +
+                                  ", but " + std::string(ir::role_name(node.role)) + " '" + node.name +
+                                  "' is " + describe(node.dtype, node.dims));
+  }
+  Result<std::string> data = reader.ok() ? reader->read_data() : Result<std::string>(reader.status());
+  if (!data.ok() && data.status().code() != StatusCode::kInvalidArgument) *exit_code = kExitRuntime;
+  return data;
+}
+
 int command_run(const Options& o) {
+  if (auto f = check_outputs(o)) return report(*f);
   auto loaded = load_program(o.program);
   if (auto* f = std::get_if<Failure>(&loaded)) return report(*f);
   const ir::Program& program = std::get<ir::Program>(loaded);
@@ -246,31 +220,29 @@ int command_run(const Options& o) {
     else for (const ir::Routine& r : program.routines) routines.push_back(r.name);
   }
   for (const std::string& r : routines) {
-    if (!program.find_routine(r)) return report(usage("--routine " + r + ": the program has no such routine"));
+    if (!program.find_routine(r)) {
+      return report(invalid_input("--routine " + r + ": the program has no such routine" +
+                                  did_you_mean(r, routine_names(program))));
+    }
   }
   // Input files, checked against the declarations before anything is compiled.
   std::vector<std::pair<const ir::TensorNode*, std::string>> values;
   for (const auto& [name, file] : o.inputs) {
     const ir::TensorNode* node = program.find_node(name);
     if (!node || (node->role != ir::Role::kInput && node->role != ir::Role::kParam)) {
-      return report(usage("--input " + name + "=" + file + ": the program has no input or param named '" + name + "'"));
+      return report(invalid_input("--input " + name + "=" + file + ": the program has no input or param named '" +
+                                  name + "'" + did_you_mean(name, node_names(program, ir::Role::kInput, ir::Role::kParam))));
     }
-    Result<NpyArray> array = read_npy(file);
-    if (!array.ok()) {
-      return report({array.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitRuntime,
-                     "kiln: " + array.status().message()});
-    }
-    if (array->dtype != node->dtype || array->shape != node->dims) {
-      return report(usage(file + " holds " + describe(array->dtype, array->shape) + ", but " +
-                          std::string(ir::role_name(node->role)) + " '" + name + "' is " +
-                          describe(node->dtype, node->dims)));
-    }
-    values.push_back({node, std::move(array->data)});
+    int code = kExitOk;
+    Result<std::string> data = read_input(*node, file, &code);
+    if (!data.ok()) return report({code, "kiln: " + data.status().message(), std::nullopt});
+    values.push_back({node, std::move(*data)});
   }
   for (const auto& [name, file] : o.outputs) {
     const ir::TensorNode* node = program.find_node(name);
     if (!node || (node->role != ir::Role::kOutput && node->role != ir::Role::kParam)) {
-      return report(usage("--output " + name + "=" + file + ": the program has no output or param named '" + name + "'"));
+      return report(invalid_input("--output " + name + "=" + file + ": the program has no output or param named '" +
+                                  name + "'" + did_you_mean(name, node_names(program, ir::Role::kOutput, ir::Role::kParam))));
     }
   }
 
@@ -278,7 +250,7 @@ int command_run(const Options& o) {
   if (auto* f = std::get_if<Failure>(&opened)) return report(*f);
   // Lowered here, so that an error in the program is told apart from a device's (exit 2, not 1).
   Result<ir::LoweredProgram> lowered = ir::lower_program(program);
-  if (!lowered.ok()) return report({kExitUsage, "kiln: " + o.program + ": " + lowered.status().message()});
+  if (!lowered.ok()) return report(invalid_input(o.program + ": " + lowered.status().message()));
 
   // The host copies: initializers from --seed, then the given and random inputs.
   Result<std::shared_ptr<runtime::NodeTable>> nodes = runtime::NodeTable::create(program, o.seed);
@@ -286,7 +258,10 @@ int command_run(const Options& o) {
   for (const ir::TensorNode& node : program.nodes) {
     if (node.role != ir::Role::kInput) continue;
     bool given = std::any_of(values.begin(), values.end(), [&](const auto& v) { return v.first == &node; });
-    if (!given) values.push_back({&node, random_bytes(node, o.seed)});
+    if (given) continue;
+    Result<std::string> bytes = random_bytes(node, o.seed);
+    if (!bytes.ok()) return report(runtime(bytes.status(), "setting " + node.name));
+    values.push_back({&node, std::move(*bytes)});
   }
   for (const auto& [node, bytes] : values) {
     Status st = (*nodes)->tensor(node->name)->write(std::as_bytes(std::span(bytes.data(), bytes.size())));
@@ -299,7 +274,13 @@ int command_run(const Options& o) {
   if (!backend.ok()) return report(runtime(backend.status(), "opening " + o.device));
   auto code = (*backend)->compile_lowered(std::move(*lowered), routines);
   if (!code.ok()) return report(runtime(code.status(), "compiling " + o.program + " for " + o.device));
-  std::vector<runtime::LinkedBatch> copies;
+  // Each copy links every routine once; the schedule runs them in the order named, repeats
+  // included (`--routine step --routine step`).
+  struct Copy {
+    runtime::ContextRef context;
+    std::vector<runtime::RoutineRef> schedule;
+  };
+  std::vector<Copy> copies;
   for (uint64_t s = 0; s < o.streams; ++s) {
     auto stream = (*backend)->new_stream();
     if (!stream.ok()) return report(runtime(stream.status(), "creating stream " + std::to_string(s)));
@@ -307,7 +288,16 @@ int command_run(const Options& o) {
     if (!root.ok()) return report(runtime(root.status(), "creating a context"));
     auto linked = (*backend)->link_batch(*root, *code);
     if (!linked.ok()) return report(runtime(linked.status(), "linking " + o.program));
-    copies.push_back(std::move(*linked));
+    Copy copy{linked->context, {}};
+    for (const std::string& name : routines) {
+      auto it = std::find_if(linked->routines.begin(), linked->routines.end(),
+                             [&](const runtime::RoutineRef& r) { return r->name() == name; });
+      if (it == linked->routines.end()) {
+        return report(runtime(internal_error("routine '" + name + "' was not linked"), "linking " + o.program));
+      }
+      copy.schedule.push_back(*it);
+    }
+    copies.push_back(std::move(copy));
   }
   // Outputs are read explicitly from the first stream's copy.
   (*nodes)->set_automatic_transfers(false);
@@ -316,7 +306,7 @@ int command_run(const Options& o) {
   for (uint64_t rep = 0; rep < o.repeat; ++rep) {
     int64_t t0 = now_ns();
     for (size_t c = 0; c < copies.size(); ++c) {
-      for (const runtime::RoutineRef& r : copies[c].routines) {
+      for (const runtime::RoutineRef& r : copies[c].schedule) {
         // `x.merge` reads the next copy's x (in a ring; with one stream, its own x).
         if (!r->merge_node().empty()) {
           const runtime::ContextRef& next = copies[(c + 1) % copies.size()].context;
@@ -339,7 +329,8 @@ int command_run(const Options& o) {
                 times.back());
   }
   auto fetch = [&](const ir::TensorNode& node, std::string* bytes) -> Status {
-    bytes->resize(static_cast<size_t>(node.element_count()) * ir::dtype_size(node.dtype));
+    KILN_ASSIGN_OR_RETURN(*bytes, host_bytes(static_cast<size_t>(node.element_count()) * ir::dtype_size(node.dtype),
+                                             "'" + node.name + "'"));
     if (copies.front().context->has_array(node.name)) {
       KILN_RETURN_IF_ERROR(runtime::to_host(copies.front().context, node.name).status());
     }
@@ -370,6 +361,7 @@ int command_run(const Options& o) {
 }
 
 int command_compile(const Options& o) {
+  if (auto f = check_outputs(o)) return report(*f);
   auto loaded = load_program(o.program);
   if (auto* f = std::get_if<Failure>(&loaded)) return report(*f);
   const ir::Program& program = std::get<ir::Program>(loaded);
@@ -378,7 +370,7 @@ int command_compile(const Options& o) {
     text = ir::print_program(program);
   } else {
     Result<ir::LoweredProgram> lowered = ir::lower_program(program);
-    if (!lowered.ok()) return report({kExitUsage, "kiln: " + o.program + ": " + lowered.status().message()});
+    if (!lowered.ok()) return report(invalid_input(o.program + ": " + lowered.status().message()));
     if (o.emit == "lowered") {
       text = ir::print_lowered(*lowered);
     } else {
@@ -397,7 +389,7 @@ int command_compile(const Options& o) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return kExitOk;
   }
-  Status st = write_file_atomic(o.out_file, text);
+  Status st = write_output_file(o.out_file, text);
   return st.ok() ? kExitOk : report(runtime(st, "writing " + o.out_file));
 }
 
@@ -431,24 +423,54 @@ int command_devices() {
   return kExitOk;
 }
 
+int run_command_line(const std::vector<std::string>& args) {
+  if (args.empty()) return report(usage_error("", "no command given"));
+  const std::string& first = args[0];
+  const std::vector<std::string> commands = command_names();
+  auto is_command = [&](const std::string& name) {
+    return std::find(commands.begin(), commands.end(), name) != commands.end();
+  };
+  if (first == "--help" || first == "-h" || first == "help") {
+    if (args.size() > 2) return report(usage_error("", "'kiln " + first + "' takes at most a command name"));
+    const std::string command = args.size() > 1 ? args[1] : "";
+    if (!command.empty() && !is_command(command)) {
+      return report(usage_error("", "unknown command '" + command + "'" + did_you_mean(command, commands)));
+    }
+    std::fputs(help_text(command == "help" ? "" : command).c_str(), stdout);
+    return kExitOk;
+  }
+  if (first == "--version") {
+    if (args.size() > 1) return report(usage_error("", "'kiln --version' takes no arguments"));
+    std::fputs(version_text().c_str(), stdout);
+    return kExitOk;
+  }
+  if (!first.empty() && first[0] == '-') {
+    return report(usage_error("", "unknown option '" + first + "'" + did_you_mean(first, {"--help", "--version"}, "")));
+  }
+  if (!is_command(first)) {
+    return report(usage_error("", "unknown command '" + first + "'" + did_you_mean(first, commands)));
+  }
+  std::variant<Options, Failure> parsed = parse_options(args);
+  if (auto* f = std::get_if<Failure>(&parsed)) return report(*f);
+  const Options& o = std::get<Options>(parsed);
+  if (o.help) {
+    std::fputs(help_text(o.command).c_str(), stdout);
+    return kExitOk;
+  }
+  if (o.command == "devices") return command_devices();
+  return o.command == "run" ? command_run(o) : command_compile(o);
+}
+
 }  // namespace
 
 int run_cli(const std::vector<std::string>& args) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-    std::fputs(kUsage, args.empty() ? stderr : stdout);
-    return args.empty() ? kExitUsage : kExitOk;
+  int code = run_command_line(args);
+  // What was printed must have arrived: `kiln compile > /dev/full` is an I/O failure.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "kiln: writing to standard output failed\n");
+    if (code == kExitOk) code = kExitRuntime;
   }
-  if (args[0] == "devices") {
-    if (args.size() > 1) return report(usage("'kiln devices' takes no arguments"));
-    return command_devices();
-  }
-  if (args[0] != "run" && args[0] != "compile") {
-    return report(usage("unknown command '" + args[0] + "'"));
-  }
-  Options o;
-  o.command = args[0];
-  if (auto failure = parse_options(args, &o)) return report(*failure);
-  return o.command == "run" ? command_run(o) : command_compile(o);
+  return code;
 }
 
 }  // namespace kiln::tools

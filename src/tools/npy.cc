@@ -3,7 +3,6 @@
 #include <cctype>
 #include <charconv>
 
-#include "kiln/base/disk_cache.h"
 
 namespace kiln::tools {
 
@@ -75,30 +74,51 @@ std::string describe(ir::DType dtype, const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-Result<NpyArray> parse_npy(std::string_view bytes, std::string_view name) {
-  const std::string where(name);
-  auto bad = [&](const std::string& what) { return invalid_argument_error(where + ": " + what); };
+namespace {
+
+// The magic, the version and the header's length come first: 10 bytes (version 1) or 12.
+constexpr size_t kPreambleBytes = 12;
+
+struct Preamble {
+  size_t header_start = 0;
+  size_t header_len = 0;
+};
+
+Status bad_npy(const std::string& where, const std::string& what) {
+  return invalid_argument_error(where + ": " + what);
+}
+
+// `bytes`: the file's first kPreambleBytes (fewer if it is shorter).
+Result<Preamble> parse_preamble(std::string_view bytes, const std::string& where) {
   if (bytes.size() < 10 || bytes.substr(0, 6) != kMagic) {
-    return bad("not a .npy file (no \\x93NUMPY magic)");
+    return bad_npy(where, "not a .npy file (no \\x93NUMPY magic)");
   }
   const int major = static_cast<unsigned char>(bytes[6]);
-  size_t header_len = 0, header_start = 0;
+  Preamble p;
   if (major == 1) {
-    header_len = static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
-    header_start = 10;
+    p.header_len = static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
+    p.header_start = 10;
   } else if (major == 2 || major == 3) {
-    if (bytes.size() < 12) return bad("truncated header");
-    for (int i = 0; i < 4; ++i) header_len |= size_t(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
-    header_start = 12;
+    if (bytes.size() < 12) return bad_npy(where, "truncated header");
+    for (int i = 0; i < 4; ++i) p.header_len |= size_t(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+    p.header_start = 12;
   } else {
-    return bad(".npy format version " + std::to_string(major) + " is not supported");
+    return bad_npy(where, ".npy format version " + std::to_string(major) + " is not supported");
   }
-  if (header_len > bytes.size() - header_start) return bad("truncated header");
-  HeaderReader header(bytes.substr(header_start, header_len));
+  if (p.header_len > kMaxNpyHeaderBytes) {
+    return bad_npy(where, "the header is " + std::to_string(p.header_len) + " bytes long; kiln reads headers of at most " +
+                              std::to_string(kMaxNpyHeaderBytes) + " bytes");
+  }
+  return p;
+}
 
+// The header dict (a Python literal with the three keys numpy writes).
+Result<NpyHeader> parse_header(std::string_view text, const Preamble& preamble, const std::string& where) {
+  auto bad = [&](const std::string& what) { return bad_npy(where, what); };
+  HeaderReader header(text);
   std::string descr;
   bool fortran = false, have_descr = false, have_order = false, have_shape = false;
-  NpyArray array;
+  NpyHeader out;
   if (!header.eat('{')) return bad("malformed header (expected a dict)");
   while (!header.eat('}')) {
     std::string key;
@@ -119,8 +139,8 @@ Result<NpyArray> parse_npy(std::string_view bytes, std::string_view name) {
         for (;;) {
           int64_t dim;
           if (!header.integer(&dim)) return bad("malformed header: shape");
-          array.shape.push_back(dim);
-          if (array.shape.size() > 64) return bad("more than 64 dimensions");
+          out.shape.push_back(dim);
+          if (out.shape.size() > 64) return bad("more than 64 dimensions");
           if (header.eat(')')) break;
           if (!header.eat(',')) return bad("malformed header: shape");
           if (header.eat(')')) break;  // "(3,)"
@@ -135,32 +155,84 @@ Result<NpyArray> parse_npy(std::string_view bytes, std::string_view name) {
   if (!have_descr || !have_order || !have_shape) {
     return bad("header lacks descr, fortran_order or shape");
   }
-  if (descr == "<f4" || descr == "=f4") array.dtype = ir::DType::kF32;
-  else if (descr == "<f8" || descr == "=f8") array.dtype = ir::DType::kF64;
-  else if (descr == "<i4" || descr == "=i4") array.dtype = ir::DType::kI32;
+  if (descr == "<f4" || descr == "=f4") out.dtype = ir::DType::kF32;
+  else if (descr == "<f8" || descr == "=f8") out.dtype = ir::DType::kF64;
+  else if (descr == "<i4" || descr == "=i4") out.dtype = ir::DType::kI32;
   else return bad("holds dtype '" + descr + "'; kiln reads only '<f4', '<f8' and '<i4'");
   if (fortran) return bad("holds a Fortran-order array; save it in C order (np.ascontiguousarray)");
 
   uint64_t count = 1;
-  for (int64_t d : array.shape) {
+  for (int64_t d : out.shape) {
     if (d != 0 && count > UINT64_MAX / static_cast<uint64_t>(d)) return bad("shape is too large");
     count *= static_cast<uint64_t>(d);
   }
-  const size_t item = ir::dtype_size(array.dtype);
-  const size_t data_start = header_start + header_len;
-  const uint64_t available = bytes.size() - data_start;
-  if (count > available / item || count * item != available) {
-    return bad("holds " + describe(array.dtype, array.shape) + " but has " +
-               std::to_string(available) + " data bytes instead of " +
-               std::to_string(count * item));
+  const size_t item = ir::dtype_size(out.dtype);
+  if (count > UINT64_MAX / item) return bad("shape is too large");
+  out.data_bytes = count * item;
+  out.data_offset = preamble.header_start + preamble.header_len;
+  return out;
+}
+
+Status wrong_data_size(const std::string& where, const NpyHeader& header, const std::string& available) {
+  return bad_npy(where, "holds " + describe(header.dtype, header.shape) + " but has " + available +
+                            " data bytes instead of " + std::to_string(header.data_bytes));
+}
+
+}  // namespace
+
+Result<NpyArray> parse_npy(std::string_view bytes, std::string_view name) {
+  const std::string where(name);
+  KILN_ASSIGN_OR_RETURN(Preamble preamble, parse_preamble(bytes.substr(0, kPreambleBytes), where));
+  if (preamble.header_len > bytes.size() - preamble.header_start) return bad_npy(where, "truncated header");
+  KILN_ASSIGN_OR_RETURN(NpyHeader header,
+                        parse_header(bytes.substr(preamble.header_start, preamble.header_len), preamble, where));
+  const uint64_t available = bytes.size() - header.data_offset;
+  if (available != header.data_bytes) return wrong_data_size(where, header, std::to_string(available));
+  return NpyArray{header.dtype, std::move(header.shape), std::string(bytes.substr(header.data_offset))};
+}
+
+Result<NpyReader> NpyReader::open(const std::string& path) {
+  KILN_ASSIGN_OR_RETURN(InputFile file, InputFile::open(path));
+  KILN_ASSIGN_OR_RETURN(std::string head, file.read(kPreambleBytes));
+  KILN_ASSIGN_OR_RETURN(Preamble preamble, parse_preamble(head, path));
+  const size_t header_end = preamble.header_start + preamble.header_len;
+  if (head.size() < header_end) {
+    KILN_ASSIGN_OR_RETURN(std::string rest, file.read(header_end - head.size()));
+    head += rest;
+    if (head.size() < header_end) return bad_npy(path, "truncated header");
   }
-  array.data = std::string(bytes.substr(data_start));
-  return array;
+  KILN_ASSIGN_OR_RETURN(NpyHeader header,
+                        parse_header(std::string_view(head).substr(preamble.header_start, preamble.header_len),
+                                     preamble, path));
+  return NpyReader(std::move(file), std::move(header), head.substr(header_end));
+}
+
+Result<std::string> NpyReader::read_data() {
+  const std::string& where = file_.path();
+  if (std::optional<uint64_t> size = file_.regular_size()) {
+    // A regular file's size is known: refuse a wrong one before reading anything.
+    if (*size < header_.data_offset || *size - header_.data_offset != header_.data_bytes) {
+      const uint64_t available = *size < header_.data_offset ? 0 : *size - header_.data_offset;
+      return wrong_data_size(where, header_, std::to_string(available));
+    }
+  }
+  if (header_.data_bytes > SIZE_MAX) return wrong_data_size(where, header_, "fewer");
+  std::string data = std::move(first_data_);
+  first_data_.clear();
+  if (data.size() > header_.data_bytes) return wrong_data_size(where, header_, "more");
+  KILN_ASSIGN_OR_RETURN(std::string rest, file_.read(static_cast<size_t>(header_.data_bytes) - data.size()));
+  data += rest;
+  if (data.size() != header_.data_bytes) return wrong_data_size(where, header_, "only " + std::to_string(data.size()));
+  KILN_ASSIGN_OR_RETURN(bool at_end, file_.at_end());
+  if (!at_end) return wrong_data_size(where, header_, "more than " + std::to_string(header_.data_bytes));
+  return data;
 }
 
 Result<NpyArray> read_npy(const std::string& path) {
-  KILN_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
-  return parse_npy(bytes, path);
+  KILN_ASSIGN_OR_RETURN(NpyReader reader, NpyReader::open(path));
+  KILN_ASSIGN_OR_RETURN(std::string data, reader.read_data());
+  NpyHeader header = reader.header();
+  return NpyArray{header.dtype, std::move(header.shape), std::move(data)};
 }
 
 std::string format_npy(const NpyArray& array) {
@@ -185,7 +257,7 @@ std::string format_npy(const NpyArray& array) {
 }
 
 Status write_npy(const std::string& path, const NpyArray& array) {
-  return write_file_atomic(path, format_npy(array));
+  return write_output_file(path, format_npy(array));
 }
 
 }  // namespace kiln::tools

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kiln/base/file.h"
 #include "kiln/base/status.h"
 #include "kiln/ir/program.h"
 
@@ -21,11 +22,42 @@ struct NpyArray {
 // "f32 [3, 4]", the way messages name what a file holds or a tensor expects.
 std::string describe(ir::DType dtype, const std::vector<int64_t>& shape);
 
+// The most header bytes kiln reads from a .npy file. numpy writes a few hundred (its own reader
+// refuses more than 10000 unless told otherwise); a longer header is refused, not read.
+inline constexpr size_t kMaxNpyHeaderBytes = 1 << 16;
+
+// What a .npy header says.
+struct NpyHeader {
+  ir::DType dtype = ir::DType::kF32;
+  std::vector<int64_t> shape;  // empty for a 0-d array
+  size_t data_offset = 0;      // where the data starts in the file
+  uint64_t data_bytes = 0;     // how many bytes of data the shape and dtype call for
+};
+
+// A .npy file opened for reading: its header is read and checked at once, its data only when
+// asked for, so that a caller can refuse a header it does not expect before reading any data.
+class NpyReader {
+ public:
+  static Result<NpyReader> open(const std::string& path);
+  const NpyHeader& header() const { return header_; }
+  // Exactly header().data_bytes of data (never "to the end"); the file must end there.
+  Result<std::string> read_data();
+
+ private:
+  NpyReader(InputFile file, NpyHeader header, std::string first_data)
+      : file_(std::move(file)), header_(std::move(header)), first_data_(std::move(first_data)) {}
+  InputFile file_;
+  NpyHeader header_;
+  std::string first_data_;  // data bytes read along with the header
+};
+
 // Parses the bytes of a .npy file. `name` (the path) appears in every message, which says what
 // the file holds when that is the problem: "x.npy: dtype '>f4' (big-endian) is not supported".
 Result<NpyArray> parse_npy(std::string_view bytes, std::string_view name);
+// NpyReader::open and read_data.
 Result<NpyArray> read_npy(const std::string& path);
 std::string format_npy(const NpyArray& array);
+// Writes through write_output_file (a device or FIFO is written in place, a link's target replaced).
 Status write_npy(const std::string& path, const NpyArray& array);
 
 }  // namespace kiln::tools

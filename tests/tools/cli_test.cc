@@ -2,117 +2,18 @@
 // input and output, exit statuses and messages. Every process gets an explicit environment
 // (`env -i`), with its own KILN_CACHE_DIR.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <filesystem>
-#include <map>
 #include <regex>
 #include <set>
-#include <sstream>
-#include <string>
-#include <vector>
 
-#include "kiln/base/disk_cache.h"
-#include "kiln/base/process.h"
+#include "cli_test_util.h"
 #include "kiln/ir/printer.h"
 #include "kiln/lang/parser.h"
-#include "tools/npy.h"
-
-#ifndef KILN_CLI_PATH
-#error "KILN_CLI_PATH must name the kiln binary (tests/CMakeLists.txt defines it)"
-#endif
-#ifndef KILN_SOURCE_DIR
-#error "KILN_SOURCE_DIR must name the source tree (tests/CMakeLists.txt defines it)"
-#endif
 
 namespace kiln::tools {
 namespace {
-
-constexpr int64_t kTimeoutMs = 300000;
-
-// A fresh directory, removed (whatever its permissions) on destruction.
-class TempDir {
- public:
-  TempDir() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/kiln-cli-XXXXXX";
-    if (::mkdtemp(pattern.data())) path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    for (auto it = std::filesystem::recursive_directory_iterator(path_, ec);
-         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-      std::filesystem::permissions(it->path(), std::filesystem::perms::owner_all,
-                                   std::filesystem::perm_options::add, ec);
-    }
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
-std::string example(const std::string& name) {
-  return std::string(KILN_SOURCE_DIR) + "/examples/kiln/" + name + ".kiln";
-}
-
-std::vector<std::string> example_names() {
-  std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(KILN_SOURCE_DIR) + "/examples/kiln")) {
-    if (entry.path().extension() == ".kiln") names.push_back(entry.path().stem().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-using Env = std::map<std::string, std::string>;
-
-// Runs `kiln ARGS...` with exactly the environment `env` (plus PATH, TMPDIR and sanitizer options
-// taken from this process, so that the C compiler is found and sanitized builds behave).
-ProcessResult kiln(const std::vector<std::string>& args, const Env& env) {
-  std::vector<std::string> argv = {"/usr/bin/env", "-i"};
-  Env full = env;
-  for (const char* name : {"PATH", "TMPDIR", "ASAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS", "LSAN_OPTIONS"}) {
-    const char* value = std::getenv(name);
-    if (value && !full.count(name)) full[name] = value;
-  }
-  if (!full.count("PATH")) full["PATH"] = "/usr/local/bin:/usr/bin:/bin";
-  for (const auto& [k, v] : full) argv.push_back(k + "=" + v);
-  argv.push_back(KILN_CLI_PATH);
-  argv.insert(argv.end(), args.begin(), args.end());
-  Result<ProcessResult> result = run_process(argv, kTimeoutMs);
-  EXPECT_TRUE(result.ok()) << result.status();
-  if (!result.ok()) return ProcessResult{};
-  EXPECT_FALSE(result->signalled) << "kiln was killed by signal " << result->term_signal << "\n" << result->output;
-  return *result;
-}
-
-std::string describe_run(const std::vector<std::string>& args, const ProcessResult& r) {
-  std::string out = "kiln";
-  for (const std::string& a : args) out += " " + a;
-  return out + "\nexit " + std::to_string(r.exit_code) + ", output:\n" + r.output;
-}
-
-class CliTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_FALSE(dir_.path().empty());
-    ASSERT_TRUE(std::filesystem::exists(KILN_CLI_PATH)) << KILN_CLI_PATH;
-    ASSERT_TRUE(std::filesystem::exists("/usr/bin/env"));
-  }
-  // The environment of an ordinary run: this test's own cache directory.
-  Env env() const { return {{"KILN_CACHE_DIR", dir_.file("cache")}}; }
-  ProcessResult run(const std::vector<std::string>& args) { return kiln(args, env()); }
-
-  TempDir dir_;
-};
 
 // --- devices -------------------------------------------------------------------------------------
 
@@ -178,20 +79,6 @@ TEST_F(CliTest, SameSeedSameOutputsOtherSeedOtherOutputs) {
     EXPECT_NEAR(va[i], vb[i], 1e-5 * std::fabs(va[i]) + 1e-6) << "value " << i << "\ncpu:\n" << a << "interp:\n" << b;
   }
 }
-
-NpyArray f32_array(std::vector<int64_t> shape, const std::vector<float>& values) {
-  NpyArray a{ir::DType::kF32, std::move(shape), std::string(values.size() * 4, '\0')};
-  std::memcpy(a.data.data(), values.data(), a.data.size());
-  return a;
-}
-
-std::vector<float> f32_values(const NpyArray& a) {
-  std::vector<float> v(a.data.size() / 4);
-  std::memcpy(v.data(), a.data.data(), a.data.size());
-  return v;
-}
-
-Status write_bytes(const std::string& path, const std::string& bytes) { return write_file_atomic(path, bytes); }
 
 TEST_F(CliTest, NpyInputsAndOutputsRoundTrip) {
   // softmax: x f32[4, 10] in, y f32[4, 10] out.

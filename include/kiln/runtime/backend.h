@@ -52,7 +52,7 @@ struct Linked {
 };
 
 struct LinkedBatch {
-  std::vector<RoutineRef> routines;  // in the code's order
+  std::vector<RoutineRef> routines;  // in the code's order, each routine once
   ContextRef context;
 };
 
@@ -71,7 +71,9 @@ class Backend : public std::enable_shared_from_this<Backend> {
   Status await(Timeout timeout = Timeout::infinite()) const;
   bool is_idle() const;
 
-  // Lowers the routine(s) of `program`. NOT_FOUND for an unknown routine name.
+  // Lowers the routine(s) of `program`. NOT_FOUND for an unknown routine name. A routine named
+  // more than once is compiled once, at its first place: the code holds distinct routines (run a
+  // linked routine as often as needed).
   Result<CodeRef> compile(const ir::Program& program, std::string_view routine,
                           const CompileOptions& options = {});
   Result<CodeRef> compile_batch(const ir::Program& program, std::span<const std::string> routines,

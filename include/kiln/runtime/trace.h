@@ -30,7 +30,8 @@ class Trace {
   std::vector<Event> events() const;
   // {"traceEvents": [...]} with one complete ("X") event per record and the streams' names.
   std::string json() const;
-  // Writes json() to `path` (atomically: a temporary file renamed). INTERNAL naming the path.
+  // Writes json() to `path` with write_output_file (kiln/base/file.h): a regular file is replaced
+  // atomically, a link's target replaced, a device or FIFO written in place. The error names it.
   Status write_json(const std::string& path) const;
 
  private:

@@ -1,0 +1,202 @@
+#include "kiln/base/file.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <memory>
+
+#include "kiln/base/disk_cache.h"
+
+namespace kiln {
+
+namespace {
+
+// Reads are done in steps of this size, so that memory follows the bytes actually read.
+constexpr size_t kReadStep = 1 << 20;
+// As many symbolic links as Linux follows in one lookup (MAXSYMLINKS).
+constexpr int kMaxSymlinkHops = 40;
+
+std::string describe_size(size_t bytes) {
+  if (bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+  if (bytes % (1u << 10) == 0) return std::to_string(bytes >> 10) + " KiB";
+  return std::to_string(bytes) + " bytes";
+}
+
+const char* kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file, character device or FIFO";
+}
+
+int write_all(int fd, std::string_view bytes) {
+  const char* p = bytes.data();
+  size_t size = bytes.size();
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+// Opens and writes a device or FIFO in place: no O_CREAT (it exists), no O_TRUNC (meaningless).
+Status write_through(const std::string& path, std::string_view bytes) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return errno_error(errno, "writing " + path);
+  int err = write_all(fd, bytes);
+  if (::close(fd) != 0 && err == 0 && errno != EINTR) err = errno;
+  if (err != 0) return errno_error(err, "writing " + path);
+  return Status();
+}
+
+// The path a chain of symbolic links starting at `path` ends at, where nothing exists: the
+// file a write through the (dangling) link creates.
+Result<std::string> follow_dangling_link(const std::string& path) {
+  std::string current = path;
+  for (int hop = 0; hop < kMaxSymlinkHops; ++hop) {
+    struct stat st;
+    if (::lstat(current.c_str(), &st) != 0) {
+      if (errno == ENOENT) return current;
+      return errno_error(errno, "writing " + path + " (following its link to " + current + ")");
+    }
+    if (!S_ISLNK(st.st_mode)) return current;
+    char target[PATH_MAX];
+    ssize_t n = ::readlink(current.c_str(), target, sizeof target - 1);
+    if (n < 0) return errno_error(errno, "writing " + path + " (reading the link " + current + ")");
+    std::string next(target, static_cast<size_t>(n));
+    if (next.empty() || next[0] != '/') {
+      size_t slash = current.rfind('/');
+      if (slash != std::string::npos) next = current.substr(0, slash + 1) + next;
+    }
+    current = std::move(next);
+  }
+  return errno_error(ELOOP, "writing " + path);
+}
+
+}  // namespace
+
+Result<std::optional<FileIdentity>> file_identity(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return std::optional<FileIdentity>();
+    return errno_error(errno, "examining " + path);
+  }
+  return std::optional<FileIdentity>(FileIdentity{static_cast<uint64_t>(st.st_dev),
+                                                  static_cast<uint64_t>(st.st_ino), S_ISREG(st.st_mode)});
+}
+
+Result<InputFile> InputFile::open(const std::string& path) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return errno_error(errno, "reading " + path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+    const int err = S_ISDIR(st.st_mode) ? EISDIR : errno;
+    ::close(fd);
+    return errno_error(err, "reading " + path);
+  }
+  std::optional<uint64_t> size;
+  if (S_ISREG(st.st_mode)) size = static_cast<uint64_t>(st.st_size);
+  return InputFile(fd, path, size);
+}
+
+InputFile::InputFile(InputFile&& other) noexcept
+    : fd_(other.fd_), path_(std::move(other.path_)), regular_size_(other.regular_size_) {
+  other.fd_ = -1;
+}
+
+InputFile& InputFile::operator=(InputFile&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    path_ = std::move(other.path_);
+    regular_size_ = other.regular_size_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+InputFile::~InputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<std::string> InputFile::read(size_t n) {
+  std::string out;
+  while (out.size() < n) {
+    const size_t step = std::min(kReadStep, n - out.size());
+    const size_t old = out.size();
+    out.resize(old + step);
+    ssize_t got = ::read(fd_, out.data() + old, step);
+    if (got < 0) {
+      if (errno == EINTR) {
+        out.resize(old);
+        continue;
+      }
+      return errno_error(errno, "reading " + path_);
+    }
+    out.resize(old + static_cast<size_t>(got));
+    if (got == 0) break;
+  }
+  return out;
+}
+
+Result<std::string> InputFile::read_to_end(size_t max_bytes, std::string_view what) {
+  if (regular_size_ && *regular_size_ > max_bytes) {
+    return invalid_argument_error(path_ + ": " + std::string(what) + " is larger than " +
+                                  describe_size(max_bytes) + " (" + std::to_string(*regular_size_) +
+                                  " bytes)");
+  }
+  KILN_ASSIGN_OR_RETURN(std::string bytes, read(max_bytes == SIZE_MAX ? max_bytes : max_bytes + 1));
+  if (bytes.size() > max_bytes) {
+    return invalid_argument_error(path_ + ": " + std::string(what) + " is larger than " +
+                                  describe_size(max_bytes) + " (it does not end there)");
+  }
+  return bytes;
+}
+
+Result<bool> InputFile::at_end() {
+  KILN_ASSIGN_OR_RETURN(std::string next, read(1));
+  return next.empty();
+}
+
+Result<std::string> read_bounded_file(const std::string& path, size_t max_bytes, std::string_view what) {
+  KILN_ASSIGN_OR_RETURN(InputFile file, InputFile::open(path));
+  return file.read_to_end(max_bytes, what);
+}
+
+Status write_output_file(const std::string& path, std::string_view bytes) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) return errno_error(errno, "writing " + path);
+    // Nothing there, or a link to nothing: create the file the name leads to.
+    KILN_ASSIGN_OR_RETURN(std::string target, follow_dangling_link(path));
+    return write_file_atomic(target, bytes);
+  }
+  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return write_through(path, bytes);
+  if (!S_ISREG(st.st_mode)) {
+    return failed_precondition_error("writing " + path + ": it is " + kind_of(st.st_mode) +
+                                     "; kiln writes regular files, character devices and FIFOs");
+  }
+  struct stat link;
+  if (::lstat(path.c_str(), &link) == 0 && !S_ISLNK(link.st_mode)) return write_file_atomic(path, bytes);
+  // A link to a regular file: replace the file it points to, not the link.
+  std::unique_ptr<char, decltype(&std::free)> target(::realpath(path.c_str(), nullptr), &std::free);
+  if (!target) return errno_error(errno, "writing " + path + " (resolving its link)");
+  return write_file_atomic(target.get(), bytes);
+}
+
+}  // namespace kiln

@@ -1,0 +1,313 @@
+#include "tools/options.h"
+
+#include <algorithm>
+#include <charconv>
+#include <string_view>
+
+#include "tools/cli.h"
+#include "tools/suggest.h"
+
+#ifndef KILN_VERSION
+#error "KILN_VERSION must be defined (CMakeLists.txt passes the project's VERSION)"
+#endif
+
+namespace kiln::tools {
+
+namespace {
+
+// The largest --repeat and --streams.
+constexpr uint64_t kMaxCount = 1000000;
+
+struct OptionSpec {
+  std::string_view name;   // "--device"; "-o"
+  std::string_view alias;  // a short form ("-h"), or empty
+  std::string_view value;  // what follows it ("NAME"), empty for a flag
+  std::string_view help;   // lines after the first are continuation lines
+};
+
+struct CommandSpec {
+  std::string_view name;
+  std::string_view synopsis;  // after "usage: "
+  std::string_view summary;
+  bool takes_program;
+  std::vector<OptionSpec> options;
+  std::string_view notes;  // after the options; may be empty
+};
+
+constexpr OptionSpec kHelpOption = {"--help", "-h", "", "print this help and exit"};
+
+constexpr std::string_view kExitStatus =
+    "Exit status: 0 success; 1 a runtime failure (device, compiler, I/O); 2 a usage error or\n"
+    "an error in the program or in a file or setting given to it.\n";
+
+const std::vector<CommandSpec>& commands() {
+  static const std::vector<CommandSpec> specs = {
+      {"run",
+       "kiln run PROGRAM.kiln [options]",
+       "Compiles PROGRAM.kiln for a device and runs its routines.",
+       true,
+       {
+           {"--device", "", "NAME",
+            "cpu (the default), interp (the reference interpreter) or opencl;\n"
+            "NAME:N picks device N of a driver, e.g. opencl:0 ('kiln devices'\n"
+            "lists the devices present)"},
+           {"--routine", "", "NAME",
+            "a routine to run; repeatable, run in the order given (a routine named\n"
+            "twice runs twice). Default: main if the program has one, else every\n"
+            "routine in file order"},
+           {"--input", "", "NAME=FILE.npy",
+            "the value of an input or param; repeatable. Inputs not given get\n"
+            "deterministic pseudo-random values from --seed"},
+           {"--output", "", "NAME=FILE.npy",
+            "write the value of an output or param after the last run; repeatable"},
+           {"--seed", "", "N", "seed for random inputs and random initializers (default 0)"},
+           {"--repeat", "", "N",
+            "run the routine sequence N times (at most 1000000); prints the\n"
+            "min/median/max time per run"},
+           {"--streams", "", "N",
+            "run N copies of the routine sequence on N streams of the device\n"
+            "(at most 1000000)"},
+           {"--print", "", "", "print every output: small tensors in full, large ones summarized"},
+           {"--trace", "", "FILE.json", "write a Chrome/Perfetto trace of what ran on which stream"},
+           kHelpOption,
+       },
+       "Files:\n"
+       "  An .npy file holds dtype <f4, <f8 or <i4 in C order, of any rank, and must hold exactly\n"
+       "  the declared dtype and shape. kiln reads a program of at most 64 MiB, an .npy header of\n"
+       "  at most 64 KiB, and exactly as many .npy data bytes as the header says.\n"
+       "  Outputs (--output, --trace): a regular file, or a name where nothing exists, is replaced\n"
+       "  whole (written to a temporary file, then renamed); a symbolic link's target is replaced,\n"
+       "  not the link; a character device (/dev/null) or a FIFO is written in place. An output\n"
+       "  may not be the program or an --input file.\n"},
+      {"compile",
+       "kiln compile PROGRAM.kiln [options]",
+       "Prints PROGRAM.kiln after parsing (ir), after lowering and optimization (lowered), or\n"
+       "the source generated for a device (source).",
+       true,
+       {
+           {"--device", "", "NAME",
+            "the device whose source --emit source prints: cpu (the default, C),\n"
+            "opencl (OpenCL C) or interp (loop IR); NAME:N as for 'kiln run'. The\n"
+            "device must be present ('kiln devices')"},
+           {"--emit", "", "ir|lowered|source", "what to print (default ir)"},
+           {"-o", "", "FILE",
+            "write to FILE instead of standard output (written like the outputs\n"
+            "of 'kiln run'; it may not be the program)"},
+           kHelpOption,
+       },
+       ""},
+      {"devices",
+       "kiln devices [options]",
+       "Lists every built-in driver: its devices with their capabilities, or why it is not\n"
+       "available (no OpenCL platform, ...).",
+       false,
+       {kHelpOption},
+       ""},
+  };
+  return specs;
+}
+
+const CommandSpec* find_command(std::string_view name) {
+  for (const CommandSpec& c : commands()) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+const OptionSpec* find_option(const CommandSpec& command, std::string_view name) {
+  for (const OptionSpec& o : command.options) {
+    if (o.name == name || (!o.alias.empty() && o.alias == name)) return &o;
+  }
+  return nullptr;
+}
+
+// "  --device NAME          cpu ..." with continuation lines aligned under the description.
+std::string describe_options(const std::vector<OptionSpec>& options) {
+  constexpr size_t kColumn = 25;
+  std::string out;
+  for (const OptionSpec& o : options) {
+    std::string head = "  ";
+    if (!o.alias.empty()) head += std::string(o.alias) + ", ";
+    head += o.name;
+    if (!o.value.empty()) head += " " + std::string(o.value);
+    if (head.size() + 1 > kColumn) {
+      out += head + "\n" + std::string(kColumn, ' ');
+    } else {
+      out += head + std::string(kColumn - head.size(), ' ');
+    }
+    for (char c : o.help) {
+      out += c;
+      if (c == '\n') out += std::string(kColumn, ' ');
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+bool parse_count(std::string_view text, uint64_t max, uint64_t* out) {
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return error == std::errc() && end == text.data() + text.size() && *out <= max;
+}
+
+// An option this command does not take: a likely typo of one it does, or one of another command.
+Failure unknown_option(const CommandSpec& command, const std::string& arg) {
+  std::vector<std::string> names;
+  for (const OptionSpec& o : command.options) names.push_back(std::string(o.name));
+  std::string message = "unknown option '" + arg + "' for 'kiln " + std::string(command.name) + "'";
+  std::string hint = did_you_mean(arg, names, "");
+  if (hint.empty()) {
+    for (const CommandSpec& other : commands()) {
+      if (&other != &command && find_option(other, arg)) {
+        hint = " (it is an option of 'kiln " + std::string(other.name) + "')";
+        break;
+      }
+    }
+  }
+  return usage_error(std::string(command.name), message + hint);
+}
+
+}  // namespace
+
+Failure usage_error(const std::string& command, const std::string& message) {
+  return {kExitUsage, "kiln: " + message, command};
+}
+
+std::vector<std::string> command_names() {
+  std::vector<std::string> names;
+  for (const CommandSpec& c : commands()) names.push_back(std::string(c.name));
+  names.push_back("help");
+  return names;
+}
+
+std::variant<Options, Failure> parse_options(const std::vector<std::string>& args) {
+  Options o;
+  o.command = args.at(0);
+  const CommandSpec* command = find_command(o.command);
+  if (!command) return usage_error("", "unknown command '" + o.command + "'");
+  const std::string& cmd = o.command;
+  bool only_positional = false;
+  std::vector<std::string> positional;
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string arg = args[i], value;
+    if (only_positional || arg == "-" || arg.empty() || arg[0] != '-') {
+      positional.push_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      only_positional = true;
+      continue;
+    }
+    bool has_inline = false;
+    if (arg.rfind("--", 0) == 0) {
+      if (size_t eq = arg.find('='); eq != std::string::npos) {
+        value = arg.substr(eq + 1);
+        arg = arg.substr(0, eq);
+        has_inline = true;
+      }
+    }
+    const OptionSpec* spec = find_option(*command, arg);
+    if (!spec) return unknown_option(*command, arg);
+    if (spec->value.empty()) {
+      if (has_inline) return usage_error(cmd, std::string(spec->name) + " takes no value");
+    } else if (!has_inline) {
+      if (i + 1 >= args.size()) {
+        return usage_error(cmd, std::string(spec->name) + " needs a value: " + std::string(spec->value));
+      }
+      value = args[++i];
+    }
+    const std::string_view name = spec->name;
+    if (!spec->value.empty() && value.empty()) {
+      return usage_error(cmd, std::string(name) + " needs a value: " + std::string(spec->value));
+    }
+    if (name == "--help") {
+      o.help = true;
+      return o;
+    } else if (name == "--device") {
+      o.device = value;
+    } else if (name == "--routine") {
+      o.routines.push_back(value);
+    } else if (name == "--input" || name == "--output") {
+      size_t eq = value.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == value.size()) {
+        return usage_error(cmd, std::string(name) + " " + value + ": expected NAME=FILE.npy");
+      }
+      (name == "--input" ? o.inputs : o.outputs).push_back({value.substr(0, eq), value.substr(eq + 1)});
+    } else if (name == "--seed" || name == "--repeat" || name == "--streams") {
+      const bool seed = name == "--seed";
+      uint64_t* target = seed ? &o.seed : name == "--repeat" ? &o.repeat : &o.streams;
+      if (!parse_count(value, seed ? UINT64_MAX : kMaxCount, target) || (!seed && *target == 0)) {
+        return usage_error(cmd, std::string(name) + " needs " +
+                                    (seed ? "a non-negative integer" : "an integer from 1 to 1000000") +
+                                    ", got '" + value + "'");
+      }
+    } else if (name == "--print") {
+      o.print = true;
+    } else if (name == "--trace") {
+      o.trace = value;
+    } else if (name == "--emit") {
+      if (value != "ir" && value != "lowered" && value != "source") {
+        return usage_error(cmd, "--emit takes ir, lowered or source, got '" + value + "'");
+      }
+      o.emit = value;
+    } else if (name == "-o") {
+      o.out_file = value;
+    }
+  }
+  if (command->takes_program) {
+    if (positional.empty()) return usage_error(cmd, "'kiln " + cmd + "' needs a PROGRAM.kiln");
+    o.program = positional[0];
+    if (positional.size() > 1) {
+      return usage_error(cmd, "unexpected argument '" + positional[1] + "' (the program is '" + o.program + "')");
+    }
+  } else if (!positional.empty()) {
+    return usage_error(cmd, "'kiln " + cmd + "' takes no arguments, got '" + positional[0] + "'");
+  }
+  return o;
+}
+
+std::string help_text(const std::string& command) {
+  if (const CommandSpec* c = find_command(command)) {
+    std::string out = "usage: " + std::string(c->synopsis) + "\n\n" + std::string(c->summary) + "\n\nOptions:\n" +
+                      describe_options(c->options);
+    if (!c->notes.empty()) out += "\n" + std::string(c->notes);
+    return out + "\n" + std::string(kExitStatus);
+  }
+  std::string out =
+      "usage: kiln COMMAND [options]\n"
+      "       kiln --version\n"
+      "\n"
+      "Runs and compiles .kiln array programs.\n"
+      "\n"
+      "Commands:\n"
+      "  run PROGRAM.kiln       compile the program for a device and run its routines\n"
+      "  compile PROGRAM.kiln   print the program after parsing or lowering, or its device source\n"
+      "  devices                list the drivers and devices that are present\n"
+      "  help [COMMAND]         print this help, or a command's\n"
+      "\n"
+      "Options:\n" +
+      describe_options({kHelpOption, {"--version", "", "", "print kiln's version and exit"}}) +
+      "\n"
+      "'kiln COMMAND --help' describes a command's options.\n"
+      "\n"
+      "Environment:\n"
+      "  KILN_CACHE_DIR         where compiled kernels are cached (default $XDG_CACHE_HOME/kiln,\n"
+      "                         else $HOME/.cache/kiln)\n"
+      "  KILN_CC, KILN_CFLAGS   the cpu device's C compiler (default cc) and extra flags for it\n"
+      "  KILN_CC_TIMEOUT        seconds before a C compile is stopped, 1 to 86400 (default 600)\n"
+      "  KILN_CPU_THREADS       worker threads of the cpu device, 1 to 1024 (default: the cores)\n"
+      "  KILN_LOG               error, warn (the default), info or debug\n"
+      "\n" +
+      std::string(kExitStatus);
+  return out;
+}
+
+std::string usage_text(const std::string& command) {
+  const CommandSpec* c = find_command(command);
+  if (!c) return "usage: kiln COMMAND [options]   ('kiln --help' lists the commands)\n";
+  return "usage: " + std::string(c->synopsis) + "   ('kiln " + std::string(c->name) +
+         " --help' describes the options)\n";
+}
+
+std::string version_text() { return std::string("kiln ") + KILN_VERSION + "\n"; }
+
+}  // namespace kiln::tools

@@ -1,0 +1,57 @@
+// The command line's words: which commands and options exist (one table, from which both the
+// parser and `--help` work, so that every option parsed is described and nothing else is), and
+// parsing `kiln COMMAND ARGS...` into Options.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace kiln::tools {
+
+// A failure with its exit code. `usage_of` names the command whose usage line follows the
+// message ("" for the top level): only usage errors set it; errors in a program, a file, the
+// environment or a device print their message alone.
+struct Failure {
+  int code;
+  std::string message;
+  std::optional<std::string> usage_of;
+};
+
+// A usage error of `command` ("" for the top level): exit 2, message then the usage line.
+Failure usage_error(const std::string& command, const std::string& message);
+
+// Options of `run`, `compile` and `devices`.
+struct Options {
+  std::string command;
+  bool help = false;  // --help was given: print the command's help, do nothing else
+  std::string program;
+  std::string device = "cpu";
+  std::vector<std::string> routines;
+  std::vector<std::pair<std::string, std::string>> inputs, outputs;
+  uint64_t seed = 0;
+  uint64_t repeat = 1;
+  uint64_t streams = 1;
+  bool print = false;
+  std::string trace;
+  std::string emit = "ir";
+  std::string out_file;
+};
+
+// The commands, in the order help lists them.
+std::vector<std::string> command_names();
+
+// Parses `args` = {COMMAND, ARGS...} for COMMAND in command_names() other than "help".
+std::variant<Options, Failure> parse_options(const std::vector<std::string>& args);
+
+// `kiln --help` (empty command) or `kiln COMMAND --help`: usage, every option described, notes.
+std::string help_text(const std::string& command);
+// The first line(s) of help_text, which follow a usage error, and where to read more.
+std::string usage_text(const std::string& command);
+// "kiln VERSION".
+std::string version_text();
+
+}  // namespace kiln::tools

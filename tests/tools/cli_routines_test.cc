@@ -1,0 +1,99 @@
+// `kiln run --routine`: which routines run, in which order, and a routine named more than once
+// (compiled and linked once, run as often as it is named).
+#include <gtest/gtest.h>
+
+#include "cli_test_util.h"
+
+namespace kiln::tools {
+namespace {
+
+// `step` halves w and adds x; `total` sums w. With x given, every value after N steps is known.
+constexpr const char* kStepProgram =
+    "input  x : f32[8]\n"
+    "param  w : f32[8] = 1\n"
+    "output out : f32[]\n"
+    "routine step {\n"
+    "  w[i] = w[i] * 0.5 + x[i]\n"
+    "}\n"
+    "routine total {\n"
+    "  out = sum(w[i])\n"
+    "}\n";
+
+class CliRoutinesTest : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    program_ = dir_.file("prog.kiln");
+    ASSERT_TRUE(write_bytes(program_, kStepProgram).ok());
+    std::vector<float> x(8);
+    for (int i = 0; i < 8; ++i) x[i] = float(i);
+    x_ = x;
+    ASSERT_TRUE(write_bytes(dir_.file("x.npy"), format_npy(f32_array({8}, x))).ok());
+  }
+  std::vector<std::string> devices() const {
+    std::vector<std::string> d = {"cpu", "interp"};
+    if (device_present("opencl")) d.push_back("opencl");
+    return d;
+  }
+  // w after `steps` steps from w = 1.
+  std::vector<float> w_after(int steps) const {
+    std::vector<float> w(8, 1.0f);
+    for (int s = 0; s < steps; ++s) {
+      for (int i = 0; i < 8; ++i) w[i] = w[i] * 0.5f + x_[i];
+    }
+    return w;
+  }
+
+  std::string program_;
+  std::vector<float> x_;
+};
+
+TEST_F(CliRoutinesTest, ARoutineNamedTwiceRunsTwice) {
+  for (const std::string& device : devices()) {
+    const std::string out = dir_.file("out_" + device + ".npy"), w = dir_.file("w_" + device + ".npy");
+    std::vector<std::string> args = {"run", program_, "--device", device, "--input", "x=" + dir_.file("x.npy"),
+                                     "--routine", "step", "--routine", "step", "--routine", "total",
+                                     "--output", "out=" + out, "--output", "w=" + w};
+    ProcessResult r = run(args);
+    ASSERT_EQ(r.exit_code, 0) << describe_run(args, r);
+    Result<NpyArray> w_file = read_npy(w);
+    ASSERT_TRUE(w_file.ok()) << w_file.status();
+    const std::vector<float> expected = w_after(2);
+    EXPECT_EQ(f32_values(*w_file), expected) << device;
+    Result<NpyArray> out_file = read_npy(out);
+    ASSERT_TRUE(out_file.ok()) << out_file.status();
+    float sum = 0;
+    for (float v : expected) sum += v;
+    ASSERT_EQ(f32_values(*out_file).size(), 1u);
+    EXPECT_NEAR(f32_values(*out_file)[0], sum, 1e-4) << device;
+  }
+}
+
+TEST_F(CliRoutinesTest, RepeatedRoutinesRunInTheOrderGiven) {
+  // total, step, step, step, total: out is the sum after three steps (the last total), and
+  // interleaving the names the other way gives the sum after one step.
+  const std::vector<std::pair<std::vector<std::string>, int>> cases = {
+      {{"total", "step", "step", "step", "total"}, 3},
+      {{"step", "total", "step", "step"}, 1},
+  };
+  for (const auto& [sequence, steps] : cases) {
+    for (const std::string& device : devices()) {
+      const std::string out = dir_.file("out.npy");
+      std::vector<std::string> args = {"run", program_, "--device", device, "--input", "x=" + dir_.file("x.npy"),
+                                       "--output", "out=" + out};
+      for (const std::string& s : sequence) args.insert(args.end(), {"--routine", s});
+      // Repeating the sequence on two streams links each routine once per stream, too.
+      args.insert(args.end(), {"--streams", "2"});
+      ProcessResult r = run(args);
+      ASSERT_EQ(r.exit_code, 0) << describe_run(args, r);
+      Result<NpyArray> out_file = read_npy(out);
+      ASSERT_TRUE(out_file.ok()) << out_file.status();
+      float sum = 0;
+      for (float v : w_after(steps)) sum += v;
+      EXPECT_NEAR(f32_values(*out_file)[0], sum, 1e-4) << describe_run(args, r);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln::tools
