@@ -255,11 +255,6 @@ LStmtRef Lowerer::store(const Place& p, LExprRef value) const {
 Result<LExprRef> Lowerer::lower_read(const Expr& e, Scope& scope) {
   int node = e.node;
   const TensorNode& decl = in_.nodes[node];
-  // Folded constants.
-  if (decl.role == Role::kConst && e.kind == Expr::Kind::kTensor &&
-      out_.program.nodes[node].memory == MemoryMode::kVirtual) {
-    return lconst(decl.dtype, convert_constant(decl.init.a, decl.dtype));
-  }
   std::vector<LExprRef> subs;
   std::vector<LExprRef> conditions;
   bool same_point = true;  // exactly the target point of the statement being lowered
@@ -282,7 +277,11 @@ Result<LExprRef> Lowerer::lower_read(const Expr& e, Scope& scope) {
   row = row && static_cast<int>(subs.size()) >= parallel_dims_;
 
   LExprRef value;
-  if (e.kind == Expr::Kind::kTensor && inline_def_.count(node)) {
+  if (decl.role == Role::kConst && e.kind == Expr::Kind::kTensor &&
+      out_.program.nodes[node].memory == MemoryMode::kVirtual) {
+    // A folded constant: its value, still under the range conditions of its subscripts.
+    value = lconst(decl.dtype, convert_constant(decl.init.a, decl.dtype));
+  } else if (e.kind == Expr::Kind::kTensor && inline_def_.count(node)) {
     // Evaluate the definition at this point, with its own reads as in an elementwise statement.
     const Assignment& def = *inline_def_.at(node);
     const size_t n = def.indices.size();

@@ -6,7 +6,8 @@
 //  - the right side of a statement reads the values from before the statement: a read of the
 //    target at any point other than the one being written reads a snapshot taken first;
 //  - out-of-range compound subscripts skip the iteration point in a reduction and read 0 in an
-//    elementwise expression;
+//    elementwise expression (reads of a folded const too: its value stands under the same range
+//    guard as a load);
 //  - a reduction starts from its neutral element (0, 1, -inf, +inf; INT32_MIN/MAX for i32),
 //    `mean` divides by the product of the reduced extents, and the result is combined with the
 //    target by the statement's accumulation, then converted to the target's type.

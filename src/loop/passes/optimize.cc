@@ -1,6 +1,7 @@
 // The optimization pipeline and the tree-rewriting helpers its passes share.
 #include "kiln/loop/optimize.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -97,10 +98,20 @@ LStmtRef rewrite_stmt_exprs(const LStmtRef& s, const ExprRewrite& fn) {
 
 }  // namespace internal
 
+void drop_unused_bindings(Kernel& kernel) {
+  const NodeAccess access = node_access(kernel);
+  auto accessed = [&](int node) {
+    return std::binary_search(access.read.begin(), access.read.end(), node) ||
+           std::binary_search(access.written.begin(), access.written.end(), node);
+  };
+  std::erase_if(kernel.nodes, [&](int node) { return !accessed(node); });
+}
+
 void optimize_kernel(Kernel& kernel) {
   fold_constants(kernel);
   hoist_invariants(kernel);
   form_fma(kernel);
+  drop_unused_bindings(kernel);
 }
 
 }  // namespace kiln::ir
