@@ -2,8 +2,16 @@
 #include "loop/access.h"
 
 #include <algorithm>
+#include <atomic>
 
 namespace kiln::ir::lowering {
+
+namespace {
+std::atomic<uint64_t> g_analysis_work{0};
+}  // namespace
+
+uint64_t analysis_work() { return g_analysis_work.load(std::memory_order_relaxed); }
+void count_analysis_work(uint64_t units) { g_analysis_work.fetch_add(units, std::memory_order_relaxed); }
 
 Affine substitute(const Affine& inner, const std::vector<Affine>& outer) {
   std::map<int, int64_t> terms;
@@ -27,6 +35,7 @@ namespace {
 // the inlining rule exclude, but an analysis must not recurse forever on bad input).
 void collect_reads(const Expr& e, const std::vector<Affine>& env, const InlineDefs& inlined,
                    int depth, std::vector<Access>* out) {
+  count_analysis_work(1);
   if (e.kind == Expr::Kind::kTensor || e.kind == Expr::Kind::kMerge) {
     std::vector<Affine> subs;
     for (const Affine& a : e.subscripts) subs.push_back(substitute(a, env));
@@ -68,7 +77,10 @@ bool at_target_point(const Assignment& s, const Access& a) {
 }
 
 bool reads_target_elsewhere(const Assignment& s, const InlineDefs& inlined) {
-  std::vector<Access> accesses = statement_accesses(s, inlined);
+  return reads_target_elsewhere(s, statement_accesses(s, inlined));
+}
+
+bool reads_target_elsewhere(const Assignment& s, const std::vector<Access>& accesses) {
   return std::any_of(accesses.begin(), accesses.end(), [&](const Access& a) {
     return a.node == s.target && !a.write && !a.merge && !at_target_point(s, a);
   });

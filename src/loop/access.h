@@ -5,6 +5,7 @@
 // snapshot rule all decide on these, so that they see what the kernel will really touch.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <vector>
 
@@ -35,5 +36,13 @@ bool at_target_point(const Assignment& s, const Access& a);
 // Whether `s` reads its own target at a point other than the one it writes (so that lowering
 // snapshots the target first to keep the "reads values from before the statement" rule).
 bool reads_target_elsewhere(const Assignment& s, const InlineDefs& inlined);
+// The same, given the statement's accesses (statement_accesses).
+bool reads_target_elsewhere(const Assignment& s, const std::vector<Access>& accesses);
+
+// Units of work done by lowering's analyses in this process: accesses, statements and nodes they
+// examine. Tests compare it between program sizes, so that a scan that makes lowering quadratic
+// in the number of statements shows as a ratio of counts instead of a timing.
+uint64_t analysis_work();
+void count_analysis_work(uint64_t units);
 
 }  // namespace kiln::ir::lowering
