@@ -7,9 +7,12 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "loop/access.h"
 #include "loop/fusion.h"
+#include "loop/inlining.h"
 #include "loop/local_arrays.h"
 #include "loop/lower_arith.h"
 #include "loop/overwrite.h"
@@ -24,26 +27,11 @@ using namespace lowering;  // NOLINT: the helpers of lowering's own analyses
 
 struct KernelBuilder {
   Kernel kernel;
+  std::unordered_set<int> used;  // kernel.nodes as a set
   void use(int node) {
-    for (int n : kernel.nodes) {
-      if (n == node) return;
-    }
-    kernel.nodes.push_back(node);
+    if (used.insert(node).second) kernel.nodes.push_back(node);
   }
 };
-
-// Visits every tensor read (kTensor and kMerge) of an expression.
-template <typename Fn>
-void for_each_read(const Expr& e, Fn&& fn) {
-  if (e.kind == Expr::Kind::kTensor || e.kind == Expr::Kind::kMerge) fn(e);
-  for (const ExprRef& a : e.args) for_each_read(*a, fn);
-}
-
-bool reads_node(const Assignment& s, int node) {
-  bool found = false;
-  for_each_read(*s.rhs, [&](const Expr& r) { found = found || r.node == node; });
-  return found;
-}
 
 class Lowerer {
  public:
@@ -74,7 +62,6 @@ class Lowerer {
   };
 
   Status decide_memory();
-  bool inlinable(int node, const Routine& routine, size_t def, size_t* reader) const;
   Status plan_routines();
   Status lower_routine(size_t r, LoweredRoutine* lowered);
   Result<std::vector<Kernel>> lower_group(const Routine& routine, size_t r, size_t g);
@@ -97,6 +84,7 @@ class Lowerer {
   LowerOptions options_;
   InlineDefs inline_def_;                         // virtual node → its defining statement
   std::map<const Assignment*, bool> skipped_;     // definitions that were inlined away
+  std::unordered_map<std::string, int> hidden_;   // hidden nodes made so far, by name
   std::vector<RoutinePlan> plans_;                // per routine: its kernel groups
   std::map<std::pair<size_t, size_t>, std::vector<int>> group_locals_;  // (routine, group) → nodes
   // Per kernel group being lowered.
@@ -113,9 +101,8 @@ class Lowerer {
 
 int Lowerer::hidden_node(const std::string& name, const TensorNode& like, Role role,
                          MemoryMode mode) {
-  for (const TensorNode& n : out_.program.nodes) {
-    if (n.name == name) return n.id;
-  }
+  auto known = hidden_.find(name);
+  if (known != hidden_.end()) return known->second;
   TensorNode node = like;
   node.id = static_cast<int>(out_.program.nodes.size());
   node.name = name;
@@ -123,36 +110,8 @@ int Lowerer::hidden_node(const std::string& name, const TensorNode& like, Role r
   node.init = Init{};
   node.memory = mode;
   out_.program.nodes.push_back(node);
+  hidden_.emplace(name, node.id);
   return node.id;
-}
-
-bool Lowerer::inlinable(int node, const Routine& routine, size_t def, size_t* reader) const {
-  const Assignment& d = routine.statements[def];
-  if (d.accum != Accum::kAssign || d.reduce != Reduce::kNone || reads_node(d, node)) return false;
-  // Written once in the whole program, read by exactly one later statement of this routine,
-  // never as a merge buffer, and nothing the definition reads changes in between.
-  int readers = 0;
-  for (const Routine& r : in_.routines) {
-    for (size_t i = 0; i < r.statements.size(); ++i) {
-      const Assignment& s = r.statements[i];
-      if (&s != &d && s.target == node) return false;
-      bool merge = false;
-      for_each_read(*s.rhs, [&](const Expr& e) {
-        merge = merge || (e.node == node && e.kind == Expr::Kind::kMerge);
-      });
-      if (merge) return false;
-      if (reads_node(s, node)) {
-        if (&r != &routine || i <= def) return false;
-        ++readers;
-        *reader = i;
-      }
-    }
-  }
-  if (readers != 1) return false;
-  for (size_t i = def + 1; i < *reader; ++i) {
-    if (reads_node(d, routine.statements[i].target)) return false;
-  }
-  return true;
 }
 
 // Roles fix the modes of inputs, outputs and params; user requests (memory_mode.h) stand; a const
@@ -166,6 +125,7 @@ Status Lowerer::decide_memory() {
       n.memory = n.init.kind == Init::Kind::kValue ? MemoryMode::kVirtual : MemoryMode::kHosted;
     }
   }
+  const InlineCandidates candidates(in_);
   for (const Routine& routine : in_.routines) {
     for (size_t i = 0; i < routine.statements.size(); ++i) {
       const Assignment& s = routine.statements[i];
@@ -174,7 +134,7 @@ Status Lowerer::decide_memory() {
       // A request for a buffer or a local array is never inlined; kVirtual always is tried.
       if (n.memory != MemoryMode::kVirtual && (n.memory != MemoryMode::kUnset || !options_.inline_virtual)) continue;
       size_t reader = 0;
-      if (inlinable(s.target, routine, i, &reader)) {
+      if (candidates.inlinable(s.target, routine, i, &reader)) {
         inline_def_[s.target] = &s;
         skipped_[&s] = true;
         n.memory = MemoryMode::kVirtual;
@@ -202,12 +162,16 @@ Status Lowerer::plan_routines() {
     FusionOptions fusion{options_.fuse, options_.collapse};
     plans_.push_back(RoutinePlan{&routine, plan_kernels(in_, routine, statements, inline_def_, fusion)});
   }
+  const NodeUses uses = node_uses(plans_, inline_def_);
   for (TensorNode& n : out_.program.nodes) {
     if (n.role != Role::kTensor || n.id >= static_cast<int>(in_.nodes.size())) continue;
     const bool requested = n.memory == MemoryMode::kLocal;
     if (n.memory != MemoryMode::kUnset && !requested) continue;
     if (!options_.local_arrays && !requested) continue;
-    LocalPlacement at = place_local_array(in_, n.id, plans_, inline_def_);
+    LocalPlacement at = place_local_array(in_, n.id, plans_, inline_def_, uses);
+    if (at.local && !requested && group_locals_[{at.routine, at.group}].size() >= kMaxLocalArraysPerKernel) {
+      continue;  // a device buffer: the kernel holds enough local arrays (local_arrays.h)
+    }
     if (at.local) {
       n.memory = MemoryMode::kLocal;
       group_locals_[{at.routine, at.group}].push_back(n.id);
