@@ -2,16 +2,10 @@
 #include "loop/access.h"
 
 #include <algorithm>
-#include <atomic>
+
+#include "loop/work_count.h"
 
 namespace kiln::ir::lowering {
-
-namespace {
-std::atomic<uint64_t> g_analysis_work{0};
-}  // namespace
-
-uint64_t analysis_work() { return g_analysis_work.load(std::memory_order_relaxed); }
-void count_analysis_work(uint64_t units) { g_analysis_work.fetch_add(units, std::memory_order_relaxed); }
 
 Affine substitute(const Affine& inner, const std::vector<Affine>& outer) {
   std::map<int, int64_t> terms;
@@ -35,7 +29,7 @@ namespace {
 // the inlining rule exclude, but an analysis must not recurse forever on bad input).
 void collect_reads(const Expr& e, const std::vector<Affine>& env, const InlineDefs& inlined,
                    int depth, std::vector<Access>* out) {
-  count_analysis_work(1);
+  count_lowering_work(1);
   if (e.kind == Expr::Kind::kTensor || e.kind == Expr::Kind::kMerge) {
     std::vector<Affine> subs;
     for (const Affine& a : e.subscripts) subs.push_back(substitute(a, env));

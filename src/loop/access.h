@@ -5,7 +5,6 @@
 // snapshot rule all decide on these, so that they see what the kernel will really touch.
 #pragma once
 
-#include <cstdint>
 #include <map>
 #include <vector>
 
@@ -39,10 +38,5 @@ bool reads_target_elsewhere(const Assignment& s, const InlineDefs& inlined);
 // The same, given the statement's accesses (statement_accesses).
 bool reads_target_elsewhere(const Assignment& s, const std::vector<Access>& accesses);
 
-// Units of work done by lowering's analyses in this process: accesses, statements and nodes they
-// examine. Tests compare it between program sizes, so that a scan that makes lowering quadratic
-// in the number of statements shows as a ratio of counts instead of a timing.
-uint64_t analysis_work();
-void count_analysis_work(uint64_t units);
 
 }  // namespace kiln::ir::lowering

@@ -1,5 +1,6 @@
 // Kernel grouping and the fusion legality check (fusion.h).
 #include "loop/fusion.h"
+#include "loop/work_count.h"
 
 #include <algorithm>
 #include <set>
@@ -118,7 +119,7 @@ class OpenGroup {
                           std::min(prefix_, common_prefix(target))});
     limit = std::min(limit, row_limit_);
     for (const Access& a : accesses) {
-      count_analysis_work(1);
+      count_lowering_work(1);
       if (!a.merge && (a.node == s.target || written_.count(a.node))) limit = std::min(limit, row_depth(s, a));
     }
     if (!written_.count(s.target)) {
@@ -139,7 +140,7 @@ class OpenGroup {
     group_.parallel_dims = k;
     prefix_ = std::min(prefix_, common_prefix(target));
     for (const Access& a : accesses) {
-      count_analysis_work(1);
+      count_lowering_work(1);
       if (a.merge) continue;
       auto [it, fresh] = min_depth_.emplace(a.node, row_depth(s, a));
       if (!fresh) it->second = std::min(it->second, row_depth(s, a));

@@ -1,5 +1,6 @@
 // The inlining decision (inlining.h).
 #include "loop/inlining.h"
+#include "loop/work_count.h"
 
 #include <algorithm>
 
@@ -10,7 +11,7 @@ namespace kiln::ir::lowering {
 namespace {
 
 void collect_read_nodes(const Expr& e, std::vector<int>* out) {
-  count_analysis_work(1);
+  count_lowering_work(1);
   if (e.kind == Expr::Kind::kTensor || e.kind == Expr::Kind::kMerge) out->push_back(e.node);
   for (const ExprRef& a : e.args) collect_read_nodes(*a, out);
 }
@@ -60,7 +61,7 @@ bool InlineCandidates::inlinable(int node, const Routine& routine, size_t def, s
   auto routine_writes = writes_at_.find(&routine);
   if (routine_writes == writes_at_.end()) return false;
   for (int n : reads) {
-    count_analysis_work(1);
+    count_lowering_work(1);
     auto w = routine_writes->second.find(n);
     if (w == routine_writes->second.end()) continue;
     auto next = std::upper_bound(w->second.begin(), w->second.end(), def);

@@ -1,5 +1,6 @@
 // Local-array placement (local_arrays.h).
 #include "loop/local_arrays.h"
+#include "loop/work_count.h"
 
 #include "loop/overwrite.h"
 
@@ -48,7 +49,7 @@ LocalPlacement place_local_array(const Program& program, int node, const std::ve
   auto touching = uses.find(node);
   static const std::vector<NodeUse> kNone;
   for (const NodeUse& u : touching == uses.end() ? kNone : touching->second) {
-    count_analysis_work(1);
+    count_lowering_work(1);
     const Routine& routine = *plans[u.routine].routine;
     if (u.merge) return refuse("routine '" + routine.name + "' reads its merge buffer");
     const std::string where = "routine '" + routine.name + "', statement " + std::to_string(u.statement + 1);

@@ -16,6 +16,7 @@
 #include "loop/local_arrays.h"
 #include "loop/lower_arith.h"
 #include "loop/overwrite.h"
+#include "loop/work_count.h"
 #include "kiln/ir/memory_mode.h"
 #include "kiln/loop/optimize.h"
 
@@ -29,6 +30,7 @@ struct KernelBuilder {
   Kernel kernel;
   std::unordered_set<int> used;  // kernel.nodes as a set
   void use(int node) {
+    count_lowering_work(1);
     if (used.insert(node).second) kernel.nodes.push_back(node);
   }
 };
@@ -288,6 +290,7 @@ Result<LExprRef> Lowerer::lower_read(const Expr& e, Scope& scope) {
 }
 
 Result<LExprRef> Lowerer::lower_expr(const Expr& e, Scope& scope) {
+  count_lowering_work(1);
   switch (e.kind) {
     case Expr::Kind::kLiteral:
       return lconst(e.type, convert_constant(e.literal, e.type));

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "loop/passes/optimize_internal.h"
+#include "loop/work_count.h"
 
 namespace kiln::ir {
 
@@ -41,6 +42,7 @@ LExprRef i64_const(int64_t value) { return lconst(DType::kI64, static_cast<doubl
 
 LExprRef rewrite_expr(const LExprRef& e, const ExprRewrite& fn) {
   if (!e) return e;
+  count_lowering_work(1);
   LExprRef offset = rewrite_expr(e->offset, fn);
   std::vector<LExprRef> args;
   bool changed = offset != e->offset;
