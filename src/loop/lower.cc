@@ -247,9 +247,9 @@ Result<LExprRef> Lowerer::lower_read(const Expr& e, Scope& scope) {
       out_.program.nodes[node].memory == MemoryMode::kVirtual) {
     // A folded constant: its value, still under the range conditions of its subscripts.
     value = lconst(decl.dtype, convert_constant(decl.init.a, decl.dtype));
-  } else if (e.kind == Expr::Kind::kTensor && inline_def_.count(node)) {
+  } else if (auto inlined = inline_def_.find(node); e.kind == Expr::Kind::kTensor && inlined != inline_def_.end()) {
     // Evaluate the definition at this point, with its own reads as in an elementwise statement.
-    const Assignment& def = *inline_def_.at(node);
+    const Assignment& def = *inlined->second;
     const size_t n = def.indices.size();
     Scope inner{&def, std::vector<LExprRef>(n), std::vector<int>(n, -1), std::vector<bool>(n, false), nullptr};
     for (size_t d = 0; d < def.target_indices.size(); ++d) {
@@ -348,7 +348,7 @@ std::vector<LStmtRef> Lowerer::accumulate_in_place(const Assignment& s, const Te
                                                    const LStmtRef& note) {
   if (static_cast<int>(s.target_indices.size()) <= parallel_dims_ || reduced.empty() ||
       term->type != target.dtype || loads_node(term, s.target) || needs_snapshot_ ||
-      (local_of_.count(s.target) && loads_local(term, local_of_.at(s.target)))) {
+      (local_of_.count(s.target) && loads_local(term, local_of_[s.target]))) {
     return {};
   }
   Op fold = fold_op(s.reduce);
@@ -492,7 +492,7 @@ Result<std::vector<Kernel>> Lowerer::lower_group(const Routine& routine, size_t 
     const TensorNode& n = in_.nodes[locals[l]];
     int64_t size = 1;
     for (size_t d = static_cast<size_t>(parallel_dims_); d < n.dims.size(); ++d) size *= n.dims[d];
-    row = {llocal_decl(local_of_.at(locals[l]), n.dtype, size, std::move(row))};
+    row = {llocal_decl(local_of_[locals[l]], n.dtype, size, std::move(row))};
   }
   if (parallel_dims_ > 0) {
     kb.kernel.body = lfor(row_var_->var, leading_extent(lead, parallel_dims_), true, std::move(row));
