@@ -66,6 +66,36 @@ Status run_like_cli(const hal::DeviceRef& device, const ir::Program& program) {
   }
 }
 
+// Programs whose folding removes every load of a node (a select on a const, a subscript out of
+// range at every point, an integer product by 0) run through runtime::Routine on every device;
+// the kernels once kept binding those nodes, and linking threw map::at.
+TEST(LoweringRobustnessTest, ProgramsWhoseLoadsFoldAwayRunOnEveryDevice) {
+  const std::string text = R"(
+input x2 : f64[8, 8, 5]
+input x3 : f32[3]
+input w : i32[4]
+const c4 : f64 = 2
+output y5 : i32
+output z : f32[3]
+output v : i32[4]
+y5 = sum((select(c4, 1, i32(x2[r2, 1, 2*r0] - x3[r0])) >= -1e-3))
+z[i] = x3[i] + x3[i + 5]
+v[i] = w[i] * 0 + 1
+)";
+  Result<ir::Program> program = lang::parse_program(text, "fold.kiln");
+  ASSERT_TRUE(program.ok()) << program.status();
+  std::vector<std::string> devices = {"interp", "cpu"};
+  auto opencl = drivers::builtin_registry().find("opencl");
+  if (opencl.ok() && (*opencl)->availability().ok()) devices.push_back("opencl");
+  TempDir cache;
+  for (const std::string& name : devices) {
+    Result<hal::DeviceRef> device = open_device(name, cache.path());
+    ASSERT_TRUE(device.ok()) << device.status();
+    Status st = run_like_cli(*device, *program);
+    EXPECT_TRUE(st.ok()) << name << ": " << st;
+  }
+}
+
 TEST(LoweringRobustnessTest, RandomProgramsLowerLinkAndRunWithoutExceptions) {
   Result<std::optional<uint64_t>> seed = env_uint("KILN_LOWER_SEED", 0, UINT64_MAX / 2);
   Result<std::optional<uint64_t>> count = env_uint("KILN_LOWER_COUNT", 0, 100000);
