@@ -1,7 +1,9 @@
 // The compiler's figures, each against a baseline in the same run:
 //  - a fused elementwise chain y = relu(a * b + c) over 2^24 floats vs memcpy (bytes moved/s);
 //  - a 512x512x512 f32 matrix product written in the language vs OpenBLAS sgemm, same threads;
-//  - compile latency of each example: cold (C compiler runs) vs warm (disk cache hit).
+//  - compile latency of each example: cold (C compiler runs) vs warm (disk cache hit);
+//  - lowering time of N copies of `y[i] += x[i]` (fused into one kernel) for N = 1000 (the
+//    baseline) to 20000: near-linear, so the time per statement should stay flat.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 #include "bench_common.h"
 #include "kiln/base/disk_cache.h"
 #include "kiln/lang/parser.h"
+#include "kiln/loop/lower.h"
 #include "kiln/runtime/program_instance.h"
 
 namespace kiln::bench {
@@ -96,6 +99,18 @@ void BM_CompileCold(benchmark::State& state) { compile_latency(state, false); }
 void BM_CompileWarm(benchmark::State& state) { compile_latency(state, true); }
 BENCHMARK(BM_CompileCold)->DenseRange(0, 5)->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_CompileWarm)->DenseRange(0, 5)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_LowerStatements(benchmark::State& state) {
+  std::string text = "input x : f32[16]\noutput y : f32[16]\n";
+  for (int64_t s = 0; s < state.range(0); ++s) text += "y[i] += x[i]\n";
+  ir::Program program = check(lang::parse_program(text, "bench.kiln"), "parse");
+  for (auto _ : state) benchmark::DoNotOptimize(check(ir::lower_program(program), "lower"));
+  state.counters["per_statement"] = benchmark::Counter(
+      double(state.range(0)) * double(state.iterations()),
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_LowerStatements)->ArgName("statements")->Arg(1000)->Arg(2000)->Arg(4000)->Arg(8000)->Arg(20000)
+    ->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace kiln::bench

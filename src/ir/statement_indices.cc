@@ -35,7 +35,12 @@ void Completer::number_indices(const RawExpr& e) {
 
 void Completer::set_extent(const std::string& name, int64_t size, const TensorNode& node,
                            size_t dim, SourceLoc loc) {
-  IndexInfo& info = indices_[index_number_.at(name)];
+  auto number = index_number_.find(name);
+  if (number == index_number_.end()) {
+    error(loc, "internal error: index '" + name + "' has no number");
+    return;
+  }
+  IndexInfo& info = indices_[number->second];
   std::string here = "dimension " + std::to_string(dim) + " of '" + node.name + "' (size " +
                      std::to_string(size) + ")";
   if (!info.extent) {
@@ -51,7 +56,8 @@ void Completer::apply_bounds() {
   std::set<std::string> bounded;
   for (const RawBound& b : s_.where) {
     if (!index_names_.count(b.index)) continue;  // reported above
-    if (!index_number_.count(b.index)) {
+    auto number = index_number_.find(b.index);
+    if (number == index_number_.end()) {
       error(b.loc, "where bound on '" + b.index + "', which is not used in this statement");
       continue;
     }
@@ -59,7 +65,7 @@ void Completer::apply_bounds() {
       error(b.loc, "index '" + b.index + "' has two where bounds; keep one");
       continue;
     }
-    IndexInfo& info = indices_[index_number_.at(b.index)];
+    IndexInfo& info = indices_[number->second];
     info.bounded = true;  // even if the bound is wrong: no "needs a bound" on top
     if (!b.limit) {
       error(b.loc, "where bound on '" + b.index + "' has no limit");

@@ -165,7 +165,14 @@ Completer::Typed Completer::type_expr(const RawExpr& e) {
         if (!a.ok) return {};
         Affine affine;
         affine.offset = a.offset;
-        for (const NamedTerm& t : a.terms) affine.terms.push_back({index_number_.at(t.name), t.coeff});
+        for (const NamedTerm& t : a.terms) {
+          auto number = index_number_.find(t.name);
+          if (number == index_number_.end()) {
+            error(t.loc, "internal error: index '" + t.name + "' has no number");
+            return {};
+          }
+          affine.terms.push_back({number->second, t.coeff});
+        }
         out->subscripts.push_back(std::move(affine));
       }
       return {out, false};

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "loop/work_count.h"
+
 namespace kiln::ir::lowering {
 
 Affine substitute(const Affine& inner, const std::vector<Affine>& outer) {
@@ -27,6 +29,7 @@ namespace {
 // the inlining rule exclude, but an analysis must not recurse forever on bad input).
 void collect_reads(const Expr& e, const std::vector<Affine>& env, const InlineDefs& inlined,
                    int depth, std::vector<Access>* out) {
+  count_lowering_work(1);
   if (e.kind == Expr::Kind::kTensor || e.kind == Expr::Kind::kMerge) {
     std::vector<Affine> subs;
     for (const Affine& a : e.subscripts) subs.push_back(substitute(a, env));
@@ -68,7 +71,10 @@ bool at_target_point(const Assignment& s, const Access& a) {
 }
 
 bool reads_target_elsewhere(const Assignment& s, const InlineDefs& inlined) {
-  std::vector<Access> accesses = statement_accesses(s, inlined);
+  return reads_target_elsewhere(s, statement_accesses(s, inlined));
+}
+
+bool reads_target_elsewhere(const Assignment& s, const std::vector<Access>& accesses) {
   return std::any_of(accesses.begin(), accesses.end(), [&](const Access& a) {
     return a.node == s.target && !a.write && !a.merge && !at_target_point(s, a);
   });

@@ -35,5 +35,8 @@ bool at_target_point(const Assignment& s, const Access& a);
 // Whether `s` reads its own target at a point other than the one it writes (so that lowering
 // snapshots the target first to keep the "reads values from before the statement" rule).
 bool reads_target_elsewhere(const Assignment& s, const InlineDefs& inlined);
+// The same, given the statement's accesses (statement_accesses).
+bool reads_target_elsewhere(const Assignment& s, const std::vector<Access>& accesses);
+
 
 }  // namespace kiln::ir::lowering

@@ -1,8 +1,11 @@
 // Kernel grouping and the fusion legality check (fusion.h).
 #include "loop/fusion.h"
+#include "loop/work_count.h"
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace kiln::ir::lowering {
 
@@ -27,19 +30,24 @@ std::string where(const Routine& routine, size_t statement) {
   return "routine '" + routine.name + "', statement " + std::to_string(statement + 1);
 }
 
-// Whether fusing at k keeps every member's parallelism (see kSerialFusionElements).
-bool keeps_parallelism(const Program& program, const Routine& routine,
-                       const std::vector<size_t>& statements, int k) {
-  for (size_t i : statements) {
-    const TensorNode& target = program.nodes[static_cast<size_t>(routine.statements[i].target)];
-    const int64_t alone = leading_extent(target, parallel_dims_alone(target, true));
-    if (leading_extent(target, k) >= std::min(kMinParallelExtent, alone)) continue;
-    if (target.element_count() > kSerialFusionElements) return false;
-  }
-  return true;
+// Whether a statement with this target keeps its parallelism in a kernel parallel over k dims
+// (see kSerialFusionElements).
+bool keeps_parallelism(const TensorNode& target, int k) {
+  const int64_t alone = leading_extent(target, parallel_dims_alone(target, true));
+  return leading_extent(target, k) >= std::min(kMinParallelExtent, alone) ||
+         target.element_count() <= kSerialFusionElements;
 }
 
 }  // namespace
+
+int row_depth(const Assignment& s, const Access& a) {
+  size_t d = 0;
+  while (d < a.subscripts.size() && d < s.target_indices.size() &&
+         a.subscripts[d].bare_index() == s.target_indices[d]) {
+    ++d;
+  }
+  return static_cast<int>(d);
+}
 
 Status fusion_legal(const Program& program, const Routine& routine,
                     const std::vector<size_t>& statements, int k, const InlineDefs& inlined) {
@@ -71,47 +79,140 @@ Status fusion_legal(const Program& program, const Routine& routine,
     const Assignment& s = routine.statements[i];
     for (const Access& a : statement_accesses(s, inlined)) {
       if (a.merge || !written.count(a.node)) continue;
-      for (int d = 0; d < k; ++d) {
-        if (static_cast<size_t>(d) >= a.subscripts.size() ||
-            a.subscripts[static_cast<size_t>(d)].bare_index() != s.target_indices[static_cast<size_t>(d)]) {
-          return invalid_argument_error(where(routine, i) + ": " + (a.write ? "writes '" : "reads '") +
-                                        program.nodes[static_cast<size_t>(a.node)].name + "' in dimension " +
-                                        std::to_string(d) + " elsewhere than the row of the parallel loop");
-        }
+      if (const int d = row_depth(s, a); d < k) {
+        return invalid_argument_error(where(routine, i) + ": " + (a.write ? "writes '" : "reads '") +
+                                      program.nodes[static_cast<size_t>(a.node)].name + "' in dimension " +
+                                      std::to_string(d) + " elsewhere than the row of the parallel loop");
       }
     }
   }
   return Status();
 }
 
+namespace {
+
+// The group that the next statement may join, with what fusion_legal would check kept up to
+// date as members join, so that planning a routine is linear in its accesses: a statement
+// is checked against these summaries, never against the members one by one.
+class OpenGroup {
+ public:
+  OpenGroup(const Program& program, const Routine& routine) : program_(program), routine_(routine) {}
+
+  // Starts a group of statement `i` alone, parallel over its first `k` target dims.
+  void start(size_t i, int k, const std::vector<Access>& accesses) {
+    first_ = &target_of(i);
+    group_ = KernelGroup{{}, k};
+    prefix_ = static_cast<int>(first_->dims.size());
+    row_limit_ = INT32_MAX;
+    min_depth_.clear();
+    written_.clear();
+    keeps_.assign(static_cast<size_t>(k) + 1, true);
+    add(i, k, accesses);
+  }
+
+  // The largest k >= 1 (at most the group's) at which the group with statement `i` added is
+  // legal and keeps every member's parallelism, or 0 when there is none.
+  int join_depth(size_t i, const std::vector<Access>& accesses) const {
+    const Assignment& s = routine_.statements[i];
+    const TensorNode& target = target_of(i);
+    int limit = std::min({group_.parallel_dims, static_cast<int>(target.dims.size()),
+                          std::min(prefix_, common_prefix(target))});
+    limit = std::min(limit, row_limit_);
+    for (const Access& a : accesses) {
+      count_lowering_work(1);
+      if (!a.merge && (a.node == s.target || written_.count(a.node))) limit = std::min(limit, row_depth(s, a));
+    }
+    if (!written_.count(s.target)) {
+      auto earlier = min_depth_.find(s.target);  // earlier members' accesses of the new target
+      if (earlier != min_depth_.end()) limit = std::min(limit, earlier->second);
+    }
+    for (int k = limit; k >= 1; --k) {
+      if (keeps_[static_cast<size_t>(k)] && keeps_parallelism(target, k)) return k;
+    }
+    return 0;
+  }
+
+  // Adds statement `i` (join_depth gave `k`).
+  void add(size_t i, int k, const std::vector<Access>& accesses) {
+    const Assignment& s = routine_.statements[i];
+    const TensorNode& target = target_of(i);
+    group_.statements.push_back(i);
+    group_.parallel_dims = k;
+    prefix_ = std::min(prefix_, common_prefix(target));
+    for (const Access& a : accesses) {
+      count_lowering_work(1);
+      if (a.merge) continue;
+      auto [it, fresh] = min_depth_.emplace(a.node, row_depth(s, a));
+      if (!fresh) it->second = std::min(it->second, row_depth(s, a));
+    }
+    if (written_.insert(s.target).second) {
+      // Earlier members' accesses of the new target (its own write is among `accesses`).
+      auto earlier = min_depth_.find(s.target);
+      if (earlier != min_depth_.end()) row_limit_ = std::min(row_limit_, earlier->second);
+    }
+    for (const Access& a : accesses) {
+      if (!a.merge && written_.count(a.node)) row_limit_ = std::min(row_limit_, row_depth(s, a));
+    }
+    keeps_.resize(static_cast<size_t>(k) + 1);
+    for (int d = 1; d <= k; ++d) keeps_[static_cast<size_t>(d)] = keeps_[static_cast<size_t>(d)] && keeps_parallelism(target, d);
+  }
+
+  const KernelGroup& group() const { return group_; }
+
+ private:
+  const TensorNode& target_of(size_t i) const {
+    return program_.nodes[static_cast<size_t>(routine_.statements[i].target)];
+  }
+  // How many leading dims `target` shares with the group's first target.
+  int common_prefix(const TensorNode& target) const {
+    int d = 0;
+    while (d < static_cast<int>(target.dims.size()) && d < static_cast<int>(first_->dims.size()) &&
+           target.dims[static_cast<size_t>(d)] == first_->dims[static_cast<size_t>(d)]) {
+      ++d;
+    }
+    return d;
+  }
+
+  const Program& program_;
+  const Routine& routine_;
+  const TensorNode* first_ = nullptr;
+  KernelGroup group_;
+  int prefix_ = 0;     // leading dims every member's target shares with the first's
+  int row_limit_ = 0;  // min row_depth over the accesses of written nodes
+  std::unordered_map<int, int> min_depth_;  // node → min row_depth over its accesses
+  std::unordered_set<int> written_;         // targets of the members
+  std::vector<bool> keeps_;                 // [k]: every member keeps its parallelism at k
+};
+
+}  // namespace
+
 std::vector<KernelGroup> plan_kernels(const Program& program, const Routine& routine,
                                       const std::vector<size_t>& statements,
                                       const InlineDefs& inlined, const FusionOptions& options) {
   std::vector<KernelGroup> groups;
-  bool open = false;  // whether groups.back() may take more statements
+  OpenGroup group(program, routine);
+  bool open = false;  // whether `group` may take more statements
   for (size_t i : statements) {
     const Assignment& s = routine.statements[i];
     const TensorNode& target = program.nodes[static_cast<size_t>(s.target)];
+    const std::vector<Access> accesses = statement_accesses(s, inlined);
     const int alone = parallel_dims_alone(target, options.collapse);
-    const bool fusable = options.fuse && alone > 0 && !reads_target_elsewhere(s, inlined);
+    const bool fusable = options.fuse && alone > 0 && !reads_target_elsewhere(s, accesses);
     if (fusable && open) {
-      KernelGroup& g = groups.back();
-      std::vector<size_t> members = g.statements;
-      members.push_back(i);
-      bool joined = false;
-      for (int k = std::min(g.parallel_dims, static_cast<int>(target.dims.size())); k >= 1 && !joined; --k) {
-        if (fusion_legal(program, routine, members, k, inlined).ok() &&
-            keeps_parallelism(program, routine, members, k)) {
-          g.statements = members;
-          g.parallel_dims = k;
-          joined = true;
-        }
+      if (const int k = group.join_depth(i, accesses); k >= 1) {
+        group.add(i, k, accesses);
+        continue;
       }
-      if (joined) continue;
     }
-    groups.push_back(KernelGroup{{i}, alone});
+    if (open) groups.push_back(group.group());
+    if (fusable) {
+      group.start(i, alone, accesses);
+    } else {
+      groups.push_back(KernelGroup{{i}, alone});
+    }
     open = fusable;
   }
+  if (open) groups.push_back(group.group());
   return groups;
 }
 

@@ -55,7 +55,13 @@ struct FusionOptions {
 
 // Groups `statements` (the statements of `routine` that get kernels, in order) greedily: a
 // statement joins the group before it when fusion_legal allows some k >= 1 no larger than the
-// group's, and no member loses too much parallelism (see kSerialFusionElements).
+// group's, and no member loses too much parallelism (see kSerialFusionElements). The group's
+// legality is kept as summaries updated as members join (the shallowest row depth of accesses to
+// written nodes, the leading dims all targets share, parallelism per k), so planning is linear
+// in the statements' accesses rather than rechecking every member per statement.
+// Row depth of an access: how many leading subscripts are the statement's target indices in
+// order (fusion at k needs it >= k for every access of a node the group writes).
+int row_depth(const Assignment& s, const Access& a);
 std::vector<KernelGroup> plan_kernels(const Program& program, const Routine& routine,
                                       const std::vector<size_t>& statements,
                                       const InlineDefs& inlined, const FusionOptions& options);

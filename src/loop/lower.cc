@@ -7,12 +7,16 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "loop/access.h"
 #include "loop/fusion.h"
+#include "loop/inlining.h"
 #include "loop/local_arrays.h"
 #include "loop/lower_arith.h"
 #include "loop/overwrite.h"
+#include "loop/work_count.h"
 #include "kiln/ir/memory_mode.h"
 #include "kiln/loop/optimize.h"
 
@@ -24,26 +28,12 @@ using namespace lowering;  // NOLINT: the helpers of lowering's own analyses
 
 struct KernelBuilder {
   Kernel kernel;
+  std::unordered_set<int> used;  // kernel.nodes as a set
   void use(int node) {
-    for (int n : kernel.nodes) {
-      if (n == node) return;
-    }
-    kernel.nodes.push_back(node);
+    count_lowering_work(1);
+    if (used.insert(node).second) kernel.nodes.push_back(node);
   }
 };
-
-// Visits every tensor read (kTensor and kMerge) of an expression.
-template <typename Fn>
-void for_each_read(const Expr& e, Fn&& fn) {
-  if (e.kind == Expr::Kind::kTensor || e.kind == Expr::Kind::kMerge) fn(e);
-  for (const ExprRef& a : e.args) for_each_read(*a, fn);
-}
-
-bool reads_node(const Assignment& s, int node) {
-  bool found = false;
-  for_each_read(*s.rhs, [&](const Expr& r) { found = found || r.node == node; });
-  return found;
-}
 
 class Lowerer {
  public:
@@ -74,7 +64,6 @@ class Lowerer {
   };
 
   Status decide_memory();
-  bool inlinable(int node, const Routine& routine, size_t def, size_t* reader) const;
   Status plan_routines();
   Status lower_routine(size_t r, LoweredRoutine* lowered);
   Result<std::vector<Kernel>> lower_group(const Routine& routine, size_t r, size_t g);
@@ -97,6 +86,7 @@ class Lowerer {
   LowerOptions options_;
   InlineDefs inline_def_;                         // virtual node → its defining statement
   std::map<const Assignment*, bool> skipped_;     // definitions that were inlined away
+  std::unordered_map<std::string, int> hidden_;   // hidden nodes made so far, by name
   std::vector<RoutinePlan> plans_;                // per routine: its kernel groups
   std::map<std::pair<size_t, size_t>, std::vector<int>> group_locals_;  // (routine, group) → nodes
   // Per kernel group being lowered.
@@ -113,9 +103,8 @@ class Lowerer {
 
 int Lowerer::hidden_node(const std::string& name, const TensorNode& like, Role role,
                          MemoryMode mode) {
-  for (const TensorNode& n : out_.program.nodes) {
-    if (n.name == name) return n.id;
-  }
+  auto known = hidden_.find(name);
+  if (known != hidden_.end()) return known->second;
   TensorNode node = like;
   node.id = static_cast<int>(out_.program.nodes.size());
   node.name = name;
@@ -123,36 +112,8 @@ int Lowerer::hidden_node(const std::string& name, const TensorNode& like, Role r
   node.init = Init{};
   node.memory = mode;
   out_.program.nodes.push_back(node);
+  hidden_.emplace(name, node.id);
   return node.id;
-}
-
-bool Lowerer::inlinable(int node, const Routine& routine, size_t def, size_t* reader) const {
-  const Assignment& d = routine.statements[def];
-  if (d.accum != Accum::kAssign || d.reduce != Reduce::kNone || reads_node(d, node)) return false;
-  // Written once in the whole program, read by exactly one later statement of this routine,
-  // never as a merge buffer, and nothing the definition reads changes in between.
-  int readers = 0;
-  for (const Routine& r : in_.routines) {
-    for (size_t i = 0; i < r.statements.size(); ++i) {
-      const Assignment& s = r.statements[i];
-      if (&s != &d && s.target == node) return false;
-      bool merge = false;
-      for_each_read(*s.rhs, [&](const Expr& e) {
-        merge = merge || (e.node == node && e.kind == Expr::Kind::kMerge);
-      });
-      if (merge) return false;
-      if (reads_node(s, node)) {
-        if (&r != &routine || i <= def) return false;
-        ++readers;
-        *reader = i;
-      }
-    }
-  }
-  if (readers != 1) return false;
-  for (size_t i = def + 1; i < *reader; ++i) {
-    if (reads_node(d, routine.statements[i].target)) return false;
-  }
-  return true;
 }
 
 // Roles fix the modes of inputs, outputs and params; user requests (memory_mode.h) stand; a const
@@ -166,6 +127,7 @@ Status Lowerer::decide_memory() {
       n.memory = n.init.kind == Init::Kind::kValue ? MemoryMode::kVirtual : MemoryMode::kHosted;
     }
   }
+  const InlineCandidates candidates(in_);
   for (const Routine& routine : in_.routines) {
     for (size_t i = 0; i < routine.statements.size(); ++i) {
       const Assignment& s = routine.statements[i];
@@ -174,7 +136,7 @@ Status Lowerer::decide_memory() {
       // A request for a buffer or a local array is never inlined; kVirtual always is tried.
       if (n.memory != MemoryMode::kVirtual && (n.memory != MemoryMode::kUnset || !options_.inline_virtual)) continue;
       size_t reader = 0;
-      if (inlinable(s.target, routine, i, &reader)) {
+      if (candidates.inlinable(s.target, routine, i, &reader)) {
         inline_def_[s.target] = &s;
         skipped_[&s] = true;
         n.memory = MemoryMode::kVirtual;
@@ -202,12 +164,16 @@ Status Lowerer::plan_routines() {
     FusionOptions fusion{options_.fuse, options_.collapse};
     plans_.push_back(RoutinePlan{&routine, plan_kernels(in_, routine, statements, inline_def_, fusion)});
   }
+  const NodeUses uses = node_uses(plans_, inline_def_);
   for (TensorNode& n : out_.program.nodes) {
     if (n.role != Role::kTensor || n.id >= static_cast<int>(in_.nodes.size())) continue;
     const bool requested = n.memory == MemoryMode::kLocal;
     if (n.memory != MemoryMode::kUnset && !requested) continue;
     if (!options_.local_arrays && !requested) continue;
-    LocalPlacement at = place_local_array(in_, n.id, plans_, inline_def_);
+    LocalPlacement at = place_local_array(in_, n.id, plans_, inline_def_, uses);
+    if (at.local && !requested && group_locals_[{at.routine, at.group}].size() >= kMaxLocalArraysPerKernel) {
+      continue;  // a device buffer: the kernel holds enough local arrays (local_arrays.h)
+    }
     if (at.local) {
       n.memory = MemoryMode::kLocal;
       group_locals_[{at.routine, at.group}].push_back(n.id);
@@ -255,11 +221,6 @@ LStmtRef Lowerer::store(const Place& p, LExprRef value) const {
 Result<LExprRef> Lowerer::lower_read(const Expr& e, Scope& scope) {
   int node = e.node;
   const TensorNode& decl = in_.nodes[node];
-  // Folded constants.
-  if (decl.role == Role::kConst && e.kind == Expr::Kind::kTensor &&
-      out_.program.nodes[node].memory == MemoryMode::kVirtual) {
-    return lconst(decl.dtype, convert_constant(decl.init.a, decl.dtype));
-  }
   std::vector<LExprRef> subs;
   std::vector<LExprRef> conditions;
   bool same_point = true;  // exactly the target point of the statement being lowered
@@ -282,9 +243,13 @@ Result<LExprRef> Lowerer::lower_read(const Expr& e, Scope& scope) {
   row = row && static_cast<int>(subs.size()) >= parallel_dims_;
 
   LExprRef value;
-  if (e.kind == Expr::Kind::kTensor && inline_def_.count(node)) {
+  if (decl.role == Role::kConst && e.kind == Expr::Kind::kTensor &&
+      out_.program.nodes[node].memory == MemoryMode::kVirtual) {
+    // A folded constant: its value, still under the range conditions of its subscripts.
+    value = lconst(decl.dtype, convert_constant(decl.init.a, decl.dtype));
+  } else if (auto inlined = inline_def_.find(node); e.kind == Expr::Kind::kTensor && inlined != inline_def_.end()) {
     // Evaluate the definition at this point, with its own reads as in an elementwise statement.
-    const Assignment& def = *inline_def_.at(node);
+    const Assignment& def = *inlined->second;
     const size_t n = def.indices.size();
     Scope inner{&def, std::vector<LExprRef>(n), std::vector<int>(n, -1), std::vector<bool>(n, false), nullptr};
     for (size_t d = 0; d < def.target_indices.size(); ++d) {
@@ -325,6 +290,7 @@ Result<LExprRef> Lowerer::lower_read(const Expr& e, Scope& scope) {
 }
 
 Result<LExprRef> Lowerer::lower_expr(const Expr& e, Scope& scope) {
+  count_lowering_work(1);
   switch (e.kind) {
     case Expr::Kind::kLiteral:
       return lconst(e.type, convert_constant(e.literal, e.type));
@@ -382,7 +348,7 @@ std::vector<LStmtRef> Lowerer::accumulate_in_place(const Assignment& s, const Te
                                                    const LStmtRef& note) {
   if (static_cast<int>(s.target_indices.size()) <= parallel_dims_ || reduced.empty() ||
       term->type != target.dtype || loads_node(term, s.target) || needs_snapshot_ ||
-      (local_of_.count(s.target) && loads_local(term, local_of_.at(s.target)))) {
+      (local_of_.count(s.target) && loads_local(term, local_of_[s.target]))) {
     return {};
   }
   Op fold = fold_op(s.reduce);
@@ -526,7 +492,7 @@ Result<std::vector<Kernel>> Lowerer::lower_group(const Routine& routine, size_t 
     const TensorNode& n = in_.nodes[locals[l]];
     int64_t size = 1;
     for (size_t d = static_cast<size_t>(parallel_dims_); d < n.dims.size(); ++d) size *= n.dims[d];
-    row = {llocal_decl(local_of_.at(locals[l]), n.dtype, size, std::move(row))};
+    row = {llocal_decl(local_of_[locals[l]], n.dtype, size, std::move(row))};
   }
   if (parallel_dims_ > 0) {
     kb.kernel.body = lfor(row_var_->var, leading_extent(lead, parallel_dims_), true, std::move(row));

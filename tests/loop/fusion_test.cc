@@ -1,5 +1,5 @@
-// Kernel grouping (src/ir/fusion.h): collapsing of small leading dims, the fusion legality check,
-// and the accesses it decides on (src/ir/access.h), on programs built with ProgramBuilder.
+// Kernel grouping (src/loop/fusion.h): collapsing of small leading dims, the fusion legality check,
+// and the accesses it decides on (src/loop/access.h), on programs built with ProgramBuilder.
 #include "loop/fusion.h"
 
 #include <gtest/gtest.h>

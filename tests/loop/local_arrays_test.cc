@@ -1,4 +1,4 @@
-// Local arrays (src/ir/local_arrays.h), the overwrite analysis (src/ir/overwrite.h), and what
+// Local arrays (src/loop/local_arrays.h), the overwrite analysis (src/loop/overwrite.h), and what
 // lowering makes of them: fused kernels with rows of intermediates in local arrays.
 #include "loop/local_arrays.h"
 
@@ -165,6 +165,33 @@ TEST(LocalArrays, ScalarRowsAndInPlaceReductionsIntoLocals) {
   EXPECT_NE(text.find("(local_store 0 v1 (const f32 0))"), std::string::npos) << text;
   EXPECT_NE(text.find("(relu f32 (local_load f32 0 v3))"), std::string::npos) << text;
   EXPECT_NE(text.find("(local_store 0 v1 (+ f32 (local_load f32 0 v1)"), std::string::npos) << text;
+}
+
+// Local arrays nest (one declaration inside the other), so one kernel gets at most
+// kMaxLocalArraysPerKernel of them unless requested; the rest of its intermediates get buffers.
+TEST(LocalArrays, AKernelHoldsAtMostTheCapOfAutomaticLocalArrays) {
+  ProgramBuilder b;
+  Tensor x = b.input("x", DType::kF32, {16});
+  Tensor y = b.output("y", DType::kF32, {16});
+  Index i("i"), j("j");
+  const size_t count = kMaxLocalArraysPerKernel + 6;
+  for (size_t n = 0; n < count; ++n) {
+    Tensor t = b.tensor("t" + std::to_string(n), DType::kF32, {16, 4});
+    b.main().assign(t(i, j), x(i) * 2).add(y(i), sum(t(i, j))).add(y(i), sum(t(i, j)));
+  }
+  Result<Program> p = b.build();
+  ASSERT_TRUE(p.ok()) << p.status();
+  Result<LoweredProgram> lowered = lower_program(*p, plain());
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  ASSERT_EQ(kernel_count(*lowered), 1u);
+  size_t local = 0, stored = 0;
+  for (size_t n = 0; n < count; ++n) {
+    const MemoryMode m = mode_of(*lowered, "t" + std::to_string(n));
+    local += m == MemoryMode::kLocal;
+    stored += m == MemoryMode::kOnDevice;
+  }
+  EXPECT_EQ(local, kMaxLocalArraysPerKernel);
+  EXPECT_EQ(stored, 6u);
 }
 
 }  // namespace

@@ -6,16 +6,17 @@
 //  - the right side of a statement reads the values from before the statement: a read of the
 //    target at any point other than the one being written reads a snapshot taken first;
 //  - out-of-range compound subscripts skip the iteration point in a reduction and read 0 in an
-//    elementwise expression;
+//    elementwise expression (reads of a folded const too: its value stands under the same range
+//    guard as a load);
 //  - a reduction starts from its neutral element (0, 1, -inf, +inf; INT32_MIN/MAX for i32),
 //    `mean` divides by the product of the reduced extents, and the result is combined with the
 //    target by the statement's accumulation, then converted to the target's type.
 // Kernels: consecutive statements that touch the same rows run as one kernel, parallel over
 // their leading target dimensions (collapsed into one loop while it is short); see
-// src/ir/fusion.h. A statement that reads its target elsewhere gets a snapshot kernel first.
+// src/loop/fusion.h. A statement that reads its target elsewhere gets a snapshot kernel first.
 // Memory modes: inputs, outputs and params are kHosted; a const with a plain value is folded
 // into the code (kVirtual); intermediates are kVirtual when inlined (see below), kLocal when a
-// row of them lives in one fused kernel (src/ir/local_arrays.h), else kOnDevice. A mode the user
+// row of them lives in one fused kernel (src/loop/local_arrays.h), else kOnDevice. A mode the user
 // requested (kiln/ir/memory_mode.h) is never overridden: kHosted / kOnDevice keep a buffer, and
 // a kVirtual or kLocal request that cannot be met fails with INVALID_ARGUMENT saying why.
 // A read of `x.merge` reads the hidden node "x.merge" (kHosted), which the runtime binds to the
@@ -33,13 +34,13 @@ struct LowerOptions {
   // Inline an intermediate computed elementwise by one `=` statement into the one statement
   // that reads it (OCANNL's virtual nodes), instead of storing it.
   bool inline_virtual = true;
-  // Fuse consecutive statements that touch the same rows into one kernel (ir/fusion.h), and
+  // Fuse consecutive statements that touch the same rows into one kernel (src/loop/fusion.h), and
   // collapse small leading dimensions into one parallel loop; off: one kernel per statement,
   // parallel over the target's first dimension.
   bool fuse = true;
   bool collapse = true;
   // Keep small intermediates written and read in one fused kernel as local arrays
-  // (ir/local_arrays.h) instead of device buffers.
+  // (src/loop/local_arrays.h) instead of device buffers.
   bool local_arrays = true;
   // Run the loop-IR optimization passes (kiln/loop/optimize.h) on every kernel: constant folding,
   // loop-invariant hoisting, fma formation. Off gives the plain translation (the reference side

@@ -44,8 +44,14 @@ void form_fma(Kernel& kernel);
 // would stop being split over workgroups); its inner loops are.
 void hoist_invariants(Kernel& kernel);
 
+// Removes from kernel.nodes (keeping the order of the rest) every node the kernel neither loads
+// nor stores. Folding can remove the last load of a node (select with a constant condition,
+// an integer x * 0); the runtime binds a buffer for every listed node and tracks only the
+// accessed ones, so a kernel lists exactly the nodes it accesses.
+void drop_unused_bindings(Kernel& kernel);
+
 // fold_constants, hoist_invariants (before fma, so that an invariant product is hoisted whole),
-// then form_fma.
+// form_fma, then drop_unused_bindings.
 void optimize_kernel(Kernel& kernel);
 
 }  // namespace kiln::ir

@@ -6,6 +6,7 @@
 
 #include "kiln/loop/optimize.h"
 #include "loop/passes/optimize_internal.h"
+#include "loop/work_count.h"
 
 namespace kiln::ir {
 
@@ -174,6 +175,7 @@ class Hoister {
 
   LExprRef in_loop(const LExprRef& e, bool always) {
     if (!e || e->kind == LExpr::Kind::kConst || e->kind == LExpr::Kind::kVar) return e;
+    count_lowering_work(1);
     const ExprFacts f = facts_of(e.get(), writes_);
     if (f.invariant && f.worth && (always || !f.loads)) {
       if (LExprRef local = hoist(e)) return local;
@@ -199,6 +201,7 @@ class Hoister {
   // local number is left.
   LExprRef hoist(const LExprRef& e) {
     for (const Hoisted& h : hoisted_) {
+      count_lowering_work(1);
       if (same_expr(h.expr.get(), e.get())) return llocal_load(h.local, e->type, i64_const(0));
     }
     if (kernel_.local_count >= kMaxLocals) return nullptr;

@@ -1,10 +1,12 @@
 // The optimization pipeline and the tree-rewriting helpers its passes share.
 #include "kiln/loop/optimize.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "loop/passes/optimize_internal.h"
+#include "loop/work_count.h"
 
 namespace kiln::ir {
 
@@ -40,6 +42,7 @@ LExprRef i64_const(int64_t value) { return lconst(DType::kI64, static_cast<doubl
 
 LExprRef rewrite_expr(const LExprRef& e, const ExprRewrite& fn) {
   if (!e) return e;
+  count_lowering_work(1);
   LExprRef offset = rewrite_expr(e->offset, fn);
   std::vector<LExprRef> args;
   bool changed = offset != e->offset;
@@ -97,10 +100,20 @@ LStmtRef rewrite_stmt_exprs(const LStmtRef& s, const ExprRewrite& fn) {
 
 }  // namespace internal
 
+void drop_unused_bindings(Kernel& kernel) {
+  const NodeAccess access = node_access(kernel);
+  auto accessed = [&](int node) {
+    return std::binary_search(access.read.begin(), access.read.end(), node) ||
+           std::binary_search(access.written.begin(), access.written.end(), node);
+  };
+  std::erase_if(kernel.nodes, [&](int node) { return !accessed(node); });
+}
+
 void optimize_kernel(Kernel& kernel) {
   fold_constants(kernel);
   hoist_invariants(kernel);
   form_fma(kernel);
+  drop_unused_bindings(kernel);
 }
 
 }  // namespace kiln::ir

@@ -1,0 +1,74 @@
+// The inlining decision (inlining.h).
+#include "loop/inlining.h"
+#include "loop/work_count.h"
+
+#include <algorithm>
+
+#include "loop/access.h"
+
+namespace kiln::ir::lowering {
+
+namespace {
+
+void collect_read_nodes(const Expr& e, std::vector<int>* out) {
+  count_lowering_work(1);
+  if (e.kind == Expr::Kind::kTensor || e.kind == Expr::Kind::kMerge) out->push_back(e.node);
+  for (const ExprRef& a : e.args) collect_read_nodes(*a, out);
+}
+
+bool reads_merge_of(const Expr& e, int node) {
+  if (e.kind == Expr::Kind::kMerge && e.node == node) return true;
+  return std::any_of(e.args.begin(), e.args.end(), [&](const ExprRef& a) { return reads_merge_of(*a, node); });
+}
+
+}  // namespace
+
+std::vector<int> InlineCandidates::read_nodes(const Assignment& s) {
+  std::vector<int> nodes;
+  collect_read_nodes(*s.rhs, &nodes);
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  return nodes;
+}
+
+InlineCandidates::InlineCandidates(const Program& program) {
+  for (const Routine& r : program.routines) {
+    auto& writes = writes_at_[&r];
+    for (size_t i = 0; i < r.statements.size(); ++i) {
+      const Assignment& s = r.statements[i];
+      ++uses_[s.target].writers;
+      writes[s.target].push_back(i);
+      for (int node : read_nodes(s)) {
+        Uses& u = uses_[node];
+        u.readers.push_back({&r, i});
+        u.merge_read = u.merge_read || reads_merge_of(*s.rhs, node);
+      }
+    }
+  }
+}
+
+bool InlineCandidates::inlinable(int node, const Routine& routine, size_t def, size_t* reader) const {
+  const Assignment& d = routine.statements[def];
+  if (d.accum != Accum::kAssign || d.reduce != Reduce::kNone) return false;
+  const std::vector<int> reads = read_nodes(d);
+  if (std::binary_search(reads.begin(), reads.end(), node)) return false;
+  auto u = uses_.find(node);
+  if (u == uses_.end() || u->second.writers != 1 || u->second.merge_read) return false;
+  if (u->second.readers.size() != 1) return false;
+  const auto [reading_routine, at] = u->second.readers.front();
+  if (reading_routine != &routine || at <= def) return false;
+  // Nothing the definition reads is written between it and its reader.
+  auto routine_writes = writes_at_.find(&routine);
+  if (routine_writes == writes_at_.end()) return false;
+  for (int n : reads) {
+    count_lowering_work(1);
+    auto w = routine_writes->second.find(n);
+    if (w == routine_writes->second.end()) continue;
+    auto next = std::upper_bound(w->second.begin(), w->second.end(), def);
+    if (next != w->second.end() && *next < at) return false;
+  }
+  *reader = at;
+  return true;
+}
+
+}  // namespace kiln::ir::lowering

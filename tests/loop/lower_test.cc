@@ -1,0 +1,107 @@
+// Lowering (kiln/loop/lower.h) of programs built with ProgramBuilder: the range guards of folded
+// consts, and the node lists of kernels whose loads the optimization passes remove.
+#include "kiln/loop/lower.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "kiln/ir/builder.h"
+#include "kiln/loop/loop.h"
+
+namespace kiln::ir {
+namespace {
+
+Program built(const ProgramBuilder& b) {
+  Result<Program> p = b.build();
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? *p : Program{};
+}
+
+// Every kernel binds exactly the nodes it loads or stores: the runtime binds a buffer for each
+// listed node but tracks (and so makes available) only the accessed ones.
+void expect_bindings_are_accesses(const LoweredProgram& lowered) {
+  for (const LoweredRoutine& r : lowered.routines) {
+    for (const Kernel& k : r.kernels) {
+      const NodeAccess access = node_access(k);
+      std::vector<int> accessed = access.read;
+      accessed.insert(accessed.end(), access.written.begin(), access.written.end());
+      std::sort(accessed.begin(), accessed.end());
+      accessed.erase(std::unique(accessed.begin(), accessed.end()), accessed.end());
+      std::vector<int> bound = k.nodes;
+      std::sort(bound.begin(), bound.end());
+      EXPECT_EQ(bound, accessed) << print_kernel(k, &lowered.program);
+    }
+  }
+}
+
+void expect_bindings_are_accesses_in_every_mode(const Program& p) {
+  for (bool optimize : {true, false}) {
+    LowerOptions options;
+    options.optimize = optimize;
+    Result<LoweredProgram> lowered = lower_program(p, options);
+    ASSERT_TRUE(lowered.ok()) << lowered.status();
+    expect_bindings_are_accesses(*lowered);
+  }
+}
+
+// The program: select on a constant condition folds away the only reads of x2 and x3.
+TEST(LowerBindingsTest, SelectOnAConstantDropsTheReadsOfTheOtherOperand) {
+  ProgramBuilder b;
+  Tensor x2 = b.input("x2", DType::kF64, {8, 8, 5});
+  Tensor x3 = b.input("x3", DType::kF32, {3});
+  Tensor c4 = b.constant("c4", DType::kF64, 2);
+  Tensor y5 = b.output("y5", DType::kI32);
+  Index r0("r0"), r2("r2");
+  b.main().assign(y5, sum(ge(select(c4, 1, i32(x2(r2, 1, 2 * r0) - x3(r0))), -1e-3)));
+  expect_bindings_are_accesses_in_every_mode(built(b));
+}
+
+// A subscript that is out of range at every point: the guarded read folds to 0 (elementwise)
+// or the term is never added (reduction), so the node is not read at all.
+TEST(LowerBindingsTest, ConstantlyOutOfRangeReadsAreDropped) {
+  ProgramBuilder b;
+  Tensor x = b.input("x", DType::kF32, {4});
+  Tensor w = b.input("w", DType::kF32, {3});
+  Tensor y = b.output("y", DType::kF32, {4});
+  Tensor s = b.output("s", DType::kF32);
+  Index i("i"), k("k");
+  b.main().assign(y(i), x(i) + w(5)).assign(s, sum(w(k + 7)), {k < 2});
+  expect_bindings_are_accesses_in_every_mode(built(b));
+}
+
+// An integer product by 0 drops the load it multiplies.
+TEST(LowerBindingsTest, IntegerTimesZeroDropsItsLoad) {
+  ProgramBuilder b;
+  Tensor x = b.input("x", DType::kI32, {4});
+  Tensor y = b.output("y", DType::kI32, {4});
+  Index i("i");
+  b.main().assign(y(i), x(i) * 0 + 1);
+  expect_bindings_are_accesses_in_every_mode(built(b));
+}
+
+// A folded const keeps the range guard of its subscripts (zero padding): the lowered kernel
+// selects between the value and 0, and a reduction tests the range before adding.
+TEST(LowerConstTest, FoldedConstReadsKeepTheirRangeGuard) {
+  ProgramBuilder b;
+  Tensor one = b.constant("one", DType::kF32, 1, {3});
+  Tensor e = b.output("e", DType::kF32, {4});
+  Tensor s = b.output("s", DType::kF32, {4});
+  Index i("i"), k("k");
+  b.main().assign(e(i), one(i - 1)).assign(s(i), sum(one(i + k - 1)), {k < 3});
+  LowerOptions plain;
+  plain.optimize = false;
+  plain.fuse = false;
+  Result<LoweredProgram> lowered = lower_program(built(b), plain);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  ASSERT_EQ(lowered->routines[0].kernels.size(), 2u);
+  const std::string elementwise = print_kernel(lowered->routines[0].kernels[0]);
+  EXPECT_NE(elementwise.find("(select f32"), std::string::npos) << elementwise;
+  const std::string reduction = print_kernel(lowered->routines[0].kernels[1]);
+  EXPECT_NE(reduction.find("(if "), std::string::npos) << reduction;
+}
+
+}  // namespace
+}  // namespace kiln::ir
