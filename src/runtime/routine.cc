@@ -86,7 +86,14 @@ Status Routine::run_in(const ContextRef& context) const {
       if (static_cast<int>(b) == d.merge_binding) {
         command.bindings.push_back({merge});
       } else {
-        command.bindings.push_back({arrays.at(d.bindings[b])->buffer});
+        // Lowering binds only nodes a kernel reads or writes; a binding outside them would be
+        // a lowering bug, reported rather than thrown.
+        auto array = arrays.find(d.bindings[b]);
+        if (array == arrays.end()) {
+          return internal_error(where + ": kernel " + std::to_string(i) + " binds '" + d.bindings[b] +
+                                "', which the routine neither reads nor writes");
+        }
+        command.bindings.push_back({array->second->buffer});
       }
     }
     if (i > 0) KILN_RETURN_IF_ERROR(cb->barrier());
@@ -106,7 +113,7 @@ Status Routine::run_in(const ContextRef& context) const {
     if (!a.write) continue;
     a.array->stale = false;
     a.array->newer = true;
-    if (a.array->node) a.array->node->newer_on_device = arrays.at(node);
+    if (a.array->node) a.array->node->newer_on_device = arrays.find(node)->second;  // `use` added it
   }
   return Status();
 }

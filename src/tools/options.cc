@@ -181,7 +181,8 @@ std::vector<std::string> command_names() {
 
 std::variant<Options, Failure> parse_options(const std::vector<std::string>& args) {
   Options o;
-  o.command = args.at(0);
+  if (args.empty()) return usage_error("", "no command given");
+  o.command = args[0];
   const CommandSpec* command = find_command(o.command);
   if (!command) return usage_error("", "unknown command '" + o.command + "'");
   const std::string& cmd = o.command;
