@@ -26,10 +26,18 @@ test: test-plain test-asan test-tsan
 test-plain: build
 	cd build && $(CTEST)
 
+# intercept_tls_get_addr=0: the __tls_get_addr interceptor of GCC 12's libasan (and LLVM's before
+# 17) takes a dynamic TLS block whose start is 16 bytes past a page boundary for a glibc < 2.25
+# block header and reads the two words before it as an address and a size; LeakSanitizer's tracer
+# then faults while scanning them ("Tracer caught signal 11") at the exit of processes that dlopen
+# libraries with thread-local storage: PoCL and its LLVM, so the OpenCL tests. Leak checking stays
+# on everywhere; only the dynamic TLS of dlopen()ed libraries is no longer scanned for pointers.
+ASAN_TEST_OPTIONS = detect_leaks=1:abort_on_error=1:allocator_may_return_null=1:intercept_tls_get_addr=0
+
 test-asan: deps
 	@cmake -S . -B build-asan -G Ninja -DKILN_SANITIZE=address -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCHMARKS=OFF $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build-asan -j $(JOBS)
-	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CTEST)
+	cd build-asan && ASAN_OPTIONS=$(ASAN_TEST_OPTIONS) LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CTEST)
 
 test-tsan: deps
 	@CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DKILN_SANITIZE=thread -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCHMARKS=OFF $(CMAKE_FLAGS) >/dev/null
