@@ -59,7 +59,9 @@ run_target() {
   [ -d "$regressions" ] && replay+=($(find "$regressions" -type f ! -name 'README*' | sort))
   # Replay: each file run once, whole (no -max_len truncation); the first failure stops it.
   if ! "$binary" -timeout=30 "${replay[@]}" >> "$work/log" 2>&1; then
-    echo "FAIL $target: a seed or regression input fails on replay (log: $work/log)"
+    local failing
+    failing="$(grep '^Running: ' "$work/log" | tail -1 | cut -d' ' -f2-)"
+    echo "FAIL $target: replaying an input fails; reproduce: $binary $failing"
     return
   fi
   # Fuzzing: new inputs go to work/corpus, artifacts to work/artifacts.
@@ -94,10 +96,17 @@ wait
 
 failed="$(grep -c '^FAIL' "$results")"
 if [ "$failed" -ne 0 ]; then
-  # The end of each failing target's log holds the sanitizer's report and stack.
+  # Each failing target's report: from the sanitizer's (or the property's) first line, with the
+  # stack, to its SUMMARY; the whole log is in BUILD_DIR/fuzz/<target>/log.
   for t in $(grep '^FAIL' "$results" | cut -d' ' -f2 | tr -d :); do
-    echo "==== $t: end of $build/fuzz/$t/log"
-    tail -n 40 "$build/fuzz/$t/log"
+    log="$build/fuzz/$t/log"
+    echo "==== $t ($log)"
+    start="$(grep -n -m1 -E '^==[0-9]+==ERROR|fuzz property violated|runtime error:|ERROR: libFuzzer|terminate called' "$log" | cut -d: -f1)"
+    if [ -n "$start" ]; then
+      sed -n "${start},\$p" "$log" | awk '{ print } /^SUMMARY:/ { exit }' | head -n 45
+    else
+      tail -n 30 "$log"
+    fi
   done
   echo "fuzz: FAILED: $failed of ${#targets[@]} targets failed (see the FAIL lines above; docs/fuzzing.md says how to reproduce and fix)"
   exit 1
