@@ -1,14 +1,20 @@
 # The two commands of the README. Everything else is CMake.
 #   make demo   installs what is missing, builds, runs the main job (data-parallel training)
 #   make test   installs what is missing, builds, runs every test: plain and ASan+UBSan builds
-#               with GCC, a TSan build with Clang (so both compilers build kiln on every run)
+#               with GCC, a TSan build with Clang (so both compilers build kiln on every run),
+#               then each libFuzzer target for FUZZ_TEST_SECONDS (docs/fuzzing.md)
+#   make fuzz   the libFuzzer targets only, FUZZ_SECONDS each (FUZZ_TARGETS to pick some)
 #   make bench  builds and runs the benchmarks
 
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST = ctest --output-on-failure --no-tests=error -j $(JOBS) --timeout 600
 
-.PHONY: deps build demo test test-plain test-asan test-tsan bench clean
+FUZZ_TEST_SECONDS ?= 60
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS ?=
+
+.PHONY: deps build demo test test-plain test-asan test-tsan test-fuzz fuzz fuzz-build bench clean
 
 deps:
 	@scripts/install-deps.sh
@@ -21,7 +27,7 @@ demo: build
 	./build/examples/train_moons/train_moons --trace build/train_moons.trace.json
 	./build/kiln run examples/kiln/softmax.kiln --print
 
-test: test-plain test-asan test-tsan
+test: test-plain test-asan test-tsan test-fuzz
 
 test-plain: build
 	cd build && $(CTEST)
@@ -44,8 +50,19 @@ test-tsan: deps
 	@cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:allocator_may_return_null=1 $(CTEST)
 
+# The fuzz targets and only the libraries they need (Clang, libFuzzer, ASan + UBSan).
+fuzz-build: deps
+	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DKILN_FUZZ=ON -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_BENCHMARKS=OFF -DKILN_BUILD_EXAMPLES=OFF $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target kiln_fuzzers
+
+test-fuzz: fuzz-build
+	FUZZ_JOBS=$(JOBS) tests/fuzz/run.sh build-fuzz $(FUZZ_TEST_SECONDS) $(FUZZ_TARGETS)
+
+fuzz: fuzz-build
+	FUZZ_JOBS=$(JOBS) tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 bench: build
 	@for b in build/bench/*_bench; do echo "== $$b"; $$b --benchmark_repetitions=5 --benchmark_report_aggregates_only=true || exit 1; done
 
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan build-fuzz

@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++ gcc clang   # build (gcc is also the CPU driver's C compiler)
+  libclang-rt-14-dev               # clang's runtimes: libFuzzer and the sanitizers (make test-fuzz)
   libgtest-dev googletest          # tests
   libbenchmark-dev                 # benchmarks
   libopenblas-dev                  # the sgemm baseline of the matrix-product benchmark

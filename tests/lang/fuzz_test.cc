@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -76,6 +79,30 @@ void check_input(const std::string& text, Stats* stats) {
   }
   std::string formatted = format_diagnostics("fuzz.kiln", text, r.diagnostics);
   ASSERT_EQ(formatted.rfind("fuzz.kiln:", 0), 0u);
+}
+
+// The seeds and regression inputs of the libFuzzer parse target (tests/fuzz, docs/fuzzing.md),
+// replayed in every build of the tests, not only in the fuzz build.
+TEST(Fuzz, CorpusAndRegressionsOfTheParseFuzzer) {
+  const std::string root = KILN_SOURCE_DIR;
+  Stats stats;
+  int files = 0;
+  for (const char* folder : {"/examples/kiln", "/tests/fuzz/corpus/kiln", "/tests/fuzz/regressions/kiln_parse_fuzzer",
+                             "/tests/fuzz/regressions/kiln_frontend_fuzzer"}) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(root + folder, ec)) {
+      if (!entry.is_regular_file()) continue;
+      std::ifstream in(entry.path(), std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      ++files;
+      SCOPED_TRACE(entry.path().string());
+      check_input(text.str(), &stats);
+      if (HasFatalFailure()) return;
+    }
+  }
+  EXPECT_GE(files, 10);
+  EXPECT_GE(stats.ok, 10);  // the seeds are valid programs
 }
 
 TEST(Fuzz, RandomBytes) {

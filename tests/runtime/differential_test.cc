@@ -6,6 +6,12 @@
 // The reference also runs one kernel per statement (fusion, collapsing of leading dims and local
 // arrays off), the CPU the default grouping; the generator writes "row blocks" for fusion to find
 // (statements sharing a leading dim, intermediates read row by row, small rows).
+// The CPU side is the real `cpu` driver at the flags it uses for every program (the test opens it
+// with default options: no compiler or flags of its own). Every KILN_DIFF_OPENCL_EVERY-th program
+// of a shard (0: none) also runs on `opencl` where a platform is present: every 8th by default,
+// every 4th in sanitizer builds (which check fewer programs); PoCL's build costs ~2 s a program.
+// The CPU and OpenCL sides run the program as `kiln compile --emit ir` prints it, parsed again
+// (which must also be structurally equal to the original); the reference runs the original.
 //
 // The generator is seeded and deterministic: program number N of a run uses seed
 // KILN_DIFF_SEED + N (default base 1), so a failure report's seed reproduces the one program with
@@ -25,6 +31,10 @@
 //    the conversion on assignment to an i32 target) only see exact values: inputs, literals,
 //    index values, i32 arithmetic (which wraps identically everywhere);
 //  - division only by (1 + x * x), log only of abs(x) + 1, pow only of a base in (0.5, 1.5).
+// Some programs hold a gather through select with an integer comparison,
+//   p[a, b] = sum(select(t[a, b] == g, x[g, a, b], 0))
+// with an i32 index input t holding -8..8 (some values out of range): GCC 12 at -O3
+// -march=native once miscompiled that shape.
 // Several programs are concatenated into one file (names prefixed pN_) so that one C compiler run
 // builds a whole batch; each program is also parsed on its own first. The generator is
 // ProgramGenerator (program_generator.h).
@@ -42,8 +52,10 @@
 
 #include "kiln/base/env.h"
 #include "kiln/base/time.h"
+#include "kiln/ir/printer.h"
 #include "kiln/loop/lower.h"
 #include "kiln/lang/parser.h"
+#include "ir/program_equal.h"
 #include "runtime/e2e_util.h"
 #include "runtime/program_generator.h"
 
@@ -93,6 +105,7 @@ struct Generated {
   std::string prefix;
   std::string text;
   ir::Program program;  // parsed alone
+  bool opencl = false;  // also run on opencl (where a platform is present)
 };
 
 std::string numbered(const std::string& text) {
@@ -161,7 +174,7 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
 
   // Runs a batch of generated programs, concatenated, on both devices; returns how many were
   // checked without a failure.
-  int run_batch(const std::vector<const Generated*>& parts) {
+  int run_batch(const std::vector<const Generated*>& parts, bool use_opencl) {
     std::string text;
     for (const Generated* g : parts) text += "# ---- program seed " + std::to_string(g->seed) + "\n" + g->text + "\n";
     Result<ir::Program> program = lang::parse_program(text, "differential.kiln");
@@ -171,6 +184,15 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
                     << "\n" << numbered(text);
       return 0;
     }
+    // What `kiln compile --emit ir` prints must parse to the same program; the devices under
+    // test run that, the reference the original.
+    const std::string printed_text = ir::print_program(*program);
+    Result<ir::Program> printed = lang::parse_program(printed_text, "differential-printed.kiln");
+    if (!printed.ok()) {
+      ADD_FAILURE() << "the printed batch does not parse: " << printed.status() << "\n" << numbered(printed_text);
+      return 0;
+    }
+    EXPECT_TRUE(ir::testing::programs_equal(*program, *printed)) << numbered(printed_text);
     // The reference is the interpreter running the plainest lowering (every intermediate
     // stored, no optimization passes); the CPU runs the default one (single-use intermediates
     // inlined, constants folded, invariants hoisted, fma formed).
@@ -181,14 +203,14 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
     plain.lower.local_arrays = false;
     plain.lower.optimize = false;
     DeviceRun reference = start(interp_, *program, parts, plain);
-    DeviceRun cpu = start(cpu_, *program, parts, {});
+    DeviceRun cpu = start(cpu_, *printed, parts, {});
     DeviceRun opencl;
-    if (opencl_ && use_opencl_) opencl = start(opencl_, *program, parts, {});
+    if (opencl_ && use_opencl) opencl = start(opencl_, *printed, parts, {});
     if (!reference.status.ok() || !cpu.status.ok() || !opencl.status.ok()) {
       if (parts.size() > 1) {
         // Find the culprit(s) one by one.
         int ok = 0;
-        for (const Generated* g : parts) ok += run_batch({g});
+        for (const Generated* g : parts) ok += run_batch({g}, use_opencl);
         return ok;
       }
       ADD_FAILURE() << "compiling failed: interp: " << reference.status << "; cpu: " << cpu.status
@@ -269,13 +291,18 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
 
   TempDir cache_;
   hal::DeviceRef cpu_, interp_, opencl_;  // opencl_: null without an OpenCL platform
-  // OpenCL builds with LLVM (slow): only the first KILN_DIFF_OPENCL_BATCHES batches of a shard
-  // (default 1) also run there.
-  int opencl_batches_ = [] {
-    Result<std::optional<uint64_t>> n = env_uint("KILN_DIFF_OPENCL_BATCHES", 0, 1000);
-    return n.ok() && n->has_value() ? static_cast<int>(**n) : 1;
+  // OpenCL builds with LLVM (slow): every KILN_DIFF_OPENCL_EVERY-th program of a shard (0 for
+  // none) also runs there.
+  uint64_t opencl_every_ = [] {
+    Result<std::optional<uint64_t>> n = env_uint("KILN_DIFF_OPENCL_EVERY", 0, 1000000);
+    EXPECT_TRUE(n.ok()) << n.status();
+#ifdef KILN_E2E_SANITIZED
+    const uint64_t every = 4;
+#else
+    const uint64_t every = 8;
+#endif
+    return n.ok() && n->has_value() ? **n : every;
   }();
-  bool use_opencl_ = false;
   struct {
     int64_t values = 0, nonzero = 0, nonfinite = 0, inlined = 0, stored = 0, local = 0;
     int64_t kernels_plain = 0, kernels = 0;
@@ -286,11 +313,13 @@ TEST_P(DifferentialTest, RandomProgramsAgreeOnInterpAndCpu) {
   const Settings s = settings();
   const int shard = GetParam();
   const int64_t start_ns = now_ns();
-  // Programs with top-level statements (routine `main`) go first in a batch, one per batch.
+  // Programs with top-level statements (routine `main`) go first in a batch, one per batch;
+  // those that also run on opencl are batched apart from the others.
   std::vector<Generated> mains, others;
   for (uint64_t n = static_cast<uint64_t>(shard); n < s.count; n += kShards) {
     Generated g;
     g.seed = s.seed + n;
+    g.opencl = opencl_ && opencl_every_ > 0 && (n / kShards) % opencl_every_ == 0;
     g.prefix = "s" + std::to_string(g.seed) + "_";
     g.text = ProgramGenerator(g.seed, g.prefix, allows_main(g.seed)).generate();
     if (env_string("KILN_DIFF_PRINT")) std::printf("# seed %llu\n%s\n", static_cast<unsigned long long>(g.seed), g.text.c_str());
@@ -303,19 +332,24 @@ TEST_P(DifferentialTest, RandomProgramsAgreeOnInterpAndCpu) {
     (g.program.find_routine("main") ? mains : others).push_back(std::move(g));
   }
   const size_t total = mains.size() + others.size();
-  size_t next_main = 0, next_other = 0;
-  int checked = 0;
-  while (next_main < mains.size() || next_other < others.size()) {
-    std::vector<const Generated*> batch;
-    if (next_main < mains.size()) batch.push_back(&mains[next_main++]);
-    while (batch.size() < kBatch && next_other < others.size()) batch.push_back(&others[next_other++]);
-    use_opencl_ = opencl_batches_-- > 0;
-    checked += run_batch(batch);
+  int checked = 0, on_opencl = 0;
+  for (bool opencl : {true, false}) {
+    std::vector<const Generated*> group_mains, group_others;
+    for (const Generated& g : mains) if (g.opencl == opencl) group_mains.push_back(&g);
+    for (const Generated& g : others) if (g.opencl == opencl) group_others.push_back(&g);
+    size_t next_main = 0, next_other = 0;
+    while (next_main < group_mains.size() || next_other < group_others.size()) {
+      std::vector<const Generated*> batch;
+      if (next_main < group_mains.size()) batch.push_back(group_mains[next_main++]);
+      while (batch.size() < kBatch && next_other < group_others.size()) batch.push_back(group_others[next_other++]);
+      if (opencl) on_opencl += static_cast<int>(batch.size());
+      checked += run_batch(batch, opencl);
+    }
   }
-  std::printf("shard %d: %d of %zu generated programs agree (seeds %llu + n, n = %d mod %d), %.1f s; "
+  std::printf("shard %d: %d of %zu generated programs agree (seeds %llu + n, n = %d mod %d; %d also on opencl), %.1f s; "
               "%lld values compared, %lld non-zero, %lld not finite; intermediates: %lld inlined, %lld local, "
               "%lld stored; kernels: %lld one per statement, %lld grouped\n",
-              shard, checked, total, static_cast<unsigned long long>(s.seed), shard, kShards,
+              shard, checked, total, static_cast<unsigned long long>(s.seed), shard, kShards, on_opencl,
               double(now_ns() - start_ns) / 1e9, static_cast<long long>(stats_.values),
               static_cast<long long>(stats_.nonzero), static_cast<long long>(stats_.nonfinite),
               static_cast<long long>(stats_.inlined), static_cast<long long>(stats_.local),
@@ -335,7 +369,9 @@ TEST(DifferentialGeneratorTest, IsDeterministicAndVaried) {
                               "routine ", "param ", "tensor ", "const ", ": i32", ": f64", "2*", "exp(",
                               "log(", "sqrt(", "rsqrt(", "tanh(", "sigmoid(", "relu(", "abs(", "sin(",
                               "cos(", "floor(", "ceil(", "pow(", "select(", "f32(", "f64(", "i32(",
-                              " < ", " <= ", " > ", " >= ", " == ", " != ", " / ", "uniform(", "normal("}) {
+                              " < ", " <= ", " > ", " >= ", " == ", " != ", " / ", "uniform(", "normal(",
+                              // the gather through select with an integer comparison
+                              " == g, ", "g == ", " != g, 0, ", "abs(", "min(", " + 1 == g"}) {
     EXPECT_NE(all.find(feature), std::string::npos) << "no generated program uses '" << feature << "'";
   }
 }

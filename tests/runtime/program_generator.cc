@@ -16,6 +16,7 @@ using ir::Role;
 std::string ProgramGenerator::generate() {
   declare();
   const int routines = 1 + pick(3);
+  const int gather_routine = pick(routines);
   std::string body;
   for (int r = 0; r < routines; ++r) {
     const bool top_level = chance(0.4) && r == 0 && allow_main_;
@@ -34,6 +35,7 @@ std::string ProgramGenerator::generate() {
         if (target.role == Role::kTensor) previous = &target;
       }
     }
+    if (!gather_.empty() && r == gather_routine) body += indent + gather_statement() + "\n";
     for (int s = 0; s < statements; ++s) {
       GenTensor* pipe = nullptr;
       for (GenTensor& t : tensors_) {
@@ -122,6 +124,20 @@ void ProgramGenerator::declare() {
       row_block_.push_back(tensors_.size() - 1);
     }
   }
+  if (chance(0.35)) {
+    // The gather (gather_statement): index tensor, values with the choices first, output.
+    std::vector<int64_t> dims;
+    for (int d = 1 + pick(2); d > 0; --d) dims.push_back(dim());
+    std::vector<int64_t> choices = {2 + pick(6)};
+    choices.insert(choices.end(), dims.begin(), dims.end());
+    add(Role::kInput, "gi", DType::kI32, dims);
+    add(Role::kInput, "gx", chance(0.8) ? DType::kF32 : DType::kF64, choices);
+    GenTensor& out = add(Role::kOutput, "gp", chance(0.85) ? DType::kF32 : DType::kF64, dims);
+    out.gather = true;
+    out.bounded = true;
+    const size_t last = tensors_.size() - 1;
+    gather_ = {last - 2, last - 1, last};
+  }
   // Consts: an integer one (for subscripts and bounds), a float scalar, a filled tensor.
   if (chance(0.5)) {
     GenTensor& c = add(Role::kConst, "n", DType::kI32, {});
@@ -177,7 +193,7 @@ GenTensor& ProgramGenerator::choose_target() {
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const GenTensor& t = tensors_[i];
     int w = 0;
-    if (t.pipe || t.row) continue;
+    if (t.pipe || t.row || t.gather) continue;
     if (t.role == Role::kOutput) w = t.written ? 1 : 4;
     if (t.role == Role::kParam) w = 2;
     if (t.role == Role::kTensor) w = t.written ? 2 : 3;
@@ -296,6 +312,33 @@ std::string ProgramGenerator::statement(GenTensor* pipe_target, const GenTensor*
   }
   target.written = true;
   return text;
+}
+
+std::string ProgramGenerator::gather_statement() {
+  const GenTensor& index = tensors_[gather_[0]];
+  const GenTensor& values = tensors_[gather_[1]];
+  GenTensor& out = tensors_[gather_[2]];
+  const std::string at = out.rank() == 1 ? "[a]" : "[a, b]";
+  const std::string choices = std::to_string(values.dims[0]);
+  // The key compared with g: the index itself, or shifted / clamped so that other values fall
+  // in and out of range (abs(t) - 1 is -1 for t = 0).
+  std::string key = index.name + at;
+  switch (pick(5)) {
+    case 0: key = "abs(" + key + ") - 1"; break;
+    case 1: key = "min(" + key + ", " + choices + ")"; break;
+    case 2: key = key + " + 1"; break;
+    default: break;
+  }
+  const std::string value = values.name + (out.rank() == 1 ? "[g, a]" : "[g, a, b]");
+  std::string rhs;
+  if (chance(0.75)) {
+    rhs = "select(" + (chance(0.7) ? key + " == g" : "g == " + key) + ", " + value + ", 0)";
+  } else {
+    rhs = "select(" + key + " != g, 0, " + value + ")";
+  }
+  // Exactly one choice (or none) matches, so sum and max stay within the values' [-1, 1].
+  out.written = true;
+  return out.name + at + " = " + (chance(0.8) ? "sum(" : "max(") + rhs + ")";
 }
 
 std::vector<size_t> ProgramGenerator::usable_indices(const StatementCtx& ctx) const {

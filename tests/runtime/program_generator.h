@@ -31,6 +31,8 @@ struct GenTensor {
   // A tensor of the row block: written by `=` statements that share its dimension 0 and read
   // (in the block) only by statements using their own first index in dimension 0.
   bool row = false;
+  // The output of the gather statement (gather_statement), written by it only.
+  bool gather = false;
   int small_adds = 0;       // += / -= statements on a bounded tensor (each adds at most 0.125)
   double value = 0;         // a const's value
   std::string init;         // the declaration's initializer, "" for none
@@ -103,6 +105,11 @@ class ProgramGenerator {
   std::string statement(GenTensor* pipe_target = nullptr, const GenTensor* must_read = nullptr,
                         bool row_block = false);
 
+  // The gather: an output read through an i32 index tensor compared with a reduced index,
+  //   p[a, b] = sum(select(t[a, b] == g, x[g, a, b], 0))
+  // t is an input holding -8..8 (some values in range, some not, -1 among them).
+  std::string gather_statement();
+
   // --- subscripts ----------------------------------------------------------------------------
   std::vector<size_t> usable_indices(const StatementCtx& ctx) const;
   std::string term(StatementCtx& ctx, size_t i, int64_t coefficient);
@@ -158,6 +165,7 @@ class ProgramGenerator {
   std::vector<GenTensor> tensors_;
   std::vector<size_t> row_block_;  // indices into tensors_: the row block's tensors, in order
   bool row_block_done_ = false;
+  std::vector<size_t> gather_;  // indices into tensors_: the index tensor, the values, the output
   std::string declarations_;
 };
 

