@@ -71,4 +71,30 @@ bool InlineCandidates::inlinable(int node, const Routine& routine, size_t def, s
   return true;
 }
 
+int InlinedDepths::expr_depth(const Expr& e, const InlineDefs& inlined) const {
+  count_lowering_work(1);
+  if (e.kind == Expr::Kind::kTensor && inlined.count(e.node)) {
+    auto it = depth_.find(e.node);
+    return (it == depth_.end() ? 1 : it->second) + 2;
+  }
+  int deepest = 0;
+  for (const ExprRef& a : e.args) deepest = std::max(deepest, expr_depth(*a, inlined));
+  return 1 + deepest;
+}
+
+int InlinedDepths::of(const Assignment& s, const InlineDefs& inlined) const {
+  return expr_depth(*s.rhs, inlined);
+}
+
+int InlinedDepths::deepest_inlined_read(const Assignment& s, const InlineDefs& inlined) const {
+  int best = -1, best_depth = -1;
+  for (int node : InlineCandidates::read_nodes(s)) {
+    if (!inlined.count(node)) continue;
+    auto it = depth_.find(node);
+    const int depth = it == depth_.end() ? 1 : it->second;
+    if (depth > best_depth) best = node, best_depth = depth;
+  }
+  return best;
+}
+
 }  // namespace kiln::ir::lowering

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kiln/ir/program.h"
+#include "loop/access.h"
 
 namespace kiln::ir::lowering {
 
@@ -24,6 +25,8 @@ class InlineCandidates {
   // Whether statement `def` of `routine` (which writes `node`) can be inlined; if so, *reader
   // is the position of its one reader in the routine.
   bool inlinable(int node, const Routine& routine, size_t def, size_t* reader) const;
+  // The nodes a statement's right side reads (tensor and merge reads), without repeats.
+  static std::vector<int> read_nodes(const Assignment& s);
 
  private:
   struct Uses {
@@ -31,12 +34,26 @@ class InlineCandidates {
     bool merge_read = false;  // read as node.merge anywhere
     std::vector<std::pair<const Routine*, size_t>> readers;  // statements reading it, once each
   };
-  // The nodes a statement's right side reads (tensor and merge reads), without repeats.
-  static std::vector<int> read_nodes(const Assignment& s);
 
   std::unordered_map<int, Uses> uses_;
   // Per routine and node: the positions of the statements writing it, ascending.
   std::map<const Routine*, std::unordered_map<int, std::vector<size_t>>> writes_at_;
+};
+
+// How deep a statement's right side nests once the definitions it reads are inlined into it,
+// with the root at depth 1 like kMaxExprDepth. Each inlined read counts its definition's depth
+// plus 2 (the range guard and conversion lowering may wrap it in).
+class InlinedDepths {
+ public:
+  int of(const Assignment& s, const InlineDefs& inlined) const;
+  // The inlined node that `s` reads with the deepest definition, or -1 if it reads none.
+  int deepest_inlined_read(const Assignment& s, const InlineDefs& inlined) const;
+  // Records the depth of `node`'s definition (its statement's `of`) once it is inlined.
+  void set(int node, int depth) { depth_[node] = depth; }
+
+ private:
+  int expr_depth(const Expr& e, const InlineDefs& inlined) const;
+  std::unordered_map<int, int> depth_;
 };
 
 }  // namespace kiln::ir::lowering

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -25,6 +26,17 @@ namespace kiln::ir {
 namespace {
 
 using namespace lowering;  // NOLINT: the helpers of lowering's own analyses
+
+// Kernel names are "<prefix>_<first statement>". The dialects reserve names that begin with '_'
+// (C's and OpenCL's own), "kiln_" / "KILN_" (kiln's helpers) and "get_" (OpenCL's work-item
+// functions); a routine named so gets the prefix "rt_", and so does one whose name begins with
+// "rt_", which keeps kernel names of different routines distinct.
+std::string kernel_name_prefix(const std::string& routine) {
+  const bool reserved = routine.starts_with("_") || routine.starts_with("kiln_") ||
+                        routine.starts_with("KILN_") || routine.starts_with("get_") ||
+                        routine.starts_with("rt_");
+  return reserved ? "rt_" + routine : routine;
+}
 
 struct KernelBuilder {
   Kernel kernel;
@@ -128,9 +140,22 @@ Status Lowerer::decide_memory() {
     }
   }
   const InlineCandidates candidates(in_);
+  InlinedDepths depths;
+  std::set<int> too_deep;  // definitions kept in memory so that no expression nests too deep
   for (const Routine& routine : in_.routines) {
     for (size_t i = 0; i < routine.statements.size(); ++i) {
       const Assignment& s = routine.statements[i];
+      // Chains of inlined definitions nest: keep the deepest ones in memory until the statement
+      // is within kMaxExprDepth, so that no later pass (or the C compiler) recurses without bound.
+      int depth = depths.of(s, inline_def_);
+      while (depth > kMaxExprDepth) {
+        const int deepest = depths.deepest_inlined_read(s, inline_def_);
+        if (deepest < 0) break;  // cannot happen: a validated statement alone is within the limit
+        skipped_.erase(inline_def_[deepest]);
+        inline_def_.erase(deepest);
+        too_deep.insert(deepest);
+        depth = depths.of(s, inline_def_);
+      }
       TensorNode& n = out_.program.nodes[s.target];
       if (n.role != Role::kTensor || inline_def_.count(s.target)) continue;
       // A request for a buffer or a local array is never inlined; kVirtual always is tried.
@@ -139,12 +164,19 @@ Status Lowerer::decide_memory() {
       if (candidates.inlinable(s.target, routine, i, &reader)) {
         inline_def_[s.target] = &s;
         skipped_[&s] = true;
-        n.memory = MemoryMode::kVirtual;
+        depths.set(s.target, depth);
       }
     }
   }
   for (TensorNode& n : out_.program.nodes) {
-    if (n.memory == MemoryMode::kVirtual && n.role == Role::kTensor && !inline_def_.count(n.id)) {
+    if (n.role != Role::kTensor) continue;
+    const bool requested = n.memory == MemoryMode::kVirtual;
+    if (inline_def_.count(n.id)) {
+      n.memory = MemoryMode::kVirtual;
+    } else if (requested && too_deep.count(n.id)) {
+      return invalid_argument_error("tensor '" + n.name + "' cannot be virtual: inlining it would nest an "
+                                    "expression deeper than " + std::to_string(kMaxExprDepth) + " levels");
+    } else if (requested) {
       return invalid_argument_error("tensor '" + n.name +
                                     "' cannot be virtual: it is not computed once, elementwise, "
                                     "and read by exactly one later statement");
@@ -468,7 +500,7 @@ Result<std::vector<Kernel>> Lowerer::lower_group(const Routine& routine, size_t 
   const Assignment& first = routine.statements[group.statements.front()];
   const TensorNode& lead = in_.nodes[first.target];
   KernelBuilder kb;
-  kb.kernel.name = routine.name + "_" + std::to_string(group.statements.front());
+  kb.kernel.name = kernel_name_prefix(routine.name) + "_" + std::to_string(group.statements.front());
   kb_ = &kb;
   parallel_dims_ = group.parallel_dims;
   row_var_ = parallel_dims_ > 0 ? lvar(kb.kernel.var_count++) : nullptr;
