@@ -12,9 +12,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <array>
 #include <initializer_list>
 
 #include "kiln/base/env.h"
+#include "kiln/base/log.h"
 #include "kiln/base/sha256.h"
 #include "kiln/base/time.h"
 
@@ -22,9 +24,21 @@ namespace kiln {
 
 namespace {
 
-// Trailer: magic (8) | payload length, little-endian (8) | SHA-256 of the payload (32).
-constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'A', 'C', '1'};
-constexpr size_t kTrailerSize = 8 + 8 + 32;
+// Trailer: magic (8) | payload length, little-endian (8) | SHA-256 of the entry's name, i.e. the
+// key and suffix it was stored under (32) | SHA-256 of the payload (32). The name's digest makes an
+// entry copied or renamed to another key's file a miss, not a wrong hit.
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'A', 'C', '2'};
+constexpr size_t kTrailerSize = 8 + 8 + 32 + 32;
+
+// Bigger files are not entries; the bound keeps a hostile file from exhausting memory.
+constexpr uint64_t kMaxEntryBytes = uint64_t{1} << 30;
+
+std::string entry_name(std::string_view key, std::string_view suffix) {
+  std::string name(key);
+  name += '.';
+  name += suffix;
+  return name;
+}
 
 // Closes a descriptor on scope exit.
 class Fd {
@@ -71,6 +85,62 @@ int read_all(const std::string& path, std::string* out, struct stat* st) {
     if (n == 0) break;
     out->append(buf, static_cast<size_t>(n));
   }
+  return 0;
+}
+
+// What reading an entry file found.
+enum class EntryRead { kFound, kMissing, kInvalid };
+
+// Reads the entry file at `path` without trusting it: a symbolic link, FIFO, device, directory,
+// oversized or short file is kInvalid (`why` says which), never followed, waited on or read
+// unboundedly. `st` receives the identity of what was opened. Other errors are returned as errno.
+int read_entry_file(const std::string& path, std::string* out, struct stat* st, EntryRead* found,
+                    std::string* why) {
+  *found = EntryRead::kInvalid;
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) {
+      *found = EntryRead::kMissing;
+      return 0;
+    }
+    if (errno == ELOOP || errno == ENXIO || errno == EISDIR) {
+      *why = errno == ELOOP ? "a symbolic link" : "not a regular file";
+      if (::lstat(path.c_str(), st) != 0) return errno;
+      return 0;
+    }
+    return errno;
+  }
+  Fd guard(fd);
+  if (::fstat(fd, st) != 0) return errno;
+  if (!S_ISREG(st->st_mode)) {
+    *why = "not a regular file";
+    return 0;
+  }
+  if (st->st_size < static_cast<off_t>(kTrailerSize) ||
+      static_cast<uint64_t>(st->st_size) > kMaxEntryBytes) {
+    *why = "a file of " + std::to_string(st->st_size) + " bytes";
+    return 0;
+  }
+  const size_t size = static_cast<size_t>(st->st_size);
+  out->resize(size);
+  size_t done = 0;
+  while (done < size) {  // bounded by the size fstat reported; a file that grows is cut there
+    ssize_t n = ::read(fd, out->data() + done, size - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  if (done != size) {
+    *why = "shorter than its size";
+    return 0;
+  }
+  *found = EntryRead::kFound;
   return 0;
 }
 
@@ -154,21 +224,43 @@ Status check_name(std::string_view key, std::string_view suffix) {
   return Status();
 }
 
-// The whole valid entry file at `path`, nullopt on a miss (missing, or corrupt and removed).
-Result<std::optional<std::string>> read_valid_entry(const std::string& path) {
+// Reports the first invalid entry of the process: one line is enough to explain rebuilds, and a
+// cache full of bad entries must not flood the log.
+void warn_invalid_entry_once(const std::string& path, const std::string& why) {
+  static std::atomic<bool> warned{false};
+  if (warned.exchange(true, std::memory_order_relaxed)) return;
+  KILN_LOG(kWarn, "cache entry " + path + " is not valid (" + why +
+                      "); it is rebuilt and replaced (further invalid entries are not reported)");
+}
+
+// The payload of the valid entry `name` at `path`, nullopt on a miss (missing, or invalid: warned
+// about and removed when it can be).
+Result<std::optional<std::string>> read_valid_entry(const std::string& path,
+                                                    const std::string& name) {
   std::string bytes;
   struct stat st;
-  int err = read_all(path, &bytes, &st);
-  if (err == ENOENT || err == ENOTDIR) return std::optional<std::string>();
+  EntryRead found;
+  std::string why;
+  int err = read_entry_file(path, &bytes, &st, &found, &why);
   if (err != 0) return errno_error(err, "reading cache entry " + path);
-  if (!DiskCache::validate(bytes)) {
-    // Remove the corrupt entry, unless another writer has already replaced it with a new file.
+  if (found == EntryRead::kMissing) return std::optional<std::string>();
+  std::optional<std::string_view> payload;
+  if (found == EntryRead::kFound) {
+    payload = DiskCache::parse_entry(bytes, name);
+    if (!payload) why = "wrong key, length or checksum";
+  }
+  if (!payload) {
+    warn_invalid_entry_once(path, why);
+    // Remove it, unless another writer has already replaced it with a new file. Only a regular
+    // file or a link is removed: the rebuilt entry is renamed over it anyway.
     struct stat now;
-    if (::stat(path.c_str(), &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino) {
+    if (::lstat(path.c_str(), &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino &&
+        (S_ISREG(now.st_mode) || S_ISLNK(now.st_mode))) {
       ::unlink(path.c_str());  // errors ignored: it is a miss either way
     }
     return std::optional<std::string>();
   }
+  bytes.resize(payload->size());
   return std::optional<std::string>(std::move(bytes));
 }
 
@@ -190,7 +282,8 @@ std::string DiskCache::entry_path(std::string_view key, std::string_view suffix)
   return path;
 }
 
-std::optional<size_t> DiskCache::validate(std::string_view file_bytes) {
+std::optional<std::string_view> DiskCache::parse_entry(std::string_view file_bytes,
+                                                       std::string_view name) {
   if (file_bytes.size() < kTrailerSize) return std::nullopt;
   size_t payload_size = file_bytes.size() - kTrailerSize;
   const char* trailer = file_bytes.data() + payload_size;
@@ -200,30 +293,33 @@ std::optional<size_t> DiskCache::validate(std::string_view file_bytes) {
     length |= uint64_t{static_cast<uint8_t>(trailer[8 + i])} << (8 * i);
   }
   if (length != payload_size) return std::nullopt;
-  std::array<uint8_t, 32> digest = Sha256().update(file_bytes.substr(0, payload_size)).digest();
-  if (std::memcmp(trailer + 16, digest.data(), digest.size()) != 0) return std::nullopt;
-  return payload_size;
+  std::array<uint8_t, 32> name_digest = Sha256().update(name).digest();
+  if (std::memcmp(trailer + 16, name_digest.data(), name_digest.size()) != 0) return std::nullopt;
+  std::string_view payload = file_bytes.substr(0, payload_size);
+  std::array<uint8_t, 32> digest = Sha256().update(payload).digest();
+  if (std::memcmp(trailer + 48, digest.data(), digest.size()) != 0) return std::nullopt;
+  return payload;
 }
 
-Result<std::optional<std::string>> DiskCache::lookup(std::string_view key,
-                                                     std::string_view suffix) const {
-  if (!enabled()) return std::optional<std::string>();
-  KILN_RETURN_IF_ERROR(check_name(key, suffix));
-  std::string path = entry_path(key, suffix);
-  KILN_ASSIGN_OR_RETURN(std::optional<std::string> bytes, read_valid_entry(path));
-  if (!bytes) return std::optional<std::string>();
-  return std::optional<std::string>(std::move(path));
+std::string DiskCache::make_entry(std::string_view name, std::string_view payload) {
+  std::string entry;
+  entry.reserve(payload.size() + kTrailerSize);
+  entry.append(payload);
+  entry.append(kMagic, sizeof kMagic);
+  uint64_t length = payload.size();
+  for (int i = 0; i < 8; ++i) entry += static_cast<char>(length >> (8 * i));
+  std::array<uint8_t, 32> name_digest = Sha256().update(name).digest();
+  entry.append(reinterpret_cast<const char*>(name_digest.data()), name_digest.size());
+  std::array<uint8_t, 32> digest = Sha256().update(payload).digest();
+  entry.append(reinterpret_cast<const char*>(digest.data()), digest.size());
+  return entry;
 }
 
 Result<std::optional<std::string>> DiskCache::load(std::string_view key,
                                                    std::string_view suffix) const {
   if (!enabled()) return std::optional<std::string>();
   KILN_RETURN_IF_ERROR(check_name(key, suffix));
-  KILN_ASSIGN_OR_RETURN(std::optional<std::string> bytes,
-                        read_valid_entry(entry_path(key, suffix)));
-  if (!bytes) return std::optional<std::string>();
-  bytes->resize(bytes->size() - kTrailerSize);
-  return bytes;
+  return read_valid_entry(entry_path(key, suffix), entry_name(key, suffix));
 }
 
 Result<std::string> DiskCache::store(std::string_view key, std::string_view suffix,
@@ -234,14 +330,7 @@ Result<std::string> DiskCache::store(std::string_view key, std::string_view suff
   Status made = make_directories(dir_);
   if (!made.ok()) return made.annotate("storing cache entry " + path);
 
-  char trailer[kTrailerSize];
-  std::memcpy(trailer, kMagic, sizeof kMagic);
-  uint64_t length = payload.size();
-  for (int i = 0; i < 8; ++i) trailer[8 + i] = static_cast<char>(length >> (8 * i));
-  std::array<uint8_t, 32> digest = Sha256().update(payload).digest();
-  std::memcpy(trailer + 16, digest.data(), digest.size());
-
-  KILN_RETURN_IF_ERROR(write_parts_atomic(path, {payload, std::string_view(trailer, kTrailerSize)}));
+  KILN_RETURN_IF_ERROR(write_file_atomic(path, make_entry(entry_name(key, suffix), payload)));
   return path;
 }
 

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -80,30 +81,28 @@ TEST_F(DiskCacheTest, RoundTrip) {
   EXPECT_EQ(*stored, cache.entry_path(kKey, "so"));
   EXPECT_EQ(*stored, root_ + "/a/b/c/" + kKey + ".so");
 
-  Result<std::optional<std::string>> found = cache.lookup(kKey, "so");
-  ASSERT_TRUE(found.ok()) << found.status().to_string();
-  ASSERT_TRUE(found->has_value());
-  EXPECT_EQ(**found, *stored);
-
   Result<std::optional<std::string>> loaded = cache.load(kKey, "so");
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
   ASSERT_TRUE(loaded->has_value());
   EXPECT_EQ(**loaded, payload);
 
-  // The file is payload + 48-byte trailer, and the payload comes first.
+  // The file is payload + 80-byte trailer, and the payload comes first.
   Result<std::string> bytes = read_file(*stored);
   ASSERT_TRUE(bytes.ok());
-  EXPECT_EQ(bytes->size(), payload.size() + 48);
+  EXPECT_EQ(bytes->size(), payload.size() + 80);
   EXPECT_EQ(bytes->substr(0, payload.size()), payload);
-  EXPECT_EQ(bytes->substr(payload.size(), 8), "KILNCAC1");
+  EXPECT_EQ(bytes->substr(payload.size(), 8), "KILNCAC2");
   EXPECT_EQ(static_cast<uint8_t>((*bytes)[payload.size() + 8]), payload.size());
-  EXPECT_EQ(DiskCache::validate(*bytes), payload.size());
+  EXPECT_EQ(DiskCache::parse_entry(*bytes, kKey + ".so"), std::string_view(payload));
+  EXPECT_EQ(*bytes, DiskCache::make_entry(kKey + ".so", payload));
+  // The same bytes under another name are not an entry.
+  EXPECT_FALSE(DiskCache::parse_entry(*bytes, kKey + ".cl").has_value());
 
   // No temporary files are left behind.
   EXPECT_EQ(list_dir(cache.dir()), std::vector<std::string>{kKey + ".so"});
 
   // A different suffix is a different entry.
-  Result<std::optional<std::string>> other = cache.lookup(kKey, "cl");
+  Result<std::optional<std::string>> other = cache.load(kKey, "cl");
   ASSERT_TRUE(other.ok());
   EXPECT_FALSE(other->has_value());
 }
@@ -136,7 +135,7 @@ TEST_F(DiskCacheTest, StoreOverwrites) {
 
 TEST_F(DiskCacheTest, Miss) {
   DiskCache cache(root_ + "/never-created");
-  Result<std::optional<std::string>> found = cache.lookup(kKey, "so");
+  Result<std::optional<std::string>> found = cache.load(kKey, "so");
   ASSERT_TRUE(found.ok()) << found.status().to_string();
   EXPECT_FALSE(found->has_value());
   Result<std::optional<std::string>> loaded = cache.load(kKey, "so");
@@ -148,7 +147,7 @@ TEST_F(DiskCacheTest, Miss) {
 TEST_F(DiskCacheTest, DisabledCache) {
   DiskCache cache("");
   EXPECT_FALSE(cache.enabled());
-  Result<std::optional<std::string>> found = cache.lookup(kKey, "so");
+  Result<std::optional<std::string>> found = cache.load(kKey, "so");
   ASSERT_TRUE(found.ok());
   EXPECT_FALSE(found->has_value());
   EXPECT_FALSE(cache.store(kKey, "so", "x").ok());
@@ -160,14 +159,14 @@ TEST_F(DiskCacheTest, BadKeys) {
     Result<std::string> stored = cache.store(key, "so", "x");
     ASSERT_FALSE(stored.ok()) << key;
     EXPECT_EQ(stored.status().code(), StatusCode::kInvalidArgument) << key;
-    Result<std::optional<std::string>> found = cache.lookup(key, "so");
+    Result<std::optional<std::string>> found = cache.load(key, "so");
     ASSERT_FALSE(found.ok()) << key;
     EXPECT_EQ(found.status().code(), StatusCode::kInvalidArgument) << key;
     EXPECT_FALSE(cache.load(key, "so").ok()) << key;
   }
   for (const char* suffix : {"", "s/o", ".."}) {
     EXPECT_EQ(cache.store("ab", suffix, "x").status().code(), StatusCode::kInvalidArgument);
-    EXPECT_EQ(cache.lookup("ab", suffix).status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(cache.load("ab", suffix).status().code(), StatusCode::kInvalidArgument);
   }
   EXPECT_TRUE(list_dir(root_).empty());
 }
@@ -182,13 +181,13 @@ void expect_corrupt_is_miss(const std::string& dir, Damage damage) {
   Result<std::string> bytes = read_file(*stored);
   ASSERT_TRUE(bytes.ok());
   std::string damaged = damage(*bytes, payload.size());
-  EXPECT_FALSE(DiskCache::validate(damaged).has_value());
+  EXPECT_FALSE(DiskCache::parse_entry(damaged, kKey + ".so").has_value());
   int fd = open(stored->c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
   ASSERT_GE(fd, 0);
   ASSERT_EQ(write(fd, damaged.data(), damaged.size()), static_cast<ssize_t>(damaged.size()));
   close(fd);
 
-  Result<std::optional<std::string>> found = cache.lookup(kKey, "so");
+  Result<std::optional<std::string>> found = cache.load(kKey, "so");
   ASSERT_TRUE(found.ok()) << found.status().to_string();
   EXPECT_FALSE(found->has_value());
   EXPECT_FALSE(exists(*stored)) << "corrupt entry was not deleted";
@@ -257,10 +256,93 @@ TEST_F(DiskCacheTest, FlippedDigestIsMiss) {
   });
 }
 
-TEST_F(DiskCacheTest, ValidateRejectsGarbage) {
-  EXPECT_FALSE(DiskCache::validate("").has_value());
-  EXPECT_FALSE(DiskCache::validate(std::string(48, '\0')).has_value());
-  EXPECT_FALSE(DiskCache::validate(std::string(1000, 'K')).has_value());
+TEST_F(DiskCacheTest, ParseEntryRejectsGarbage) {
+  EXPECT_FALSE(DiskCache::parse_entry("", "k.so").has_value());
+  EXPECT_FALSE(DiskCache::parse_entry(std::string(80, '\0'), "k.so").has_value());
+  EXPECT_FALSE(DiskCache::parse_entry(std::string(1000, 'K'), "k.so").has_value());
+}
+
+TEST_F(DiskCacheTest, EntryOfAnotherKeyIsMiss) {
+  // A valid entry copied over another key's file must not be returned for that key.
+  DiskCache cache(root_);
+  const std::string other_key = sha256_hex("another kernel");
+  ASSERT_TRUE(cache.store(kKey, "so", "mine").ok());
+  ASSERT_TRUE(cache.store(other_key, "so", "theirs").ok());
+  ASSERT_EQ(rename(cache.entry_path(other_key, "so").c_str(), cache.entry_path(kKey, "so").c_str()),
+            0);
+  Result<std::optional<std::string>> loaded = cache.load(kKey, "so");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  EXPECT_FALSE(loaded->has_value()) << "loaded " << **loaded;
+  EXPECT_FALSE(exists(cache.entry_path(kKey, "so")));
+}
+
+TEST_F(DiskCacheTest, FifoEntryIsMissWithoutWaiting) {
+  // Opening a FIFO for reading blocks until a writer comes; the reader must not wait.
+  DiskCache cache(root_);
+  ASSERT_EQ(mkfifo(cache.entry_path(kKey, "so").c_str(), 0644), 0);
+  EXPECT_EXIT(
+      {
+        alarm(20);  // a hang ends the child with SIGALRM, failing the expectation
+        Result<std::optional<std::string>> loaded = cache.load(kKey, "so");
+        _exit(loaded.ok() && !loaded->has_value() ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(DiskCacheTest, SymlinkEntryIsMissNotFollowed) {
+  DiskCache cache(root_);
+  const std::string path = cache.entry_path(kKey, "so");
+  ASSERT_EQ(symlink("/dev/zero", path.c_str()), 0);
+  Result<std::optional<std::string>> loaded = cache.load(kKey, "so");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  EXPECT_FALSE(loaded->has_value());
+  // Also a link to a valid entry of the same key is not followed.
+  ASSERT_TRUE(cache.store(kKey, "so", "payload").ok());
+  const std::string real = root_ + "/real";
+  ASSERT_EQ(rename(path.c_str(), real.c_str()), 0);
+  ASSERT_EQ(symlink(real.c_str(), path.c_str()), 0);
+  loaded = cache.load(kKey, "so");
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_FALSE(loaded->has_value());
+  EXPECT_TRUE(exists(real));  // the link is removed, not its target
+}
+
+TEST_F(DiskCacheTest, DeviceEntryIsMiss) {
+  DiskCache cache(root_ + "/dev-like");
+  // A directory where an entry should be is not an entry either.
+  ASSERT_TRUE(make_directories(cache.entry_path(kKey, "so")).ok());
+  Result<std::optional<std::string>> loaded = cache.load(kKey, "so");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  EXPECT_FALSE(loaded->has_value());
+}
+
+TEST_F(DiskCacheTest, InvalidEntriesAreReportedOnce) {
+  // The warning is once per process, so count it in a fresh child.
+  DiskCache cache(root_);
+  EXPECT_EXIT(
+      {
+        // Death tests capture stderr themselves: send it to a file of our own meanwhile.
+        std::string log_path = root_ + "/stderr.txt";
+        int saved = dup(2);
+        int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (saved < 0 || log_fd < 0 || dup2(log_fd, 2) < 0) _exit(3);
+        for (int i = 0; i < 3; ++i) {
+          std::string key = sha256_hex("entry " + std::to_string(i));
+          if (!write_file_atomic(cache.entry_path(key, "so"), "garbage").ok()) _exit(2);
+          Result<std::optional<std::string>> loaded = cache.load(key, "so");
+          if (!loaded.ok() || loaded->has_value()) _exit(2);
+        }
+        dup2(saved, 2);
+        std::string err = read_file(log_path).value();
+        size_t count = 0;
+        for (size_t at = err.find("is not valid"); at != std::string::npos;
+             at = err.find("is not valid", at + 1)) {
+          ++count;
+        }
+        std::fprintf(stderr, "%s", err.c_str());
+        _exit(count == 1 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "cache entry .* is not valid");
 }
 
 TEST_F(DiskCacheTest, UnwritableDirectoryIsAStatus) {
@@ -281,7 +363,7 @@ TEST_F(DiskCacheTest, UnwritableDirectoryIsAStatus) {
   EXPECT_NE(stored.status().message().find(dir), std::string::npos)
       << stored.status().to_string();
   // Looking up in such a directory is a miss or a status, never a crash.
-  Result<std::optional<std::string>> found = cache.lookup(kKey, "so");
+  Result<std::optional<std::string>> found = cache.load(kKey, "so");
   if (found.ok()) {
     EXPECT_FALSE(found->has_value());
   }
@@ -307,7 +389,7 @@ TEST_F(DiskCacheTest, UnreadableEntryIsAStatus) {
   Result<std::string> stored = cache.store(kKey, "so", "payload");
   ASSERT_TRUE(stored.ok());
   ASSERT_EQ(chmod(stored->c_str(), 0), 0);
-  Result<std::optional<std::string>> found = cache.lookup(kKey, "so");
+  Result<std::optional<std::string>> found = cache.load(kKey, "so");
   ASSERT_FALSE(found.ok());
   EXPECT_EQ(found.status().code(), StatusCode::kPermissionDenied);
   EXPECT_NE(found.status().message().find(*stored), std::string::npos);

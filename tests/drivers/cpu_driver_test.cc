@@ -2,6 +2,9 @@
 // unwritable locations), compiler diagnostics, worker threads and KILN_CPU_THREADS.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <linux/capability.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <array>
@@ -229,6 +232,91 @@ TEST_F(CpuDriverTest, CorruptEntriesAreRebuilt) {
     ASSERT_NO_FATAL_FAILURE(compile_and_run(opts, text));
     restore_compiler(wrapper);
   }
+}
+
+// Runs `body` in a forked child (gtest death-test style) and expects it to finish without a
+// failure within 60 seconds; a hang ends the child with SIGALRM.
+#define EXPECT_CHILD_PASSES(body)                                          \
+  EXPECT_EXIT(                                                             \
+      {                                                                    \
+        alarm(60);                                                         \
+        body;                                                              \
+        _exit(::testing::Test::HasFailure() ? 1 : 0);                      \
+      },                                                                   \
+      ::testing::ExitedWithCode(0), "")
+
+// Drops the capabilities that let root ignore file permissions, so that a read-only directory is
+// read-only for this process too (a no-op for other users).
+void drop_permission_override() {
+  if (geteuid() != 0) return;
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  ASSERT_EQ(syscall(SYS_capget, &header, data), 0);
+  for (int cap : {CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER}) {
+    data[cap / 32].effective &= ~(1u << (cap % 32));
+  }
+  ASSERT_EQ(syscall(SYS_capset, &header, data), 0);
+}
+
+// The .so entries of `cache` (the compiler identity records end in .cc).
+fs::path only_entry(const fs::path& cache) {
+  std::vector<fs::path> entries = files_with_suffix(cache, ".so");
+  EXPECT_EQ(entries.size(), 1u);
+  return entries.empty() ? fs::path() : entries[0];
+}
+
+TEST_F(CpuDriverTest, EntryOfAnotherProgramIsNotLoaded) {
+  // Another kernel whose results differ (x7 instead of x3): its valid entry put in the place of
+  // ours must be rebuilt, not run.
+  std::string ours = kernel_source(tag_ + " ours");
+  std::string theirs = kernel_source(tag_ + " theirs");
+  theirs.replace(theirs.find("* 3u"), 4, "* 7u");
+  fs::path cache = dir_ / "cache", other = dir_ / "other";
+  ASSERT_NO_FATAL_FAILURE(compile_and_run(options(cache), ours));
+  {
+    auto device = create(options(other));
+    ASSERT_TRUE(device.ok());
+    ASSERT_TRUE((*device)->compile_executable(make_source(theirs)).ok());
+  }
+  fs::path entry = only_entry(cache);
+  replace_file(entry, read_whole(only_entry(other)));
+  ASSERT_NO_FATAL_FAILURE(compile_and_run(options(cache), ours));
+  EXPECT_NE(read_whole(entry), read_whole(only_entry(other))) << "the entry was not replaced";
+}
+
+TEST_F(CpuDriverTest, EntriesThatAreNotFilesAreRebuilt) {
+  for (int mode = 0; mode < 2; ++mode) {
+    SCOPED_TRACE(mode == 0 ? "fifo" : "symlink to /dev/zero");
+    fs::path cache = dir_ / ("cache" + std::to_string(mode));
+    std::string text = kernel_source(tag_ + " special " + std::to_string(mode));
+    ASSERT_NO_FATAL_FAILURE(compile_and_run(options(cache), text));
+    fs::path entry = only_entry(cache);
+    fs::remove(entry);
+    if (mode == 0) {
+      ASSERT_EQ(mkfifo(entry.c_str(), 0644), 0);
+    } else {
+      fs::create_symlink("/dev/zero", entry);
+    }
+    EXPECT_CHILD_PASSES(compile_and_run(options(cache), text));
+  }
+}
+
+TEST_F(CpuDriverTest, ReadOnlyCacheWithCorruptEntryStillCompiles) {
+  fs::path cache = dir_ / "cache";
+  std::string text = kernel_source(tag_ + " read-only");
+  ASSERT_NO_FATAL_FAILURE(compile_and_run(options(cache), text));
+  fs::path entry = only_entry(cache);
+  std::string bytes = read_whole(entry);
+  bytes[bytes.size() / 2] ^= 0x5A;
+  replace_file(entry, bytes);
+  EXPECT_CHILD_PASSES({
+    drop_permission_override();
+    fs::permissions(cache, fs::perms::owner_read | fs::perms::owner_exec);
+    fs::permissions(cache / "tmp", fs::perms::owner_read | fs::perms::owner_exec);
+    compile_and_run(options(cache), text);
+  });
+  fs::permissions(cache, fs::perms::owner_all);
+  fs::permissions(cache / "tmp", fs::perms::owner_all);
 }
 
 TEST_F(CpuDriverTest, BuildErrorNamesTheSourceFile) {

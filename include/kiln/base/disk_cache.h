@@ -1,10 +1,13 @@
 // A content-addressed cache of blobs on disk, safe to share between processes.
 //
 // Each entry is one file, `<dir>/<key>.<suffix>`, holding the payload followed by a trailer
-// (magic, payload length, SHA-256 of the payload). Entries are written to a temporary file in
-// the same directory and renamed into place, so a reader sees either nothing or a whole entry.
-// A truncated or corrupt entry is reported as a miss (and removed), never loaded.
-// The payload comes first so that an entry which is a shared object can be dlopen()ed in place.
+// (magic, payload length, SHA-256 of "<key>.<suffix>", SHA-256 of the payload). Entries are
+// written to a temporary file in the same directory and renamed into place, so a reader sees
+// either nothing or a whole entry. Nothing found on disk is trusted: an entry that is not a
+// regular file (a link, FIFO, device), is too large, truncated, belongs to another key or fails
+// its checksum is a miss (warned about once per process, and removed), never returned. Callers
+// use only the verified payload that load() returns, never the file itself (a file can change
+// after it was checked).
 #pragma once
 
 #include <optional>
@@ -30,16 +33,19 @@ class DiskCache {
   // Path where `key` is (or would be) stored.
   std::string entry_path(std::string_view key, std::string_view suffix) const;
 
-  // The path of a valid entry, nullopt on a miss. A corrupt entry is deleted and is a miss.
-  Result<std::optional<std::string>> lookup(std::string_view key, std::string_view suffix) const;
-  // Reads a valid entry's payload, nullopt on a miss.
+  // Reads a valid entry's verified payload, nullopt on a miss. An error only when the file
+  // exists but cannot be read (e.g. PERMISSION_DENIED).
   Result<std::optional<std::string>> load(std::string_view key, std::string_view suffix) const;
   // Atomically writes the entry; returns its path.
   Result<std::string> store(std::string_view key, std::string_view suffix,
                             std::string_view payload) const;
 
-  // Checks a whole entry file's bytes; returns the payload length if the trailer is valid.
-  static std::optional<size_t> validate(std::string_view file_bytes);
+  // Parses the bytes of a whole entry file stored as `name` ("<key>.<suffix>"): the payload if
+  // the trailer is well formed and both digests match, else nullopt. Total on arbitrary input.
+  static std::optional<std::string_view> parse_entry(std::string_view file_bytes,
+                                                     std::string_view name);
+  // The bytes of the entry file for `payload` stored as `name`.
+  static std::string make_entry(std::string_view name, std::string_view payload);
 
  private:
   std::string dir_;

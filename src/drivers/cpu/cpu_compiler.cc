@@ -1,15 +1,19 @@
 #include "drivers/cpu/cpu_compiler.h"
 
 #include <dlfcn.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <sstream>
 #include <vector>
 
 #include "drivers/cpu/kernel_abi_text.h"
+#include "kiln/base/env.h"
 #include "kiln/base/log.h"
 #include "kiln/base/process.h"
 #include "kiln/base/sha256.h"
@@ -60,17 +64,76 @@ Status remove_tree(const std::string& dir) {
   return Status();
 }
 
+std::string temp_root() {
+  std::optional<std::string> tmp = env_string("TMPDIR");
+  return tmp ? *tmp : "/tmp";
+}
+
+// A private build directory: under the cache when it can be written there (same file system as
+// the entries), else under $TMPDIR, so that an unwritable cache never fails a build.
 Result<std::string> make_work_dir(const DiskCache& cache) {
-  std::string parent;
   if (cache.enabled() && make_directories(cache.dir() + "/tmp").ok()) {
-    parent = cache.dir() + "/tmp";
-  } else {
-    const char* tmp = std::getenv("TMPDIR");
-    parent = tmp && *tmp ? tmp : "/tmp";
+    std::string pattern = cache.dir() + "/tmp/kiln-build-XXXXXX";
+    if (::mkdtemp(pattern.data())) return pattern;
   }
+  std::string parent = temp_root();
   std::string pattern = parent + "/kiln-build-XXXXXX";
   if (!::mkdtemp(pattern.data())) return errno_error(errno, "creating a build directory in " + parent);
   return pattern;
+}
+
+int write_fully(int fd, std::string_view bytes) {
+  const char* p = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+// dlopen()s exactly `object` (bytes already verified or just built): they are copied into an
+// anonymous memory file that nobody else can write, and loaded through /proc/self/fd. Loading a
+// file of the cache in place would trust whatever is there when dlopen reads it. Without memfd or
+// /proc, a private temporary file (in a fresh mkdtemp directory) holds the copy.
+Result<void*> dlopen_object(std::string_view object, const std::string& label) {
+  std::string error;
+  int fd = static_cast<int>(::syscall(SYS_memfd_create, "kiln-kernel", MFD_CLOEXEC));
+  if (fd >= 0) {
+    int err = write_fully(fd, object);
+    if (err == 0) {
+      std::string path = "/proc/self/fd/" + std::to_string(fd);
+      void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle) {
+        ::close(fd);  // the mapping outlives the descriptor
+        return handle;
+      }
+      error = ::dlerror();
+      bool proc_mounted = ::access(path.c_str(), F_OK) == 0;
+      ::close(fd);
+      if (proc_mounted) {
+        return internal_error("loading the compiled object of '" + label + "' failed: " + error);
+      }
+    } else {
+      ::close(fd);
+    }
+  }
+  std::string dir = temp_root() + "/kiln-load-XXXXXX";
+  if (!::mkdtemp(dir.data())) return errno_error(errno, "creating a directory to load '" + label + "'");
+  std::string path = dir + "/kernel.so";
+  Status written = write_file_atomic(path, object);
+  void* handle = written.ok() ? ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) : nullptr;
+  if (written.ok() && !handle) error = ::dlerror();
+  ::unlink(path.c_str());
+  ::rmdir(dir.c_str());
+  if (!written.ok()) return written.annotate("loading the compiled object of '" + label + "'");
+  if (!handle) return internal_error("loading the compiled object of '" + label + "' failed: " + error);
+  return handle;
 }
 
 }  // namespace
@@ -162,45 +225,40 @@ Result<std::shared_ptr<LoadedLibrary>> CpuCompiler::build(const std::string& sou
   }
   lock.unlock();
 
-  // Disk cache: a valid entry is loaded in place; a corrupt one reads as a miss.
-  std::string load_path;
+  // Disk cache: only the verified payload is loaded (DiskCache::load checks the entry's key and
+  // checksum); an invalid entry reads as a miss and is rebuilt and replaced below.
+  const std::string load_path = cache_.enabled() ? cache_.entry_path(key, "so") : label;
   bool from_disk = false;
+  void* handle = nullptr;
   if (cache_.enabled()) {
-    Result<std::optional<std::string>> hit = cache_.lookup(key, "so");
+    Result<std::optional<std::string>> hit = cache_.load(key, "so");
     if (hit.ok() && hit->has_value()) {
-      load_path = **hit;
-      from_disk = true;
+      Result<void*> loaded = dlopen_object(**hit, label);
+      if (loaded.ok()) {
+        handle = *loaded;
+        from_disk = true;
+      } else {
+        KILN_LOG(kWarn, "cached kernel object does not load, rebuilding: " + loaded.status().to_string());
+      }
     } else if (!hit.ok()) {
       KILN_LOG(kWarn, "kernel cache lookup failed: " + hit.status().to_string());
     }
   }
-  std::string work_dir;
-  void* handle = nullptr;
-  if (from_disk) {
-    handle = ::dlopen(load_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-      KILN_LOG(kWarn, std::string("cached kernel object does not load, rebuilding: ") + ::dlerror());
-      from_disk = false;
-    }
-  }
   if (!from_disk) {
+    std::string work_dir;
     KILN_ASSIGN_OR_RETURN(std::string object_path, compile_to_file(full_source, key, label, &work_dir));
-    load_path = object_path;
+    Result<std::string> object = read_file(object_path);
+    remove_tree(work_dir).ignore();
+    if (!object.ok()) return object.status().annotate("reading the compiled object of '" + label + "'");
     if (cache_.enabled()) {
-      Result<std::string> bytes = read_file(object_path);
-      Result<std::string> stored = bytes.ok() ? cache_.store(key, "so", *bytes) : Result<std::string>(bytes.status());
-      if (stored.ok()) {
-        load_path = *stored;
-      } else {
-        KILN_LOG(kWarn, "cannot store the kernel object in the cache: " + stored.status().to_string());
+      Result<std::string> stored = cache_.store(key, "so", *object);
+      static std::atomic<bool> warned{false};  // an unwritable cache is said once, not per kernel
+      if (!stored.ok() && !warned.exchange(true)) {
+        KILN_LOG(kWarn, "cannot store kernel objects in the cache (they are built privately): " +
+                            stored.status().to_string());
       }
     }
-    handle = ::dlopen(load_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    std::string error = handle ? "" : ::dlerror();
-    remove_tree(work_dir).ignore();  // the loaded object stays mapped after its file is gone
-    if (!handle) {
-      return internal_error("loading the compiled object of '" + label + "' failed: " + error);
-    }
+    KILN_ASSIGN_OR_RETURN(handle, dlopen_object(*object, label));
   }
   auto library = std::make_shared<LoadedLibrary>(handle, load_path);
   lock.lock();
