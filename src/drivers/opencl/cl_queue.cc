@@ -113,10 +113,13 @@ void ClQueue::enqueue(std::unique_ptr<hal::Action> action) {
     deferred_.submit(std::move(action));
     return;
   }
+  // Unmet waits go through the host, even on signals already enqueued here: a wait handed to
+  // OpenCL as an event would still run its commands after the host failed the semaphore, and
+  // completion callbacks may run out of order, which would signal a timeline backwards.
   std::vector<cl_event> events;
   for (const hal::SemaphoreValue& wait : action->waits) {
-    if (context_->bridge().resolve(wait, &events) == EventBridge::Wait::kHost) {
-      for (cl_event e : events) context_->api().ReleaseEvent(e);
+    Result<uint64_t> value = wait.semaphore->query();
+    if (!value.ok() || *value < wait.value) {
       deferred_.submit(std::move(action));
       return;
     }
