@@ -62,6 +62,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check(written.ok(), "writing the entry file", written.to_string());
   kiln::Result<std::optional<std::string>> loaded = cache.load(kKey, kSuffix);
   check(loaded.ok(), "loading an entry failed with an error", loaded.ok() ? "" : loaded.status().to_string());
+  // The pure entry reader agrees with what the cache loads.
+  const std::string name = std::string(kKey) + "." + std::string(kSuffix);
+  const std::optional<std::string_view> parsed = kiln::DiskCache::parse_entry(bytes, name);
+  check(parsed.has_value() == loaded->has_value() && (!parsed || *parsed == **loaded),
+        "DiskCache::parse_entry and DiskCache::load disagree");
   if (loaded->has_value()) {
     check((*loaded)->size() <= bytes.size() && bytes.substr(0, (*loaded)->size()) == **loaded,
           "a loaded payload is not the entry's leading bytes");
