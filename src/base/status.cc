@@ -1,5 +1,8 @@
 #include "kiln/base/status.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <ostream>
 
 #include <cerrno>
@@ -130,5 +133,16 @@ Status errno_error(int err, std::string_view what) {
   message += errno_string(err);
   return Status(errno_code(err), std::move(message));
 }
+
+namespace internal {
+
+void die_on_error_result(const Status& status) {
+  std::fprintf(stderr, "kiln: fatal: the value of a Result holding an error was taken: %s\n",
+               status.to_string().c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+}  // namespace internal
 
 }  // namespace kiln

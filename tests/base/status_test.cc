@@ -205,3 +205,17 @@ TEST(MacroTest, AssignOrReturn) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(ResultDeathTest, TakingTheValueOfAnErrorIsFatalAndNamesTheStatus) {
+  Result<int> error = not_found_error("no device 'opencl:5'");
+  EXPECT_DEATH((void)*error, "kiln: fatal: .*NOT_FOUND: no device 'opencl:5'");
+  Result<std::string> text = invalid_argument_error("bad");
+  EXPECT_DEATH((void)text->size(), "INVALID_ARGUMENT: bad");
+  EXPECT_DEATH((void)std::move(text).value(), "INVALID_ARGUMENT: bad");
+}
+
+}  // namespace
+}  // namespace kiln

@@ -92,6 +92,11 @@ Status data_loss_error(std::string message);
 // errno → code (ENOENT → NOT_FOUND, EACCES → PERMISSION_DENIED, ...), message "what: strerror".
 Status errno_error(int err, std::string_view what);
 
+namespace internal {
+// Prints "kiln: fatal: the value of a Result holding an error was taken: STATUS" and aborts.
+[[noreturn]] void die_on_error_result(const Status& status);
+}  // namespace internal
+
 // A value or the Status that explains why there is none.
 template <typename T>
 class [[nodiscard]] Result {
@@ -104,16 +109,21 @@ class [[nodiscard]] Result {
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
 
-  T& value() & { return *value_; }
-  const T& value() const& { return *value_; }
-  T&& value() && { return std::move(*value_); }
-  T& operator*() & { return *value_; }
-  const T& operator*() const& { return *value_; }
-  T&& operator*() && { return std::move(*value_); }
-  T* operator->() { return &*value_; }
-  const T* operator->() const { return &*value_; }
+  // Taking the value of a Result that holds an error is a programming error: it prints the
+  // status ("kiln: fatal: ...") and aborts, rather than reading an empty optional.
+  T& value() & { return checked(), *value_; }
+  const T& value() const& { return checked(), *value_; }
+  T&& value() && { return checked(), std::move(*value_); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
 
  private:
+  void checked() const {
+    if (!value_.has_value()) [[unlikely]] internal::die_on_error_result(status_);
+  }
   Status status_;
   std::optional<T> value_;
 };

@@ -46,9 +46,20 @@ Result<uint32_t> CpuDevice::thread_count(const hal::DeviceOptions& options,
   return env ? static_cast<uint32_t>(*env) : default_threads;
 }
 
+Result<std::shared_ptr<ThreadPool>> CpuDevice::thread_pool(const hal::DeviceOptions& options,
+                                                           uint32_t default_threads) {
+  KILN_ASSIGN_OR_RETURN(uint32_t threads, thread_count(options, default_threads));
+  Result<std::shared_ptr<ThreadPool>> pool = ThreadPool::create(threads);
+  if (!pool.ok()) {
+    return pool.status().annotate(options.worker_threads ? "DeviceOptions::worker_threads"
+                                                         : "the cpu device's workgroup threads (KILN_CPU_THREADS)");
+  }
+  return pool;
+}
+
 Result<std::shared_ptr<CpuDevice>> CpuDevice::create(hal::DeviceInfo info,
                                                      const hal::DeviceOptions& options) {
-  KILN_ASSIGN_OR_RETURN(uint32_t threads, thread_count(options, info.capabilities.compute_units));
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<ThreadPool> pool, thread_pool(options, info.capabilities.compute_units));
   KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> timeout_s, env_uint("KILN_CC_TIMEOUT", 1, 86400));
   std::string compiler = options.c_compiler.value_or(env_string("KILN_CC").value_or("cc"));
   std::string flags = env_string("KILN_CFLAGS").value_or("");
@@ -56,16 +67,17 @@ Result<std::shared_ptr<CpuDevice>> CpuDevice::create(hal::DeviceInfo info,
   auto cc = std::make_unique<CpuCompiler>(std::move(compiler), std::move(flags),
                                           DiskCache(std::move(cache_dir)),
                                           static_cast<int64_t>(timeout_s.value_or(600)) * 1000);
-  return std::make_shared<CpuDevice>(std::move(info), threads,
+  return std::make_shared<CpuDevice>(std::move(info), std::move(pool),
                                      std::make_unique<CCompiler>(std::move(cc)));
 }
 
-CpuDevice::CpuDevice(hal::DeviceInfo info, uint32_t threads, std::unique_ptr<HostCompiler> compiler)
+CpuDevice::CpuDevice(hal::DeviceInfo info, std::shared_ptr<ThreadPool> pool,
+                     std::unique_ptr<HostCompiler> compiler)
     : info_(std::move(info)),
       allocator_(tag(), info_.capabilities.max_allocation_size),
-      pool_(std::make_shared<ThreadPool>(threads)),
+      pool_(std::move(pool)),
       compiler_(std::move(compiler)) {
-  info_.capabilities.compute_units = threads;
+  info_.capabilities.compute_units = pool_->thread_count();
   info_.capabilities.executable_formats = compiler_->formats();
 }
 

@@ -23,6 +23,10 @@ class CpuDevice final : public hal::Device {
                                    std::string format);
   // The workgroup thread count: options, else KILN_CPU_THREADS, else `default_threads`.
   static Result<uint32_t> thread_count(const hal::DeviceOptions& options, uint32_t default_threads);
+  // The workgroup pool of thread_count() threads; RESOURCE_EXHAUSTED naming the setting when the
+  // system cannot start that many.
+  static Result<std::shared_ptr<ThreadPool>> thread_pool(const hal::DeviceOptions& options,
+                                                         uint32_t default_threads);
 
   const hal::DeviceInfo& info() const override { return info_; }
   hal::Allocator& allocator() override { return allocator_; }
@@ -30,7 +34,7 @@ class CpuDevice final : public hal::Device {
   Result<hal::ExecutableRef> compile_executable(const hal::ExecutableSource& source) override;
 
   // `info.capabilities.executable_formats` is taken from the compiler.
-  CpuDevice(hal::DeviceInfo info, uint32_t threads, std::unique_ptr<HostCompiler> compiler);
+  CpuDevice(hal::DeviceInfo info, std::shared_ptr<ThreadPool> pool, std::unique_ptr<HostCompiler> compiler);
 
  private:
   hal::DeviceInfo info_;

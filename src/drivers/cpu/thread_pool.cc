@@ -1,6 +1,7 @@
 #include "drivers/cpu/thread_pool.h"
 
 #include <algorithm>
+#include <system_error>
 
 #include "kiln/base/futex.h"
 #include "kiln/base/time.h"
@@ -63,10 +64,20 @@ void DispatchJob::run(uint64_t begin, uint64_t end) {
   done_(status);
 }
 
-ThreadPool::ThreadPool(uint32_t threads) {
+Result<std::shared_ptr<ThreadPool>> ThreadPool::create(uint32_t threads) {
   threads = std::max<uint32_t>(threads, 1);
-  threads_.reserve(threads);
-  for (uint32_t i = 0; i < threads; ++i) threads_.emplace_back([this] { worker_main(); });
+  auto pool = std::make_shared<ThreadPool>();
+  pool->threads_.reserve(threads);
+  for (uint32_t i = 0; i < threads; ++i) {
+    try {
+      pool->threads_.emplace_back([p = pool.get()] { p->worker_main(); });
+    } catch (const std::system_error& e) {
+      // Returning drops the pool, whose destructor stops and joins the workers already started.
+      return resource_exhausted_error("could start only " + std::to_string(i) + " of " +
+                                      std::to_string(threads) + " worker threads: " + e.what());
+    }
+  }
+  return pool;
 }
 
 ThreadPool::~ThreadPool() {

@@ -52,7 +52,10 @@ class DispatchJob {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(uint32_t threads);
+  // Starts max(threads, 1) workers. RESOURCE_EXHAUSTED, naming how many could be started, when
+  // the system refuses a thread (a process or address-space limit); those started are joined.
+  static Result<std::shared_ptr<ThreadPool>> create(uint32_t threads);
+  ThreadPool() = default;  // no workers yet: create() starts them
   ~ThreadPool();  // finishes queued jobs, then joins
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;

@@ -24,9 +24,9 @@ class InterpDriver final : public hal::Driver {
                                 " does not exist");
     }
     hal::DeviceInfo info = interp_device_info();
-    KILN_ASSIGN_OR_RETURN(uint32_t threads,
-                          cpu::CpuDevice::thread_count(options, info.capabilities.compute_units));
-    return hal::DeviceRef(std::make_shared<cpu::CpuDevice>(std::move(info), threads,
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<cpu::ThreadPool> pool,
+                          cpu::CpuDevice::thread_pool(options, info.capabilities.compute_units));
+    return hal::DeviceRef(std::make_shared<cpu::CpuDevice>(std::move(info), std::move(pool),
                                                            std::make_unique<InterpCompiler>()));
   }
 };
