@@ -25,20 +25,17 @@ void check_declaration(const TensorNode& node, std::vector<Diagnostic>* diagnost
     error(at, name + " is not a valid name: use letters, digits and '_', not starting with a digit");
   }
   if (node.dtype == DType::kI64) error(at, "i64 is internal; declare f32, f64 or i32");
-  int64_t count = 1;
-  bool too_large = false;
   for (int64_t d : node.dims) {
     if (d <= 0) {
       error(at, "dimension sizes must be positive integers, but " + name + " has a dimension of " +
                     std::to_string(d));
-    } else if (too_large) {
-      continue;
-    } else if (count > (int64_t{1} << 62) / d) {
-      error(at, name + " is too large: it has 2^62 or more elements");
-      too_large = true;
-    } else {
-      count *= d;
     }
+  }
+  // Bytes, not elements: 2^62 f32 elements pass an element limit but their 2^64 bytes wrap to 0.
+  if (node.byte_size() >= kMaxTensorBytes) {
+    error(at, name + " is too large: it needs 2^62 or more bytes (" +
+                  std::string(dtype_name(node.dtype)) + " elements are " +
+                  std::to_string(dtype_size(node.dtype)) + " bytes each)");
   }
   const Init& init = node.init;
   const bool has_init = init.kind != Init::Kind::kNone;

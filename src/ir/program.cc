@@ -74,6 +74,12 @@ int64_t TensorNode::element_count() const {
   return n;
 }
 
+int64_t TensorNode::byte_size() const {
+  const int64_t n = element_count();
+  const auto size = static_cast<int64_t>(dtype_size(dtype));
+  return n > INT64_MAX / size ? INT64_MAX : n * size;
+}
+
 int Affine::bare_index() const {
   if (terms.size() == 1 && terms[0].second == 1 && offset == 0) return terms[0].first;
   return -1;
@@ -400,15 +406,13 @@ Status validate_node(const Program& p, size_t position, std::set<std::string>& n
   if (n.name.empty()) return error("has no name");
   if (!names.insert(n.name).second) return error("the name is declared twice");
   if (n.dtype == DType::kI64) return error("i64 is internal; declare f32, f64 or i32");
-  int64_t count = 1;
   for (size_t d = 0; d < n.dims.size(); ++d) {
     if (n.dims[d] <= 0) {
       return error("dimension " + std::to_string(d) + " has size " + std::to_string(n.dims[d]) +
                    "; sizes must be positive");
     }
-    if (count > (int64_t{1} << 62) / n.dims[d]) return error("has 2^62 or more elements");
-    count *= n.dims[d];
   }
+  if (n.byte_size() >= kMaxTensorBytes) return error("has 2^62 or more bytes");
   const bool has_init = n.init.kind != Init::Kind::kNone;
   if ((n.role == Role::kInput || n.role == Role::kOutput) && has_init) {
     return error(std::string(role_name(n.role)) + " nodes have no initializer");

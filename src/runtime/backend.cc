@@ -202,7 +202,7 @@ Result<LinkedBatch> Backend::link_routines(const ContextRef& parent, const CodeR
       desc.name = n.name;
       desc.dtype = n.dtype;
       desc.dims = n.dims;
-      desc.bytes = static_cast<size_t>(n.element_count()) * ir::dtype_size(n.dtype);
+      desc.bytes = static_cast<size_t>(n.byte_size());
     }
     const std::pair<const NodeTable*, std::string> key{parent->nodes().get(), n.name};
     if (node && desc.sharing == Sharing::kShared) {
@@ -271,8 +271,7 @@ Result<LinkedBatch> Backend::link_routines(const ContextRef& parent, const CodeR
         if (auto m = merge_of.find(id); m != merge_of.end()) {
           d.merge_binding = static_cast<int>(b);
           routine->merge_node_ = m->second;
-          routine->merge_bytes_ = static_cast<size_t>(program.nodes[id].element_count()) *
-                                  ir::dtype_size(program.nodes[id].dtype);
+          routine->merge_bytes_ = static_cast<size_t>(program.nodes[id].byte_size());
           continue;
         }
         KILN_RETURN_IF_ERROR(ensure_array(id));

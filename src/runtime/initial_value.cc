@@ -3,14 +3,22 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
+#include <string>
 
 #include "kiln/base/random.h"
 
 namespace kiln::runtime {
 
-void fill_initial_value(const ir::TensorNode& node, uint64_t seed, std::vector<std::byte>& bytes) {
+Status fill_initial_value(const ir::TensorNode& node, uint64_t seed, std::vector<std::byte>& bytes) {
   const int64_t count = node.element_count();
-  bytes.assign(static_cast<size_t>(count) * ir::dtype_size(node.dtype), std::byte{0});
+  const auto size = static_cast<size_t>(node.byte_size());
+  try {
+    bytes.assign(size, std::byte{0});
+  } catch (const std::exception&) {  // bad_alloc, length_error: the host has no room for the node
+    return resource_exhausted_error("cannot allocate " + std::to_string(size) +
+                                    " bytes of host memory for tensor '" + node.name + "'");
+  }
   Random random = Random::for_name(seed, node.name);
   for (int64_t i = 0; i < count; ++i) {
     double v = 0;
@@ -31,6 +39,7 @@ void fill_initial_value(const ir::TensorNode& node, uint64_t seed, std::vector<s
       std::memcpy(at, &n, sizeof n);
     }
   }
+  return Status();
 }
 
 }  // namespace kiln::runtime

@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "kiln/base/status.h"
 #include "kiln/ir/program.h"
 
 namespace kiln::runtime {
 
-void fill_initial_value(const ir::TensorNode& node, uint64_t seed, std::vector<std::byte>& bytes);
+// RESOURCE_EXHAUSTED, naming the node and its byte size, when the host cannot hold the bytes.
+Status fill_initial_value(const ir::TensorNode& node, uint64_t seed, std::vector<std::byte>& bytes);
 
 }  // namespace kiln::runtime

@@ -33,7 +33,7 @@ Result<std::shared_ptr<NodeTable>> NodeTable::create(const ir::Program& program,
     desc.name = n.name;
     desc.dtype = n.dtype;
     desc.dims = n.dims;
-    desc.bytes = static_cast<size_t>(n.element_count()) * ir::dtype_size(n.dtype);
+    desc.bytes = static_cast<size_t>(n.byte_size());
     desc.written_by_routines = written[n.id];
     desc.hosted = n.role == ir::Role::kConst   ? HostedKind::kConstant
                   : n.role == ir::Role::kInput ? HostedKind::kVolatile
@@ -42,7 +42,7 @@ Result<std::shared_ptr<NodeTable>> NodeTable::create(const ir::Program& program,
                            (desc.hosted == HostedKind::kConstant || n.role == ir::Role::kParam);
     desc.sharing = read_only ? Sharing::kShared : Sharing::kPerStream;
     auto node = std::make_shared<Node>(std::move(desc));
-    fill_initial_value(n, seed, node->host);
+    KILN_RETURN_IF_ERROR(fill_initial_value(n, seed, node->host));
     table->nodes_.emplace(n.name, std::move(node));
   }
   return table;

@@ -26,12 +26,12 @@ Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef 
   instance->buffers_.resize(nodes.size());
   for (const ir::TensorNode& node : nodes) {
     if (node.memory == ir::MemoryMode::kVirtual || node.memory == ir::MemoryMode::kLocal) continue;
-    const size_t bytes = static_cast<size_t>(node.element_count()) * ir::dtype_size(node.dtype);
+    const auto bytes = static_cast<size_t>(node.byte_size());
     Result<hal::BufferRef> buffer = device->allocator().allocate({}, bytes);
     if (!buffer.ok()) return buffer.status().annotate("allocating node '" + node.name + "'");
     instance->buffers_[node.id] = *buffer;
     std::vector<std::byte> init;
-    fill_initial_value(node, options.seed, init);
+    KILN_RETURN_IF_ERROR(fill_initial_value(node, options.seed, init));
     KILN_RETURN_IF_ERROR(instance->write(node.name, init.data(), init.size()));
   }
 

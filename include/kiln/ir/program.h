@@ -63,6 +63,9 @@ struct TensorNode {
   SourceLoc loc;
 
   int64_t element_count() const;  // 1 for a scalar
+  // element_count() * dtype_size(dtype), saturating at INT64_MAX; declarations keep it below
+  // kMaxTensorBytes, so code past validation may use it as a size_t without overflow.
+  int64_t byte_size() const;
   bool is_scalar() const { return dims.empty(); }
 };
 
@@ -178,6 +181,9 @@ bool is_identifier(std::string_view name);
 // Deepest expression tree a program may hold (parser, builder and validate_program enforce it),
 // so that recursive passes over expressions cannot exhaust the stack.
 inline constexpr int kMaxExprDepth = 256;
+// A tensor's bytes must be fewer than this (2^62): its byte size, and offsets into it, then fit in
+// int64_t and size_t with room to spare (2^62 f32 elements would be 2^64 bytes, which wraps to 0).
+inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 62;
 
 // Checks every invariant above (ids, dims > 0, subscripts count, bare distinct target indices,
 // index extents > 0, types consistent with promotion, no writes to inputs or consts, merge reads
