@@ -280,6 +280,9 @@ TEST_F(RuntimeApiTest, TensorSizesMustMatch) {
   EXPECT_TRUE(has_error(y.write(small), StatusCode::kInvalidArgument, {"'y'", "31"}));
   EXPECT_TRUE(has_error(y.write_from(std::vector<float>(9, 1.0f)), StatusCode::kInvalidArgument, {"36"}));
   EXPECT_TRUE(has_error(s.read_as<double>().status(), StatusCode::kInvalidArgument));
+  // Same byte count, other element type: refused, naming both types.
+  EXPECT_TRUE(has_error(y.read_as<int32_t>(wait_limit()).status(), StatusCode::kInvalidArgument, {"'y'", "f32", "i32"}));
+  EXPECT_TRUE(has_error(y.write_from(std::vector<int32_t>(8, 1)), StatusCode::kInvalidArgument, {"'y'", "f32", "i32"}));
   KILN_EXPECT_OK(y.read(exact, wait_limit()));
   KILN_EXPECT_OK(y.write(exact));
   EXPECT_TRUE(has_error(nodes_->tensor("nope").status(), StatusCode::kNotFound, {"'nope'"}));

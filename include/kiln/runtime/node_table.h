@@ -22,6 +22,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "kiln/base/status.h"
@@ -92,15 +93,14 @@ class NodeTable;
 class Tensor {
  public:
   const NodeDesc& desc() const { return node_->desc(); }
-  // `out` / `data` must hold exactly desc().bytes bytes (INVALID_ARGUMENT otherwise).
+  // `out` / `data` must hold exactly desc().bytes bytes (INVALID_ARGUMENT otherwise). read_as and
+  // write_from with float, double or int32_t also require the tensor's dtype to match.
   Status read(std::span<std::byte> out, Timeout timeout = Timeout::infinite()) const;
   Status write(std::span<const std::byte> data) const;
   template <typename T>
   Result<std::vector<T>> read_as(Timeout timeout = Timeout::infinite()) const;
   template <typename T>
-  Status write_from(const std::vector<T>& values) const {
-    return write(std::as_bytes(std::span<const T>(values)));
-  }
+  Status write_from(const std::vector<T>& values) const;
 
  private:
   friend class NodeTable;
@@ -139,12 +139,40 @@ class NodeTable : public std::enable_shared_from_this<NodeTable> {
   std::atomic<bool> automatic_{true};
 };
 
+namespace internal {
+// The tensor dtype whose elements are a T, if any (std::byte and the like read raw bytes).
+template <typename T>
+constexpr std::optional<ir::DType> element_dtype() {
+  if constexpr (std::is_same_v<T, float>) return ir::DType::kF32;
+  if constexpr (std::is_same_v<T, double>) return ir::DType::kF64;
+  if constexpr (std::is_same_v<T, int32_t>) return ir::DType::kI32;
+  return std::nullopt;
+}
+
+template <typename T>
+Status check_element_type(const NodeDesc& desc) {
+  constexpr std::optional<ir::DType> want = element_dtype<T>();
+  if (want && *want != desc.dtype) {
+    return invalid_argument_error("tensor '" + desc.name + "' holds " + std::string(ir::dtype_name(desc.dtype)) +
+                                  " elements, not " + std::string(ir::dtype_name(*want)));
+  }
+  if (desc.bytes % sizeof(T) != 0) return invalid_argument_error("tensor '" + desc.name + "': element size mismatch");
+  return Status();
+}
+}  // namespace internal
+
 template <typename T>
 Result<std::vector<T>> Tensor::read_as(Timeout timeout) const {
-  if (desc().bytes % sizeof(T) != 0) return invalid_argument_error("element size mismatch");
+  KILN_RETURN_IF_ERROR(internal::check_element_type<T>(desc()));
   std::vector<T> values(desc().bytes / sizeof(T));
   KILN_RETURN_IF_ERROR(read(std::as_writable_bytes(std::span<T>(values)), timeout));
   return values;
+}
+
+template <typename T>
+Status Tensor::write_from(const std::vector<T>& values) const {
+  KILN_RETURN_IF_ERROR(internal::check_element_type<T>(desc()));
+  return write(std::as_bytes(std::span<const T>(values)));
 }
 
 }  // namespace kiln::runtime
