@@ -16,6 +16,7 @@
 #include <initializer_list>
 
 #include "kiln/base/env.h"
+#include "kiln/base/file.h"
 #include "kiln/base/log.h"
 #include "kiln/base/sha256.h"
 #include "kiln/base/time.h"
@@ -171,19 +172,6 @@ std::string temp_path_for(const std::string& path) {
   return dir + "." + base + tail;
 }
 
-int write_all(int fd, const char* p, size_t size) {
-  while (size > 0) {
-    ssize_t n = ::write(fd, p, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return 0;
-}
-
 // Writes the concatenation of `parts` to a temporary sibling of `path` and renames it into place.
 Status write_parts_atomic(const std::string& path, std::initializer_list<std::string_view> parts) {
   std::string temp;
@@ -197,7 +185,7 @@ Status write_parts_atomic(const std::string& path, std::initializer_list<std::st
   Fd guard(fd);
   int err = 0;
   for (std::string_view part : parts) {
-    if ((err = write_all(fd, part.data(), part.size())) != 0) break;
+    if ((err = write_all(fd, part)) != 0) break;
   }
   int close_err = guard.close_now();
   if (err == 0) err = close_err;

@@ -33,21 +33,6 @@ const char* kind_of(mode_t mode) {
   return "not a regular file, character device or FIFO";
 }
 
-int write_all(int fd, std::string_view bytes) {
-  const char* p = bytes.data();
-  size_t size = bytes.size();
-  while (size > 0) {
-    ssize_t n = ::write(fd, p, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    p += n;
-    size -= static_cast<size_t>(n);
-  }
-  return 0;
-}
-
 // Opens and writes a device or FIFO in place: no O_CREAT (it exists), no O_TRUNC (meaningless).
 Status write_through(const std::string& path, std::string_view bytes) {
   int fd;
@@ -86,6 +71,21 @@ Result<std::string> follow_dangling_link(const std::string& path) {
 }
 
 }  // namespace
+
+int write_all(int fd, std::string_view bytes) {
+  const char* p = bytes.data();
+  size_t size = bytes.size();
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return 0;
+}
 
 Result<std::optional<FileIdentity>> file_identity(const std::string& path) {
   struct stat st;

@@ -72,4 +72,7 @@ Result<std::string> read_bounded_file(const std::string& path, size_t max_bytes,
 // A directory, a block device or a socket is refused (FAILED_PRECONDITION naming it).
 Status write_output_file(const std::string& path, std::string_view bytes);
 
+// Writes all of `bytes` to `fd`, retrying short writes and EINTR: 0, or the errno of the failure.
+int write_all(int fd, std::string_view bytes);
+
 }  // namespace kiln
