@@ -47,24 +47,27 @@ std::string format_line(LogLevel level, std::string_view message) {
   return line;
 }
 
-LogLevel read_level() {
+LogLevel current_level() {
+  // Read once, with thread-safe initialization; a malformed value was reported by whoever
+  // checked log_level_from_env() and is logged at warn.
+  static const LogLevel level = [] {
+    Result<LogLevel> parsed = log_level_from_env();
+    return parsed.ok() ? *parsed : LogLevel::kWarn;
+  }();
+  return level;
+}
+
+}  // namespace
+
+Result<LogLevel> log_level_from_env() {
   std::optional<std::string> value = env_string("KILN_LOG");
   if (!value) return LogLevel::kWarn;
   for (LogLevel level : {LogLevel::kError, LogLevel::kWarn, LogLevel::kInfo, LogLevel::kDebug}) {
     if (strcasecmp(value->c_str(), std::string(level_name(level)).c_str()) == 0) return level;
   }
-  write_stderr(format_line(LogLevel::kWarn, "KILN_LOG='" + *value +
-                                                "' is not one of error, warn, info, debug; "
-                                                "using warn"));
-  return LogLevel::kWarn;
+  return invalid_argument_error("KILN_LOG='" + *value +
+                                "' is not one of error, warn, info, debug");
 }
-
-LogLevel current_level() {
-  static const LogLevel level = read_level();  // thread-safe initialization, read once
-  return level;
-}
-
-}  // namespace
 
 bool log_enabled(LogLevel level) {
   return static_cast<int>(level) <= static_cast<int>(current_level());

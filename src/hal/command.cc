@@ -23,18 +23,19 @@ Status check_buffer(const BufferRef& buffer, const void* device_tag, uint32_t ne
   return Status();
 }
 
-Status check_range(const BufferRef& buffer, size_t offset, size_t length, const char* what) {
-  if (length == Buffer::kWholeBuffer) {
-    return invalid_argument_error(std::string(what) + ": length must be explicit");
-  }
-  return buffer->check_range(offset, length, what).status();
+// Checks [offset, offset + length) against the buffer and resolves a kWholeBuffer length, in
+// place, to the rest of the buffer: every command that takes a length means "to the end" by it.
+Status resolve_range(const BufferRef& buffer, size_t offset, size_t& length, const char* what) {
+  KILN_ASSIGN_OR_RETURN(length, buffer->check_range(offset, length, what));
+  return Status();
 }
 
 Status validate(CopyCommand& c, const void* tag) {
   KILN_RETURN_IF_ERROR(check_buffer(c.source, tag, kUsageTransferSource, "copy source"));
   KILN_RETURN_IF_ERROR(check_buffer(c.target, tag, kUsageTransferTarget, "copy target"));
-  KILN_RETURN_IF_ERROR(check_range(c.source, c.source_offset, c.length, "copy source"));
-  return check_range(c.target, c.target_offset, c.length, "copy target");
+  // A whole-buffer copy takes the rest of the source; the target must hold that much.
+  KILN_RETURN_IF_ERROR(resolve_range(c.source, c.source_offset, c.length, "copy source"));
+  return resolve_range(c.target, c.target_offset, c.length, "copy target");
 }
 
 Status validate(FillCommand& c, const void* tag) {
@@ -43,29 +44,33 @@ Status validate(FillCommand& c, const void* tag) {
     return invalid_argument_error("fill pattern size is " + std::to_string(c.pattern_size) +
                                   " bytes; it must be 1, 2 or 4");
   }
+  KILN_RETURN_IF_ERROR(resolve_range(c.target, c.offset, c.length, "fill"));
   if (c.offset % c.pattern_size || c.length % c.pattern_size) {
     return invalid_argument_error("fill offset " + std::to_string(c.offset) + " and length " +
                                   std::to_string(c.length) + " must be multiples of the " +
                                   std::to_string(c.pattern_size) + "-byte pattern");
   }
-  return check_range(c.target, c.offset, c.length, "fill");
+  return Status();
 }
 
 Status validate(UpdateCommand& c, const void* tag) {
   KILN_RETURN_IF_ERROR(check_buffer(c.target, tag, kUsageTransferTarget, "update target"));
-  return check_range(c.target, c.offset, c.data.size(), "update");
+  size_t length = c.data.size();
+  return resolve_range(c.target, c.offset, length, "update");
 }
 
 Status validate(ReadCommand& c, const void* tag) {
   KILN_RETURN_IF_ERROR(check_buffer(c.source, tag, kUsageTransferSource, "read source"));
+  KILN_RETURN_IF_ERROR(resolve_range(c.source, c.offset, c.length, "read"));
   if (!c.host && c.length) return invalid_argument_error("read: host pointer is null");
-  return check_range(c.source, c.offset, c.length, "read");
+  return Status();
 }
 
 Status validate(WriteCommand& c, const void* tag) {
   KILN_RETURN_IF_ERROR(check_buffer(c.target, tag, kUsageTransferTarget, "write target"));
+  KILN_RETURN_IF_ERROR(resolve_range(c.target, c.offset, c.length, "write"));
   if (!c.host && c.length) return invalid_argument_error("write: host pointer is null");
-  return check_range(c.target, c.offset, c.length, "write");
+  return Status();
 }
 
 Status validate(DispatchCommand& c, const void* tag) {
@@ -89,7 +94,7 @@ Status validate(DispatchCommand& c, const void* tag) {
     BufferBinding& b = c.bindings[i];
     const std::string role = where + " binding " + std::to_string(i);
     KILN_RETURN_IF_ERROR(check_buffer(b.buffer, tag, kUsageDispatchStorage, role.c_str()));
-    KILN_ASSIGN_OR_RETURN(b.length, b.buffer->check_range(b.offset, b.length, role.c_str()));
+    KILN_RETURN_IF_ERROR(resolve_range(b.buffer, b.offset, b.length, role.c_str()));
   }
   return Status();
 }

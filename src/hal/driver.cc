@@ -3,6 +3,8 @@
 #include <charconv>
 #include <string>
 
+#include "kiln/base/log.h"
+
 namespace kiln::hal {
 
 Status DriverRegistry::add(DriverRef driver) {
@@ -43,6 +45,8 @@ Result<DeviceRef> DriverRegistry::create_device(std::string_view spec,
     return invalid_argument_error("device name is empty; expected NAME or NAME:ORDINAL");
   }
   KILN_ASSIGN_OR_RETURN(DriverRef driver, find(name));
+  // Every KILN_* variable is checked when a device is created; the logger cannot report its own.
+  KILN_RETURN_IF_ERROR(log_level_from_env().status());
   KILN_RETURN_IF_ERROR(driver->availability());
   KILN_ASSIGN_OR_RETURN(std::vector<DeviceInfo> devices, driver->enumerate_devices());
   if (ordinal >= devices.size()) {

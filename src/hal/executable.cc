@@ -13,7 +13,7 @@ Result<uint32_t> Executable::lookup_export(std::string_view name) const {
 
 Result<const ExportInfo*> Executable::export_info(uint32_t ordinal) const {
   if (ordinal >= exports_.size()) {
-    return out_of_range_error("export ordinal " + std::to_string(ordinal) +
+    return invalid_argument_error("export ordinal " + std::to_string(ordinal) +
                               " is out of range; the executable has " +
                               std::to_string(exports_.size()) + " export(s)");
   }

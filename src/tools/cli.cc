@@ -11,6 +11,7 @@
 #include <variant>
 
 #include "kiln/base/file.h"
+#include "kiln/base/log.h"
 #include "kiln/base/random.h"
 #include "kiln/base/time.h"
 #include "kiln/drivers/drivers.h"
@@ -456,6 +457,10 @@ int run_command_line(const std::vector<std::string>& args) {
   if (o.help) {
     std::fputs(help_text(o.command).c_str(), stdout);
     return kExitOk;
+  }
+  // Checked before anything runs, so `kiln compile` (which creates no device) refuses it too.
+  if (Result<LogLevel> level = log_level_from_env(); !level.ok()) {
+    return report(invalid_input(level.status().message()));
   }
   if (o.command == "devices") return command_devices();
   return o.command == "run" ? command_run(o) : command_compile(o);

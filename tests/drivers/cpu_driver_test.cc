@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/base/log.h"
 #include "kiln/base/status.h"
 #include "kiln/base/time.h"
 #include "kiln/drivers/drivers.h"
@@ -406,6 +407,19 @@ TEST_F(CpuDriverTest, BadThreadsVariableIsInvalidArgument) {
     auto device = create(options(dir_ / "cache"));
     ASSERT_TRUE(device.ok()) << device.status().to_string();
   }
+}
+
+TEST_F(CpuDriverTest, BadLogLevelIsInvalidArgument) {
+  // Through the registry, as every caller creates devices; an unknown level is not a default.
+  ScopedEnv env("KILN_LOG", "verbose");
+  auto device = drivers::builtin_registry().create_device("cpu");
+  ASSERT_FALSE(device.ok());
+  EXPECT_EQ(device.status().code(), StatusCode::kInvalidArgument) << device.status().to_string();
+  EXPECT_NE(device.status().message().find("KILN_LOG='verbose'"), std::string::npos)
+      << device.status().to_string();
+  ScopedEnv upper("KILN_LOG", "DEBUG");  // any case
+  EXPECT_TRUE(log_level_from_env().ok());
+  EXPECT_EQ(*log_level_from_env(), LogLevel::kDebug);
 }
 
 }  // namespace

@@ -207,10 +207,10 @@ TEST_P(DispatchTest, CountMismatchesAreInvalid) {
   // Export ordinal past the end and a missing executable.
   hal::DispatchCommand bad_ordinal = make_dispatch(kWriteIds, {1, 1, 1}, {}, {{data}});
   bad_ordinal.export_ordinal = kTestKernelCount;
-  CTS_EXPECT_NOT_OK(queue_->dispatch(waits, signals, std::move(bad_ordinal)));
+  CTS_EXPECT_CODE(kInvalidArgument, queue_->dispatch(waits, signals, std::move(bad_ordinal)));
   hal::DispatchCommand no_executable = make_dispatch(kWriteIds, {1, 1, 1}, {}, {{data}});
   no_executable.executable = nullptr;
-  CTS_EXPECT_NOT_OK(queue_->dispatch(waits, signals, std::move(no_executable)));
+  CTS_EXPECT_CODE(kInvalidArgument, queue_->dispatch(waits, signals, std::move(no_executable)));
   grace_sleep();
   EXPECT_EQ(value_of(done), 0u);
   EXPECT_EQ(read_bytes(data), std::vector<uint8_t>(64, 0));

@@ -155,6 +155,48 @@ TEST_P(TransferTest, Subspans) {
   CTS_EXPECT_CODE(kInvalidArgument, queue_->copy({}, {}, outer, 0, inner, 90, 11));
 }
 
+TEST_P(TransferTest, WholeBufferLengthMeansToTheEnd) {
+  // kWholeBuffer is "to the end" for every command that takes a length, measured on the view.
+  constexpr size_t W = hal::Buffer::kWholeBuffer;
+  BufferRef parent = make_buffer(96, kSentinel);
+  BufferRef view = must(parent->subspan(16, 64), "subspan");  // [16, 80)
+  BufferRef other = make_buffer(64, kSentinel);
+  std::vector<uint8_t> expected(96, kSentinel);
+  SemaphoreRef done = semaphore();
+
+  const uint16_t pattern = 0xA1B2;
+  CTS_ASSERT_OK(queue_->fill({}, {{done, 1}}, view, 8, W, &pattern, 2));  // [24, 80)
+  for (size_t i = 24; i < 80; ++i)
+    expected[i] = reinterpret_cast<const uint8_t*>(&pattern)[(i - 24) % 2];
+  std::vector<uint8_t> host = pattern_bytes(64, 5);
+  CTS_ASSERT_OK(queue_->write({{done, 1}}, {{done, 2}}, host.data(), view, 60, W));  // [76, 80)
+  std::copy(host.begin(), host.begin() + 4, expected.begin() + 76);
+  // The rest of the source from offset 40 (24 bytes) into `other` at 8.
+  CTS_ASSERT_OK(queue_->copy({{done, 2}}, {{done, 3}}, view, 40, other, 8, W));
+  std::vector<uint8_t> read_back(64, 0);
+  CTS_ASSERT_OK(queue_->read({{done, 3}}, {{done, 4}}, view, 0, read_back.data(), W));
+  CTS_ASSERT_OK(wait(done, 4));
+  EXPECT_TRUE(bytes_equal(read_bytes(parent), expected));
+  EXPECT_TRUE(bytes_equal(read_back, std::vector<uint8_t>(expected.begin() + 16,
+                                                          expected.begin() + 80)));
+  std::vector<uint8_t> other_expected(64, kSentinel);
+  std::copy(expected.begin() + 56, expected.begin() + 80, other_expected.begin() + 8);
+  EXPECT_TRUE(bytes_equal(read_bytes(other), other_expected));
+
+  // Refusals name the real problem: a fill to the end that is not a whole number of patterns,
+  // and a copy whose rest of the source does not fit in the target.
+  const uint32_t wide = 0x01020304;
+  CTS_ASSERT_OK(queue_->fill({}, {{done, 5}}, view, 4, W, &wide, 4));  // 60 bytes: fine
+  CTS_ASSERT_OK(wait(done, 5));
+  BufferRef odd = must(parent->subspan(0, 30), "subspan");
+  Status misaligned = queue_->fill({}, {}, odd, 0, W, &wide, 4);  // 30 bytes
+  CTS_EXPECT_CODE(kInvalidArgument, misaligned);
+  EXPECT_NE(misaligned.message().find("length 30"), std::string::npos) << misaligned.to_string();
+  Status too_big = queue_->copy({}, {}, parent, 0, other, 0, W);  // 96 bytes into 64
+  CTS_EXPECT_CODE(kInvalidArgument, too_big);
+  EXPECT_NE(too_big.message().find("copy target"), std::string::npos) << too_big.to_string();
+}
+
 TEST_P(TransferTest, OddSubspanByteFill) {
   BufferRef parent = make_buffer(64, kSentinel);
   BufferRef view = must(parent->subspan(7, 21), "subspan");

@@ -126,6 +126,8 @@ TEST_F(CliHelpTest, OnlyUsageErrorsPrintTheUsage) {
   const std::vector<Case> cases = {
       {{"run", example("softmax"), "--input", "x=" + dir_.file("x.npy")}, env(), 2},  // a wrong shape
       {{"run", example("softmax")}, {{"KILN_CACHE_DIR", dir_.file("c")}, {"KILN_CPU_THREADS", "many"}}, 2},
+      {{"run", example("softmax")}, {{"KILN_CACHE_DIR", dir_.file("c")}, {"KILN_LOG", "verbose"}}, 2},
+      {{"compile", example("softmax")}, {{"KILN_LOG", "verbose"}}, 2},
       {{"run", example("softmax"), "--device", "interp:99"}, env(), 1},  // no such device
       {{"run", dir_.file("bad.kiln")}, env(), 2},
       {{"run", dir_.file("missing.kiln")}, env(), 1},
@@ -134,6 +136,11 @@ TEST_F(CliHelpTest, OnlyUsageErrorsPrintTheUsage) {
   for (const Case& c : cases) {
     ProcessResult r = kiln(c.args, c.env);
     EXPECT_EQ(r.exit_code, c.exit_code) << describe_run(c.args, r);
+    for (const auto& [name, value] : c.env) {
+      if (name != "KILN_CACHE_DIR") {
+        EXPECT_NE(r.output.find(name), std::string::npos) << describe_run(c.args, r);
+      }
+    }
     EXPECT_EQ(r.output.find("usage:"), std::string::npos) << describe_run(c.args, r);
     EXPECT_FALSE(r.output.empty()) << describe_run(c.args, r);
   }

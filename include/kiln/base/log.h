@@ -4,9 +4,16 @@
 
 #include <string_view>
 
+#include "kiln/base/status.h"
+
 namespace kiln {
 
 enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
+
+// KILN_LOG parsed: warn when unset or empty; INVALID_ARGUMENT naming the variable and the levels
+// for anything else. Device creation and the command line check it first, so a malformed value
+// is an error; the logger itself, which cannot fail, then uses warn.
+Result<LogLevel> log_level_from_env();
 
 bool log_enabled(LogLevel level);
 void log_message(LogLevel level, std::string_view message);

@@ -37,7 +37,7 @@ class Executable {
   const std::vector<ExportInfo>& exports() const { return exports_; }
   // NOT_FOUND for an unknown name.
   Result<uint32_t> lookup_export(std::string_view name) const;
-  // OUT_OF_RANGE for an ordinal past the end.
+  // INVALID_ARGUMENT for an ordinal past the end (a malformed argument, as in a dispatch).
   Result<const ExportInfo*> export_info(uint32_t ordinal) const;
   const void* device_tag() const { return device_tag_; }
 
