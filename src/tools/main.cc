@@ -1,15 +1,24 @@
+#include <pthread.h>
+
 #include <csignal>
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "tools/cli.h"
 
-int main(int argc, char** argv) {
-  // A reader that goes away (`kiln compile | head`, a FIFO closed early) is a failed write, not
-  // a death by SIGPIPE.
-  std::signal(SIGPIPE, SIG_IGN);
+namespace {
+
+// The front end, the loop passes and the interp device recurse once per expression level (up to
+// the language's 256, about 1 KiB of stack a level), so they must not depend on `ulimit -s`: a
+// 64 KiB limit would otherwise crash a valid program. kiln runs the command on a thread with this
+// stack and makes it the default of every thread it starts (queues, the CPU pool). Stacks are
+// reserved, not touched, so the cost is address space only.
+constexpr size_t kThreadStackBytes = size_t{16} << 20;
+
+int run_guarded(const std::vector<std::string>& args) {
   try {
-    std::vector<std::string> args(argv + 1, argv + argc);
     return kiln::tools::run_cli(args);
   } catch (const std::exception& e) {  // every failure is a Status; this is a last resort
     std::fprintf(stderr, "kiln: internal error: %s\n", e.what());
@@ -18,4 +27,43 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kiln: internal error: an unknown exception\n");
     return kiln::tools::kExitRuntime;
   }
+}
+
+struct Job {
+  std::vector<std::string> args;
+  int exit_code = 0;
+};
+
+void* run_job(void* job) {
+  auto* j = static_cast<Job*>(job);
+  j->exit_code = run_guarded(j->args);
+  return nullptr;
+}
+
+// Runs the command on a thread with kThreadStackBytes of stack; on the calling thread when the
+// system refuses such a thread (an address-space limit), which is no worse than before.
+int run_with_stack(Job& job) {
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0) return run_guarded(job.args);
+  size_t current = 0;
+  pthread_attr_getstacksize(&attr, &current);
+  if (current < kThreadStackBytes && pthread_attr_setstacksize(&attr, kThreadStackBytes) == 0) {
+    pthread_setattr_default_np(&attr);
+  }
+  pthread_t thread;
+  const bool started = pthread_create(&thread, &attr, run_job, &job) == 0;
+  pthread_attr_destroy(&attr);
+  if (!started) return run_guarded(job.args);
+  pthread_join(thread, nullptr);
+  return job.exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // A reader that goes away (`kiln compile | head`, a FIFO closed early) is a failed write, not
+  // a death by SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
+  Job job{std::vector<std::string>(argv + 1, argv + argc)};
+  return run_with_stack(job);
 }

@@ -78,11 +78,14 @@ enum class Captured { kBoth, kStdout, kStderr };
 // taken from this process, so that the C compiler is found and sanitized builds behave).
 // With kStdout or kStderr, the other stream goes to the file `discard` (not /dev/null: should
 // anything have removed /dev/null, a shell's redirection would create it as a regular file).
+// `ulimits`, when given, are arguments of the shell's `ulimit` applied to kiln alone ("-v 8000000").
 inline ProcessResult kiln(const std::vector<std::string>& args, const Env& env,
-                          Captured captured = Captured::kBoth, const std::string& discard = "") {
+                          Captured captured = Captured::kBoth, const std::string& discard = "",
+                          const std::string& ulimits = "") {
   std::vector<std::string> argv;
   if (captured == Captured::kStdout) argv = {"/bin/sh", "-c", "d=$1; shift; exec \"$@\" 2>\"$d\"", "sh", discard};
   if (captured == Captured::kStderr) argv = {"/bin/sh", "-c", "d=$1; shift; exec \"$@\" >\"$d\"", "sh", discard};
+  if (!ulimits.empty()) argv.insert(argv.end(), {"/bin/sh", "-c", "ulimit " + ulimits + " && exec \"$@\"", "sh"});
   argv.insert(argv.end(), {"/usr/bin/env", "-i"});
   Env full = env;
   for (const char* name : {"PATH", "TMPDIR", "ASAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS", "LSAN_OPTIONS"}) {

@@ -63,7 +63,9 @@ struct NodeDesc {
 // by the scheduling mutex; use Tensor to read or write the host copy.
 class Node {
  public:
-  explicit Node(NodeDesc desc) : host(desc.bytes), desc_(std::move(desc)) {}
+  // The host copy starts empty: NodeTable::create sizes it, where a failed allocation becomes a
+  // RESOURCE_EXHAUSTED status naming the node rather than an exception.
+  explicit Node(NodeDesc desc) : desc_(std::move(desc)) {}
   const NodeDesc& desc() const { return desc_; }
 
   std::vector<std::byte> host;
