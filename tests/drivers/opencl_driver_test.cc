@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "drivers/opencl/cl_device.h"
+#include "common/temp_dir.h"
 #include "kiln/base/disk_cache.h"
 #include "kiln/base/process.h"
 #include "kiln/drivers/drivers.h"
@@ -33,17 +34,7 @@ Status opencl_availability() {
     if (!available_.ok()) GTEST_SKIP() << "no OpenCL: " << available_;     \
   } while (0)
 
-struct TempDir {
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "kiln-ocl-XXXXXX").string();
-    path = ::mkdtemp(pattern.data()) ? pattern : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string path;
-};
+using test::TempDir;
 
 hal::DeviceRef open_device(const std::string& cache_dir) {
   hal::DeviceOptions options;
@@ -65,13 +56,13 @@ TEST(OpenCLChildTest, ReportsNoPlatform) {
 
 TEST(OpenCLDriverTest, NoPlatformIsUnavailable) {
   TempDir empty;
-  ASSERT_FALSE(empty.path.empty());
+  ASSERT_FALSE(empty.path().empty());
   char self[4096];
   ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   ASSERT_GT(n, 0);
   self[n] = '\0';
   Result<ProcessResult> run = run_process(
-      {"/usr/bin/env", "OCL_ICD_VENDORS=" + empty.path, "OCL_ICD_FILENAMES=", "KILN_OPENCL_TEST_CHILD=1",
+      {"/usr/bin/env", "OCL_ICD_VENDORS=" + empty.path(), "OCL_ICD_FILENAMES=", "KILN_OPENCL_TEST_CHILD=1",
        self, "--gtest_filter=OpenCLChildTest.ReportsNoPlatform"},
       60000);
   ASSERT_TRUE(run.ok()) << run.status();
@@ -86,7 +77,7 @@ TEST(OpenCLDriverTest, NoPlatformIsUnavailable) {
 TEST(OpenCLDriverTest, BuildFailureCarriesTheLog) {
   REQUIRE_OPENCL();
   TempDir cache;
-  hal::DeviceRef device = open_device(cache.path);
+  hal::DeviceRef device = open_device(cache.path());
   ASSERT_TRUE(device);
   auto exe = device->compile_executable(
       {"opencl-c", "__kernel void bad(KILN_STATUS_PARAMS) { int x = kiln_no_such_name; }",
@@ -118,27 +109,27 @@ TEST(OpenCLDriverTest, BinaryCacheWarmAndRefused) {
   const hal::ExecutableSource source{
       "opencl-c", "/* cache test */ __kernel void k(KILN_STATUS_PARAMS) {}", {{"k", 0, 0}}, "c.cl"};
   {
-    hal::DeviceRef cold = open_device(cache.path);
+    hal::DeviceRef cold = open_device(cache.path());
     ASSERT_TRUE(cold);
     ASSERT_TRUE(cold->compile_executable(source).ok());
     auto stats = static_cast<opencl::ClDevice&>(*cold).compiler().stats();
     EXPECT_EQ(stats.source_builds, 1u);
   }
   std::string entry;
-  for (const auto& file : fs::directory_iterator(cache.path)) {
+  for (const auto& file : fs::directory_iterator(cache.path())) {
     if (file.path().extension() == ".clbin") entry = file.path().stem().string();
   }
-  ASSERT_FALSE(entry.empty()) << "no .clbin entry in " << cache.path;
+  ASSERT_FALSE(entry.empty()) << "no .clbin entry in " << cache.path();
   {
-    hal::DeviceRef warm = open_device(cache.path);
+    hal::DeviceRef warm = open_device(cache.path());
     ASSERT_TRUE(warm->compile_executable(source).ok());
     auto stats = static_cast<opencl::ClDevice&>(*warm).compiler().stats();
     EXPECT_EQ(stats.binary_loads, 1u);
     EXPECT_EQ(stats.source_builds, 0u);
   }
   // A well-formed cache entry whose binary the driver refuses: rebuilt from source.
-  ASSERT_TRUE(DiskCache(cache.path).store(entry, "clbin", "not an OpenCL binary").ok());
-  hal::DeviceRef refused = open_device(cache.path);
+  ASSERT_TRUE(DiskCache(cache.path()).store(entry, "clbin", "not an OpenCL binary").ok());
+  hal::DeviceRef refused = open_device(cache.path());
   ASSERT_TRUE(refused->compile_executable(source).ok());
   auto stats = static_cast<opencl::ClDevice&>(*refused).compiler().stats();
   EXPECT_EQ(stats.refused_binaries, 1u);

@@ -161,7 +161,9 @@ TEST_P(ValidationTest, CopyRanges) {
   CTS_EXPECT_CODE(kInvalidArgument, queue_->copy(waits_, signals_, a, 0, b, 0, 65));
   CTS_EXPECT_CODE(kInvalidArgument, queue_->copy(waits_, signals_, a, 65, b, 0, 0));
   CTS_EXPECT_CODE(kInvalidArgument, queue_->copy(waits_, signals_, a, kHuge, b, 0, 2));
-  CTS_EXPECT_CODE(kInvalidArgument, queue_->copy(waits_, signals_, a, 2, b, 0, kHuge));
+  // (kHuge itself is kWholeBuffer, "to the end": a valid length, see TransferTest.)
+  CTS_EXPECT_CODE(kInvalidArgument, queue_->copy(waits_, signals_, a, 2, b, 0, kHuge - 1));
+  CTS_EXPECT_CODE(kInvalidArgument, queue_->copy(waits_, signals_, a, 0, b, 8, kHuge));
   CTS_EXPECT_CODE(kInvalidArgument, queue_->copy(waits_, signals_, a, 0, b, kHuge - 1, 4));
   CTS_EXPECT_CODE(kInvalidArgument, queue_->copy(waits_, signals_, nullptr, 0, b, 0, 4));
   CTS_EXPECT_CODE(kInvalidArgument, queue_->copy(waits_, signals_, a, 0, nullptr, 0, 4));

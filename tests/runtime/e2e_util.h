@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/temp_dir.h"
 #include "kiln/base/random.h"
 #include "kiln/drivers/drivers.h"
 #include "kiln/ir/program.h"
@@ -24,33 +25,10 @@
 
 namespace kiln::e2e {
 
-// A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
-class TempDir {
+// A fresh directory per test (kiln-e2e-XXXXXX), removed whatever its permissions.
+class TempDir : public test::TempDir {
  public:
-  TempDir() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/kiln-e2e-XXXXXX";
-    if (::mkdtemp(pattern.data())) path_ = pattern;
-  }
-  ~TempDir() {
-    if (path_.empty()) return;
-    std::error_code ec;
-    // Restore permissions that a test may have taken away, so that everything can be removed.
-    for (auto it = std::filesystem::recursive_directory_iterator(path_, ec);
-         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-      std::filesystem::permissions(it->path(), std::filesystem::perms::owner_all,
-                                   std::filesystem::perm_options::add, ec);
-    }
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
+  TempDir() : test::TempDir("kiln-e2e") {}
 };
 
 // A device of the built-in registry ("cpu", "interp"), with its kernel cache in `cache_dir`.

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/temp_dir.h"
 #include "kiln/base/disk_cache.h"
 #include "kiln/base/process.h"
 #include "kiln/drivers/drivers.h"
@@ -32,28 +33,10 @@ namespace kiln::tools {
 
 constexpr int64_t kTimeoutMs = 300000;
 
-// A fresh directory, removed (whatever its permissions) on destruction.
-class TempDir {
+// A fresh directory per test (kiln-cli-XXXXXX), removed whatever its permissions.
+class TempDir : public test::TempDir {
  public:
-  TempDir() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/kiln-cli-XXXXXX";
-    if (::mkdtemp(pattern.data())) path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    for (auto it = std::filesystem::recursive_directory_iterator(path_, ec);
-         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-      std::filesystem::permissions(it->path(), std::filesystem::perms::owner_all,
-                                   std::filesystem::perm_options::add, ec);
-    }
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
+  TempDir() : test::TempDir("kiln-cli") {}
 };
 
 inline std::string example(const std::string& name) {

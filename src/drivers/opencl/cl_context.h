@@ -1,5 +1,5 @@
 // What every object of one OpenCL device shares: the API table, the cl_context and device, a
-// command queue for synchronous host mappings, and the semaphore/event bridge. Held by
+// command queue for synchronous host mappings. Held by
 // shared_ptr from the device, its buffers, queues and executables, so that it lives as long as
 // any of them.
 #pragma once
@@ -7,7 +7,6 @@
 #include <memory>
 
 #include "drivers/opencl/cl_api.h"
-#include "drivers/opencl/cl_events.h"
 #include "drivers/opencl/cl_platform.h"
 
 namespace kiln::opencl {
@@ -25,16 +24,14 @@ class ClContext {
   const ClDeviceRecord& record() const { return record_; }
   // In-order queue used only for blocking map/unmap of buffers.
   cl_command_queue host_queue() const { return host_queue_; }
-  EventBridge& bridge() { return bridge_; }
 
-  ClContext(const Api& api, ClDeviceRecord record) : api_(api), record_(std::move(record)), bridge_(api) {}
+  ClContext(const Api& api, ClDeviceRecord record) : api_(api), record_(std::move(record)) {}
 
  private:
   const Api& api_;
   ClDeviceRecord record_;
   cl_context context_ = nullptr;
   cl_command_queue host_queue_ = nullptr;
-  EventBridge bridge_;
 };
 
 }  // namespace kiln::opencl

@@ -17,8 +17,6 @@ struct InFlight {
   std::unique_ptr<hal::Action> action;
   uint32_t tag = 0;
   bool check_status = false;  // has dispatches: read the status words back
-  bool native_waits = false;  // waited on published events rather than reached values
-  bool published = false;     // its signals are in the EventBridge
   Status enqueue_error;       // a command that could not be enqueued
   uint32_t words[kStatusWords] = {};
 };
@@ -116,7 +114,6 @@ void ClQueue::enqueue(std::unique_ptr<hal::Action> action) {
   // Unmet waits go through the host, even on signals already enqueued here: a wait handed to
   // OpenCL as an event would still run its commands after the host failed the semaphore, and
   // completion callbacks may run out of order, which would signal a timeline backwards.
-  std::vector<cl_event> events;
   for (const hal::SemaphoreValue& wait : action->waits) {
     Result<uint64_t> value = wait.semaphore->query();
     if (!value.ok() || *value < wait.value) {
@@ -124,7 +121,7 @@ void ClQueue::enqueue(std::unique_ptr<hal::Action> action) {
       return;
     }
   }
-  submit_device(std::move(action), std::move(events));
+  submit_device(std::move(action));
 }
 
 void ClQueue::issue(std::unique_ptr<hal::Action> action) {
@@ -132,7 +129,7 @@ void ClQueue::issue(std::unique_ptr<hal::Action> action) {
     run_host_call(std::move(action));
     return;
   }
-  submit_device(std::move(action), {});
+  submit_device(std::move(action));
 }
 
 void ClQueue::advance(cl_event event, std::vector<cl_event>& waits, cl_event* last) {
@@ -144,12 +141,12 @@ void ClQueue::advance(cl_event event, std::vector<cl_event>& waits, cl_event* la
   waits.clear();
 }
 
-void ClQueue::submit_device(std::unique_ptr<hal::Action> action, std::vector<cl_event> waits) {
+void ClQueue::submit_device(std::unique_ptr<hal::Action> action) {
   const Api& api = context_->api();
+  std::vector<cl_event> waits;  // the event the next command waits on, within this action
   auto* flight = new InFlight();
   flight->queue = this;
   flight->action = std::move(action);
-  flight->native_waits = !waits.empty();
   flight->check_status = has_dispatch(flight->action->command);
   {
     std::lock_guard<std::mutex> lock(inflight_mutex_);
@@ -192,12 +189,6 @@ void ClQueue::submit_device(std::unique_ptr<hal::Action> action, std::vector<cl_
                                         : status.annotate(std::string(hal::command_name(
                                                               flight->action->command)) +
                                                           " on queue '" + name() + "'");
-    // Only a success of the event itself means success of the action; dispatches are checked
-    // on the host after it, so their signals are not published.
-    if (last && status.ok() && !flight->check_status) {
-      context_->bridge().publish(flight->action->signals, last);
-      flight->published = true;
-    }
   }
   // Outside issue_mutex_: an event that has already completed runs the callback right here, and
   // the actions it releases may be issued on this queue from within it.
@@ -216,7 +207,6 @@ void ClQueue::submit_device(std::unique_ptr<hal::Action> action, std::vector<cl_
   if (flight->enqueue_error.ok()) {
     flight->enqueue_error = internal_error("no completion event for an action on queue '" + name() + "'");
   }
-  if (flight->published) context_->bridge().retract(flight->action->signals, last);
   complete(*flight->action, flight->enqueue_error);
   if (last) api.ReleaseEvent(last);
   delete flight;
@@ -387,16 +377,6 @@ void ClQueue::on_complete(cl_event event, cl_int exec_status, void* user) {
   ClQueue* queue = flight->queue;
   const hal::Action& action = *flight->action;
   Status status = flight->enqueue_error;
-  if (status.ok() && flight->native_waits) {
-    // A wait that failed after its event was published: the failure travels unchanged.
-    for (const hal::SemaphoreValue& wait : action.waits) {
-      Result<uint64_t> value = wait.semaphore->query();
-      if (!value.ok()) {
-        status = value.status();
-        break;
-      }
-    }
-  }
   if (status.ok() && exec_status < 0) {
     status = internal_error(std::string("OpenCL ") + hal::command_name(action.command) +
                             " on queue '" + queue->name() + "' failed: execution status " +
@@ -406,8 +386,6 @@ void ClQueue::on_complete(cl_event event, cl_int exec_status, void* user) {
     status = kernel_failure(*flight, queue->name());
   }
   hal::Queue::complete(action, status);
-  // After the signals: a wait that no longer finds the event sees the value reached.
-  if (flight->published) queue->context_->bridge().retract(action.signals, event);
   queue->context_->api().ReleaseEvent(event);
   delete flight;
   queue->finished();

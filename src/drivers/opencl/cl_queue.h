@@ -1,10 +1,9 @@
 // An OpenCL queue: one in-order cl_command_queue per HAL queue.
 //
 // Device work (copy, fill, update, read, write, dispatch, execute, barrier) becomes OpenCL
-// commands. An action whose waits are all reached, or are signals already published as
-// cl_events on this device (EventBridge), is enqueued at once with those events as its wait
-// list; any other action is held in the HAL's DeferredQueue until its waits are met, then
-// enqueued from the thread that met them. The completion event of every action carries a
+// commands. An action whose waits are all reached is enqueued at once; any other action is held
+// in the HAL's DeferredQueue until its waits are met, then enqueued from the thread that met
+// them, so a failed wait drops it before any of its commands reach OpenCL. The completion event of every action carries a
 // callback (clSetEventCallback) that signals or fails the action's semaphores, so no host thread
 // blocks per pending action. Host calls run on a worker thread of the queue (never on the
 // OpenCL runtime's callback thread, where blocking would be undefined).
@@ -39,8 +38,8 @@ class ClQueue final : public hal::Queue {
   void enqueue(std::unique_ptr<hal::Action> action) override;
   void issue(std::unique_ptr<hal::Action> action) override;
 
-  // Enqueues an action's commands after `waits` (retained events, released here).
-  void submit_device(std::unique_ptr<hal::Action> action, std::vector<cl_event> waits);
+  // Enqueues an action whose waits are all met: its commands, then the completion callback.
+  void submit_device(std::unique_ptr<hal::Action> action);
   // Enqueues one command; `waits` is consumed (released and cleared) by the first command that
   // is really enqueued; `*last` becomes the newest event. `index` numbers commands of the action.
   Status enqueue_command(const hal::Command& command, uint32_t index, InFlight& flight,
