@@ -93,6 +93,11 @@ if "BM_KilnDispatch" in ocl:  # skipped without an OpenCL platform
         rows.append((f"OpenCL {what} copy, 64 MiB", f"{k / 1e9:.1f} GB/s", f"direct {d / 1e9:.1f} GB/s",
                      f"{k / d:.2f}×", "≥ 0.9×"))
 
+ral = medians("ral_bench")
+rc, pc = ral["BM_RalCallWarm"]["ns"], ral["BM_PlainIndirectCall"]["ns"]
+rows.append(("warm RAL call from compiled code (empty registered function)", f"{rc:.1f} ns",
+             f"plain indirect call {pc:.1f} ns", f"{rc / pc:.1f}×", "≤ 50 ns"))
+
 print("| measurement | kiln (median) | baseline, same run | ratio | target |")
 print("| --- | --- | --- | --- | --- |")
 for r in rows:

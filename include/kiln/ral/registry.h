@@ -1,0 +1,136 @@
+// The RAL registry: every function compiled code may call, by full (mangled) name.
+//
+// A function is registered for one device under a nickname ("sort", "cpu"); its full name comes
+// from its C++ type (kiln/ral/mangle.h). Registration and lookup are thread-safe; functions are
+// never removed, so a `const Function*` stays valid for the registry's life. The call path
+// (ExecutionContext::call) looks names up through a per-thread cache, so a warm call takes no
+// lock. Registry::global() holds the built-in functions and whatever the host program adds.
+#pragma once
+
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "kiln/base/status.h"
+#include "kiln/ral/mangle.h"
+
+namespace kiln::ral {
+
+class ExecutionContext;
+
+// Unpacks `args` (one pointer per argument after the context, then one per result) and runs the
+// function. An error status is the function's failure; the caller annotates it.
+using Invoker = Status (*)(ExecutionContext& context, void** args);
+
+struct Function {
+  std::string full_name;  // sort___cpu___pvoid_m2df32_m2df32_i64___void
+  std::string nickname;   // sort
+  std::string device;     // cpu
+  Invoker invoke = nullptr;
+};
+
+class Registry {
+ public:
+  Registry();
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  // The process-wide registry, with the built-in functions registered on first use.
+  static Registry& global();
+
+  // ALREADY_EXISTS for a full name registered before; INVALID_ARGUMENT for a name that is not
+  // NAME___DEVICE___ARGS___RESULTS or whose parts disagree with nickname and device.
+  Status add(Function function);
+
+  // NOT_FOUND naming the function and the device.
+  Result<const Function*> find(std::string_view full_name) const;
+  // Every function registered under (nickname, device), in registration order; NOT_FOUND if none.
+  Result<std::vector<const Function*>> find_nickname(std::string_view nickname,
+                                                    std::string_view device) const;
+  std::vector<std::string> full_names() const;
+
+  // find() through a per-thread cache keyed by the name's address (checked against the name
+  // itself, so a reused address cannot return the wrong function); nullptr when unknown.
+  const Function* lookup(const char* full_name) const;
+
+  // Distinguishes registries in the per-thread cache; never reused within a process.
+  uint64_t id() const { return id_; }
+
+ private:
+  const uint64_t id_;
+  mutable std::shared_mutex mutex_;
+  std::unordered_map<std::string, std::unique_ptr<Function>> by_full_name_;  // guarded by mutex_
+  std::unordered_map<std::string, std::vector<const Function*>> by_nickname_;  // "nick\0device"
+};
+
+namespace registry_detail {
+
+template <typename R>
+struct ResultOf {
+  using Value = R;
+};
+template <typename T>
+struct ResultOf<Result<T>> {
+  using Value = T;
+};
+
+template <auto Fn, typename F = decltype(Fn)>
+struct Adapter;
+
+template <auto Fn, typename R, typename... A>
+struct Adapter<Fn, R (*)(ExecutionContext*, A...)> {
+  static Status invoke(ExecutionContext& context, void** args) {
+    return unpack(context, args, std::index_sequence_for<A...>{});
+  }
+  template <size_t... I>
+  static Status unpack(ExecutionContext& context, void** args, std::index_sequence<I...>) {
+    // args[0] points to the context pointer itself; the arguments follow, then the result.
+    if constexpr (std::is_void_v<R>) {
+      Fn(&context, *static_cast<std::remove_cvref_t<A>*>(args[I + 1])...);
+      return Status();
+    } else if constexpr (std::is_same_v<R, Status>) {
+      return Fn(&context, *static_cast<std::remove_cvref_t<A>*>(args[I + 1])...);
+    } else {
+      R result = Fn(&context, *static_cast<std::remove_cvref_t<A>*>(args[I + 1])...);
+      using V = typename ResultOf<R>::Value;
+      V* out = static_cast<V*>(args[sizeof...(A) + 1]);
+      if constexpr (std::is_same_v<R, V>) {
+        *out = std::move(result);
+      } else {
+        if (!result.ok()) return result.status();
+        *out = std::move(*result);
+      }
+      return Status();
+    }
+  }
+};
+
+}  // namespace registry_detail
+
+// The Function for `Fn` registered as (Name, Device): full name from Fn's type, and its invoker.
+// Fn is `R fn(ExecutionContext*, A...)` with R void, Status, a value or Result of a value.
+template <FixedString Name, FixedString Device, auto Fn>
+Function make_function() {
+  static constexpr auto kFullName = mangled_name<Name, Device, decltype(Fn)>();
+  return Function{std::string(kFullName.view()), std::string(Name.view()), std::string(Device.view()),
+                  &registry_detail::Adapter<Fn>::invoke};
+}
+
+// Registers Fn in Registry::global() when the program starts; a failure (a name registered
+// twice) is logged, as nothing can return it from there. Use it at namespace scope in the host
+// program's own sources (a registration in a static library is dropped unless something else of
+// its object file is linked: call Registry::add with make_function there instead).
+bool register_at_startup(Function function);
+
+}  // namespace kiln::ral
+
+#define KILN_RAL_CONCAT_INNER_(a, b) a##b
+#define KILN_RAL_CONCAT_(a, b) KILN_RAL_CONCAT_INNER_(a, b)
+#define KILN_RAL_API(name, device, fn)                                                      \
+  [[maybe_unused]] static const bool KILN_RAL_CONCAT_(kiln_ral_registered_, __LINE__) =     \
+      ::kiln::ral::register_at_startup(::kiln::ral::make_function<name, device, fn>())
