@@ -2,6 +2,7 @@
 // context (BladeDISC's ral_recv_input / ral_send_output), with a shape known only at run time.
 #include "kiln/ral/execution_context.h"
 #include "ral/builtins.h"
+#include "ral/library/library.h"
 
 namespace kiln::ral {
 
@@ -22,7 +23,9 @@ Status register_builtins(Registry& registry) {
   KILN_RETURN_IF_ERROR(registry.add(make_function<"send_output", "cpu", &send_output>()));
   KILN_RETURN_IF_ERROR(registry.add(make_function<"recv_input", "interp", &recv_input>()));
   KILN_RETURN_IF_ERROR(registry.add(make_function<"send_output", "interp", &send_output>()));
-  return Status();
+  KILN_RETURN_IF_ERROR(library::register_cpu_sorting(registry));
+  KILN_RETURN_IF_ERROR(library::register_reference_sorting(registry));
+  return library::register_random(registry);
 }
 
 }  // namespace kiln::ral

@@ -1,0 +1,18 @@
+// The built-in library functions, registered per device by register_builtins (ral/builtins.h).
+// Tensors of rank 1 to 4; f32, f64 and (for sorting) i32. docs/ral.md lists the signatures.
+#pragma once
+
+#include "kiln/base/status.h"
+#include "kiln/ral/registry.h"
+
+namespace kiln::ral::library {
+
+// sort, argsort, topk with the standard library's sorts, for "cpu".
+Status register_cpu_sorting(Registry& registry);
+// The same functions written plainly (a merge sort), for "interp": the reference the others are
+// tested against.
+Status register_reference_sorting(Registry& registry);
+// random_uniform, random_normal: the same numbers on "cpu" and "interp".
+Status register_random(Registry& registry);
+
+}  // namespace kiln::ral::library

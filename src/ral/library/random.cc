@@ -1,0 +1,115 @@
+// random_uniform and random_normal: Philox4x32-10 words mapped to numbers as docs/ral.md says.
+// The numbers depend only on (seed, call site, run, element), so every device registers this
+// same code and gets the same bits.
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "kiln/ral/execution_context.h"
+#include "ral/library/library.h"
+#include "ral/library/philox.h"
+
+namespace kiln::ral::library {
+
+namespace {
+
+PhiloxStream stream_of(const ExecutionContext& context, int64_t call_site) {
+  return PhiloxStream{context.seed(), static_cast<uint32_t>(call_site), static_cast<uint32_t>(context.run())};
+}
+
+// Every function reads its stream's words in order, a chunk at a time: element i of an f32
+// uniform takes word i, of an f64 uniform words 2i and 2i + 1; normal pair j takes words 2j and
+// 2j + 1 (f32) or 4j to 4j + 3 (f64).
+template <typename Consume>
+void for_each_chunk(const PhiloxStream& stream, uint64_t words, Consume&& consume) {
+  constexpr uint64_t kChunk = 4096;  // a multiple of 4: chunks start on a block
+  uint32_t buffer[kChunk];
+  for (uint64_t at = 0; at < words; at += kChunk) {
+    const uint64_t n = std::min(kChunk, words - at);
+    stream.fill(at / 4, buffer, n);
+    consume(at, buffer, n);
+  }
+}
+
+template <typename T, int N>
+Status uniform(ExecutionContext* context, MemRef<T, N> r, T lo, T hi, int64_t call_site) {
+  if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi) {
+    return invalid_argument_error("random_uniform: lo = " + std::to_string(lo) + ", hi = " +
+                                  std::to_string(hi) + " is not a finite range with lo <= hi");
+  }
+  constexpr uint64_t kWordsPerElement = sizeof(T) / 4;
+  const uint64_t count = static_cast<uint64_t>(r.element_count());
+  for_each_chunk(stream_of(*context, call_site), count * kWordsPerElement,
+                 [&](uint64_t at, const uint32_t* words, uint64_t n) {
+                   T* out = r.data + at / kWordsPerElement;
+                   for (uint64_t i = 0; i < n / kWordsPerElement; ++i) {
+                     if constexpr (std::is_same_v<T, float>) out[i] = scale_uniform(uniform_f32(words[i]), lo, hi);
+                     else out[i] = scale_uniform(uniform_f64(words[2 * i], words[2 * i + 1]), lo, hi);
+                   }
+                 });
+  return Status();
+}
+
+// Box-Muller on a pair of uniforms, u1 in (0, 1] (so the logarithm is finite) and u2 in [0, 1).
+void box_muller(double u1, double u2, double* z0, double* z1) {
+  const double radius = std::sqrt(-2.0 * std::log(u1));
+  const double angle = 2.0 * std::numbers::pi * u2;
+  *z0 = radius * std::cos(angle);
+  *z1 = radius * std::sin(angle);
+}
+
+template <typename T, int N>
+Status normal(ExecutionContext* context, MemRef<T, N> r, T mean, T std_dev, int64_t call_site) {
+  if (!std::isfinite(mean) || !std::isfinite(std_dev) || std_dev < 0) {
+    return invalid_argument_error("random_normal: mean = " + std::to_string(mean) + ", std = " +
+                                  std::to_string(std_dev) + " must be finite, with std >= 0");
+  }
+  constexpr uint64_t kWordsPerPair = 2 * sizeof(T) / 4;
+  const uint64_t count = static_cast<uint64_t>(r.element_count());
+  const uint64_t pairs = (count + 1) / 2;
+  for_each_chunk(stream_of(*context, call_site), pairs * kWordsPerPair,
+                 [&](uint64_t at, const uint32_t* words, uint64_t n) {
+                   for (uint64_t p = 0; p < n / kWordsPerPair; ++p) {
+                     const uint32_t* w = words + p * kWordsPerPair;
+                     double u1, u2;
+                     if constexpr (std::is_same_v<T, float>) {
+                       u1 = 1.0 - uniform_f32(w[0]);
+                       u2 = uniform_f32(w[1]);
+                     } else {
+                       u1 = 1.0 - uniform_f64(w[0], w[1]);
+                       u2 = uniform_f64(w[2], w[3]);
+                     }
+                     double z0, z1;
+                     box_muller(u1, u2, &z0, &z1);
+                     const uint64_t j = at / kWordsPerPair + p;
+                     r.data[2 * j] = static_cast<T>(mean + std_dev * z0);
+                     if (2 * j + 1 < count) r.data[2 * j + 1] = static_cast<T>(mean + std_dev * z1);
+                   }
+                 });
+  return Status();
+}
+
+template <FixedString Device, typename T, int N>
+Status add(Registry& registry) {
+  KILN_RETURN_IF_ERROR(registry.add(make_function<"random_uniform", Device, &uniform<T, N>>()));
+  return registry.add(make_function<"random_normal", Device, &normal<T, N>>());
+}
+
+template <FixedString Device, typename T>
+Status add_ranks(Registry& registry) {
+  KILN_RETURN_IF_ERROR((add<Device, T, 1>(registry)));
+  KILN_RETURN_IF_ERROR((add<Device, T, 2>(registry)));
+  KILN_RETURN_IF_ERROR((add<Device, T, 3>(registry)));
+  return add<Device, T, 4>(registry);
+}
+
+}  // namespace
+
+Status register_random(Registry& registry) {
+  KILN_RETURN_IF_ERROR((add_ranks<"cpu", float>(registry)));
+  KILN_RETURN_IF_ERROR((add_ranks<"cpu", double>(registry)));
+  KILN_RETURN_IF_ERROR((add_ranks<"interp", float>(registry)));
+  return add_ranks<"interp", double>(registry);
+}
+
+}  // namespace kiln::ral::library

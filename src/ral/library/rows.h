@@ -1,0 +1,100 @@
+// What the library functions share: tensors seen as rows along their last axis, shape checks
+// with messages that name the function and the operand, and the order with NaNs last.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "kiln/base/status.h"
+#include "kiln/ral/memref.h"
+
+namespace kiln::ral::library {
+
+template <typename T, int N>
+int64_t row_length(const MemRef<T, N>& m) {
+  return m.sizes[N - 1];
+}
+
+template <typename T, int N>
+int64_t row_count(const MemRef<T, N>& m) {
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < N; ++d) rows *= m.sizes[static_cast<size_t>(d)];
+  return rows;
+}
+
+template <typename T, int N>
+std::string shape_string(const MemRef<T, N>& m) {
+  std::string s = "[";
+  for (int d = 0; d < N; ++d) s += (d ? ", " : "") + std::to_string(m.sizes[static_cast<size_t>(d)]);
+  return s + "]";
+}
+
+// INVALID_ARGUMENT unless a and b agree on every axis but the last, and on the last too when
+// `last_too`.
+template <typename A, typename B, int N>
+Status check_rows(const char* function, const MemRef<A, N>& a, const char* a_name, const MemRef<B, N>& b,
+                  const char* b_name, bool last_too) {
+  for (int d = 0; d < N; ++d) {
+    if ((d + 1 < N || last_too) && a.sizes[static_cast<size_t>(d)] != b.sizes[static_cast<size_t>(d)]) {
+      return invalid_argument_error(std::string(function) + ": " + b_name + " has shape " + shape_string(b) +
+                                    ", " + a_name + " has shape " + shape_string(a));
+    }
+  }
+  return Status();
+}
+
+// The checks of topk(x) -> values, indices: k (the outputs' last axis) is returned.
+template <typename T, int N>
+Result<int64_t> check_topk(const MemRef<T, N>& x, const MemRef<T, N>& values, const MemRef<int32_t, N>& indices) {
+  KILN_RETURN_IF_ERROR(check_rows("topk", x, "x", values, "values", false));
+  KILN_RETURN_IF_ERROR(check_rows("topk", values, "values", indices, "indices", true));
+  const int64_t n = row_length(x), k = row_length(values);
+  if (k > n) {
+    return invalid_argument_error("topk: k = " + std::to_string(k) + " is larger than the row length " +
+                                  std::to_string(n));
+  }
+  if (n > INT32_MAX) return invalid_argument_error("topk: rows longer than 2^31 - 1");
+  return k;
+}
+
+template <typename T, int N>
+Status check_argsort(const MemRef<T, N>& x, const MemRef<int32_t, N>& idx) {
+  KILN_RETURN_IF_ERROR(check_rows("argsort", x, "x", idx, "idx", true));
+  if (row_length(x) > INT32_MAX) return invalid_argument_error("argsort: rows longer than 2^31 - 1");
+  return Status();
+}
+
+// Calls add.template operator()<T, N>() for every element type of the sorting functions (f32,
+// f64, i32) and rank 1 to 4, stopping at the first error.
+template <typename Add>
+Status for_each_sorting_type(Add&& add) {
+  Status status;
+  auto ranks = [&]<typename T>() {
+    if (status.ok()) status = add.template operator()<T, 1>();
+    if (status.ok()) status = add.template operator()<T, 2>();
+    if (status.ok()) status = add.template operator()<T, 3>();
+    if (status.ok()) status = add.template operator()<T, 4>();
+  };
+  ranks.template operator()<float>();
+  ranks.template operator()<double>();
+  ranks.template operator()<int32_t>();
+  return status;
+}
+
+template <typename T>
+bool is_nan(T v) {
+  if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
+  else return false;
+}
+
+// Strict weak orders with NaNs after every number, ascending or descending.
+template <typename T>
+bool before(T a, T b, bool descending) {
+  if (is_nan(a)) return false;
+  if (is_nan(b)) return true;
+  return descending ? b < a : a < b;
+}
+
+}  // namespace kiln::ral::library

@@ -1,0 +1,274 @@
+// The built-in library functions through the RAL call path, on cpu and on interp (whose plain
+// versions are the reference): sort, argsort, topk and the Philox random numbers, with the
+// shapes that break sorting code (1x1, primes, empty rows, NaNs, ties) and the error messages.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "kiln/base/random.h"
+#include "kiln/ral/execution_context.h"
+#include "ral/library/philox.h"
+
+namespace kiln::ral {
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+const char* const kDevices[] = {"cpu", "interp"};
+
+std::string full_name(const std::string& nickname, const std::string& device, const std::string& args) {
+  return nickname + "___" + device + "___pvoid_" + args + "___void";
+}
+
+// Runs one call in a fresh execution of `device`; the execution's status.
+Status call(const std::string& device, const std::string& name, std::vector<void*> args, uint64_t seed = 0,
+            uint64_t run = 0) {
+  Context context(device);
+  ExecutionContext execution(context, seed, run);
+  args.insert(args.begin(), nullptr);
+  if (execution.call(name.c_str(), args.data()) == 0) EXPECT_TRUE(execution.status().ok());
+  return execution.finish();
+}
+
+// Bitwise equality, so NaNs compare equal to NaNs and -0 differs from 0.
+template <typename T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+// What sort must give: each row sorted with NaNs last, by an obviously correct method.
+std::vector<float> expected_sort(std::vector<float> x, int64_t n, bool descending) {
+  for (size_t r = 0; n > 0 && r < x.size() / static_cast<size_t>(n); ++r) {
+    auto begin = x.begin() + static_cast<int64_t>(r) * n, end = begin + n;
+    auto nan_start = std::stable_partition(begin, end, [](float v) { return !std::isnan(v); });
+    std::stable_sort(begin, nan_start, [&](float a, float b) { return descending ? a > b : a < b; });
+  }
+  return x;
+}
+
+std::vector<float> random_row_data(int64_t count, uint64_t seed, bool with_nans, bool with_ties) {
+  Random random(seed);
+  std::vector<float> x(static_cast<size_t>(count));
+  for (float& v : x) {
+    v = static_cast<float>(random.normal(0, 1));
+    if (with_ties) v = std::round(v * 2) / 2;
+    if (with_nans && random.uniform(0, 1) < 0.1) v = kNaN;
+  }
+  return x;
+}
+
+struct Shape {
+  int64_t rows, n;
+};
+const Shape kShapes[] = {{1, 1}, {7, 13}, {3, 1}, {1, 97}, {0, 5}, {4, 0}, {5, 64}};
+
+TEST(LibraryTest, SortAndArgsortRows) {
+  for (const char* device : kDevices) {
+    for (const Shape& s : kShapes) {
+      for (bool descending : {false, true}) {
+        const std::vector<float> x = random_row_data(s.rows * s.n, static_cast<uint64_t>(s.rows * 31 + s.n), true, true);
+        std::vector<float> y(x.size(), -1);
+        std::vector<int32_t> idx(x.size(), -1);
+        MemRef<float, 2> xm{const_cast<float*>(x.data()), {s.rows, s.n}}, ym{y.data(), {s.rows, s.n}};
+        MemRef<int32_t, 2> im{idx.data(), {s.rows, s.n}};
+        int64_t desc = descending;
+        const std::string where = std::string(device) + " " + std::to_string(s.rows) + "x" +
+                                  std::to_string(s.n) + (descending ? " descending" : "");
+        ASSERT_TRUE(call(device, full_name("sort", device, "m2df32_m2df32_i64"), {&xm, &ym, &desc}).ok()) << where;
+        EXPECT_TRUE(same_bits(y, expected_sort(x, s.n, descending))) << where;
+        ASSERT_TRUE(call(device, full_name("argsort", device, "m2df32_m2di32_i64"), {&xm, &im, &desc}).ok()) << where;
+        // A stable permutation: gathering x by it gives the sorted rows, and equal keys keep order.
+        for (int64_t r = 0; r < s.rows; ++r) {
+          for (int64_t i = 0; i < s.n; ++i) {
+            const int32_t at = idx[static_cast<size_t>(r * s.n + i)];
+            ASSERT_TRUE(at >= 0 && at < s.n) << where;
+            const float v = x[static_cast<size_t>(r * s.n + at)], sorted = y[static_cast<size_t>(r * s.n + i)];
+            EXPECT_TRUE(v == sorted || (std::isnan(v) && std::isnan(sorted))) << where;
+            if (i > 0) {
+              const int32_t prev = idx[static_cast<size_t>(r * s.n + i - 1)];
+              const float pv = x[static_cast<size_t>(r * s.n + prev)];
+              if (pv == v || (std::isnan(pv) && std::isnan(v))) EXPECT_LT(prev, at) << where << ": not stable";
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(LibraryTest, TopkTakesTheLargestWithLowerPositionsFirst) {
+  for (const char* device : kDevices) {
+    // Ties and a NaN, which is never among the largest while numbers remain.
+    std::vector<float> x = {1, 5, kNaN, 5, 3, 5, -2};
+    std::vector<float> values(4);
+    std::vector<int32_t> indices(4);
+    MemRef<float, 1> xm{x.data(), {7}}, vm{values.data(), {4}};
+    MemRef<int32_t, 1> im{indices.data(), {4}};
+    ASSERT_TRUE(call(device, full_name("topk", device, "m1df32_m1df32_m1di32"), {&xm, &vm, &im}).ok());
+    EXPECT_EQ(values, (std::vector<float>{5, 5, 5, 3})) << device;
+    EXPECT_EQ(indices, (std::vector<int32_t>{1, 3, 5, 4})) << device;
+
+    // Against sorting, on larger shapes and k from 0 to the row length; i32 and f64 too.
+    for (const Shape& s : kShapes) {
+      for (int64_t k : {int64_t{0}, int64_t{1}, s.n / 2, s.n}) {
+        if (k > s.n) continue;
+        std::vector<double> xd(static_cast<size_t>(s.rows * s.n));
+        Random random(static_cast<uint64_t>(k + s.n));
+        for (double& v : xd) v = std::round(random.normal(0, 3));
+        std::vector<double> vals(static_cast<size_t>(s.rows * k));
+        std::vector<int32_t> ids(static_cast<size_t>(s.rows * k));
+        MemRef<double, 2> xdm{xd.data(), {s.rows, s.n}}, vdm{vals.data(), {s.rows, k}};
+        MemRef<int32_t, 2> idm{ids.data(), {s.rows, k}};
+        ASSERT_TRUE(call(device, full_name("topk", device, "m2df64_m2df64_m2di32"), {&xdm, &vdm, &idm}).ok());
+        for (int64_t r = 0; r < s.rows; ++r) {
+          std::vector<int32_t> order(static_cast<size_t>(s.n));
+          std::iota(order.begin(), order.end(), 0);
+          std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+            return xd[static_cast<size_t>(r * s.n + a)] > xd[static_cast<size_t>(r * s.n + b)];
+          });
+          for (int64_t i = 0; i < k; ++i) {
+            EXPECT_EQ(ids[static_cast<size_t>(r * k + i)], order[static_cast<size_t>(i)]) << device;
+            EXPECT_EQ(vals[static_cast<size_t>(r * k + i)], xd[static_cast<size_t>(r * s.n + order[static_cast<size_t>(i)])]);
+          }
+        }
+      }
+    }
+    std::vector<int32_t> xi = {3, -1, 3, 7}, vi(2), ii(2);
+    MemRef<int32_t, 1> xim{xi.data(), {4}}, vim{vi.data(), {2}}, iim{ii.data(), {2}};
+    ASSERT_TRUE(call(device, full_name("topk", device, "m1di32_m1di32_m1di32"), {&xim, &vim, &iim}).ok());
+    EXPECT_EQ(vi, (std::vector<int32_t>{7, 3}));
+    EXPECT_EQ(ii, (std::vector<int32_t>{3, 0}));
+  }
+}
+
+TEST(LibraryTest, ShapeErrorsNameTheFunctionAndTheOperand) {
+  for (const char* device : kDevices) {
+    std::vector<float> x(12), y(12);
+    std::vector<int32_t> idx(12);
+    MemRef<float, 2> xm{x.data(), {3, 4}}, ym{y.data(), {4, 3}}, km{y.data(), {3, 5}};
+    MemRef<int32_t, 2> im{idx.data(), {3, 5}};
+    int64_t desc = 0;
+    Status bad_sort = call(device, full_name("sort", device, "m2df32_m2df32_i64"), {&xm, &ym, &desc});
+    EXPECT_EQ(bad_sort.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(bad_sort.message().find("RAL function 'sort' on device '" + std::string(device) +
+                                      "': sort: y has shape [4, 3], x has shape [3, 4]"),
+              std::string::npos)
+        << bad_sort;
+    Status big_k = call(device, full_name("topk", device, "m2df32_m2df32_m2di32"), {&xm, &km, &im});
+    EXPECT_EQ(big_k.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(big_k.message().find("k = 5 is larger than the row length 4"), std::string::npos) << big_k;
+  }
+}
+
+TEST(PhiloxTest, KnownAnswerVectors) {
+  // Salmon et al.'s known-answer vectors for Philox4x32-10 (Random123's kat_vectors).
+  EXPECT_EQ(philox4x32_10({0, 0, 0, 0}, {0, 0}),
+            (PhiloxCounter{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  EXPECT_EQ(philox4x32_10({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, {0xffffffff, 0xffffffff}),
+            (PhiloxCounter{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+  EXPECT_EQ(philox4x32_10({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, {0xa4093822, 0x299f31d0}),
+            (PhiloxCounter{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
+}
+
+TEST(PhiloxTest, StreamWordsMatchRandomgen) {
+  // scripts/philox-reference.py: randomgen's Philox(number=4, width=32) with kiln's key and
+  // counter layout; the last case crosses the carry into the counter's second word.
+  struct Case {
+    uint64_t seed;
+    uint32_t call_site, run;
+    uint64_t first_block;
+    uint32_t words[8];
+  };
+  const Case cases[] = {
+      {0x0123456789ABCDEFull, 7u, 3u, 0ull, {0x776b54beu, 0x50c9fe93u, 0xd304eaa1u, 0xc4122e8fu, 0x17512d21u, 0xe3de0126u, 0x323d073eu, 0xdf3b7d4du}},
+      {0x000000000000002Aull, 0u, 0u, 0ull, {0x9ceaf053u, 0x77f5493bu, 0x12bf50adu, 0x5742b3d7u, 0xfcdb2127u, 0x53ba6cfdu, 0x838f5a6eu, 0x744e06fbu}},
+      {0xFFFFFFFFFFFFFFFFull, 4294967295u, 4294967295u, 4294967295ull, {0xa426518du, 0x56f1532cu, 0x771887b1u, 0xcd81a4c4u, 0xf2ab9c0bu, 0xad5ac87bu, 0xf044a15eu, 0x923e0cbbu}},
+  };
+  for (const Case& c : cases) {
+    PhiloxStream stream{c.seed, c.call_site, c.run};
+    for (uint64_t i = 0; i < 8; ++i) EXPECT_EQ(stream.word(c.first_block * 4 + i), c.words[i]) << i;
+    uint32_t filled[8];
+    stream.fill(c.first_block, filled, 8);
+    EXPECT_TRUE(std::equal(filled, filled + 8, c.words));
+  }
+  // The vectorized fill gives the block-at-a-time words, over lane and chunk boundaries.
+  PhiloxStream stream{5, 1, 2};
+  std::vector<uint32_t> many(1003);
+  stream.fill(3, many.data(), many.size());
+  for (uint64_t i = 0; i < many.size(); ++i) ASSERT_EQ(many[i], stream.word(12 + i)) << i;
+}
+
+TEST(RandomTest, UniformIsTheStreamScaledAndTheSameOnEveryDevice) {
+  const int64_t count = 1001;  // not a multiple of the block
+  int64_t site = 5;
+  std::vector<std::vector<float>> results;
+  for (const char* device : kDevices) {
+    std::vector<float> r(static_cast<size_t>(count));
+    MemRef<float, 1> rm{r.data(), {count}};
+    float lo = -2, hi = 3;
+    ASSERT_TRUE(call(device, full_name("random_uniform", device, "m1df32_f32_f32_i64"), {&rm, &lo, &hi, &site}, 99, 4).ok());
+    results.push_back(r);
+  }
+  EXPECT_TRUE(same_bits(results[0], results[1]));
+  PhiloxStream stream{99, 5, 4};
+  double sum = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const float v = results[0][static_cast<size_t>(i)];
+    EXPECT_EQ(v, scale_uniform(uniform_f32(stream.word(static_cast<uint64_t>(i))), -2.0f, 3.0f));
+    EXPECT_TRUE(v >= -2 && v < 3) << v;
+    sum += v;
+  }
+  EXPECT_NEAR(sum / count, 0.5, 0.15);  // a fixed stream: deterministic, not flaky
+
+  // Another run or call site draws other numbers; the same ones draw the same.
+  auto draw = [&](int64_t call_site, uint64_t run) {
+    std::vector<double> r(64);
+    MemRef<double, 2> rm{r.data(), {8, 8}};
+    double lo = 0, hi = 1;
+    EXPECT_TRUE(call("cpu", full_name("random_uniform", "cpu", "m2df64_f64_f64_i64"), {&rm, &lo, &hi, &call_site}, 7, run).ok());
+    return r;
+  };
+  EXPECT_EQ(draw(1, 0), draw(1, 0));
+  EXPECT_NE(draw(1, 0), draw(2, 0));
+  EXPECT_NE(draw(1, 0), draw(1, 1));
+}
+
+TEST(RandomTest, NormalHasItsMomentsAndRefusesBadParameters) {
+  for (const char* device : kDevices) {
+    std::vector<double> r(20001);
+    MemRef<double, 1> rm{r.data(), {20001}};
+    double mean = 1.5, std_dev = 2;
+    int64_t site = 0;
+    ASSERT_TRUE(call(device, full_name("random_normal", device, "m1df64_f64_f64_i64"), {&rm, &mean, &std_dev, &site}, 3).ok());
+    double sum = 0, sq = 0;
+    for (double v : r) {
+      ASSERT_TRUE(std::isfinite(v));
+      sum += v;
+      sq += v * v;
+    }
+    const double m = sum / r.size(), var = sq / r.size() - m * m;
+    EXPECT_NEAR(m, 1.5, 0.1) << device;
+    EXPECT_NEAR(std::sqrt(var), 2.0, 0.1) << device;
+
+    std::vector<float> f(3);
+    MemRef<float, 1> fm{f.data(), {3}};
+    float fmean = 0, bad_std = -1;
+    Status bad = call(device, full_name("random_normal", device, "m1df32_f32_f32_i64"), {&fm, &fmean, &bad_std, &site});
+    EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(bad.message().find("random_normal"), std::string::npos) << bad;
+    float lo = 1, hi = 0;
+    EXPECT_EQ(call(device, full_name("random_uniform", device, "m1df32_f32_f32_i64"), {&fm, &lo, &hi, &site}).code(),
+              StatusCode::kInvalidArgument);
+    float same = 2;
+    ASSERT_TRUE(call(device, full_name("random_uniform", device, "m1df32_f32_f32_i64"), {&fm, &same, &same, &site}).ok());
+    EXPECT_EQ(f, (std::vector<float>{2, 2, 2}));
+  }
+}
+
+}  // namespace
+}  // namespace kiln::ral
