@@ -192,19 +192,49 @@ std::string print_statement(const Program& program, const Assignment& s) {
   return out + bounds;
 }
 
+std::string print_call(const Program& program, const Call& call) {
+  std::string out = "call " + call.function + "(";
+  for (size_t i = 0; i < call.args.size(); ++i) {
+    const CallArg& a = call.args[i];
+    if (i) out += ", ";
+    out += a.node >= 0 ? program.nodes[static_cast<size_t>(a.node)].name
+                       : a.attribute + "=" + format_number(a.value, a.value != std::trunc(a.value));
+  }
+  out += ") ->";
+  for (size_t i = 0; i < call.outputs.size(); ++i) {
+    out += (i ? ", " : " ") + program.nodes[static_cast<size_t>(call.outputs[i])].name;
+  }
+  return out;
+}
+
+namespace {
+
+// The routine's statements and calls in the order they run, one per line.
+std::string print_body(const Program& program, const Routine& routine, const std::string& indent) {
+  std::string out;
+  size_t next_call = 0;
+  for (size_t i = 0; i <= routine.statements.size(); ++i) {
+    while (next_call < routine.calls.size() && routine.calls[next_call].position <= static_cast<int>(i)) {
+      out += indent + print_call(program, routine.calls[next_call++]) + "\n";
+    }
+    if (i < routine.statements.size()) out += indent + print_statement(program, routine.statements[i]) + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string print_program(const Program& program) {
   std::string out;
   for (const TensorNode& node : program.nodes) out += print_declaration(node) + "\n";
   for (size_t r = 0; r < program.routines.size(); ++r) {
     const Routine& routine = program.routines[r];
     if (!out.empty()) out += "\n";
-    if (r == 0 && routine.name == "main" && !routine.statements.empty()) {
-      for (const Assignment& s : routine.statements) out += print_statement(program, s) + "\n";
+    if (r == 0 && routine.name == "main" && (!routine.statements.empty() || !routine.calls.empty())) {
+      out += print_body(program, routine, "");
       continue;
     }
-    out += "routine " + routine.name + " {\n";
-    for (const Assignment& s : routine.statements) out += "  " + print_statement(program, s) + "\n";
-    out += "}\n";
+    out += "routine " + routine.name + " {\n" + print_body(program, routine, "  ") + "}\n";
   }
   return out;
 }

@@ -6,6 +6,8 @@
 #include <set>
 #include <string>
 
+#include "kiln/ir/call.h"
+
 namespace kiln::ir {
 
 std::string_view dtype_name(DType type) {
@@ -204,7 +206,7 @@ const Routine* Program::find_routine(std::string_view name) const {
 
 bool is_keyword(std::string_view name) {
   static constexpr std::string_view kKeywords[] = {"input", "output", "param", "tensor",
-                                                   "const", "routine", "where"};
+                                                   "const", "routine", "where", "call"};
   return std::find(std::begin(kKeywords), std::end(kKeywords), name) != std::end(kKeywords);
 }
 
@@ -444,6 +446,19 @@ Status validate_program(const Program& program) {
       std::string where = "routine " + quoted(r.name) + ", statement " + std::to_string(i + 1);
       if (s.loc.line > 0) where += " (line " + std::to_string(s.loc.line) + ")";
       KILN_RETURN_IF_ERROR(StatementValidator(program, names, s, where).run());
+    }
+    int previous = 0;
+    for (size_t i = 0; i < r.calls.size(); ++i) {
+      const Call& c = r.calls[i];
+      const std::string where = "routine " + quoted(r.name) + ", call " + std::to_string(i + 1) + " (" + c.function + ")";
+      if (c.position < previous || c.position > static_cast<int>(r.statements.size())) {
+        return invalid_argument_error(where + ": position " + std::to_string(c.position) +
+                                      " is out of order or past the routine's " +
+                                      std::to_string(r.statements.size()) + " statements");
+      }
+      previous = c.position;
+      std::vector<Diagnostic> problems = check_call(c, program.nodes);
+      if (!problems.empty()) return invalid_argument_error(where + ": " + problems.front().message);
     }
   }
   return Status();

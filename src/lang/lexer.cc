@@ -184,7 +184,9 @@ Token Lexer::next() {
     case '/': return op(TokenKind::kSlash, 1);
     case '=': return c1 == '=' ? op(TokenKind::kEq, 2) : op(TokenKind::kAssign, 1);
     case '+': return c1 == '=' ? op(TokenKind::kPlusAssign, 2) : op(TokenKind::kPlus, 1);
-    case '-': return c1 == '=' ? op(TokenKind::kMinusAssign, 2) : op(TokenKind::kMinus, 1);
+    case '-': return c1 == '=' ? op(TokenKind::kMinusAssign, 2)
+                     : c1 == '>' ? op(TokenKind::kArrow, 2)
+                                 : op(TokenKind::kMinus, 1);
     case '*': return c1 == '=' ? op(TokenKind::kStarAssign, 2) : op(TokenKind::kStar, 1);
     case '<': return c1 == '=' ? op(TokenKind::kLe, 2) : op(TokenKind::kLt, 1);
     case '>': return c1 == '=' ? op(TokenKind::kGe, 2) : op(TokenKind::kGt, 1);

@@ -26,6 +26,7 @@ enum class TokenKind : uint8_t {
   kAssign, kPlusAssign, kMinusAssign, kStarAssign,  // = += -= *=
   kPlus, kMinus, kStar, kSlash,
   kLt, kLe, kGt, kGe, kEq, kNe,
+  kArrow,  // -> of a call statement
   kError,  // already reported
 };
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kiln/ir/call.h"
 #include "kiln/ir/printer.h"
 #include "kiln/lang/diagnostics.h"
 #include "lang/parser_impl.h"
@@ -226,7 +227,52 @@ bool Parser::parse_bound(ir::RawStatement* statement) {
   return true;
 }
 
+bool Parser::parse_call(int routine) {
+  ir::RawCall call;
+  call.loc = cur_.loc;
+  advance();
+  if (!at(TokenKind::kIdent) || ir::is_keyword(cur_.text)) return unexpected("a function name after 'call'");
+  call.function = std::string(cur_.text);
+  call.function_loc = cur_.loc;
+  advance();
+  if (!at(TokenKind::kLParen)) return unexpected("'(' after the function name, as in `call sort(x) -> y`");
+  if (!open()) return false;
+  while (!at(TokenKind::kRParen)) {
+    if (!at(TokenKind::kIdent) || ir::is_keyword(cur_.text)) {
+      return unexpected("a tensor name or an attribute NAME=NUMBER");
+    }
+    ir::RawCallArg arg;
+    arg.name = std::string(cur_.text);
+    arg.loc = cur_.loc;
+    advance();
+    if (at(TokenKind::kAssign)) {
+      advance();
+      arg.attribute = true;
+      if (!signed_number(&arg.value, "a number after the attribute's '='")) return false;
+    }
+    call.args.push_back(std::move(arg));
+    if (at(TokenKind::kComma)) {
+      advance();
+    } else if (!at(TokenKind::kRParen)) {
+      return unexpected("',' or ')' in the call's arguments");
+    }
+  }
+  if (!close(TokenKind::kRParen, "the call's arguments")) return false;
+  if (!at(TokenKind::kArrow)) return unexpected("'->' and the outputs, as in `call sort(x) -> y`");
+  advance();
+  for (;;) {
+    if (!at(TokenKind::kIdent) || ir::is_keyword(cur_.text)) return unexpected("an output tensor name");
+    call.outputs.emplace_back(std::string(cur_.text), cur_.loc);
+    advance();
+    if (!at(TokenKind::kComma)) break;
+    advance();
+  }
+  pending_.push_back(Pending{ir::RawStatement{}, std::move(call), nodes_.size(), routine});
+  return true;
+}
+
 bool Parser::parse_statement(int routine) {
+  if (at_word("call")) return parse_call(routine);
   if (!at(TokenKind::kIdent)) return unexpected("a declaration, a statement or a routine block");
   if (ir::is_keyword(cur_.text)) {
     error(cur_.loc, "'" + std::string(cur_.text) +
@@ -266,7 +312,7 @@ bool Parser::parse_statement(int routine) {
       advance();
     }
   }
-  pending_.push_back(Pending{std::move(s), nodes_.size(), routine});
+  pending_.push_back(Pending{std::move(s), std::nullopt, nodes_.size(), routine});
   return true;
 }
 
@@ -353,9 +399,16 @@ ParseResult Parser::run() {
   }
   const ir::NodeLookup lookup(nodes_);
   for (const Pending& p : pending_) {
+    ir::Routine& routine = routines_[p.routine];
+    if (p.call) {
+      std::optional<ir::Call> c = ir::complete_call(*p.call, nodes_, p.visible_nodes,
+                                                    static_cast<int>(routine.statements.size()), &diagnostics_, &lookup);
+      if (c) routine.calls.push_back(std::move(*c));
+      continue;
+    }
     std::optional<ir::Assignment> a =
         ir::complete_statement(p.statement, nodes_, p.visible_nodes, &diagnostics_, &lookup);
-    if (a) routines_[p.routine].statements.push_back(std::move(*a));
+    if (a) routine.statements.push_back(std::move(*a));
   }
 
   ParseResult result;

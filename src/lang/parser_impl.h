@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kiln/ir/call.h"
 #include "kiln/lang/parser.h"
 #include "lang/lexer.h"
 
@@ -34,6 +35,7 @@ class Parser {
   // A statement waiting for completion, once every declaration is known.
   struct Pending {
     ir::RawStatement statement;
+    std::optional<ir::RawCall> call;  // a call statement instead of `statement`
     size_t visible_nodes;  // nodes declared before it
     int routine;           // index into routines_
   };
@@ -56,6 +58,7 @@ class Parser {
   bool parse_declaration_rest(ir::TensorNode* node, std::optional<ir::SourceLoc>* init_loc);
   bool parse_routine();
   bool parse_statement(int routine);
+  bool parse_call(int routine);  // after `call`
   bool parse_bound(ir::RawStatement* statement);
   bool end_of_line();
   int routine_for_main();

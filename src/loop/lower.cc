@@ -561,6 +561,14 @@ Status Lowerer::lower_routine(size_t r, LoweredRoutine* lowered) {
 
 Result<LoweredProgram> Lowerer::run() {
   KILN_RETURN_IF_ERROR(validate_program(in_));
+  for (const Routine& routine : in_.routines) {
+    if (!routine.calls.empty()) {
+      const Call& c = routine.calls.front();
+      return unimplemented_error("routine '" + routine.name + "', line " + std::to_string(c.loc.line) + ": call " +
+                                 c.function + ": call statements are parsed and checked, but this version of kiln "
+                                 "cannot run them yet");
+    }
+  }
   KILN_RETURN_IF_ERROR(decide_memory());
   KILN_RETURN_IF_ERROR(plan_routines());
   for (size_t r = 0; r < plans_.size(); ++r) {

@@ -25,6 +25,8 @@ std::string print_declaration(const TensorNode& node);
 
 // One statement without indentation or newline: `y[i, j] = sum(a[i, k] * b[k, j])`.
 std::string print_statement(const Program& program, const Assignment& statement);
+// `call NAME(ARGS) -> OUTPUTS`, attributes as written (defaults are not added).
+std::string print_call(const Program& program, const Call& call);
 
 // An expression of `statement` (for messages and tests).
 std::string print_expr(const Program& program, const Assignment& statement, const Expr& expr);

@@ -158,9 +158,31 @@ struct Assignment {
   std::vector<int> reduced_indices() const;
 };
 
+// An argument of a call: a whole tensor (node >= 0), or an attribute NAME=NUMBER (node -1).
+struct CallArg {
+  int node = -1;
+  std::string attribute;
+  double value = 0;
+  SourceLoc loc;
+};
+
+// call FUNCTION(ARGS) -> OUTPUTS (docs/language.md, "Calls"; kiln/ir/call.h has the built-in
+// signatures). It runs after the routine's first `position` assignments and the calls before it
+// in `Routine::calls`, and before the rest: statements and calls keep the order written.
+struct Call {
+  std::string function;
+  std::vector<CallArg> args;  // tensors, then attributes, as written
+  std::vector<int> outputs;   // written completely by the call
+  int position = 0;
+  SourceLoc loc;
+  SourceLoc function_loc;
+  std::vector<SourceLoc> output_locs;  // where each output is named (empty for built programs)
+};
+
 struct Routine {
   std::string name;
   std::vector<Assignment> statements;
+  std::vector<Call> calls;  // ordered by position
   SourceLoc loc;
 };
 

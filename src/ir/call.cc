@@ -1,0 +1,277 @@
+#include "kiln/ir/call.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace kiln::ir {
+
+namespace {
+
+using Rule = CallAttribute::Rule;
+
+std::string shape_string(const TensorNode& n) {
+  std::string s = std::string(dtype_name(n.dtype)) + "[";
+  for (size_t d = 0; d < n.dims.size(); ++d) s += (d ? ", " : "") + std::to_string(n.dims[d]);
+  return s + "]";
+}
+
+// Checks of one built-in's tensors, reporting through `error(loc, message)`.
+class BuiltinChecker {
+ public:
+  BuiltinChecker(const Call& call, const std::vector<TensorNode>& nodes, std::vector<Diagnostic>* out)
+      : call_(call), nodes_(nodes), out_(out) {}
+
+  void run() {
+    const std::string& f = call_.function;
+    if (f == "gemm") gemm();
+    else if (f == "sort" || f == "argsort") sort(f == "argsort");
+    else if (f == "topk") topk();
+    else if (f == "random_uniform" || f == "random_normal") random();
+  }
+
+ private:
+  const TensorNode& arg(int i) const { return nodes_[static_cast<size_t>(call_.args[static_cast<size_t>(i)].node)]; }
+  SourceLoc arg_loc(int i) const { return call_.args[static_cast<size_t>(i)].loc; }
+  const TensorNode& out(int i) const { return nodes_[static_cast<size_t>(call_.outputs[static_cast<size_t>(i)])]; }
+  SourceLoc out_loc(int i) const {
+    return static_cast<size_t>(i) < call_.output_locs.size() ? call_.output_locs[static_cast<size_t>(i)] : call_.loc;
+  }
+  void error(SourceLoc loc, std::string message) {
+    out_->push_back(Diagnostic{loc, call_.function + ": " + std::move(message)});
+  }
+  bool rank_between(const TensorNode& n, SourceLoc loc, size_t lo, size_t hi) {
+    if (n.dims.size() >= lo && n.dims.size() <= hi) return true;
+    error(loc, "'" + n.name + "' has rank " + std::to_string(n.dims.size()) + "; " + call_.function +
+                   " takes tensors of rank " + (lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi)));
+    return false;
+  }
+  bool type_in(const TensorNode& n, SourceLoc loc, std::initializer_list<DType> types) {
+    if (std::find(types.begin(), types.end(), n.dtype) != types.end()) return true;
+    std::string names;
+    for (DType t : types) names += (names.empty() ? "" : " or ") + std::string(dtype_name(t));
+    error(loc, "'" + n.name + "' is " + std::string(dtype_name(n.dtype)) + "; it must be " + names);
+    return false;
+  }
+  void same_shape(const TensorNode& want_like, const TensorNode& n, SourceLoc loc, bool check_type) {
+    if (n.dims != want_like.dims || (check_type && n.dtype != want_like.dtype)) {
+      error(loc, "'" + n.name + "' is " + shape_string(n) + "; it must be " +
+                     (check_type ? shape_string(want_like) : "of shape " + shape_string(want_like).substr(3)) +
+                     " like '" + want_like.name + "'");
+    }
+  }
+
+  void gemm() {
+    const TensorNode &a = arg(0), &b = arg(1), &c = out(0);
+    bool ok = rank_between(a, arg_loc(0), 2, 2) & rank_between(b, arg_loc(1), 2, 2) & rank_between(c, out_loc(0), 2, 2);
+    ok = ok & type_in(a, arg_loc(0), {DType::kF32, DType::kF64});
+    if (!ok) return;
+    if (b.dtype != a.dtype) return error(arg_loc(1), "'" + b.name + "' is " + std::string(dtype_name(b.dtype)) + " and '" + a.name + "' is " + std::string(dtype_name(a.dtype)) + "; gemm takes one element type");
+    if (c.dtype != a.dtype) return error(out_loc(0), "'" + c.name + "' is " + std::string(dtype_name(c.dtype)) + " and '" + a.name + "' is " + std::string(dtype_name(a.dtype)) + "; gemm takes one element type");
+    const bool ta = call_attribute(call_, "transpose_a") != 0, tb = call_attribute(call_, "transpose_b") != 0;
+    const int64_t m = ta ? a.dims[1] : a.dims[0], k = ta ? a.dims[0] : a.dims[1];
+    const int64_t k2 = tb ? b.dims[1] : b.dims[0], n = tb ? b.dims[0] : b.dims[1];
+    if (k != k2) {
+      return error(arg_loc(1), "inner dimensions differ: op('" + a.name + "') is " + std::to_string(m) + "x" +
+                                   std::to_string(k) + ", op('" + b.name + "') is " + std::to_string(k2) + "x" +
+                                   std::to_string(n));
+    }
+    if (c.dims[0] != m || c.dims[1] != n) {
+      error(out_loc(0), "'" + c.name + "' is " + shape_string(c) + "; the product is " + std::to_string(m) + "x" +
+                            std::to_string(n));
+    }
+  }
+
+  void sort(bool indices) {
+    const TensorNode &x = arg(0), &y = out(0);
+    if (!rank_between(x, arg_loc(0), 1, 4) || !type_in(x, arg_loc(0), {DType::kF32, DType::kF64, DType::kI32})) return;
+    if (indices) {
+      if (type_in(y, out_loc(0), {DType::kI32})) same_shape(x, y, out_loc(0), false);
+    } else {
+      same_shape(x, y, out_loc(0), true);
+    }
+  }
+
+  void topk() {
+    const TensorNode &x = arg(0), &values = out(0), &indices = out(1);
+    if (!rank_between(x, arg_loc(0), 1, 4) || !type_in(x, arg_loc(0), {DType::kF32, DType::kF64, DType::kI32})) return;
+    if (values.dtype != x.dtype || values.dims.size() != x.dims.size()) {
+      return error(out_loc(0), "'" + values.name + "' is " + shape_string(values) + "; it must be " +
+                                   std::string(dtype_name(x.dtype)) + " of rank " + std::to_string(x.dims.size()) +
+                                   " like '" + x.name + "'");
+    }
+    for (size_t d = 0; d + 1 < x.dims.size(); ++d) {
+      if (values.dims[d] != x.dims[d]) {
+        return error(out_loc(0), "'" + values.name + "' is " + shape_string(values) + "; all but its last dimension must be those of '" + x.name + "' " + shape_string(x));
+      }
+    }
+    if (values.dims.back() > x.dims.back()) {
+      return error(out_loc(0), "k = " + std::to_string(values.dims.back()) + " (the last dimension of '" +
+                                   values.name + "') is larger than the " + std::to_string(x.dims.back()) +
+                                   " elements of each row of '" + x.name + "'");
+    }
+    if (type_in(indices, out_loc(1), {DType::kI32})) same_shape(values, indices, out_loc(1), false);
+  }
+
+  void random() {
+    const TensorNode& r = out(0);
+    if (!rank_between(r, out_loc(0), 1, 4)) return;
+    type_in(r, out_loc(0), {DType::kF32, DType::kF64});
+    if (call_.function == "random_uniform" && call_attribute(call_, "lo") > call_attribute(call_, "hi")) {
+      error(call_.loc, "lo = " + std::to_string(call_attribute(call_, "lo")) + " is above hi = " +
+                           std::to_string(call_attribute(call_, "hi")));
+    }
+  }
+
+  const Call& call_;
+  const std::vector<TensorNode>& nodes_;
+  std::vector<Diagnostic>* out_;
+};
+
+}  // namespace
+
+const std::vector<BuiltinCall>& builtin_calls() {
+  static const std::vector<BuiltinCall> calls = {
+      {"gemm", 2, 1, {{"transpose_a", 0, Rule::kFlag}, {"transpose_b", 0, Rule::kFlag}, {"alpha", 1, Rule::kFinite}, {"beta", 0, Rule::kFinite}}},
+      {"sort", 1, 1, {{"descending", 0, Rule::kFlag}}},
+      {"argsort", 1, 1, {{"descending", 0, Rule::kFlag}}},
+      {"topk", 1, 2, {}},
+      {"random_uniform", 0, 1, {{"lo", 0, Rule::kFinite}, {"hi", 1, Rule::kFinite}}},
+      {"random_normal", 0, 1, {{"mean", 0, Rule::kFinite}, {"std", 1, Rule::kNonNegative}}},
+  };
+  return calls;
+}
+
+const BuiltinCall* find_builtin_call(std::string_view name) {
+  for (const BuiltinCall& b : builtin_calls()) {
+    if (b.name == name) return &b;
+  }
+  return nullptr;
+}
+
+double call_attribute(const Call& call, std::string_view name) {
+  for (const CallArg& a : call.args) {
+    if (a.node < 0 && a.attribute == name) return a.value;
+  }
+  if (const BuiltinCall* b = find_builtin_call(call.function)) {
+    for (const CallAttribute& a : b->attributes) {
+      if (a.name == name) return a.default_value;
+    }
+  }
+  return 0;
+}
+
+std::vector<Diagnostic> check_call(const Call& call, const std::vector<TensorNode>& nodes) {
+  std::vector<Diagnostic> out;
+  auto error = [&](SourceLoc loc, std::string message) {
+    out.push_back(Diagnostic{loc, call.function + ": " + std::move(message)});
+  };
+  auto valid_node = [&](int node) { return node >= 0 && static_cast<size_t>(node) < nodes.size(); };
+  const SourceLoc name_loc = call.function_loc.line > 0 ? call.function_loc : call.loc;
+  if (call.outputs.empty()) error(call.loc, "a call writes at least one output ('-> NAME')");
+
+  int tensors = 0;
+  bool seen_attribute = false;
+  std::set<std::string> attributes;
+  const BuiltinCall* builtin = find_builtin_call(call.function);
+  for (const CallArg& a : call.args) {
+    if (a.node >= 0) {
+      if (!valid_node(a.node)) return {Diagnostic{a.loc, call.function + ": an argument names no tensor"}};
+      if (seen_attribute) error(a.loc, "tensor '" + nodes[static_cast<size_t>(a.node)].name + "' comes after an attribute; tensors go first");
+      ++tensors;
+      continue;
+    }
+    seen_attribute = true;
+    if (!attributes.insert(a.attribute).second) error(a.loc, "attribute '" + a.attribute + "' is given twice");
+    if (!std::isfinite(a.value)) error(a.loc, "attribute '" + a.attribute + "' must be a finite number");
+    if (!builtin) continue;
+    auto it = std::find_if(builtin->attributes.begin(), builtin->attributes.end(),
+                           [&](const CallAttribute& c) { return c.name == a.attribute; });
+    if (it == builtin->attributes.end()) {
+      std::string known;
+      for (const CallAttribute& c : builtin->attributes) known += (known.empty() ? "" : ", ") + std::string(c.name);
+      error(a.loc, "unknown attribute '" + a.attribute + "'" + (known.empty() ? "; it takes none" : "; it takes " + known));
+    } else if (it->rule == Rule::kFlag && a.value != 0 && a.value != 1) {
+      error(a.loc, "attribute '" + a.attribute + "' is 0 or 1");
+    } else if (it->rule == Rule::kNonNegative && a.value < 0) {
+      error(a.loc, "attribute '" + a.attribute + "' must not be negative");
+    }
+  }
+  for (size_t i = 0; i < call.outputs.size(); ++i) {
+    const SourceLoc loc = i < call.output_locs.size() ? call.output_locs[i] : call.loc;
+    const int o = call.outputs[i];
+    if (!valid_node(o)) return {Diagnostic{loc, call.function + ": an output names no tensor"}};
+    const TensorNode& n = nodes[static_cast<size_t>(o)];
+    if (n.role == Role::kInput || n.role == Role::kConst) {
+      error(loc, "'" + n.name + "' is " + (n.role == Role::kInput ? "an input" : "a const") + "; a call cannot write it");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (call.outputs[j] == o) error(loc, "'" + n.name + "' is named twice as an output");
+    }
+    for (const CallArg& a : call.args) {
+      if (a.node == o) error(loc, "'" + n.name + "' is both an argument and an output of the call");
+    }
+  }
+  if (!builtin) return out;  // a host function: its signature is checked when the routine is linked
+  if (tensors != builtin->tensor_args || static_cast<int>(call.outputs.size()) != builtin->outputs) {
+    error(name_loc, "takes " + std::to_string(builtin->tensor_args) + " tensor argument(s) and " +
+                        std::to_string(builtin->outputs) + " output(s), but the call has " + std::to_string(tensors) +
+                        " and " + std::to_string(call.outputs.size()));
+    return out;
+  }
+  if (!out.empty()) return out;
+  BuiltinChecker(call, nodes, &out).run();
+  return out;
+}
+
+std::optional<Call> complete_call(const RawCall& raw, const std::vector<TensorNode>& nodes, size_t visible_nodes,
+                                  int position, std::vector<Diagnostic>* diagnostics, const NodeLookup* lookup) {
+  const size_t before = diagnostics->size();
+  auto resolve = [&](const std::string& name, SourceLoc loc) -> int {
+    const TensorNode* node = lookup ? lookup->find(name) : nullptr;
+    if (!lookup) {
+      for (const TensorNode& n : nodes) {
+        if (n.name == name) node = &n;
+      }
+    }
+    if (!node) {
+      diagnostics->push_back(Diagnostic{loc, "unknown tensor '" + name + "'; declare it before the statements that use it"});
+      return -1;
+    }
+    if (static_cast<size_t>(node->id) >= visible_nodes) {
+      diagnostics->push_back(Diagnostic{loc, "'" + name + "' is used before its declaration on line " +
+                                                 std::to_string(node->loc.line) + "; declare it before the statements that use it"});
+      return -1;
+    }
+    return node->id;
+  };
+  Call call;
+  call.function = raw.function;
+  call.position = position;
+  call.loc = raw.loc;
+  call.function_loc = raw.function_loc;
+  for (const RawCallArg& a : raw.args) {
+    CallArg arg;
+    arg.loc = a.loc;
+    if (a.attribute) {
+      arg.attribute = a.name;
+      arg.value = a.value;
+    } else {
+      arg.node = resolve(a.name, a.loc);
+    }
+    call.args.push_back(std::move(arg));
+  }
+  for (const auto& [name, loc] : raw.outputs) {
+    call.outputs.push_back(resolve(name, loc));
+    call.output_locs.push_back(loc);
+  }
+  if (diagnostics->size() != before) return std::nullopt;
+  std::vector<Diagnostic> problems = check_call(call, nodes);
+  if (!problems.empty()) {
+    diagnostics->insert(diagnostics->end(), problems.begin(), problems.end());
+    return std::nullopt;
+  }
+  return call;
+}
+
+}  // namespace kiln::ir

@@ -1,0 +1,142 @@
+// Call statements in the language: parsed, resolved, checked against the built-in signatures
+// with every error class at its FILE:LINE:COL, ordered among the assignments, and printed back
+// (text → IR → text).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "kiln/ir/call.h"
+#include "kiln/ir/printer.h"
+#include "kiln/lang/parser.h"
+
+namespace kiln::lang {
+namespace {
+
+// Declarations shared by the cases (lines 1-10); a case's text starts on line 11.
+constexpr const char* kPrelude =
+    "input  a : f32[4, 8]\n"
+    "input  b : f32[8, 3]\n"
+    "output c : f32[4, 3]\n"
+    "input  x : f32[5, 7]\n"
+    "output y : f32[5, 7]\n"
+    "output idx : i32[5, 7]\n"
+    "output best : f32[5, 2]\n"
+    "output at : i32[5, 2]\n"
+    "const  k : f32 = 1\n"
+    "param  r : f64[6, 2]\n";
+constexpr int kFirstLine = 11;
+
+std::vector<std::string> errors(const std::string& text) {
+  ParseResult r = parse(std::string(kPrelude) + text, "c.kiln");
+  std::vector<std::string> out;
+  for (const Diagnostic& d : r.diagnostics) {
+    out.push_back(std::to_string(d.loc.line - kFirstLine + 1) + ":" + std::to_string(d.loc.column) + ": " + d.message);
+  }
+  EXPECT_EQ(r.program.has_value(), out.empty());
+  return out;
+}
+
+TEST(CallParse, ValidCallsRoundTripInOrder) {
+  const std::string text =
+      "y[i, j] = x[i, j] * 2\n"
+      "call sort(x, descending=1) -> y\n"
+      "call argsort(x) -> idx\n"
+      "c[i, j] = 0\n"
+      "call gemm(a, b, alpha=0.5, beta=1) -> c\n"
+      "call topk(y) -> best, at\n"
+      "call random_normal(mean=-1, std=0.25) -> r\n"
+      "call my_kernel(x, a, scale=3) -> y, c\n";  // a host function: checked at link time
+  ParseResult r = parse(std::string(kPrelude) + text, "c.kiln");
+  ASSERT_TRUE(r.program.has_value()) << (r.diagnostics.empty() ? "" : r.diagnostics[0].message);
+  const ir::Routine& main = r.program->routines[0];
+  ASSERT_EQ(main.statements.size(), 2u);
+  ASSERT_EQ(main.calls.size(), 6u);
+  EXPECT_EQ(main.calls[0].position, 1);
+  EXPECT_EQ(main.calls[1].position, 1);
+  EXPECT_EQ(main.calls[2].position, 2);
+  EXPECT_EQ(main.calls[5].position, 2);
+  EXPECT_EQ(ir::call_attribute(main.calls[2], "alpha"), 0.5);
+  EXPECT_EQ(ir::call_attribute(main.calls[2], "transpose_a"), 0);  // the default
+  EXPECT_EQ(main.calls[0].loc.line, kFirstLine + 1);
+  EXPECT_EQ(main.calls[0].loc.column, 1);
+
+  const std::string printed = ir::print_program(*r.program);
+  EXPECT_NE(printed.find("y[i, j] = x[i, j] * 2.0\ncall sort(x, descending=1) -> y\ncall argsort(x) -> idx\n"
+                         "c[i, j] = 0.0\ncall gemm(a, b, alpha=0.5, beta=1) -> c\n"),
+            std::string::npos)
+      << printed;
+  ParseResult again = parse(printed, "printed.kiln");
+  ASSERT_TRUE(again.program.has_value()) << again.diagnostics[0].message;
+  EXPECT_EQ(ir::print_program(*again.program), printed);
+
+  // Calls inside a routine block, and spread over lines inside the parentheses.
+  ParseResult block = parse(std::string(kPrelude) + "routine step {\n  call sort(x,\n    descending=0) -> y\n}\n", "b.kiln");
+  ASSERT_TRUE(block.program.has_value()) << block.diagnostics[0].message;
+  EXPECT_NE(ir::print_program(*block.program).find("routine step {\n  call sort(x, descending=0) -> y\n}"),
+            std::string::npos);
+}
+
+struct Case {
+  const char* text;
+  const char* where;     // "LINE:COL" relative to the case
+  const char* fragment;  // in the message
+};
+
+TEST(CallParse, EveryErrorClassAtItsPosition) {
+  const Case cases[] = {
+      // syntax
+      {"call (x) -> y\n", "1:6", "a function name after 'call'"},
+      {"call sort x -> y\n", "1:11", "'(' after the function name"},
+      {"call sort(x) y\n", "1:14", "'->'"},
+      {"call sort(x) ->\n", "1:16", "an output tensor name"},
+      {"call sort(x, descending=) -> y\n", "1:25", "a number after the attribute"},
+      // names
+      {"call sort(nope) -> y\n", "1:11", "unknown tensor 'nope'"},
+      {"call sort(x) -> nope\n", "1:17", "unknown tensor 'nope'"},
+      // arity
+      {"call sort(x, a) -> y\n", "1:6", "takes 1 tensor argument(s) and 1 output(s), but the call has 2 and 1"},
+      {"call topk(x) -> best\n", "1:6", "takes 1 tensor argument(s) and 2 output(s)"},
+      {"call random_uniform(x) -> y\n", "1:6", "takes 0 tensor argument(s)"},
+      // ranks and types
+      {"call sort(k) -> y\n", "1:11", "'k' has rank 0; sort takes tensors of rank 1 to 4"},
+      {"call argsort(x) -> y\n", "1:20", "'y' is f32; it must be i32"},
+      {"call gemm(a, r) -> c\n", "1:14", "'r' is f64 and 'a' is f32"},
+      {"call random_uniform() -> idx\n", "1:26", "'idx' is i32; it must be f32 or f64"},
+      // shapes
+      {"call sort(x) -> c\n", "1:17", "'c' is f32[4, 3]; it must be f32[5, 7]"},
+      {"call gemm(b, a) -> c\n", "1:14", "inner dimensions differ"},
+      {"call gemm(a, b, transpose_a=1) -> c\n", "1:14", "inner dimensions differ: op('a') is 8x4"},
+      {"call gemm(a, a, transpose_b=1) -> c\n", "1:35", "'c' is f32[4, 3]; the product is 4x4"},
+      {"call topk(x) -> best, y\n", "1:23", "'y' is f32; it must be i32"},
+      {"call topk(best) -> y, idx\n", "1:20", "k = 7"},
+      // attributes
+      {"call sort(x, reverse=1) -> y\n", "1:14", "unknown attribute 'reverse'; it takes descending"},
+      {"call sort(x, descending=2) -> y\n", "1:14", "attribute 'descending' is 0 or 1"},
+      {"call sort(x, descending=1, descending=0) -> y\n", "1:28", "attribute 'descending' is given twice"},
+      {"call random_normal(std=-1) -> r\n", "1:20", "attribute 'std' must not be negative"},
+      {"call random_uniform(lo=2, hi=1) -> r\n", "1:1", "lo = 2.000000 is above hi = 1.000000"},
+      {"call topk(x, k=2) -> best, at\n", "1:14", "unknown attribute 'k'; it takes none"},
+      {"call sort(descending=1, x) -> y\n", "1:25", "tensor 'x' comes after an attribute"},
+      // outputs
+      {"call sort(y) -> x\n", "1:17", "'x' is an input; a call cannot write it"},
+      {"call random_uniform() -> k\n", "1:26", "'k' is a const"},
+      {"call sort(y) -> y\n", "1:17", "'y' is both an argument and an output"},
+      {"call my_fn(x) -> y, y\n", "1:21", "'y' is named twice as an output"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> e = errors(c.text);
+    ASSERT_FALSE(e.empty()) << c.text;
+    EXPECT_EQ(e[0].rfind(std::string(c.where) + ": ", 0), 0u) << c.text << e[0];
+    EXPECT_NE(e[0].find(c.fragment), std::string::npos) << c.text << e[0];
+  }
+}
+
+TEST(CallParse, CallIsAKeyword) {
+  std::vector<std::string> e = errors("tensor call : f32\n");
+  ASSERT_FALSE(e.empty());
+  EXPECT_NE(e[0].find("'call' is a keyword"), std::string::npos) << e[0];
+}
+
+}  // namespace
+}  // namespace kiln::lang
