@@ -180,6 +180,18 @@ RoutineBuilder& ProgramBuilder::routine(const std::string& name) {
   return *routines_.back();
 }
 
+RoutineBuilder& RoutineBuilder::call(std::string function, const std::vector<Tensor>& tensors,
+                                     const std::vector<std::pair<std::string, double>>& attributes,
+                                     const std::vector<Tensor>& outputs) {
+  RawCall raw;
+  raw.function = std::move(function);
+  for (const Tensor& t : tensors) raw.args.push_back(RawCallArg{t.name(), false, 0, {}});
+  for (const auto& [name, value] : attributes) raw.args.push_back(RawCallArg{name, true, value, {}});
+  for (const Tensor& t : outputs) raw.outputs.emplace_back(t.name(), SourceLoc{});
+  calls_.emplace_back(statements_.size(), std::move(raw));
+  return *this;
+}
+
 Result<Program> ProgramBuilder::build() const {
   std::vector<std::string> errors = errors_;
   Program program;
@@ -197,6 +209,18 @@ Result<Program> ProgramBuilder::build() const {
       std::optional<Assignment> a = complete_statement(r->statements_[i], nodes_, nodes_.size(), &diagnostics, &lookup);
       for (const Diagnostic& d : diagnostics) errors.push_back(where + d.message);
       if (a) routine.statements.push_back(std::move(*a));
+    }
+    for (size_t c = 0; c < r->calls_.size(); ++c) {
+      const auto& [before, raw] = r->calls_[c];
+      // Statements dropped as broken do not count: the position is among those kept.
+      size_t position = before;
+      for (size_t i = 0; i < before; ++i) position -= r->broken_[i] ? 1 : 0;
+      std::vector<Diagnostic> diagnostics;
+      std::optional<Call> call = complete_call(raw, nodes_, nodes_.size(), static_cast<int>(position), &diagnostics, &lookup);
+      for (const Diagnostic& d : diagnostics) {
+        errors.push_back("routine '" + r->name() + "', call " + std::to_string(c + 1) + ": " + d.message);
+      }
+      if (call) routine.calls.push_back(std::move(*call));
     }
     if (routine.name == "main") {
       program.routines.insert(program.routines.begin(), std::move(routine));

@@ -41,6 +41,42 @@ TEST(Builder, MatmulBiasRelu) {
   EXPECT_EQ(s.indices[2].extent, 128);
 }
 
+TEST(Builder, CallsKeepTheirPlaceAmongStatements) {
+  ProgramBuilder b;
+  Tensor a = b.input("a", DType::kF32, {4, 8});
+  Tensor w = b.input("w", DType::kF32, {8, 3});
+  Tensor c = b.tensor("c", DType::kF32, {4, 3});
+  Tensor y = b.output("y", DType::kF32, {4, 3});
+  Index i("i"), j("j");
+  b.routine("step")
+      .call("gemm", {a, w}, {{"alpha", 2}}, {c})
+      .assign(y(i, j), relu(c(i, j)))
+      .call("sort", {c}, {{"descending", 1}}, {y});
+  Result<Program> p = b.build();
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(print_program(*p),
+            "input  a : f32[4, 8]\n"
+            "input  w : f32[8, 3]\n"
+            "tensor c : f32[4, 3]\n"
+            "output y : f32[4, 3]\n"
+            "\n"
+            "routine step {\n"
+            "  call gemm(a, w, alpha=2) -> c\n"
+            "  y[i, j] = relu(c[i, j])\n"
+            "  call sort(c, descending=1) -> y\n"
+            "}\n");
+
+  // The language's checks, reported like a statement's.
+  ProgramBuilder bad;
+  Tensor x = bad.input("x", DType::kF32, {4});
+  Tensor out = bad.output("out", DType::kI32, {4});
+  bad.main().call("sort", {x}, {{"reverse", 1}}, {out});
+  Result<Program> refused = bad.build();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("routine 'main', call 1: sort: unknown attribute 'reverse'"), std::string::npos)
+      << refused.status();
+}
+
 TEST(Builder, AffineSubscriptsBoundsAndRoutines) {
   ProgramBuilder b("conv");
   Tensor s = b.input("s", DType::kF32, {20});

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "kiln/base/status.h"
+#include "kiln/ir/call.h"
 #include "kiln/ir/program.h"
 #include "kiln/ir/statement.h"
 
@@ -161,12 +162,19 @@ class RoutineBuilder {
   RoutineBuilder& statement(const Value& target, Accum accum, const Value& rhs,
                             std::vector<Bound> where = {});
 
+  // call FUNCTION(TENSORS..., NAME=VALUE...) -> OUTPUTS, after the statements added so far
+  // (kiln/ir/call.h); build() reports its problems like a statement's.
+  RoutineBuilder& call(std::string function, const std::vector<Tensor>& tensors,
+                       const std::vector<std::pair<std::string, double>>& attributes,
+                       const std::vector<Tensor>& outputs);
+
   const std::string& name() const { return name_; }
 
  private:
   friend class ProgramBuilder;
   std::string name_;
   std::vector<RawStatement> statements_;
+  std::vector<std::pair<size_t, RawCall>> calls_;  // (statements before it, the call)
   std::vector<std::vector<std::string>> errors_;  // per statement, found while adding it
   std::vector<bool> broken_;                      // statements_[i] cannot be completed
 };
