@@ -8,7 +8,7 @@ packages=(
   libclang-rt-14-dev               # clang's runtimes: libFuzzer and the sanitizers (make test-fuzz)
   libgtest-dev googletest          # tests
   libbenchmark-dev                 # benchmarks
-  libopenblas-dev                  # the sgemm baseline of the matrix-product benchmark
+  libopenblas-dev                  # the cpu device's gemm (RAL) and the sgemm baseline of the benchmarks
   pocl-opencl-icd ocl-icd-libopencl1 clinfo  # an OpenCL platform on the CPU (PoCL) and the ICD
                                    # loader, so the OpenCL driver's tests run without a GPU
 )

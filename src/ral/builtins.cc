@@ -25,6 +25,7 @@ Status register_builtins(Registry& registry) {
   KILN_RETURN_IF_ERROR(registry.add(make_function<"send_output", "interp", &send_output>()));
   KILN_RETURN_IF_ERROR(library::register_cpu_sorting(registry));
   KILN_RETURN_IF_ERROR(library::register_reference_sorting(registry));
+  KILN_RETURN_IF_ERROR(library::register_gemm(registry));
   return library::register_random(registry);
 }
 

@@ -165,6 +165,73 @@ TEST(LibraryTest, ShapeErrorsNameTheFunctionAndTheOperand) {
   }
 }
 
+// c = alpha * op(a) @ op(b) + beta * c in long double, the reference for both devices.
+template <typename T>
+std::vector<T> naive_gemm(const std::vector<T>& a, const std::vector<T>& b, std::vector<T> c, int64_t m, int64_t n,
+                          int64_t k, bool ta, bool tb, T alpha, T beta) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      long double sum = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        sum += static_cast<long double>(ta ? a[static_cast<size_t>(p * m + i)] : a[static_cast<size_t>(i * k + p)]) *
+               (tb ? b[static_cast<size_t>(j * k + p)] : b[static_cast<size_t>(p * n + j)]);
+      }
+      T& out = c[static_cast<size_t>(i * n + j)];
+      out = static_cast<T>(alpha * sum + (beta == 0 ? 0 : beta * static_cast<long double>(out)));
+    }
+  }
+  return c;
+}
+
+template <typename T>
+void check_gemm_case(const char* device, int64_t m, int64_t n, int64_t k, bool ta, bool tb, T alpha, T beta) {
+  Random random(static_cast<uint64_t>(m * 1000 + n * 10 + k));
+  auto fill = [&](size_t count) {
+    std::vector<T> v(count);
+    for (T& x : v) x = static_cast<T>(random.normal(0, 1));
+    return v;
+  };
+  std::vector<T> a = fill(static_cast<size_t>(m * k)), b = fill(static_cast<size_t>(k * n)), c = fill(static_cast<size_t>(m * n));
+  const std::vector<T> expected = naive_gemm(a, b, c, m, n, k, ta, tb, alpha, beta);
+  MemRef<T, 2> am{a.data(), {ta ? k : m, ta ? m : k}}, bm{b.data(), {tb ? n : k, tb ? k : n}}, cm{c.data(), {m, n}};
+  int64_t ta64 = ta, tb64 = tb;
+  const std::string code = std::is_same_v<T, float> ? "f32" : "f64";
+  const std::string name = full_name("gemm", device, "m2d" + code + "_m2d" + code + "_m2d" + code + "_i64_i64_" + code + "_" + code);
+  Status status = call(device, name, {&am, &bm, &cm, &ta64, &tb64, &alpha, &beta});
+  ASSERT_TRUE(status.ok()) << status;
+  const double tolerance = (std::is_same_v<T, float> ? 1e-5 : 1e-13) * static_cast<double>(k + 1);
+  for (size_t i = 0; i < c.size(); ++i) {
+    ASSERT_NEAR(c[i], expected[i], tolerance * (1 + std::abs(expected[i])))
+        << device << " " << m << "x" << n << "x" << k << " ta=" << ta << " tb=" << tb << " at " << i;
+  }
+}
+
+TEST(LibraryTest, GemmAgainstAWideReference) {
+  for (const char* device : kDevices) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        check_gemm_case<float>(device, 1, 1, 1, ta, tb, 1.0f, 0.0f);
+        check_gemm_case<float>(device, 7, 13, 11, ta, tb, 0.5f, 2.0f);
+        check_gemm_case<double>(device, 31, 5, 17, ta, tb, -1.5, 0.25);
+        check_gemm_case<double>(device, 3, 2, 1, ta, tb, 1.0, 1.0);
+      }
+    }
+    check_gemm_case<float>(device, 64, 48, 96, false, false, 1.0f, 0.0f);
+    // beta = 0 ignores what c held, NaNs included.
+    std::vector<float> a = {1, 2}, b = {3, 4}, c = {kNaN};
+    MemRef<float, 2> am{a.data(), {1, 2}}, bm{b.data(), {2, 1}}, cm{c.data(), {1, 1}};
+    int64_t no = 0;
+    float alpha = 1, beta = 0;
+    ASSERT_TRUE(call(device, full_name("gemm", device, "m2df32_m2df32_m2df32_i64_i64_f32_f32"), {&am, &bm, &cm, &no, &no, &alpha, &beta}).ok());
+    EXPECT_EQ(c[0], 11.0f) << device;
+    // A shape mismatch is a status naming the shapes.
+    MemRef<float, 2> wrong{c.data(), {1, 2}};
+    Status bad = call(device, full_name("gemm", device, "m2df32_m2df32_m2df32_i64_i64_f32_f32"), {&am, &bm, &wrong, &no, &no, &alpha, &beta});
+    EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(bad.message().find("op(a) is 1x2, op(b) is 2x1 and c is [1, 2]"), std::string::npos) << bad;
+  }
+}
+
 TEST(PhiloxTest, KnownAnswerVectors) {
   // Salmon et al.'s known-answer vectors for Philox4x32-10 (Random123's kat_vectors).
   EXPECT_EQ(philox4x32_10({0, 0, 0, 0}, {0, 0}),

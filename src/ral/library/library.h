@@ -12,6 +12,8 @@ Status register_cpu_sorting(Registry& registry);
 // The same functions written plainly (a merge sort), for "interp": the reference the others are
 // tested against.
 Status register_reference_sorting(Registry& registry);
+// gemm through OpenBLAS's cblas for "cpu", and a plain triple loop for "interp".
+Status register_gemm(Registry& registry);
 // random_uniform, random_normal: the same numbers on "cpu" and "interp".
 Status register_random(Registry& registry);
 
