@@ -11,13 +11,6 @@
 namespace kiln {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define KILN_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define KILN_TEST_SANITIZED 1
-#endif
-#endif
 
 // Under an address-space limit that 1024 thread stacks exceed, creating a device with 1024
 // threads fails with a status; exit code 0 when it did so as documented.
@@ -34,7 +27,7 @@ namespace {
 }
 
 TEST(CpuThreadsDeathTest, RefusedThreadsAreAStatusNotATermination) {
-#ifdef KILN_TEST_SANITIZED
+#ifdef KILN_SANITIZED
   GTEST_SKIP() << "sanitizers reserve far more address space than the limit this test sets";
 #else
   GTEST_FLAG_SET(death_test_style, "threadsafe");

@@ -59,13 +59,6 @@
 #include "runtime/e2e_util.h"
 #include "runtime/program_generator.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define KILN_E2E_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define KILN_E2E_SANITIZED 1
-#endif
-#endif
 
 namespace kiln::e2e {
 namespace {
@@ -82,7 +75,7 @@ struct Settings {
 
 Settings settings() {
   Settings s;
-#ifdef KILN_E2E_SANITIZED
+#ifdef KILN_SANITIZED
   s.count = 90;
 #endif
   Result<std::optional<uint64_t>> seed = env_uint("KILN_DIFF_SEED", 0, UINT64_MAX / 2);
@@ -296,7 +289,7 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
   uint64_t opencl_every_ = [] {
     Result<std::optional<uint64_t>> n = env_uint("KILN_DIFF_OPENCL_EVERY", 0, 1000000);
     EXPECT_TRUE(n.ok()) << n.status();
-#ifdef KILN_E2E_SANITIZED
+#ifdef KILN_SANITIZED
     const uint64_t every = 4;
 #else
     const uint64_t every = 8;

@@ -35,14 +35,8 @@ using runtime::StreamRef;
 inline Timeout wait_limit() { return Timeout::after_ms(120000); }
 
 // Whether this build runs under a sanitizer (the stress tests do less work there).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#ifdef KILN_SANITIZED  // set by CMakeLists.txt for sanitizer builds
 inline constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-inline constexpr bool kSanitized = true;
-#else
-inline constexpr bool kSanitized = false;
-#endif
 #else
 inline constexpr bool kSanitized = false;
 #endif
