@@ -1,4 +1,5 @@
 #include <pthread.h>
+#include <signal.h>
 
 #include <csignal>
 #include <cstdio>
@@ -37,6 +38,13 @@ struct Job {
 void* run_job(void* job) {
   auto* j = static_cast<Job*>(job);
   j->exit_code = run_guarded(j->args);
+  // The OpenCL platform's LLVM installs an alternate signal stack of its own (heap memory) on
+  // the thread that first loads it: this one. Disable it before the thread ends, so that nothing
+  // that cleans up a thread's signal stack at exit (AddressSanitizer unmaps it) touches memory
+  // it does not own.
+  stack_t disable{};
+  disable.ss_flags = SS_DISABLE;
+  sigaltstack(&disable, nullptr);
   return nullptr;
 }
 
