@@ -63,9 +63,12 @@ class BuiltinChecker {
 
   void gemm() {
     const TensorNode &a = arg(0), &b = arg(1), &c = out(0);
-    bool ok = rank_between(a, arg_loc(0), 2, 2) & rank_between(b, arg_loc(1), 2, 2) & rank_between(c, out_loc(0), 2, 2);
-    ok = ok & type_in(a, arg_loc(0), {DType::kF32, DType::kF64});
-    if (!ok) return;
+    // Every operand is checked, so that each wrong one is reported.
+    const bool ranks = rank_between(a, arg_loc(0), 2, 2);
+    const bool b_rank = rank_between(b, arg_loc(1), 2, 2);
+    const bool c_rank = rank_between(c, out_loc(0), 2, 2);
+    const bool type = type_in(a, arg_loc(0), {DType::kF32, DType::kF64});
+    if (!(ranks && b_rank && c_rank && type)) return;
     if (b.dtype != a.dtype) return error(arg_loc(1), "'" + b.name + "' is " + std::string(dtype_name(b.dtype)) + " and '" + a.name + "' is " + std::string(dtype_name(a.dtype)) + "; gemm takes one element type");
     if (c.dtype != a.dtype) return error(out_loc(0), "'" + c.name + "' is " + std::string(dtype_name(c.dtype)) + " and '" + a.name + "' is " + std::string(dtype_name(a.dtype)) + "; gemm takes one element type");
     const bool ta = call_attribute(call_, "transpose_a") != 0, tb = call_attribute(call_, "transpose_b") != 0;

@@ -61,27 +61,35 @@ struct IsMemRef<MemRef<T, N>> : std::true_type {
   static constexpr int rank = N;
 };
 
-// Integers by width and signedness, so that int64_t, long and long long all read i64.
+// Integers by width and signedness, so that int64_t, long and long long all read i64. (sizeof is
+// asked of integers only: Clang refuses sizeof(void) even where it is never used.)
+template <typename T>
+constexpr auto integer_code() {
+  if constexpr (std::is_signed_v<T> && sizeof(T) == 1) return FixedString("i8");
+  else if constexpr (std::is_signed_v<T> && sizeof(T) == 2) return FixedString("i16");
+  else if constexpr (std::is_signed_v<T> && sizeof(T) == 4) return FixedString("i32");
+  else if constexpr (std::is_signed_v<T> && sizeof(T) == 8) return FixedString("i64");
+  else if constexpr (sizeof(T) == 1) return FixedString("ui8");
+  else if constexpr (sizeof(T) == 2) return FixedString("ui16");
+  else if constexpr (sizeof(T) == 4) return FixedString("ui32");
+  else if constexpr (sizeof(T) == 8) return FixedString("ui64");
+  else static_assert(sizeof(T) == 0, "this integer has no RAL code: see kiln/ral/mangle.h");
+}
+
 template <typename T>
 constexpr auto scalar_code() {
   if constexpr (std::is_same_v<T, bool>) return FixedString("i1");
   else if constexpr (std::is_same_v<T, float>) return FixedString("f32");
   else if constexpr (std::is_same_v<T, double>) return FixedString("f64");
-  else if constexpr (std::is_integral_v<T> && std::is_signed_v<T> && sizeof(T) == 1) return FixedString("i8");
-  else if constexpr (std::is_integral_v<T> && std::is_signed_v<T> && sizeof(T) == 2) return FixedString("i16");
-  else if constexpr (std::is_integral_v<T> && std::is_signed_v<T> && sizeof(T) == 4) return FixedString("i32");
-  else if constexpr (std::is_integral_v<T> && std::is_signed_v<T> && sizeof(T) == 8) return FixedString("i64");
-  else if constexpr (std::is_integral_v<T> && sizeof(T) == 1) return FixedString("ui8");
-  else if constexpr (std::is_integral_v<T> && sizeof(T) == 2) return FixedString("ui16");
-  else if constexpr (std::is_integral_v<T> && sizeof(T) == 4) return FixedString("ui32");
-  else if constexpr (std::is_integral_v<T> && sizeof(T) == 8) return FixedString("ui64");
+  else if constexpr (std::is_integral_v<T>) return integer_code<T>();
   else static_assert(sizeof(T) == 0, "this type has no RAL code: see kiln/ral/mangle.h");
 }
 
 template <typename T>
 constexpr bool has_scalar_code() {
-  return std::is_same_v<T, bool> || std::is_same_v<T, float> || std::is_same_v<T, double> ||
-         (std::is_integral_v<T> && (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8));
+  if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, float> || std::is_same_v<T, double>) return true;
+  else if constexpr (std::is_integral_v<T>) return sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8;
+  else return false;
 }
 
 }  // namespace mangle_detail
