@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -212,11 +211,10 @@ TEST(Fuzz, PathologicalInputs) {
   };
   Stats stats;
   for (const std::string& text : inputs) {
-    auto start = std::chrono::steady_clock::now();
+    // No wall-clock bound (sanitizer builds on a loaded machine vary tenfold): a quadratic
+    // lookup makes these inputs run into ctest's timeout instead.
     check_input(text, &stats);
     if (HasFatalFailure()) return;
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    EXPECT_LT(seconds, 20.0) << text.substr(0, 80);
   }
 }
 
@@ -243,11 +241,10 @@ TEST(Fuzz, ManyNamesRoutinesAndIndices) {
   };
   Stats stats;
   for (const std::string& text : inputs) {
-    auto start = std::chrono::steady_clock::now();
+    // No wall-clock bound (sanitizer builds on a loaded machine vary tenfold): a quadratic
+    // lookup makes these inputs run into ctest's timeout instead.
     check_input(text, &stats);
     if (HasFatalFailure()) return;
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    EXPECT_LT(seconds, 20.0) << text.substr(0, 80);
   }
 }
 

@@ -31,7 +31,9 @@ Status call(const std::string& device, const std::string& name, std::vector<void
   Context context(device);
   ExecutionContext execution(context, seed, run);
   args.insert(args.begin(), nullptr);
-  if (execution.call(name.c_str(), args.data()) == 0) EXPECT_TRUE(execution.status().ok());
+  if (execution.call(name.c_str(), args.data()) == 0) {
+    EXPECT_TRUE(execution.status().ok());
+  }
   return execution.finish();
 }
 
@@ -92,7 +94,9 @@ TEST(LibraryTest, SortAndArgsortRows) {
             if (i > 0) {
               const int32_t prev = idx[static_cast<size_t>(r * s.n + i - 1)];
               const float pv = x[static_cast<size_t>(r * s.n + prev)];
-              if (pv == v || (std::isnan(pv) && std::isnan(v))) EXPECT_LT(prev, at) << where << ": not stable";
+              if (pv == v || (std::isnan(pv) && std::isnan(v))) {
+                EXPECT_LT(prev, at) << where << ": not stable";
+              }
             }
           }
         }
