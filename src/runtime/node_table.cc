@@ -26,8 +26,12 @@ Result<std::shared_ptr<NodeTable>> NodeTable::create(const ir::Program& program,
   std::vector<bool> written(program.nodes.size(), false);
   for (const ir::Routine& r : program.routines) {
     for (const ir::Assignment& a : r.statements) written[a.target] = true;
+    for (const ir::Call& c : r.calls) {
+      for (int out : c.outputs) written[out] = true;
+    }
   }
   std::shared_ptr<NodeTable> table(new NodeTable());
+  table->seed_ = seed;
   for (const ir::TensorNode& n : program.nodes) {
     NodeDesc desc;
     desc.name = n.name;
@@ -118,8 +122,15 @@ Status Tensor::read(std::span<std::byte> out, Timeout timeout) const {
         KILN_RETURN_IF_ERROR(download_locked(*newer).status());
       }
     }
-    if (!node_->host_pending || point_passed(*node_->host_pending)) break;
+    if (!node_->host_pending) break;
     const hal::SemaphoreValue pending = node_->host_pending->at;
+    // A failed download (its writer failed) leaves the host copy stale: say so, never return it.
+    Result<uint64_t> reached = pending.semaphore->query();
+    if (!reached.ok()) return reached.status().annotate("reading node '" + desc().name + "'");
+    if (*reached >= pending.value) {
+      node_->host_pending.reset();  // done: a later failure of that stream does not concern it
+      break;
+    }
     lock.unlock();
     Status status = pending.semaphore->wait(pending.value, timeout);
     if (!status.ok()) return status.annotate("reading node '" + desc().name + "'");
@@ -143,6 +154,7 @@ Status Tensor::write(std::span<const std::byte> data) const {
     lock.lock();
   }
   std::memcpy(node_->host.data(), data.data(), data.size());
+  node_->host_pending.reset();  // the host copy is the host's now, whatever a transfer did
   for (const auto& weak : node_->arrays) {
     if (std::shared_ptr<DeviceArray> array = weak.lock()) {
       array->stale = true;

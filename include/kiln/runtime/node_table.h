@@ -87,7 +87,8 @@ class NodeTable;
 
 // A host-side handle of one node: the automatic host transfers.
 //  - read() waits for the node's pending device writers and copies the newest device data back
-//    first when a device holds newer data than the host;
+//    first when a device holds newer data than the host; when that copy failed (its writer
+//    failed, or its stream did), read() returns the failure, never the stale host copy;
 //  - write() replaces the host copy and marks every device array stale, so that the next routine
 //    or transfer that reads an array uploads the host copy first.
 // With automatic transfers switched off (NodeTable::set_automatic_transfers(false)), read() and
@@ -121,6 +122,8 @@ class NodeTable : public std::enable_shared_from_this<NodeTable> {
 
   // NOT_FOUND naming the node.
   Result<std::shared_ptr<Node>> find(std::string_view name) const;
+  // The seed of the initializers; routines' random calls are keyed by it too.
+  uint64_t seed() const { return seed_; }
   Result<Tensor> tensor(std::string_view name);
   std::vector<std::string> names() const;
 
@@ -139,6 +142,7 @@ class NodeTable : public std::enable_shared_from_this<NodeTable> {
 
   std::map<std::string, std::shared_ptr<Node>, std::less<>> nodes_;
   std::atomic<bool> automatic_{true};
+  uint64_t seed_ = 0;
 };
 
 namespace internal {
