@@ -1,6 +1,7 @@
 // The compiler's figures, each against a baseline in the same run:
 //  - a fused elementwise chain y = relu(a * b + c) over 2^24 floats vs memcpy (bytes moved/s);
-//  - a 512x512x512 f32 matrix product written in the language vs OpenBLAS sgemm, same threads;
+//  - f32 matrix products written in the language (n = 32 to 1024, with and without the automatic
+//    gemm call) vs OpenBLAS sgemm called directly, 2 threads;
 //  - compile latency of each example: cold (C compiler runs) vs warm (disk cache hit);
 //  - lowering time of N copies of `y[i] += x[i]` (fused into one kernel) for N = 1000 (the
 //    baseline) to 20000: near-linear, so the time per statement should stay flat.
@@ -24,9 +25,12 @@ namespace {
 
 constexpr int64_t kChain = int64_t{1} << 24;
 
-std::unique_ptr<runtime::ProgramInstance> instance_of(const std::string& text, uint32_t threads) {
+std::unique_ptr<runtime::ProgramInstance> instance_of(const std::string& text, uint32_t threads,
+                                                     const ir::LowerOptions& lower = {}) {
   ir::Program program = check(lang::parse_program(text, "bench.kiln"), "parse");
-  return check(runtime::ProgramInstance::create(make_cpu_device(threads), program), "compile");
+  runtime::ProgramOptions options;
+  options.lower = lower;
+  return check(runtime::ProgramInstance::create(make_cpu_device(threads), program, options), "compile");
 }
 
 void BM_Memcpy(benchmark::State& state) {
@@ -48,30 +52,50 @@ void BM_ElementwiseChain(benchmark::State& state) {
 }
 BENCHMARK(BM_ElementwiseChain)->UseRealTime()->Unit(benchmark::kMillisecond);
 
-constexpr int kN = 512;
+std::string matmul_text(int64_t n) {
+  const std::string d = std::to_string(n);
+  return "input a : f32[" + d + ", " + d + "]\ninput b : f32[" + d + ", " + d + "]\noutput c : f32[" + d + ", " + d +
+         "]\nc[i, j] = sum(a[i, k] * b[k, j])\n";
+}
 
+void set_gflops(benchmark::State& state, int64_t n) {
+  state.counters["GFLOPS"] = benchmark::Counter(2.0 * double(n * n * n) * double(state.iterations()),
+                                                benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+
+// OpenBLAS called directly on 2 threads: the baseline of every matrix product below.
 void BM_OpenBlasSgemm(benchmark::State& state) {
-  openblas_set_num_threads(static_cast<int>(state.range(0)));
-  std::vector<float> a(kN * kN, 0.5f), b(kN * kN, 0.25f), c(kN * kN);
+  const int n = static_cast<int>(state.range(0));
+  openblas_set_num_threads(2);
+  std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n);
   for (auto _ : state) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kN, kN, kN, 1.0f, a.data(), kN,
-                b.data(), kN, 0.0f, c.data(), kN);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
+                c.data(), n);
     benchmark::ClobberMemory();
   }
-  state.counters["GFLOPS"] = benchmark::Counter(2.0 * kN * kN * kN * double(state.iterations()),
-                                                benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  set_gflops(state, n);
 }
-BENCHMARK(BM_OpenBlasSgemm)->ArgName("threads")->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OpenBlasSgemm)->ArgName("n")->Arg(32)->Arg(64)->Arg(128)->Arg(512)->Arg(1024)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
+// The product written in the language, run by `ProgramInstance::run` (submission to completion)
+// on 2 threads: with automatic calls (gemm through the RAL when n^3 >= 64^3) and without (the
+// kernel kiln generates). The small sizes are where the threshold was measured.
 void BM_KilnMatmul(benchmark::State& state) {
-  auto p = instance_of("input a : f32[512, 512]\ninput b : f32[512, 512]\noutput c : f32[512, 512]\n"
-                       "c[i, j] = sum(a[i, k] * b[k, j])\n",
-                       static_cast<uint32_t>(state.range(0)));
+  const int64_t n = state.range(0);
+  const bool auto_calls = state.range(1) != 0;
+  ir::LowerOptions lower;
+  lower.auto_calls = auto_calls;
+  lower.library_calls.min_gemm_volume = 0;  // auto_calls = 1 always calls, to measure the call
+  auto p = instance_of(matmul_text(n), 2, lower);
   for (auto _ : state) check(p->run("main"), "run");
-  state.counters["GFLOPS"] = benchmark::Counter(2.0 * kN * kN * kN * double(state.iterations()),
-                                                benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  set_gflops(state, n);
 }
-BENCHMARK(BM_KilnMatmul)->ArgName("threads")->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_KilnMatmul)
+    ->ArgNames({"n", "auto_calls"})
+    ->ArgsProduct({{8, 16, 32, 64, 128, 512}, {0, 1}})
+    ->Args({1024, 1})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 const char* const kExamples[] = {"matmul_bias_relu", "softmax", "conv2d", "layernorm", "maxpool", "mlp"};
 

@@ -44,6 +44,12 @@ Failure runtime(const Status& status, const std::string& what) {
 // An error in what the user gave (a program, a file, a setting), not in how kiln was called.
 Failure invalid_input(const std::string& message) { return {kExitUsage, "kiln: " + message, std::nullopt}; }
 
+ir::LowerOptions lower_options(const Options& o) {
+  ir::LowerOptions lower;
+  lower.auto_calls = o.auto_calls;
+  return lower;
+}
+
 std::variant<ir::Program, Failure> load_program(const std::string& path) {
   Result<std::string> text = read_bounded_file(path, kMaxProgramBytes, "the program");
   if (!text.ok()) {
@@ -250,7 +256,7 @@ int command_run(const Options& o) {
   auto opened = open_device(o.device);
   if (auto* f = std::get_if<Failure>(&opened)) return report(*f);
   // Lowered here, so that an error in the program is told apart from a device's (exit 2, not 1).
-  Result<ir::LoweredProgram> lowered = ir::lower_program(program);
+  Result<ir::LoweredProgram> lowered = ir::lower_program(program, lower_options(o));
   if (!lowered.ok()) return report(invalid_input(o.program + ": " + lowered.status().message()));
 
   // The host copies: initializers from --seed, then the given and random inputs.
@@ -368,9 +374,9 @@ int command_compile(const Options& o) {
   const ir::Program& program = std::get<ir::Program>(loaded);
   std::string text;
   if (o.emit == "ir") {
-    text = ir::print_program(program);
+    text = ir::print_program(o.auto_calls ? ir::with_library_calls(program) : program);
   } else {
-    Result<ir::LoweredProgram> lowered = ir::lower_program(program);
+    Result<ir::LoweredProgram> lowered = ir::lower_program(program, lower_options(o));
     if (!lowered.ok()) return report(invalid_input(o.program + ": " + lowered.status().message()));
     if (o.emit == "lowered") {
       text = ir::print_lowered(*lowered);

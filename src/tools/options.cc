@@ -35,6 +35,8 @@ struct CommandSpec {
 };
 
 constexpr OptionSpec kHelpOption = {"--help", "-h", "", "print this help and exit"};
+constexpr OptionSpec kNoAutoCallsOption = {
+    "--no-auto-calls", "", "", "do not replace statements with library calls (e.g. a product by gemm)"};
 
 constexpr std::string_view kExitStatus =
     "Exit status: 0 success; 1 a runtime failure (device, compiler, I/O); 2 a usage error or\n"
@@ -69,6 +71,7 @@ const std::vector<CommandSpec>& commands() {
             "(at most 1000000)"},
            {"--print", "", "", "print every output: small tensors in full, large ones summarized"},
            {"--trace", "", "FILE.json", "write a Chrome/Perfetto trace of what ran on which stream"},
+           kNoAutoCallsOption,
            kHelpOption,
        },
        "Files:\n"
@@ -89,7 +92,10 @@ const std::vector<CommandSpec>& commands() {
             "the device whose source --emit source prints: cpu (the default, C),\n"
             "opencl (OpenCL C) or interp (loop IR); NAME:N as for 'kiln run'. The\n"
             "device must be present ('kiln devices')"},
-           {"--emit", "", "ir|lowered|source", "what to print (default ir)"},
+           {"--emit", "", "ir|lowered|source",
+            "what to print (default ir; ir shows the library calls the compiler\n"
+            "puts in, such as gemm for a large matrix product)"},
+           kNoAutoCallsOption,
            {"-o", "", "FILE",
             "write to FILE instead of standard output (written like the outputs\n"
             "of 'kiln run'; it may not be the program)"},
@@ -243,6 +249,8 @@ std::variant<Options, Failure> parse_options(const std::vector<std::string>& arg
       }
     } else if (name == "--print") {
       o.print = true;
+    } else if (name == "--no-auto-calls") {
+      o.auto_calls = false;
     } else if (name == "--trace") {
       o.trace = value;
     } else if (name == "--emit") {

@@ -36,6 +36,7 @@ struct Options {
   uint64_t repeat = 1;
   uint64_t streams = 1;
   bool print = false;
+  bool auto_calls = true;  // --no-auto-calls turns it off
   std::string trace;
   std::string emit = "ir";
   std::string out_file;

@@ -24,9 +24,11 @@ MemoryMode mode_of(const LoweredProgram& p, const std::string& name) {
   return n ? n->memory : MemoryMode::kUnset;
 }
 
+// Without the loop-IR passes, and without automatic calls (the products here stay loop nests).
 LowerOptions plain() {
   LowerOptions o;
   o.optimize = false;
+  o.auto_calls = false;
   return o;
 }
 

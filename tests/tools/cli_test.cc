@@ -291,13 +291,14 @@ TEST_F(CliTest, RepeatPrintsMinMedianMax) {
 TEST_F(CliTest, CompileEmitsIrThatReparsesToTheSameProgram) {
   for (const std::string& name : example_names()) {
     const std::string out = dir_.file(name + ".ir.kiln");
-    std::vector<std::string> args = {"compile", example(name), "--emit", "ir", "-o", out};
+    // Without automatic calls, the program as written (with them, a product may be a gemm call).
+    std::vector<std::string> args = {"compile", example(name), "--emit", "ir", "--no-auto-calls", "-o", out};
     ProcessResult r = run(args);
     ASSERT_EQ(r.exit_code, 0) << describe_run(args, r);
     Result<std::string> emitted = read_file(out);
     ASSERT_TRUE(emitted.ok()) << emitted.status();
     // The same text on stdout without -o (and `ir` is the default).
-    ProcessResult printed = run({"compile", example(name)});
+    ProcessResult printed = run({"compile", example(name), "--no-auto-calls"});
     ASSERT_EQ(printed.exit_code, 0) << printed.output;
     EXPECT_EQ(printed.output, *emitted);
 
@@ -315,6 +316,45 @@ TEST_F(CliTest, CompileEmitsIrThatReparsesToTheSameProgram) {
     EXPECT_EQ(a.exit_code, 0) << a.output;
     EXPECT_EQ(a.output, b.output) << name;
   }
+}
+
+// The compiler's automatic calls show in --emit ir (and the printed program runs like the
+// original); --no-auto-calls keeps the statement, in compile and in run.
+TEST_F(CliTest, AutomaticGemmShowsInTheIrAndCanBeTurnedOff) {
+  ProcessResult with_calls = run({"compile", example("matmul_bias_relu")});
+  ASSERT_EQ(with_calls.exit_code, 0) << with_calls.output;
+  EXPECT_NE(with_calls.output.find("call gemm(a, b) -> c\n"), std::string::npos) << with_calls.output;
+  ProcessResult lowered = run({"compile", example("matmul_bias_relu"), "--emit", "lowered"});
+  EXPECT_NE(lowered.output.find("; call gemm(a, b) -> c"), std::string::npos) << lowered.output;
+  ProcessResult without = run({"compile", example("matmul_bias_relu"), "--no-auto-calls", "--emit", "lowered"});
+  ASSERT_EQ(without.exit_code, 0) << without.output;
+  EXPECT_EQ(without.output.find("call"), std::string::npos) << without.output;
+  ProcessResult a = run({"run", example("matmul_bias_relu"), "--print", "--seed", "5"});
+  ProcessResult b = run({"run", example("matmul_bias_relu"), "--print", "--seed", "5", "--no-auto-calls"});
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+}
+
+// `kiln run` of a program with calls, on every device, writes its outputs; an unknown function
+// exits 1 naming the function and the device.
+TEST_F(CliTest, RunsCallStatementsAndReportsUnknownFunctions) {
+  const std::string program = dir_.file("calls.kiln");
+  ASSERT_TRUE(write_bytes(program, "input x : f32[3, 5]\noutput y : f32[3, 5]\noutput idx : i32[3, 5]\n"
+                                  "tensor t : f32[3, 5]\nt[i, j] = x[i, j] * -1\n"
+                                  "call sort(t) -> y\ncall argsort(t, descending=1) -> idx\n").ok());
+  for (const char* device : {"cpu", "interp", "opencl"}) {
+    if (!device_present(device)) continue;
+    const std::string out = dir_.file(std::string("y_") + device + ".npy");
+    ProcessResult r = run({"run", program, "--device", device, "--output", "y=" + out, "--print"});
+    ASSERT_EQ(r.exit_code, 0) << device << ": " << r.output;
+    EXPECT_NE(r.output.find("idx : i32 [3, 5]"), std::string::npos) << r.output;
+    EXPECT_TRUE(std::filesystem::exists(out)) << device;
+  }
+  const std::string unknown = dir_.file("unknown.kiln");
+  ASSERT_TRUE(write_bytes(unknown, "input x : f32[4]\noutput y : f32[4]\ncall fancy_kernel(x) -> y\n").ok());
+  ProcessResult r = run({"run", unknown, "--device", "interp"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("no function 'fancy_kernel' is registered for device 'interp'"), std::string::npos) << r.output;
 }
 
 TEST_F(CliTest, CompileEmitsLoweredAndSource) {

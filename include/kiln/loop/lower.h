@@ -26,6 +26,7 @@
 #include <cstdint>
 
 #include "kiln/loop/loop.h"
+#include "kiln/ir/library_calls.h"
 #include "kiln/ir/program.h"
 
 namespace kiln::ir {
@@ -46,6 +47,10 @@ struct LowerOptions {
   // loop-invariant hoisting, fma formation. Off gives the plain translation (the reference side
   // of differential tests).
   bool optimize = true;
+  // Replace statements a library function computes faster by calls of it first (a matrix
+  // product by gemm; kiln/ir/library_calls.h). Off: `--no-auto-calls`.
+  bool auto_calls = true;
+  LibraryCallOptions library_calls;
 };
 
 Result<LoweredProgram> lower_program(const Program& program, const LowerOptions& options = {});
