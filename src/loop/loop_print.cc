@@ -10,6 +10,7 @@
 #include <system_error>
 #include <vector>
 
+#include "kiln/ir/printer.h"
 #include "kiln/loop/loop.h"
 
 #include "loop/loop_text_internal.h"
@@ -205,8 +206,22 @@ std::string print_lowered(const LoweredProgram& lowered) {
     if (!out.empty()) out += '\n';
     out += "; routine " + comment_safe(routine.name) + ": " +
            std::to_string(routine.kernels.size()) +
-           (routine.kernels.size() == 1 ? " kernel\n" : " kernels\n");
-    for (const Kernel& kernel : routine.kernels) out += print_kernel(kernel, &lowered.program);
+           (routine.kernels.size() == 1 ? " kernel" : " kernels") +
+           (routine.calls.empty() ? "" : ", " + std::to_string(routine.calls.size()) +
+                                             (routine.calls.size() == 1 ? " call" : " calls")) +
+           "\n";
+    // Calls as comments where they run between the kernels (the text reparses as kernels).
+    size_t next_call = 0;
+    auto print_calls = [&](size_t kernels_before) {
+      for (; next_call < routine.calls.size() && routine.calls[next_call].after_kernels <= kernels_before; ++next_call) {
+        out += "; " + comment_safe(print_call(lowered.program, routine.calls[next_call].call)) + "\n";
+      }
+    };
+    for (size_t k = 0; k < routine.kernels.size(); ++k) {
+      print_calls(k);
+      out += print_kernel(routine.kernels[k], &lowered.program);
+    }
+    print_calls(SIZE_MAX);
   }
   return out;
 }

@@ -75,6 +75,7 @@ class Lowerer {
     LExprRef offset;
   };
 
+  Status place_call_tensors();
   Status decide_memory();
   Status plan_routines();
   Status lower_routine(size_t r, LoweredRoutine* lowered);
@@ -100,6 +101,7 @@ class Lowerer {
   std::map<const Assignment*, bool> skipped_;     // definitions that were inlined away
   std::unordered_map<std::string, int> hidden_;   // hidden nodes made so far, by name
   std::vector<RoutinePlan> plans_;                // per routine: its kernel groups
+  int next_call_site_ = 0;                        // call sites numbered in program order
   std::map<std::pair<size_t, size_t>, std::vector<int>> group_locals_;  // (routine, group) → nodes
   // Per kernel group being lowered.
   KernelBuilder* kb_ = nullptr;
@@ -128,6 +130,49 @@ int Lowerer::hidden_node(const std::string& name, const TensorNode& like, Role r
   return node.id;
 }
 
+// Whether a call of `routine` runs between statements `def` and `reader` (def < reader): an
+// inlined definition would then read what the call wrote, not the values from before it.
+bool call_between(const Routine& routine, size_t def, size_t reader) {
+  for (const Call& c : routine.calls) {
+    const size_t at = static_cast<size_t>(c.position);
+    if (at > def && at <= reader) return true;
+  }
+  return false;
+}
+
+// The tensors of a call, arguments then outputs.
+std::vector<int> call_tensors(const Call& call) {
+  std::vector<int> nodes;
+  for (const CallArg& a : call.args) {
+    if (a.node >= 0) nodes.push_back(a.node);
+  }
+  nodes.insert(nodes.end(), call.outputs.begin(), call.outputs.end());
+  return nodes;
+}
+
+// A call passes whole tensors by address: each needs a buffer. Intermediates get one on the
+// device, a const that would be folded keeps its host copy, and a request for a virtual or local
+// tensor cannot be met.
+Status Lowerer::place_call_tensors() {
+  for (const Routine& routine : in_.routines) {
+    for (const Call& call : routine.calls) {
+      for (int node : call_tensors(call)) {
+        TensorNode& n = out_.program.nodes[node];
+        const MemoryMode requested = in_.nodes[node].memory;
+        if (requested == MemoryMode::kVirtual || requested == MemoryMode::kLocal) {
+          return invalid_argument_error(
+              "tensor '" + n.name + "' cannot be " + (requested == MemoryMode::kVirtual ? "virtual" : "local") +
+              ": call " + call.function + " (routine '" + routine.name + "', line " +
+              std::to_string(call.loc.line) + ") passes it whole, so it needs a buffer");
+        }
+        if (n.memory == MemoryMode::kVirtual) n.memory = MemoryMode::kHosted;  // a folded const
+        if (n.memory == MemoryMode::kUnset) n.memory = MemoryMode::kOnDevice;
+      }
+    }
+  }
+  return Status();
+}
+
 // Roles fix the modes of inputs, outputs and params; user requests (memory_mode.h) stand; a const
 // with a plain value is folded; then intermediates are inlined where possible (or requested).
 Status Lowerer::decide_memory() {
@@ -139,6 +184,7 @@ Status Lowerer::decide_memory() {
       n.memory = n.init.kind == Init::Kind::kValue ? MemoryMode::kVirtual : MemoryMode::kHosted;
     }
   }
+  KILN_RETURN_IF_ERROR(place_call_tensors());
   const InlineCandidates candidates(in_);
   InlinedDepths depths;
   std::set<int> too_deep;  // definitions kept in memory so that no expression nests too deep
@@ -161,7 +207,7 @@ Status Lowerer::decide_memory() {
       // A request for a buffer or a local array is never inlined; kVirtual always is tried.
       if (n.memory != MemoryMode::kVirtual && (n.memory != MemoryMode::kUnset || !options_.inline_virtual)) continue;
       size_t reader = 0;
-      if (candidates.inlinable(s.target, routine, i, &reader)) {
+      if (candidates.inlinable(s.target, routine, i, &reader) && !call_between(routine, i, reader)) {
         inline_def_[s.target] = &s;
         skipped_[&s] = true;
         depths.set(s.target, depth);
@@ -188,13 +234,26 @@ Status Lowerer::decide_memory() {
 // Kernel groups per routine, then local arrays (which depend on the groups), then the rest of
 // the intermediates get device buffers.
 Status Lowerer::plan_routines() {
+  const FusionOptions fusion{options_.fuse, options_.collapse};
   for (const Routine& routine : in_.routines) {
-    std::vector<size_t> statements;
+    // Calls split the statements into segments planned apart: no kernel spans a call.
+    RoutinePlan plan{&routine, {}};
+    std::vector<size_t> segment;
+    auto plan_segment = [&] {
+      if (segment.empty()) return;
+      std::vector<KernelGroup> groups = plan_kernels(in_, routine, segment, inline_def_, fusion);
+      plan.groups.insert(plan.groups.end(), groups.begin(), groups.end());
+      segment.clear();
+    };
+    size_t next_call = 0;
     for (size_t i = 0; i < routine.statements.size(); ++i) {
-      if (!skipped_.count(&routine.statements[i])) statements.push_back(i);
+      for (; next_call < routine.calls.size() && static_cast<size_t>(routine.calls[next_call].position) <= i; ++next_call) {
+        plan_segment();
+      }
+      if (!skipped_.count(&routine.statements[i])) segment.push_back(i);
     }
-    FusionOptions fusion{options_.fuse, options_.collapse};
-    plans_.push_back(RoutinePlan{&routine, plan_kernels(in_, routine, statements, inline_def_, fusion)});
+    plan_segment();
+    plans_.push_back(std::move(plan));
   }
   const NodeUses uses = node_uses(plans_, inline_def_);
   for (TensorNode& n : out_.program.nodes) {
@@ -551,24 +610,26 @@ Result<std::vector<Kernel>> Lowerer::lower_group(const Routine& routine, size_t 
 Status Lowerer::lower_routine(size_t r, LoweredRoutine* lowered) {
   const Routine& routine = *plans_[r].routine;
   lowered->name = routine.name;
+  size_t next_call = 0;
+  // The calls that run before statement `before` (all of them for SIZE_MAX), after the kernels so far.
+  auto add_calls = [&](size_t before) {
+    for (; next_call < routine.calls.size() && static_cast<size_t>(routine.calls[next_call].position) <= before;
+         ++next_call) {
+      lowered->calls.push_back({routine.calls[next_call], lowered->kernels.size(), next_call_site_++});
+    }
+  };
   for (size_t g = 0; g < plans_[r].groups.size(); ++g) {
+    add_calls(plans_[r].groups[g].statements.front());
     Result<std::vector<Kernel>> kernels = lower_group(routine, r, g);
     if (!kernels.ok()) return kernels.status().annotate("routine '" + routine.name + "'");
     for (Kernel& k : *kernels) lowered->kernels.push_back(std::move(k));
   }
+  add_calls(SIZE_MAX);
   return Status();
 }
 
 Result<LoweredProgram> Lowerer::run() {
   KILN_RETURN_IF_ERROR(validate_program(in_));
-  for (const Routine& routine : in_.routines) {
-    if (!routine.calls.empty()) {
-      const Call& c = routine.calls.front();
-      return unimplemented_error("routine '" + routine.name + "', line " + std::to_string(c.loc.line) + ": call " +
-                                 c.function + ": call statements are parsed and checked, but this version of kiln "
-                                 "cannot run them yet");
-    }
-  }
   KILN_RETURN_IF_ERROR(decide_memory());
   KILN_RETURN_IF_ERROR(plan_routines());
   for (size_t r = 0; r < plans_.size(); ++r) {
@@ -582,7 +643,9 @@ Result<LoweredProgram> Lowerer::run() {
 }  // namespace
 
 Result<LoweredProgram> lower_program(const Program& program, const LowerOptions& options) {
-  KILN_ASSIGN_OR_RETURN(LoweredProgram lowered, Lowerer(program, options).run());
+  KILN_RETURN_IF_ERROR(validate_program(program));
+  const Program with_calls = options.auto_calls ? with_library_calls(program, options.library_calls) : Program();
+  KILN_ASSIGN_OR_RETURN(LoweredProgram lowered, Lowerer(options.auto_calls ? with_calls : program, options).run());
   if (options.optimize) {
     for (LoweredRoutine& routine : lowered.routines) {
       for (Kernel& kernel : routine.kernels) optimize_kernel(kernel);

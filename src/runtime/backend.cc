@@ -4,7 +4,9 @@
 #include <set>
 
 #include "kiln/codegen/c_emitter.h"
+#include "kiln/ral/context.h"
 #include "runtime/device_array.h"
+#include "runtime/routine_steps.h"
 #include "runtime/scheduler.h"
 #include "runtime/stream_state.h"
 #include "runtime/transfer_internal.h"
@@ -13,7 +15,9 @@ namespace kiln::runtime {
 
 Result<std::shared_ptr<Backend>> Backend::create(hal::DeviceRef device, BackendOptions options) {
   if (!device) return invalid_argument_error("Backend::create: no device");
-  return std::shared_ptr<Backend>(new Backend(std::move(device), std::move(options)));
+  std::shared_ptr<Backend> backend(new Backend(std::move(device), std::move(options)));
+  backend->ral_ = std::make_shared<ral::Context>(backend->device_->info().driver);
+  return backend;
 }
 
 Backend::~Backend() {
@@ -279,6 +283,20 @@ Result<LinkedBatch> Backend::link_routines(const ContextRef& parent, const CodeR
         if (std::binary_search(access.written.begin(), access.written.end(), id)) writes.insert(name);
       }
       routine->dispatches_.push_back(std::move(d));
+    }
+    routine->lowered_ = &lr;
+    Result<std::vector<std::shared_ptr<const ral::BoundCall>>> calls = bind_routine_calls(lr, program, *device_);
+    if (!calls.ok()) return calls.status().annotate("link");
+    routine->calls_ = std::move(*calls);
+    for (const auto& call : routine->calls_) {
+      const std::vector<int>& tensors = call->tensors();
+      for (size_t t = 0; t < tensors.size(); ++t) {
+        KILN_RETURN_IF_ERROR(ensure_array(tensors[t]));
+        const std::string& name = program.nodes[tensors[t]].name;
+        const bool output = t + call->output_count() >= tensors.size();
+        if (output) writes.insert(name);
+        if (!output || call->reads_outputs()) reads.insert(name);
+      }
     }
     routine->reads_.assign(reads.begin(), reads.end());
     routine->writes_.assign(writes.begin(), writes.end());

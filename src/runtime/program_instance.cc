@@ -4,9 +4,16 @@
 
 #include "kiln/codegen/c_emitter.h"
 #include "kiln/runtime/code.h"
+#include "kiln/ral/context.h"
 #include "runtime/initial_value.h"
+#include "runtime/routine_steps.h"
 
 namespace kiln::runtime {
+
+struct ProgramInstance::RoutineSteps {
+  std::vector<RoutineStep> steps;
+  uint64_t runs = 0;  // numbers the runs, for the random calls
+};
 
 Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef device,
                                                                  const ir::Program& program,
@@ -35,26 +42,32 @@ Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef 
     KILN_RETURN_IF_ERROR(instance->write(node.name, init.data(), init.size()));
   }
 
-  // A command buffer per routine: its kernels in order, a barrier between them.
+  // Per routine: its kernels in command buffers, a barrier between them, split at its calls.
   const uint32_t max_workgroups = options.max_workgroups
                                       ? options.max_workgroups
                                       : 4 * std::max(1u, device->info().capabilities.compute_units);
+  instance->ral_ = std::make_shared<ral::Context>(device->info().driver);
+  instance->seed_ = options.seed;
   uint32_t ordinal = 0;
   for (const ir::LoweredRoutine& r : lowered.routines) {
-    auto cb = device->create_command_buffer();
-    for (size_t i = 0; i < r.kernels.size(); ++i) {
+    const uint32_t first_ordinal = ordinal;
+    ordinal += static_cast<uint32_t>(r.kernels.size());
+    auto dispatch = [&](size_t i) -> Result<hal::DispatchCommand> {
       const ir::Kernel& k = r.kernels[i];
-      hal::DispatchCommand dispatch;
-      dispatch.executable = instance->executable_;
-      dispatch.export_ordinal = ordinal++;
-      dispatch.workgroups = {
-          static_cast<uint32_t>(std::min<int64_t>(codegen::max_workgroups(k), max_workgroups)), 1, 1};
-      for (int node : k.nodes) dispatch.bindings.push_back({instance->buffers_[node]});
-      if (i > 0) KILN_RETURN_IF_ERROR(cb->barrier());
-      KILN_RETURN_IF_ERROR(cb->dispatch(std::move(dispatch)));
-    }
-    KILN_RETURN_IF_ERROR(cb->finalize());
-    instance->routines_[r.name] = cb;
+      hal::DispatchCommand d;
+      d.executable = instance->executable_;
+      d.export_ordinal = first_ordinal + static_cast<uint32_t>(i);
+      d.workgroups = {static_cast<uint32_t>(std::min<int64_t>(codegen::max_workgroups(k), max_workgroups)), 1, 1};
+      for (int node : k.nodes) d.bindings.push_back({instance->buffers_[node]});
+      return d;
+    };
+    auto buffer = [&](int node) -> Result<hal::BufferRef> {
+      if (!instance->buffers_[node]) return internal_error("a call passes node " + std::to_string(node) + ", which has no buffer");
+      return instance->buffers_[node];
+    };
+    KILN_ASSIGN_OR_RETURN(auto calls, bind_routine_calls(r, lowered.program, *device));
+    KILN_ASSIGN_OR_RETURN(std::vector<RoutineStep> steps, make_routine_steps(*device, r, calls, dispatch, buffer));
+    instance->routines_[r.name] = std::make_shared<RoutineSteps>(RoutineSteps{std::move(steps), 0});
   }
   return instance;
 }
@@ -109,8 +122,9 @@ Status ProgramInstance::run(std::string_view routine, Timeout timeout) {
   if (it == routines_.end()) {
     return not_found_error("the program has no routine named '" + std::string(routine) + "'");
   }
+  const RoutineRun run{ral_, seed_, it->second->runs++};
   return submit_and_wait([&](const hal::SemaphoreList& w, const hal::SemaphoreList& s) {
-    return queue_->execute(w, s, it->second);
+    return submit_routine_steps(*device_, *queue_, w, s, it->second->steps, run);
   }, timeout);
 }
 

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "kiln/runtime/backend.h"
+#include "runtime/routine_steps.h"
 #include "runtime/stream_state.h"
 #include "runtime/transfer_internal.h"
 
@@ -75,8 +76,7 @@ Status Routine::run_in(const ContextRef& context) const {
     }
   }
 
-  auto cb = stream.device()->create_command_buffer();
-  for (size_t i = 0; i < dispatches_.size(); ++i) {
+  auto dispatch = [&](size_t i) -> Result<hal::DispatchCommand> {
     const Dispatch& d = dispatches_[i];
     hal::DispatchCommand command;
     command.executable = executable_;
@@ -85,28 +85,39 @@ Status Routine::run_in(const ContextRef& context) const {
     for (size_t b = 0; b < d.bindings.size(); ++b) {
       if (static_cast<int>(b) == d.merge_binding) {
         command.bindings.push_back({merge});
-      } else {
-        // Lowering binds only nodes a kernel reads or writes; a binding outside them would be
-        // a lowering bug, reported rather than thrown.
-        auto array = arrays.find(d.bindings[b]);
-        if (array == arrays.end()) {
-          return internal_error(where + ": kernel " + std::to_string(i) + " binds '" + d.bindings[b] +
-                                "', which the routine neither reads nor writes");
-        }
-        command.bindings.push_back({array->second->buffer});
+        continue;
       }
+      // Lowering binds only nodes a kernel reads or writes; a binding outside them would be a
+      // lowering bug, reported rather than thrown.
+      auto array = arrays.find(d.bindings[b]);
+      if (array == arrays.end()) {
+        return internal_error(where + ": kernel " + std::to_string(i) + " binds '" + d.bindings[b] +
+                              "', which the routine neither reads nor writes");
+      }
+      command.bindings.push_back({array->second->buffer});
     }
-    if (i > 0) KILN_RETURN_IF_ERROR(cb->barrier());
-    KILN_RETURN_IF_ERROR(cb->dispatch(std::move(command)).annotate(where));
-  }
-  KILN_RETURN_IF_ERROR(cb->finalize());
+    return command;
+  };
+  const ir::Program& program = code_->lowered().program;
+  auto call_buffer = [&](int node) -> Result<hal::BufferRef> {
+    auto array = arrays.find(program.nodes[node].name);
+    if (array == arrays.end()) {
+      return internal_error(where + ": a call passes '" + program.nodes[node].name +
+                            "', which the routine neither reads nor writes");
+    }
+    return array->second->buffer;
+  };
+  Result<std::vector<RoutineStep>> steps = make_routine_steps(*stream.device(), *lowered_, calls_, dispatch, call_buffer);
+  if (!steps.ok()) return steps.status().annotate(where);
+  const RoutineRun run{context->backend().ral_context(), context->nodes()->seed(), runs_++};
 
   std::vector<ArrayAccess> list;
   for (auto& [node, a] : accesses) list.push_back(a);
   if (streaming) list.push_back({streaming.get(), true, false});
   Result<StreamPoint> done = schedule(stream, list, {}, {name_, "routine", true},
                                       [&](const hal::SemaphoreList& w, const hal::SemaphoreList& s) {
-                                        return stream.queue()->execute(w, s, cb);
+                                        return submit_routine_steps(*stream.device(), *stream.queue(), w, s,
+                                                                    *steps, run);
                                       });
   if (!done.ok()) return done.status().annotate(where);
   for (auto& [node, a] : accesses) {

@@ -324,8 +324,8 @@ TEST(LoopTextTest, PrintLoweredReadsBackWithParseKernels) {
   lowered.program.nodes[0].name = "a";
   lowered.program.nodes[1].name = "b";
   lowered.program.nodes[2].name = "c";
-  lowered.routines.push_back({"main", {copy_kernel("main_0", 0, 1), copy_kernel("main_1", 1, 2)}});
-  lowered.routines.push_back({"other", {copy_kernel("other_0", 2, 0)}});
+  lowered.routines.push_back({"main", {copy_kernel("main_0", 0, 1), copy_kernel("main_1", 1, 2)}, {}});
+  lowered.routines.push_back({"other", {copy_kernel("other_0", 2, 0)}, {}});
   std::string text = print_lowered(lowered);
   EXPECT_EQ(text.rfind("; routine main: 2 kernels\n(kernel main_0", 0), 0u) << text;
   EXPECT_NE(text.find("\n; routine other: 1 kernel\n(kernel other_0"), std::string::npos) << text;

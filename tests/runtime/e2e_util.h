@@ -38,6 +38,14 @@ inline Result<hal::DeviceRef> open_device(const std::string& name, const std::st
   return drivers::builtin_registry().create_device(name, options);
 }
 
+// The driver's availability: why a device of driver `name` cannot be opened here (OpenCL
+// without a platform), as a status; OK when it can.
+inline Status driver_availability(const std::string& name) {
+  Result<hal::DriverRef> driver = drivers::builtin_registry().find(name);
+  if (!driver.ok()) return driver.status();
+  return (*driver)->availability();
+}
+
 inline size_t byte_size(const ir::TensorNode& node) {
   return static_cast<size_t>(node.element_count()) * ir::dtype_size(node.dtype);
 }

@@ -91,11 +91,8 @@ std::map<std::string, HostTensor> run(const hal::DeviceRef& device, const ir::Pr
 class GatherSelectTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (GetParam() == "opencl") {
-      Result<hal::DriverRef> driver = drivers::builtin_registry().find("opencl");
-      ASSERT_TRUE(driver.ok()) << driver.status();
-      Status available = (*driver)->availability();
-      if (!available.ok()) GTEST_SKIP() << "no OpenCL: " << available;
+    if (Status available = driver_availability(GetParam()); !available.ok()) {
+      GTEST_SKIP() << GetParam() << " is not available here: " << available;
     }
     auto device = open_device(GetParam(), cache_.path());
     ASSERT_TRUE(device.ok()) << device.status();

@@ -115,9 +115,20 @@ struct Kernel {
   LStmtRef body;
 };
 
+// A call statement of a lowered routine: it runs after the routine's first `after_kernels`
+// kernels and before the rest (calls with equal after_kernels run in order). Its tensors live in
+// buffers (kHosted or kOnDevice). `call_site` numbers the program's calls in order (routines in
+// program order, calls in the order written); it keys the call's random-number stream.
+struct LoweredCall {
+  Call call;
+  size_t after_kernels = 0;
+  int call_site = 0;
+};
+
 struct LoweredRoutine {
   std::string name;
-  std::vector<Kernel> kernels;  // run in order, each finished before the next
+  std::vector<Kernel> kernels;    // run in order, each finished before the next
+  std::vector<LoweredCall> calls;  // in order, between the kernels
 };
 
 struct LoweredProgram {

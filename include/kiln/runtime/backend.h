@@ -35,6 +35,10 @@
 #include "kiln/runtime/stream.h"
 #include "kiln/runtime/trace.h"
 
+namespace kiln::ral {
+class Context;
+}
+
 namespace kiln::runtime {
 
 struct BackendOptions {
@@ -63,6 +67,8 @@ class Backend : public std::enable_shared_from_this<Backend> {
 
   const hal::DeviceRef& device() const { return device_; }
   const BackendOptions& options() const { return options_; }
+  // The RAL context the library calls of this backend's routines run in.
+  const std::shared_ptr<ral::Context>& ral_context() const { return ral_; }
 
   // A new stream: a HAL queue of the device. Named "<device>/s<N>" unless `name` is given.
   Result<StreamRef> new_stream(std::string name = "");
@@ -100,6 +106,9 @@ class Backend : public std::enable_shared_from_this<Backend> {
 
   hal::DeviceRef device_;
   BackendOptions options_;
+  // Library functions' resources for this device (a BLAS handle, a workspace), shared by every
+  // routine run on it.
+  std::shared_ptr<ral::Context> ral_;
   std::vector<StreamRef> streams_;  // guarded by the scheduling mutex
   // The device-wide arrays of kShared nodes, by (table, node); the table is kept as a weak
   // reference too, so that a new table at a dead one's address never finds its arrays.

@@ -14,6 +14,10 @@
 #include "kiln/hal/device.h"
 #include "kiln/loop/lower.h"
 
+namespace kiln::ral {
+class Context;
+}
+
 namespace kiln::runtime {
 
 struct ProgramOptions {
@@ -53,7 +57,10 @@ class ProgramInstance {
   std::string source_;
   hal::ExecutableRef executable_;
   std::vector<hal::BufferRef> buffers_;  // by node id; null for virtual nodes
-  std::map<std::string, std::shared_ptr<hal::CommandBuffer>, std::less<>> routines_;
+  struct RoutineSteps;  // its command buffers and calls (runtime/routine_steps.h), runs so far
+  std::map<std::string, std::shared_ptr<RoutineSteps>, std::less<>> routines_;
+  std::shared_ptr<ral::Context> ral_;
+  uint64_t seed_ = 0;
   std::shared_ptr<hal::Semaphore> timeline_;
   uint64_t timeline_value_ = 0;
 };

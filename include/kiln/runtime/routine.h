@@ -7,6 +7,7 @@
 // checks, when scheduled, that its stream's merge buffer holds x (FAILED_PRECONDITION if not).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,10 @@
 #include "kiln/hal/command.h"
 #include "kiln/runtime/code.h"
 #include "kiln/runtime/context.h"
+
+namespace kiln::ral {
+class BoundCall;
+}
 
 namespace kiln::runtime {
 
@@ -50,6 +55,9 @@ class Routine {
   std::string name_;
   ContextRef context_;
   CodeRef code_;
+  const ir::LoweredRoutine* lowered_ = nullptr;  // in code_
+  std::vector<std::shared_ptr<const ral::BoundCall>> calls_;  // bound for the device
+  mutable std::atomic<uint64_t> runs_{0};  // numbers the runs, for the random calls
   hal::ExecutableRef executable_;
   std::vector<Dispatch> dispatches_;
   std::vector<std::string> reads_;   // sorted, merge buffer excluded

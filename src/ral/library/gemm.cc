@@ -50,6 +50,8 @@ Status gemm_reference(ExecutionContext*, MemRef<T, 2> a, MemRef<T, 2> b, MemRef<
 Status register_gemm(Registry& registry) {
   KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "cpu", &gemm_blas<float>>()));
   KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "cpu", &gemm_blas<double>>()));
+  KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "opencl", &gemm_blas<float>>()));
+  KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "opencl", &gemm_blas<double>>()));
   KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "interp", &gemm_reference<float>>()));
   return registry.add(make_function<"gemm", "interp", &gemm_reference<double>>());
 }

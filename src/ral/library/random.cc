@@ -108,6 +108,8 @@ Status add_ranks(Registry& registry) {
 Status register_random(Registry& registry) {
   KILN_RETURN_IF_ERROR((add_ranks<"cpu", float>(registry)));
   KILN_RETURN_IF_ERROR((add_ranks<"cpu", double>(registry)));
+  KILN_RETURN_IF_ERROR((add_ranks<"opencl", float>(registry)));
+  KILN_RETURN_IF_ERROR((add_ranks<"opencl", double>(registry)));
   KILN_RETURN_IF_ERROR((add_ranks<"interp", float>(registry)));
   return add_ranks<"interp", double>(registry);
 }

@@ -64,12 +64,22 @@ Status topk_rows(ExecutionContext*, MemRef<T, N> x, MemRef<T, N> values, MemRef<
 
 }  // namespace
 
-Status register_cpu_sorting(Registry& registry) {
+namespace {
+
+template <FixedString Device>
+Status add_sorting(Registry& registry) {
   return for_each_sorting_type([&]<typename T, int N>() {
-    KILN_RETURN_IF_ERROR(registry.add(make_function<"sort", "cpu", &sort_rows<T, N>>()));
-    KILN_RETURN_IF_ERROR(registry.add(make_function<"argsort", "cpu", &argsort_rows<T, N>>()));
-    return registry.add(make_function<"topk", "cpu", &topk_rows<T, N>>());
+    KILN_RETURN_IF_ERROR(registry.add(make_function<"sort", Device, &sort_rows<T, N>>()));
+    KILN_RETURN_IF_ERROR(registry.add(make_function<"argsort", Device, &argsort_rows<T, N>>()));
+    return registry.add(make_function<"topk", Device, &topk_rows<T, N>>());
   });
+}
+
+}  // namespace
+
+Status register_cpu_sorting(Registry& registry) {
+  KILN_RETURN_IF_ERROR(add_sorting<"cpu">(registry));
+  return add_sorting<"opencl">(registry);
 }
 
 }  // namespace kiln::ral::library

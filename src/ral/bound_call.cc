@@ -1,0 +1,106 @@
+#include "kiln/ral/bound_call.h"
+
+#include <cstring>
+
+#include "kiln/ir/call.h"
+
+namespace kiln::ral {
+
+namespace {
+
+// The memref code of a node: mNdT (kiln/ral/mangle.h).
+std::string memref_code(const ir::TensorNode& node) {
+  return "m" + std::to_string(node.dims.size()) + "d" + std::string(ir::dtype_name(node.dtype));
+}
+
+}  // namespace
+
+Result<BoundCall> BoundCall::bind(const ir::Call& call, const ir::Program& program, int call_site,
+                                  std::string_view device, const Registry& registry) {
+  BoundCall bound;
+  bound.function_ = call.function;
+  std::string codes = "pvoid";
+  auto add_tensor = [&](int node) -> Status {
+    if (node < 0 || static_cast<size_t>(node) >= program.nodes.size()) {
+      return internal_error("call " + call.function + " names node " + std::to_string(node) + ", which does not exist");
+    }
+    const ir::TensorNode& n = program.nodes[static_cast<size_t>(node)];
+    bound.tensors_.push_back(node);
+    bound.sizes_.push_back(n.dims);
+    codes += "_" + memref_code(n);
+    return Status();
+  };
+  for (const ir::CallArg& a : call.args) {
+    if (a.node >= 0) KILN_RETURN_IF_ERROR(add_tensor(a.node));
+  }
+  for (int node : call.outputs) KILN_RETURN_IF_ERROR(add_tensor(node));
+  bound.output_count_ = call.outputs.size();
+
+  auto add_scalar = [&](Scalar::Type type, double value) {
+    Scalar s{type};
+    s.i64 = static_cast<int64_t>(value);
+    s.f32 = static_cast<float>(value);
+    s.f64 = value;
+    bound.scalars_.push_back(s);
+    codes += type == Scalar::Type::kI64 ? "_i64" : type == Scalar::Type::kF32 ? "_f32" : "_f64";
+  };
+  if (const ir::BuiltinCall* builtin = ir::find_builtin_call(call.function)) {
+    // Flags are i64; values have the element type of the first output (c of gemm, r of random).
+    if (call.outputs.empty()) return internal_error("call " + call.function + " has no output");
+    const ir::DType element = program.nodes[static_cast<size_t>(call.outputs.front())].dtype;
+    const Scalar::Type value_type = element == ir::DType::kF64 ? Scalar::Type::kF64 : Scalar::Type::kF32;
+    for (const ir::CallAttribute& a : builtin->attributes) {
+      add_scalar(a.rule == ir::CallAttribute::Rule::kFlag ? Scalar::Type::kI64 : value_type,
+                 ir::call_attribute(call, a.name));
+    }
+    if (call.function.starts_with("random_")) add_scalar(Scalar::Type::kI64, call_site);
+    bound.reads_outputs_ = call.function == "gemm" && ir::call_attribute(call, "beta") != 0;
+  } else {
+    for (const ir::CallArg& a : call.args) {
+      if (a.node < 0) add_scalar(Scalar::Type::kF64, a.value);
+    }
+  }
+  bound.full_name_ = call.function + "___" + std::string(device) + "___" + codes + "___void";
+  if (registry.find(bound.full_name_).ok()) return bound;
+
+  // Say what is registered under the nickname, if anything: the usual mistake is a signature.
+  std::string known;
+  if (Result<std::vector<const Function*>> overloads = registry.find_nickname(call.function, device); overloads.ok()) {
+    for (const Function* f : *overloads) known += (known.empty() ? "" : ", ") + f->full_name;
+  }
+  return not_found_error("call " + call.function + ": no function '" + call.function + "' is registered for device '" +
+                         std::string(device) + "' with these arguments (looked for " + bound.full_name_ + "; " +
+                         (known.empty() ? std::string("nothing of that name is registered for the device")
+                                        : "registered: " + known) +
+                         ")");
+}
+
+Status BoundCall::invoke(ExecutionContext& execution, std::span<void* const> data) const {
+  if (data.size() != tensors_.size()) {
+    return internal_error("call " + function_ + ": " + std::to_string(data.size()) + " data pointers for " +
+                          std::to_string(tensors_.size()) + " tensors");
+  }
+  // A memref is the data pointer, then its sizes (kiln_ral_memref(N)): 8-byte words.
+  static_assert(sizeof(void*) == sizeof(uint64_t), "the RAL ABI packs memrefs as 64-bit words");
+  std::vector<std::vector<uint64_t>> memrefs(tensors_.size());
+  std::vector<void*> args;
+  args.reserve(1 + tensors_.size() + scalars_.size());
+  kiln_ral_context_t* abi = execution.abi();
+  args.push_back(&abi);
+  for (size_t t = 0; t < tensors_.size(); ++t) {
+    std::vector<uint64_t>& m = memrefs[t];
+    m.resize(1 + sizes_[t].size());
+    std::memcpy(&m[0], &data[t], sizeof(void*));
+    std::memcpy(m.data() + 1, sizes_[t].data(), sizes_[t].size() * sizeof(int64_t));
+    args.push_back(m.data());
+  }
+  for (const Scalar& s : scalars_) {
+    args.push_back(s.type == Scalar::Type::kI64   ? static_cast<void*>(const_cast<int64_t*>(&s.i64))
+                   : s.type == Scalar::Type::kF32 ? static_cast<void*>(const_cast<float*>(&s.f32))
+                                                  : static_cast<void*>(const_cast<double*>(&s.f64)));
+  }
+  if (execution.call(full_name_.c_str(), args.data()) == 0) return Status();
+  return execution.status();
+}
+
+}  // namespace kiln::ral

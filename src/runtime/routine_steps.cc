@@ -1,0 +1,119 @@
+#include "runtime/routine_steps.h"
+
+namespace kiln::runtime {
+
+Result<std::vector<std::shared_ptr<const ral::BoundCall>>> bind_routine_calls(
+    const ir::LoweredRoutine& routine, const ir::Program& program, const hal::Device& device) {
+  std::vector<std::shared_ptr<const ral::BoundCall>> bound;
+  for (const ir::LoweredCall& c : routine.calls) {
+    Result<ral::BoundCall> b =
+        ral::BoundCall::bind(c.call, program, c.call_site, device.info().driver, ral::Registry::global());
+    if (!b.ok()) {
+      return b.status().annotate("routine '" + routine.name + "'" +
+                                 (c.call.loc.line ? ", line " + std::to_string(c.call.loc.line) : std::string()));
+    }
+    bound.push_back(std::make_shared<const ral::BoundCall>(std::move(*b)));
+  }
+  return bound;
+}
+
+Result<std::vector<RoutineStep>> make_routine_steps(
+    const hal::Device& device, const ir::LoweredRoutine& routine,
+    const std::vector<std::shared_ptr<const ral::BoundCall>>& calls,
+    const std::function<Result<hal::DispatchCommand>(size_t kernel)>& dispatch,
+    const std::function<Result<hal::BufferRef>(int node)>& buffer) {
+  if (calls.size() != routine.calls.size()) {
+    return internal_error("routine '" + routine.name + "' has " + std::to_string(routine.calls.size()) +
+                          " calls, " + std::to_string(calls.size()) + " bound");
+  }
+  std::vector<RoutineStep> steps;
+  size_t kernel = 0;
+  auto add_kernels = [&](size_t until) -> Status {
+    if (kernel >= until) return Status();
+    std::shared_ptr<hal::CommandBuffer> cb = hal::CommandBuffer::create(device.tag());
+    for (bool first = true; kernel < until; ++kernel, first = false) {
+      KILN_ASSIGN_OR_RETURN(hal::DispatchCommand d, dispatch(kernel));
+      if (!first) KILN_RETURN_IF_ERROR(cb->barrier());
+      KILN_RETURN_IF_ERROR(cb->dispatch(std::move(d)));
+    }
+    KILN_RETURN_IF_ERROR(cb->finalize());
+    steps.emplace_back(std::move(cb));
+    return Status();
+  };
+  for (size_t c = 0; c < calls.size(); ++c) {
+    KILN_RETURN_IF_ERROR(add_kernels(std::min(routine.calls[c].after_kernels, routine.kernels.size())));
+    CallStep step{calls[c], {}};
+    for (int node : calls[c]->tensors()) {
+      KILN_ASSIGN_OR_RETURN(hal::BufferRef b, buffer(node));
+      step.buffers.push_back(std::move(b));
+    }
+    steps.emplace_back(std::move(step));
+  }
+  KILN_RETURN_IF_ERROR(add_kernels(routine.kernels.size()));
+  return steps;
+}
+
+namespace {
+
+// The execution context of one run, with the RAL context it belongs to (destroyed after it).
+struct Execution {
+  std::shared_ptr<ral::Context> ral;
+  std::unique_ptr<ral::ExecutionContext> context;
+};
+
+// Runs a call on the queue's host thread: maps its buffers (read for arguments, read-write for
+// outputs: gemm's beta reads c) and invokes the function with their addresses.
+Status run_call(const CallStep& step, Execution& execution) {
+  const ral::BoundCall& call = *step.call;
+  const size_t first_output = step.buffers.size() - call.output_count();
+  std::vector<hal::Mapping> mappings;
+  std::vector<void*> data;
+  for (size_t i = 0; i < step.buffers.size(); ++i) {
+    const hal::MapAccess access = i < first_output ? hal::MapAccess::kRead : hal::MapAccess::kReadWrite;
+    Result<hal::Mapping> m = step.buffers[i]->map(access);
+    if (!m.ok()) return m.status().annotate("call " + call.function() + ": mapping its tensors");
+    data.push_back(m->data());
+    mappings.push_back(std::move(*m));
+  }
+  return call.invoke(*execution.context, data);
+}
+
+}  // namespace
+
+Status submit_routine_steps(hal::Device& device, hal::Queue& queue, const hal::SemaphoreList& waits,
+                            const hal::SemaphoreList& signals, const std::vector<RoutineStep>& steps,
+                            const RoutineRun& run) {
+  if (steps.empty()) return queue.barrier(waits, signals);
+  std::shared_ptr<Execution> execution;
+  for (const RoutineStep& s : steps) {
+    if (std::holds_alternative<CallStep>(s) && !execution) {
+      if (!run.ral) return internal_error("a routine with calls runs without a RAL context");
+      execution = std::make_shared<Execution>();
+      execution->ral = run.ral;
+      execution->context = std::make_unique<ral::ExecutionContext>(*run.ral, run.seed, run.run);
+    }
+  }
+  // Steps after the first wait on the one before through `order`; only the last signals.
+  std::shared_ptr<hal::Semaphore> order = steps.size() > 1 ? device.create_semaphore(0) : nullptr;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const hal::SemaphoreList step_waits = i == 0 ? waits : hal::SemaphoreList{{order, i}};
+    const hal::SemaphoreList step_signals = i + 1 == steps.size() ? signals : hal::SemaphoreList{{order, i + 1}};
+    Status submitted;
+    if (const auto* cb = std::get_if<std::shared_ptr<const hal::CommandBuffer>>(&steps[i])) {
+      submitted = queue.execute(step_waits, step_signals, *cb);
+    } else {
+      submitted = queue.host_call(step_waits, step_signals,
+                                  [step = std::get<CallStep>(steps[i]), execution](const hal::SemaphoreList&) {
+                                    return run_call(step, *execution);
+                                  });
+    }
+    if (!submitted.ok()) {
+      // Steps already submitted wait on `order`: fail it so they end (with this status).
+      if (order) order->fail(submitted);
+      return submitted;
+    }
+  }
+  return Status();
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,54 @@
+// A routine's work as queue actions: its kernels in command buffers, split where a call
+// statement runs, each call a host action over mapped buffers. Backend routines and
+// ProgramInstance both run routines through this, so calls mean the same on both.
+#pragma once
+
+#include <memory>
+#include <variant>
+#include <vector>
+
+#include "kiln/hal/device.h"
+#include "kiln/hal/queue.h"
+#include "kiln/loop/loop.h"
+#include "kiln/ral/bound_call.h"
+#include "kiln/ral/context.h"
+
+namespace kiln::runtime {
+
+// A call with the buffers of its tensors (BoundCall::tensors() order).
+struct CallStep {
+  std::shared_ptr<const ral::BoundCall> call;
+  std::vector<hal::BufferRef> buffers;
+};
+
+using RoutineStep = std::variant<std::shared_ptr<const hal::CommandBuffer>, CallStep>;
+
+// The routine's steps: runs of consecutive kernels (with a barrier between kernels) as command
+// buffers, and its calls between them. `dispatch(k)` makes kernel k's dispatch; `buffer(node)`
+// gives the buffer a call passes for `node`; `calls` are bound already, one per routine call.
+Result<std::vector<RoutineStep>> make_routine_steps(
+    const hal::Device& device, const ir::LoweredRoutine& routine,
+    const std::vector<std::shared_ptr<const ral::BoundCall>>& calls,
+    const std::function<Result<hal::DispatchCommand>(size_t kernel)>& dispatch,
+    const std::function<Result<hal::BufferRef>(int node)>& buffer);
+
+// Binds every call of `routine` for `device` in the global registry (NOT_FOUND naming the function
+// and the device for one that is not registered).
+Result<std::vector<std::shared_ptr<const ral::BoundCall>>> bind_routine_calls(
+    const ir::LoweredRoutine& routine, const ir::Program& program, const hal::Device& device);
+
+// One run of a routine's calls: its RAL execution context (seed, run number).
+struct RoutineRun {
+  std::shared_ptr<ral::Context> ral;
+  uint64_t seed = 0;
+  uint64_t run = 0;
+};
+
+// Submits the steps in order: the first waits on `waits`, the last signals `signals`, and a
+// semaphore of their own orders the steps between. A failing step fails the rest and `signals`
+// with its status. No steps: a barrier.
+Status submit_routine_steps(hal::Device& device, hal::Queue& queue, const hal::SemaphoreList& waits,
+                            const hal::SemaphoreList& signals, const std::vector<RoutineStep>& steps,
+                            const RoutineRun& run);
+
+}  // namespace kiln::runtime
