@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "kiln/ir/call.h"
 #include "kiln/lang/parser.h"
+#include "kiln/loop/loop.h"
 #include "kiln/ral/execution_context.h"
 #include "kiln/ral/registry.h"
 #include "kiln/runtime/backend.h"
@@ -241,6 +243,50 @@ z[i] = s[i] + t[i] + y[i]
     const double y = static_cast<float>(t[i] * 3);
     EXPECT_EQ((*out)["y"].at(i), y) << i;
     EXPECT_NEAR((*out)["z"].at(i), t[i] + 100 + y, 1e-4) << i;
+  }
+}
+
+// Automatic gemm: products (transposed operands, +=, f64, a product feeding another statement)
+// give the same results with the call as the generated loops give without it.
+TEST_P(CallStatementTest, AutomaticGemmMatchesTheGeneratedLoops) {
+  const std::string text = R"(
+input a : f32[40, 24]
+input b : f32[40, 17]
+input w : f64[17, 19]
+input v : f64[19, 23]
+output c : f32[24, 17]
+output d : f64[17, 23]
+output e : f32[24, 17]
+c[i, j] = sum(b[k, j] * a[k, i])
+c[i, j] += sum(a[k, i] * b[k, j])
+d[i, j] = sum(w[i, k] * v[k, j])
+e[i, j] = relu(c[i, j]) * 2
+)";
+  Result<ir::Program> program = parse(text);
+  ASSERT_TRUE(program.ok()) << program.status();
+  Result<ir::LoweredProgram> lowered = ir::lower_program(*program);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  ASSERT_EQ(lowered->routines[0].calls.size(), 3u) << ir::print_lowered(*lowered);
+  EXPECT_EQ(ir::call_attribute(lowered->routines[0].calls[1].call, "beta"), 1);
+  Tensors in = random_inputs(text, 4);
+  runtime::ProgramOptions no_calls;
+  no_calls.lower.auto_calls = false;
+  auto run_with = [&](const runtime::ProgramOptions& options) -> Result<Tensors> {
+    KILN_ASSIGN_OR_RETURN(auto instance, runtime::ProgramInstance::create(device_, *program, options));
+    for (const auto& [name, t] : in) KILN_RETURN_IF_ERROR(write_tensor(*instance, name, t));
+    KILN_RETURN_IF_ERROR(instance->run("main", Timeout::after_ms(120000)));
+    Tensors out;
+    for (const ir::TensorNode* node : result_nodes(*program)) {
+      KILN_ASSIGN_OR_RETURN(out[node->name], read_tensor(*instance, *node));
+    }
+    return out;
+  };
+  Result<Tensors> with = run_with({}), without = run_with(no_calls);
+  ASSERT_TRUE(with.ok()) << with.status();
+  ASSERT_TRUE(without.ok()) << without.status();
+  for (const char* name : {"c", "d", "e"}) {
+    std::optional<std::string> diff = first_difference(name, (*without)[name], (*with)[name]);
+    EXPECT_FALSE(diff) << *diff;
   }
 }
 

@@ -187,9 +187,11 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
     }
     EXPECT_TRUE(ir::testing::programs_equal(*program, *printed)) << numbered(printed_text);
     // The reference is the interpreter running the plainest lowering (every intermediate
-    // stored, no optimization passes); the CPU runs the default one (single-use intermediates
-    // inlined, constants folded, invariants hoisted, fma formed).
+    // stored, no optimization passes, no automatic library calls); the CPU runs the default one
+    // (single-use intermediates inlined, constants folded, invariants hoisted, fma formed,
+    // products by gemm).
     runtime::ProgramOptions plain;
+    plain.lower.auto_calls = false;
     plain.lower.inline_virtual = false;
     plain.lower.fuse = false;
     plain.lower.collapse = false;
