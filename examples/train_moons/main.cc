@@ -1,7 +1,7 @@
 // `train_moons`: data-parallel training of a half-moons classifier on N streams (make demo).
 //
 //   train_moons [--streams N] [--epochs N] [--device NAME[,NAME...]] [--workgroups N]
-//               [--trace FILE.json] [--seed N]
+//               [--trace FILE.json] [--seed N] [--auto-calls 0|1]
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,7 +27,7 @@ int usage(const char* message) {
   std::fprintf(stderr,
                "train_moons: %s\n"
                "usage: train_moons [--streams N] [--epochs N] [--device NAME[,NAME...]]\n"
-               "                   [--workgroups N] [--trace FILE.json] [--seed N]\n",
+               "                   [--workgroups N] [--trace FILE.json] [--seed N] [--auto-calls 0|1]\n",
                message);
   return 2;
 }
@@ -81,6 +81,9 @@ int main(int argc, char** argv) {
         options.devices.emplace_back(value.substr(start, comma - start));
         start = comma + 1;
       }
+    } else if (arg == "--auto-calls") {
+      if (!parse_int(value, 0, 1, &n)) return usage("--auto-calls takes 0 or 1");
+      options.auto_calls = n != 0;
     } else if (arg == "--trace") {
       trace_path = value;
       options.trace = std::make_shared<kiln::runtime::Trace>();

@@ -68,8 +68,10 @@ Result<TrainResult> train(const TrainOptions& options) {
   // Compiled once (shared), linked into every shard's context.
   std::vector<std::string> routine_names;
   for (const ir::Routine& r : program.routines) routine_names.push_back(r.name);
+  ir::LowerOptions lower;
+  lower.auto_calls = options.auto_calls;
   KILN_ASSIGN_OR_RETURN(runtime::CodeRef code,
-                        backends[0]->compile_batch(program, routine_names, {.shared = true, .lower = {}}));
+                        backends[0]->compile_batch(program, routine_names, {.shared = true, .lower = lower}));
   std::vector<Shard> shards(kShards);
   for (int k = 0; k < kShards; ++k) {
     const runtime::StreamRef& stream = streams[k % streams.size()];

@@ -42,6 +42,8 @@ struct TrainOptions {
   // Workgroups per kernel (BackendOptions::max_workgroups): 1 makes each stream one core, as in
   // OCANNL's multicore backend; 0 splits every kernel over the device's workers.
   uint32_t max_workgroups = 1;
+  // Products by the RAL's gemm (OpenBLAS) where lowering finds them (ir::LowerOptions::auto_calls).
+  bool auto_calls = true;
   std::shared_ptr<runtime::Trace> trace;
   // Called after each epoch with its mean loss and accuracy on the training set.
   std::function<void(int epoch, double loss, double accuracy)> on_epoch;
