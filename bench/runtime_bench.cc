@@ -11,11 +11,13 @@ namespace kiln::bench {
 namespace {
 
 // Time per epoch of the demo (compiling and linking excluded). Arg 0: streams; arg 1: workgroups
-// per kernel (1: a stream is one core, as in the demo; 0: every kernel split over the device).
+// per kernel (1: a stream is one core, as in the demo; 0: every kernel split over the device);
+// arg 2: automatic gemm calls for the products (1, the default) or generated kernels (0).
 void BM_TrainMoons(benchmark::State& state) {
   moons::TrainOptions options;
   options.streams = static_cast<int>(state.range(0));
   options.max_workgroups = static_cast<uint32_t>(state.range(1));
+  options.auto_calls = state.range(2) != 0;
   options.epochs = 40;
   for (auto _ : state) {
     moons::TrainResult result = check(moons::train(options), "train");
@@ -23,8 +25,8 @@ void BM_TrainMoons(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_TrainMoons)
-    ->ArgNames({"streams", "workgroups"})
-    ->Args({1, 1})->Args({2, 1})->Args({1, 0})->Args({2, 0})
+    ->ArgNames({"streams", "workgroups", "auto_calls"})
+    ->Args({1, 1, 1})->Args({2, 1, 1})->Args({1, 0, 1})->Args({2, 0, 1})->Args({1, 1, 0})->Args({2, 1, 0})
     ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 
 // y = a + b + ... + g over 8 nodes of 256 floats.
