@@ -164,6 +164,15 @@ double call_attribute(const Call& call, std::string_view name) {
   return 0;
 }
 
+std::vector<int> call_tensors(const Call& call) {
+  std::vector<int> nodes;
+  for (const CallArg& a : call.args) {
+    if (a.node >= 0) nodes.push_back(a.node);
+  }
+  nodes.insert(nodes.end(), call.outputs.begin(), call.outputs.end());
+  return nodes;
+}
+
 std::vector<Diagnostic> check_call(const Call& call, const std::vector<TensorNode>& nodes) {
   std::vector<Diagnostic> out;
   auto error = [&](SourceLoc loc, std::string message) {

@@ -33,6 +33,7 @@ std::vector<int> InlineCandidates::read_nodes(const Assignment& s) {
 
 InlineCandidates::InlineCandidates(const Program& program) {
   for (const Routine& r : program.routines) {
+    for (const Call& c : r.calls) calls_at_[&r].push_back(static_cast<size_t>(c.position));
     auto& writes = writes_at_[&r];
     for (size_t i = 0; i < r.statements.size(); ++i) {
       const Assignment& s = r.statements[i];
@@ -57,6 +58,11 @@ bool InlineCandidates::inlinable(int node, const Routine& routine, size_t def, s
   if (u->second.readers.size() != 1) return false;
   const auto [reading_routine, at] = u->second.readers.front();
   if (reading_routine != &routine || at <= def) return false;
+  // A call at position p runs after statement p - 1: one with def < p <= at runs in between.
+  if (auto calls = calls_at_.find(&routine); calls != calls_at_.end()) {
+    auto next = std::upper_bound(calls->second.begin(), calls->second.end(), def);
+    if (next != calls->second.end() && *next <= at) return false;
+  }
   // Nothing the definition reads is written between it and its reader.
   auto routine_writes = writes_at_.find(&routine);
   if (routine_writes == writes_at_.end()) return false;

@@ -2,7 +2,8 @@
 // nodes): a node written once in the whole program, by an `=` elementwise statement that does not
 // read it, read by exactly one later statement of the same routine and never as a merge buffer,
 // where nothing the definition reads is written in between (so that evaluating the definition
-// at the reader gives what storing it would have).
+// at the reader gives what storing it would have) and no call statement runs in between (a call
+// splits the routine into separate steps).
 //
 // The uses of every node are indexed once per program, so that deciding for all statements is
 // linear in the size of the program (plus a logarithm per read of a definition).
@@ -38,6 +39,8 @@ class InlineCandidates {
   std::unordered_map<int, Uses> uses_;
   // Per routine and node: the positions of the statements writing it, ascending.
   std::map<const Routine*, std::unordered_map<int, std::vector<size_t>>> writes_at_;
+  // Per routine: the positions of its calls (Call::position), ascending.
+  std::map<const Routine*, std::vector<size_t>> calls_at_;
 };
 
 // How deep a statement's right side nests once the definitions it reads are inlined into it,

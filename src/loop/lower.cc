@@ -18,6 +18,7 @@
 #include "loop/lower_arith.h"
 #include "loop/overwrite.h"
 #include "loop/work_count.h"
+#include "kiln/ir/call.h"
 #include "kiln/ir/memory_mode.h"
 #include "kiln/loop/optimize.h"
 
@@ -130,26 +131,6 @@ int Lowerer::hidden_node(const std::string& name, const TensorNode& like, Role r
   return node.id;
 }
 
-// Whether a call of `routine` runs between statements `def` and `reader` (def < reader): an
-// inlined definition would then read what the call wrote, not the values from before it.
-bool call_between(const Routine& routine, size_t def, size_t reader) {
-  for (const Call& c : routine.calls) {
-    const size_t at = static_cast<size_t>(c.position);
-    if (at > def && at <= reader) return true;
-  }
-  return false;
-}
-
-// The tensors of a call, arguments then outputs.
-std::vector<int> call_tensors(const Call& call) {
-  std::vector<int> nodes;
-  for (const CallArg& a : call.args) {
-    if (a.node >= 0) nodes.push_back(a.node);
-  }
-  nodes.insert(nodes.end(), call.outputs.begin(), call.outputs.end());
-  return nodes;
-}
-
 // A call passes whole tensors by address: each needs a buffer. Intermediates get one on the
 // device, a const that would be folded keeps its host copy, and a request for a virtual or local
 // tensor cannot be met.
@@ -161,8 +142,7 @@ Status Lowerer::place_call_tensors() {
         const MemoryMode requested = in_.nodes[node].memory;
         if (requested == MemoryMode::kVirtual || requested == MemoryMode::kLocal) {
           return invalid_argument_error(
-              "tensor '" + n.name + "' cannot be " + (requested == MemoryMode::kVirtual ? "virtual" : "local") +
-              ": call " + call.function + " (routine '" + routine.name + "', line " +
+              "tensor '" + n.name + "' cannot be " + std::string(memory_mode_name(requested)) + ": call " + call.function + " (routine '" + routine.name + "', line " +
               std::to_string(call.loc.line) + ") passes it whole, so it needs a buffer");
         }
         if (n.memory == MemoryMode::kVirtual) n.memory = MemoryMode::kHosted;  // a folded const
@@ -207,7 +187,7 @@ Status Lowerer::decide_memory() {
       // A request for a buffer or a local array is never inlined; kVirtual always is tried.
       if (n.memory != MemoryMode::kVirtual && (n.memory != MemoryMode::kUnset || !options_.inline_virtual)) continue;
       size_t reader = 0;
-      if (candidates.inlinable(s.target, routine, i, &reader) && !call_between(routine, i, reader)) {
+      if (candidates.inlinable(s.target, routine, i, &reader)) {
         inline_def_[s.target] = &s;
         skipped_[&s] = true;
         depths.set(s.target, depth);

@@ -30,10 +30,7 @@ Result<BoundCall> BoundCall::bind(const ir::Call& call, const ir::Program& progr
     codes += "_" + memref_code(n);
     return Status();
   };
-  for (const ir::CallArg& a : call.args) {
-    if (a.node >= 0) KILN_RETURN_IF_ERROR(add_tensor(a.node));
-  }
-  for (int node : call.outputs) KILN_RETURN_IF_ERROR(add_tensor(node));
+  for (int node : ir::call_tensors(call)) KILN_RETURN_IF_ERROR(add_tensor(node));
   bound.output_count_ = call.outputs.size();
 
   auto add_scalar = [&](Scalar::Type type, double value) {

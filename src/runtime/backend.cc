@@ -293,9 +293,8 @@ Result<LinkedBatch> Backend::link_routines(const ContextRef& parent, const CodeR
       for (size_t t = 0; t < tensors.size(); ++t) {
         KILN_RETURN_IF_ERROR(ensure_array(tensors[t]));
         const std::string& name = program.nodes[tensors[t]].name;
-        const bool output = t + call->output_count() >= tensors.size();
-        if (output) writes.insert(name);
-        if (!output || call->reads_outputs()) reads.insert(name);
+        if (call->is_output(t)) writes.insert(name);
+        if (!call->is_output(t) || call->reads_outputs()) reads.insert(name);
       }
     }
     routine->reads_.assign(reads.begin(), reads.end());

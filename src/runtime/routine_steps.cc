@@ -65,11 +65,10 @@ struct Execution {
 // outputs: gemm's beta reads c) and invokes the function with their addresses.
 Status run_call(const CallStep& step, Execution& execution) {
   const ral::BoundCall& call = *step.call;
-  const size_t first_output = step.buffers.size() - call.output_count();
   std::vector<hal::Mapping> mappings;
   std::vector<void*> data;
   for (size_t i = 0; i < step.buffers.size(); ++i) {
-    const hal::MapAccess access = i < first_output ? hal::MapAccess::kRead : hal::MapAccess::kReadWrite;
+    const hal::MapAccess access = call.is_output(i) ? hal::MapAccess::kReadWrite : hal::MapAccess::kRead;
     Result<hal::Mapping> m = step.buffers[i]->map(access);
     if (!m.ok()) return m.status().annotate("call " + call.function() + ": mapping its tensors");
     data.push_back(m->data());

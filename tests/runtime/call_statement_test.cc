@@ -64,9 +64,10 @@ class CallStatementTest : public ::testing::TestWithParam<std::string> {
 
   // Runs `routine` of `text` `runs` times on `device` with `inputs`; the results afterwards.
   Result<Tensors> run(const hal::DeviceRef& device, const std::string& text, const Tensors& inputs,
-                      int runs = 1, const std::string& routine = "main") {
+                      int runs = 1, const std::string& routine = "main",
+                      const runtime::ProgramOptions& options = {}) {
     KILN_ASSIGN_OR_RETURN(ir::Program program, parse(text));
-    KILN_ASSIGN_OR_RETURN(auto instance, runtime::ProgramInstance::create(device, program, {}));
+    KILN_ASSIGN_OR_RETURN(auto instance, runtime::ProgramInstance::create(device, program, options));
     for (const auto& [name, t] : inputs) KILN_RETURN_IF_ERROR(write_tensor(*instance, name, t));
     for (int i = 0; i < runs; ++i) KILN_RETURN_IF_ERROR(instance->run(routine, Timeout::after_ms(120000)));
     Tensors out;
@@ -271,17 +272,7 @@ e[i, j] = relu(c[i, j]) * 2
   Tensors in = random_inputs(text, 4);
   runtime::ProgramOptions no_calls;
   no_calls.lower.auto_calls = false;
-  auto run_with = [&](const runtime::ProgramOptions& options) -> Result<Tensors> {
-    KILN_ASSIGN_OR_RETURN(auto instance, runtime::ProgramInstance::create(device_, *program, options));
-    for (const auto& [name, t] : in) KILN_RETURN_IF_ERROR(write_tensor(*instance, name, t));
-    KILN_RETURN_IF_ERROR(instance->run("main", Timeout::after_ms(120000)));
-    Tensors out;
-    for (const ir::TensorNode* node : result_nodes(*program)) {
-      KILN_ASSIGN_OR_RETURN(out[node->name], read_tensor(*instance, *node));
-    }
-    return out;
-  };
-  Result<Tensors> with = run_with({}), without = run_with(no_calls);
+  Result<Tensors> with = run(device_, text, in), without = run(device_, text, in, 1, "main", no_calls);
   ASSERT_TRUE(with.ok()) << with.status();
   ASSERT_TRUE(without.ok()) << without.status();
   for (const char* name : {"c", "d", "e"}) {

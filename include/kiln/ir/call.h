@@ -36,6 +36,10 @@ const std::vector<BuiltinCall>& builtin_calls();
 // The value of attribute `name` of `call`: as written, else the built-in's default.
 double call_attribute(const Call& call, std::string_view name);
 
+// The tensors a call passes, in the order the RAL receives them: the tensor arguments, then the
+// outputs.
+std::vector<int> call_tensors(const Call& call);
+
 // A call as written, with tensors by name (the parser's and the builder's form).
 struct RawCallArg {
   std::string name;       // a tensor, or the attribute's name

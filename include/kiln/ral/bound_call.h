@@ -33,6 +33,8 @@ class BoundCall {
   // The nodes passed, in order: tensor arguments, then outputs (the last `output_count()`).
   const std::vector<int>& tensors() const { return tensors_; }
   size_t output_count() const { return output_count_; }
+  // Whether tensors()[t] is an output.
+  bool is_output(size_t t) const { return t + output_count_ >= tensors_.size(); }
   // Whether the function reads its outputs' old values too (gemm with beta != 0).
   bool reads_outputs() const { return reads_outputs_; }
 
