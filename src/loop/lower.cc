@@ -141,9 +141,10 @@ Status Lowerer::place_call_tensors() {
         TensorNode& n = out_.program.nodes[node];
         const MemoryMode requested = in_.nodes[node].memory;
         if (requested == MemoryMode::kVirtual || requested == MemoryMode::kLocal) {
-          return invalid_argument_error(
-              "tensor '" + n.name + "' cannot be " + std::string(memory_mode_name(requested)) + ": call " + call.function + " (routine '" + routine.name + "', line " +
-              std::to_string(call.loc.line) + ") passes it whole, so it needs a buffer");
+          return invalid_argument_error("tensor '" + n.name + "' cannot be " +
+                                        std::string(memory_mode_name(requested)) + ": call " + call.function +
+                                        " (routine '" + routine.name + "', line " + std::to_string(call.loc.line) +
+                                        ") passes it whole, so it needs a buffer");
         }
         if (n.memory == MemoryMode::kVirtual) n.memory = MemoryMode::kHosted;  // a folded const
         if (n.memory == MemoryMode::kUnset) n.memory = MemoryMode::kOnDevice;
@@ -623,8 +624,13 @@ Result<LoweredProgram> Lowerer::run() {
 }  // namespace
 
 Result<LoweredProgram> lower_program(const Program& program, const LowerOptions& options) {
-  KILN_RETURN_IF_ERROR(validate_program(program));
-  const Program with_calls = options.auto_calls ? with_library_calls(program, options.library_calls) : Program();
+  Program with_calls;
+  if (options.auto_calls) {
+    // with_library_calls reads nodes by index: only a valid program is rewritten (the Lowerer
+    // validates what it is given, the rewritten program included).
+    KILN_RETURN_IF_ERROR(validate_program(program));
+    with_calls = with_library_calls(program, options.library_calls);
+  }
   KILN_ASSIGN_OR_RETURN(LoweredProgram lowered, Lowerer(options.auto_calls ? with_calls : program, options).run());
   if (options.optimize) {
     for (LoweredRoutine& routine : lowered.routines) {
