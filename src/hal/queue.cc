@@ -86,8 +86,9 @@ Status Queue::dispatch(const SemaphoreList& waits, const SemaphoreList& signals,
 }
 
 Status Queue::execute(const SemaphoreList& waits, const SemaphoreList& signals,
-                      std::shared_ptr<const CommandBuffer> command_buffer) {
-  return submit(ExecuteCommand{std::move(command_buffer)}, waits, signals);
+                      std::shared_ptr<const CommandBuffer> command_buffer,
+                      std::shared_ptr<DispatchContext> context) {
+  return submit(ExecuteCommand{std::move(command_buffer), std::move(context)}, waits, signals);
 }
 
 Status Queue::host_call(const SemaphoreList& waits, const SemaphoreList& signals, HostCallFn fn) {

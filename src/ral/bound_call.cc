@@ -15,8 +15,8 @@ std::string memref_code(const ir::TensorNode& node) {
 
 }  // namespace
 
-Result<BoundCall> BoundCall::bind(const ir::Call& call, const ir::Program& program, int call_site,
-                                  std::string_view device, const Registry& registry) {
+Result<BoundCall> BoundCall::describe(const ir::Call& call, const ir::Program& program, int call_site,
+                                      std::string_view device) {
   BoundCall bound;
   bound.function_ = call.function;
   std::string codes = "pvoid";
@@ -27,6 +27,7 @@ Result<BoundCall> BoundCall::bind(const ir::Call& call, const ir::Program& progr
     const ir::TensorNode& n = program.nodes[static_cast<size_t>(node)];
     bound.tensors_.push_back(node);
     bound.sizes_.push_back(n.dims);
+    bound.bytes_.push_back(n.byte_size());
     codes += "_" + memref_code(n);
     return Status();
   };
@@ -58,6 +59,12 @@ Result<BoundCall> BoundCall::bind(const ir::Call& call, const ir::Program& progr
     }
   }
   bound.full_name_ = call.function + "___" + std::string(device) + "___" + codes + "___void";
+  return bound;
+}
+
+Result<BoundCall> BoundCall::bind(const ir::Call& call, const ir::Program& program, int call_site,
+                                  std::string_view device, const Registry& registry) {
+  KILN_ASSIGN_OR_RETURN(BoundCall bound, describe(call, program, call_site, device));
   if (registry.find(bound.full_name_).ok()) return bound;
 
   // Say what is registered under the nickname, if anything: the usual mistake is a signature.
@@ -98,6 +105,21 @@ Status BoundCall::invoke(ExecutionContext& execution, std::span<void* const> dat
   }
   if (execution.call(full_name_.c_str(), args.data()) == 0) return Status();
   return execution.status();
+}
+
+codegen::CallKernel BoundCall::kernel(std::string name) const {
+  codegen::CallKernel k;
+  k.name = std::move(name);
+  k.function = full_name_;
+  for (size_t t = 0; t < tensors_.size(); ++t) k.tensors.push_back({sizes_[t], bytes_[t]});
+  for (const Scalar& s : scalars_) {
+    using Type = codegen::CallKernel::Scalar::Type;
+    k.scalars.push_back({s.type == Scalar::Type::kI64   ? Type::kI64
+                         : s.type == Scalar::Type::kF32 ? Type::kF32
+                                                        : Type::kF64,
+                         s.i64, s.type == Scalar::Type::kF32 ? static_cast<double>(s.f32) : s.f64});
+  }
+  return k;
 }
 
 }  // namespace kiln::ral

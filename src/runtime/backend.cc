@@ -288,6 +288,10 @@ Result<LinkedBatch> Backend::link_routines(const ContextRef& parent, const CodeR
     Result<std::vector<std::shared_ptr<const ral::BoundCall>>> calls = bind_routine_calls(lr, program, *device_);
     if (!calls.ok()) return calls.status().annotate("link");
     routine->calls_ = std::move(*calls);
+    if (calls_are_kernels(device_->info())) {
+      const size_t index = static_cast<size_t>(&lr - code->lowered().routines.data());
+      routine->first_call_ordinal_ = call_export_ordinal(code->lowered(), index, 0);
+    }
     for (const auto& call : routine->calls_) {
       const std::vector<int>& tensors = call->tensors();
       for (size_t t = 0; t < tensors.size(); ++t) {

@@ -3,20 +3,59 @@
 #include <algorithm>
 
 #include "kiln/codegen/c_emitter.h"
+#include "kiln/codegen/call_kernel.h"
+#include "kiln/ral/bound_call.h"
 
 namespace kiln::runtime {
 
-Result<std::string> generate_source(const ir::LoweredProgram& lowered,
-                                    const hal::DeviceCapabilities& capabilities, std::string* format) {
+namespace {
+
+bool builds(const hal::DeviceInfo& device, const char* format) {
+  const auto& formats = device.capabilities.executable_formats;
+  return std::find(formats.begin(), formats.end(), format) != formats.end();
+}
+
+// The call kernels of every routine, in call_export_ordinal order.
+Result<std::vector<codegen::CallKernel>> call_kernels(const ir::LoweredProgram& lowered,
+                                                      const hal::DeviceInfo& device) {
+  std::vector<codegen::CallKernel> kernels;
+  if (!calls_are_kernels(device)) return kernels;
+  for (size_t r = 0; r < lowered.routines.size(); ++r) {
+    const ir::LoweredRoutine& routine = lowered.routines[r];
+    for (size_t c = 0; c < routine.calls.size(); ++c) {
+      const ir::LoweredCall& call = routine.calls[c];
+      KILN_ASSIGN_OR_RETURN(ral::BoundCall described,
+                            ral::BoundCall::describe(call.call, lowered.program, call.call_site, device.driver));
+      kernels.push_back(described.kernel("kiln_call_" + std::to_string(r) + "_" + std::to_string(c)));
+    }
+  }
+  return kernels;
+}
+
+}  // namespace
+
+bool calls_are_kernels(const hal::DeviceInfo& device) { return builds(device, "c"); }
+
+uint32_t call_export_ordinal(const ir::LoweredProgram& lowered, size_t routine, size_t call) {
+  size_t ordinal = call;
+  for (const ir::LoweredRoutine& r : lowered.routines) ordinal += r.kernels.size();
+  for (size_t i = 0; i < routine; ++i) ordinal += lowered.routines[i].calls.size();
+  return static_cast<uint32_t>(ordinal);
+}
+
+Result<std::string> generate_source(const ir::LoweredProgram& lowered, const hal::DeviceInfo& device,
+                                    std::string* format) {
   std::vector<ir::Kernel> kernels;
   for (const ir::LoweredRoutine& r : lowered.routines) {
     kernels.insert(kernels.end(), r.kernels.begin(), r.kernels.end());
   }
-  const auto& formats = capabilities.executable_formats;
-  auto supports = [&](const char* f) { return std::find(formats.begin(), formats.end(), f) != formats.end(); };
+  auto supports = [&](const char* f) { return builds(device, f); };
   if (supports("c")) {
     *format = "c";
-    return codegen::emit_kernels(kernels, &lowered.program, {});
+    KILN_ASSIGN_OR_RETURN(std::string text, codegen::emit_kernels(kernels, &lowered.program, {}));
+    KILN_ASSIGN_OR_RETURN(std::vector<codegen::CallKernel> calls, call_kernels(lowered, device));
+    KILN_ASSIGN_OR_RETURN(std::string call_text, codegen::emit_call_kernels(calls));
+    return text + call_text;
   }
   if (supports("opencl-c")) {
     *format = "opencl-c";
@@ -39,7 +78,7 @@ std::vector<std::string> Code::routine_names() const {
 
 Result<std::string> Code::source_for(const hal::DeviceRef& device) const {
   std::string format;
-  return generate_source(lowered_, device->info().capabilities, &format);
+  return generate_source(lowered_, device->info(), &format);
 }
 
 Result<hal::ExecutableRef> Code::executable_for(const hal::DeviceRef& device) {
@@ -61,14 +100,17 @@ Result<hal::ExecutableRef> Code::executable_for(const hal::DeviceRef& device) {
 Result<hal::ExecutableRef> build_executable(const ir::LoweredProgram& lowered,
                                             const hal::DeviceRef& device, std::string* source_out) {
   std::string format;
-  KILN_ASSIGN_OR_RETURN(std::string text, generate_source(
-                                              lowered, device->info().capabilities, &format));
+  KILN_ASSIGN_OR_RETURN(std::string text, generate_source(lowered, device->info(), &format));
   hal::ExecutableSource source{format, std::move(text), {},
                                lowered.program.file.empty() ? "program" : lowered.program.file};
   for (const ir::LoweredRoutine& r : lowered.routines) {
     for (const ir::Kernel& k : r.kernels) {
       source.exports.push_back({k.name, static_cast<uint32_t>(k.nodes.size()), 0});
     }
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<codegen::CallKernel> calls, call_kernels(lowered, device->info()));
+  for (const codegen::CallKernel& k : calls) {
+    source.exports.push_back({k.name, static_cast<uint32_t>(k.tensors.size()), 0});
   }
   if (source_out) *source_out = source.source;
   if (source.exports.empty()) return hal::ExecutableRef();

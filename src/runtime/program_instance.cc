@@ -66,7 +66,13 @@ Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef 
       return instance->buffers_[node];
     };
     KILN_ASSIGN_OR_RETURN(auto calls, bind_routine_calls(r, lowered.program, *device));
-    KILN_ASSIGN_OR_RETURN(std::vector<RoutineStep> steps, make_routine_steps(*device, r, calls, dispatch, buffer));
+    std::optional<CallKernels> call_kernels;
+    if (calls_are_kernels(device->info())) {
+      const size_t index = static_cast<size_t>(&r - lowered.routines.data());
+      call_kernels = CallKernels{instance->executable_, call_export_ordinal(lowered, index, 0)};
+    }
+    KILN_ASSIGN_OR_RETURN(std::vector<RoutineStep> steps,
+                          make_routine_steps(*device, r, calls, call_kernels, dispatch, buffer));
     instance->routines_[r.name] = std::make_shared<RoutineSteps>(RoutineSteps{std::move(steps), 0});
   }
   return instance;

@@ -107,7 +107,10 @@ Status Routine::run_in(const ContextRef& context) const {
     }
     return array->second->buffer;
   };
-  Result<std::vector<RoutineStep>> steps = make_routine_steps(*stream.device(), *lowered_, calls_, dispatch, call_buffer);
+  std::optional<CallKernels> call_kernels;
+  if (first_call_ordinal_) call_kernels = CallKernels{executable_, *first_call_ordinal_};
+  Result<std::vector<RoutineStep>> steps =
+      make_routine_steps(*stream.device(), *lowered_, calls_, call_kernels, dispatch, call_buffer);
   if (!steps.ok()) return steps.status().annotate(where);
   const RoutineRun run{context->backend().ral_context(), context->nodes()->seed(), runs_++};
 

@@ -20,6 +20,7 @@ Result<std::vector<std::shared_ptr<const ral::BoundCall>>> bind_routine_calls(
 Result<std::vector<RoutineStep>> make_routine_steps(
     const hal::Device& device, const ir::LoweredRoutine& routine,
     const std::vector<std::shared_ptr<const ral::BoundCall>>& calls,
+    const std::optional<CallKernels>& call_kernels,
     const std::function<Result<hal::DispatchCommand>(size_t kernel)>& dispatch,
     const std::function<Result<hal::BufferRef>(int node)>& buffer) {
   if (calls.size() != routine.calls.size()) {
@@ -27,17 +28,31 @@ Result<std::vector<RoutineStep>> make_routine_steps(
                           " calls, " + std::to_string(calls.size()) + " bound");
   }
   std::vector<RoutineStep> steps;
+  std::shared_ptr<hal::CommandBuffer> recording;
+  bool calls_runtime = false;
+  // Dispatches in one command buffer, a barrier between each two.
+  auto record = [&](hal::DispatchCommand d) -> Status {
+    if (recording) {
+      KILN_RETURN_IF_ERROR(recording->barrier());
+    } else {
+      recording = hal::CommandBuffer::create(device.tag());
+    }
+    return recording->dispatch(std::move(d));
+  };
+  auto close = [&]() -> Status {
+    if (!recording) return Status();
+    KILN_RETURN_IF_ERROR(recording->finalize());
+    steps.emplace_back(KernelStep{std::move(recording), calls_runtime});
+    recording.reset();
+    calls_runtime = false;
+    return Status();
+  };
   size_t kernel = 0;
   auto add_kernels = [&](size_t until) -> Status {
-    if (kernel >= until) return Status();
-    std::shared_ptr<hal::CommandBuffer> cb = hal::CommandBuffer::create(device.tag());
-    for (bool first = true; kernel < until; ++kernel, first = false) {
+    for (; kernel < until; ++kernel) {
       KILN_ASSIGN_OR_RETURN(hal::DispatchCommand d, dispatch(kernel));
-      if (!first) KILN_RETURN_IF_ERROR(cb->barrier());
-      KILN_RETURN_IF_ERROR(cb->dispatch(std::move(d)));
+      KILN_RETURN_IF_ERROR(record(std::move(d)));
     }
-    KILN_RETURN_IF_ERROR(cb->finalize());
-    steps.emplace_back(std::move(cb));
     return Status();
   };
   for (size_t c = 0; c < calls.size(); ++c) {
@@ -47,19 +62,39 @@ Result<std::vector<RoutineStep>> make_routine_steps(
       KILN_ASSIGN_OR_RETURN(hal::BufferRef b, buffer(node));
       step.buffers.push_back(std::move(b));
     }
-    steps.emplace_back(std::move(step));
+    if (call_kernels) {
+      hal::DispatchCommand d;
+      d.executable = call_kernels->executable;
+      d.export_ordinal = call_kernels->first_ordinal + static_cast<uint32_t>(c);
+      for (hal::BufferRef& b : step.buffers) d.bindings.push_back({std::move(b)});
+      KILN_RETURN_IF_ERROR(record(std::move(d)));
+      calls_runtime = true;
+    } else {
+      KILN_RETURN_IF_ERROR(close());
+      steps.emplace_back(std::move(step));
+    }
   }
   KILN_RETURN_IF_ERROR(add_kernels(routine.kernels.size()));
+  KILN_RETURN_IF_ERROR(close());
   return steps;
 }
 
 namespace {
 
-// The execution context of one run, with the RAL context it belongs to (destroyed after it).
-struct Execution {
+// The execution context of one run, with the RAL context it belongs to (destroyed after it);
+// call kernels receive it as their dispatch context.
+struct Execution final : hal::DispatchContext {
   std::shared_ptr<ral::Context> ral;
   std::unique_ptr<ral::ExecutionContext> context;
+
+  void* abi() override { return context->abi(); }
+  Status failure() const override { return context->status(); }
 };
+
+bool needs_execution(const RoutineStep& step) {
+  const auto* kernels = std::get_if<KernelStep>(&step);
+  return !kernels || kernels->calls_runtime;
+}
 
 // Runs a call on the queue's host thread: maps its buffers (read for arguments, read-write for
 // outputs: gemm's beta reads c) and invokes the function with their addresses.
@@ -85,7 +120,7 @@ Status submit_routine_steps(hal::Device& device, hal::Queue& queue, const hal::S
   if (steps.empty()) return queue.barrier(waits, signals);
   std::shared_ptr<Execution> execution;
   for (const RoutineStep& s : steps) {
-    if (std::holds_alternative<CallStep>(s) && !execution) {
+    if (needs_execution(s) && !execution) {
       if (!run.ral) return internal_error("a routine with calls runs without a RAL context");
       execution = std::make_shared<Execution>();
       execution->ral = run.ral;
@@ -98,8 +133,9 @@ Status submit_routine_steps(hal::Device& device, hal::Queue& queue, const hal::S
     const hal::SemaphoreList step_waits = i == 0 ? waits : hal::SemaphoreList{{order, i}};
     const hal::SemaphoreList step_signals = i + 1 == steps.size() ? signals : hal::SemaphoreList{{order, i + 1}};
     Status submitted;
-    if (const auto* cb = std::get_if<std::shared_ptr<const hal::CommandBuffer>>(&steps[i])) {
-      submitted = queue.execute(step_waits, step_signals, *cb);
+    if (const auto* kernels = std::get_if<KernelStep>(&steps[i])) {
+      submitted = queue.execute(step_waits, step_signals, kernels->command_buffer,
+                                kernels->calls_runtime ? execution : nullptr);
     } else {
       submitted = queue.host_call(step_waits, step_signals,
                                   [step = std::get<CallStep>(steps[i]), execution](const hal::SemaphoreList&) {

@@ -1,9 +1,12 @@
-// A routine's work as queue actions: its kernels in command buffers, split where a call
-// statement runs, each call a host action over mapped buffers. Backend routines and
-// ProgramInstance both run routines through this, so calls mean the same on both.
+// A routine's work as queue actions. Where the device's executable holds the calls as kernels
+// (a CPU device: calls_are_kernels), the routine is one command buffer whose call kernels reach
+// the runtime through the RAL context the execution hands them. Elsewhere its kernels are in
+// command buffers split where a call runs, each call a host action over mapped buffers. Backend
+// routines and ProgramInstance both run routines through this, so calls mean the same on both.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <variant>
 #include <vector>
 
@@ -21,14 +24,30 @@ struct CallStep {
   std::vector<hal::BufferRef> buffers;
 };
 
-using RoutineStep = std::variant<std::shared_ptr<const hal::CommandBuffer>, CallStep>;
+// Kernels in a command buffer; `calls_runtime` when some of them are call kernels, which need
+// the run's RAL context.
+struct KernelStep {
+  std::shared_ptr<const hal::CommandBuffer> command_buffer;
+  bool calls_runtime = false;
+};
+
+using RoutineStep = std::variant<KernelStep, CallStep>;
+
+// Where the routine's calls are kernels: the executable and the export ordinal of its first call
+// (call_export_ordinal); the others follow it.
+struct CallKernels {
+  hal::ExecutableRef executable;
+  uint32_t first_ordinal = 0;
+};
 
 // The routine's steps: runs of consecutive kernels (with a barrier between kernels) as command
-// buffers, and its calls between them. `dispatch(k)` makes kernel k's dispatch; `buffer(node)`
-// gives the buffer a call passes for `node`; `calls` are bound already, one per routine call.
+// buffers, and its calls, either as dispatches among the kernels (`call_kernels` given) or as
+// steps between them. `dispatch(k)` makes kernel k's dispatch; `buffer(node)` gives the buffer a
+// call passes for `node`; `calls` are bound already, one per routine call.
 Result<std::vector<RoutineStep>> make_routine_steps(
     const hal::Device& device, const ir::LoweredRoutine& routine,
     const std::vector<std::shared_ptr<const ral::BoundCall>>& calls,
+    const std::optional<CallKernels>& call_kernels,
     const std::function<Result<hal::DispatchCommand>(size_t kernel)>& dispatch,
     const std::function<Result<hal::BufferRef>(int node)>& buffer);
 

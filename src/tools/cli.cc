@@ -385,8 +385,8 @@ int command_compile(const Options& o) {
       auto opened = open_device(o.device);
       if (auto* f = std::get_if<Failure>(&opened)) return report(*f);
       std::string format;
-      Result<std::string> source = runtime::generate_source(
-          *lowered, std::get<hal::DeviceRef>(opened)->info().capabilities, &format);
+      Result<std::string> source =
+          runtime::generate_source(*lowered, std::get<hal::DeviceRef>(opened)->info(), &format);
       if (!source.ok()) return report(runtime(source.status(), "generating source"));
       text = *source;
     }

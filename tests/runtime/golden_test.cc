@@ -104,7 +104,7 @@ TEST_P(GoldenTest, LoweredAndSourceMatchTheGoldenFiles) {
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   std::string format;
   Result<std::string> source =
-      runtime::generate_source(*lowered, (*cpu)->info().capabilities, &format);
+      runtime::generate_source(*lowered, (*cpu)->info(), &format);
   ASSERT_TRUE(source.ok()) << source.status();
   EXPECT_EQ(format, "c");
   check_golden(name + ".c", *source);

@@ -326,6 +326,11 @@ TEST_F(CliTest, AutomaticGemmShowsInTheIrAndCanBeTurnedOff) {
   EXPECT_NE(with_calls.output.find("call gemm(a, b) -> c\n"), std::string::npos) << with_calls.output;
   ProcessResult lowered = run({"compile", example("matmul_bias_relu"), "--emit", "lowered"});
   EXPECT_NE(lowered.output.find("; call gemm(a, b) -> c"), std::string::npos) << lowered.output;
+  // On cpu the call is a kernel of the source that calls the runtime through its RAL context.
+  ProcessResult source = run({"compile", example("matmul_bias_relu"), "--emit", "source", "--device", "cpu"});
+  ASSERT_EQ(source.exit_code, 0) << source.output;
+  EXPECT_NE(source.output.find("return ctx->call(ctx, \"gemm___cpu___pvoid_m2df32_m2df32_m2df32_"), std::string::npos)
+      << source.output;
   ProcessResult without = run({"compile", example("matmul_bias_relu"), "--no-auto-calls", "--emit", "lowered"});
   ASSERT_EQ(without.exit_code, 0) << without.output;
   EXPECT_EQ(without.output.find("call"), std::string::npos) << without.output;

@@ -76,8 +76,22 @@ struct DispatchCommand {
 
 struct BarrierCommand {};
 
+// What compiled code that calls the runtime receives while an execution runs: the pointer a CPU
+// kernel finds in kiln_dispatch_state_t::context (a RAL context; the HAL never looks inside it).
+// The runtime implements it per run; the queue keeps it alive until the action completes.
+class DispatchContext {
+ public:
+  virtual ~DispatchContext() = default;
+  virtual void* abi() = 0;
+  // Why a kernel of the execution failed when the context knows better than its return code (a
+  // failed runtime call records its status there); OK when it does not.
+  virtual Status failure() const = 0;
+};
+
 struct ExecuteCommand {
   std::shared_ptr<const CommandBuffer> command_buffer;
+  // Null: kernels receive a null context. Drivers whose kernels cannot call the host ignore it.
+  std::shared_ptr<DispatchContext> context;
 };
 
 // Runs on a queue's thread when its waits are met. Return OK and the queue signals the action's

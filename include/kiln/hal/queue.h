@@ -47,9 +47,11 @@ class Queue {
                const BufferRef& target, size_t offset, size_t length);
   Status dispatch(const SemaphoreList& waits, const SemaphoreList& signals,
                   DispatchCommand dispatch);
-  // FAILED_PRECONDITION for a command buffer that is not finalized.
+  // FAILED_PRECONDITION for a command buffer that is not finalized. `context` is what its
+  // kernels receive as their runtime context (hal::DispatchContext), if anything.
   Status execute(const SemaphoreList& waits, const SemaphoreList& signals,
-                 std::shared_ptr<const CommandBuffer> command_buffer);
+                 std::shared_ptr<const CommandBuffer> command_buffer,
+                 std::shared_ptr<DispatchContext> context = nullptr);
   Status host_call(const SemaphoreList& waits, const SemaphoreList& signals, HostCallFn fn);
   // Signals once the waits are met; does nothing else.
   Status barrier(const SemaphoreList& waits, const SemaphoreList& signals);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kiln/base/status.h"
+#include "kiln/codegen/call_kernel.h"
 #include "kiln/ir/program.h"
 #include "kiln/ral/execution_context.h"
 #include "kiln/ral/registry.h"
@@ -27,6 +28,10 @@ class BoundCall {
   // `call_site` keys the random functions' streams (ir::LoweredCall::call_site).
   static Result<BoundCall> bind(const ir::Call& call, const ir::Program& program, int call_site,
                                 std::string_view device, const Registry& registry);
+  // The same packing and full name without looking the function up (for code generated before
+  // the program is linked; linking binds it).
+  static Result<BoundCall> describe(const ir::Call& call, const ir::Program& program, int call_site,
+                                    std::string_view device);
 
   const std::string& function() const { return function_; }
   const std::string& full_name() const { return full_name_; }
@@ -43,6 +48,10 @@ class BoundCall {
   // first error too.
   Status invoke(ExecutionContext& execution, std::span<void* const> data) const;
 
+  // The call as a CPU kernel named `name` that makes the same call through its RAL context
+  // (codegen/call_kernel.h): binding i is tensors()[i].
+  codegen::CallKernel kernel(std::string name) const;
+
  private:
   // An attribute's value as the function takes it.
   struct Scalar {
@@ -58,6 +67,7 @@ class BoundCall {
   size_t output_count_ = 0;
   bool reads_outputs_ = false;
   std::vector<std::vector<int64_t>> sizes_;  // per tensor
+  std::vector<int64_t> bytes_;               // per tensor
   std::vector<Scalar> scalars_;
 };
 

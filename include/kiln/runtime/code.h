@@ -51,13 +51,22 @@ class Code {
 using CodeRef = std::shared_ptr<Code>;
 
 // The device's source for every kernel of `lowered`, in the first format the device builds of
-// "c", "opencl-c" and "kiln-loop" (loop-IR text, for interp); `format` receives which.
+// "c", "opencl-c" and "kiln-loop" (loop-IR text, for interp); `format` receives which. In C,
+// each call statement is a kernel too (calls_are_kernels), after every routine's kernels.
 // UNIMPLEMENTED for a device that builds none of them.
-Result<std::string> generate_source(const ir::LoweredProgram& lowered,
-                                    const hal::DeviceCapabilities& capabilities, std::string* format);
+Result<std::string> generate_source(const ir::LoweredProgram& lowered, const hal::DeviceInfo& device,
+                                    std::string* format);
+
+// Whether the device's executables hold the call statements as kernels that call the runtime
+// through their RAL context (a device that builds C); elsewhere a call is a host action between
+// command buffers.
+bool calls_are_kernels(const hal::DeviceInfo& device);
+// The export ordinal of call `call` of routine `routine` where calls are kernels: they follow the
+// kernels of every routine, routine by routine.
+uint32_t call_export_ordinal(const ir::LoweredProgram& lowered, size_t routine, size_t call);
 
 // Generates the device's source for every kernel of `lowered` (one file) and builds it: exports
-// are the kernels of every routine, in order. Null when there are no kernels.
+// are the kernels of every routine, in order, then its call kernels. Null when there are none.
 Result<hal::ExecutableRef> build_executable(const ir::LoweredProgram& lowered,
                                             const hal::DeviceRef& device,
                                             std::string* source = nullptr);

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,8 @@ class Routine {
   CodeRef code_;
   const ir::LoweredRoutine* lowered_ = nullptr;  // in code_
   std::vector<std::shared_ptr<const ral::BoundCall>> calls_;  // bound for the device
+  // Where the calls are kernels of executable_ (calls_are_kernels): the export of the first.
+  std::optional<uint32_t> first_call_ordinal_;
   mutable std::atomic<uint64_t> runs_{0};  // numbers the runs, for the random calls
   hal::ExecutableRef executable_;
   std::vector<Dispatch> dispatches_;

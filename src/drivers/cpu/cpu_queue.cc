@@ -124,7 +124,8 @@ void CpuQueue::run(std::unique_ptr<hal::Action> action) {
   complete(*action, run_blocking(command));
 }
 
-void CpuQueue::run_dispatch(const hal::DispatchCommand& d, DispatchJob::DoneFn done) {
+void CpuQueue::run_dispatch(const hal::DispatchCommand& d, DispatchJob::DoneFn done,
+                            hal::DispatchContext* context) {
   if (uint64_t{d.workgroups[0]} * d.workgroups[1] * d.workgroups[2] == 0) {
     done(Status());  // nothing to run; the signals still fire
     return;
@@ -142,7 +143,7 @@ void CpuQueue::run_dispatch(const hal::DispatchCommand& d, DispatchJob::DoneFn d
   }
   auto job = std::make_shared<DispatchJob>(std::move(executable), d.export_ordinal, d.workgroups,
                                           std::move(bindings), std::move(lengths), d.constants,
-                                          std::move(done));
+                                          context, std::move(done));
   // A single workgroup is not worth a hand-off to the pool.
   if (job->total() == 1) {
     job->run(0, 1);
@@ -151,7 +152,7 @@ void CpuQueue::run_dispatch(const hal::DispatchCommand& d, DispatchJob::DoneFn d
   }
 }
 
-Status CpuQueue::run_blocking(const hal::Command& command) {
+Status CpuQueue::run_blocking(const hal::Command& command, hal::DispatchContext* context) {
   return std::visit(
       Overloaded{
           [](const hal::CopyCommand& c) {
@@ -179,15 +180,15 @@ Status CpuQueue::run_blocking(const hal::Command& command) {
             if (c.length) std::memcpy(host_address(*c.target, c.offset), c.host, c.length);
             return Status();
           },
-          [this](const hal::DispatchCommand& c) {
+          [this, context](const hal::DispatchCommand& c) {
             Completion completion;
-            run_dispatch(c, [&completion](const Status& s) { completion.finish(s); });
+            run_dispatch(c, [&completion](const Status& s) { completion.finish(s); }, context);
             return completion.wait();
           },
           [](const hal::BarrierCommand&) { return Status(); },
           [this](const hal::ExecuteCommand& c) {
             for (const hal::Command& inner : c.command_buffer->commands()) {
-              KILN_RETURN_IF_ERROR(run_blocking(inner));
+              KILN_RETURN_IF_ERROR(run_blocking(inner, c.context.get()));
             }
             return Status();
           },

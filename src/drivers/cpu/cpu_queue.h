@@ -25,9 +25,12 @@ class CpuQueue final : public hal::Queue {
   void worker_main();
   void run(std::unique_ptr<hal::Action> action);
   // Runs a dispatch; `done` is called once, by whichever thread finishes it.
-  void run_dispatch(const hal::DispatchCommand& dispatch, DispatchJob::DoneFn done);
+  // `context` is what the kernel receives as kiln_dispatch_state_t::context (null outside an
+  // execute with one).
+  void run_dispatch(const hal::DispatchCommand& dispatch, DispatchJob::DoneFn done,
+                    hal::DispatchContext* context = nullptr);
   // Runs a command to completion on this thread (dispatches wait for their workgroups).
-  Status run_blocking(const hal::Command& command);
+  Status run_blocking(const hal::Command& command, hal::DispatchContext* context = nullptr);
 
   std::shared_ptr<ThreadPool> pool_;
   std::mutex mutex_;

@@ -11,12 +11,13 @@ namespace kiln::cpu {
 DispatchJob::DispatchJob(std::shared_ptr<const HostExecutable> executable, uint32_t ordinal,
                          std::array<uint32_t, 3> workgroups, std::vector<void*> bindings,
                          std::vector<size_t> binding_lengths, std::vector<uint32_t> constants,
-                         DoneFn done)
+                         hal::DispatchContext* context, DoneFn done)
     : executable_(std::move(executable)),
       ordinal_(ordinal),
       bindings_(std::move(bindings)),
       binding_lengths_(std::move(binding_lengths)),
       constants_(std::move(constants)),
+      context_(context),
       total_(uint64_t{workgroups[0]} * workgroups[1] * workgroups[2]),
       done_(std::move(done)) {
   state_.abi_version = KILN_KERNEL_ABI_VERSION;
@@ -26,7 +27,7 @@ DispatchJob::DispatchJob(std::shared_ptr<const HostExecutable> executable, uint3
   state_.bindings = bindings_.data();
   state_.binding_lengths = binding_lengths_.data();
   state_.constants = constants_.data();
-  state_.context = nullptr;
+  state_.context = context ? context->abi() : nullptr;
 }
 
 bool DispatchJob::claim(uint64_t chunk, uint64_t* begin, uint64_t* end) {
@@ -55,7 +56,8 @@ void DispatchJob::run(uint64_t begin, uint64_t end) {
   const uint64_t count = end - begin;
   if (finished_.fetch_add(count, std::memory_order_acq_rel) + count != total_) return;
   Status status;
-  if (failed_.load(std::memory_order_acquire)) {
+  if (failed_.load(std::memory_order_acquire) && context_) status = context_->failure();
+  if (failed_.load(std::memory_order_acquire) && status.ok()) {
     status = internal_error("kernel '" + executable_->exports()[ordinal_].name + "' returned " + std::to_string(error_code_) +
                             " in workgroup (" + std::to_string(error_workgroup_.x) + ", " +
                             std::to_string(error_workgroup_.y) + ", " +

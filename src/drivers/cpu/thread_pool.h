@@ -15,6 +15,7 @@
 
 #include "drivers/cpu/host_executable.h"
 #include "kiln/base/status.h"
+#include "kiln/hal/command.h"
 #include "kiln/kernel_abi.h"
 
 namespace kiln::cpu {
@@ -26,7 +27,7 @@ class DispatchJob {
   DispatchJob(std::shared_ptr<const HostExecutable> executable, uint32_t ordinal,
               std::array<uint32_t, 3> workgroups,
               std::vector<void*> bindings, std::vector<size_t> binding_lengths,
-              std::vector<uint32_t> constants, DoneFn done);
+              std::vector<uint32_t> constants, hal::DispatchContext* context, DoneFn done);
 
   uint64_t total() const { return total_; }
   // Claims the next chunk of workgroups; false when none are left.
@@ -40,6 +41,7 @@ class DispatchJob {
   std::vector<void*> bindings_;
   std::vector<size_t> binding_lengths_;
   std::vector<uint32_t> constants_;
+  hal::DispatchContext* context_;  // kept alive by the action that runs the dispatch
   kiln_dispatch_state_t state_{};
   uint64_t total_;
   DoneFn done_;

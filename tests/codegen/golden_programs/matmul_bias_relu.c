@@ -29,3 +29,27 @@ int main_0(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
   }
   return 0;
 }
+
+/* Calls: each passes its bindings as memrefs to the runtime through the RAL context. */
+typedef struct kiln_ral_call_context_t {
+  int (*call)(struct kiln_ral_call_context_t* ctx, const char* name, void** args);
+} kiln_ral_call_context_t;
+
+int kiln_call_0_0(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
+  if (id->x != 0 || id->y != 0 || id->z != 0) return 0;
+  kiln_ral_call_context_t* ctx = (kiln_ral_call_context_t*)s->context;
+  if (!ctx) return 3;
+  if (s->binding_count < 3u) return 1;
+  if (s->binding_lengths[0] < 32768u) return 1;
+  struct { void* data; int64_t sizes[2]; } m0 = {s->bindings[0], {INT64_C(64), INT64_C(128)}};
+  if (s->binding_lengths[1] < 16384u) return 1;
+  struct { void* data; int64_t sizes[2]; } m1 = {s->bindings[1], {INT64_C(128), INT64_C(32)}};
+  if (s->binding_lengths[2] < 8192u) return 1;
+  struct { void* data; int64_t sizes[2]; } m2 = {s->bindings[2], {INT64_C(64), INT64_C(32)}};
+  int64_t a0 = INT64_C(0);
+  int64_t a1 = INT64_C(0);
+  float a2 = (float)0x1p+0;
+  float a3 = (float)0x0p+0;
+  void* args[] = {&ctx, &m0, &m1, &m2, &a0, &a1, &a2, &a3};
+  return ctx->call(ctx, "gemm___cpu___pvoid_m2df32_m2df32_m2df32_i64_i64_f32_f32___void", args);
+}
