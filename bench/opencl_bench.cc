@@ -3,8 +3,14 @@
 //    signalling a semaphore, host waits on it; direct: clEnqueueNDRangeKernel + clFinish).
 //  - BM_KilnWrite/Read vs BM_DirectWrite/Read: 64 MiB host <-> device (kiln: queue write/read
 //    and a semaphore wait; direct: blocking clEnqueueWriteBuffer / clEnqueueReadBuffer).
+//  - BM_OpenClGemm/clblast:0|1: a 512^3 f32 matrix product in the language on the opencl device
+//    (automatic gemm) on the host over mapped buffers (0) or through CLBlast (1), against
+//    BM_OpenBlasSgemm, OpenBLAS called directly on 2 threads.
 // Without an OpenCL platform every benchmark is skipped with the reason.
 #include <benchmark/benchmark.h>
+
+#include <cblas.h>
+#include <stdlib.h>
 
 #include <cstring>
 #include <vector>
@@ -13,6 +19,8 @@
 #include "drivers/opencl/cl_api.h"
 #include "drivers/opencl/cl_kernel_abi.h"
 #include "kiln/base/time.h"
+#include "kiln/lang/parser.h"
+#include "kiln/runtime/program_instance.h"
 
 namespace kiln::bench {
 namespace {
@@ -139,6 +147,46 @@ void BM_DirectCopy(benchmark::State& state) {
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kCopyBytes));
 }
 BENCHMARK(BM_DirectCopy)->ArgName("write")->Arg(1)->Arg(0)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+constexpr int kGemmN = 512;
+
+void set_gemm_gflops(benchmark::State& state) {
+  state.counters["GFLOPS"] = benchmark::Counter(2.0 * kGemmN * kGemmN * double(kGemmN) * double(state.iterations()),
+                                                benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+
+void BM_OpenBlasSgemm(benchmark::State& state) {
+  openblas_set_num_threads(2);
+  std::vector<float> a(size_t(kGemmN) * kGemmN, 0.5f), b(a.size(), 0.25f), c(a.size());
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kGemmN, kGemmN, kGemmN, 1.0f, a.data(), kGemmN, b.data(),
+                kGemmN, 0.0f, c.data(), kGemmN);
+    benchmark::ClobberMemory();
+  }
+  set_gemm_gflops(state);
+}
+BENCHMARK(BM_OpenBlasSgemm)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_OpenClGemm(benchmark::State& state) {
+  if (std::string why = unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
+  setenv("KILN_OPENCL_GEMM", state.range(0) ? "clblast" : "host", 1);
+  const std::string d = std::to_string(kGemmN);
+  ir::Program program = check(lang::parse_program("input a : f32[" + d + ", " + d + "]\ninput b : f32[" + d + ", " + d +
+                                                      "]\noutput c : f32[" + d + ", " + d +
+                                                      "]\nc[i, j] = sum(a[i, k] * b[k, j])\n",
+                                                  "gemm.kiln"),
+                              "parse");
+  auto p = check(runtime::ProgramInstance::create(kiln_device(), program, {}), "compile");
+  Status first = p->run("main");  // CLBlast compiles its kernels on the first call
+  if (!first.ok()) {
+    unsetenv("KILN_OPENCL_GEMM");
+    return state.SkipWithError(first.to_string().c_str());
+  }
+  for (auto _ : state) check(p->run("main"), "run");
+  unsetenv("KILN_OPENCL_GEMM");
+  set_gemm_gflops(state);
+}
+BENCHMARK(BM_OpenClGemm)->ArgName("clblast")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace kiln::bench

@@ -97,6 +97,12 @@ if "BM_KilnDispatch" in ocl:  # skipped without an OpenCL platform
         d = ocl[f"BM_DirectCopy/write:{arg}"]["bytes_per_second"]
         rows.append((f"OpenCL {what} copy, 64 MiB", f"{k / 1e9:.1f} GB/s", f"direct {d / 1e9:.1f} GB/s",
                      f"{k / d:.2f}×", "≥ 0.9×"))
+    sg = ocl["BM_OpenBlasSgemm"]["GFLOPS"]
+    for arg, what in (("0", "on the host over mapped buffers"), ("1", "through CLBlast")):
+        g = ocl.get(f"BM_OpenClGemm/clblast:{arg}", {}).get("GFLOPS")
+        if g:  # CLBlast may be missing
+            rows.append((f"512³ f32 matrix product on opencl, gemm {what}", f"{g / 1e9:.2f} GFLOP/s",
+                         f"OpenBLAS sgemm {sg / 1e9:.1f} GFLOP/s", f"{g / sg:.3f}×", "—"))
 
 ral = medians("ral_bench")
 rc, pc = ral["BM_RalCallWarm"]["ns"], ral["BM_PlainIndirectCall"]["ns"]

@@ -9,6 +9,7 @@ packages=(
   libgtest-dev googletest          # tests
   libbenchmark-dev                 # benchmarks
   libopenblas-dev                  # the cpu device's gemm (RAL) and the sgemm baseline of the benchmarks
+  libclblast-dev                   # the opencl device's gemm (RAL; loaded at run time, optional)
   pocl-opencl-icd ocl-icd-libopencl1 clinfo  # an OpenCL platform on the CPU (PoCL) and the ICD
                                    # loader, so the OpenCL driver's tests run without a GPU
 )

@@ -65,7 +65,10 @@ Result<BoundCall> BoundCall::describe(const ir::Call& call, const ir::Program& p
 Result<BoundCall> BoundCall::bind(const ir::Call& call, const ir::Program& program, int call_site,
                                   std::string_view device, const Registry& registry) {
   KILN_ASSIGN_OR_RETURN(BoundCall bound, describe(call, program, call_site, device));
-  if (registry.find(bound.full_name_).ok()) return bound;
+  if (Result<const Function*> found = registry.find(bound.full_name_); found.ok()) {
+    bound.memory_ = (*found)->memory;
+    return bound;
+  }
 
   // Say what is registered under the nickname, if anything: the usual mistake is a signature.
   std::string known;

@@ -97,11 +97,16 @@ bool needs_execution(const RoutineStep& step) {
 }
 
 // Runs a call on the queue's host thread: maps its buffers (read for arguments, read-write for
-// outputs: gemm's beta reads c) and invokes the function with their addresses.
+// outputs: gemm's beta reads c) and invokes the function with their addresses, or with the
+// buffers themselves for a function that works on device memory (ral::Memory::kDevice).
 Status run_call(const CallStep& step, Execution& execution) {
   const ral::BoundCall& call = *step.call;
   std::vector<hal::Mapping> mappings;
   std::vector<void*> data;
+  if (call.memory() == ral::Memory::kDevice) {
+    for (const hal::BufferRef& b : step.buffers) data.push_back(b.get());
+    return call.invoke(*execution.context, data);
+  }
   for (size_t i = 0; i < step.buffers.size(); ++i) {
     const hal::MapAccess access = call.is_output(i) ? hal::MapAccess::kReadWrite : hal::MapAccess::kRead;
     Result<hal::Mapping> m = step.buffers[i]->map(access);

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/scoped_env.h"
 #include "kiln/base/log.h"
 #include "kiln/base/status.h"
 #include "kiln/base/time.h"
@@ -28,6 +29,7 @@ namespace kiln {
 namespace {
 
 namespace fs = std::filesystem;
+using test::ScopedEnv;
 
 constexpr int64_t kWaitMs = 10000;
 constexpr const char* kMissingCompiler = "/nonexistent/kiln-cts/no-such-cc";
@@ -372,26 +374,6 @@ TEST_F(CpuDriverTest, WorkerThreads) {
     expect_dispatch_works(*device, *executable, {4, 4, 4}, 100 + threads);
   }
 }
-
-// Sets an environment variable for one scope and restores it.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = getenv(name)) old_ = std::string(old);
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 TEST_F(CpuDriverTest, BadThreadsVariableIsInvalidArgument) {
   {

@@ -2,6 +2,7 @@
 // double (gemm) or the standard library (sorting), cpu and opencl bit for bit against interp
 // (random numbers), calls between statements in the order written, host functions, and failures
 // that become statuses naming the function and the device.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/scoped_env.h"
 #include "kiln/ir/call.h"
 #include "kiln/lang/parser.h"
 #include "kiln/loop/loop.h"
@@ -88,6 +90,8 @@ class CallStatementTest : public ::testing::TestWithParam<std::string> {
     return in;
   }
 
+  void expect_gemm_cases();
+
   TempDir cache_;
   hal::DeviceRef device_;
 };
@@ -106,7 +110,8 @@ std::vector<double> gemm_expected(const HostTensor& a, const HostTensor& b, cons
   return c;
 }
 
-TEST_P(CallStatementTest, GemmWithTransposesAlphaAndBeta) {
+// gemm against gemm_expected for 1x1, primes, both transposes, alpha and beta, f32 and f64.
+void CallStatementTest::expect_gemm_cases() {
   struct Case {
     int64_t m, n, k;
     bool ta, tb;
@@ -135,6 +140,38 @@ TEST_P(CallStatementTest, GemmWithTransposesAlphaAndBeta) {
     std::optional<std::string> diff = first_difference("c", expected, (*out)["c"]);
     EXPECT_FALSE(diff) << *diff;
   }
+}
+
+TEST_P(CallStatementTest, GemmWithTransposesAlphaAndBeta) { expect_gemm_cases(); }
+
+// On opencl, gemm runs on the device through CLBlast or on the host over mapped buffers
+// (KILN_OPENCL_GEMM); both give the reference's results, and a bad choice is a clear error.
+TEST_P(CallStatementTest, OpenClGemmRunsOnTheDeviceAndOnTheHost) {
+  if (GetParam() != "opencl") GTEST_SKIP() << "KILN_OPENCL_GEMM is the opencl device's";
+  {
+    test::ScopedEnv env("KILN_OPENCL_GEMM", "host");
+    SCOPED_TRACE("host");
+    expect_gemm_cases();
+  }
+  void* clblast = dlopen("libclblast.so.1", RTLD_NOW | RTLD_LOCAL);
+  {
+    test::ScopedEnv env("KILN_OPENCL_GEMM", "clblast");
+    SCOPED_TRACE("clblast");
+    if (clblast) {
+      expect_gemm_cases();
+    } else {
+      const std::string text = "input a : f32[2, 2]\ninput b : f32[2, 2]\noutput c : f32[2, 2]\ncall gemm(a, b) -> c\n";
+      Result<Tensors> out = run(device_, text, random_inputs(text, 1));
+      EXPECT_NE(out.status().message().find("CLBlast was not found"), std::string::npos) << out.status();
+    }
+  }
+  if (clblast) dlclose(clblast);
+  test::ScopedEnv env("KILN_OPENCL_GEMM", "cuBLAS");
+  const std::string text = "input a : f32[2, 2]\ninput b : f32[2, 2]\noutput c : f32[2, 2]\ncall gemm(a, b) -> c\n";
+  Result<Tensors> out = run(device_, text, random_inputs(text, 1));
+  EXPECT_EQ(out.status().code(), StatusCode::kInvalidArgument) << out.status();
+  EXPECT_NE(out.status().message().find("KILN_OPENCL_GEMM='cuBLAS' is not one of clblast, host"), std::string::npos)
+      << out.status();
 }
 
 TEST_P(CallStatementTest, SortingMatchesTheStandardLibrary) {

@@ -42,6 +42,8 @@ class BoundCall {
   bool is_output(size_t t) const { return t + output_count_ >= tensors_.size(); }
   // Whether the function reads its outputs' old values too (gemm with beta != 0).
   bool reads_outputs() const { return reads_outputs_; }
+  // Where the function wants its memrefs to point (Function::memory; kHost until bound).
+  Memory memory() const { return memory_; }
 
   // Runs the function in `execution` with one data pointer per tensor (tensors() order). OK, or
   // the function's error annotated with the function and the device; the execution keeps the
@@ -66,6 +68,7 @@ class BoundCall {
   std::vector<int> tensors_;
   size_t output_count_ = 0;
   bool reads_outputs_ = false;
+  Memory memory_ = Memory::kHost;
   std::vector<std::vector<int64_t>> sizes_;  // per tensor
   std::vector<int64_t> bytes_;               // per tensor
   std::vector<Scalar> scalars_;

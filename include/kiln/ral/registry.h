@@ -27,11 +27,22 @@ class ExecutionContext;
 // function. An error status is the function's failure; the caller annotates it.
 using Invoker = Status (*)(ExecutionContext& context, void** args);
 
+// Where a function's memref arguments point when the runtime calls it for a `call` statement.
+enum class Memory {
+  // Host memory: the runtime maps each tensor's buffer for the call (the default; every device).
+  kHost,
+  // The tensor's `hal::Buffer*` itself, unmapped: the function reaches the device memory through
+  // its driver (on opencl, the cl_mem; ral/library/clblast.h) and has finished its device work
+  // when it returns. Compiled code never calls such a function.
+  kDevice,
+};
+
 struct Function {
   std::string full_name;  // sort___cpu___pvoid_m2df32_m2df32_i64___void
   std::string nickname;   // sort
   std::string device;     // cpu
   Invoker invoke = nullptr;
+  Memory memory = Memory::kHost;
 };
 
 class Registry {
@@ -112,13 +123,14 @@ struct Adapter<Fn, R (*)(ExecutionContext*, A...)> {
 
 }  // namespace registry_detail
 
-// The Function for `Fn` registered as (Name, Device): full name from Fn's type, and its invoker.
+// The Function for `Fn` registered as (Name, Device): full name from Fn's type, its invoker, and
+// where its memrefs point (M).
 // Fn is `R fn(ExecutionContext*, A...)` with R void, Status, a value or Result of a value.
-template <FixedString Name, FixedString Device, auto Fn>
+template <FixedString Name, FixedString Device, auto Fn, Memory M = Memory::kHost>
 Function make_function() {
   static constexpr auto kFullName = mangled_name<Name, Device, decltype(Fn)>();
   return Function{std::string(kFullName.view()), std::string(Name.view()), std::string(Device.view()),
-                  &registry_detail::Adapter<Fn>::invoke};
+                  &registry_detail::Adapter<Fn>::invoke, M};
 }
 
 // Registers Fn in Registry::global() when the program starts; a failure (a name registered

@@ -20,6 +20,7 @@ class ClStorage final : public hal::BufferStorage {
   Status map(size_t offset, size_t length, hal::MapAccess access, void** out) override;
   void unmap(size_t offset, size_t length, hal::MapAccess access, void* mapped) override;
   cl_mem mem() const { return mem_; }
+  const std::shared_ptr<ClContext>& context() const { return context_; }
 
  private:
   std::shared_ptr<ClContext> context_;
@@ -31,6 +32,12 @@ class ClStorage final : public hal::BufferStorage {
 // The cl_mem behind a buffer of an OpenCL device (validation has checked the device).
 inline cl_mem buffer_mem(const hal::Buffer& buffer) {
   return static_cast<ClStorage*>(buffer.storage().get())->mem();
+}
+
+// The storage of `buffer` if it is OpenCL memory, else null (for callers that hold a buffer of
+// an unknown device: the RAL's device-memory functions).
+inline const ClStorage* cl_storage(const hal::Buffer& buffer) {
+  return dynamic_cast<const ClStorage*>(buffer.storage().get());
 }
 
 class ClAllocator final : public hal::Allocator {

@@ -4,6 +4,8 @@
 
 #include <mutex>
 
+#include "kiln/base/shared_library.h"
+
 namespace kiln::opencl {
 
 namespace {
@@ -15,20 +17,14 @@ struct Loaded {
 
 Loaded load() {
   Loaded out;
-  void* handle = nullptr;
-  std::string errors;
-  for (const char* name : {"libOpenCL.so.1", "libOpenCL.so"}) {
-    handle = ::dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (handle) break;
-    const char* error = ::dlerror();
-    errors += std::string(errors.empty() ? "" : "; ") + (error ? error : name);
-  }
-  if (!handle) {
-    out.status = unavailable_error("the OpenCL library was not found (" + errors +
+  Result<void*> loaded = load_shared_library({"libOpenCL.so.1", "libOpenCL.so"});
+  if (!loaded.ok()) {
+    out.status = unavailable_error("the OpenCL library was not found (" + loaded.status().message() +
                                    "); install an ICD loader and a platform, e.g. "
                                    "ocl-icd-libopencl1 and pocl-opencl-icd");
     return out;
   }
+  void* handle = *loaded;
   // Every entry is required; a library without one of them is not a usable OpenCL 1.2.
   bool ok = true;
   std::string missing;

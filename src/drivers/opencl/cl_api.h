@@ -52,11 +52,13 @@ inline constexpr cl_int CL_DEVICE_NOT_FOUND = -1;
 inline constexpr cl_bool CL_FALSE = 0;
 inline constexpr cl_bool CL_TRUE = 1;
 
+inline constexpr cl_device_type CL_DEVICE_TYPE_CPU = 1 << 1;
 inline constexpr cl_device_type CL_DEVICE_TYPE_ALL = 0xFFFFFFFF;
 
 inline constexpr cl_platform_info CL_PLATFORM_VERSION = 0x0901;
 inline constexpr cl_platform_info CL_PLATFORM_NAME = 0x0902;
 
+inline constexpr cl_device_info CL_DEVICE_TYPE = 0x1000;
 inline constexpr cl_device_info CL_DEVICE_MAX_COMPUTE_UNITS = 0x1002;
 inline constexpr cl_device_info CL_DEVICE_MAX_WORK_GROUP_SIZE = 0x1004;
 inline constexpr cl_device_info CL_DEVICE_MAX_MEM_ALLOC_SIZE = 0x1010;

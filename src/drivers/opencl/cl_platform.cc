@@ -53,6 +53,8 @@ Status describe(const Api& api, ClDeviceRecord& r) {
   KILN_ASSIGN_OR_RETURN(r.device_version, device_string(api, r.device, CL_DEVICE_VERSION));
   KILN_ASSIGN_OR_RETURN(r.driver_version, device_string(api, r.device, CL_DRIVER_VERSION));
   KILN_ASSIGN_OR_RETURN(std::string extensions, device_string(api, r.device, CL_DEVICE_EXTENSIONS));
+  KILN_ASSIGN_OR_RETURN(cl_device_type type, device_value<cl_device_type>(api, r.device, CL_DEVICE_TYPE));
+  r.cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
   hal::DeviceCapabilities& caps = r.info.capabilities;
   KILN_ASSIGN_OR_RETURN(caps.compute_units, device_value<cl_uint>(api, r.device, CL_DEVICE_MAX_COMPUTE_UNITS));
   KILN_ASSIGN_OR_RETURN(caps.max_allocation_size, device_value<cl_ulong>(api, r.device, CL_DEVICE_MAX_MEM_ALLOC_SIZE));

@@ -15,6 +15,7 @@ struct ClDeviceRecord {
   cl_device_id device = nullptr;
   std::string platform_name, platform_version;
   std::string device_name, device_version, driver_version;
+  bool cpu = false;  // CL_DEVICE_TYPE_CPU: the device runs on the host's cores
   hal::DeviceInfo info;
 };
 

@@ -1,0 +1,17 @@
+#include "kiln/base/shared_library.h"
+
+#include <dlfcn.h>
+
+namespace kiln {
+
+Result<void*> load_shared_library(std::initializer_list<const char*> names) {
+  std::string errors;
+  for (const char* name : names) {
+    if (void* handle = ::dlopen(name, RTLD_NOW | RTLD_LOCAL)) return handle;
+    const char* error = ::dlerror();
+    errors += std::string(errors.empty() ? "" : "; ") + (error ? error : name);
+  }
+  return unavailable_error(errors);
+}
+
+}  // namespace kiln
