@@ -1,6 +1,7 @@
 // The runtime layer: data-parallel training throughput on 2 streams versus 1, and the cost of
 // per-node synchronization over a bare HAL dispatch of the same kernel.
 #include <benchmark/benchmark.h>
+#include <time.h>
 
 #include "bench_common.h"
 #include "kiln/lang/parser.h"
@@ -63,6 +64,25 @@ void BM_RoutineWithNodeSync(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_RoutineWithNodeSync)->UseRealTime();
+
+// The submitting thread's CPU time per Routine::run in a burst of 1000 (then one await): what a
+// run costs the host, without the hand-offs to the queue's thread; compare BM_SubmitBurst of
+// dispatch_bench (a bare HAL submit).
+void BM_RoutineSubmitBurst(benchmark::State& state) {
+  EightNodes setup;
+  constexpr int kBurst = 1000;
+  int64_t cpu_ns = 0;
+  for (auto _ : state) {
+    timespec t0, t1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    for (int i = 0; i < kBurst; ++i) check(setup.linked.routine->run(), "run");
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+    cpu_ns += (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
+    check(setup.stream->await(), "await");
+  }
+  state.counters["submit_cpu_ns_per_run"] = benchmark::Counter(double(cpu_ns) / (double(state.iterations()) * kBurst));
+}
+BENCHMARK(BM_RoutineSubmitBurst)->UseRealTime();
 
 // The same kernel dispatched on a HAL queue with its own buffers: submit + host wait.
 void BM_BareHalDispatch(benchmark::State& state) {

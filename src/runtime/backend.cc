@@ -176,6 +176,8 @@ Result<LinkedBatch> Backend::link_routines(const ContextRef& parent, const CodeR
   std::string label = parent->label() + "/";
   for (size_t i = 0; i < names.size(); ++i) label += (i ? "+" : "") + names[i];
   ContextRef child(new Context(shared_from_this(), parent->stream(), parent->nodes(), parent, label));
+  std::erase_if(parent->children_, [](const std::weak_ptr<Context>& c) { return c.expired(); });
+  parent->children_.push_back(child);
   Stream& stream = *parent->stream();
 
   // The array of a node: from the tree, the device's shared arrays, or new (uploaded).

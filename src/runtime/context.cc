@@ -15,11 +15,26 @@ Context::Context(std::shared_ptr<Backend> backend, StreamRef stream, std::shared
 
 void Context::finalize() {
   std::map<std::string, std::shared_ptr<DeviceArray>, std::less<>> arrays;
+  std::vector<std::unordered_map<uint64_t, std::shared_ptr<PreparedRun>>> prepared;
+  std::vector<ContextRef> descendants;  // released after the lock, like the rest
   {
     std::lock_guard<std::mutex> lock(scheduling_mutex());
     if (finalized_) return;
     finalized_ = true;
     arrays.swap(arrays_);
+    // Descendants can no longer run; what they recorded holds this context's arrays.
+    std::vector<Context*> pending{this};
+    while (!pending.empty()) {
+      Context* c = pending.back();
+      pending.pop_back();
+      prepared.emplace_back().swap(c->prepared_);
+      for (const std::weak_ptr<Context>& child : c->children_) {
+        if (ContextRef live = child.lock()) {
+          pending.push_back(live.get());
+          descendants.push_back(std::move(live));
+        }
+      }
+    }
   }
   // The buffers go when the last reference does: queued work holds its own.
 }

@@ -1,6 +1,9 @@
 #include "kiln/runtime/routine.h"
 
 #include <map>
+#include <optional>
+#include <span>
+#include <string_view>
 
 #include "kiln/runtime/backend.h"
 #include "runtime/routine_steps.h"
@@ -11,35 +14,66 @@ namespace kiln::runtime {
 
 Status Routine::run() const { return run_in(context_); }
 
-Status Routine::run_in(const ContextRef& context) const {
-  std::lock_guard<std::mutex> lock(scheduling_mutex());
-  const std::string where = "running routine '" + name_ + "'";
-  KILN_RETURN_IF_ERROR(context->check_usable().annotate(where));
-  Stream& stream = *context->stream();
-  if (executable_ && executable_->device_tag() != stream.device()->tag()) {
-    return invalid_argument_error(where + ": it was linked for device '" +
-                                  context_->stream()->device()->info().name +
-                                  "' and cannot run with the arrays of context '" + context->label() +
-                                  "' on device '" + stream.device()->info().name + "'");
-  }
+// What run_in resolves once per context and then reuses (Context::prepared_): the routine's
+// arrays there (arrays are added only to new child contexts and leave only when a context is
+// finalized, which check_usable reports), and its steps recorded for one merge buffer.
+struct PreparedRun {
+  std::vector<ArrayAccess> accesses;    // each array once, reads_ and writes_ merged
+  std::vector<DeviceArrayRef> arrays;   // accesses[i].array
+  std::vector<std::string_view> names;  // accesses[i]'s node (in the routine's reads_ / writes_)
+  hal::BufferRef merge;                 // the merge buffer `steps` bind, if the routine reads one
+  std::optional<std::vector<RoutineStep>> steps;
+};
 
-  // Each array once, with how the routine uses it.
-  std::map<std::string, ArrayAccess, std::less<>> accesses;
-  std::map<std::string, std::shared_ptr<DeviceArray>, std::less<>> arrays;
+namespace {
+std::atomic<uint64_t> next_routine_id{1};
+}  // namespace
+
+Routine::Routine() : id_(next_routine_id.fetch_add(1, std::memory_order_relaxed)) {}
+
+Result<std::shared_ptr<PreparedRun>> Routine::prepare(const ContextRef& context) const {
+  auto prepared = std::make_shared<PreparedRun>();
+  std::map<std::string_view, size_t> index;  // node → accesses[i]
   auto use = [&](const std::string& node, bool write) -> Status {
-    auto it = arrays.find(node);
-    if (it == arrays.end()) {
-      Result<std::shared_ptr<DeviceArray>> array = context->find_array(node);
-      if (!array.ok()) return array.status().annotate(where);
-      it = arrays.emplace(node, *array).first;
+    auto it = index.find(node);
+    if (it == index.end()) {
+      KILN_ASSIGN_OR_RETURN(DeviceArrayRef array, context->find_array(node));
+      it = index.emplace(node, prepared->accesses.size()).first;
+      prepared->accesses.push_back({array.get(), false, false});
+      prepared->arrays.push_back(std::move(array));
+      prepared->names.push_back(node);
     }
-    ArrayAccess& a = accesses[node];
-    a.array = it->second.get();
+    ArrayAccess& a = prepared->accesses[it->second];
     (write ? a.write : a.read) = true;
     return Status();
   };
   for (const std::string& node : reads_) KILN_RETURN_IF_ERROR(use(node, false));
   for (const std::string& node : writes_) KILN_RETURN_IF_ERROR(use(node, true));
+  return prepared;
+}
+
+Status Routine::run_in(const ContextRef& context) const {
+  std::lock_guard<std::mutex> lock(scheduling_mutex());
+  // Built only on a failure: the hot path allocates no message.
+  auto where = [&] { return "running routine '" + name_ + "'"; };
+  if (Status usable = context->check_usable(); !usable.ok()) return usable.annotate(where());
+  Stream& stream = *context->stream();
+  if (executable_ && executable_->device_tag() != stream.device()->tag()) {
+    return invalid_argument_error(where() + ": it was linked for device '" +
+                                  context_->stream()->device()->info().name +
+                                  "' and cannot run with the arrays of context '" + context->label() +
+                                  "' on device '" + stream.device()->info().name + "'");
+  }
+  std::shared_ptr<PreparedRun>& slot = context->prepared_[id_];
+  if (!slot) {
+    Result<std::shared_ptr<PreparedRun>> made = prepare(context);
+    if (!made.ok()) {
+      context->prepared_.erase(id_);
+      return made.status().annotate(where());
+    }
+    slot = std::move(*made);
+  }
+  PreparedRun& prepared = *slot;
 
   // The merge buffer must hold what the routine reads as `x.merge`.
   StreamState& state = stream.state();
@@ -48,86 +82,103 @@ Status Routine::run_in(const ContextRef& context) const {
   if (!merge_node_.empty()) {
     if (state.merge_node != merge_node_) {
       return failed_precondition_error(
-          where + ": it reads " + merge_node_ + ".merge, but the merge buffer of stream '" +
+          where() + ": it reads " + merge_node_ + ".merge, but the merge buffer of stream '" +
           stream.name() + "' holds " +
           (state.merge_node.empty() ? std::string("nothing") : "'" + state.merge_node + "'") +
           " (schedule device_to_device of '" + merge_node_ + "' into the merge buffer first)");
     }
-    const size_t bytes = merge_bytes_;
     if (state.merge_streaming_source) {
       streaming = state.merge_streaming_source;
       merge = streaming->buffer;
     } else {
       merge = state.merge_buffer;
     }
-    if (merge->byte_length() < bytes) {
-      return failed_precondition_error(where + ": the merge buffer holds " +
+    if (merge->byte_length() < merge_bytes_) {
+      return failed_precondition_error(where() + ": the merge buffer holds " +
                                        std::to_string(merge->byte_length()) + " bytes of '" +
-                                       merge_node_ + "', which needs " + std::to_string(bytes));
+                                       merge_node_ + "', which needs " + std::to_string(merge_bytes_));
     }
   }
 
   // Arrays whose host copy is newer are uploaded first (automatic host transfers).
   if (context->nodes()->automatic_transfers()) {
-    for (auto& [node, a] : accesses) {
+    for (const ArrayAccess& a : prepared.accesses) {
       if (a.read && a.array->stale && a.array->node) {
-        KILN_RETURN_IF_ERROR(upload_locked(stream, *a.array).status().annotate(where));
+        if (Status up = upload_locked(stream, *a.array).status(); !up.ok()) return up.annotate(where());
       }
     }
   }
 
-  auto dispatch = [&](size_t i) -> Result<hal::DispatchCommand> {
-    const Dispatch& d = dispatches_[i];
-    hal::DispatchCommand command;
-    command.executable = executable_;
-    command.export_ordinal = d.export_ordinal;
-    command.workgroups = {d.workgroups, 1, 1};
-    for (size_t b = 0; b < d.bindings.size(); ++b) {
-      if (static_cast<int>(b) == d.merge_binding) {
-        command.bindings.push_back({merge});
-        continue;
+  // The steps, recorded on the first run in this context (and again when the merge buffer is
+  // another one), then replayed.
+  if (!prepared.steps || prepared.merge != merge) {
+    auto array_of = [&](std::string_view node) -> DeviceArray* {
+      for (size_t i = 0; i < prepared.names.size(); ++i) {
+        if (prepared.names[i] == node) return prepared.accesses[i].array;
       }
-      // Lowering binds only nodes a kernel reads or writes; a binding outside them would be a
-      // lowering bug, reported rather than thrown.
-      auto array = arrays.find(d.bindings[b]);
-      if (array == arrays.end()) {
-        return internal_error(where + ": kernel " + std::to_string(i) + " binds '" + d.bindings[b] +
+      return nullptr;
+    };
+    auto dispatch = [&](size_t i) -> Result<hal::DispatchCommand> {
+      const Dispatch& d = dispatches_[i];
+      hal::DispatchCommand command;
+      command.executable = executable_;
+      command.export_ordinal = d.export_ordinal;
+      command.workgroups = {d.workgroups, 1, 1};
+      for (size_t b = 0; b < d.bindings.size(); ++b) {
+        if (static_cast<int>(b) == d.merge_binding) {
+          command.bindings.push_back({merge});
+          continue;
+        }
+        // Lowering binds only nodes a kernel reads or writes; a binding outside them would be a
+        // lowering bug, reported rather than thrown.
+        DeviceArray* array = array_of(d.bindings[b]);
+        if (!array) {
+          return internal_error(where() + ": kernel " + std::to_string(i) + " binds '" + d.bindings[b] +
+                                "', which the routine neither reads nor writes");
+        }
+        command.bindings.push_back({array->buffer});
+      }
+      return command;
+    };
+    const ir::Program& program = code_->lowered().program;
+    auto call_buffer = [&](int node) -> Result<hal::BufferRef> {
+      DeviceArray* array = array_of(program.nodes[node].name);
+      if (!array) {
+        return internal_error(where() + ": a call passes '" + program.nodes[node].name +
                               "', which the routine neither reads nor writes");
       }
-      command.bindings.push_back({array->second->buffer});
-    }
-    return command;
-  };
-  const ir::Program& program = code_->lowered().program;
-  auto call_buffer = [&](int node) -> Result<hal::BufferRef> {
-    auto array = arrays.find(program.nodes[node].name);
-    if (array == arrays.end()) {
-      return internal_error(where + ": a call passes '" + program.nodes[node].name +
-                            "', which the routine neither reads nor writes");
-    }
-    return array->second->buffer;
-  };
-  std::optional<CallKernels> call_kernels;
-  if (first_call_ordinal_) call_kernels = CallKernels{executable_, *first_call_ordinal_};
-  Result<std::vector<RoutineStep>> steps =
-      make_routine_steps(*stream.device(), *lowered_, calls_, call_kernels, dispatch, call_buffer);
-  if (!steps.ok()) return steps.status().annotate(where);
+      return array->buffer;
+    };
+    std::optional<CallKernels> call_kernels;
+    if (first_call_ordinal_) call_kernels = CallKernels{executable_, *first_call_ordinal_};
+    Result<std::vector<RoutineStep>> steps =
+        make_routine_steps(*stream.device(), *lowered_, calls_, call_kernels, dispatch, call_buffer);
+    if (!steps.ok()) return steps.status().annotate(where());
+    prepared.steps = std::move(*steps);
+    prepared.merge = merge;
+  }
   const RoutineRun run{context->backend().ral_context(), context->nodes()->seed(), runs_++};
 
-  std::vector<ArrayAccess> list;
-  for (auto& [node, a] : accesses) list.push_back(a);
-  if (streaming) list.push_back({streaming.get(), true, false});
-  Result<StreamPoint> done = schedule(stream, list, {}, {name_, "routine", true},
+  std::span<const ArrayAccess> accesses = prepared.accesses;
+  std::vector<ArrayAccess> with_streaming;
+  if (streaming) {
+    with_streaming.assign(accesses.begin(), accesses.end());
+    with_streaming.push_back({streaming.get(), true, false});
+    accesses = with_streaming;
+  }
+  const std::vector<RoutineStep>& steps = *prepared.steps;
+  Result<StreamPoint> done = schedule(stream, accesses, {}, {name_, "routine", true},
                                       [&](const hal::SemaphoreList& w, const hal::SemaphoreList& s) {
                                         return submit_routine_steps(*stream.device(), *stream.queue(), w, s,
-                                                                    *steps, run);
+                                                                    steps, run);
                                       });
-  if (!done.ok()) return done.status().annotate(where);
-  for (auto& [node, a] : accesses) {
+  if (!done.ok()) return done.status().annotate(where());
+  for (size_t i = 0; i < prepared.accesses.size(); ++i) {
+    const ArrayAccess& a = prepared.accesses[i];
     if (!a.write) continue;
     a.array->stale = false;
     a.array->newer = true;
-    if (a.array->node) a.array->node->newer_on_device = arrays.find(node)->second;  // `use` added it
+    if (a.array->node) a.array->node->newer_on_device = prepared.arrays[i];
   }
   return Status();
 }

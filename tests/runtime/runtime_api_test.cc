@@ -120,6 +120,35 @@ TEST_F(RuntimeApiTest, LinkingTwoRoutinesIntoOneTreeSharesArrays) {
   EXPECT_EQ(s[0], 0.0f);
 }
 
+// A routine keeps what it resolved and recorded per context and replays it: run alternately in
+// its own context and in a sibling's, each run uses that context's arrays; finalizing the
+// sibling leaves its own context running.
+TEST_F(RuntimeApiTest, RunsAlternatelyInTwoContextsUseEachContextsArrays) {
+  const std::vector<float> x0 = ramp(8, 1, 1), x1 = ramp(8, -4, 0.5f);
+  KILN_ASSERT_OK(write_floats(*nodes_, "x", x0));
+  KILN_ASSERT_OK_AND_ASSIGN(runtime::Linked a, backend_->link(root_, code_, "scale"));
+  KILN_ASSERT_OK_AND_ASSIGN(runtime::Linked b, backend_->link(root_, code_, "scale"));
+  nodes_->set_automatic_transfers(false);
+  KILN_ASSERT_OK(write_floats(*nodes_, "x", x1));
+  KILN_ASSERT_OK(runtime::from_host(b.context, "x").status());  // b's x is x1, a's stays x0
+  for (int round = 0; round < 3; ++round) {
+    KILN_ASSERT_OK(a.routine->run_in(b.context));
+    KILN_ASSERT_OK(a.routine->run());
+  }
+  KILN_ASSERT_OK(runtime::to_host(a.context, "y").status());
+  KILN_ASSERT_OK(backend_->await(wait_limit()));
+  KILN_ASSERT_OK_AND_ASSIGN(std::vector<float> y, read_floats(*nodes_, "y"));
+  EXPECT_EQ(y, scaled(x0));
+  KILN_ASSERT_OK(runtime::to_host(b.context, "y").status());
+  KILN_ASSERT_OK(backend_->await(wait_limit()));
+  KILN_ASSERT_OK_AND_ASSIGN(y, read_floats(*nodes_, "y"));
+  EXPECT_EQ(y, scaled(x1));
+
+  b.context->finalize();
+  EXPECT_TRUE(has_error(a.routine->run_in(b.context), StatusCode::kFailedPrecondition, {"finalized"}));
+  KILN_EXPECT_OK(a.routine->run());
+}
+
 TEST_F(RuntimeApiTest, FinalizeFreesOwnedArraysOnceAndRefusesLaterUse) {
   KILN_ASSERT_OK_AND_ASSIGN(runtime::Linked scale, backend_->link(root_, code_, "scale"));
   KILN_ASSERT_OK_AND_ASSIGN(runtime::Linked total, backend_->link(scale.context, code_, "total"));

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <map>
+#include <unordered_map>
+#include <vector>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -22,6 +24,8 @@ namespace kiln::runtime {
 
 class Backend;
 class DeviceArray;
+class Routine;
+struct PreparedRun;
 
 class Context : public std::enable_shared_from_this<Context> {
  public:
@@ -43,6 +47,7 @@ class Context : public std::enable_shared_from_this<Context> {
 
  private:
   friend class Backend;
+  friend class Routine;
   Context(std::shared_ptr<Backend> backend, StreamRef stream, std::shared_ptr<NodeTable> nodes,
           std::shared_ptr<Context> parent, std::string label);
 
@@ -53,6 +58,10 @@ class Context : public std::enable_shared_from_this<Context> {
   std::string label_;
   // Guarded by the scheduling mutex:
   std::map<std::string, std::shared_ptr<DeviceArray>, std::less<>> arrays_;
+  // What each routine that ran here resolved and recorded (Routine::run_in), by routine id. It
+  // refers to ancestors' arrays too, so finalize() drops it here and in every descendant.
+  std::unordered_map<uint64_t, std::shared_ptr<PreparedRun>> prepared_;
+  std::vector<std::weak_ptr<Context>> children_;  // contexts linked into this one
   bool finalized_ = false;
 };
 

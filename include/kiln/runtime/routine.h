@@ -42,7 +42,7 @@ class Routine {
 
  private:
   friend class Backend;
-  Routine() = default;
+  Routine();
 
   // One kernel: its export, workgroup count, and for each binding the node name (or the merge
   // buffer, when merge_binding is that binding's index).
@@ -53,6 +53,9 @@ class Routine {
     int merge_binding = -1;
   };
 
+  // The routine's arrays in `context`, for Context::prepared_; under the scheduling mutex.
+  Result<std::shared_ptr<PreparedRun>> prepare(const ContextRef& context) const;
+
   std::string name_;
   ContextRef context_;
   CodeRef code_;
@@ -60,6 +63,10 @@ class Routine {
   std::vector<std::shared_ptr<const ral::BoundCall>> calls_;  // bound for the device
   // Where the calls are kernels of executable_ (calls_are_kernels): the export of the first.
   std::optional<uint32_t> first_call_ordinal_;
+  // Keys Context::prepared_; never reused within a process. What a routine prepared stays with
+  // the context until it is finalized or destroyed (a Routine can be destroyed under the
+  // scheduling mutex, when linking fails, so its destructor cannot take it).
+  const uint64_t id_;
   mutable std::atomic<uint64_t> runs_{0};  // numbers the runs, for the random calls
   hal::ExecutableRef executable_;
   std::vector<Dispatch> dispatches_;
