@@ -5,6 +5,7 @@
 #               then each libFuzzer target for FUZZ_TEST_SECONDS (docs/fuzzing.md)
 #   make fuzz   the libFuzzer targets only, FUZZ_SECONDS each (FUZZ_TARGETS to pick some)
 #   make bench  builds and runs the benchmarks
+#   make bench-peers  kiln against PyTorch, NumPy, IREE and tinygrad on the same work (bench/peers)
 
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
@@ -14,7 +15,7 @@ FUZZ_TEST_SECONDS ?= 60
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS ?=
 
-.PHONY: deps build demo test test-plain test-asan test-tsan test-fuzz fuzz fuzz-build bench clean
+.PHONY: deps build demo test test-plain test-asan test-tsan test-fuzz fuzz fuzz-build bench bench-peers clean
 
 deps:
 	@scripts/install-deps.sh
@@ -66,6 +67,9 @@ fuzz: fuzz-build
 
 bench: build
 	@for b in build/bench/*_bench; do echo "== $$b"; $$b --benchmark_repetitions=5 --benchmark_report_aggregates_only=true || exit 1; done
+
+bench-peers: build
+	bench/peers/run.sh build
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz

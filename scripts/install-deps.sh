@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages kiln needs to build, test and benchmark, if any are missing.
-# Run as root, or with sudo available. Does nothing when everything is present.
+# Installs the Debian packages kiln needs to build, test and benchmark, if any are missing, and
+# the packages named as arguments (bench/peers/run.sh adds PyTorch's). Run as root, or with sudo
+# available. Does nothing when everything is present.
 set -euo pipefail
 
 packages=(
@@ -12,6 +13,7 @@ packages=(
   libclblast-dev                   # the opencl device's gemm (RAL; loaded at run time, optional)
   pocl-opencl-icd ocl-icd-libopencl1 clinfo  # an OpenCL platform on the CPU (PoCL) and the ICD
                                    # loader, so the OpenCL driver's tests run without a GPU
+  "$@"
 )
 
 missing=()

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""kiln against what a user would use instead, side by side in one run: PyTorch (CPU, eager),
+NumPy, IREE (llvm-cpu, the same computation in linalg MLIR) and tinygrad (CPU), on the rows of
+bench/peers/tasks.py. Contenders alternate within each round (the first of a round changes from
+round to round); a row's figure is the median over rounds of each round's median; every peer is
+given the same thread count. Prints a Markdown table: each contender's median and kiln's time
+divided by the fastest peer's (below 1: kiln is faster). Run by bench/peers/run.sh.
+
+    peers.py --build BUILD --venv-python PY [--torch-python PY] [--rounds N] [--threads N] [--tasks a,b]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+from tasks import TASKS, kiln_program
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Worker:
+    """A peer's worker.py process: one request, one JSON answer."""
+
+    def __init__(self, peer, python, threads):
+        # OpenMP and OpenBLAS (PyTorch, NumPy), tinygrad's CPU backend; PyTorch and IREE are also
+        # told in worker.py.
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
+                   MKL_NUM_THREADS=str(threads), NUM_CPU_THREADS=str(threads))
+        self.peer = peer
+        self.proc = subprocess.Popen([python, os.path.join(HERE, "worker.py"), peer, str(threads)], cwd=HERE,
+                                     env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def ask(self, task, reps):
+        try:
+            self.proc.stdin.write(f"{task} {reps}\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+            return json.loads(line) if line else {"skip": f"{self.peer} worker exited"}
+        except (BrokenPipeError, json.JSONDecodeError) as e:
+            return {"skip": f"{self.peer} worker: {e}"}
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+
+
+class Kiln:
+    """kiln through its own tools: `kiln run --repeat` (median per run, run + await) and the
+    training demo (`train_moons`, ms per epoch on 2 streams)."""
+
+    def __init__(self, build, threads, generated=False):
+        self.build, self.generated = build, generated
+        self.env = dict(os.environ, KILN_CPU_THREADS=str(threads))
+        self.dir = tempfile.mkdtemp(prefix="kiln-peers-")
+
+    def ask(self, task, reps):
+        if self.generated and not task.startswith("matmul"):
+            return {"skip": "same as kiln"}
+        if task == "mlp_epoch":
+            if self.generated:
+                return {"skip": "same as kiln"}
+            cmd = [os.path.join(self.build, "examples/train_moons/train_moons"), "--epochs", str(reps), "--streams", "2"]
+            pattern = r"([0-9.]+) ms per epoch"
+        else:
+            path = os.path.join(self.dir, f"{task}.kiln")
+            with open(path, "w") as f:
+                f.write(kiln_program(task))
+            cmd = [os.path.join(self.build, "kiln"), "run", path, "--repeat", str(reps)]
+            if self.generated:
+                cmd.append("--no-auto-calls")
+            pattern = r"median ([0-9.]+) ms"
+        r = subprocess.run(cmd, env=self.env, capture_output=True, text=True)
+        m = re.search(pattern, r.stdout)
+        if r.returncode != 0 or not m:
+            return {"skip": f"kiln failed: {(r.stderr or r.stdout).strip()[:200]}"}
+        return {"ms": float(m.group(1))}
+
+    def close(self):
+        pass
+
+
+def version_of(contender):
+    if isinstance(contender, Kiln):
+        r = subprocess.run([os.path.join(contender.build, "kiln"), "--version"], capture_output=True, text=True)
+        return r.stdout.strip() or "kiln"
+    return contender.ask("version", 0).get("version", contender.peer)
+
+
+def fmt(ms):
+    if ms is None:
+        return "—"
+    return f"{ms * 1e3:.1f} µs" if ms < 1 else f"{ms:.2f} ms"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--venv-python", required=True)
+    ap.add_argument("--torch-python", default="/usr/bin/python3")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--tasks", default=",".join(TASKS))
+    args = ap.parse_args()
+    tasks = args.tasks.split(",")
+
+    contenders = {
+        "kiln": Kiln(args.build, args.threads),
+        "kiln, generated loops": Kiln(args.build, args.threads, generated=True),
+        "PyTorch": Worker("torch", args.torch_python, args.threads),
+        "NumPy": Worker("numpy", args.venv_python, args.threads),
+        "IREE": Worker("iree", args.venv_python, args.threads),
+        "tinygrad": Worker("tinygrad", args.venv_python, args.threads),
+    }
+    names = list(contenders)
+    versions = {n: version_of(c) for n, c in contenders.items()}
+    results = {t: {n: [] for n in names} for t in tasks}
+    skipped = {}
+    for r in range(args.rounds):
+        for t in tasks:
+            order = names[r % len(names):] + names[:r % len(names)]
+            for n in order:
+                if (t, n) in skipped:
+                    continue
+                answer = contenders[n].ask(t, TASKS[t]["reps"])
+                if "ms" in answer:
+                    results[t][n].append(answer["ms"])
+                else:
+                    skipped[(t, n)] = answer.get("skip", "?")
+        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
+    for c in contenders.values():
+        c.close()
+
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    print(f"{datetime.date.today()}, {cpu}, {os.cpu_count()} cores, {args.threads} threads per contender, "
+          f"medians of {args.rounds} rounds")
+    print("Contenders: " + "; ".join(versions[n] for n in names[1:] if n != "kiln, generated loops") +
+          f"; {versions['kiln']}\n")
+    print("| work | " + " | ".join(names) + " | kiln ÷ fastest peer |")
+    print("| --- |" + " --- |" * (len(names) + 1))
+    peers = [n for n in names if not n.startswith("kiln")]
+    for t in tasks:
+        med = {n: statistics.median(v) if v else None for n, v in results[t].items()}
+        best = min((med[n] for n in peers if med[n] is not None), default=None)
+        ratio = f"{med['kiln'] / best:.2f}×" if best and med["kiln"] else "—"
+        print(f"| {TASKS[t]['what']} | " + " | ".join(fmt(med[n]) for n in names) + f" | {ratio} |")
+    notes = sorted({f"{n} on {t}: {why}" for (t, n), why in skipped.items() if why != "same as kiln"})
+    notes.append("torch.compile: not in PyTorch 1.13 (Debian's build), so eager only")
+    if notes:
+        print("\nNot measured: " + "; ".join(notes))
+
+
+if __name__ == "__main__":
+    main()

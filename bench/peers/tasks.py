@@ -1,0 +1,123 @@
+"""The work of `make bench-peers`, written once per peer: kiln's programs, IREE's MLIR, the shapes
+the Python peers make inputs of, and the half-moons data of the training row."""
+import math
+
+import numpy as np
+
+MLP_POINTS = 8192  # an epoch of examples/train_moons: 4 batches of 2048
+
+# name: what the row says, input shapes, repetitions per round (about 0.1–1 s of work).
+TASKS = {
+    "matmul512": {"what": "512³ f32 matrix product", "inputs": [(512, 512), (512, 512)], "reps": 20},
+    "matmul1024": {"what": "1024³ f32 matrix product", "inputs": [(1024, 1024), (1024, 1024)], "reps": 5},
+    "softmax": {"what": "row softmax 4096×1024", "inputs": [(4096, 1024)], "reps": 20},
+    "rowsum": {"what": "row sum 4096×1024", "inputs": [(4096, 1024)], "reps": 50},
+    "relu_fma": {"what": "relu(a·b + c) over 2^24 f32", "inputs": [(1 << 24,)] * 3, "reps": 10},
+    "tiny_add": {"what": "launch: y = a + b on 256 f32, run to completion", "inputs": [(256,), (256,)],
+                 "reps": 2000},
+    "mlp_epoch": {"what": "half-moons MLP, one training epoch (8192 points, batch 2048)", "inputs": [],
+                  "reps": 20},
+}
+
+
+def kiln_program(task):
+    """The task in kiln's language (None: kiln runs it another way, the training demo)."""
+    if task.startswith("matmul"):
+        n = 512 if task == "matmul512" else 1024
+        return (f"input a : f32[{n}, {n}]\ninput b : f32[{n}, {n}]\noutput c : f32[{n}, {n}]\n"
+                "c[i, j] = sum(a[i, k] * b[k, j])\n")
+    if task == "softmax":
+        return ("input x : f32[4096, 1024]\noutput y : f32[4096, 1024]\ntensor m : f32[4096]\n"
+                "tensor e : f32[4096, 1024]\ntensor s : f32[4096]\n"
+                "m[i] = max(x[i, j])\ne[i, j] = exp(x[i, j] - m[i])\ns[i] = sum(e[i, j])\ny[i, j] = e[i, j] / s[i]\n")
+    if task == "rowsum":
+        return "input x : f32[4096, 1024]\noutput y : f32[4096]\ny[i] = sum(x[i, j])\n"
+    if task == "relu_fma":
+        n = 1 << 24
+        return (f"input a : f32[{n}]\ninput b : f32[{n}]\ninput c : f32[{n}]\noutput y : f32[{n}]\n"
+                "y[i] = relu(a[i] * b[i] + c[i])\n")
+    if task == "tiny_add":
+        return "input a : f32[256]\ninput b : f32[256]\noutput y : f32[256]\ny[i] = a[i] + b[i]\n"
+    return None
+
+
+def _elementwise(n, count, body):
+    t = f"tensor<{n}xf32>"
+    args = ", ".join(f"%a{i}: {t}" for i in range(count))
+    ins = ", ".join(f"%a{i}" for i in range(count))
+    block = ", ".join(f"%x{i}: f32" for i in range(count)) + ", %o: f32"
+    maps = ", ".join(["#m"] * (count + 1))
+    return f"""#m = affine_map<(i) -> (i)>
+func.func @main({args}) -> {t} {{
+  %e = tensor.empty() : {t}
+  %r = linalg.generic {{indexing_maps = [{maps}], iterator_types = ["parallel"]}}
+      ins({ins} : {", ".join([t] * count)}) outs(%e : {t}) {{
+  ^bb0({block}):
+{body}
+  }} -> {t}
+  return %r : {t}
+}}
+"""
+
+
+def mlir(task):
+    """The task for IREE, in the linalg dialect."""
+    if task.startswith("matmul"):
+        n = 512 if task == "matmul512" else 1024
+        t = f"tensor<{n}x{n}xf32>"
+        return f"""func.func @main(%a: {t}, %b: {t}) -> {t} {{
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : {t}
+  %f = linalg.fill ins(%z : f32) outs(%e : {t}) -> {t}
+  %r = linalg.matmul ins(%a, %b : {t}, {t}) outs(%f : {t}) -> {t}
+  return %r : {t}
+}}
+"""
+    if task == "softmax":
+        t = "tensor<4096x1024xf32>"
+        return f"""func.func @main(%x: {t}) -> {t} {{
+  %e = tensor.empty() : {t}
+  %r = linalg.softmax dimension(1) ins(%x : {t}) outs(%e : {t}) -> {t}
+  return %r : {t}
+}}
+"""
+    if task == "rowsum":
+        return """#in = affine_map<(i, j) -> (i, j)>
+#out = affine_map<(i, j) -> (i)>
+func.func @main(%x: tensor<4096x1024xf32>) -> tensor<4096xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4096xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<4096xf32>) -> tensor<4096xf32>
+  %r = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4096x1024xf32>) outs(%f : tensor<4096xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %s = arith.addf %v, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<4096xf32>
+  return %r : tensor<4096xf32>
+}
+"""
+    if task == "relu_fma":
+        return _elementwise(1 << 24, 3, """    %z = arith.constant 0.0 : f32
+    %p = arith.mulf %x0, %x1 : f32
+    %s = arith.addf %p, %x2 : f32
+    %y = arith.maximumf %s, %z : f32
+    linalg.yield %y : f32""")
+    if task == "tiny_add":
+        return _elementwise(256, 2, """    %y = arith.addf %x0, %x1 : f32
+    linalg.yield %y : f32""")
+    raise ValueError(task)
+
+
+def moons(count, noise=0.1, seed=0):
+    """Two interleaved half circles with Gaussian noise, shuffled; labels 0/1 (as train_moons makes them)."""
+    rng = np.random.default_rng(seed)
+    half = count // 2
+    t = rng.uniform(0, math.pi, count)
+    x = np.empty((count, 2), np.float32)
+    x[:half, 0], x[:half, 1] = np.cos(t[:half]), np.sin(t[:half])
+    x[half:, 0], x[half:, 1] = 1 - np.cos(t[half:]), 0.5 - np.sin(t[half:])
+    x += rng.normal(0, noise, x.shape).astype(np.float32)
+    y = np.concatenate([np.zeros(half), np.ones(count - half)]).astype(np.float32)
+    order = rng.permutation(count)
+    return x[order], y[order]

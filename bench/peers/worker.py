@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""One peer of `make bench-peers` (bench/peers/peers.py) as a long-lived process: it reads
+"TASK REPS" lines on stdin, runs the task REPS times after a warm-up, and answers one JSON line,
+{"ms": median} or {"skip": why}. Inputs are made and compiled once per task, outside the timing;
+every timed call leaves its result complete (synchronized) and writes into preallocated output
+where the library lets it.
+
+    worker.py torch|numpy|iree|tinygrad THREADS
+"""
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from tasks import MLP_POINTS, TASKS, mlir, moons
+
+PEER = sys.argv[1]
+THREADS = int(sys.argv[2])
+
+
+def timed(fn, reps):
+    fn()  # warm-up: compilation, caches, first-touch
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def inputs(task, seed=1):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(shape, dtype=np.float32) for shape in TASKS[task]["inputs"]]
+
+
+# --- the MLP of examples/kiln/moons_mlp.kiln: 2 -> 16 -> 16 -> 1, tanh, sigmoid, summed BCE, SGD ---
+LR = 0.0005
+BATCH = 2048
+
+
+def numpy_epoch_fn():
+    x, y = moons(MLP_POINTS)
+    rng = np.random.default_rng(0)
+    w1 = (rng.standard_normal((2, 16)) * 0.8).astype(np.float32)
+    w2 = (rng.standard_normal((16, 16)) * 0.3).astype(np.float32)
+    w3 = (rng.standard_normal(16) * 0.3).astype(np.float32)
+    b1, b2, b3 = np.zeros(16, np.float32), np.zeros(16, np.float32), np.float32(0)
+    params = [w1, b1, w2, b2, w3, b3]
+
+    def epoch():
+        w1, b1, w2, b2, w3, b3 = params
+        for s in range(0, MLP_POINTS, BATCH):
+            xb, yb = x[s:s + BATCH], y[s:s + BATCH]
+            h1 = np.tanh(xb @ w1 + b1)
+            h2 = np.tanh(h1 @ w2 + b2)
+            p = 1 / (1 + np.exp(-(h2 @ w3 + b3)))
+            d3 = p - yb
+            d2 = np.outer(d3, w3) * (1 - h2 * h2)
+            d1 = (d2 @ w2.T) * (1 - h1 * h1)
+            w3 -= LR * (h2.T @ d3)
+            b3 = b3 - LR * d3.sum()
+            w2 -= LR * (h1.T @ d2)
+            b2 -= LR * d2.sum(0)
+            w1 -= LR * (xb.T @ d1)
+            b1 -= LR * d1.sum(0)
+        params[5] = b3
+
+    return epoch
+
+
+def torch_epoch_fn(torch):
+    x, y = moons(MLP_POINTS)
+    x, y = torch.from_numpy(x), torch.from_numpy(y)
+    model = torch.nn.Sequential(torch.nn.Linear(2, 16), torch.nn.Tanh(), torch.nn.Linear(16, 16), torch.nn.Tanh(),
+                                torch.nn.Linear(16, 1), torch.nn.Sigmoid())
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    loss_fn = torch.nn.BCELoss(reduction="sum")
+
+    def epoch():
+        for s in range(0, MLP_POINTS, BATCH):
+            optimizer.zero_grad()
+            loss = loss_fn(model(x[s:s + BATCH]).squeeze(1), y[s:s + BATCH])
+            loss.backward()
+            optimizer.step()
+
+    return epoch
+
+
+# --- the peers: make(task) returns the function to time, or raises Skip ---
+class Skip(Exception):
+    pass
+
+
+def make_numpy(task):
+    if task == "mlp_epoch":
+        return numpy_epoch_fn()
+    ins = inputs(task)
+    if task.startswith("matmul"):
+        a, b = ins
+        out = np.empty_like(a)
+        return lambda: np.matmul(a, b, out=out)
+    if task == "softmax":
+        (x,) = ins
+        e, m, s = np.empty_like(x), np.empty((x.shape[0], 1), np.float32), np.empty((x.shape[0], 1), np.float32)
+
+        def softmax():
+            np.max(x, axis=1, keepdims=True, out=m)
+            np.subtract(x, m, out=e)
+            np.exp(e, out=e)
+            np.sum(e, axis=1, keepdims=True, out=s)
+            np.divide(e, s, out=e)
+        return softmax
+    if task == "rowsum":
+        (x,) = ins
+        out = np.empty(x.shape[0], np.float32)
+        return lambda: np.sum(x, axis=1, out=out)
+    if task == "relu_fma":
+        a, b, c = ins
+        out = np.empty_like(a)
+
+        def relu_fma():
+            np.multiply(a, b, out=out)
+            np.add(out, c, out=out)
+            np.maximum(out, 0, out=out)
+        return relu_fma
+    if task == "tiny_add":
+        a, b = ins
+        out = np.empty_like(a)
+        return lambda: np.add(a, b, out=out)
+    raise Skip("no such task")
+
+
+def make_torch(task):
+    import torch
+    torch.set_num_threads(THREADS)
+    if task == "mlp_epoch":
+        return torch_epoch_fn(torch)
+    ins = [torch.from_numpy(a) for a in inputs(task)]
+    if task.startswith("matmul"):
+        a, b = ins
+        out = torch.empty_like(a)
+        return lambda: torch.matmul(a, b, out=out)
+    if task == "softmax":
+        (x,) = ins
+        out = torch.empty_like(x)
+        return lambda: torch.softmax(x, 1, out=out)
+    if task == "rowsum":
+        (x,) = ins
+        out = torch.empty(x.shape[0])
+        return lambda: torch.sum(x, 1, out=out)
+    if task == "relu_fma":
+        a, b, c = ins
+        out = torch.empty_like(a)
+
+        def relu_fma():
+            torch.addcmul(c, a, b, out=out)
+            out.relu_()
+        return relu_fma
+    if task == "tiny_add":
+        a, b = ins
+        out = torch.empty_like(a)
+        return lambda: torch.add(a, b, out=out)
+    raise Skip("no such task")
+
+
+def make_iree(task):
+    import iree.compiler as compiler
+    import iree.runtime as rt
+    if task == "mlp_epoch":
+        raise Skip("training is not written for IREE here")
+    rt.flags.parse_flags(f"--task_topology_max_group_count={THREADS}")
+    vmfb = compiler.compile_str(mlir(task), target_backends=["llvm-cpu"],
+                                extra_args=["--iree-llvmcpu-target-cpu=host"])
+    config = rt.Config("local-task")
+    context = rt.SystemContext(config=config)
+    context.add_vm_module(rt.VmModule.copy_buffer(context.instance, vmfb))
+    main = context.modules.module["main"]
+    args = [rt.asdevicearray(config.device, a) for a in inputs(task)]
+    return lambda: main(*args)  # synchronous: returns when the result is computed
+
+
+def make_tinygrad(task):
+    os.environ.setdefault("DEV", "CPU")  # tinygrad's CPU backend (C through clang), before import
+    from tinygrad import Device, Tensor, TinyJit
+    if task == "mlp_epoch":
+        raise Skip("training is not written for tinygrad here")
+    ins = [Tensor(a).realize() for a in inputs(task)]
+    body = {
+        "matmul512": lambda a, b: a @ b,
+        "matmul1024": lambda a, b: a @ b,
+        "softmax": lambda x: x.softmax(axis=1),
+        "rowsum": lambda x: x.sum(axis=1),
+        "relu_fma": lambda a, b, c: (a * b + c).relu(),
+        "tiny_add": lambda a, b: a + b,
+    }[task]
+    jit = TinyJit(lambda *xs: body(*xs).realize())
+
+    def run():
+        jit(*ins)
+        Device[Device.DEFAULT].synchronize()
+    return run
+
+
+def version():
+    try:
+        if PEER == "torch":
+            import torch
+            return f"PyTorch {torch.__version__}"
+        if PEER == "iree":
+            from importlib.metadata import version as v
+            return f"IREE {v('iree-base-runtime')} (llvm-cpu)"
+        if PEER == "tinygrad":
+            from importlib.metadata import version as v
+            return f"tinygrad {v('tinygrad')} (CPU)"
+        return f"NumPy {np.__version__}"
+    except Exception as e:  # reported in the table's header instead of a version
+        return f"{PEER}: not available ({type(e).__name__}: {e})"[:200]
+
+
+MAKERS = {"numpy": make_numpy, "torch": make_torch, "iree": make_iree, "tinygrad": make_tinygrad}
+
+
+def main():
+    made = {}
+    for line in sys.stdin:
+        task, reps = line.split()
+        if task == "version":
+            print(json.dumps({"version": version()}), flush=True)
+            continue
+        try:
+            if task not in made:
+                made[task] = MAKERS[PEER](task)
+            answer = {"ms": timed(made[task], int(reps))}
+        except Skip as e:
+            answer = {"skip": str(e)}
+        except Exception as e:  # a peer that cannot run a task is reported, not fatal
+            answer = {"skip": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:200]}
+        print(json.dumps(answer), flush=True)
+
+
+if __name__ == "__main__":
+    main()
