@@ -61,6 +61,39 @@ int64_t max_workgroups(const ir::Kernel& kernel) {
   return 1;
 }
 
+namespace {
+
+int64_t saturating_mul(int64_t a, int64_t b) {
+  if (a == 0 || b == 0) return 0;
+  return a > INT64_MAX / b ? INT64_MAX : a * b;
+}
+
+int64_t stores_of(const ir::LStmtRef& s) {
+  if (!s) return 0;
+  switch (s->kind) {
+    case LStmt::Kind::kStore:
+    case LStmt::Kind::kLocalStore:
+      return 1;
+    case LStmt::Kind::kComment:
+      return 0;
+    default: {
+      int64_t body = 0;
+      for (const ir::LStmtRef& b : s->body) body = std::min(INT64_MAX - 1, body + stores_of(b));
+      return s->kind == LStmt::Kind::kFor ? saturating_mul(std::max<int64_t>(0, s->extent), body) : body;
+    }
+  }
+}
+
+}  // namespace
+
+int64_t estimated_stores(const ir::Kernel& kernel) { return stores_of(kernel.body); }
+
+uint32_t workgroups_for_size(const ir::Kernel& kernel, uint32_t cap) {
+  const int64_t by_work = estimated_stores(kernel) / kMinStoresPerWorkgroup;
+  return static_cast<uint32_t>(
+      std::clamp<int64_t>(std::min({by_work, max_workgroups(kernel), int64_t{cap}}), 1, std::max<uint32_t>(cap, 1)));
+}
+
 Result<std::string> emit_kernels(std::span<const ir::Kernel> kernels, const ir::Program* program,
                                  const EmitOptions& options) {
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<DialectSyntax> dialect, internal::make_dialect(options.dialect));

@@ -247,9 +247,7 @@ Result<LinkedBatch> Backend::link_routines(const ContextRef& parent, const CodeR
     if (m >= 0) merge_of[m] = n.name;
   }
 
-  const uint32_t max_workgroups =
-      options_.max_workgroups ? options_.max_workgroups
-                              : 4 * std::max(1u, device_->info().capabilities.compute_units);
+  const uint32_t max_workgroups = 4 * std::max(1u, device_->info().capabilities.compute_units);
   LinkedBatch batch;
   batch.context = child;
   uint32_t ordinal = 0;
@@ -268,7 +266,9 @@ Result<LinkedBatch> Backend::link_routines(const ContextRef& parent, const CodeR
     for (const ir::Kernel& k : lr.kernels) {
       Routine::Dispatch d;
       d.export_ordinal = ordinal++;
-      d.workgroups = static_cast<uint32_t>(std::min<int64_t>(codegen::max_workgroups(k), max_workgroups));
+      d.workgroups = options_.max_workgroups
+                         ? static_cast<uint32_t>(std::min<int64_t>(codegen::max_workgroups(k), options_.max_workgroups))
+                         : codegen::workgroups_for_size(k, max_workgroups);
       const ir::NodeAccess access = ir::node_access(k);
       for (size_t b = 0; b < k.nodes.size(); ++b) {
         const int id = k.nodes[b];

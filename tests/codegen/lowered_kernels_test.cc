@@ -111,5 +111,26 @@ TEST(LowerDepthTest, AVirtualRequestThatWouldNestTooDeepIsRefused) {
   EXPECT_NE(lowered.status().message().find("deeper than"), std::string::npos) << lowered.status();
 }
 
+// Workgroups follow a kernel's work: a small kernel stays whole (a hand-off would cost more than
+// it saves), a large one is split up to the cap, and never past its parallel extent.
+TEST(WorkgroupsForSize, FollowTheKernelsWork) {
+  auto kernel_of = [](const std::string& text) -> Kernel {
+    Result<LoweredProgram> lowered = lowered_text(text);
+    EXPECT_TRUE(lowered.ok()) << lowered.status();
+    return lowered.ok() ? lowered->routines.front().kernels.front() : Kernel{};
+  };
+  const Kernel tiny = kernel_of("input a : f32[256]\noutput y : f32[256]\ny[i] = a[i] + 1\n");
+  EXPECT_EQ(codegen::estimated_stores(tiny), 256);
+  EXPECT_EQ(codegen::workgroups_for_size(tiny, 8), 1u);
+  const Kernel big = kernel_of("input a : f32[4194304]\noutput y : f32[4194304]\ny[i] = a[i] + 1\n");
+  EXPECT_EQ(codegen::workgroups_for_size(big, 8), 8u);
+  EXPECT_EQ(codegen::workgroups_for_size(big, 3), 3u);
+  // 4 rows of 2^20: the work would fill 64 workgroups, the parallel extent allows 4.
+  const Kernel rows = kernel_of("input a : f32[4, 1048576]\noutput y : f32[4]\ny[i] = sum(a[i, j])\n");
+  EXPECT_GE(codegen::estimated_stores(rows), int64_t{4} << 20);
+  EXPECT_EQ(codegen::workgroups_for_size(rows, 16), 4u);
+  EXPECT_EQ(codegen::workgroups_for_size(tiny, 0), 1u);
+}
+
 }  // namespace
 }  // namespace kiln::ir

@@ -70,4 +70,16 @@ Result<std::string> emit_kernels(std::span<const ir::Kernel> kernels, const ir::
 // (ir/loop.h): the extent of its top-level parallel loop, else 1.
 int64_t max_workgroups(const ir::Kernel& kernel);
 
+// The stores one run of `kernel` makes, to buffers and local arrays, each loop counted with its
+// extent and each `if` as taken (saturating): a measure of its work.
+int64_t estimated_stores(const ir::Kernel& kernel);
+
+// Stores below which another workgroup costs more in hand-off (a wake of a pool thread, a few to
+// tens of microseconds) than it saves: about 20 µs of simple stores on the development machine.
+inline constexpr int64_t kMinStoresPerWorkgroup = int64_t{1} << 16;
+
+// Workgroups for a dispatch of `kernel` when the caller does not fix them: enough that each has
+// at least kMinStoresPerWorkgroup stores, at most `cap` and max_workgroups(kernel), at least 1.
+uint32_t workgroups_for_size(const ir::Kernel& kernel, uint32_t cap);
+
 }  // namespace kiln::codegen

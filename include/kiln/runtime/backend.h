@@ -42,9 +42,10 @@ class Context;
 namespace kiln::runtime {
 
 struct BackendOptions {
-  // Workgroups per dispatch of a parallel kernel: min(its extent, this); 0 means 4 per compute
-  // unit. 1 runs each kernel on one worker, so that a stream is one core (OCANNL's multicore
-  // CPU backend) and streams are the only parallelism.
+  // Workgroups per dispatch of a parallel kernel: min(its extent, this); 0 chooses per kernel
+  // from its size (codegen::workgroups_for_size: a workgroup per 64K stores, at most 4 per
+  // compute unit). 1 runs each kernel on one worker, so that a stream is one core (OCANNL's
+  // multicore CPU backend) and streams are the only parallelism.
   uint32_t max_workgroups = 0;
   // When set, every routine and transfer is recorded with the time it ran on its stream.
   std::shared_ptr<Trace> trace;

@@ -23,7 +23,8 @@ namespace kiln::runtime {
 struct ProgramOptions {
   uint64_t seed = 0;  // random initializers
   ir::LowerOptions lower;
-  // Workgroups of a parallel kernel: min(extent, this); 0 means 4 per compute unit.
+  // Workgroups of a parallel kernel: min(extent, this); 0 chooses per kernel from its size
+  // (codegen::workgroups_for_size, at most 4 per compute unit).
   uint32_t max_workgroups = 0;
 };
 
