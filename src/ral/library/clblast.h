@@ -20,7 +20,7 @@ enum class OpenClGemm {
 // Where gemm runs for `c`, a buffer of an OpenCL device: KILN_OPENCL_GEMM (`clblast` or `host`)
 // when set; else CLBlast on a device that is not the host's CPU and CLBlast loads, the host
 // otherwise (on a CPU device, such as PoCL's, mapping is free and OpenBLAS is the faster library:
-// CLBlast on PoCL runs a 512³ sgemm about 16× slower). INVALID_ARGUMENT naming the variable for
+// CLBlast on PoCL runs a 512³ sgemm about 12× slower). INVALID_ARGUMENT naming the variable for
 // another value or for a buffer that is not OpenCL memory; UNAVAILABLE saying why when `clblast`
 // is asked for and the library cannot be loaded.
 Result<OpenClGemm> opencl_gemm(const hal::Buffer& c);
