@@ -6,7 +6,6 @@
 //  - lowering time of N copies of `y[i] += x[i]` (fused into one kernel) for N = 1000 (the
 //    baseline) to 20000: near-linear, so the time per statement should stay flat.
 #include <benchmark/benchmark.h>
-#include <cblas.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "bench_common.h"
+#include "sgemm_baseline.h"
 #include "kiln/base/disk_cache.h"
 #include "kiln/lang/parser.h"
 #include "kiln/loop/lower.h"
@@ -58,23 +58,8 @@ std::string matmul_text(int64_t n) {
          "]\nc[i, j] = sum(a[i, k] * b[k, j])\n";
 }
 
-void set_gflops(benchmark::State& state, int64_t n) {
-  state.counters["GFLOPS"] = benchmark::Counter(2.0 * double(n * n * n) * double(state.iterations()),
-                                                benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
-}
-
 // OpenBLAS called directly on 2 threads: the baseline of every matrix product below.
-void BM_OpenBlasSgemm(benchmark::State& state) {
-  const int n = static_cast<int>(state.range(0));
-  openblas_set_num_threads(2);
-  std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n);
-  for (auto _ : state) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
-                c.data(), n);
-    benchmark::ClobberMemory();
-  }
-  set_gflops(state, n);
-}
+void BM_OpenBlasSgemm(benchmark::State& state) { run_openblas_sgemm(state, static_cast<int>(state.range(0))); }
 BENCHMARK(BM_OpenBlasSgemm)->ArgName("n")->Arg(32)->Arg(64)->Arg(128)->Arg(512)->Arg(1024)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // The product written in the language, run by `ProgramInstance::run` (submission to completion)

@@ -9,13 +9,13 @@
 // Without an OpenCL platform every benchmark is skipped with the reason.
 #include <benchmark/benchmark.h>
 
-#include <cblas.h>
 #include <stdlib.h>
 
 #include <cstring>
 #include <vector>
 
 #include "bench_common.h"
+#include "sgemm_baseline.h"
 #include "drivers/opencl/cl_api.h"
 #include "drivers/opencl/cl_kernel_abi.h"
 #include "kiln/base/time.h"
@@ -150,21 +150,7 @@ BENCHMARK(BM_DirectCopy)->ArgName("write")->Arg(1)->Arg(0)->UseRealTime()->Unit(
 
 constexpr int kGemmN = 512;
 
-void set_gemm_gflops(benchmark::State& state) {
-  state.counters["GFLOPS"] = benchmark::Counter(2.0 * kGemmN * kGemmN * double(kGemmN) * double(state.iterations()),
-                                                benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
-}
-
-void BM_OpenBlasSgemm(benchmark::State& state) {
-  openblas_set_num_threads(2);
-  std::vector<float> a(size_t(kGemmN) * kGemmN, 0.5f), b(a.size(), 0.25f), c(a.size());
-  for (auto _ : state) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kGemmN, kGemmN, kGemmN, 1.0f, a.data(), kGemmN, b.data(),
-                kGemmN, 0.0f, c.data(), kGemmN);
-    benchmark::ClobberMemory();
-  }
-  set_gemm_gflops(state);
-}
+void BM_OpenBlasSgemm(benchmark::State& state) { run_openblas_sgemm(state, kGemmN); }
 BENCHMARK(BM_OpenBlasSgemm)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 void BM_OpenClGemm(benchmark::State& state) {
@@ -184,7 +170,7 @@ void BM_OpenClGemm(benchmark::State& state) {
   }
   for (auto _ : state) check(p->run("main"), "run");
   unsetenv("KILN_OPENCL_GEMM");
-  set_gemm_gflops(state);
+  set_gflops(state, kGemmN);
 }
 BENCHMARK(BM_OpenClGemm)->ArgName("clblast")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 

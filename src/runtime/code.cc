@@ -49,19 +49,18 @@ Result<std::string> generate_source(const ir::LoweredProgram& lowered, const hal
   for (const ir::LoweredRoutine& r : lowered.routines) {
     kernels.insert(kernels.end(), r.kernels.begin(), r.kernels.end());
   }
-  auto supports = [&](const char* f) { return builds(device, f); };
-  if (supports("c")) {
+  if (builds(device, "c")) {
     *format = "c";
     KILN_ASSIGN_OR_RETURN(std::string text, codegen::emit_kernels(kernels, &lowered.program, {}));
     KILN_ASSIGN_OR_RETURN(std::vector<codegen::CallKernel> calls, call_kernels(lowered, device));
     KILN_ASSIGN_OR_RETURN(std::string call_text, codegen::emit_call_kernels(calls));
     return text + call_text;
   }
-  if (supports("opencl-c")) {
+  if (builds(device, "opencl-c")) {
     *format = "opencl-c";
     return codegen::emit_kernels(kernels, &lowered.program, {codegen::Dialect::kOpenCL});
   }
-  if (supports("kiln-loop")) {
+  if (builds(device, "kiln-loop")) {
     *format = "kiln-loop";
     std::string text;
     for (const ir::Kernel& k : kernels) text += ir::print_kernel(k, &lowered.program) + "\n";

@@ -56,12 +56,15 @@ void DispatchJob::run(uint64_t begin, uint64_t end) {
   const uint64_t count = end - begin;
   if (finished_.fetch_add(count, std::memory_order_acq_rel) + count != total_) return;
   Status status;
-  if (failed_.load(std::memory_order_acquire) && context_) status = context_->failure();
-  if (failed_.load(std::memory_order_acquire) && status.ok()) {
-    status = internal_error("kernel '" + executable_->exports()[ordinal_].name + "' returned " + std::to_string(error_code_) +
-                            " in workgroup (" + std::to_string(error_workgroup_.x) + ", " +
-                            std::to_string(error_workgroup_.y) + ", " +
-                            std::to_string(error_workgroup_.z) + ")");
+  if (failed_.load(std::memory_order_acquire)) {
+    // A failed runtime call kept a status that says more than the kernel's return code.
+    if (context_) status = context_->failure();
+    if (status.ok()) {
+      status = internal_error("kernel '" + executable_->exports()[ordinal_].name + "' returned " +
+                              std::to_string(error_code_) + " in workgroup (" + std::to_string(error_workgroup_.x) +
+                              ", " + std::to_string(error_workgroup_.y) + ", " +
+                              std::to_string(error_workgroup_.z) + ")");
+    }
   }
   done_(status);
 }
