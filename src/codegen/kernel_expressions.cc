@@ -173,7 +173,9 @@ Result<Code> KernelEmitter::expr(const LExprRef& e) {
 // exp, log, ... of a float type.
 Code KernelEmitter::unary_float(Op op, const Code& x, DType t) {
   switch (op) {
-    case Op::kExp: return call(d_.math_function("exp", t), {x});
+    case Op::kExp:
+      if (t == DType::kF32 && d_.own_exp_f32()) return call(helper("exp", t), {x});
+      return call(d_.math_function("exp", t), {x});
     case Op::kLog: return call(d_.math_function("log", t), {x});
     case Op::kSqrt: return call(d_.math_function("sqrt", t), {x});
     case Op::kTanh: return call(d_.math_function("tanh", t), {x});

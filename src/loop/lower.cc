@@ -634,7 +634,9 @@ Result<LoweredProgram> lower_program(const Program& program, const LowerOptions&
   KILN_ASSIGN_OR_RETURN(LoweredProgram lowered, Lowerer(options.auto_calls ? with_calls : program, options).run());
   if (options.optimize) {
     for (LoweredRoutine& routine : lowered.routines) {
-      for (Kernel& kernel : routine.kernels) optimize_kernel(kernel);
+      for (Kernel& kernel : routine.kernels) {
+        optimize_kernel(kernel, OptimizeOptions{.reassociate = options.reassociate});
+      }
     }
   }
   return lowered;

@@ -47,6 +47,7 @@ Failure invalid_input(const std::string& message) { return {kExitUsage, "kiln: "
 ir::LowerOptions lower_options(const Options& o) {
   ir::LowerOptions lower;
   lower.auto_calls = o.auto_calls;
+  lower.reassociate = !o.strict_fp;
   return lower;
 }
 

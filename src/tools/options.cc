@@ -37,6 +37,10 @@ struct CommandSpec {
 constexpr OptionSpec kHelpOption = {"--help", "-h", "", "print this help and exit"};
 constexpr OptionSpec kNoAutoCallsOption = {
     "--no-auto-calls", "", "", "do not replace statements with library calls (e.g. a product by gemm)"};
+constexpr OptionSpec kStrictFpOption = {
+    "--strict-fp", "", "",
+    "keep float reductions in program order (not split into vector\n"
+    "accumulators, which changes the rounding of sums and products)"};
 
 constexpr std::string_view kExitStatus =
     "Exit status: 0 success; 1 a runtime failure (device, compiler, I/O); 2 a usage error or\n"
@@ -72,6 +76,7 @@ const std::vector<CommandSpec>& commands() {
            {"--print", "", "", "print every output: small tensors in full, large ones summarized"},
            {"--trace", "", "FILE.json", "write a Chrome/Perfetto trace of what ran on which stream"},
            kNoAutoCallsOption,
+           kStrictFpOption,
            kHelpOption,
        },
        "Files:\n"
@@ -96,6 +101,7 @@ const std::vector<CommandSpec>& commands() {
             "what to print (default ir; ir shows the library calls the compiler\n"
             "puts in, such as gemm for a large matrix product)"},
            kNoAutoCallsOption,
+           kStrictFpOption,
            {"-o", "", "FILE",
             "write to FILE instead of standard output (written like the outputs\n"
             "of 'kiln run'; it may not be the program)"},
@@ -251,6 +257,8 @@ std::variant<Options, Failure> parse_options(const std::vector<std::string>& arg
       o.print = true;
     } else if (name == "--no-auto-calls") {
       o.auto_calls = false;
+    } else if (name == "--strict-fp") {
+      o.strict_fp = true;
     } else if (name == "--trace") {
       o.trace = value;
     } else if (name == "--emit") {

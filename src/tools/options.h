@@ -37,6 +37,7 @@ struct Options {
   uint64_t streams = 1;
   bool print = false;
   bool auto_calls = true;  // --no-auto-calls turns it off
+  bool strict_fp = false;  // --strict-fp: float reductions in program order
   std::string trace;
   std::string emit = "ir";
   std::string out_file;

@@ -233,5 +233,32 @@ TEST(OptimizeExecutionTest, IntegerWrapAroundAndOffsets) {
   expect_same_results(text, {{0, filled(DType::kI32, 12, 10)}, {1, filled(DType::kI32, 12, 11)}});
 }
 
+TEST(OptimizeExecutionTest, ReductionsSplitIntoLanes) {
+  // Rows of 100 (three lanes' rounds and a tail of 4): an f32 sum and max, an i32 sum that wraps
+  // and an f64 product; split_reductions makes each a local array of lanes.
+  const std::string text =
+      "(kernel reduce (nodes 0 1 2 3 4 5 6) (vars 2) (locals 4)\n"
+      "  (for v0 3 parallel\n"
+      "    (local 0 f32 1 (local 1 f32 1 (local 2 i32 1 (local 3 f64 1\n"
+      "      (local_store 1 0 (const f32 -inf))\n"
+      "      (local_store 3 0 (const f64 1))\n"
+      "      (for v1 100 (local_store 0 0 (+ f32 (local_load f32 0 0) (load f32 0 (+ (* v0 100) v1)))))\n"
+      "      (for v1 100 (local_store 1 0 (max f32 (load f32 0 (+ (* v0 100) v1)) (local_load f32 1 0))))\n"
+      "      (for v1 100 (local_store 2 0 (+ i32 (local_load i32 2 0) (load i32 1 (+ (* v0 100) v1)))))\n"
+      "      (for v1 100 (local_store 3 0 (* f64 (local_load f64 3 0) (load f64 2 (+ (* v0 100) v1)))))\n"
+      "      (store 3 v0 (local_load f32 0 0))\n"
+      "      (store 4 v0 (local_load f32 1 0))\n"
+      "      (store 5 v0 (local_load i32 2 0))\n"
+      "      (store 6 v0 (local_load f64 3 0))))))))\n";
+  Buffers inputs = {{0, filled(DType::kF32, 300, 12)}, {1, filled(DType::kI32, 300, 13)},
+                    {2, filled(DType::kF64, 300, 14)}, {3, filled(DType::kF32, 3, 15)},
+                    {4, filled(DType::kF32, 3, 16)}, {5, filled(DType::kI32, 3, 17)},
+                    {6, filled(DType::kF64, 3, 18)}};
+  // The max of a row holding a NaN is NaN, wherever in the row (here in a lane and in the tail).
+  inputs[0].values[37] = std::nan("");
+  inputs[0].values[298] = std::nan("");
+  expect_same_results(text, inputs);
+}
+
 }  // namespace
 }  // namespace kiln

@@ -388,6 +388,67 @@ TEST(HoistInvariantsTest, NothingLeavesLoopsOfExtentZeroOrOne) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// split_reductions
+
+// for v0 parallel { local 0 { acc = init; for v1 in [0, n) { acc = op(acc, x[v0 * n + v1]) };
+// y[v0] = acc } }, as lowering writes a reduction.
+Kernel reduction(Op o, DType t, int64_t n) {
+  LExprRef acc = llocal_load(0, t, i64(0));
+  return kernel({0, 1}, 2, 1, lfor(0, 4, true, {llocal_decl(0, t, 1, {
+      llocal_store(0, i64(0), c(t, 0)),
+      lfor(1, n, false, {llocal_store(0, i64(0), op(o, t, {acc, load(0, t, add(mul(v(0), i64(n)), v(1)))}))}),
+      lstore(1, v(0), acc),
+  })}));
+}
+
+std::string split(const Kernel& k, bool reassociate_floats) {
+  return after([&](Kernel& x) { split_reductions(x, reassociate_floats); }, k);
+}
+
+TEST(SplitReductionsTest, FloatSumBecomesThirtyTwoLanesAndATail) {
+  const std::string text = split(reduction(Op::kAdd, kF32, 70), true);
+  // Lanes take elements 0..31 first, then (w + 1) * 32 + u for w < 1; elements 64..69 go to the
+  // accumulator in order; then the lanes, pairwise.
+  EXPECT_NE(text.find("(vars 5) (locals 2)"), std::string::npos) << text;
+  EXPECT_NE(text.find("(local 1 f32 32\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("(for v3 32\n          (local_store 1 v3 (load f32 0 (+ (* v0 70) v3))))"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("(for v2 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("(+ (* (+ v2 1) 32) v3)"), std::string::npos) << text;
+  EXPECT_NE(text.find("(for v4 6\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("(+ 64 v4)"), std::string::npos) << text;
+  EXPECT_NE(text.find("(+ f32 (+ f32 (local_load f32 1 0) (local_load f32 1 1)) (+ f32 (local_load f32 1 2)"),
+            std::string::npos) << text;
+}
+
+TEST(SplitReductionsTest, StrictFloatsStayInOrderAndIntegersSplitAnyway) {
+  const Kernel sum_f32 = reduction(Op::kAdd, kF32, 100), max_f64 = reduction(Op::kMax, kF64, 100);
+  EXPECT_EQ(split(sum_f32, false), print_kernel(sum_f32));
+  EXPECT_EQ(split(max_f64, false), print_kernel(max_f64));
+  EXPECT_NE(split(max_f64, true).find("(local 1 f64 16\n"), std::string::npos);
+  // Wrapping integer arithmetic is associative: the same bits in any order.
+  EXPECT_NE(split(reduction(Op::kAdd, kI32, 100), false).find("(local 1 i32 32\n"), std::string::npos);
+  EXPECT_NE(split(reduction(Op::kMul, kI64, 100), false).find("(local 1 i64 16\n"), std::string::npos);
+}
+
+TEST(SplitReductionsTest, LeavesWhatIsNotAReduction) {
+  // Too short to pay; not associative; the operand reads the accumulator's local; the
+  // accumulator's place moves with the loop.
+  for (const Kernel& k : {reduction(Op::kAdd, kF32, 63), reduction(Op::kSub, kF32, 100)}) {
+    EXPECT_EQ(split(k, true), print_kernel(k));
+  }
+  LExprRef acc = llocal_load(0, kF32, i64(0));
+  Kernel reads_acc = kernel({0}, 2, 1, llocal_decl(0, kF32, 2, {
+      lfor(1, 100, false, {llocal_store(0, i64(0), add(acc, llocal_load(0, kF32, i64(1)), kF32))}),
+      lstore(0, i64(0), acc)}));
+  EXPECT_EQ(split(reads_acc, true), print_kernel(reads_acc));
+  Kernel moving = kernel({0, 1}, 2, 1, llocal_decl(0, kF32, 100, {
+      lfor(1, 100, false, {llocal_store(0, v(1), add(llocal_load(0, kF32, v(1)), load(0, kF32, v(1)), kF32))}),
+      lstore(1, i64(0), acc)}));
+  EXPECT_EQ(split(moving, true), print_kernel(moving));
+}
+
+// ---------------------------------------------------------------------------------------------
 // optimize_kernel
 
 TEST(OptimizeKernelTest, MatmulInPlaceGetsHoistedRowAndFma) {
@@ -399,7 +460,7 @@ TEST(OptimizeKernelTest, MatmulInPlaceGetsHoistedRowAndFma) {
   Kernel k = kernel({0, 1, 2}, 3, 0, lfor(0, 2, true, {lfor(1, 3, false, {lfor(2, 4, false, {
       lstore(2, c_at, add(load(2, kF32, c_at), mul(load(0, kF32, a_at), load(1, kF32, b_at), kF32), kF32)),
   })})}));
-  EXPECT_EQ(after(optimize_kernel, k),
+  EXPECT_EQ(after([](Kernel& k) { optimize_kernel(k); }, k),
             "(kernel k (nodes 0 1 2) (vars 3) (locals 1)\n"
             "  (for v0 2 parallel\n"
             "    (for v1 3\n"

@@ -44,8 +44,8 @@ TEST_F(CliHelpTest, EveryCommandTakesHelpOnStandardOutput) {
 TEST_F(CliHelpTest, HelpDescribesEveryOptionThatIsAccepted) {
   const std::map<std::string, std::vector<std::string>> expected = {
       {"run", {"--device", "--routine", "--input", "--output", "--seed", "--repeat", "--streams", "--print",
-               "--trace", "--no-auto-calls", "--help"}},
-      {"compile", {"--device", "--emit", "--no-auto-calls", "-o", "--help"}},
+               "--trace", "--no-auto-calls", "--strict-fp", "--help"}},
+      {"compile", {"--device", "--emit", "--no-auto-calls", "--strict-fp", "-o", "--help"}},
       {"devices", {"--help"}},
   };
   for (const auto& [command, options] : expected) {

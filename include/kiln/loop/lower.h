@@ -47,6 +47,10 @@ struct LowerOptions {
   // loop-invariant hoisting, fma formation. Off gives the plain translation (the reference side
   // of differential tests).
   bool optimize = true;
+  // Let the optimizer reassociate float reductions (sums, products, max, min over a loop) into
+  // several accumulators that run in vector registers (split_reductions in
+  // kiln/loop/optimize.h). This changes the rounding of sums and products. Off: `--strict-fp`.
+  bool reassociate = true;
   // Replace statements a library function computes faster by calls of it first (a matrix
   // product by gemm; kiln/ir/library_calls.h). Off: `--no-auto-calls`.
   bool auto_calls = true;

@@ -50,8 +50,24 @@ void hoist_invariants(Kernel& kernel);
 // accessed ones, so a kernel lists exactly the nodes it accesses.
 void drop_unused_bindings(Kernel& kernel);
 
-// fold_constants, hoist_invariants (before fma, so that an invariant product is hoisted whole),
-// form_fma, then drop_unused_bindings.
-void optimize_kernel(Kernel& kernel);
+// Splits a reduction loop into lanes: `for v in [0, N): acc = op(acc, x(v))` with op one of
+// + * max min, acc one element of a local (at an offset independent of v and of loads), x not
+// reading that local, and N at least twice the lane count K (32 for 4-byte types, 16 for 8-byte
+// ones), becomes K accumulators in a new local array (lane u folds x(u), x(K + u), ...), the
+// remaining N mod K values folded into acc in order, then the lanes combined pairwise into acc.
+// The same values are loaded, and the same loads fail. Integer reductions (wrapping) give the
+// same bits. Float sums and products are reassociated, which changes their rounding: they are
+// split only with `reassociate_floats` (LowerOptions::reassociate, off with `--strict-fp`), as
+// are float max and min (equal up to which of -0.0 and +0.0 wins a tie).
+void split_reductions(Kernel& kernel, bool reassociate_floats);
+
+struct OptimizeOptions {
+  // Let split_reductions reassociate float reductions.
+  bool reassociate = true;
+};
+
+// split_reductions, fold_constants, hoist_invariants (before fma, so that an invariant product
+// is hoisted whole), form_fma, then drop_unused_bindings.
+void optimize_kernel(Kernel& kernel, const OptimizeOptions& options = {});
 
 }  // namespace kiln::ir

@@ -109,7 +109,8 @@ void drop_unused_bindings(Kernel& kernel) {
   std::erase_if(kernel.nodes, [&](int node) { return !accessed(node); });
 }
 
-void optimize_kernel(Kernel& kernel) {
+void optimize_kernel(Kernel& kernel, const OptimizeOptions& options) {
+  split_reductions(kernel, options.reassociate);
   fold_constants(kernel);
   hoist_invariants(kernel);
   form_fma(kernel);

@@ -20,16 +20,52 @@ static inline int32_t kiln_div_i32(int32_t a, int32_t b) {
   if (b == -1) return kiln_neg_i32(a);
   return a / b;
 }
-static inline float kiln_max_f32(float a, float b) { return a != a ? a : b != b ? b : a < b ? b : a; }
-static inline float kiln_min_f32(float a, float b) { return a != a ? a : b != b ? b : b < a ? b : a; }
-static inline double kiln_max_f64(double a, double b) { return a != a ? a : b != b ? b : a < b ? b : a; }
-static inline double kiln_min_f64(double a, double b) { return a != a ? a : b != b ? b : b < a ? b : a; }
+static inline float kiln_pick_f32(int pick, float a, float b) {
+  union { float f; uint32_t u; } x, y;
+  x.f = a;
+  y.f = b;
+  const uint32_t m = (uint32_t)0 - (uint32_t)(pick != 0);
+  x.u = (x.u & ~m) | (y.u & m);
+  return x.f;
+}
+static inline double kiln_pick_f64(int pick, double a, double b) {
+  union { double f; uint64_t u; } x, y;
+  x.f = a;
+  y.f = b;
+  const uint64_t m = (uint64_t)0 - (uint64_t)(pick != 0);
+  x.u = (x.u & ~m) | (y.u & m);
+  return x.f;
+}
+static inline float kiln_max_f32(float a, float b) { return kiln_pick_f32((a == a) & ((b != b) | (a < b)), a, b); }
+static inline float kiln_min_f32(float a, float b) { return kiln_pick_f32((a == a) & ((b != b) | (b < a)), a, b); }
+static inline double kiln_max_f64(double a, double b) { return kiln_pick_f64((a == a) & ((b != b) | (a < b)), a, b); }
+static inline double kiln_min_f64(double a, double b) { return kiln_pick_f64((a == a) & ((b != b) | (b < a)), a, b); }
 static inline int32_t kiln_max_i32(int32_t a, int32_t b) { return a < b ? b : a; }
 static inline int32_t kiln_min_i32(int32_t a, int32_t b) { return b < a ? b : a; }
-static inline float kiln_relu_f32(float x) { return x != x ? x : x > 0.0f ? x : 0.0f; }
-static inline double kiln_relu_f64(double x) { return x != x ? x : x > 0.0 ? x : 0.0; }
+static inline float kiln_relu_f32(float x) { return kiln_pick_f32(x <= 0.0f, x, 0.0f); }
+static inline double kiln_relu_f64(double x) { return kiln_pick_f64(x <= 0.0, x, 0.0); }
 static inline int32_t kiln_relu_i32(int32_t x) { return x < 0 ? 0 : x; }
-static inline float kiln_sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }
+static inline float kiln_exp_f32(float x) {
+  const float c = kiln_pick_f32(x < -104.0f, kiln_pick_f32(x > 89.0f, x, 89.0f), -104.0f);
+  const float n = (c * 1.44269504f + 12582912.0f) - 12582912.0f;
+  const float r = (c - n * 0.693359375f) - n * -2.12194440e-4f;
+  float p = 1.98412698e-4f;
+  p = p * r + 1.38888889e-3f;
+  p = p * r + 8.33333333e-3f;
+  p = p * r + 4.16666667e-2f;
+  p = p * r + 1.66666667e-1f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const int32_t k = (int32_t)n, h = k / 2;
+  union { uint32_t u; float f; } s1, s2;
+  s1.u = (uint32_t)(h + 127) << 23;
+  s2.u = (uint32_t)(k - h + 127) << 23;
+  const float y = p * s1.f * s2.f;
+  return kiln_pick_f32(x != x, kiln_pick_f32(x > 88.7228394f,
+                       kiln_pick_f32(x < -103.972084f, y, 0.0f), INFINITY), x);
+}
+static inline float kiln_sigmoid_f32(float x) { return 1.0f / (1.0f + kiln_exp_f32(-x)); }
 static inline double kiln_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
 static inline float kiln_rsqrt_f32(float x) { return 1.0f / sqrtf(x); }
 static inline double kiln_rsqrt_f64(double x) { return 1.0 / sqrt(x); }
@@ -72,7 +108,7 @@ int all_ops(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
     /* neg f32 */
     n9[v0] = -n0[v0];
     /* exp f32 */
-    n9[16 + v0] = expf(n0[v0]);
+    n9[16 + v0] = kiln_exp_f32(n0[v0]);
     /* log f32 */
     n9[32 + v0] = logf(n0[v0]);
     /* sqrt f32 */

@@ -1,7 +1,15 @@
 #include <math.h>
 #include <stdint.h>
 
-static inline float kiln_relu_f32(float x) { return x != x ? x : x > 0.0f ? x : 0.0f; }
+static inline float kiln_pick_f32(int pick, float a, float b) {
+  union { float f; uint32_t u; } x, y;
+  x.f = a;
+  y.f = b;
+  const uint32_t m = (uint32_t)0 - (uint32_t)(pick != 0);
+  x.u = (x.u & ~m) | (y.u & m);
+  return x.f;
+}
+static inline float kiln_relu_f32(float x) { return kiln_pick_f32(x <= 0.0f, x, 0.0f); }
 
 int main_0(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
   if (s->binding_count < 3u) return 1;

@@ -3,7 +3,15 @@
 #include <stdint.h>
 
 /* Helpers: the semantics of the loop IR (kiln/loop/loop.h). */
-static inline float kiln_relu_f32(float x) { return x != x ? x : x > 0.0f ? x : 0.0f; }
+static inline float kiln_pick_f32(int pick, float a, float b) {
+  union { float f; uint32_t u; } x, y;
+  x.f = a;
+  y.f = b;
+  const uint32_t m = (uint32_t)0 - (uint32_t)(pick != 0);
+  x.u = (x.u & ~m) | (y.u & m);
+  return x.f;
+}
+static inline float kiln_relu_f32(float x) { return kiln_pick_f32(x <= 0.0f, x, 0.0f); }
 
 /* kernel main_0: 3 bindings, parallel over 64 iterations */
 int main_0(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {

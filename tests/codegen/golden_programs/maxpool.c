@@ -3,7 +3,15 @@
 #include <stdint.h>
 
 /* Helpers: the semantics of the loop IR (kiln/loop/loop.h). */
-static inline float kiln_max_f32(float a, float b) { return a != a ? a : b != b ? b : a < b ? b : a; }
+static inline float kiln_pick_f32(int pick, float a, float b) {
+  union { float f; uint32_t u; } x, y;
+  x.f = a;
+  y.f = b;
+  const uint32_t m = (uint32_t)0 - (uint32_t)(pick != 0);
+  x.u = (x.u & ~m) | (y.u & m);
+  return x.f;
+}
+static inline float kiln_max_f32(float a, float b) { return kiln_pick_f32((a == a) & ((b != b) | (a < b)), a, b); }
 
 /* kernel main_0: 2 bindings, parallel over 64 iterations */
 int main_0(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {

@@ -1,0 +1,173 @@
+// Reductions split into lanes: a loop that folds one value into an accumulator, sequentially,
+// becomes K independent accumulators (a local array the C compiler keeps in vector registers)
+// combined pairwise at the end. See split_reductions in kiln/loop/optimize.h.
+#include <optional>
+#include <vector>
+
+#include "kiln/loop/optimize.h"
+#include "loop/passes/optimize_internal.h"
+#include "loop/work_count.h"
+
+namespace kiln::ir {
+
+namespace {
+
+using internal::i64_const;
+using internal::rewrite_expr;
+using internal::same_expr;
+using internal::with_body;
+
+// The parser's limits on (vars N) and (locals N).
+constexpr int kMaxVars = 1 << 16;
+constexpr int kMaxLocals = 65536;
+
+bool is_float(DType t) { return t == DType::kF32 || t == DType::kF64; }
+
+// 32 lanes of 4 bytes or 16 of 8: four 256-bit vectors of accumulators, enough independent
+// additions in flight to hide the adder's latency.
+int64_t lanes_of(DType t) { return t == DType::kF64 || t == DType::kI64 ? 16 : 32; }
+
+// `e` mentions loop variable `var`.
+bool uses_var(const LExpr* e, int var) {
+  if (!e) return false;
+  if (e->kind == LExpr::Kind::kVar) return e->var == var;
+  if (uses_var(e->offset.get(), var)) return true;
+  for (const LExprRef& a : e->args) {
+    if (uses_var(a.get(), var)) return true;
+  }
+  return false;
+}
+
+// `e` loads something: a node, or local `local` (-2: any local).
+bool loads(const LExpr* e, int local) {
+  if (!e) return false;
+  if (e->kind == LExpr::Kind::kLoad && local == -2) return true;
+  if (e->kind == LExpr::Kind::kLocalLoad && (local == -2 || e->local == local)) return true;
+  if (loads(e->offset.get(), local)) return true;
+  for (const LExprRef& a : e->args) {
+    if (loads(a.get(), local)) return true;
+  }
+  return false;
+}
+
+// `for v in [0, N): acc = op(acc, x(v))` (or op(x(v), acc)), acc a fixed element of a local.
+struct Reduction {
+  int local;
+  LExprRef offset;   // of the accumulator, independent of v
+  Op op;
+  DType type;
+  LExprRef operand;  // x(v)
+  bool acc_first;
+};
+
+std::optional<Reduction> match(const LStmt& loop, bool reassociate_floats) {
+  if (loop.kind != LStmt::Kind::kFor || loop.parallel || loop.body.size() != 1) return {};
+  const LStmt* s = loop.body[0].get();
+  if (!s || s->kind != LStmt::Kind::kLocalStore || !s->value || !s->offset) return {};
+  const LExpr& v = *s->value;
+  if (v.kind != LExpr::Kind::kOp || v.args.size() != 2) return {};
+  if (v.op != Op::kAdd && v.op != Op::kMul && v.op != Op::kMax && v.op != Op::kMin) return {};
+  // Integer arithmetic wraps, so any order gives the same bits; floats only when allowed.
+  if (is_float(v.type) && !reassociate_floats) return {};
+  if (v.type != s->type || v.args[0]->type != v.type || v.args[1]->type != v.type) return {};
+  if (loop.extent < 2 * lanes_of(v.type)) return {};
+  if (uses_var(s->offset.get(), loop.var) || loads(s->offset.get(), -2)) return {};
+  for (int acc = 0; acc < 2; ++acc) {
+    const LExpr& a = *v.args[acc];
+    if (a.kind != LExpr::Kind::kLocalLoad || a.local != s->local) continue;
+    if (!same_expr(a.offset.get(), s->offset.get())) continue;
+    const LExprRef& x = v.args[1 - acc];
+    if (loads(x.get(), s->local)) return {};
+    return Reduction{s->local, s->offset, v.op, v.type, x, acc == 0};
+  }
+  return {};
+}
+
+class Splitter {
+ public:
+  Splitter(Kernel& kernel, bool reassociate_floats)
+      : kernel_(kernel), floats_(reassociate_floats) {}
+
+  void run() {
+    if (kernel_.body) kernel_.body = statement(kernel_.body);
+  }
+
+ private:
+  LStmtRef statement(const LStmtRef& s) {
+    if (!s) return s;
+    count_lowering_work(1);
+    if (std::optional<Reduction> r = match(*s, floats_)) {
+      if (kernel_.var_count + 3 <= kMaxVars && kernel_.local_count < kMaxLocals) {
+        return split(*s, *r);
+      }
+    }
+    std::vector<LStmtRef> body;
+    body.reserve(s->body.size());
+    for (const LStmtRef& child : s->body) body.push_back(statement(child));
+    return with_body(s, std::move(body));
+  }
+
+  LExprRef combine(const Reduction& r, LExprRef a, LExprRef b) const {
+    return r.acc_first ? lop(r.op, r.type, {std::move(a), std::move(b)})
+                       : lop(r.op, r.type, {std::move(b), std::move(a)});
+  }
+
+  // x(v) with v replaced by `index`.
+  static LExprRef at(const Reduction& r, int var, const LExprRef& index) {
+    return rewrite_expr(r.operand, [&](const LExprRef& e) {
+      return e->kind == LExpr::Kind::kVar && e->var == var ? index : e;
+    });
+  }
+
+  // (local lanes T K
+  //   (for u K (local_store lanes u x(u)))
+  //   (for w N/K-1 (for u K (local_store lanes u (op lanes[u] x((w + 1) * K + u)))))
+  //   (for t N%K (local_store acc (op acc x(N/K*K + t))))
+  //   (local_store acc (op acc (lanes[0] op lanes[1]) op ... pairwise)))
+  LStmtRef split(const LStmt& loop, const Reduction& r) {
+    const int64_t k = lanes_of(r.type), n = loop.extent;
+    const int lanes = kernel_.local_count++;
+    const int w = kernel_.var_count++, u = kernel_.var_count++, t = kernel_.var_count++;
+    auto lane = [&](LExprRef index) { return llocal_load(lanes, r.type, std::move(index)); };
+    auto i64 = [](Op op, LExprRef a, LExprRef b) {
+      return lop(op, DType::kI64, {std::move(a), std::move(b)});
+    };
+    std::vector<LStmtRef> body;
+    body.push_back(lfor(u, k, false, {llocal_store(lanes, lvar(u), at(r, loop.var, lvar(u)))}));
+    const LExprRef index =
+        i64(Op::kAdd, i64(Op::kMul, i64(Op::kAdd, lvar(w), i64_const(1)), i64_const(k)), lvar(u));
+    body.push_back(lfor(w, n / k - 1, false,
+                        {lfor(u, k, false,
+                              {llocal_store(lanes, lvar(u),
+                                            combine(r, lane(lvar(u)), at(r, loop.var, index)))})}));
+    const LExprRef acc = llocal_load(r.local, r.type, r.offset);
+    if (n % k != 0) {
+      const LExprRef tail = i64(Op::kAdd, i64_const(n / k * k), lvar(t));
+      body.push_back(lfor(t, n % k, false,
+                          {llocal_store(r.local, r.offset, combine(r, acc, at(r, loop.var, tail)))}));
+    }
+    std::vector<LExprRef> level;
+    for (int64_t i = 0; i < k; ++i) level.push_back(lane(i64_const(i)));
+    while (level.size() > 1) {
+      std::vector<LExprRef> next;
+      for (size_t i = 0; i + 1 < level.size(); i += 2) {
+        next.push_back(lop(r.op, r.type, {level[i], level[i + 1]}));
+      }
+      if (level.size() % 2 != 0) next.push_back(level.back());
+      level = std::move(next);
+    }
+    body.push_back(llocal_store(r.local, r.offset, combine(r, acc, level[0])));
+    return llocal_decl(lanes, r.type, k, std::move(body));
+  }
+
+  Kernel& kernel_;
+  bool floats_;
+};
+
+}  // namespace
+
+void split_reductions(Kernel& kernel, bool reassociate_floats) {
+  Splitter(kernel, reassociate_floats).run();
+}
+
+}  // namespace kiln::ir
