@@ -68,10 +68,11 @@ class DialectSyntax {
   virtual std::string_view helper_qualifier() const;
   // The math builtin `base` ("exp", "fabs", "pow", ...) for f32 or f64 arguments.
   virtual std::string math_function(std::string_view base, ir::DType type) const = 0;
-  // Whether f32 exp (and sigmoid, which uses it) is kiln's branch-free polynomial kiln_exp_f32
-  // from the prelude instead of math_function("exp"): for C, whose libm expf is a scalar call
-  // that keeps a loop from vectorizing. False by default (OpenCL's exp is the device's own).
-  virtual bool own_exp_f32() const { return false; }
+  // Whether exp, log and tanh of f32 (and sigmoid, which uses exp) are kiln's branch-free
+  // polynomials from the prelude (kiln_exp_f32, kiln_log_f32, kiln_tanh_f32) instead of
+  // math_function(): for C, whose libm functions are scalar calls that keep a loop from
+  // vectorizing. False by default (OpenCL's functions are the device's own).
+  virtual bool own_math_f32() const { return false; }
   // +inf / -inf / NaN of a float type, as an expression (by default the C99 INFINITY and NAN,
   // cast to double for f64).
   virtual std::string infinity(ir::DType type, bool negative) const;

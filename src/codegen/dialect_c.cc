@@ -29,7 +29,7 @@ class CDialect final : public DialectSyntax {
     return name;
   }
 
-  bool own_exp_f32() const override { return true; }
+  bool own_math_f32() const override { return true; }
 
   std::string int_limit(DType type, bool max) const override {
     if (type == DType::kI64) return max ? "INT64_MAX" : "INT64_MIN";

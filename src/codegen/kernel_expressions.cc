@@ -174,11 +174,13 @@ Result<Code> KernelEmitter::expr(const LExprRef& e) {
 Code KernelEmitter::unary_float(Op op, const Code& x, DType t) {
   switch (op) {
     case Op::kExp:
-      if (t == DType::kF32 && d_.own_exp_f32()) return call(helper("exp", t), {x});
-      return call(d_.math_function("exp", t), {x});
-    case Op::kLog: return call(d_.math_function("log", t), {x});
+    case Op::kLog:
+    case Op::kTanh: {
+      const std::string_view name = op == Op::kExp ? "exp" : op == Op::kLog ? "log" : "tanh";
+      if (t == DType::kF32 && d_.own_math_f32()) return call(helper(name, t), {x});
+      return call(d_.math_function(name, t), {x});
+    }
     case Op::kSqrt: return call(d_.math_function("sqrt", t), {x});
-    case Op::kTanh: return call(d_.math_function("tanh", t), {x});
     case Op::kSin: return call(d_.math_function("sin", t), {x});
     case Op::kCos: return call(d_.math_function("cos", t), {x});
     case Op::kFloor: return call(d_.math_function("floor", t), {x});

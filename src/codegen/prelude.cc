@@ -119,12 +119,15 @@ const HelperText kHelpers[] = {
      "$Q $f64 kiln_relu_f64($f64 x) { return kiln_pick_f64(x <= 0.0, x, 0.0); }\n"},
     {"kiln_relu_i32", "", "$Q $i32 kiln_relu_i32($i32 x) { return x < 0 ? 0 : x; }\n"},
     {"kiln_relu_i64", "", "$Q $i64 kiln_relu_i64($i64 x) { return x < 0 ? 0 : x; }\n"},
-    // exp of f32 for dialects with DialectSyntax::own_exp_f32 (C): exp(x) = 2^n exp(r) with
+    // exp, log and tanh of f32 for dialects with DialectSyntax::own_math_f32 (C), each within a
+    // stated number of ulps of the correctly rounded value (tests/codegen/math_accuracy_test.cc
+    // sweeps them against libm; docs/language.md), and exactly libm's value at the special
+    // inputs. No jumps and no library calls, so that a loop of them vectorizes.
+    //
+    // exp(x) = 2^n exp(r) with
     // n = round(x / ln 2) and r = x - n ln 2 (ln 2 in two parts, so r is exact), exp(r) by its
     // Taylor polynomial of degree 7 on |r| <= ln 2 / 2, and 2^n applied in two halves so that
-    // subnormal results and n = 128 come out right. No jumps and no library call, so a loop of
-    // it vectorizes. At most 1 ulp from the correctly rounded value (docs/language.md; the sweep
-    // in tests/codegen/exp_accuracy_test.cc); exp(NaN) is NaN, exp(+inf) = +inf, exp(-inf) = 0.
+    // subnormal results and n = 128 come out right. At most 1 ulp.
     {"kiln_exp_f32", "kiln_pick_f32",
      "$Q $f32 kiln_exp_f32($f32 x) {\n"
      "  const $f32 c = kiln_pick_f32(x < -104.0f, kiln_pick_f32(x > 89.0f, x, 89.0f), -104.0f);\n"
@@ -145,6 +148,48 @@ const HelperText kHelpers[] = {
      "  const $f32 y = p * s1.f * s2.f;\n"
      "  return kiln_pick_f32(x != x, kiln_pick_f32(x > 88.7228394f,\n"
      "                       kiln_pick_f32(x < -103.972084f, y, 0.0f), $INF32), x);\n"
+     "}\n"},
+    // log(x) = e ln 2 + log(m) with x = m 2^e, m in [sqrt(1/2), sqrt(2)) (subnormal x scaled by
+    // 2^23 first), log(m) = log(1 + f) = 2 atanh(s) with s = f / (2 + f), by its series to s^11
+    // (|s| < 0.172). At most 1 ulp.
+    {"kiln_log_f32", "kiln_pick_f32",
+     "$Q $f32 kiln_log_f32($f32 x) {\n"
+     "  const $i32 sub = x < 1.17549435e-38f;\n"
+     "  union { $f32 f; $u32 u; } b;\n"
+     "  b.f = kiln_pick_f32(sub, x, x * 8388608.0f);\n"
+     "  $i32 e = ($i32)((b.u >> 23) & 255u) - 127 - 23 * sub;\n"
+     "  b.u = (b.u & 0x007fffffu) | 0x3f800000u;\n"
+     "  const $i32 high = b.f > 1.41421356f;\n"
+     "  e += high;\n"
+     "  const $f32 m = kiln_pick_f32(high, b.f, b.f * 0.5f);\n"
+     "  const $f32 f = m - 1.0f, s = f / (2.0f + f), z = s * s;\n"
+     "  $f32 p = 1.0f / 11.0f;\n"
+     "  p = p * z + 1.0f / 9.0f;\n"
+     "  p = p * z + 1.0f / 7.0f;\n"
+     "  p = p * z + 1.0f / 5.0f;\n"
+     "  p = p * z + 1.0f / 3.0f;\n"
+     "  const $f32 k = ($f32)e;\n"
+     "  const $f32 l = k * 0.693359375f + ((f - s * (f - 2.0f * z * p)) + k * -2.12194440e-4f);\n"
+     "  return kiln_pick_f32(x > 0.0f, kiln_pick_f32(x == 0.0f, kiln_pick_f32(x != x, $NAN32, x), $NINF32),\n"
+     "                       kiln_pick_f32(x == $INF32, l, x));\n"
+     "}\n"},
+    // tanh(x) = sign(x) (1 - 2 / (exp(2|x|) + 1)) for |x| >= 0.55, and its odd Taylor polynomial
+    // to x^19 below (where the first form would cancel). At most 2 ulp.
+    {"kiln_tanh_f32", "kiln_pick_f32 kiln_exp_f32",
+     "$Q $f32 kiln_tanh_f32($f32 x) {\n"
+     "  const $f32 a = $fabsf(x), s = a * a;\n"
+     "  $f32 p = -2.391291142e-4f;\n"
+     "  p = p * s + 5.900274409e-4f;\n"
+     "  p = p * s - 1.455834387e-3f;\n"
+     "  p = p * s + 3.592128037e-3f;\n"
+     "  p = p * s - 8.863235530e-3f;\n"
+     "  p = p * s + 2.186948854e-2f;\n"
+     "  p = p * s - 5.396825397e-2f;\n"
+     "  p = p * s + 1.333333333e-1f;\n"
+     "  p = p * s - 3.333333333e-1f;\n"
+     "  const $f32 small = a + a * s * p;\n"
+     "  const $f32 big = 1.0f - 2.0f / (kiln_exp_f32(2.0f * a) + 1.0f);\n"
+     "  return $copysignf(kiln_pick_f32(a < 0.55f, big, small), x);\n"
      "}\n"},
     // sigmoid(x) = 1 / (1 + exp(-x)); rsqrt(x) = 1 / sqrt(x).
     {"kiln_sigmoid_f32", "",
@@ -168,8 +213,12 @@ std::string substitute(std::string_view text, const DialectSyntax& d) {
       {"I32MAX", d.int_limit(DType::kI32, true)},
       {"I64MIN", d.int_limit(DType::kI64, false)},
       {"I64MAX", d.int_limit(DType::kI64, true)},
-      {"expf", d.own_exp_f32() ? "kiln_exp_f32" : d.math_function("exp", DType::kF32)},
+      {"expf", d.own_math_f32() ? "kiln_exp_f32" : d.math_function("exp", DType::kF32)},
+      {"fabsf", d.math_function("fabs", DType::kF32)},
+      {"copysignf", d.math_function("copysign", DType::kF32)},
       {"INF32", d.infinity(DType::kF32, false)},
+      {"NINF32", d.infinity(DType::kF32, true)},
+      {"NAN32", d.nan(DType::kF32)},
       {"exp", d.math_function("exp", DType::kF64)},
       {"sqrtf", d.math_function("sqrt", DType::kF32)},
       {"sqrt", d.math_function("sqrt", DType::kF64)},
@@ -203,7 +252,7 @@ HelperSet::HelperSet(const DialectSyntax& dialect) {
       deps = space == std::string_view::npos ? std::string_view() : deps.substr(space + 1);
     }
     // A helper that calls exp of f32 calls kiln's own where the dialect has it.
-    if (dialect.own_exp_f32() && std::string_view(h.text).find("$expf(") != std::string_view::npos) {
+    if (dialect.own_math_f32() && std::string_view(h.text).find("$expf(") != std::string_view::npos) {
       helper.deps.emplace_back("kiln_exp_f32");
     }
     helper.text = substitute(h.text, dialect);

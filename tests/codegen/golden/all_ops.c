@@ -65,6 +65,41 @@ static inline float kiln_exp_f32(float x) {
   return kiln_pick_f32(x != x, kiln_pick_f32(x > 88.7228394f,
                        kiln_pick_f32(x < -103.972084f, y, 0.0f), INFINITY), x);
 }
+static inline float kiln_log_f32(float x) {
+  const int32_t sub = x < 1.17549435e-38f;
+  union { float f; uint32_t u; } b;
+  b.f = kiln_pick_f32(sub, x, x * 8388608.0f);
+  int32_t e = (int32_t)((b.u >> 23) & 255u) - 127 - 23 * sub;
+  b.u = (b.u & 0x007fffffu) | 0x3f800000u;
+  const int32_t high = b.f > 1.41421356f;
+  e += high;
+  const float m = kiln_pick_f32(high, b.f, b.f * 0.5f);
+  const float f = m - 1.0f, s = f / (2.0f + f), z = s * s;
+  float p = 1.0f / 11.0f;
+  p = p * z + 1.0f / 9.0f;
+  p = p * z + 1.0f / 7.0f;
+  p = p * z + 1.0f / 5.0f;
+  p = p * z + 1.0f / 3.0f;
+  const float k = (float)e;
+  const float l = k * 0.693359375f + ((f - s * (f - 2.0f * z * p)) + k * -2.12194440e-4f);
+  return kiln_pick_f32(x > 0.0f, kiln_pick_f32(x == 0.0f, kiln_pick_f32(x != x, NAN, x), -INFINITY),
+                       kiln_pick_f32(x == INFINITY, l, x));
+}
+static inline float kiln_tanh_f32(float x) {
+  const float a = fabsf(x), s = a * a;
+  float p = -2.391291142e-4f;
+  p = p * s + 5.900274409e-4f;
+  p = p * s - 1.455834387e-3f;
+  p = p * s + 3.592128037e-3f;
+  p = p * s - 8.863235530e-3f;
+  p = p * s + 2.186948854e-2f;
+  p = p * s - 5.396825397e-2f;
+  p = p * s + 1.333333333e-1f;
+  p = p * s - 3.333333333e-1f;
+  const float small = a + a * s * p;
+  const float big = 1.0f - 2.0f / (kiln_exp_f32(2.0f * a) + 1.0f);
+  return copysignf(kiln_pick_f32(a < 0.55f, big, small), x);
+}
 static inline float kiln_sigmoid_f32(float x) { return 1.0f / (1.0f + kiln_exp_f32(-x)); }
 static inline double kiln_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
 static inline float kiln_rsqrt_f32(float x) { return 1.0f / sqrtf(x); }
@@ -110,13 +145,13 @@ int all_ops(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
     /* exp f32 */
     n9[16 + v0] = kiln_exp_f32(n0[v0]);
     /* log f32 */
-    n9[32 + v0] = logf(n0[v0]);
+    n9[32 + v0] = kiln_log_f32(n0[v0]);
     /* sqrt f32 */
     n9[48 + v0] = sqrtf(n0[v0]);
     /* rsqrt f32 */
     n9[64 + v0] = kiln_rsqrt_f32(n0[v0]);
     /* tanh f32 */
-    n9[80 + v0] = tanhf(n0[v0]);
+    n9[80 + v0] = kiln_tanh_f32(n0[v0]);
     /* sigmoid f32 */
     n9[96 + v0] = kiln_sigmoid_f32(n0[v0]);
     /* relu f32 */

@@ -1,0 +1,112 @@
+// The C dialect's own exp, log and tanh of f32 (kiln_exp_f32, kiln_log_f32, kiln_tanh_f32 in the
+// prelude: branch-free polynomials that vectorize) against the correctly rounded value over
+// sweeps of inputs, with the bounds docs/language.md states (exp and log 1 ulp, tanh 2), and the
+// special values as libm gives them.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "codegen/run_kernels.h"
+#include "kiln/loop/loop.h"
+
+namespace kiln::codegen_test {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// Floats in an order where neighbours differ by one: the ulp distance is a difference.
+int64_t ordinal(float f) {
+  const int32_t bits = std::bit_cast<int32_t>(f);
+  return bits < 0 ? int64_t{INT32_MIN} - bits : bits;
+}
+
+// y[i] = fn(x[i]) for every x, generated for and run on the cpu device (4 workgroups).
+std::vector<float> on_cpu(const char* fn, const std::vector<float>& x) {
+  const std::string n = std::to_string(x.size());
+  Result<std::vector<Kernel>> kernels = ir::parse_kernels(
+      std::string("(kernel sweep (nodes 0 1) (vars 1) (locals 0)\n  (for v0 ") + n +
+      " parallel (store 1 v0 (" + fn + " f32 (load f32 0 v0)))))\n");
+  EXPECT_TRUE(kernels.ok()) << kernels.status();
+  if (!kernels.ok()) return {};
+  NodeData data = {{0, bytes_of(x)}, {1, bytes_of(std::vector<float>(x.size(), -1.0f))}};
+  Status status = compile_and_run(*kernels, nullptr, &data, 4);
+  EXPECT_TRUE(status.ok()) << status;
+  return values_of<float>(data[1]);
+}
+
+// `count + 1` evenly spaced values from lo to hi.
+void sweep(std::vector<float>* x, double lo, double hi, int count) {
+  for (int i = 0; i <= count; ++i) x->push_back(static_cast<float>(lo + (hi - lo) * i / count));
+}
+
+// The largest distance in ulps of fn(x) from the correctly rounded libm value (computed in
+// double and rounded once), over `x`; NaN must meet NaN.
+void expect_within(const char* fn, double (*reference)(double), const std::vector<float>& x,
+                   int64_t max_ulps) {
+  const std::vector<float> got = on_cpu(fn, x);
+  ASSERT_EQ(got.size(), x.size());
+  int64_t worst = 0;
+  float worst_x = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float want = static_cast<float>(reference(static_cast<double>(x[i])));
+    if (std::isnan(want) || std::isnan(got[i])) {
+      EXPECT_TRUE(std::isnan(want) && std::isnan(got[i])) << fn << "(" << x[i] << ") = " << got[i];
+      continue;
+    }
+    const int64_t ulps = std::llabs(ordinal(got[i]) - ordinal(want));
+    if (ulps > worst) {
+      worst = ulps;
+      worst_x = x[i];
+    }
+  }
+  EXPECT_LE(worst, max_ulps) << fn << "(" << worst_x << ") is " << worst << " ulp off";
+}
+
+TEST(MathAccuracy, ExpIsWithinOneUlp) {
+  std::vector<float> x = {0.0f, -0.0f, kInf, -kInf, kNaN, 88.7228394f, 88.72283f, -103.972084f,
+                          -103.9f, -87.5f, std::numeric_limits<float>::max(),
+                          -std::numeric_limits<float>::max(), std::numeric_limits<float>::denorm_min()};
+  sweep(&x, -110.0, 95.0, 1 << 20);  // past both ends of the finite results
+  sweep(&x, -1.0, 1.0, 1 << 18);
+  sweep(&x, -104.0, -87.0, 1 << 18);  // subnormal results
+  sweep(&x, 88.0, 88.8, 1 << 16);     // near overflow
+  for (float f = 1e-30f; f < 1e-3f; f *= 1.5f) x.insert(x.end(), {f, -f});
+  expect_within("exp", [](double v) { return std::exp(v); }, x, 1);
+}
+
+TEST(MathAccuracy, LogIsWithinOneUlp) {
+  std::vector<float> x = {0.0f, -0.0f, kInf, -kInf, kNaN, -1.0f, 1.0f, 2.0f, 0.5f,
+                          std::numeric_limits<float>::max(), std::numeric_limits<float>::min(),
+                          std::numeric_limits<float>::denorm_min()};
+  sweep(&x, 1e-3, 100.0, 1 << 19);
+  sweep(&x, 0.5, 2.0, 1 << 19);  // around 1, where log cancels
+  sweep(&x, 1e-45, 1e-38, 1 << 16);  // subnormal inputs
+  // Every binade, 2048 values each.
+  for (int e = -126; e < 128; ++e) {
+    for (int i = 0; i < 2048; ++i) x.push_back(std::ldexp(1.0f + i / 2048.0f, e));
+  }
+  expect_within("log", [](double v) { return std::log(v); }, x, 1);
+}
+
+TEST(MathAccuracy, TanhIsWithinTwoUlps) {
+  std::vector<float> x = {0.0f, -0.0f, kInf, -kInf, kNaN, 0.55f, -0.55f, 9.0f, 50.0f, 1e-30f};
+  sweep(&x, -12.0, 12.0, 1 << 20);
+  sweep(&x, -1.0, 1.0, 1 << 19);  // both sides of the switch at |x| = 0.55
+  for (float f = 1e-30f; f < 1e-2f; f *= 1.5f) x.insert(x.end(), {f, -f});
+  expect_within("tanh", [](double v) { return std::tanh(v); }, x, 2);
+  // tanh keeps the sign of zero.
+  const std::vector<float> zeros = on_cpu("tanh", {0.0f, -0.0f});
+  ASSERT_EQ(zeros.size(), 2u);
+  EXPECT_FALSE(std::signbit(zeros[0]));
+  EXPECT_TRUE(std::signbit(zeros[1]));
+}
+
+}  // namespace
+}  // namespace kiln::codegen_test
