@@ -99,6 +99,14 @@ class DialectSyntax {
   // This workgroup's index in x, and the number of workgroups in x, as expressions.
   virtual std::string workgroup_index() const = 0;
   virtual std::string workgroup_count() const = 0;
+  // This work-item's index in its workgroup (x) and the workgroup's number of work-items, as
+  // expressions; empty where a workgroup is one thread (C). Where they are set, the work-items
+  // of a workgroup take turns through its chunk of the parallel loop (item i runs iterations
+  // begin + i, begin + i + n, ...: neighbouring items touch neighbouring elements), and a kernel
+  // that is not a parallel loop must run on work-item 0 only (emit_kernel_begin), so that the
+  // driver may run any number of work-items per workgroup (hal::ExportInfo::any_local_size).
+  virtual std::string work_item_index() const { return ""; }
+  virtual std::string work_item_count() const { return ""; }
   // Identifiers a kernel may not be named (keywords, library names).
   virtual bool is_reserved(std::string_view identifier) const = 0;
 };

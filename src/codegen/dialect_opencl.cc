@@ -64,7 +64,7 @@ class OpenCLDialect final : public DialectSyntax {
     }
     emit_workgroups_comment(out, frame);
     out.line(std::string(frame.parallel ? "if (get_group_id(0) >= get_num_groups(0)"
-                                        : "if (get_group_id(0) != 0") +
+                                        : "if (get_group_id(0) != 0 || get_local_id(0) != 0") +
              " || get_group_id(1) != 0 || get_group_id(2) != 0) " + return_ok());
     emit_binding_pointers(out, frame, [&](const BindingInfo& b) {
       const std::string type(type_name(b.type));
@@ -85,6 +85,8 @@ class OpenCLDialect final : public DialectSyntax {
   }
   std::string workgroup_index() const override { return "get_group_id(0)"; }
   std::string workgroup_count() const override { return "get_num_groups(0)"; }
+  std::string work_item_index() const override { return "get_local_id(0)"; }
+  std::string work_item_count() const override { return "get_local_size(0)"; }
 
   bool is_reserved(std::string_view identifier) const override {
     static constexpr std::string_view kReserved[] = {

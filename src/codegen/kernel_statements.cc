@@ -97,7 +97,13 @@ Status KernelEmitter::for_loop(const LStmt& stmt, Printer& out, bool split) {
     out.line("const " + i64 + " begin = (" + i64 + ")" + d_.workgroup_index() + " * chunk;");
     out.line("const " + i64 + " end = begin + chunk < " + extent + " ? begin + chunk : " + extent +
              ";");
-    out.line("for (" + i64 + " " + v + " = begin; " + v + " < end; ++" + v + ") {");
+    if (d_.work_item_index().empty()) {
+      out.line("for (" + i64 + " " + v + " = begin; " + v + " < end; ++" + v + ") {");
+    } else {
+      // A grid-stride loop: neighbouring work items take neighbouring iterations.
+      out.line("for (" + i64 + " " + v + " = begin + (" + i64 + ")" + d_.work_item_index() + "; " +
+               v + " < end; " + v + " += (" + i64 + ")" + d_.work_item_count() + ") {");
+    }
   } else {
     out.line("for (" + i64 + " " + v + " = 0; " + v + " < " + extent + "; ++" + v + ") {");
   }

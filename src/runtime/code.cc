@@ -104,7 +104,8 @@ Result<hal::ExecutableRef> build_executable(const ir::LoweredProgram& lowered,
                                lowered.program.file.empty() ? "program" : lowered.program.file};
   for (const ir::LoweredRoutine& r : lowered.routines) {
     for (const ir::Kernel& k : r.kernels) {
-      source.exports.push_back({k.name, static_cast<uint32_t>(k.nodes.size()), 0});
+      // The emitter writes every kernel for any local size (codegen/dialect.h, work items).
+      source.exports.push_back({k.name, static_cast<uint32_t>(k.nodes.size()), 0, true});
     }
   }
   KILN_ASSIGN_OR_RETURN(std::vector<codegen::CallKernel> calls, call_kernels(lowered, device->info()));

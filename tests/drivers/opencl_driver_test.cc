@@ -1,7 +1,8 @@
 // OpenCL driver specifics: availability without a platform (in a child process whose ICD loader
 // sees an empty vendor directory), build failures with their log, allocations above
-// CL_DEVICE_MAX_MEM_ALLOC_SIZE, the program-binary disk cache (warm loads, refused binaries), and
-// transfers between the OpenCL and CPU devices. Every test skips, naming why, without OpenCL.
+// CL_DEVICE_MAX_MEM_ALLOC_SIZE, the program-binary disk cache (warm loads, refused binaries),
+// transfers between the OpenCL and CPU devices, and work groups of several work items for kernels
+// written for any local size. Every test skips, naming why, without OpenCL.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "drivers/opencl/cl_device.h"
+#include "common/scoped_env.h"
 #include "common/temp_dir.h"
 #include "kiln/base/disk_cache.h"
 #include "kiln/base/process.h"
@@ -161,6 +163,71 @@ TEST(OpenCLDriverTest, TransfersWithTheCpuDevice) {
   ASSERT_TRUE(s->wait(4, Timeout::after_ms(kWaitMs)).ok());
   const auto* bytes = static_cast<const uint8_t*>(mapping.data());
   for (size_t i = 0; i < size; ++i) ASSERT_EQ(bytes[i], 0x5A) << i;
+}
+
+// Runs `sizes` (below) in 3 workgroups and returns what each work item wrote: slot g * 256 + i
+// holds the local size if work item i of workgroup g ran, else 0.
+const char* const kSizesKernel =
+    "__kernel void sizes(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0)) {\n"
+    "  __global uint* out = KILN_BINDING(uint, 0);\n"
+    "  out[get_group_id(0) * 256 + get_local_id(0)] = (uint)get_local_size(0);\n"
+    "}\n";
+
+Result<std::vector<uint32_t>> run_sizes(const hal::DeviceRef& device, bool any_local_size) {
+  KILN_ASSIGN_OR_RETURN(hal::ExecutableRef exe,
+                        device->compile_executable({"opencl-c", kSizesKernel, {{"sizes", 1, 0, any_local_size}}, "sizes.cl"}));
+  std::vector<uint32_t> words(3 * 256, 0);
+  KILN_ASSIGN_OR_RETURN(hal::BufferRef out, device->allocator().allocate({}, words.size() * 4));
+  KILN_RETURN_IF_ERROR(out->write_data(0, words.data(), words.size() * 4));
+  KILN_ASSIGN_OR_RETURN(hal::QueueRef queue, device->create_queue());
+  auto s = device->create_semaphore(0);
+  hal::DispatchCommand dispatch;
+  dispatch.executable = exe;
+  dispatch.workgroups = {3, 1, 1};
+  dispatch.bindings.push_back({out});
+  KILN_RETURN_IF_ERROR(queue->dispatch({}, {{s, 1}}, std::move(dispatch)));
+  KILN_RETURN_IF_ERROR(s->wait(1, Timeout::after_ms(kWaitMs)));
+  KILN_RETURN_IF_ERROR(out->read_data(0, words.data(), words.size() * 4));
+  return words;
+}
+
+// Every work item of every workgroup ran once, with `local` items per workgroup.
+void expect_workgroups_of(const std::vector<uint32_t>& words, uint32_t local) {
+  for (size_t g = 0; g < 3; ++g) {
+    for (size_t i = 0; i < 256; ++i) {
+      ASSERT_EQ(words[g * 256 + i], i < local ? local : 0u) << "workgroup " << g << ", item " << i;
+    }
+  }
+}
+
+TEST(OpenCLDriverTest, AnyLocalSizeExportsRunSeveralWorkItemsPerWorkgroup) {
+  REQUIRE_OPENCL();
+  hal::DeviceRef device = open_device("");
+  ASSERT_TRUE(device);
+  {
+    test::ScopedEnv items("KILN_OPENCL_WORK_ITEMS", "64");
+    Result<std::vector<uint32_t>> any = run_sizes(device, true);
+    ASSERT_TRUE(any.ok()) << any.status();
+    EXPECT_GT((*any)[0], 1u) << "KILN_OPENCL_WORK_ITEMS=64 ran one work item per workgroup";
+    EXPECT_LE((*any)[0], 64u);
+    expect_workgroups_of(*any, (*any)[0]);
+    // An export that does not say any_local_size runs one work item, whatever the variable says.
+    Result<std::vector<uint32_t>> one = run_sizes(device, false);
+    ASSERT_TRUE(one.ok()) << one.status();
+    expect_workgroups_of(*one, 1);
+  }
+  // The driver's own choice (one work item on a CPU device, about 64 on a GPU) is some size the
+  // kernel runs correctly with.
+  Result<std::vector<uint32_t>> chosen = run_sizes(device, true);
+  ASSERT_TRUE(chosen.ok()) << chosen.status();
+  ASSERT_GE((*chosen)[0], 1u);
+  expect_workgroups_of(*chosen, (*chosen)[0]);
+  // A bad value fails the build, naming the variable.
+  test::ScopedEnv bad("KILN_OPENCL_WORK_ITEMS", "0");
+  Result<std::vector<uint32_t>> refused = run_sizes(device, true);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << refused.status();
+  EXPECT_NE(refused.status().message().find("KILN_OPENCL_WORK_ITEMS"), std::string::npos) << refused.status();
 }
 
 }  // namespace

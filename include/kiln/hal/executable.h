@@ -16,6 +16,10 @@ struct ExportInfo {
   std::string name;
   uint32_t binding_count = 0;
   uint32_t constant_count = 0;
+  // The kernel is correct for any number of work-items per workgroup (its work-items share the
+  // workgroup's work, and only work-item 0 does what must happen once), so a driver whose
+  // workgroups have work-items (OpenCL) may choose how many. Otherwise a workgroup runs one.
+  bool any_local_size = false;
 };
 
 struct ExecutableSource {

@@ -58,6 +58,7 @@ Loaded load() {
   KILN_CL_BIND(ReleaseProgram);
   KILN_CL_BIND(CreateKernel);
   KILN_CL_BIND(ReleaseKernel);
+  KILN_CL_BIND(GetKernelWorkGroupInfo);
   KILN_CL_BIND(SetKernelArg);
   KILN_CL_BIND(EnqueueNDRangeKernel);
   KILN_CL_BIND(EnqueueReadBuffer);

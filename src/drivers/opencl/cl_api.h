@@ -40,6 +40,7 @@ using cl_mem = struct _cl_mem*;
 using cl_program = struct _cl_program*;
 using cl_kernel = struct _cl_kernel*;
 using cl_event = struct _cl_event*;
+using cl_kernel_work_group_info = cl_uint;
 
 // --- Constants -------------------------------------------------------------------------------
 inline constexpr cl_int CL_SUCCESS = 0;
@@ -85,6 +86,9 @@ inline constexpr cl_program_build_info CL_PROGRAM_BUILD_LOG = 0x1183;
 
 inline constexpr cl_event_info CL_EVENT_COMMAND_EXECUTION_STATUS = 0x11D3;
 
+inline constexpr cl_kernel_work_group_info CL_KERNEL_WORK_GROUP_SIZE = 0x11B0;
+inline constexpr cl_kernel_work_group_info CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE = 0x11B3;
+
 // --- The function table ----------------------------------------------------------------------
 using EventCallback = void (*)(cl_event, cl_int, void*);
 
@@ -114,6 +118,8 @@ struct Api {
   cl_int (*ReleaseProgram)(cl_program);
   cl_kernel (*CreateKernel)(cl_program, const char*, cl_int*);
   cl_int (*ReleaseKernel)(cl_kernel);
+  cl_int (*GetKernelWorkGroupInfo)(cl_kernel, cl_device_id, cl_kernel_work_group_info, size_t, void*,
+                                   size_t*);
   cl_int (*SetKernelArg)(cl_kernel, cl_uint, size_t, const void*);
   cl_int (*EnqueueNDRangeKernel)(cl_command_queue, cl_kernel, cl_uint, const size_t*,
                                  const size_t*, const size_t*, cl_uint, const cl_event*,

@@ -1,6 +1,10 @@
 #include "drivers/opencl/cl_executable.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "drivers/opencl/cl_kernel_abi.h"
+#include "kiln/base/env.h"
 #include "kiln/base/log.h"
 #include "kiln/base/sha256.h"
 
@@ -23,6 +27,35 @@ bool enables_fp64(const std::string& source) {
     pos += 11;
   }
   return false;
+}
+
+// Work items per work group for a kernel written for any local size. On a GPU: kGpuWorkItems,
+// rounded down to a multiple of the kernel's preferred multiple (the warp), at most what the
+// kernel can run. On a CPU device one: PoCL runs a group's work items one after another, each
+// striding through the group's chunk, which measured 12x slower than one item walking it
+// (relu(a * b + c) over 2^24: 241 ms at 64 items, 20 ms at 1; docs/hal.md). KILN_OPENCL_WORK_ITEMS
+// overrides the choice (still capped by the kernel's limit). A query that fails gives one work
+// item, which is always correct.
+constexpr size_t kGpuWorkItems = 64;
+
+Result<size_t> choose_local_size(const Api& api, cl_kernel kernel, const ClDeviceRecord& device) {
+  KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> wanted, env_uint("KILN_OPENCL_WORK_ITEMS", 1, 1024));
+  size_t most = 0, multiple = 0;
+  if (api.GetKernelWorkGroupInfo(kernel, device.device, CL_KERNEL_WORK_GROUP_SIZE, sizeof(most),
+                                 &most, nullptr) != CL_SUCCESS ||
+      most == 0) {
+    return size_t{1};
+  }
+  if (wanted) return std::min<size_t>(*wanted, most);
+  if (device.cpu) return size_t{1};
+  if (api.GetKernelWorkGroupInfo(kernel, device.device, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+                                 sizeof(multiple), &multiple, nullptr) != CL_SUCCESS ||
+      multiple == 0) {
+    multiple = 1;
+  }
+  size_t size = std::max(kGpuWorkItems / multiple, size_t{1}) * multiple;
+  while (size > most && size > multiple) size -= multiple;
+  return std::min(size, most);
 }
 
 }  // namespace
@@ -194,6 +227,14 @@ Result<hal::ExecutableRef> ClCompiler::compile(const hal::ExecutableSource& sour
     }
     kernels.push_back(std::make_unique<ClKernel>());
     kernels.back()->kernel = kernel;
+    if (info.any_local_size) {
+      Result<size_t> local_size = choose_local_size(api, kernel, context_->record());
+      if (!local_size.ok()) {
+        release();
+        return local_size.status();
+      }
+      kernels.back()->local_size = *local_size;
+    }
   }
   return hal::ExecutableRef(std::make_shared<ClExecutable>(device_tag, source.exports,
                                                            std::move(program), std::move(kernels),

@@ -33,6 +33,9 @@ class ClProgram {
 // dispatch holds `mutex` from setting the arguments until the kernel is enqueued.
 struct ClKernel {
   cl_kernel kernel = nullptr;
+  // Work items per work group in x: 1, or for an export with any_local_size a size chosen from
+  // the kernel's limits (choose_local_size in cl_executable.cc).
+  size_t local_size = 1;
   std::mutex mutex;
 };
 

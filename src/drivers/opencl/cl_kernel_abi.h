@@ -5,8 +5,10 @@
 //   __global uint* kiln_status, uint kiln_tag, uint kiln_command   (KILN_STATUS_PARAMS)
 //   per binding i: __global uchar* base, ulong byte offset, ulong byte length (KILN_BINDING_PARAMS(i))
 //   per push constant j: uint                                       (KILN_CONSTANT_PARAM(j))
-// One HAL workgroup is one OpenCL work group of one work item: get_group_id(0..2) is the
-// workgroup id and get_num_groups(0..2) the count. A kernel fails its dispatch with
+// One HAL workgroup is one OpenCL work group: get_group_id(0..2) is the workgroup id and
+// get_num_groups(0..2) the count. It has one work item, unless the export says the kernel works
+// with any local size (hal::ExportInfo::any_local_size): then the driver runs
+// ClKernel::local_size work items in x (get_local_id(0) / get_local_size(0)). A kernel fails its dispatch with
 // KILN_FAIL(code) (code != 0), which records the first failure of the action in the queue's
 // status words (tag, code, command index, workgroup x, y, z); the driver reads them back after
 // the action and fails its semaphores naming the kernel.

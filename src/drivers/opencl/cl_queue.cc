@@ -360,9 +360,10 @@ Status ClQueue::enqueue_dispatch(const hal::DispatchCommand& d, uint32_t index, 
   if (err != CL_SUCCESS) {
     return cl_error("clSetKernelArg", err, "kernel '" + kernel_name + "' argument " + std::to_string(arg - 1));
   }
-  // One work item per work group: the HAL workgroup is the OpenCL work group.
-  const size_t global[3] = {d.workgroups[0], d.workgroups[1], d.workgroups[2]};
-  const size_t local[3] = {1, 1, 1};
+  // The HAL workgroup is the OpenCL work group, of k.local_size work items in x (one unless the
+  // kernel was written for any local size).
+  const size_t global[3] = {size_t{d.workgroups[0]} * k.local_size, d.workgroups[1], d.workgroups[2]};
+  const size_t local[3] = {k.local_size, 1, 1};
   cl_event event = nullptr;
   err = api.EnqueueNDRangeKernel(queue_, k.kernel, 3, nullptr, global, local,
                                  static_cast<cl_uint>(waits.size()),
