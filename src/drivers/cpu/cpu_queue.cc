@@ -144,11 +144,13 @@ void CpuQueue::run_dispatch(const hal::DispatchCommand& d, DispatchJob::DoneFn d
   auto job = std::make_shared<DispatchJob>(std::move(executable), d.export_ordinal, d.workgroups,
                                           std::move(bindings), std::move(lengths), d.constants,
                                           context, std::move(done));
-  // A single workgroup is not worth a hand-off to the pool.
+  // A single workgroup is not worth a hand-off to the pool. With more, this thread works on
+  // the job too instead of waiting for it (spinning while the pool runs it would take a core
+  // from the pool where threads outnumber cores).
   if (job->total() == 1) {
     job->run(0, 1);
   } else {
-    pool_->submit(std::move(job));
+    pool_->submit_and_help(job);
   }
 }
 

@@ -126,15 +126,24 @@ void ThreadPool::worker_main() {
       }
       continue;
     }
-    // Chunks of about 1/32 of a thread's share keep the shared counter cool, and small enough
-    // that the last chunk finishing late costs little.
-    const uint64_t chunk = std::max<uint64_t>(1, job->total() / (threads_.size() * 32));
-    uint64_t begin, end;
-    while (job->claim(chunk, &begin, &end)) job->run(begin, end);
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = std::find(jobs_.begin(), jobs_.end(), job);
-    if (it != jobs_.end()) jobs_.erase(it);
+    drain(job);
   }
+}
+
+void ThreadPool::submit_and_help(const std::shared_ptr<DispatchJob>& job) {
+  submit(job);
+  drain(job);
+}
+
+void ThreadPool::drain(const std::shared_ptr<DispatchJob>& job) {
+  // Chunks of about 1/32 of a thread's share keep the shared counter cool, and small enough
+  // that the last chunk finishing late costs little.
+  const uint64_t chunk = std::max<uint64_t>(1, job->total() / (threads_.size() * 32));
+  uint64_t begin, end;
+  while (job->claim(chunk, &begin, &end)) job->run(begin, end);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = std::find(jobs_.begin(), jobs_.end(), job);
+  if (it != jobs_.end()) jobs_.erase(it);
 }
 
 }  // namespace kiln::cpu

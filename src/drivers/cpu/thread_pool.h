@@ -65,9 +65,17 @@ class ThreadPool {
   uint32_t thread_count() const { return static_cast<uint32_t>(threads_.size()); }
   // Runs every workgroup of `job` on the pool; returns at once.
   void submit(std::shared_ptr<DispatchJob> job);
+  // Submits `job` and runs its workgroups on the calling thread too, until none is left to
+  // start; returns then (others may still be running the last ones; the job's done callback
+  // fires on whichever thread finishes last). For a thread that would otherwise wait for the
+  // job: on a machine with as many busy threads as cores, a waiter that spins takes a core
+  // from the workers.
+  void submit_and_help(const std::shared_ptr<DispatchJob>& job);
 
  private:
   void worker_main();
+  // Claims and runs chunks of `job` until none is left, then takes it off the queue.
+  void drain(const std::shared_ptr<DispatchJob>& job);
   std::mutex mutex_;
   std::deque<std::shared_ptr<DispatchJob>> jobs_;  // guarded by mutex_
   bool stop_ = false;                               // guarded by mutex_
