@@ -1,6 +1,7 @@
 #include "kiln/base/futex.h"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +25,11 @@ uint32_t* word_address(const std::atomic<uint32_t>* word) {
 }
 
 constexpr int kSpinIterations = 2000;
+// Every this many steps a spinner yields its core: where threads outnumber cores, the thread it
+// waits for may be runnable on this very core, and would otherwise start only when the spin
+// gives up (a run + await of a tiny routine on 2 cores took 3 us or, in about half the
+// processes, 35 us before). With nothing else runnable, sched_yield returns at once.
+constexpr uint32_t kYieldEvery = 128;
 
 }  // namespace
 
@@ -49,10 +55,18 @@ void futex_wake(std::atomic<uint32_t>* word, int count) {
           0);
 }
 
-bool spin_while_equal(const std::atomic<uint32_t>* word, uint32_t expected) {
-  for (int i = 0; i < kSpinIterations; ++i) {
-    if (word->load(std::memory_order_acquire) != expected) return true;
+void spin_pause(uint32_t step) {
+  if (step % kYieldEvery == 0) {
+    sched_yield();
+  } else {
     cpu_relax();
+  }
+}
+
+bool spin_while_equal(const std::atomic<uint32_t>* word, uint32_t expected) {
+  for (uint32_t i = 1; i <= kSpinIterations; ++i) {
+    if (word->load(std::memory_order_acquire) != expected) return true;
+    spin_pause(i);
   }
   return word->load(std::memory_order_acquire) != expected;
 }

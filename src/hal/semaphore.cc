@@ -188,8 +188,9 @@ Status wait_impl(WaitMode mode, Semaphore* const* semaphores, const uint64_t* va
   if (timeout.is_immediate()) return timed_out();
 
   const int64_t spin_end = now_ns() + kSpinNs;
+  uint32_t step = 0;
   do {
-    for (int i = 0; i < 64; ++i) cpu_relax();
+    for (int i = 0; i < 64; ++i) spin_pause(++step);
     status = check_once(mode, semaphores, values, n);
     if (status.code() != StatusCode::kDeadlineExceeded) return status;
   } while (now_ns() < spin_end && now_ns() < deadline);

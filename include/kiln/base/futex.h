@@ -13,7 +13,11 @@ bool futex_wait(std::atomic<uint32_t>* word, uint32_t expected, int64_t deadline
 // Wakes up to `count` threads sleeping on `word` (INT32_MAX: all).
 void futex_wake(std::atomic<uint32_t>* word, int count);
 
-// Spins (with a CPU pause) up to a small, fixed budget while `*word == expected`.
+// Step `step` (counting from 1) of a spin-wait: a CPU pause, and now and then a yield of the
+// core instead, so that a thread this one waits for can run where threads outnumber cores.
+void spin_pause(uint32_t step);
+
+// Spins (with spin_pause) up to a small, fixed budget while `*word == expected`.
 // Returns true if the word changed. Keeps hand-offs between busy threads off the kernel.
 bool spin_while_equal(const std::atomic<uint32_t>* word, uint32_t expected);
 
