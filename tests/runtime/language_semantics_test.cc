@@ -55,7 +55,9 @@ Result<Outputs> run_program(const std::string& device_name, const std::string& t
 
 // Expects `expected` (exactly) on every device, with default and plain lowering.
 void expect_everywhere(const std::string& text, const Outputs& expected, const Outputs& inputs = {}) {
-  ir::LowerOptions plain{false, false, false, false, false, false, {}};
+  ir::LowerOptions plain;
+  plain.inline_virtual = plain.fuse = plain.collapse = plain.local_arrays = plain.optimize = false;
+  plain.auto_calls = false;
   for (const std::string& device : device_names()) {
     for (const ir::LowerOptions& lower : {ir::LowerOptions{}, plain}) {
       SCOPED_TRACE(device + (lower.optimize ? ", default lowering" : ", plain lowering"));

@@ -107,7 +107,9 @@ TEST(LoweringRobustnessTest, RandomProgramsLowerLinkAndRunWithoutExceptions) {
 
   std::vector<ir::LowerOptions> variants(3);
   variants[1].optimize = false;
-  variants[2] = {false, false, false, false, false, false, {}};
+  ir::LowerOptions& plain = variants[2];
+  plain.inline_virtual = plain.fuse = plain.collapse = plain.local_arrays = plain.optimize = false;
+  plain.auto_calls = false;
   int failures = 0;
   for (uint64_t s = base; s < base + n && failures < 5; ++s) {
     const std::string text = ProgramGenerator(s, "p_", s % 4 == 0).generate();
