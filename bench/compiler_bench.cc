@@ -52,6 +52,29 @@ void BM_ElementwiseChain(benchmark::State& state) {
 }
 BENCHMARK(BM_ElementwiseChain)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+// Row reductions over 4096 x 1024 f32 (the peer table's rows), with float reductions split into
+// vector lanes (reassociate:1, the default) and in program order (reassociate:0, --strict-fp):
+// the baseline of the split in the same run.
+void BM_RowReduction(benchmark::State& state) {
+  const bool softmax = state.range(0) == 1;
+  ir::LowerOptions lower;
+  lower.reassociate = state.range(1) != 0;
+  const std::string text =
+      softmax ? "input x : f32[4096, 1024]\noutput y : f32[4096, 1024]\ntensor m : f32[4096]\n"
+                "tensor e : f32[4096, 1024]\ntensor s : f32[4096]\nm[i] = max(x[i, j])\n"
+                "e[i, j] = exp(x[i, j] - m[i])\ns[i] = sum(e[i, j])\ny[i, j] = e[i, j] / s[i]\n"
+              : "input x : f32[4096, 1024]\noutput y : f32[4096]\ny[i] = sum(x[i, j])\n";
+  auto p = instance_of(text, 0, lower);
+  for (auto _ : state) check(p->run("main"), "run");
+  state.SetBytesProcessed(state.iterations() * 4096 * 1024 * int64_t{sizeof(float)});
+  state.SetLabel(softmax ? "row softmax" : "row sum");
+}
+BENCHMARK(BM_RowReduction)
+    ->ArgsProduct({{0, 1}, {1, 0}})
+    ->ArgNames({"softmax", "reassociate"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
 std::string matmul_text(int64_t n) {
   const std::string d = std::to_string(n);
   return "input a : f32[" + d + ", " + d + "]\ninput b : f32[" + d + ", " + d + "]\noutput c : f32[" + d + ", " + d +
