@@ -22,8 +22,6 @@ namespace {
 
 using namespace loop_text;
 
-constexpr int64_t kMaxVars = 1 << 16;    // (vars N)
-constexpr int64_t kMaxLocals = 1 << 16;  // (locals N)
 
 // ---------------------------------------------------------------------------------------------
 // Building and validating a kernel from its s-expression.
@@ -69,9 +67,9 @@ class KernelBuilder {
     nodes_ = &kernel.nodes;
 
     KILN_RETURN_IF_ERROR(require(form, 3, "'(vars N)'"));
-    KILN_ASSIGN_OR_RETURN(kernel.var_count, count(items[3], "vars", kMaxVars));
+    KILN_ASSIGN_OR_RETURN(kernel.var_count, count(items[3], "vars", kMaxKernelVars));
     KILN_RETURN_IF_ERROR(require(form, 4, "'(locals N)'"));
-    KILN_ASSIGN_OR_RETURN(kernel.local_count, count(items[4], "locals", kMaxLocals));
+    KILN_ASSIGN_OR_RETURN(kernel.local_count, count(items[4], "locals", kMaxKernelLocals));
     var_bound_.assign(static_cast<size_t>(kernel.var_count), false);
     local_types_.assign(static_cast<size_t>(kernel.local_count), std::nullopt);
 

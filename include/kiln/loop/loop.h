@@ -191,7 +191,10 @@ NodeAccess node_access(const Kernel& kernel);
 // ...)` (binding i is nodes[i]); L is a local number < local_count; I < var_count. The parser
 // validates everything above (ids, scoping, op arity and operand types, i64 offsets, one type
 // per node and per local) and reports INVALID_ARGUMENT "LINE:COLUMN: expected ..., got ...".
-// Nesting is limited to 1000 levels, (vars N) and (locals N) to 65536.
+// Nesting is limited to 1000 levels, (vars N) and (locals N) to kMaxKernelVars and
+// kMaxKernelLocals; a pass that adds variables or locals stays within them.
+inline constexpr int kMaxKernelVars = 1 << 16;
+inline constexpr int kMaxKernelLocals = 1 << 16;
 std::string print_kernel(const Kernel& kernel, const Program* program = nullptr);
 Result<Kernel> parse_kernel(std::string_view text);
 // Several kernels, one after another (as print_lowered writes them, or the `interp` device's

@@ -33,21 +33,21 @@ bool enables_fp64(const std::string& source) {
 // rounded down to a multiple of the kernel's preferred multiple (the warp), at most what the
 // kernel can run. On a CPU device one: PoCL runs a group's work items one after another, each
 // striding through the group's chunk, which measured 12x slower than one item walking it
-// (relu(a * b + c) over 2^24: 241 ms at 64 items, 20 ms at 1; docs/hal.md). KILN_OPENCL_WORK_ITEMS
-// overrides the choice (still capped by the kernel's limit). A query that fails gives one work
-// item, which is always correct.
+// (relu(a * b + c) over 2^24: 241 ms at 64 items, 20 ms at 1; docs/opencl.md). `wanted`
+// (KILN_OPENCL_WORK_ITEMS) overrides the choice, still capped by the kernel's limit. A query
+// that fails gives one work item, which is always correct.
 constexpr size_t kGpuWorkItems = 64;
 
-Result<size_t> choose_local_size(const Api& api, cl_kernel kernel, const ClDeviceRecord& device) {
-  KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> wanted, env_uint("KILN_OPENCL_WORK_ITEMS", 1, 1024));
+size_t choose_local_size(const Api& api, cl_kernel kernel, const ClDeviceRecord& device,
+                         std::optional<uint64_t> wanted) {
   size_t most = 0, multiple = 0;
   if (api.GetKernelWorkGroupInfo(kernel, device.device, CL_KERNEL_WORK_GROUP_SIZE, sizeof(most),
                                  &most, nullptr) != CL_SUCCESS ||
       most == 0) {
-    return size_t{1};
+    return 1;
   }
   if (wanted) return std::min<size_t>(*wanted, most);
-  if (device.cpu) return size_t{1};
+  if (device.cpu) return 1;
   if (api.GetKernelWorkGroupInfo(kernel, device.device, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
                                  sizeof(multiple), &multiple, nullptr) != CL_SUCCESS ||
       multiple == 0) {
@@ -207,6 +207,12 @@ Result<hal::ExecutableRef> ClCompiler::compile(const hal::ExecutableSource& sour
     return unimplemented_error("executable '" + source.label + "' uses f64 (cl_khr_fp64), which " +
                                r.info.name + " (" + r.device_name + ") does not support");
   }
+  // Read once, and before building, for an executable that has kernels it applies to.
+  std::optional<uint64_t> wanted_work_items;
+  if (std::any_of(source.exports.begin(), source.exports.end(),
+                  [](const hal::ExportInfo& e) { return e.any_local_size; })) {
+    KILN_ASSIGN_OR_RETURN(wanted_work_items, env_uint("KILN_OPENCL_WORK_ITEMS", 1, 1024));
+  }
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<ClProgram> program, build(source));
   const Api& api = context_->api();
   std::vector<std::unique_ptr<ClKernel>> kernels;
@@ -228,12 +234,7 @@ Result<hal::ExecutableRef> ClCompiler::compile(const hal::ExecutableSource& sour
     kernels.push_back(std::make_unique<ClKernel>());
     kernels.back()->kernel = kernel;
     if (info.any_local_size) {
-      Result<size_t> local_size = choose_local_size(api, kernel, context_->record());
-      if (!local_size.ok()) {
-        release();
-        return local_size.status();
-      }
-      kernels.back()->local_size = *local_size;
+      kernels.back()->local_size = choose_local_size(api, kernel, r, wanted_work_items);
     }
   }
   return hal::ExecutableRef(std::make_shared<ClExecutable>(device_tag, source.exports,

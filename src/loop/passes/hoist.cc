@@ -17,9 +17,6 @@ using internal::same_expr;
 using internal::with_body;
 using internal::with_parts;
 
-// The parser's limit on (locals N).
-constexpr int kMaxLocals = 65536;
-
 // Ops worth a local even without a load: a call or a division.
 bool is_costly(const LExpr& e) {
   switch (e.op) {
@@ -204,7 +201,7 @@ class Hoister {
       count_lowering_work(1);
       if (same_expr(h.expr.get(), e.get())) return llocal_load(h.local, e->type, i64_const(0));
     }
-    if (kernel_.local_count >= kMaxLocals) return nullptr;
+    if (kernel_.local_count >= kMaxKernelLocals) return nullptr;
     const int local = kernel_.local_count++;
     hoisted_.push_back({e, local});
     return llocal_load(local, e->type, i64_const(0));

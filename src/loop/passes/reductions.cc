@@ -17,10 +17,6 @@ using internal::rewrite_expr;
 using internal::same_expr;
 using internal::with_body;
 
-// The parser's limits on (vars N) and (locals N).
-constexpr int kMaxVars = 1 << 16;
-constexpr int kMaxLocals = 65536;
-
 bool is_float(DType t) { return t == DType::kF32 || t == DType::kF64; }
 
 // 32 lanes of 4 bytes or 16 of 8: four 256-bit vectors of accumulators, enough independent
@@ -38,11 +34,14 @@ bool uses_var(const LExpr* e, int var) {
   return false;
 }
 
-// `e` loads something: a node, or local `local` (-2: any local).
+// For `loads`: any node or local.
+constexpr int kAnything = -2;
+
+// `e` loads local `local`, or with kAnything, loads anything.
 bool loads(const LExpr* e, int local) {
   if (!e) return false;
-  if (e->kind == LExpr::Kind::kLoad && local == -2) return true;
-  if (e->kind == LExpr::Kind::kLocalLoad && (local == -2 || e->local == local)) return true;
+  if (e->kind == LExpr::Kind::kLoad && local == kAnything) return true;
+  if (e->kind == LExpr::Kind::kLocalLoad && (local == kAnything || e->local == local)) return true;
   if (loads(e->offset.get(), local)) return true;
   for (const LExprRef& a : e->args) {
     if (loads(a.get(), local)) return true;
@@ -71,7 +70,7 @@ std::optional<Reduction> match(const LStmt& loop, bool reassociate_floats) {
   if (is_float(v.type) && !reassociate_floats) return {};
   if (v.type != s->type || v.args[0]->type != v.type || v.args[1]->type != v.type) return {};
   if (loop.extent < 2 * lanes_of(v.type)) return {};
-  if (uses_var(s->offset.get(), loop.var) || loads(s->offset.get(), -2)) return {};
+  if (uses_var(s->offset.get(), loop.var) || loads(s->offset.get(), kAnything)) return {};
   for (int acc = 0; acc < 2; ++acc) {
     const LExpr& a = *v.args[acc];
     if (a.kind != LExpr::Kind::kLocalLoad || a.local != s->local) continue;
@@ -97,7 +96,7 @@ class Splitter {
     if (!s) return s;
     count_lowering_work(1);
     if (std::optional<Reduction> r = match(*s, floats_)) {
-      if (kernel_.var_count + 3 <= kMaxVars && kernel_.local_count < kMaxLocals) {
+      if (kernel_.var_count + 3 <= kMaxKernelVars && kernel_.local_count < kMaxKernelLocals) {
         return split(*s, *r);
       }
     }
