@@ -61,7 +61,7 @@ for arg, what in (("0", "row sum"), ("1", "row softmax")):
     rows.append((f"{what} 4096×1024 f32, reductions in vector lanes", f"{split / 1e6:.2f} ms",
                  f"--strict-fp {strict / 1e6:.2f} ms", f"{strict / split:.1f}× faster", "—"))
 # Matrix products written in the language (2 threads) against OpenBLAS sgemm called directly.
-for n, auto, target in ((1024, 1, "≥ 0.95×"), (512, 1, "≥ 0.95×"), (512, 0, "≥ 0.3×"), (32, 1, "—"), (32, 0, "—")):
+for n, auto, target in ((1024, 1, "≥ 0.95×"), (512, 1, "≥ 0.95×"), (512, 0, "≥ 0.8×"), (1024, 0, "≥ 0.8×"), (32, 1, "—"), (32, 0, "—")):
     sgemm = comp[f"BM_OpenBlasSgemm/n:{n}"]["GFLOPS"]
     matmul = comp[f"BM_KilnMatmul/n:{n}/auto_calls:{auto}"]["GFLOPS"]
     how = "automatic gemm call" if auto else "generated kernel (--no-auto-calls)"

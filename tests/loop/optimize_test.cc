@@ -449,6 +449,82 @@ TEST(SplitReductionsTest, LeavesWhatIsNotAReduction) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// tile_contractions
+
+// for v0 in [0, rows) parallel { for v1 in [0, n) { y[v0 * n + v1] = 0 };
+//   for v2 in [0, k) { for v1 in [0, n) { y[v0 * n + v1] = y[...] + a[v0 * k + v2] * b[v2 * n + v1] } } }
+// as lowering writes a product, with `y_at` and `value` replaceable to make near misses.
+Kernel product(int64_t rows, int64_t n, int64_t k, DType t = kF32, LExprRef y_at = nullptr,
+               LExprRef value = nullptr) {
+  if (!y_at) y_at = add(mul(v(0), i64(n)), v(1));
+  if (!value) {
+    value = add(load(2, t, y_at), mul(load(0, t, add(mul(v(0), i64(k)), v(2))), load(1, t, add(mul(v(2), i64(n)), v(1))), t), t);
+  }
+  return kernel({0, 1, 2}, 3, 0, lfor(0, rows, true, {
+      lcomment("y"),
+      lfor(1, n, false, {lstore(2, add(mul(v(0), i64(n)), v(1)), c(t, 0))}),
+      lfor(2, k, false, {lfor(1, n, false, {lstore(2, y_at, value)})}),
+  }));
+}
+
+std::string tiled(const Kernel& k) {
+  return after([](Kernel& x) { tile_contractions(x); }, k);
+}
+
+TEST(TileContractionsTest, ProductRunsInSixRowTilesWithTheRestAsBefore) {
+  const std::string text = tiled(product(8, 20, 3));
+  // Blocks of 6 rows (2 blocks for 8 rows): a full block zeroes its rows, then per 16 columns
+  // loads a 6 x 16 tile, folds every k into it, stores it; columns 16..19 go row by row. The
+  // last block runs the original body for its 2 rows.
+  EXPECT_NE(text.find("(vars 8) (locals 1)\n  (for v3 2 parallel\n    (if (<= (+ (* v3 6) 6) 8)\n      (comment \"y\")\n"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("(for v5 1\n        (local 0 f32 96\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("(local_store 0 (+ (* v4 16) v6) (load f32 2 (+ (* (+ (* v3 6) v4) 20) (+ (* v5 16) v6))))"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("(for v2 3\n            (for v4 6\n              (for v6 16\n                (local_store 0 (+ (* v4 16) v6) (+ f32 (local_load f32 0 (+ (* v4 16) v6)) (* f32 "
+                      "(load f32 0 (+ (* (+ (* v3 6) v4) 3) v2)) (load f32 1 (+ (* v2 20) (+ (* v5 16) v6))))))"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("(store 2 (+ (* (+ (* v3 6) v4) 20) (+ (* v5 16) v6)) (local_load f32 0 (+ (* v4 16) v6)))"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("(for v7 4\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("(+ 16 v7)"), std::string::npos) << text;
+  EXPECT_NE(text.find("(if (> (+ (* v3 6) 6) 8)\n      (for v4 6\n        (if (< (+ (* v3 6) v4) 8)\n"),
+            std::string::npos) << text;
+  // Whole blocks and whole tiles need neither the partial block nor the column tail; f64 tiles
+  // are 8 columns wide.
+  const std::string whole = tiled(product(12, 16, 3));
+  EXPECT_EQ(whole.find("(if "), std::string::npos) << whole;
+  EXPECT_EQ(whole.find("(for v7 "), std::string::npos) << whole;
+  EXPECT_NE(tiled(product(6, 8, 3, kF64)).find("(local 0 f64 48\n"), std::string::npos);
+}
+
+TEST(TileContractionsTest, LeavesWhatIsNotAContraction) {
+  const LExprRef y_row = add(mul(v(0), i64(16)), v(1));
+  const LExprRef a_ik = load(0, kF32, add(mul(v(0), i64(3)), v(2)));
+  const LExprRef b_kj = load(1, kF32, add(mul(v(2), i64(16)), v(1)));
+  auto term = [&](LExprRef acc) { return add(acc, mul(a_ik, b_kj, kF32), kF32); };
+  const LExprRef moving = add(y_row, v(2));       // the element moves with k
+  const LExprRef column = add(mul(v(0), i64(16)), i64(0));  // every j the same element
+  const std::vector<Kernel> kernels = {
+      product(5, 16, 3),  // fewer rows than a tile
+      product(6, 15, 3),  // fewer columns than a tile
+      product(6, 16, 3, kF32, moving, term(load(2, kF32, moving))),
+      product(6, 16, 3, kF32, column, term(load(2, kF32, column))),
+      // reads another element of y, or reads y only where a select may skip it
+      product(6, 16, 3, kF32, y_row, term(load(2, kF32, add(y_row, i64(1))))),
+      product(6, 16, 3, kF32, y_row,
+              op(Op::kSelect, kF32, {v(2), term(load(2, kF32, y_row)), c(kF32, 0)})),
+      // does not read y at all: not an accumulation
+      product(6, 16, 3, kF32, y_row, mul(a_ik, b_kj, kF32)),
+  };
+  for (const Kernel& k : kernels) EXPECT_EQ(tiled(k), print_kernel(k));
+  // Not a parallel loop over rows.
+  Kernel serial = product(6, 16, 3);
+  serial.body = lfor(0, 6, false, serial.body->body);
+  EXPECT_EQ(tiled(serial), print_kernel(serial));
+}
+
+// ---------------------------------------------------------------------------------------------
 // optimize_kernel
 
 TEST(OptimizeKernelTest, MatmulInPlaceGetsHoistedRowAndFma) {

@@ -61,13 +61,29 @@ void drop_unused_bindings(Kernel& kernel);
 // are float max and min (equal up to which of -0.0 and +0.0 wins a tie).
 void split_reductions(Kernel& kernel, bool reassociate_floats);
 
+// Register tiles for contractions. In a kernel whose body is a parallel loop over rows i, a
+// statement of that loop's body of the form
+//   for k in [0, EK): for j in [0, EJ): X[off(i, j)] = v(i, k, j)
+// where v reads X only at off(i, j) (outside select operands), off does not depend on k and is
+// affine in j with a non-zero coefficient, and EJ is at least one tile width W (64 bytes of the
+// element type: 16 f32), runs for blocks of 6 rows at once: for each W columns, a local array of
+// 6 × W accumulators is loaded from X, updated for every k, and stored back. The parallel loop
+// becomes one over ceil(rows / 6) blocks; every other statement of its body runs for the 6 rows
+// in turn; the columns past the last whole tile, and the rows of a last partial block, run as
+// before. Each element sees the same operations in the same order, so the results are
+// identical, float ones included. This reorders the statements of different rows, which relies
+// on the iterations of a parallel loop being independent (what `parallel` means). Returns
+// whether the kernel changed.
+bool tile_contractions(Kernel& kernel);
+
 struct OptimizeOptions {
   // Let split_reductions reassociate float reductions.
   bool reassociate = true;
 };
 
-// split_reductions, fold_constants, hoist_invariants (before fma, so that an invariant product
-// is hoisted whole), form_fma, then drop_unused_bindings.
+// split_reductions, fold_constants, tile_contractions (folding its offsets again when it tiled),
+// hoist_invariants (before fma, so that an invariant product is hoisted whole), form_fma, then
+// drop_unused_bindings.
 void optimize_kernel(Kernel& kernel, const OptimizeOptions& options = {});
 
 }  // namespace kiln::ir

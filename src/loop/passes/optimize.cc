@@ -38,6 +38,27 @@ bool same_expr(const LExpr* a, const LExpr* b) {
   return false;
 }
 
+bool uses_var(const LExpr* e, int var) {
+  if (!e) return false;
+  if (e->kind == LExpr::Kind::kVar) return e->var == var;
+  if (uses_var(e->offset.get(), var)) return true;
+  for (const LExprRef& a : e->args) {
+    if (uses_var(a.get(), var)) return true;
+  }
+  return false;
+}
+
+bool loads(const LExpr* e, int local) {
+  if (!e) return false;
+  if (e->kind == LExpr::Kind::kLoad && local == kAnything) return true;
+  if (e->kind == LExpr::Kind::kLocalLoad && (local == kAnything || e->local == local)) return true;
+  if (loads(e->offset.get(), local)) return true;
+  for (const LExprRef& a : e->args) {
+    if (loads(a.get(), local)) return true;
+  }
+  return false;
+}
+
 LExprRef i64_const(int64_t value) { return lconst(DType::kI64, static_cast<double>(value)); }
 
 LExprRef rewrite_expr(const LExprRef& e, const ExprRewrite& fn) {
@@ -112,6 +133,7 @@ void drop_unused_bindings(Kernel& kernel) {
 void optimize_kernel(Kernel& kernel, const OptimizeOptions& options) {
   split_reductions(kernel, options.reassociate);
   fold_constants(kernel);
+  if (tile_contractions(kernel)) fold_constants(kernel);
   hoist_invariants(kernel);
   form_fma(kernel);
   drop_unused_bindings(kernel);

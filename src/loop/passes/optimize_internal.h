@@ -1,4 +1,4 @@
-// Tree-rewriting helpers shared by the loop-IR optimization passes (fold.cc, fma.cc, hoist.cc).
+// Tree-rewriting helpers shared by the loop-IR optimization passes (passes/*.cc).
 // Trees are immutable and shared (LExprRef / LStmtRef), so a rewrite rebuilds only the path to
 // what changed and returns the very same pointer for an unchanged subtree.
 #pragma once
@@ -14,6 +14,15 @@ using ExprRewrite = std::function<LExprRef(const LExprRef&)>;
 // Structural equality: same kinds, types, ops, ids and constants (NaN equals NaN; -0.0 and +0.0
 // differ, since they are different constants).
 bool same_expr(const LExpr* a, const LExpr* b);
+
+// `e` mentions loop variable `var`.
+bool uses_var(const LExpr* e, int var);
+
+// For `loads`: any node or local.
+inline constexpr int kAnything = -2;
+
+// `e` loads local `local`, or with kAnything, loads anything (a node or a local).
+bool loads(const LExpr* e, int local);
 
 // An i64 constant.
 LExprRef i64_const(int64_t value);

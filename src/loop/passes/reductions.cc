@@ -13,8 +13,11 @@ namespace kiln::ir {
 namespace {
 
 using internal::i64_const;
+using internal::kAnything;
+using internal::loads;
 using internal::rewrite_expr;
 using internal::same_expr;
+using internal::uses_var;
 using internal::with_body;
 
 bool is_float(DType t) { return t == DType::kF32 || t == DType::kF64; }
@@ -22,32 +25,6 @@ bool is_float(DType t) { return t == DType::kF32 || t == DType::kF64; }
 // 32 lanes of 4 bytes or 16 of 8: four 256-bit vectors of accumulators, enough independent
 // additions in flight to hide the adder's latency.
 int64_t lanes_of(DType t) { return t == DType::kF64 || t == DType::kI64 ? 16 : 32; }
-
-// `e` mentions loop variable `var`.
-bool uses_var(const LExpr* e, int var) {
-  if (!e) return false;
-  if (e->kind == LExpr::Kind::kVar) return e->var == var;
-  if (uses_var(e->offset.get(), var)) return true;
-  for (const LExprRef& a : e->args) {
-    if (uses_var(a.get(), var)) return true;
-  }
-  return false;
-}
-
-// For `loads`: any node or local.
-constexpr int kAnything = -2;
-
-// `e` loads local `local`, or with kAnything, loads anything.
-bool loads(const LExpr* e, int local) {
-  if (!e) return false;
-  if (e->kind == LExpr::Kind::kLoad && local == kAnything) return true;
-  if (e->kind == LExpr::Kind::kLocalLoad && (local == kAnything || e->local == local)) return true;
-  if (loads(e->offset.get(), local)) return true;
-  for (const LExprRef& a : e->args) {
-    if (loads(a.get(), local)) return true;
-  }
-  return false;
-}
 
 // `for v in [0, N): acc = op(acc, x(v))` (or op(x(v), acc)), acc a fixed element of a local.
 struct Reduction {
