@@ -132,6 +132,9 @@ INSTANTIATE_TEST_SUITE_P(
         // Batches collapse into the rows, and the second operand's row depends on the batch.
         ProductCase{"batched", "input a : f32[3, 64, 5]\ninput b : f32[3, 5, 20]\noutput c : f32[3, 64, 20]\n"
                                "c[n, i, j] = sum(a[n, i, k] * b[n, k, j])\n"},
+        // A reduction longer than one block of ks (512 f32): a whole block and one of 18.
+        ProductCase{"kblocks", "input a : f32[67, 530]\ninput b : f32[530, 16]\noutput c : f32[67, 16]\n"
+                               "c[i, j] = sum(a[i, k] * b[k, j])\n"},
         ProductCase{"f64", "input a : f64[66, 4]\ninput b : f64[4, 9]\noutput c : f64[66, 9]\n"
                            "c[i, j] = sum(a[i, k] * b[k, j])\n"},
         ProductCase{"i32", "input a : i32[64, 3]\ninput b : i32[3, 16]\noutput c : i32[64, 16]\n"

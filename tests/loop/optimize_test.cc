@@ -473,29 +473,37 @@ std::string tiled(const Kernel& k) {
 
 TEST(TileContractionsTest, ProductRunsInSixRowTilesWithTheRestAsBefore) {
   const std::string text = tiled(product(8, 20, 3));
-  // Blocks of 6 rows (2 blocks for 8 rows): a full block zeroes its rows, then per 16 columns
-  // loads a 6 x 16 tile, folds every k into it, stores it; columns 16..19 go row by row. The
-  // last block runs the original body for its 2 rows.
-  EXPECT_NE(text.find("(vars 8) (locals 1)\n  (for v3 2 parallel\n    (if (<= (+ (* v3 6) 6) 8)\n      (comment \"y\")\n"),
+  // Steps of 6 rows here (2 steps for 8 rows; up to 48 rows when there are enough): each zeroes
+  // its rows, then per 16 columns packs b[k, 16 columns] into local 0 and runs its whole tiles:
+  // 6 accumulators of 16 (locals 1..6) loaded from y, updated for every k, stored back. Columns
+  // 16..19 and rows 6..7 (no whole tile) go row by row, as before.
+  EXPECT_NE(text.find("(vars 11) (locals 7)\n  (for v3 2 parallel\n    (comment \"y\")\n    (for v4 6\n      (if (< (+ (* v3 6) v4) 8)\n"),
             std::string::npos) << text;
-  EXPECT_NE(text.find("(for v5 1\n        (local 0 f32 96\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("(local_store 0 (+ (* v4 16) v6) (load f32 2 (+ (* (+ (* v3 6) v4) 20) (+ (* v5 16) v6))))"),
+  EXPECT_NE(text.find("(for v6 1\n      (local 0 f32 48\n        (block\n          (for v10 3\n            (for v7 16\n"
+                      "              (local_store 0 (+ (* v10 16) v7) (load f32 1 (+ (* v10 20) (+ (* v6 16) v7))))))"),
             std::string::npos) << text;
-  EXPECT_NE(text.find("(for v2 3\n            (for v4 6\n              (for v6 16\n                (local_store 0 (+ (* v4 16) v6) (+ f32 (local_load f32 0 (+ (* v4 16) v6)) (* f32 "
-                      "(load f32 0 (+ (* (+ (* v3 6) v4) 3) v2)) (load f32 1 (+ (* v2 20) (+ (* v5 16) v6))))))"),
+  EXPECT_NE(text.find("(if (<= (+ (+ (* v3 6) (* v5 6)) 6) 8)\n              (local 1 f32 16\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("(local_store 6 v7 (load f32 2 (+ (* (+ (+ (* v3 6) (* v5 6)) 5) 20) (+ (* v6 16) v7))))"),
             std::string::npos) << text;
-  EXPECT_NE(text.find("(store 2 (+ (* (+ (* v3 6) v4) 20) (+ (* v5 16) v6)) (local_load f32 0 (+ (* v4 16) v6)))"),
+  EXPECT_NE(text.find("(local_store 1 v7 (+ f32 (local_load f32 1 v7) (* f32 (load f32 0 (+ (* (+ (+ (* v3 6) (* v5 6)) 0) 3) v10)) "
+                      "(local_load f32 0 (+ (* v10 16) v7)))))"),
             std::string::npos) << text;
-  EXPECT_NE(text.find("(for v7 4\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("(+ 16 v7)"), std::string::npos) << text;
-  EXPECT_NE(text.find("(if (> (+ (* v3 6) 6) 8)\n      (for v4 6\n        (if (< (+ (* v3 6) v4) 8)\n"),
+  EXPECT_NE(text.find("(store 2 (+ (* (+ (+ (* v3 6) (* v5 6)) 5) 20) (+ (* v6 16) v7)) (local_load f32 6 v7))"),
             std::string::npos) << text;
-  // Whole blocks and whole tiles need neither the partial block nor the column tail; f64 tiles
-  // are 8 columns wide.
+  EXPECT_NE(text.find("(for v8 4\n            (store 2 (+ (* (+ (* v3 6) v4) 20) (+ 16 v8))"), std::string::npos) << text;
+  EXPECT_NE(text.find("(if (>= (+ (* v3 6) v4) 6)\n        (if (< (+ (* v3 6) v4) 8)\n          (for v2 3\n            (for v1 16\n"),
+            std::string::npos) << text;
+  // Whole steps and whole tiles need no guards nor tails; f64 tiles are 8 columns wide; a long
+  // reduction runs in blocks of ks whose packed panel is 32 KiB (512 ks of 16 f32), the last
+  // block shorter.
   const std::string whole = tiled(product(12, 16, 3));
   EXPECT_EQ(whole.find("(if "), std::string::npos) << whole;
-  EXPECT_EQ(whole.find("(for v7 "), std::string::npos) << whole;
-  EXPECT_NE(tiled(product(6, 8, 3, kF64)).find("(local 0 f64 48\n"), std::string::npos);
+  EXPECT_EQ(whole.find("(for v8 "), std::string::npos) << whole;
+  EXPECT_NE(tiled(product(6, 8, 3, kF64)).find("(local 1 f64 8\n"), std::string::npos);
+  const std::string blocks = tiled(product(12, 16, 1100));
+  EXPECT_NE(blocks.find("(for v9 2\n      (for v6 1\n        (local 0 f32 8192\n"), std::string::npos) << blocks;
+  EXPECT_NE(blocks.find("(load f32 1 (+ (* (+ 1024 v10) 16) (+ (* v6 16) v7)))"), std::string::npos) << blocks;
+  EXPECT_NE(blocks.find("(local 0 f32 1216\n"), std::string::npos) << blocks;
 }
 
 TEST(TileContractionsTest, LeavesWhatIsNotAContraction) {

@@ -61,19 +61,21 @@ void drop_unused_bindings(Kernel& kernel);
 // are float max and min (equal up to which of -0.0 and +0.0 wins a tie).
 void split_reductions(Kernel& kernel, bool reassociate_floats);
 
-// Register tiles for contractions. In a kernel whose body is a parallel loop over rows i, a
-// statement of that loop's body of the form
+// Register tiles for contractions. In a kernel whose body is a parallel loop over rows i (at
+// least 6), a statement of that loop's body of the form
 //   for k in [0, EK): for j in [0, EJ): X[off(i, j)] = v(i, k, j)
 // where v reads X only at off(i, j) (outside select operands), off does not depend on k and is
 // affine in j with a non-zero coefficient, and EJ is at least one tile width W (64 bytes of the
-// element type: 16 f32), runs for blocks of 6 rows at once: for each W columns, a local array of
-// 6 × W accumulators is loaded from X, updated for every k, and stored back. The parallel loop
-// becomes one over ceil(rows / 6) blocks; every other statement of its body runs for the 6 rows
-// in turn; the columns past the last whole tile, and the rows of a last partial block, run as
-// before. Each element sees the same operations in the same order, so the results are
-// identical, float ones included. This reorders the statements of different rows, which relies
-// on the iterations of a parallel loop being independent (what `parallel` means). Returns
-// whether the kernel changed.
+// element type: 16 f32), is computed in tiles of 6 rows × W columns: 6 local accumulators of W
+// elements, loaded from X, updated for every k, stored back. The parallel loop becomes one over
+// steps of up to 48 rows (whole tiles); every other statement of its body runs for the step's
+// rows in turn. Loads of v that depend on j and not on i (b[k, j]) are first copied, for a block
+// of ks and one tile of columns, into a local panel of at most 32 KiB that all the step's tiles
+// read; a longer reduction runs block after block. The columns past the last whole tile, and
+// the rows past the last whole tile, run as before. Each element sees the same operations in
+// the same order, so the results are identical, float ones included. This reorders the
+// statements of different rows, which relies on the iterations of a parallel loop being
+// independent (what `parallel` means). Returns whether the kernel changed.
 bool tile_contractions(Kernel& kernel);
 
 struct OptimizeOptions {

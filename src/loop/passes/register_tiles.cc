@@ -2,7 +2,11 @@
 // (c[i, j] += a[i, k] * b[k, j], as lowering writes a matrix product) becomes one that computes a
 // block of rows times a block of columns in a local array across the whole reduction, which the C
 // compiler keeps in vector registers. See tile_contractions in kiln/loop/optimize.h.
+#include <algorithm>
+#include <functional>
+#include <initializer_list>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "kiln/loop/optimize.h"
@@ -105,6 +109,37 @@ std::optional<Contraction> match(const LStmt& s) {
   return Contraction{&s, j, st};
 }
 
+// The loads of `e` worth copying into a packed local: of a node other than `x`, at an offset that
+// depends on variable `uses` but not on `avoids`, loads nothing, and is evaluated whenever `e`
+// is (outside select operands). Distinct ones, in order of first appearance.
+void operand_loads(const LExprRef& e, int x, int uses, int avoids, bool conditional,
+                   std::vector<LExprRef>* out) {
+  if (!e) return;
+  if (e->kind == LExpr::Kind::kLoad && e->node != x && !conditional &&
+      uses_var(e->offset.get(), uses) && !uses_var(e->offset.get(), avoids) &&
+      !loads(e->offset.get(), kAnything)) {
+    for (const LExprRef& seen : *out) {
+      if (same_expr(seen.get(), e.get())) return;
+    }
+    out->push_back(e);
+    return;
+  }
+  for (size_t i = 0; i < e->args.size(); ++i) {
+    const bool skippable = e->kind == LExpr::Kind::kOp && e->op == Op::kSelect && i > 0;
+    operand_loads(e->args[i], x, uses, avoids, conditional || skippable, out);
+  }
+}
+
+// The column operand of a block of k (b[k, j] for one tile's columns) is copied into a local
+// array ("packed", as BLAS libraries do) once per tile of columns for all the step's tiles.
+// Contiguous, it stays in the cache, where the original rows, often a power-of-two stride apart,
+// evict each other. At most this many bytes: half of the 64 KiB that the C dialect keeps on the
+// stack (kMaxStackLocalBytes; more goes to the heap). (Packing the row operand too, as BLAS
+// does, made GCC 12 spill the accumulators.)
+constexpr int64_t kMaxPackedBytes = 32 * 1024;
+// A product has one column operand; a value with more distinct ones is not packed.
+constexpr size_t kMaxPackedLoads = 4;
+
 class Tiler {
  public:
   explicit Tiler(Kernel& kernel) : kernel_(kernel) {}
@@ -116,63 +151,72 @@ class Tiler {
     }
     int contractions = 0;
     for (const LStmtRef& s : top->body) contractions += s && match(*s) ? 1 : 0;
-    if (contractions == 0 || kernel_.var_count + 5 > kMaxKernelVars ||
-        kernel_.local_count + contractions > kMaxKernelLocals) {
+    if (contractions == 0 || kernel_.var_count + 8 > kMaxKernelVars ||
+        kernel_.local_count + (kTileRows + static_cast<int>(kMaxPackedLoads)) * contractions > kMaxKernelLocals) {
       return false;
     }
     row_ = top->var;
-    block_ = kernel_.var_count++;
+    rows_ = top->extent;
+    // A step covers as many whole tiles as fit in kStepRows, so that a packed panel serves them
+    // all, but not fewer than 2 steps when there are rows for 2 tiles (both threads get work).
+    step_ = std::min(kStepRows, std::max<int64_t>(kTileRows, rows_ / 2 / kTileRows * kTileRows));
+    step_var_ = kernel_.var_count++;
     r_ = kernel_.var_count++;
+    tile_ = kernel_.var_count++;
     jb_ = kernel_.var_count++;
     jj_ = kernel_.var_count++;
     t_ = kernel_.var_count++;
-    const int64_t rows = top->extent;
-    std::vector<LStmtRef> full;
-    for (const LStmtRef& s : top->body) jam(s, &full);
+    kb_ = kernel_.var_count++;
+    kk_ = kernel_.var_count++;
     std::vector<LStmtRef> body;
-    if (rows % kTileRows == 0) {
-      body = std::move(full);
-    } else {
-      // The last block has fewer rows: it runs the original body once per row it has.
-      const LExprRef end = i64_op(Op::kAdd, first_row(), i64_const(kTileRows));
-      body.push_back(lif(i64_op(Op::kLe, end, i64_const(rows)), std::move(full)));
-      std::vector<LStmtRef> each;
-      for (const LStmtRef& s : top->body) each.push_back(at_row(s));
-      body.push_back(lif(i64_op(Op::kGt, end, i64_const(rows)),
-                         {lfor(r_, kTileRows, false,
-                               {lif(i64_op(Op::kLt, row(), i64_const(rows)), std::move(each))})}));
-    }
-    kernel_.body = lfor(block_, (rows + kTileRows - 1) / kTileRows, true, std::move(body));
+    for (const LStmtRef& s : top->body) jam(s, &body);
+    kernel_.body = lfor(step_var_, (rows_ + step_ - 1) / step_, true, std::move(body));
     return true;
   }
 
  private:
-  LExprRef first_row() const { return i64_op(Op::kMul, lvar(block_), i64_const(kTileRows)); }
-  // Row r_ of the block: block * kTileRows + r.
-  LExprRef row() const { return i64_op(Op::kAdd, first_row(), lvar(r_)); }
+  // Rows per step of the new parallel loop: 8 tiles.
+  static constexpr int64_t kStepRows = 8 * kTileRows;
 
-  // `e` with the row variable replaced by row(), `var` by `by`, and every load of node
-  // `node` (when >= 0) by `replacement`.
-  LExprRef at(const LExprRef& e, int var, const LExprRef& by, int node = -1,
-              const LExprRef& replacement = nullptr) const {
-    const LExprRef r = row();
-    return rewrite_expr(e, [&](const LExprRef& x) -> LExprRef {
-      if (x->kind == LExpr::Kind::kVar && x->var == row_) return r;
-      if (x->kind == LExpr::Kind::kVar && x->var == var) return by;
-      if (x->kind == LExpr::Kind::kLoad && x->node == node) return replacement;
+  LExprRef step_first_row() const { return i64_op(Op::kMul, lvar(step_var_), i64_const(step_)); }
+  // Row r_ of the step.
+  LExprRef step_row() const { return i64_op(Op::kAdd, step_first_row(), lvar(r_)); }
+  // The first row of tile tile_ of the step.
+  LExprRef tile_first_row() const {
+    return i64_op(Op::kAdd, step_first_row(), i64_op(Op::kMul, lvar(tile_), i64_const(kTileRows)));
+  }
+
+  // `stmts`, when the step may run past the last row, only where `cond` holds.
+  std::vector<LStmtRef> guarded(LExprRef cond, std::vector<LStmtRef> stmts) const {
+    if (rows_ % step_ == 0) return stmts;
+    return {lif(std::move(cond), std::move(stmts))};
+  }
+
+  // `e` with each loop variable of `subs` replaced by its expression.
+  static LExprRef at(const LExprRef& e, std::initializer_list<std::pair<int, LExprRef>> subs) {
+    return rewrite_expr(e, [&](const LExprRef& x) {
+      if (x->kind != LExpr::Kind::kVar) return x;
+      for (const auto& [var, by] : subs) {
+        if (x->var == var) return by;
+      }
       return x;
     });
   }
 
-  // `s` for row r_ of the block.
-  LStmtRef at_row(const LStmtRef& s) const {
-    const LExprRef r = row();
+  // `s` for row `row`.
+  LStmtRef at_row(const LStmtRef& s, const LExprRef& row) const {
     return rewrite_stmt_exprs(s, [&](const LExprRef& x) {
-      return x->kind == LExpr::Kind::kVar && x->var == row_ ? r : x;
+      return x->kind == LExpr::Kind::kVar && x->var == row_ ? row : x;
     });
   }
 
-  // Appends what `s` of the parallel body becomes in a full block of kTileRows rows.
+  // `s` for every row of the step, in turn.
+  LStmtRef each_row(const LStmtRef& s) const {
+    return lfor(r_, step_, false,
+                guarded(i64_op(Op::kLt, step_row(), i64_const(rows_)), {at_row(s, step_row())}));
+  }
+
+  // Appends what `s` of the parallel body becomes in a step.
   void jam(const LStmtRef& s, std::vector<LStmtRef>* out) {
     count_lowering_work(1);
     if (!s || s->kind == LStmt::Kind::kComment) {
@@ -181,7 +225,7 @@ class Tiler {
     }
     std::optional<Contraction> c = match(*s);
     if (!c) {
-      out->push_back(lfor(r_, kTileRows, false, {at_row(s)}));
+      out->push_back(each_row(s));
       return;
     }
     const LStmt& k = *c->k_loop;
@@ -189,34 +233,106 @@ class Tiler {
     const LStmt& st = *c->store;
     const DType type = st.value->type;
     const int64_t cols = tile_columns(type);
-    const int acc = kernel_.local_count++;
-    // Tile element (r, jj) is acc[r * cols + jj], column jb * cols + jj.
-    const LExprRef slot = i64_op(Op::kAdd, i64_op(Op::kMul, lvar(r_), i64_const(cols)), lvar(jj_));
     const LExprRef col = i64_op(Op::kAdd, i64_op(Op::kMul, lvar(jb_), i64_const(cols)), lvar(jj_));
-    const LExprRef acc_load = llocal_load(acc, type, slot);
-    const LExprRef element = at(st.offset, j.var, col);
-    auto over_tile = [&](LStmtRef s) {
-      return lfor(r_, kTileRows, false, {lfor(jj_, cols, false, {std::move(s)})});
+    const int64_t tiles = step_ / kTileRows;
+    // Packed operands (column operands b[k, j]): panel b_local[kk * cols + jj] for a block of
+    // `count` ks.
+    std::vector<LExprRef> b_loads;
+    operand_loads(st.value, st.node, j.var, row_, false, &b_loads);
+    if (b_loads.size() > kMaxPackedLoads) b_loads.clear();
+    int64_t bytes_per_k = 0;
+    for (const LExprRef& l : b_loads) bytes_per_k += cols * static_cast<int64_t>(dtype_size(l->type));
+    const int64_t block_k = bytes_per_k == 0 ? k.extent : std::max<int64_t>(1, kMaxPackedBytes / bytes_per_k);
+    std::vector<int> b_locals;
+    for (size_t q = 0; q < b_loads.size(); ++q) b_locals.push_back(kernel_.local_count++);
+    const LExprRef b_slot = i64_op(Op::kAdd, i64_op(Op::kMul, lvar(kk_), i64_const(cols)), lvar(jj_));
+    // Row r of a tile accumulates in its own local acc[r] of `cols` elements (one local per
+    // row rather than one array: GCC keeps all of them in registers, where it leaves part of a
+    // 6 × cols array in memory).
+    std::vector<int> acc;
+    for (int64_t r = 0; r < kTileRows; ++r) acc.push_back(kernel_.local_count++);
+    auto row = [&](const LExprRef& r) { return i64_op(Op::kAdd, tile_first_row(), r); };
+    auto acc_load = [&](int64_t r) { return llocal_load(acc[r], type, lvar(jj_)); };
+    auto element = [&](int64_t r) { return at(st.offset, {{row_, row(i64_const(r))}, {j.var, col}}); };
+    auto in_range = [&](std::vector<LStmtRef> stmts) {
+      return guarded(i64_op(Op::kLe, row(i64_const(kTileRows)), i64_const(rows_)), std::move(stmts));
     };
-    std::vector<LStmtRef> tile;
-    tile.push_back(over_tile(llocal_store(acc, slot, lload(st.node, type, element))));
-    tile.push_back(lfor(k.var, k.extent, false,
-                        {over_tile(llocal_store(acc, slot, at(st.value, j.var, col, st.node, acc_load)))}));
-    tile.push_back(over_tile(lstore(st.node, element, acc_load)));
-    out->push_back(lfor(jb_, j.extent / cols, false, {llocal_decl(acc, type, kTileRows * cols, std::move(tile))}));
+    // One statement per row of the tile, over its columns.
+    auto per_row = [&](const std::function<LStmtRef(int64_t)>& make) {
+      std::vector<LStmtRef> rows;
+      for (int64_t r = 0; r < kTileRows; ++r) rows.push_back(lfor(jj_, cols, false, {make(r)}));
+      return rows;
+    };
+    auto declare = [](const std::vector<int>& locals, const std::vector<LExprRef>& loads, int64_t size,
+                      LStmtRef body) {
+      for (size_t q = locals.size(); q-- > 0;) body = llocal_decl(locals[q], loads[q]->type, size, {body});
+      return body;
+    };
+    // Ks [first, first + count), k = first + kk: per tile of columns, pack the columns'
+    // operands and run the step's tiles.
+    auto k_block = [&](const LExprRef& first, int64_t count) {
+      const LExprRef kx = first ? i64_op(Op::kAdd, first, lvar(kk_)) : lvar(kk_);
+      // The value for row r: X reads the accumulator, packed loads their local (matched before
+      // the variables change, so that they compare equal to the originals).
+      auto value = [&](int64_t r) {
+        const LExprRef from_locals = rewrite_expr(st.value, [&](const LExprRef& x) {
+          if (x->kind != LExpr::Kind::kLoad) return x;
+          if (x->node == st.node) return acc_load(r);
+          for (size_t q = 0; q < b_loads.size(); ++q) {
+            if (same_expr(x.get(), b_loads[q].get())) return llocal_load(b_locals[q], x->type, b_slot);
+          }
+          return x;
+        });
+        return at(from_locals, {{row_, row(i64_const(r))}, {j.var, col}, {k.var, kx}});
+      };
+      std::vector<LStmtRef> tile = per_row([&](int64_t r) {
+        return llocal_store(acc[r], lvar(jj_), lload(st.node, type, element(r)));
+      });
+      tile.push_back(lfor(kk_, count, false, per_row([&](int64_t r) {
+        return llocal_store(acc[r], lvar(jj_), value(r));
+      })));
+      for (LStmtRef& s : per_row([&](int64_t r) { return lstore(st.node, element(r), acc_load(r)); })) {
+        tile.push_back(std::move(s));
+      }
+      LStmtRef tile_stmt = lblock(std::move(tile));
+      for (int64_t r = kTileRows; r-- > 0;) tile_stmt = llocal_decl(acc[r], type, cols, {tile_stmt});
+      std::vector<LStmtRef> columns;
+      for (size_t q = 0; q < b_loads.size(); ++q) {
+        columns.push_back(lfor(kk_, count, false, {lfor(jj_, cols, false, {
+            llocal_store(b_locals[q], b_slot, at(b_loads[q], {{j.var, col}, {k.var, kx}}))})}));
+      }
+      columns.push_back(lfor(tile_, tiles, false, in_range({tile_stmt})));
+      return lfor(jb_, j.extent / cols, false, {declare(b_locals, b_loads, count * cols, lblock(std::move(columns)))});
+    };
+    if (k.extent <= block_k) {
+      out->push_back(k_block(nullptr, k.extent));
+    } else {
+      out->push_back(lfor(kb_, k.extent / block_k, false,
+                          {k_block(i64_op(Op::kMul, lvar(kb_), i64_const(block_k)), block_k)}));
+      if (k.extent % block_k != 0) {
+        out->push_back(k_block(i64_const(k.extent / block_k * block_k), k.extent % block_k));
+      }
+    }
+    const int64_t whole_cols = j.extent / cols * cols;
     if (j.extent % cols != 0) {
       // The columns past the last whole tile, row by row as before.
-      const LExprRef tail = i64_op(Op::kAdd, i64_const(j.extent / cols * cols), lvar(t_));
-      out->push_back(lfor(r_, kTileRows, false,
-                          {lfor(k.var, k.extent, false,
-                                {lfor(t_, j.extent % cols, false,
-                                      {lstore(st.node, at(st.offset, j.var, tail),
-                                              at(st.value, j.var, tail))})})}));
+      const LExprRef tail = i64_op(Op::kAdd, i64_const(whole_cols), lvar(t_));
+      out->push_back(each_row(lfor(k.var, k.extent, false, {lfor(t_, j.extent % cols, false, {
+          lstore(st.node, at(st.offset, {{j.var, tail}}), at(st.value, {{j.var, tail}}))})})));
+    }
+    if (rows_ % kTileRows != 0) {
+      // The rows past the last whole tile, for the whole tiles' columns, as before.
+      const int64_t whole_rows = rows_ / kTileRows * kTileRows;
+      LStmtRef nest = lfor(k.var, k.extent, false, {lfor(j.var, whole_cols, false, {c->j_loop->body[0]})});
+      out->push_back(lfor(r_, step_, false, {lif(i64_op(Op::kGe, step_row(), i64_const(whole_rows)),
+          {lif(i64_op(Op::kLt, step_row(), i64_const(rows_)), {at_row(nest, step_row())})})}));
     }
   }
 
   Kernel& kernel_;
-  int row_ = -1, block_ = -1, r_ = -1, jb_ = -1, jj_ = -1, t_ = -1;
+  int row_ = -1;
+  int64_t rows_ = 0, step_ = 0;
+  int step_var_ = -1, r_ = -1, tile_ = -1, jb_ = -1, jj_ = -1, t_ = -1, kb_ = -1, kk_ = -1;
 };
 
 }  // namespace
