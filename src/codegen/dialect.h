@@ -73,6 +73,10 @@ class DialectSyntax {
   // math_function(): for C, whose libm functions are scalar calls that keep a loop from
   // vectorizing. False by default (OpenCL's functions are the device's own).
   virtual bool own_math_f32() const { return false; }
+  // Bytes of the vectors that small inner loops are written with (GCC/Clang vector extensions,
+  // kernel_vectors.cc), or 0 for none. C: 32 (AVX2's registers; a compiler without such
+  // registers splits them). OpenCL: 0.
+  virtual int vector_bytes() const { return 0; }
   // +inf / -inf / NaN of a float type, as an expression (by default the C99 INFINITY and NAN,
   // cast to double for f64).
   virtual std::string infinity(ir::DType type, bool negative) const;

@@ -31,6 +31,8 @@ class CDialect final : public DialectSyntax {
 
   bool own_math_f32() const override { return true; }
 
+  int vector_bytes() const override { return 32; }
+
   std::string int_limit(DType type, bool max) const override {
     if (type == DType::kI64) return max ? "INT64_MAX" : "INT64_MIN";
     return max ? "INT32_MAX" : "INT32_MIN";

@@ -59,6 +59,10 @@ class KernelEmitter {
   Status statement(const LStmtRef& stmt, Printer& out, bool tail);
   Status statements(const std::vector<LStmtRef>& list, Printer& out, bool tail);
   Status for_loop(const LStmt& stmt, Printer& out, bool split);
+  // Prints `loop` in vector form and returns true if it is a small inner loop that
+  // kernel_vectors.cc writes with vectors; else prints nothing and returns false.
+  Result<bool> vector_loop(const LStmt& loop, Printer& out);
+  Result<std::string> vector_expr(const LExprRef& e, int var);
   Status local_decl(const LStmt& stmt, Printer& out, bool tail);
   Result<Code> expr(const LExprRef& expr);
   Result<Code> op(const LExpr& expr);

@@ -82,6 +82,10 @@ Status KernelEmitter::for_loop(const LStmt& stmt, Printer& out, bool split) {
     return error("loop variable v" + std::to_string(stmt.var) + " is reused by a nested loop");
   }
   if (stmt.extent < 0) return error("loop over a negative extent");
+  if (!split) {
+    KILN_ASSIGN_OR_RETURN(bool vectorized, vector_loop(stmt, out));
+    if (vectorized) return Status();
+  }
   const std::string v = var_name(stmt.var);
   const std::string extent = std::to_string(stmt.extent);
   const std::string i64(tname(DType::kI64));

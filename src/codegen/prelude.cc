@@ -77,6 +77,18 @@ const HelperText kHelpers[] = {
      "  if (b == -1) return kiln_neg_i64(a);\n"
      "  return a / b;\n"
      "}\n"},
+    // 32-byte vectors of small inner loops (kernel_vectors.cc), loaded and stored through
+    // memcpy: any alignment, no aliasing assumption.
+    {"kiln_vf32", "", "typedef $f32 kiln_vf32 __attribute__((vector_size(32)));\n"},
+    {"kiln_vld_f32", "kiln_vf32",
+     "$Q kiln_vf32 kiln_vld_f32(const $f32* p) { kiln_vf32 v; __builtin_memcpy(&v, p, sizeof v); return v; }\n"},
+    {"kiln_vst_f32", "kiln_vf32",
+     "$Q void kiln_vst_f32($f32* p, kiln_vf32 v) { __builtin_memcpy(p, &v, sizeof v); }\n"},
+    {"kiln_vf64", "", "typedef $f64 kiln_vf64 __attribute__((vector_size(32)));\n"},
+    {"kiln_vld_f64", "kiln_vf64",
+     "$Q kiln_vf64 kiln_vld_f64(const $f64* p) { kiln_vf64 v; __builtin_memcpy(&v, p, sizeof v); return v; }\n"},
+    {"kiln_vst_f64", "kiln_vf64",
+     "$Q void kiln_vst_f64($f64* p, kiln_vf64 v) { __builtin_memcpy(p, &v, sizeof v); }\n"},
     // b where `pick` is non-zero, else a: bits selected by a mask instead of a jump, so that a
     // loop of max / min / relu vectorizes (GCC needs if-conversion for `?:` on floats, which
     // the cpu driver turns off; see cpu_compiler.cc).

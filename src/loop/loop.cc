@@ -2,6 +2,8 @@
 #include "kiln/loop/loop.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 namespace kiln::ir {
 
@@ -109,6 +111,78 @@ LStmtRef lcomment(std::string text) {
   auto s = statement(LStmt::Kind::kComment);
   s->text = std::move(text);
   return s;
+}
+
+bool same_expr(const LExpr* a, const LExpr* b) {
+  if (a == b) return true;
+  if (!a || !b) return false;
+  if (a->kind != b->kind || a->type != b->type) return false;
+  switch (a->kind) {
+    case LExpr::Kind::kConst:
+      if (std::isnan(a->value) || std::isnan(b->value)) {
+        return std::isnan(a->value) && std::isnan(b->value);
+      }
+      return std::memcmp(&a->value, &b->value, sizeof(double)) == 0;
+    case LExpr::Kind::kVar:
+      return a->var == b->var;
+    case LExpr::Kind::kLoad:
+      return a->node == b->node && same_expr(a->offset.get(), b->offset.get());
+    case LExpr::Kind::kLocalLoad:
+      return a->local == b->local && same_expr(a->offset.get(), b->offset.get());
+    case LExpr::Kind::kOp:
+      if (a->op != b->op || a->args.size() != b->args.size()) return false;
+      for (size_t i = 0; i < a->args.size(); ++i) {
+        if (!same_expr(a->args[i].get(), b->args[i].get())) return false;
+      }
+      return true;
+  }
+  return false;
+}
+
+bool uses_var(const LExpr* e, int var) {
+  if (!e) return false;
+  if (e->kind == LExpr::Kind::kVar) return e->var == var;
+  if (uses_var(e->offset.get(), var)) return true;
+  for (const LExprRef& a : e->args) {
+    if (uses_var(a.get(), var)) return true;
+  }
+  return false;
+}
+
+
+std::optional<int64_t> var_coefficient(const LExpr& e, int var) {
+  if (!uses_var(&e, var)) return 0;
+  if (e.kind == LExpr::Kind::kVar) return 1;
+  if (e.kind != LExpr::Kind::kOp || e.type != DType::kI64) return {};
+  if (e.op == Op::kNeg) {
+    std::optional<int64_t> c = var_coefficient(*e.args[0], var);
+    int64_t negated = 0;
+    if (!c || __builtin_sub_overflow(int64_t{0}, *c, &negated)) return {};
+    return negated;
+  }
+  if (e.op == Op::kAdd || e.op == Op::kSub) {
+    std::optional<int64_t> a = var_coefficient(*e.args[0], var), b = var_coefficient(*e.args[1], var);
+    int64_t sum = 0;
+    if (!a || !b || (e.op == Op::kAdd ? __builtin_add_overflow(*a, *b, &sum) : __builtin_sub_overflow(*a, *b, &sum))) {
+      return {};
+    }
+    return sum;
+  }
+  if (e.op == Op::kMul) {
+    for (int side = 0; side < 2; ++side) {
+      const LExpr& k = *e.args[side];
+      if (k.kind != LExpr::Kind::kConst) continue;
+      std::optional<int64_t> c = var_coefficient(*e.args[1 - side], var);
+      int64_t product = 0;
+      // i64 constants hold integers; beyond 2^53 a double may not convert exactly.
+      if (!c || !(std::abs(k.value) <= 9007199254740992.0) ||
+          __builtin_mul_overflow(static_cast<int64_t>(k.value), *c, &product)) {
+        return {};
+      }
+      return product;
+    }
+  }
+  return {};
 }
 
 }  // namespace kiln::ir

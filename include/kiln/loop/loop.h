@@ -41,6 +41,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -157,6 +158,15 @@ struct NodeAccess {
   std::vector<int> written;
 };
 NodeAccess node_access(const Kernel& kernel);
+
+// Structural equality of expressions: same kinds, types, ops, ids and constants (NaN equals NaN;
+// -0.0 and +0.0 differ, since they are different constants).
+bool same_expr(const LExpr* a, const LExpr* b);
+// Whether `e` mentions loop variable `var`.
+bool uses_var(const LExpr* e, int var);
+// The coefficient of `var` in the i64 expression `e` if `e` is affine in it (`var` appears only
+// under +, -, negation and products by constants; 0 where it does not appear), else nothing.
+std::optional<int64_t> var_coefficient(const LExpr& e, int var);
 
 // Text form: one s-expression per kernel, e.g.
 //   (kernel main_0 (nodes 0 1) (vars 2) (locals 0)

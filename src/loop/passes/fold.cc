@@ -14,7 +14,6 @@ namespace kiln::ir {
 
 namespace {
 
-using internal::same_expr;
 
 bool is_const(const LExprRef& e) { return e && e->kind == LExpr::Kind::kConst; }
 

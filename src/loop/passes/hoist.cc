@@ -13,7 +13,6 @@ namespace kiln::ir {
 namespace {
 
 using internal::i64_const;
-using internal::same_expr;
 using internal::with_body;
 using internal::with_parts;
 

@@ -12,42 +12,6 @@ namespace kiln::ir {
 
 namespace internal {
 
-bool same_expr(const LExpr* a, const LExpr* b) {
-  if (a == b) return true;
-  if (!a || !b) return false;
-  if (a->kind != b->kind || a->type != b->type) return false;
-  switch (a->kind) {
-    case LExpr::Kind::kConst:
-      if (std::isnan(a->value) || std::isnan(b->value)) {
-        return std::isnan(a->value) && std::isnan(b->value);
-      }
-      return std::memcmp(&a->value, &b->value, sizeof(double)) == 0;
-    case LExpr::Kind::kVar:
-      return a->var == b->var;
-    case LExpr::Kind::kLoad:
-      return a->node == b->node && same_expr(a->offset.get(), b->offset.get());
-    case LExpr::Kind::kLocalLoad:
-      return a->local == b->local && same_expr(a->offset.get(), b->offset.get());
-    case LExpr::Kind::kOp:
-      if (a->op != b->op || a->args.size() != b->args.size()) return false;
-      for (size_t i = 0; i < a->args.size(); ++i) {
-        if (!same_expr(a->args[i].get(), b->args[i].get())) return false;
-      }
-      return true;
-  }
-  return false;
-}
-
-bool uses_var(const LExpr* e, int var) {
-  if (!e) return false;
-  if (e->kind == LExpr::Kind::kVar) return e->var == var;
-  if (uses_var(e->offset.get(), var)) return true;
-  for (const LExprRef& a : e->args) {
-    if (uses_var(a.get(), var)) return true;
-  }
-  return false;
-}
-
 bool loads(const LExpr* e, int local) {
   if (!e) return false;
   if (e->kind == LExpr::Kind::kLoad && local == kAnything) return true;

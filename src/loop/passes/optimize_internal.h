@@ -11,13 +11,6 @@ namespace kiln::ir::internal {
 
 using ExprRewrite = std::function<LExprRef(const LExprRef&)>;
 
-// Structural equality: same kinds, types, ops, ids and constants (NaN equals NaN; -0.0 and +0.0
-// differ, since they are different constants).
-bool same_expr(const LExpr* a, const LExpr* b);
-
-// `e` mentions loop variable `var`.
-bool uses_var(const LExpr* e, int var);
-
 // For `loads`: any node or local.
 inline constexpr int kAnything = -2;
 

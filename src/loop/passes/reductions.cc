@@ -16,8 +16,6 @@ using internal::i64_const;
 using internal::kAnything;
 using internal::loads;
 using internal::rewrite_expr;
-using internal::same_expr;
-using internal::uses_var;
 using internal::with_body;
 
 bool is_float(DType t) { return t == DType::kF32 || t == DType::kF64; }

@@ -22,8 +22,6 @@ using internal::kAnything;
 using internal::loads;
 using internal::rewrite_expr;
 using internal::rewrite_stmt_exprs;
-using internal::same_expr;
-using internal::uses_var;
 
 // Rows of a tile: 6 rows of 2 vectors are 12 accumulators, which with the two vectors of the
 // reduced operand and a broadcast fill the 16 vector registers of x86-64 AVX2.
@@ -34,33 +32,6 @@ int64_t tile_columns(DType t) { return 64 / static_cast<int64_t>(dtype_size(t));
 
 LExprRef i64_op(Op op, LExprRef a, LExprRef b) {
   return lop(op, DType::kI64, {std::move(a), std::move(b)});
-}
-
-// The coefficient of `var` in the i64 expression `e` if `e` is affine in it (`var` appears only
-// under +, -, negation and products by constants), else nothing.
-std::optional<int64_t> coefficient(const LExpr& e, int var) {
-  if (!uses_var(&e, var)) return 0;
-  if (e.kind == LExpr::Kind::kVar) return 1;
-  if (e.kind != LExpr::Kind::kOp || e.type != DType::kI64) return {};
-  if (e.op == Op::kNeg) {
-    std::optional<int64_t> c = coefficient(*e.args[0], var);
-    return c ? std::optional<int64_t>(-*c) : std::nullopt;
-  }
-  if (e.op == Op::kAdd || e.op == Op::kSub) {
-    std::optional<int64_t> a = coefficient(*e.args[0], var), b = coefficient(*e.args[1], var);
-    if (!a || !b) return {};
-    return e.op == Op::kAdd ? *a + *b : *a - *b;
-  }
-  if (e.op == Op::kMul) {
-    for (int side = 0; side < 2; ++side) {
-      const LExpr& k = *e.args[side];
-      if (k.kind != LExpr::Kind::kConst) continue;
-      std::optional<int64_t> c = coefficient(*e.args[1 - side], var);
-      if (!c) return {};
-      return static_cast<int64_t>(k.value) * *c;
-    }
-  }
-  return {};
 }
 
 // How `e` loads node `node`: at all, and only at offsets equal to `offset` and never in an
@@ -101,7 +72,7 @@ std::optional<Contraction> match(const LStmt& s) {
   if (j->extent < tile_columns(st->value->type)) return {};
   const LExpr& off = *st->offset;
   if (uses_var(&off, s.var) || loads(&off, kAnything)) return {};
-  std::optional<int64_t> c = coefficient(off, j->var);
+  std::optional<int64_t> c = var_coefficient(off, j->var);
   if (!c || *c == 0) return {};
   NodeLoads l;
   node_loads(st->value.get(), st->node, &off, false, &l);
