@@ -19,7 +19,8 @@
 // KILN_DIFF_COUNT sets how many programs a run checks in all (spread over the shards below).
 //
 // Programs are valid by construction (1-3 routines of 2-6 statements; tensors of rank 0-3 with
-// dims 1-7; f32 mostly, some f64 and i32; elementwise expressions with broadcasting, every
+// dims 1-7, now and then 8 or 16, and row blocks of 64-71 rows, where the C dialect writes
+// vector loops and products run in register tiles; f32 mostly, some f64 and i32; elementwise expressions with broadcasting, every
 // function, casts, comparisons and select; reductions with every accumulation; compound
 // subscripts with `where` bounds; reads of the target at shifted points; intermediates; params
 // shared by routines; consts in values, subscripts and bounds). They also avoid values that two

@@ -90,7 +90,9 @@ std::string ProgramGenerator::dims_text(const std::vector<int64_t>& dims, bool b
 
 void ProgramGenerator::declare() {
   const int pool = 2 + pick(2);
-  for (int i = 0; i < pool; ++i) dim_pool_.push_back(1 + pick(7));
+  // Now and then a dimension of 8 or 16 and a row block of 64-71 rows: the sizes where the C
+  // dialect writes inner loops as vectors and products run in register tiles.
+  for (int i = 0; i < pool; ++i) dim_pool_.push_back(chance(0.15) ? 8 * (1 + pick(2)) : 1 + pick(7));
   tensors_.reserve(32);  // references into tensors_ stay valid
 
   const int inputs = 1 + pick(4), params = pick(4), outputs = 1 + pick(3), temps = pick(4);
@@ -111,7 +113,7 @@ void ProgramGenerator::declare() {
   }
   if (chance(0.6)) {
     // The row block: 2-4 intermediates and an output sharing dimension 0.
-    const int64_t rows = one_of(dim_pool_);
+    const int64_t rows = chance(0.15) ? 64 + pick(8) : one_of(dim_pool_);
     const int count = 2 + pick(3);
     for (int i = 0; i <= count; ++i) {
       std::vector<int64_t> dims = {rows};
