@@ -90,10 +90,10 @@ struct ProductCase {
   std::string program;
 };
 
-class RegisterTilesTest : public ::testing::TestWithParam<ProductCase> {};
-
-TEST_P(RegisterTilesTest, TiledKernelsStoreTheSameBitsAndTheCpuAgrees) {
-  Result<ir::Program> program = lang::parse_program(GetParam().program, "tiles.kiln");
+// Lowers `text` unoptimized, tiles each kernel, and checks the tiled kernels against the
+// originals (interpreter, same bits) and the cpu device (close); at least one must tile.
+void expect_tiles_keep_results(const std::string& text) {
+  Result<ir::Program> program = lang::parse_program(text, "tiles.kiln");
   ASSERT_TRUE(program.ok()) << program.status();
   ir::LowerOptions options;
   options.optimize = false;  // the passes under test run below, one at a time
@@ -120,6 +120,24 @@ TEST_P(RegisterTilesTest, TiledKernelsStoreTheSameBitsAndTheCpuAgrees) {
     }
   }
   EXPECT_GE(tiled_count, 1) << ir::print_lowered(*lowered);
+}
+
+class RegisterTilesTest : public ::testing::TestWithParam<ProductCase> {};
+
+TEST_P(RegisterTilesTest, TiledKernelsStoreTheSameBitsAndTheCpuAgrees) {
+  expect_tiles_keep_results(GetParam().program);
+}
+
+// Shapes around the edges: rows a multiple of the 6-row tile or not, of a 48-row step or not;
+// columns exactly one tile, one more, several; a reduction of 1 and one longer than a block.
+TEST(RegisterTilesShapes, EdgesOfTilesStepsAndBlocks) {
+  const int64_t shapes[][3] = {{64, 1, 16}, {96, 2, 17}, {97, 9, 48}, {101, 5, 33}, {144, 3, 16}, {65, 520, 16}};
+  for (const auto& [rows, k, cols] : shapes) {
+    SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(k) + " x " + std::to_string(cols));
+    const std::string m = std::to_string(rows), n = std::to_string(cols), r = std::to_string(k);
+    expect_tiles_keep_results("input a : f32[" + m + ", " + r + "]\ninput b : f32[" + r + ", " + n + "]\n" +
+                              "output c : f32[" + m + ", " + n + "]\nc[i, j] = sum(a[i, k] * b[k, j])\n");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

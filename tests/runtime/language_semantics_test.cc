@@ -115,5 +115,27 @@ avg[i] = total[i] / count[i]
                     {{"avg", {3, 4, 6, 7}}}, {{"x", {2, 4, 6, 8}}});
 }
 
+// A product large enough for register tiles (70 rows: 11 tiles of 6 and 4 rows as before; 20
+// columns: one tile of 16 and 4 as before), with integer values so that every order of
+// summation gives the exact result on every device.
+TEST(LanguageSemanticsTest, ProductInRegisterTilesIsExactEverywhere) {
+  const int rows = 70, inner = 5, cols = 20;
+  std::vector<double> a(rows * inner), b(inner * cols), c(rows * cols, 0);
+  for (int i = 0; i < rows * inner; ++i) a[i] = (i * 7) % 11 - 5;
+  for (int i = 0; i < inner * cols; ++i) b[i] = (i * 5) % 9 - 4;
+  for (int i = 0; i < rows; ++i) {
+    for (int j = 0; j < cols; ++j) {
+      for (int k = 0; k < inner; ++k) c[i * cols + j] += a[i * inner + k] * b[k * cols + j];
+    }
+  }
+  expect_everywhere(R"(
+input a : f32[70, 5]
+input b : f32[5, 20]
+output c : f32[70, 20]
+c[i, j] = sum(a[i, k] * b[k, j])
+)",
+                    {{"c", c}}, {{"a", a}, {"b", b}});
+}
+
 }  // namespace
 }  // namespace kiln::e2e
