@@ -38,16 +38,6 @@ bool targets(const LExpr& e, const Target& t) {
                 : e.kind == LExpr::Kind::kLocalLoad && e.local == t.id;
 }
 
-bool loads_anything(const LExpr* e) {
-  if (!e) return false;
-  if (e->kind == LExpr::Kind::kLoad || e->kind == LExpr::Kind::kLocalLoad) return true;
-  if (loads_anything(e->offset.get())) return true;
-  for (const LExprRef& a : e->args) {
-    if (loads_anything(a.get())) return true;
-  }
-  return false;
-}
-
 // `e` reads the target anywhere.
 bool reads_target(const LExpr* e, const Target& t) {
   if (!e) return false;
@@ -60,7 +50,7 @@ bool reads_target(const LExpr* e, const Target& t) {
 }
 
 bool unit_stride(const LExpr* offset, int var) {
-  if (!offset || loads_anything(offset)) return false;
+  if (!offset || ir::loads(offset, ir::kAnything)) return false;
   const std::optional<int64_t> c = ir::var_coefficient(*offset, var);
   return c && *c == 1;
 }

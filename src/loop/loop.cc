@@ -150,6 +150,17 @@ bool uses_var(const LExpr* e, int var) {
 }
 
 
+bool loads(const LExpr* e, int local) {
+  if (!e) return false;
+  if (e->kind == LExpr::Kind::kLoad && local == kAnything) return true;
+  if (e->kind == LExpr::Kind::kLocalLoad && (local == kAnything || e->local == local)) return true;
+  if (loads(e->offset.get(), local)) return true;
+  for (const LExprRef& a : e->args) {
+    if (loads(a.get(), local)) return true;
+  }
+  return false;
+}
+
 std::optional<int64_t> var_coefficient(const LExpr& e, int var) {
   if (!uses_var(&e, var)) return 0;
   if (e.kind == LExpr::Kind::kVar) return 1;

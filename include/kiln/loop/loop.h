@@ -164,6 +164,10 @@ NodeAccess node_access(const Kernel& kernel);
 bool same_expr(const LExpr* a, const LExpr* b);
 // Whether `e` mentions loop variable `var`.
 bool uses_var(const LExpr* e, int var);
+// For `loads`: any node or local.
+inline constexpr int kAnything = -2;
+// Whether `e` loads local `local`, or with kAnything, loads anything (a node or a local).
+bool loads(const LExpr* e, int local);
 // The coefficient of `var` in the i64 expression `e` if `e` is affine in it (`var` appears only
 // under +, -, negation and products by constants; 0 where it does not appear), else nothing.
 std::optional<int64_t> var_coefficient(const LExpr& e, int var);

@@ -12,17 +12,6 @@ namespace kiln::ir {
 
 namespace internal {
 
-bool loads(const LExpr* e, int local) {
-  if (!e) return false;
-  if (e->kind == LExpr::Kind::kLoad && local == kAnything) return true;
-  if (e->kind == LExpr::Kind::kLocalLoad && (local == kAnything || e->local == local)) return true;
-  if (loads(e->offset.get(), local)) return true;
-  for (const LExprRef& a : e->args) {
-    if (loads(a.get(), local)) return true;
-  }
-  return false;
-}
-
 LExprRef i64_const(int64_t value) { return lconst(DType::kI64, static_cast<double>(value)); }
 
 LExprRef rewrite_expr(const LExprRef& e, const ExprRewrite& fn) {

@@ -11,12 +11,6 @@ namespace kiln::ir::internal {
 
 using ExprRewrite = std::function<LExprRef(const LExprRef&)>;
 
-// For `loads`: any node or local.
-inline constexpr int kAnything = -2;
-
-// `e` loads local `local`, or with kAnything, loads anything (a node or a local).
-bool loads(const LExpr* e, int local);
-
 // An i64 constant.
 LExprRef i64_const(int64_t value);
 

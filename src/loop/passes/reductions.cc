@@ -13,8 +13,6 @@ namespace kiln::ir {
 namespace {
 
 using internal::i64_const;
-using internal::kAnything;
-using internal::loads;
 using internal::rewrite_expr;
 using internal::with_body;
 

@@ -1,7 +1,7 @@
 // Register tiles for contractions: a row-parallel kernel that accumulates into one row at a time
 // (c[i, j] += a[i, k] * b[k, j], as lowering writes a matrix product) becomes one that computes a
-// block of rows times a block of columns in a local array across the whole reduction, which the C
-// compiler keeps in vector registers. See tile_contractions in kiln/loop/optimize.h.
+// block of rows times a block of columns in locals across the reduction, which the C compiler
+// keeps in vector registers. See tile_contractions in kiln/loop/optimize.h.
 #include <algorithm>
 #include <functional>
 #include <initializer_list>
@@ -18,8 +18,6 @@ namespace kiln::ir {
 namespace {
 
 using internal::i64_const;
-using internal::kAnything;
-using internal::loads;
 using internal::rewrite_expr;
 using internal::rewrite_stmt_exprs;
 
