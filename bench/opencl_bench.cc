@@ -1,6 +1,10 @@
 // The OpenCL driver against direct OpenCL calls on the same device, in the same run:
 //  - BM_KilnDispatch vs BM_DirectDispatch: one trivial kernel, submit and wait (kiln: dispatch
 //    signalling a semaphore, host waits on it; direct: clEnqueueNDRangeKernel + clFinish).
+//  - BM_KilnChain/device_waits:0|1 vs BM_DirectChain: 16 trivial kernels alternating between two
+//    queues, each after the one before, then one host wait (kiln: one timeline, each dispatch
+//    waits for the previous value, handed to the device (1) or waited for on the host (0;
+//    DeviceOptions::device_waits); direct: each clEnqueueNDRangeKernel lists the previous event).
 //  - BM_KilnWrite/Read vs BM_DirectWrite/Read: 64 MiB host <-> device (kiln: queue write/read
 //    and a semaphore wait; direct: blocking clEnqueueWriteBuffer / clEnqueueReadBuffer).
 //  - BM_OpenClGemm/clblast:0|1: a 512^3 f32 matrix product in the language on the opencl device
@@ -29,7 +33,7 @@ using namespace kiln::opencl;
 
 constexpr size_t kCopyBytes = size_t{64} << 20;
 constexpr const char* kKernel =
-    "__kernel void empty(KILN_STATUS_PARAMS) { if (kiln_tag == 0u) KILN_FAIL(1); }\n";
+    "__kernel void empty(KILN_STATUS_PARAMS) { KILN_ENTRY(); if (kiln_tag == 0u) KILN_FAIL(1); }\n";
 
 // Why OpenCL cannot be benchmarked here, or "" when it can.
 std::string unavailable() {
@@ -47,7 +51,7 @@ hal::DeviceRef kiln_device() {
 struct Direct {
   const Api* api = nullptr;
   cl_context context = nullptr;
-  cl_command_queue queue = nullptr;
+  cl_command_queue queue = nullptr, queue2 = nullptr;
   cl_program program = nullptr;
   cl_kernel kernel = nullptr;
   cl_mem status = nullptr, data = nullptr;
@@ -67,7 +71,8 @@ struct Direct {
     check(api->BuildProgram(program, 1, &device, "", nullptr, nullptr) == CL_SUCCESS
               ? Status() : internal_error("clBuildProgram"), "build");
     kernel = api->CreateKernel(program, "empty", &err);
-    status = api->CreateBuffer(context, CL_MEM_READ_WRITE, 64, nullptr, &err);
+    queue2 = api->CreateCommandQueue(context, device, 0, &err);
+    status = api->CreateBuffer(context, CL_MEM_READ_WRITE, kStatusSlots * kStatusWords * 4, nullptr, &err);
     data = api->CreateBuffer(context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, kCopyBytes, nullptr, &err);
   }
   ~Direct() {
@@ -76,6 +81,7 @@ struct Direct {
     api->ReleaseKernel(kernel);
     api->ReleaseProgram(program);
     api->ReleaseCommandQueue(queue);
+    api->ReleaseCommandQueue(queue2);
     api->ReleaseContext(context);
   }
 };
@@ -109,6 +115,51 @@ void BM_DirectDispatch(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_DirectDispatch)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+constexpr uint64_t kChainLength = 16;
+
+void BM_KilnChain(benchmark::State& state) {
+  if (std::string why = unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
+  hal::DeviceOptions options;
+  options.device_waits = state.range(0) != 0;
+  hal::DeviceRef device = check(drivers::builtin_registry().create_device("opencl:0", options), "opencl device");
+  hal::ExecutableRef exe = check(device->compile_executable({"opencl-c", kKernel, {{"empty", 0, 0}}, "bench"}), "compile");
+  hal::QueueRef queues[2] = {check(device->create_queue(), "queue"), check(device->create_queue(), "queue")};
+  auto s = device->create_semaphore(0);
+  uint64_t n = 0;
+  for (auto _ : state) {
+    for (uint64_t i = 0; i < kChainLength; ++i, ++n) {
+      check(queues[i % 2]->dispatch({{s, n}}, {{s, n + 1}}, hal::DispatchCommand{exe, 0, {1, 1, 1}, {}, {}}),
+            "dispatch");
+    }
+    check(s->wait(n, Timeout::infinite()), "wait");
+  }
+}
+BENCHMARK(BM_KilnChain)->ArgName("device_waits")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_DirectChain(benchmark::State& state) {
+  if (std::string why = unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
+  Direct d;
+  uint32_t tag = 1, command = 0;
+  const size_t global[3] = {1, 1, 1}, local[3] = {1, 1, 1};
+  d.api->SetKernelArg(d.kernel, 0, sizeof(cl_mem), &d.status);
+  d.api->SetKernelArg(d.kernel, 1, sizeof tag, &tag);
+  d.api->SetKernelArg(d.kernel, 2, sizeof command, &command);
+  for (auto _ : state) {
+    cl_event previous = nullptr;
+    for (uint64_t i = 0; i < kChainLength; ++i) {
+      cl_event event = nullptr;
+      d.api->EnqueueNDRangeKernel(i % 2 ? d.queue2 : d.queue, d.kernel, 3, nullptr, global, local,
+                                  previous ? 1 : 0, previous ? &previous : nullptr, &event);
+      d.api->Flush(i % 2 ? d.queue2 : d.queue);
+      if (previous) d.api->ReleaseEvent(previous);
+      previous = event;
+    }
+    d.api->WaitForEvents(1, &previous);
+    d.api->ReleaseEvent(previous);
+  }
+}
+BENCHMARK(BM_DirectChain)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 void BM_KilnCopy(benchmark::State& state) {
   if (std::string why = unavailable(); !why.empty()) return state.SkipWithError(why.c_str());

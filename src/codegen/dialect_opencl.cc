@@ -53,6 +53,8 @@ class OpenCLDialect final : public DialectSyntax {
     }
     out.line("__kernel void " + kernel.name + "(" + params + ") {");
     out.indent();
+    // Returns when the action already failed on the device (the ABI's entry check).
+    out.line("KILN_ENTRY();");
     const std::string fail = " " + return_error(kReturnBadDispatch);
     bool checks = false;
     for (const BindingInfo& b : frame.bindings) {

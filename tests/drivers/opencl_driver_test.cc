@@ -82,7 +82,7 @@ TEST(OpenCLDriverTest, BuildFailureCarriesTheLog) {
   hal::DeviceRef device = open_device(cache.path());
   ASSERT_TRUE(device);
   auto exe = device->compile_executable(
-      {"opencl-c", "__kernel void bad(KILN_STATUS_PARAMS) { int x = kiln_no_such_name; }",
+      {"opencl-c", "__kernel void bad(KILN_STATUS_PARAMS) { KILN_ENTRY(); int x = kiln_no_such_name; }",
        {{"bad", 0, 0}}, "bad.cl"});
   ASSERT_FALSE(exe.ok());
   EXPECT_EQ(exe.status().code(), StatusCode::kInvalidArgument) << exe.status();
@@ -90,7 +90,7 @@ TEST(OpenCLDriverTest, BuildFailureCarriesTheLog) {
   EXPECT_NE(exe.status().message().find("bad.cl"), std::string::npos) << exe.status();
   // A missing export is NOT_FOUND.
   auto missing = device->compile_executable(
-      {"opencl-c", "__kernel void present(KILN_STATUS_PARAMS) {}", {{"absent", 0, 0}}, "m.cl"});
+      {"opencl-c", "__kernel void present(KILN_STATUS_PARAMS) { KILN_ENTRY(); }", {{"absent", 0, 0}}, "m.cl"});
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound) << missing.status();
 }
 
@@ -109,7 +109,7 @@ TEST(OpenCLDriverTest, BinaryCacheWarmAndRefused) {
   REQUIRE_OPENCL();
   TempDir cache;
   const hal::ExecutableSource source{
-      "opencl-c", "/* cache test */ __kernel void k(KILN_STATUS_PARAMS) {}", {{"k", 0, 0}}, "c.cl"};
+      "opencl-c", "/* cache test */ __kernel void k(KILN_STATUS_PARAMS) { KILN_ENTRY(); }", {{"k", 0, 0}}, "c.cl"};
   {
     hal::DeviceRef cold = open_device(cache.path());
     ASSERT_TRUE(cold);
@@ -168,7 +168,7 @@ TEST(OpenCLDriverTest, TransfersWithTheCpuDevice) {
 // Runs `sizes` (below) in 3 workgroups and returns what each work item wrote: slot g * 256 + i
 // holds the local size if work item i of workgroup g ran, else 0.
 const char* const kSizesKernel =
-    "__kernel void sizes(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0)) {\n"
+    "__kernel void sizes(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0)) { KILN_ENTRY();\n"
     "  __global uint* out = KILN_BINDING(uint, 0);\n"
     "  out[get_group_id(0) * 256 + get_local_id(0)] = (uint)get_local_size(0);\n"
     "}\n";

@@ -1,8 +1,14 @@
-// OpenCL queue semantics that depend on how waits become OpenCL events: a wait on a signal that
-// is already enqueued on the device (a published event) must still drop the waiting action when
-// the host fails the semaphore first (docs/hal.md), without holding back other work of the
-// queue. Every test skips, naming why, without OpenCL.
+// OpenCL queue semantics that depend on how waits become OpenCL events. A wait on a signal of an
+// action already enqueued on the device is handed to the device (docs/opencl.md, "Waits"):
+//  - a signaller's kernel that fails stops the waiting kernels (the wait gate), and the failure
+//    reaches the waiting action's signals unchanged, as on the host;
+//  - the host failing such a semaphore fails the waiting action's signals at once, while the
+//    commands the device already ordered after the signaller may still run;
+//  - signals on one timeline still arrive in order.
+// Every test skips, naming why, without OpenCL.
 #include <gtest/gtest.h>
+
+#include <stdlib.h>
 
 #include <cstring>
 #include <vector>
@@ -20,12 +26,35 @@ Status opencl_availability() {
   return (*driver)->availability();
 }
 
-TEST(OpenCLQueueTest, FailedWaitOnAnEnqueuedSignalDropsTheAction) {
+// Queues hand waits to the device whatever the default of the device type.
+Result<hal::DeviceRef> opencl_device() {
+  hal::DeviceOptions options;
+  options.cache_dir = "";
+  options.device_waits = true;
+  return drivers::builtin_registry().create_device("opencl", options);
+}
+
+TEST(OpenCLQueueTest, MalformedDeviceWaitsSettingFailsQueueCreation) {
   Status available = opencl_availability();
   if (!available.ok()) GTEST_SKIP() << "no OpenCL: " << available;
   hal::DeviceOptions options;
   options.cache_dir = "";
   auto device = drivers::builtin_registry().create_device("opencl", options);
+  ASSERT_TRUE(device.ok()) << device.status();
+  setenv("KILN_OPENCL_DEVICE_WAITS", "2", 1);
+  Result<hal::QueueRef> queue = (*device)->create_queue();
+  unsetenv("KILN_OPENCL_DEVICE_WAITS");
+  ASSERT_FALSE(queue.ok());
+  EXPECT_EQ(queue.status().code(), StatusCode::kInvalidArgument) << queue.status();
+  EXPECT_NE(queue.status().message().find("KILN_OPENCL_DEVICE_WAITS"), std::string::npos)
+      << queue.status();
+  EXPECT_TRUE((*device)->create_queue().ok());
+}
+
+TEST(OpenCLQueueTest, HostFailureOfAHandedWaitFailsTheSignalsAtOnce) {
+  Status available = opencl_availability();
+  if (!available.ok()) GTEST_SKIP() << "no OpenCL: " << available;
+  auto device = opencl_device();
   ASSERT_TRUE(device.ok()) << device.status();
   hal::QueueRef first = *(*device)->create_queue(), second = *(*device)->create_queue();
   // A long fill keeps the signalling action in flight while the host fails its semaphore.
@@ -42,13 +71,14 @@ TEST(OpenCLQueueTest, FailedWaitOnAnEnqueuedSignalDropsTheAction) {
   auto t = (*device)->create_semaphore(0), u = (*device)->create_semaphore(0);
   const uint32_t pattern = 0x01020304;
   ASSERT_TRUE(first->fill({}, {{started, 1}}, slow, 0, slow_size, &pattern, 4).ok());
-  // Published: the fill is enqueued, so the wait below becomes a device wait.
+  // Published: the fill is enqueued, so the wait below is handed to the device.
   ASSERT_TRUE(first->fill({}, {{s, 1}}, other, 0, size, &zero, 1).ok());
   ASSERT_TRUE(second->fill({{s, 1}}, {{t, 1}}, out, 0, size, &ones, 1).ok());
   ASSERT_EQ(*started->query(), 0u) << "the 256 MiB fill finished before the failure";
   s->fail(aborted_error("host gave up"));
 
-  // The failure reaches the waiting action's signal at once, unchanged.
+  // The failure reaches the waiting action's signal at once, unchanged, although its fill is
+  // still held behind the slow fill on the device.
   Status dropped = t->wait(1, Timeout::after_ms(kWaitMs));
   EXPECT_EQ(dropped.code(), StatusCode::kAborted) << dropped;
   EXPECT_NE(dropped.message().find("host gave up"), std::string::npos) << dropped;
@@ -58,12 +88,114 @@ TEST(OpenCLQueueTest, FailedWaitOnAnEnqueuedSignalDropsTheAction) {
   ASSERT_TRUE(first->barrier({}, {{u, 2}}).ok());
   ASSERT_TRUE(u->wait(2, Timeout::after_ms(kWaitMs)).ok());
   ASSERT_TRUE(started->wait(1, Timeout::after_ms(kWaitMs)).ok());
-  // The dropped fill wrote nothing: read back on the in-order queue it was submitted to.
+  // The device had ordered the fill after the signaller, and ran it then (a host wait would have
+  // dropped it): this is what shows that the wait was handed to the device.
   std::vector<uint8_t> bytes(size, 0xAA);
   ASSERT_TRUE(second->read({}, {{u, 3}}, out, 0, bytes.data(), size).ok());
   ASSERT_TRUE(u->wait(3, Timeout::after_ms(kWaitMs)).ok());
-  for (size_t i = 0; i < size; ++i) ASSERT_EQ(bytes[i], 0) << "byte " << i;
+  for (size_t i = 0; i < size; ++i) ASSERT_EQ(bytes[i], 0xFF) << "byte " << i;
   EXPECT_EQ(t->query().status().code(), StatusCode::kAborted);
+}
+
+// fail_if(value): fails the dispatch with code `value` when it is not 0. fill_ones: out[i] = ~0
+// for each of the binding's words (one work item).
+constexpr const char* kGateKernels = R"CL(
+__kernel void fail_if(KILN_STATUS_PARAMS, KILN_CONSTANT_PARAM(0)) {
+  KILN_ENTRY();
+  if (KILN_CONSTANT(0) != 0) KILN_FAIL(KILN_CONSTANT(0));
+}
+__kernel void fill_ones(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0)) {
+  KILN_ENTRY();
+  __global uint* out = KILN_BINDING(uint, 0);
+  for (ulong i = 0; i < KILN_BINDING_LENGTH(0) / 4; ++i) out[i] = 0xFFFFFFFFu;
+}
+)CL";
+
+// A signaller held on the device behind a slow fill, and an action of another queue that waits
+// for it: the wait is handed to the device.
+struct HandedWaitFixture {
+  hal::DeviceRef device;
+  hal::QueueRef first, second;
+  hal::ExecutableRef kernels;
+  hal::BufferRef slow, out;
+  std::shared_ptr<hal::Semaphore> started;
+  static constexpr size_t kSlowSize = size_t{256} << 20, kSize = 4096;
+
+  Status set_up() {
+    KILN_ASSIGN_OR_RETURN(device, opencl_device());
+    KILN_ASSIGN_OR_RETURN(first, device->create_queue());
+    KILN_ASSIGN_OR_RETURN(second, device->create_queue());
+    KILN_ASSIGN_OR_RETURN(
+        kernels, device->compile_executable(
+                     {"opencl-c", kGateKernels, {{"fail_if", 0, 1}, {"fill_ones", 1, 0}}, "gate.cl"}));
+    KILN_ASSIGN_OR_RETURN(slow, device->allocator().allocate({}, kSlowSize));
+    KILN_ASSIGN_OR_RETURN(out, device->allocator().allocate({}, kSize));
+    auto zeroed = device->create_semaphore(0);
+    const uint8_t zero = 0;
+    KILN_RETURN_IF_ERROR(second->fill({}, {{zeroed, 1}}, out, 0, kSize, &zero, 1));
+    KILN_RETURN_IF_ERROR(zeroed->wait(1, Timeout::after_ms(kWaitMs)));
+    started = device->create_semaphore(0);
+    const uint32_t pattern = 0x01020304;
+    return first->fill({}, {{started, 1}}, slow, 0, kSlowSize, &pattern, 4);
+  }
+  hal::DispatchCommand fail_if(uint32_t code) const {
+    hal::DispatchCommand d;
+    d.executable = kernels;
+    d.export_ordinal = 0;
+    d.constants = {code};
+    return d;
+  }
+  hal::DispatchCommand fill_ones() const {
+    hal::DispatchCommand d;
+    d.executable = kernels;
+    d.export_ordinal = 1;
+    d.bindings = {{out, 0, kSize}};
+    return d;
+  }
+  Result<std::vector<uint8_t>> read_out() const {
+    auto done = device->create_semaphore(0);
+    std::vector<uint8_t> bytes(kSize, 0xAA);
+    KILN_RETURN_IF_ERROR(second->read({}, {{done, 1}}, out, 0, bytes.data(), kSize));
+    KILN_RETURN_IF_ERROR(done->wait(1, Timeout::after_ms(kWaitMs)));
+    return bytes;
+  }
+};
+
+TEST(OpenCLQueueTest, FailedKernelStopsTheKernelsThatWaitOnTheDevice) {
+  Status available = opencl_availability();
+  if (!available.ok()) GTEST_SKIP() << "no OpenCL: " << available;
+  HandedWaitFixture f;
+  ASSERT_TRUE(f.set_up().ok());
+  auto s = f.device->create_semaphore(0), t = f.device->create_semaphore(0);
+  ASSERT_TRUE(f.first->dispatch({}, {{s, 1}}, f.fail_if(7)).ok());
+  ASSERT_TRUE(f.second->dispatch({{s, 1}}, {{t, 1}}, f.fill_ones()).ok());
+  ASSERT_EQ(*f.started->query(), 0u) << "the 256 MiB fill finished before the dispatch";
+  Status failed = s->wait(1, Timeout::after_ms(kWaitMs));
+  ASSERT_EQ(failed.code(), StatusCode::kInternal) << failed;
+  EXPECT_NE(failed.message().find("fail_if"), std::string::npos) << failed;
+  // The same status, not the gate's own.
+  EXPECT_EQ(t->wait(1, Timeout::after_ms(kWaitMs)), failed);
+  Result<std::vector<uint8_t>> bytes = f.read_out();
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  for (size_t i = 0; i < bytes->size(); ++i) ASSERT_EQ((*bytes)[i], 0) << "byte " << i;
+}
+
+TEST(OpenCLQueueTest, HandedWaitsKeepOneTimelineInOrder) {
+  Status available = opencl_availability();
+  if (!available.ok()) GTEST_SKIP() << "no OpenCL: " << available;
+  HandedWaitFixture f;
+  ASSERT_TRUE(f.set_up().ok());
+  // One timeline across both queues: 1 on the first, 2 and 4 on the second, 3 on the first.
+  auto s = f.device->create_semaphore(0);
+  ASSERT_TRUE(f.first->dispatch({}, {{s, 1}}, f.fail_if(0)).ok());
+  ASSERT_TRUE(f.second->dispatch({{s, 1}}, {{s, 2}}, f.fail_if(0)).ok());
+  ASSERT_TRUE(f.first->dispatch({{s, 2}}, {{s, 3}}, f.fail_if(0)).ok());
+  ASSERT_TRUE(f.second->dispatch({{s, 3}}, {{s, 4}}, f.fill_ones()).ok());
+  ASSERT_EQ(*f.started->query(), 0u) << "the 256 MiB fill finished before the dispatches";
+  ASSERT_TRUE(s->wait(4, Timeout::after_ms(kWaitMs)).ok()) << s->query().status();
+  Result<std::vector<uint8_t>> bytes = f.read_out();
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  for (size_t i = 0; i < bytes->size(); ++i) ASSERT_EQ((*bytes)[i], 0xFF) << "byte " << i;
 }
 
 }  // namespace

@@ -112,6 +112,7 @@ uint cts_linear_id(void) {
 }
 
 __kernel void write_ids(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0)) {
+  KILN_ENTRY();
   __global uint* out = KILN_BINDING(uint, 0);
   ulong i = cts_linear_id();
   if ((i + 1) * sizeof(uint) > KILN_BINDING_LENGTH(0)) KILN_FAIL(10);
@@ -121,6 +122,7 @@ __kernel void write_ids(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0)) {
 
 __kernel void add_constant(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0), KILN_CONSTANT_PARAM(0),
                            KILN_CONSTANT_PARAM(1)) {
+  KILN_ENTRY();
   __global uint* data = KILN_BINDING(uint, 0);
   ulong n = KILN_BINDING_LENGTH(0) / sizeof(uint);
   ulong per = KILN_CONSTANT(1);
@@ -130,6 +132,7 @@ __kernel void add_constant(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0), KILN_CONS
 
 __kernel void copy_offset(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0), KILN_BINDING_PARAMS(1),
                           KILN_CONSTANT_PARAM(0), KILN_CONSTANT_PARAM(1)) {
+  KILN_ENTRY();
   __global const uint* src = KILN_BINDING(uint, 0);
   __global uint* dst = KILN_BINDING(uint, 1);
   ulong src_n = KILN_BINDING_LENGTH(0) / sizeof(uint);
@@ -144,11 +147,13 @@ __kernel void copy_offset(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0), KILN_BINDI
 }
 
 __kernel void return_constant(KILN_STATUS_PARAMS, KILN_CONSTANT_PARAM(0)) {
+  KILN_ENTRY();
   if (KILN_CONSTANT(0) != 0) KILN_FAIL(KILN_CONSTANT(0));
 }
 
 __kernel void probe_state(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0), KILN_BINDING_PARAMS(1),
                           KILN_CONSTANT_PARAM(0), KILN_CONSTANT_PARAM(1), KILN_CONSTANT_PARAM(2)) {
+  KILN_ENTRY();
   if (cts_linear_id() != 0) return;
   __global uint* out = KILN_BINDING(uint, 0);
   if (KILN_BINDING_LENGTH(0) < 12 * sizeof(uint)) KILN_FAIL(13);
@@ -169,6 +174,7 @@ __kernel void probe_state(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0), KILN_BINDI
 
 constexpr const char* kOpenCLBroken = R"CL(
 __kernel void broken(KILN_STATUS_PARAMS) {
+  KILN_ENTRY();
   uint x = cts_undeclared_identifier + ;
 }
 )CL";

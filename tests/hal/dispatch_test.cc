@@ -69,7 +69,10 @@ TEST_P(DispatchTest, ConstantsAndBindingsReachTheKernel) {
                                      {{out, 0, 48}, {probe, 16, hal::Buffer::kWholeBuffer}})));
   CTS_ASSERT_OK(wait(done, 1));
   std::vector<uint32_t> values = read_u32(out);
-  EXPECT_EQ(values[0], 1u) << "abi_version";
+  // The C kernel ABI is at version 1, the OpenCL one at 2 (the entry check of a failed action).
+  Result<hal::ExecutableSource> source = test_kernel_source(device().info());
+  ASSERT_TRUE(source.ok()) << source.status();
+  EXPECT_EQ(values[0], source->format == "opencl-c" ? 2u : 1u) << "abi_version";
   EXPECT_EQ(values[1], 1u);
   EXPECT_EQ(values[2], 2u);
   EXPECT_EQ(values[3], 3u);

@@ -106,6 +106,26 @@ TEST_P(QueueFailureTest, FailedDispatchFailsDependents) {
   EXPECT_EQ(read_bytes(target), std::vector<uint8_t>(64, 0xEE));
 }
 
+TEST_P(QueueFailureTest, FailedDispatchStopsDependentDispatches) {
+  // Kernels waiting on a failing kernel (on OpenCL a wait handed to the device, behind the wait
+  // gate) do not run, and fail with the same status.
+  CTS_REQUIRE_KERNELS();
+  BufferRef data = make_u32_buffer(std::vector<uint32_t>(64, 7));
+  SemaphoreRef s1 = semaphore(), s2 = semaphore(), s3 = semaphore();
+  CTS_ASSERT_OK(
+      queue_->dispatch({}, {{s1, 1}}, make_dispatch(kReturnConstant, {1, 1, 1}, {9}, {})));
+  CTS_ASSERT_OK(queue2_->dispatch({{s1, 1}}, {{s2, 1}},
+                                  make_dispatch(kAddConstant, {1, 1, 1}, {1, 64}, {{data}})));
+  CTS_ASSERT_OK(queue_->dispatch({{s2, 1}}, {{s3, 1}},
+                                 make_dispatch(kAddConstant, {1, 1, 1}, {2, 64}, {{data}})));
+  Status result = wait(s1, 1);
+  EXPECT_FALSE(result.ok());
+  EXPECT_NE(result.code(), StatusCode::kDeadlineExceeded) << result.to_string();
+  EXPECT_EQ(wait(s2, 1), result);
+  EXPECT_EQ(wait(s3, 1), result);
+  EXPECT_EQ(read_u32(data), std::vector<uint32_t>(64, 7));
+}
+
 TEST_P(QueueFailureTest, SignalThatCannotBeAppliedFailsTheSemaphore) {
   SemaphoreRef s = semaphore(5);
   CTS_ASSERT_OK(queue_->barrier({}, {{s, 3}}));

@@ -41,6 +41,9 @@ struct DeviceOptions {
   std::optional<uint32_t> worker_threads;
   std::optional<std::string> cache_dir;   // "" disables the disk cache
   std::optional<std::string> c_compiler;  // CPU driver: the C compiler to run
+  // OpenCL driver: hand waits between its actions to the device (else KILN_OPENCL_DEVICE_WAITS,
+  // else on for all but CPU devices).
+  std::optional<bool> device_waits;
 };
 
 class Device {

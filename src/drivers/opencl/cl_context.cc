@@ -1,6 +1,12 @@
 #include "drivers/opencl/cl_context.h"
 
+#include "drivers/opencl/cl_pending_signals.h"
+#include "drivers/opencl/cl_wait_gate.h"
+
 namespace kiln::opencl {
+
+ClContext::ClContext(const Api& api, ClDeviceRecord record)
+    : api_(api), record_(std::move(record)) {}
 
 Result<std::shared_ptr<ClContext>> ClContext::create(const Api& api, ClDeviceRecord record) {
   auto ctx = std::make_shared<ClContext>(api, std::move(record));
@@ -16,10 +22,14 @@ Result<std::shared_ptr<ClContext>> ClContext::create(const Api& api, ClDeviceRec
     ctx->host_queue_ = nullptr;
     return cl_error("clCreateCommandQueue", err, ctx->record_.info.name);
   }
+  ctx->pending_signals_ = std::make_unique<PendingSignals>(api);
+  ctx->wait_gate_ = std::make_unique<WaitGate>(*ctx);
   return ctx;
 }
 
 ClContext::~ClContext() {
+  wait_gate_.reset();
+  pending_signals_.reset();
   if (host_queue_) {
     api_.Finish(host_queue_);
     api_.ReleaseCommandQueue(host_queue_);

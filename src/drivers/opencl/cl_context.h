@@ -1,5 +1,6 @@
 // What every object of one OpenCL device shares: the API table, the cl_context and device, a
-// command queue for synchronous host mappings. Held by
+// command queue for synchronous host mappings, the pending signals of its queues and the wait
+// gate (device-side waits between its queues, docs/opencl.md). Held by
 // shared_ptr from the device, its buffers, queues and executables, so that it lives as long as
 // any of them.
 #pragma once
@@ -10,6 +11,9 @@
 #include "drivers/opencl/cl_platform.h"
 
 namespace kiln::opencl {
+
+class PendingSignals;
+class WaitGate;
 
 class ClContext {
  public:
@@ -24,14 +28,18 @@ class ClContext {
   const ClDeviceRecord& record() const { return record_; }
   // In-order queue used only for blocking map/unmap of buffers.
   cl_command_queue host_queue() const { return host_queue_; }
+  PendingSignals& pending_signals() const { return *pending_signals_; }
+  WaitGate& wait_gate() const { return *wait_gate_; }
 
-  ClContext(const Api& api, ClDeviceRecord record) : api_(api), record_(std::move(record)) {}
+  ClContext(const Api& api, ClDeviceRecord record);
 
  private:
   const Api& api_;
   ClDeviceRecord record_;
   cl_context context_ = nullptr;
   cl_command_queue host_queue_ = nullptr;
+  std::unique_ptr<PendingSignals> pending_signals_;
+  std::unique_ptr<WaitGate> wait_gate_;
 };
 
 }  // namespace kiln::opencl

@@ -10,14 +10,15 @@ Result<std::shared_ptr<ClDevice>> ClDevice::create(const Api& api, ClDeviceRecor
                                                    const hal::DeviceOptions& options) {
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<ClContext> context, ClContext::create(api, std::move(record)));
   return std::make_shared<ClDevice>(std::move(context),
-                                    DiskCache(options.cache_dir.value_or(DiskCache::default_dir())));
+                                    DiskCache(options.cache_dir.value_or(DiskCache::default_dir())),
+                                    options.device_waits);
 }
 
 Result<hal::QueueRef> ClDevice::create_queue(const std::string& name) {
   uint32_t index = queue_count_.fetch_add(1);
   std::string queue_name = name.empty() ? info().name + "/q" + std::to_string(index) : name;
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<ClQueue> queue,
-                        ClQueue::create(std::move(queue_name), tag(), context_));
+                        ClQueue::create(std::move(queue_name), tag(), context_, device_waits_));
   return hal::QueueRef(std::move(queue));
 }
 

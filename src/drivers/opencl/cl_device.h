@@ -16,10 +16,11 @@ class ClDevice final : public hal::Device {
   // The disk cache is options.cache_dir, else KILN_CACHE_DIR / the default directory.
   static Result<std::shared_ptr<ClDevice>> create(const Api& api, ClDeviceRecord record,
                                                   const hal::DeviceOptions& options);
-  ClDevice(std::shared_ptr<ClContext> context, DiskCache cache)
+  ClDevice(std::shared_ptr<ClContext> context, DiskCache cache, std::optional<bool> device_waits)
       : context_(std::move(context)),
         allocator_(context_, tag()),
-        compiler_(context_, std::move(cache)) {}
+        compiler_(context_, std::move(cache)),
+        device_waits_(device_waits) {}
 
   const hal::DeviceInfo& info() const override { return context_->record().info; }
   hal::Allocator& allocator() override { return allocator_; }
@@ -31,6 +32,7 @@ class ClDevice final : public hal::Device {
   std::shared_ptr<ClContext> context_;
   ClAllocator allocator_;
   ClCompiler compiler_;
+  std::optional<bool> device_waits_;  // DeviceOptions::device_waits
   std::atomic<uint32_t> queue_count_{0};
 };
 

@@ -1,24 +1,36 @@
-// The OpenCL kernel ABI of kiln (version 1), prepended by the driver's compiler to every
+// The OpenCL kernel ABI of kiln (version 2), prepended by the driver's compiler to every
 // "opencl-c" source, as the CPU driver prepends kiln/kernel_abi.h to "c" sources.
 //
 // An export is a __kernel with these parameters, in order:
-//   __global uint* kiln_status, uint kiln_tag, uint kiln_command   (KILN_STATUS_PARAMS)
+//   __global uint* kiln_status_ring, uint kiln_tag, uint kiln_command  (KILN_STATUS_PARAMS)
 //   per binding i: __global uchar* base, ulong byte offset, ulong byte length (KILN_BINDING_PARAMS(i))
 //   per push constant j: uint                                       (KILN_CONSTANT_PARAM(j))
+// and its body starts with KILN_ENTRY(), which returns at once when the action has already
+// failed on the device: an earlier kernel of it failed, or a wait that the driver handed to
+// the device found its signaller failed (docs/opencl.md, "Waits"). A kernel without it may
+// run after such a failure.
 // One HAL workgroup is one OpenCL work group: get_group_id(0..2) is the workgroup id and
 // get_num_groups(0..2) the count. It has one work item, unless the export says the kernel works
 // with any local size (hal::ExportInfo::any_local_size): then the driver runs
-// ClKernel::local_size work items in x (get_local_id(0) / get_local_size(0)). A kernel fails its dispatch with
-// KILN_FAIL(code) (code != 0), which records the first failure of the action in the queue's
-// status words (tag, code, command index, workgroup x, y, z); the driver reads them back after
-// the action and fails its semaphores naming the kernel.
+// ClKernel::local_size work items in x (get_local_id(0) / get_local_size(0)). A kernel fails its
+// dispatch with KILN_FAIL(code) (code != 0), which records the first failure of the action in
+// its status slot (tag, code, command index, workgroup x, y, z); the driver reads the slot back
+// after the action and fails its semaphores naming the kernel. A queue's status ring has
+// kStatusSlots slots of kStatusWords words; action `tag` uses slot tag % kStatusSlots, and a
+// slot holds a failure of that action only while its first word equals the tag, so slots are
+// never cleared.
 #pragma once
+
+#include <cstddef>
+#include <cstdint>
 
 namespace kiln::opencl {
 
 inline constexpr const char* kKernelAbiText = R"CL(/* kiln OpenCL kernel ABI */
-#define KILN_OPENCL_ABI_VERSION 1
-#define KILN_STATUS_PARAMS __global uint* kiln_status, uint kiln_tag, uint kiln_command
+#define KILN_OPENCL_ABI_VERSION 2
+#define KILN_STATUS_SLOTS 256u
+#define KILN_STATUS_PARAMS __global uint* kiln_status_ring, uint kiln_tag, uint kiln_command
+#define KILN_STATUS_SLOT(ring, tag) ((ring) + ((tag) % KILN_STATUS_SLOTS) * 8u)
 #define KILN_BINDING_PARAMS(i) __global uchar* kiln_base##i, ulong kiln_offset##i, ulong kiln_length##i
 #define KILN_BINDING(T, i) ((__global T*)(kiln_base##i + kiln_offset##i))
 #define KILN_BINDING_LENGTH(i) (kiln_length##i)
@@ -33,10 +45,14 @@ static void kiln_fail(__global uint* status, uint tag, uint command, uint code) 
     status[5] = (uint)get_group_id(2);
   }
 }
-#define KILN_FAIL(code) do { kiln_fail(kiln_status, kiln_tag, kiln_command, (uint)(code)); return; } while (0)
+#define KILN_FAIL(code) do { kiln_fail(KILN_STATUS_SLOT(kiln_status_ring, kiln_tag), kiln_tag, kiln_command, (uint)(code)); return; } while (0)
+#define KILN_ENTRY() do { if (KILN_STATUS_SLOT(kiln_status_ring, kiln_tag)[0] == kiln_tag) return; } while (0)
 )CL";
 
-// Words of the per-queue status buffer.
+// Words of one status slot, and slots of a queue's status ring (KILN_STATUS_SLOTS).
 inline constexpr size_t kStatusWords = 8;
+inline constexpr uint32_t kStatusSlots = 256;
+// The code a gate writes into the slot of an action whose device-side wait found a failure.
+inline constexpr uint32_t kWaitFailedCode = 0x7FFFFFFFu;
 
 }  // namespace kiln::opencl

@@ -1,27 +1,51 @@
 #include "drivers/opencl/cl_queue.h"
 
+#include <algorithm>
+#include <atomic>
 #include <exception>
 #include <string>
 
 #include "drivers/opencl/cl_allocator.h"
 #include "drivers/opencl/cl_executable.h"
 #include "drivers/opencl/cl_kernel_abi.h"
+#include "drivers/opencl/cl_wait_gate.h"
+#include "kiln/base/env.h"
 #include "kiln/base/log.h"
 #include "kiln/base/overloaded.h"
 
 namespace kiln::opencl {
 
-// One enqueued action, owned by its completion callback.
+// One enqueued action. It completes when its device work is over (the completion callback) and
+// each wait handed to the device has resolved on the host (a timepoint), whichever is last.
 struct InFlight {
   ClQueue* queue = nullptr;
   std::unique_ptr<hal::Action> action;
   uint32_t tag = 0;
-  bool check_status = false;  // has dispatches: read the status words back
+  bool check_status = false;  // has kernels: read the status slot back
   Status enqueue_error;       // a command that could not be enqueued
   uint32_t words[kStatusWords] = {};
+  std::vector<hal::Timepoint> wait_points;  // one per handed wait
+  std::atomic<size_t> unresolved{1};        // wait points not yet run, and the device part
+  Status device_status;                     // set before the device part's decrement
+  std::mutex failure_mutex;
+  Status wait_failure;  // the first handed wait that failed; guarded by failure_mutex
 };
 
 namespace {
+
+// Whether the wait gate can stop all of an action's device work: kernels (which return at their
+// entry check) and barriers. Copies, fills and transfers could not be stopped once handed over.
+bool only_kernels(const hal::Command& command) {
+  auto kernel_or_barrier = [](const hal::Command& c) {
+    return std::holds_alternative<hal::DispatchCommand>(c) ||
+           std::holds_alternative<hal::BarrierCommand>(c);
+  };
+  if (const auto* e = std::get_if<hal::ExecuteCommand>(&command)) {
+    const auto& list = e->command_buffer->commands();
+    return std::all_of(list.begin(), list.end(), kernel_or_barrier);
+  }
+  return kernel_or_barrier(command);
+}
 
 bool has_dispatch(const hal::Command& command) {
   if (std::holds_alternative<hal::DispatchCommand>(command)) return true;
@@ -44,6 +68,11 @@ const hal::Command* command_at(const hal::Command& command, uint32_t index) {
 
 Status kernel_failure(const InFlight& f, const std::string& queue_name) {
   const uint32_t* w = f.words;
+  if (w[1] == kWaitFailedCode) {
+    // Normally replaced by the failure of the wait itself, which reaches the host too.
+    return internal_error("a wait handed to the device found its signaller failed, on queue '" +
+                          queue_name + "'");
+  }
   std::string kernel = "?";
   if (const hal::Command* c = command_at(f.action->command, w[2])) {
     if (const auto* d = std::get_if<hal::DispatchCommand>(c)) {
@@ -59,8 +88,18 @@ Status kernel_failure(const InFlight& f, const std::string& queue_name) {
 }  // namespace
 
 Result<std::shared_ptr<ClQueue>> ClQueue::create(std::string name, const void* device_tag,
-                                                 std::shared_ptr<ClContext> context) {
+                                                 std::shared_ptr<ClContext> context,
+                                                 std::optional<bool> device_waits) {
   auto queue = std::make_shared<ClQueue>(std::move(name), device_tag, std::move(context));
+  if (device_waits) {
+    queue->device_waits_ = *device_waits;
+  } else {
+    KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> from_env,
+                          env_uint("KILN_OPENCL_DEVICE_WAITS", 0, 1));
+    // Off by default on CPU devices, where PoCL ran a chain of kernels across two queues about
+    // 10% slower with them (docs/opencl.md, "Waits").
+    queue->device_waits_ = from_env.value_or(queue->context_->record().cpu ? 0 : 1) == 1;
+  }
   const Api& api = queue->context_->api();
   cl_int err = CL_SUCCESS;
   queue->queue_ = api.CreateCommandQueue(queue->context_->context(), queue->context_->device(), 0, &err);
@@ -68,17 +107,8 @@ Result<std::shared_ptr<ClQueue>> ClQueue::create(std::string name, const void* d
     queue->queue_ = nullptr;
     return cl_error("clCreateCommandQueue", err, "queue '" + queue->name() + "'");
   }
-  queue->status_ = api.CreateBuffer(queue->context_->context(), CL_MEM_READ_WRITE,
-                                    kStatusWords * sizeof(uint32_t), nullptr, &err);
-  if (!queue->status_ || err != CL_SUCCESS) {
-    queue->status_ = nullptr;
-    return cl_error("clCreateBuffer", err, "status words of queue '" + queue->name() + "'");
-  }
-  // Tags start at 1, so zeroed words hold no failure. In order before every later command.
-  const uint32_t zero = 0;
-  err = api.EnqueueFillBuffer(queue->queue_, queue->status_, &zero, sizeof zero, 0,
-                              kStatusWords * sizeof(uint32_t), 0, nullptr, nullptr);
-  if (err != CL_SUCCESS) return cl_error("clEnqueueFillBuffer", err, "status words");
+  KILN_ASSIGN_OR_RETURN(queue->ring_,
+                        StatusRing::create(queue->context_, queue->queue_, queue->name()));
   return queue;
 }
 
@@ -97,7 +127,7 @@ ClQueue::~ClQueue() {
     std::unique_lock<std::mutex> lock(inflight_mutex_);
     inflight_idle_.wait(lock, [this] { return inflight_ == 0; });
   }
-  if (status_) api.ReleaseMemObject(status_);
+  ring_.reset();
   if (queue_) api.ReleaseCommandQueue(queue_);
 }
 
@@ -111,17 +141,32 @@ void ClQueue::enqueue(std::unique_ptr<hal::Action> action) {
     deferred_.submit(std::move(action));
     return;
   }
-  // Unmet waits go through the host, even on signals already enqueued here: a wait handed to
-  // OpenCL as an event would still run its commands after the host failed the semaphore, and
-  // completion callbacks may run out of order, which would signal a timeline backwards.
+  // A wait not reached yet is handed to the device when an action enqueued on this device will
+  // signal it. If that signaller has kernels, they may still fail on the device: then this
+  // action must be one the wait gate can stop, and the gate must be available.
+  const Api& api = context_->api();
+  std::vector<HandedWait> handed;
+  const bool gateable = only_kernels(action->command);
+  size_t gated = 0;
   for (const hal::SemaphoreValue& wait : action->waits) {
     Result<uint64_t> value = wait.semaphore->query();
-    if (!value.ok() || *value < wait.value) {
+    if (value.ok() && *value >= wait.value) continue;
+    std::optional<PendingSignal> signaller;
+    if (value.ok() && device_waits_) signaller = context_->pending_signals().find(wait.semaphore.get(), wait.value);
+    if (signaller && signaller->can_fail &&
+        (!gateable || ++gated > WaitGate::kMaxSignallers || !context_->wait_gate().available())) {
+      api.ReleaseEvent(signaller->event);
+      signaller.reset();
+    }
+    if (!signaller) {
+      // The host waits (and drops the action if the wait fails).
+      for (const HandedWait& h : handed) api.ReleaseEvent(h.signaller.event);
       deferred_.submit(std::move(action));
       return;
     }
+    handed.push_back({wait, std::move(*signaller)});
   }
-  submit_device(std::move(action));
+  submit_device(std::move(action), std::move(handed));
 }
 
 void ClQueue::issue(std::unique_ptr<hal::Action> action) {
@@ -141,13 +186,21 @@ void ClQueue::advance(cl_event event, std::vector<cl_event>& waits, cl_event* la
   waits.clear();
 }
 
-void ClQueue::submit_device(std::unique_ptr<hal::Action> action) {
+void ClQueue::submit_device(std::unique_ptr<hal::Action> action, std::vector<HandedWait> handed) {
   const Api& api = context_->api();
-  std::vector<cl_event> waits;  // the event the next command waits on, within this action
+  // The events the next command waits on, within this action: first the handed signallers'.
+  std::vector<cl_event> waits;
+  std::vector<const PendingSignal*> gated;  // signallers whose kernels may fail on the device
+  for (const HandedWait& h : handed) {
+    waits.push_back(h.signaller.event);
+    if (h.signaller.can_fail) gated.push_back(&h.signaller);
+  }
   auto* flight = new InFlight();
   flight->queue = this;
   flight->action = std::move(action);
-  flight->check_status = has_dispatch(flight->action->command);
+  flight->check_status = has_dispatch(flight->action->command) || !gated.empty();
+  flight->wait_points.resize(handed.size());
+  flight->unresolved.store(handed.size() + 1, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(inflight_mutex_);
     ++inflight_;
@@ -158,10 +211,22 @@ void ClQueue::submit_device(std::unique_ptr<hal::Action> action) {
     std::lock_guard<std::mutex> lock(issue_mutex_);
     if (++next_tag_ == 0) ++next_tag_;
     flight->tag = next_tag_;
-    Status status = enqueue_command(flight->action->command, 0, *flight, waits, &last);
+    // Gates on other queues that read this slot for an earlier tag go first.
+    ring_->take_readers(flight->tag, waits);
+    Status status;
+    if (!gated.empty()) {
+      cl_event gate = nullptr;
+      status = context_->wait_gate().enqueue(queue_, ring_->mem(), flight->tag, gated, waits, &gate);
+      if (status.ok()) {
+        for (const PendingSignal* s : gated) s->ring->add_reader(s->tag, gate);
+        advance(gate, waits, &last);
+      }
+    }
+    if (status.ok()) status = enqueue_command(flight->action->command, 0, *flight, waits, &last);
     if (status.ok() && flight->check_status) {
       cl_event read = nullptr;
-      cl_int err = api.EnqueueReadBuffer(queue_, status_, CL_FALSE, 0, sizeof flight->words,
+      cl_int err = api.EnqueueReadBuffer(queue_, ring_->mem(), CL_FALSE,
+                                         StatusRing::slot_offset(flight->tag), sizeof flight->words,
                                          flight->words, static_cast<cl_uint>(waits.size()),
                                          waits.empty() ? nullptr : waits.data(), &read);
       if (err == CL_SUCCESS) {
@@ -189,6 +254,23 @@ void ClQueue::submit_device(std::unique_ptr<hal::Action> action) {
                                         : status.annotate(std::string(hal::command_name(
                                                               flight->action->command)) +
                                                           " on queue '" + name() + "'");
+    // Published: later waits for these signals may be handed to the device.
+    if (status.ok() && last) {
+      for (const hal::SemaphoreValue& signal : flight->action->signals) {
+        context_->pending_signals().add(
+            signal.semaphore.get(), {signal.value, last, ring_, flight->tag, flight->check_status});
+      }
+    }
+  }
+  // The handed waits resolve on the host too; the action completes after them, so its signals
+  // never overtake its signallers' on a timeline. The device part is still pending here, so the
+  // flight outlives this loop.
+  for (size_t i = 0; i < handed.size(); ++i) {
+    hal::Timepoint& point = flight->wait_points[i];
+    point.fn = &ClQueue::on_wait_resolved;
+    point.value = handed[i].wait.value;
+    point.user = flight;
+    handed[i].wait.semaphore->add_timepoint(&point);
   }
   // Outside issue_mutex_: an event that has already completed runs the callback right here, and
   // the actions it releases may be issued on this queue from within it.
@@ -207,10 +289,13 @@ void ClQueue::submit_device(std::unique_ptr<hal::Action> action) {
   if (flight->enqueue_error.ok()) {
     flight->enqueue_error = internal_error("no completion event for an action on queue '" + name() + "'");
   }
-  complete(*flight->action, flight->enqueue_error);
-  if (last) api.ReleaseEvent(last);
-  delete flight;
-  finished();
+  if (last) {
+    for (const hal::SemaphoreValue& signal : flight->action->signals) {
+      context_->pending_signals().remove(signal.semaphore.get(), last);
+    }
+    api.ReleaseEvent(last);
+  }
+  device_done(flight, flight->enqueue_error);
 }
 
 Status ClQueue::enqueue_command(const hal::Command& command, uint32_t index, InFlight& flight,
@@ -345,7 +430,8 @@ Status ClQueue::enqueue_dispatch(const hal::DispatchCommand& d, uint32_t index, 
     if (err == CL_SUCCESS) err = api.SetKernelArg(k.kernel, arg, size, value);
     ++arg;
   };
-  set(sizeof(cl_mem), &status_);
+  cl_mem ring = ring_->mem();
+  set(sizeof(cl_mem), &ring);
   set(sizeof(uint32_t), &flight.tag);
   set(sizeof(uint32_t), &index);
   for (const hal::BufferBinding& b : d.bindings) {
@@ -386,8 +472,43 @@ void ClQueue::on_complete(cl_event event, cl_int exec_status, void* user) {
   if (status.ok() && flight->check_status && flight->words[0] == flight->tag) {
     status = kernel_failure(*flight, queue->name());
   }
-  hal::Queue::complete(action, status);
+  for (const hal::SemaphoreValue& signal : action.signals) {
+    queue->context_->pending_signals().remove(signal.semaphore.get(), event);
+  }
   queue->context_->api().ReleaseEvent(event);
+  device_done(flight, std::move(status));
+}
+
+void ClQueue::on_wait_resolved(hal::Timepoint* point, const Status& status) {
+  auto* flight = static_cast<InFlight*>(point->user);
+  if (!status.ok()) {
+    bool first = false;
+    {
+      std::lock_guard<std::mutex> lock(flight->failure_mutex);
+      first = flight->wait_failure.ok();
+      if (first) flight->wait_failure = status;
+    }
+    // As on the host: a failed wait fails the signals at once, with the same status (the
+    // device part, stopped by the gate or harmless, still finishes before the flight ends).
+    if (first) hal::fail_semaphores(flight->action->signals, status);
+  }
+  resolve(flight);
+}
+
+void ClQueue::device_done(InFlight* flight, Status status) {
+  flight->device_status = std::move(status);
+  resolve(flight);
+}
+
+void ClQueue::resolve(InFlight* flight) {
+  if (flight->unresolved.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  Status status;
+  {
+    std::lock_guard<std::mutex> lock(flight->failure_mutex);
+    status = flight->wait_failure.ok() ? flight->device_status : flight->wait_failure;
+  }
+  ClQueue* queue = flight->queue;
+  hal::Queue::complete(*flight->action, status);
   delete flight;
   queue->finished();
 }

@@ -1,22 +1,29 @@
 // An OpenCL queue: one in-order cl_command_queue per HAL queue.
 //
 // Device work (copy, fill, update, read, write, dispatch, execute, barrier) becomes OpenCL
-// commands. An action whose waits are all reached is enqueued at once; any other action is held
-// in the HAL's DeferredQueue until its waits are met, then enqueued from the thread that met
-// them, so a failed wait drops it before any of its commands reach OpenCL. The completion event of every action carries a
-// callback (clSetEventCallback) that signals or fails the action's semaphores, so no host thread
-// blocks per pending action. Host calls run on a worker thread of the queue (never on the
-// OpenCL runtime's callback thread, where blocking would be undefined).
+// commands. An action is enqueued at once when each of its waits is reached, or is signalled by
+// an action already enqueued on a queue of the same device (PendingSignals): such a wait is
+// handed to the device as an event in the first command's wait list, behind a wait gate when
+// the signaller has kernels (cl_wait_gate.h). Any other action is held in the HAL's
+// DeferredQueue until its waits are met, then enqueued from the thread that met them, so a
+// failed wait drops it before any of its commands reach OpenCL. The completion event of every
+// action carries a callback (clSetEventCallback) that signals or fails the action's semaphores,
+// once its handed waits are also resolved on the host, so no host thread blocks per pending
+// action and a timeline never runs backwards. Host calls run on a worker thread of the queue
+// (never on the OpenCL runtime's callback thread, where blocking would be undefined).
 #pragma once
 
 #include <condition_variable>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "drivers/opencl/cl_context.h"
+#include "drivers/opencl/cl_pending_signals.h"
+#include "drivers/opencl/cl_status_ring.h"
 #include "kiln/hal/queue.h"
 
 namespace kiln::opencl {
@@ -25,8 +32,11 @@ struct InFlight;
 
 class ClQueue final : public hal::Queue {
  public:
+  // `device_waits` as in hal::DeviceOptions; unset: KILN_OPENCL_DEVICE_WAITS (0 or 1, a bad
+  // value is INVALID_ARGUMENT), else on for all but CPU devices.
   static Result<std::shared_ptr<ClQueue>> create(std::string name, const void* device_tag,
-                                                 std::shared_ptr<ClContext> context);
+                                                 std::shared_ptr<ClContext> context,
+                                                 std::optional<bool> device_waits = std::nullopt);
   ClQueue(std::string name, const void* device_tag, std::shared_ptr<ClContext> context)
       : Queue(std::move(name), device_tag), context_(std::move(context)) {}
   // Fails actions still waiting (CANCELLED), finishes those enqueued and the host calls already
@@ -38,8 +48,13 @@ class ClQueue final : public hal::Queue {
   void enqueue(std::unique_ptr<hal::Action> action) override;
   void issue(std::unique_ptr<hal::Action> action) override;
 
-  // Enqueues an action whose waits are all met: its commands, then the completion callback.
-  void submit_device(std::unique_ptr<hal::Action> action);
+  // Enqueues an action whose waits are all met or in `handed` (one per wait not yet reached,
+  // with its signaller's event retained): its commands, then the completion callback.
+  struct HandedWait {
+    hal::SemaphoreValue wait;
+    PendingSignal signaller;
+  };
+  void submit_device(std::unique_ptr<hal::Action> action, std::vector<HandedWait> handed = {});
   // Enqueues one command; `waits` is consumed (released and cleared) by the first command that
   // is really enqueued; `*last` becomes the newest event. `index` numbers commands of the action.
   Status enqueue_command(const hal::Command& command, uint32_t index, InFlight& flight,
@@ -50,6 +65,12 @@ class ClQueue final : public hal::Queue {
   // Moves the newest event into *last and releases the consumed wait list.
   void advance(cl_event event, std::vector<cl_event>& waits, cl_event* last);
   static void on_complete(cl_event event, cl_int exec_status, void* user);
+  // A handed wait resolved on the host (reached, or failed).
+  static void on_wait_resolved(hal::Timepoint* point, const Status& status);
+  // The device part of an action is over, with `status`.
+  static void device_done(InFlight* flight, Status status);
+  // One of the things an action's completion waits for happened; the last completes it.
+  static void resolve(InFlight* flight);
   void finished();
 
   void run_host_call(std::unique_ptr<hal::Action> action);
@@ -57,7 +78,8 @@ class ClQueue final : public hal::Queue {
 
   std::shared_ptr<ClContext> context_;
   cl_command_queue queue_ = nullptr;
-  cl_mem status_ = nullptr;  // kStatusWords words written by failing kernels
+  std::shared_ptr<StatusRing> ring_;  // status slots written by failing kernels
+  bool device_waits_ = false;  // hand waits to the device (KILN_OPENCL_DEVICE_WAITS)
 
   std::mutex issue_mutex_;  // one action's commands are enqueued together; guards next_tag_
   uint32_t next_tag_ = 0;
