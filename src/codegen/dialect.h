@@ -52,6 +52,9 @@ struct KernelFrame {
   // dispatch has exactly one workgroup.
   bool parallel = false;
   bool comments = true;
+  // The kernel synchronizes its work-items with barriers (work-group reductions,
+  // kernel_work_groups.cc): every early return before them must be taken by the whole workgroup.
+  bool group_barriers = false;
 };
 
 class DialectSyntax {
@@ -111,6 +114,14 @@ class DialectSyntax {
   // driver may run any number of work-items per workgroup (hal::ExportInfo::any_local_size).
   virtual std::string work_item_index() const { return ""; }
   virtual std::string work_item_count() const { return ""; }
+  // Memory shared by the work-items of a workgroup, where the dialect has it (OpenCL's
+  // __local): the declaration of an array at kernel scope, and a barrier of the workgroup that
+  // makes its writes visible. Empty where there is none (C).
+  virtual std::string group_array(std::string_view type, const std::string& name,
+                                  int64_t size) const {
+    return "";
+  }
+  virtual std::string group_barrier() const { return ""; }
   // Identifiers a kernel may not be named (keywords, library names).
   virtual bool is_reserved(std::string_view identifier) const = 0;
 };

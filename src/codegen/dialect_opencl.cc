@@ -53,8 +53,9 @@ class OpenCLDialect final : public DialectSyntax {
     }
     out.line("__kernel void " + kernel.name + "(" + params + ") {");
     out.indent();
-    // Returns when the action already failed on the device (the ABI's entry check).
-    out.line("KILN_ENTRY();");
+    // Returns when the action already failed on the device (the ABI's entry check); with
+    // barriers, the whole workgroup returns or none of it.
+    out.line(frame.group_barriers ? "KILN_GROUP_ENTRY();" : "KILN_ENTRY();");
     const std::string fail = " " + return_error(kReturnBadDispatch);
     bool checks = false;
     for (const BindingInfo& b : frame.bindings) {
@@ -89,6 +90,11 @@ class OpenCLDialect final : public DialectSyntax {
   std::string workgroup_count() const override { return "get_num_groups(0)"; }
   std::string work_item_index() const override { return "get_local_id(0)"; }
   std::string work_item_count() const override { return "get_local_size(0)"; }
+  std::string group_array(std::string_view type, const std::string& name,
+                          int64_t size) const override {
+    return "__local " + std::string(type) + " " + name + "[" + std::to_string(size) + "];";
+  }
+  std::string group_barrier() const override { return "barrier(CLK_LOCAL_MEM_FENCE);"; }
 
   bool is_reserved(std::string_view identifier) const override {
     static constexpr std::string_view kReserved[] = {

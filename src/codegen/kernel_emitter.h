@@ -57,6 +57,7 @@ class KernelEmitter {
   // `tail`: nothing follows the statement in the enclosing C block, so a local declared by it
   // needs no block of its own.
   Status statement(const LStmtRef& stmt, Printer& out, bool tail);
+  Status statement_body(const LStmt& stmt, Printer& out, bool tail);
   Status statements(const std::vector<LStmtRef>& list, Printer& out, bool tail);
   Status for_loop(const LStmt& stmt, Printer& out, bool split);
   // Prints `loop` in vector form and returns true if it is a small inner loop that
@@ -64,6 +65,13 @@ class KernelEmitter {
   Result<bool> vector_loop(const LStmt& loop, Printer& out);
   Result<std::string> vector_expr(const LExprRef& e, int var);
   Status local_decl(const LStmt& stmt, Printer& out, bool tail);
+
+  // Work-group reductions (kernel_work_groups.cc): which lane arrays the work-items of a
+  // workgroup share, the kernel's parallel loop printed for both local sizes, and whether a
+  // statement reads lanes of other work-items (then fenced by barriers).
+  void plan_work_groups();
+  Status parallel_rows(Printer& out);
+  bool reads_group_lanes(const LStmt& stmt) const;
   Result<Code> expr(const LExprRef& expr);
   Result<Code> op(const LExpr& expr);
   Result<Code> offset(const LExprRef& expr);
@@ -80,7 +88,9 @@ class KernelEmitter {
   }
   std::string_view tname(DType type) const { return d_.type_name(type); }
   std::string var_name(int var) const { return "v" + std::to_string(var); }
-  std::string local_name(int local) const { return "l" + std::to_string(local); }
+  std::string local_name(int local) const {
+    return (in_group_mode_ && group_locals_.count(local) ? "w" : "l") + std::to_string(local);
+  }
 
   const DialectSyntax& d_;
   HelperSet& helpers_;
@@ -98,6 +108,12 @@ class KernelEmitter {
   std::vector<std::string> heap_locals_;  // enclosing heap-allocated locals, outermost first
   int64_t stack_bytes_ = 0;               // bytes of stack locals in scope
   bool uses_heap_ = false;
+
+  // Work-group reductions.
+  std::set<int> group_locals_;             // lane arrays in the workgroup's shared memory
+  std::set<const LStmt*> lane_loops_;      // loops that fill them, shared by the work-items
+  bool in_group_mode_ = false;             // printing the several-work-items version
+  bool in_lane_loop_ = false;              // inside one of lane_loops_
 };
 
 }  // namespace kiln::codegen::internal

@@ -43,6 +43,8 @@ Status KernelEmitter::emit(Printer& out) {
   if (kernel_.var_count < 0 || kernel_.local_count < 0) return error("negative var or local count");
   KernelFrame frame;
   KILN_RETURN_IF_ERROR(make_frame(&frame));
+  if (frame.parallel) plan_work_groups();
+  frame.group_barriers = !group_locals_.empty();
   var_extent_.assign(static_cast<size_t>(kernel_.var_count), std::nullopt);
   local_in_scope_.assign(static_cast<size_t>(kernel_.local_count), std::nullopt);
 
@@ -58,7 +60,7 @@ Status KernelEmitter::emit(Printer& out) {
   }
   d_.emit_kernel_begin(out, frame);
   if (frame.parallel) {
-    KILN_RETURN_IF_ERROR(for_loop(*kernel_.body, out, /*split=*/true));
+    KILN_RETURN_IF_ERROR(parallel_rows(out));
   } else {
     KILN_RETURN_IF_ERROR(statement(kernel_.body, out, /*tail=*/true));
   }
@@ -101,19 +103,27 @@ Status KernelEmitter::for_loop(const LStmt& stmt, Printer& out, bool split) {
     out.line("const " + i64 + " begin = (" + i64 + ")" + d_.workgroup_index() + " * chunk;");
     out.line("const " + i64 + " end = begin + chunk < " + extent + " ? begin + chunk : " + extent +
              ";");
-    if (d_.work_item_index().empty()) {
+    if (d_.work_item_index().empty() || in_group_mode_) {
+      // One work item, or all of them together (each row's lanes are shared).
       out.line("for (" + i64 + " " + v + " = begin; " + v + " < end; ++" + v + ") {");
     } else {
       // A grid-stride loop: neighbouring work items take neighbouring iterations.
       out.line("for (" + i64 + " " + v + " = begin + (" + i64 + ")" + d_.work_item_index() + "; " +
                v + " < end; " + v + " += (" + i64 + ")" + d_.work_item_count() + ") {");
     }
+  } else if (in_group_mode_ && lane_loops_.count(&stmt)) {
+    // Work item i takes lanes i, i + n, ...
+    out.line("for (" + i64 + " " + v + " = (" + i64 + ")" + d_.work_item_index() + "; " + v +
+             " < " + extent + "; " + v + " += (" + i64 + ")" + d_.work_item_count() + ") {");
   } else {
     out.line("for (" + i64 + " " + v + " = 0; " + v + " < " + extent + "; ++" + v + ") {");
   }
   out.indent();
   var_extent_[stmt.var] = stmt.extent;
+  const bool lanes = in_group_mode_ && lane_loops_.count(&stmt);
+  if (lanes) in_lane_loop_ = true;
   Status status = statements(stmt.body, out, /*tail=*/true);
+  if (lanes) in_lane_loop_ = false;
   var_extent_[stmt.var] = std::nullopt;
   KILN_RETURN_IF_ERROR(status);
   out.dedent();
@@ -135,7 +145,8 @@ Status KernelEmitter::local_decl(const LStmt& stmt, Printer& out, bool tail) {
   const std::string name = local_name(local);
   const std::string type(tname(stmt.type));
   const std::string size = std::to_string(stmt.local_size);
-  const bool heap = d_.heap_locals() && stack_bytes_ + bytes > kMaxStackLocalBytes;
+  const bool group = in_group_mode_ && group_locals_.count(local);
+  const bool heap = !group && d_.heap_locals() && stack_bytes_ + bytes > kMaxStackLocalBytes;
 
   // The local's scope is its body: a block of its own unless the enclosing one ends with it.
   const bool braces = !tail;
@@ -158,6 +169,12 @@ Status KernelEmitter::local_decl(const LStmt& stmt, Printer& out, bool tail) {
                " }");
     }
     heap_locals_.push_back(name);
+  } else if (group) {
+    // Declared at kernel scope (parallel_rows); each work item zeroes its own lanes.
+    const std::string i64(tname(DType::kI64));
+    out.line("for (" + i64 + " kiln_z = (" + i64 + ")" + d_.work_item_index() + "; kiln_z < " +
+             size + "; kiln_z += (" + i64 + ")" + d_.work_item_count() + ") " + name +
+             "[kiln_z] = 0;");
   } else {
     out.line(type + " " + name + "[" + size + "] = {0};");
     stack_bytes_ += bytes;
@@ -170,7 +187,7 @@ Status KernelEmitter::local_decl(const LStmt& stmt, Printer& out, bool tail) {
   if (heap) {
     heap_locals_.pop_back();
     out.line("free(" + name + ");");
-  } else {
+  } else if (!group) {
     stack_bytes_ -= bytes;
   }
   if (braces) {
@@ -182,6 +199,18 @@ Status KernelEmitter::local_decl(const LStmt& stmt, Printer& out, bool tail) {
 
 Status KernelEmitter::statement(const LStmtRef& ref, Printer& out, bool tail) {
   const LStmt& stmt = *ref;
+  if (reads_group_lanes(stmt)) {
+    // Every work item reads lanes of the others: after they are written, and before they are
+    // written again.
+    out.line(d_.group_barrier());
+    KILN_RETURN_IF_ERROR(statement_body(stmt, out, tail));
+    out.line(d_.group_barrier());
+    return Status();
+  }
+  return statement_body(stmt, out, tail);
+}
+
+Status KernelEmitter::statement_body(const LStmt& stmt, Printer& out, bool tail) {
   switch (stmt.kind) {
     case LStmt::Kind::kBlock:
       return statements(stmt.body, out, tail);
@@ -201,7 +230,10 @@ Status KernelEmitter::statement(const LStmtRef& ref, Printer& out, bool tail) {
       const BindingInfo& b = bindings_[binding_of_node_.at(stmt.node)];
       KILN_ASSIGN_OR_RETURN(Code at, offset(stmt.offset));
       KILN_ASSIGN_OR_RETURN(Code value, expr(stmt.value));
-      out.line(b.var + "[" + at.text + "] = " + value.text + ";");
+      // With shared rows, work item 0 stores for the workgroup (kernel_work_groups.cc).
+      const std::string guard =
+          in_group_mode_ ? "if (" + d_.work_item_index() + " == 0) " : std::string();
+      out.line(guard + b.var + "[" + at.text + "] = " + value.text + ";");
       return Status();
     }
     case LStmt::Kind::kLocalDecl:

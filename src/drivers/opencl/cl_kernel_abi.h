@@ -8,7 +8,9 @@
 // and its body starts with KILN_ENTRY(), which returns at once when the action has already
 // failed on the device: an earlier kernel of it failed, or a wait that the driver handed to
 // the device found its signaller failed (docs/opencl.md, "Waits"). A kernel without it may
-// run after such a failure.
+// run after such a failure. A kernel with work-group barriers starts with KILN_GROUP_ENTRY()
+// instead, where work item 0 decides for the whole group (a barrier that some work items of
+// a group never reach is undefined).
 // One HAL workgroup is one OpenCL work group: get_group_id(0..2) is the workgroup id and
 // get_num_groups(0..2) the count. It has one work item, unless the export says the kernel works
 // with any local size (hal::ExportInfo::any_local_size): then the driver runs
@@ -47,6 +49,11 @@ static void kiln_fail(__global uint* status, uint tag, uint command, uint code) 
 }
 #define KILN_FAIL(code) do { kiln_fail(KILN_STATUS_SLOT(kiln_status_ring, kiln_tag), kiln_tag, kiln_command, (uint)(code)); return; } while (0)
 #define KILN_ENTRY() do { if (KILN_STATUS_SLOT(kiln_status_ring, kiln_tag)[0] == kiln_tag) return; } while (0)
+#define KILN_GROUP_ENTRY() \
+  __local uint kiln_group_stop; \
+  if (get_local_id(0) == 0) kiln_group_stop = KILN_STATUS_SLOT(kiln_status_ring, kiln_tag)[0] == kiln_tag; \
+  barrier(CLK_LOCAL_MEM_FENCE); \
+  if (kiln_group_stop) return
 )CL";
 
 // Words of one status slot, and slots of a queue's status ring (KILN_STATUS_SLOTS).
