@@ -1,0 +1,165 @@
+/* kiln.h: the C API of kiln (C99; also C++).
+ *
+ * A thin layer over the C++ runtime (kiln/runtime/backend.h), for frameworks written in C, OCaml,
+ * Rust, Python and anything else with a C foreign-function interface. What it offers:
+ *   - devices (kiln_devices), programs in kiln's language (kiln_program_parse / _load),
+ *   - the host copies of a program's tensors (kiln_tensors: write before a run, read after),
+ *   - backends on a device and their streams, code compiled from a program's routines, contexts
+ *     that link the code to buffers on a stream, routines run asynchronously, and waits,
+ *   - moving a node between contexts for data-parallel work (kiln_device_to_device).
+ *
+ * Errors. Every function that can fail returns a kiln_status: KILN_OK (0) or the kind of the
+ * failure. kiln_last_error() then returns the message of the last failure on the calling thread
+ * ("tensor 'x': expects f32[4, 10], got f32[4, 9]"; a program's diagnostics as
+ * FILE:LINE:COL: error: ..., one per line). A successful call does not clear it. No function
+ * aborts the process on bad input: null handles and pointers, unknown names, wrong dtypes,
+ * shapes and sizes are KILN_INVALID_ARGUMENT (or KILN_NOT_FOUND for a name that is not there).
+ *
+ * Ownership. Every handle that a function returns through an out-parameter belongs to the caller,
+ * who frees it with its kiln_*_free function (which accepts NULL). Handles are references: an
+ * object stays alive while something else still needs it (a routine keeps its context, a
+ * context its backend and stream, a backend waits for its streams when the last reference
+ * goes), so handles may be freed in any order. Strings returned as `const char*` belong to kiln
+ * and live as long as the object they came from (kiln_devices: the whole process).
+ *
+ * Threads. Every function may be called from any thread, and a backend may be used from several
+ * threads at once. A handle must not be freed while another thread still uses it.
+ */
+#ifndef KILN_KILN_H_
+#define KILN_KILN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define KILN_API __attribute__((visibility("default")))
+#else
+#define KILN_API
+#endif
+
+/* The kinds of failure (the same as the C++ API's kiln::StatusCode). */
+typedef enum kiln_status {
+  KILN_OK = 0,
+  KILN_CANCELLED = 1,
+  KILN_UNKNOWN = 2,
+  KILN_INVALID_ARGUMENT = 3,
+  KILN_DEADLINE_EXCEEDED = 4,
+  KILN_NOT_FOUND = 5,
+  KILN_ALREADY_EXISTS = 6,
+  KILN_PERMISSION_DENIED = 7,
+  KILN_RESOURCE_EXHAUSTED = 8,
+  KILN_FAILED_PRECONDITION = 9,
+  KILN_ABORTED = 10,
+  KILN_OUT_OF_RANGE = 11,
+  KILN_UNIMPLEMENTED = 12,
+  KILN_INTERNAL = 13,
+  KILN_UNAVAILABLE = 14,
+  KILN_DATA_LOSS = 15
+} kiln_status;
+
+/* Element types of tensors. */
+typedef enum kiln_dtype { KILN_F32 = 0, KILN_F64 = 1, KILN_I32 = 2, KILN_I64 = 3 } kiln_dtype;
+
+/* Where kiln_device_to_device puts the source's array (docs/runtime.md, "Transfers"). */
+typedef enum kiln_merge {
+  KILN_MERGE_NO = 0,        /* into the destination's own array of the node */
+  KILN_MERGE_COPY = 1,      /* into the destination stream's merge buffer */
+  KILN_MERGE_STREAMING = 2  /* the destination's routines read the source's array (same device) */
+} kiln_merge;
+
+typedef struct kiln_program kiln_program;
+typedef struct kiln_tensors kiln_tensors;
+typedef struct kiln_backend kiln_backend;
+typedef struct kiln_stream kiln_stream;
+typedef struct kiln_code kiln_code;
+typedef struct kiln_context kiln_context;
+typedef struct kiln_routine kiln_routine;
+
+/* "0.1.0": the version of the library (also `kiln --version`). */
+KILN_API const char* kiln_version(void);
+/* The message of the last failed call on this thread; "" before any failure. */
+KILN_API const char* kiln_last_error(void);
+/* "INVALID_ARGUMENT" for KILN_INVALID_ARGUMENT, ...; "UNKNOWN" for a value that is none. */
+KILN_API const char* kiln_status_name(kiln_status status);
+
+/* --- Devices ----------------------------------------------------------------------------------
+ * The devices that can be used here, as names for kiln_backend_create ("cpu", "interp",
+ * "opencl", "opencl:1", ...): *count receives how many there are, and the first min(capacity,
+ * count) are stored in names (names may be NULL when capacity is 0). */
+KILN_API kiln_status kiln_devices(const char** names, size_t capacity, size_t* count);
+
+/* --- Programs ---------------------------------------------------------------------------------
+ * A program in kiln's language (docs/language.md). file_name (may be NULL: "program.kiln") is
+ * what diagnostics name. */
+KILN_API kiln_status kiln_program_parse(const char* text, const char* file_name, kiln_program** out);
+KILN_API kiln_status kiln_program_load(const char* path, kiln_program** out);
+KILN_API void kiln_program_free(kiln_program* program);
+/* The program's routines, in order, as for kiln_devices. */
+KILN_API kiln_status kiln_program_routines(const kiln_program* program, const char** names,
+                                           size_t capacity, size_t* count);
+
+/* --- Tensors ----------------------------------------------------------------------------------
+ * The host side of every tensor node of a program: params start from their initializers
+ * (random ones from `seed`), everything else 0. Contexts made over the same kiln_tensors share
+ * these host copies; the runtime uploads what the host wrote before a routine that reads it
+ * runs, and a read waits for the last routine that writes the node and copies it back. */
+KILN_API kiln_status kiln_tensors_create(const kiln_program* program, uint64_t seed, kiln_tensors** out);
+KILN_API void kiln_tensors_free(kiln_tensors* tensors);
+/* The dtype and dims of tensor `name`: *rank receives its rank, and the first min(capacity,
+ * rank) dims are stored in dims. */
+KILN_API kiln_status kiln_tensor_shape(kiln_tensors* tensors, const char* name, kiln_dtype* dtype,
+                                       int64_t* dims, size_t capacity, size_t* rank);
+/* Copies `bytes` bytes of row-major elements in or out of tensor `name`. dtype, dims (rank
+ * entries) and bytes must be the tensor's own: anything else is KILN_INVALID_ARGUMENT naming the
+ * tensor and what it expects, and nothing is copied. A scalar has rank 0 (dims may be NULL). */
+KILN_API kiln_status kiln_tensor_write(kiln_tensors* tensors, const char* name, kiln_dtype dtype,
+                                       const int64_t* dims, size_t rank, const void* data,
+                                       size_t bytes);
+KILN_API kiln_status kiln_tensor_read(kiln_tensors* tensors, const char* name, kiln_dtype dtype,
+                                      const int64_t* dims, size_t rank, void* data, size_t bytes);
+
+/* --- Backends and streams ---------------------------------------------------------------------
+ * A backend is the runtime over one device (a name from kiln_devices); a stream is one of its
+ * queues, on which routines and transfers run in order. */
+KILN_API kiln_status kiln_backend_create(const char* device, kiln_backend** out);
+KILN_API void kiln_backend_free(kiln_backend* backend);
+/* Blocks until every stream of the backend is idle; the first failure of their work if any. */
+KILN_API kiln_status kiln_backend_await(kiln_backend* backend);
+KILN_API kiln_status kiln_stream_create(kiln_backend* backend, kiln_stream** out);
+KILN_API void kiln_stream_free(kiln_stream* stream);
+KILN_API kiln_status kiln_stream_await(kiln_stream* stream);
+
+/* --- Compiling, linking, running --------------------------------------------------------------
+ * kiln_compile lowers and compiles `count` routines of `program` (all of them when count is 0)
+ * for the backend's device. With `shared` non-zero the code may be linked on other backends
+ * too. kiln_context_create makes a root context on `stream` over `tensors`; kiln_link links
+ * every routine of `code` into a new child context of `parent` (buffers found in the context
+ * tree or allocated), and kiln_routine_find takes one of them by name. */
+KILN_API kiln_status kiln_compile(kiln_backend* backend, const kiln_program* program,
+                                  const char* const* routines, size_t count, int shared,
+                                  kiln_code** out);
+KILN_API void kiln_code_free(kiln_code* code);
+KILN_API kiln_status kiln_context_create(kiln_backend* backend, kiln_stream* stream,
+                                         kiln_tensors* tensors, kiln_context** out);
+KILN_API kiln_status kiln_link(kiln_context* parent, kiln_code* code, kiln_context** out);
+KILN_API void kiln_context_free(kiln_context* context);
+KILN_API kiln_status kiln_routine_find(kiln_context* context, const char* name, kiln_routine** out);
+KILN_API void kiln_routine_free(kiln_routine* routine);
+/* Schedules the routine on its context's stream and returns at once; its failure, if any,
+ * comes back from the next await of that stream or backend, or from a read that waits for it. */
+KILN_API kiln_status kiln_routine_run(kiln_routine* routine);
+
+/* Schedules `src`'s array of node `node` into `dst` (see kiln_merge), after the last routine of
+ * src's stream that writes it and before dst's next routines that read it. */
+KILN_API kiln_status kiln_device_to_device(const char* node, kiln_merge mode, kiln_context* dst,
+                                           kiln_context* src);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_KILN_H_ */
