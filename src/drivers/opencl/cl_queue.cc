@@ -153,14 +153,20 @@ void ClQueue::enqueue(std::unique_ptr<hal::Action> action) {
     if (value.ok() && *value >= wait.value) continue;
     std::optional<PendingSignal> signaller;
     if (value.ok() && device_waits_) signaller = context_->pending_signals().find(wait.semaphore.get(), wait.value);
+    // The gate will read the signaller's status slot: reserved now, so that it is not reused
+    // first (reserve() fails if it already was).
     if (signaller && signaller->can_fail &&
-        (!gateable || ++gated > WaitGate::kMaxSignallers || !context_->wait_gate().available())) {
+        (!gateable || ++gated > WaitGate::kMaxSignallers || !context_->wait_gate().available() ||
+         !signaller->ring->reserve(signaller->tag))) {
       api.ReleaseEvent(signaller->event);
       signaller.reset();
     }
     if (!signaller) {
       // The host waits (and drops the action if the wait fails).
-      for (const HandedWait& h : handed) api.ReleaseEvent(h.signaller.event);
+      for (const HandedWait& h : handed) {
+        api.ReleaseEvent(h.signaller.event);
+        if (h.signaller.can_fail) h.signaller.ring->release(h.signaller.tag);
+      }
       deferred_.submit(std::move(action));
       return;
     }
@@ -209,18 +215,21 @@ void ClQueue::submit_device(std::unique_ptr<hal::Action> action, std::vector<Han
   bool callback_missing = false;
   {
     std::lock_guard<std::mutex> lock(issue_mutex_);
-    if (++next_tag_ == 0) ++next_tag_;
+    // A fresh tag whose slot no reader has reserved (tags only need to be unique and non-zero);
+    // gates on other queues that read the slot for an earlier tag go first.
+    do {
+      if (++next_tag_ == 0) ++next_tag_;
+    } while (!ring_->take(next_tag_, waits));
     flight->tag = next_tag_;
-    // Gates on other queues that read this slot for an earlier tag go first.
-    ring_->take_readers(flight->tag, waits);
     Status status;
     if (!gated.empty()) {
       cl_event gate = nullptr;
       status = context_->wait_gate().enqueue(queue_, ring_->mem(), flight->tag, gated, waits, &gate);
-      if (status.ok()) {
-        for (const PendingSignal* s : gated) s->ring->add_reader(s->tag, gate);
-        advance(gate, waits, &last);
+      for (const PendingSignal* s : gated) {
+        if (status.ok()) s->ring->add_reader(s->tag, gate);
+        else s->ring->release(s->tag);
       }
+      if (status.ok()) advance(gate, waits, &last);
     }
     if (status.ok()) status = enqueue_command(flight->action->command, 0, *flight, waits, &last);
     if (status.ok() && flight->check_status) {

@@ -21,23 +21,41 @@ Result<std::shared_ptr<StatusRing>> StatusRing::create(std::shared_ptr<ClContext
 
 StatusRing::~StatusRing() {
   const Api& api = context_->api();
-  for (auto& slot : readers_) {
-    for (cl_event e : slot) api.ReleaseEvent(e);
+  for (Slot& slot : slots_) {
+    for (cl_event e : slot.readers) api.ReleaseEvent(e);
   }
   api.ReleaseMemObject(mem_);
+}
+
+bool StatusRing::reserve(uint32_t tag) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Slot& slot = slots_[tag % kStatusSlots];
+  if (slot.owner != tag) return false;
+  ++slot.reserved;
+  return true;
 }
 
 void StatusRing::add_reader(uint32_t tag, cl_event event) {
   context_->api().RetainEvent(event);
   std::lock_guard<std::mutex> lock(mutex_);
-  readers_[tag % kStatusSlots].push_back(event);
+  Slot& slot = slots_[tag % kStatusSlots];
+  slot.readers.push_back(event);
+  --slot.reserved;
 }
 
-void StatusRing::take_readers(uint32_t tag, std::vector<cl_event>& events) {
+void StatusRing::release(uint32_t tag) {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::vector<cl_event>& slot = readers_[tag % kStatusSlots];
-  events.insert(events.end(), slot.begin(), slot.end());
-  slot.clear();
+  --slots_[tag % kStatusSlots].reserved;
+}
+
+bool StatusRing::take(uint32_t tag, std::vector<cl_event>& events) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Slot& slot = slots_[tag % kStatusSlots];
+  if (slot.reserved > 0) return false;
+  events.insert(events.end(), slot.readers.begin(), slot.readers.end());
+  slot.readers.clear();
+  slot.owner = tag;
+  return true;
 }
 
 }  // namespace kiln::opencl
