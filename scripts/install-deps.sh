@@ -8,6 +8,7 @@ packages=(
   cmake ninja-build g++ gcc clang   # build (gcc is also the CPU driver's C compiler)
   libclang-rt-14-dev               # clang's runtimes: libFuzzer and the sanitizers (make test-fuzz)
   libgtest-dev googletest          # tests
+  pkg-config                       # tests: a C program built against the installed kiln.pc
   libbenchmark-dev                 # benchmarks
   libopenblas-dev                  # the cpu device's gemm (RAL) and the sgemm baseline of the benchmarks
   libclblast-dev                   # the opencl device's gemm (RAL; loaded at run time, optional)
