@@ -158,6 +158,27 @@ KILN_API kiln_status kiln_routine_run(kiln_routine* routine);
 KILN_API kiln_status kiln_device_to_device(const char* node, kiln_merge mode, kiln_context* dst,
                                            kiln_context* src);
 
+/* --- Custom calls -------------------------------------------------------------------------------
+ * A function of the host program that `call` statements can call (docs/ral.md, "Custom
+ * functions"). kiln_register_call registers `fn` for `device` ("cpu", "interp", "opencl") under
+ * the full name NAME___DEVICE___pvoid_ARGUMENTS___void: `arguments` are the type codes of what
+ * follows the context, joined by "_" (a memref of rank N and type T is mNdT, an attribute f64),
+ * so `call my_clip(x, limit=6) -> y` on f32 vectors is ("my_clip", "cpu", "m1df32_m1df32_f64").
+ * KILN_ALREADY_EXISTS for a full name registered before; registrations last for the process.
+ *
+ * When the routine runs, fn(call, args, user) gets `args` as compiled code passes them
+ * (kiln/ral/abi.h): args[0] points to the context pointer, then one pointer per argument in the
+ * order of `arguments`, each pointing to the value (a memref: kiln_ral_memref(N), the data
+ * pointer and N int64 sizes). Return KILN_OK, or a failure with kiln_call_set_error() for its
+ * message: the routine fails with it. fn may run on several threads at once, must not keep
+ * pointers into the memrefs past its return, and must not call back into kiln. */
+typedef struct kiln_call kiln_call;
+typedef kiln_status (*kiln_call_fn)(kiln_call* call, void** args, void* user);
+KILN_API kiln_status kiln_register_call(const char* name, const char* device, const char* arguments,
+                                        kiln_call_fn fn, void* user);
+/* The message of the failure that the running call is about to return. */
+KILN_API void kiln_call_set_error(kiln_call* call, const char* message);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,6 +15,7 @@
 #include "kiln/base/file.h"
 #include "kiln/drivers/drivers.h"
 #include "kiln/lang/parser.h"
+#include "kiln/ral/registry.h"
 #include "kiln/runtime/backend.h"
 #include "kiln/runtime/transfer.h"
 
@@ -41,6 +42,9 @@ struct kiln_context {
   std::shared_ptr<kiln::runtime::Backend> backend;
   kiln::runtime::ContextRef context;
   std::map<std::string, kiln::runtime::RoutineRef, std::less<>> routines;  // linked here
+};
+struct kiln_call {
+  std::string message;  // set by kiln_call_set_error
 };
 struct kiln_routine {
   std::shared_ptr<kiln::runtime::Backend> backend;
@@ -160,6 +164,26 @@ template <typename T>
 Status set_out(T** out, T* value) {
   *out = value;
   return Status();
+}
+
+// A function registered from C, and the invoker that runs it through the RAL.
+struct CFunction {
+  kiln_call_fn fn;
+  void* user;
+};
+
+Status invoke_c_function(const ral::Function& function, ral::ExecutionContext&, void** args) {
+  const auto* c = static_cast<const CFunction*>(function.user);
+  kiln_call call;
+  const kiln_status status = c->fn(&call, args, c->user);
+  if (status == KILN_OK) return Status();
+  const int code = static_cast<int>(status);
+  const StatusCode failure = code > 0 && code <= static_cast<int>(StatusCode::kDataLoss)
+                                 ? static_cast<StatusCode>(code)
+                                 : StatusCode::kUnknown;
+  return Status(failure, call.message.empty()
+                             ? std::string("returned ") + kiln_status_name(status)
+                             : call.message);
 }
 
 Status parse_into(std::string_view text, std::string file_name, kiln_program** out) {
@@ -405,6 +429,31 @@ kiln_status kiln_device_to_device(const char* node, kiln_merge mode, kiln_contex
     }
     return runtime::device_to_device(node, merge, dst->context, src->context).status();
   });
+}
+
+kiln_status kiln_register_call(const char* name, const char* device, const char* arguments,
+                               kiln_call_fn fn, void* user) {
+  return guarded("kiln_register_call", [&]() -> Status {
+    if (!name || !device || !arguments || !fn) {
+      return invalid_argument_error("name, device, arguments or fn is NULL");
+    }
+    ral::Function function;
+    function.nickname = name;
+    function.device = device;
+    function.full_name = function.nickname + "___" + function.device + "___pvoid" +
+                         (*arguments ? "_" + std::string(arguments) : "") + "___void";
+    function.invoke = &invoke_c_function;
+    // Lives as long as the registry's functions: the process.
+    auto c = std::make_unique<CFunction>(CFunction{fn, user});
+    function.user = c.get();
+    KILN_RETURN_IF_ERROR(ral::Registry::global().add(std::move(function)));
+    c.release();
+    return Status();
+  });
+}
+
+void kiln_call_set_error(kiln_call* call, const char* message) {
+  if (call) call->message = message ? message : "";
 }
 
 }  // extern "C"

@@ -30,7 +30,7 @@ int ExecutionContext::call(const char* full_name, void** args) {
     fail(missing.status());
     return 1;
   }
-  Status status = function->invoke(*this, args);
+  Status status = function->invoke(*function, *this, args);
   if (status.ok()) return 0;
   fail(status.annotate("RAL function '" + function->nickname + "' on device '" + function->device + "'"));
   return 1;

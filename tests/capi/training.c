@@ -1,7 +1,7 @@
 /* The C API (include/kiln/kiln.h) from plain C99, compiled as C with -pedantic -Werror and linked
  * to the shared libkiln: a whole training loop (linear regression by gradient descent on two
  * streams, the gradients of the second shard merged into the first, the weights copied back),
- * then the errors a caller can make, each with its message. Exits 0 when everything holds;
+ * then a custom call written in C, then the errors a caller can make, each with its message. Exits 0 when everything holds;
  * otherwise prints what failed and exits 1. Run under ASan by `make test`, where a leak fails it.
  * Usage: kiln_capi_test [DEVICE] (default cpu); exits 77 (skipped) when DEVICE is not usable. */
 #include <math.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kiln/kiln.h"
+#include "kiln/ral/abi.h"
 
 static int failures = 0;
 
@@ -148,6 +149,77 @@ done:
   kiln_program_free(program);
 }
 
+/* y = x * scale + shift, called by the program below; fails when scale is negative. */
+typedef kiln_ral_memref(1) MemRef1;
+
+static kiln_status c_affine(kiln_call* call, void** args, void* user) {
+  const MemRef1* x = (const MemRef1*)args[1];
+  const MemRef1* y = (const MemRef1*)args[2];
+  const double scale = *(const double*)args[3], shift = *(const double*)args[4];
+  const float* in = (const float*)x->data;
+  float* out = (float*)y->data;
+  int64_t i;
+  ++*(int*)user;
+  if (scale < 0) {
+    kiln_call_set_error(call, "c_affine: scale must not be negative");
+    return KILN_INVALID_ARGUMENT;
+  }
+  for (i = 0; i < x->sizes[0]; ++i) out[i] = (float)(in[i] * scale + shift);
+  return KILN_OK;
+}
+
+static void custom_call(const char* device) {
+  static const int64_t dims[1] = {5};
+  static int calls = 0;
+  const float x[5] = {1, 2, 3, 4, 5};
+  float y[5] = {0, 0, 0, 0, 0};
+  kiln_program* program = NULL;
+  kiln_tensors* tensors = NULL;
+  kiln_backend* backend = NULL;
+  kiln_stream* stream = NULL;
+  kiln_code* code = NULL;
+  kiln_context *root = NULL, *linked = NULL;
+  kiln_routine *good = NULL, *bad = NULL;
+  int i;
+
+  OK(kiln_register_call("c_affine", device, "m1df32_m1df32_f64_f64", c_affine, &calls));
+  CHECK(kiln_register_call("c_affine", device, "m1df32_m1df32_f64_f64", c_affine, &calls) ==
+        KILN_ALREADY_EXISTS);
+  CHECK(kiln_register_call("c_affine", device, NULL, c_affine, NULL) == KILN_INVALID_ARGUMENT);
+  OK(kiln_program_parse("input x : f32[5]\noutput y : f32[5]\n"
+                        "routine good {\n  call c_affine(x, scale=2, shift=0.5) -> y\n}\n"
+                        "routine bad {\n  call c_affine(x, scale=-1, shift=0) -> y\n}\n",
+                        "custom.kiln", &program));
+  OK(kiln_tensors_create(program, 0, &tensors));
+  OK(kiln_backend_create(device, &backend));
+  OK(kiln_stream_create(backend, &stream));
+  OK(kiln_compile(backend, program, NULL, 0, 0, &code));
+  OK(kiln_context_create(backend, stream, tensors, &root));
+  OK(kiln_link(root, code, &linked));
+  OK(kiln_routine_find(linked, "good", &good));
+  OK(kiln_routine_find(linked, "bad", &bad));
+  if (!failures) {
+    OK(kiln_tensor_write(tensors, "x", KILN_F32, dims, 1, x, sizeof x));
+    OK(kiln_routine_run(good));
+    OK(kiln_tensor_read(tensors, "y", KILN_F32, dims, 1, y, sizeof y));
+    for (i = 0; i < 5; ++i) CHECK(y[i] == x[i] * 2 + 0.5f);
+    CHECK(calls == 1);
+    /* The function's failure fails the routine, with its message. */
+    OK(kiln_routine_run(bad));
+    CHECK(kiln_stream_await(stream) == KILN_INVALID_ARGUMENT);
+    ERROR_SAYS("c_affine: scale must not be negative");
+  }
+  kiln_routine_free(bad);
+  kiln_routine_free(good);
+  kiln_context_free(linked);
+  kiln_context_free(root);
+  kiln_code_free(code);
+  kiln_stream_free(stream);
+  kiln_backend_free(backend);
+  kiln_tensors_free(tensors);
+  kiln_program_free(program);
+}
+
 static void bad_input(void) {
   static const int64_t good[2] = {64, 3};
   static const int64_t short_dims[2] = {64, 2};
@@ -225,6 +297,7 @@ int main(int argc, char** argv) {
     return 77;
   }
   train(device);
+  custom_call(device);
   bad_input();
   if (failures) {
     fprintf(stderr, "%d checks failed\n", failures);

@@ -22,10 +22,12 @@
 namespace kiln::ral {
 
 class ExecutionContext;
+struct Function;
 
-// Unpacks `args` (one pointer per argument after the context, then one per result) and runs the
-// function. An error status is the function's failure; the caller annotates it.
-using Invoker = Status (*)(ExecutionContext& context, void** args);
+// Unpacks `args` (one pointer per argument after the context, then one per result) and runs
+// `function` (whose `user` a registration from C uses). An error status is the function's
+// failure; the caller annotates it.
+using Invoker = Status (*)(const Function& function, ExecutionContext& context, void** args);
 
 // Where a function's memref arguments point when the runtime calls it for a `call` statement.
 enum class Memory {
@@ -43,6 +45,7 @@ struct Function {
   std::string device;     // cpu
   Invoker invoke = nullptr;
   Memory memory = Memory::kHost;
+  void* user = nullptr;  // for the invoker; null for functions registered from C++
 };
 
 class Registry {
@@ -95,7 +98,7 @@ struct Adapter;
 
 template <auto Fn, typename R, typename... A>
 struct Adapter<Fn, R (*)(ExecutionContext*, A...)> {
-  static Status invoke(ExecutionContext& context, void** args) {
+  static Status invoke(const Function&, ExecutionContext& context, void** args) {
     return unpack(context, args, std::index_sequence_for<A...>{});
   }
   template <size_t... I>
