@@ -54,6 +54,13 @@ struct kiln_routine {
 namespace kiln::capi {
 namespace {
 
+// kiln.h's enums are the C++ ones, value for value.
+static_assert(KILN_F32 == static_cast<int>(ir::DType::kF32) && KILN_F64 == static_cast<int>(ir::DType::kF64) &&
+              KILN_I32 == static_cast<int>(ir::DType::kI32) && KILN_I64 == static_cast<int>(ir::DType::kI64));
+static_assert(KILN_INVALID_ARGUMENT == static_cast<int>(StatusCode::kInvalidArgument) &&
+              KILN_NOT_FOUND == static_cast<int>(StatusCode::kNotFound) &&
+              KILN_DATA_LOSS == static_cast<int>(StatusCode::kDataLoss));
+
 thread_local std::string last_error;
 
 kiln_status fail(const Status& status) {
