@@ -41,8 +41,12 @@ extern "C" {
 #define KILN_API
 #endif
 
+/* The enums are given as int32_t: a value from a caller (or a callback) that names no member
+ * is then an error kiln reports, not undefined behaviour in the library. */
+
 /* The kinds of failure (the same as the C++ API's kiln::StatusCode). */
-typedef enum kiln_status {
+typedef int32_t kiln_status;
+enum kiln_status_code {
   KILN_OK = 0,
   KILN_CANCELLED = 1,
   KILN_UNKNOWN = 2,
@@ -59,17 +63,19 @@ typedef enum kiln_status {
   KILN_INTERNAL = 13,
   KILN_UNAVAILABLE = 14,
   KILN_DATA_LOSS = 15
-} kiln_status;
+};
 
 /* Element types of tensors. */
-typedef enum kiln_dtype { KILN_F32 = 0, KILN_F64 = 1, KILN_I32 = 2, KILN_I64 = 3 } kiln_dtype;
+typedef int32_t kiln_dtype;
+enum kiln_dtype_code { KILN_F32 = 0, KILN_F64 = 1, KILN_I32 = 2, KILN_I64 = 3 };
 
 /* Where kiln_device_to_device puts the source's array (docs/runtime.md, "Transfers"). */
-typedef enum kiln_merge {
+typedef int32_t kiln_merge;
+enum kiln_merge_code {
   KILN_MERGE_NO = 0,        /* into the destination's own array of the node */
   KILN_MERGE_COPY = 1,      /* into the destination stream's merge buffer */
   KILN_MERGE_STREAMING = 2  /* the destination's routines read the source's array (same device) */
-} kiln_merge;
+};
 
 typedef struct kiln_program kiln_program;
 typedef struct kiln_tensors kiln_tensors;
