@@ -13,6 +13,7 @@
 // kernel may not read back a node it stores (other work-items would not see the value in time).
 // Each lane gets the same operations in the same order as on one work-item, so results are
 // bit-identical to the interpreter's.
+#include <algorithm>
 #include <functional>
 #include <map>
 
@@ -33,13 +34,6 @@ void each_local_load(const LExprRef& e, const std::function<void(const LExpr&)>&
   if (e->kind == LExpr::Kind::kLocalLoad) fn(*e);
   each_local_load(e->offset, fn);
   for (const LExprRef& arg : e->args) each_local_load(arg, fn);
-}
-
-void each_load(const LExprRef& e, const std::function<void(const LExpr&)>& fn) {
-  if (!e) return;
-  if (e->kind == LExpr::Kind::kLoad) fn(*e);
-  each_load(e->offset, fn);
-  for (const LExprRef& arg : e->args) each_load(arg, fn);
 }
 
 void each_statement(const std::vector<LStmtRef>& list, const std::function<void(const LStmt&)>& fn) {
@@ -72,12 +66,7 @@ void KernelEmitter::plan_work_groups() {
   std::map<int, int> declarations, stores, lane_stores;
   std::map<int, int64_t> bytes;
   std::vector<const LStmt*> loops;
-  std::set<int> stored_nodes, loaded_nodes;
   each_statement(rows, [&](const LStmt& s) {
-    if (s.kind == LStmt::Kind::kStore) stored_nodes.insert(s.node);
-    for (const LExprRef* e : {&s.cond, &s.offset, &s.value}) {
-      each_load(*e, [&](const LExpr& load) { loaded_nodes.insert(load.node); });
-    }
     if (s.kind == LStmt::Kind::kLocalDecl) {
       ++declarations[s.local];
       bytes[s.local] = s.local_size * type_size(s.type);
@@ -114,8 +103,9 @@ void KernelEmitter::plan_work_groups() {
   int64_t total = 0;
   for (int local : group_locals_) total += bytes[local];
   if (total > kMaxGroupBytes) group_locals_.clear();
-  for (int node : stored_nodes) {
-    if (loaded_nodes.count(node)) group_locals_.clear();
+  const ir::NodeAccess access = ir::node_access(kernel_);
+  for (int node : access.written) {
+    if (std::binary_search(access.read.begin(), access.read.end(), node)) group_locals_.clear();
   }
   for (const LStmt* loop : loops) {
     if (group_locals_.count(lane_loop_target(*loop))) lane_loops_.insert(loop);

@@ -71,36 +71,40 @@ ClCompilerStats ClCompiler::stats() const {
   return stats_;
 }
 
-std::string ClCompiler::build_log(cl_program program) const {
-  const Api& api = context_->api();
+namespace {
+
+std::string build_log(const ClContext& context, cl_program program) {
+  const Api& api = context.api();
   size_t size = 0;
-  if (api.GetProgramBuildInfo(program, context_->device(), CL_PROGRAM_BUILD_LOG, 0, nullptr,
+  if (api.GetProgramBuildInfo(program, context.device(), CL_PROGRAM_BUILD_LOG, 0, nullptr,
                               &size) != CL_SUCCESS) {
     return "(no build log)";
   }
   std::string log(size, '\0');
-  api.GetProgramBuildInfo(program, context_->device(), CL_PROGRAM_BUILD_LOG, size, log.data(),
+  api.GetProgramBuildInfo(program, context.device(), CL_PROGRAM_BUILD_LOG, size, log.data(),
                           nullptr);
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
   return log;
 }
 
-Result<cl_program> ClCompiler::build_from_source(const std::string& full_source,
-                                                 const std::string& label) {
-  const Api& api = context_->api();
+}  // namespace
+
+Result<cl_program> build_program_from_source(const ClContext& context, const std::string& full_source,
+                                             const std::string& label) {
+  const Api& api = context.api();
   const char* text = full_source.c_str();
   size_t length = full_source.size();
   cl_int err = CL_SUCCESS;
-  cl_program program = api.CreateProgramWithSource(context_->context(), 1, &text, &length, &err);
+  cl_program program = api.CreateProgramWithSource(context.context(), 1, &text, &length, &err);
   if (!program || err != CL_SUCCESS) return cl_error("clCreateProgramWithSource", err, label);
-  cl_device_id device = context_->device();
-  err = api.BuildProgram(program, 1, &device, kBuildOptions, nullptr, nullptr);
+  cl_device_id device = context.device();
+  err = api.BuildProgram(program, 1, &device, ClCompiler::kBuildOptions, nullptr, nullptr);
   if (err != CL_SUCCESS) {
-    std::string log = build_log(program);
+    std::string log = build_log(context, program);
     api.ReleaseProgram(program);
     // A source that does not build is the caller's error, like a C compile error on the CPU.
     return invalid_argument_error("building OpenCL program '" + label + "' for " +
-                                  context_->record().info.name + " failed (clBuildProgram: " +
+                                  context.record().info.name + " failed (clBuildProgram: " +
                                   error_name(err) + "):\n" + log);
   }
   return program;
@@ -175,7 +179,7 @@ Result<std::shared_ptr<ClProgram>> ClCompiler::build(const hal::ExecutableSource
     }
   }
   if (!program) {
-    KILN_ASSIGN_OR_RETURN(program, build_from_source(full_source, source.label));
+    KILN_ASSIGN_OR_RETURN(program, build_program_from_source(*context_, full_source, source.label));
     if (cache_.enabled()) {
       const Api& api = context_->api();
       size_t size = 0;

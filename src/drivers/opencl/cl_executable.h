@@ -64,6 +64,12 @@ struct ClCompilerStats {
   uint64_t refused_binaries = 0;
 };
 
+// Builds `full_source` (the ABI already prepended) for the context's device with
+// ClCompiler::kBuildOptions; INVALID_ARGUMENT with the build log when it does not build. `label`
+// names it in messages.
+Result<cl_program> build_program_from_source(const ClContext& context, const std::string& full_source,
+                                             const std::string& label);
+
 class ClCompiler {
  public:
   ClCompiler(std::shared_ptr<ClContext> context, DiskCache cache)
@@ -79,9 +85,7 @@ class ClCompiler {
 
  private:
   Result<std::shared_ptr<ClProgram>> build(const hal::ExecutableSource& source);
-  Result<cl_program> build_from_source(const std::string& full_source, const std::string& label);
   Result<cl_program> build_from_binary(const std::string& binary);
-  std::string build_log(cl_program program) const;
 
   std::shared_ptr<ClContext> context_;
   DiskCache cache_;

@@ -29,6 +29,7 @@ struct InFlight {
   Status device_status;                     // set before the device part's decrement
   std::mutex failure_mutex;
   Status wait_failure;  // the first handed wait that failed; guarded by failure_mutex
+  bool published = false;  // its signals are in the context's PendingSignals
 };
 
 namespace {
@@ -263,8 +264,10 @@ void ClQueue::submit_device(std::unique_ptr<hal::Action> action, std::vector<Han
                                         : status.annotate(std::string(hal::command_name(
                                                               flight->action->command)) +
                                                           " on queue '" + name() + "'");
-    // Published: later waits for these signals may be handed to the device.
-    if (status.ok() && last) {
+    // Published: later waits for these signals may be handed to the device. A queue that hands
+    // no waits publishes nothing, so its actions pay for none of this.
+    if (device_waits_ && status.ok() && last && !flight->action->signals.empty()) {
+      flight->published = true;
       for (const hal::SemaphoreValue& signal : flight->action->signals) {
         context_->pending_signals().add(
             signal.semaphore.get(), {signal.value, last, ring_, flight->tag, flight->check_status});
@@ -299,9 +302,7 @@ void ClQueue::submit_device(std::unique_ptr<hal::Action> action, std::vector<Han
     flight->enqueue_error = internal_error("no completion event for an action on queue '" + name() + "'");
   }
   if (last) {
-    for (const hal::SemaphoreValue& signal : flight->action->signals) {
-      context_->pending_signals().remove(signal.semaphore.get(), last);
-    }
+    unpublish(*flight, last);
     api.ReleaseEvent(last);
   }
   device_done(flight, flight->enqueue_error);
@@ -481,11 +482,16 @@ void ClQueue::on_complete(cl_event event, cl_int exec_status, void* user) {
   if (status.ok() && flight->check_status && flight->words[0] == flight->tag) {
     status = kernel_failure(*flight, queue->name());
   }
-  for (const hal::SemaphoreValue& signal : action.signals) {
-    queue->context_->pending_signals().remove(signal.semaphore.get(), event);
-  }
+  queue->unpublish(*flight, event);
   queue->context_->api().ReleaseEvent(event);
   device_done(flight, std::move(status));
+}
+
+void ClQueue::unpublish(const InFlight& flight, cl_event event) {
+  if (!flight.published) return;
+  for (const hal::SemaphoreValue& signal : flight.action->signals) {
+    context_->pending_signals().remove(signal.semaphore.get(), event);
+  }
 }
 
 void ClQueue::on_wait_resolved(hal::Timepoint* point, const Status& status) {

@@ -65,6 +65,8 @@ class ClQueue final : public hal::Queue {
   // Moves the newest event into *last and releases the consumed wait list.
   void advance(cl_event event, std::vector<cl_event>& waits, cl_event* last);
   static void on_complete(cl_event event, cl_int exec_status, void* user);
+  // Takes the flight's signals (completed by `event`) out of PendingSignals, if it published them.
+  void unpublish(const InFlight& flight, cl_event event);
   // A handed wait resolved on the host (reached, or failed).
   static void on_wait_resolved(hal::Timepoint* point, const Status& status);
   // The device part of an action is over, with `status`.

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "drivers/opencl/cl_context.h"
+#include "drivers/opencl/cl_executable.h"
 #include "drivers/opencl/cl_kernel_abi.h"
 #include "drivers/opencl/cl_status_ring.h"
 #include "kiln/base/log.h"
@@ -37,17 +38,8 @@ Status WaitGate::build() {
   const Api& api = context_.api();
   const std::string source = std::string(kKernelAbiText) + "#define KILN_WAIT_FAILED_CODE " +
                              std::to_string(kWaitFailedCode) + "u\n" + kGateSource;
-  const char* text = source.c_str();
-  const size_t length = source.size();
+  KILN_ASSIGN_OR_RETURN(cl_program program, build_program_from_source(context_, source, "wait gate"));
   cl_int err = CL_SUCCESS;
-  cl_program program = api.CreateProgramWithSource(context_.context(), 1, &text, &length, &err);
-  if (!program || err != CL_SUCCESS) return cl_error("clCreateProgramWithSource", err, "wait gate");
-  cl_device_id device = context_.device();
-  err = api.BuildProgram(program, 1, &device, "", nullptr, nullptr);
-  if (err != CL_SUCCESS) {
-    api.ReleaseProgram(program);
-    return cl_error("clBuildProgram", err, "wait gate");
-  }
   cl_kernel kernel = api.CreateKernel(program, "kiln_wait_gate", &err);
   if (!kernel || err != CL_SUCCESS) {
     api.ReleaseProgram(program);
