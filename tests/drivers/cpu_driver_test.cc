@@ -168,6 +168,24 @@ TEST_F(CpuDriverTest, CompileStoresSharedObjectInCacheDir) {
   EXPECT_FALSE(files_with_suffix(cache, ".so").empty()) << "no .so entry under " << cache;
 }
 
+// Two objects loaded one after the other and both kept each resolve their own export. dlopen()
+// knows a loaded library by its path, and objects are loaded through /proc/self/fd/N: with the
+// descriptor closed after loading, the second object reused N and was handed the first's handle.
+TEST_F(CpuDriverTest, ObjectsLoadedInTurnKeepTheirOwnExports) {
+  auto device = create(options(dir_ / "cache"));
+  ASSERT_TRUE(device.ok()) << device.status().to_string();
+  auto first = (*device)->compile_executable(make_source(kernel_source(tag_)));
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  std::string text = kernel_source(tag_ + " second");
+  text.replace(text.find("fill_ids("), 9, "fill_ids_second(");
+  hal::ExecutableSource source = make_source(text);
+  source.exports = {{"fill_ids_second", 1, 1}};
+  auto second = (*device)->compile_executable(source);
+  ASSERT_TRUE(second.ok()) << second.status().to_string();
+  expect_dispatch_works(*device, *first, {4, 1, 1}, 1);
+  expect_dispatch_works(*device, *second, {4, 1, 1}, 2);
+}
+
 TEST_F(CpuDriverTest, DiskCacheHitNeedsNoCompiler) {
   fs::path cache = dir_ / "cache";
   std::string text = kernel_source(tag_);

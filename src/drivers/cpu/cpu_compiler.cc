@@ -97,11 +97,19 @@ int write_fully(int fd, std::string_view bytes) {
   return 0;
 }
 
+// A dlopen() handle and the memory file it was loaded from (-1 if none).
+struct OpenedObject {
+  void* handle = nullptr;
+  int fd = -1;
+};
+
 // dlopen()s exactly `object` (bytes already verified or just built): they are copied into an
 // anonymous memory file that nobody else can write, and loaded through /proc/self/fd. Loading a
-// file of the cache in place would trust whatever is there when dlopen reads it. Without memfd or
-// /proc, a private temporary file (in a fresh mkdtemp directory) holds the copy.
-Result<void*> dlopen_object(std::string_view object, const std::string& label) {
+// file of the cache in place would trust whatever is there when dlopen reads it. The descriptor
+// stays open while the library is loaded: dlopen() knows a loaded library by its path, so a
+// later object loaded through the same /proc/self/fd/N would get the earlier one's handle. Without
+// memfd or /proc, a private temporary file (in a fresh mkdtemp directory) holds the copy.
+Result<OpenedObject> dlopen_object(std::string_view object, const std::string& label) {
   std::string error;
   int fd = static_cast<int>(::syscall(SYS_memfd_create, "kiln-kernel", MFD_CLOEXEC));
   if (fd >= 0) {
@@ -109,10 +117,7 @@ Result<void*> dlopen_object(std::string_view object, const std::string& label) {
     if (err == 0) {
       std::string path = "/proc/self/fd/" + std::to_string(fd);
       void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (handle) {
-        ::close(fd);  // the mapping outlives the descriptor
-        return handle;
-      }
+      if (handle) return OpenedObject{handle, fd};
       error = ::dlerror();
       bool proc_mounted = ::access(path.c_str(), F_OK) == 0;
       ::close(fd);
@@ -133,7 +138,7 @@ Result<void*> dlopen_object(std::string_view object, const std::string& label) {
   ::rmdir(dir.c_str());
   if (!written.ok()) return written.annotate("loading the compiled object of '" + label + "'");
   if (!handle) return internal_error("loading the compiled object of '" + label + "' failed: " + error);
-  return handle;
+  return OpenedObject{handle, -1};
 }
 
 }  // namespace
@@ -144,6 +149,7 @@ std::vector<std::string> CpuCompiler::base_flags() {
 
 LoadedLibrary::~LoadedLibrary() {
   if (handle_) ::dlclose(handle_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 Result<void*> LoadedLibrary::symbol(const std::string& name) const {
@@ -229,13 +235,13 @@ Result<std::shared_ptr<LoadedLibrary>> CpuCompiler::build(const std::string& sou
   // checksum); an invalid entry reads as a miss and is rebuilt and replaced below.
   const std::string load_path = cache_.enabled() ? cache_.entry_path(key, "so") : label;
   bool from_disk = false;
-  void* handle = nullptr;
+  OpenedObject opened;
   if (cache_.enabled()) {
     Result<std::optional<std::string>> hit = cache_.load(key, "so");
     if (hit.ok() && hit->has_value()) {
-      Result<void*> loaded = dlopen_object(**hit, label);
+      Result<OpenedObject> loaded = dlopen_object(**hit, label);
       if (loaded.ok()) {
-        handle = *loaded;
+        opened = *loaded;
         from_disk = true;
       } else {
         KILN_LOG(kWarn, "cached kernel object does not load, rebuilding: " + loaded.status().to_string());
@@ -258,9 +264,9 @@ Result<std::shared_ptr<LoadedLibrary>> CpuCompiler::build(const std::string& sou
                             stored.status().to_string());
       }
     }
-    KILN_ASSIGN_OR_RETURN(handle, dlopen_object(*object, label));
+    KILN_ASSIGN_OR_RETURN(opened, dlopen_object(*object, label));
   }
-  auto library = std::make_shared<LoadedLibrary>(handle, load_path);
+  auto library = std::make_shared<LoadedLibrary>(opened.handle, load_path, opened.fd);
   lock.lock();
   if (from_disk) ++stats_.disk_hits; else ++stats_.compiles;
   loaded_[key] = library;

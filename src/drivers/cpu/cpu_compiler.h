@@ -22,7 +22,9 @@ namespace kiln::cpu {
 // A dlopen()ed shared object; closed when the last executable using it is gone.
 class LoadedLibrary {
  public:
-  LoadedLibrary(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
+  // `fd`, if not -1, is the file the library was loaded from; closed after dlclose().
+  LoadedLibrary(void* handle, std::string path, int fd = -1)
+      : handle_(handle), path_(std::move(path)), fd_(fd) {}
   ~LoadedLibrary();
   LoadedLibrary(const LoadedLibrary&) = delete;
   LoadedLibrary& operator=(const LoadedLibrary&) = delete;
@@ -33,6 +35,7 @@ class LoadedLibrary {
  private:
   void* handle_;
   std::string path_;
+  int fd_;
 };
 
 struct CompilerStats {
