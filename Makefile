@@ -2,7 +2,8 @@
 #   make demo   installs what is missing, builds, runs the main job (data-parallel training)
 #   make test   installs what is missing, builds, runs every test: plain and ASan+UBSan builds
 #               with GCC, a TSan build with Clang (so both compilers build kiln on every run),
-#               then each libFuzzer target for FUZZ_TEST_SECONDS (docs/fuzzing.md)
+#               `pip install .` into a fresh virtual environment, then each libFuzzer target for
+#               FUZZ_TEST_SECONDS (docs/fuzzing.md)
 #   make fuzz   the libFuzzer targets only, FUZZ_SECONDS each (FUZZ_TARGETS to pick some)
 #   make bench  builds and runs the benchmarks
 #   make bench-peers  kiln against PyTorch, NumPy, IREE and tinygrad on the same work (bench/peers)
@@ -15,20 +16,26 @@ FUZZ_TEST_SECONDS ?= 60
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS ?=
 
-.PHONY: deps build demo test test-plain test-asan test-tsan test-fuzz fuzz fuzz-build bench bench-peers clean
+.PHONY: deps build demo test test-plain test-asan test-tsan test-python-install test-fuzz fuzz fuzz-build bench bench-peers clean
+
+# The Python package is built in `build` with the virtual environment build/python-venv
+# (python/requirements.txt: nanobind, numpy, pytest), and its tests run with the plain tests.
+PYTHON_VENV = build/python-venv
 
 deps:
 	@scripts/install-deps.sh
+	@scripts/python-venv.sh $(CURDIR)/$(PYTHON_VENV)
 
 build: deps
-	@cmake -S . -B build -G Ninja -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCHMARKS=ON -DKILN_BUILD_EXAMPLES=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B build -G Ninja -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCHMARKS=ON -DKILN_BUILD_EXAMPLES=ON \
+	  -DKILN_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(CURDIR)/$(PYTHON_VENV)/bin/python $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build -j $(JOBS)
 
 demo: build
 	./build/examples/train_moons/train_moons --trace build/train_moons.trace.json
 	./build/kiln run examples/kiln/softmax.kiln --print
 
-test: test-plain test-asan test-tsan test-fuzz
+test: test-plain test-python-install test-asan test-tsan test-fuzz
 
 # KILN_OPENCL_WORK_ITEMS=64: the OpenCL tests run generated kernels with 64 work items per work
 # group here (PoCL's own choice is one; the sanitizer runs keep it), so that both ways are tested.
@@ -36,6 +43,12 @@ test: test-plain test-asan test-tsan test-fuzz
 # the TSan run (PoCL's default keeps them on the host; the ASan run keeps that), likewise.
 test-plain: build
 	cd build && KILN_OPENCL_WORK_ITEMS=64 KILN_OPENCL_DEVICE_WAITS=1 $(CTEST)
+
+# `pip install .` from this tree into a fresh virtual environment, then the README's Python
+# snippet against what it installed (tests/python/pip_install.sh). Its build folder is
+# build/pip-<tag> (pyproject.toml), so a second run rebuilds only what changed.
+test-python-install: deps
+	JOBS=$(JOBS) tests/python/pip_install.sh . build/pip-install-test
 
 # intercept_tls_get_addr=0: the __tls_get_addr interceptor of GCC 12's libasan (and LLVM's before
 # 17) takes a dynamic TLS block whose start is 16 bytes past a page boundary for a glibc < 2.25

@@ -9,6 +9,7 @@ packages=(
   libclang-rt-14-dev               # clang's runtimes: libFuzzer and the sanitizers (make test-fuzz)
   libgtest-dev googletest          # tests
   pkg-config                       # tests: a C program built against the installed kiln.pc
+  python3-venv python3-dev         # the Python package: its virtual environment and Python.h
   libbenchmark-dev                 # benchmarks
   libopenblas-dev                  # the cpu device's gemm (RAL) and the sgemm baseline of the benchmarks
   libclblast-dev                   # the opencl device's gemm (RAL; loaded at run time, optional)

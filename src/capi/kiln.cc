@@ -141,24 +141,11 @@ Result<runtime::Tensor> checked_tensor(kiln_tensors* tensors, const char* name, 
   return tensor;
 }
 
-// The usable devices, computed once: the first device of a driver by the driver's name, the
-// others as name:N.
+// The usable devices' names as C strings, for the process's lifetime.
 const std::vector<const char*>& device_names() {
-  static const std::vector<std::string>* names = [] {
-    auto* list = new std::vector<std::string>();
-    for (const hal::DriverRef& driver : drivers::builtin_registry().drivers()) {
-      if (!driver->availability().ok()) continue;
-      Result<std::vector<hal::DeviceInfo>> devices = driver->enumerate_devices();
-      if (!devices.ok()) continue;
-      for (size_t i = 0; i < devices->size(); ++i) {
-        list->push_back(i == 0 ? driver->name() : driver->name() + ":" + std::to_string(i));
-      }
-    }
-    return list;
-  }();
   static const std::vector<const char*> pointers = [] {
     std::vector<const char*> out;
-    for (const std::string& n : *names) out.push_back(n.c_str());
+    for (const std::string& n : drivers::usable_device_names()) out.push_back(n.c_str());
     return out;
   }();
   return pointers;

@@ -1,6 +1,7 @@
 #include "kiln/runtime/transfer.h"
 
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "kiln/runtime/backend.h"
@@ -130,6 +131,38 @@ Result<bool> to_host(const ContextRef& context, std::string_view node) {
   if (!array->newer) return false;
   KILN_RETURN_IF_ERROR(download_locked(*array).status());
   return true;
+}
+
+Result<HostView> host_view(const ContextRef& context, std::string_view node, Timeout timeout) {
+  std::unique_lock<std::mutex> lock(scheduling_mutex());
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceArray> array, hosted_array(context, node));
+  auto* base = static_cast<std::byte*>(array->buffer->storage()->host_pointer());
+  if (!base) {
+    return unimplemented_error("node '" + array->desc.name + "': the memory of device '" +
+                               context->stream()->device()->info().name +
+                               "' is not host memory; read a copy of it instead");
+  }
+  if (array->stale) KILN_RETURN_IF_ERROR(upload_locked(*context->stream(), *array).status());
+  for (;;) {
+    if (array->writer) {
+      Result<uint64_t> reached = array->writer->at.semaphore->query();
+      if (!reached.ok()) return reached.status().annotate("viewing node '" + array->desc.name + "'");
+    }
+    std::optional<StreamPoint> pending;
+    if (array->writer && !point_passed(*array->writer)) pending = array->writer;
+    for (const StreamPoint& reader : array->readers) {
+      if (!pending && !point_passed(reader)) pending = reader;
+    }
+    if (!pending) break;
+    const hal::SemaphoreValue at = pending->at;
+    lock.unlock();
+    Status status = at.semaphore->wait(at.value, timeout);
+    if (!status.ok()) return status.annotate("viewing node '" + array->desc.name + "'");
+    lock.lock();
+  }
+  array->newer = true;
+  array->node->newer_on_device = array;
+  return HostView{{base + array->buffer->byte_offset(), array->desc.bytes}, array};
 }
 
 Result<bool> device_to_device(std::string_view node, MergeMode mode, const ContextRef& dst,

@@ -1,6 +1,9 @@
 // The drivers built into kiln, registered in one registry.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "kiln/hal/driver.h"
 
 namespace kiln::drivers {
@@ -8,6 +11,10 @@ namespace kiln::drivers {
 // A registry holding every built-in driver (cpu, interp; opencl and cuda as they arrive). Drivers
 // whose libraries are missing are still listed, and say why through availability().
 const hal::DriverRegistry& builtin_registry();
+// The devices that can be used here, as names for DriverRegistry::create_device: the first
+// device of a driver by the driver's name ("cpu", "opencl"), the others as "opencl:1", ...
+// Computed once, on the first call.
+const std::vector<std::string>& usable_device_names();
 
 // The CPU driver alone.
 hal::DriverRef make_cpu_driver();

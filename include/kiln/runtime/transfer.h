@@ -3,9 +3,13 @@
 // anything to move.
 #pragma once
 
+#include <cstddef>
+#include <memory>
+#include <span>
 #include <string_view>
 
 #include "kiln/base/status.h"
+#include "kiln/base/time.h"
 #include "kiln/runtime/context.h"
 
 namespace kiln::runtime {
@@ -18,6 +22,21 @@ Result<bool> from_host(const ContextRef& context, std::string_view node);
 // The context tree's array → the host copy, on the context's stream. false when the host copy
 // is already current. Tensor::read waits for it.
 Result<bool> to_host(const ContextRef& context, std::string_view node);
+
+// The context tree's array of `node` as host memory, for zero-copy exchange with host code
+// (NumPy and DLPack in the Python package): on devices whose memory is host memory (cpu,
+// interp) the array itself. Before returning it uploads a newer host copy, waits until no
+// scheduled action reads or writes the array, and records the array as newer than the host
+// copy, so that Tensor::read copies back what was written through the view. The bytes stay
+// valid while `keep_alive` lives; the caller orders its accesses against later routines (a
+// stream's await). UNIMPLEMENTED when the device's memory is not host-addressable; the failure
+// of the array's last writer if it failed.
+struct HostView {
+  std::span<std::byte> bytes;
+  std::shared_ptr<void> keep_alive;
+};
+Result<HostView> host_view(const ContextRef& context, std::string_view node,
+                           Timeout timeout = Timeout::infinite());
 
 enum class MergeMode {
   kNo,         // into dst's own array of the node

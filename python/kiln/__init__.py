@@ -1,0 +1,65 @@
+"""kiln: compile array programs for a device and run them.
+
+The one-call path::
+
+    import kiln, numpy as np
+    prog = kiln.Program.from_text(source)        # or kiln.Program.from_file(path)
+    run = prog.compile(device="cpu")             # compiled and linked on one device
+    out = run(x=np.ones((4, 10), np.float32))    # runs `main`; dict: output name -> ndarray
+    out = run("step", x=...)                     # runs routine "step"
+    run.set("w", w); run.get("w")                # a tensor's host value in and out (copies)
+    t = run.tensor("y")                          # the tensor on the device: t.shape, t.dtype,
+    np.from_dlpack(t)                            #   t.numpy(): zero-copy on host memory
+
+Multi-stream work uses the runtime directly: Backend, Stream, Tensors, Code, Context, Routine,
+device_to_device, from_host, to_host (see examples/python/train_moons.py).
+
+Errors: kiln.ProgramError (a subclass of kiln.Error) for a program that does not parse or check,
+with every diagnostic as FILE:LINE:COL: error: ...; ValueError naming the tensor and what it
+expects for a wrong name, dtype or shape; kiln.Error with kiln's message for anything that fails
+while compiling or running.
+"""
+
+from ._kiln import (
+    Backend,
+    Code,
+    CompiledProgram,
+    Context,
+    Error,
+    Program,
+    ProgramError,
+    Routine,
+    Semaphore,
+    Stream,
+    Tensor,
+    Tensors,
+    device_to_device,
+    devices,
+    from_dlpack,
+    from_host,
+    to_host,
+    version as _version,
+)
+
+__version__ = _version()
+
+__all__ = [
+    "Backend",
+    "Code",
+    "CompiledProgram",
+    "Context",
+    "Error",
+    "Program",
+    "ProgramError",
+    "Routine",
+    "Semaphore",
+    "Stream",
+    "Tensor",
+    "Tensors",
+    "__version__",
+    "device_to_device",
+    "devices",
+    "from_dlpack",
+    "from_host",
+    "to_host",
+]

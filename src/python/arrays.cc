@@ -1,0 +1,151 @@
+#include "python/arrays.h"
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include <nanobind/ndarray.h>
+
+#include "python/tensor.h"
+
+namespace nb = nanobind;
+
+namespace kiln::python {
+namespace {
+
+nb::dlpack::dtype to_nanobind(ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::kF32: return nb::dtype<float>();
+    case ir::DType::kF64: return nb::dtype<double>();
+    case ir::DType::kI32: return nb::dtype<int32_t>();
+    case ir::DType::kI64: return nb::dtype<int64_t>();
+  }
+  return nb::dtype<float>();
+}
+
+std::string nanobind_type_name(nb::dlpack::dtype t) {
+  const char* kind = t.code == uint8_t(nb::dlpack::dtype_code::Float)  ? "float"
+                     : t.code == uint8_t(nb::dlpack::dtype_code::Int)  ? "int"
+                     : t.code == uint8_t(nb::dlpack::dtype_code::UInt) ? "uint"
+                     : t.code == uint8_t(nb::dlpack::dtype_code::Bool) ? "bool"
+                                                                       : "complex";
+  return kind + std::to_string(t.bits);
+}
+
+[[noreturn]] void mismatch(const runtime::NodeDesc& desc, const std::string& got) {
+  throw nb::value_error(("tensor '" + desc.name + "': expects " + array_type_text(desc.dtype, desc.dims) +
+                         ", got " + got)
+                            .c_str());
+}
+
+// Copies the elements of a strided array into `out` in row-major order.
+void gather(const std::byte* base, const int64_t* strides, const std::vector<int64_t>& dims,
+            size_t item, std::byte* out) {
+  const size_t rank = dims.size();
+  std::vector<int64_t> index(rank, 0);
+  size_t count = 1;
+  for (int64_t d : dims) count *= static_cast<size_t>(d);
+  for (size_t n = 0; n < count; ++n) {
+    int64_t offset = 0;
+    for (size_t i = 0; i < rank; ++i) offset += index[i] * strides[i];
+    std::memcpy(out + n * item, base + offset * static_cast<int64_t>(item), item);
+    for (size_t i = rank; i-- > 0;) {
+      if (++index[i] < dims[i]) break;
+      index[i] = 0;
+    }
+  }
+}
+
+nb::capsule owner_of(std::shared_ptr<void> keep_alive) {
+  return nb::capsule(new std::shared_ptr<void>(std::move(keep_alive)),
+                     [](void* p) noexcept { delete static_cast<std::shared_ptr<void>*>(p); });
+}
+
+}  // namespace
+
+InputBytes::InputBytes(const runtime::NodeDesc& desc, nb::handle value) {
+  if (nb::isinstance<Tensor>(value)) {
+    const Tensor& tensor = nb::cast<const Tensor&>(value);
+    if (!tensor.host().data) {  // device memory: through its host copy
+      take(desc, tensor.numpy(), false);
+      return;
+    }
+    const HostArray& a = tensor.host();
+    if (a.dtype != desc.dtype || a.dims != desc.dims) {
+      mismatch(desc, "kiln.Tensor " + array_type_text(a.dtype, a.dims));
+    }
+    keep_ = nb::borrow(value);
+    bytes_ = {static_cast<const std::byte*>(a.data), a.bytes()};
+    return;
+  }
+  take(desc, value, false);
+}
+
+void InputBytes::take(const runtime::NodeDesc& desc, nb::handle value, bool converted) {
+  nb::ndarray<nb::ro> array;
+  if (!nb::try_cast(value, array, false)) {
+    const bool plain = PyFloat_Check(value.ptr()) || PyLong_Check(value.ptr()) ||
+                       PyBool_Check(value.ptr()) || PyList_Check(value.ptr()) ||
+                       PyTuple_Check(value.ptr());
+    if (!plain || converted) {
+      throw nb::type_error(("tensor '" + desc.name + "': expects an array of " +
+                            array_type_text(desc.dtype, desc.dims) + ", got a " +
+                            nb::type_name(value.type()).c_str())
+                               .c_str());
+    }
+    nb::object numpy = nb::module_::import_("numpy");
+    take(desc, numpy.attr("asarray")(value, numpy_dtype_name(desc.dtype)), true);
+    return;
+  }
+  if (array.device_type() != nb::device::cpu::value) {
+    throw nb::value_error(("tensor '" + desc.name + "': the array is not in host memory (DLPack device type " +
+                           std::to_string(array.device_type()) + "); copy it to the host first")
+                              .c_str());
+  }
+  std::vector<int64_t> dims(array.ndim());
+  for (size_t i = 0; i < array.ndim(); ++i) dims[i] = static_cast<int64_t>(array.shape(i));
+  if (array.dtype() != to_nanobind(desc.dtype) || dims != desc.dims) {
+    mismatch(desc, nanobind_type_name(array.dtype()) + dims_text(dims));
+  }
+  keep_ = nb::borrow(value);
+  const size_t item = ir::dtype_size(desc.dtype);
+  bool contiguous = true;
+  int64_t expected = 1;
+  for (size_t i = dims.size(); i-- > 0;) {
+    if (dims[i] != 1 && array.stride(i) != expected) contiguous = false;
+    expected *= dims[i];
+  }
+  const auto* base = static_cast<const std::byte*>(array.data());
+  if (contiguous) {
+    bytes_ = {base, desc.bytes};
+    return;
+  }
+  gathered_.resize(desc.bytes);
+  gather(base, array.stride_ptr(), dims, item, gathered_.data());
+  bytes_ = gathered_;
+}
+
+nb::object numpy_view(const HostArray& array) {
+  std::vector<size_t> shape(array.dims.begin(), array.dims.end());
+  if (array.read_only) {
+    nb::ndarray<nb::numpy, nb::ro> view(array.data, shape.size(), shape.data(), owner_of(array.keep_alive),
+                                        nullptr, to_nanobind(array.dtype));
+    return view.cast(nb::rv_policy::reference);
+  }
+  nb::ndarray<nb::numpy> view(array.data, shape.size(), shape.data(), owner_of(array.keep_alive),
+                              nullptr, to_nanobind(array.dtype));
+  return view.cast(nb::rv_policy::reference);
+}
+
+nb::object new_numpy(ir::DType dtype, const std::vector<int64_t>& dims, void** data) {
+  HostArray array;
+  array.dtype = dtype;
+  array.dims = dims;
+  auto storage = std::shared_ptr<std::byte[]>(new std::byte[std::max<size_t>(array.bytes(), 1)]);
+  array.data = storage.get();
+  array.keep_alive = storage;
+  *data = array.data;
+  return numpy_view(array);
+}
+
+}  // namespace kiln::python

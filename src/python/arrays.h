@@ -1,0 +1,37 @@
+// Between Python values and a tensor's bytes: what the Python package accepts for a tensor (and
+// the errors it raises), and the NumPy arrays it returns.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include <nanobind/nanobind.h>
+
+#include "kiln/runtime/node_table.h"
+#include "python/host_array.h"
+
+namespace kiln::python {
+
+// The row-major bytes of `value` for tensor `desc`. `value` may be a NumPy array (or any host
+// array NanoBind reads: DLPack, the buffer protocol), a kiln.Tensor, or Python numbers and
+// lists (converted to the tensor's dtype). ValueError naming the tensor and what it expects for
+// another dtype or shape; a non-contiguous array is copied in row-major order, never misread.
+class InputBytes {
+ public:
+  InputBytes(const runtime::NodeDesc& desc, nanobind::handle value);
+  std::span<const std::byte> bytes() const { return bytes_; }
+
+ private:
+  void take(const runtime::NodeDesc& desc, nanobind::handle value, bool converted);
+  std::span<const std::byte> bytes_;
+  std::vector<std::byte> gathered_;  // a strided array's elements in row-major order
+  nanobind::object keep_;            // what bytes_ points into
+};
+
+// A NumPy array over `array`'s memory (no copy); it keeps array.keep_alive.
+nanobind::object numpy_view(const HostArray& array);
+// A new NumPy array of `dtype` and `dims` (uninitialized) and the address of its data.
+nanobind::object new_numpy(ir::DType dtype, const std::vector<int64_t>& dims, void** data);
+
+}  // namespace kiln::python

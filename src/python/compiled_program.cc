@@ -1,0 +1,148 @@
+#include "python/compiled_program.h"
+
+#include <algorithm>
+
+#include <nanobind/stl/string.h>
+
+#include "kiln/drivers/drivers.h"
+#include "kiln/runtime/routine.h"
+#include "kiln/runtime/transfer.h"
+#include "python/arrays.h"
+#include "python/errors.h"
+
+namespace nb = nanobind;
+
+namespace kiln::python {
+namespace {
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+}  // namespace
+
+std::shared_ptr<CompiledProgram> CompiledProgram::create(const ir::Program& program,
+                                                         const std::string& device, uint64_t seed) {
+  auto self = std::shared_ptr<CompiledProgram>(new CompiledProgram());
+  self->device_ = device;
+  std::vector<std::string> names;
+  for (const ir::Routine& r : program.routines) names.push_back(r.name);
+  Status status = [&]() -> Status {
+    nb::gil_scoped_release no_gil;
+    KILN_ASSIGN_OR_RETURN(hal::DeviceRef d, drivers::builtin_registry().create_device(device));
+    KILN_ASSIGN_OR_RETURN(self->backend_, runtime::Backend::create(std::move(d)));
+    KILN_ASSIGN_OR_RETURN(self->stream_, self->backend_->new_stream());
+    KILN_ASSIGN_OR_RETURN(self->nodes_, runtime::NodeTable::create(program, seed));
+    KILN_ASSIGN_OR_RETURN(runtime::CodeRef code, self->backend_->compile_batch(program, names));
+    KILN_ASSIGN_OR_RETURN(runtime::ContextRef root, self->backend_->make_context(self->stream_, self->nodes_));
+    KILN_ASSIGN_OR_RETURN(runtime::LinkedBatch linked, self->backend_->link_batch(root, code));
+    self->context_ = std::move(linked.context);
+    for (runtime::RoutineRef& r : linked.routines) self->routines_[r->name()] = std::move(r);
+    return Status();
+  }();
+  throw_if_error(status);
+  for (const ir::TensorNode& node : program.nodes) {
+    self->entries_.emplace(node.name, Entry{value_or_throw(self->nodes_->tensor(node.name)), node.role});
+  }
+  for (const auto& [name, routine] : self->routines_) {
+    std::vector<std::string>& outputs = self->outputs_[name];
+    for (const std::string& written : routine->writes()) {
+      if (self->entries_.at(written).role == ir::Role::kOutput) outputs.push_back(written);
+    }
+  }
+  return self;
+}
+
+std::vector<std::string> CompiledProgram::routines() const {
+  std::vector<std::string> names;
+  for (const auto& [name, routine] : routines_) names.push_back(name);
+  return names;
+}
+
+CompiledProgram::Entry& CompiledProgram::entry(const std::string& name) {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) {
+    std::vector<std::string> known;
+    for (const auto& [n, e] : entries_) known.push_back(n);
+    throw nb::value_error(("no tensor '" + name + "' in the program (tensors: " + joined(known) + ")").c_str());
+  }
+  return it->second;
+}
+
+void CompiledProgram::refresh_view(const std::string& name) {
+  nb::gil_scoped_release no_gil;
+  throw_if_error(runtime::host_view(context_, name).status());
+}
+
+nb::dict CompiledProgram::run(const std::string& routine, nb::kwargs inputs) {
+  auto it = routines_.find(routine);
+  if (it == routines_.end()) {
+    throw nb::value_error(("no routine '" + routine + "' in the program (routines: " + joined(routines()) + ")").c_str());
+  }
+  for (auto [name, value] : inputs) set(nb::cast<std::string>(name), value);
+  Status status;
+  {
+    nb::gil_scoped_release no_gil;
+    status = it->second->run();
+    if (status.ok()) status = stream_->await();
+  }
+  throw_if_error(status);
+  nb::dict out;
+  for (const std::string& name : outputs_.at(routine)) out[name.c_str()] = get(name);
+  return out;
+}
+
+void CompiledProgram::set(const std::string& name, nb::handle value) {
+  Entry& e = entry(name);
+  if (e.role == ir::Role::kOutput || e.role == ir::Role::kTensor) {
+    throw nb::value_error(("tensor '" + name + "' is " + (e.role == ir::Role::kOutput ? "an output" : "an intermediate") +
+                           ": routines compute it; the host sets inputs, params and consts")
+                              .c_str());
+  }
+  InputBytes bytes(e.tensor.desc(), value);
+  throw_if_error(e.tensor.write(bytes.bytes()));
+  if (e.viewed) refresh_view(name);
+}
+
+nb::object CompiledProgram::get(const std::string& name) {
+  Entry& e = entry(name);
+  const runtime::NodeDesc& desc = e.tensor.desc();
+  void* data = nullptr;
+  nb::object array = new_numpy(desc.dtype, desc.dims, &data);
+  if (e.viewed) refresh_view(name);
+  Status status;
+  {
+    nb::gil_scoped_release no_gil;
+    status = e.tensor.read({static_cast<std::byte*>(data), desc.bytes});
+  }
+  throw_if_error(status);
+  return array;
+}
+
+Tensor CompiledProgram::tensor(const std::string& name) {
+  Entry& e = entry(name);
+  const runtime::NodeDesc& desc = e.tensor.desc();
+  HostArray host;
+  host.dtype = desc.dtype;
+  host.dims = desc.dims;
+  Result<runtime::HostView> view = [&] {
+    nb::gil_scoped_release no_gil;
+    return runtime::host_view(context_, name);
+  }();
+  if (view.ok()) {
+    host.data = view->bytes.data();
+    host.keep_alive = view->keep_alive;
+    e.viewed = true;
+  } else if (view.status().code() == StatusCode::kNotFound) {
+    throw nb::value_error(("tensor '" + name + "' has no array on the device: no routine stores it " +
+                           "(the compiler keeps intermediates in registers); declare it output or param to see it")
+                              .c_str());
+  } else if (view.status().code() != StatusCode::kUnimplemented) {
+    throw_if_error(view.status());
+  }
+  return Tensor(name, std::move(host), shared_from_this(), device_);
+}
+
+}  // namespace kiln::python

@@ -1,0 +1,60 @@
+// CompiledProgram (kiln's Python `prog.compile(device=...)`): a program compiled and linked on
+// one device, run routine by routine on one stream, with its tensors read and written by name.
+// The multi-stream API (backends, streams, contexts) is bound separately (module.cc); this is
+// the one-call path, kept in C++ so that a call costs little more than the same calls in C++.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nanobind/nanobind.h>
+
+#include "kiln/ir/program.h"
+#include "kiln/runtime/backend.h"
+#include "kiln/runtime/node_table.h"
+#include "python/tensor.h"
+
+namespace kiln::python {
+
+class CompiledProgram : public std::enable_shared_from_this<CompiledProgram> {
+ public:
+  // Compiles every routine of `program` for `device` (a name of kiln.devices()) and links them
+  // into one context over the program's tensors (initializers seeded by `seed`).
+  static std::shared_ptr<CompiledProgram> create(const ir::Program& program, const std::string& device,
+                                                 uint64_t seed);
+
+  const std::string& device() const { return device_; }
+  std::vector<std::string> routines() const;
+
+  // Sets the named tensors, runs `routine` to completion (without the GIL) and returns its
+  // outputs (the `output` tensors it writes) as new NumPy arrays.
+  nanobind::dict run(const std::string& routine, nanobind::kwargs inputs);
+  // The host's value of a tensor in and out (copies). set() takes inputs, params and consts.
+  void set(const std::string& name, nanobind::handle value);
+  nanobind::object get(const std::string& name);
+  // The tensor on the device: a zero-copy view where the device's memory is host memory.
+  Tensor tensor(const std::string& name);
+
+ private:
+  struct Entry {
+    runtime::Tensor tensor;
+    ir::Role role;
+    bool viewed = false;  // tensor() handed out a view of its array
+  };
+  Entry& entry(const std::string& name);
+  // Brings a viewed tensor's array and the views up to date with each other.
+  void refresh_view(const std::string& name);
+
+  std::string device_;
+  std::shared_ptr<runtime::Backend> backend_;
+  runtime::StreamRef stream_;
+  std::shared_ptr<runtime::NodeTable> nodes_;
+  runtime::ContextRef context_;
+  std::map<std::string, runtime::RoutineRef, std::less<>> routines_;
+  std::map<std::string, std::vector<std::string>, std::less<>> outputs_;  // per routine
+  std::map<std::string, Entry, std::less<>> entries_;
+};
+
+}  // namespace kiln::python

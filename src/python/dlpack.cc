@@ -1,0 +1,250 @@
+#include "python/dlpack.h"
+
+#include <string>
+#include <type_traits>
+
+namespace nb = nanobind;
+
+namespace kiln::python {
+namespace {
+
+// The DLPack ABI (dlpack.h, version 0.8 and later), declared here as the standard gives it.
+struct DLDevice {
+  int32_t device_type;
+  int32_t device_id;
+};
+struct DLDataType {
+  uint8_t code;  // kDLInt 0, kDLUInt 1, kDLFloat 2
+  uint8_t bits;
+  uint16_t lanes;
+};
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;  // in elements; NULL for row-major
+  uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor* self);
+};
+// DLPack 1.0: the same with a version and flags, in a "dltensor_versioned" capsule.
+struct DLPackVersion {
+  uint32_t major;
+  uint32_t minor;
+};
+struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensorVersioned* self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+};
+constexpr uint64_t kDLPackReadOnly = 1u << 0;
+
+// The two capsule kinds, by the names the standard gives them.
+template <typename Managed>
+struct CapsuleKind;
+template <>
+struct CapsuleKind<DLManagedTensor> {
+  static constexpr const char* kName = "dltensor";
+  static constexpr const char* kUsedName = "used_dltensor";
+};
+template <>
+struct CapsuleKind<DLManagedTensorVersioned> {
+  static constexpr const char* kName = "dltensor_versioned";
+  static constexpr const char* kUsedName = "used_dltensor_versioned";
+};
+
+constexpr int32_t kDLPackCudaHost = 3;  // pinned host memory: host-addressable too
+
+DLDataType to_dlpack(ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::kF32: return {2, 32, 1};
+    case ir::DType::kF64: return {2, 64, 1};
+    case ir::DType::kI32: return {0, 32, 1};
+    case ir::DType::kI64: return {0, 64, 1};
+  }
+  return {2, 32, 1};
+}
+
+// What an exported tensor's manager_ctx holds: the shape and what keeps the memory alive.
+template <typename Managed>
+struct Export {
+  Managed managed{};
+  std::vector<int64_t> shape;
+  std::shared_ptr<void> keep_alive;
+
+  static void destroy(Managed* self) { delete static_cast<Export*>(self->manager_ctx); }
+};
+
+// Called when a capsule dies: frees the tensor unless a consumer took it (and renamed it).
+template <typename Managed>
+void capsule_destructor(PyObject* capsule) {
+  if (!PyCapsule_IsValid(capsule, CapsuleKind<Managed>::kName)) return;
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  auto* managed = static_cast<Managed*>(PyCapsule_GetPointer(capsule, CapsuleKind<Managed>::kName));
+  if (managed && managed->deleter) managed->deleter(managed);
+  PyErr_Restore(type, value, traceback);
+}
+
+std::string device_text(int32_t type) {
+  switch (type) {
+    case 2: return "CUDA device memory";
+    case 4: return "OpenCL device memory";
+    case 7: return "Vulkan device memory";
+    case 8: return "Metal device memory";
+    case 10: return "ROCm device memory";
+    case 13: return "CUDA managed memory";
+    case 14: return "oneAPI device memory";
+  }
+  return "memory of DLPack device type " + std::to_string(type);
+}
+
+void check_host_device(int32_t device_type) {
+  if (device_type == kDLPackCpu || device_type == kDLPackCudaHost) return;
+  throw nb::buffer_error(("kiln.from_dlpack: the array is in " + device_text(device_type) +
+                          "; kiln imports host memory only (copy it to the host first)")
+                             .c_str());
+}
+
+ir::DType from_dlpack_type(DLDataType t) {
+  if (t.lanes == 1) {
+    if (t.code == 2 && t.bits == 32) return ir::DType::kF32;
+    if (t.code == 2 && t.bits == 64) return ir::DType::kF64;
+    if (t.code == 0 && t.bits == 32) return ir::DType::kI32;
+  }
+  throw nb::value_error(("kiln.from_dlpack: DLPack dtype (code " + std::to_string(t.code) + ", " +
+                         std::to_string(t.bits) + " bits, " + std::to_string(t.lanes) +
+                         " lanes) is none of float32, float64 and int32")
+                            .c_str());
+}
+
+}  // namespace
+
+namespace {
+
+template <typename Managed>
+nb::object export_as(const HostArray& array) {
+  auto* e = new Export<Managed>();
+  e->shape = array.dims;
+  e->keep_alive = array.keep_alive;
+  DLTensor& t = e->managed.dl_tensor;
+  t.data = array.data;
+  t.device = {kDLPackCpu, 0};
+  t.ndim = static_cast<int32_t>(array.dims.size());
+  t.dtype = to_dlpack(array.dtype);
+  t.shape = e->shape.data();
+  t.strides = nullptr;
+  t.byte_offset = 0;
+  e->managed.manager_ctx = e;
+  e->managed.deleter = &Export<Managed>::destroy;
+  if constexpr (std::is_same_v<Managed, DLManagedTensorVersioned>) {
+    e->managed.version = {1, 0};
+    e->managed.flags = array.read_only ? kDLPackReadOnly : 0;
+  }
+  PyObject* capsule = PyCapsule_New(&e->managed, CapsuleKind<Managed>::kName, &capsule_destructor<Managed>);
+  if (!capsule) {
+    delete e;
+    throw nb::python_error();
+  }
+  return nb::steal(capsule);
+}
+
+// The host array of a capsule of kind Managed, which is consumed once every check passed (on an
+// error it still owns its tensor).
+template <typename Managed>
+HostArray import_as(nb::handle capsule) {
+  auto* managed = static_cast<Managed*>(PyCapsule_GetPointer(capsule.ptr(), CapsuleKind<Managed>::kName));
+  if (!managed) throw nb::python_error();
+  const DLTensor& t = managed->dl_tensor;
+  check_host_device(t.device.device_type);
+  HostArray array;
+  array.dtype = from_dlpack_type(t.dtype);
+  if (t.ndim < 0 || (t.ndim > 0 && !t.shape)) throw nb::value_error("kiln.from_dlpack: malformed DLPack shape");
+  array.dims.assign(t.shape, t.shape + t.ndim);
+  for (int64_t d : array.dims) {
+    if (d < 0) throw nb::value_error("kiln.from_dlpack: negative DLPack dimension");
+  }
+  if (t.strides) {
+    int64_t expected = 1;
+    for (int32_t i = t.ndim - 1; i >= 0; --i) {
+      if (array.dims[i] != 1 && t.strides[i] != expected) {
+        throw nb::value_error(("kiln.from_dlpack: the " + array_type_text(array.dtype, array.dims) +
+                               " array is not contiguous (row-major); kiln does not import strided "
+                               "memory: pass numpy.ascontiguousarray(a) or a .contiguous() copy")
+                                  .c_str());
+      }
+      expected *= array.dims[i];
+    }
+  }
+  array.data = static_cast<char*>(t.data) + t.byte_offset;
+  if (array.elements() > 0 && !t.data) throw nb::value_error("kiln.from_dlpack: DLPack data is NULL");
+  if constexpr (std::is_same_v<Managed, DLManagedTensorVersioned>) {
+    if (managed->version.major != 1) {
+      throw nb::value_error(("kiln.from_dlpack: DLPack version " + std::to_string(managed->version.major) +
+                             " is not 1")
+                                .c_str());
+    }
+    array.read_only = (managed->flags & kDLPackReadOnly) != 0;
+  }
+  if (PyCapsule_SetName(capsule.ptr(), CapsuleKind<Managed>::kUsedName) != 0) throw nb::python_error();
+  array.keep_alive = std::shared_ptr<void>(managed, [](void* p) {
+    auto* m = static_cast<Managed*>(p);
+    // Producers' deleters may touch Python objects; the last owner may be any thread.
+    if (!m->deleter || !Py_IsInitialized()) return;
+    nb::gil_scoped_acquire gil;
+    m->deleter(m);
+  });
+  return array;
+}
+
+}  // namespace
+
+nb::object export_dlpack(const HostArray& array, bool versioned) {
+  return versioned ? export_as<DLManagedTensorVersioned>(array) : export_as<DLManagedTensor>(array);
+}
+
+HostArray import_dlpack(nb::handle source) {
+  nb::object capsule;
+  if (PyCapsule_CheckExact(source.ptr())) {
+    capsule = nb::borrow(source);
+  } else {
+    if (!nb::hasattr(source, "__dlpack__")) {
+      throw nb::type_error(("kiln.from_dlpack: a " + std::string(nb::type_name(source.type()).c_str()) +
+                            " has no __dlpack__ method")
+                               .c_str());
+    }
+    if (nb::hasattr(source, "__dlpack_device__")) {
+      nb::tuple device = nb::cast<nb::tuple>(source.attr("__dlpack_device__")());
+      check_host_device(nb::cast<int32_t>(device[0]));
+    }
+    try {
+      capsule = source.attr("__dlpack__")(nb::arg("max_version") = nb::make_tuple(1, 0));
+    } catch (nb::python_error& e) {
+      if (!e.matches(PyExc_TypeError)) throw;  // a producer older than DLPack 1.0
+      capsule = source.attr("__dlpack__")();
+    }
+  }
+  if (PyCapsule_IsValid(capsule.ptr(), CapsuleKind<DLManagedTensor>::kUsedName) ||
+      PyCapsule_IsValid(capsule.ptr(), CapsuleKind<DLManagedTensorVersioned>::kUsedName)) {
+    throw nb::value_error("kiln.from_dlpack: this DLPack capsule was consumed already (a capsule "
+                          "can be imported once; ask its array for a new one)");
+  }
+  if (PyCapsule_IsValid(capsule.ptr(), CapsuleKind<DLManagedTensor>::kName)) return import_as<DLManagedTensor>(capsule);
+  if (PyCapsule_IsValid(capsule.ptr(), CapsuleKind<DLManagedTensorVersioned>::kName)) {
+    return import_as<DLManagedTensorVersioned>(capsule);
+  }
+  const char* name = PyCapsule_CheckExact(capsule.ptr()) ? PyCapsule_GetName(capsule.ptr()) : nullptr;
+  PyErr_Clear();
+  throw nb::value_error(("kiln.from_dlpack: expected a DLPack capsule, got " +
+                         (name ? "a capsule named \"" + std::string(name) + "\"" : std::string("another object")))
+                            .c_str());
+}
+
+}  // namespace kiln::python

@@ -1,0 +1,27 @@
+// DLPack exchange (https://dmlc.github.io/dlpack): exporting a kiln HostArray, and importing
+// another framework's host tensor, without copying. Both capsule kinds: DLPack 1.0's
+// "dltensor_versioned" (with a read-only flag) and the older "dltensor".
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include "python/host_array.h"
+
+namespace kiln::python {
+
+// DLPack's device type of host memory (kDLCPU); (kDLCPU, 0) is what __dlpack_device__ returns.
+inline constexpr int32_t kDLPackCpu = 1;
+
+// A capsule over `array`: "dltensor_versioned" when `versioned` (a consumer that asked for
+// max_version >= (1, 0)), else "dltensor". The consumer's deleter call (or the capsule's
+// destruction when nobody consumed it) releases array.keep_alive.
+nanobind::object export_dlpack(const HostArray& array, bool versioned);
+
+// The host array behind `source`: an object with __dlpack__ (NumPy, PyTorch, a kiln.Tensor) or
+// a DLPack capsule, which is consumed (renamed "used_..."). Errors name what is wrong:
+// BufferError for memory that is not host memory; ValueError for a capsule consumed already, a
+// dtype kiln has no name for, or strides that are not row-major (kiln never reads such an array
+// as if it were dense).
+HostArray import_dlpack(nanobind::handle source);
+
+}  // namespace kiln::python

@@ -1,0 +1,31 @@
+#include "python/host_array.h"
+
+namespace kiln::python {
+
+size_t HostArray::elements() const {
+  size_t n = 1;
+  for (int64_t d : dims) n *= static_cast<size_t>(d);
+  return n;
+}
+
+const char* numpy_dtype_name(ir::DType dtype) {
+  switch (dtype) {
+    case ir::DType::kF32: return "float32";
+    case ir::DType::kF64: return "float64";
+    case ir::DType::kI32: return "int32";
+    case ir::DType::kI64: return "int64";
+  }
+  return "unknown";
+}
+
+std::string array_type_text(ir::DType dtype, const std::vector<int64_t>& dims) {
+  return numpy_dtype_name(dtype) + dims_text(dims);
+}
+
+std::string dims_text(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+}  // namespace kiln::python

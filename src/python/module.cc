@@ -1,0 +1,152 @@
+// The extension module kiln._kiln: programs, the one-call compiled program, tensors and DLPack
+// here; the multi-stream runtime in runtime_bindings.cc. python/kiln/__init__.py re-exports it.
+#include <cstring>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include "kiln/base/file.h"
+#include "kiln/drivers/drivers.h"
+#include "kiln/lang/parser.h"
+#include "python/arrays.h"
+#include "python/compiled_program.h"
+#include "python/dlpack.h"
+#include "python/errors.h"
+#include "python/program.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace kiln::python {
+namespace {
+
+// Programs larger than this are refused rather than read (as by `kiln run` and the C API).
+constexpr size_t kMaxProgramBytes = size_t{64} << 20;
+
+Program parse(const std::string& text, const std::string& file_name) {
+  Result<ir::Program> program = lang::parse_program(text, file_name);
+  if (!program.ok()) throw ProgramError(program.status().message());
+  return Program{std::move(*program)};
+}
+
+Program load(const std::string& path) {
+  Result<std::string> text = read_bounded_file(path, kMaxProgramBytes, "the program");
+  if (!text.ok() && text.status().code() == StatusCode::kNotFound) {
+    PyErr_SetString(PyExc_FileNotFoundError, text.status().message().c_str());
+    throw nb::python_error();
+  }
+  return parse(value_or_throw(std::move(text)), path);
+}
+
+nb::dict declarations(const Program& p) {
+  nb::dict out;
+  for (const ir::TensorNode& node : p.program.nodes) {
+    nb::list dims;
+    for (int64_t d : node.dims) dims.append(d);
+    out[node.name.c_str()] = nb::make_tuple(std::string(ir::role_name(node.role)),
+                                            numpy_dtype_name(node.dtype), nb::tuple(dims));
+  }
+  return out;
+}
+
+// Tensor.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None).
+nb::object tensor_dlpack(const Tensor& t, nb::args, nb::kwargs kwargs) {
+  auto given = [&](const char* name) { return kwargs.contains(name) && !kwargs[name].is_none(); };
+  if (given("dl_device")) {
+    nb::tuple device = nb::cast<nb::tuple>(kwargs["dl_device"]);
+    if (nb::cast<int>(device[0]) != kDLPackCpu) {
+      throw nb::buffer_error(("tensor '" + t.name() + "': kiln exports host memory only").c_str());
+    }
+  }
+  const bool versioned = given("max_version") && nb::cast<int>(nb::cast<nb::tuple>(kwargs["max_version"])[0]) >= 1;
+  const bool copy = given("copy") && nb::cast<bool>(kwargs["copy"]);
+  return t.dlpack(versioned, copy);
+}
+
+}  // namespace
+
+void bind_runtime(nb::module_& m);
+
+}  // namespace kiln::python
+
+using namespace kiln;
+using namespace kiln::python;
+
+NB_MODULE(_kiln, m) {
+  m.doc() = "kiln's runtime: compile array programs for a device and run them.";
+  nb::exception<Error> error(m, "Error");
+  nb::exception<ProgramError> program_error(m, "ProgramError", error);
+  error.attr("__doc__") = "A failure kiln reports: compiling, linking or running failed; the message says what and where.";
+  program_error.attr("__doc__") =
+      "A program that does not parse or check: the message holds every diagnostic as FILE:LINE:COL: error: ...";
+
+  m.def("version", [] { return std::string(KILN_VERSION); }, "kiln's version, as kiln_version() in C.");
+  m.def("devices", [] { return drivers::usable_device_names(); },
+        "The names of the devices usable here (\"cpu\", \"interp\", \"opencl\", \"opencl:1\", ...).");
+
+  nb::class_<Program>(m, "Program", "A program in kiln's language, parsed and checked.")
+      .def_static("from_text", &parse, "text"_a, "file_name"_a = "<string>",
+                  "Parses program text. Raises ProgramError with every diagnostic as "
+                  "FILE:LINE:COL: error: ... (FILE is file_name).")
+      .def_static("from_file", &load, "path"_a,
+                  "Reads and parses a .kiln file (FileNotFoundError when there is none).")
+      .def_prop_ro("routines", [](const Program& p) {
+            std::vector<std::string> names;
+            for (const ir::Routine& r : p.program.routines) names.push_back(r.name);
+            return names;
+          }, "The routines' names, in order.")
+      .def_prop_ro("tensors", &declarations,
+                   "Every tensor: name -> (role, dtype, shape), role being input, output, param, tensor or const.")
+      .def("compile", [](const Program& p, const std::string& device, uint64_t seed) {
+            return CompiledProgram::create(p.program, device, seed);
+          }, "device"_a = "cpu", "seed"_a = 0,
+          "Compiles every routine for `device` and links them on one stream. `seed` seeds the random "
+          "initializers and the routines' random calls.");
+
+  nb::class_<CompiledProgram>(m, "CompiledProgram",
+                              "A program compiled and linked on one device; call it to run a routine.")
+      .def("__call__", [](CompiledProgram& c, nb::args args, nb::kwargs inputs) {
+            if (args.size() > 1) throw nb::type_error("call it as run(routine=\"main\", **tensors)");
+            const std::string routine = args.size() == 1 ? nb::cast<std::string>(args[0]) : "main";
+            return c.run(routine, inputs);
+          },
+          "Sets the tensors given by name, runs the routine (\"main\" unless named first) to completion "
+          "and returns its outputs: a dict of output name -> new NumPy array. The GIL is released while "
+          "the routine runs.")
+      .def("set", &CompiledProgram::set, "name"_a, "value"_a,
+           "Copies an array (NumPy, DLPack, kiln.Tensor, numbers) into an input, param or const. "
+           "ValueError names the tensor and what it expects for a wrong dtype or shape.")
+      .def("get", &CompiledProgram::get, "name"_a, "A NumPy copy of a tensor's current value.")
+      .def("tensor", &CompiledProgram::tensor, "name"_a,
+           "The tensor on the device as a kiln.Tensor: a zero-copy view where the device's memory "
+           "is host memory (cpu, interp).")
+      .def_prop_ro("routines", &CompiledProgram::routines)
+      .def_prop_ro("device", &CompiledProgram::device);
+
+  nb::class_<Tensor>(m, "Tensor",
+                     "An array kiln holds: a compiled program's tensor or an imported host array. "
+                     "NumPy and DLPack see its memory without a copy where it is host memory.")
+      .def_prop_ro("name", &Tensor::name)
+      .def_prop_ro("shape", &Tensor::shape)
+      .def_prop_ro("dtype", &Tensor::dtype)
+      .def_prop_ro("device", &Tensor::device)
+      .def("numpy", &Tensor::numpy,
+           "A NumPy array over the same memory (a copy when the memory is a device's own).")
+      .def("__array__", [](const Tensor& t, nb::args, nb::kwargs) { return t.numpy(); })
+      .def("__dlpack__", &tensor_dlpack)
+      .def("__dlpack_device__", &Tensor::dlpack_device)
+      .def("__repr__", [](const Tensor& t) {
+        return "kiln.Tensor('" + t.name() + "', " + array_type_text(t.host().dtype, t.host().dims) +
+               ", device='" + t.device() + "')";
+      });
+
+  m.def("from_dlpack", [](nb::handle source) { return Tensor("", import_dlpack(source), nullptr, "host"); },
+        "source"_a,
+        "A kiln.Tensor over another framework's host array (anything with __dlpack__, or a DLPack "
+        "capsule), without a copy. BufferError for device memory; ValueError for strided arrays, "
+        "dtypes other than float32/float64/int32, or a capsule consumed already.");
+
+  bind_runtime(m);
+}

@@ -1,0 +1,233 @@
+// The multi-stream runtime for Python (kiln/runtime/*.h): backends, streams, the tensors' host
+// copies, compiled code, contexts, routines, transfers and stream timelines. Each handle keeps
+// the backend it belongs to alive (the runtime's contexts only point at theirs), so Python may
+// drop them in any order.
+#include <map>
+#include <optional>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "kiln/drivers/drivers.h"
+#include "kiln/runtime/backend.h"
+#include "kiln/runtime/routine.h"
+#include "kiln/runtime/transfer.h"
+#include "python/arrays.h"
+#include "python/errors.h"
+#include "python/program.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace kiln::python {
+namespace {
+
+using BackendRef = std::shared_ptr<runtime::Backend>;
+
+struct Tensors {
+  std::shared_ptr<runtime::NodeTable> table;
+};
+struct Backend {
+  BackendRef backend;
+  std::string device;
+};
+struct Semaphore {
+  BackendRef backend;
+  std::shared_ptr<hal::Semaphore> semaphore;
+};
+struct Stream {
+  BackendRef backend;
+  runtime::StreamRef stream;
+};
+struct Code {
+  BackendRef backend;
+  runtime::CodeRef code;
+};
+struct Routine {
+  BackendRef backend;
+  runtime::RoutineRef routine;
+};
+struct Context {
+  BackendRef backend;
+  runtime::ContextRef context;
+  std::map<std::string, runtime::RoutineRef, std::less<>> routines;  // linked here
+};
+
+Timeout timeout_of(std::optional<double> seconds) {
+  if (!seconds) return Timeout::infinite();
+  if (!(*seconds >= 0)) throw nb::value_error("timeout must be a number of seconds >= 0");
+  // Saturates: a timeout past ~292 years is no timeout.
+  return *seconds >= 9.2e9 ? Timeout::infinite() : Timeout::after_ns(static_cast<int64_t>(*seconds * 1e9));
+}
+
+// Runs `wait` without the GIL and raises its failure.
+template <typename Wait>
+void blocking(Wait&& wait) {
+  Status status;
+  {
+    nb::gil_scoped_release no_gil;
+    status = wait();
+  }
+  throw_if_error(status);
+}
+
+runtime::Tensor tensor_of(const Tensors& t, const std::string& name) {
+  Result<runtime::Tensor> tensor = t.table->tensor(name);
+  if (!tensor.ok()) throw nb::value_error(tensor.status().message().c_str());
+  return *tensor;
+}
+
+runtime::MergeMode merge_mode(const std::string& mode) {
+  if (mode == "no") return runtime::MergeMode::kNo;
+  if (mode == "copy") return runtime::MergeMode::kCopy;
+  if (mode == "streaming") return runtime::MergeMode::kStreaming;
+  throw nb::value_error(("merge must be \"no\", \"copy\" or \"streaming\", not \"" + mode + "\"").c_str());
+}
+
+void check_same_backend(const BackendRef& a, const BackendRef& b, const char* what) {
+  if (a != b) throw nb::value_error((std::string(what) + " belongs to another backend").c_str());
+}
+
+}  // namespace
+
+void bind_runtime(nb::module_& m) {
+  nb::class_<Tensors>(m, "Tensors",
+                      "The host copies of a program's tensors, shared by every context made over them: "
+                      "params start from their initializers, the rest from zeros. set() replaces a host "
+                      "copy (uploaded before the next routine that reads it); get() waits for the last "
+                      "routine that writes the tensor and copies its value back.")
+      .def(nb::new_([](const Program& p, uint64_t seed) {
+             return Tensors{value_or_throw(runtime::NodeTable::create(p.program, seed))};
+           }), "program"_a, "seed"_a = 0)
+      .def_prop_ro("names", [](const Tensors& t) { return t.table->names(); })
+      .def("set", [](const Tensors& t, const std::string& name, nb::handle value) {
+            runtime::Tensor tensor = tensor_of(t, name);
+            InputBytes bytes(tensor.desc(), value);
+            throw_if_error(tensor.write(bytes.bytes()));
+          }, "name"_a, "value"_a)
+      .def("get", [](const Tensors& t, const std::string& name) {
+            runtime::Tensor tensor = tensor_of(t, name);
+            void* data = nullptr;
+            nb::object array = new_numpy(tensor.desc().dtype, tensor.desc().dims, &data);
+            blocking([&] { return tensor.read({static_cast<std::byte*>(data), tensor.desc().bytes}); });
+            return array;
+          }, "name"_a);
+
+  nb::class_<Semaphore>(m, "Semaphore", "A timeline: a 64-bit value that only grows, or a failure.")
+      .def_prop_ro("value", [](const Semaphore& s) { return value_or_throw(s.semaphore->query()); },
+                   "The value reached so far; kiln.Error with the failure if it failed.")
+      .def("wait", [](const Semaphore& s, uint64_t value, std::optional<double> timeout) {
+            const Timeout t = timeout_of(timeout);
+            blocking([&] { return s.semaphore->wait(value, t); });
+          }, "value"_a, "timeout"_a = nb::none(),
+          "Blocks (without the GIL) until the value is reached; kiln.Error on failure or timeout.");
+
+  nb::class_<Stream>(m, "Stream", "A queue of the backend's device: its routines and transfers run in order.")
+      .def_prop_ro("name", [](const Stream& s) { return s.stream->name(); })
+      .def_prop_ro("timeline", [](const Stream& s) { return Semaphore{s.backend, s.stream->timeline()}; },
+                   "The semaphore that each action on the stream advances when it completes.")
+      .def("wait", [](const Stream& s, std::optional<double> timeout) {
+            const Timeout t = timeout_of(timeout);
+            blocking([&] { return s.stream->await(t); });
+          }, "timeout"_a = nb::none(),
+          "Blocks until everything scheduled so far has completed; raises the stream's failure.");
+
+  nb::class_<Code>(m, "Code", "Routines compiled for a device, ready to link into contexts.")
+      .def_prop_ro("routines", [](const Code& c) { return c.code->routine_names(); });
+
+  nb::class_<Routine>(m, "Routine", "Code linked into a context: what runs on the context's stream.")
+      .def_prop_ro("name", [](const Routine& r) { return r.routine->name(); })
+      .def_prop_ro("reads", [](const Routine& r) { return r.routine->reads(); })
+      .def_prop_ro("writes", [](const Routine& r) { return r.routine->writes(); })
+      .def("run", [](const Routine& r) { blocking([&] { return r.routine->run(); }); },
+           "Schedules the routine and returns at once; a failure comes back from the next wait.")
+      .def("run_in", [](const Routine& r, const Context& c) {
+            blocking([&] { return r.routine->run_in(c.context); });
+          }, "context"_a, "Schedules it on another context's stream with that context's arrays.");
+
+  nb::class_<Context>(m, "Context", "Arrays of tensors on one stream, and the routines linked to them.")
+      .def_prop_ro("stream", [](const Context& c) { return Stream{c.backend, c.context->stream()}; })
+      .def("link", [](const Context& c, const Code& code) {
+            Context child{c.backend, nullptr, {}};
+            blocking([&]() -> Status {
+              KILN_ASSIGN_OR_RETURN(runtime::LinkedBatch linked, c.backend->link_batch(c.context, code.code));
+              child.context = std::move(linked.context);
+              for (runtime::RoutineRef& r : linked.routines) child.routines[r->name()] = std::move(r);
+              return Status();
+            });
+            return child;
+          }, "code"_a, "Links every routine of `code` into a new child context (arrays found or allocated).")
+      .def("routine", [](const Context& c, const std::string& name) {
+            auto it = c.routines.find(name);
+            if (it == c.routines.end()) {
+              throw nb::value_error(("no routine '" + name + "' linked in this context").c_str());
+            }
+            return Routine{c.backend, it->second};
+          }, "name"_a);
+
+  nb::class_<Backend>(m, "Backend", "kiln's runtime over one device: its streams, compiling and linking.")
+      .def(nb::new_([](const std::string& device, uint32_t max_workgroups) {
+             runtime::BackendOptions options;
+             options.max_workgroups = max_workgroups;
+             Backend b{nullptr, device};
+             blocking([&]() -> Status {
+               KILN_ASSIGN_OR_RETURN(hal::DeviceRef d, drivers::builtin_registry().create_device(device));
+               KILN_ASSIGN_OR_RETURN(b.backend, runtime::Backend::create(std::move(d), options));
+               return Status();
+             });
+             return b;
+           }), "device"_a = "cpu", "max_workgroups"_a = 0,
+           "A backend on a device of kiln.devices(). max_workgroups: workgroups per kernel (0: chosen "
+           "by size; 1: each stream is one core).")
+      .def_prop_ro("device", [](const Backend& b) { return b.device; })
+      .def("new_stream", [](const Backend& b) { return Stream{b.backend, value_or_throw(b.backend->new_stream())}; })
+      .def("wait", [](const Backend& b, std::optional<double> timeout) {
+            const Timeout t = timeout_of(timeout);
+            blocking([&] { return b.backend->await(t); });
+          }, "timeout"_a = nb::none(), "Blocks until every stream is idle; raises the first failure.")
+      .def("compile", [](const Backend& b, const Program& p, std::optional<std::vector<std::string>> routines,
+                         bool shared) {
+            std::vector<std::string> names;
+            if (routines) {
+              names = *routines;
+            } else {
+              for (const ir::Routine& r : p.program.routines) names.push_back(r.name);
+            }
+            runtime::CompileOptions options;
+            options.shared = shared;
+            Code code{b.backend, nullptr};
+            blocking([&]() -> Status {
+              KILN_ASSIGN_OR_RETURN(code.code, b.backend->compile_batch(p.program, names, options));
+              return Status();
+            });
+            return code;
+          }, "program"_a, "routines"_a = nb::none(), "shared"_a = false,
+          "Compiles routines (all by default) for the device; shared code may be linked on other backends.")
+      .def("context", [](const Backend& b, const Stream& s, const Tensors& t) {
+            check_same_backend(b.backend, s.backend, "the stream");
+            return Context{b.backend, value_or_throw(b.backend->make_context(s.stream, t.table)), {}};
+          }, "stream"_a, "tensors"_a, "A root context on `stream` over the tensors' host copies.");
+
+  m.def("device_to_device", [](const std::string& node, const Context& dst, const Context& src,
+                               const std::string& merge) {
+          const runtime::MergeMode mode = merge_mode(merge);
+          blocking([&] { return runtime::device_to_device(node, mode, dst.context, src.context).status(); });
+        }, "node"_a, "dst"_a, "src"_a, "merge"_a = "no",
+        "Schedules src's array of `node` into dst after src's last writer: merge=\"no\" into dst's own "
+        "array, \"copy\" into dst's stream's merge buffer (read as node.merge), \"streaming\" to let "
+        "dst read src's array directly (same device).");
+  m.def("from_host", [](const Context& c, const std::string& node) {
+          Result<bool> moved = false;
+          blocking([&] { moved = runtime::from_host(c.context, node); return moved.status(); });
+          return *moved;
+        }, "context"_a, "node"_a, "Schedules the host copy's upload to the context's array; False if current.");
+  m.def("to_host", [](const Context& c, const std::string& node) {
+          Result<bool> moved = false;
+          blocking([&] { moved = runtime::to_host(c.context, node); return moved.status(); });
+          return *moved;
+        }, "context"_a, "node"_a, "Schedules the array's copy back to the host copy; False if current.");
+}
+
+}  // namespace kiln::python

@@ -1,0 +1,52 @@
+#include "python/tensor.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "python/arrays.h"
+#include "python/compiled_program.h"
+#include "python/dlpack.h"
+
+namespace nb = nanobind;
+
+namespace kiln::python {
+
+nb::tuple Tensor::shape() const {
+  nb::list dims;
+  for (int64_t d : host_.dims) dims.append(d);
+  return nb::tuple(dims);
+}
+
+nb::object Tensor::dtype() const {
+  return nb::module_::import_("numpy").attr("dtype")(numpy_dtype_name(host_.dtype));
+}
+
+nb::object Tensor::numpy() const {
+  if (host_.data) return numpy_view(host_);
+  return program_->get(name_);
+}
+
+nb::object Tensor::dlpack(bool versioned, bool copy) const {
+  if (!host_.data) {
+    throw nb::buffer_error(("tensor '" + name_ + "' is in the device memory of '" + device_ +
+                            "', which the host cannot address; use .numpy() for a host copy")
+                               .c_str());
+  }
+  if (!copy) return export_dlpack(host_, versioned);
+  HostArray copied = host_;
+  auto storage = std::shared_ptr<std::byte[]>(new std::byte[std::max<size_t>(host_.bytes(), 1)]);
+  std::memcpy(storage.get(), host_.data, host_.bytes());
+  copied.data = storage.get();
+  copied.keep_alive = storage;
+  copied.read_only = false;
+  return export_dlpack(copied, versioned);
+}
+
+nb::tuple Tensor::dlpack_device() const {
+  if (!host_.data) {
+    throw nb::buffer_error(("tensor '" + name_ + "' is not in host memory").c_str());
+  }
+  return nb::make_tuple(kDLPackCpu, 0);
+}
+
+}  // namespace kiln::python

@@ -1,0 +1,31 @@
+#!/bin/sh
+# `pip install .` the way a user does: from SOURCE_DIR into a fresh virtual environment under
+# WORK_DIR, with the build tools that pyproject.toml pins fetched by pip. Then, from outside the
+# source tree, checks that numpy is the package's only run-time dependency and runs the
+# README's Python snippet (the first ```python block after "From Python"), which checks itself.
+# Usage: pip_install.sh SOURCE_DIR WORK_DIR
+set -eu
+source_dir=$(cd "$1" && pwd)
+work=$2
+rm -rf "$work"
+mkdir -p "$work"
+work=$(cd "$work" && pwd)
+/usr/bin/python3 -m venv "$work/venv"
+CMAKE_BUILD_PARALLEL_LEVEL=${JOBS:-$(nproc)} \
+  "$work/venv/bin/pip" install -q --disable-pip-version-check "$source_dir"
+
+requires=$("$work/venv/bin/python" -c 'import importlib.metadata as m; print(m.requires("kiln"))')
+if [ "$requires" != "['numpy>=1.22']" ]; then
+  echo "pip_install.sh: kiln requires $requires, expected numpy alone" >&2
+  exit 1
+fi
+
+awk '/^From Python/ { found = 1 } found && /^```python/ { copy = 1; next } copy && /^```/ { exit } copy { print }' \
+  "$source_dir/README.md" > "$work/readme_snippet.py"
+if [ ! -s "$work/readme_snippet.py" ]; then
+  echo "pip_install.sh: README.md has no \`\`\`python block after 'From Python'" >&2
+  exit 1
+fi
+cd "$work"
+venv/bin/python readme_snippet.py
+echo "pip_install.sh: kiln $(venv/bin/python -c 'import kiln; print(kiln.__version__)') installed and the README snippet ran"

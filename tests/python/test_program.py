@@ -1,0 +1,129 @@
+"""The one-call API: Program, CompiledProgram, errors, inputs kiln accepts and refuses."""
+
+import threading
+
+import kiln
+import numpy as np
+import pytest
+from conftest import AFFINE
+
+
+def test_version_and_devices():
+    assert isinstance(kiln.__version__, str) and kiln.__version__.count(".") == 2
+    devices = kiln.devices()
+    assert "cpu" in devices and "interp" in devices
+    assert all(isinstance(d, str) for d in devices)
+
+
+def test_program_from_text_and_file(tmp_path):
+    prog = kiln.Program.from_text(AFFINE)
+    assert prog.routines == ["main", "double_w"]
+    assert prog.tensors["x"] == ("input", "float32", (4, 10))
+    assert prog.tensors["w"] == ("param", "float32", (10,))
+    path = tmp_path / "affine.kiln"
+    path.write_text(AFFINE)
+    assert kiln.Program.from_file(str(path)).routines == prog.routines
+    with pytest.raises(FileNotFoundError):
+        kiln.Program.from_file(str(tmp_path / "missing.kiln"))
+
+
+def test_program_error_lists_every_diagnostic():
+    text = "input x : f32[4]\ny[i] = x[i]\nz[i] = x[q]\n"
+    with pytest.raises(kiln.ProgramError) as caught:
+        kiln.Program.from_text(text, "bad.kiln")
+    assert isinstance(caught.value, kiln.Error)
+    message = str(caught.value)
+    assert "bad.kiln:2:1: error:" in message
+    assert "bad.kiln:3:" in message
+
+
+def test_run_main_and_named_routine(device):
+    run = kiln.Program.from_text(AFFINE).compile(device=device)
+    assert run.device == device
+    x = np.arange(40, dtype=np.float32).reshape(4, 10)
+    out = run(x=x)
+    assert list(out) == ["y"]
+    np.testing.assert_array_equal(out["y"], x + 1)
+    assert run("double_w") == {}
+    np.testing.assert_array_equal(run.get("w"), np.full(10, 2, np.float32))
+    np.testing.assert_array_equal(run(x=x)["y"], 2 * x + 1)
+
+
+def test_set_and_get_params(device):
+    run = kiln.Program.from_text(AFFINE).compile(device=device)
+    w = np.linspace(-1, 1, 10, dtype=np.float32)
+    run.set("w", w)
+    np.testing.assert_array_equal(run.get("w"), w)
+    np.testing.assert_array_equal(run(x=np.ones((4, 10), np.float32))["y"][2], w + 1)
+    run.set("w", [3] * 10)  # Python numbers take the tensor's dtype
+    np.testing.assert_array_equal(run.get("w"), np.full(10, 3, np.float32))
+
+
+def test_outputs_are_new_arrays_each_call():
+    run = kiln.Program.from_text(AFFINE).compile()
+    first = run(x=np.zeros((4, 10), np.float32))["y"]
+    second = run(x=np.ones((4, 10), np.float32))["y"]
+    assert first[0, 0] == 1 and second[0, 0] == 2
+
+
+def test_wrong_inputs_raise_value_error_naming_the_tensor():
+    run = kiln.Program.from_text(AFFINE).compile()
+    with pytest.raises(ValueError, match=r"tensor 'x': expects float32\[4, 10\], got float32\[4, 9\]"):
+        run(x=np.ones((4, 9), np.float32))
+    with pytest.raises(ValueError, match=r"tensor 'x': expects float32\[4, 10\], got float64\[4, 10\]"):
+        run(x=np.ones((4, 10)))
+    with pytest.raises(ValueError, match=r"no tensor 'nope' in the program \(tensors: w, x, y\)"):
+        run(nope=np.ones(3, np.float32))
+    with pytest.raises(ValueError, match=r"no tensor 'nope'"):
+        run.get("nope")
+    with pytest.raises(ValueError, match=r"no routine 'train' in the program \(routines: double_w, main\)"):
+        run("train")
+    with pytest.raises(ValueError, match=r"tensor 'y' is an output"):
+        run.set("y", np.ones((4, 10), np.float32))
+    with pytest.raises(TypeError, match=r"tensor 'x': expects an array of float32\[4, 10\], got a str"):
+        run(x="ones")
+    # Nothing was half-written: the params are as they were.
+    np.testing.assert_array_equal(run.get("w"), np.ones(10, np.float32))
+
+
+def test_non_contiguous_arrays_are_copied_not_misread(device):
+    run = kiln.Program.from_text(AFFINE).compile(device=device)
+    base = np.arange(80, dtype=np.float32).reshape(8, 10)
+    for x in (base[::2], np.asfortranarray(base[:4]), base.T.copy().T[:4], base[:4, ::-1]):
+        np.testing.assert_array_equal(run(x=x)["y"], np.ascontiguousarray(x) + 1)
+
+
+def test_failure_while_compiling_raises_kiln_error():
+    prog = kiln.Program.from_text("input x : f32[4]\noutput y : f32[4]\ncall no_such_function(x) -> y\n")
+    with pytest.raises(kiln.Error, match="no_such_function"):
+        prog.compile(device="cpu")
+    with pytest.raises(kiln.Error, match="nosuchdevice"):
+        kiln.Program.from_text(AFFINE).compile(device="nosuchdevice")
+
+
+def test_runs_release_the_gil():
+    # A routine long enough to notice: the main thread keeps running Python while it runs.
+    prog = kiln.Program.from_text(
+        "input a : f32[384, 384]\ninput b : f32[384, 384]\noutput c : f32[384, 384]\n"
+        "c[i, j] = sum(a[i, k] * b[k, j] * a[j, k])\n")
+    run = prog.compile(device="cpu")
+    a = np.ones((384, 384), np.float32)
+    started = threading.Event()
+    done = threading.Event()
+
+    def work():
+        started.set()
+        for _ in range(3):
+            run(a=a, b=a)
+        done.set()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    started.wait()
+    spins = 0
+    while not done.is_set():
+        spins += 1
+    thread.join()
+    # Holding the GIL for the runs would leave this thread a handful of switches at most.
+    assert spins > 10000
+    assert run(a=a, b=a)["c"][0, 0] == 384

@@ -1,0 +1,135 @@
+"""kiln.Tensor: zero-copy views of a compiled program's tensors, DLPack both ways."""
+
+import gc
+
+import kiln
+import numpy as np
+import pytest
+from conftest import AFFINE
+
+
+def test_tensor_describes_itself(device):
+    run = kiln.Program.from_text(AFFINE).compile(device=device)
+    t = run.tensor("y")
+    assert t.name == "y" and t.shape == (4, 10) and t.dtype == np.float32 and t.device == device
+    np.testing.assert_array_equal(t.numpy(), np.zeros((4, 10), np.float32))
+
+
+def test_numpy_view_writes_are_read_by_kiln(host_device):
+    run = kiln.Program.from_text(AFFINE).compile(device=host_device)
+    w = np.from_dlpack(run.tensor("w"))
+    w[0] = 5  # through the view, straight into the device's array
+    y = run(x=np.ones((4, 10), np.float32))["y"]
+    assert y[0, 0] == 6 and y[0, 1] == 2
+    assert run.get("w")[0] == 5
+    w[1] = 7  # a later write through the same view is read too
+    assert run.get("w")[1] == 7
+
+
+def test_kiln_writes_are_seen_through_the_view(host_device):
+    run = kiln.Program.from_text(AFFINE).compile(device=host_device)
+    w = run.tensor("w").numpy()
+    y = np.from_dlpack(run.tensor("y"))
+    before = w.__array_interface__["data"][0]
+    run("double_w")
+    np.testing.assert_array_equal(w, np.full(10, 2, np.float32))
+    run(x=np.ones((4, 10), np.float32))
+    np.testing.assert_array_equal(y, np.full((4, 10), 3, np.float32))
+    run.set("w", np.zeros(10, np.float32))  # a host write reaches the view at once
+    np.testing.assert_array_equal(w, np.zeros(10, np.float32))
+    assert w.__array_interface__["data"][0] == before
+
+
+def test_view_outlives_the_compiled_program(host_device):
+    run = kiln.Program.from_text(AFFINE).compile(device=host_device)
+    run("double_w")
+    w = run.tensor("w").numpy()
+    del run
+    gc.collect()
+    np.testing.assert_array_equal(w, np.full(10, 2, np.float32))
+
+
+def test_device_memory_is_copied_not_exported():
+    if "opencl" not in kiln.devices():
+        pytest.skip("no OpenCL device")
+    run = kiln.Program.from_text(AFFINE).compile(device="opencl")
+    run("double_w")
+    t = run.tensor("w")
+    np.testing.assert_array_equal(t.numpy(), np.full(10, 2, np.float32))
+    with pytest.raises(BufferError, match="device memory of 'opencl'"):
+        np.from_dlpack(t)
+
+
+def test_from_dlpack_is_zero_copy_both_ways():
+    a = np.zeros((2, 3), np.float32)
+    t = kiln.from_dlpack(a)
+    assert t.shape == (2, 3) and t.dtype == np.float32 and t.device == "host"
+    a[1, 2] = 4  # the producer's write is seen by kiln's tensor
+    assert t.numpy()[1, 2] == 4
+    t.numpy()[0, 0] = 9  # and kiln's side writes the producer's memory
+    assert a[0, 0] == 9
+    b = np.from_dlpack(t)  # re-exported: still the same memory
+    b[0, 1] = 5
+    assert a[0, 1] == 5
+
+
+def test_from_dlpack_tensor_as_an_input():
+    run = kiln.Program.from_text(AFFINE).compile()
+    x = np.arange(40, dtype=np.float32).reshape(4, 10)
+    np.testing.assert_array_equal(run(x=kiln.from_dlpack(x))["y"], x + 1)
+    with pytest.raises(ValueError, match=r"tensor 'x': expects float32\[4, 10\], got kiln.Tensor float32\[10\]"):
+        run(x=kiln.from_dlpack(np.ones(10, np.float32)))
+
+
+def test_from_dlpack_refuses_what_it_cannot_read():
+    with pytest.raises(ValueError, match="not contiguous"):
+        kiln.from_dlpack(np.zeros((3, 4), np.float32).T)
+    with pytest.raises(ValueError, match="none of float32, float64 and int32"):
+        kiln.from_dlpack(np.zeros(3, np.int16))
+    with pytest.raises(TypeError, match="has no __dlpack__"):
+        kiln.from_dlpack([1, 2, 3])
+
+
+def test_capsule_consumed_twice():
+    capsule = np.ones(3, np.float32).__dlpack__()
+    t = kiln.from_dlpack(capsule)
+    np.testing.assert_array_equal(t.numpy(), np.ones(3, np.float32))
+    with pytest.raises(ValueError, match="consumed already"):
+        kiln.from_dlpack(capsule)
+
+
+class _GpuArray:
+    """A producer that says its memory is on a CUDA device."""
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, **kwargs):
+        raise AssertionError("kiln must not ask a device array for its capsule")
+
+
+def test_unsupported_dlpack_device():
+    with pytest.raises(BufferError, match="CUDA device memory"):
+        kiln.from_dlpack(_GpuArray())
+
+
+def test_read_only_producer_gives_read_only_view():
+    a = np.arange(4, dtype=np.float32)
+    a.flags.writeable = False
+    t = kiln.from_dlpack(a)
+    view = t.numpy()
+    assert not view.flags.writeable
+    np.testing.assert_array_equal(view, a)
+
+
+def test_capsules_free_their_memory_once():
+    # Unconsumed capsules and consumed ones both release what they hold (no leak, no double free).
+    run = kiln.Program.from_text(AFFINE).compile()
+    t = run.tensor("w")
+    for _ in range(1000):
+        t.__dlpack__()
+        np.from_dlpack(t)
+        t.__dlpack__(max_version=(1, 0))
+    copy = np.from_dlpack(t, copy=True)
+    copy[0] = 42
+    assert run.get("w")[0] == 1
