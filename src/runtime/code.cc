@@ -71,11 +71,15 @@ Result<std::string> generate_source(const ir::LoweredProgram& lowered, const hal
 
 std::vector<std::string> Code::routine_names() const {
   std::vector<std::string> names;
+  if (kernels_) {
+    for (const KernelRoutine& r : kernels_->routines) names.push_back(r.name);
+  }
   for (const ir::LoweredRoutine& r : lowered_.routines) names.push_back(r.name);
   return names;
 }
 
 Result<std::string> Code::source_for(const hal::DeviceRef& device) const {
+  if (kernels_) return kernels_->source.source;
   std::string format;
   return generate_source(lowered_, device->info(), &format);
 }
@@ -91,9 +95,17 @@ Result<hal::ExecutableRef> Code::executable_for(const hal::DeviceRef& device) {
     if (d == device) return it->second;
     ++it;
   }
-  KILN_ASSIGN_OR_RETURN(hal::ExecutableRef executable, build_executable(lowered_, device));
-  executables_.emplace_back(device, executable);
-  return executable;
+  // The caller's source is built as it is: the driver's errors (a format the device does not
+  // build, a compile error with the compiler's output) reach the caller unchanged but for where.
+  Result<hal::ExecutableRef> built =
+      kernels_ ? device->compile_executable(kernels_->source) : build_executable(lowered_, device);
+  if (!built.ok()) {
+    if (!kernels_) return built.status();
+    return built.status().annotate("compiling the kernels of '" + kernels_->source.label + "' for device '" +
+                                   device->info().name + "'");
+  }
+  executables_.emplace_back(device, *built);
+  return *built;
 }
 
 Result<hal::ExecutableRef> build_executable(const ir::LoweredProgram& lowered,

@@ -21,6 +21,13 @@ std::string_view sharing_name(Sharing sharing) {
   return sharing == Sharing::kShared ? "shared across streams" : "per stream";
 }
 
+std::string shape_text(ir::DType dtype, const std::vector<int64_t>& dims) {
+  std::string text(ir::dtype_name(dtype));
+  text += "[";
+  for (size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
 Result<std::shared_ptr<NodeTable>> NodeTable::create(const ir::Program& program, uint64_t seed) {
   KILN_RETURN_IF_ERROR(ir::validate_program(program));
   std::vector<bool> written(program.nodes.size(), false);

@@ -73,7 +73,7 @@ Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef 
       call_kernels = CallKernels{instance->executable_, call_export_ordinal(lowered, index, 0)};
     }
     KILN_ASSIGN_OR_RETURN(std::vector<RoutineStep> steps,
-                          make_routine_steps(*device, r, calls, call_kernels, dispatch, buffer));
+                          make_routine_steps(*device, shape_of(r), calls, call_kernels, dispatch, buffer));
     instance->routines_[r.name] = std::make_shared<RoutineSteps>(RoutineSteps{std::move(steps), 0});
   }
   return instance;

@@ -29,7 +29,12 @@ namespace {
 std::atomic<uint64_t> next_routine_id{1};
 }  // namespace
 
-Routine::Routine() : id_(next_routine_id.fetch_add(1, std::memory_order_relaxed)) {}
+Routine::Routine(std::string name, ContextRef context, CodeRef code, hal::ExecutableRef executable)
+    : name_(std::move(name)),
+      context_(std::move(context)),
+      code_(std::move(code)),
+      id_(next_routine_id.fetch_add(1, std::memory_order_relaxed)),
+      executable_(std::move(executable)) {}
 
 Result<std::shared_ptr<PreparedRun>> Routine::prepare(const ContextRef& context) const {
   auto prepared = std::make_shared<PreparedRun>();
@@ -123,7 +128,8 @@ Status Routine::run_in(const ContextRef& context) const {
       hal::DispatchCommand command;
       command.executable = executable_;
       command.export_ordinal = d.export_ordinal;
-      command.workgroups = {d.workgroups, 1, 1};
+      command.workgroups = d.workgroups;
+      command.constants = d.constants;
       for (size_t b = 0; b < d.bindings.size(); ++b) {
         if (static_cast<int>(b) == d.merge_binding) {
           command.bindings.push_back({merge});
@@ -151,8 +157,10 @@ Status Routine::run_in(const ContextRef& context) const {
     };
     std::optional<CallKernels> call_kernels;
     if (first_call_ordinal_) call_kernels = CallKernels{executable_, *first_call_ordinal_};
+    // Own kernels have no calls: their steps are the dispatches alone.
+    const RoutineShape shape = lowered_ ? shape_of(*lowered_) : RoutineShape{name_, dispatches_.size(), {}};
     Result<std::vector<RoutineStep>> steps =
-        make_routine_steps(*stream.device(), *lowered_, calls_, call_kernels, dispatch, call_buffer);
+        make_routine_steps(*stream.device(), shape, calls_, call_kernels, dispatch, call_buffer);
     if (!steps.ok()) return steps.status().annotate(where());
     prepared.steps = std::move(*steps);
     prepared.merge = merge;

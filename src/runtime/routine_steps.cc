@@ -18,13 +18,13 @@ Result<std::vector<std::shared_ptr<const ral::BoundCall>>> bind_routine_calls(
 }
 
 Result<std::vector<RoutineStep>> make_routine_steps(
-    const hal::Device& device, const ir::LoweredRoutine& routine,
+    const hal::Device& device, const RoutineShape& routine,
     const std::vector<std::shared_ptr<const ral::BoundCall>>& calls,
     const std::optional<CallKernels>& call_kernels,
     const std::function<Result<hal::DispatchCommand>(size_t kernel)>& dispatch,
     const std::function<Result<hal::BufferRef>(int node)>& buffer) {
   if (calls.size() != routine.calls.size()) {
-    return internal_error("routine '" + routine.name + "' has " + std::to_string(routine.calls.size()) +
+    return internal_error("routine '" + std::string(routine.name) + "' has " + std::to_string(routine.calls.size()) +
                           " calls, " + std::to_string(calls.size()) + " bound");
   }
   std::vector<RoutineStep> steps;
@@ -56,7 +56,7 @@ Result<std::vector<RoutineStep>> make_routine_steps(
     return Status();
   };
   for (size_t c = 0; c < calls.size(); ++c) {
-    KILN_RETURN_IF_ERROR(add_kernels(std::min(routine.calls[c].after_kernels, routine.kernels.size())));
+    KILN_RETURN_IF_ERROR(add_kernels(std::min(routine.calls[c].after_kernels, routine.kernels)));
     CallStep step{calls[c], {}};
     for (int node : calls[c]->tensors()) {
       KILN_ASSIGN_OR_RETURN(hal::BufferRef b, buffer(node));
@@ -74,7 +74,7 @@ Result<std::vector<RoutineStep>> make_routine_steps(
       steps.emplace_back(std::move(step));
     }
   }
-  KILN_RETURN_IF_ERROR(add_kernels(routine.kernels.size()));
+  KILN_RETURN_IF_ERROR(add_kernels(routine.kernels));
   KILN_RETURN_IF_ERROR(close());
   return steps;
 }

@@ -7,6 +7,8 @@
 
 #include <memory>
 #include <optional>
+#include <span>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -40,12 +42,25 @@ struct CallKernels {
   uint32_t first_ordinal = 0;
 };
 
+// What make_routine_steps needs of a routine: its name (for errors), how many kernels it
+// dispatches, and its calls with where they run among the kernels. A routine of a caller's own
+// kernels has no calls.
+struct RoutineShape {
+  std::string_view name;
+  size_t kernels = 0;
+  std::span<const ir::LoweredCall> calls;
+};
+
+inline RoutineShape shape_of(const ir::LoweredRoutine& routine) {
+  return RoutineShape{routine.name, routine.kernels.size(), routine.calls};
+}
+
 // The routine's steps: runs of consecutive kernels (with a barrier between kernels) as command
 // buffers, and its calls, either as dispatches among the kernels (`call_kernels` given) or as
 // steps between them. `dispatch(k)` makes kernel k's dispatch; `buffer(node)` gives the buffer a
 // call passes for `node`; `calls` are bound already, one per routine call.
 Result<std::vector<RoutineStep>> make_routine_steps(
-    const hal::Device& device, const ir::LoweredRoutine& routine,
+    const hal::Device& device, const RoutineShape& routine,
     const std::vector<std::shared_ptr<const ral::BoundCall>>& calls,
     const std::optional<CallKernels>& call_kernels,
     const std::function<Result<hal::DispatchCommand>(size_t kernel)>& dispatch,

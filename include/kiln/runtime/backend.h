@@ -30,6 +30,7 @@
 #include "kiln/ir/program.h"
 #include "kiln/runtime/code.h"
 #include "kiln/runtime/context.h"
+#include "kiln/runtime/kernel_set.h"
 #include "kiln/runtime/node_table.h"
 #include "kiln/runtime/routine.h"
 #include "kiln/runtime/stream.h"
@@ -89,21 +90,43 @@ class Backend : public std::enable_shared_from_this<Backend> {
   Result<CodeRef> compile_lowered(ir::LoweredProgram lowered, std::span<const std::string> routines,
                                   const CompileOptions& options = {});
 
+  // A caller's own kernels over the nodes of `program` (kiln/runtime/kernel_set.h), as code that
+  // link / link_batch accept: each KernelRoutine becomes a routine. The errors of
+  // check_kernel_set; the device's when the source does not build for it (UNIMPLEMENTED for a
+  // format it does not build, INVALID_ARGUMENT with the compiler's output for a compile error).
+  // Built now for this backend's device; with `shared`, for another device at its first link
+  // there. `options.lower` is not used.
+  Result<CodeRef> compile_kernels(const ir::Program& program, KernelSet kernels,
+                                  const CompileOptions& options = {});
+
   // A root context on one of this backend's streams, for the nodes of `nodes`.
   Result<ContextRef> make_context(const StreamRef& stream, std::shared_ptr<NodeTable> nodes,
                                   std::string label = "");
   // Binds a routine of `code` into `parent`: finds each node's array in the context tree (or the
   // device's shared array), allocates and uploads the missing ones in a new child context.
   // INVALID_ARGUMENT when a node's dtype or shape differs from the table's, or for code compiled
-  // by another backend without `shared`; the device's status when building fails.
+  // by another backend without `shared`; the device's status when building fails. For own
+  // kernels also NOT_FOUND for a node the table lacks and INVALID_ARGUMENT for a write to a
+  // kConstant node, naming the routine and kernel.
   Result<Linked> link(const ContextRef& parent, const CodeRef& code, std::string_view routine);
   Result<LinkedBatch> link_batch(const ContextRef& parent, const CodeRef& code);
 
  private:
   Backend(hal::DeviceRef device, BackendOptions options)
       : device_(std::move(device)), options_(std::move(options)) {}
+  // Linking (src/runtime/link.cc), under the scheduling mutex but for link_routines.
   Result<LinkedBatch> link_routines(const ContextRef& parent, const CodeRef& code,
                                     const std::vector<std::string>& names);
+  // The array of node `n` for `child`: in the context tree, the device's shared array, or a new
+  // one in `child` uploaded from the table's host copy (zero-filled for a node the table lacks,
+  // internal to compiled code). INVALID_ARGUMENT when the array found has another dtype or shape.
+  Status ensure_array(const ContextRef& child, const ir::TensorNode& n);
+  // The routines of `code` named in `names`, linked into `child`: kiln's compiled routines, or
+  // the caller's own kernels.
+  Status add_compiled_routines(const ContextRef& child, const CodeRef& code, const hal::ExecutableRef& executable,
+                               const std::vector<std::string>& names, std::vector<RoutineRef>& out);
+  Status add_kernel_routines(const ContextRef& child, const CodeRef& code, const hal::ExecutableRef& executable,
+                             const std::vector<std::string>& names, std::vector<RoutineRef>& out);
 
   hal::DeviceRef device_;
   BackendOptions options_;

@@ -5,6 +5,9 @@
 // With `shared`, a Code may be linked into contexts of any backend and device; its executable is
 // built once per device and kept. Without it, it belongs to the backend that compiled it
 // (linking it elsewhere is INVALID_ARGUMENT), which may postpone building to the first link.
+//
+// Code may also hold a caller's own kernels (Backend::compile_kernels, kiln/runtime/kernel_set.h)
+// instead of lowered routines: the same linking, the same executable per device.
 #pragma once
 
 #include <memory>
@@ -15,6 +18,7 @@
 
 #include "kiln/hal/device.h"
 #include "kiln/loop/lower.h"
+#include "kiln/runtime/kernel_set.h"
 
 namespace kiln::runtime {
 
@@ -27,12 +31,15 @@ struct CompileOptions {
 
 class Code {
  public:
+  // For own kernels: the program whose nodes they bind, and no routines.
   const ir::LoweredProgram& lowered() const { return lowered_; }
+  // The caller's own kernels, or null for routines kiln compiled.
+  const KernelSet* kernels() const { return kernels_.get(); }
   bool shared() const { return shared_; }
   std::vector<std::string> routine_names() const;
 
   // The executable of every routine for `device`, built on the first call per device; its
-  // exports are the kernels of every routine, in order.
+  // exports are the kernels of every routine, in order (for own kernels: the source's exports).
   Result<hal::ExecutableRef> executable_for(const hal::DeviceRef& device);
   // The generated source for `device` (what executable_for builds).
   Result<std::string> source_for(const hal::DeviceRef& device) const;
@@ -42,6 +49,7 @@ class Code {
   Code() = default;
 
   ir::LoweredProgram lowered_;
+  std::shared_ptr<const KernelSet> kernels_;
   bool shared_ = false;
   const Backend* compiled_by_ = nullptr;  // for code that is not shared
   std::mutex mu_;

@@ -85,6 +85,9 @@ class Node {
 
 class NodeTable;
 
+// "f32[4, 8]": how the runtime's messages write a node's dtype and shape.
+std::string shape_text(ir::DType dtype, const std::vector<int64_t>& dims);
+
 // A host-side handle of one node: the automatic host transfers.
 //  - read() waits for the node's pending device writers and copies the newest device data back
 //    first when a device holds newer data than the host; when that copy failed (its writer

@@ -1,4 +1,5 @@
-// Routine: compiled code linked into a context: what runs on the context's stream.
+// Routine: compiled code, or a caller's own kernels (kiln/runtime/kernel_set.h), linked into a
+// context: what runs on the context's stream.
 //
 // run() schedules it and returns at once: the routine waits (through HAL semaphores, without
 // blocking the host) for the last writers of the nodes it reads and for the readers of the
@@ -7,6 +8,7 @@
 // checks, when scheduled, that its stream's merge buffer holds x (FAILED_PRECONDITION if not).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -42,13 +44,14 @@ class Routine {
 
  private:
   friend class Backend;
-  Routine();
+  Routine(std::string name, ContextRef context, CodeRef code, hal::ExecutableRef executable);
 
-  // One kernel: its export, workgroup count, and for each binding the node name (or the merge
-  // buffer, when merge_binding is that binding's index).
+  // One kernel: its export, workgroup count, push constants, and for each binding the node name
+  // (or the merge buffer, when merge_binding is that binding's index).
   struct Dispatch {
     uint32_t export_ordinal = 0;
-    uint32_t workgroups = 1;
+    std::array<uint32_t, 3> workgroups = {1, 1, 1};
+    std::vector<uint32_t> constants;
     std::vector<std::string> bindings;
     int merge_binding = -1;
   };
@@ -59,7 +62,7 @@ class Routine {
   std::string name_;
   ContextRef context_;
   CodeRef code_;
-  const ir::LoweredRoutine* lowered_ = nullptr;  // in code_
+  const ir::LoweredRoutine* lowered_ = nullptr;  // in code_; null for own kernels
   std::vector<std::shared_ptr<const ral::BoundCall>> calls_;  // bound for the device
   // Where the calls are kernels of executable_ (calls_are_kernels): the export of the first.
   std::optional<uint32_t> first_call_ordinal_;

@@ -1,0 +1,249 @@
+// Backend's linking: code (kiln's compiled routines, or a caller's own kernels) bound into a new
+// child context, with the arrays its routines use found in the context tree or made there.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "kiln/codegen/c_emitter.h"
+#include "kiln/runtime/backend.h"
+#include "runtime/device_array.h"
+#include "runtime/routine_steps.h"
+#include "runtime/scheduler.h"
+#include "runtime/transfer_internal.h"
+
+namespace kiln::runtime {
+
+Result<Linked> Backend::link(const ContextRef& parent, const CodeRef& code, std::string_view routine) {
+  KILN_ASSIGN_OR_RETURN(LinkedBatch batch, link_routines(parent, code, {std::string(routine)}));
+  return Linked{batch.routines.front(), batch.context};
+}
+
+Result<LinkedBatch> Backend::link_batch(const ContextRef& parent, const CodeRef& code) {
+  if (!code) return invalid_argument_error("link: no code");
+  return link_routines(parent, code, code->routine_names());
+}
+
+namespace {
+
+bool same_shape(const NodeDesc& a, const ir::TensorNode& b) {
+  return a.dtype == b.dtype && a.dims == b.dims;
+}
+
+}  // namespace
+
+Result<LinkedBatch> Backend::link_routines(const ContextRef& parent, const CodeRef& code,
+                                           const std::vector<std::string>& names) {
+  if (!parent || !code) return invalid_argument_error("link: no context or code");
+  if (&parent->backend() != this) {
+    return invalid_argument_error("link: context '" + parent->label() + "' belongs to another backend");
+  }
+  if (!code->shared() && code->compiled_by_ != this) {
+    return invalid_argument_error(
+        "link: the code was compiled for another backend without `shared`; compile it with "
+        "CompileOptions::shared to link it on several devices");
+  }
+  const std::vector<std::string> held = code->routine_names();
+  for (const std::string& n : names) {
+    if (std::find(held.begin(), held.end(), n) == held.end()) {
+      return not_found_error("link: the code has no routine named '" + n + "'");
+    }
+  }
+  // Building may run a compiler: not under the scheduling mutex.
+  KILN_ASSIGN_OR_RETURN(hal::ExecutableRef executable, code->executable_for(device_));
+
+  std::lock_guard<std::mutex> lock(scheduling_mutex());
+  KILN_RETURN_IF_ERROR(parent->check_usable().annotate("link"));
+  std::string label = parent->label() + "/";
+  for (size_t i = 0; i < names.size(); ++i) label += (i ? "+" : "") + names[i];
+  ContextRef child(new Context(shared_from_this(), parent->stream(), parent->nodes(), parent, label));
+  std::erase_if(parent->children_, [](const std::weak_ptr<Context>& c) { return c.expired(); });
+  parent->children_.push_back(child);
+
+  LinkedBatch batch;
+  batch.context = child;
+  KILN_RETURN_IF_ERROR(code->kernels() ? add_kernel_routines(child, code, executable, names, batch.routines)
+                                       : add_compiled_routines(child, code, executable, names, batch.routines));
+  // In the order the caller named them (`names` are distinct: the code holds each routine once).
+  std::vector<RoutineRef> ordered;
+  for (const std::string& n : names) {
+    auto it = std::find_if(batch.routines.begin(), batch.routines.end(),
+                           [&](const RoutineRef& r) { return r->name() == n; });
+    if (it != batch.routines.end()) ordered.push_back(*it);
+  }
+  batch.routines = std::move(ordered);
+  return batch;
+}
+
+Status Backend::ensure_array(const ContextRef& child, const ir::TensorNode& n) {
+  const std::string where = "node '" + n.name + "'";
+  Result<std::shared_ptr<DeviceArray>> found = child->find_array(n.name);
+  if (found.ok()) {
+    if (!same_shape((*found)->desc, n)) {
+      return invalid_argument_error(where + " is " + shape_text(n.dtype, n.dims) + " in the code but " +
+                                    shape_text((*found)->desc.dtype, (*found)->desc.dims) +
+                                    " in the context");
+    }
+    return Status();
+  }
+  const std::shared_ptr<NodeTable>& table = child->nodes();
+  std::shared_ptr<Node> node;
+  NodeDesc desc;
+  if (Result<std::shared_ptr<Node>> in_table = table->find(n.name); in_table.ok()) {
+    node = *in_table;
+    desc = node->desc();
+    if (!same_shape(desc, n)) {
+      return invalid_argument_error(where + " is " + shape_text(n.dtype, n.dims) +
+                                    " in the code but " + shape_text(desc.dtype, desc.dims) +
+                                    " in the node table");
+    }
+  } else {
+    // Internal to the compiled code (a snapshot): a private array, zero-filled.
+    desc.name = n.name;
+    desc.dtype = n.dtype;
+    desc.dims = n.dims;
+    desc.bytes = static_cast<size_t>(n.byte_size());
+  }
+  const std::pair<const NodeTable*, std::string> key{table.get(), n.name};
+  if (node && desc.sharing == Sharing::kShared) {
+    auto it = shared_arrays_.find(key);
+    if (it != shared_arrays_.end() && it->second.table.lock() == table) {
+      if (std::shared_ptr<DeviceArray> shared = it->second.array.lock()) {
+        child->arrays_.emplace(n.name, shared);
+        return Status();
+      }
+    }
+  }
+  Stream& stream = *child->stream();
+  Result<hal::BufferRef> buffer = device_->allocator().allocate({}, std::max<size_t>(desc.bytes, 1));
+  if (!buffer.ok()) return buffer.status().annotate(where);
+  auto array = std::make_shared<DeviceArray>(desc, node, *buffer, child->stream());
+  if (node) {
+    std::erase_if(node->arrays, [](const std::weak_ptr<DeviceArray>& a) { return a.expired(); });
+    node->arrays.push_back(array);
+    if (desc.sharing == Sharing::kShared) shared_arrays_[key] = {table, array};
+    KILN_RETURN_IF_ERROR(upload_locked(stream, *array).status().annotate(where));
+  } else {
+    const ArrayAccess access{array.get(), false, true};
+    const uint8_t zero = 0;
+    KILN_RETURN_IF_ERROR(schedule(stream, {&access, 1}, {}, {"zero " + n.name, "transfer"},
+                                  [&](const hal::SemaphoreList& w, const hal::SemaphoreList& s) {
+                                    return stream.queue()->fill(w, s, array->buffer, 0, desc.bytes, &zero, 1);
+                                  }).status().annotate(where));
+  }
+  child->arrays_.emplace(n.name, std::move(array));
+  return Status();
+}
+
+Status Backend::add_compiled_routines(const ContextRef& child, const CodeRef& code,
+                                      const hal::ExecutableRef& executable,
+                                      const std::vector<std::string>& names, std::vector<RoutineRef>& out) {
+  const ir::Program& program = code->lowered().program;
+  auto ensure = [&](int id) { return ensure_array(child, program.nodes[id]).annotate("link"); };
+
+  // Which hidden node is the merge copy of which node.
+  std::map<int, std::string> merge_of;
+  for (const ir::TensorNode& n : program.nodes) {
+    const int m = ir::merge_node_of(code->lowered(), n.id);
+    if (m >= 0) merge_of[m] = n.name;
+  }
+
+  const uint32_t max_workgroups = 4 * std::max(1u, device_->info().capabilities.compute_units);
+  uint32_t ordinal = 0;
+  for (const ir::LoweredRoutine& lr : code->lowered().routines) {
+    const bool wanted = std::find(names.begin(), names.end(), lr.name) != names.end();
+    if (!wanted) {
+      ordinal += static_cast<uint32_t>(lr.kernels.size());
+      continue;
+    }
+    std::shared_ptr<Routine> routine(new Routine(lr.name, child, code, executable));
+    std::set<std::string> reads, writes;
+    for (const ir::Kernel& k : lr.kernels) {
+      Routine::Dispatch d;
+      d.export_ordinal = ordinal++;
+      d.workgroups[0] = options_.max_workgroups
+                            ? static_cast<uint32_t>(std::min<int64_t>(codegen::max_workgroups(k), options_.max_workgroups))
+                            : codegen::workgroups_for_size(k, max_workgroups);
+      const ir::NodeAccess access = ir::node_access(k);
+      for (size_t b = 0; b < k.nodes.size(); ++b) {
+        const int id = k.nodes[b];
+        const std::string& name = program.nodes[id].name;
+        d.bindings.push_back(name);
+        if (auto m = merge_of.find(id); m != merge_of.end()) {
+          d.merge_binding = static_cast<int>(b);
+          routine->merge_node_ = m->second;
+          routine->merge_bytes_ = static_cast<size_t>(program.nodes[id].byte_size());
+          continue;
+        }
+        KILN_RETURN_IF_ERROR(ensure(id));
+        if (std::binary_search(access.read.begin(), access.read.end(), id)) reads.insert(name);
+        if (std::binary_search(access.written.begin(), access.written.end(), id)) writes.insert(name);
+      }
+      routine->dispatches_.push_back(std::move(d));
+    }
+    routine->lowered_ = &lr;
+    Result<std::vector<std::shared_ptr<const ral::BoundCall>>> calls = bind_routine_calls(lr, program, *device_);
+    if (!calls.ok()) return calls.status().annotate("link");
+    routine->calls_ = std::move(*calls);
+    if (calls_are_kernels(device_->info())) {
+      const size_t index = static_cast<size_t>(&lr - code->lowered().routines.data());
+      routine->first_call_ordinal_ = call_export_ordinal(code->lowered(), index, 0);
+    }
+    for (const auto& call : routine->calls_) {
+      const std::vector<int>& tensors = call->tensors();
+      for (size_t t = 0; t < tensors.size(); ++t) {
+        KILN_RETURN_IF_ERROR(ensure(tensors[t]));
+        const std::string& name = program.nodes[tensors[t]].name;
+        if (call->is_output(t)) writes.insert(name);
+        if (!call->is_output(t) || call->reads_outputs()) reads.insert(name);
+      }
+    }
+    routine->reads_.assign(reads.begin(), reads.end());
+    routine->writes_.assign(writes.begin(), writes.end());
+    out.push_back(std::move(routine));
+  }
+  return Status();
+}
+
+Status Backend::add_kernel_routines(const ContextRef& child, const CodeRef& code,
+                                    const hal::ExecutableRef& executable,
+                                    const std::vector<std::string>& names, std::vector<RoutineRef>& out) {
+  const ir::Program& program = code->lowered().program;
+  for (const KernelRoutine& kr : code->kernels()->routines) {
+    if (std::find(names.begin(), names.end(), kr.name) == names.end()) continue;
+    std::shared_ptr<Routine> routine(new Routine(kr.name, child, code, executable));
+    std::set<std::string> reads, writes;
+    for (const KernelDispatch& kd : kr.dispatches) {
+      const std::string where = "link: routine '" + kr.name + "', kernel '" + kd.kernel + "'";
+      Result<uint32_t> ordinal = executable->lookup_export(kd.kernel);
+      if (!ordinal.ok()) return ordinal.status().annotate(where);
+      Routine::Dispatch d;
+      d.export_ordinal = *ordinal;
+      d.workgroups = kd.workgroups;
+      d.constants = kd.constants;
+      for (const KernelBinding& b : kd.bindings) {
+        // check_kernel_set found every node in the program; the context's table may still lack
+        // one (a table of another program), and then there is no host copy to start it from.
+        const ir::TensorNode* n = program.find_node(b.node);
+        if (!n) return internal_error(where + ": node '" + b.node + "' is not in the code's program");
+        Result<std::shared_ptr<Node>> node = child->nodes()->find(b.node);
+        if (!node.ok()) return node.status().annotate(where);
+        const bool writes_node = b.access != KernelAccess::kRead;
+        if (writes_node && (*node)->desc().hosted == HostedKind::kConstant) {
+          return invalid_argument_error(where + " writes node '" + b.node +
+                                        "', which the node table holds as constant (never written on devices)");
+        }
+        KILN_RETURN_IF_ERROR(ensure_array(child, *n).annotate(where));
+        d.bindings.push_back(b.node);
+        if (b.access != KernelAccess::kWrite) reads.insert(b.node);
+        if (writes_node) writes.insert(b.node);
+      }
+      routine->dispatches_.push_back(std::move(d));
+    }
+    routine->reads_.assign(reads.begin(), reads.end());
+    routine->writes_.assign(writes.begin(), writes.end());
+    out.push_back(std::move(routine));
+  }
+  return Status();
+}
+
+}  // namespace kiln::runtime
