@@ -3,6 +3,9 @@
 #include <benchmark/benchmark.h>
 #include <time.h>
 
+#include <span>
+#include <vector>
+
 #include "bench_common.h"
 #include "kiln/lang/parser.h"
 #include "kiln/runtime/backend.h"
@@ -64,6 +67,32 @@ void BM_RoutineWithNodeSync(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_RoutineWithNodeSync)->UseRealTime();
+
+// A tiny routine called the way kiln's Python package calls it (CompiledProgram.__call__): write
+// the input's host copy, run, await, read the output back. bench/python_call_overhead.py times
+// the same call from Python and subtracts this: the cost of the Python layer per call.
+void BM_TinyRoutineFromCpp(benchmark::State& state) {
+  auto backend = check(runtime::Backend::create(make_cpu_device()), "backend");
+  runtime::StreamRef stream = check(backend->new_stream(), "stream");
+  ir::Program program = check(
+      lang::parse_program("input x : f32[4]\noutput y : f32[4]\ny[i] = x[i] * 2 + 1\n", "tiny.kiln"), "parse");
+  auto nodes = check(runtime::NodeTable::create(program), "nodes");
+  runtime::Linked linked = check(
+      backend->link(check(backend->make_context(stream, nodes), "context"),
+                    check(backend->compile(program, "main"), "compile"), "main"),
+      "link");
+  runtime::Tensor x = check(nodes->tensor("x"), "x");
+  runtime::Tensor y = check(nodes->tensor("y"), "y");
+  std::vector<float> in = {1, 2, 3, 4}, out(4);
+  for (auto _ : state) {
+    check(x.write(std::as_bytes(std::span<const float>(in))), "write");
+    check(linked.routine->run(), "run");
+    check(stream->await(), "await");
+    check(y.read(std::as_writable_bytes(std::span<float>(out))), "read");
+  }
+  if (out[3] != 9) state.SkipWithError("wrong result");
+}
+BENCHMARK(BM_TinyRoutineFromCpp)->UseRealTime();
 
 // The submitting thread's CPU time per Routine::run in a burst of 1000 (then one await): what a
 // run costs the host, without the hand-offs to the queue's thread; compare BM_SubmitBurst of

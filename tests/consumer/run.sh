@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs the kiln built in BUILD_DIR into a fresh prefix under WORK_DIR, then builds and runs two
 # out-of-tree consumers against it: tests/consumer/cpp with find_package(kiln CONFIG REQUIRED),
-# and tests/consumer/c with pkg-config. Usage: run.sh SOURCE_DIR BUILD_DIR WORK_DIR
+# (linked to libkiln.so and to libkiln.a), and tests/consumer/c with pkg-config. Usage: run.sh SOURCE_DIR BUILD_DIR WORK_DIR
 set -eu
 source_dir=$1
 build_dir=$2
@@ -15,6 +15,7 @@ cmake -S "$source_dir/tests/consumer/cpp" -B "$work/cpp" -DCMAKE_PREFIX_PATH="$p
   -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/cpp" >/dev/null
 "$work/cpp/consumer"
+"$work/cpp/consumer_static"
 
 PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 export PKG_CONFIG_PATH

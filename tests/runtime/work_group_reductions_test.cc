@@ -72,7 +72,9 @@ class WorkGroupReductionsTest : public ::testing::Test {
     Result<std::string> source = opencl_source(*program);
     ASSERT_TRUE(source.ok()) << source.status();
     EXPECT_EQ(source->find("__local") != std::string::npos, shared) << *source;
-    if (shared) EXPECT_NE(source->find("barrier(CLK_LOCAL_MEM_FENCE)"), std::string::npos);
+    if (shared) {
+      EXPECT_NE(source->find("barrier(CLK_LOCAL_MEM_FENCE)"), std::string::npos);
+    }
     auto reference = outputs_on("interp", *program);
     ASSERT_TRUE(reference.ok()) << reference.status();
     auto one = outputs_on("opencl", *program, "1");
