@@ -61,7 +61,19 @@ std::vector<std::string> CompiledProgram::routines() const {
   return names;
 }
 
+void CompiledProgram::close() {
+  if (closed_) return;
+  closed_ = true;
+  Status status;
+  {
+    nb::gil_scoped_release no_gil;
+    status = stream_->await();
+  }
+  throw_if_error(status);
+}
+
 CompiledProgram::Entry& CompiledProgram::entry(const std::string& name) {
+  if (closed_) throw Error("FAILED_PRECONDITION: the compiled program on '" + device_ + "' is closed");
   auto it = entries_.find(name);
   if (it == entries_.end()) {
     std::vector<std::string> known;
@@ -77,6 +89,7 @@ void CompiledProgram::refresh_view(const std::string& name) {
 }
 
 nb::dict CompiledProgram::run(const std::string& routine, nb::kwargs inputs) {
+  if (closed_) throw Error("FAILED_PRECONDITION: the compiled program on '" + device_ + "' is closed");
   auto it = routines_.find(routine);
   if (it == routines_.end()) {
     throw nb::value_error(("no routine '" + routine + "' in the program (routines: " + joined(routines()) + ")").c_str());

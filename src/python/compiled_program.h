@@ -36,6 +36,8 @@ class CompiledProgram : public std::enable_shared_from_this<CompiledProgram> {
   nanobind::object get(const std::string& name);
   // The tensor on the device: a zero-copy view where the device's memory is host memory.
   Tensor tensor(const std::string& name);
+  // Waits for the stream; later calls raise kiln.Error. Views handed out stay valid.
+  void close();
 
  private:
   struct Entry {
@@ -43,7 +45,7 @@ class CompiledProgram : public std::enable_shared_from_this<CompiledProgram> {
     ir::Role role;
     bool viewed = false;  // tensor() handed out a view of its array
   };
-  Entry& entry(const std::string& name);
+  Entry& entry(const std::string& name);  // also refuses a closed program
   // Brings a viewed tensor's array and the views up to date with each other.
   void refresh_view(const std::string& name);
 
@@ -55,6 +57,7 @@ class CompiledProgram : public std::enable_shared_from_this<CompiledProgram> {
   std::map<std::string, runtime::RoutineRef, std::less<>> routines_;
   std::map<std::string, std::vector<std::string>, std::less<>> outputs_;  // per routine
   std::map<std::string, Entry, std::less<>> entries_;
+  bool closed_ = false;  // under the GIL
 };
 
 }  // namespace kiln::python

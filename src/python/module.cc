@@ -122,6 +122,10 @@ NB_MODULE(_kiln, m) {
       .def("tensor", &CompiledProgram::tensor, "name"_a,
            "The tensor on the device as a kiln.Tensor: a zero-copy view where the device's memory "
            "is host memory (cpu, interp).")
+      .def("close", &CompiledProgram::close,
+           "Waits for the program's work; later calls raise kiln.Error. Views handed out stay valid.")
+      .def("__enter__", [](nb::handle self) { return nb::borrow(self); })
+      .def("__exit__", [](CompiledProgram& c, nb::args) { c.close(); })
       .def_prop_ro("routines", &CompiledProgram::routines)
       .def_prop_ro("device", &CompiledProgram::device);
 

@@ -2,6 +2,7 @@
 // copies, compiled code, contexts, routines, transfers and stream timelines. Each handle keeps
 // the backend it belongs to alive (the runtime's contexts only point at theirs), so Python may
 // drop them in any order.
+#include <atomic>
 #include <map>
 #include <optional>
 
@@ -24,14 +25,26 @@ using namespace nb::literals;
 namespace kiln::python {
 namespace {
 
-using BackendRef = std::shared_ptr<runtime::Backend>;
+// What every handle of one backend shares: the runtime object and whether Backend.close() was
+// called. Closing waits for the streams and refuses later use through any handle; the runtime
+// objects go when the last handle does (contexts only point at their backend).
+struct BackendHandle {
+  std::shared_ptr<runtime::Backend> backend;
+  std::string device;
+  std::atomic<bool> closed{false};
+
+  runtime::Backend& live() const {
+    if (closed.load()) throw Error("FAILED_PRECONDITION: the backend on '" + device + "' is closed");
+    return *backend;
+  }
+};
+using BackendRef = std::shared_ptr<BackendHandle>;
 
 struct Tensors {
   std::shared_ptr<runtime::NodeTable> table;
 };
 struct Backend {
   BackendRef backend;
-  std::string device;
 };
 struct Semaphore {
   BackendRef backend;
@@ -87,6 +100,7 @@ runtime::MergeMode merge_mode(const std::string& mode) {
 }
 
 void check_same_backend(const BackendRef& a, const BackendRef& b, const char* what) {
+  a->live();
   if (a != b) throw nb::value_error((std::string(what) + " belongs to another backend").c_str());
 }
 
@@ -116,9 +130,10 @@ void bind_runtime(nb::module_& m) {
           }, "name"_a);
 
   nb::class_<Semaphore>(m, "Semaphore", "A timeline: a 64-bit value that only grows, or a failure.")
-      .def_prop_ro("value", [](const Semaphore& s) { return value_or_throw(s.semaphore->query()); },
+      .def_prop_ro("value", [](const Semaphore& s) { s.backend->live(); return value_or_throw(s.semaphore->query()); },
                    "The value reached so far; kiln.Error with the failure if it failed.")
       .def("wait", [](const Semaphore& s, uint64_t value, std::optional<double> timeout) {
+            s.backend->live();
             const Timeout t = timeout_of(timeout);
             blocking([&] { return s.semaphore->wait(value, t); });
           }, "value"_a, "timeout"_a = nb::none(),
@@ -129,6 +144,7 @@ void bind_runtime(nb::module_& m) {
       .def_prop_ro("timeline", [](const Stream& s) { return Semaphore{s.backend, s.stream->timeline()}; },
                    "The semaphore that each action on the stream advances when it completes.")
       .def("wait", [](const Stream& s, std::optional<double> timeout) {
+            s.backend->live();
             const Timeout t = timeout_of(timeout);
             blocking([&] { return s.stream->await(t); });
           }, "timeout"_a = nb::none(),
@@ -141,18 +157,24 @@ void bind_runtime(nb::module_& m) {
       .def_prop_ro("name", [](const Routine& r) { return r.routine->name(); })
       .def_prop_ro("reads", [](const Routine& r) { return r.routine->reads(); })
       .def_prop_ro("writes", [](const Routine& r) { return r.routine->writes(); })
-      .def("run", [](const Routine& r) { blocking([&] { return r.routine->run(); }); },
+      .def("run", [](const Routine& r) {
+            r.backend->live();
+            blocking([&] { return r.routine->run(); });
+          },
            "Schedules the routine and returns at once; a failure comes back from the next wait.")
       .def("run_in", [](const Routine& r, const Context& c) {
+            r.backend->live();
+            c.backend->live();
             blocking([&] { return r.routine->run_in(c.context); });
           }, "context"_a, "Schedules it on another context's stream with that context's arrays.");
 
   nb::class_<Context>(m, "Context", "Arrays of tensors on one stream, and the routines linked to them.")
       .def_prop_ro("stream", [](const Context& c) { return Stream{c.backend, c.context->stream()}; })
       .def("link", [](const Context& c, const Code& code) {
+            runtime::Backend& backend = c.backend->live();
             Context child{c.backend, nullptr, {}};
             blocking([&]() -> Status {
-              KILN_ASSIGN_OR_RETURN(runtime::LinkedBatch linked, c.backend->link_batch(c.context, code.code));
+              KILN_ASSIGN_OR_RETURN(runtime::LinkedBatch linked, backend.link_batch(c.context, code.code));
               child.context = std::move(linked.context);
               for (runtime::RoutineRef& r : linked.routines) child.routines[r->name()] = std::move(r);
               return Status();
@@ -171,22 +193,36 @@ void bind_runtime(nb::module_& m) {
       .def(nb::new_([](const std::string& device, uint32_t max_workgroups) {
              runtime::BackendOptions options;
              options.max_workgroups = max_workgroups;
-             Backend b{nullptr, device};
+             Backend b{std::make_shared<BackendHandle>()};
+             b.backend->device = device;
              blocking([&]() -> Status {
                KILN_ASSIGN_OR_RETURN(hal::DeviceRef d, drivers::builtin_registry().create_device(device));
-               KILN_ASSIGN_OR_RETURN(b.backend, runtime::Backend::create(std::move(d), options));
+               KILN_ASSIGN_OR_RETURN(b.backend->backend, runtime::Backend::create(std::move(d), options));
                return Status();
              });
              return b;
            }), "device"_a = "cpu", "max_workgroups"_a = 0,
            "A backend on a device of kiln.devices(). max_workgroups: workgroups per kernel (0: chosen "
            "by size; 1: each stream is one core).")
-      .def_prop_ro("device", [](const Backend& b) { return b.device; })
-      .def("new_stream", [](const Backend& b) { return Stream{b.backend, value_or_throw(b.backend->new_stream())}; })
+      .def_prop_ro("device", [](const Backend& b) { return b.backend->device; })
+      .def("new_stream", [](const Backend& b) { return Stream{b.backend, value_or_throw(b.backend->live().new_stream())}; })
       .def("wait", [](const Backend& b, std::optional<double> timeout) {
+            runtime::Backend& backend = b.backend->live();
             const Timeout t = timeout_of(timeout);
-            blocking([&] { return b.backend->await(t); });
+            blocking([&] { return backend.await(t); });
           }, "timeout"_a = nb::none(), "Blocks until every stream is idle; raises the first failure.")
+      .def("close", [](const Backend& b) {
+            if (b.backend->closed.exchange(true)) return;
+            blocking([&] { return b.backend->backend->await(); });
+          },
+          "Waits for every stream, then refuses any later use of the backend and of its streams, "
+          "contexts and routines (kiln.Error). Raises the streams' failure, if any. Closing twice is "
+          "allowed; the memory goes with the last handle.")
+      .def("__enter__", [](const Backend& b) { return b; })
+      .def("__exit__", [](const Backend& b, nb::args) {
+            if (b.backend->closed.exchange(true)) return;
+            blocking([&] { return b.backend->backend->await(); });
+          })
       .def("compile", [](const Backend& b, const Program& p, std::optional<std::vector<std::string>> routines,
                          bool shared) {
             std::vector<std::string> names;
@@ -197,9 +233,10 @@ void bind_runtime(nb::module_& m) {
             }
             runtime::CompileOptions options;
             options.shared = shared;
+            runtime::Backend& backend = b.backend->live();
             Code code{b.backend, nullptr};
             blocking([&]() -> Status {
-              KILN_ASSIGN_OR_RETURN(code.code, b.backend->compile_batch(p.program, names, options));
+              KILN_ASSIGN_OR_RETURN(code.code, backend.compile_batch(p.program, names, options));
               return Status();
             });
             return code;
@@ -207,23 +244,27 @@ void bind_runtime(nb::module_& m) {
           "Compiles routines (all by default) for the device; shared code may be linked on other backends.")
       .def("context", [](const Backend& b, const Stream& s, const Tensors& t) {
             check_same_backend(b.backend, s.backend, "the stream");
-            return Context{b.backend, value_or_throw(b.backend->make_context(s.stream, t.table)), {}};
+            return Context{b.backend, value_or_throw(b.backend->live().make_context(s.stream, t.table)), {}};
           }, "stream"_a, "tensors"_a, "A root context on `stream` over the tensors' host copies.");
 
   m.def("device_to_device", [](const std::string& node, const Context& dst, const Context& src,
                                const std::string& merge) {
           const runtime::MergeMode mode = merge_mode(merge);
+          dst.backend->live();
+          src.backend->live();
           blocking([&] { return runtime::device_to_device(node, mode, dst.context, src.context).status(); });
         }, "node"_a, "dst"_a, "src"_a, "merge"_a = "no",
         "Schedules src's array of `node` into dst after src's last writer: merge=\"no\" into dst's own "
         "array, \"copy\" into dst's stream's merge buffer (read as node.merge), \"streaming\" to let "
         "dst read src's array directly (same device).");
   m.def("from_host", [](const Context& c, const std::string& node) {
+          c.backend->live();
           Result<bool> moved = false;
           blocking([&] { moved = runtime::from_host(c.context, node); return moved.status(); });
           return *moved;
         }, "context"_a, "node"_a, "Schedules the host copy's upload to the context's array; False if current.");
   m.def("to_host", [](const Context& c, const std::string& node) {
+          c.backend->live();
           Result<bool> moved = false;
           blocking([&] { moved = runtime::to_host(c.context, node); return moved.status(); });
           return *moved;

@@ -127,3 +127,14 @@ def test_runs_release_the_gil():
     # Holding the GIL for the runs would leave this thread a handful of switches at most.
     assert spins > 10000
     assert run(a=a, b=a)["c"][0, 0] == 384
+
+
+def test_closed_compiled_program():
+    x = np.ones((4, 10), np.float32)
+    with kiln.Program.from_text(AFFINE).compile() as run:
+        view = run.tensor("y").numpy()
+        run(x=x)
+    for call in (lambda: run(x=x), lambda: run.get("y"), lambda: run.set("w", x[0]), lambda: run.tensor("y")):
+        with pytest.raises(kiln.Error, match="closed"):
+            call()
+    np.testing.assert_array_equal(view, x + 1)  # a view outlives the program's closing

@@ -101,3 +101,19 @@ def test_every_public_name_is_documented():
             continue
         obj = getattr(kiln, name)
         assert obj.__doc__, name
+
+
+def test_closed_backend_refuses_every_handle():
+    backend, [(t0, c0), _] = two_streams("cpu")
+    routine = c0.routine("partial")
+    stream = c0.stream
+    t0.set("x", np.ones(8, np.float32))
+    routine.run()
+    with backend as same:
+        assert same is not None
+    backend.close()  # closing again is allowed
+    for call in (routine.run, stream.wait, backend.new_stream, backend.wait,
+                 lambda: kiln.device_to_device("s", c0, c0), lambda: stream.timeline.value):
+        with pytest.raises(kiln.Error, match="the backend on 'cpu' is closed"):
+            call()
+    assert t0.get("s") == 8  # the host copies stay readable: the work was waited for
