@@ -15,7 +15,7 @@
 
 #include "bench_common.h"
 #include "sgemm_baseline.h"
-#include "kiln/base/disk_cache.h"
+#include "base/disk_cache.h"
 #include "kiln/lang/parser.h"
 #include "kiln/loop/lower.h"
 #include "kiln/runtime/program_instance.h"

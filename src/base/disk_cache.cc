@@ -1,4 +1,4 @@
-#include "kiln/base/disk_cache.h"
+#include "disk_cache.h"
 
 #include <fcntl.h>
 #include <sys/random.h>
@@ -18,8 +18,8 @@
 #include "kiln/base/env.h"
 #include "kiln/base/file.h"
 #include "kiln/base/log.h"
-#include "kiln/base/sha256.h"
 #include "kiln/base/time.h"
+#include "sha256.h"  // beside this file: kiln_base is built without src/ on its include path
 
 namespace kiln {
 

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "kiln/base/disk_cache.h"
+#include "disk_cache.h"
 
 namespace kiln {
 

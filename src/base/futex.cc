@@ -1,4 +1,4 @@
-#include "kiln/base/futex.h"
+#include "futex.h"
 
 #include <linux/futex.h>
 #include <sched.h>

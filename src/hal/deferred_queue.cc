@@ -1,4 +1,4 @@
-#include "kiln/hal/deferred_queue.h"
+#include "hal/deferred_queue.h"
 
 #include <cstddef>
 #include <string>

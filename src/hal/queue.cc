@@ -2,17 +2,22 @@
 
 #include <string>
 
+#include "hal/deferred_queue.h"
+
 namespace kiln::hal {
 
 Queue::Queue(std::string name, const void* device_tag)
-    : deferred_([this](std::unique_ptr<Action> action) { issue(std::move(action)); }),
+    : deferred_(std::make_unique<DeferredQueue>(
+          [this](std::unique_ptr<Action> action) { issue(std::move(action)); })),
       name_(std::move(name)),
       device_tag_(device_tag) {}
 
 Queue::~Queue() = default;
 
+void Queue::defer(std::unique_ptr<Action> action) { deferred_->submit(std::move(action)); }
+
 void Queue::abort_pending() {
-  deferred_.abort_all(cancelled_error("queue '" + name_ + "' destroyed while the action waited"));
+  deferred_->abort_all(cancelled_error("queue '" + name_ + "' destroyed while the action waited"));
 }
 
 static Status check_semaphores(const SemaphoreList& list, const char* which) {

@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <string>
 
-#include "kiln/base/futex.h"
+#include "base/futex.h"
 
 namespace kiln::hal {
 

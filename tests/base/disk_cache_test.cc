@@ -1,4 +1,4 @@
-#include "kiln/base/disk_cache.h"
+#include "base/disk_cache.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "kiln/base/sha256.h"
+#include "base/sha256.h"
 
 namespace kiln {
 namespace {

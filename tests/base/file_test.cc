@@ -13,8 +13,8 @@
 #include <filesystem>
 #include <string>
 
+#include "base/disk_cache.h"
 #include "base/fifo_reader.h"
-#include "kiln/base/disk_cache.h"
 
 namespace kiln {
 namespace {

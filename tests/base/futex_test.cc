@@ -1,4 +1,4 @@
-#include "kiln/base/futex.h"
+#include "base/futex.h"
 
 #include <gtest/gtest.h>
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "base/process.h"
 #include "codegen/kernels.h"
-#include "kiln/base/process.h"
 #include "kiln/codegen/c_emitter.h"
 
 namespace kiln::codegen_test {

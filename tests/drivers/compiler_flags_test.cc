@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/process.h"
 #include "drivers/cpu/cpu_compiler.h"
-#include "kiln/base/process.h"
 #include "runtime/e2e_util.h"
 
 #ifndef KILN_SOURCE_DIR

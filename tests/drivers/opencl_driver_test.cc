@@ -14,8 +14,8 @@
 #include "drivers/opencl/cl_device.h"
 #include "common/scoped_env.h"
 #include "common/temp_dir.h"
-#include "kiln/base/disk_cache.h"
-#include "kiln/base/process.h"
+#include "base/disk_cache.h"
+#include "base/process.h"
 #include "kiln/drivers/drivers.h"
 
 namespace kiln {

@@ -14,8 +14,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/disk_cache.h"
 #include "fuzz_check.h"
-#include "kiln/base/disk_cache.h"
 
 using kiln::fuzz::check;
 

@@ -1,6 +1,6 @@
 // The device-independent DeferredQueue every driver reuses: hand-over when waits are met, on
 // which thread, no head-of-line blocking, failure propagation and abort. Not parameterized.
-#include "kiln/hal/deferred_queue.h"
+#include "hal/deferred_queue.h"
 
 #include <atomic>
 #include <mutex>

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "base/process.h"
 #include "common/temp_dir.h"
-#include "kiln/base/process.h"
 #include "kiln/codegen/call_kernel.h"
 #include "kiln/kernel_abi.h"
 #include "kiln/lang/parser.h"

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "base/process.h"
 #include "common/temp_dir.h"
-#include "kiln/base/process.h"
 #include "kiln/ral/execution_context.h"
 
 #ifndef KILN_SOURCE_DIR

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/base/disk_cache.h"
+#include "base/disk_cache.h"
 #include "kiln/lang/parser.h"
 #include "runtime/e2e_util.h"
 

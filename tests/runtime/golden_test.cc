@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/base/disk_cache.h"
+#include "base/disk_cache.h"
 #include "kiln/base/env.h"
 #include "kiln/loop/loop.h"
 #include "kiln/loop/lower.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/base/disk_cache.h"
+#include "base/disk_cache.h"
 #include "kiln/drivers/drivers.h"
 #include "runtime/runtime_test_util.h"
 #include "trainer.h"

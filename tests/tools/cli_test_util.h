@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "base/disk_cache.h"
+#include "base/process.h"
 #include "common/temp_dir.h"
-#include "kiln/base/disk_cache.h"
-#include "kiln/base/process.h"
 #include "kiln/drivers/drivers.h"
 #include "tools/npy.h"
 

@@ -17,9 +17,10 @@
 #include <string>
 
 #include "kiln/hal/command_buffer.h"
-#include "kiln/hal/deferred_queue.h"
 
 namespace kiln::hal {
+
+class DeferredQueue;  // internal (src/hal/deferred_queue.h); drivers reach it through defer()
 
 class Queue {
  public:
@@ -64,18 +65,18 @@ class Queue {
   static void complete(const Action& action, const Status& status);
 
  protected:
-  // Takes a validated action. The default holds it in the deferred queue until its waits are
-  // met, then calls issue(); a driver with native waits may override it.
-  virtual void enqueue(std::unique_ptr<Action> action) { deferred_.submit(std::move(action)); }
+  // Takes a validated action. The default is defer(); a driver with native waits may override it.
+  virtual void enqueue(std::unique_ptr<Action> action) { defer(std::move(action)); }
+  // Holds the action in the deferred queue until its waits are met, then calls issue().
+  void defer(std::unique_ptr<Action> action);
   // Runs an action whose waits are met; must eventually call complete() (once).
   virtual void issue(std::unique_ptr<Action> action) = 0;
   // Drivers call this first in their destructor: fails pending actions with CANCELLED and waits
   // for in-flight hand-overs, so issue() is not called on a half-destroyed queue.
   void abort_pending();
 
-  DeferredQueue deferred_;
-
  private:
+  std::unique_ptr<DeferredQueue> deferred_;
   std::string name_;
   const void* device_tag_;
 };

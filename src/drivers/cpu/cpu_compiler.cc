@@ -12,11 +12,11 @@
 #include <sstream>
 #include <vector>
 
+#include "base/process.h"
+#include "base/sha256.h"
 #include "drivers/cpu/kernel_abi_text.h"
 #include "kiln/base/env.h"
 #include "kiln/base/log.h"
-#include "kiln/base/process.h"
-#include "kiln/base/sha256.h"
 
 namespace kiln::cpu {
 

@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "kiln/base/disk_cache.h"
+#include "base/disk_cache.h"
 #include "kiln/base/status.h"
 
 namespace kiln::cpu {

@@ -4,9 +4,9 @@
 #include <exception>
 #include <string>
 
+#include "base/futex.h"
 #include "drivers/cpu/cpu_allocator.h"
 #include "drivers/cpu/host_executable.h"
-#include "kiln/base/futex.h"
 #include "kiln/base/overloaded.h"
 #include "kiln/base/time.h"
 

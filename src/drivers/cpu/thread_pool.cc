@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <system_error>
 
-#include "kiln/base/futex.h"
+#include "base/futex.h"
 #include "kiln/base/time.h"
 
 namespace kiln::cpu {

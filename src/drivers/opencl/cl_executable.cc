@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <optional>
 
+#include "base/sha256.h"
 #include "drivers/opencl/cl_kernel_abi.h"
 #include "kiln/base/env.h"
 #include "kiln/base/log.h"
-#include "kiln/base/sha256.h"
 
 namespace kiln::opencl {
 

@@ -10,8 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/disk_cache.h"
 #include "drivers/opencl/cl_context.h"
-#include "kiln/base/disk_cache.h"
 #include "kiln/hal/executable.h"
 
 namespace kiln::opencl {

@@ -139,7 +139,7 @@ void ClQueue::finished() {
 
 void ClQueue::enqueue(std::unique_ptr<hal::Action> action) {
   if (std::holds_alternative<hal::HostCallCommand>(action->command)) {
-    deferred_.submit(std::move(action));
+    defer(std::move(action));
     return;
   }
   // A wait not reached yet is handed to the device when an action enqueued on this device will
@@ -168,7 +168,7 @@ void ClQueue::enqueue(std::unique_ptr<hal::Action> action) {
         api.ReleaseEvent(h.signaller.event);
         if (h.signaller.can_fail) h.signaller.ring->release(h.signaller.tag);
       }
-      deferred_.submit(std::move(action));
+      defer(std::move(action));
       return;
     }
     handed.push_back({wait, std::move(*signaller)});

@@ -17,8 +17,8 @@
 #include <mutex>
 #include <condition_variable>
 
+#include "hal/pool.h"
 #include "kiln/hal/command.h"
-#include "kiln/hal/pool.h"
 
 namespace kiln::hal {
 
