@@ -26,9 +26,10 @@ Backend::~Backend() {
   {
     std::lock_guard<std::mutex> lock(scheduling_mutex());
     for (const StreamRef& s : streams_) {
-      sources.push_back(std::move(s->state().merge_streaming_source));
-      s->state().merge_streaming_source.reset();
-      s->state().merge_node.clear();
+      StreamState& state = StreamInternals::state(*s);
+      sources.push_back(std::move(state.merge_streaming_source));
+      state.merge_streaming_source.reset();
+      state.merge_node.clear();
     }
   }
 }
@@ -39,7 +40,7 @@ Result<StreamRef> Backend::new_stream(std::string name) {
   const int ordinal = static_cast<int>(streams_.size());
   if (name.empty()) name = device_->info().name + "/s" + std::to_string(ordinal);
   auto stream = std::make_shared<Stream>(device_, std::move(queue), std::move(name), ordinal);
-  stream->state().trace = options_.trace;
+  StreamInternals::state(*stream).trace = options_.trace;
   streams_.push_back(stream);
   return stream;
 }

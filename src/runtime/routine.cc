@@ -81,7 +81,7 @@ Status Routine::run_in(const ContextRef& context) const {
   PreparedRun& prepared = *slot;
 
   // The merge buffer must hold what the routine reads as `x.merge`.
-  StreamState& state = stream.state();
+  StreamState& state = StreamInternals::state(stream);
   hal::BufferRef merge;
   std::shared_ptr<DeviceArray> streaming;
   if (!merge_node_.empty()) {

@@ -64,7 +64,7 @@ struct TraceSpan {
 Result<StreamPoint> schedule(Stream& stream, std::span<const ArrayAccess> accesses,
                              const hal::SemaphoreList& extra_waits, ActionLabel label,
                              const SubmitFn& submit) {
-  StreamState& state = stream.state();
+  StreamState& state = StreamInternals::state(stream);
   for (const ArrayAccess& a : accesses) {
     if (a.write && label.takes_ownership) KILN_RETURN_IF_ERROR(check_owner(*a.array, stream));
   }
@@ -132,7 +132,7 @@ Result<StreamPoint> schedule(Stream& stream, std::span<const ArrayAccess> access
 }
 
 void keep_alive_until(Stream& stream, const StreamPoint& point, std::shared_ptr<void> object) {
-  stream.state().keep_alive.emplace_back(point.at.value, std::move(object));
+  StreamInternals::state(stream).keep_alive.emplace_back(point.at.value, std::move(object));
 }
 
 }  // namespace kiln::runtime

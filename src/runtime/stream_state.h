@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "kiln/hal/buffer.h"
+#include "kiln/runtime/stream.h"
 #include "kiln/runtime/trace.h"
 
 namespace kiln::runtime {
@@ -27,6 +28,12 @@ struct StreamState {
   std::deque<std::pair<uint64_t, std::shared_ptr<void>>> keep_alive;
 
   std::shared_ptr<Trace> trace;  // set by the backend before anything is scheduled
+};
+
+// A stream's state is private to Stream, so that it is not part of the API; the runtime reaches
+// it through here.
+struct StreamInternals {
+  static StreamState& state(const Stream& stream) { return *stream.state_; }
 };
 
 }  // namespace kiln::runtime

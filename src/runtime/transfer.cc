@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kiln/runtime/backend.h"
+#include "runtime/context_internals.h"
 #include "runtime/stream_state.h"
 #include "runtime/transfer_internal.h"
 
@@ -62,8 +63,8 @@ Result<StreamPoint> download_locked(DeviceArray& array) {
 namespace {
 
 Result<std::shared_ptr<DeviceArray>> hosted_array(const ContextRef& context, std::string_view node) {
-  KILN_RETURN_IF_ERROR(context->check_usable());
-  KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceArray> array, context->find_array(node));
+  KILN_RETURN_IF_ERROR(ContextInternals::check_usable(*context));
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceArray> array, ContextInternals::find_array(*context, node));
   if (!array->node) {
     return invalid_argument_error("node '" + std::string(node) +
                                   "' is internal to compiled code and has no host copy");
@@ -104,7 +105,7 @@ Result<StreamPoint> copy_between(Stream& dst, DeviceArray& src, const hal::Buffe
 // The merge buffer of `stream`, at least `bytes` long. Growing replaces it; actions already
 // scheduled keep the old one alive through their commands.
 Result<hal::BufferRef> merge_buffer(Stream& stream, size_t bytes) {
-  StreamState& state = stream.state();
+  StreamState& state = StreamInternals::state(stream);
   if (!state.merge_buffer || state.merge_buffer->byte_length() < bytes) {
     Result<hal::BufferRef> buffer = stream.device()->allocator().allocate({}, bytes);
     if (!buffer.ok()) {
@@ -168,11 +169,11 @@ Result<HostView> host_view(const ContextRef& context, std::string_view node, Tim
 Result<bool> device_to_device(std::string_view node, MergeMode mode, const ContextRef& dst,
                               const ContextRef& src) {
   std::lock_guard<std::mutex> lock(scheduling_mutex());
-  KILN_RETURN_IF_ERROR(dst->check_usable());
-  KILN_RETURN_IF_ERROR(src->check_usable());
-  KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceArray> from, src->find_array(node));
+  KILN_RETURN_IF_ERROR(ContextInternals::check_usable(*dst));
+  KILN_RETURN_IF_ERROR(ContextInternals::check_usable(*src));
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceArray> from, ContextInternals::find_array(*src, node));
   Stream& stream = *dst->stream();
-  StreamState& state = stream.state();
+  StreamState& state = StreamInternals::state(stream);
   const std::string label = "device_to_device " + std::string(node);
   const bool same_device = from->buffer->device_tag() == stream.device()->tag();
 
@@ -182,7 +183,7 @@ Result<bool> device_to_device(std::string_view node, MergeMode mode, const Conte
     return true;
   }
   if (mode == MergeMode::kNo) {
-    KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceArray> to, dst->find_array(node));
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceArray> to, ContextInternals::find_array(*dst, node));
     if (to == from) return false;
     if (to->desc.bytes != from->desc.bytes) {
       return invalid_argument_error("node '" + std::string(node) + "' has " +

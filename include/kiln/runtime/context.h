@@ -40,14 +40,15 @@ class Context : public std::enable_shared_from_this<Context> {
   // Whether this context or an ancestor has an array for the node.
   bool has_array(std::string_view node) const;
 
-  // For the runtime's own use, under the scheduling mutex. FAILED_PRECONDITION when this
-  // context or an ancestor was finalized; NOT_FOUND when no context of the tree has the node.
-  Result<std::shared_ptr<DeviceArray>> find_array(std::string_view node) const;
-  Status check_usable() const;
-
  private:
   friend class Backend;
   friend class Routine;
+  friend struct ContextInternals;  // the rest of the runtime (src/runtime/context_internals.h)
+  // Under the scheduling mutex. FAILED_PRECONDITION when this context or an ancestor was
+  // finalized; NOT_FOUND when no context of the tree has the node.
+  Result<std::shared_ptr<DeviceArray>> find_array(std::string_view node) const;
+  Status check_usable() const;
+
   Context(std::shared_ptr<Backend> backend, StreamRef stream, std::shared_ptr<NodeTable> nodes,
           std::shared_ptr<Context> parent, std::string label);
 

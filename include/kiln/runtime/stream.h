@@ -20,7 +20,8 @@
 namespace kiln::runtime {
 
 class Stream;
-struct StreamState;  // the runtime's bookkeeping (src/runtime/stream_state.h)
+struct StreamState;      // the runtime's bookkeeping (src/runtime/stream_state.h)
+struct StreamInternals;  // how the runtime reaches it (same header)
 
 // A point on a stream's timeline: done once the stream's semaphore reaches `at.value`.
 struct StreamPoint {
@@ -46,10 +47,8 @@ class Stream {
   Status await(Timeout timeout = Timeout::infinite()) const;
   bool is_idle() const;
 
-  // For the runtime's own use.
-  StreamState& state() const { return *state_; }
-
  private:
+  friend struct StreamInternals;
   hal::DeviceRef device_;
   hal::QueueRef queue_;
   std::shared_ptr<hal::Semaphore> timeline_;
