@@ -100,9 +100,9 @@ int main() {
   Result<runtime::Linked> finish = kiln.link(scanned->context, *code, "finish");
   if (!finish.ok()) return fail(finish.status());
 
-  Result<runtime::Tensor> x = (*nodes)->tensor("x");
-  Result<runtime::Tensor> cum = (*nodes)->tensor("cum");
-  Result<runtime::Tensor> total = (*nodes)->tensor("total");
+  Result<runtime::HostTensor> x = (*nodes)->tensor("x");
+  Result<runtime::HostTensor> cum = (*nodes)->tensor("cum");
+  Result<runtime::HostTensor> total = (*nodes)->tensor("total");
   if (!x.ok() || !cum.ok() || !total.ok()) return fail(!x.ok() ? x.status() : !cum.ok() ? cum.status() : total.status());
   int mismatches = 0;
   for (int step = 0; step < 3; ++step) {

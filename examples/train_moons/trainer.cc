@@ -25,12 +25,12 @@ struct Shard {
 };
 
 Result<std::vector<float>> read_floats(runtime::NodeTable& nodes, const std::string& name) {
-  KILN_ASSIGN_OR_RETURN(runtime::Tensor tensor, nodes.tensor(name));
+  KILN_ASSIGN_OR_RETURN(runtime::HostTensor tensor, nodes.tensor(name));
   return tensor.read_as<float>();
 }
 
 Status write_floats(runtime::NodeTable& nodes, const std::string& name, const float* data, size_t count) {
-  KILN_ASSIGN_OR_RETURN(runtime::Tensor tensor, nodes.tensor(name));
+  KILN_ASSIGN_OR_RETURN(runtime::HostTensor tensor, nodes.tensor(name));
   return tensor.write(std::as_bytes(std::span<const float>(data, count)));
 }
 

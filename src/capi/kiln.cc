@@ -116,12 +116,12 @@ Result<ir::DType> to_dtype(kiln_dtype dtype) {
 }
 
 // Tensor `name` of `tensors`, once dtype, dims and bytes are checked against it.
-Result<runtime::Tensor> checked_tensor(kiln_tensors* tensors, const char* name, kiln_dtype dtype,
+Result<runtime::HostTensor> checked_tensor(kiln_tensors* tensors, const char* name, kiln_dtype dtype,
                                        const int64_t* dims, size_t rank, const void* data,
                                        size_t bytes) {
   if (!tensors) return invalid_argument_error("tensors is NULL");
   if (!name) return invalid_argument_error("tensor name is NULL");
-  KILN_ASSIGN_OR_RETURN(runtime::Tensor tensor, tensors->table->tensor(name));
+  KILN_ASSIGN_OR_RETURN(runtime::HostTensor tensor, tensors->table->tensor(name));
   const runtime::NodeDesc& desc = tensor.desc();
   const std::string expected = type_text(desc.dtype, desc.dims.data(), desc.dims.size());
   if (rank > 0 && !dims) return invalid_argument_error("tensor '" + desc.name + "': dims is NULL");
@@ -262,7 +262,7 @@ kiln_status kiln_tensor_shape(kiln_tensors* tensors, const char* name, kiln_dtyp
     if (!name) return invalid_argument_error("tensor name is NULL");
     if (!rank) return invalid_argument_error("rank is NULL");
     if (capacity > 0 && !dims) return invalid_argument_error("dims is NULL but capacity is " + std::to_string(capacity));
-    KILN_ASSIGN_OR_RETURN(runtime::Tensor tensor, tensors->table->tensor(name));
+    KILN_ASSIGN_OR_RETURN(runtime::HostTensor tensor, tensors->table->tensor(name));
     const runtime::NodeDesc& desc = tensor.desc();
     if (dtype) *dtype = static_cast<kiln_dtype>(desc.dtype);
     *rank = desc.dims.size();
@@ -274,7 +274,7 @@ kiln_status kiln_tensor_shape(kiln_tensors* tensors, const char* name, kiln_dtyp
 kiln_status kiln_tensor_write(kiln_tensors* tensors, const char* name, kiln_dtype dtype,
                               const int64_t* dims, size_t rank, const void* data, size_t bytes) {
   return guarded("kiln_tensor_write", [&]() -> Status {
-    KILN_ASSIGN_OR_RETURN(runtime::Tensor tensor,
+    KILN_ASSIGN_OR_RETURN(runtime::HostTensor tensor,
                           checked_tensor(tensors, name, dtype, dims, rank, data, bytes));
     return tensor.write({static_cast<const std::byte*>(data), bytes});
   });
@@ -283,7 +283,7 @@ kiln_status kiln_tensor_write(kiln_tensors* tensors, const char* name, kiln_dtyp
 kiln_status kiln_tensor_read(kiln_tensors* tensors, const char* name, kiln_dtype dtype,
                              const int64_t* dims, size_t rank, void* data, size_t bytes) {
   return guarded("kiln_tensor_read", [&]() -> Status {
-    KILN_ASSIGN_OR_RETURN(runtime::Tensor tensor,
+    KILN_ASSIGN_OR_RETURN(runtime::HostTensor tensor,
                           checked_tensor(tensors, name, dtype, dims, rank, data, bytes));
     return tensor.read({static_cast<std::byte*>(data), bytes});
   });

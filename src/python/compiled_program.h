@@ -41,7 +41,7 @@ class CompiledProgram : public std::enable_shared_from_this<CompiledProgram> {
 
  private:
   struct Entry {
-    runtime::Tensor tensor;
+    runtime::HostTensor tensor;
     ir::Role role;
     bool viewed = false;  // tensor() handed out a view of its array
   };

@@ -86,8 +86,8 @@ void blocking(Wait&& wait) {
   throw_if_error(status);
 }
 
-runtime::Tensor tensor_of(const Tensors& t, const std::string& name) {
-  Result<runtime::Tensor> tensor = t.table->tensor(name);
+runtime::HostTensor tensor_of(const Tensors& t, const std::string& name) {
+  Result<runtime::HostTensor> tensor = t.table->tensor(name);
   if (!tensor.ok()) throw nb::value_error(tensor.status().message().c_str());
   return *tensor;
 }
@@ -117,12 +117,12 @@ void bind_runtime(nb::module_& m) {
            }), "program"_a, "seed"_a = 0)
       .def_prop_ro("names", [](const Tensors& t) { return t.table->names(); })
       .def("set", [](const Tensors& t, const std::string& name, nb::handle value) {
-            runtime::Tensor tensor = tensor_of(t, name);
+            runtime::HostTensor tensor = tensor_of(t, name);
             InputBytes bytes(tensor.desc(), value);
             throw_if_error(tensor.write(bytes.bytes()));
           }, "name"_a, "value"_a)
       .def("get", [](const Tensors& t, const std::string& name) {
-            runtime::Tensor tensor = tensor_of(t, name);
+            runtime::HostTensor tensor = tensor_of(t, name);
             void* data = nullptr;
             nb::object array = new_numpy(tensor.desc().dtype, tensor.desc().dims, &data);
             blocking([&] { return tensor.read({static_cast<std::byte*>(data), tensor.desc().bytes}); });

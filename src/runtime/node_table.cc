@@ -67,9 +67,9 @@ Result<std::shared_ptr<Node>> NodeTable::find(std::string_view name) const {
   return it->second;
 }
 
-Result<Tensor> NodeTable::tensor(std::string_view name) {
+Result<HostTensor> NodeTable::tensor(std::string_view name) {
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<Node> node, find(name));
-  return Tensor(shared_from_this(), std::move(node));
+  return HostTensor(shared_from_this(), std::move(node));
 }
 
 std::vector<std::string> NodeTable::names() const {
@@ -117,7 +117,7 @@ void NodeTable::set_automatic_transfers(bool on) { automatic_ = on; }
 
 bool NodeTable::automatic_transfers() const { return automatic_; }
 
-Status Tensor::read(std::span<std::byte> out, Timeout timeout) const {
+Status HostTensor::read(std::span<std::byte> out, Timeout timeout) const {
   if (out.size() != desc().bytes) {
     return invalid_argument_error("node '" + desc().name + "' holds " + std::to_string(desc().bytes) +
                                   " bytes, asked for " + std::to_string(out.size()));
@@ -147,7 +147,7 @@ Status Tensor::read(std::span<std::byte> out, Timeout timeout) const {
   return Status();
 }
 
-Status Tensor::write(std::span<const std::byte> data) const {
+Status HostTensor::write(std::span<const std::byte> data) const {
   if (data.size() != desc().bytes) {
     return invalid_argument_error("node '" + desc().name + "' holds " + std::to_string(desc().bytes) +
                                   " bytes, got " + std::to_string(data.size()));

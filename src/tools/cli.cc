@@ -342,7 +342,7 @@ int command_run(const Options& o) {
     if (copies.front().context->has_array(node.name)) {
       KILN_RETURN_IF_ERROR(runtime::to_host(copies.front().context, node.name).status());
     }
-    KILN_ASSIGN_OR_RETURN(runtime::Tensor tensor, (*nodes)->tensor(node.name));
+    KILN_ASSIGN_OR_RETURN(runtime::HostTensor tensor, (*nodes)->tensor(node.name));
     return tensor.read(std::as_writable_bytes(std::span(bytes->data(), bytes->size())));
   };
   for (const auto& [name, file] : o.outputs) {

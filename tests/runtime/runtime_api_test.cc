@@ -300,8 +300,8 @@ TEST_F(RuntimeApiTest, NodeModesAreCheckedAndFixedOnceLinked) {
 }
 
 TEST_F(RuntimeApiTest, TensorSizesMustMatch) {
-  KILN_ASSERT_OK_AND_ASSIGN(runtime::Tensor y, nodes_->tensor("y"));
-  KILN_ASSERT_OK_AND_ASSIGN(runtime::Tensor s, nodes_->tensor("s"));
+  KILN_ASSERT_OK_AND_ASSIGN(runtime::HostTensor y, nodes_->tensor("y"));
+  KILN_ASSERT_OK_AND_ASSIGN(runtime::HostTensor s, nodes_->tensor("s"));
   EXPECT_EQ(y.desc().name, "y");
   std::vector<std::byte> small(31), large(33), exact(32);
   EXPECT_TRUE(has_error(y.read(small), StatusCode::kInvalidArgument, {"'y'", "32", "31"}));

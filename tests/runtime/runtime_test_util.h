@@ -84,13 +84,13 @@ inline Result<hal::DeviceRef> cpu_device(hal::DeviceOptions options = {}) {
 }
 
 inline Result<std::vector<float>> read_floats(runtime::NodeTable& nodes, const std::string& name) {
-  KILN_ASSIGN_OR_RETURN(runtime::Tensor tensor, nodes.tensor(name));
+  KILN_ASSIGN_OR_RETURN(runtime::HostTensor tensor, nodes.tensor(name));
   return tensor.read_as<float>(wait_limit());
 }
 
 inline Status write_floats(runtime::NodeTable& nodes, const std::string& name,
                            const std::vector<float>& values) {
-  KILN_ASSIGN_OR_RETURN(runtime::Tensor tensor, nodes.tensor(name));
+  KILN_ASSIGN_OR_RETURN(runtime::HostTensor tensor, nodes.tensor(name));
   return tensor.write_from(values);
 }
 

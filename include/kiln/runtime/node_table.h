@@ -10,7 +10,7 @@
 //    does) or zeros;
 //  - modes can be changed only before the node has a device array (FAILED_PRECONDITION after),
 //    and inconsistent ones are refused (INVALID_ARGUMENT saying why);
-//  - Tensor::read / Tensor::write are the automatic host transfers (see Tensor).
+//  - HostTensor::read / HostTensor::write are the automatic host transfers (see HostTensor).
 #pragma once
 
 #include <atomic>
@@ -60,7 +60,7 @@ struct NodeDesc {
 };
 
 // A node with its host copy. Beyond desc(), its members are the runtime's bookkeeping, guarded
-// by the scheduling mutex; use Tensor to read or write the host copy.
+// by the scheduling mutex; use HostTensor to read or write the host copy.
 class Node {
  public:
   // The host copy starts empty: NodeTable::create sizes it, where a failed allocation becomes a
@@ -96,7 +96,7 @@ std::string shape_text(ir::DType dtype, const std::vector<int64_t>& dims);
 //    or transfer that reads an array uploads the host copy first.
 // With automatic transfers switched off (NodeTable::set_automatic_transfers(false)), read() and
 // write() touch only the host copy and the caller moves data with to_host / from_host (kiln/runtime/transfer.h).
-class Tensor {
+class HostTensor {
  public:
   const NodeDesc& desc() const { return node_->desc(); }
   // `out` / `data` must hold exactly desc().bytes bytes (INVALID_ARGUMENT otherwise). read_as and
@@ -110,7 +110,7 @@ class Tensor {
 
  private:
   friend class NodeTable;
-  Tensor(std::shared_ptr<NodeTable> table, std::shared_ptr<Node> node)
+  HostTensor(std::shared_ptr<NodeTable> table, std::shared_ptr<Node> node)
       : table_(std::move(table)), node_(std::move(node)) {}
   std::shared_ptr<NodeTable> table_;
   std::shared_ptr<Node> node_;
@@ -127,7 +127,7 @@ class NodeTable : public std::enable_shared_from_this<NodeTable> {
   Result<std::shared_ptr<Node>> find(std::string_view name) const;
   // The seed of the initializers; routines' random calls are keyed by it too.
   uint64_t seed() const { return seed_; }
-  Result<Tensor> tensor(std::string_view name);
+  Result<HostTensor> tensor(std::string_view name);
   std::vector<std::string> names() const;
 
   // Refused once the node has a device array (FAILED_PRECONDITION). kConstant for a node that
@@ -135,12 +135,12 @@ class NodeTable : public std::enable_shared_from_this<NodeTable> {
   Status set_hosted_kind(std::string_view name, HostedKind kind);
   Status set_sharing(std::string_view name, Sharing sharing);
 
-  // On by default. Off: routines never upload stale arrays, Tensor::read never copies back.
+  // On by default. Off: routines never upload stale arrays, HostTensor::read never copies back.
   void set_automatic_transfers(bool on);
   bool automatic_transfers() const;
 
  private:
-  friend class Tensor;
+  friend class HostTensor;
   NodeTable() = default;
 
   std::map<std::string, std::shared_ptr<Node>, std::less<>> nodes_;
@@ -171,7 +171,7 @@ Status check_element_type(const NodeDesc& desc) {
 }  // namespace internal
 
 template <typename T>
-Result<std::vector<T>> Tensor::read_as(Timeout timeout) const {
+Result<std::vector<T>> HostTensor::read_as(Timeout timeout) const {
   KILN_RETURN_IF_ERROR(internal::check_element_type<T>(desc()));
   std::vector<T> values(desc().bytes / sizeof(T));
   KILN_RETURN_IF_ERROR(read(std::as_writable_bytes(std::span<T>(values)), timeout));
@@ -179,7 +179,7 @@ Result<std::vector<T>> Tensor::read_as(Timeout timeout) const {
 }
 
 template <typename T>
-Status Tensor::write_from(const std::vector<T>& values) const {
+Status HostTensor::write_from(const std::vector<T>& values) const {
   KILN_RETURN_IF_ERROR(internal::check_element_type<T>(desc()));
   return write(std::as_bytes(std::span<const T>(values)));
 }

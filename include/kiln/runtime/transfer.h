@@ -20,14 +20,14 @@ namespace kiln::runtime {
 Result<bool> from_host(const ContextRef& context, std::string_view node);
 
 // The context tree's array → the host copy, on the context's stream. false when the host copy
-// is already current. Tensor::read waits for it.
+// is already current. HostTensor::read waits for it.
 Result<bool> to_host(const ContextRef& context, std::string_view node);
 
 // The context tree's array of `node` as host memory, for zero-copy exchange with host code
 // (NumPy and DLPack in the Python package): on devices whose memory is host memory (cpu,
 // interp) the array itself. Before returning it uploads a newer host copy, waits until no
 // scheduled action reads or writes the array, and records the array as newer than the host
-// copy, so that Tensor::read copies back what was written through the view. The bytes stay
+// copy, so that HostTensor::read copies back what was written through the view. The bytes stay
 // valid while `keep_alive` lives; the caller orders its accesses against later routines (a
 // stream's await). UNIMPLEMENTED when the device's memory is not host-addressable; the failure
 // of the array's last writer if it failed.
