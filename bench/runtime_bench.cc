@@ -81,8 +81,8 @@ void BM_TinyRoutineFromCpp(benchmark::State& state) {
       backend->link(check(backend->make_context(stream, nodes), "context"),
                     check(backend->compile(program, "main"), "compile"), "main"),
       "link");
-  runtime::Tensor x = check(nodes->tensor("x"), "x");
-  runtime::Tensor y = check(nodes->tensor("y"), "y");
+  runtime::HostTensor x = check(nodes->tensor("x"), "x");
+  runtime::HostTensor y = check(nodes->tensor("y"), "y");
   std::vector<float> in = {1, 2, 3, 4}, out(4);
   for (auto _ : state) {
     check(x.write(std::as_bytes(std::span<const float>(in))), "write");

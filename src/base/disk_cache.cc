@@ -1,4 +1,4 @@
-#include "disk_cache.h"
+#include "base/disk_cache.h"
 
 #include <fcntl.h>
 #include <sys/random.h>
@@ -19,7 +19,7 @@
 #include "kiln/base/file.h"
 #include "kiln/base/log.h"
 #include "kiln/base/time.h"
-#include "sha256.h"  // beside this file: kiln_base is built without src/ on its include path
+#include "base/sha256.h"
 
 namespace kiln {
 

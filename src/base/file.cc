@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "disk_cache.h"
+#include "base/disk_cache.h"
 
 namespace kiln {
 

@@ -1,4 +1,4 @@
-#include "futex.h"
+#include "base/futex.h"
 
 #include <linux/futex.h>
 #include <sched.h>

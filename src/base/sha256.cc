@@ -1,5 +1,5 @@
 // SHA-256 as specified in FIPS 180-4.
-#include "sha256.h"
+#include "base/sha256.h"
 
 #include <cstring>
 
