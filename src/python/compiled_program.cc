@@ -95,15 +95,32 @@ nb::dict CompiledProgram::run(const std::string& routine, nb::kwargs inputs) {
     throw nb::value_error(("no routine '" + routine + "' in the program (routines: " + joined(routines()) + ")").c_str());
   }
   for (auto [name, value] : inputs) set(nb::cast<std::string>(name), value);
+  // The output arrays are made first, so that the run, the wait and the reads follow each other
+  // without the GIL in between (a gap lets the queue's thread go to sleep before the reads).
+  struct Output {
+    Entry* entry;
+    const std::string* name;
+    void* data = nullptr;
+  };
+  std::vector<Output> outputs;
+  nb::dict out;
+  for (const std::string& name : outputs_.at(routine)) {
+    Output o{&entry(name), &name};
+    const runtime::NodeDesc& desc = o.entry->tensor.desc();
+    out[name.c_str()] = new_numpy(desc.dtype, desc.dims, &o.data);
+    outputs.push_back(o);
+  }
   Status status;
   {
     nb::gil_scoped_release no_gil;
     status = it->second->run();
     if (status.ok()) status = stream_->await();
+    for (const Output& o : outputs) {
+      if (status.ok() && o.entry->viewed) status = runtime::host_view(context_, *o.name).status();
+      if (status.ok()) status = o.entry->tensor.read({static_cast<std::byte*>(o.data), o.entry->tensor.desc().bytes});
+    }
   }
   throw_if_error(status);
-  nb::dict out;
-  for (const std::string& name : outputs_.at(routine)) out[name.c_str()] = get(name);
   return out;
 }
 
