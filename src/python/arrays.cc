@@ -138,12 +138,7 @@ nb::object numpy_view(const HostArray& array) {
 }
 
 nb::object new_numpy(ir::DType dtype, const std::vector<int64_t>& dims, void** data) {
-  HostArray array;
-  array.dtype = dtype;
-  array.dims = dims;
-  auto storage = std::shared_ptr<std::byte[]>(new std::byte[std::max<size_t>(array.bytes(), 1)]);
-  array.data = storage.get();
-  array.keep_alive = storage;
+  HostArray array = allocate_host_array(dtype, dims);
   *data = array.data;
   return numpy_view(array);
 }

@@ -1,11 +1,24 @@
 #include "python/host_array.h"
 
+#include <algorithm>
+#include <cstddef>
+
 namespace kiln::python {
 
 size_t HostArray::elements() const {
   size_t n = 1;
   for (int64_t d : dims) n *= static_cast<size_t>(d);
   return n;
+}
+
+HostArray allocate_host_array(ir::DType dtype, std::vector<int64_t> dims) {
+  HostArray array;
+  array.dtype = dtype;
+  array.dims = std::move(dims);
+  auto storage = std::shared_ptr<std::byte[]>(new std::byte[std::max<size_t>(array.bytes(), 1)]);
+  array.data = storage.get();
+  array.keep_alive = std::move(storage);
+  return array;
 }
 
 const char* numpy_dtype_name(ir::DType dtype) {

@@ -22,6 +22,9 @@ struct HostArray {
   size_t bytes() const { return elements() * ir::dtype_size(dtype); }
 };
 
+// A new, uninitialized host array of `dtype` and `dims` that owns its memory.
+HostArray allocate_host_array(ir::DType dtype, std::vector<int64_t> dims);
+
 // NumPy's name of a program dtype: "float32", "float64", "int32".
 const char* numpy_dtype_name(ir::DType dtype);
 // "[4, 10]" ("[]" for a scalar).

@@ -37,6 +37,7 @@ struct BackendHandle {
     if (closed.load()) throw Error("FAILED_PRECONDITION: the backend on '" + device + "' is closed");
     return *backend;
   }
+  void close();
 };
 using BackendRef = std::shared_ptr<BackendHandle>;
 
@@ -84,6 +85,23 @@ void blocking(Wait&& wait) {
     status = wait();
   }
   throw_if_error(status);
+}
+
+void BackendHandle::close() {
+  if (closed.exchange(true)) return;
+  blocking([&] { return backend->await(); });
+}
+
+// from_host / to_host on a live context: whether there was anything to move.
+template <Result<bool> (*transfer)(const runtime::ContextRef&, std::string_view)>
+bool scheduled_transfer(const Context& c, const std::string& node) {
+  c.backend->live();
+  Result<bool> moved = false;
+  blocking([&] {
+    moved = transfer(c.context, node);
+    return moved.status();
+  });
+  return *moved;
 }
 
 runtime::HostTensor tensor_of(const Tensors& t, const std::string& name) {
@@ -211,18 +229,12 @@ void bind_runtime(nb::module_& m) {
             const Timeout t = timeout_of(timeout);
             blocking([&] { return backend.await(t); });
           }, "timeout"_a = nb::none(), "Blocks until every stream is idle; raises the first failure.")
-      .def("close", [](const Backend& b) {
-            if (b.backend->closed.exchange(true)) return;
-            blocking([&] { return b.backend->backend->await(); });
-          },
+      .def("close", [](const Backend& b) { b.backend->close(); },
           "Waits for every stream, then refuses any later use of the backend and of its streams, "
           "contexts and routines (kiln.Error). Raises the streams' failure, if any. Closing twice is "
           "allowed; the memory goes with the last handle.")
       .def("__enter__", [](const Backend& b) { return b; })
-      .def("__exit__", [](const Backend& b, nb::args) {
-            if (b.backend->closed.exchange(true)) return;
-            blocking([&] { return b.backend->backend->await(); });
-          })
+      .def("__exit__", [](const Backend& b, nb::args) { b.backend->close(); })
       .def("compile", [](const Backend& b, const Program& p, std::optional<std::vector<std::string>> routines,
                          bool shared) {
             std::vector<std::string> names;
@@ -257,18 +269,8 @@ void bind_runtime(nb::module_& m) {
         "Schedules src's array of `node` into dst after src's last writer: merge=\"no\" into dst's own "
         "array, \"copy\" into dst's stream's merge buffer (read as node.merge), \"streaming\" to let "
         "dst read src's array directly (same device).");
-  m.def("from_host", [](const Context& c, const std::string& node) {
-          c.backend->live();
-          Result<bool> moved = false;
-          blocking([&] { moved = runtime::from_host(c.context, node); return moved.status(); });
-          return *moved;
-        }, "context"_a, "node"_a, "Schedules the host copy's upload to the context's array; False if current.");
-  m.def("to_host", [](const Context& c, const std::string& node) {
-          c.backend->live();
-          Result<bool> moved = false;
-          blocking([&] { moved = runtime::to_host(c.context, node); return moved.status(); });
-          return *moved;
-        }, "context"_a, "node"_a, "Schedules the array's copy back to the host copy; False if current.");
+  m.def("from_host", &scheduled_transfer<runtime::from_host>, "context"_a, "node"_a, "Schedules the host copy's upload to the context's array; False if current.");
+  m.def("to_host", &scheduled_transfer<runtime::to_host>, "context"_a, "node"_a, "Schedules the array's copy back to the host copy; False if current.");
 }
 
 }  // namespace kiln::python

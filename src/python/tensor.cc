@@ -1,6 +1,5 @@
 #include "python/tensor.h"
 
-#include <algorithm>
 #include <cstring>
 
 #include "python/arrays.h"
@@ -33,12 +32,8 @@ nb::object Tensor::dlpack(bool versioned, bool copy) const {
                                .c_str());
   }
   if (!copy) return export_dlpack(host_, versioned);
-  HostArray copied = host_;
-  auto storage = std::shared_ptr<std::byte[]>(new std::byte[std::max<size_t>(host_.bytes(), 1)]);
-  std::memcpy(storage.get(), host_.data, host_.bytes());
-  copied.data = storage.get();
-  copied.keep_alive = storage;
-  copied.read_only = false;
+  HostArray copied = allocate_host_array(host_.dtype, host_.dims);
+  std::memcpy(copied.data, host_.data, host_.bytes());
   return export_dlpack(copied, versioned);
 }
 
