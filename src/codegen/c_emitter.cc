@@ -100,6 +100,7 @@ Result<std::string> emit_kernels(std::span<const ir::Kernel> kernels, const ir::
   HelperSet helpers(*dialect);
   Printer body;
   bool uses_heap = false;
+  bool uses_print = false;
   std::set<std::string> names;
   for (const Kernel& kernel : kernels) {
     if (!names.insert(kernel.name).second) {
@@ -109,6 +110,7 @@ Result<std::string> emit_kernels(std::span<const ir::Kernel> kernels, const ir::
     KernelEmitter emitter(*dialect, helpers, kernel, program, options);
     KILN_RETURN_IF_ERROR(emitter.emit(body));
     uses_heap = uses_heap || emitter.uses_heap();
+    uses_print = uses_print || emitter.uses_print();
   }
 
   Printer helper_text;
@@ -124,7 +126,7 @@ Result<std::string> emit_kernels(std::span<const ir::Kernel> kernels, const ir::
              (kernels.size() == 1 ? " kernel" : " kernels") + " in the " +
              std::string(dialect->name()) + " dialect. */");
   }
-  dialect->emit_file_begin(out, uses_heap);
+  dialect->emit_file_begin(out, uses_heap, uses_print);
   if (!helpers.empty()) {
     out.blank();
     if (options.comments) out.line("/* Helpers: the semantics of the loop IR (kiln/loop/loop.h). */");

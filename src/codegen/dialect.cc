@@ -83,4 +83,23 @@ void emit_binding_pointers(Printer& out, const KernelFrame& frame,
   }
 }
 
+std::string DialectSyntax::print_argument(ir::DType type, const std::string& value,
+                                          std::string* conversion) const {
+  switch (type) {
+    case ir::DType::kF32:
+      if (conversion) *conversion = "%.9g";
+      return "(double)(" + value + ")";
+    case ir::DType::kF64:
+      if (conversion) *conversion = "%.17g";
+      return "(" + value + ")";
+    case ir::DType::kI32:
+      if (conversion) *conversion = "%d";
+      return "(int)(" + value + ")";
+    case ir::DType::kI64:
+      break;
+  }
+  if (conversion) *conversion = "%lld";
+  return "(long long)(" + value + ")";
+}
+
 }  // namespace kiln::codegen::internal

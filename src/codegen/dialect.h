@@ -90,8 +90,12 @@ class DialectSyntax {
   // Whether large local arrays may be allocated with calloc/free.
   virtual bool heap_locals() const = 0;
 
-  // Lines at the top of the file (includes).
-  virtual void emit_file_begin(Printer& out, bool uses_heap) const = 0;
+  // Lines at the top of the file (includes); `uses_print`: a kernel calls printf (value tracing).
+  virtual void emit_file_begin(Printer& out, bool uses_heap, bool uses_print) const = 0;
+  // printf's argument for `value` of `type` in a trace line, and its conversion ("%.9g") in
+  // `*conversion` when not null: floats with the digits that read back to the same value.
+  // By default C's (float promoted to double, long long for i64).
+  virtual std::string print_argument(ir::DType type, const std::string& value, std::string* conversion) const;
   // Lines that enable language extensions the source needs (OpenCL C: cl_khr_fp64 when f64 is
   // used); first in the file. Nothing by default.
   virtual void emit_extensions(Printer& out, bool uses_f64) const {}

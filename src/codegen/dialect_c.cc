@@ -40,9 +40,10 @@ class CDialect final : public DialectSyntax {
 
   bool heap_locals() const override { return true; }
 
-  void emit_file_begin(Printer& out, bool uses_heap) const override {
+  void emit_file_begin(Printer& out, bool uses_heap, bool uses_print) const override {
     out.line("#include <math.h>");
     out.line("#include <stdint.h>");
+    if (uses_print) out.line("#include <stdio.h>");
     if (uses_heap) out.line("#include <stdlib.h>");
   }
 

@@ -39,7 +39,16 @@ class OpenCLDialect final : public DialectSyntax {
 
   bool heap_locals() const override { return false; }
 
-  void emit_file_begin(Printer&, bool) const override {}
+  void emit_file_begin(Printer&, bool, bool) const override {}
+
+  // OpenCL's printf takes float and long as they are (double needs cl_khr_fp64).
+  std::string print_argument(ir::DType type, const std::string& value, std::string* conversion) const override {
+    if (conversion) {
+      *conversion = type == ir::DType::kF32 ? "%.9g" : type == ir::DType::kF64 ? "%.17g"
+                  : type == ir::DType::kI32 ? "%d" : "%ld";
+    }
+    return "(" + value + ")";
+  }
 
   void emit_extensions(Printer& out, bool uses_f64) const override {
     if (uses_f64) out.line("#pragma OPENCL EXTENSION cl_khr_fp64 : enable");

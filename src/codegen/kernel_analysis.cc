@@ -54,6 +54,11 @@ Status KernelEmitter::analyze(const LStmtRef& stmt) {
     case LStmt::Kind::kIf:
       KILN_RETURN_IF_ERROR(analyze(stmt->cond));
       break;
+    case LStmt::Kind::kTrace:
+      KILN_RETURN_IF_ERROR(analyze(stmt->value));
+      for (const LExprRef& v : stmt->values) KILN_RETURN_IF_ERROR(analyze(v));
+      trace_counters_.emplace(stmt.get(), static_cast<int>(trace_counters_.size()));
+      break;
     case LStmt::Kind::kStore: {
       if (!binding_of_node_.count(stmt->node)) {
         return error("stores to node " + std::to_string(stmt->node) + ", which is not bound");

@@ -35,6 +35,8 @@ class KernelEmitter {
 
   Status emit(Printer& out);
   bool uses_heap() const { return uses_heap_; }
+  // Whether the kernel prints (value tracing: kTrace statements).
+  bool uses_print() const { return uses_print_; }
 
  private:
   struct NodeUse {
@@ -65,6 +67,8 @@ class KernelEmitter {
   Result<bool> vector_loop(const LStmt& loop, Printer& out);
   Result<std::string> vector_expr(const LExprRef& e, int var);
   Status local_decl(const LStmt& stmt, Printer& out, bool tail);
+  void trace_declarations(Printer& out);
+  Status trace(const LStmt& stmt, Printer& out);
 
   // Work-group reductions (kernel_work_groups.cc): which lane arrays the work-items of a
   // workgroup share, the kernel's parallel loop printed for both local sizes, and whether a
@@ -108,6 +112,8 @@ class KernelEmitter {
   std::vector<std::string> heap_locals_;  // enclosing heap-allocated locals, outermost first
   int64_t stack_bytes_ = 0;               // bytes of stack locals in scope
   bool uses_heap_ = false;
+  bool uses_print_ = false;
+  std::map<const LStmt*, int> trace_counters_;  // kTrace statement → its line counter
 
   // Work-group reductions.
   std::set<int> group_locals_;             // lane arrays in the workgroup's shared memory

@@ -27,6 +27,9 @@ bool references_local(const std::vector<LStmtRef>& body, int local) {
         references_local(s->value, local) || references_local(s->body, local)) {
       return true;
     }
+    for (const LExprRef& v : s->values) {
+      if (references_local(v, local)) return true;
+    }
   }
   return false;
 }
@@ -59,6 +62,7 @@ Status KernelEmitter::emit(Printer& out) {
     out.line(line + " */");
   }
   d_.emit_kernel_begin(out, frame);
+  trace_declarations(out);
   if (frame.parallel) {
     KILN_RETURN_IF_ERROR(parallel_rows(out));
   } else {
@@ -250,6 +254,8 @@ Status KernelEmitter::statement_body(const LStmt& stmt, Printer& out, bool tail)
       out.line(local_name(stmt.local) + "[" + at.text + "] = " + value.text + ";");
       return Status();
     }
+    case LStmt::Kind::kTrace:
+      return trace(stmt, out);
     case LStmt::Kind::kComment: {
       if (!options_.comments) return Status();
       std::string_view text = stmt.text;
@@ -264,6 +270,49 @@ Status KernelEmitter::statement_body(const LStmt& stmt, Printer& out, bool tail)
     }
   }
   return error("unknown statement kind");
+}
+
+// Value tracing (kiln/loop/loop.h): a line counter per kTrace statement, and whether this
+// workgroup (and work-item) is the one that prints.
+void KernelEmitter::trace_declarations(Printer& out) {
+  if (trace_counters_.empty()) return;
+  const std::string i64(tname(DType::kI64));
+  for (size_t i = 0; i < trace_counters_.size(); ++i) {
+    out.line(i64 + " kiln_trace_lines" + std::to_string(i) + " = 0;");
+  }
+  std::string here = d_.workgroup_index() + " == 0";
+  if (!d_.work_item_index().empty()) here += " && " + d_.work_item_index() + " == 0";
+  out.line("const int kiln_tracing = " + here + ";");
+}
+
+Status KernelEmitter::trace(const LStmt& stmt, Printer& out) {
+  if (!stmt.value || stmt.value->type != DType::kI32) return error("a trace without an i32 run id");
+  KILN_ASSIGN_OR_RETURN(Code run, expr(stmt.value));
+  std::string format = "\\036kiln-trace %d " + std::to_string(stmt.site);
+  std::string args = ", " + d_.print_argument(DType::kI32, run.text, nullptr);
+  const std::string more = "printf(\"" + format + " more\\n\"" + args + ");";
+  for (const LExprRef& v : stmt.values) {
+    KILN_ASSIGN_OR_RETURN(Code value, expr(v));
+    std::string conversion;
+    args += ", " + d_.print_argument(v->type, value.text, &conversion);
+    format += " " + conversion;
+  }
+  const std::string print = "printf(\"" + format + "\\n\"" + args + ");";
+  uses_print_ = true;
+  const std::string counter = "kiln_trace_lines" + std::to_string(trace_counters_.at(&stmt));
+  if (stmt.extent <= 0) {
+    out.line("if (kiln_tracing) " + print);
+    return Status();
+  }
+  const std::string limit = std::to_string(stmt.extent);
+  out.line("if (kiln_tracing && " + counter + " <= " + limit + ") {");
+  out.indent();
+  out.line("if (" + counter + " < " + limit + ") " + print);
+  out.line("else " + more);
+  out.line("++" + counter + ";");
+  out.dedent();
+  out.line("}");
+  return Status();
 }
 
 }  // namespace kiln::codegen::internal

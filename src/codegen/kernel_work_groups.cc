@@ -62,6 +62,7 @@ void KernelEmitter::plan_work_groups() {
   group_locals_.clear();
   lane_loops_.clear();
   if (d_.group_barrier().empty() || d_.work_item_index().empty()) return;
+  if (!trace_counters_.empty()) return;  // a traced kernel keeps one work-item's order
   const std::vector<LStmtRef>& rows = kernel_.body->body;
   std::map<int, int> declarations, stores, lane_stores;
   std::map<int, int64_t> bytes;

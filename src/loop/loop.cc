@@ -113,6 +113,15 @@ LStmtRef lcomment(std::string text) {
   return s;
 }
 
+LStmtRef ltrace(int site, int64_t limit, LExprRef run, std::vector<LExprRef> values) {
+  auto s = statement(LStmt::Kind::kTrace);
+  s->site = site;
+  s->extent = limit;
+  s->value = std::move(run);
+  s->values = std::move(values);
+  return s;
+}
+
 bool same_expr(const LExpr* a, const LExpr* b) {
   if (a == b) return true;
   if (!a || !b) return false;
@@ -215,6 +224,7 @@ void collect_access(const LStmtRef& s, NodeAccess& access) {
   collect_access(s->cond, access.read);
   collect_access(s->offset, access.read);
   collect_access(s->value, access.read);
+  for (const LExprRef& v : s->values) collect_access(v, access.read);
   for (const LStmtRef& child : s->body) collect_access(child, access);
 }
 

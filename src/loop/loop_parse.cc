@@ -338,7 +338,7 @@ class KernelBuilder {
 
   Result<LStmtRef> stmt(const SNode& node) {
     static const char* kStatements =
-        "a statement (block, for, if, store, local, local_store or comment)";
+        "a statement (block, for, if, store, local, local_store, comment or trace)";
     if (node.kind != SNode::Kind::kList || node.items.empty() ||
         node.items[0].kind != SNode::Kind::kAtom) {
       return error_at(node, std::string("expected ") + kStatements + ", got " + describe(node));
@@ -421,6 +421,21 @@ class KernelBuilder {
         return error_at(node, "expected '(comment \"TEXT\")'");
       }
       s->text = items[1].text;
+    } else if (head == "trace") {
+      s->kind = LStmt::Kind::kTrace;
+      if (items.size() < 4) return error_at(node, "expected '(trace SITE LIMIT RUN VALUE...)'");
+      KILN_ASSIGN_OR_RETURN(int64_t site, integer(items[1], "the trace site", 0, INT32_MAX));
+      s->site = static_cast<int>(site);
+      KILN_ASSIGN_OR_RETURN(s->extent, integer(items[2], "the trace's line limit", 0, INT32_MAX));
+      KILN_ASSIGN_OR_RETURN(s->value, expr(items[3]));
+      if (s->value->type != DType::kI32) {
+        return error_at(items[3], "expected the run id as an i32 expression, got " +
+                                      std::string(dtype_name(s->value->type)));
+      }
+      for (size_t i = 4; i < items.size(); ++i) {
+        KILN_ASSIGN_OR_RETURN(LExprRef v, expr(items[i]));
+        s->values.push_back(std::move(v));
+      }
     } else {
       return error_at(items[0], std::string("expected ") + kStatements + ", got " +
                                     describe(items[0]));

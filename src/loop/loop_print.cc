@@ -155,6 +155,19 @@ void print_stmt(const LStmt* s, int indent, std::string& out) {
       append_escaped(out, s->text);
       out += "\")";
       return;
+    case LStmt::Kind::kTrace:
+      out += "(trace ";
+      append_integer(out, s->site);
+      out += ' ';
+      append_integer(out, s->extent);
+      out += ' ';
+      print_expr(s->value.get(), out);
+      for (const LExprRef& v : s->values) {
+        out += ' ';
+        print_expr(v.get(), out);
+      }
+      out += ')';
+      return;
   }
   out += "(?)";
 }

@@ -21,6 +21,7 @@
 #include "kiln/ir/call.h"
 #include "kiln/ir/memory_mode.h"
 #include "kiln/loop/optimize.h"
+#include "kiln/ir/printer.h"
 
 namespace kiln::ir {
 
@@ -51,7 +52,9 @@ struct KernelBuilder {
 class Lowerer {
  public:
   Lowerer(const Program& program, const LowerOptions& options)
-      : in_(program), out_{program, {}}, options_(options) {}
+      : in_(program), options_(options) {
+    out_.program = program;
+  }
 
   Result<LoweredProgram> run();
 
@@ -87,7 +90,10 @@ class Lowerer {
                                             const std::vector<int>& reduced,
                                             const std::vector<int>& loop_vars, const LExprRef& term,
                                             const std::vector<LExprRef>& conditions,
-                                            const LStmtRef& note);
+                                            const LStmtRef& note, const Scope& scope);
+  // Value tracing: the kTrace statement of the statement being lowered at this point, logging
+  // its indices, the reads recorded so far and `value` (LowerOptions::trace_values).
+  LStmtRef trace_point(const Scope& scope, LExprRef value);
   Result<LExprRef> lower_expr(const Expr& e, Scope& scope);
   Result<LExprRef> lower_read(const Expr& e, Scope& scope);
   Result<Place> place(int node, const TensorNode& decl, const std::vector<LExprRef>& subs, bool row);
@@ -111,7 +117,10 @@ class Lowerer {
   std::map<int, int> local_of_;        // local array node → its local number
   // Per statement being lowered.
   int target_ = -1;
+  const Assignment* statement_ = nullptr;
+  std::vector<std::pair<std::string, LExprRef>> trace_reads_;  // what trace_point logs as reads
   std::vector<LExprRef> target_values_;  // per target dim: the index's value
+  TraceSite trace_site_;                 // the routine and statement being lowered
   bool needs_snapshot_ = false;
   int snapshot_node_ = -1;
 };
@@ -371,6 +380,10 @@ Result<LExprRef> Lowerer::lower_expr(const Expr& e, Scope& scope) {
     case Expr::Kind::kTensor:
     case Expr::Kind::kMerge: {
       KILN_ASSIGN_OR_RETURN(LExprRef v, lower_read(e, scope));
+      if (options_.trace_values && scope.stmt == statement_) {
+        const bool inlined = e.kind == Expr::Kind::kTensor && inline_def_.count(e.node);
+        trace_reads_.emplace_back((inlined ? "inlined " : "") + print_expr(in_, *statement_, e), v);
+      }
       return cast_to(v, e.type);
     }
     case Expr::Kind::kOp: {
@@ -417,7 +430,7 @@ std::vector<LStmtRef> Lowerer::accumulate_in_place(const Assignment& s, const Te
                                                    const std::vector<int>& loop_vars,
                                                    const LExprRef& term,
                                                    const std::vector<LExprRef>& conditions,
-                                                   const LStmtRef& note) {
+                                                   const LStmtRef& note, const Scope& scope) {
   if (static_cast<int>(s.target_indices.size()) <= parallel_dims_ || reduced.empty() ||
       term->type != target.dtype || loads_node(term, s.target) || needs_snapshot_ ||
       (local_of_.count(s.target) && loads_local(term, local_of_[s.target]))) {
@@ -437,6 +450,9 @@ std::vector<LStmtRef> Lowerer::accumulate_in_place(const Assignment& s, const Te
   }
   LExprRef current = load(*at, type);
   std::vector<LStmtRef> step = {store(*at, lop(fold, type, {current, term}))};
+  if (at->node >= 0) {
+    if (LStmtRef trace = trace_point(scope, current)) step.push_back(trace);
+  }
   if (!conditions.empty()) step = {lif(conjunction(conditions), std::move(step))};
   std::vector<LStmtRef> folds = inner_target_loops(s, std::move(step));
   for (size_t r = reduced.size(); r-- > 0;) {
@@ -458,6 +474,10 @@ Result<std::vector<LStmtRef>> Lowerer::lower_statement(const Routine& routine, s
   const Assignment& s = routine.statements[index];
   Kernel& kernel = kb_->kernel;
   target_ = s.target;
+  statement_ = &s;
+  trace_reads_.clear();
+  trace_site_.routine = routine.name;
+  trace_site_.statement = static_cast<int>(index);
   needs_snapshot_ = false;
   const TensorNode& target = in_.nodes[s.target];
   const size_t n = s.indices.size();
@@ -496,12 +516,14 @@ Result<std::vector<LStmtRef>> Lowerer::lower_statement(const Routine& routine, s
     std::vector<LExprRef> conditions;
     scope.skip_conditions = &conditions;
     KILN_ASSIGN_OR_RETURN(LExprRef term, lower_expr(*s.rhs, scope));
-    std::vector<LStmtRef> in_place = accumulate_in_place(s, target, reduced, loop_vars, term, conditions, note);
+    std::vector<LStmtRef> in_place =
+        accumulate_in_place(s, target, reduced, loop_vars, term, conditions, note, scope);
     if (!in_place.empty()) return in_place;
     const DType type = term->type;
     const int acc = kernel.local_count++;
     LExprRef acc_value = llocal_load(acc, type, i64(0));
     std::vector<LStmtRef> body = {llocal_store(acc, i64(0), lop(fold_op(s.reduce), type, {acc_value, term}))};
+    if (LStmtRef trace = trace_point(scope, acc_value)) body.push_back(trace);
     if (!conditions.empty()) body = {lif(conjunction(conditions), std::move(body))};
     for (size_t r = reduced.size(); r-- > 0;) {
       body = {lfor(loop_vars[reduced[r]], s.indices[reduced[r]].extent, false, std::move(body))};
@@ -524,6 +546,10 @@ Result<std::vector<LStmtRef>> Lowerer::lower_statement(const Routine& routine, s
   }
   LStmtRef write = store(at, cast_to(value, target.dtype));
   if (point.back()->kind != LStmt::Kind::kLocalDecl) {
+    // Traced before the store: a read of the target at this point is then its old value.
+    if (at.node >= 0) {
+      if (LStmtRef trace = trace_point(scope, write->value)) point.push_back(trace);
+    }
     point.push_back(write);
   } else {
     auto decl = std::make_shared<LStmt>(*point.back());
@@ -531,6 +557,34 @@ Result<std::vector<LStmtRef>> Lowerer::lower_statement(const Routine& routine, s
     point.back() = decl;
   }
   return inner_target_loops(s, std::move(point));
+}
+
+LStmtRef Lowerer::trace_point(const Scope& scope, LExprRef value) {
+  if (!options_.trace_values) return nullptr;
+  const Assignment& s = *statement_;
+  TraceSite site = trace_site_;
+  site.loc = s.loc;
+  site.text = print_statement(in_, s);
+  site.target = in_.nodes[s.target].name;
+  std::vector<LExprRef> values;
+  for (size_t i = 0; i < s.indices.size(); ++i) {
+    if (!scope.index_value[i]) continue;
+    site.indices.push_back(s.indices[i].name);
+    values.push_back(scope.index_value[i]);
+  }
+  for (const auto& [label, read] : trace_reads_) {
+    site.reads.push_back(label);
+    values.push_back(read);
+  }
+  values.push_back(std::move(value));
+  TensorNode run;
+  run.dtype = DType::kI32;
+  run.dims = {1};
+  const int run_node = hidden_node(kTraceRunNode, run, Role::kInput, MemoryMode::kHosted);
+  kb_->use(run_node);
+  const int id = static_cast<int>(out_.trace_sites.size());
+  out_.trace_sites.push_back(std::move(site));
+  return ltrace(id, options_.trace_lines, lload(run_node, DType::kI32, i64(0)), std::move(values));
 }
 
 // One kernel for a group of statements (fusion.h), after a snapshot kernel where its statement
@@ -567,7 +621,8 @@ Result<std::vector<Kernel>> Lowerer::lower_group(const Routine& routine, size_t 
     row = {llocal_decl(local_of_[locals[l]], n.dtype, size, std::move(row))};
   }
   if (parallel_dims_ > 0) {
-    kb.kernel.body = lfor(row_var_->var, leading_extent(lead, parallel_dims_), true, std::move(row));
+    // A traced kernel runs its rows in order, in one workgroup (LowerOptions::trace_values).
+    kb.kernel.body = lfor(row_var_->var, leading_extent(lead, parallel_dims_), !options_.trace_values, std::move(row));
   } else {
     kb.kernel.body = lblock(std::move(row));
   }
@@ -632,7 +687,7 @@ Result<LoweredProgram> lower_program(const Program& program, const LowerOptions&
     with_calls = with_library_calls(program, options.library_calls);
   }
   KILN_ASSIGN_OR_RETURN(LoweredProgram lowered, Lowerer(options.auto_calls ? with_calls : program, options).run());
-  if (options.optimize) {
+  if (options.optimize && !options.trace_values) {
     for (LoweredRoutine& routine : lowered.routines) {
       for (Kernel& kernel : routine.kernels) {
         optimize_kernel(kernel, OptimizeOptions{.reassociate = options.reassociate});

@@ -76,6 +76,12 @@ std::string diff(const LStmt* a, const LStmt* b, const std::string& at) {
   if (a->local_size != b->local_size) return at + ": local_size";
   if (a->type != b->type) return at + ": type";
   if (a->text != b->text) return at + ": text";
+  if (a->site != b->site) return at + ": site";
+  if (a->values.size() != b->values.size()) return at + ": values size";
+  for (size_t i = 0; i < a->values.size(); ++i) {
+    std::string d = diff(a->values[i].get(), b->values[i].get(), at + ".values[" + std::to_string(i) + "]");
+    if (!d.empty()) return d;
+  }
   for (auto [x, y, name] : {std::tuple{a->cond.get(), b->cond.get(), ".cond"},
                             std::tuple{a->offset.get(), b->offset.get(), ".offset"},
                             std::tuple{a->value.get(), b->value.get(), ".value"}}) {
@@ -161,6 +167,21 @@ TEST(LoopTextTest, EveryStatementAndExpressionKind) {
       local_decl(0, DType::kI32, 1, {comment("")}),
   });
   expect_round_trip(k);
+}
+
+TEST(LoopTextTest, TraceStatementsRoundTrip) {
+  Kernel k;
+  k.name = "traced";
+  k.nodes = {3, 5};
+  k.var_count = 1;
+  k.body = block({
+      for_(0, 4, {
+          ltrace(2, 16, lload(5, DType::kI32, i64(0)), {lvar(0), lload(3, DType::kF32, lvar(0))}),
+          ltrace(0, 0, lconst(DType::kI32, 7), {}),
+      }),
+  });
+  expect_round_trip(k);
+  EXPECT_NE(print_kernel(k).find("(trace 2 16 (load i32 5 0) v0 (load f32 3 v0))"), std::string::npos);
 }
 
 TEST(LoopTextTest, EveryOpInEveryType) {
@@ -384,6 +405,9 @@ void expect_error(const std::string& text, const std::string& where, const std::
 const char* kHead = "(kernel k (nodes 0 1) (vars 2) (locals 1)\n";  // the body starts at 2:1
 
 TEST(LoopTextTest, SyntaxErrors) {
+  expect_error("(kernel k (nodes 0) (vars 0) (locals 0) (trace 0 1))", "1:41", "(trace SITE LIMIT RUN VALUE...)");
+  expect_error("(kernel k (nodes 0) (vars 0) (locals 0) (trace 0 1 (const f32 1)))", "1:52", "run id as an i32");
+  expect_error("(kernel k (nodes 0) (vars 0) (locals 0) (trace -1 1 (const i32 1)))", "1:48", "trace site");
   expect_error("", "1:1", "empty");
   expect_error("   \n ; only a comment\n", "1:1", "empty");
   expect_error("(kernel k (nodes 0) (vars 1) (locals 0) (for v0 4", "1:50", "unexpected end of text");

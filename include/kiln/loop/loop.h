@@ -84,6 +84,7 @@ struct LStmt {
     kLocalDecl,   // local array `local` of `local_size` elements of `type`, zero-filled, scoped to body
     kLocalStore,  // local[offset] = value
     kComment,     // text
+    kTrace,       // value trace: logs `values` as one line of trace site `site` (see below)
   };
   Kind kind = Kind::kBlock;
   std::vector<LStmtRef> body;
@@ -98,7 +99,17 @@ struct LStmt {
   LExprRef offset;
   LExprRef value;
   std::string text;
+  int site = -1;                 // kTrace: its trace site (LoweredProgram::trace_sites)
+  std::vector<LExprRef> values;  // kTrace: what it logs
 };
+
+// Value tracing (docs/tracing.md). A kTrace statement prints one line to the process's standard
+// output, `kTraceLinePrefix RUN SITE V0 V1 ...\n`: RUN is its `value` (an i32 expression: the run
+// id), SITE its `site`, then each of `values` in decimal (floats with enough digits to read back
+// to the same value of their type; NaN and infinities as C's printf writes them). Only workgroup 0
+// (and its first work-item) prints, and at most `extent` lines per dispatch and trace statement;
+// the first one past that is `RUN SITE more`, and later ones print nothing. extent 0: no limit.
+inline constexpr const char* kTraceLinePrefix = "\x1ekiln-trace ";
 
 // Dispatch convention (lowering, code generation and the interpreter agree on it):
 //  - binding i is the whole buffer of node `nodes[i]`; there are no push constants;
@@ -132,10 +143,27 @@ struct LoweredRoutine {
   std::vector<LoweredCall> calls;  // in order, between the kernels
 };
 
+// Where a kTrace statement's line comes from (value tracing, LowerOptions::trace_values): a
+// statement of a routine, and what each logged value is. A line's values are the statement's
+// indices (`indices`, i64), then its reads (`reads`), then the value stored.
+struct TraceSite {
+  std::string routine;
+  int statement = -1;  // its index in the routine's statements
+  SourceLoc loc;
+  std::string text;    // the statement in .kiln syntax (print_statement)
+  std::string target;  // the node it writes
+  std::vector<std::string> indices;  // index names
+  std::vector<std::string> reads;    // "x[i, k]", or "inlined h[i]" for an inlined intermediate
+};
+
 struct LoweredProgram {
   Program program;  // with every node's memory mode decided
   std::vector<LoweredRoutine> routines;
+  std::vector<TraceSite> trace_sites;  // kTrace statements' `site` index this; empty untraced
 };
+
+// The hidden node that holds a traced routine's run id (one i32), which kTrace statements load.
+inline constexpr const char* kTraceRunNode = "kiln.trace_run";
 
 // Convenience constructors.
 LExprRef lconst(DType type, double value);
@@ -150,6 +178,7 @@ LStmtRef lstore(int node, LExprRef offset, LExprRef value);  // type: the value'
 LStmtRef llocal_decl(int local, DType type, int64_t size, std::vector<LStmtRef> body);
 LStmtRef llocal_store(int local, LExprRef offset, LExprRef value);
 LStmtRef lcomment(std::string text);
+LStmtRef ltrace(int site, int64_t limit, LExprRef run, std::vector<LExprRef> values);
 
 // The nodes a kernel loads from and stores to (each sorted, without repeats); what the runtime
 // synchronizes on. A node both loaded and stored is in both lists.
@@ -190,6 +219,7 @@ std::optional<int64_t> var_coefficient(const LExpr& e, int var);
 //           | (local L TYPE SIZE STMT*)                             SIZE an integer >= 1
 //           | (local_store L OFFSET EXPR)
 //           | (comment "TEXT")                   escapes \" \\ \n \t \r \xHH
+//           | (trace SITE LIMIT RUN EXPR*)                         RUN an i32 EXPR; SITE, LIMIT >= 0
 //   EXPR   := vI                                 loop variable I (i64)
 //           | INTEGER                            an i64 constant, e.g. 32 or -1
 //           | (const TYPE VALUE)                 other constants; integers for i32/i64,

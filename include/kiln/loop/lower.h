@@ -55,6 +55,14 @@ struct LowerOptions {
   // product by gemm; kiln/ir/library_calls.h). Off: `--no-auto-calls`.
   bool auto_calls = true;
   LibraryCallOptions library_calls;
+  // Value tracing (docs/tracing.md): after each store of a statement to device memory, and after
+  // each term of a reduction, a kTrace statement (kiln/loop/loop.h) logs the point's indices, the
+  // values its right side read and the value stored, at most `trace_lines` times per kernel run
+  // (0: no limit). Traced kernels are not parallel and skip the optimization passes, so every
+  // device logs the same points in the same order. Off: no kTrace at all (the kernels are those
+  // of an untraced build, byte for byte).
+  bool trace_values = false;
+  int64_t trace_lines = 16;
 };
 
 Result<LoweredProgram> lower_program(const Program& program, const LowerOptions& options = {});

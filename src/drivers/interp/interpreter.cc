@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <map>
 #include <span>
 
 #include "kiln/base/log.h"
@@ -40,9 +42,10 @@ using Value = ir::Scalar;
 // The state of one workgroup's run.
 class Frame {
  public:
-  Frame(const Interpreter& interpreter, const kiln_dispatch_state_t* state)
+  Frame(const Interpreter& interpreter, const kiln_dispatch_state_t* state, bool traces)
       : interpreter_(interpreter),
         state_(state),
+        traces_(traces),
         vars_(static_cast<size_t>(std::max(0, interpreter.kernel().var_count)), 0),
         locals_(static_cast<size_t>(std::max(0, interpreter.kernel().local_count))),
         local_types_(locals_.size(), DType::kF32) {}
@@ -77,6 +80,9 @@ class Frame {
         return;
       case LStmt::Kind::kComment:
         return;
+      case LStmt::Kind::kTrace:
+        trace(s);
+        return;
     }
     fail(kMalformedKernel, "a statement of unknown kind");
   }
@@ -99,6 +105,35 @@ class Frame {
     if (error_) return;
     error_ = code;
     detail_ = what;
+  }
+
+  // Prints the trace line of `s` (kiln/loop/loop.h, "Value tracing") in one write, so that lines
+  // of workgroups running at once never mix.
+  void trace(const LStmt* s) {
+    if (!traces_ || !s->value) return;
+    int64_t& printed = trace_lines_[s];
+    if (s->extent > 0 && printed > s->extent) return;
+    const Value run = eval(s->value.get());
+    std::string line = ir::kTraceLinePrefix + std::to_string(run.i) + " " + std::to_string(s->site);
+    if (s->extent > 0 && printed == s->extent) {
+      line += " more";
+    } else {
+      for (const ir::LExprRef& v : s->values) {
+        if (!v) return fail(kMalformedKernel, "a null trace value");
+        const Value x = eval(v.get());
+        char text[40];
+        switch (v->type) {
+          case DType::kF32: std::snprintf(text, sizeof text, " %.9g", ir::round_f32(x.f)); break;
+          case DType::kF64: std::snprintf(text, sizeof text, " %.17g", x.f); break;
+          default: std::snprintf(text, sizeof text, " %lld", static_cast<long long>(x.i)); break;
+        }
+        line += text;
+      }
+    }
+    if (error_) return;
+    ++printed;
+    line += '\n';
+    std::fwrite(line.data(), 1, line.size(), stdout);
   }
 
   void exec_body(const std::vector<ir::LStmtRef>& body) {
@@ -303,6 +338,8 @@ class Frame {
 
   const Interpreter& interpreter_;
   const kiln_dispatch_state_t* state_;
+  bool traces_;                                    // workgroup 0: kTrace statements print
+  std::map<const LStmt*, int64_t> trace_lines_;    // lines printed per kTrace statement
   std::vector<int64_t> vars_;
   std::vector<std::vector<Value>> locals_;
   std::vector<DType> local_types_;
@@ -341,7 +378,7 @@ int Interpreter::run_workgroup(const kiln_dispatch_state_t* state,
   if (id->y != 0 || id->z != 0) return kInterpOk;
   const LStmt* body = kernel_.body.get();
   if (!body) return kInterpOk;
-  Frame frame(*this, state);
+  Frame frame(*this, state, id->x == 0);
   if (body->kind == LStmt::Kind::kFor && body->parallel) {
     const uint64_t extent = static_cast<uint64_t>(std::max<int64_t>(0, body->extent));
     const uint64_t workgroups = std::max<uint32_t>(1, state->workgroup_count[0]);
