@@ -89,6 +89,7 @@ Result<CodeRef> Backend::compile_lowered(ir::LoweredProgram lowered,
                                          const CompileOptions& options) {
   std::shared_ptr<Code> code(new Code());
   code->lowered_.program = std::move(lowered.program);
+  code->lowered_.trace_sites = std::move(lowered.trace_sites);
   for (const std::string& r : routines) {
     auto it = std::find_if(lowered.routines.begin(), lowered.routines.end(),
                            [&](const ir::LoweredRoutine& lr) { return lr.name == r; });

@@ -168,6 +168,11 @@ Status Backend::add_compiled_routines(const ContextRef& child, const CodeRef& co
         const int id = k.nodes[b];
         const std::string& name = program.nodes[id].name;
         d.bindings.push_back(name);
+        if (name == ir::kTraceRunNode) {
+          d.trace_binding = static_cast<int>(b);
+          routine->traced_ = true;
+          continue;
+        }
         if (auto m = merge_of.find(id); m != merge_of.end()) {
           d.merge_binding = static_cast<int>(b);
           routine->merge_node_ = m->second;

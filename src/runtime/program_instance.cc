@@ -18,6 +18,10 @@ struct ProgramInstance::RoutineSteps {
 Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef device,
                                                                  const ir::Program& program,
                                                                  const ProgramOptions& options) {
+  if (options.lower.trace_values) {
+    return unimplemented_error("ProgramInstance does not trace values; run traced code through a Backend "
+                               "with BackendOptions::value_trace");
+  }
   std::unique_ptr<ProgramInstance> instance(new ProgramInstance());
   instance->device_ = device;
   KILN_ASSIGN_OR_RETURN(instance->lowered_, ir::lower_program(program, options.lower));

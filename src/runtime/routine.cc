@@ -9,6 +9,7 @@
 #include "runtime/routine_steps.h"
 #include "runtime/stream_state.h"
 #include "runtime/transfer_internal.h"
+#include "runtime/value_trace_steps.h"
 
 namespace kiln::runtime {
 
@@ -114,6 +115,27 @@ Status Routine::run_in(const ContextRef& context) const {
     }
   }
 
+  // A traced run: its run id, in a buffer of its own that its kernels bind (kiln/loop/loop.h,
+  // "Value tracing"), and its own steps.
+  const uint64_t run_number = runs_++;
+  const std::shared_ptr<ValueTrace>& values = context->backend().options().value_trace;
+  uint32_t trace_run = 0;
+  hal::BufferRef trace_buffer;
+  if (traced_) {
+    if (!values) {
+      return failed_precondition_error(where() + ": it was compiled with value tracing and the backend has "
+                                       "no ValueTrace (BackendOptions::value_trace)");
+    }
+    Result<hal::BufferRef> buffer = stream.device()->allocator().allocate({}, sizeof(int32_t));
+    if (!buffer.ok()) return buffer.status().annotate(where());
+    trace_buffer = std::move(*buffer);
+    trace_run = values->begin_run(code_, &code_->lowered(), name_, stream.name(),
+                                  stream.device()->info().name, run_number);
+    const int32_t id = static_cast<int32_t>(trace_run);
+    if (Status st = trace_buffer->write_data(0, &id, sizeof id); !st.ok()) return st.annotate(where());
+    prepared.steps.reset();
+  }
+
   // The steps, recorded on the first run in this context (and again when the merge buffer is
   // another one), then replayed.
   if (!prepared.steps || prepared.merge != merge) {
@@ -133,6 +155,10 @@ Status Routine::run_in(const ContextRef& context) const {
       for (size_t b = 0; b < d.bindings.size(); ++b) {
         if (static_cast<int>(b) == d.merge_binding) {
           command.bindings.push_back({merge});
+          continue;
+        }
+        if (static_cast<int>(b) == d.trace_binding) {
+          command.bindings.push_back({trace_buffer});
           continue;
         }
         // Lowering binds only nodes a kernel reads or writes; a binding outside them would be a
@@ -156,16 +182,18 @@ Status Routine::run_in(const ContextRef& context) const {
       return array->buffer;
     };
     std::optional<CallKernels> call_kernels;
-    if (first_call_ordinal_) call_kernels = CallKernels{executable_, *first_call_ordinal_};
+    // A traced run summarizes each call's tensors around it: its calls are host steps.
+    if (first_call_ordinal_ && !traced_) call_kernels = CallKernels{executable_, *first_call_ordinal_};
     // Own kernels have no calls: their steps are the dispatches alone.
     const RoutineShape shape = lowered_ ? shape_of(*lowered_) : RoutineShape{name_, dispatches_.size(), {}};
     Result<std::vector<RoutineStep>> steps =
         make_routine_steps(*stream.device(), shape, calls_, call_kernels, dispatch, call_buffer);
     if (!steps.ok()) return steps.status().annotate(where());
+    if (traced_ && lowered_) *steps = traced_steps(*steps, *lowered_, program, values, trace_run);
     prepared.steps = std::move(*steps);
     prepared.merge = merge;
   }
-  const RoutineRun run{context->backend().ral_context(), context->nodes()->seed(), runs_++};
+  const RoutineRun run{context->backend().ral_context(), context->nodes()->seed(), run_number};
 
   std::span<const ArrayAccess> accesses = prepared.accesses;
   std::vector<ArrayAccess> with_streaming;

@@ -92,6 +92,7 @@ struct Execution final : hal::DispatchContext {
 };
 
 bool needs_execution(const RoutineStep& step) {
+  if (std::holds_alternative<HostStep>(step)) return false;
   const auto* kernels = std::get_if<KernelStep>(&step);
   return !kernels || kernels->calls_runtime;
 }
@@ -141,6 +142,9 @@ Status submit_routine_steps(hal::Device& device, hal::Queue& queue, const hal::S
     if (const auto* kernels = std::get_if<KernelStep>(&steps[i])) {
       submitted = queue.execute(step_waits, step_signals, kernels->command_buffer,
                                 kernels->calls_runtime ? execution : nullptr);
+    } else if (const auto* host = std::get_if<HostStep>(&steps[i])) {
+      submitted = queue.host_call(step_waits, step_signals,
+                                  [fn = host->fn](const hal::SemaphoreList&) { return fn(); });
     } else {
       submitted = queue.host_call(step_waits, step_signals,
                                   [step = std::get<CallStep>(steps[i]), execution](const hal::SemaphoreList&) {

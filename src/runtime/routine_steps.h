@@ -5,6 +5,7 @@
 // routines and ProgramInstance both run routines through this, so calls mean the same on both.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -33,7 +34,13 @@ struct KernelStep {
   bool calls_runtime = false;
 };
 
-using RoutineStep = std::variant<KernelStep, CallStep>;
+// Work of the runtime's own on the queue's host thread between the others (value tracing: the
+// summaries of a call's tensors, the end of a run).
+struct HostStep {
+  std::function<Status()> fn;
+};
+
+using RoutineStep = std::variant<KernelStep, CallStep, HostStep>;
 
 // Where the routine's calls are kernels: the executable and the export ordinal of its first call
 // (call_export_ordinal); the others follow it.

@@ -4,30 +4,11 @@
 #include <cstdio>
 #include <map>
 
+#include "base/json_text.h"
 #include "kiln/base/file.h"
 
 namespace kiln::runtime {
 
-namespace {
-
-void append_json_string(std::string& out, std::string_view text) {
-  out += '"';
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-}
-
-}  // namespace
 
 void Trace::record(Event event) {
   std::lock_guard<std::mutex> lock(mu_);

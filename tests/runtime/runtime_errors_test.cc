@@ -33,7 +33,7 @@ class RuntimeErrorsTest : public ::testing::Test {
     KILN_ASSERT_OK_AND_ASSIGN(nodes_, NodeTable::create(program_));
     KILN_ASSERT_OK_AND_ASSIGN(device_, cpu_device());
     trace_ = std::make_shared<runtime::Trace>();
-    KILN_ASSERT_OK_AND_ASSIGN(backend_, Backend::create(device_, {.max_workgroups = 0, .trace = trace_}));
+    KILN_ASSERT_OK_AND_ASSIGN(backend_, Backend::create(device_, {.max_workgroups = 0, .trace = trace_, .value_trace = nullptr}));
     for (int s = 0; s < 2; ++s) {
       KILN_ASSERT_OK_AND_ASSIGN(streams_[s], backend_->new_stream());
       KILN_ASSERT_OK_AND_ASSIGN(roots_[s], backend_->make_context(streams_[s], nodes_, "shard" + std::to_string(s)));

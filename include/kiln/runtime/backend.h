@@ -35,6 +35,7 @@
 #include "kiln/runtime/routine.h"
 #include "kiln/runtime/stream.h"
 #include "kiln/runtime/trace.h"
+#include "kiln/runtime/value_trace.h"
 
 namespace kiln::ral {
 class Context;
@@ -50,6 +51,9 @@ struct BackendOptions {
   uint32_t max_workgroups = 0;
   // When set, every routine and transfer is recorded with the time it ran on its stream.
   std::shared_ptr<Trace> trace;
+  // Where runs of routines compiled with value tracing (CompileOptions::lower.trace_values)
+  // record what they computed; running such a routine without one is FAILED_PRECONDITION.
+  std::shared_ptr<ValueTrace> value_trace;
 };
 
 struct Linked {

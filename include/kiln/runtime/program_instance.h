@@ -32,6 +32,7 @@ class ProgramInstance {
  public:
   // Lowers, generates the device's source, compiles every routine in one executable, allocates
   // and initializes the buffers (params and tensors from their initializers, everything else 0).
+  // UNIMPLEMENTED with `options.lower.trace_values` (value tracing runs through a Backend).
   static Result<std::unique_ptr<ProgramInstance>> create(hal::DeviceRef device,
                                                          const ir::Program& program,
                                                          const ProgramOptions& options = {});

@@ -54,6 +54,7 @@ class Routine {
     std::vector<uint32_t> constants;
     std::vector<std::string> bindings;
     int merge_binding = -1;
+    int trace_binding = -1;  // the binding of the run id (ir::kTraceRunNode), if traced
   };
 
   // The routine's arrays in `context`, for Context::prepared_; under the scheduling mutex.
@@ -76,6 +77,7 @@ class Routine {
   std::vector<std::string> reads_;   // sorted, merge buffer excluded
   std::vector<std::string> writes_;  // sorted
   std::string merge_node_;
+  bool traced_ = false;  // compiled with value tracing: each run gets a run id
   size_t merge_bytes_ = 0;
 };
 
