@@ -33,6 +33,23 @@ BENCHMARK(BM_TrainMoons)
     ->Args({1, 1, 1})->Args({2, 1, 1})->Args({1, 0, 1})->Args({2, 0, 1})->Args({1, 1, 0})->Args({2, 1, 0})
     ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 
+// The same epoch with value tracing on (docs/tracing.md): every routine compiled with trace code,
+// run in one workgroup per kernel, logging 16 lines per statement, collected through the stdout
+// capture. Compare BM_TrainMoons/streams:2/workgroups:1/auto_calls:1 of the same run.
+void BM_TrainMoonsTraced(benchmark::State& state) {
+  moons::TrainOptions options;
+  options.streams = 2;
+  options.epochs = 10;
+  for (auto _ : state) {
+    options.value_trace = check(runtime::ValueTrace::start(), "value trace");
+    moons::TrainResult result = check(moons::train(options), "train");
+    check(options.value_trace->json_lines().status(), "collecting the value trace");
+    check(options.value_trace->stop(), "stopping the value trace");
+    state.SetIterationTime(result.seconds / options.epochs);
+  }
+}
+BENCHMARK(BM_TrainMoonsTraced)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
+
 // y = a + b + ... + g over 8 nodes of 256 floats.
 constexpr const char* kEightNodes = R"(
 input a : f32[256]
@@ -49,7 +66,7 @@ y[i] = a[i] + b[i] + c[i] + d[i] + e[i] + f[i] + g[i]
 struct EightNodes {
   hal::DeviceRef device = make_cpu_device();
   // One workgroup per dispatch, as the bare dispatch below.
-  std::shared_ptr<runtime::Backend> backend = check(runtime::Backend::create(device, {1, nullptr}), "backend");
+  std::shared_ptr<runtime::Backend> backend = check(runtime::Backend::create(device, {1, nullptr, nullptr}), "backend");
   runtime::StreamRef stream = check(backend->new_stream(), "stream");
   ir::Program program = check(lang::parse_program(kEightNodes, "eight_nodes.kiln"), "parse");
   runtime::CodeRef code = check(backend->compile(program, "main"), "compile");

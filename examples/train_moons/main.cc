@@ -1,7 +1,7 @@
 // `train_moons`: data-parallel training of a half-moons classifier on N streams (make demo).
 //
 //   train_moons [--streams N] [--epochs N] [--device NAME[,NAME...]] [--workgroups N]
-//               [--trace FILE.json] [--seed N] [--auto-calls 0|1]
+//               [--trace FILE.json] [--trace-values FILE] [--seed N] [--auto-calls 0|1]
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,7 +27,8 @@ int usage(const char* message) {
   std::fprintf(stderr,
                "train_moons: %s\n"
                "usage: train_moons [--streams N] [--epochs N] [--device NAME[,NAME...]]\n"
-               "                   [--workgroups N] [--trace FILE.json] [--seed N] [--auto-calls 0|1]\n",
+               "                   [--workgroups N] [--trace FILE.json] [--trace-values FILE]\n"
+               "                   [--seed N] [--auto-calls 0|1]\n",
                message);
   return 2;
 }
@@ -55,6 +56,7 @@ void progress(int epoch, int epochs, double loss, double accuracy) {
 int main(int argc, char** argv) {
   kiln::moons::TrainOptions options;
   std::string trace_path;
+  std::string value_trace_path;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (i + 1 >= argc) return usage(("missing value after " + std::string(arg)).c_str());
@@ -87,9 +89,19 @@ int main(int argc, char** argv) {
     } else if (arg == "--trace") {
       trace_path = value;
       options.trace = std::make_shared<kiln::runtime::Trace>();
+    } else if (arg == "--trace-values") {
+      value_trace_path = value;
     } else {
       return usage(("unknown option " + std::string(arg)).c_str());
     }
+  }
+  if (!value_trace_path.empty()) {
+    kiln::Result<std::shared_ptr<kiln::runtime::ValueTrace>> values = kiln::runtime::ValueTrace::start();
+    if (!values.ok()) {
+      std::fprintf(stderr, "train_moons: %s\n", values.status().to_string().c_str());
+      return 1;
+    }
+    options.value_trace = *values;
   }
   std::printf("training a 2-16-16-1 MLP on %d half-moons points, batch %d in %d shards, on %d stream%s\n",
               options.points, kiln::moons::kShards * kiln::moons::kShardSize, kiln::moons::kShards,
@@ -112,6 +124,16 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::printf("trace written to %s (open it in ui.perfetto.dev)\n", trace_path.c_str());
+  }
+  if (options.value_trace) {
+    kiln::Status written = options.value_trace->write_json_lines(value_trace_path);
+    if (written.ok()) written = options.value_trace->stop();
+    if (!written.ok()) {
+      std::fprintf(stderr, "train_moons: %s\n", written.to_string().c_str());
+      return 1;
+    }
+    std::printf("value trace of %zu runs written to %s (read it with kiln trace-values)\n",
+                options.value_trace->run_count(), value_trace_path.c_str());
   }
   if (result->accuracy < 0.95) {
     std::fprintf(stderr, "train_moons: accuracy %.1f%% is below 95%%\n", 100 * result->accuracy);

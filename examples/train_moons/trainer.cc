@@ -54,8 +54,11 @@ Result<TrainResult> train(const TrainOptions& options) {
   std::vector<std::shared_ptr<runtime::Backend>> backends;
   for (const std::string& name : options.devices) {
     KILN_ASSIGN_OR_RETURN(hal::DeviceRef device, drivers::builtin_registry().create_device(name));
-    KILN_ASSIGN_OR_RETURN(auto backend,
-                          runtime::Backend::create(device, {options.max_workgroups, options.trace}));
+    runtime::BackendOptions backend_options;
+    backend_options.max_workgroups = options.max_workgroups;
+    backend_options.trace = options.trace;
+    backend_options.value_trace = options.value_trace;
+    KILN_ASSIGN_OR_RETURN(auto backend, runtime::Backend::create(device, backend_options));
     backends.push_back(backend);
   }
   std::vector<runtime::StreamRef> streams;
@@ -70,6 +73,7 @@ Result<TrainResult> train(const TrainOptions& options) {
   for (const ir::Routine& r : program.routines) routine_names.push_back(r.name);
   ir::LowerOptions lower;
   lower.auto_calls = options.auto_calls;
+  lower.trace_values = options.value_trace != nullptr;
   KILN_ASSIGN_OR_RETURN(runtime::CodeRef code,
                         backends[0]->compile_batch(program, routine_names, {.shared = true, .lower = lower}));
   std::vector<Shard> shards(kShards);

@@ -18,6 +18,7 @@
 
 #include "kiln/base/status.h"
 #include "kiln/runtime/trace.h"
+#include "kiln/runtime/value_trace.h"
 
 namespace kiln::moons {
 
@@ -45,6 +46,8 @@ struct TrainOptions {
   // Products by the RAL's gemm (OpenBLAS) where lowering finds them (ir::LowerOptions::auto_calls).
   bool auto_calls = true;
   std::shared_ptr<runtime::Trace> trace;
+  // When set, the routines are compiled with value tracing and log into it (docs/tracing.md).
+  std::shared_ptr<runtime::ValueTrace> value_trace;
   // Called after each epoch with its mean loss and accuracy on the training set.
   std::function<void(int epoch, double loss, double accuracy)> on_epoch;
 };

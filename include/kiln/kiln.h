@@ -84,6 +84,7 @@ typedef struct kiln_stream kiln_stream;
 typedef struct kiln_code kiln_code;
 typedef struct kiln_context kiln_context;
 typedef struct kiln_routine kiln_routine;
+typedef struct kiln_value_trace kiln_value_trace;
 
 /* "0.1.0": the version of the library (also `kiln --version`). */
 KILN_API const char* kiln_version(void);
@@ -132,12 +133,26 @@ KILN_API kiln_status kiln_tensor_read(kiln_tensors* tensors, const char* name, k
  * A backend is the runtime over one device (a name from kiln_devices); a stream is one of its
  * queues, on which routines and transfers run in order. */
 KILN_API kiln_status kiln_backend_create(const char* device, kiln_backend** out);
+/* A backend whose code (kiln_compile) is compiled with value tracing and whose routine runs log
+ * what they compute into `trace` (see "Value tracing" below); `trace` must outlive it. */
+KILN_API kiln_status kiln_backend_create_traced(const char* device, kiln_value_trace* trace,
+                                                kiln_backend** out);
 KILN_API void kiln_backend_free(kiln_backend* backend);
 /* Blocks until every stream of the backend is idle; the first failure of their work if any. */
 KILN_API kiln_status kiln_backend_await(kiln_backend* backend);
 KILN_API kiln_status kiln_stream_create(kiln_backend* backend, kiln_stream** out);
 KILN_API void kiln_stream_free(kiln_stream* stream);
 KILN_API kiln_status kiln_stream_await(kiln_stream* stream);
+
+/* --- Value tracing (docs/tracing.md) ------------------------------------------------------
+ * kiln_value_trace_start starts capturing the process's standard output: lines printed by the
+ * kernels of traced backends go into the trace, every other line reaches standard output
+ * unchanged. One at a time per process (KILN_FAILED_PRECONDITION otherwise). After awaiting the
+ * backends, kiln_value_trace_write writes the trace as JSON lines to `path`;
+ * kiln_value_trace_free stops capturing. */
+KILN_API kiln_status kiln_value_trace_start(kiln_value_trace** out);
+KILN_API kiln_status kiln_value_trace_write(kiln_value_trace* trace, const char* path);
+KILN_API void kiln_value_trace_free(kiln_value_trace* trace);
 
 /* --- Compiling, linking, running --------------------------------------------------------------
  * kiln_compile lowers and compiles `count` routines of `program` (all of them when count is 0)

@@ -11,6 +11,13 @@ The one-call path::
     t = run.tensor("y")                          # the tensor on the device: t.shape, t.dtype,
     np.from_dlpack(t)                            #   t.numpy(): zero-copy on host memory
 
+Value tracing (docs/tracing.md): what each statement computed, for finding a NaN::
+
+    with kiln.ValueTrace.start() as trace:
+        run = prog.compile(device="cpu", trace=trace)
+        run(x=...)
+        trace.write("values.jsonl")              # then: kiln trace-values values.jsonl --first-nan
+
 Multi-stream work uses the runtime directly: Backend, Stream, Tensors, Code, Context, Routine,
 device_to_device, from_host, to_host (see examples/python/train_moons.py).
 
@@ -33,6 +40,7 @@ from ._kiln import (
     Stream,
     Tensor,
     Tensors,
+    ValueTrace,
     device_to_device,
     devices,
     from_dlpack,
@@ -56,6 +64,7 @@ __all__ = [
     "Stream",
     "Tensor",
     "Tensors",
+    "ValueTrace",
     "__version__",
     "device_to_device",
     "devices",

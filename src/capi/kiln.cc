@@ -27,6 +27,10 @@ struct kiln_program {
 struct kiln_tensors {
   std::shared_ptr<kiln::runtime::NodeTable> table;
 };
+struct kiln_value_trace {
+  std::shared_ptr<kiln::runtime::ValueTrace> trace;
+};
+
 struct kiln_backend {
   std::shared_ptr<kiln::runtime::Backend> backend;
 };
@@ -289,15 +293,53 @@ kiln_status kiln_tensor_read(kiln_tensors* tensors, const char* name, kiln_dtype
   });
 }
 
+namespace {
+
+Status create_backend(const char* device, std::shared_ptr<runtime::ValueTrace> trace, kiln_backend** out) {
+  if (!out) return invalid_argument_error("out is NULL");
+  *out = nullptr;
+  if (!device) return invalid_argument_error("device name is NULL");
+  KILN_ASSIGN_OR_RETURN(hal::DeviceRef d, drivers::builtin_registry().create_device(device));
+  runtime::BackendOptions options;
+  options.value_trace = std::move(trace);
+  KILN_ASSIGN_OR_RETURN(auto backend, runtime::Backend::create(std::move(d), options));
+  return set_out(out, new kiln_backend{std::move(backend)});
+}
+
+}  // namespace
+
 kiln_status kiln_backend_create(const char* device, kiln_backend** out) {
-  return guarded("kiln_backend_create", [&]() -> Status {
+  return guarded("kiln_backend_create", [&]() -> Status { return create_backend(device, nullptr, out); });
+}
+
+kiln_status kiln_backend_create_traced(const char* device, kiln_value_trace* trace, kiln_backend** out) {
+  return guarded("kiln_backend_create_traced", [&]() -> Status {
+    if (!trace && out) *out = nullptr;
+    if (!trace) return invalid_argument_error("trace is NULL");
+    return create_backend(device, trace->trace, out);
+  });
+}
+
+kiln_status kiln_value_trace_start(kiln_value_trace** out) {
+  return guarded("kiln_value_trace_start", [&]() -> Status {
     if (!out) return invalid_argument_error("out is NULL");
     *out = nullptr;
-    if (!device) return invalid_argument_error("device name is NULL");
-    KILN_ASSIGN_OR_RETURN(hal::DeviceRef d, drivers::builtin_registry().create_device(device));
-    KILN_ASSIGN_OR_RETURN(auto backend, runtime::Backend::create(std::move(d)));
-    return set_out(out, new kiln_backend{std::move(backend)});
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<runtime::ValueTrace> trace, runtime::ValueTrace::start());
+    return set_out(out, new kiln_value_trace{std::move(trace)});
   });
+}
+
+kiln_status kiln_value_trace_write(kiln_value_trace* trace, const char* path) {
+  return guarded("kiln_value_trace_write", [&]() -> Status {
+    if (!trace) return invalid_argument_error("trace is NULL");
+    if (!path) return invalid_argument_error("path is NULL");
+    return trace->trace->write_json_lines(path);
+  });
+}
+
+void kiln_value_trace_free(kiln_value_trace* trace) {
+  if (trace) (void)trace->trace->stop();
+  delete trace;
 }
 
 void kiln_backend_free(kiln_backend* backend) { delete backend; }
@@ -344,6 +386,7 @@ kiln_status kiln_compile(kiln_backend* backend, const kiln_program* program,
     if (count == 0) names = program->routine_names;
     runtime::CompileOptions options;
     options.shared = shared != 0;
+    options.lower.trace_values = backend->backend->options().value_trace != nullptr;
     KILN_ASSIGN_OR_RETURN(runtime::CodeRef code,
                           backend->backend->compile_batch(program->program, names, options));
     return set_out(out, new kiln_code{backend->backend, std::move(code)});

@@ -24,7 +24,8 @@ std::string joined(const std::vector<std::string>& names) {
 }  // namespace
 
 std::shared_ptr<CompiledProgram> CompiledProgram::create(const ir::Program& program,
-                                                         const std::string& device, uint64_t seed) {
+                                                         const std::string& device, uint64_t seed,
+                                                         std::shared_ptr<runtime::ValueTrace> trace) {
   auto self = std::shared_ptr<CompiledProgram>(new CompiledProgram());
   self->device_ = device;
   std::vector<std::string> names;
@@ -32,10 +33,14 @@ std::shared_ptr<CompiledProgram> CompiledProgram::create(const ir::Program& prog
   Status status = [&]() -> Status {
     nb::gil_scoped_release no_gil;
     KILN_ASSIGN_OR_RETURN(hal::DeviceRef d, drivers::builtin_registry().create_device(device));
-    KILN_ASSIGN_OR_RETURN(self->backend_, runtime::Backend::create(std::move(d)));
+    runtime::BackendOptions options;
+    options.value_trace = trace;
+    KILN_ASSIGN_OR_RETURN(self->backend_, runtime::Backend::create(std::move(d), options));
     KILN_ASSIGN_OR_RETURN(self->stream_, self->backend_->new_stream());
     KILN_ASSIGN_OR_RETURN(self->nodes_, runtime::NodeTable::create(program, seed));
-    KILN_ASSIGN_OR_RETURN(runtime::CodeRef code, self->backend_->compile_batch(program, names));
+    runtime::CompileOptions compile;
+    compile.lower.trace_values = trace != nullptr;
+    KILN_ASSIGN_OR_RETURN(runtime::CodeRef code, self->backend_->compile_batch(program, names, compile));
     KILN_ASSIGN_OR_RETURN(runtime::ContextRef root, self->backend_->make_context(self->stream_, self->nodes_));
     KILN_ASSIGN_OR_RETURN(runtime::LinkedBatch linked, self->backend_->link_batch(root, code));
     self->context_ = std::move(linked.context);

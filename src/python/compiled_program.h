@@ -22,8 +22,9 @@ class CompiledProgram : public std::enable_shared_from_this<CompiledProgram> {
  public:
   // Compiles every routine of `program` for `device` (a name of kiln.devices()) and links them
   // into one context over the program's tensors (initializers seeded by `seed`).
+  // With `trace`, the routines are compiled with value tracing and log into it.
   static std::shared_ptr<CompiledProgram> create(const ir::Program& program, const std::string& device,
-                                                 uint64_t seed);
+                                                 uint64_t seed, std::shared_ptr<runtime::ValueTrace> trace = nullptr);
 
   const std::string& device() const { return device_; }
   std::vector<std::string> routines() const;

@@ -99,11 +99,38 @@ NB_MODULE(_kiln, m) {
           }, "The routines' names, in order.")
       .def_prop_ro("tensors", &declarations,
                    "Every tensor: name -> (role, dtype, shape), role being input, output, param, tensor or const.")
-      .def("compile", [](const Program& p, const std::string& device, uint64_t seed) {
-            return CompiledProgram::create(p.program, device, seed);
-          }, "device"_a = "cpu", "seed"_a = 0,
+      .def("compile", [](const Program& p, const std::string& device, uint64_t seed,
+                         std::shared_ptr<runtime::ValueTrace> trace) {
+            return CompiledProgram::create(p.program, device, seed, std::move(trace));
+          }, "device"_a = "cpu", "seed"_a = 0, "trace"_a.none() = nb::none(),
           "Compiles every routine for `device` and links them on one stream. `seed` seeds the random "
-          "initializers and the routines' random calls.");
+          "initializers and the routines' random calls. With `trace` (a kiln.ValueTrace) the routines "
+          "are compiled with value tracing and every run logs what it computed into it.");
+
+  nb::class_<runtime::ValueTrace>(m, "ValueTrace",
+                                  "Value tracing (docs/tracing.md): what traced routines computed, statement by "
+                                  "statement. While open it captures the process's standard output (kernels' "
+                                  "trace lines go into it, every other line still reaches stdout); one at a time.")
+      .def_static("start", [] { return value_or_throw(runtime::ValueTrace::start()); },
+                  "Starts capturing standard output and returns the trace (kiln.Error while another is open).")
+      .def("json_lines", [](runtime::ValueTrace& t) {
+            nb::gil_scoped_release no_gil;
+            return value_or_throw(t.json_lines());
+          }, "The trace as JSON lines: a header line, then one line per completed routine run.")
+      .def("write", [](runtime::ValueTrace& t, const std::string& path) {
+            nb::gil_scoped_release no_gil;
+            throw_if_error(t.write_json_lines(path));
+          }, "path"_a, "Writes json_lines() to `path` (read it with `kiln trace-values PATH`).")
+      .def_prop_ro("run_count", &runtime::ValueTrace::run_count, "Routine runs recorded so far.")
+      .def("close", [](runtime::ValueTrace& t) {
+            nb::gil_scoped_release no_gil;
+            throw_if_error(t.stop());
+          }, "Stops capturing standard output; later runs are not recorded. Idempotent.")
+      .def("__enter__", [](nb::handle self) { return self; }, "Returns the trace itself.")
+      .def("__exit__", [](runtime::ValueTrace& t, nb::args) {
+            nb::gil_scoped_release no_gil;
+            throw_if_error(t.stop());
+          }, "Closes the trace.");
 
   nb::class_<CompiledProgram>(m, "CompiledProgram",
                               "A program compiled and linked on one device; call it to run a routine.")

@@ -1,13 +1,15 @@
 /* The C API (include/kiln/kiln.h) from plain C99, compiled as C with -pedantic -Werror and linked
  * to the shared libkiln: a whole training loop (linear regression by gradient descent on two
  * streams, the gradients of the second shard merged into the first, the weights copied back),
- * then a custom call written in C, then the errors a caller can make, each with its message. Exits 0 when everything holds;
+ * then a custom call written in C, a value trace, then the errors a caller can make, each with its message. Exits 0 when everything holds;
  * otherwise prints what failed and exits 1. Run under ASan by `make test`, where a leak fails it.
  * Usage: kiln_capi_test [DEVICE] (default cpu); exits 77 (skipped) when DEVICE is not usable. */
+#define _POSIX_C_SOURCE 200809L /* mkstemp, close */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kiln/kiln.h"
 #include "kiln/ral/abi.h"
@@ -280,6 +282,70 @@ static void bad_input(void) {
   kiln_backend_free(NULL);
 }
 
+/* Value tracing: a traced backend's run of y = log(x) with x[1] = 0 is written as JSON lines
+ * whose entry names the statement and holds -inf; a second trace cannot start meanwhile. */
+static void value_trace(const char* device) {
+  static const int64_t dims[1] = {3};
+  const float x[3] = {1, 0, 2};
+  const char* tmp = getenv("TMPDIR");
+  char path[512];
+  char text[4096];
+  size_t length = 0;
+  FILE* file = NULL;
+  int fd = -1;
+  kiln_value_trace *trace = NULL, *second = NULL;
+  kiln_program* program = NULL;
+  kiln_tensors* tensors = NULL;
+  kiln_backend* backend = NULL;
+  kiln_stream* stream = NULL;
+  kiln_code* code = NULL;
+  kiln_context *root = NULL, *linked = NULL;
+  kiln_routine* routine = NULL;
+
+  snprintf(path, sizeof path, "%s/kiln-capi-trace-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  fd = mkstemp(path);
+  CHECK(fd >= 0);
+  if (fd >= 0) close(fd);
+  OK(kiln_value_trace_start(&trace));
+  CHECK(kiln_value_trace_start(&second) == KILN_FAILED_PRECONDITION);
+  CHECK(kiln_backend_create_traced(device, NULL, &backend) == KILN_INVALID_ARGUMENT);
+  OK(kiln_program_parse("input x : f32[3]\noutput y : f32[3]\nroutine main {\n  y[i] = log(x[i])\n}\n",
+                        "log.kiln", &program));
+  OK(kiln_tensors_create(program, 0, &tensors));
+  OK(kiln_backend_create_traced(device, trace, &backend));
+  OK(kiln_stream_create(backend, &stream));
+  OK(kiln_compile(backend, program, NULL, 0, 0, &code));
+  OK(kiln_context_create(backend, stream, tensors, &root));
+  OK(kiln_link(root, code, &linked));
+  OK(kiln_routine_find(linked, "main", &routine));
+  if (!failures) {
+    OK(kiln_tensor_write(tensors, "x", KILN_F32, dims, 1, x, sizeof x));
+    OK(kiln_routine_run(routine));
+    OK(kiln_backend_await(backend));
+    OK(kiln_value_trace_write(trace, path));
+    file = fopen(path, "r");
+    CHECK(file != NULL);
+    if (file) {
+      length = fread(text, 1, sizeof text - 1, file);
+      text[length] = '\0';
+      fclose(file);
+      CHECK(strstr(text, "{\"kiln_value_trace\": 1") == text);
+      CHECK(strstr(text, "\"text\": \"y[i] = log(x[i])\"") != NULL);
+      CHECK(strstr(text, "\"value\": \"-inf\"") != NULL);
+    }
+  }
+  remove(path);
+  kiln_routine_free(routine);
+  kiln_context_free(linked);
+  kiln_context_free(root);
+  kiln_code_free(code);
+  kiln_stream_free(stream);
+  kiln_backend_free(backend);
+  kiln_tensors_free(tensors);
+  kiln_program_free(program);
+  kiln_value_trace_free(trace);
+}
+
 int main(int argc, char** argv) {
   const char* device = argc > 1 ? argv[1] : "cpu";
   const char* names[16];
@@ -298,6 +364,7 @@ int main(int argc, char** argv) {
   }
   train(device);
   custom_call(device);
+  value_trace(device);
   bad_input();
   if (failures) {
     fprintf(stderr, "%d checks failed\n", failures);
