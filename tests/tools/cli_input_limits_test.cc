@@ -2,14 +2,11 @@
 // exactly as many .npy data bytes as the header says. Devices that never end (/dev/zero,
 // /dev/urandom) and sparse giants are refused with a message naming the file, never with an
 // exhausted memory.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <thread>
-
+#include "base/fifo_writer.h"
 #include "cli_test_util.h"
 
 namespace kiln::tools {
@@ -83,26 +80,13 @@ TEST_F(CliInputLimitsTest, NpyDataFromAStreamIsReadExactly) {
   // the header calls for, sees that the stream goes on, and says so.
   const std::string fifo = dir_.file("x.fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  struct sigaction ignore {}, old {};
-  ignore.sa_handler = SIG_IGN;
-  ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &old), 0);  // the writer sees EPIPE once kiln is gone
-  std::thread writer([&] {
-    int fd = ::open(fifo.c_str(), O_WRONLY);
-    if (fd < 0) return;
-    const std::string head = format_npy(f32_array({4, 10}, std::vector<float>(40, 1.0f)));
-    const std::string zeros(1 << 16, '\0');
-    bool ok = ::write(fd, head.data(), head.size()) == static_cast<ssize_t>(head.size());
-    // At most 256 MiB, so that a kiln that reads to the end fails this test instead of hanging it.
-    for (int i = 0; ok && i < 4096; ++i) ok = ::write(fd, zeros.data(), zeros.size()) > 0;
-    ::close(fd);
-  });
+  // At most 256 MiB of zeros, so that a kiln that reads to the end fails this test instead of
+  // hanging it.
+  test::FifoWriter writer(fifo, format_npy(f32_array({4, 10}, std::vector<float>(40, 1.0f))),
+                          std::string(1 << 16, '\0'), 4096);
   std::vector<std::string> args = {"run", example("softmax"), "--input", "x=" + fifo};
   ProcessResult r = run(args);
-  // Should kiln not have opened the FIFO, release the writer waiting for a reader.
-  int release = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
-  if (release >= 0) ::close(release);
-  writer.join();
-  ::sigaction(SIGPIPE, &old, nullptr);
+  writer.finish();
   EXPECT_EQ(r.exit_code, 2) << describe_run(args, r);
   EXPECT_NE(r.output.find(fifo), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("more than 160"), std::string::npos) << r.output;
