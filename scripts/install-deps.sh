@@ -9,6 +9,7 @@ packages=(
   libclang-rt-14-dev               # clang's runtimes: libFuzzer and the sanitizers (make test-fuzz)
   libgtest-dev googletest          # tests
   pkg-config                       # tests: a C program built against the installed kiln.pc
+  nlohmann-json3-dev               # the kiln command: reading value traces (kiln trace-values)
   python3-venv python3-dev         # the Python package: its virtual environment and Python.h
   libbenchmark-dev                 # benchmarks
   libopenblas-dev                  # the cpu device's gemm (RAL) and the sgemm baseline of the benchmarks

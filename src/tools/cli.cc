@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -22,6 +23,7 @@
 #include "tools/npy.h"
 #include "tools/options.h"
 #include "tools/suggest.h"
+#include "tools/trace_values.h"
 
 namespace kiln::tools {
 
@@ -62,8 +64,19 @@ std::variant<ir::Program, Failure> load_program(const std::string& path) {
   return std::move(*program);
 }
 
-// Refuses, before anything runs, an output (--output, --trace, -o) that is the program or an
-// --input file: the same file by identity, whatever the names (links, "./x", hard links).
+// Where a name that does not exist yet would be created: its directory's real path and its own
+// name, so that "out.npy" and "./out.npy" compare equal.
+std::string created_path(const std::string& path) {
+  std::error_code error;
+  std::filesystem::path absolute = std::filesystem::absolute(path, error);
+  if (error) return path;
+  std::filesystem::path created = std::filesystem::weakly_canonical(absolute, error);
+  return error ? absolute.lexically_normal().string() : created.string();
+}
+
+// Refuses, before anything runs, an output (--output, --trace, --trace-values, -o) that is the
+// program, an --input file or another output: the same file by identity, whatever the names
+// (links, "./x", hard links), or the same name where nothing exists yet.
 std::optional<Failure> check_outputs(const Options& o) {
   std::vector<std::pair<std::string, FileIdentity>> read;  // what each read file is called
   auto identify = [&](const std::string& what, const std::string& path) -> std::optional<Failure> {
@@ -79,16 +92,33 @@ std::optional<Failure> check_outputs(const Options& o) {
   std::vector<std::pair<std::string, std::string>> written;  // option text, path
   for (const auto& [name, file] : o.outputs) written.push_back({"--output " + name + "=" + file, file});
   if (!o.trace.empty()) written.push_back({"--trace " + o.trace, o.trace});
+  if (!o.trace_values.empty()) written.push_back({"--trace-values " + o.trace_values, o.trace_values});
   if (!o.out_file.empty()) written.push_back({"-o " + o.out_file, o.out_file});
-  for (const auto& [option, path] : written) {
+  // Each output's identity, or where it would be created; empty for a device or a FIFO, which
+  // may be written twice (--output y=/dev/null --trace /dev/null).
+  std::vector<std::pair<std::optional<FileIdentity>, std::string>> targets;
+  for (size_t i = 0; i < written.size(); ++i) {
+    const auto& [option, path] = written[i];
     Result<std::optional<FileIdentity>> id = file_identity(path);
     if (!id.ok()) return runtime(id.status(), option);
+    if (*id && !(*id)->regular) {
+      targets.push_back({std::nullopt, ""});
+      continue;
+    }
     // Only a regular file is destroyed by writing it; a device (/dev/stdout) may be both.
-    if (!*id || !(*id)->regular) continue;
     for (const auto& [what, identity] : read) {
-      if (identity == **id) {
+      if (*id && identity == **id) {
         return invalid_input(option + ": the output is " + what + " (" + path +
                              "); writing it would destroy what kiln reads");
+      }
+    }
+    targets.push_back({*id, *id ? "" : created_path(path)});
+    for (size_t j = 0; j < i; ++j) {
+      const bool same = *id ? targets[j].first == **id
+                            : !targets[j].second.empty() && targets[j].second == targets[i].second;
+      if (same) {
+        return invalid_input(option + ": the output is also " + written[j].first + " (" + path +
+                             "); one would overwrite the other");
       }
     }
   }
@@ -470,6 +500,10 @@ int run_command_line(const std::vector<std::string>& args) {
     return report(invalid_input(level.status().message()));
   }
   if (o.command == "devices") return command_devices();
+  if (o.command == "trace-values") {
+    std::optional<Failure> f = print_value_trace(o, stdout);
+    return f ? report(*f) : kExitOk;
+  }
   return o.command == "run" ? command_run(o) : command_compile(o);
 }
 

@@ -1,4 +1,4 @@
-// The `kiln` command line (docs/cli.md): argument parsing and the three commands.
+// The `kiln` command line (docs/cli.md): argument parsing and the commands.
 // Exit codes: 0 success, 1 runtime failure (device, compiler, I/O), 2 usage or program error.
 #pragma once
 

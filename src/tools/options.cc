@@ -29,7 +29,8 @@ struct CommandSpec {
   std::string_view name;
   std::string_view synopsis;  // after "usage: "
   std::string_view summary;
-  bool takes_program;
+  std::string_view operand;       // "PROGRAM.kiln", "FILE"; empty: the command takes none
+  std::string_view operand_noun;  // what messages call it: "program", "value trace"
   std::vector<OptionSpec> options;
   std::string_view notes;  // after the options; may be empty
 };
@@ -51,7 +52,8 @@ const std::vector<CommandSpec>& commands() {
       {"run",
        "kiln run PROGRAM.kiln [options]",
        "Compiles PROGRAM.kiln for a device and runs its routines.",
-       true,
+       "PROGRAM.kiln",
+       "program",
        {
            {"--device", "", "NAME",
             "cpu (the default), interp (the reference interpreter) or opencl;\n"
@@ -75,6 +77,9 @@ const std::vector<CommandSpec>& commands() {
             "(at most 1000000)"},
            {"--print", "", "", "print every output: small tensors in full, large ones summarized"},
            {"--trace", "", "FILE.json", "write a Chrome/Perfetto trace of what ran on which stream"},
+           {"--trace-values", "", "FILE",
+            "log the values computed inside routines (JSON lines; 'kiln\n"
+            "trace-values FILE' prints them)"},
            kNoAutoCallsOption,
            kStrictFpOption,
            kHelpOption,
@@ -83,15 +88,16 @@ const std::vector<CommandSpec>& commands() {
        "  An .npy file holds dtype <f4, <f8 or <i4 in C order, of any rank, and must hold exactly\n"
        "  the declared dtype and shape. kiln reads a program of at most 64 MiB, an .npy header of\n"
        "  at most 64 KiB, and exactly as many .npy data bytes as the header says.\n"
-       "  Outputs (--output, --trace): a regular file, or a name where nothing exists, is replaced\n"
-       "  whole (written to a temporary file, then renamed); a symbolic link's target is replaced,\n"
-       "  not the link; a character device (/dev/null) or a FIFO is written in place. An output\n"
-       "  may not be the program or an --input file.\n"},
+       "  Outputs (--output, --trace, --trace-values): a regular file, or a name where nothing\n"
+       "  exists, is replaced whole (written to a temporary file, then renamed); a symbolic link's\n"
+       "  target is replaced, not the link; a character device (/dev/null) or a FIFO is written in\n"
+       "  place. An output may not be the program, an --input file or another output.\n"},
       {"compile",
        "kiln compile PROGRAM.kiln [options]",
        "Prints PROGRAM.kiln after parsing (ir), after lowering and optimization (lowered), or\n"
        "the source generated for a device (source).",
-       true,
+       "PROGRAM.kiln",
+       "program",
        {
            {"--device", "", "NAME",
             "the device whose source --emit source prints: cpu (the default, C),\n"
@@ -112,9 +118,29 @@ const std::vector<CommandSpec>& commands() {
        "kiln devices [options]",
        "Lists every built-in driver: its devices with their capabilities, or why it is not\n"
        "available (no OpenCL platform, ...).",
-       false,
+       "",
+       "",
        {kHelpOption},
        ""},
+      {"trace-values",
+       "kiln trace-values FILE [--routine NAME] [--statement LINE] [--first-nan]",
+       "Prints a value trace written by 'kiln run --trace-values' as a tree: each routine run,\n"
+       "its statements and calls in program order, and the values they computed.",
+       "FILE",
+       "value trace",
+       {
+           {"--routine", "", "NAME", "only the runs of routine NAME; repeatable"},
+           {"--statement", "", "LINE", "only the statements and calls at line LINE of the program"},
+           {"--first-nan", "", "",
+            "only the first statement that produced a NaN or an infinity (or\n"
+            "the first call whose outputs hold one): its PROGRAM:LINE, its text,\n"
+            "and the values that fed it"},
+           kHelpOption,
+       },
+       "Files:\n"
+       "  FILE holds one JSON object per line (docs/cli.md describes the format): a header, then\n"
+       "  one line per routine run, of at most 64 MiB each. Runs are printed as they are read; a\n"
+       "  malformed line stops the listing with an error naming FILE:LINE.\n"},
   };
   return specs;
 }
@@ -261,6 +287,14 @@ std::variant<Options, Failure> parse_options(const std::vector<std::string>& arg
       o.strict_fp = true;
     } else if (name == "--trace") {
       o.trace = value;
+    } else if (name == "--trace-values") {
+      o.trace_values = value;
+    } else if (name == "--statement") {
+      if (!parse_count(value, INT64_MAX, &o.statement) || o.statement == 0) {
+        return usage_error(cmd, "--statement needs a line of the program (a positive integer), got '" + value + "'");
+      }
+    } else if (name == "--first-nan") {
+      o.first_nan = true;
     } else if (name == "--emit") {
       if (value != "ir" && value != "lowered" && value != "source") {
         return usage_error(cmd, "--emit takes ir, lowered or source, got '" + value + "'");
@@ -270,11 +304,13 @@ std::variant<Options, Failure> parse_options(const std::vector<std::string>& arg
       o.out_file = value;
     }
   }
-  if (command->takes_program) {
-    if (positional.empty()) return usage_error(cmd, "'kiln " + cmd + "' needs a PROGRAM.kiln");
-    o.program = positional[0];
+  if (!command->operand.empty()) {
+    if (positional.empty()) return usage_error(cmd, "'kiln " + cmd + "' needs a " + std::string(command->operand));
+    std::string& operand = cmd == "trace-values" ? o.values_file : o.program;
+    operand = positional[0];
     if (positional.size() > 1) {
-      return usage_error(cmd, "unexpected argument '" + positional[1] + "' (the program is '" + o.program + "')");
+      return usage_error(cmd, "unexpected argument '" + positional[1] + "' (the " + std::string(command->operand_noun) +
+                                  " is '" + operand + "')");
     }
   } else if (!positional.empty()) {
     return usage_error(cmd, "'kiln " + cmd + "' takes no arguments, got '" + positional[0] + "'");
@@ -299,6 +335,7 @@ std::string help_text(const std::string& command) {
       "  run PROGRAM.kiln       compile the program for a device and run its routines\n"
       "  compile PROGRAM.kiln   print the program after parsing or lowering, or its device source\n"
       "  devices                list the drivers and devices that are present\n"
+      "  trace-values FILE      print a value trace (kiln run --trace-values) as a tree\n"
       "  help [COMMAND]         print this help, or a command's\n"
       "\n"
       "Options:\n" +

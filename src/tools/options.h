@@ -24,7 +24,7 @@ struct Failure {
 // A usage error of `command` ("" for the top level): exit 2, message then the usage line.
 Failure usage_error(const std::string& command, const std::string& message);
 
-// Options of `run`, `compile` and `devices`.
+// Options of `run`, `compile`, `devices` and `trace-values`.
 struct Options {
   std::string command;
   bool help = false;  // --help was given: print the command's help, do nothing else
@@ -39,14 +39,20 @@ struct Options {
   bool auto_calls = true;  // --no-auto-calls turns it off
   bool strict_fp = false;  // --strict-fp: float reductions in program order
   std::string trace;
+  std::string trace_values;  // run --trace-values FILE: where the values computed inside routines go
   std::string emit = "ir";
   std::string out_file;
+  // `trace-values FILE`: the value trace to print (o.routines filters its runs).
+  std::string values_file;
+  uint64_t statement = 0;  // --statement LINE: only that line's entries; 0: every line
+  bool first_nan = false;
 };
 
 // The commands, in the order help lists them.
 std::vector<std::string> command_names();
 
-// Parses `args` = {COMMAND, ARGS...} for COMMAND in command_names() other than "help".
+// Parses `args` = {COMMAND, ARGS...} for COMMAND in command_names() other than "help". The
+// operand (PROGRAM.kiln, or the FILE of trace-values) goes to o.program or o.values_file.
 std::variant<Options, Failure> parse_options(const std::vector<std::string>& args);
 
 // `kiln --help` (empty command) or `kiln COMMAND --help`: usage, every option described, notes.
