@@ -566,6 +566,7 @@ LStmtRef Lowerer::trace_point(const Scope& scope, LExprRef value) {
   site.loc = s.loc;
   site.text = print_statement(in_, s);
   site.target = in_.nodes[s.target].name;
+  site.lines = options_.trace_lines;
   std::vector<LExprRef> values;
   for (size_t i = 0; i < s.indices.size(); ++i) {
     if (!scope.index_value[i]) continue;

@@ -122,9 +122,10 @@ Status Routine::run_in(const ContextRef& context) const {
   uint32_t trace_run = 0;
   hal::BufferRef trace_buffer;
   if (traced_) {
-    if (!values) {
-      return failed_precondition_error(where() + ": it was compiled with value tracing and the backend has "
-                                       "no ValueTrace (BackendOptions::value_trace)");
+    // Its kernels print their lines: only into a capture, never onto the real standard output.
+    if (!values || !values->active()) {
+      return failed_precondition_error(where() + ": it was compiled with value tracing and the backend has " +
+                                       (values ? "a ValueTrace that is stopped" : "no ValueTrace (BackendOptions::value_trace)"));
     }
     Result<hal::BufferRef> buffer = stream.device()->allocator().allocate({}, sizeof(int32_t));
     if (!buffer.ok()) return buffer.status().annotate(where());

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -71,6 +72,11 @@ Status ValueTrace::stop() {
     capture = std::move(capture_);
   }
   return capture ? capture->stop() : Status();
+}
+
+bool ValueTrace::active() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return capture_ != nullptr;
 }
 
 size_t ValueTrace::run_count() const {
@@ -211,8 +217,16 @@ Result<std::string> ValueTrace::json_lines() {
 }
 
 Result<std::string> ValueTrace::json_lines_locked() {
-  std::string out = "{\"kiln_value_trace\": 1, \"runs\": " + std::to_string(runs_.size()) +
-                    ", \"stray_lines\": " + std::to_string(stray_lines_) + "}\n";
+  // The most lines an entry may hold: the largest limit, or where there is none, the most logged.
+  int64_t most = 0;
+  for (const std::unique_ptr<Run>& run : runs_) {
+    std::map<int, int64_t> per_site;
+    for (const Point& p : run->points) most = std::max(most, ++per_site[p.site]);
+    for (const ir::TraceSite& site : run->program->trace_sites) most = std::max(most, site.lines);
+  }
+  std::string out = "{\"kiln_value_trace\": 1, \"lines_per_statement\": " + std::to_string(most) +
+                    ", \"runs\": " + std::to_string(runs_.size()) + ", \"stray_lines\": " +
+                    std::to_string(stray_lines_) + "}\n";
   for (const std::unique_ptr<Run>& run : runs_) {
     if (!run->done) continue;
     const ir::LoweredProgram& program = *run->program;

@@ -50,6 +50,7 @@ ir::LowerOptions lower_options(const Options& o) {
   ir::LowerOptions lower;
   lower.auto_calls = o.auto_calls;
   lower.reassociate = !o.strict_fp;
+  lower.trace_values = !o.trace_values.empty();
   return lower;
 }
 
@@ -308,7 +309,16 @@ int command_run(const Options& o) {
 
   // N copies of the routine sequence, each in its own context on its own stream.
   auto trace = o.trace.empty() ? nullptr : std::make_shared<runtime::Trace>();
-  auto backend = runtime::Backend::create(std::get<hal::DeviceRef>(opened), {0, trace});
+  std::shared_ptr<runtime::ValueTrace> value_trace;
+  if (!o.trace_values.empty()) {
+    Result<std::shared_ptr<runtime::ValueTrace>> started = runtime::ValueTrace::start();
+    if (!started.ok()) return report(runtime(started.status(), "--trace-values"));
+    value_trace = std::move(*started);
+  }
+  runtime::BackendOptions backend_options;
+  backend_options.trace = trace;
+  backend_options.value_trace = value_trace;
+  auto backend = runtime::Backend::create(std::get<hal::DeviceRef>(opened), backend_options);
   if (!backend.ok()) return report(runtime(backend.status(), "opening " + o.device));
   auto code = (*backend)->compile_lowered(std::move(*lowered), routines);
   if (!code.ok()) return report(runtime(code.status(), "compiling " + o.program + " for " + o.device));
@@ -385,6 +395,11 @@ int command_run(const Options& o) {
   if (trace) {
     Status st = trace->write_json(o.trace);
     if (!st.ok()) return report(runtime(st, "writing the trace"));
+  }
+  if (value_trace) {
+    Status st = value_trace->write_json_lines(o.trace_values);
+    if (st.ok()) st = value_trace->stop();
+    if (!st.ok()) return report(runtime(st, "writing the value trace"));
   }
   if (o.print) {
     for (const ir::TensorNode& node : program.nodes) {

@@ -54,6 +54,30 @@ CompileOptions traced(int64_t lines = 16) {
   return options;
 }
 
+// A backend on `device` (or `backend`, when given) logging into `trace` (null: none), with
+// routine `routine` of `program` compiled with tracing (`lines` per statement) and linked on a
+// new stream over `nodes`.
+struct TracedRoutine {
+  std::shared_ptr<Backend> backend;
+  RoutineRef routine;
+};
+Result<TracedRoutine> traced_routine(const std::string& device, std::shared_ptr<ValueTrace> trace,
+                                     const ir::Program& program, std::shared_ptr<NodeTable> nodes,
+                                     const std::string& routine, int64_t lines = 16,
+                                     std::shared_ptr<Backend> backend = nullptr) {
+  if (!backend) {
+    KILN_ASSIGN_OR_RETURN(hal::DeviceRef dev, drivers::builtin_registry().create_device(device));
+    runtime::BackendOptions options;
+    options.value_trace = std::move(trace);
+    KILN_ASSIGN_OR_RETURN(backend, Backend::create(dev, options));
+  }
+  KILN_ASSIGN_OR_RETURN(StreamRef stream, backend->new_stream(backend->streams().empty() ? "s0" : ""));
+  KILN_ASSIGN_OR_RETURN(ContextRef root, backend->make_context(stream, std::move(nodes), "root"));
+  KILN_ASSIGN_OR_RETURN(CodeRef code, backend->compile(program, routine, traced(lines)));
+  KILN_ASSIGN_OR_RETURN(runtime::Linked linked, backend->link(root, code, routine));
+  return TracedRoutine{backend, linked.routine};
+}
+
 std::vector<json> parse_lines(const std::string& text) {
   std::vector<json> out;
   std::istringstream in(text);
@@ -67,14 +91,8 @@ void trace_runs(const std::string& device, int runs, std::vector<json>* lines) {
   KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kProgram, "trace.kiln"));
   KILN_ASSERT_OK_AND_ASSIGN(auto nodes, NodeTable::create(program, 1));
   KILN_ASSERT_OK(write_floats(*nodes, "x", {1, 0, 2, 3}));
-  KILN_ASSERT_OK_AND_ASSIGN(hal::DeviceRef dev, drivers::builtin_registry().create_device(device));
-  runtime::BackendOptions options;
-  options.value_trace = trace;
-  KILN_ASSERT_OK_AND_ASSIGN(auto backend, Backend::create(dev, options));
-  KILN_ASSERT_OK_AND_ASSIGN(StreamRef stream, backend->new_stream("s0"));
-  KILN_ASSERT_OK_AND_ASSIGN(ContextRef root, backend->make_context(stream, nodes, "root"));
-  KILN_ASSERT_OK_AND_ASSIGN(CodeRef code, backend->compile(program, "step", traced()));
-  KILN_ASSERT_OK_AND_ASSIGN(runtime::Linked linked, backend->link(root, code, "step"));
+  KILN_ASSERT_OK_AND_ASSIGN(TracedRoutine linked, traced_routine(device, trace, program, nodes, "step", 16));
+  const std::shared_ptr<Backend>& backend = linked.backend;
   for (int r = 0; r < runs; ++r) KILN_ASSERT_OK(linked.routine->run());
   KILN_ASSERT_OK(backend->await(wait_limit()));
   KILN_ASSERT_OK_AND_ASSIGN(std::string text, trace->json_lines());
@@ -166,14 +184,8 @@ TEST(ValueTraceTest, LimitsTheLinesOfAStatement) {
   KILN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<ValueTrace> trace, ValueTrace::start());
   KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kProgram, "trace.kiln"));
   KILN_ASSERT_OK_AND_ASSIGN(auto nodes, NodeTable::create(program, 1));
-  KILN_ASSERT_OK_AND_ASSIGN(hal::DeviceRef dev, cpu_device());
-  runtime::BackendOptions options;
-  options.value_trace = trace;
-  KILN_ASSERT_OK_AND_ASSIGN(auto backend, Backend::create(dev, options));
-  KILN_ASSERT_OK_AND_ASSIGN(StreamRef stream, backend->new_stream());
-  KILN_ASSERT_OK_AND_ASSIGN(ContextRef root, backend->make_context(stream, nodes, "root"));
-  KILN_ASSERT_OK_AND_ASSIGN(CodeRef code, backend->compile(program, "step", traced(3)));
-  KILN_ASSERT_OK_AND_ASSIGN(runtime::Linked linked, backend->link(root, code, "step"));
+  KILN_ASSERT_OK_AND_ASSIGN(TracedRoutine linked, traced_routine("cpu", trace, program, nodes, "step", 3));
+  const std::shared_ptr<Backend>& backend = linked.backend;
   KILN_ASSERT_OK(linked.routine->run());
   KILN_ASSERT_OK(backend->await(wait_limit()));
   KILN_ASSERT_OK_AND_ASSIGN(std::string text, trace->json_lines());
@@ -188,13 +200,22 @@ TEST(ValueTraceTest, LimitsTheLinesOfAStatement) {
 TEST(ValueTraceTest, RunningTracedCodeNeedsAValueTrace) {
   KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kProgram));
   KILN_ASSERT_OK_AND_ASSIGN(auto nodes, NodeTable::create(program, 1));
-  KILN_ASSERT_OK_AND_ASSIGN(hal::DeviceRef dev, cpu_device());
-  KILN_ASSERT_OK_AND_ASSIGN(auto backend, Backend::create(dev));
-  KILN_ASSERT_OK_AND_ASSIGN(StreamRef stream, backend->new_stream());
-  KILN_ASSERT_OK_AND_ASSIGN(ContextRef root, backend->make_context(stream, nodes, "root"));
-  KILN_ASSERT_OK_AND_ASSIGN(CodeRef code, backend->compile(program, "step", traced()));
-  KILN_ASSERT_OK_AND_ASSIGN(runtime::Linked linked, backend->link(root, code, "step"));
+  KILN_ASSERT_OK_AND_ASSIGN(TracedRoutine linked, traced_routine("cpu", nullptr, program, nodes, "step", 16));
   EXPECT_TRUE(has_error(linked.routine->run(), StatusCode::kFailedPrecondition, {"value tracing", "ValueTrace"}));
+}
+
+TEST(ValueTraceTest, RunningTracedCodeAfterTheTraceStoppedFails) {
+  KILN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<ValueTrace> trace, ValueTrace::start());
+  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kProgram));
+  KILN_ASSERT_OK_AND_ASSIGN(auto nodes, NodeTable::create(program, 1));
+  KILN_ASSERT_OK_AND_ASSIGN(TracedRoutine linked, traced_routine("cpu", trace, program, nodes, "step", 16));
+  const std::shared_ptr<Backend>& backend = linked.backend;
+  KILN_ASSERT_OK(linked.routine->run());
+  KILN_ASSERT_OK(backend->await(wait_limit()));
+  KILN_ASSERT_OK(trace->stop());
+  EXPECT_FALSE(trace->active());
+  EXPECT_TRUE(has_error(linked.routine->run(), StatusCode::kFailedPrecondition, {"stopped"}));
+  EXPECT_EQ(trace->run_count(), 1u);
 }
 
 // Tracing off: no trace code at all, whatever the other trace option says; on: printf.
@@ -251,23 +272,16 @@ TEST(ValueTraceTest, SeveralStreamsAndDevicesAtOnceLoseAndMixNothing) {
     KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kProgram, "trace.kiln"));
     KILN_ASSERT_OK_AND_ASSIGN(auto nodes, NodeTable::create(program, 1));
     KILN_ASSERT_OK(write_floats(*nodes, "x", {1, 0, 2, 3}));
-    runtime::BackendOptions options;
-    options.value_trace = trace;
     std::vector<std::shared_ptr<Backend>> backends;
     std::vector<RoutineRef> routines;
     for (const std::string device : {"cpu", "cpu", driver_available("opencl") ? "opencl" : "cpu"}) {
-      std::shared_ptr<Backend> backend;
+      // The two cpu streams share a backend.
+      std::shared_ptr<Backend> shared;
       if (!backends.empty() && device == "cpu" && backends.back()->device()->info().driver == "cpu") {
-        backend = backends.back();
-      } else {
-        KILN_ASSERT_OK_AND_ASSIGN(hal::DeviceRef dev, drivers::builtin_registry().create_device(device));
-        KILN_ASSERT_OK_AND_ASSIGN(backend, Backend::create(dev, options));
-        backends.push_back(backend);
+        shared = backends.back();
       }
-      KILN_ASSERT_OK_AND_ASSIGN(StreamRef stream, backend->new_stream());
-      KILN_ASSERT_OK_AND_ASSIGN(ContextRef root, backend->make_context(stream, nodes, "root"));
-      KILN_ASSERT_OK_AND_ASSIGN(CodeRef code, backend->compile(program, "step", traced()));
-      KILN_ASSERT_OK_AND_ASSIGN(runtime::Linked linked, backend->link(root, code, "step"));
+      KILN_ASSERT_OK_AND_ASSIGN(TracedRoutine linked, traced_routine(device, trace, program, nodes, "step", 16, shared));
+      if (!shared) backends.push_back(linked.backend);
       routines.push_back(linked.routine);
     }
     std::thread printer([] {
@@ -331,14 +345,8 @@ routine main {
 )", "echo.kiln"));
     KILN_ASSERT_OK_AND_ASSIGN(auto nodes, NodeTable::create(program, 1));
     KILN_ASSERT_OK(write_floats(*nodes, "x", {1, NAN, -3, 4}));
-    KILN_ASSERT_OK_AND_ASSIGN(hal::DeviceRef dev, cpu_device());
-    runtime::BackendOptions options;
-    options.value_trace = trace;
-    KILN_ASSERT_OK_AND_ASSIGN(auto backend, Backend::create(dev, options));
-    KILN_ASSERT_OK_AND_ASSIGN(StreamRef stream, backend->new_stream());
-    KILN_ASSERT_OK_AND_ASSIGN(ContextRef root, backend->make_context(stream, nodes, "root"));
-    KILN_ASSERT_OK_AND_ASSIGN(CodeRef code, backend->compile(program, "main", traced()));
-    KILN_ASSERT_OK_AND_ASSIGN(runtime::Linked linked, backend->link(root, code, "main"));
+    KILN_ASSERT_OK_AND_ASSIGN(TracedRoutine linked, traced_routine("cpu", trace, program, nodes, "main"));
+    const std::shared_ptr<Backend>& backend = linked.backend;
     KILN_ASSERT_OK(linked.routine->run());
     KILN_ASSERT_OK(backend->await(wait_limit()));
     KILN_ASSERT_OK_AND_ASSIGN(text, trace->json_lines());

@@ -320,6 +320,30 @@ TEST_F(CliTraceValuesTest, UsageErrors) {
   }
 }
 
+// The walkthrough of docs/tracing.md, end to end on each device: `kiln run --trace-values` writes
+// the trace of examples/tracing/debug_nan.kiln, and --first-nan names line 13 with what it read.
+TEST_F(CliTraceValuesTest, RunWritesATraceThatFindsTheFirstNan) {
+  for (const std::string device : {"cpu", "interp", "opencl"}) {
+    SCOPED_TRACE(device);
+    const std::string values = dir_.file(device + ".jsonl");
+    using Args = std::vector<std::string>;
+    const Args args = {"run", std::string(KILN_SOURCE_DIR) + "/examples/tracing/debug_nan.kiln", "--device", device, "--print", "--trace-values", values};
+    ProcessResult r = run(args);
+    if (device == "opencl" && r.exit_code != 0 && r.output.find("OpenCL") != std::string::npos) continue;
+    ASSERT_EQ(r.exit_code, 0) << describe_run(args, r);
+    // The program's own output passes through the capture unchanged.
+    EXPECT_NE(r.output.find("loss : f32 []\n"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("kiln-trace"), std::string::npos) << r.output;
+    const std::string out = listing({"trace-values", values, "--first-nan"});
+    expect_has(out, {"run 1: routine main (1st run)", "debug_nan.kiln:13: first NaN or infinity\n",
+                     "  loss = sum(log(rate[r]) * relu(score[r]))\n", "  at r=0\n", "    inlined rate[r] = 0\n",
+                     "    -> nan\n"});
+    // The whole tree: score's reduction logs its 12 terms, loss its 3.
+    const std::string tree = listing({"trace-values", values});
+    expect_has(tree, {"debug_nan.kiln:11  score[r] = sum(w[r, k] * x[k])", "r=2 k=3"});
+  }
+}
+
 TEST_F(CliTraceValuesTest, RunTakesTraceValuesFile) {
   const std::string program = dir_.file("softmax.kiln");
   ASSERT_TRUE(write_bytes(program, *read_file(example("softmax"))).ok());

@@ -152,6 +152,7 @@ struct TraceSite {
   SourceLoc loc;
   std::string text;    // the statement in .kiln syntax (print_statement)
   std::string target;  // the node it writes
+  int64_t lines = 0;   // the most lines it logs per kernel run (0: no limit)
   std::vector<std::string> indices;  // index names
   std::vector<std::string> reads;    // "x[i, k]", or "inlined h[i]" for an inlined intermediate
 };

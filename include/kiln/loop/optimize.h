@@ -85,7 +85,7 @@ struct OptimizeOptions {
 
 // split_reductions, fold_constants, tile_contractions (folding its offsets again when it tiled),
 // hoist_invariants (before fma, so that an invariant product is hoisted whole), form_fma, then
-// drop_unused_bindings.
+// drop_unused_bindings. A kernel with kTrace statements (value tracing) is left as it is.
 void optimize_kernel(Kernel& kernel, const OptimizeOptions& options = {});
 
 }  // namespace kiln::ir

@@ -62,6 +62,8 @@ class ValueTrace {
   Status write_json_lines(const std::string& path);
   // Runs recorded so far, completed or not.
   size_t run_count() const;
+  // Capturing (between start() and stop()): only then may traced routines run.
+  bool active() const;
 
   // For the runtime (Routine::run_in): a run of routine `routine` of `program` starts on
   // `stream` of `device`; returns its run id. `program` must outlive the trace's use of it

@@ -83,7 +83,19 @@ void drop_unused_bindings(Kernel& kernel) {
   std::erase_if(kernel.nodes, [&](int node) { return !accessed(node); });
 }
 
+namespace {
+
+bool contains_trace(const LStmtRef& s) {
+  if (!s) return false;
+  if (s->kind == LStmt::Kind::kTrace) return true;
+  return std::any_of(s->body.begin(), s->body.end(), [](const LStmtRef& b) { return contains_trace(b); });
+}
+
+}  // namespace
+
 void optimize_kernel(Kernel& kernel, const OptimizeOptions& options) {
+  // A traced kernel logs its points in the order lowering wrote them: it stays as it is.
+  if (contains_trace(kernel.body)) return;
   split_reductions(kernel, options.reassociate);
   fold_constants(kernel);
   if (tile_contractions(kernel)) fold_constants(kernel);
