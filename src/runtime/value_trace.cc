@@ -56,17 +56,17 @@ Result<std::shared_ptr<ValueTrace>> ValueTrace::start() {
 }
 
 Status ValueTrace::sync() {
-  std::unique_ptr<StdoutCapture>* capture = nullptr;
+  std::shared_ptr<StdoutCapture> capture;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    capture = &capture_;
+    capture = capture_;
   }
-  // The capture is only reset by stop(), which callers do not race with sync().
-  return *capture ? (*capture)->sync() : Status();
+  // Outside the lock: the capture's thread takes it to add the lines sync() waits for.
+  return capture ? capture->sync() : Status();
 }
 
 Status ValueTrace::stop() {
-  std::unique_ptr<StdoutCapture> capture;
+  std::shared_ptr<StdoutCapture> capture;
   {
     std::lock_guard<std::mutex> lock(mu_);
     capture = std::move(capture_);

@@ -83,7 +83,7 @@ class ValueTrace {
   Result<std::string> json_lines_locked();
 
   mutable std::mutex mu_;
-  std::unique_ptr<StdoutCapture> capture_;
+  std::shared_ptr<StdoutCapture> capture_;  // null once stopped
   std::vector<std::unique_ptr<Run>> runs_;  // index: run id - 1
   uint64_t stray_lines_ = 0;                // lines naming no known run or site
 };
