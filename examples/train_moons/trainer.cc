@@ -74,6 +74,7 @@ Result<TrainResult> train(const TrainOptions& options) {
   ir::LowerOptions lower;
   lower.auto_calls = options.auto_calls;
   lower.trace_values = options.value_trace != nullptr;
+  if (options.value_trace) lower.trace_lines = options.value_trace->lines_per_statement();
   KILN_ASSIGN_OR_RETURN(runtime::CodeRef code,
                         backends[0]->compile_batch(program, routine_names, {.shared = true, .lower = lower}));
   std::vector<Shard> shards(kShards);

@@ -386,7 +386,10 @@ kiln_status kiln_compile(kiln_backend* backend, const kiln_program* program,
     if (count == 0) names = program->routine_names;
     runtime::CompileOptions options;
     options.shared = shared != 0;
-    options.lower.trace_values = backend->backend->options().value_trace != nullptr;
+    if (const auto& trace = backend->backend->options().value_trace) {
+      options.lower.trace_values = true;
+      options.lower.trace_lines = trace->lines_per_statement();
+    }
     KILN_ASSIGN_OR_RETURN(runtime::CodeRef code,
                           backend->backend->compile_batch(program->program, names, options));
     return set_out(out, new kiln_code{backend->backend, std::move(code)});

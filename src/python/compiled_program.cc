@@ -40,6 +40,7 @@ std::shared_ptr<CompiledProgram> CompiledProgram::create(const ir::Program& prog
     KILN_ASSIGN_OR_RETURN(self->nodes_, runtime::NodeTable::create(program, seed));
     runtime::CompileOptions compile;
     compile.lower.trace_values = trace != nullptr;
+    if (trace) compile.lower.trace_lines = trace->lines_per_statement();
     KILN_ASSIGN_OR_RETURN(runtime::CodeRef code, self->backend_->compile_batch(program, names, compile));
     KILN_ASSIGN_OR_RETURN(runtime::ContextRef root, self->backend_->make_context(self->stream_, self->nodes_));
     KILN_ASSIGN_OR_RETURN(runtime::LinkedBatch linked, self->backend_->link_batch(root, code));

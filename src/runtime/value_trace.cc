@@ -11,6 +11,7 @@
 
 #include "base/json_text.h"
 #include "base/stdout_capture.h"
+#include "kiln/base/env.h"
 #include "kiln/base/file.h"
 #include "kiln/base/time.h"
 #include "kiln/ir/printer.h"
@@ -42,6 +43,8 @@ ValueTrace::~ValueTrace() { (void)stop(); }
 
 Result<std::shared_ptr<ValueTrace>> ValueTrace::start() {
   std::shared_ptr<ValueTrace> trace(new ValueTrace());
+  KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> lines, env_uint("KILN_TRACE_LINES", 0, uint64_t{1} << 20));
+  if (lines) trace->lines_per_statement_ = static_cast<int64_t>(*lines);
   ValueTrace* raw = trace.get();
   // Line-buffered, stdio writes each line whole: a kernel's line (which a device may write to fd 1
   // directly) then never lands inside another line that stdio holds half-written.

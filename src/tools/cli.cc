@@ -287,8 +287,21 @@ int command_run(const Options& o) {
 
   auto opened = open_device(o.device);
   if (auto* f = std::get_if<Failure>(&opened)) return report(*f);
+  // From here on standard output is captured while value tracing (docs/tracing.md).
+  std::shared_ptr<runtime::ValueTrace> value_trace;
+  ir::LowerOptions lower = lower_options(o);
+  if (!o.trace_values.empty()) {
+    Result<std::shared_ptr<runtime::ValueTrace>> started = runtime::ValueTrace::start();
+    if (!started.ok()) {
+      const std::string what = "--trace-values: " + started.status().message();
+      return report(started.status().code() == StatusCode::kInvalidArgument ? invalid_input(what)
+                                                                             : runtime(started.status(), "--trace-values"));
+    }
+    value_trace = std::move(*started);
+    lower.trace_lines = value_trace->lines_per_statement();
+  }
   // Lowered here, so that an error in the program is told apart from a device's (exit 2, not 1).
-  Result<ir::LoweredProgram> lowered = ir::lower_program(program, lower_options(o));
+  Result<ir::LoweredProgram> lowered = ir::lower_program(program, lower);
   if (!lowered.ok()) return report(invalid_input(o.program + ": " + lowered.status().message()));
 
   // The host copies: initializers from --seed, then the given and random inputs.
@@ -309,12 +322,6 @@ int command_run(const Options& o) {
 
   // N copies of the routine sequence, each in its own context on its own stream.
   auto trace = o.trace.empty() ? nullptr : std::make_shared<runtime::Trace>();
-  std::shared_ptr<runtime::ValueTrace> value_trace;
-  if (!o.trace_values.empty()) {
-    Result<std::shared_ptr<runtime::ValueTrace>> started = runtime::ValueTrace::start();
-    if (!started.ok()) return report(runtime(started.status(), "--trace-values"));
-    value_trace = std::move(*started);
-  }
   runtime::BackendOptions backend_options;
   backend_options.trace = trace;
   backend_options.value_trace = value_trace;

@@ -342,6 +342,18 @@ TEST_F(CliTraceValuesTest, RunWritesATraceThatFindsTheFirstNan) {
     const std::string tree = listing({"trace-values", values});
     expect_has(tree, {"debug_nan.kiln:11  score[r] = sum(w[r, k] * x[k])", "r=2 k=3"});
   }
+  // KILN_TRACE_LINES sets the points each statement logs; a malformed one is a usage error.
+  const std::string few = dir_.file("few.jsonl");
+  Env env = this->env();
+  env["KILN_TRACE_LINES"] = "2";
+  const std::string program = std::string(KILN_SOURCE_DIR) + "/examples/tracing/debug_nan.kiln";
+  ProcessResult r = kiln({"run", program, "--trace-values", few}, env);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_has(listing({"trace-values", few}), {"r=0 k=1", "(2 shown, more points ran than were logged)"});
+  env["KILN_TRACE_LINES"] = "-1";
+  r = kiln({"run", program, "--trace-values", few}, env);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  expect_has(r.output, {"KILN_TRACE_LINES='-1'"});
 }
 
 TEST_F(CliTraceValuesTest, RunTakesTraceValuesFile) {

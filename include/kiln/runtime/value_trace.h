@@ -44,8 +44,12 @@ class ValueTrace {
   };
 
   // Starts capturing standard output. FAILED_PRECONDITION while another ValueTrace (or capture)
-  // is active.
+  // is active; INVALID_ARGUMENT for a malformed KILN_TRACE_LINES.
   static Result<std::shared_ptr<ValueTrace>> start();
+  // The lines each statement logs per run that the front ends (kiln run, train_moons, the C and
+  // Python APIs) compile with (ir::LowerOptions::trace_lines): KILN_TRACE_LINES when start()
+  // ran, an integer in [0, 1048576], 0 meaning no limit; 16 when unset.
+  int64_t lines_per_statement() const { return lines_per_statement_; }
   ~ValueTrace();
   ValueTrace(const ValueTrace&) = delete;
   ValueTrace& operator=(const ValueTrace&) = delete;
@@ -86,6 +90,7 @@ class ValueTrace {
   std::shared_ptr<StdoutCapture> capture_;  // null once stopped
   std::vector<std::unique_ptr<Run>> runs_;  // index: run id - 1
   uint64_t stray_lines_ = 0;                // lines naming no known run or site
+  int64_t lines_per_statement_ = 16;
 };
 
 }  // namespace kiln::runtime
