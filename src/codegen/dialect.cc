@@ -22,7 +22,7 @@ Result<std::unique_ptr<DialectSyntax>> make_dialect(Dialect dialect) {
     case Dialect::kOpenCL:
       return make_opencl_dialect();
     case Dialect::kCuda:
-      return unimplemented_error("code generation for CUDA C is not implemented yet");
+      return make_cuda_dialect();
   }
   return invalid_argument_error("unknown dialect");
 }
@@ -59,6 +59,33 @@ bool is_c99_keyword(std::string_view identifier) {
 
 bool is_kiln_name(std::string_view identifier) {
   return identifier.starts_with("kiln_") || identifier.starts_with("KILN_");
+}
+
+bool is_reserved_c_name(std::string_view identifier) {
+  if (is_c99_keyword(identifier) || is_kiln_name(identifier)) return true;
+  return identifier.size() >= 2 && identifier[0] == '_' &&
+         (identifier[1] == '_' || (identifier[1] >= 'A' && identifier[1] <= 'Z'));
+}
+
+void emit_status_abi_begin(Printer& out, const KernelFrame& frame, const std::string& qualifier,
+                           std::string_view length_suffix, const std::string& fail) {
+  std::string params = "KILN_STATUS_PARAMS";
+  for (const BindingInfo& b : frame.bindings) {
+    params += ", KILN_BINDING_PARAMS(" + std::to_string(b.index) + ")";
+  }
+  out.line(qualifier + " " + frame.kernel->name + "(" + params + ") {");
+  out.indent();
+  // Returns when the action already failed on the device (the ABI's entry check); with
+  // barriers, the whole workgroup returns or none of it.
+  out.line(frame.group_barriers ? "KILN_GROUP_ENTRY();" : "KILN_ENTRY();");
+  bool checks = false;
+  for (const BindingInfo& b : frame.bindings) {
+    if (b.min_bytes <= 0) continue;
+    if (!checks && frame.comments) out.line("/* the dispatch must match the kernel */");
+    checks = true;
+    out.line("if (KILN_BINDING_LENGTH(" + std::to_string(b.index) + ") < " + std::to_string(b.min_bytes) +
+             std::string(length_suffix) + ") " + fail);
+  }
 }
 
 void emit_workgroups_comment(Printer& out, const KernelFrame& frame) {

@@ -130,6 +130,19 @@ class DialectSyntax {
   virtual bool is_reserved(std::string_view identifier) const = 0;
 };
 
+// The dialects of the status-ring kernel ABIs (OpenCL C, CUDA C): a kernel returns nothing and
+// fails through KILN_FAIL, which records the failure in the action's status slot; no heap.
+class StatusAbiDialect : public DialectSyntax {
+ public:
+  bool heap_locals() const override { return false; }
+  void emit_kernel_end(Printer& out, const KernelFrame&) const override {
+    out.dedent();
+    out.line("}");
+  }
+  std::string return_ok() const override { return "return;"; }
+  std::string return_error(int code) const override { return "KILN_FAIL(" + std::to_string(code) + ");"; }
+};
+
 // Shared by the dialects (dialect.cc).
 
 // "float" and "double" for the float types, else the dialect's names of i32 and i64.
@@ -138,6 +151,14 @@ std::string_view scalar_type_name(ir::DType type, std::string_view i32, std::str
 bool is_c99_keyword(std::string_view identifier);
 // The names kiln's own code uses: kiln_* and KILN_*.
 bool is_kiln_name(std::string_view identifier);
+// Keywords of C99, kiln's own names, and names C reserves (_Upper, __any): no dialect's kernel
+// may be named so.
+bool is_reserved_c_name(std::string_view identifier);
+// The opening of a kernel of the status-ring ABIs (OpenCL, CUDA): `qualifier NAME(KILN_STATUS_PARAMS,
+// KILN_BINDING_PARAMS(i)...) {`, the entry check, then a check of each binding's length (a
+// literal with `length_suffix`, "ul") that runs `fail` when it is short. Leaves the body indented.
+void emit_status_abi_begin(Printer& out, const KernelFrame& frame, const std::string& qualifier,
+                           std::string_view length_suffix, const std::string& fail);
 // The comment that says which workgroups run the body (when the frame asks for comments).
 void emit_workgroups_comment(Printer& out, const KernelFrame& frame);
 // One pointer variable per used binding: `declaration(b)` (a statement) followed by the
@@ -149,6 +170,7 @@ void emit_binding_pointers(Printer& out, const KernelFrame& frame,
 Result<std::unique_ptr<DialectSyntax>> make_dialect(Dialect dialect);
 std::unique_ptr<DialectSyntax> make_c_dialect();
 std::unique_ptr<DialectSyntax> make_opencl_dialect();
+std::unique_ptr<DialectSyntax> make_cuda_dialect();
 
 // Kernel return codes shared by dialects that can return one.
 inline constexpr int kReturnBadDispatch = 1;

@@ -101,17 +101,8 @@ class CDialect final : public DialectSyntax {
         // Other short names of <math.h> and <stdlib.h> a kernel might plausibly be called.
         "abs", "div", "labs", "rand", "random", "round", "trunc", "fma", "fmax", "fmin", "nan",
         "j0", "j1", "jn", "y0", "y1", "yn", "gamma", "erf", "exp2", "log2", "log10", "hypot"};
-    if (is_c99_keyword(identifier) ||
-        std::find(std::begin(kReserved), std::end(kReserved), identifier) != std::end(kReserved)) {
-      return true;
-    }
-    // kiln_* (helpers, ABI types), _Keywords and __reserved names.
-    if (is_kiln_name(identifier)) return true;
-    if (identifier.size() >= 2 && identifier[0] == '_' &&
-        (identifier[1] == '_' || (identifier[1] >= 'A' && identifier[1] <= 'Z'))) {
-      return true;
-    }
-    return false;
+    return is_reserved_c_name(identifier) ||
+           std::find(std::begin(kReserved), std::end(kReserved), identifier) != std::end(kReserved);
   }
 };
 

@@ -15,7 +15,7 @@ namespace {
 
 using ir::DType;
 
-class OpenCLDialect final : public DialectSyntax {
+class OpenCLDialect final : public StatusAbiDialect {
  public:
   std::string_view name() const override { return "OpenCL C"; }
 
@@ -37,8 +37,6 @@ class OpenCLDialect final : public DialectSyntax {
     return max ? "INT_MAX" : "INT_MIN";
   }
 
-  bool heap_locals() const override { return false; }
-
   void emit_file_begin(Printer&, bool, bool) const override {}
 
   // OpenCL's printf takes float and long as they are (double needs cl_khr_fp64).
@@ -55,25 +53,7 @@ class OpenCLDialect final : public DialectSyntax {
   }
 
   void emit_kernel_begin(Printer& out, const KernelFrame& frame) const override {
-    const ir::Kernel& kernel = *frame.kernel;
-    std::string params = "KILN_STATUS_PARAMS";
-    for (const BindingInfo& b : frame.bindings) {
-      params += ", KILN_BINDING_PARAMS(" + std::to_string(b.index) + ")";
-    }
-    out.line("__kernel void " + kernel.name + "(" + params + ") {");
-    out.indent();
-    // Returns when the action already failed on the device (the ABI's entry check); with
-    // barriers, the whole workgroup returns or none of it.
-    out.line(frame.group_barriers ? "KILN_GROUP_ENTRY();" : "KILN_ENTRY();");
-    const std::string fail = " " + return_error(kReturnBadDispatch);
-    bool checks = false;
-    for (const BindingInfo& b : frame.bindings) {
-      if (b.min_bytes <= 0) continue;
-      if (!checks && frame.comments) out.line("/* the dispatch must match the kernel */");
-      checks = true;
-      out.line("if (KILN_BINDING_LENGTH(" + std::to_string(b.index) + ") < " +
-               std::to_string(b.min_bytes) + "ul)" + fail);
-    }
+    emit_status_abi_begin(out, frame, "__kernel void", "ul", return_error(kReturnBadDispatch));
     emit_workgroups_comment(out, frame);
     out.line(std::string(frame.parallel ? "if (get_group_id(0) >= get_num_groups(0)"
                                         : "if (get_group_id(0) != 0 || get_local_id(0) != 0") +
@@ -86,15 +66,6 @@ class OpenCLDialect final : public DialectSyntax {
     });
   }
 
-  void emit_kernel_end(Printer& out, const KernelFrame&) const override {
-    out.dedent();
-    out.line("}");
-  }
-
-  std::string return_ok() const override { return "return;"; }
-  std::string return_error(int code) const override {
-    return "KILN_FAIL(" + std::to_string(code) + ");";
-  }
   std::string workgroup_index() const override { return "get_group_id(0)"; }
   std::string workgroup_count() const override { return "get_num_groups(0)"; }
   std::string work_item_index() const override { return "get_local_id(0)"; }
@@ -119,16 +90,8 @@ class OpenCLDialect final : public DialectSyntax {
         "abs", "round", "trunc", "fmax", "fmin", "max", "min", "clamp", "select", "sign",
         "rsqrt", "exp2", "log2", "log10", "hypot", "erf", "nan", "dot", "cross", "mix", "step",
         "atomic_add", "atomic_xchg", "atomic_cmpxchg"};
-    if (is_c99_keyword(identifier) ||
-        std::find(std::begin(kReserved), std::end(kReserved), identifier) != std::end(kReserved)) {
-      return true;
-    }
-    if (is_kiln_name(identifier)) return true;
-    if (identifier.starts_with("__") || identifier.starts_with("get_")) return true;
-    if (identifier.size() >= 2 && identifier[0] == '_' && identifier[1] >= 'A' && identifier[1] <= 'Z') {
-      return true;
-    }
-    return false;
+    return is_reserved_c_name(identifier) || identifier.starts_with("get_") ||
+           std::find(std::begin(kReserved), std::end(kReserved), identifier) != std::end(kReserved);
   }
 };
 

@@ -60,13 +60,17 @@ Result<std::string> generate_source(const ir::LoweredProgram& lowered, const hal
     *format = "opencl-c";
     return codegen::emit_kernels(kernels, &lowered.program, {codegen::Dialect::kOpenCL});
   }
+  if (builds(device, "cuda-c")) {
+    *format = "cuda-c";
+    return codegen::emit_kernels(kernels, &lowered.program, {codegen::Dialect::kCuda});
+  }
   if (builds(device, "kiln-loop")) {
     *format = "kiln-loop";
     std::string text;
     for (const ir::Kernel& k : kernels) text += ir::print_kernel(k, &lowered.program) + "\n";
     return text;
   }
-  return unimplemented_error("the device builds none of the formats kiln generates (c, opencl-c, kiln-loop)");
+  return unimplemented_error("the device builds none of the formats kiln generates (c, opencl-c, cuda-c, kiln-loop)");
 }
 
 std::vector<std::string> Code::routine_names() const {

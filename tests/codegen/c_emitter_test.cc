@@ -136,14 +136,31 @@ TEST(CEmitter, OutputIsDeterministic) {
   EXPECT_EQ(*a, *b);
 }
 
-TEST(CEmitter, OtherDialectsAreUnimplemented) {
-  std::vector<Kernel> kernels = {elementwise_kernel()};
+TEST(CEmitter, DialectsOtherThanC) {
+  std::vector<Kernel> kernels = {elementwise_kernel(), all_ops_kernel()};
   {
+    // CUDA C: extern "C" __global__ kernels of the CUDA kernel ABI, one block per workgroup,
+    // nothing included (NVRTC has no system headers), infinities by their bits.
     EmitOptions options;
     options.dialect = Dialect::kCuda;
     Result<std::string> out = emit_kernels(kernels, nullptr, options);
-    ASSERT_FALSE(out.ok());
-    EXPECT_EQ(out.status().code(), StatusCode::kUnimplemented) << out.status();
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_NE(out->find("extern \"C\" __global__ void"), std::string::npos) << *out;
+    EXPECT_NE(out->find("blockIdx.x"), std::string::npos) << *out;
+    EXPECT_NE(out->find("static __device__ __forceinline__"), std::string::npos) << *out;
+    EXPECT_EQ(out->find("#include"), std::string::npos) << *out;
+    EXPECT_EQ(out->find("INFINITY"), std::string::npos) << *out;
+    EXPECT_EQ(out->find("INT32_M"), out->find("KILN_INT32_M") == std::string::npos ? std::string::npos
+                                                                                     : out->find("KILN_INT32_M") + 5)
+        << *out;
+    // C++ keywords and CUDA's names are not kernel names there.
+    for (const char* name : {"class", "template", "blockIdx", "__syncthreads"}) {
+      std::vector<Kernel> one = {elementwise_kernel()};
+      one[0].name = name;
+      Result<std::string> refused = emit_kernels(one, nullptr, options);
+      ASSERT_FALSE(refused.ok()) << name;
+      EXPECT_NE(refused.status().message().find("reserved"), std::string::npos) << refused.status();
+    }
   }
   {
     // OpenCL C: a __kernel of the OpenCL kernel ABI; fp64 is enabled only when f64 is used.

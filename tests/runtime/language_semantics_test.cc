@@ -12,6 +12,7 @@
 #include "kiln/drivers/drivers.h"
 #include "kiln/lang/parser.h"
 #include "kiln/runtime/program_instance.h"
+#include "runtime/cuda_build.h"
 #include "runtime/e2e_util.h"
 
 namespace kiln::e2e {
@@ -65,6 +66,17 @@ void expect_everywhere(const std::string& text, const Outputs& expected, const O
       ASSERT_TRUE(got.ok()) << got.status();
       for (const auto& [name, values] : expected) EXPECT_EQ(got->at(name), values) << name;
     }
+  }
+  // No GPU runs it here, but its CUDA C must build (cuda_build.h).
+  static const Status cuda = cuda_toolchain_available();
+  if (!cuda.ok()) return;
+  for (const ir::LowerOptions& lower : {ir::LowerOptions{}, plain}) {
+    Result<ir::Program> program = lang::parse_program(text, "semantics.kiln");
+    ASSERT_TRUE(program.ok()) << program.status();
+    Result<ir::LoweredProgram> lowered = ir::lower_program(*program, lower);
+    ASSERT_TRUE(lowered.ok()) << lowered.status();
+    Status built = check_cuda_builds(*lowered, "semantics.kiln");
+    EXPECT_TRUE(built.ok()) << built;
   }
 }
 

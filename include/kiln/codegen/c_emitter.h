@@ -62,7 +62,8 @@ inline constexpr int64_t kMaxStackLocalBytes = 64 * 1024;
 // different types, an undeclared local or loop variable, wrong op arity, a missing expression.
 // OpenCL C (kOpenCL): each kernel is a __kernel of the OpenCL kernel ABI (docs/opencl.md), one
 // work item per HAL workgroup; a cl_khr_fp64 pragma opens the file when f64 is used.
-// UNIMPLEMENTED for kCuda (for now).
+// CUDA C (kCuda): each kernel is an extern "C" __global__ function of the CUDA kernel ABI
+// (docs/cuda.md), one block per HAL workgroup, built by NVRTC; no headers are included.
 Result<std::string> emit_kernels(std::span<const ir::Kernel> kernels, const ir::Program* program,
                                  const EmitOptions& options = {});
 

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <string_view>
+
 #include "kiln/hal/driver.h"
 
 namespace kiln::drivers {
@@ -26,5 +28,13 @@ hal::DriverRef make_interp_driver();
 // OpenCL: every device of every platform as "opencl:N", executable format "opencl-c". The
 // library is loaded at run time; without it the driver is listed and says why it is unavailable.
 hal::DriverRef make_opencl_driver();
+
+// Ahead-of-time CUDA code (kiln compile --target cuda:sm_NN), with NVRTC alone: no GPU and no
+// CUDA driver needed. OK when NVRTC can build for sm_`arch`; UNAVAILABLE without NVRTC,
+// INVALID_ARGUMENT (listing what it supports) for an architecture it cannot.
+Status check_cuda_arch(int arch);
+// PTX for sm_`arch` of generated CUDA C ("cuda-c"), behind kiln's CUDA kernel ABI; the build log
+// in an INVALID_ARGUMENT error when it does not compile. `label` names the source in messages.
+Result<std::string> compile_cuda_ptx(std::string_view source, int arch, std::string_view label);
 
 }  // namespace kiln::drivers

@@ -59,7 +59,9 @@ class Code {
 using CodeRef = std::shared_ptr<Code>;
 
 // The device's source for every kernel of `lowered`, in the first format the device builds of
-// "c", "opencl-c" and "kiln-loop" (loop-IR text, for interp); `format` receives which. In C,
+// "c", "opencl-c", "cuda-c" and "kiln-loop" (loop-IR text, for interp); `format` receives which.
+// Only `device.driver` and its executable formats are read, so a description of a device that
+// is not present serves (kiln compile --target). In C,
 // each call statement is a kernel too (calls_are_kernels), after every routine's kernels.
 // UNIMPLEMENTED for a device that builds none of them.
 Result<std::string> generate_source(const ir::LoweredProgram& lowered, const hal::DeviceInfo& device,

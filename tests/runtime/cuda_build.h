@@ -1,0 +1,25 @@
+// Building generated CUDA C without a GPU, for the tests: NVRTC (as the CUDA driver loads it)
+// to PTX for sm_80 and sm_90, then ptxas to machine code, where the CUDA toolkit is present.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "kiln/base/status.h"
+#include "kiln/loop/loop.h"
+
+namespace kiln::e2e {
+
+// The architectures every generated kernel is built for.
+inline constexpr int kCudaTestArchs[] = {80, 90};
+
+// OK when NVRTC loads and ptxas is found (on PATH, or where CMake found the toolkit); else why
+// not, for a skip message.
+Status cuda_toolchain_available();
+
+// Generates the CUDA C of `lowered`, builds it with NVRTC for each of kCudaTestArchs and
+// assembles the PTX with ptxas, warnings as errors. The error names the step and the
+// architecture, with the log and the source.
+Status check_cuda_builds(const ir::LoweredProgram& lowered, std::string_view label);
+
+}  // namespace kiln::e2e
