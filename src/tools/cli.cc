@@ -420,6 +420,16 @@ int command_run(const Options& o) {
   return kExitOk;
 }
 
+// What code generation needs of a --target: its driver and the format it builds.
+hal::DeviceInfo target_device_info(const std::string& target) {
+  hal::DeviceInfo info;
+  info.driver = target;
+  info.name = target + ":0";
+  info.capabilities.executable_formats = {target == "cpu" ? "c" : target == "opencl" ? "opencl-c"
+                                          : target == "cuda" ? "cuda-c" : "kiln-loop"};
+  return info;
+}
+
 int command_compile(const Options& o) {
   if (auto f = check_outputs(o)) return report(*f);
   auto loaded = load_program(o.program);
@@ -434,14 +444,32 @@ int command_compile(const Options& o) {
     if (o.emit == "lowered") {
       text = ir::print_lowered(*lowered);
     } else {
-      // Only the device's description is needed, not a running device.
-      auto opened = open_device(o.device);
-      if (auto* f = std::get_if<Failure>(&opened)) return report(*f);
+      // Only the device's description is needed, not a running device; a --target describes
+      // one that need not be present.
+      hal::DeviceInfo info;
+      if (!o.target.empty()) {
+        info = target_device_info(o.target);
+      } else {
+        auto opened = open_device(o.device);
+        if (auto* f = std::get_if<Failure>(&opened)) return report(*f);
+        info = std::get<hal::DeviceRef>(opened)->info();
+      }
+      if (o.emit == "ptx") {
+        // An architecture NVRTC lacks is the user's to change (exit 2); no NVRTC is this
+        // machine's (exit 1).
+        Status arch = drivers::check_cuda_arch(o.cuda_arch);
+        if (arch.code() == StatusCode::kInvalidArgument) return report(invalid_input("--target: " + arch.message()));
+        if (!arch.ok()) return report(runtime(arch, "--emit ptx"));
+      }
       std::string format;
-      Result<std::string> source =
-          runtime::generate_source(*lowered, std::get<hal::DeviceRef>(opened)->info(), &format);
+      Result<std::string> source = runtime::generate_source(*lowered, info, &format);
       if (!source.ok()) return report(runtime(source.status(), "generating source"));
       text = *source;
+      if (o.emit == "ptx") {
+        Result<std::string> ptx = drivers::compile_cuda_ptx(text, o.cuda_arch, o.program);
+        if (!ptx.ok()) return report(runtime(ptx.status(), "building the PTX of " + o.program));
+        text = *ptx;
+      }
     }
   }
   if (!text.empty() && text.back() != '\n') text += '\n';

@@ -94,18 +94,23 @@ const std::vector<CommandSpec>& commands() {
        "  place. An output may not be the program, an --input file or another output.\n"},
       {"compile",
        "kiln compile PROGRAM.kiln [options]",
-       "Prints PROGRAM.kiln after parsing (ir), after lowering and optimization (lowered), or\n"
-       "the source generated for a device (source).",
+       "Prints PROGRAM.kiln after parsing (ir), after lowering and optimization (lowered), the\n"
+       "source generated for a device (source), or for a CUDA target its PTX (ptx).",
        "PROGRAM.kiln",
        "program",
        {
            {"--device", "", "NAME",
             "the device whose source --emit source prints: cpu (the default, C),\n"
-            "opencl (OpenCL C) or interp (loop IR); NAME:N as for 'kiln run'. The\n"
-            "device must be present ('kiln devices')"},
-           {"--emit", "", "ir|lowered|source",
+            "opencl (OpenCL C), cuda (CUDA C) or interp (loop IR); NAME:N as for\n"
+            "'kiln run'. The device must be present ('kiln devices')"},
+           {"--target", "", "TARGET",
+            "compile ahead of time for a device that need not be present: cpu,\n"
+            "interp, opencl, cuda, cuda:sm_80, cuda:sm_90, ... (not with --device).\n"
+            "--emit source needs nothing; --emit ptx needs only NVRTC"},
+           {"--emit", "", "ir|lowered|source|ptx",
             "what to print (default ir; ir shows the library calls the compiler\n"
-            "puts in, such as gemm for a large matrix product)"},
+            "puts in, such as gemm for a large matrix product); ptx: the PTX of a\n"
+            "cuda:sm_NN target, built by NVRTC"},
            kNoAutoCallsOption,
            kStrictFpOption,
            {"-o", "", "FILE",
@@ -187,6 +192,23 @@ bool parse_count(std::string_view text, uint64_t max, uint64_t* out) {
   return error == std::errc() && end == text.data() + text.size() && *out <= max;
 }
 
+// --target: cpu, interp, opencl, cuda, or cuda:sm_NN with NN from 10 to 999.
+bool parse_target(std::string_view text, Options* o) {
+  if (text == "cpu" || text == "interp" || text == "opencl" || text == "cuda") {
+    o->target = std::string(text);
+    return true;
+  }
+  constexpr std::string_view kCuda = "cuda:sm_";
+  uint64_t arch = 0;
+  if (!text.starts_with(kCuda) || !parse_count(text.substr(kCuda.size()), 999, &arch) || arch < 10 ||
+      text[kCuda.size()] == '0') {
+    return false;
+  }
+  o->target = "cuda";
+  o->cuda_arch = static_cast<int>(arch);
+  return true;
+}
+
 // An option this command does not take: a likely typo of one it does, or one of another command.
 Failure unknown_option(const CommandSpec& command, const std::string& arg) {
   std::vector<std::string> names;
@@ -263,6 +285,12 @@ std::variant<Options, Failure> parse_options(const std::vector<std::string>& arg
       return o;
     } else if (name == "--device") {
       o.device = value;
+      o.device_given = true;
+    } else if (name == "--target") {
+      if (!parse_target(value, &o)) {
+        return usage_error(cmd, "--target takes cpu, interp, opencl or cuda:sm_NN (e.g. cuda:sm_90), got '" +
+                                    value + "'");
+      }
     } else if (name == "--routine") {
       o.routines.push_back(value);
     } else if (name == "--input" || name == "--output") {
@@ -296,13 +324,19 @@ std::variant<Options, Failure> parse_options(const std::vector<std::string>& arg
     } else if (name == "--first-nan") {
       o.first_nan = true;
     } else if (name == "--emit") {
-      if (value != "ir" && value != "lowered" && value != "source") {
-        return usage_error(cmd, "--emit takes ir, lowered or source, got '" + value + "'");
+      if (value != "ir" && value != "lowered" && value != "source" && value != "ptx") {
+        return usage_error(cmd, "--emit takes ir, lowered, source or ptx, got '" + value + "'");
       }
       o.emit = value;
     } else if (name == "-o") {
       o.out_file = value;
     }
+  }
+  if (o.device_given && !o.target.empty()) {
+    return usage_error(cmd, "--device and --target are exclusive: --device needs the device present, --target does not");
+  }
+  if (o.emit == "ptx" && (o.target != "cuda" || o.cuda_arch == 0)) {
+    return usage_error(cmd, "--emit ptx needs a CUDA architecture: --target cuda:sm_NN (e.g. cuda:sm_90)");
   }
   if (!command->operand.empty()) {
     if (positional.empty()) return usage_error(cmd, "'kiln " + cmd + "' needs a " + std::string(command->operand));

@@ -30,6 +30,12 @@ struct Options {
   bool help = false;  // --help was given: print the command's help, do nothing else
   std::string program;
   std::string device = "cpu";
+  bool device_given = false;  // --device was given (compile: exclusive with --target)
+  // compile --target: the driver whose code is generated ahead of time, with no device present
+  // ("cpu", "interp", "opencl", "cuda"), and for cuda the architecture (90 for cuda:sm_90; 0 for
+  // plain "cuda", which --emit ptx refuses). Empty: --target was not given.
+  std::string target;
+  int cuda_arch = 0;
   std::vector<std::string> routines;
   std::vector<std::pair<std::string, std::string>> inputs, outputs;
   uint64_t seed = 0;

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "cli_test_util.h"
+#include "kiln/drivers/drivers.h"
 #include "kiln/ir/printer.h"
 #include "kiln/lang/parser.h"
 
@@ -392,6 +393,57 @@ TEST_F(CliTest, CompileEmitsLoweredAndSource) {
   Result<std::string> written = read_file(out);
   ASSERT_TRUE(written.ok()) << written.status();
   EXPECT_NE(written->find("kiln_dispatch_state_t"), std::string::npos);
+}
+
+// --target generates code for a device that is not present: the source needs nothing (here, no
+// OpenCL platform is visible), the PTX only NVRTC.
+TEST_F(CliTest, CompileForATargetWithoutItsDevice) {
+  Env no_devices = env();
+  no_devices["OCL_ICD_VENDORS"] = dir_.file("no-vendors");
+  no_devices["KILN_CUDA_LIBRARY"] = dir_.file("no-libcuda.so");
+  auto compile = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"compile", example("softmax")});
+    return kiln(args, no_devices);
+  };
+  ProcessResult cpu = compile({"--target", "cpu", "--emit", "source"});
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.output;
+  EXPECT_EQ(cpu.output, run({"compile", example("softmax"), "--device", "cpu", "--emit", "source"}).output);
+  ProcessResult opencl = compile({"--target", "opencl", "--emit", "source"});
+  ASSERT_EQ(opencl.exit_code, 0) << opencl.output;
+  EXPECT_NE(opencl.output.find("__kernel void main_0("), std::string::npos) << opencl.output;
+  ProcessResult interp = compile({"--target", "interp", "--emit", "source"});
+  ASSERT_EQ(interp.exit_code, 0) << interp.output;
+  EXPECT_NE(interp.output.find("(kernel "), std::string::npos) << interp.output;
+  ProcessResult cuda = compile({"--target", "cuda:sm_90", "--emit", "source"});
+  ASSERT_EQ(cuda.exit_code, 0) << cuda.output;
+  EXPECT_NE(cuda.output.find("extern \"C\" __global__ void main_0("), std::string::npos) << cuda.output;
+  EXPECT_EQ(compile({"--target", "cuda", "--emit", "source"}).output, cuda.output);
+
+  // Usage errors: exit 2, whatever is installed.
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--target", "gpu"}, {"--target", "cuda:sm_"}, {"--target", "cuda:90"}, {"--target", "cuda:sm_09"},
+           {"--target", "cuda", "--emit", "ptx"}, {"--emit", "ptx"}, {"--device", "cpu", "--target", "cpu"}}) {
+    ProcessResult r = compile(args);
+    EXPECT_EQ(r.exit_code, 2) << describe_run(args, r);
+    EXPECT_NE(r.output.find("usage: kiln compile"), std::string::npos) << describe_run(args, r);
+  }
+
+  const std::string ptx_file = dir_.file("softmax.ptx");
+  ProcessResult ptx = compile({"--target", "cuda:sm_80", "--emit", "ptx", "-o", ptx_file});
+  if (!drivers::check_cuda_arch(80).ok()) {
+    EXPECT_EQ(ptx.exit_code, 1) << ptx.output;
+    EXPECT_NE(ptx.output.find("NVRTC"), std::string::npos) << ptx.output;
+    GTEST_SKIP() << "the PTX half needs NVRTC: " << drivers::check_cuda_arch(80);
+  }
+  ASSERT_EQ(ptx.exit_code, 0) << ptx.output;
+  EXPECT_TRUE(ptx.output.empty()) << ptx.output;
+  Result<std::string> text = read_file(ptx_file);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_NE(text->find(".target sm_80"), std::string::npos) << *text;
+  EXPECT_NE(text->find(".entry main_0("), std::string::npos) << *text;
+  ProcessResult old = compile({"--target", "cuda:sm_10", "--emit", "ptx"});
+  EXPECT_EQ(old.exit_code, 2) << old.output;
+  EXPECT_NE(old.output.find("cannot build for sm_10; it supports"), std::string::npos) << old.output;
 }
 
 // --- the C compiler and the cache ----------------------------------------------------------------
