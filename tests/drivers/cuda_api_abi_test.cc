@@ -1,0 +1,158 @@
+// kiln's CUDA declarations (drivers/cuda/cu_api.h) against the toolkit's cuda.h: every enumerator
+// and flag has cuda.h's value, every type its size (the handles are the same types), and every
+// Api member has the signature cuda.h declares for the symbol it is bound to. These are
+// static_asserts, so a mismatch fails the build of this test. They compile only where CMake found
+// the toolkit (KILN_HAVE_CUDA_H); elsewhere the test reports itself skipped, saying so. With the
+// toolkit's stub libcuda.so, a child process also loads it through KILN_CUDA_LIBRARY: every
+// symbol the loader asks for must be exported.
+#include <gtest/gtest.h>
+
+#include <type_traits>
+
+#include "drivers/cuda/cu_api.h"
+
+namespace {
+
+// Every Api member is a function pointer named in KILN_CUDA_API_FUNCTIONS, so the loader binds
+// (and the checks below cover) all of them. Needs no toolkit.
+#define KILN_COUNT_FUNCTION(member, symbol) +1
+constexpr size_t kListedFunctions = 0 KILN_CUDA_API_FUNCTIONS(KILN_COUNT_FUNCTION);
+#undef KILN_COUNT_FUNCTION
+static_assert(sizeof(kiln::cuda::Api) == kListedFunctions * sizeof(void (*)()),
+              "an Api member is missing from KILN_CUDA_API_FUNCTIONS, or the list has extras");
+
+#if KILN_HAVE_CUDA_H
+// cuda.h makes these flags macros; read kiln's values before the macros hide the names.
+constexpr unsigned int kKilnMemHostAllocPortable = kiln::cuda::CU_MEMHOSTALLOC_PORTABLE;
+constexpr unsigned int kKilnMemHostAllocDeviceMap = kiln::cuda::CU_MEMHOSTALLOC_DEVICEMAP;
+#endif
+
+}  // namespace
+
+#if KILN_HAVE_CUDA_H
+#include <cuda.h>
+
+namespace {
+
+// Two types pass the same way in a call: identical, or both enums of one size (cuda.h's enums
+// have no fixed underlying type; kiln's are int).
+template <class A, class B>
+struct AbiSame {
+  static constexpr bool check() {
+    if constexpr (std::is_same_v<A, B>) {
+      return true;
+    } else if constexpr (std::is_enum_v<A> && std::is_enum_v<B>) {
+      return sizeof(A) == sizeof(B) && alignof(A) == alignof(B);
+    } else {
+      return false;
+    }
+  }
+  static constexpr bool value = check();
+};
+
+template <class R1, class... A1, class R2, class... A2>
+struct AbiSame<R1 (*)(A1...), R2 (*)(A2...)> {
+  static constexpr bool check() {
+    if constexpr (sizeof...(A1) != sizeof...(A2)) {
+      return false;
+    } else {
+      return AbiSame<R1, R2>::value && (AbiSame<A1, A2>::value && ...);
+    }
+  }
+  static constexpr bool value = check();
+};
+
+#define KILN_CHECK_FUNCTION(member, symbol)                                              \
+  static_assert(AbiSame<decltype(kiln::cuda::Api::member), decltype(&::symbol)>::value, \
+                "Api::" #member " does not match cuda.h's " #symbol);
+KILN_CUDA_API_FUNCTIONS(KILN_CHECK_FUNCTION)
+#undef KILN_CHECK_FUNCTION
+
+#define KILN_CHECK_VALUE(name)                                                     \
+  static_assert(static_cast<long long>(kiln::cuda::name) == static_cast<long long>(::name), \
+                #name " differs from cuda.h");
+KILN_CHECK_VALUE(CUDA_SUCCESS)
+KILN_CHECK_VALUE(CUDA_ERROR_INVALID_VALUE)
+KILN_CHECK_VALUE(CUDA_ERROR_OUT_OF_MEMORY)
+KILN_CHECK_VALUE(CUDA_ERROR_NOT_INITIALIZED)
+KILN_CHECK_VALUE(CUDA_ERROR_DEINITIALIZED)
+KILN_CHECK_VALUE(CUDA_ERROR_STUB_LIBRARY)
+KILN_CHECK_VALUE(CUDA_ERROR_DEVICE_UNAVAILABLE)
+KILN_CHECK_VALUE(CUDA_ERROR_NO_DEVICE)
+KILN_CHECK_VALUE(CUDA_ERROR_INVALID_DEVICE)
+KILN_CHECK_VALUE(CUDA_ERROR_INVALID_IMAGE)
+KILN_CHECK_VALUE(CUDA_ERROR_INVALID_CONTEXT)
+KILN_CHECK_VALUE(CUDA_ERROR_NO_BINARY_FOR_GPU)
+KILN_CHECK_VALUE(CUDA_ERROR_INVALID_PTX)
+KILN_CHECK_VALUE(CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
+KILN_CHECK_VALUE(CUDA_ERROR_INVALID_HANDLE)
+KILN_CHECK_VALUE(CUDA_ERROR_NOT_FOUND)
+KILN_CHECK_VALUE(CUDA_ERROR_NOT_READY)
+KILN_CHECK_VALUE(CUDA_ERROR_ILLEGAL_ADDRESS)
+KILN_CHECK_VALUE(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)
+KILN_CHECK_VALUE(CUDA_ERROR_LAUNCH_TIMEOUT)
+KILN_CHECK_VALUE(CUDA_ERROR_LAUNCH_FAILED)
+KILN_CHECK_VALUE(CUDA_ERROR_NOT_SUPPORTED)
+KILN_CHECK_VALUE(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH)
+KILN_CHECK_VALUE(CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE)
+KILN_CHECK_VALUE(CUDA_ERROR_UNKNOWN)
+KILN_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+KILN_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)
+KILN_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+KILN_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_INTEGRATED)
+KILN_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)
+KILN_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING)
+KILN_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+KILN_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+KILN_CHECK_VALUE(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED)
+KILN_CHECK_VALUE(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+KILN_CHECK_VALUE(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+KILN_CHECK_VALUE(CU_FUNC_ATTRIBUTE_NUM_REGS)
+KILN_CHECK_VALUE(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
+KILN_CHECK_VALUE(CU_CTX_SCHED_AUTO)
+KILN_CHECK_VALUE(CU_CTX_SCHED_SPIN)
+KILN_CHECK_VALUE(CU_CTX_SCHED_YIELD)
+KILN_CHECK_VALUE(CU_CTX_SCHED_BLOCKING_SYNC)
+KILN_CHECK_VALUE(CU_STREAM_DEFAULT)
+KILN_CHECK_VALUE(CU_STREAM_NON_BLOCKING)
+KILN_CHECK_VALUE(CU_EVENT_DEFAULT)
+KILN_CHECK_VALUE(CU_EVENT_DISABLE_TIMING)
+KILN_CHECK_VALUE(CU_EVENT_WAIT_DEFAULT)
+#undef KILN_CHECK_VALUE
+static_assert(kKilnMemHostAllocPortable == CU_MEMHOSTALLOC_PORTABLE);
+static_assert(kKilnMemHostAllocDeviceMap == CU_MEMHOSTALLOC_DEVICEMAP);
+
+static_assert(sizeof(kiln::cuda::CUresult) == sizeof(::CUresult));
+static_assert(sizeof(kiln::cuda::CUdevice_attribute) == sizeof(::CUdevice_attribute));
+static_assert(sizeof(kiln::cuda::CUfunction_attribute) == sizeof(::CUfunction_attribute));
+static_assert(sizeof(kiln::cuda::CUmemPool_attribute) == sizeof(::CUmemPool_attribute));
+static_assert(std::is_same_v<kiln::cuda::CUdevice, ::CUdevice>);
+static_assert(std::is_same_v<kiln::cuda::CUdeviceptr, ::CUdeviceptr>);
+static_assert(std::is_same_v<kiln::cuda::CUcontext, ::CUcontext>);
+static_assert(std::is_same_v<kiln::cuda::CUmodule, ::CUmodule>);
+static_assert(std::is_same_v<kiln::cuda::CUfunction, ::CUfunction>);
+static_assert(std::is_same_v<kiln::cuda::CUstream, ::CUstream>);
+static_assert(std::is_same_v<kiln::cuda::CUevent, ::CUevent>);
+static_assert(std::is_same_v<kiln::cuda::CUmemoryPool, ::CUmemoryPool>);
+static_assert(std::is_same_v<kiln::cuda::CUhostFn, ::CUhostFn>);
+
+}  // namespace
+#endif  // KILN_HAVE_CUDA_H
+
+namespace kiln {
+namespace {
+
+TEST(CudaApiAbiTest, DeclarationsMatchCudaH) {
+#if KILN_HAVE_CUDA_H
+  // The checks are the static_asserts above; reaching here means they held. Also at run time:
+  // the X-list count covers what the loader binds.
+  EXPECT_EQ(sizeof(cuda::Api) / sizeof(void (*)()), kListedFunctions);
+  EXPECT_GE(CUDA_VERSION, 11020) << "kiln's declarations need cuda.h of CUDA 11.2 or newer";
+#else
+  GTEST_SKIP() << "CMake did not find the CUDA toolkit's cuda.h (find_package(CUDAToolkit)) when "
+                  "configuring, so kiln's CUDA declarations are not checked against it";
+#endif
+}
+
+}  // namespace
+}  // namespace kiln
