@@ -1,0 +1,162 @@
+#include "drivers/cuda/cu_event_pool.h"
+
+#include <cassert>
+#include <string>
+
+#include "kiln/base/log.h"
+
+namespace kiln::cuda {
+
+// --- The driver's ops --------------------------------------------------------------------------
+
+namespace {
+
+// Pushes `context` for one call: pool operations run on whichever thread needs an event, which
+// need not have the device's context current.
+class ContextScope {
+ public:
+  explicit ContextScope(const ContextEvents& target) : api_(*target.api) {
+    pushed_ = api_.CtxPushCurrent(target.context);
+  }
+  ~ContextScope() {
+    CUcontext popped = nullptr;
+    if (pushed_ == CUDA_SUCCESS) api_.CtxPopCurrent(&popped);
+  }
+  CUresult pushed() const { return pushed_; }
+
+ private:
+  const Api& api_;
+  CUresult pushed_;
+};
+
+Status create_event(void* user, CUevent* event) {
+  const auto& target = *static_cast<const ContextEvents*>(user);
+  ContextScope scope(target);
+  if (scope.pushed() != CUDA_SUCCESS) return cu_error("cuCtxPushCurrent_v2", scope.pushed(), "event pool");
+  CUresult result = target.api->EventCreate(event, CU_EVENT_DISABLE_TIMING);
+  if (result != CUDA_SUCCESS) return cu_error("cuEventCreate", result, "event pool");
+  return Status();
+}
+
+void destroy_event(void* user, CUevent event) {
+  const auto& target = *static_cast<const ContextEvents*>(user);
+  ContextScope scope(target);
+  // Nothing can be done about a failure here: the event is gone from the pool either way.
+  CUresult result = target.api->EventDestroy(event);
+  if (result != CUDA_SUCCESS) KILN_LOG(kWarn, cu_error("cuEventDestroy_v2", result, "event pool").message());
+}
+
+}  // namespace
+
+EventOps cuda_event_ops(const ContextEvents* target) {
+  EventOps ops;
+  ops.create = create_event;
+  ops.destroy = destroy_event;
+  ops.user = const_cast<ContextEvents*>(target);
+  return ops;
+}
+
+// --- EventRef ----------------------------------------------------------------------------------
+
+EventRef::EventRef(const EventRef& other) : slot_(other.slot_) {
+  // Relaxed: the copier already holds a reference, so the count cannot reach zero meanwhile.
+  if (slot_) slot_->references.fetch_add(1, std::memory_order_relaxed);
+}
+
+void EventRef::reset() {
+  detail::EventSlot* slot = slot_;
+  slot_ = nullptr;
+  // Acquire-release: every holder's use of the event happens before the pool hands it out again.
+  if (slot && slot->references.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    slot->pool->recycle(slot);
+  }
+}
+
+// --- EventPool ---------------------------------------------------------------------------------
+
+EventPool::EventPool(EventOps ops, size_t batch_size)
+    : ops_(ops), batch_size_(batch_size == 0 ? 1 : batch_size) {}
+
+Result<std::unique_ptr<EventPool>> EventPool::create(EventOps ops, size_t initial_count,
+                                                     size_t batch_size) {
+  if (!ops.create || !ops.destroy) return invalid_argument_error("event pool: ops without create or destroy");
+  std::unique_ptr<EventPool> pool(new EventPool(ops, batch_size));
+  if (initial_count > 0) {
+    std::lock_guard<std::mutex> lock(pool->mutex_);
+    KILN_RETURN_IF_ERROR(pool->grow_locked(initial_count));
+  }
+  return pool;
+}
+
+EventPool::~EventPool() {
+  Status status = shutdown();
+  if (!status.ok()) {
+    KILN_LOG(kError, status.message());
+    assert(false && "EventPool destroyed with events still referenced");
+  }
+}
+
+Status EventPool::grow_locked(size_t count) {
+  auto chunk = std::make_unique<detail::EventSlot[]>(count);
+  for (size_t i = 0; i < count; ++i) {
+    Status made = ops_.create(ops_.user, &chunk[i].event);
+    if (!made.ok()) {
+      for (size_t j = 0; j < i; ++j) ops_.destroy(ops_.user, chunk[j].event);
+      return made;
+    }
+    chunk[i].pool = this;
+  }
+  free_.reserve(created_ + count);
+  for (size_t i = 0; i < count; ++i) free_.push_back(&chunk[i]);
+  chunks_.push_back(std::move(chunk));
+  created_ += count;
+  return Status();
+}
+
+Result<EventRef> EventPool::acquire() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (shut_down_) return failed_precondition_error("event pool: acquire after shutdown");
+  if (free_.empty()) KILN_RETURN_IF_ERROR(grow_locked(batch_size_));
+  detail::EventSlot* slot = free_.back();
+  free_.pop_back();
+  slot->references.store(1, std::memory_order_relaxed);
+  return EventRef(slot);
+}
+
+void EventPool::recycle(detail::EventSlot* slot) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_.push_back(slot);  // never reallocates: reserved for every slot
+}
+
+Status EventPool::shutdown() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (shut_down_) return Status();
+  if (free_.size() != created_) {
+    return failed_precondition_error("event pool: " + std::to_string(created_ - free_.size()) +
+                                     " of " + std::to_string(created_) +
+                                     " events are still referenced");
+  }
+  for (detail::EventSlot* slot : free_) ops_.destroy(ops_.user, slot->event);
+  free_.clear();
+  chunks_.clear();
+  created_ = 0;
+  shut_down_ = true;
+  return Status();
+}
+
+size_t EventPool::created() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return created_;
+}
+
+size_t EventPool::available() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return free_.size();
+}
+
+size_t EventPool::outstanding() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return created_ - free_.size();
+}
+
+}  // namespace kiln::cuda
