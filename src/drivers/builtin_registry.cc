@@ -11,6 +11,7 @@ const hal::DriverRegistry& builtin_registry() {
     r->add(make_cpu_driver()).ignore();
     r->add(make_interp_driver()).ignore();
     r->add(make_opencl_driver()).ignore();
+    r->add(make_cuda_driver()).ignore();
     return r;
   }();
   return *registry;

@@ -26,6 +26,14 @@ TEST_F(CliTest, DevicesListsCpuAndInterp) {
   EXPECT_EQ(run({"devices", "extra"}).exit_code, 2);
 }
 
+TEST_F(CliTest, DevicesSaysWhyCudaIsUnavailable) {
+  // The cuda driver is listed everywhere; until its device is written it says why it cannot be
+  // used (no libcuda, no device, no NVRTC, or the devices found and that the device is not built).
+  ProcessResult r = run({"devices"});
+  ASSERT_EQ(r.exit_code, 0) << describe_run({"devices"}, r);
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("(^|\n)cuda: unavailable: \\S"))) << r.output;
+}
+
 // --- run -----------------------------------------------------------------------------------------
 
 TEST_F(CliTest, RunsEveryExampleWithPrint) {

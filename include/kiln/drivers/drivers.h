@@ -10,7 +10,7 @@
 
 namespace kiln::drivers {
 
-// A registry holding every built-in driver (cpu, interp; opencl and cuda as they arrive). Drivers
+// A registry holding every built-in driver (cpu, interp, opencl, cuda). Drivers
 // whose libraries are missing are still listed, and say why through availability().
 const hal::DriverRegistry& builtin_registry();
 // The devices that can be used here, as names for DriverRegistry::create_device: the first
@@ -28,6 +28,12 @@ hal::DriverRef make_interp_driver();
 // OpenCL: every device of every platform as "opencl:N", executable format "opencl-c". The
 // library is loaded at run time; without it the driver is listed and says why it is unavailable.
 hal::DriverRef make_opencl_driver();
+
+// CUDA: every device the NVIDIA driver reports as "cuda:N", executable format "cuda-c". libcuda
+// (libcuda.so.1, or KILN_CUDA_LIBRARY) is loaded at run time; without it, without a device or
+// without NVRTC the driver is listed and says why it is unavailable. The device itself is not
+// built yet: where everything is present, availability() names the devices found and says so.
+hal::DriverRef make_cuda_driver();
 
 // Ahead-of-time CUDA code (kiln compile --target cuda:sm_NN), with NVRTC alone: no GPU and no
 // CUDA driver needed. OK when NVRTC can build for sm_`arch`; UNAVAILABLE without NVRTC,
