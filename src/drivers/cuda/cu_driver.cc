@@ -6,8 +6,8 @@
 // it found and says so, so that nothing (usable_device_names, the conformance suite, `kiln
 // devices`) takes a cuda device for usable, and create_device() is UNIMPLEMENTED.
 #include "drivers/cuda/cu_platform.h"
+#include "drivers/cuda/nvrtc.h"
 #include "drivers/discovery.h"
-#include "kiln/base/shared_library.h"
 #include "kiln/drivers/drivers.h"
 
 namespace kiln::cuda {
@@ -21,18 +21,6 @@ const Discovery& discover() {
   return *discovery;
 }
 
-// Whether NVRTC, which compiles the device's kernels, can be loaded: OK or UNAVAILABLE with each
-// name's dlerror(). Probed once; a stand-in until the NVRTC loader (nvrtc.h) answers instead.
-Status nvrtc_library_available() {
-  static const Status* status = [] {
-    Result<void*> loaded = load_shared_library({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"});
-    return new Status(loaded.ok() ? Status()
-                                  : unavailable_error("no NVRTC, which compiles CUDA kernels (" +
-                                                      loaded.status().message() + ")"));
-  }();
-  return *status;
-}
-
 class CuDriver final : public hal::Driver {
  public:
   std::string name() const override { return "cuda"; }
@@ -40,7 +28,7 @@ class CuDriver final : public hal::Driver {
   Status availability() override {
     const Discovery& d = discover();
     KILN_RETURN_IF_ERROR(d.status);
-    KILN_RETURN_IF_ERROR(nvrtc_library_available());
+    KILN_RETURN_IF_ERROR(nvrtc_available());
     std::string found;
     for (const CuDeviceRecord& r : d.devices) {
       found += (found.empty() ? "" : "; ") + r.info.name + " " + summary(r);
