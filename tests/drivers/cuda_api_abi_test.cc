@@ -25,6 +25,8 @@ static_assert(sizeof(kiln::cuda::Api) == kListedFunctions * sizeof(void (*)()),
 // cuda.h makes these flags macros; read kiln's values before the macros hide the names.
 constexpr unsigned int kKilnMemHostAllocPortable = kiln::cuda::CU_MEMHOSTALLOC_PORTABLE;
 constexpr unsigned int kKilnMemHostAllocDeviceMap = kiln::cuda::CU_MEMHOSTALLOC_DEVICEMAP;
+constexpr unsigned int kKilnMemHostRegisterPortable = kiln::cuda::CU_MEMHOSTREGISTER_PORTABLE;
+constexpr unsigned int kKilnMemHostRegisterDeviceMap = kiln::cuda::CU_MEMHOSTREGISTER_DEVICEMAP;
 #endif
 
 }  // namespace
@@ -121,6 +123,8 @@ KILN_CHECK_VALUE(CU_EVENT_WAIT_DEFAULT)
 #undef KILN_CHECK_VALUE
 static_assert(kKilnMemHostAllocPortable == CU_MEMHOSTALLOC_PORTABLE);
 static_assert(kKilnMemHostAllocDeviceMap == CU_MEMHOSTALLOC_DEVICEMAP);
+static_assert(kKilnMemHostRegisterPortable == CU_MEMHOSTREGISTER_PORTABLE);
+static_assert(kKilnMemHostRegisterDeviceMap == CU_MEMHOSTREGISTER_DEVICEMAP);
 
 static_assert(sizeof(kiln::cuda::CUresult) == sizeof(::CUresult));
 static_assert(sizeof(kiln::cuda::CUdevice_attribute) == sizeof(::CUdevice_attribute));

@@ -111,6 +111,8 @@ inline constexpr unsigned int CU_EVENT_WAIT_DEFAULT = 0x0;
 
 inline constexpr unsigned int CU_MEMHOSTALLOC_PORTABLE = 0x01;
 inline constexpr unsigned int CU_MEMHOSTALLOC_DEVICEMAP = 0x02;
+inline constexpr unsigned int CU_MEMHOSTREGISTER_PORTABLE = 0x01;
+inline constexpr unsigned int CU_MEMHOSTREGISTER_DEVICEMAP = 0x02;
 
 // --- The function table ------------------------------------------------------------------------
 struct Api {
@@ -142,6 +144,9 @@ struct Api {
   CUresult (*MemPoolSetAttribute)(CUmemoryPool pool, CUmemPool_attribute attribute, void* value);
   CUresult (*MemHostAlloc)(void** pointer, size_t bytes, unsigned int flags);
   CUresult (*MemFreeHost)(void* pointer);
+  // Page-locks and maps existing host memory (imported buffers), and undoes it.
+  CUresult (*MemHostRegister)(void* pointer, size_t bytes, unsigned int flags);
+  CUresult (*MemHostUnregister)(void* pointer);
   CUresult (*MemHostGetDevicePointer)(CUdeviceptr* device_pointer, void* host_pointer,
                                       unsigned int flags);
   CUresult (*MemcpyAsync)(CUdeviceptr target, CUdeviceptr source, size_t bytes, CUstream stream);
@@ -207,6 +212,8 @@ struct Api {
   X(MemPoolSetAttribute, cuMemPoolSetAttribute)             \
   X(MemHostAlloc, cuMemHostAlloc)                           \
   X(MemFreeHost, cuMemFreeHost)                             \
+  X(MemHostRegister, cuMemHostRegister_v2)                  \
+  X(MemHostUnregister, cuMemHostUnregister)                 \
   X(MemHostGetDevicePointer, cuMemHostGetDevicePointer_v2)  \
   X(MemcpyAsync, cuMemcpyAsync)                             \
   X(MemcpyHtoDAsync, cuMemcpyHtoDAsync_v2)                  \

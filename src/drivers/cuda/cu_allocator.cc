@@ -1,0 +1,109 @@
+#include "drivers/cuda/cu_allocator.h"
+
+#include <algorithm>
+#include <string>
+
+#include "kiln/base/log.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+// CUDA refuses zero-byte allocations; an empty buffer still gets a small one so that every
+// buffer has an address (no command ever touches its bytes).
+constexpr size_t kMinimumBytes = 16;
+
+}  // namespace
+
+CuStorage::~CuStorage() {
+  // Every queue action using the buffer has completed (actions hold their buffers).
+  const Api& api = context_->api();
+  ScopedContext scope(api, context_->context());
+  if (host_) {
+    api.MemHostUnregister(host_);
+  } else if (pointer_) {
+    api.MemFree(pointer_);
+  }
+  if (release_) release_(imported_);
+}
+
+Status CuStorage::map(size_t offset, size_t length, hal::MapAccess access, void** out) {
+  if (host_) {
+    *out = static_cast<char*>(host_) + offset;
+    return Status();
+  }
+  auto* staging = new (std::nothrow) char[length > 0 ? length : 1];
+  if (!staging) return resource_exhausted_error("cannot map " + std::to_string(length) + " bytes: out of host memory");
+  if (static_cast<uint32_t>(access) & static_cast<uint32_t>(hal::MapAccess::kRead) &&
+      access != hal::MapAccess::kDiscardWrite && length > 0) {
+    Status copied = context_->copy_to_host(staging, pointer_ + offset, length);
+    if (!copied.ok()) {
+      delete[] staging;
+      return copied;
+    }
+  }
+  *out = staging;
+  return Status();
+}
+
+void CuStorage::unmap(size_t offset, size_t length, hal::MapAccess access, void* mapped) {
+  if (host_) return;
+  // Unmapping is synchronous for the HAL: written bytes are visible to queue work after it.
+  if (static_cast<uint32_t>(access) & static_cast<uint32_t>(hal::MapAccess::kWrite) && length > 0) {
+    Status copied = context_->copy_to_device(pointer_ + offset, mapped, length);
+    if (!copied.ok()) KILN_LOG(kError, copied.to_string());
+  }
+  delete[] static_cast<char*>(mapped);
+}
+
+Result<CUdeviceptr> CuAllocator::allocate_bytes(size_t size) {
+  const Api& api = context_->api();
+  ScopedContext scope(api, context_->context());
+  KILN_RETURN_IF_ERROR(scope.status("allocate"));
+  CUdeviceptr pointer = 0;
+  CUresult result = api.MemAlloc(&pointer, std::max(size, kMinimumBytes));
+  if (result != CUDA_SUCCESS) {
+    return cu_error("cuMemAlloc_v2", result,
+                    "allocating " + std::to_string(size) + " bytes on " + context_->record().info.name);
+  }
+  return pointer;
+}
+
+Result<hal::BufferRef> CuAllocator::allocate(const hal::BufferParams& params, size_t size) {
+  KILN_RETURN_IF_ERROR(hal::check_buffer_params(params));
+  KILN_ASSIGN_OR_RETURN(CUdeviceptr pointer, allocate_bytes(size));
+  auto storage = std::make_shared<CuStorage>(context_, pointer, nullptr, nullptr, nullptr);
+  return std::make_shared<hal::Buffer>(std::move(storage), device_tag_, params.memory_type,
+                                       params.usage, size, 0, size);
+}
+
+Result<hal::BufferRef> CuAllocator::import_host(const hal::BufferParams& params, void* ptr, size_t size,
+                                                hal::HostReleaseFn release) {
+  KILN_RETURN_IF_ERROR(hal::check_import_host(params, ptr, size));
+  if (size == 0) {
+    // Nothing to register: a small device allocation stands for it.
+    KILN_ASSIGN_OR_RETURN(CUdeviceptr pointer, allocate_bytes(0));
+    auto storage = std::make_shared<CuStorage>(context_, pointer, nullptr, ptr, std::move(release));
+    return std::make_shared<hal::Buffer>(std::move(storage), device_tag_, params.memory_type, params.usage, 0, 0, 0);
+  }
+  if (!context_->record().can_map_host_memory) {
+    return unimplemented_error(context_->record().info.name + " cannot map host memory, so it cannot import it");
+  }
+  const Api& api = context_->api();
+  ScopedContext scope(api, context_->context());
+  KILN_RETURN_IF_ERROR(scope.status("import_host"));
+  const std::string where = "importing " + std::to_string(size) + " host bytes";
+  CUresult result = api.MemHostRegister(ptr, size, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
+  if (result != CUDA_SUCCESS) return cu_error("cuMemHostRegister_v2", result, where);
+  CUdeviceptr pointer = 0;
+  result = api.MemHostGetDevicePointer(&pointer, ptr, 0);
+  if (result != CUDA_SUCCESS) {
+    api.MemHostUnregister(ptr);
+    return cu_error("cuMemHostGetDevicePointer_v2", result, where);
+  }
+  auto storage = std::make_shared<CuStorage>(context_, pointer, ptr, ptr, std::move(release));
+  return std::make_shared<hal::Buffer>(std::move(storage), device_tag_, params.memory_type,
+                                       params.usage, size, 0, size);
+}
+
+}  // namespace kiln::cuda
