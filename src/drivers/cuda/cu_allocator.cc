@@ -18,7 +18,8 @@ constexpr size_t kMinimumBytes = 16;
 CuStorage::~CuStorage() {
   // Every queue action using the buffer has completed (actions hold their buffers).
   const Api& api = context_->api();
-  ScopedContext scope(api, context_->context());
+  ContextScope scope(context_->target());
+  if (!scope.status("freeing a buffer").ok()) return;  // no context to free it in: leak, do not crash
   if (host_) {
     api.MemHostUnregister(host_);
   } else if (pointer_) {
@@ -57,15 +58,11 @@ void CuStorage::unmap(size_t offset, size_t length, hal::MapAccess access, void*
 }
 
 Result<CUdeviceptr> CuAllocator::allocate_bytes(size_t size) {
-  const Api& api = context_->api();
-  ScopedContext scope(api, context_->context());
-  KILN_RETURN_IF_ERROR(scope.status("allocate"));
   CUdeviceptr pointer = 0;
-  CUresult result = api.MemAlloc(&pointer, std::max(size, kMinimumBytes));
-  if (result != CUDA_SUCCESS) {
-    return cu_error("cuMemAlloc_v2", result,
-                    "allocating " + std::to_string(size) + " bytes on " + context_->record().info.name);
-  }
+  KILN_RETURN_IF_ERROR(call_in_context(
+      context_->target(), "cuMemAlloc_v2",
+      "allocating " + std::to_string(size) + " bytes on " + context_->record().info.name,
+      [&](const Api& api) { return api.MemAlloc(&pointer, std::max(size, kMinimumBytes)); }));
   return pointer;
 }
 
@@ -90,7 +87,7 @@ Result<hal::BufferRef> CuAllocator::import_host(const hal::BufferParams& params,
     return unimplemented_error(context_->record().info.name + " cannot map host memory, so it cannot import it");
   }
   const Api& api = context_->api();
-  ScopedContext scope(api, context_->context());
+  ContextScope scope(context_->target());
   KILN_RETURN_IF_ERROR(scope.status("import_host"));
   const std::string where = "importing " + std::to_string(size) + " host bytes";
   CUresult result = api.MemHostRegister(ptr, size, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);

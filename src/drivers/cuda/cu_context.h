@@ -5,38 +5,19 @@
 //
 // CUDA's current context is per thread, and kiln calls CUDA from its callers' threads, its
 // queues' threads and completion threads: every call into CUDA for this device runs inside a
-// ScopedContext.
+// ContextScope (cu_context_scope.h).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string_view>
 
+#include "drivers/cuda/cu_context_scope.h"
 #include "drivers/cuda/cu_event_pool.h"
 #include "drivers/cuda/cu_platform.h"
 
 namespace kiln::cuda {
-
-// Makes a context current on the calling thread for its lifetime (cuCtxPushCurrent), and
-// restores the previous one after (cuCtxPopCurrent).
-class ScopedContext {
- public:
-  ScopedContext(const Api& api, CUcontext context) : api_(api), pushed_(api.CtxPushCurrent(context)) {}
-  ~ScopedContext() {
-    CUcontext popped = nullptr;
-    if (pushed_ == CUDA_SUCCESS) api_.CtxPopCurrent(&popped);
-  }
-  ScopedContext(const ScopedContext&) = delete;
-  ScopedContext& operator=(const ScopedContext&) = delete;
-  // OK, or the push's failure naming `where`.
-  Status status(std::string_view where) const {
-    return pushed_ == CUDA_SUCCESS ? Status() : cu_error("cuCtxPushCurrent_v2", pushed_, where);
-  }
-
- private:
-  const Api& api_;
-  CUresult pushed_;
-};
 
 class CuContext {
  public:
@@ -48,7 +29,9 @@ class CuContext {
   CuContext& operator=(const CuContext&) = delete;
 
   const Api& api() const { return api_; }
-  CUcontext context() const { return context_; }
+  CUcontext context() const { return target_.context; }
+  // What ContextScope and call_in_context push.
+  const ContextTarget& target() const { return target_; }
   const CuDeviceRecord& record() const { return record_; }
   // The compute capability as NVRTC numbers it: 90 for 9.0.
   int arch() const { return record_.compute_major * 10 + record_.compute_minor; }
@@ -60,10 +43,11 @@ class CuContext {
   Status copy_to_device(CUdeviceptr target, const void* source, size_t bytes) const;
 
  private:
+  Status map_copy(const char* name, const std::function<CUresult(const Api&)>& copy) const;
+
   const Api& api_;
   CuDeviceRecord record_;
-  CUcontext context_ = nullptr;
-  ContextEvents event_target_;  // what the event pool's operations push
+  ContextTarget target_;  // the retained primary context (null until retained)
   std::unique_ptr<EventPool> events_;
   mutable std::mutex map_mutex_;  // one mapping copy at a time on the stream
   CUstream map_stream_ = nullptr;

@@ -11,48 +11,27 @@ namespace kiln::cuda {
 
 namespace {
 
-// Pushes `context` for one call: pool operations run on whichever thread needs an event, which
-// need not have the device's context current.
-class ContextScope {
- public:
-  explicit ContextScope(const ContextEvents& target) : api_(*target.api) {
-    pushed_ = api_.CtxPushCurrent(target.context);
-  }
-  ~ContextScope() {
-    CUcontext popped = nullptr;
-    if (pushed_ == CUDA_SUCCESS) api_.CtxPopCurrent(&popped);
-  }
-  CUresult pushed() const { return pushed_; }
-
- private:
-  const Api& api_;
-  CUresult pushed_;
-};
-
 Status create_event(void* user, CUevent* event) {
-  const auto& target = *static_cast<const ContextEvents*>(user);
-  ContextScope scope(target);
-  if (scope.pushed() != CUDA_SUCCESS) return cu_error("cuCtxPushCurrent_v2", scope.pushed(), "event pool");
-  CUresult result = target.api->EventCreate(event, CU_EVENT_DISABLE_TIMING);
-  if (result != CUDA_SUCCESS) return cu_error("cuEventCreate", result, "event pool");
-  return Status();
+  return call_in_context(
+      *static_cast<const ContextTarget*>(user), "cuEventCreate", "event pool",
+      [&](const Api& api) { return api.EventCreate(event, CU_EVENT_DISABLE_TIMING); });
 }
 
 void destroy_event(void* user, CUevent event) {
-  const auto& target = *static_cast<const ContextEvents*>(user);
-  ContextScope scope(target);
   // Nothing can be done about a failure here: the event is gone from the pool either way.
-  CUresult result = target.api->EventDestroy(event);
-  if (result != CUDA_SUCCESS) KILN_LOG(kWarn, cu_error("cuEventDestroy_v2", result, "event pool").message());
+  Status destroyed =
+      call_in_context(*static_cast<const ContextTarget*>(user), "cuEventDestroy_v2", "event pool",
+                      [&](const Api& api) { return api.EventDestroy(event); });
+  if (!destroyed.ok()) KILN_LOG(kWarn, destroyed.message());
 }
 
 }  // namespace
 
-EventOps cuda_event_ops(const ContextEvents* target) {
+EventOps cuda_event_ops(const ContextTarget* target) {
   EventOps ops;
   ops.create = create_event;
   ops.destroy = destroy_event;
-  ops.user = const_cast<ContextEvents*>(target);
+  ops.user = const_cast<ContextTarget*>(target);
   return ops;
 }
 

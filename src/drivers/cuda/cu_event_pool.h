@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "drivers/cuda/cu_api.h"
+#include "drivers/cuda/cu_context_scope.h"
 
 namespace kiln::cuda {
 
@@ -43,13 +44,9 @@ struct EventOps {
 };
 
 // The ops the driver uses: cuEventCreate(CU_EVENT_DISABLE_TIMING) and cuEventDestroy with
-// `context` pushed as the calling thread's current context for the call. `target` must outlive
-// every pool using the ops.
-struct ContextEvents {
-  const Api* api = nullptr;
-  CUcontext context = nullptr;
-};
-EventOps cuda_event_ops(const ContextEvents* target);
+// `target->context` pushed as the calling thread's current context for the call. `target` must
+// outlive every pool using the ops.
+EventOps cuda_event_ops(const ContextTarget* target);
 
 class EventPool;
 
