@@ -41,7 +41,7 @@
 #include <vector>
 
 #include "drivers/cuda/cu_api.h"
-#include "drivers/cuda/cu_context.h"
+#include "drivers/cuda/cu_context_scope.h"
 
 namespace kiln::cuda {
 
