@@ -1,0 +1,87 @@
+#include "drivers/cuda/cu_executable.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "base/sha256.h"
+#include "kiln/base/env.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+// Threads per block for a kernel written for any block size: kThreadsPerBlock (a few warps,
+// enough to cover a load's latency while a small chunk still fills them), or `wanted`
+// (KILN_CUDA_BLOCK_SIZE), at most what the kernel can run and a whole number of warps when it
+// can. A query that fails gives one thread, which is always correct.
+constexpr int kThreadsPerBlock = 128;
+constexpr int kWarp = 32;
+
+unsigned choose_block_size(const Api& api, CUfunction function, std::optional<uint64_t> wanted) {
+  int most = 0;
+  if (api.FuncGetAttribute(&most, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, function) != CUDA_SUCCESS || most <= 0) {
+    return 1;
+  }
+  int size = wanted ? static_cast<int>(*wanted) : kThreadsPerBlock;
+  size = std::min(size, most);
+  if (size > kWarp) size -= size % kWarp;
+  return static_cast<unsigned>(std::max(size, 1));
+}
+
+}  // namespace
+
+CuModule::~CuModule() {
+  ContextScope scope(context_->target());
+  if (scope.status("unloading a module").ok()) context_->api().ModuleUnload(module_);
+}
+
+Result<std::shared_ptr<CuModule>> CuCompiler::load(const hal::ExecutableSource& source) {
+  Sha256 hasher;
+  hasher.update_field("kiln-cuda-module-v1");
+  hasher.update_field(source.source);
+  const std::string key = hasher.hex_digest();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = loaded_.find(key); it != loaded_.end()) {
+    if (std::shared_ptr<CuModule> module = it->second.lock()) return module;
+  }
+  KILN_ASSIGN_OR_RETURN(KernelImage image, images_.build(source.source, context_->arch(), source.label));
+  ContextScope scope(context_->target());
+  KILN_RETURN_IF_ERROR(scope.status("loading '" + source.label + "'"));
+  CUmodule module = nullptr;
+  // A PTX image is compiled for the device here by the driver's JIT; its text must end in NUL.
+  if (image.kind == CudaImage::kPtx) image.bytes.push_back('\0');
+  CUresult result = context_->api().ModuleLoadData(&module, image.bytes.data());
+  if (result != CUDA_SUCCESS) {
+    return cu_error("cuModuleLoadData", result, "executable '" + source.label + "' on " + context_->record().info.name);
+  }
+  auto shared = std::make_shared<CuModule>(context_, module);
+  loaded_[key] = shared;
+  return shared;
+}
+
+Result<hal::ExecutableRef> CuCompiler::compile(const hal::ExecutableSource& source, const void* device_tag) {
+  std::optional<uint64_t> wanted_threads;
+  if (std::any_of(source.exports.begin(), source.exports.end(),
+                  [](const hal::ExportInfo& e) { return e.any_local_size; })) {
+    KILN_ASSIGN_OR_RETURN(wanted_threads, env_uint("KILN_CUDA_BLOCK_SIZE", 1, 1024));
+  }
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<CuModule> module, load(source));
+  const Api& api = context_->api();
+  ContextScope scope(context_->target());
+  KILN_RETURN_IF_ERROR(scope.status("executable '" + source.label + "'"));
+  std::vector<CuKernel> kernels;
+  for (const hal::ExportInfo& info : source.exports) {
+    CuKernel kernel;
+    CUresult result = api.ModuleGetFunction(&kernel.function, module->get(), info.name.c_str());
+    if (result == CUDA_ERROR_NOT_FOUND) {
+      return not_found_error("executable '" + source.label + "' has no kernel named '" + info.name + "'");
+    }
+    if (result != CUDA_SUCCESS) return cu_error("cuModuleGetFunction", result, "executable '" + source.label + "'");
+    if (info.any_local_size) kernel.block_size = choose_block_size(api, kernel.function, wanted_threads);
+    kernels.push_back(kernel);
+  }
+  return hal::ExecutableRef(
+      std::make_shared<CuExecutable>(device_tag, source.exports, std::move(module), std::move(kernels)));
+}
+
+}  // namespace kiln::cuda
