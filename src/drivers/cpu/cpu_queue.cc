@@ -1,12 +1,12 @@
 #include "drivers/cpu/cpu_queue.h"
 
 #include <cstring>
-#include <exception>
 #include <string>
 
 #include "base/futex.h"
 #include "drivers/cpu/cpu_allocator.h"
 #include "drivers/cpu/host_executable.h"
+#include "drivers/serial_worker.h"
 #include "kiln/base/overloaded.h"
 #include "kiln/base/time.h"
 
@@ -108,17 +108,8 @@ void CpuQueue::run(std::unique_ptr<hal::Action> action) {
                  [shared](const Status& status) { complete(*shared, status); });
     return;
   }
-  if (auto* call = std::get_if<hal::HostCallCommand>(&command)) {
-    Status status;
-    // A throwing host function must not take the worker thread (and the process) down.
-    try {
-      status = call->fn(action->signals);
-    } catch (const std::exception& e) {
-      status = internal_error(std::string("host call threw: ") + e.what());
-    } catch (...) {
-      status = internal_error("host call threw a non-standard exception");
-    }
-    if (status.code() != StatusCode::kDeferred) complete(*action, status);
+  if (std::holds_alternative<hal::HostCallCommand>(command)) {
+    drivers::run_host_call(*action);
     return;
   }
   complete(*action, run_blocking(command));

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <exception>
 #include <string>
 
+#include "drivers/kernel_failure.h"
 #include "drivers/opencl/cl_allocator.h"
 #include "drivers/opencl/cl_executable.h"
 #include "drivers/opencl/cl_kernel_abi.h"
@@ -48,42 +48,13 @@ bool only_kernels(const hal::Command& command) {
   return kernel_or_barrier(command);
 }
 
-bool has_dispatch(const hal::Command& command) {
-  if (std::holds_alternative<hal::DispatchCommand>(command)) return true;
-  if (const auto* e = std::get_if<hal::ExecuteCommand>(&command)) {
-    for (const hal::Command& inner : e->command_buffer->commands()) {
-      if (std::holds_alternative<hal::DispatchCommand>(inner)) return true;
-    }
-  }
-  return false;
-}
-
-// The command numbered `index` by enqueue_command (commands of a command buffer in order).
-const hal::Command* command_at(const hal::Command& command, uint32_t index) {
-  if (const auto* e = std::get_if<hal::ExecuteCommand>(&command)) {
-    const auto& list = e->command_buffer->commands();
-    return index < list.size() ? &list[index] : nullptr;
-  }
-  return index == 0 ? &command : nullptr;
-}
-
 Status kernel_failure(const InFlight& f, const std::string& queue_name) {
-  const uint32_t* w = f.words;
-  if (w[1] == kWaitFailedCode) {
+  if (f.words[1] == kWaitFailedCode) {
     // Normally replaced by the failure of the wait itself, which reaches the host too.
     return internal_error("a wait handed to the device found its signaller failed, on queue '" +
                           queue_name + "'");
   }
-  std::string kernel = "?";
-  if (const hal::Command* c = command_at(f.action->command, w[2])) {
-    if (const auto* d = std::get_if<hal::DispatchCommand>(c)) {
-      Result<const hal::ExportInfo*> info = d->executable->export_info(d->export_ordinal);
-      if (info.ok()) kernel = (*info)->name;
-    }
-  }
-  return internal_error("kernel '" + kernel + "' failed with code " + std::to_string(w[1]) +
-                        " in workgroup (" + std::to_string(w[3]) + ", " + std::to_string(w[4]) +
-                        ", " + std::to_string(w[5]) + ") on queue '" + queue_name + "'");
+  return drivers::kernel_failure(f.action->command, f.words, queue_name);
 }
 
 }  // namespace
@@ -115,12 +86,7 @@ Result<std::shared_ptr<ClQueue>> ClQueue::create(std::string name, const void* d
 
 ClQueue::~ClQueue() {
   abort_pending();
-  {
-    std::lock_guard<std::mutex> lock(host_mutex_);
-    host_stop_ = true;
-  }
-  host_ready_cv_.notify_all();
-  if (host_worker_.joinable()) host_worker_.join();
+  host_calls_.stop();
   const Api& api = context_->api();
   if (queue_) api.Finish(queue_);
   {
@@ -205,7 +171,7 @@ void ClQueue::submit_device(std::unique_ptr<hal::Action> action, std::vector<Han
   auto* flight = new InFlight();
   flight->queue = this;
   flight->action = std::move(action);
-  flight->check_status = has_dispatch(flight->action->command) || !gated.empty();
+  flight->check_status = drivers::has_dispatch(flight->action->command) || !gated.empty();
   flight->wait_points.resize(handed.size());
   flight->unresolved.store(handed.size() + 1, std::memory_order_relaxed);
   {
@@ -529,34 +495,8 @@ void ClQueue::resolve(InFlight* flight) {
 }
 
 void ClQueue::run_host_call(std::unique_ptr<hal::Action> action) {
-  std::lock_guard<std::mutex> lock(host_mutex_);
-  if (!host_worker_.joinable()) host_worker_ = std::thread([this] { host_worker_main(); });
-  host_ready_.push_back(std::move(action));
-  host_ready_cv_.notify_one();
-}
-
-void ClQueue::host_worker_main() {
-  std::unique_lock<std::mutex> lock(host_mutex_);
-  for (;;) {
-    host_ready_cv_.wait(lock, [this] { return host_stop_ || !host_ready_.empty(); });
-    if (host_ready_.empty()) return;  // stopping, and everything ready has run
-    std::unique_ptr<hal::Action> action = std::move(host_ready_.front());
-    host_ready_.pop_front();
-    lock.unlock();
-    auto& call = std::get<hal::HostCallCommand>(action->command);
-    Status status;
-    // A throwing host function must not take the worker thread (and the process) down.
-    try {
-      status = call.fn(action->signals);
-    } catch (const std::exception& e) {
-      status = internal_error(std::string("host call threw: ") + e.what());
-    } catch (...) {
-      status = internal_error("host call threw a non-standard exception");
-    }
-    if (status.code() != StatusCode::kDeferred) complete(*action, status);
-    action.reset();
-    lock.lock();
-  }
+  std::shared_ptr<hal::Action> shared = std::move(action);
+  host_calls_.push([shared] { drivers::run_host_call(*shared); });
 }
 
 }  // namespace kiln::opencl

@@ -14,16 +14,15 @@
 #pragma once
 
 #include <condition_variable>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <vector>
 
 #include "drivers/opencl/cl_context.h"
 #include "drivers/opencl/cl_pending_signals.h"
 #include "drivers/opencl/cl_status_ring.h"
+#include "drivers/serial_worker.h"
 #include "kiln/hal/queue.h"
 
 namespace kiln::opencl {
@@ -76,7 +75,6 @@ class ClQueue final : public hal::Queue {
   void finished();
 
   void run_host_call(std::unique_ptr<hal::Action> action);
-  void host_worker_main();
 
   std::shared_ptr<ClContext> context_;
   cl_command_queue queue_ = nullptr;
@@ -90,11 +88,7 @@ class ClQueue final : public hal::Queue {
   std::condition_variable inflight_idle_;
   size_t inflight_ = 0;  // guarded by inflight_mutex_
 
-  std::mutex host_mutex_;
-  std::condition_variable host_ready_cv_;
-  std::deque<std::unique_ptr<hal::Action>> host_ready_;  // guarded by host_mutex_
-  bool host_stop_ = false;                                // guarded by host_mutex_
-  std::thread host_worker_;                               // started with the first host call
+  drivers::SerialWorker host_calls_;  // runs host calls, started with the first
 };
 
 }  // namespace kiln::opencl

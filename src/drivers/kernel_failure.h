@@ -1,0 +1,19 @@
+// Reading back a kernel failure recorded in a status slot (the OpenCL and CUDA kernel ABIs:
+// words tag, code, command index, workgroup x, y, z) into a status that names the kernel.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kiln/hal/command.h"
+
+namespace kiln::drivers {
+
+// Whether the action runs a kernel (a dispatch, or one inside the command buffer it executes).
+bool has_dispatch(const hal::Command& command);
+// The command numbered `index` of an action, counting a command buffer's commands in order.
+const hal::Command* command_at(const hal::Command& command, uint32_t index);
+// "kernel 'k' failed with code 2 in workgroup (3, 0, 0) on queue 'q'", from the slot's words.
+Status kernel_failure(const hal::Command& command, const uint32_t* words, const std::string& queue_name);
+
+}  // namespace kiln::drivers

@@ -1,0 +1,53 @@
+#include "drivers/serial_worker.h"
+
+#include <exception>
+#include <string>
+
+#include "kiln/hal/queue.h"
+
+namespace kiln::drivers {
+
+void SerialWorker::push(std::function<void()> task) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!thread_.joinable()) thread_ = std::thread([this] { main(); });
+  tasks_.push_back(std::move(task));
+  ready_.notify_one();
+}
+
+void SerialWorker::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  ready_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void SerialWorker::main() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    ready_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+    if (tasks_.empty()) return;  // stopping, and everything pushed has run
+    std::function<void()> task = std::move(tasks_.front());
+    tasks_.pop_front();
+    lock.unlock();
+    task();
+    task = nullptr;  // what the task holds goes before the lock is taken again
+    lock.lock();
+  }
+}
+
+void run_host_call(hal::Action& action) {
+  auto& call = std::get<hal::HostCallCommand>(action.command);
+  Status status;
+  try {
+    status = call.fn(action.signals);
+  } catch (const std::exception& e) {
+    status = internal_error(std::string("host call threw: ") + e.what());
+  } catch (...) {
+    status = internal_error("host call threw a non-standard exception");
+  }
+  if (status.code() != StatusCode::kDeferred) hal::Queue::complete(action, status);
+}
+
+}  // namespace kiln::drivers

@@ -1,0 +1,44 @@
+// SerialWorker: a thread of its own that runs tasks one at a time, in the order pushed; started
+// with the first task. The queues of drivers run host calls on one (never on a native runtime's
+// callback thread, where blocking would be undefined), and the CUDA queue its completions.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "kiln/hal/command.h"
+
+namespace kiln::drivers {
+
+class SerialWorker {
+ public:
+  SerialWorker() = default;
+  ~SerialWorker() { stop(); }
+  SerialWorker(const SerialWorker&) = delete;
+  SerialWorker& operator=(const SerialWorker&) = delete;
+
+  // Thread-safe; cheap enough for a callback that must not block (a lock and a notify).
+  void push(std::function<void()> task);
+  // Runs every task pushed so far, then joins the thread. Idempotent; push() after it is a bug.
+  void stop();
+
+ private:
+  void main();
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> tasks_;  // guarded by mutex_
+  bool stopping_ = false;                    // guarded by mutex_
+  std::thread thread_;                       // started with the first task
+};
+
+// Runs a host call's function and completes its action with the result (hal::Queue::complete),
+// unless the function returned kDeferred and so took over the signals. A function that throws
+// fails the action instead of taking the thread down.
+void run_host_call(hal::Action& action);
+
+}  // namespace kiln::drivers
