@@ -21,6 +21,7 @@ Result<std::shared_ptr<CuContext>> CuContext::create(const Api& api, CuDeviceRec
   if (result != CUDA_SUCCESS) return cu_error("cuDevicePrimaryCtxRetain", result, name);
   ctx->target_.context = context;
   KILN_ASSIGN_OR_RETURN(ctx->events_, EventPool::create(cuda_event_ops(&ctx->target_), kInitialEvents, kEventBatch));
+  KILN_ASSIGN_OR_RETURN(ctx->staging_, StagingPool::create(cuda_staging_ops(&ctx->target_), StagingPoolOptions()));
   // Non-blocking: the mapping stream does not synchronize with the legacy default stream of other
   // users of the primary context.
   KILN_RETURN_IF_ERROR(call_in_context(ctx->target_, "cuStreamCreate", name, [&](const Api& a) {
@@ -30,6 +31,7 @@ Result<std::shared_ptr<CuContext>> CuContext::create(const Api& api, CuDeviceRec
 }
 
 CuContext::~CuContext() {
+  if (staging_ && !staging_->shutdown().ok()) return;  // blocks still out: as for events below
   if (events_) {
     Status closed = events_->shutdown();
     if (!closed.ok()) return;  // events still out: leave the context retained rather than break them

@@ -1,5 +1,5 @@
 // What every object of one CUDA device shares: the API table, the device's primary context
-// (retained while this object lives), its event pool, and a stream for the synchronous copies
+// (retained while this object lives), its event and staging pools, and a stream for the synchronous copies
 // of buffer mapping. Held by shared_ptr from the device, its buffers, queues and executables, so
 // that it lives as long as any of them.
 //
@@ -16,6 +16,7 @@
 #include "drivers/cuda/cu_context_scope.h"
 #include "drivers/cuda/cu_event_pool.h"
 #include "drivers/cuda/cu_platform.h"
+#include "drivers/cuda/cu_staging_pool.h"
 
 namespace kiln::cuda {
 
@@ -36,6 +37,8 @@ class CuContext {
   // The compute capability as NVRTC numbers it: 90 for 9.0.
   int arch() const { return record_.compute_major * 10 + record_.compute_minor; }
   EventPool& events() const { return *events_; }
+  // Pinned host blocks that reads and writes go through.
+  StagingPool& staging() const { return *staging_; }
 
   // Synchronous copies for mapping: queued on the mapping stream, which they wait for. They are
   // ordered against no queue: the caller orders mapping against queue work (hal::Buffer::map).
@@ -49,6 +52,7 @@ class CuContext {
   CuDeviceRecord record_;
   ContextTarget target_;  // the retained primary context (null until retained)
   std::unique_ptr<EventPool> events_;
+  std::unique_ptr<StagingPool> staging_;
   mutable std::mutex map_mutex_;  // one mapping copy at a time on the stream
   CUstream map_stream_ = nullptr;
 };

@@ -1,0 +1,259 @@
+#include "drivers/cuda/cu_queue.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "drivers/cuda/cu_allocator.h"
+#include "drivers/cuda/cu_executable.h"
+#include "drivers/cuda/cuda_kernel_abi.h"
+#include "drivers/kernel_failure.h"
+#include "kiln/base/overloaded.h"
+
+namespace kiln::cuda {
+
+// One action on the stream, from its submission to its completion on the worker.
+struct CuQueue::Flight {
+  CuQueue* queue = nullptr;
+  std::unique_ptr<hal::Action> action;
+  bool has_slot = false;  // runs kernels: its status slot is read back
+  StatusSlot slot;
+  Status enqueue_error;  // a command that could not be put on the stream
+  std::vector<StagingBlock> staging;  // released after the copies that use them
+  struct Readback {
+    void* host;
+    const void* staged;
+    size_t length;
+  };
+  std::vector<Readback> readbacks;     // staged reads, copied to host memory at the end
+  std::vector<CUdeviceptr> temporary;  // device memory freed at the end (overlapping copies)
+};
+
+Result<std::shared_ptr<CuQueue>> CuQueue::create(std::string name, const void* device_tag,
+                                                 std::shared_ptr<CuContext> context) {
+  auto queue = std::make_shared<CuQueue>(std::move(name), device_tag, std::move(context));
+  KILN_RETURN_IF_ERROR(call_in_context(queue->context_->target(), "cuStreamCreate", "queue '" + queue->name() + "'",
+                                       [&](const Api& api) { return api.StreamCreate(&queue->stream_, CU_STREAM_NON_BLOCKING); }));
+  return queue;
+}
+
+CuQueue::~CuQueue() {
+  abort_pending();
+  host_calls_.stop();
+  if (stream_) {
+    call_in_context(context_->target(), "cuStreamSynchronize", name(), [&](const Api& api) {
+      return api.StreamSynchronize(stream_);
+    }).ignore();
+  }
+  {
+    // Completions may still be on their way to the worker after the stream is idle.
+    std::unique_lock<std::mutex> lock(inflight_mutex_);
+    inflight_idle_.wait(lock, [this] { return inflight_ == 0; });
+  }
+  completions_.stop();
+  if (stream_) {
+    call_in_context(context_->target(), "cuStreamDestroy_v2", name(), [&](const Api& api) {
+      return api.StreamDestroy(stream_);
+    }).ignore();
+  }
+}
+
+void CuQueue::issue(std::unique_ptr<hal::Action> action) {
+  if (std::holds_alternative<hal::HostCallCommand>(action->command)) {
+    std::shared_ptr<hal::Action> shared = std::move(action);
+    host_calls_.push([shared] { drivers::run_host_call(*shared); });
+    return;
+  }
+  submit(std::move(action));
+}
+
+void CuQueue::submit(std::unique_ptr<hal::Action> action) {
+  auto* flight = new Flight();
+  flight->queue = this;
+  flight->action = std::move(action);
+  {
+    std::lock_guard<std::mutex> lock(inflight_mutex_);
+    ++inflight_;
+  }
+  const Api& api = context_->api();
+  Status status;
+  if (drivers::has_dispatch(flight->action->command)) {
+    Result<StatusSlot> slot = slots_.acquire();
+    if (slot.ok()) {
+      flight->slot = *slot;
+      flight->has_slot = true;
+    } else {
+      status = slot.status();
+    }
+  }
+  CUresult callback = CUDA_ERROR_UNKNOWN;
+  {
+    std::lock_guard<std::mutex> lock(issue_mutex_);
+    ContextScope scope(context_->target());
+    if (status.ok()) status = scope.status("queue '" + name() + "'");
+    if (status.ok()) status = launch(flight->action->command, 0, *flight);
+    if (!status.ok()) {
+      flight->enqueue_error =
+          status.annotate(std::string(hal::command_name(flight->action->command)) + " on queue '" + name() + "'");
+    }
+    // Even after a failed command: the callback runs once whatever was put on the stream is done.
+    if (scope.status("").ok()) callback = api.LaunchHostFunc(stream_, &CuQueue::on_stream_done, flight);
+  }
+  if (callback == CUDA_SUCCESS) return;
+  // No callback: wait for the stream here, then finish on the worker (never on this thread,
+  // where completing may issue more work onto this queue).
+  call_in_context(context_->target(), "cuStreamSynchronize", name(), [&](const Api& a) {
+    return a.StreamSynchronize(stream_);
+  }).ignore();
+  if (flight->enqueue_error.ok()) flight->enqueue_error = cu_error("cuLaunchHostFunc", callback, "queue '" + name() + "'");
+  completions_.push([flight] { flight->queue->finish(flight); });
+}
+
+Status CuQueue::launch(const hal::Command& command, uint32_t index, Flight& flight) {
+  const Api& api = context_->api();
+  return std::visit(
+      Overloaded{
+          [&](const hal::CopyCommand& c) { return launch_copy(c, flight); },
+          [&](const hal::FillCommand& f) { return launch_fill(f, flight); },
+          [&](const hal::UpdateCommand& u) {
+            return launch_upload(u.data.data(), u.data.size(), buffer_pointer(*u.target) + u.offset, flight);
+          },
+          [&](const hal::WriteCommand& w) {
+            return launch_upload(w.host, w.length, buffer_pointer(*w.target) + w.offset, flight);
+          },
+          [&](const hal::ReadCommand& r) {
+            if (r.length == 0) return Status();
+            KILN_ASSIGN_OR_RETURN(StagingBlock block, context_->staging().acquire(r.length));
+            CUresult result = api.MemcpyDtoHAsync(block.data(), buffer_pointer(*r.source) + r.offset, r.length, stream_);
+            if (result != CUDA_SUCCESS) return cu_error("cuMemcpyDtoHAsync_v2", result);
+            flight.readbacks.push_back({r.host, block.data(), r.length});
+            flight.staging.push_back(std::move(block));
+            return Status();
+          },
+          [&](const hal::DispatchCommand& d) { return launch_dispatch(d, index, flight); },
+          [&](const hal::BarrierCommand&) { return Status(); },  // the stream is in order
+          [&](const hal::ExecuteCommand& e) {
+            uint32_t i = 0;
+            for (const hal::Command& inner : e.command_buffer->commands()) {
+              KILN_RETURN_IF_ERROR(launch(inner, i++, flight));
+            }
+            return Status();
+          },
+          [&](const hal::HostCallCommand&) {
+            return internal_error("host_call cannot run inside a command buffer");
+          },
+      },
+      command);
+}
+
+Status CuQueue::launch_upload(const void* host, size_t length, CUdeviceptr target, Flight& flight) {
+  if (length == 0) return Status();
+  KILN_ASSIGN_OR_RETURN(StagingBlock block, context_->staging().acquire(length));
+  std::memcpy(block.data(), host, length);
+  CUresult result = context_->api().MemcpyHtoDAsync(target, block.data(), length, stream_);
+  if (result != CUDA_SUCCESS) return cu_error("cuMemcpyHtoDAsync_v2", result);
+  flight.staging.push_back(std::move(block));
+  return Status();
+}
+
+Status CuQueue::launch_copy(const hal::CopyCommand& c, Flight& flight) {
+  if (c.length == 0) return Status();
+  const Api& api = context_->api();
+  const CUdeviceptr from = buffer_pointer(*c.source) + c.source_offset;
+  const CUdeviceptr to = buffer_pointer(*c.target) + c.target_offset;
+  if (from == to) return Status();  // copying a range onto itself changes nothing
+  if (from < to + c.length && to < from + c.length) {
+    // Overlapping ranges: the HAL's copy is a memmove, CUDA's is not. Through a temporary.
+    CUdeviceptr temporary = 0;
+    CUresult result = api.MemAlloc(&temporary, c.length);
+    if (result != CUDA_SUCCESS) return cu_error("cuMemAlloc_v2", result, "overlapping copy");
+    flight.temporary.push_back(temporary);
+    result = api.MemcpyDtoDAsync(temporary, from, c.length, stream_);
+    if (result == CUDA_SUCCESS) result = api.MemcpyDtoDAsync(to, temporary, c.length, stream_);
+    return result == CUDA_SUCCESS ? Status() : cu_error("cuMemcpyDtoDAsync_v2", result, "overlapping copy");
+  }
+  CUresult result = api.MemcpyDtoDAsync(to, from, c.length, stream_);
+  return result == CUDA_SUCCESS ? Status() : cu_error("cuMemcpyDtoDAsync_v2", result);
+}
+
+Status CuQueue::launch_fill(const hal::FillCommand& f, Flight& flight) {
+  if (f.length == 0) return Status();
+  const Api& api = context_->api();
+  const CUdeviceptr target = buffer_pointer(*f.target) + f.offset;
+  CUresult result = CUDA_SUCCESS;
+  if (f.pattern_size == 1) {
+    result = api.MemsetD8Async(target, static_cast<unsigned char>(f.pattern), f.length, stream_);
+  } else if (target % f.pattern_size == 0 && f.pattern_size == 2) {
+    result = api.MemsetD16Async(target, static_cast<unsigned short>(f.pattern), f.length / 2, stream_);
+  } else if (target % f.pattern_size == 0) {
+    result = api.MemsetD32Async(target, f.pattern, f.length / 4, stream_);
+  } else {
+    // cuMemsetD16/D32 need an aligned address; a subspan need not give one. The pattern is
+    // written out on the host and uploaded.
+    std::vector<uint8_t> bytes(f.length);
+    for (size_t i = 0; i < f.length; ++i) bytes[i] = static_cast<uint8_t>(f.pattern >> (8 * (i % f.pattern_size)));
+    return launch_upload(bytes.data(), bytes.size(), target, flight);
+  }
+  return result == CUDA_SUCCESS ? Status() : cu_error("cuMemsetD*Async", result);
+}
+
+Status CuQueue::launch_dispatch(const hal::DispatchCommand& d, uint32_t index, Flight& flight) {
+  if (uint64_t{d.workgroups[0]} * d.workgroups[1] * d.workgroups[2] == 0) return Status();
+  // Validation checked that the executable belongs to this device: it is a CuExecutable.
+  const auto& executable = static_cast<const CuExecutable&>(*d.executable);
+  const CuKernel& kernel = executable.kernel(d.export_ordinal);
+  // The ABI's parameters (cuda_kernel_abi.h), each in a slot of its own that the pointer list
+  // points into; cuLaunchKernel copies them before it returns.
+  std::vector<uint64_t> values;
+  values.reserve(3 + 3 * d.bindings.size() + d.constants.size());
+  std::vector<void*> pointers;
+  auto add = [&](uint64_t value) { values.push_back(value); };
+  add(flight.slot.ring);
+  add(flight.slot.tag);
+  add(index);
+  for (const hal::BufferBinding& b : d.bindings) {
+    const auto* storage = static_cast<const CuStorage*>(b.buffer->storage().get());
+    add(storage->pointer());
+    add(b.buffer->byte_offset() + b.offset);
+    add(b.length);
+  }
+  for (uint32_t constant : d.constants) add(constant);
+  // A 32-bit parameter is read from the low bytes of its slot (little-endian, as every CUDA host is).
+  for (uint64_t& v : values) pointers.push_back(&v);
+  CUresult result = context_->api().LaunchKernel(kernel.function, d.workgroups[0], d.workgroups[1], d.workgroups[2],
+                                                 kernel.block_size, 1, 1, 0, stream_, pointers.data(), nullptr);
+  if (result != CUDA_SUCCESS) {
+    return cu_error("cuLaunchKernel", result, "kernel '" + executable.exports()[d.export_ordinal].name + "'");
+  }
+  return Status();
+}
+
+void CuQueue::on_stream_done(void* user) {
+  // A stream callback must not call CUDA: hand the flight over and return.
+  auto* flight = static_cast<Flight*>(user);
+  flight->queue->completions_.push([flight] { flight->queue->finish(flight); });
+}
+
+void CuQueue::finish(Flight* flight) {
+  Status status = flight->enqueue_error;
+  if (status.ok() && flight->has_slot && StatusSlots::failed(flight->slot)) {
+    uint32_t words[kStatusWords];
+    for (size_t i = 0; i < kStatusWords; ++i) words[i] = flight->slot.words[i];
+    status = drivers::kernel_failure(flight->action->command, words, name());
+  }
+  if (status.ok()) {
+    for (const Flight::Readback& r : flight->readbacks) std::memcpy(r.host, r.staged, r.length);
+  }
+  if (flight->has_slot) slots_.release(flight->slot);
+  flight->staging.clear();
+  if (!flight->temporary.empty()) {
+    ContextScope scope(context_->target());
+    for (CUdeviceptr p : flight->temporary) context_->api().MemFree(p);
+  }
+  hal::Queue::complete(*flight->action, status);
+  delete flight;
+  std::lock_guard<std::mutex> lock(inflight_mutex_);
+  if (--inflight_ == 0) inflight_idle_.notify_all();
+}
+
+}  // namespace kiln::cuda

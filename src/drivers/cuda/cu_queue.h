@@ -1,0 +1,64 @@
+// A CUDA queue: one CUDA stream per HAL queue (non-blocking, so it never synchronizes with the
+// legacy default stream of other users of the primary context).
+//
+// Every wait is met on the host for now: an action is held in the HAL's DeferredQueue until its
+// waits are reached, then its commands go onto the stream from the thread that met them, so a
+// failed wait drops the action before any of it reaches CUDA. After the commands,
+// cuLaunchHostFunc queues a callback that only hands the action to the queue's completion worker
+// (it never calls CUDA, which a stream callback must not); the worker reads the action's status
+// slot (cu_status_slots.h), copies staged reads to their host memory, and signals or fails the
+// action's semaphores. Reads and writes go through pinned staging blocks (cu_staging_pool.h),
+// so the copies are asynchronous; a write's host bytes are read when its waits are met. Host
+// calls run on a worker of their own. Waits handed to the device (cuStreamWaitEvent on a
+// signaller's pooled event) are not done yet.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+
+#include "drivers/cuda/cu_context.h"
+#include "drivers/cuda/cu_status_slots.h"
+#include "drivers/serial_worker.h"
+#include "kiln/hal/queue.h"
+
+namespace kiln::cuda {
+
+class CuQueue final : public hal::Queue {
+ public:
+  static Result<std::shared_ptr<CuQueue>> create(std::string name, const void* device_tag,
+                                                 std::shared_ptr<CuContext> context);
+  CuQueue(std::string name, const void* device_tag, std::shared_ptr<CuContext> context)
+      : Queue(std::move(name), device_tag), context_(std::move(context)), slots_(context_->target()) {}
+  // Fails actions still waiting (CANCELLED), finishes the host calls already ready and the work
+  // on the stream, then destroys the stream.
+  ~CuQueue() override;
+
+ private:
+  struct Flight;
+  void issue(std::unique_ptr<hal::Action> action) override;
+  void submit(std::unique_ptr<hal::Action> action);
+  // Puts one command on the stream; `index` numbers the commands of the action.
+  Status launch(const hal::Command& command, uint32_t index, Flight& flight);
+  Status launch_dispatch(const hal::DispatchCommand& d, uint32_t index, Flight& flight);
+  Status launch_copy(const hal::CopyCommand& c, Flight& flight);
+  Status launch_fill(const hal::FillCommand& f, Flight& flight);
+  // Host bytes to the device through a staging block.
+  Status launch_upload(const void* host, size_t length, CUdeviceptr target, Flight& flight);
+  static void on_stream_done(void* user);  // the cuLaunchHostFunc callback
+  void finish(Flight* flight);             // on the completion worker
+
+  std::shared_ptr<CuContext> context_;
+  CUstream stream_ = nullptr;
+  StatusSlots slots_;
+  std::mutex issue_mutex_;  // one action's commands go onto the stream together
+
+  std::mutex inflight_mutex_;
+  std::condition_variable inflight_idle_;
+  size_t inflight_ = 0;  // guarded by inflight_mutex_
+
+  drivers::SerialWorker completions_;
+  drivers::SerialWorker host_calls_;
+};
+
+}  // namespace kiln::cuda

@@ -1,0 +1,58 @@
+#include "drivers/cuda/cu_status_slots.h"
+
+#include <cstring>
+
+#include "drivers/cuda/cuda_kernel_abi.h"
+
+namespace kiln::cuda {
+
+StatusSlots::~StatusSlots() {
+  for (Arena& a : arenas_) {
+    call_in_context(target_, "cuMemFreeHost", "status slots", [&](const Api& api) { return api.MemFreeHost(a.host); })
+        .ignore();
+  }
+}
+
+Result<StatusSlot> StatusSlots::acquire() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (free_.empty()) {
+    Arena arena;
+    const size_t bytes = size_t{kStatusSlots} * kStatusWords * sizeof(uint32_t);
+    KILN_RETURN_IF_ERROR(call_in_context(target_, "cuMemHostAlloc", "status slots", [&](const Api& api) {
+      return api.MemHostAlloc(&arena.host, bytes, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+    }));
+    std::memset(arena.host, 0, bytes);
+    Status mapped = call_in_context(target_, "cuMemHostGetDevicePointer_v2", "status slots", [&](const Api& api) {
+      return api.MemHostGetDevicePointer(&arena.device, arena.host, 0);
+    });
+    if (!mapped.ok()) {
+      call_in_context(target_, "cuMemFreeHost", "status slots", [&](const Api& api) { return api.MemFreeHost(arena.host); })
+          .ignore();
+      return mapped;
+    }
+    arena.generation.assign(kStatusSlots, 0);
+    const uint32_t number = static_cast<uint32_t>(arenas_.size());
+    arenas_.push_back(std::move(arena));
+    for (uint32_t i = kStatusSlots; i-- > 0;) free_.push_back({number, i});
+  }
+  auto [a, i] = free_.back();
+  free_.pop_back();
+  Arena& arena = arenas_[a];
+  // tag % kStatusSlots == i; the generation makes it new (and, from 1 up, never 0).
+  uint32_t& generation = arena.generation[i];
+  if (++generation == 0xFFFFFFFFu / kStatusSlots) generation = 1;
+  StatusSlot slot;
+  slot.ring = arena.device;
+  slot.tag = generation * kStatusSlots + i;
+  slot.words = static_cast<volatile uint32_t*>(arena.host) + size_t{i} * kStatusWords;
+  slot.arena = a;
+  slot.index = i;
+  return slot;
+}
+
+void StatusSlots::release(const StatusSlot& slot) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_.push_back({slot.arena, slot.index});
+}
+
+}  // namespace kiln::cuda

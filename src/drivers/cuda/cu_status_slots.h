@@ -1,0 +1,55 @@
+// Status slots: where the kernels of an action record its first failure (the CUDA kernel ABI's
+// KILN_FAIL), in page-locked host memory that the device writes through its mapping, so the host
+// reads a slot directly once the action's work is over. Unlike OpenCL's status ring, each action
+// in flight holds a slot of its own until it completes, so no later action can overwrite a
+// failure before it is read.
+//
+// A caller may rely on:
+//  - acquire() hands out a slot no other holder has, as the (ring, tag) pair the ABI takes: the
+//    kernels compute the slot as ring + (tag % KILN_STATUS_SLOTS) * 8, and `tag` is never 0 and
+//    differs from whatever tag the slot held before, so a stale failure never reads as new;
+//  - a slot is returned by release(); the memory lives until the StatusSlots is destroyed;
+//  - thread-safe; arenas of kStatusSlots slots are added as needed and never freed before the end.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "drivers/cuda/cu_context_scope.h"
+
+namespace kiln::cuda {
+
+struct StatusSlot {
+  CUdeviceptr ring = 0;       // the arena's device address (the kernels' kiln_status_ring)
+  uint32_t tag = 0;           // the kernels' kiln_tag
+  volatile uint32_t* words = nullptr;  // the slot's kStatusWords words, for the host
+  uint32_t arena = 0, index = 0;
+};
+
+class StatusSlots {
+ public:
+  explicit StatusSlots(ContextTarget target) : target_(target) {}
+  ~StatusSlots();
+  StatusSlots(const StatusSlots&) = delete;
+  StatusSlots& operator=(const StatusSlots&) = delete;
+
+  Result<StatusSlot> acquire();
+  void release(const StatusSlot& slot);
+  // Whether the slot's action failed on the device: its first word holds its tag.
+  static bool failed(const StatusSlot& slot) { return slot.words[0] == slot.tag; }
+
+ private:
+  struct Arena {
+    void* host = nullptr;
+    CUdeviceptr device = 0;
+    std::vector<uint32_t> generation;  // per slot: the tag's high part, advanced on every use
+  };
+  ContextTarget target_;
+  std::mutex mutex_;
+  std::vector<Arena> arenas_;                               // guarded by mutex_
+  std::vector<std::pair<uint32_t, uint32_t>> free_;          // (arena, index); guarded by mutex_
+};
+
+}  // namespace kiln::cuda
