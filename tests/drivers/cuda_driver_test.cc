@@ -48,28 +48,27 @@ TEST(CudaDriverTest, RegisteredAfterOpenCL) {
   EXPECT_EQ(cuda - opencl, 1);
 }
 
-TEST(CudaDriverTest, UnavailableSayingWhy) {
+TEST(CudaDriverTest, AvailableOrSaysWhy) {
   hal::DriverRef driver = cuda_driver();
   ASSERT_TRUE(driver);
   Status available = driver->availability();
-  // Until the device is written, even a machine with everything says why it cannot be used.
-  ASSERT_EQ(available.code(), StatusCode::kUnavailable) << available;
-  const std::string& why = available.message();
-  const bool known = why.rfind("no CUDA driver (", 0) == 0 || why == "no CUDA device" ||
-                     why.find("cuInit failed: ") != std::string::npos ||
-                     why.rfind("no NVRTC", 0) == 0 ||
-                     why.find(": the cuda device is not built yet") != std::string::npos;
-  EXPECT_TRUE(known) << why;
-  auto device = drivers::builtin_registry().create_device("cuda");
-  EXPECT_EQ(device.status().code(), StatusCode::kUnavailable) << device.status();
-  for (const std::string& name : drivers::usable_device_names()) EXPECT_NE(name.rfind("cuda", 0), 0u) << name;
-  // Where the driver found devices, they are listed as cuda:N, and creating one says it is not
-  // built rather than pretending.
   Result<std::vector<hal::DeviceInfo>> devices = driver->enumerate_devices();
-  if (!devices.ok()) {
-    EXPECT_EQ(devices.status().message(), why);
-    return;
+  if (!available.ok()) {
+    ASSERT_EQ(available.code(), StatusCode::kUnavailable) << available;
+    const std::string& why = available.message();
+    const bool known = why.rfind("no CUDA driver (", 0) == 0 || why == "no CUDA device" ||
+                       why.find("cuInit failed: ") != std::string::npos || why.rfind("NVRTC", 0) == 0;
+    EXPECT_TRUE(known) << why;
+    auto device = drivers::builtin_registry().create_device("cuda");
+    EXPECT_EQ(device.status().code(), StatusCode::kUnavailable) << device.status();
+    for (const std::string& name : drivers::usable_device_names()) EXPECT_NE(name.rfind("cuda", 0), 0u) << name;
+    if (!devices.ok()) {
+      EXPECT_EQ(devices.status().message(), why);
+      return;
+    }
   }
+  // Where the driver found devices, they are listed as cuda:N.
+  ASSERT_TRUE(devices.ok()) << devices.status();
   ASSERT_FALSE(devices->empty());
   for (uint32_t i = 0; i < devices->size(); ++i) {
     const hal::DeviceInfo& info = (*devices)[i];
@@ -77,11 +76,13 @@ TEST(CudaDriverTest, UnavailableSayingWhy) {
     EXPECT_EQ(info.driver, "cuda");
     EXPECT_NE(info.description.find("compute capability"), std::string::npos) << info.description;
     EXPECT_GT(info.capabilities.total_memory, 0u);
-    EXPECT_NE(why.find(info.name), std::string::npos) << why;
   }
-  EXPECT_EQ(driver->create_device(0, {}).status().code(), StatusCode::kUnimplemented);
+  if (available.ok()) {
+    Result<hal::DeviceRef> device = driver->create_device(0, {});
+    EXPECT_TRUE(device.ok()) << device.status();
+  }
   EXPECT_EQ(driver->create_device(static_cast<uint32_t>(devices->size()), {}).status().code(),
-            StatusCode::kOutOfRange);
+            available.ok() ? StatusCode::kOutOfRange : StatusCode::kUnavailable);
 }
 
 // Child mode: prints what loading the library and asking the driver gave, for ChildSees().
@@ -92,7 +93,6 @@ TEST(CudaChildTest, ReportsLoadAndAvailability) {
   hal::DriverRef driver = cuda_driver();
   ASSERT_TRUE(driver);
   Status available = driver->availability();
-  EXPECT_FALSE(available.ok());
   std::printf("availability: %s\n", available.to_string().c_str());
 }
 

@@ -9,11 +9,9 @@ namespace kiln::cts {
 
 void grace_sleep(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
-std::vector<std::string> available_drivers() {
+std::vector<std::string> registered_drivers() {
   std::vector<std::string> names;
-  for (const hal::DriverRef& driver : drivers::builtin_registry().drivers()) {
-    if (driver->availability().ok()) names.push_back(driver->name());
-  }
+  for (const hal::DriverRef& driver : drivers::builtin_registry().drivers()) names.push_back(driver->name());
   return names;
 }
 
@@ -179,6 +177,81 @@ __kernel void broken(KILN_STATUS_PARAMS) {
 }
 )CL";
 
+// Format "cuda-c" (CUDA driver): the CUDA kernel ABI (src/drivers/cuda/cuda_kernel_abi.h, the
+// same parameters as OpenCL's) is prepended by the compiler. One thread per block.
+constexpr const char* kCudaKernels = R"CU(
+static __device__ unsigned cts_linear_id() {
+  return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+}
+
+extern "C" __global__ void write_ids(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0)) {
+  KILN_ENTRY();
+  unsigned* out = KILN_BINDING(unsigned, 0);
+  unsigned long long i = cts_linear_id();
+  if ((i + 1) * sizeof(unsigned) > KILN_BINDING_LENGTH(0)) KILN_FAIL(10);
+  if (out[i] != 0xFFFFFFFFu) KILN_FAIL(11);
+  out[i] = blockIdx.x + 1000u * blockIdx.y + 1000000u * blockIdx.z;
+}
+
+extern "C" __global__ void add_constant(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0), KILN_CONSTANT_PARAM(0),
+                                        KILN_CONSTANT_PARAM(1)) {
+  KILN_ENTRY();
+  unsigned* data = KILN_BINDING(unsigned, 0);
+  unsigned long long n = KILN_BINDING_LENGTH(0) / sizeof(unsigned);
+  unsigned long long per = KILN_CONSTANT(1);
+  unsigned long long begin = (unsigned long long)cts_linear_id() * per;
+  for (unsigned long long i = begin; i < begin + per && i < n; ++i) data[i] += KILN_CONSTANT(0);
+}
+
+extern "C" __global__ void copy_offset(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0), KILN_BINDING_PARAMS(1),
+                                       KILN_CONSTANT_PARAM(0), KILN_CONSTANT_PARAM(1)) {
+  KILN_ENTRY();
+  const unsigned* src = KILN_BINDING(unsigned, 0);
+  unsigned* dst = KILN_BINDING(unsigned, 1);
+  unsigned long long src_n = KILN_BINDING_LENGTH(0) / sizeof(unsigned);
+  unsigned long long dst_n = KILN_BINDING_LENGTH(1) / sizeof(unsigned);
+  unsigned long long per = KILN_CONSTANT(1);
+  unsigned long long begin = (unsigned long long)cts_linear_id() * per;
+  for (unsigned long long i = begin; i < begin + per && i < dst_n; ++i) {
+    unsigned long long j = i + KILN_CONSTANT(0);
+    if (j >= src_n) KILN_FAIL(12);
+    dst[i] = src[j];
+  }
+}
+
+extern "C" __global__ void return_constant(KILN_STATUS_PARAMS, KILN_CONSTANT_PARAM(0)) {
+  KILN_ENTRY();
+  if (KILN_CONSTANT(0) != 0) KILN_FAIL(KILN_CONSTANT(0));
+}
+
+extern "C" __global__ void probe_state(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0), KILN_BINDING_PARAMS(1),
+                                       KILN_CONSTANT_PARAM(0), KILN_CONSTANT_PARAM(1), KILN_CONSTANT_PARAM(2)) {
+  KILN_ENTRY();
+  if (cts_linear_id() != 0) return;
+  unsigned* out = KILN_BINDING(unsigned, 0);
+  if (KILN_BINDING_LENGTH(0) < 12 * sizeof(unsigned)) KILN_FAIL(13);
+  out[0] = KILN_CUDA_ABI_VERSION;
+  out[1] = gridDim.x;
+  out[2] = gridDim.y;
+  out[3] = gridDim.z;
+  out[4] = 2;
+  out[5] = 3;
+  out[6] = KILN_CONSTANT(0);
+  out[7] = KILN_CONSTANT(1);
+  out[8] = KILN_CONSTANT(2);
+  out[9] = (unsigned)KILN_BINDING_LENGTH(0);
+  out[10] = (unsigned)KILN_BINDING_LENGTH(1);
+  out[11] = KILN_BINDING_LENGTH(1) >= sizeof(unsigned) ? KILN_BINDING(unsigned, 1)[0] : 0xDEADu;
+}
+)CU";
+
+constexpr const char* kCudaBroken = R"CU(
+extern "C" __global__ void broken(KILN_STATUS_PARAMS) {
+  KILN_ENTRY();
+  unsigned x = cts_undeclared_identifier + ;
+}
+)CU";
+
 // Format "kiln-loop" (the interp driver): loop-IR kernels have no push constants and no
 // workgroup ids, so they cannot express the test kernels; only the compiler diagnostic is tested.
 constexpr const char* kLoopBroken = R"(
@@ -194,6 +267,7 @@ struct FormatEntry {
 constexpr FormatEntry kFormats[] = {
     {"c", kCKernels, kCBroken},
     {"opencl-c", kOpenCLKernels, kOpenCLBroken},
+    {"cuda-c", kCudaKernels, kCudaBroken},
     {"kiln-loop", nullptr, kLoopBroken},
 };
 
@@ -244,6 +318,11 @@ Result<hal::ExecutableSource> broken_kernel_source(const hal::DeviceInfo& info) 
 // The fixture.
 
 void CtsTest::SetUp() {
+  Result<hal::DriverRef> driver = drivers::builtin_registry().find(GetParam());
+  ASSERT_TRUE(driver.ok()) << driver.status();
+  if (Status available = (*driver)->availability(); !available.ok()) {
+    GTEST_SKIP() << GetParam() << " is not available here: " << available.message();
+  }
   auto device = drivers::builtin_registry().create_device(GetParam());
   ASSERT_TRUE(device.ok()) << "create_device(" << GetParam()
                            << "): " << device.status().to_string();

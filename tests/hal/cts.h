@@ -2,8 +2,9 @@
 //
 // In the spirit of IREE's runtime/src/iree/hal/cts: each test file derives its fixture from
 // CtsTest, whose parameter is a driver name ("cpu", later "opencl", "cuda"), and instantiates it
-// with KILN_CTS_INSTANTIATE(Fixture), which runs the cases once per driver that is available on
-// this machine. Kernels come from a per-format table (test_kernel_source), so a new driver only
+// with KILN_CTS_INSTANTIATE(Fixture), which runs the cases once per built-in driver; on a
+// machine where a driver is not available (no OpenCL platform, no CUDA device) its cases skip,
+// each with one line saying why. Kernels come from a per-format table (test_kernel_source), so a new driver only
 // adds its dialect of the same few test kernels. A device whose formats cannot express them (the
 // loop-IR interpreter: no push constants, no workgroup ids) skips exactly the cases that need
 // them (CTS_REQUIRE_KERNELS) and runs every other case: semaphores, queues, transfers, buffers.
@@ -93,16 +94,16 @@ inline void must(const Status& status, const char* what = "status") {
 // ---------------------------------------------------------------------------------------------
 // Drivers.
 
-// Names of the built-in drivers whose availability() is OK, in registry order.
-std::vector<std::string> available_drivers();
+// Names of the built-in drivers, in registry order.
+std::vector<std::string> registered_drivers();
 // "cpu" → "cpu"; anything that is not [A-Za-z0-9] becomes '_'.
 std::string driver_test_name(const ::testing::TestParamInfo<std::string>& info);
 
-// Runs the fixture's cases once per available driver.
+// Runs the fixture's cases once per built-in driver (CtsTest::SetUp skips unavailable ones).
 #define KILN_CTS_INSTANTIATE(fixture)                                             \
   GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(fixture);                         \
   INSTANTIATE_TEST_SUITE_P(Drivers, fixture,                                      \
-                           ::testing::ValuesIn(::kiln::cts::available_drivers()), \
+                           ::testing::ValuesIn(::kiln::cts::registered_drivers()), \
                            ::kiln::cts::driver_test_name)
 
 // ---------------------------------------------------------------------------------------------

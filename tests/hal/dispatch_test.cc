@@ -12,7 +12,7 @@ class DispatchTest : public CtsTest {
  protected:
   void SetUp() override {
     CtsTest::SetUp();
-    if (HasFatalFailure()) return;
+    if (HasFatalFailure() || IsSkipped()) return;
     CTS_REQUIRE_KERNELS();
   }
 

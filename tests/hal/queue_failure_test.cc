@@ -155,7 +155,7 @@ class ValidationTest : public CtsTest {
  protected:
   void SetUp() override {
     CtsTest::SetUp();
-    if (HasFatalFailure()) return;
+    if (HasFatalFailure() || IsSkipped()) return;
     ready_ = semaphore(1);
     done_ = semaphore();
     waits_ = {{ready_, 1}};

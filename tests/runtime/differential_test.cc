@@ -8,7 +8,7 @@
 // (statements sharing a leading dim, intermediates read row by row, small rows).
 // The CPU side is the real `cpu` driver at the flags it uses for every program (the test opens it
 // with default options: no compiler or flags of its own). Every KILN_DIFF_OPENCL_EVERY-th program
-// of a shard (0: none) also runs on `opencl` where a platform is present: every 8th by default,
+// of a shard (0: none) also runs on `opencl` and `cuda` where they are present: every 8th by default,
 // every 4th in sanitizer builds (which check fewer programs); PoCL's build costs ~2 s a program.
 // The CPU and OpenCL sides run the program as `kiln compile --emit ir` prints it, parsed again
 // (which must also be structurally equal to the original); the reference runs the original.
@@ -99,7 +99,7 @@ struct Generated {
   std::string prefix;
   std::string text;
   ir::Program program;  // parsed alone
-  bool opencl = false;  // also run on opencl (where a platform is present)
+  bool devices = false;  // also run on the other devices present (opencl, cuda)
 };
 
 std::string numbered(const std::string& text) {
@@ -157,18 +157,22 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
     auto interp = open_device("interp", cache_.path());
     ASSERT_TRUE(interp.ok()) << interp.status();
     interp_ = *interp;
-    // OpenCL too where a platform is present (CPU-hosted PoCL in CI); otherwise cpu only.
-    if (drivers::builtin_registry().find("opencl").ok() &&
-        (*drivers::builtin_registry().find("opencl"))->availability().ok()) {
-      auto opencl = open_device("opencl", cache_.path());
-      ASSERT_TRUE(opencl.ok()) << opencl.status();
-      opencl_ = *opencl;
+    // OpenCL and CUDA too where they are present (CPU-hosted PoCL in CI); otherwise cpu only.
+    for (const char* name : {"opencl", "cuda"}) {
+      Status available = driver_availability(name);
+      if (!available.ok()) {
+        unavailable_[name] = available;
+        continue;
+      }
+      auto device = open_device(name, cache_.path());
+      ASSERT_TRUE(device.ok()) << device.status();
+      devices_.push_back({name, *device});
     }
   }
 
   // Runs a batch of generated programs, concatenated, on both devices; returns how many were
   // checked without a failure.
-  int run_batch(const std::vector<const Generated*>& parts, bool use_opencl) {
+  int run_batch(const std::vector<const Generated*>& parts, bool use_devices) {
     std::string text;
     for (const Generated* g : parts) text += "# ---- program seed " + std::to_string(g->seed) + "\n" + g->text + "\n";
     Result<ir::Program> program = lang::parse_program(text, "differential.kiln");
@@ -200,17 +204,21 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
     plain.lower.optimize = false;
     DeviceRun reference = start(interp_, *program, parts, plain);
     DeviceRun cpu = start(cpu_, *printed, parts, {});
-    DeviceRun opencl;
-    if (opencl_ && use_opencl) opencl = start(opencl_, *printed, parts, {});
-    if (!reference.status.ok() || !cpu.status.ok() || !opencl.status.ok()) {
+    std::vector<DeviceRun> others(use_devices ? devices_.size() : 0);
+    Status others_status;
+    for (size_t d = 0; d < others.size(); ++d) {
+      others[d] = start(devices_[d].second, *printed, parts, {});
+      if (others_status.ok() && !others[d].status.ok()) others_status = others[d].status.annotate(devices_[d].first);
+    }
+    if (!reference.status.ok() || !cpu.status.ok() || !others_status.ok()) {
       if (parts.size() > 1) {
         // Find the culprit(s) one by one.
         int ok = 0;
-        for (const Generated* g : parts) ok += run_batch({g}, use_opencl);
+        for (const Generated* g : parts) ok += run_batch({g}, use_devices);
         return ok;
       }
       ADD_FAILURE() << "compiling failed: interp: " << reference.status << "; cpu: " << cpu.status
-                    << "; opencl: " << opencl.status << "\n" << describe(*parts[0]);
+                    << "; other devices: " << others_status << "\n" << describe(*parts[0]);
       return 0;
     }
     for (const ir::TensorNode& node : cpu.instance->lowered().program.nodes) {
@@ -226,7 +234,9 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
       for (const ir::Routine& routine : program->routines) {
         Status a = reference.instance->run(routine.name);
         Status b = cpu.instance->run(routine.name);
-        if (b.ok() && opencl.instance) b = opencl.instance->run(routine.name).annotate("opencl");
+        for (size_t d = 0; d < others.size() && b.ok(); ++d) {
+          b = others[d].instance->run(routine.name).annotate(devices_[d].first);
+        }
         if (!a.ok() || !b.ok()) {
           const Generated* owner = owner_of(parts, routine.name);
           if (failed.insert(owner).second) {
@@ -260,17 +270,21 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
             failed.insert(g);
             break;
           }
-          if (opencl.instance) {
-            Result<HostTensor> device = read_tensor(*opencl.instance, *node);
+          bool differs = false;
+          for (size_t d = 0; d < others.size() && !differs; ++d) {
+            Result<HostTensor> device = read_tensor(*others[d].instance, *node);
             std::optional<std::string> diff =
                 device.ok() ? first_difference(node->name, *expected, *device)
                             : std::optional<std::string>(device.status().to_string());
             if (diff) {
-              ADD_FAILURE() << "opencl differs from interp after pass " << pass << " of the routines: "
+              ADD_FAILURE() << devices_[d].first << " differs from interp after pass " << pass << " of the routines: "
                             << *diff << "\n" << describe(*g);
-              failed.insert(g);
-              break;
+              differs = true;
             }
+          }
+          if (differs) {
+            failed.insert(g);
+            break;
           }
         }
       }
@@ -286,7 +300,9 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
   }
 
   TempDir cache_;
-  hal::DeviceRef cpu_, interp_, opencl_;  // opencl_: null without an OpenCL platform
+  hal::DeviceRef cpu_, interp_;
+  std::vector<std::pair<std::string, hal::DeviceRef>> devices_;  // opencl, cuda where present
+  std::map<std::string, Status> unavailable_;                    // why the others are not
   // OpenCL builds with LLVM (slow): every KILN_DIFF_OPENCL_EVERY-th program of a shard (0 for
   // none) also runs there.
   uint64_t opencl_every_ = [] {
@@ -315,7 +331,7 @@ TEST_P(DifferentialTest, RandomProgramsAgreeOnInterpAndCpu) {
   for (uint64_t n = static_cast<uint64_t>(shard); n < s.count; n += kShards) {
     Generated g;
     g.seed = s.seed + n;
-    g.opencl = opencl_ && opencl_every_ > 0 && (n / kShards) % opencl_every_ == 0;
+    g.devices = !devices_.empty() && opencl_every_ > 0 && (n / kShards) % opencl_every_ == 0;
     g.prefix = "s" + std::to_string(g.seed) + "_";
     g.text = ProgramGenerator(g.seed, g.prefix, allows_main(g.seed)).generate();
     if (env_string("KILN_DIFF_PRINT")) std::printf("# seed %llu\n%s\n", static_cast<unsigned long long>(g.seed), g.text.c_str());
@@ -328,24 +344,27 @@ TEST_P(DifferentialTest, RandomProgramsAgreeOnInterpAndCpu) {
     (g.program.find_routine("main") ? mains : others).push_back(std::move(g));
   }
   const size_t total = mains.size() + others.size();
-  int checked = 0, on_opencl = 0;
-  for (bool opencl : {true, false}) {
+  int checked = 0, on_devices = 0;
+  for (bool devices : {true, false}) {
     std::vector<const Generated*> group_mains, group_others;
-    for (const Generated& g : mains) if (g.opencl == opencl) group_mains.push_back(&g);
-    for (const Generated& g : others) if (g.opencl == opencl) group_others.push_back(&g);
+    for (const Generated& g : mains) if (g.devices == devices) group_mains.push_back(&g);
+    for (const Generated& g : others) if (g.devices == devices) group_others.push_back(&g);
     size_t next_main = 0, next_other = 0;
     while (next_main < group_mains.size() || next_other < group_others.size()) {
       std::vector<const Generated*> batch;
       if (next_main < group_mains.size()) batch.push_back(group_mains[next_main++]);
       while (batch.size() < kBatch && next_other < group_others.size()) batch.push_back(group_others[next_other++]);
-      if (opencl) on_opencl += static_cast<int>(batch.size());
-      checked += run_batch(batch, opencl);
+      if (devices) on_devices += static_cast<int>(batch.size());
+      checked += run_batch(batch, devices);
     }
   }
-  std::printf("shard %d: %d of %zu generated programs agree (seeds %llu + n, n = %d mod %d; %d also on opencl), %.1f s; "
+  std::string device_names;
+  for (const auto& [name, device] : devices_) device_names += (device_names.empty() ? "" : " and ") + name;
+  std::printf("shard %d: %d of %zu generated programs agree (seeds %llu + n, n = %d mod %d; %d also on %s), %.1f s; "
               "%lld values compared, %lld non-zero, %lld not finite; intermediates: %lld inlined, %lld local, "
               "%lld stored; kernels: %lld one per statement, %lld grouped\n",
-              shard, checked, total, static_cast<unsigned long long>(s.seed), shard, kShards, on_opencl,
+              shard, checked, total, static_cast<unsigned long long>(s.seed), shard, kShards, on_devices,
+              device_names.empty() ? "no other device" : device_names.c_str(),
               double(now_ns() - start_ns) / 1e9, static_cast<long long>(stats_.values),
               static_cast<long long>(stats_.nonzero), static_cast<long long>(stats_.nonfinite),
               static_cast<long long>(stats_.inlined), static_cast<long long>(stats_.local),
@@ -354,6 +373,47 @@ TEST_P(DifferentialTest, RandomProgramsAgreeOnInterpAndCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shards, DifferentialTest, ::testing::Range(0, kShards));
+
+// The devices beside cpu and interp, each registered as a test of its own so that a machine
+// without one says so: a few generated programs agree with the interpreter there (the shards
+// above also run every KILN_DIFF_OPENCL_EVERY-th program on every device that is present).
+class DifferentialDeviceTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DifferentialDeviceTest, AgreesWithTheInterpreterWherePresent) {
+  Status available = driver_availability(GetParam());
+  if (!available.ok()) GTEST_SKIP() << GetParam() << " is not available here: " << available;
+  TempDir cache;
+  auto interp = open_device("interp", cache.path());
+  auto device = open_device(GetParam(), cache.path());
+  ASSERT_TRUE(interp.ok()) << interp.status();
+  ASSERT_TRUE(device.ok()) << device.status();
+  for (uint64_t seed = 500; seed < 504; ++seed) {
+    Generated g;
+    g.seed = seed;
+    g.prefix = "d" + std::to_string(seed) + "_";
+    g.text = ProgramGenerator(seed, g.prefix, allows_main(seed)).generate();
+    Result<ir::Program> parsed = lang::parse_program(g.text, "device.kiln");
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    g.program = std::move(*parsed);
+    DeviceRun reference = start(*interp, g.program, {&g}, {});
+    DeviceRun run = start(*device, g.program, {&g}, {});
+    ASSERT_TRUE(reference.status.ok() && run.status.ok()) << reference.status << "; " << run.status << "\n" << describe(g);
+    for (const ir::Routine& routine : g.program.routines) {
+      ASSERT_TRUE(reference.instance->run(routine.name).ok());
+      Status ran = run.instance->run(routine.name);
+      ASSERT_TRUE(ran.ok()) << ran << "\n" << describe(g);
+    }
+    for (const ir::TensorNode* node : result_nodes(g.program)) {
+      Result<HostTensor> expected = read_tensor(*reference.instance, *node);
+      Result<HostTensor> actual = read_tensor(*run.instance, *node);
+      ASSERT_TRUE(expected.ok() && actual.ok()) << expected.status() << "; " << actual.status();
+      if (auto diff = first_difference(node->name, *expected, *actual)) ADD_FAILURE() << *diff << "\n" << describe(g);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, DifferentialDeviceTest, ::testing::Values("opencl", "cuda"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // The generator itself: deterministic, and it produces what it promises.
 TEST(DifferentialGeneratorTest, IsDeterministicAndVaried) {

@@ -108,34 +108,39 @@ class ExamplesTest : public ::testing::Test {
     return cpu;
   }
 
+  // Every example on the first device of `driver` agrees with the interpreter; skipped, with the
+  // reason, where the driver is not available.
+  void expect_examples_agree_on(const std::string& driver_name) {
+    Result<hal::DriverRef> driver = drivers::builtin_registry().find(driver_name);
+    ASSERT_TRUE(driver.ok()) << driver.status();
+    Status available = (*driver)->availability();
+    if (!available.ok()) GTEST_SKIP() << driver_name << " is not available here: " << available;
+    auto device = open_device(driver_name, cache_.path());
+    ASSERT_TRUE(device.ok()) << device.status();
+    for (const std::string& name : example_names()) {
+      SCOPED_TRACE(name);
+      Result<ir::Program> program = load_example(name);
+      ASSERT_TRUE(program.ok()) << name << ": " << program.status();
+      Ran reference = run_on(interp_, *program, kSeed);
+      Ran ran = run_on(*device, *program, kSeed);
+      EXPECT_FALSE(ran.results.empty()) << name;
+      for (const auto& [tensor, expected] : reference.results) {
+        auto it = ran.results.find(tensor);
+        if (it == ran.results.end()) continue;
+        if (auto diff = first_difference(tensor, expected, it->second)) {
+          ADD_FAILURE() << name << ": " << driver_name << " differs from interp: " << *diff;
+        }
+      }
+    }
+  }
+
   TempDir cache_;
   hal::DeviceRef cpu_, interp_;
 };
 
-// Every example on the OpenCL device agrees with the interpreter (skipped without OpenCL).
-TEST_F(ExamplesTest, EveryExampleAgreesOnInterpAndOpenCL) {
-  Result<hal::DriverRef> driver = drivers::builtin_registry().find("opencl");
-  ASSERT_TRUE(driver.ok()) << driver.status();
-  Status available = (*driver)->availability();
-  if (!available.ok()) GTEST_SKIP() << "no OpenCL: " << available;
-  auto opencl = open_device("opencl", cache_.path());
-  ASSERT_TRUE(opencl.ok()) << opencl.status();
-  for (const std::string& name : example_names()) {
-    SCOPED_TRACE(name);
-    Result<ir::Program> program = load_example(name);
-    ASSERT_TRUE(program.ok()) << name << ": " << program.status();
-    Ran reference = run_on(interp_, *program, kSeed);
-    Ran device = run_on(*opencl, *program, kSeed);
-    EXPECT_FALSE(device.results.empty()) << name;
-    for (const auto& [tensor, expected] : reference.results) {
-      auto it = device.results.find(tensor);
-      if (it == device.results.end()) continue;
-      if (auto diff = first_difference(tensor, expected, it->second)) {
-        ADD_FAILURE() << name << ": opencl differs from interp: " << *diff;
-      }
-    }
-  }
-}
+TEST_F(ExamplesTest, EveryExampleAgreesOnInterpAndOpenCL) { expect_examples_agree_on("opencl"); }
+
+TEST_F(ExamplesTest, EveryExampleAgreesOnInterpAndCuda) { expect_examples_agree_on("cuda"); }
 
 TEST_F(ExamplesTest, ThereAreExamples) {
   std::vector<std::string> names = example_names();
