@@ -1,5 +1,7 @@
 #include "drivers/kernel_failure.h"
 
+#include <algorithm>
+
 #include "kiln/hal/command_buffer.h"
 #include "kiln/hal/executable.h"
 
@@ -13,6 +15,17 @@ bool has_dispatch(const hal::Command& command) {
     }
   }
   return false;
+}
+
+bool only_kernels(const hal::Command& command) {
+  auto kernel_or_barrier = [](const hal::Command& c) {
+    return std::holds_alternative<hal::DispatchCommand>(c) || std::holds_alternative<hal::BarrierCommand>(c);
+  };
+  if (const auto* e = std::get_if<hal::ExecuteCommand>(&command)) {
+    const auto& list = e->command_buffer->commands();
+    return std::all_of(list.begin(), list.end(), kernel_or_barrier);
+  }
+  return kernel_or_barrier(command);
 }
 
 const hal::Command* command_at(const hal::Command& command, uint32_t index) {

@@ -1,5 +1,6 @@
-// Reading back a kernel failure recorded in a status slot (the OpenCL and CUDA kernel ABIs:
-// words tag, code, command index, workgroup x, y, z) into a status that names the kernel.
+// What the queues of the kernel-ABI drivers (OpenCL, CUDA) ask of an action's commands, and a
+// kernel failure recorded in a status slot (words tag, code, command index, workgroup x, y, z)
+// read back into a status that names the kernel.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,9 @@ namespace kiln::drivers {
 
 // Whether the action runs a kernel (a dispatch, or one inside the command buffer it executes).
 bool has_dispatch(const hal::Command& command);
+// Whether a wait gate can stop all of the action's device work: kernels (which return at their
+// entry check) and barriers. Copies, fills and transfers could not be stopped once handed over.
+bool only_kernels(const hal::Command& command);
 // The command numbered `index` of an action, counting a command buffer's commands in order.
 const hal::Command* command_at(const hal::Command& command, uint32_t index);
 // "kernel 'k' failed with code 2 in workgroup (3, 0, 0) on queue 'q'", from the slot's words.

@@ -9,6 +9,7 @@
 // is CUDA itself: that is for a machine with a GPU (docs/cuda.md).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "drivers/cuda/cu_allocator.h"
 #include "drivers/cuda/cu_context.h"
@@ -79,7 +81,29 @@ struct Fake {
   static inline thread_local bool in_callback = false;  // inside a cuLaunchHostFunc callback
   static inline std::atomic<int> misuse{0};           // calls without a context, or from a callback
   static inline std::atomic<int> launches{0};
+  static inline std::atomic<int> stream_waits{0};  // cuStreamWaitEvent calls
   static inline char context_object, module_object;
+  // A latch that the next kernel launched while it is armed waits on, on its stream: holds that
+  // stream's work back so that a test can submit more before it completes.
+  static inline std::mutex latch_mutex;
+  static inline std::condition_variable latch_open;
+  static inline bool latch_armed = false, latch_closed = false;
+  static void arm() {
+    std::lock_guard<std::mutex> lock(latch_mutex);
+    latch_armed = latch_closed = true;
+  }
+  static void release() {
+    std::lock_guard<std::mutex> lock(latch_mutex);
+    latch_closed = false;
+    latch_open.notify_all();
+  }
+};
+
+// A CUevent: recordings counted, completions counted as the stream reaches them.
+struct FakeEvent {
+  std::mutex mutex;
+  std::condition_variable reached;
+  uint64_t recorded = 0, completed = 0;
 };
 
 CUresult checked() {
@@ -97,7 +121,10 @@ CUdeviceptr device_address(const void* p) { return static_cast<CUdeviceptr>(rein
 // The kernels the fake module has: `fill_kernel` writes constant 0 into every u32 of binding 0
 // (checks the parameters reach the launch), `fail_kernel` records failure code 7 in workgroup
 // (2, 0, 0) through the status slot, as KILN_FAIL does.
-enum class FakeKernel : uintptr_t { kFill = 1, kFail = 2 };
+enum class FakeKernel : uintptr_t { kFill = 1, kFail = 2, kCopy = 3, kGate = 4 };
+
+// The status slot of (ring, tag), as the ABI computes it.
+uint32_t* slot_of(CUdeviceptr ring, uint32_t tag) { return static_cast<uint32_t*>(address(ring)) + (tag % 256u) * 8u; }
 
 const Api& fake_api() {
   static const Api api = [] {
@@ -120,11 +147,39 @@ const Api& fake_api() {
     };
     a.DevicePrimaryCtxRelease = [](CUdevice) { return CUDA_SUCCESS; };
     a.EventCreate = [](CUevent* e, unsigned) {
-      *e = reinterpret_cast<CUevent>(new char);
+      *e = reinterpret_cast<CUevent>(new FakeEvent());
       return checked();
     };
     a.EventDestroy = [](CUevent e) {
-      delete reinterpret_cast<char*>(e);
+      delete reinterpret_cast<FakeEvent*>(e);
+      return checked();
+    };
+    a.EventRecord = [](CUevent e, CUstream st) {
+      auto* event = reinterpret_cast<FakeEvent*>(e);
+      uint64_t generation = 0;
+      {
+        std::lock_guard<std::mutex> lock(event->mutex);
+        generation = ++event->recorded;
+      }
+      stream_of(st)->push([event, generation] {
+        std::lock_guard<std::mutex> lock(event->mutex);
+        event->completed = std::max(event->completed, generation);
+        event->reached.notify_all();
+      });
+      return checked();
+    };
+    a.StreamWaitEvent = [](CUstream st, CUevent e, unsigned) {
+      ++Fake::stream_waits;
+      auto* event = reinterpret_cast<FakeEvent*>(e);
+      uint64_t target = 0;
+      {
+        std::lock_guard<std::mutex> lock(event->mutex);
+        target = event->recorded;
+      }
+      stream_of(st)->push([event, target] {
+        std::unique_lock<std::mutex> lock(event->mutex);
+        event->reached.wait(lock, [&] { return event->completed >= target; });
+      });
       return checked();
     };
     a.StreamCreate = [](CUstream* s, unsigned) {
@@ -200,8 +255,11 @@ const Api& fake_api() {
     a.ModuleUnload = [](CUmodule) { return checked(); };
     a.ModuleGetFunction = [](CUfunction* f, CUmodule, const char* name) {
       const std::string n = name;
-      if (n != "fill_kernel" && n != "fail_kernel") return CUDA_ERROR_NOT_FOUND;
-      *f = reinterpret_cast<CUfunction>(static_cast<uintptr_t>(n == "fill_kernel" ? FakeKernel::kFill : FakeKernel::kFail));
+      FakeKernel kernel = n == "fill_kernel" ? FakeKernel::kFill : n == "fail_kernel" ? FakeKernel::kFail
+                          : n == "copy_kernel"  ? FakeKernel::kCopy : n == "kiln_wait_gate" ? FakeKernel::kGate
+                                                : FakeKernel{};
+      if (kernel == FakeKernel{}) return CUDA_ERROR_NOT_FOUND;
+      *f = reinterpret_cast<CUfunction>(static_cast<uintptr_t>(kernel));
       return checked();
     };
     a.FuncGetAttribute = [](int* v, CUfunction_attribute, CUfunction) {
@@ -215,22 +273,60 @@ const Api& fake_api() {
       const CUdeviceptr ring = *static_cast<CUdeviceptr*>(params[0]);
       const uint32_t tag = *static_cast<uint32_t*>(params[1]);
       const uint32_t command = *static_cast<uint32_t*>(params[2]);
-      if (reinterpret_cast<uintptr_t>(f) == static_cast<uintptr_t>(FakeKernel::kFail)) {
+      const auto kernel = static_cast<FakeKernel>(reinterpret_cast<uintptr_t>(f));
+      std::function<void()> body;
+      if (kernel == FakeKernel::kGate) {
+        std::vector<std::pair<CUdeviceptr, uint32_t>> signallers;
+        for (int i = 0; i < 4; ++i) {
+          signallers.push_back({*static_cast<CUdeviceptr*>(params[3 + 2 * i]), *static_cast<uint32_t*>(params[4 + 2 * i])});
+        }
         stream_of(st)->push([=] {
-          auto* slot = static_cast<uint32_t*>(address(ring)) + (tag % 256u) * 8u;
-          slot[0] = tag;
-          slot[1] = 7;
-          slot[2] = command;
-          slot[3] = gx > 2 ? 2 : 0;
+          for (auto [s, t] : signallers) {
+            if (s && *static_cast<uint32_t*>(address(s)) == t) {
+              slot_of(ring, tag)[1] = 0x7FFFFFFFu;
+              slot_of(ring, tag)[0] = tag;
+              return;
+            }
+          }
         });
         return checked();
       }
-      const CUdeviceptr base = *static_cast<CUdeviceptr*>(params[3]);
-      const uint64_t offset = *static_cast<uint64_t*>(params[4]), length = *static_cast<uint64_t*>(params[5]);
-      const uint32_t value = *static_cast<uint32_t*>(params[6]);
-      stream_of(st)->push([=] {
+      if (kernel == FakeKernel::kFail) {
+        body = [=] {
+          uint32_t* slot = slot_of(ring, tag);
+          slot[1] = 7;
+          slot[2] = command;
+          slot[3] = gx > 2 ? 2 : 0;
+          slot[0] = tag;
+        };
+      } else {
+        const CUdeviceptr base = *static_cast<CUdeviceptr*>(params[3]);
+        const uint64_t offset = *static_cast<uint64_t*>(params[4]), length = *static_cast<uint64_t*>(params[5]);
         auto* data = reinterpret_cast<uint32_t*>(static_cast<char*>(address(base)) + offset);
-        for (uint64_t i = 0; i < length / 4; ++i) data[i] = value;
+        if (kernel == FakeKernel::kFill) {
+          const uint32_t value = *static_cast<uint32_t*>(params[6]);
+          body = [=] {
+            for (uint64_t i = 0; i < length / 4; ++i) data[i] = value;
+          };
+        } else {
+          auto* target = reinterpret_cast<uint32_t*>(static_cast<char*>(address(*static_cast<CUdeviceptr*>(params[6]))) +
+                                                     *static_cast<uint64_t*>(params[7]));
+          body = [=] { std::memcpy(target, data, length); };
+        }
+      }
+      bool latched = false;
+      {
+        std::lock_guard<std::mutex> lock(Fake::latch_mutex);
+        latched = Fake::latch_armed;
+        Fake::latch_armed = false;
+      }
+      stream_of(st)->push([=] {
+        if (latched) {
+          std::unique_lock<std::mutex> lock(Fake::latch_mutex);
+          Fake::latch_open.wait(lock, [] { return !Fake::latch_closed; });
+        }
+        if (slot_of(ring, tag)[0] == tag) return;  // KILN_ENTRY: the action already failed
+        body();
       });
       return checked();
     };
@@ -352,48 +448,141 @@ TEST_F(CudaQueueHostTest, DestroyingTheQueueCancelsWhatWaits) {
   EXPECT_EQ(cancelled.code(), StatusCode::kCancelled) << cancelled;
 }
 
-// Kernels: the compiler builds a real image with NVRTC (the stand-in's module ignores it).
-TEST_F(CudaQueueHostTest, DispatchesReachTheKernelAndFailuresNameIt) {
-  if (Status nvrtc = nvrtc_available(); !nvrtc.ok()) GTEST_SKIP() << "no NVRTC: " << nvrtc;
-  CuCompiler compiler(context_, DiskCache(""));
-  hal::ExecutableSource source;
-  source.format = "cuda-c";
-  source.label = "fake_kernels";
-  source.source =
-      "extern \"C\" __global__ void fill_kernel(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0), KILN_CONSTANT_PARAM(0)) {\n"
-      "  KILN_ENTRY();\n"
-      "}\n"
-      "extern \"C\" __global__ void fail_kernel(KILN_STATUS_PARAMS) { KILN_FAIL(7); }\n";
-  source.exports = {{"fill_kernel", 1, 1, true}, {"fail_kernel", 0, 0, false}};
-  Result<hal::ExecutableRef> executable = compiler.compile(source, this);
-  ASSERT_TRUE(executable.ok()) << executable.status();
-  executable_ = *executable;
+// Kernels: the compiler builds a real image with NVRTC (the stand-in's module ignores it and
+// runs its own fill, fail and copy kernels).
+class CudaQueueKernelTest : public CudaQueueHostTest {
+ protected:
+  void SetUp() override {
+    if (Status nvrtc = nvrtc_available(); !nvrtc.ok()) GTEST_SKIP() << "no NVRTC: " << nvrtc;
+    CudaQueueHostTest::SetUp();
+    if (HasFatalFailure()) return;
+    Fake::stream_waits = 0;
+    CuCompiler compiler(context_, DiskCache(""));
+    hal::ExecutableSource source;
+    source.format = "cuda-c";
+    source.label = "fake_kernels";
+    source.source =
+        "extern \"C\" __global__ void fill_kernel(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0), KILN_CONSTANT_PARAM(0)) {\n"
+        "  KILN_ENTRY();\n"
+        "}\n"
+        "extern \"C\" __global__ void fail_kernel(KILN_STATUS_PARAMS) { KILN_FAIL(7); }\n"
+        "extern \"C\" __global__ void copy_kernel(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0), KILN_BINDING_PARAMS(1)) {\n"
+        "  KILN_ENTRY();\n"
+        "}\n";
+    source.exports = {{"fill_kernel", 1, 1, true}, {"fail_kernel", 0, 0, false}, {"copy_kernel", 2, 0, false}};
+    Result<hal::ExecutableRef> executable = compiler.compile(source, this);
+    ASSERT_TRUE(executable.ok()) << executable.status();
+    executable_ = *executable;
+    Result<std::shared_ptr<CuQueue>> queue = CuQueue::create("q2", this, context_);
+    ASSERT_TRUE(queue.ok()) << queue.status();
+    queue2_ = *queue;
+  }
+  void TearDown() override {
+    Fake::release();
+    queue2_.reset();
+    CudaQueueHostTest::TearDown();
+  }
+  hal::DispatchCommand fill(const hal::BufferRef& b, uint32_t value) const {
+    hal::DispatchCommand d;
+    d.executable = executable_;
+    d.export_ordinal = 0;
+    d.constants = {value};
+    d.bindings = {{b, 0, b->byte_length()}};
+    return d;
+  }
+  hal::DispatchCommand fail() const {
+    hal::DispatchCommand d;
+    d.executable = executable_;
+    d.export_ordinal = 1;
+    d.workgroups = {3, 1, 1};
+    return d;
+  }
+  hal::DispatchCommand copy(const hal::BufferRef& from, const hal::BufferRef& to) const {
+    hal::DispatchCommand d;
+    d.executable = executable_;
+    d.export_ordinal = 2;
+    d.bindings = {{from, 0, from->byte_length()}, {to, 0, to->byte_length()}};
+    return d;
+  }
+  std::vector<uint32_t> read(const hal::BufferRef& b) {
+    std::vector<uint32_t> out(b->byte_length() / 4);
+    auto done = hal::Semaphore::create();
+    EXPECT_TRUE(queue_->read({}, {{done, 1}}, b, 0, out.data(), b->byte_length()).ok());
+    EXPECT_TRUE(wait(done, 1).ok());
+    return out;
+  }
+
+  std::shared_ptr<CuQueue> queue2_;
+};
+
+TEST_F(CudaQueueKernelTest, DispatchesReachTheKernelAndFailuresNameIt) {
   hal::BufferRef a = buffer(64);
   Result<hal::BufferRef> tail = a->subspan(16, 48);
   ASSERT_TRUE(tail.ok());
   auto done = hal::Semaphore::create(), failed = hal::Semaphore::create();
-  hal::DispatchCommand fill;
-  fill.executable = executable_;
-  fill.export_ordinal = 0;
-  fill.constants = {0x5A5A5A5Au};
-  fill.bindings = {{*tail, 8, 16}};
-  ASSERT_TRUE(queue_->dispatch({}, {{done, 1}}, fill).ok());
-  std::vector<uint32_t> result(16, 1);
-  ASSERT_TRUE(queue_->read({{done, 1}}, {{done, 2}}, a, 0, result.data(), 64).ok());
-  ASSERT_TRUE(wait(done, 2).ok());
+  hal::DispatchCommand part = fill(*tail, 0x5A5A5A5Au);
+  part.bindings = {{*tail, 8, 16}};
+  ASSERT_TRUE(queue_->dispatch({}, {{done, 1}}, part).ok());
+  ASSERT_TRUE(wait(done, 1).ok());
+  std::vector<uint32_t> result = read(a);
   for (size_t i = 0; i < result.size(); ++i) EXPECT_EQ(result[i], i >= 6 && i < 10 ? 0x5A5A5A5Au : 0u) << i;
 
-  hal::DispatchCommand fail;
-  fail.executable = executable_;
-  fail.export_ordinal = 1;
-  fail.workgroups = {3, 1, 1};
-  ASSERT_TRUE(queue_->dispatch({}, {{failed, 1}}, fail).ok());
+  ASSERT_TRUE(queue_->dispatch({}, {{failed, 1}}, fail()).ok());
   Status status = wait(failed, 1);
   EXPECT_NE(status.message().find("kernel 'fail_kernel' failed with code 7 in workgroup (2, 0, 0)"), std::string::npos)
       << status;
   // A later action on the queue gets a slot of its own and succeeds.
-  ASSERT_TRUE(queue_->dispatch({}, {{done, 3}}, fill).ok());
-  EXPECT_TRUE(wait(done, 3).ok());
+  ASSERT_TRUE(queue_->dispatch({}, {{done, 2}}, part).ok());
+  EXPECT_TRUE(wait(done, 2).ok());
+}
+
+// Device signal → device wait: the second queue's kernel waits on the first's event on the
+// stream, submitted while the first has not even run, and still sees what it wrote.
+TEST_F(CudaQueueKernelTest, DeviceWaitsBetweenQueuesSkipTheHost) {
+  hal::BufferRef a = buffer(32), b = buffer(32);
+  auto first = hal::Semaphore::create(), second = hal::Semaphore::create();
+  Fake::arm();  // holds the first kernel back on its stream
+  ASSERT_TRUE(queue_->dispatch({}, {{first, 1}}, fill(a, 42)).ok());
+  ASSERT_TRUE(queue2_->dispatch({{first, 1}}, {{second, 1}}, copy(a, b)).ok());
+  EXPECT_EQ(Fake::stream_waits.load(), 1) << "the wait was not handed to the device";
+  EXPECT_EQ(second->wait(1, Timeout::after_ms(50)).code(), StatusCode::kDeadlineExceeded);
+  Fake::release();
+  ASSERT_TRUE(wait(second, 1).ok());
+  Result<uint64_t> reached = first->query();
+  ASSERT_TRUE(reached.ok()) << reached.status();
+  EXPECT_EQ(*reached, 1u) << "the waiter completed before its signaller";
+  EXPECT_EQ(read(b), std::vector<uint32_t>(8, 42));
+}
+
+// A transfer cannot fail on the device, so a wait on it needs no gate, whatever waits.
+TEST_F(CudaQueueKernelTest, DeviceWaitsOnATransfer) {
+  hal::BufferRef a = buffer(32), b = buffer(32);
+  auto first = hal::Semaphore::create(), second = hal::Semaphore::create();
+  const uint32_t three = 3;
+  Fake::arm();
+  ASSERT_TRUE(queue_->dispatch({}, {}, fill(a, 9)).ok());  // held back, and the fill behind it
+  ASSERT_TRUE(queue_->fill({}, {{first, 1}}, b, 0, 32, &three, 4).ok());
+  ASSERT_TRUE(queue2_->copy({{first, 1}}, {{second, 1}}, b, 0, a, 0, 16).ok());
+  EXPECT_EQ(Fake::stream_waits.load(), 1) << "the wait was not handed to the device";
+  Fake::release();
+  ASSERT_TRUE(wait(second, 1).ok());
+  EXPECT_EQ(read(a), (std::vector<uint32_t>{3, 3, 3, 3, 9, 9, 9, 9}));
+}
+
+// A failed kernel stops the kernels that wait for it on the device (through the gate): they
+// write nothing, and their signals fail with the signaller's failure.
+TEST_F(CudaQueueKernelTest, AFailedSignallerStopsItsDeviceWaiters) {
+  hal::BufferRef a = buffer(32), b = buffer(32);
+  auto first = hal::Semaphore::create(), second = hal::Semaphore::create();
+  Fake::arm();
+  ASSERT_TRUE(queue_->dispatch({}, {{first, 1}}, fail()).ok());
+  ASSERT_TRUE(queue2_->dispatch({{first, 1}}, {{second, 1}}, fill(b, 5)).ok());
+  EXPECT_EQ(Fake::stream_waits.load(), 1);
+  Fake::release();
+  Status status = wait(second, 1);
+  EXPECT_NE(status.message().find("kernel 'fail_kernel' failed with code 7"), std::string::npos) << status;
+  ASSERT_TRUE(queue2_->dispatch({}, {}, fill(a, 1)).ok());  // the queue goes on
+  EXPECT_EQ(read(b), std::vector<uint32_t>(8, 0)) << "the waiter ran after its signaller failed";
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <functional>
 
+#include "drivers/cuda/cu_wait_gate.h"
+
 namespace kiln::cuda {
 
 namespace {
@@ -9,8 +11,13 @@ namespace {
 // Events made up front, and per growth of the pool: a queue uses a few per action in flight.
 constexpr size_t kInitialEvents = 64;
 constexpr size_t kEventBatch = 32;
+// Timepoints: one per wait handed to the device, while it resolves on the host.
+constexpr size_t kInitialTimepoints = 64;
+constexpr size_t kTimepointBatch = 32;
 
 }  // namespace
+
+CuContext::CuContext(const Api& api, CuDeviceRecord record) : api_(api), record_(std::move(record)) {}
 
 Result<std::shared_ptr<CuContext>> CuContext::create(const Api& api, CuDeviceRecord record) {
   auto ctx = std::make_shared<CuContext>(api, std::move(record));
@@ -22,6 +29,10 @@ Result<std::shared_ptr<CuContext>> CuContext::create(const Api& api, CuDeviceRec
   ctx->target_.context = context;
   KILN_ASSIGN_OR_RETURN(ctx->events_, EventPool::create(cuda_event_ops(&ctx->target_), kInitialEvents, kEventBatch));
   KILN_ASSIGN_OR_RETURN(ctx->staging_, StagingPool::create(cuda_staging_ops(&ctx->target_), StagingPoolOptions()));
+  ctx->timepoints_ = std::make_unique<TimepointPool>(kInitialTimepoints, kTimepointBatch);
+  ctx->slots_ = std::make_unique<StatusSlots>(ctx->target_);
+  ctx->pending_signals_ = std::make_unique<PendingSignals>();
+  ctx->wait_gate_ = std::make_unique<WaitGate>(*ctx);
   // Non-blocking: the mapping stream does not synchronize with the legacy default stream of other
   // users of the primary context.
   KILN_RETURN_IF_ERROR(call_in_context(ctx->target_, "cuStreamCreate", name, [&](const Api& a) {
@@ -31,6 +42,10 @@ Result<std::shared_ptr<CuContext>> CuContext::create(const Api& api, CuDeviceRec
 }
 
 CuContext::~CuContext() {
+  wait_gate_.reset();
+  pending_signals_.reset();
+  slots_.reset();
+  if (timepoints_ && !timepoints_->shutdown().ok()) return;  // still registered: as for events below
   if (staging_ && !staging_->shutdown().ok()) return;  // blocks still out: as for events below
   if (events_) {
     Status closed = events_->shutdown();

@@ -1,6 +1,7 @@
 // What every object of one CUDA device shares: the API table, the device's primary context
-// (retained while this object lives), its event and staging pools, and a stream for the synchronous copies
-// of buffer mapping. Held by shared_ptr from the device, its buffers, queues and executables, so
+// (retained while this object lives), its event, timepoint and staging pools, the status slots
+// and pending signals of its queues, the wait gate (device-side waits between its queues), and a
+// stream for the synchronous copies of buffer mapping. Held by shared_ptr from the device, its buffers, queues and executables, so
 // that it lives as long as any of them.
 //
 // CUDA's current context is per thread, and kiln calls CUDA from its callers' threads, its
@@ -15,16 +16,21 @@
 
 #include "drivers/cuda/cu_context_scope.h"
 #include "drivers/cuda/cu_event_pool.h"
+#include "drivers/cuda/cu_pending_signals.h"
 #include "drivers/cuda/cu_platform.h"
 #include "drivers/cuda/cu_staging_pool.h"
+#include "drivers/cuda/cu_status_slots.h"
+#include "drivers/cuda/cu_timepoint_pool.h"
 
 namespace kiln::cuda {
+
+class WaitGate;
 
 class CuContext {
  public:
   // Retains the device's primary context, makes the event pool and the mapping stream.
   static Result<std::shared_ptr<CuContext>> create(const Api& api, CuDeviceRecord record);
-  CuContext(const Api& api, CuDeviceRecord record) : api_(api), record_(std::move(record)) {}
+  CuContext(const Api& api, CuDeviceRecord record);
   ~CuContext();
   CuContext(const CuContext&) = delete;
   CuContext& operator=(const CuContext&) = delete;
@@ -39,6 +45,10 @@ class CuContext {
   EventPool& events() const { return *events_; }
   // Pinned host blocks that reads and writes go through.
   StagingPool& staging() const { return *staging_; }
+  TimepointPool& timepoints() const { return *timepoints_; }
+  StatusSlots& slots() const { return *slots_; }
+  PendingSignals& pending_signals() const { return *pending_signals_; }
+  WaitGate& wait_gate() const { return *wait_gate_; }
 
   // Synchronous copies for mapping: queued on the mapping stream, which they wait for. They are
   // ordered against no queue: the caller orders mapping against queue work (hal::Buffer::map).
@@ -53,6 +63,10 @@ class CuContext {
   ContextTarget target_;  // the retained primary context (null until retained)
   std::unique_ptr<EventPool> events_;
   std::unique_ptr<StagingPool> staging_;
+  std::unique_ptr<TimepointPool> timepoints_;
+  std::unique_ptr<StatusSlots> slots_;
+  std::unique_ptr<PendingSignals> pending_signals_;  // holds slots and events: goes first
+  std::unique_ptr<WaitGate> wait_gate_;
   mutable std::mutex map_mutex_;  // one mapping copy at a time on the stream
   CUstream map_stream_ = nullptr;
 };

@@ -1,24 +1,34 @@
 #include "drivers/cuda/cu_queue.h"
 
+#include <atomic>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "drivers/cuda/cu_allocator.h"
 #include "drivers/cuda/cu_executable.h"
+#include "drivers/cuda/cu_wait_gate.h"
 #include "drivers/cuda/cuda_kernel_abi.h"
+#include "drivers/device_waits.h"
 #include "drivers/kernel_failure.h"
 #include "kiln/base/overloaded.h"
 
 namespace kiln::cuda {
 
 // One action on the stream, from its submission to its completion on the worker.
+// It completes when its device work is over (finish) and each wait handed to the device has
+// resolved on the host (a timepoint), whichever is last.
 struct CuQueue::Flight {
   CuQueue* queue = nullptr;
   std::unique_ptr<hal::Action> action;
-  bool has_slot = false;  // runs kernels: its status slot is read back
-  StatusSlot slot;
+  std::shared_ptr<const StatusSlot> slot;  // runs kernels or a gate: read back at the end
   Status enqueue_error;  // a command that could not be put on the stream
+  std::vector<HandedWait> handed;      // their signallers' events and slots stay held meanwhile
+  EventRef completion;                 // recorded after the work, when the action signals
+  std::atomic<size_t> unresolved{1};   // handed waits not yet resolved, and the device part
+  Status device_status;                // set before the device part's decrement
+  drivers::HandedWaitFailure wait_failure;
   std::vector<StagingBlock> staging;  // released after the copies that use them
   struct Readback {
     void* host;
@@ -58,6 +68,47 @@ CuQueue::~CuQueue() {
   }
 }
 
+namespace {
+
+// Whether the action copies host memory at issue (write): its waits must be met first.
+bool reads_host_memory(const hal::Command& command) {
+  if (std::holds_alternative<hal::WriteCommand>(command)) return true;
+  if (const auto* e = std::get_if<hal::ExecuteCommand>(&command)) {
+    for (const hal::Command& inner : e->command_buffer->commands()) {
+      if (std::holds_alternative<hal::WriteCommand>(inner)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void CuQueue::enqueue(std::unique_ptr<hal::Action> action) {
+  if (std::holds_alternative<hal::HostCallCommand>(action->command) || reads_host_memory(action->command)) {
+    defer(std::move(action));
+    return;
+  }
+  const bool gateable = drivers::only_kernels(action->command);
+  size_t gated = 0;
+  std::vector<HandedWait> handed;
+  for (const hal::SemaphoreValue& wait : action->waits) {
+    Result<uint64_t> value = wait.semaphore->query();
+    if (value.ok() && *value >= wait.value) continue;
+    std::optional<PendingSignal> signaller;
+    if (value.ok()) signaller = context_->pending_signals().find(wait.semaphore.get(), wait.value);
+    if (signaller && signaller->slot &&
+        (!gateable || ++gated > WaitGate::kMaxSignallers || !context_->wait_gate().available())) {
+      signaller.reset();
+    }
+    if (!signaller) {
+      defer(std::move(action));  // the host waits (and drops the action if the wait fails)
+      return;
+    }
+    handed.push_back({wait, std::move(*signaller)});
+  }
+  submit(std::move(action), std::move(handed));
+}
+
 void CuQueue::issue(std::unique_ptr<hal::Action> action) {
   if (std::holds_alternative<hal::HostCallCommand>(action->command)) {
     std::shared_ptr<hal::Action> shared = std::move(action);
@@ -67,23 +118,36 @@ void CuQueue::issue(std::unique_ptr<hal::Action> action) {
   submit(std::move(action));
 }
 
-void CuQueue::submit(std::unique_ptr<hal::Action> action) {
+void CuQueue::submit(std::unique_ptr<hal::Action> action, std::vector<HandedWait> handed) {
   auto* flight = new Flight();
   flight->queue = this;
   flight->action = std::move(action);
+  flight->handed = std::move(handed);
+  flight->unresolved.store(flight->handed.size() + 1, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(inflight_mutex_);
     ++inflight_;
   }
+  std::vector<const StatusSlot*> gated;  // signallers whose kernels may fail on the device
+  for (const HandedWait& h : flight->handed) {
+    if (h.signaller.slot) gated.push_back(h.signaller.slot.get());
+  }
   const Api& api = context_->api();
   Status status;
-  if (drivers::has_dispatch(flight->action->command)) {
-    Result<StatusSlot> slot = slots_.acquire();
+  if (drivers::has_dispatch(flight->action->command) || !gated.empty()) {
+    Result<std::shared_ptr<const StatusSlot>> slot = context_->slots().acquire();
     if (slot.ok()) {
-      flight->slot = *slot;
-      flight->has_slot = true;
+      flight->slot = std::move(*slot);
     } else {
       status = slot.status();
+    }
+  }
+  if (status.ok() && !flight->action->signals.empty()) {
+    Result<EventRef> event = context_->events().acquire();
+    if (event.ok()) {
+      flight->completion = std::move(*event);
+    } else {
+      status = event.status();
     }
   }
   CUresult callback = CUDA_ERROR_UNKNOWN;
@@ -91,13 +155,44 @@ void CuQueue::submit(std::unique_ptr<hal::Action> action) {
     std::lock_guard<std::mutex> lock(issue_mutex_);
     ContextScope scope(context_->target());
     if (status.ok()) status = scope.status("queue '" + name() + "'");
+    for (const HandedWait& h : flight->handed) {
+      if (!status.ok()) break;
+      CUresult result = api.StreamWaitEvent(stream_, h.signaller.event.get(), CU_EVENT_WAIT_DEFAULT);
+      if (result != CUDA_SUCCESS) status = cu_error("cuStreamWaitEvent", result);
+    }
+    if (status.ok() && !gated.empty()) status = context_->wait_gate().launch(stream_, *flight->slot, gated);
     if (status.ok()) status = launch(flight->action->command, 0, *flight);
+    if (status.ok() && flight->completion) {
+      CUresult result = api.EventRecord(flight->completion.get(), stream_);
+      if (result == CUDA_SUCCESS) {
+        // Published: later waits for these signals may be handed to the device.
+        for (const hal::SemaphoreValue& signal : flight->action->signals) {
+          PendingSignal pending;
+          pending.value = signal.value;
+          pending.event = flight->completion;
+          pending.slot = flight->slot;
+          context_->pending_signals().add(signal.semaphore.get(), std::move(pending));
+        }
+      } else {
+        status = cu_error("cuEventRecord", result);
+      }
+    }
     if (!status.ok()) {
       flight->enqueue_error =
           status.annotate(std::string(hal::command_name(flight->action->command)) + " on queue '" + name() + "'");
     }
     // Even after a failed command: the callback runs once whatever was put on the stream is done.
     if (scope.status("").ok()) callback = api.LaunchHostFunc(stream_, &CuQueue::on_stream_done, flight);
+  }
+  // The handed waits resolve on the host too; the device part is still pending here, so the
+  // flight outlives this loop.
+  for (const HandedWait& h : flight->handed) {
+    Result<TimepointHandle> point =
+        context_->timepoints().add_host_wait(h.wait.semaphore, h.wait.value, &CuQueue::on_wait_resolved, flight);
+    if (!point.ok()) {
+      // No timepoint (the pool is shut down): resolve it as failed rather than never.
+      on_wait_resolved(flight, point.status());
+    }
   }
   if (callback == CUDA_SUCCESS) return;
   // No callback: wait for the stream here, then finish on the worker (never on this thread,
@@ -208,8 +303,8 @@ Status CuQueue::launch_dispatch(const hal::DispatchCommand& d, uint32_t index, F
   values.reserve(3 + 3 * d.bindings.size() + d.constants.size());
   std::vector<void*> pointers;
   auto add = [&](uint64_t value) { values.push_back(value); };
-  add(flight.slot.ring);
-  add(flight.slot.tag);
+  add(flight.slot->ring);
+  add(flight.slot->tag);
   add(index);
   for (const hal::BufferBinding& b : d.bindings) {
     const auto* storage = static_cast<const CuStorage*>(b.buffer->storage().get());
@@ -236,20 +331,40 @@ void CuQueue::on_stream_done(void* user) {
 
 void CuQueue::finish(Flight* flight) {
   Status status = flight->enqueue_error;
-  if (status.ok() && flight->has_slot && StatusSlots::failed(flight->slot)) {
+  if (status.ok() && flight->slot && StatusSlots::failed(*flight->slot)) {
     uint32_t words[kStatusWords];
-    for (size_t i = 0; i < kStatusWords; ++i) words[i] = flight->slot.words[i];
-    status = drivers::kernel_failure(flight->action->command, words, name());
+    for (size_t i = 0; i < kStatusWords; ++i) words[i] = flight->slot->words[i];
+    status = words[1] == kWaitFailedCode
+                 // Normally replaced by the failure of the wait itself, which reaches the host too.
+                 ? internal_error("a wait handed to the device found its signaller failed, on queue '" + name() + "'")
+                 : drivers::kernel_failure(flight->action->command, words, name());
   }
   if (status.ok()) {
     for (const Flight::Readback& r : flight->readbacks) std::memcpy(r.host, r.staged, r.length);
   }
-  if (flight->has_slot) slots_.release(flight->slot);
+  if (flight->completion) {
+    for (const hal::SemaphoreValue& signal : flight->action->signals) {
+      context_->pending_signals().remove(signal.semaphore.get(), flight->completion.get());
+    }
+  }
   flight->staging.clear();
   if (!flight->temporary.empty()) {
     ContextScope scope(context_->target());
     for (CUdeviceptr p : flight->temporary) context_->api().MemFree(p);
   }
+  flight->device_status = std::move(status);
+  resolve(flight);
+}
+
+void CuQueue::on_wait_resolved(void* user, const Status& status) {
+  auto* flight = static_cast<Flight*>(user);
+  if (!status.ok()) flight->wait_failure.fail(status, flight->action->signals);
+  flight->queue->resolve(flight);
+}
+
+void CuQueue::resolve(Flight* flight) {
+  if (flight->unresolved.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  const Status status = flight->wait_failure.outcome(flight->device_status);
   hal::Queue::complete(*flight->action, status);
   delete flight;
   std::lock_guard<std::mutex> lock(inflight_mutex_);

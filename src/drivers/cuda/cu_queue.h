@@ -1,24 +1,33 @@
 // A CUDA queue: one CUDA stream per HAL queue (non-blocking, so it never synchronizes with the
 // legacy default stream of other users of the primary context).
 //
-// Every wait is met on the host for now: an action is held in the HAL's DeferredQueue until its
-// waits are reached, then its commands go onto the stream from the thread that met them, so a
-// failed wait drops the action before any of it reaches CUDA. After the commands,
-// cuLaunchHostFunc queues a callback that only hands the action to the queue's completion worker
-// (it never calls CUDA, which a stream callback must not); the worker reads the action's status
-// slot (cu_status_slots.h), copies staged reads to their host memory, and signals or fails the
-// action's semaphores. Reads and writes go through pinned staging blocks (cu_staging_pool.h),
-// so the copies are asynchronous; a write's host bytes are read when its waits are met. Host
-// calls run on a worker of their own. Waits handed to the device (cuStreamWaitEvent on a
-// signaller's pooled event) are not done yet.
+// A wait not reached yet is handed to the device when an action already on a stream of this
+// context will signal it (PendingSignals): the stream waits on that action's pooled event
+// (cuStreamWaitEvent), with no host round trip. If the signaller has kernels, which may fail on
+// the device, the action must be one the wait gate can stop (kernels and barriers only) and
+// runs the gate first (cu_wait_gate.h). Any other action is held in the HAL's DeferredQueue
+// until its waits are met, then goes onto the stream from the thread that met them, so a failed
+// wait drops it before any of it reaches CUDA. A handed wait also resolves on the host (a
+// pooled timepoint), and the action completes only after it, so its signals never overtake its
+// signallers' on a timeline.
+//
+// After an action's commands, an event from the context's pool is recorded (for later device
+// waits on its signals) and cuLaunchHostFunc queues a callback that only hands the action to the
+// queue's completion worker (it never calls CUDA, which a stream callback must not); the worker
+// reads the action's status slot (cu_status_slots.h), copies staged reads to their host memory,
+// and signals or fails the action's semaphores. Reads and writes go through pinned staging
+// blocks (cu_staging_pool.h), so the copies are asynchronous; a write's host bytes are read when
+// it is issued, which for an action with handed waits is before they resolve, so actions with
+// transfers from host memory (write) keep their waits on the host. Host calls run on a worker
+// of their own.
 #pragma once
 
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "drivers/cuda/cu_context.h"
-#include "drivers/cuda/cu_status_slots.h"
 #include "drivers/serial_worker.h"
 #include "kiln/hal/queue.h"
 
@@ -29,15 +38,20 @@ class CuQueue final : public hal::Queue {
   static Result<std::shared_ptr<CuQueue>> create(std::string name, const void* device_tag,
                                                  std::shared_ptr<CuContext> context);
   CuQueue(std::string name, const void* device_tag, std::shared_ptr<CuContext> context)
-      : Queue(std::move(name), device_tag), context_(std::move(context)), slots_(context_->target()) {}
+      : Queue(std::move(name), device_tag), context_(std::move(context)) {}
   // Fails actions still waiting (CANCELLED), finishes the host calls already ready and the work
   // on the stream, then destroys the stream.
   ~CuQueue() override;
 
  private:
   struct Flight;
+  struct HandedWait {
+    hal::SemaphoreValue wait;
+    PendingSignal signaller;
+  };
+  void enqueue(std::unique_ptr<hal::Action> action) override;
   void issue(std::unique_ptr<hal::Action> action) override;
-  void submit(std::unique_ptr<hal::Action> action);
+  void submit(std::unique_ptr<hal::Action> action, std::vector<HandedWait> handed = {});
   // Puts one command on the stream; `index` numbers the commands of the action.
   Status launch(const hal::Command& command, uint32_t index, Flight& flight);
   Status launch_dispatch(const hal::DispatchCommand& d, uint32_t index, Flight& flight);
@@ -46,11 +60,14 @@ class CuQueue final : public hal::Queue {
   // Host bytes to the device through a staging block.
   Status launch_upload(const void* host, size_t length, CUdeviceptr target, Flight& flight);
   static void on_stream_done(void* user);  // the cuLaunchHostFunc callback
-  void finish(Flight* flight);             // on the completion worker
+  void finish(Flight* flight);             // on the completion worker: the device part is over
+  // A handed wait resolved on the host (reached, or failed).
+  static void on_wait_resolved(void* user, const Status& status);
+  // One of the things an action's completion waits for happened; the last completes it.
+  void resolve(Flight* flight);
 
   std::shared_ptr<CuContext> context_;
   CUstream stream_ = nullptr;
-  StatusSlots slots_;
   std::mutex issue_mutex_;  // one action's commands go onto the stream together
 
   std::mutex inflight_mutex_;

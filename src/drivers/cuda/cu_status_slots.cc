@@ -13,7 +13,7 @@ StatusSlots::~StatusSlots() {
   }
 }
 
-Result<StatusSlot> StatusSlots::acquire() {
+Result<std::shared_ptr<const StatusSlot>> StatusSlots::acquire() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (free_.empty()) {
     Arena arena;
@@ -41,13 +41,16 @@ Result<StatusSlot> StatusSlots::acquire() {
   // tag % kStatusSlots == i; the generation makes it new (and, from 1 up, never 0).
   uint32_t& generation = arena.generation[i];
   if (++generation == 0xFFFFFFFFu / kStatusSlots) generation = 1;
-  StatusSlot slot;
-  slot.ring = arena.device;
-  slot.tag = generation * kStatusSlots + i;
-  slot.words = static_cast<volatile uint32_t*>(arena.host) + size_t{i} * kStatusWords;
-  slot.arena = a;
-  slot.index = i;
-  return slot;
+  auto* slot = new StatusSlot();
+  slot->ring = arena.device;
+  slot->tag = generation * kStatusSlots + i;
+  slot->words = static_cast<volatile uint32_t*>(arena.host) + size_t{i} * kStatusWords;
+  slot->arena = a;
+  slot->index = i;
+  return std::shared_ptr<const StatusSlot>(slot, [this](const StatusSlot* done) {
+    release(*done);
+    delete done;
+  });
 }
 
 void StatusSlots::release(const StatusSlot& slot) {

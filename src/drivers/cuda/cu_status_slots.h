@@ -1,14 +1,15 @@
 // Status slots: where the kernels of an action record its first failure (the CUDA kernel ABI's
 // KILN_FAIL), in page-locked host memory that the device writes through its mapping, so the host
-// reads a slot directly once the action's work is over. Unlike OpenCL's status ring, each action
-// in flight holds a slot of its own until it completes, so no later action can overwrite a
-// failure before it is read.
+// reads a slot directly once the action's work is over. Unlike OpenCL's status ring, a slot is
+// held by reference: by its action until it completes, and by every wait gate that will read it
+// (a later action's device-side wait on this one), so no other action reuses it before they
+// have all read it. One StatusSlots serves every queue of a context.
 //
 // A caller may rely on:
 //  - acquire() hands out a slot no other holder has, as the (ring, tag) pair the ABI takes: the
 //    kernels compute the slot as ring + (tag % KILN_STATUS_SLOTS) * 8, and `tag` is never 0 and
 //    differs from whatever tag the slot held before, so a stale failure never reads as new;
-//  - a slot is returned by release(); the memory lives until the StatusSlots is destroyed;
+//  - a slot returns when its last reference goes; the StatusSlots must outlive every reference;
 //  - thread-safe; arenas of kStatusSlots slots are added as needed and never freed before the end.
 #pragma once
 
@@ -35,12 +36,13 @@ class StatusSlots {
   StatusSlots(const StatusSlots&) = delete;
   StatusSlots& operator=(const StatusSlots&) = delete;
 
-  Result<StatusSlot> acquire();
-  void release(const StatusSlot& slot);
+  Result<std::shared_ptr<const StatusSlot>> acquire();
   // Whether the slot's action failed on the device: its first word holds its tag.
   static bool failed(const StatusSlot& slot) { return slot.words[0] == slot.tag; }
 
  private:
+  void release(const StatusSlot& slot);
+
   struct Arena {
     void* host = nullptr;
     CUdeviceptr device = 0;

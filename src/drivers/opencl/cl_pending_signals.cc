@@ -1,5 +1,7 @@
 #include "drivers/opencl/cl_pending_signals.h"
 
+#include "drivers/device_waits.h"
+
 #include "drivers/opencl/cl_status_ring.h"
 
 namespace kiln::opencl {
@@ -42,10 +44,7 @@ std::optional<PendingSignal> PendingSignals::find(const hal::Semaphore* semaphor
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = signals_.find(semaphore);
   if (it == signals_.end()) return std::nullopt;
-  const PendingSignal* best = nullptr;
-  for (const PendingSignal& s : it->second) {
-    if (s.value >= value && (!best || s.value < best->value)) best = &s;
-  }
+  const PendingSignal* best = drivers::earliest_satisfying(it->second, value);
   if (!best) return std::nullopt;
   api_.RetainEvent(best->event);
   return *best;

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <string>
 
+#include "drivers/device_waits.h"
 #include "drivers/kernel_failure.h"
 #include "drivers/opencl/cl_allocator.h"
 #include "drivers/opencl/cl_executable.h"
@@ -27,26 +28,11 @@ struct InFlight {
   std::vector<hal::Timepoint> wait_points;  // one per handed wait
   std::atomic<size_t> unresolved{1};        // wait points not yet run, and the device part
   Status device_status;                     // set before the device part's decrement
-  std::mutex failure_mutex;
-  Status wait_failure;  // the first handed wait that failed; guarded by failure_mutex
+  drivers::HandedWaitFailure wait_failure;
   bool published = false;  // its signals are in the context's PendingSignals
 };
 
 namespace {
-
-// Whether the wait gate can stop all of an action's device work: kernels (which return at their
-// entry check) and barriers. Copies, fills and transfers could not be stopped once handed over.
-bool only_kernels(const hal::Command& command) {
-  auto kernel_or_barrier = [](const hal::Command& c) {
-    return std::holds_alternative<hal::DispatchCommand>(c) ||
-           std::holds_alternative<hal::BarrierCommand>(c);
-  };
-  if (const auto* e = std::get_if<hal::ExecuteCommand>(&command)) {
-    const auto& list = e->command_buffer->commands();
-    return std::all_of(list.begin(), list.end(), kernel_or_barrier);
-  }
-  return kernel_or_barrier(command);
-}
 
 Status kernel_failure(const InFlight& f, const std::string& queue_name) {
   if (f.words[1] == kWaitFailedCode) {
@@ -113,7 +99,7 @@ void ClQueue::enqueue(std::unique_ptr<hal::Action> action) {
   // action must be one the wait gate can stop, and the gate must be available.
   const Api& api = context_->api();
   std::vector<HandedWait> handed;
-  const bool gateable = only_kernels(action->command);
+  const bool gateable = drivers::only_kernels(action->command);
   size_t gated = 0;
   for (const hal::SemaphoreValue& wait : action->waits) {
     Result<uint64_t> value = wait.semaphore->query();
@@ -462,17 +448,7 @@ void ClQueue::unpublish(const InFlight& flight, cl_event event) {
 
 void ClQueue::on_wait_resolved(hal::Timepoint* point, const Status& status) {
   auto* flight = static_cast<InFlight*>(point->user);
-  if (!status.ok()) {
-    bool first = false;
-    {
-      std::lock_guard<std::mutex> lock(flight->failure_mutex);
-      first = flight->wait_failure.ok();
-      if (first) flight->wait_failure = status;
-    }
-    // As on the host: a failed wait fails the signals at once, with the same status (the
-    // device part, stopped by the gate or harmless, still finishes before the flight ends).
-    if (first) hal::fail_semaphores(flight->action->signals, status);
-  }
+  if (!status.ok()) flight->wait_failure.fail(status, flight->action->signals);
   resolve(flight);
 }
 
@@ -483,11 +459,7 @@ void ClQueue::device_done(InFlight* flight, Status status) {
 
 void ClQueue::resolve(InFlight* flight) {
   if (flight->unresolved.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  Status status;
-  {
-    std::lock_guard<std::mutex> lock(flight->failure_mutex);
-    status = flight->wait_failure.ok() ? flight->device_status : flight->wait_failure;
-  }
+  const Status status = flight->wait_failure.outcome(flight->device_status);
   ClQueue* queue = flight->queue;
   hal::Queue::complete(*flight->action, status);
   delete flight;
