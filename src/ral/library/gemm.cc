@@ -88,6 +88,9 @@ Status register_gemm(Registry& registry) {
   KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "cpu", &gemm_blas<double>>()));
   KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "opencl", &gemm_opencl<float>, Memory::kDevice>()));
   KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "opencl", &gemm_opencl<double>, Memory::kDevice>()));
+  // cuda: on the host over mapped buffers until cuBLAS is wired in (docs/cuda.md).
+  KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "cuda", &gemm_blas<float>>()));
+  KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "cuda", &gemm_blas<double>>()));
   KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "interp", &gemm_reference<float>>()));
   return registry.add(make_function<"gemm", "interp", &gemm_reference<double>>());
 }

@@ -110,6 +110,8 @@ Status register_random(Registry& registry) {
   KILN_RETURN_IF_ERROR((add_ranks<"cpu", double>(registry)));
   KILN_RETURN_IF_ERROR((add_ranks<"opencl", float>(registry)));
   KILN_RETURN_IF_ERROR((add_ranks<"opencl", double>(registry)));
+  KILN_RETURN_IF_ERROR((add_ranks<"cuda", float>(registry)));
+  KILN_RETURN_IF_ERROR((add_ranks<"cuda", double>(registry)));
   KILN_RETURN_IF_ERROR((add_ranks<"interp", float>(registry)));
   return add_ranks<"interp", double>(registry);
 }
