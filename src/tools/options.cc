@@ -56,9 +56,9 @@ const std::vector<CommandSpec>& commands() {
        "program",
        {
            {"--device", "", "NAME",
-            "cpu (the default), interp (the reference interpreter) or opencl;\n"
-            "NAME:N picks device N of a driver, e.g. opencl:0 ('kiln devices'\n"
-            "lists the devices present)"},
+            "cpu (the default), interp (the reference interpreter), opencl or\n"
+            "cuda; NAME:N picks device N of a driver, e.g. opencl:0 ('kiln\n"
+            "devices' lists the devices present)"},
            {"--routine", "", "NAME",
             "a routine to run; repeatable, run in the order given (a routine named\n"
             "twice runs twice). Default: main if the program has one, else every\n"
