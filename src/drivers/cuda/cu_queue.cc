@@ -150,6 +150,10 @@ void CuQueue::submit(std::unique_ptr<hal::Action> action, std::vector<HandedWait
       status = event.status();
     }
   }
+  // Once the callback is queued the flight may end at any moment (with no handed waits), and the
+  // last handed wait to resolve may end it too: what is needed after that is copied now.
+  hal::SemaphoreList handed_waits;
+  for (const HandedWait& h : flight->handed) handed_waits.push_back(h.wait);
   CUresult callback = CUDA_ERROR_UNKNOWN;
   {
     std::lock_guard<std::mutex> lock(issue_mutex_);
@@ -184,17 +188,17 @@ void CuQueue::submit(std::unique_ptr<hal::Action> action, std::vector<HandedWait
     // Even after a failed command: the callback runs once whatever was put on the stream is done.
     if (scope.status("").ok()) callback = api.LaunchHostFunc(stream_, &CuQueue::on_stream_done, flight);
   }
-  // The handed waits resolve on the host too; the device part is still pending here, so the
-  // flight outlives this loop.
-  for (const HandedWait& h : flight->handed) {
+  // The handed waits resolve on the host too (below, once the work is on the stream).
+  const bool finish_here = callback != CUDA_SUCCESS;
+  for (const hal::SemaphoreValue& wait : handed_waits) {
     Result<TimepointHandle> point =
-        context_->timepoints().add_host_wait(h.wait.semaphore, h.wait.value, &CuQueue::on_wait_resolved, flight);
+        context_->timepoints().add_host_wait(wait.semaphore, wait.value, &CuQueue::on_wait_resolved, flight);
     if (!point.ok()) {
       // No timepoint (the pool is shut down): resolve it as failed rather than never.
       on_wait_resolved(flight, point.status());
     }
   }
-  if (callback == CUDA_SUCCESS) return;
+  if (!finish_here) return;
   // No callback: wait for the stream here, then finish on the worker (never on this thread,
   // where completing may issue more work onto this queue).
   call_in_context(context_->target(), "cuStreamSynchronize", name(), [&](const Api& a) {
