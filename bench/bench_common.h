@@ -4,6 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <benchmark/benchmark.h>
+
+#include <vector>
+
+#include "kiln/base/time.h"
 #include "kiln/drivers/drivers.h"
 
 namespace kiln::bench {
@@ -46,6 +51,54 @@ inline hal::ExecutableRef make_bench_executable(hal::Device& device) {
   return check(device.compile_executable({"c", kBenchKernels, {{"empty", 0, 0}, {"spin", 1, 1}},
                                           "bench_kernels.c"}),
                "compile bench kernels");
+}
+
+// The loops the device benchmarks (opencl_bench, cuda_bench) time against direct driver calls.
+
+// A trivial dispatch of export 0 of `exe`, signalling a semaphore the host waits on.
+inline void time_kiln_dispatch(benchmark::State& state, hal::Device& device, const hal::ExecutableRef& exe) {
+  hal::QueueRef queue = check(device.create_queue(), "queue");
+  auto done = device.create_semaphore(0);
+  uint64_t n = 0;
+  for (auto _ : state) {
+    ++n;
+    check(queue->dispatch({}, {{done, n}}, hal::DispatchCommand{exe, 0, {1, 1, 1}, {}, {}}), "dispatch");
+    check(done->wait(n, Timeout::infinite()), "wait");
+  }
+}
+
+// `length` trivial dispatches alternating between two queues, each waiting for the one before on
+// one timeline, then one host wait.
+inline void time_kiln_chain(benchmark::State& state, hal::Device& device, const hal::ExecutableRef& exe,
+                            uint64_t length) {
+  hal::QueueRef queues[2] = {check(device.create_queue(), "queue"), check(device.create_queue(), "queue")};
+  auto s = device.create_semaphore(0);
+  uint64_t n = 0;
+  for (auto _ : state) {
+    for (uint64_t i = 0; i < length; ++i, ++n) {
+      check(queues[i % 2]->dispatch({{s, n}}, {{s, n + 1}}, hal::DispatchCommand{exe, 0, {1, 1, 1}, {}, {}}), "dispatch");
+    }
+    check(s->wait(n, Timeout::infinite()), "wait");
+  }
+}
+
+// `bytes` from host memory to a buffer (write) or back (read), and a semaphore wait.
+inline void time_kiln_copy(benchmark::State& state, hal::Device& device, size_t bytes, bool write) {
+  hal::QueueRef queue = check(device.create_queue(), "queue");
+  hal::BufferRef buffer = check(device.allocator().allocate({}, bytes), "alloc");
+  std::vector<uint8_t> host(bytes, 1);
+  auto done = device.create_semaphore(0);
+  uint64_t n = 0;
+  for (auto _ : state) {
+    ++n;
+    if (write) {
+      check(queue->write({}, {{done, n}}, host.data(), buffer, 0, bytes), "write");
+    } else {
+      check(queue->read({}, {{done, n}}, buffer, 0, host.data(), bytes), "read");
+    }
+    check(done->wait(n, Timeout::infinite()), "wait");
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(bytes));
 }
 
 }  // namespace kiln::bench

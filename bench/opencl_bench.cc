@@ -89,15 +89,8 @@ struct Direct {
 void BM_KilnDispatch(benchmark::State& state) {
   if (std::string why = unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
   hal::DeviceRef device = kiln_device();
-  hal::ExecutableRef exe = check(device->compile_executable({"opencl-c", kKernel, {{"empty", 0, 0}}, "bench"}), "compile");
-  hal::QueueRef queue = check(device->create_queue(), "queue");
-  auto done = device->create_semaphore(0);
-  uint64_t n = 0;
-  for (auto _ : state) {
-    ++n;
-    check(queue->dispatch({}, {{done, n}}, hal::DispatchCommand{exe, 0, {1, 1, 1}, {}, {}}), "dispatch");
-    check(done->wait(n, Timeout::infinite()), "wait");
-  }
+  time_kiln_dispatch(state, *device,
+                     check(device->compile_executable({"opencl-c", kKernel, {{"empty", 0, 0}}, "bench"}), "compile"));
 }
 BENCHMARK(BM_KilnDispatch)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
@@ -123,17 +116,9 @@ void BM_KilnChain(benchmark::State& state) {
   hal::DeviceOptions options;
   options.device_waits = state.range(0) != 0;
   hal::DeviceRef device = check(drivers::builtin_registry().create_device("opencl:0", options), "opencl device");
-  hal::ExecutableRef exe = check(device->compile_executable({"opencl-c", kKernel, {{"empty", 0, 0}}, "bench"}), "compile");
-  hal::QueueRef queues[2] = {check(device->create_queue(), "queue"), check(device->create_queue(), "queue")};
-  auto s = device->create_semaphore(0);
-  uint64_t n = 0;
-  for (auto _ : state) {
-    for (uint64_t i = 0; i < kChainLength; ++i, ++n) {
-      check(queues[i % 2]->dispatch({{s, n}}, {{s, n + 1}}, hal::DispatchCommand{exe, 0, {1, 1, 1}, {}, {}}),
-            "dispatch");
-    }
-    check(s->wait(n, Timeout::infinite()), "wait");
-  }
+  time_kiln_chain(state, *device,
+                  check(device->compile_executable({"opencl-c", kKernel, {{"empty", 0, 0}}, "bench"}), "compile"),
+                  kChainLength);
 }
 BENCHMARK(BM_KilnChain)->ArgName("device_waits")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
@@ -163,23 +148,7 @@ BENCHMARK(BM_DirectChain)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 void BM_KilnCopy(benchmark::State& state) {
   if (std::string why = unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
-  const bool write = state.range(0) == 1;
-  hal::DeviceRef device = kiln_device();
-  hal::QueueRef queue = check(device->create_queue(), "queue");
-  hal::BufferRef buffer = check(device->allocator().allocate({}, kCopyBytes), "alloc");
-  std::vector<uint8_t> host(kCopyBytes, 1);
-  auto done = device->create_semaphore(0);
-  uint64_t n = 0;
-  for (auto _ : state) {
-    ++n;
-    if (write) {
-      check(queue->write({}, {{done, n}}, host.data(), buffer, 0, kCopyBytes), "write");
-    } else {
-      check(queue->read({}, {{done, n}}, buffer, 0, host.data(), kCopyBytes), "read");
-    }
-    check(done->wait(n, Timeout::infinite()), "wait");
-  }
-  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kCopyBytes));
+  time_kiln_copy(state, *kiln_device(), kCopyBytes, state.range(0) == 1);
 }
 BENCHMARK(BM_KilnCopy)->ArgName("write")->Arg(1)->Arg(0)->UseRealTime()->Unit(benchmark::kMillisecond);
 
