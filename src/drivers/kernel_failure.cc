@@ -7,16 +7,6 @@
 
 namespace kiln::drivers {
 
-bool has_dispatch(const hal::Command& command) {
-  if (std::holds_alternative<hal::DispatchCommand>(command)) return true;
-  if (const auto* e = std::get_if<hal::ExecuteCommand>(&command)) {
-    for (const hal::Command& inner : e->command_buffer->commands()) {
-      if (std::holds_alternative<hal::DispatchCommand>(inner)) return true;
-    }
-  }
-  return false;
-}
-
 bool only_kernels(const hal::Command& command) {
   auto kernel_or_barrier = [](const hal::Command& c) {
     return std::holds_alternative<hal::DispatchCommand>(c) || std::holds_alternative<hal::BarrierCommand>(c);

@@ -7,11 +7,23 @@
 #include <string>
 
 #include "kiln/hal/command.h"
+#include "kiln/hal/command_buffer.h"
 
 namespace kiln::drivers {
 
+// Whether the action's command is a `T`, or the command buffer it executes holds one.
+template <typename T>
+bool runs_command(const hal::Command& command) {
+  if (std::holds_alternative<T>(command)) return true;
+  if (const auto* e = std::get_if<hal::ExecuteCommand>(&command)) {
+    for (const hal::Command& inner : e->command_buffer->commands()) {
+      if (std::holds_alternative<T>(inner)) return true;
+    }
+  }
+  return false;
+}
 // Whether the action runs a kernel (a dispatch, or one inside the command buffer it executes).
-bool has_dispatch(const hal::Command& command);
+inline bool has_dispatch(const hal::Command& command) { return runs_command<hal::DispatchCommand>(command); }
 // Whether a wait gate can stop all of the action's device work: kernels (which return at their
 // entry check) and barriers. Copies, fills and transfers could not be stopped once handed over.
 bool only_kernels(const hal::Command& command);

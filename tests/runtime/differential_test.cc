@@ -159,11 +159,7 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
     interp_ = *interp;
     // OpenCL and CUDA too where they are present (CPU-hosted PoCL in CI); otherwise cpu only.
     for (const char* name : {"opencl", "cuda"}) {
-      Status available = driver_availability(name);
-      if (!available.ok()) {
-        unavailable_[name] = available;
-        continue;
-      }
+      if (!driver_availability(name).ok()) continue;
       auto device = open_device(name, cache_.path());
       ASSERT_TRUE(device.ok()) << device.status();
       devices_.push_back({name, *device});
@@ -302,7 +298,6 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
   TempDir cache_;
   hal::DeviceRef cpu_, interp_;
   std::vector<std::pair<std::string, hal::DeviceRef>> devices_;  // opencl, cuda where present
-  std::map<std::string, Status> unavailable_;                    // why the others are not
   // OpenCL builds with LLVM (slow): every KILN_DIFF_OPENCL_EVERY-th program of a shard (0 for
   // none) also runs there.
   uint64_t opencl_every_ = [] {

@@ -35,8 +35,7 @@ Status CuStorage::map(size_t offset, size_t length, hal::MapAccess access, void*
   }
   auto* staging = new (std::nothrow) char[length > 0 ? length : 1];
   if (!staging) return resource_exhausted_error("cannot map " + std::to_string(length) + " bytes: out of host memory");
-  if (static_cast<uint32_t>(access) & static_cast<uint32_t>(hal::MapAccess::kRead) &&
-      access != hal::MapAccess::kDiscardWrite && length > 0) {
+  if (static_cast<uint32_t>(access) & static_cast<uint32_t>(hal::MapAccess::kRead) && length > 0) {
     Status copied = context_->copy_to_host(staging, pointer_ + offset, length);
     if (!copied.ok()) {
       delete[] staging;

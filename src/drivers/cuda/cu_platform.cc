@@ -1,7 +1,5 @@
 #include "drivers/cuda/cu_platform.h"
 
-#include <cstdio>
-
 namespace kiln::cuda {
 
 namespace {
@@ -88,14 +86,6 @@ Result<std::vector<CuDeviceRecord>> enumerate_devices(const Api& api) {
     records.push_back(std::move(r));
   }
   return records;
-}
-
-std::string summary(const CuDeviceRecord& record) {
-  char memory[32];
-  std::snprintf(memory, sizeof memory, "%.1f GiB",
-                double(record.info.capabilities.total_memory) / double(1ull << 30));
-  return record.name + ", compute capability " + std::to_string(record.compute_major) + "." +
-         std::to_string(record.compute_minor) + ", " + memory;
 }
 
 }  // namespace kiln::cuda

@@ -27,7 +27,4 @@ struct CuDeviceRecord {
 // driver too old for the kernel module. A failing query of a device is UNAVAILABLE naming it.
 Result<std::vector<CuDeviceRecord>> enumerate_devices(const Api& api);
 
-// "NVIDIA H100 80GB HBM3, compute capability 9.0, 79.1 GiB": one line for messages.
-std::string summary(const CuDeviceRecord& record);
-
 }  // namespace kiln::cuda

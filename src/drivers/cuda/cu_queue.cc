@@ -68,23 +68,10 @@ CuQueue::~CuQueue() {
   }
 }
 
-namespace {
-
-// Whether the action copies host memory at issue (write): its waits must be met first.
-bool reads_host_memory(const hal::Command& command) {
-  if (std::holds_alternative<hal::WriteCommand>(command)) return true;
-  if (const auto* e = std::get_if<hal::ExecuteCommand>(&command)) {
-    for (const hal::Command& inner : e->command_buffer->commands()) {
-      if (std::holds_alternative<hal::WriteCommand>(inner)) return true;
-    }
-  }
-  return false;
-}
-
-}  // namespace
-
 void CuQueue::enqueue(std::unique_ptr<hal::Action> action) {
-  if (std::holds_alternative<hal::HostCallCommand>(action->command) || reads_host_memory(action->command)) {
+  // A write copies host memory when issued, so its waits must be met first.
+  if (std::holds_alternative<hal::HostCallCommand>(action->command) ||
+      drivers::runs_command<hal::WriteCommand>(action->command)) {
     defer(std::move(action));
     return;
   }
