@@ -9,6 +9,7 @@
 
 #include <type_traits>
 
+#include "common/abi_same.h"
 #include "drivers/cuda/cu_api.h"
 
 namespace {
@@ -36,36 +37,8 @@ constexpr unsigned int kKilnMemHostRegisterDeviceMap = kiln::cuda::CU_MEMHOSTREG
 
 namespace {
 
-// Two types pass the same way in a call: identical, or both enums of one size (cuda.h's enums
-// have no fixed underlying type; kiln's are int).
-template <class A, class B>
-struct AbiSame {
-  static constexpr bool check() {
-    if constexpr (std::is_same_v<A, B>) {
-      return true;
-    } else if constexpr (std::is_enum_v<A> && std::is_enum_v<B>) {
-      return sizeof(A) == sizeof(B) && alignof(A) == alignof(B);
-    } else {
-      return false;
-    }
-  }
-  static constexpr bool value = check();
-};
-
-template <class R1, class... A1, class R2, class... A2>
-struct AbiSame<R1 (*)(A1...), R2 (*)(A2...)> {
-  static constexpr bool check() {
-    if constexpr (sizeof...(A1) != sizeof...(A2)) {
-      return false;
-    } else {
-      return AbiSame<R1, R2>::value && (AbiSame<A1, A2>::value && ...);
-    }
-  }
-  static constexpr bool value = check();
-};
-
 #define KILN_CHECK_FUNCTION(member, symbol)                                              \
-  static_assert(AbiSame<decltype(kiln::cuda::Api::member), decltype(&::symbol)>::value, \
+  static_assert(kiln::test::AbiSame<decltype(kiln::cuda::Api::member), decltype(&::symbol)>::value, \
                 "Api::" #member " does not match cuda.h's " #symbol);
 KILN_CUDA_API_FUNCTIONS(KILN_CHECK_FUNCTION)
 #undef KILN_CHECK_FUNCTION

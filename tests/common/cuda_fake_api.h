@@ -1,0 +1,343 @@
+// A stand-in for the CUDA driver API, for testing kiln's CUDA code without a GPU: "device"
+// memory is host memory, each stream runs its work in order on a thread of its own, events are
+// record/complete counters, and a module holds the fake kernels below plus any a test adds
+// (Fake::extra_kernels). Every call checks that the context is pushed and that it is not made from
+// a stream callback (Fake::misuse counts the calls that break that rule).
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "drivers/cuda/cu_api.h"
+
+namespace kiln::cuda::fake {
+
+// A stream: its work runs in order on its own thread.
+class FakeStream {
+ public:
+  FakeStream() : thread_([this] { main(); }) {}
+  ~FakeStream() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    ready_.notify_all();
+    thread_.join();
+  }
+  void push(std::function<void()> work) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    work_.push_back(std::move(work));
+    ++pending_;
+    ready_.notify_all();
+  }
+  void synchronize() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    idle_.wait(lock, [this] { return pending_ == 0; });
+  }
+
+ private:
+  void main() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      ready_.wait(lock, [this] { return stop_ || !work_.empty(); });
+      if (work_.empty()) return;
+      std::function<void()> work = std::move(work_.front());
+      work_.pop_front();
+      lock.unlock();
+      work();
+      lock.lock();
+      if (--pending_ == 0) idle_.notify_all();
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable ready_, idle_;
+  std::deque<std::function<void()>> work_;
+  size_t pending_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// What the stand-in counts and checks, for the whole process (one test at a time).
+struct Fake {
+  static inline thread_local int depth = 0;           // contexts pushed on this thread
+  static inline thread_local bool in_callback = false;  // inside a cuLaunchHostFunc callback
+  static inline std::atomic<int> misuse{0};           // calls without a context, or from a callback
+  static inline std::atomic<int> launches{0};
+  static inline std::atomic<int> stream_waits{0};  // cuStreamWaitEvent calls
+  static inline char context_object, module_object;
+  // A latch that the next kernel launched while it is armed waits on, on its stream: holds that
+  // stream's work back so that a test can submit more before it completes.
+  static inline std::mutex latch_mutex;
+  static inline std::condition_variable latch_open;
+  static inline bool latch_armed = false, latch_closed = false;
+  static void arm() {
+    std::lock_guard<std::mutex> lock(latch_mutex);
+    latch_armed = latch_closed = true;
+  }
+  static void release() {
+    std::lock_guard<std::mutex> lock(latch_mutex);
+    latch_closed = false;
+    latch_open.notify_all();
+  }
+  // Kernels a test adds to the module, by name: from a launch's parameters and grid and block
+  // sizes, the work its stream runs. Set before the module is used; never changed while in use.
+  using ExtraKernel = std::function<std::function<void()>(void** params, unsigned grid, unsigned block)>;
+  static inline std::map<std::string, ExtraKernel> extra_kernels;
+};
+
+// A CUevent: recordings counted, completions counted as the stream reaches them.
+struct FakeEvent {
+  std::mutex mutex;
+  std::condition_variable reached;
+  uint64_t recorded = 0, completed = 0;
+};
+
+inline CUresult checked() {
+  if (Fake::in_callback || Fake::depth == 0) {
+    ++Fake::misuse;
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  return CUDA_SUCCESS;
+}
+
+inline FakeStream* stream_of(CUstream s) { return reinterpret_cast<FakeStream*>(s); }
+inline void* address(CUdeviceptr p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); }
+inline CUdeviceptr device_address(const void* p) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p)); }
+
+// The kernels the fake module has: `fill_kernel` writes constant 0 into every u32 of binding 0
+// (checks the parameters reach the launch), `fail_kernel` records failure code 7 in workgroup
+// (2, 0, 0) through the status slot, as KILN_FAIL does.
+enum class FakeKernel : uintptr_t { kFill = 1, kFail = 2, kCopy = 3, kGate = 4 };
+
+// The status slot of (ring, tag), as the ABI computes it.
+inline uint32_t* slot_of(CUdeviceptr ring, uint32_t tag) { return static_cast<uint32_t*>(address(ring)) + (tag % 256u) * 8u; }
+
+inline const Api& fake_api() {
+  static const Api api = [] {
+    Api a{};
+    a.CtxPushCurrent = [](CUcontext) {
+      ++Fake::depth;
+      return CUDA_SUCCESS;
+    };
+    a.CtxPopCurrent = [](CUcontext*) {
+      --Fake::depth;
+      return CUDA_SUCCESS;
+    };
+    a.GetErrorName = [](CUresult, const char** name) {
+      *name = "CUDA_ERROR_FAKE";
+      return CUDA_SUCCESS;
+    };
+    a.DevicePrimaryCtxRetain = [](CUcontext* c, CUdevice) {
+      *c = reinterpret_cast<CUcontext>(&Fake::context_object);
+      return CUDA_SUCCESS;
+    };
+    a.DevicePrimaryCtxRelease = [](CUdevice) { return CUDA_SUCCESS; };
+    a.EventCreate = [](CUevent* e, unsigned) {
+      *e = reinterpret_cast<CUevent>(new FakeEvent());
+      return checked();
+    };
+    a.EventDestroy = [](CUevent e) {
+      delete reinterpret_cast<FakeEvent*>(e);
+      return checked();
+    };
+    a.EventRecord = [](CUevent e, CUstream st) {
+      auto* event = reinterpret_cast<FakeEvent*>(e);
+      uint64_t generation = 0;
+      {
+        std::lock_guard<std::mutex> lock(event->mutex);
+        generation = ++event->recorded;
+      }
+      stream_of(st)->push([event, generation] {
+        std::lock_guard<std::mutex> lock(event->mutex);
+        event->completed = std::max(event->completed, generation);
+        event->reached.notify_all();
+      });
+      return checked();
+    };
+    a.StreamWaitEvent = [](CUstream st, CUevent e, unsigned) {
+      ++Fake::stream_waits;
+      auto* event = reinterpret_cast<FakeEvent*>(e);
+      uint64_t target = 0;
+      {
+        std::lock_guard<std::mutex> lock(event->mutex);
+        target = event->recorded;
+      }
+      stream_of(st)->push([event, target] {
+        std::unique_lock<std::mutex> lock(event->mutex);
+        event->reached.wait(lock, [&] { return event->completed >= target; });
+      });
+      return checked();
+    };
+    a.StreamCreate = [](CUstream* s, unsigned) {
+      *s = reinterpret_cast<CUstream>(new FakeStream());
+      return checked();
+    };
+    a.StreamDestroy = [](CUstream s) {
+      delete stream_of(s);
+      return checked();
+    };
+    a.StreamSynchronize = [](CUstream s) {
+      stream_of(s)->synchronize();
+      return checked();
+    };
+    a.LaunchHostFunc = [](CUstream s, CUhostFn fn, void* user) {
+      stream_of(s)->push([fn, user] {
+        Fake::in_callback = true;
+        fn(user);
+        Fake::in_callback = false;
+      });
+      return checked();
+    };
+    a.MemAlloc = [](CUdeviceptr* p, size_t bytes) {
+      *p = device_address(std::calloc(1, bytes));
+      return checked();
+    };
+    a.MemFree = [](CUdeviceptr p) {
+      std::free(address(p));
+      return checked();
+    };
+    a.MemHostAlloc = [](void** p, size_t bytes, unsigned) {
+      *p = std::calloc(1, bytes);
+      return checked();
+    };
+    a.MemFreeHost = [](void* p) {
+      std::free(p);
+      return checked();
+    };
+    a.MemHostGetDevicePointer = [](CUdeviceptr* d, void* p, unsigned) {
+      *d = device_address(p);
+      return checked();
+    };
+    a.MemHostRegister = [](void*, size_t, unsigned) { return checked(); };
+    a.MemHostUnregister = [](void*) { return checked(); };
+    a.MemcpyHtoDAsync = [](CUdeviceptr d, const void* s, size_t n, CUstream st) {
+      stream_of(st)->push([=] { std::memcpy(address(d), s, n); });
+      return checked();
+    };
+    a.MemcpyDtoHAsync = [](void* d, CUdeviceptr s, size_t n, CUstream st) {
+      stream_of(st)->push([=] { std::memcpy(d, address(s), n); });
+      return checked();
+    };
+    a.MemcpyDtoDAsync = [](CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
+      stream_of(st)->push([=] { std::memcpy(address(d), address(s), n); });
+      return checked();
+    };
+    a.MemsetD8Async = [](CUdeviceptr d, unsigned char v, size_t n, CUstream st) {
+      stream_of(st)->push([=] { std::memset(address(d), v, n); });
+      return checked();
+    };
+    a.MemsetD16Async = [](CUdeviceptr d, unsigned short v, size_t n, CUstream st) {
+      stream_of(st)->push([=] { for (size_t i = 0; i < n; ++i) static_cast<uint16_t*>(address(d))[i] = v; });
+      return checked();
+    };
+    a.MemsetD32Async = [](CUdeviceptr d, unsigned v, size_t n, CUstream st) {
+      stream_of(st)->push([=] { for (size_t i = 0; i < n; ++i) static_cast<uint32_t*>(address(d))[i] = v; });
+      return checked();
+    };
+    a.ModuleLoadData = [](CUmodule* m, const void*) {
+      *m = reinterpret_cast<CUmodule>(&Fake::module_object);
+      return checked();
+    };
+    a.ModuleUnload = [](CUmodule) { return checked(); };
+    a.ModuleGetFunction = [](CUfunction* f, CUmodule, const char* name) {
+      const std::string n = name;
+      FakeKernel kernel = n == "fill_kernel" ? FakeKernel::kFill : n == "fail_kernel" ? FakeKernel::kFail
+                          : n == "copy_kernel"  ? FakeKernel::kCopy : n == "kiln_wait_gate" ? FakeKernel::kGate
+                                                : FakeKernel{};
+      if (kernel == FakeKernel{}) {
+        auto extra = Fake::extra_kernels.find(n);
+        if (extra == Fake::extra_kernels.end()) return CUDA_ERROR_NOT_FOUND;
+        *f = reinterpret_cast<CUfunction>(&extra->second);  // an address, never one of FakeKernel's values
+        return checked();
+      }
+      *f = reinterpret_cast<CUfunction>(static_cast<uintptr_t>(kernel));
+      return checked();
+    };
+    a.FuncGetAttribute = [](int* v, CUfunction_attribute, CUfunction) {
+      *v = 1024;
+      return checked();
+    };
+    a.LaunchKernel = [](CUfunction f, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned, unsigned,
+                        CUstream st, void** params, void**) {
+      ++Fake::launches;
+      if (reinterpret_cast<uintptr_t>(f) > static_cast<uintptr_t>(FakeKernel::kGate)) {
+        stream_of(st)->push((*reinterpret_cast<const Fake::ExtraKernel*>(f))(params, gx, bx));
+        return checked();
+      }
+      // KILN_STATUS_PARAMS, then (base, offset, length) per binding, then the constants.
+      const CUdeviceptr ring = *static_cast<CUdeviceptr*>(params[0]);
+      const uint32_t tag = *static_cast<uint32_t*>(params[1]);
+      const uint32_t command = *static_cast<uint32_t*>(params[2]);
+      const auto kernel = static_cast<FakeKernel>(reinterpret_cast<uintptr_t>(f));
+      std::function<void()> body;
+      if (kernel == FakeKernel::kGate) {
+        std::vector<std::pair<CUdeviceptr, uint32_t>> signallers;
+        for (int i = 0; i < 4; ++i) {
+          signallers.push_back({*static_cast<CUdeviceptr*>(params[3 + 2 * i]), *static_cast<uint32_t*>(params[4 + 2 * i])});
+        }
+        stream_of(st)->push([=] {
+          for (auto [s, t] : signallers) {
+            if (s && *static_cast<uint32_t*>(address(s)) == t) {
+              slot_of(ring, tag)[1] = 0x7FFFFFFFu;
+              slot_of(ring, tag)[0] = tag;
+              return;
+            }
+          }
+        });
+        return checked();
+      }
+      if (kernel == FakeKernel::kFail) {
+        body = [=] {
+          uint32_t* slot = slot_of(ring, tag);
+          slot[1] = 7;
+          slot[2] = command;
+          slot[3] = gx > 2 ? 2 : 0;
+          slot[0] = tag;
+        };
+      } else {
+        const CUdeviceptr base = *static_cast<CUdeviceptr*>(params[3]);
+        const uint64_t offset = *static_cast<uint64_t*>(params[4]), length = *static_cast<uint64_t*>(params[5]);
+        auto* data = reinterpret_cast<uint32_t*>(static_cast<char*>(address(base)) + offset);
+        if (kernel == FakeKernel::kFill) {
+          const uint32_t value = *static_cast<uint32_t*>(params[6]);
+          body = [=] {
+            for (uint64_t i = 0; i < length / 4; ++i) data[i] = value;
+          };
+        } else {
+          auto* target = reinterpret_cast<uint32_t*>(static_cast<char*>(address(*static_cast<CUdeviceptr*>(params[6]))) +
+                                                     *static_cast<uint64_t*>(params[7]));
+          body = [=] { std::memcpy(target, data, length); };
+        }
+      }
+      bool latched = false;
+      {
+        std::lock_guard<std::mutex> lock(Fake::latch_mutex);
+        latched = Fake::latch_armed;
+        Fake::latch_armed = false;
+      }
+      stream_of(st)->push([=] {
+        if (latched) {
+          std::unique_lock<std::mutex> lock(Fake::latch_mutex);
+          Fake::latch_open.wait(lock, [] { return !Fake::latch_closed; });
+        }
+        if (slot_of(ring, tag)[0] == tag) return;  // KILN_ENTRY: the action already failed
+        body();
+      });
+      return checked();
+    };
+    return a;
+  }();
+  return api;
+}
+
+}  // namespace kiln::cuda::fake
