@@ -18,6 +18,7 @@
 #include "kiln/ral/execution_context.h"
 #include "kiln/ral/registry.h"
 #include "kiln/runtime/backend.h"
+#include "ral/library/cublas.h"
 #include "runtime/e2e_util.h"
 
 namespace kiln::e2e {
@@ -38,9 +39,11 @@ void register_test_functions() {
     for (Status s : {r.add(ral::make_function<"test_scale", "cpu", &scale>()),
                      r.add(ral::make_function<"test_scale", "interp", &scale>()),
                      r.add(ral::make_function<"test_scale", "opencl", &scale>()),
+                     r.add(ral::make_function<"test_scale", "cuda", &scale>()),
                      r.add(ral::make_function<"test_refuse", "cpu", &refuse>()),
                      r.add(ral::make_function<"test_refuse", "interp", &refuse>()),
-                     r.add(ral::make_function<"test_refuse", "opencl", &refuse>())}) {
+                     r.add(ral::make_function<"test_refuse", "opencl", &refuse>()),
+                     r.add(ral::make_function<"test_refuse", "cuda", &refuse>())}) {
       EXPECT_TRUE(s.ok()) << s;
     }
     return true;
@@ -91,6 +94,13 @@ class CallStatementTest : public ::testing::TestWithParam<std::string> {
   }
 
   void expect_gemm_cases();
+  // A 2x2 gemm fails with `code` and a message that contains `message`.
+  void expect_gemm_fails(StatusCode code, const std::string& message) {
+    const std::string text = "input a : f32[2, 2]\ninput b : f32[2, 2]\noutput c : f32[2, 2]\ncall gemm(a, b) -> c\n";
+    Result<Tensors> out = run(device_, text, random_inputs(text, 1));
+    EXPECT_EQ(out.status().code(), code) << out.status();
+    EXPECT_NE(out.status().message().find(message), std::string::npos) << out.status();
+  }
 
   TempDir cache_;
   hal::DeviceRef device_;
@@ -160,18 +170,29 @@ TEST_P(CallStatementTest, OpenClGemmRunsOnTheDeviceAndOnTheHost) {
     if (clblast) {
       expect_gemm_cases();
     } else {
-      const std::string text = "input a : f32[2, 2]\ninput b : f32[2, 2]\noutput c : f32[2, 2]\ncall gemm(a, b) -> c\n";
-      Result<Tensors> out = run(device_, text, random_inputs(text, 1));
-      EXPECT_NE(out.status().message().find("CLBlast was not found"), std::string::npos) << out.status();
+      expect_gemm_fails(StatusCode::kUnavailable, "CLBlast was not found");
     }
   }
   if (clblast) dlclose(clblast);
   test::ScopedEnv env("KILN_OPENCL_GEMM", "cuBLAS");
-  const std::string text = "input a : f32[2, 2]\ninput b : f32[2, 2]\noutput c : f32[2, 2]\ncall gemm(a, b) -> c\n";
-  Result<Tensors> out = run(device_, text, random_inputs(text, 1));
-  EXPECT_EQ(out.status().code(), StatusCode::kInvalidArgument) << out.status();
-  EXPECT_NE(out.status().message().find("KILN_OPENCL_GEMM='cuBLAS' is not one of clblast, host"), std::string::npos)
-      << out.status();
+  expect_gemm_fails(StatusCode::kInvalidArgument, "KILN_OPENCL_GEMM='cuBLAS' is not one of clblast, host");
+}
+
+// On cuda, gemm runs on the device through cuBLAS or on the host over mapped buffers
+// (KILN_CUDA_GEMM); both give the reference's results, and a bad choice is a clear error.
+TEST_P(CallStatementTest, CudaGemmRunsOnTheDeviceAndOnTheHost) {
+  if (GetParam() != "cuda") GTEST_SKIP() << "KILN_CUDA_GEMM is the cuda device's";
+  for (const char* place : {"host", "cublas"}) {
+    test::ScopedEnv env("KILN_CUDA_GEMM", place);
+    SCOPED_TRACE(place);
+    if (std::string(place) == "cublas" && !ral::library::cublas().status.ok()) {
+      expect_gemm_fails(StatusCode::kUnavailable, "cuBLAS was not found");
+    } else {
+      expect_gemm_cases();
+    }
+  }
+  test::ScopedEnv env("KILN_CUDA_GEMM", "clblast");
+  expect_gemm_fails(StatusCode::kInvalidArgument, "KILN_CUDA_GEMM='clblast' is not one of cublas, host");
 }
 
 TEST_P(CallStatementTest, SortingMatchesTheStandardLibrary) {
@@ -243,6 +264,13 @@ call random_uniform(lo=-2, hi=3) -> u2
     ASSERT_TRUE(got.ok()) << got.status();
     ASSERT_TRUE(want.ok()) << want.status();
     for (const char* name : {"u", "n", "u2"}) {
+      // cuda's normals come from the device's log, sin and cos, within a few ulp of the host's.
+      if (GetParam() == "cuda" && std::string(name) == "n") {
+        const std::vector<double> g = (*got)[name].values(), w = (*want)[name].values();
+        ASSERT_EQ(g.size(), w.size());
+        for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], w[i], 1e-13 * std::abs(w[i])) << name << "[" << i << "]";
+        continue;
+      }
       EXPECT_EQ((*got)[name].bytes, (*want)[name].bytes) << name << " after " << runs << " runs";
     }
     for (double v : (*got)["u"].values()) EXPECT_TRUE(v >= -2 && v < 3) << v;
@@ -397,7 +425,7 @@ TEST_P(CallStatementTest, AVirtualRequestForACallTensorIsRefused) {
   EXPECT_NE(instance.status().message().find("cannot be virtual: call sort"), std::string::npos) << instance.status();
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, CallStatementTest, ::testing::Values("interp", "cpu", "opencl"),
+INSTANTIATE_TEST_SUITE_P(Devices, CallStatementTest, ::testing::Values("interp", "cpu", "opencl", "cuda"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

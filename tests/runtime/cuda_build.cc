@@ -36,6 +36,10 @@ Status check_cuda_builds(const ir::LoweredProgram& lowered, std::string_view lab
   cuda.capabilities.executable_formats = {"cuda-c"};
   std::string format;
   KILN_ASSIGN_OR_RETURN(std::string source, runtime::generate_source(lowered, cuda, &format));
+  return check_cuda_source_builds(source, label);
+}
+
+Status check_cuda_source_builds(const std::string& source, std::string_view label) {
   KILN_ASSIGN_OR_RETURN(std::string ptxas, ptxas_path());
   test::TempDir dir("kiln-cuda-build");
   for (int arch : kCudaTestArchs) {

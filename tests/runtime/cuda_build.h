@@ -22,4 +22,8 @@ Status cuda_toolchain_available();
 // architecture, with the log and the source.
 Status check_cuda_builds(const ir::LoweredProgram& lowered, std::string_view label);
 
+// The same for CUDA C source as the driver's compiler takes it ("cuda-c": without the kernel
+// ABI, which the build prepends), such as the library kernels.
+Status check_cuda_source_builds(const std::string& source, std::string_view label);
+
 }  // namespace kiln::e2e

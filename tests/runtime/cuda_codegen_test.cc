@@ -14,6 +14,7 @@
 #include "base/disk_cache.h"
 #include "kiln/lang/parser.h"
 #include "kiln/loop/lower.h"
+#include "ral/library/cuda_kernels.h"
 #include "runtime/cuda_build.h"
 #include "runtime/program_generator.h"
 
@@ -101,6 +102,13 @@ TEST_F(CudaCodegenTest, GeneratedProgramsBuild) {
   ir::LowerOptions plain;
   plain.inline_virtual = plain.fuse = plain.collapse = plain.local_arrays = plain.optimize = false;
   expect_builds(text, "generated.kiln (plain lowering)", plain);
+}
+
+// The library kernels the cuda device runs for sort, argsort, topk and the random numbers
+// (tests/ral/cuda_kernels_test.cc runs the same text on the host).
+TEST_F(CudaCodegenTest, LibraryKernelsBuild) {
+  Status built = check_cuda_source_builds(std::string(ral::library::cuda_library_source()), "kiln library kernels");
+  EXPECT_TRUE(built.ok()) << built;
 }
 
 }  // namespace

@@ -5,7 +5,6 @@
 #include <string>
 
 #include "drivers/opencl/cl_allocator.h"
-#include "kiln/base/env.h"
 #include "kiln/base/shared_library.h"
 
 namespace kiln::ral::library {
@@ -81,20 +80,13 @@ Status element_offset(const hal::Buffer& buffer, size_t element, const char* nam
 
 }  // namespace
 
-Result<OpenClGemm> opencl_gemm(const hal::Buffer& c) {
-  const std::optional<std::string> asked = env_string("KILN_OPENCL_GEMM");
-  if (asked && *asked != "clblast" && *asked != "host") {
-    return invalid_argument_error("KILN_OPENCL_GEMM='" + *asked + "' is not one of clblast, host");
-  }
-  if (asked && *asked == "host") return OpenClGemm::kHost;
+Result<GemmPlace> opencl_gemm(const hal::Buffer& c) {
   const Status& loaded = clblast().status;
-  if (asked) {
-    if (!loaded.ok()) return loaded.annotate("KILN_OPENCL_GEMM=clblast");
-    return OpenClGemm::kClBlast;
-  }
+  KILN_ASSIGN_OR_RETURN(std::optional<GemmPlace> asked, gemm_place_asked("KILN_OPENCL_GEMM", "clblast", loaded));
+  if (asked) return *asked;
   const opencl::ClStorage* storage = opencl::cl_storage(c);
   if (!storage) return invalid_argument_error("gemm: c is not OpenCL memory");
-  return loaded.ok() && !storage->context()->record().cpu ? OpenClGemm::kClBlast : OpenClGemm::kHost;
+  return loaded.ok() && !storage->context()->record().cpu ? GemmPlace::kLibrary : GemmPlace::kHost;
 }
 
 template <typename T>

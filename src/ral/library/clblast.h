@@ -8,22 +8,17 @@
 
 #include "kiln/base/status.h"
 #include "kiln/hal/buffer.h"
+#include "ral/library/rows.h"
 
 namespace kiln::ral::library {
 
-// Where the opencl device's gemm runs.
-enum class OpenClGemm {
-  kClBlast,  // CLBlast on the device
-  kHost,     // OpenBLAS on the host, over mapped buffers
-};
-
-// Where gemm runs for `c`, a buffer of an OpenCL device: KILN_OPENCL_GEMM (`clblast` or `host`)
+// Where gemm runs (CLBlast is the library) for `c`, a buffer of an OpenCL device: KILN_OPENCL_GEMM (`clblast` or `host`)
 // when set; else CLBlast on a device that is not the host's CPU and CLBlast loads, the host
 // otherwise (on a CPU device, such as PoCL's, mapping is free and OpenBLAS is the faster library:
 // CLBlast on PoCL runs a 512³ sgemm about 12× slower). INVALID_ARGUMENT naming the variable for
 // another value or for a buffer that is not OpenCL memory; UNAVAILABLE saying why when `clblast`
 // is asked for and the library cannot be loaded.
-Result<OpenClGemm> opencl_gemm(const hal::Buffer& c);
+Result<GemmPlace> opencl_gemm(const hal::Buffer& c);
 
 // c = alpha * op(a) @ op(b) + beta * c, row-major, on the OpenCL device that holds the buffers,
 // through CLBlast; returns when it has finished. m, n, k > 0; lda and ldb are the row lengths of

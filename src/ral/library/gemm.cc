@@ -1,13 +1,16 @@
 // gemm: c = alpha * op(a) @ op(b) + beta * c. The cpu device calls OpenBLAS's cblas (the
 // library a user would otherwise call); opencl calls CLBlast on the device (ral/library/
-// clblast.h), or OpenBLAS over mapped buffers; interp has a plain triple loop, the reference.
+// clblast.h) and cuda cuBLAS (cuda_library.h), or OpenBLAS over mapped buffers; interp has a
+// plain triple loop, the reference.
 #include <cblas.h>
 
+#include <algorithm>
 #include <array>
 
 #include "kiln/hal/buffer.h"
 #include "kiln/ral/execution_context.h"
 #include "ral/library/clblast.h"
+#include "ral/library/cuda_library.h"
 #include "ral/library/library.h"
 #include "ral/library/rows.h"
 
@@ -32,35 +35,65 @@ Status gemm_blas(ExecutionContext*, MemRef<T, 2> a, MemRef<T, 2> b, MemRef<T, 2>
   return Status();
 }
 
-// The opencl device's gemm, which works on device memory (Memory::kDevice): each memref's data
-// is the tensor's hal::Buffer. CLBlast runs it on the device, or OpenBLAS over mapped buffers
-// as for the other functions (on a CPU device, without CLBlast, or with KILN_OPENCL_GEMM=host).
+// The buffer a device-memory function's memref stands for.
+template <typename T>
+const hal::Buffer& buffer_of(const MemRef<T, 2>& m) {
+  return *reinterpret_cast<const hal::Buffer*>(m.data);
+}
+
+// OpenBLAS over mapped buffers: gemm on a device whose memory the host maps, where the device's
+// own library does not run it. Each memref's data is the tensor's hal::Buffer.
+template <typename T>
+Status gemm_mapped(ExecutionContext* context, MemRef<T, 2> a, MemRef<T, 2> b, MemRef<T, 2> c, int64_t transpose_a,
+                   int64_t transpose_b, T alpha, T beta) {
+  std::array<hal::Mapping, 3> mapped;
+  T** data[3] = {&a.data, &b.data, &c.data};
+  for (size_t i = 0; i < 3; ++i) {
+    Result<hal::Mapping> m = reinterpret_cast<hal::Buffer*>(*data[i])->map(i == 2 ? hal::MapAccess::kReadWrite
+                                                                                  : hal::MapAccess::kRead);
+    if (!m.ok()) return m.status().annotate("gemm: mapping its tensors");
+    mapped[i] = std::move(*m);
+    *data[i] = static_cast<T*>(mapped[i].data());
+  }
+  return gemm_blas<T>(context, a, b, c, transpose_a, transpose_b, alpha, beta);
+}
+
+// The opencl and cuda devices' gemm, which work on device memory (Memory::kDevice): `library`
+// (CLBlast or cuBLAS, given the shape and a's and b's row lengths) runs it on the device where
+// `place` says so, else gemm_mapped does (on a CPU device, without the library, or when
+// KILN_OPENCL_GEMM / KILN_CUDA_GEMM asks for the host). k = 0 (c = beta * c) is always left to
+// the host: CLBlast refuses a zero dimension.
+template <typename T, typename Place, typename Library>
+Status gemm_on_device(ExecutionContext* context, MemRef<T, 2> a, MemRef<T, 2> b, MemRef<T, 2> c, int64_t transpose_a,
+                      int64_t transpose_b, T alpha, T beta, Place&& place, Library&& library) {
+  KILN_ASSIGN_OR_RETURN(GemmShape s, check_gemm(a, b, c, transpose_a, transpose_b));
+  if (s.m == 0 || s.n == 0) return Status();
+  KILN_ASSIGN_OR_RETURN(GemmPlace where, place(*reinterpret_cast<hal::Buffer*>(c.data)));
+  if (where == GemmPlace::kHost || s.k == 0) return gemm_mapped<T>(context, a, b, c, transpose_a, transpose_b, alpha, beta);
+  return library(s, std::max<int64_t>(a.sizes[1], 1), std::max<int64_t>(b.sizes[1], 1));
+}
+
 template <typename T>
 Status gemm_opencl(ExecutionContext* context, MemRef<T, 2> a, MemRef<T, 2> b, MemRef<T, 2> c, int64_t transpose_a,
                    int64_t transpose_b, T alpha, T beta) {
-  KILN_ASSIGN_OR_RETURN(GemmShape s, check_gemm(a, b, c, transpose_a, transpose_b));
-  if (s.m == 0 || s.n == 0) return Status();
-  const std::array<hal::Buffer*, 3> buffers = {reinterpret_cast<hal::Buffer*>(a.data),
-                                               reinterpret_cast<hal::Buffer*>(b.data),
-                                               reinterpret_cast<hal::Buffer*>(c.data)};
-  KILN_ASSIGN_OR_RETURN(OpenClGemm where, opencl_gemm(*buffers[2]));
-  // k = 0 (c = beta * c) is left to the host: CLBlast refuses a zero dimension.
-  if (where == OpenClGemm::kClBlast && s.k > 0) {
-    return clblast_gemm<T>(*buffers[0], *buffers[1], *buffers[2], transpose_a != 0, transpose_b != 0,
-                           static_cast<size_t>(s.m), static_cast<size_t>(s.n), static_cast<size_t>(s.k),
-                           static_cast<size_t>(a.sizes[1] > 0 ? a.sizes[1] : 1),
-                           static_cast<size_t>(b.sizes[1] > 0 ? b.sizes[1] : 1), alpha, beta);
-  }
-  std::array<hal::Mapping, 3> mapped;
-  for (size_t i = 0; i < 3; ++i) {
-    Result<hal::Mapping> m = buffers[i]->map(i == 2 ? hal::MapAccess::kReadWrite : hal::MapAccess::kRead);
-    if (!m.ok()) return m.status().annotate("gemm: mapping its tensors");
-    mapped[i] = std::move(*m);
-  }
-  a.data = static_cast<T*>(mapped[0].data());
-  b.data = static_cast<T*>(mapped[1].data());
-  c.data = static_cast<T*>(mapped[2].data());
-  return gemm_blas<T>(context, a, b, c, transpose_a, transpose_b, alpha, beta);
+  return gemm_on_device<T>(context, a, b, c, transpose_a, transpose_b, alpha, beta, opencl_gemm,
+                           [&](const GemmShape& s, int64_t lda, int64_t ldb) {
+                             return clblast_gemm<T>(buffer_of(a), buffer_of(b), buffer_of(c), transpose_a != 0,
+                                                    transpose_b != 0, static_cast<size_t>(s.m),
+                                                    static_cast<size_t>(s.n), static_cast<size_t>(s.k),
+                                                    static_cast<size_t>(lda), static_cast<size_t>(ldb), alpha, beta);
+                           });
+}
+
+template <typename T>
+Status gemm_cuda(ExecutionContext* context, MemRef<T, 2> a, MemRef<T, 2> b, MemRef<T, 2> c, int64_t transpose_a,
+                 int64_t transpose_b, T alpha, T beta) {
+  return gemm_on_device<T>(context, a, b, c, transpose_a, transpose_b, alpha, beta, cuda_gemm,
+                           [&](const GemmShape& s, int64_t lda, int64_t ldb) {
+                             return cublas_gemm<T>(context, buffer_of(a), buffer_of(b), buffer_of(c),
+                                                   transpose_a != 0, transpose_b != 0, s.m, s.n, s.k, lda, ldb, alpha,
+                                                   beta);
+                           });
 }
 
 template <typename T>
@@ -88,9 +121,8 @@ Status register_gemm(Registry& registry) {
   KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "cpu", &gemm_blas<double>>()));
   KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "opencl", &gemm_opencl<float>, Memory::kDevice>()));
   KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "opencl", &gemm_opencl<double>, Memory::kDevice>()));
-  // cuda: on the host over mapped buffers until cuBLAS is wired in (docs/cuda.md).
-  KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "cuda", &gemm_blas<float>>()));
-  KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "cuda", &gemm_blas<double>>()));
+  KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "cuda", &gemm_cuda<float>, Memory::kDevice>()));
+  KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "cuda", &gemm_cuda<double>, Memory::kDevice>()));
   KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "interp", &gemm_reference<float>>()));
   return registry.add(make_function<"gemm", "interp", &gemm_reference<double>>());
 }

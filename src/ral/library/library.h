@@ -7,16 +7,20 @@
 
 namespace kiln::ral::library {
 
-// sort, argsort, topk with the standard library's sorts, for "cpu", "opencl" and "cuda" (which
-// run them on the host over mapped buffers; docs/ral.md).
+// sort, argsort, topk with the standard library's sorts, for "cpu" and "opencl" (which runs
+// them on the host over mapped buffers; docs/ral.md).
 Status register_cpu_sorting(Registry& registry);
 // The same functions written plainly (a merge sort), for "interp": the reference the others are
 // tested against.
 Status register_reference_sorting(Registry& registry);
-// gemm through OpenBLAS's cblas for "cpu" and, on the host over mapped buffers, "cuda"; CLBlast
-// on the device for "opencl"; a plain triple loop for "interp".
+// gemm through OpenBLAS's cblas for "cpu"; CLBlast on the device for "opencl" and cuBLAS for
+// "cuda" (each with OpenBLAS over mapped buffers as the fallback); a plain triple loop for
+// "interp".
 Status register_gemm(Registry& registry);
-// random_uniform, random_normal: the same numbers on "cpu", "opencl", "cuda" and "interp".
+// random_uniform, random_normal: the same numbers on "cpu", "opencl" and "interp".
 Status register_random(Registry& registry);
+// sort, argsort, topk, random_uniform and random_normal for "cuda", as kernels on the device
+// (cuda_library.h).
+Status register_cuda_library(Registry& registry);
 
 }  // namespace kiln::ral::library

@@ -1,6 +1,6 @@
 // random_uniform and random_normal: Philox4x32-10 words mapped to numbers as docs/ral.md says.
-// The numbers depend only on (seed, call site, run, element), so every device registers this
-// same code and gets the same bits.
+// The numbers depend only on (seed, call site, run, element), so the host devices register this
+// same code and get the same bits; cuda runs the same mapping as a kernel (cuda_kernels.h).
 #include <algorithm>
 #include <cmath>
 #include <numbers>
@@ -8,6 +8,7 @@
 #include "kiln/ral/execution_context.h"
 #include "ral/library/library.h"
 #include "ral/library/philox.h"
+#include "ral/library/rows.h"
 
 namespace kiln::ral::library {
 
@@ -33,10 +34,7 @@ void for_each_chunk(const PhiloxStream& stream, uint64_t words, Consume&& consum
 
 template <typename T, int N>
 Status uniform(ExecutionContext* context, MemRef<T, N> r, T lo, T hi, int64_t call_site) {
-  if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi) {
-    return invalid_argument_error("random_uniform: lo = " + std::to_string(lo) + ", hi = " +
-                                  std::to_string(hi) + " is not a finite range with lo <= hi");
-  }
+  KILN_RETURN_IF_ERROR(check_uniform_range(lo, hi));
   constexpr uint64_t kWordsPerElement = sizeof(T) / 4;
   const uint64_t count = static_cast<uint64_t>(r.element_count());
   for_each_chunk(stream_of(*context, call_site), count * kWordsPerElement,
@@ -60,10 +58,7 @@ void box_muller(double u1, double u2, double* z0, double* z1) {
 
 template <typename T, int N>
 Status normal(ExecutionContext* context, MemRef<T, N> r, T mean, T std_dev, int64_t call_site) {
-  if (!std::isfinite(mean) || !std::isfinite(std_dev) || std_dev < 0) {
-    return invalid_argument_error("random_normal: mean = " + std::to_string(mean) + ", std = " +
-                                  std::to_string(std_dev) + " must be finite, with std >= 0");
-  }
+  KILN_RETURN_IF_ERROR(check_normal_parameters(mean, std_dev));
   constexpr uint64_t kWordsPerPair = 2 * sizeof(T) / 4;
   const uint64_t count = static_cast<uint64_t>(r.element_count());
   const uint64_t pairs = (count + 1) / 2;
@@ -110,8 +105,6 @@ Status register_random(Registry& registry) {
   KILN_RETURN_IF_ERROR((add_ranks<"cpu", double>(registry)));
   KILN_RETURN_IF_ERROR((add_ranks<"opencl", float>(registry)));
   KILN_RETURN_IF_ERROR((add_ranks<"opencl", double>(registry)));
-  KILN_RETURN_IF_ERROR((add_ranks<"cuda", float>(registry)));
-  KILN_RETURN_IF_ERROR((add_ranks<"cuda", double>(registry)));
   KILN_RETURN_IF_ERROR((add_ranks<"interp", float>(registry)));
   return add_ranks<"interp", double>(registry);
 }

@@ -4,9 +4,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
 
+#include "kiln/base/env.h"
 #include "kiln/base/status.h"
 #include "kiln/ral/memref.h"
 
@@ -104,6 +106,44 @@ Result<GemmShape> check_gemm(const MemRef<T, 2>& a, const MemRef<T, 2>& b, const
     return invalid_argument_error("gemm: dimensions above 2^31 - 1");
   }
   return GemmShape{m, n, k};
+}
+
+// Where a device's gemm runs: its BLAS library on the device (CLBlast, cuBLAS), or OpenBLAS on
+// the host over mapped buffers.
+enum class GemmPlace { kLibrary, kHost };
+
+// The place the environment variable `variable` asks for (`library` or `host`), nullopt when it
+// is unset. INVALID_ARGUMENT naming the variable for another value; `loaded` (the library's load
+// status), annotated, when the library is asked for and could not be loaded.
+inline Result<std::optional<GemmPlace>> gemm_place_asked(const char* variable, const char* library,
+                                                         const Status& loaded) {
+  const std::optional<std::string> asked = env_string(variable);
+  if (!asked) return std::optional<GemmPlace>();
+  if (*asked == "host") return std::optional<GemmPlace>(GemmPlace::kHost);
+  if (*asked != library) {
+    return invalid_argument_error(std::string(variable) + "='" + *asked + "' is not one of " + library + ", host");
+  }
+  if (!loaded.ok()) return loaded.annotate(std::string(variable) + "=" + library);
+  return std::optional<GemmPlace>(GemmPlace::kLibrary);
+}
+
+// The checks of random_uniform's range and random_normal's parameters.
+template <typename T>
+Status check_uniform_range(T lo, T hi) {
+  if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi) {
+    return invalid_argument_error("random_uniform: lo = " + std::to_string(lo) + ", hi = " + std::to_string(hi) +
+                                  " is not a finite range with lo <= hi");
+  }
+  return Status();
+}
+
+template <typename T>
+Status check_normal_parameters(T mean, T std_dev) {
+  if (!std::isfinite(mean) || !std::isfinite(std_dev) || std_dev < 0) {
+    return invalid_argument_error("random_normal: mean = " + std::to_string(mean) + ", std = " +
+                                  std::to_string(std_dev) + " must be finite, with std >= 0");
+  }
+  return Status();
 }
 
 template <typename T>

@@ -79,7 +79,6 @@ Status add_sorting(Registry& registry) {
 
 Status register_cpu_sorting(Registry& registry) {
   KILN_RETURN_IF_ERROR(add_sorting<"cpu">(registry));
-  KILN_RETURN_IF_ERROR(add_sorting<"cuda">(registry));
   return add_sorting<"opencl">(registry);
 }
 

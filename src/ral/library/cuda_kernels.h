@@ -1,0 +1,42 @@
+// The CUDA C of the library functions that run on the cuda device as kiln's own kernels:
+// Philox random numbers and sorting (sort, argsort and topk through one bitonic network). The
+// text is built by NVRTC like generated code (cuda_library.h loads it once per context); the
+// tests also build it with ptxas and run it on the host (tests/ral/cuda_kernels_test.cc), which
+// is why it uses no CUDA feature beyond the launch indices: no shared memory, no barriers, and
+// every launch's threads touch disjoint elements.
+//
+// Kernels (T is f32, f64 or i32 as the suffix says; counts are unsigned long long; every kernel
+// loops over its range with a grid-sized stride, so any grid and block size is correct):
+//
+//   kiln_random_uniform_{f32,f64}(T* out, count, key0, key1, call_site, run, T lo, T hi)
+//   kiln_random_normal_{f32,f64}(T* out, count, key0, key1, call_site, run, T mean, T std)
+//       The numbers docs/ral.md specifies, from the Philox4x32-10 stream with key (key0, key1)
+//       and block b's counter (b, b >> 32, call_site, run); one thread per block of four words.
+//       Uniforms are bit-identical to the host's; normals use the device's log, sin and cos.
+//
+//   kiln_sort_load_T(const T* x, T* keys, unsigned* idx, rows, n, padded)
+//       Copies each row of x (length n) into a row of `padded` (a power of two >= n) keys with
+//       their positions; padding gets positions n..padded-1, which order after every element.
+//   kiln_sort_step_T(T* keys, unsigned* idx, rows, n, padded, k, j, int descending)
+//       One compare-exchange stage (k, j) of the bitonic network, for k = 2, 4, .., padded and
+//       j = k/2, .., 1. The order: NaNs after every number, ascending or descending, then the
+//       lower position first, so the result is the stable sort.
+//   kiln_sort_store_T(const T* keys, const unsigned* idx, T* values, int* indices, rows,
+//                     padded, count)
+//       Writes the first `count` of each sorted row to values and/or indices (either may be null).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace kiln::ral::library {
+
+std::string_view cuda_library_source();
+
+// The (k, j) of every kiln_sort_step launch, in order, for rows padded to `padded` (a power of
+// two): the whole bitonic network.
+std::vector<std::pair<uint64_t, uint64_t>> bitonic_stages(uint64_t padded);
+
+}  // namespace kiln::ral::library

@@ -1,0 +1,312 @@
+#include "ral/library/cuda_library.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <string>
+
+#include "base/disk_cache.h"
+#include "drivers/cuda/cu_allocator.h"
+#include "drivers/cuda/cu_image_builder.h"
+#include "ral/library/cuda_kernels.h"
+#include "ral/library/philox.h"
+#include "ral/library/rows.h"
+
+namespace kiln::ral::library {
+
+namespace {
+
+using cuda::CUdeviceptr;
+
+// Threads per block of the library kernels, and the most blocks a launch asks for (the kernels
+// stride over the rest).
+constexpr uint64_t kBlockThreads = 256;
+constexpr uint64_t kMaxBlocks = 65536;
+
+Result<CUdeviceptr> device_pointer(const hal::Buffer& buffer, const char* function, const char* operand) {
+  if (!cuda::cu_storage(buffer)) {
+    return invalid_argument_error(std::string(function) + ": " + operand + " is not CUDA memory");
+  }
+  return cuda::buffer_pointer(buffer);
+}
+
+const hal::Buffer& buffer_of(const void* data) { return *static_cast<const hal::Buffer*>(data); }
+
+}  // namespace
+
+Result<CudaLibrary*> CudaLibrary::of(ExecutionContext* execution, const hal::Buffer& buffer,
+                                     std::string_view function) {
+  const cuda::CuStorage* storage = cuda::cu_storage(buffer);
+  if (!storage) return invalid_argument_error(std::string(function) + ": the tensor is not CUDA memory");
+  // One library per CUDA context; the resource holds the context, so the address stays its own.
+  char key[64];
+  std::snprintf(key, sizeof key, "cuda.library.%p", static_cast<const void*>(storage->context().get()));
+  std::shared_ptr<cuda::CuContext> context = storage->context();
+  KILN_ASSIGN_OR_RETURN(Resource * resource,
+                        execution->context().get_or_create(
+                            key, Lifetime::kContext,
+                            [&]() -> Result<std::unique_ptr<Resource>> {
+                              return std::unique_ptr<Resource>(std::make_unique<CudaLibrary>(context));
+                            },
+                            execution));
+  return static_cast<CudaLibrary*>(resource);
+}
+
+CudaLibrary::~CudaLibrary() {
+  cuda::ContextScope scope(context_->target());
+  if (!scope.status("the CUDA library's teardown").ok()) return;
+  const cuda::Api& api = context_->api();
+  if (blas_) cublas().Destroy(blas_);
+  if (module_) api.ModuleUnload(module_);
+  if (stream_) api.StreamDestroy(stream_);
+}
+
+Status CudaLibrary::run(std::string_view what, const std::function<Status(cuda::CUstream)>& work) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const cuda::Api& api = context_->api();
+  cuda::ContextScope scope(context_->target());
+  KILN_RETURN_IF_ERROR(scope.status(what));
+  if (!stream_) {
+    const cuda::CUresult made = api.StreamCreate(&stream_, cuda::CU_STREAM_NON_BLOCKING);
+    if (made != cuda::CUDA_SUCCESS) {
+      stream_ = nullptr;
+      return cuda::cu_error("cuStreamCreate", made, what);
+    }
+  }
+  Status status = work(stream_);
+  // Waited for even after a failed step: the scratch memory may still be in use by the steps
+  // before it.
+  const cuda::CUresult waited = api.StreamSynchronize(stream_);
+  if (status.ok() && waited != cuda::CUDA_SUCCESS) status = cuda::cu_error("cuStreamSynchronize", waited, what);
+  for (CUdeviceptr pointer : scratch_) api.MemFree(pointer);
+  scratch_.clear();
+  return status.ok() ? status : status.annotate(std::string(what));
+}
+
+Result<cuda::CUfunction> CudaLibrary::kernel(const char* name) {
+  const cuda::Api& api = context_->api();
+  if (!module_) {
+    cuda::ImageBuilder builder{DiskCache(DiskCache::default_dir())};
+    KILN_ASSIGN_OR_RETURN(cuda::KernelImage image,
+                          builder.build(cuda_library_source(), context_->arch(), "kiln library kernels"));
+    if (image.kind == cuda::CudaImage::kPtx) image.bytes.push_back('\0');
+    const cuda::CUresult loaded = api.ModuleLoadData(&module_, image.bytes.data());
+    if (loaded != cuda::CUDA_SUCCESS) {
+      module_ = nullptr;
+      return cuda::cu_error("cuModuleLoadData", loaded, "the library kernels");
+    }
+  }
+  cuda::CUfunction function = nullptr;
+  const cuda::CUresult found = api.ModuleGetFunction(&function, module_, name);
+  if (found != cuda::CUDA_SUCCESS) return cuda::cu_error("cuModuleGetFunction", found, name);
+  return function;
+}
+
+Status CudaLibrary::launch(const char* name, uint64_t threads, std::initializer_list<const void*> args) {
+  if (threads == 0) return Status();
+  KILN_ASSIGN_OR_RETURN(cuda::CUfunction function, kernel(name));
+  std::vector<void*> params;
+  for (const void* arg : args) params.push_back(const_cast<void*>(arg));
+  const auto blocks = static_cast<unsigned>(std::min((threads + kBlockThreads - 1) / kBlockThreads, kMaxBlocks));
+  const cuda::CUresult launched = context_->api().LaunchKernel(function, blocks, 1, 1, kBlockThreads, 1, 1, 0,
+                                                               stream_, params.data(), nullptr);
+  return launched == cuda::CUDA_SUCCESS ? Status() : cuda::cu_error("cuLaunchKernel", launched, name);
+}
+
+Result<CUdeviceptr> CudaLibrary::scratch(size_t bytes) {
+  CUdeviceptr pointer = 0;
+  const cuda::CUresult made = context_->api().MemAlloc(&pointer, std::max<size_t>(bytes, 1));
+  if (made != cuda::CUDA_SUCCESS) {
+    return cuda::cu_error("cuMemAlloc", made, std::to_string(bytes) + " bytes of scratch memory");
+  }
+  scratch_.push_back(pointer);
+  return pointer;
+}
+
+Result<cublasHandle_t> CudaLibrary::blas() {
+  const Cublas& lib = cublas();
+  KILN_RETURN_IF_ERROR(lib.status);
+  if (!blas_) {
+    cublasHandle_t handle = nullptr;
+    if (const cublasStatus_t made = lib.Create(&handle); made != 0) {
+      return internal_error("cublasCreate failed: " + cublas_status_name(made));
+    }
+    blas_ = handle;
+  }
+  if (const cublasStatus_t bound = lib.SetStream(blas_, stream_); bound != 0) {
+    return internal_error("cublasSetStream failed: " + cublas_status_name(bound));
+  }
+  return blas_;
+}
+
+Result<GemmPlace> cuda_gemm(const hal::Buffer&) {
+  const Status& loaded = cublas().status;
+  KILN_ASSIGN_OR_RETURN(std::optional<GemmPlace> asked, gemm_place_asked("KILN_CUDA_GEMM", "cublas", loaded));
+  return asked.value_or(loaded.ok() ? GemmPlace::kLibrary : GemmPlace::kHost);
+}
+
+template <typename T>
+Status cublas_gemm(ExecutionContext* execution, const hal::Buffer& a, const hal::Buffer& b, const hal::Buffer& c,
+                   bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
+                   T alpha, T beta) {
+  KILN_ASSIGN_OR_RETURN(CUdeviceptr a_ptr, device_pointer(a, "gemm", "a"));
+  KILN_ASSIGN_OR_RETURN(CUdeviceptr b_ptr, device_pointer(b, "gemm", "b"));
+  KILN_ASSIGN_OR_RETURN(CUdeviceptr c_ptr, device_pointer(c, "gemm", "c"));
+  KILN_ASSIGN_OR_RETURN(CudaLibrary * library, CudaLibrary::of(execution, c, "gemm"));
+  const ColumnMajorGemm g = column_major_gemm(transpose_a, transpose_b, m, n, k, lda, ldb);
+  return library->run("gemm on cuda", [&](cuda::CUstream) -> Status {
+    KILN_ASSIGN_OR_RETURN(cublasHandle_t handle, library->blas());
+    cublasStatus_t done;
+    if constexpr (std::is_same_v<T, float>) {
+      done = cublas().Sgemm(handle, g.transpose_first, g.transpose_second, g.m, g.n, g.k, &alpha,
+                            reinterpret_cast<const T*>(b_ptr), g.ld_first, reinterpret_cast<const T*>(a_ptr),
+                            g.ld_second, &beta, reinterpret_cast<T*>(c_ptr), g.ldc);
+    } else {
+      done = cublas().Dgemm(handle, g.transpose_first, g.transpose_second, g.m, g.n, g.k, &alpha,
+                            reinterpret_cast<const T*>(b_ptr), g.ld_first, reinterpret_cast<const T*>(a_ptr),
+                            g.ld_second, &beta, reinterpret_cast<T*>(c_ptr), g.ldc);
+    }
+    if (done != 0) {
+      return internal_error(std::string(std::is_same_v<T, float> ? "cublasSgemm" : "cublasDgemm") +
+                            " failed: " + cublas_status_name(done));
+    }
+    return Status();
+  });
+}
+
+template Status cublas_gemm<float>(ExecutionContext*, const hal::Buffer&, const hal::Buffer&, const hal::Buffer&, bool,
+                                   bool, int64_t, int64_t, int64_t, int64_t, int64_t, float, float);
+template Status cublas_gemm<double>(ExecutionContext*, const hal::Buffer&, const hal::Buffer&, const hal::Buffer&,
+                                    bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, double, double);
+
+namespace {
+
+template <typename T>
+constexpr const char* type_suffix() {
+  if constexpr (std::is_same_v<T, float>) return "f32";
+  else if constexpr (std::is_same_v<T, double>) return "f64";
+  else return "i32";
+}
+
+// Sorts each of `rows` rows of x (length n) through the bitonic network and writes the first
+// `count` of each to `values` and/or `indices`.
+template <typename T>
+Status sort_on_device(ExecutionContext* execution, const char* function, const hal::Buffer& x,
+                      const hal::Buffer* values, const hal::Buffer* indices, bool descending, int64_t rows, int64_t n,
+                      int64_t count) {
+  if (rows == 0 || n == 0) return Status();
+  if (n > INT32_MAX) return invalid_argument_error(std::string(function) + ": rows longer than 2^31 - 1");
+  KILN_ASSIGN_OR_RETURN(CUdeviceptr x_ptr, device_pointer(x, function, "x"));
+  CUdeviceptr values_ptr = 0, indices_ptr = 0;
+  if (values) {
+    KILN_ASSIGN_OR_RETURN(values_ptr, device_pointer(*values, function, "the values"));
+  }
+  if (indices) {
+    KILN_ASSIGN_OR_RETURN(indices_ptr, device_pointer(*indices, function, "the indices"));
+  }
+  KILN_ASSIGN_OR_RETURN(CudaLibrary * library, CudaLibrary::of(execution, x, function));
+  const uint64_t row_count = static_cast<uint64_t>(rows), length = static_cast<uint64_t>(n);
+  const uint64_t padded = std::bit_ceil(length), stored = static_cast<uint64_t>(count);
+  uint64_t elements = 0, key_bytes = 0;
+  if (__builtin_mul_overflow(row_count, padded, &elements) ||
+      __builtin_mul_overflow(elements, sizeof(T) + sizeof(uint32_t), &key_bytes)) {
+    return invalid_argument_error(std::string(function) + ": the tensor is too large to sort");
+  }
+  const int flag = descending ? 1 : 0;
+  const std::string suffix = type_suffix<T>();
+  const std::string load = "kiln_sort_load_" + suffix, step = "kiln_sort_step_" + suffix,
+                    store = "kiln_sort_store_" + suffix;
+  return library->run(std::string(function) + " on cuda", [&](cuda::CUstream) -> Status {
+    KILN_ASSIGN_OR_RETURN(CUdeviceptr keys, library->scratch(elements * sizeof(T)));
+    KILN_ASSIGN_OR_RETURN(CUdeviceptr idx, library->scratch(elements * sizeof(uint32_t)));
+    KILN_RETURN_IF_ERROR(library->launch(load.c_str(), elements, {&x_ptr, &keys, &idx, &row_count, &length, &padded}));
+    for (const auto& [k, j] : bitonic_stages(padded)) {
+      KILN_RETURN_IF_ERROR(
+          library->launch(step.c_str(), elements, {&keys, &idx, &row_count, &length, &padded, &k, &j, &flag}));
+    }
+    return library->launch(store.c_str(), row_count * stored,
+                           {&keys, &idx, &values_ptr, &indices_ptr, &row_count, &padded, &stored});
+  });
+}
+
+template <typename T, int N>
+Status sort_cuda(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, N> y, int64_t descending) {
+  KILN_RETURN_IF_ERROR(check_rows("sort", x, "x", y, "y", true));
+  return sort_on_device<T>(execution, "sort", buffer_of(x.data), &buffer_of(y.data), nullptr, descending != 0,
+                           row_count(x), row_length(x), row_length(x));
+}
+
+template <typename T, int N>
+Status argsort_cuda(ExecutionContext* execution, MemRef<T, N> x, MemRef<int32_t, N> idx, int64_t descending) {
+  KILN_RETURN_IF_ERROR(check_argsort(x, idx));
+  return sort_on_device<T>(execution, "argsort", buffer_of(x.data), nullptr, &buffer_of(idx.data),
+                           descending != 0, row_count(x), row_length(x), row_length(x));
+}
+
+template <typename T, int N>
+Status topk_cuda(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, N> values, MemRef<int32_t, N> indices) {
+  KILN_ASSIGN_OR_RETURN(const int64_t k, check_topk(x, values, indices));
+  if (k == 0) return Status();
+  return sort_on_device<T>(execution, "topk", buffer_of(x.data), &buffer_of(values.data),
+                           &buffer_of(indices.data), true, row_count(x), row_length(x), k);
+}
+
+// Fills r with the numbers of `kernel` (kiln_random_{uniform,normal}_{f32,f64}), whose last two
+// arguments are `p` and `q`.
+template <typename T, int N>
+Status random_on_device(ExecutionContext* execution, const char* function, MemRef<T, N> r, T p, T q,
+                        int64_t call_site) {
+  const uint64_t count = static_cast<uint64_t>(r.element_count());
+  if (count == 0) return Status();
+  const hal::Buffer& buffer = buffer_of(r.data);
+  KILN_ASSIGN_OR_RETURN(CUdeviceptr out, device_pointer(buffer, function, "r"));
+  KILN_ASSIGN_OR_RETURN(CudaLibrary * library, CudaLibrary::of(execution, buffer, function));
+  const uint32_t key0 = static_cast<uint32_t>(execution->seed()), key1 = static_cast<uint32_t>(execution->seed() >> 32);
+  const uint32_t site = static_cast<uint32_t>(call_site), run = static_cast<uint32_t>(execution->run());
+  // One thread per Philox block: four f32 or two f64 elements.
+  const uint64_t threads = std::is_same_v<T, float> ? (count + 3) / 4 : (count + 1) / 2;
+  const std::string kernel = std::string("kiln_") + function + "_" + type_suffix<T>();
+  return library->run(std::string(function) + " on cuda", [&](cuda::CUstream) {
+    return library->launch(kernel.c_str(), threads, {&out, &count, &key0, &key1, &site, &run, &p, &q});
+  });
+}
+
+template <typename T, int N>
+Status uniform_cuda(ExecutionContext* execution, MemRef<T, N> r, T lo, T hi, int64_t call_site) {
+  KILN_RETURN_IF_ERROR(check_uniform_range(lo, hi));
+  return random_on_device<T, N>(execution, "random_uniform", r, lo, hi, call_site);
+}
+
+template <typename T, int N>
+Status normal_cuda(ExecutionContext* execution, MemRef<T, N> r, T mean, T std_dev, int64_t call_site) {
+  KILN_RETURN_IF_ERROR(check_normal_parameters(mean, std_dev));
+  return random_on_device<T, N>(execution, "random_normal", r, mean, std_dev, call_site);
+}
+
+template <typename T, int N>
+Status add_random(Registry& registry) {
+  KILN_RETURN_IF_ERROR(registry.add(make_function<"random_uniform", "cuda", &uniform_cuda<T, N>, Memory::kDevice>()));
+  return registry.add(make_function<"random_normal", "cuda", &normal_cuda<T, N>, Memory::kDevice>());
+}
+
+template <typename T>
+Status add_random_ranks(Registry& registry) {
+  KILN_RETURN_IF_ERROR((add_random<T, 1>(registry)));
+  KILN_RETURN_IF_ERROR((add_random<T, 2>(registry)));
+  KILN_RETURN_IF_ERROR((add_random<T, 3>(registry)));
+  return add_random<T, 4>(registry);
+}
+
+}  // namespace
+
+Status register_cuda_library(Registry& registry) {
+  KILN_RETURN_IF_ERROR(for_each_sorting_type([&]<typename T, int N>() {
+    KILN_RETURN_IF_ERROR(registry.add(make_function<"sort", "cuda", &sort_cuda<T, N>, Memory::kDevice>()));
+    KILN_RETURN_IF_ERROR(registry.add(make_function<"argsort", "cuda", &argsort_cuda<T, N>, Memory::kDevice>()));
+    return registry.add(make_function<"topk", "cuda", &topk_cuda<T, N>, Memory::kDevice>());
+  }));
+  KILN_RETURN_IF_ERROR(add_random_ranks<float>(registry));
+  return add_random_ranks<double>(registry);
+}
+
+}  // namespace kiln::ral::library

@@ -1,0 +1,68 @@
+// The library functions on the cuda device's own memory (ral::Memory::kDevice): gemm through
+// cuBLAS, random numbers and sorting through kiln's kernels (cuda_kernels.h). Each call runs on
+// the CudaLibrary of the buffers' CUDA context, a ral::Context resource holding a stream, the
+// kernels' module and a cuBLAS handle, and returns when its device work has finished, as a
+// device-memory function must.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+#include "drivers/cuda/cu_context.h"
+#include "kiln/hal/buffer.h"
+#include "kiln/ral/context.h"
+#include "kiln/ral/execution_context.h"
+#include "ral/library/cublas.h"
+#include "ral/library/rows.h"
+
+namespace kiln::ral::library {
+
+class CudaLibrary final : public Resource {
+ public:
+  // The library of the CUDA context that holds `buffer`, made in `execution`'s ral::Context on
+  // first use. INVALID_ARGUMENT naming `function` when the buffer is not CUDA memory.
+  static Result<CudaLibrary*> of(ExecutionContext* execution, const hal::Buffer& buffer, std::string_view function);
+
+  explicit CudaLibrary(std::shared_ptr<cuda::CuContext> context) : context_(std::move(context)) {}
+  ~CudaLibrary() override;
+
+  // Runs `work` with the context pushed and the library's stream (one call at a time), then waits
+  // for the stream and frees the scratch memory taken: the first error, annotated with `what`.
+  Status run(std::string_view what, const std::function<Status(cuda::CUstream)>& work);
+
+  // Only inside run's work:
+  // Launches kernel `name` of cuda_library_source() over `threads` threads (none when 0).
+  Status launch(const char* name, uint64_t threads, std::initializer_list<const void*> args);
+  // Device memory freed when run returns.
+  Result<cuda::CUdeviceptr> scratch(size_t bytes);
+  // The context's cuBLAS handle, bound to the stream (made on first use).
+  Result<cublasHandle_t> blas();
+
+ private:
+  Result<cuda::CUfunction> kernel(const char* name);
+
+  std::shared_ptr<cuda::CuContext> context_;
+  std::mutex mutex_;  // one run at a time; guards everything below
+  cuda::CUstream stream_ = nullptr;
+  cuda::CUmodule module_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  std::vector<cuda::CUdeviceptr> scratch_;
+};
+
+// Where gemm runs for the cuda device: KILN_CUDA_GEMM (`cublas` or `host`) when set, else cuBLAS
+// where it loads and the host otherwise. INVALID_ARGUMENT naming the variable for another value;
+// UNAVAILABLE saying why when `cublas` is asked for and cuBLAS cannot be loaded.
+Result<GemmPlace> cuda_gemm(const hal::Buffer& c);
+
+// c = alpha * op(a) @ op(b) + beta * c (row-major; lda, ldb the row lengths of a and b as
+// stored) through cuBLAS on the buffers' device. UNAVAILABLE when cuBLAS cannot be loaded.
+template <typename T>
+Status cublas_gemm(ExecutionContext* execution, const hal::Buffer& a, const hal::Buffer& b, const hal::Buffer& c,
+                   bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
+                   T alpha, T beta);
+
+}  // namespace kiln::ral::library

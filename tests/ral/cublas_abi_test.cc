@@ -1,0 +1,91 @@
+// kiln's cuBLAS declarations (ral/library/cublas.h) against the toolkit's cublas_api.h: every
+// function kiln binds has the header's signature, and the constants and status codes kiln names
+// have the header's values. static_asserts, compiled only where CMake found the toolkit
+// (KILN_HAVE_CUDA_H); elsewhere the test reports itself skipped. The row-major to column-major
+// mapping is checked against OpenBLAS's column-major gemm, which takes cuBLAS's arguments.
+#include <gtest/gtest.h>
+
+#include <cblas.h>
+
+#include <vector>
+
+#include "common/abi_same.h"
+#include "ral/library/cublas.h"
+
+#if KILN_HAVE_CUDA_H
+#include <cublas_api.h>
+
+namespace {
+#define KILN_CHECK_FUNCTION(member, symbol)                                                                  \
+  static_assert(kiln::test::AbiSame<decltype(kiln::ral::library::Cublas::member), decltype(&::symbol)>::value, \
+                "Cublas::" #member " does not match cublas_api.h's " #symbol);
+KILN_CUBLAS_FUNCTIONS(KILN_CHECK_FUNCTION)
+#undef KILN_CHECK_FUNCTION
+static_assert(kiln::ral::library::kCublasOpN == CUBLAS_OP_N);
+static_assert(kiln::ral::library::kCublasOpT == CUBLAS_OP_T);
+static_assert(std::is_same_v<kiln::ral::library::cublasHandle_t, ::cublasHandle_t>);
+}  // namespace
+#endif
+
+namespace kiln::ral::library {
+namespace {
+
+TEST(CublasTest, DeclarationsMatchCublasApiH) {
+#if KILN_HAVE_CUDA_H
+  EXPECT_EQ(cublas_status_name(CUBLAS_STATUS_EXECUTION_FAILED), "CUBLAS_STATUS_EXECUTION_FAILED (13)");
+  EXPECT_EQ(cublas_status_name(CUBLAS_STATUS_NOT_INITIALIZED), "CUBLAS_STATUS_NOT_INITIALIZED (1)");
+  EXPECT_EQ(cublas_status_name(CUBLAS_STATUS_INVALID_VALUE), "CUBLAS_STATUS_INVALID_VALUE (7)");
+  EXPECT_EQ(cublas_status_name(CUBLAS_STATUS_ARCH_MISMATCH), "CUBLAS_STATUS_ARCH_MISMATCH (8)");
+  EXPECT_EQ(cublas_status_name(CUBLAS_STATUS_INTERNAL_ERROR), "CUBLAS_STATUS_INTERNAL_ERROR (14)");
+  EXPECT_EQ(cublas_status_name(CUBLAS_STATUS_NOT_SUPPORTED), "CUBLAS_STATUS_NOT_SUPPORTED (15)");
+#else
+  GTEST_SKIP() << "CMake did not find the CUDA toolkit's headers when configuring, so kiln's cuBLAS "
+                  "declarations are not checked against cublas_api.h";
+#endif
+}
+
+// Loading binds every symbol, or says why not; it needs no GPU.
+TEST(CublasTest, LoadsOrSaysWhy) {
+  const Cublas& lib = cublas();
+  if (!lib.status.ok()) {
+    EXPECT_EQ(lib.status.code(), StatusCode::kUnavailable);
+    EXPECT_NE(lib.status.message().find("cuBLAS"), std::string::npos) << lib.status;
+    GTEST_SKIP() << lib.status;
+  }
+#define KILN_CHECK_BOUND(member, symbol) EXPECT_NE(lib.member, nullptr) << #symbol;
+  KILN_CUBLAS_FUNCTIONS(KILN_CHECK_BOUND)
+#undef KILN_CHECK_BOUND
+}
+
+// column_major_gemm's arguments, given to a column-major BLAS (OpenBLAS here, cuBLAS on the
+// device), compute the row-major product, for every transpose and a non-square shape.
+TEST(CublasTest, ColumnMajorArgumentsGiveTheRowMajorProduct) {
+  const int64_t m = 3, n = 5, k = 4;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      // a is m x k (k x m stored when transposed), b k x n (n x k); small integers, so exact.
+      const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
+      std::vector<float> a(static_cast<size_t>(a_rows * a_cols)), b(static_cast<size_t>(b_rows * b_cols));
+      for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7) % 11) - 5;
+      for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 5) % 9) - 4;
+      std::vector<float> c(static_cast<size_t>(m * n), 2), expected = c;
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          float sum = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            sum += (ta ? a[p * a_cols + i] : a[i * a_cols + p]) * (tb ? b[j * b_cols + p] : b[p * b_cols + j]);
+          }
+          expected[i * n + j] = 2 * sum + 3 * expected[i * n + j];
+        }
+      }
+      const ColumnMajorGemm g = column_major_gemm(ta, tb, m, n, k, a_cols, b_cols);
+      cblas_sgemm(CblasColMajor, g.transpose_first == kCublasOpT ? CblasTrans : CblasNoTrans,
+                  g.transpose_second == kCublasOpT ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, 2, b.data(),
+                  g.ld_first, a.data(), g.ld_second, 3, c.data(), g.ldc);
+      EXPECT_EQ(c, expected) << "transpose_a " << ta << ", transpose_b " << tb;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln::ral::library

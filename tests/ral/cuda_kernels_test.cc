@@ -1,0 +1,179 @@
+// The CUDA library kernels (ral/library/cuda_kernels.h) run on the host: their source is compiled
+// as C++ by the host's compiler with the launch indices as globals, and each launch runs its grid
+// of blocks and threads one after another (correct for these kernels, whose threads never share
+// an element within a launch). What they compute is checked bit for bit against the cpu device's
+// functions: the Philox uniforms and normals, and sort, argsort and topk with NaNs, signed zeros
+// and ties, on every element type. This is how the kernels' logic is tested on machines without
+// a GPU; tests/runtime/cuda_codegen_test.cc builds the same text with NVRTC and ptxas.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "common/cuda_host_kernels.h"
+#include "kiln/base/random.h"
+#include "kiln/ral/execution_context.h"
+#include "ral/library/cuda_kernels.h"
+
+namespace kiln::ral::library {
+namespace {
+
+using test::HostKernels;
+using u64 = unsigned long long;
+
+class CudaKernelsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    kernels_ = new HostKernels();
+    status_ = new Status(kernels_->build());
+  }
+  static void TearDownTestSuite() {
+    delete kernels_;
+    delete status_;
+  }
+  void SetUp() override { ASSERT_TRUE(status_->ok()) << *status_; }
+
+  static HostKernels* kernels_;
+  static Status* status_;
+};
+HostKernels* CudaKernelsTest::kernels_ = nullptr;
+Status* CudaKernelsTest::status_ = nullptr;
+
+template <typename T>
+constexpr const char* code() {
+  if constexpr (std::is_same_v<T, float>) return "f32";
+  else if constexpr (std::is_same_v<T, double>) return "f64";
+  else return "i32";
+}
+
+// One call of the cpu device's function `name` in an execution with this seed and run.
+void call_cpu(const std::string& name, std::vector<void*> args, uint64_t seed = 0, uint64_t run = 0) {
+  Context context("cpu");
+  ExecutionContext execution(context, seed, run);
+  args.insert(args.begin(), nullptr);
+  execution.call(name.c_str(), args.data());
+  const Status finished = execution.finish();
+  ASSERT_TRUE(finished.ok()) << name << ": " << finished;
+}
+
+template <typename T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+template <typename T>
+void check_random(HostKernels& kernels, const char* function, u64 count, T p, T q) {
+  const uint64_t seed = 0x0123456789ABCDEFull, run = 3;
+  const int64_t site = 5;
+  std::vector<T> expected(count, -1), got(count, -1);
+  MemRef<T, 1> r{expected.data(), {static_cast<int64_t>(count)}};
+  call_cpu(std::string(function) + "___cpu___pvoid_m1d" + code<T>() + "_" + code<T>() + "_" + code<T>() + "_i64___void",
+           {&r, &p, &q, const_cast<int64_t*>(&site)}, seed, run);
+  kernels.launch(std::string("kiln_") + function + "_" + code<T>(), got.data(), count, static_cast<unsigned>(seed),
+                 static_cast<unsigned>(seed >> 32), static_cast<unsigned>(site), static_cast<unsigned>(run), p, q);
+  EXPECT_TRUE(same_bits(got, expected)) << function << " " << code<T>() << " of " << count << " elements: element 0 is "
+                                        << got[0] << ", expected " << expected[0];
+}
+
+TEST_F(CudaKernelsTest, RandomNumbersAreTheCpuDevicesBitForBit) {
+  for (u64 count : {1ull, 2ull, 3ull, 4ull, 5ull, 1001ull, 1002ull}) {
+    check_random<float>(*kernels_, "random_uniform", count, -2.5f, 4.0f);
+    check_random<double>(*kernels_, "random_uniform", count, -2.5, 4.0);
+    check_random<float>(*kernels_, "random_normal", count, 1.5f, 0.25f);
+    check_random<double>(*kernels_, "random_normal", count, 1.5, 0.25);
+  }
+  // A range so narrow that rounding reaches hi: the largest value below it instead.
+  check_random<float>(*kernels_, "random_uniform", 64, 1.0f, std::nextafter(1.0f, 2.0f));
+}
+
+struct Sorted {
+  std::vector<char> values;  // the bytes of the sorted values
+  std::vector<int32_t> indices;
+};
+
+// The launches of the cuda device's sort: load, the bitonic stages, store of the first `count`.
+template <typename T>
+void emulate_sort(HostKernels& kernels, const std::vector<T>& x, u64 rows, u64 n, u64 count, int descending,
+                  std::vector<T>* values, std::vector<int32_t>* indices) {
+  const u64 padded = std::bit_ceil(n);
+  std::vector<T> keys(rows * padded);
+  std::vector<unsigned> idx(rows * padded);
+  values->assign(rows * count, T(-7));
+  indices->assign(rows * count, -7);
+  const std::string s = code<T>();
+  kernels.launch("kiln_sort_load_" + s, x.data(), keys.data(), idx.data(), rows, n, padded);
+  for (const auto& [k, j] : bitonic_stages(padded)) {
+    kernels.launch("kiln_sort_step_" + s, keys.data(), idx.data(), rows, n, padded, static_cast<u64>(k),
+                   static_cast<u64>(j), descending);
+  }
+  kernels.launch("kiln_sort_store_" + s, static_cast<const T*>(keys.data()), static_cast<const unsigned*>(idx.data()),
+                 values->data(), indices->data(), rows, padded, count);
+}
+
+// Rows with NaNs, both zeros, ties, and for integers the extremes.
+template <typename T>
+std::vector<T> sample(int64_t count, uint64_t seed) {
+  Random random(seed);
+  std::vector<T> x(static_cast<size_t>(count));
+  for (T& v : x) {
+    const double u = random.uniform(0, 1);
+    if constexpr (std::is_floating_point_v<T>) {
+      v = u < 0.1 ? std::numeric_limits<T>::quiet_NaN() : u < 0.15 ? T(-0.0) : u < 0.2 ? T(0) :
+          static_cast<T>(std::round(random.normal(0, 3)));
+    } else {
+      v = u < 0.05 ? INT32_MIN : u < 0.1 ? INT32_MAX : static_cast<int32_t>(std::round(random.normal(0, 3)));
+    }
+  }
+  return x;
+}
+
+template <typename T>
+void check_sorting(HostKernels& kernels, int64_t rows, int64_t n) {
+  const std::vector<T> x = sample<T>(rows * n, static_cast<uint64_t>(rows * 131 + n));
+  const std::string t = code<T>();
+  MemRef<T, 2> xm{const_cast<T*>(x.data()), {rows, n}};
+  for (int64_t descending : {0, 1}) {
+    std::vector<T> sorted(x.size()), got_values;
+    std::vector<int32_t> order(x.size()), got_indices;
+    MemRef<T, 2> ym{sorted.data(), {rows, n}};
+    MemRef<int32_t, 2> im{order.data(), {rows, n}};
+    call_cpu("sort___cpu___pvoid_m2d" + t + "_m2d" + t + "_i64___void", {&xm, &ym, &descending});
+    call_cpu("argsort___cpu___pvoid_m2d" + t + "_m2di32_i64___void", {&xm, &im, &descending});
+    emulate_sort<T>(kernels, x, rows, n, n, static_cast<int>(descending), &got_values, &got_indices);
+    EXPECT_TRUE(same_bits(got_values, sorted)) << "sort " << t << " " << rows << "x" << n << " descending " << descending;
+    EXPECT_EQ(got_indices, order) << "argsort " << t << " " << rows << "x" << n << " descending " << descending;
+  }
+  for (int64_t k : {int64_t{1}, (n + 1) / 2, n}) {
+    std::vector<T> values(static_cast<size_t>(rows * k)), got_values;
+    std::vector<int32_t> indices(static_cast<size_t>(rows * k)), got_indices;
+    MemRef<T, 2> vm{values.data(), {rows, k}};
+    MemRef<int32_t, 2> km{indices.data(), {rows, k}};
+    call_cpu("topk___cpu___pvoid_m2d" + t + "_m2d" + t + "_m2di32___void", {&xm, &vm, &km});
+    emulate_sort<T>(kernels, x, rows, n, k, 1, &got_values, &got_indices);
+    EXPECT_TRUE(same_bits(got_values, values)) << "topk " << t << " " << rows << "x" << n << " k " << k;
+    EXPECT_EQ(got_indices, indices) << "topk " << t << " " << rows << "x" << n << " k " << k;
+  }
+}
+
+TEST_F(CudaKernelsTest, SortArgsortAndTopkAreTheCpuDevicesBitForBit) {
+  const std::pair<int64_t, int64_t> shapes[] = {{1, 1}, {3, 1}, {7, 13}, {1, 97}, {5, 64}, {2, 300}};
+  for (const auto& [rows, n] : shapes) {
+    check_sorting<float>(*kernels_, rows, n);
+    check_sorting<double>(*kernels_, rows, n);
+    check_sorting<int32_t>(*kernels_, rows, n);
+  }
+}
+
+TEST(BitonicStagesTest, CoverTheNetwork) {
+  EXPECT_TRUE(bitonic_stages(1).empty());
+  const std::vector<std::pair<uint64_t, uint64_t>> eight = {{2, 1}, {4, 2}, {4, 1}, {8, 4}, {8, 2}, {8, 1}};
+  EXPECT_EQ(bitonic_stages(8), eight);
+  EXPECT_EQ(bitonic_stages(uint64_t{1} << 20).size(), 20u * 21u / 2u);
+}
+
+}  // namespace
+}  // namespace kiln::ral::library

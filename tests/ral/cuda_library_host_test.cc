@@ -1,0 +1,248 @@
+// The cuda device's library functions end to end without a GPU: the registered functions (found
+// by their full names, as a call statement finds them) run through CudaLibrary on the driver API
+// stand-in (common/cuda_fake_api.h), whose module holds the real library kernels built as C++
+// (common/cuda_host_kernels.h). So the host side is what runs for real: the scratch memory, the
+// launch parameters as the kernels read them, the bitonic stages, the stream and its waits, the
+// resource's lifetime and that every call is made with the context pushed. The results must be the
+// cpu device's, bit for bit. NVRTC must be present (CudaLibrary builds its module with it).
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <tuple>
+#include <vector>
+
+#include "common/cuda_fake_api.h"
+#include "common/cuda_host_kernels.h"
+#include "drivers/cuda/cu_allocator.h"
+#include "drivers/cuda/nvrtc.h"
+#include "kiln/ral/execution_context.h"
+#include "ral/library/cuda_kernels.h"
+
+namespace kiln::ral::library {
+namespace {
+
+using cuda::CUdeviceptr;
+using cuda::fake::Fake;
+using u64 = unsigned long long;
+
+// A stand-in kernel that reads its parameters as the kernel's types A... and runs the host-built
+// kernel over the launch's grid. A pointer parameter arrives as a CUdeviceptr, which in the
+// stand-in is the host address.
+template <typename... A>
+Fake::ExtraKernel host_kernel(test::HostKernels* kernels, std::string name) {
+  return [kernels, name](void** params, unsigned grid, unsigned block) -> std::function<void()> {
+    std::tuple<A...> args;
+    size_t i = 0;
+    std::apply([&](auto&... arg) { ((std::memcpy(&arg, params[i++], sizeof arg)), ...); }, args);
+    return [kernels, name, args, grid, block] {
+      std::apply([&](auto... arg) { kernels->launch_grid(name, grid, block, arg...); }, args);
+    };
+  };
+}
+
+template <typename T>
+void add_sort_kernels(test::HostKernels* kernels, const std::string& s) {
+  Fake::extra_kernels["kiln_sort_load_" + s] = host_kernel<const T*, T*, unsigned*, u64, u64, u64>(kernels, "kiln_sort_load_" + s);
+  Fake::extra_kernels["kiln_sort_step_" + s] =
+      host_kernel<T*, unsigned*, u64, u64, u64, u64, u64, int>(kernels, "kiln_sort_step_" + s);
+  Fake::extra_kernels["kiln_sort_store_" + s] =
+      host_kernel<const T*, const unsigned*, T*, int*, u64, u64, u64>(kernels, "kiln_sort_store_" + s);
+}
+
+template <typename T>
+void add_random_kernels(test::HostKernels* kernels, const std::string& s) {
+  for (const std::string f : {"kiln_random_uniform_", "kiln_random_normal_"}) {
+    Fake::extra_kernels[f + s] = host_kernel<T*, u64, unsigned, unsigned, unsigned, unsigned, T, T>(kernels, f + s);
+  }
+}
+
+class CudaLibraryHostTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    kernels_ = new test::HostKernels();
+    built_ = new Status(kernels_->build());
+    add_sort_kernels<float>(kernels_, "f32");
+    add_sort_kernels<double>(kernels_, "f64");
+    add_sort_kernels<int>(kernels_, "i32");
+    add_random_kernels<float>(kernels_, "f32");
+    add_random_kernels<double>(kernels_, "f64");
+  }
+  static void TearDownTestSuite() {
+    Fake::extra_kernels.clear();
+    delete kernels_;
+    delete built_;
+  }
+
+  void SetUp() override {
+    if (Status nvrtc = cuda::nvrtc_available(); !nvrtc.ok()) GTEST_SKIP() << "no NVRTC: " << nvrtc;
+    ASSERT_TRUE(built_->ok()) << *built_;
+    Fake::misuse = 0;
+    cuda::CuDeviceRecord record;
+    record.name = "fake";
+    record.compute_major = 9;
+    record.info.name = "cuda:0";
+    record.info.driver = "cuda";
+    Result<std::shared_ptr<cuda::CuContext>> context = cuda::CuContext::create(cuda::fake::fake_api(), record);
+    ASSERT_TRUE(context.ok()) << context.status();
+    context_ = *context;
+    allocator_ = std::make_unique<cuda::CuAllocator>(context_, this);
+  }
+  void TearDown() override {
+    allocator_.reset();
+    context_.reset();
+    EXPECT_EQ(Fake::misuse.load(), 0) << "a CUDA call without the context pushed, or from a stream callback";
+  }
+
+  // A "device" buffer holding `values`; in the stand-in its memory is host memory.
+  template <typename T>
+  hal::BufferRef buffer(const std::vector<T>& values) {
+    Result<hal::BufferRef> b = allocator_->allocate({}, std::max<size_t>(values.size() * sizeof(T), 4));
+    EXPECT_TRUE(b.ok()) << b.status();
+    if (!values.empty()) std::memcpy(host(*b), values.data(), values.size() * sizeof(T));
+    return *b;
+  }
+  static void* host(const hal::BufferRef& b) { return cuda::fake::address(cuda::buffer_pointer(*b)); }
+  template <typename T>
+  static std::vector<T> contents(const hal::BufferRef& b, size_t count) {
+    std::vector<T> out(count);
+    if (count) std::memcpy(out.data(), host(b), count * sizeof(T));
+    return out;
+  }
+
+  // One call of `name` in an execution of a "cuda" context (whose CudaLibrary then goes with it).
+  static Status call(const std::string& name, std::vector<void*> args, uint64_t seed = 0, uint64_t run = 0) {
+    Context context("cuda");
+    Status status;
+    {
+      ExecutionContext execution(context, seed, run);
+      args.insert(args.begin(), nullptr);
+      execution.call(name.c_str(), args.data());
+      status = execution.finish();
+    }
+    context.finish();
+    return status;
+  }
+  static void call_cpu(const std::string& name, std::vector<void*> args, uint64_t seed = 0, uint64_t run = 0) {
+    Context context("cpu");
+    ExecutionContext execution(context, seed, run);
+    args.insert(args.begin(), nullptr);
+    execution.call(name.c_str(), args.data());
+    const Status status = execution.finish();
+    ASSERT_TRUE(status.ok()) << status;
+  }
+
+  static test::HostKernels* kernels_;
+  static Status* built_;
+  std::shared_ptr<cuda::CuContext> context_;
+  std::unique_ptr<cuda::CuAllocator> allocator_;
+};
+test::HostKernels* CudaLibraryHostTest::kernels_ = nullptr;
+Status* CudaLibraryHostTest::built_ = nullptr;
+
+template <typename T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+TEST_F(CudaLibraryHostTest, SortArgsortAndTopkAreTheCpuDevicesBitForBit) {
+  const int64_t rows = 3, n = 37, k = 5;
+  std::vector<float> x(static_cast<size_t>(rows * n));
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = i % 11 == 0 ? std::numeric_limits<float>::quiet_NaN() : i % 7 == 0 ? -0.0f : static_cast<float>((i * 13) % 9) - 4;
+  }
+  hal::BufferRef xb = buffer(x), yb = buffer(std::vector<float>(x.size())), ib = buffer(std::vector<int32_t>(x.size()));
+  hal::BufferRef vb = buffer(std::vector<float>(rows * k)), kb = buffer(std::vector<int32_t>(rows * k));
+  const auto as = [](const hal::BufferRef& b) { return reinterpret_cast<float*>(b.get()); };
+  for (int64_t descending : {0, 1}) {
+    MemRef<float, 2> xm{as(xb), {rows, n}}, ym{as(yb), {rows, n}};
+    MemRef<int32_t, 2> im{reinterpret_cast<int32_t*>(ib.get()), {rows, n}};
+    const int launches_before = Fake::launches;
+    ASSERT_TRUE(call("sort___cuda___pvoid_m2df32_m2df32_i64___void", {&xm, &ym, &descending}).ok());
+    // Load, the network's stages, store.
+    EXPECT_EQ(Fake::launches - launches_before, static_cast<int>(2 + bitonic_stages(std::bit_ceil(uint64_t{n})).size()));
+    ASSERT_TRUE(call("argsort___cuda___pvoid_m2df32_m2di32_i64___void", {&xm, &im, &descending}).ok());
+    std::vector<float> want(x.size());
+    std::vector<int32_t> order(x.size());
+    MemRef<float, 2> xh{x.data(), {rows, n}}, wh{want.data(), {rows, n}};
+    MemRef<int32_t, 2> oh{order.data(), {rows, n}};
+    call_cpu("sort___cpu___pvoid_m2df32_m2df32_i64___void", {&xh, &wh, &descending});
+    call_cpu("argsort___cpu___pvoid_m2df32_m2di32_i64___void", {&xh, &oh, &descending});
+    EXPECT_TRUE(same_bits(contents<float>(yb, x.size()), want)) << "descending " << descending;
+    EXPECT_EQ(contents<int32_t>(ib, x.size()), order) << "descending " << descending;
+  }
+  MemRef<float, 2> xm{as(xb), {rows, n}}, vm{as(vb), {rows, k}};
+  MemRef<int32_t, 2> km{reinterpret_cast<int32_t*>(kb.get()), {rows, k}};
+  ASSERT_TRUE(call("topk___cuda___pvoid_m2df32_m2df32_m2di32___void", {&xm, &vm, &km}).ok());
+  std::vector<float> values(static_cast<size_t>(rows * k));
+  std::vector<int32_t> indices(values.size());
+  MemRef<float, 2> xh{x.data(), {rows, n}}, vh{values.data(), {rows, k}};
+  MemRef<int32_t, 2> kh{indices.data(), {rows, k}};
+  call_cpu("topk___cpu___pvoid_m2df32_m2df32_m2di32___void", {&xh, &vh, &kh});
+  EXPECT_TRUE(same_bits(contents<float>(vb, values.size()), values));
+  EXPECT_EQ(contents<int32_t>(kb, indices.size()), indices);
+}
+
+TEST_F(CudaLibraryHostTest, IntegerAndDoubleSortsOfOtherRanks) {
+  std::vector<int32_t> xi = {5, INT32_MIN, 3, 3, INT32_MAX, -1, 0, 3, 2, 9, -7, 4};
+  hal::BufferRef xb = buffer(xi), yb = buffer(std::vector<int32_t>(xi.size()));
+  MemRef<int32_t, 3> xm{reinterpret_cast<int32_t*>(xb.get()), {2, 2, 3}}, ym{reinterpret_cast<int32_t*>(yb.get()), {2, 2, 3}};
+  int64_t descending = 1;
+  ASSERT_TRUE(call("sort___cuda___pvoid_m3di32_m3di32_i64___void", {&xm, &ym, &descending}).ok());
+  std::vector<int32_t> want(xi.size());
+  MemRef<int32_t, 3> xh{xi.data(), {2, 2, 3}}, wh{want.data(), {2, 2, 3}};
+  call_cpu("sort___cpu___pvoid_m3di32_m3di32_i64___void", {&xh, &wh, &descending});
+  EXPECT_EQ(contents<int32_t>(yb, xi.size()), want);
+
+  std::vector<double> xd = {0.5, -0.0, 0.0, std::nan(""), -2, 0.5, 1e300, -1e-300};
+  hal::BufferRef db = buffer(xd), ob = buffer(std::vector<int32_t>(xd.size()));
+  MemRef<double, 1> dm{reinterpret_cast<double*>(db.get()), {8}};
+  MemRef<int32_t, 1> om{reinterpret_cast<int32_t*>(ob.get()), {8}};
+  int64_t ascending = 0;
+  ASSERT_TRUE(call("argsort___cuda___pvoid_m1df64_m1di32_i64___void", {&dm, &om, &ascending}).ok());
+  EXPECT_EQ(contents<int32_t>(ob, 8), (std::vector<int32_t>{4, 7, 1, 2, 0, 5, 6, 3}));
+}
+
+TEST_F(CudaLibraryHostTest, RandomNumbersAreTheCpuDevicesBitForBit) {
+  const uint64_t seed = 0xFEEDFACE12345678ull, run = 7;
+  int64_t site = 2;
+  const int64_t count = 1001;
+  hal::BufferRef fb = buffer(std::vector<float>(count)), db = buffer(std::vector<double>(count));
+  MemRef<float, 1> fm{reinterpret_cast<float*>(fb.get()), {count}};
+  MemRef<double, 1> dm{reinterpret_cast<double*>(db.get()), {count}};
+  float lo = -1, hi = 2;
+  double mean = 3, sd = 0.5;
+  ASSERT_TRUE(call("random_uniform___cuda___pvoid_m1df32_f32_f32_i64___void", {&fm, &lo, &hi, &site}, seed, run).ok());
+  ASSERT_TRUE(call("random_normal___cuda___pvoid_m1df64_f64_f64_i64___void", {&dm, &mean, &sd, &site}, seed, run).ok());
+  std::vector<float> uniforms(count);
+  std::vector<double> normals(count);
+  MemRef<float, 1> fh{uniforms.data(), {count}};
+  MemRef<double, 1> dh{normals.data(), {count}};
+  call_cpu("random_uniform___cpu___pvoid_m1df32_f32_f32_i64___void", {&fh, &lo, &hi, &site}, seed, run);
+  call_cpu("random_normal___cpu___pvoid_m1df64_f64_f64_i64___void", {&dh, &mean, &sd, &site}, seed, run);
+  EXPECT_TRUE(same_bits(contents<float>(fb, count), uniforms));
+  EXPECT_TRUE(same_bits(contents<double>(db, count), normals));
+}
+
+TEST_F(CudaLibraryHostTest, BadParametersAreRefusedBeforeTheDevice) {
+  hal::BufferRef fb = buffer(std::vector<float>(4));
+  MemRef<float, 1> fm{reinterpret_cast<float*>(fb.get()), {4}};
+  float lo = 2, hi = 1;
+  int64_t site = 0;
+  const int launches_before = Fake::launches;
+  Status refused = call("random_uniform___cuda___pvoid_m1df32_f32_f32_i64___void", {&fm, &lo, &hi, &site});
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << refused;
+  EXPECT_NE(refused.message().find("random_uniform: lo = 2"), std::string::npos) << refused;
+  hal::BufferRef yb = buffer(std::vector<float>(6));
+  MemRef<float, 2> xm{reinterpret_cast<float*>(fb.get()), {2, 2}}, ym{reinterpret_cast<float*>(yb.get()), {2, 3}};
+  int64_t descending = 0;
+  refused = call("sort___cuda___pvoid_m2df32_m2df32_i64___void", {&xm, &ym, &descending});
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << refused;
+  EXPECT_NE(refused.message().find("sort: y has shape [2, 3], x has shape [2, 2]"), std::string::npos) << refused;
+  EXPECT_EQ(Fake::launches, launches_before);
+}
+
+}  // namespace
+}  // namespace kiln::ral::library
