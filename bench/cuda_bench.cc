@@ -9,9 +9,16 @@
 //  - BM_KilnCopy vs BM_DirectCopy: 64 MiB host <-> device from pageable host memory (kiln: queue
 //    write/read and a semaphore wait; direct: cuMemcpyHtoDAsync / cuMemcpyDtoHAsync from the
 //    same memory and cuStreamSynchronize, which is what cuMemcpy does with pageable memory).
+//  - BM_KilnGemm/cublas:1|0 vs BM_DirectCublasSgemm: a 2048^3 f32 matrix product written in the
+//    language (an automatic gemm call) on the cuda device, through cuBLAS or on the host over
+//    mapped buffers, against cublasSgemm on device buffers + cuStreamSynchronize.
+//  - BM_KilnSort vs BM_HostStableSort: a 2^20-element f32 `call sort` on the device (the bitonic
+//    kernels, whose work does not depend on the values) against std::stable_sort of the same
+//    count on the host, which is what a program without a device sort does.
 // Without a CUDA device every benchmark is skipped with the reason. No GPU has run it yet.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -21,6 +28,8 @@
 #include "drivers/cuda/cuda_kernel_abi.h"
 #include "drivers/cuda/nvrtc.h"
 #include "kiln/base/time.h"
+#include "ral/library/cublas.h"
+#include "sgemm_baseline.h"
 
 namespace kiln::bench {
 namespace {
@@ -158,6 +167,71 @@ void BM_DirectCopy(benchmark::State& state) {
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kCopyBytes));
 }
 BENCHMARK(BM_DirectCopy)->ArgName("write")->Arg(1)->Arg(0)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+constexpr int kGemmN = 2048;
+
+void BM_KilnGemm(benchmark::State& state) {
+  if (std::string why = unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
+  run_language_gemm(state, kiln_device(), kGemmN, "KILN_CUDA_GEMM", state.range(0) ? "cublas" : "host");
+}
+BENCHMARK(BM_KilnGemm)->ArgName("cublas")->Arg(1)->Arg(0)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_DirectCublasSgemm(benchmark::State& state) {
+  if (std::string why = unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
+  const ral::library::Cublas& lib = ral::library::cublas();
+  if (!lib.status.ok()) return state.SkipWithError(lib.status.to_string().c_str());
+  Direct d;
+  ContextScope scope(d.target);
+  const size_t bytes = size_t{kGemmN} * kGemmN * sizeof(float);
+  CUdeviceptr m[3] = {0, 0, 0};
+  for (CUdeviceptr& p : m) {
+    d.api->MemAlloc(&p, bytes);
+    d.api->MemsetD32Async(p, 0x3e800000u, bytes / 4, d.stream);  // 0.25f
+  }
+  ral::library::cublasHandle_t handle = nullptr;
+  lib.Create(&handle);
+  lib.SetStream(handle, d.stream);
+  const float alpha = 1, beta = 0;
+  const auto* a = reinterpret_cast<const float*>(m[0]);
+  const auto* b = reinterpret_cast<const float*>(m[1]);
+  auto* c = reinterpret_cast<float*>(m[2]);
+  for (auto _ : state) {
+    lib.Sgemm(handle, ral::library::kCublasOpN, ral::library::kCublasOpN, kGemmN, kGemmN, kGemmN, &alpha, b, kGemmN,
+              a, kGemmN, &beta, c, kGemmN);
+    d.api->StreamSynchronize(d.stream);
+  }
+  lib.Destroy(handle);
+  for (CUdeviceptr p : m) d.api->MemFree(p);
+  set_gflops(state, kGemmN);
+}
+BENCHMARK(BM_DirectCublasSgemm)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+constexpr int64_t kSortCount = int64_t{1} << 20;
+
+void BM_KilnSort(benchmark::State& state) {
+  if (std::string why = unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
+  const std::string shape = "f32[" + std::to_string(kSortCount) + "]";
+  ir::Program program = check(lang::parse_program("input x : " + shape + "\noutput y : " + shape + "\ncall sort(x) -> y\n",
+                                                  "sort.kiln"),
+                              "parse");
+  auto p = check(runtime::ProgramInstance::create(kiln_device(), program, {}), "compile");
+  check(p->run("main"), "first run");  // builds the library kernels
+  for (auto _ : state) check(p->run("main"), "run");
+  state.SetItemsProcessed(int64_t(state.iterations()) * kSortCount);
+}
+BENCHMARK(BM_KilnSort)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_HostStableSort(benchmark::State& state) {
+  std::vector<float> x(kSortCount), y;
+  for (int64_t i = 0; i < kSortCount; ++i) x[size_t(i)] = float((i * 7919) % 100003);
+  for (auto _ : state) {
+    y = x;
+    std::stable_sort(y.begin(), y.end());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * kSortCount);
+}
+BENCHMARK(BM_HostStableSort)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace kiln::bench

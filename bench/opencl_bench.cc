@@ -175,22 +175,7 @@ BENCHMARK(BM_OpenBlasSgemm)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 void BM_OpenClGemm(benchmark::State& state) {
   if (std::string why = unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
-  setenv("KILN_OPENCL_GEMM", state.range(0) ? "clblast" : "host", 1);
-  const std::string d = std::to_string(kGemmN);
-  ir::Program program = check(lang::parse_program("input a : f32[" + d + ", " + d + "]\ninput b : f32[" + d + ", " + d +
-                                                      "]\noutput c : f32[" + d + ", " + d +
-                                                      "]\nc[i, j] = sum(a[i, k] * b[k, j])\n",
-                                                  "gemm.kiln"),
-                              "parse");
-  auto p = check(runtime::ProgramInstance::create(kiln_device(), program, {}), "compile");
-  Status first = p->run("main");  // CLBlast compiles its kernels on the first call
-  if (!first.ok()) {
-    unsetenv("KILN_OPENCL_GEMM");
-    return state.SkipWithError(first.to_string().c_str());
-  }
-  for (auto _ : state) check(p->run("main"), "run");
-  unsetenv("KILN_OPENCL_GEMM");
-  set_gflops(state, kGemmN);
+  run_language_gemm(state, kiln_device(), kGemmN, "KILN_OPENCL_GEMM", state.range(0) ? "clblast" : "host");
 }
 BENCHMARK(BM_OpenClGemm)->ArgName("clblast")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 
