@@ -89,6 +89,27 @@ TEST_F(CudaQueueHostTest, TransfersRunInOrderThroughStaging) {
   EXPECT_EQ(result, expected);
 }
 
+// A transfer larger than the staging pool's largest class goes through pooled blocks of that
+// class, which stay for the next transfer, rather than through a one-off block freed after it.
+TEST_F(CudaQueueHostTest, LargeTransfersAreStagedInPooledChunks) {
+  const size_t most = context_->staging().max_block_bytes(), length = 2 * most + 3;
+  hal::BufferRef a = buffer(length);
+  std::vector<uint8_t> source(length), result(length, 0xEE);
+  for (size_t i = 0; i < length; ++i) source[i] = static_cast<uint8_t>(i * 131 + (i >> 20));
+  auto done = hal::Semaphore::create();
+  ASSERT_TRUE(queue_->write({}, {{done, 1}}, source.data(), a, 0, length).ok());
+  ASSERT_TRUE(wait(done, 1).ok());
+  ASSERT_TRUE(queue_->read({{done, 1}}, {{done, 2}}, a, 0, result.data(), length).ok());
+  ASSERT_TRUE(wait(done, 2).ok());
+  EXPECT_TRUE(result == source);
+  // Two blocks of the largest class and one of the smallest, all back in the pool, where the
+  // read found the write's.
+  EXPECT_EQ(context_->staging().outstanding(), 0u);
+  EXPECT_EQ(context_->staging().allocated_blocks(), 3u);
+  EXPECT_EQ(context_->staging().cached_blocks(), 3u);
+  EXPECT_EQ(context_->staging().cached_bytes(), 2 * most + (size_t{64} << 10));
+}
+
 TEST_F(CudaQueueHostTest, MisalignedFillAndUpdate) {
   hal::BufferRef a = buffer(32);
   Result<hal::BufferRef> odd = a->subspan(2, 16);

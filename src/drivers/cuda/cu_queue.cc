@@ -208,13 +208,13 @@ Status CuQueue::launch(const hal::Command& command, uint32_t index, Flight& flig
             return launch_upload(w.host, w.length, buffer_pointer(*w.target) + w.offset, flight);
           },
           [&](const hal::ReadCommand& r) {
-            if (r.length == 0) return Status();
-            KILN_ASSIGN_OR_RETURN(StagingBlock block, context_->staging().acquire(r.length));
-            CUresult result = api.MemcpyDtoHAsync(block.data(), buffer_pointer(*r.source) + r.offset, r.length, stream_);
-            if (result != CUDA_SUCCESS) return cu_error("cuMemcpyDtoHAsync_v2", result);
-            flight.readbacks.push_back({r.host, block.data(), r.length});
-            flight.staging.push_back(std::move(block));
-            return Status();
+            const CUdeviceptr source = buffer_pointer(*r.source) + r.offset;
+            return for_each_staged_chunk(r.length, flight, [&](size_t done, size_t chunk, void* staged) {
+              CUresult result = api.MemcpyDtoHAsync(staged, source + done, chunk, stream_);
+              if (result != CUDA_SUCCESS) return cu_error("cuMemcpyDtoHAsync_v2", result);
+              flight.readbacks.push_back({static_cast<char*>(r.host) + done, staged, chunk});
+              return Status();
+            });
           },
           [&](const hal::DispatchCommand& d) { return launch_dispatch(d, index, flight); },
           [&](const hal::BarrierCommand&) { return Status(); },  // the stream is in order
@@ -232,14 +232,28 @@ Status CuQueue::launch(const hal::Command& command, uint32_t index, Flight& flig
       command);
 }
 
-Status CuQueue::launch_upload(const void* host, size_t length, CUdeviceptr target, Flight& flight) {
-  if (length == 0) return Status();
-  KILN_ASSIGN_OR_RETURN(StagingBlock block, context_->staging().acquire(length));
-  std::memcpy(block.data(), host, length);
-  CUresult result = context_->api().MemcpyHtoDAsync(target, block.data(), length, stream_);
-  if (result != CUDA_SUCCESS) return cu_error("cuMemcpyHtoDAsync_v2", result);
-  flight.staging.push_back(std::move(block));
+Status CuQueue::for_each_staged_chunk(size_t length, Flight& flight,
+                                      const std::function<Status(size_t, size_t, void*)>& copy) {
+  // Chunks of the pool's largest class, so that large transfers reuse pooled blocks instead of
+  // pinning one-off blocks of their own size.
+  const size_t most = context_->staging().max_block_bytes();
+  for (size_t done = 0; done < length;) {
+    const size_t chunk = std::min(length - done, most);
+    KILN_ASSIGN_OR_RETURN(StagingBlock block, context_->staging().acquire(chunk));
+    void* staged = block.data();
+    flight.staging.push_back(std::move(block));  // held until the copies have completed
+    KILN_RETURN_IF_ERROR(copy(done, chunk, staged));
+    done += chunk;
+  }
   return Status();
+}
+
+Status CuQueue::launch_upload(const void* host, size_t length, CUdeviceptr target, Flight& flight) {
+  return for_each_staged_chunk(length, flight, [&](size_t done, size_t chunk, void* staged) {
+    std::memcpy(staged, static_cast<const char*>(host) + done, chunk);
+    CUresult result = context_->api().MemcpyHtoDAsync(target + done, staged, chunk, stream_);
+    return result == CUDA_SUCCESS ? Status() : cu_error("cuMemcpyHtoDAsync_v2", result);
+  });
 }
 
 Status CuQueue::launch_copy(const hal::CopyCommand& c, Flight& flight) {

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -59,6 +60,9 @@ class CuQueue final : public hal::Queue {
   Status launch_fill(const hal::FillCommand& f, Flight& flight);
   // Host bytes to the device through a staging block.
   Status launch_upload(const void* host, size_t length, CUdeviceptr target, Flight& flight);
+  // Calls copy(offset, length, staging block) for each chunk of a staged transfer of `length`
+  // bytes, each in a pooled block that the flight holds until it completes.
+  Status for_each_staged_chunk(size_t length, Flight& flight, const std::function<Status(size_t, size_t, void*)>& copy);
   static void on_stream_done(void* user);  // the cuLaunchHostFunc callback
   void finish(Flight* flight);             // on the completion worker: the device part is over
   // A handed wait resolved on the host (reached, or failed).

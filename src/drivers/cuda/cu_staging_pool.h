@@ -11,7 +11,7 @@
 //    128 KiB block), the most recently returned one of that class when any is idle, else a new
 //    one. A request above `max_block_bytes` is served in full by a one-off block of exactly
 //    `bytes`, freed on release rather than cached (slow: callers that stage huge transfers
-//    should chunk them);
+//    should chunk them, as the queue does, at max_block_bytes());
 //  - acquire(0) is INVALID_ARGUMENT: a zero-byte transfer needs no staging;
 //  - a failed allocation returns the ops' status (RESOURCE_EXHAUSTED for CUDA out of memory, as
 //    cu_error maps it) and leaves the pool as it was;
@@ -114,6 +114,8 @@ class StagingPool {
   // See the header comment.
   Status shutdown();
 
+  // The largest block a pooled class holds: transfers above it are staged in chunks of this size.
+  size_t max_block_bytes() const { return options_.max_block_bytes; }
   size_t allocated_blocks() const;  // blocks allocated and not freed, out or idle
   size_t outstanding() const;       // blocks held by StagingBlocks (or being allocated or freed)
   size_t cached_blocks() const;     // idle blocks
