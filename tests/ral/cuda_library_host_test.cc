@@ -7,10 +7,12 @@
 // cpu device's, bit for bit. NVRTC must be present (CudaLibrary builds its module with it).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -112,17 +114,20 @@ class CudaLibraryHostTest : public ::testing::Test {
     return out;
   }
 
-  // One call of `name` in an execution of a "cuda" context (whose CudaLibrary then goes with it).
-  static Status call(const std::string& name, std::vector<void*> args, uint64_t seed = 0, uint64_t run = 0) {
-    Context context("cuda");
+  // One call of `name` in an execution of `context`, or of a "cuda" context of its own (whose
+  // CudaLibrary then goes with it).
+  static Status call(const std::string& name, std::vector<void*> args, uint64_t seed = 0, uint64_t run = 0,
+                     Context* context = nullptr) {
+    std::optional<Context> own;
+    if (!context) context = &own.emplace("cuda");
     Status status;
     {
-      ExecutionContext execution(context, seed, run);
+      ExecutionContext execution(*context, seed, run);
       args.insert(args.begin(), nullptr);
       execution.call(name.c_str(), args.data());
       status = execution.finish();
     }
-    context.finish();
+    if (own) own->finish();
     return status;
   }
   static void call_cpu(const std::string& name, std::vector<void*> args, uint64_t seed = 0, uint64_t run = 0) {
@@ -203,6 +208,24 @@ TEST_F(CudaLibraryHostTest, IntegerAndDoubleSortsOfOtherRanks) {
   int64_t ascending = 0;
   ASSERT_TRUE(call("argsort___cuda___pvoid_m1df64_m1di32_i64___void", {&dm, &om, &ascending}).ok());
   EXPECT_EQ(contents<int32_t>(ob, 8), (std::vector<int32_t>{4, 7, 1, 2, 0, 5, 6, 3}));
+}
+
+// Calls in one RAL context share its CudaLibrary, whose scratch memory is kept between them and
+// grown for a longer row.
+TEST_F(CudaLibraryHostTest, CallsOfOneContextShareTheLibrary) {
+  Context context("cuda");
+  for (int64_t n : {37, 300, 5, 300}) {
+    std::vector<double> x(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) x[static_cast<size_t>(i)] = static_cast<double>((i * 37 + n) % 23) - 11;
+    hal::BufferRef xb = buffer(x), yb = buffer(std::vector<double>(x.size()));
+    MemRef<double, 1> xm{reinterpret_cast<double*>(xb.get()), {n}}, ym{reinterpret_cast<double*>(yb.get()), {n}};
+    int64_t descending = n % 2;
+    ASSERT_TRUE(call("sort___cuda___pvoid_m1df64_m1df64_i64___void", {&xm, &ym, &descending}, 0, 0, &context).ok());
+    std::vector<double> want = x;
+    std::stable_sort(want.begin(), want.end(), [&](double a, double b) { return descending ? a > b : a < b; });
+    EXPECT_EQ(contents<double>(yb, x.size()), want) << "n " << n;
+  }
+  context.finish();
 }
 
 TEST_F(CudaLibraryHostTest, RandomNumbersAreTheCpuDevicesBitForBit) {

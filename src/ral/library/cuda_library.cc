@@ -57,6 +57,9 @@ CudaLibrary::~CudaLibrary() {
   if (!scope.status("the CUDA library's teardown").ok()) return;
   const cuda::Api& api = context_->api();
   if (blas_) cublas().Destroy(blas_);
+  for (const Scratch& s : scratch_) {
+    if (s.pointer) api.MemFree(s.pointer);
+  }
   if (module_) api.ModuleUnload(module_);
   if (stream_) api.StreamDestroy(stream_);
 }
@@ -74,12 +77,9 @@ Status CudaLibrary::run(std::string_view what, const std::function<Status(cuda::
     }
   }
   Status status = work(stream_);
-  // Waited for even after a failed step: the scratch memory may still be in use by the steps
-  // before it.
+  // Waited for even after a failed step: the steps before it may still use the scratch memory.
   const cuda::CUresult waited = api.StreamSynchronize(stream_);
   if (status.ok() && waited != cuda::CUDA_SUCCESS) status = cuda::cu_error("cuStreamSynchronize", waited, what);
-  for (CUdeviceptr pointer : scratch_) api.MemFree(pointer);
-  scratch_.clear();
   return status.ok() ? status : status.annotate(std::string(what));
 }
 
@@ -113,13 +113,19 @@ Status CudaLibrary::launch(const char* name, uint64_t threads, std::initializer_
   return launched == cuda::CUDA_SUCCESS ? Status() : cuda::cu_error("cuLaunchKernel", launched, name);
 }
 
-Result<CUdeviceptr> CudaLibrary::scratch(size_t bytes) {
+Result<CUdeviceptr> CudaLibrary::scratch(size_t slot, size_t bytes) {
+  Scratch& s = scratch_[slot];
+  if (s.pointer && s.bytes >= bytes) return s.pointer;
+  const cuda::Api& api = context_->api();
+  // The stream is idle between runs and the steps before this one in the run use other slots.
+  if (s.pointer) api.MemFree(s.pointer);
+  s = Scratch();
   CUdeviceptr pointer = 0;
-  const cuda::CUresult made = context_->api().MemAlloc(&pointer, std::max<size_t>(bytes, 1));
+  const cuda::CUresult made = api.MemAlloc(&pointer, std::max<size_t>(bytes, 1));
   if (made != cuda::CUDA_SUCCESS) {
     return cuda::cu_error("cuMemAlloc", made, std::to_string(bytes) + " bytes of scratch memory");
   }
-  scratch_.push_back(pointer);
+  s = Scratch{pointer, bytes};
   return pointer;
 }
 
@@ -217,8 +223,8 @@ Status sort_on_device(ExecutionContext* execution, const char* function, const h
   const std::string load = "kiln_sort_load_" + suffix, step = "kiln_sort_step_" + suffix,
                     store = "kiln_sort_store_" + suffix;
   return library->run(std::string(function) + " on cuda", [&](cuda::CUstream) -> Status {
-    KILN_ASSIGN_OR_RETURN(CUdeviceptr keys, library->scratch(elements * sizeof(T)));
-    KILN_ASSIGN_OR_RETURN(CUdeviceptr idx, library->scratch(elements * sizeof(uint32_t)));
+    KILN_ASSIGN_OR_RETURN(CUdeviceptr keys, library->scratch(0, elements * sizeof(T)));
+    KILN_ASSIGN_OR_RETURN(CUdeviceptr idx, library->scratch(1, elements * sizeof(uint32_t)));
     KILN_RETURN_IF_ERROR(library->launch(load.c_str(), elements, {&x_ptr, &keys, &idx, &row_count, &length, &padded}));
     for (const auto& [k, j] : bitonic_stages(padded)) {
       KILN_RETURN_IF_ERROR(

@@ -10,7 +10,6 @@
 #include <memory>
 #include <mutex>
 #include <string_view>
-#include <vector>
 
 #include "drivers/cuda/cu_context.h"
 #include "kiln/hal/buffer.h"
@@ -31,14 +30,15 @@ class CudaLibrary final : public Resource {
   ~CudaLibrary() override;
 
   // Runs `work` with the context pushed and the library's stream (one call at a time), then waits
-  // for the stream and frees the scratch memory taken: the first error, annotated with `what`.
+  // for the stream: the first error, annotated with `what`.
   Status run(std::string_view what, const std::function<Status(cuda::CUstream)>& work);
 
   // Only inside run's work:
   // Launches kernel `name` of cuda_library_source() over `threads` threads (none when 0).
   Status launch(const char* name, uint64_t threads, std::initializer_list<const void*> args);
-  // Device memory freed when run returns.
-  Result<cuda::CUdeviceptr> scratch(size_t bytes);
+  // At least `bytes` of device memory in scratch slot `slot` (0 or 1), kept for later calls and
+  // grown when too small: cuMemFree synchronizes the whole device, so it is not done per call.
+  Result<cuda::CUdeviceptr> scratch(size_t slot, size_t bytes);
   // The context's cuBLAS handle, bound to the stream (made on first use).
   Result<cublasHandle_t> blas();
 
@@ -50,7 +50,11 @@ class CudaLibrary final : public Resource {
   cuda::CUstream stream_ = nullptr;
   cuda::CUmodule module_ = nullptr;
   cublasHandle_t blas_ = nullptr;
-  std::vector<cuda::CUdeviceptr> scratch_;
+  struct Scratch {
+    cuda::CUdeviceptr pointer = 0;
+    size_t bytes = 0;
+  };
+  Scratch scratch_[2];
 };
 
 // Where gemm runs for the cuda device: KILN_CUDA_GEMM (`cublas` or `host`) when set, else cuBLAS
