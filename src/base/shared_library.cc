@@ -14,4 +14,10 @@ Result<void*> load_shared_library(std::initializer_list<const char*> names) {
   return unavailable_error(errors);
 }
 
+void* SymbolBinder::find(const char* symbol) {
+  void* address = ::dlsym(handle_, symbol);
+  if (!address) missing_ += std::string(missing_.empty() ? "" : ", ") + symbol;
+  return address;
+}
+
 }  // namespace kiln

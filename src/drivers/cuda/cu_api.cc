@@ -1,7 +1,5 @@
 #include "drivers/cuda/cu_api.h"
 
-#include <dlfcn.h>
-
 #include <atomic>
 #include <type_traits>
 
@@ -30,17 +28,12 @@ Loaded load() {
   }
   // Every entry is required: the driver is written against all of them, and a library without
   // one (cuMemAllocAsync arrived in CUDA 11.2) is too old to run it.
-  std::string missing;
-  auto bind = [&](auto& fn, const char* symbol) {
-    void* address = ::dlsym(*handle, symbol);
-    if (!address) missing += std::string(missing.empty() ? "" : ", ") + symbol;
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(address);
-  };
-#define KILN_CU_BIND(member, symbol) bind(out.api.member, #symbol);
+  SymbolBinder binder(*handle);
+#define KILN_CU_BIND(member, symbol) binder.bind(out.api.member, #symbol);
   KILN_CUDA_API_FUNCTIONS(KILN_CU_BIND)
 #undef KILN_CU_BIND
-  if (!missing.empty()) {
-    out.status = unavailable_error("the CUDA driver library " + library + " lacks " + missing +
+  if (!binder.missing().empty()) {
+    out.status = unavailable_error("the CUDA driver library " + library + " lacks " + binder.missing() +
                                    " (kiln needs a driver for CUDA 11.2 or newer)");
   }
   return out;

@@ -1,7 +1,5 @@
 #include "drivers/cuda/nvrtc.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <type_traits>
@@ -53,14 +51,9 @@ const Loaded& loaded() {
                                     "); install the CUDA toolkit's NVRTC (cuda-nvrtc)");
       return l;
     }
-    std::string missing;
-    auto bind = [&](auto& fn, const char* symbol) {
-      void* address = ::dlsym(*library, symbol);
-      if (!address) missing += std::string(missing.empty() ? "" : ", ") + symbol;
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(address);
-    };
+    SymbolBinder binder(*library);
     NvrtcApi& a = l->api;
-#define KILN_NVRTC_BIND(name) bind(a.name, "nvrtc" #name)
+#define KILN_NVRTC_BIND(name) binder.bind(a.name, "nvrtc" #name)
     KILN_NVRTC_BIND(GetErrorString);
     KILN_NVRTC_BIND(Version);
     KILN_NVRTC_BIND(GetNumSupportedArchs);
@@ -75,8 +68,8 @@ const Loaded& loaded() {
     KILN_NVRTC_BIND(GetCUBINSize);
     KILN_NVRTC_BIND(GetCUBIN);
 #undef KILN_NVRTC_BIND
-    if (!missing.empty()) {
-      l->status = unavailable_error("NVRTC is older than 11.2 (missing " + missing + ")");
+    if (!binder.missing().empty()) {
+      l->status = unavailable_error("NVRTC is older than 11.2 (missing " + binder.missing() + ")");
       return l;
     }
     int major = 0, minor = 0, count = 0;

@@ -1,7 +1,5 @@
 #include "drivers/opencl/cl_api.h"
 
-#include <dlfcn.h>
-
 #include <mutex>
 
 #include "kiln/base/shared_library.h"
@@ -26,18 +24,9 @@ Loaded load() {
   }
   void* handle = *loaded;
   // Every entry is required; a library without one of them is not a usable OpenCL 1.2.
-  bool ok = true;
-  std::string missing;
-  auto bind = [&](auto& fn, const char* symbol) {
-    void* address = ::dlsym(handle, symbol);
-    if (!address) {
-      ok = false;
-      missing += std::string(missing.empty() ? "" : ", ") + symbol;
-    }
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(address);
-  };
+  SymbolBinder binder(handle);
   Api& a = out.api;
-#define KILN_CL_BIND(name) bind(a.name, "cl" #name)
+#define KILN_CL_BIND(name) binder.bind(a.name, "cl" #name)
   KILN_CL_BIND(GetPlatformIDs);
   KILN_CL_BIND(GetPlatformInfo);
   KILN_CL_BIND(GetDeviceIDs);
@@ -74,8 +63,8 @@ Loaded load() {
   KILN_CL_BIND(RetainEvent);
   KILN_CL_BIND(ReleaseEvent);
 #undef KILN_CL_BIND
-  if (!ok) {
-    out.status = unavailable_error("the OpenCL library lacks OpenCL 1.2 functions: " + missing);
+  if (!binder.missing().empty()) {
+    out.status = unavailable_error("the OpenCL library lacks OpenCL 1.2 functions: " + binder.missing());
   }
   return out;
 }

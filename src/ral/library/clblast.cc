@@ -1,7 +1,5 @@
 #include "ral/library/clblast.h"
 
-#include <dlfcn.h>
-
 #include <string>
 
 #include "drivers/opencl/cl_allocator.h"
@@ -38,10 +36,10 @@ const ClBlast& clblast() {
       out.status = unavailable_error("CLBlast was not found (" + loaded.status().message() + "); install libclblast1");
       return out;
     }
-    void* handle = *loaded;
-    out.sgemm = reinterpret_cast<GemmFn<float>>(::dlsym(handle, "CLBlastSgemm"));
-    out.dgemm = reinterpret_cast<GemmFn<double>>(::dlsym(handle, "CLBlastDgemm"));
-    if (!out.sgemm || !out.dgemm) out.status = unavailable_error("the CLBlast library has no CLBlastSgemm / CLBlastDgemm");
+    SymbolBinder binder(*loaded);
+    binder.bind(out.sgemm, "CLBlastSgemm");
+    binder.bind(out.dgemm, "CLBlastDgemm");
+    if (!binder.missing().empty()) out.status = unavailable_error("the CLBlast library lacks " + binder.missing());
     return out;
   }();
   return loaded;

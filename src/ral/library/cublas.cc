@@ -1,7 +1,5 @@
 #include "ral/library/cublas.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 
 #include "kiln/base/shared_library.h"
@@ -18,13 +16,11 @@ const Cublas& cublas() {
                                      "); install the CUDA toolkit's cuBLAS");
       return out;
     }
-    auto bind = [&](auto& member, const char* symbol) {
-      member = reinterpret_cast<std::remove_reference_t<decltype(member)>>(::dlsym(*handle, symbol));
-      if (!member && out.status.ok()) out.status = unavailable_error(std::string("cuBLAS has no ") + symbol);
-    };
-#define KILN_BIND(member, symbol) bind(out.member, #symbol);
+    SymbolBinder binder(*handle);
+#define KILN_BIND(member, symbol) binder.bind(out.member, #symbol);
     KILN_CUBLAS_FUNCTIONS(KILN_BIND)
 #undef KILN_BIND
+    if (!binder.missing().empty()) out.status = unavailable_error("cuBLAS lacks " + binder.missing());
     return out;
   }();
   return loaded;
