@@ -74,6 +74,7 @@ struct Fake {
   static inline std::atomic<int> misuse{0};           // calls without a context, or from a callback
   static inline std::atomic<int> launches{0};
   static inline std::atomic<int> stream_waits{0};  // cuStreamWaitEvent calls
+  static inline std::atomic<int> stream_syncs{0};  // cuStreamSynchronize calls
   static inline char context_object, module_object;
   // A latch that the next kernel launched while it is armed waits on, on its stream: holds that
   // stream's work back so that a test can submit more before it completes.
@@ -187,6 +188,7 @@ inline const Api& fake_api() {
       return checked();
     };
     a.StreamSynchronize = [](CUstream s) {
+      ++Fake::stream_syncs;
       stream_of(s)->synchronize();
       return checked();
     };

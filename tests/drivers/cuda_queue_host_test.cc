@@ -248,6 +248,33 @@ TEST_F(CudaQueueKernelTest, DispatchesReachTheKernelAndFailuresNameIt) {
   EXPECT_TRUE(wait(done, 2).ok());
 }
 
+// CUDA flushes device printf at a synchronization, not before the completion callback: an action
+// whose kernels print synchronizes its stream before it signals, and only such an action does.
+TEST_F(CudaQueueKernelTest, AnActionThatPrintsIsFlushedBeforeItSignals) {
+  Fake::extra_kernels["print_kernel"] = [](void**, unsigned, unsigned) { return std::function<void()>([] {}); };
+  CuCompiler compiler(context_, DiskCache(""));
+  hal::ExecutableSource source;
+  source.format = "cuda-c";
+  source.label = "printing";
+  source.source =
+      "extern \"C\" __global__ void print_kernel(KILN_STATUS_PARAMS) { KILN_ENTRY(); printf(\"tag %u\\n\", kiln_tag); }\n";
+  source.exports = {{"print_kernel", 0, 0, false}};
+  Result<hal::ExecutableRef> printing = compiler.compile(source, this);
+  ASSERT_TRUE(printing.ok()) << printing.status();
+  hal::BufferRef a = buffer(16);
+  auto done = hal::Semaphore::create();
+  const int before = Fake::stream_syncs;
+  ASSERT_TRUE(queue_->dispatch({}, {{done, 1}}, fill(a, 7)).ok());
+  ASSERT_TRUE(wait(done, 1).ok());
+  EXPECT_EQ(Fake::stream_syncs, before) << "a kernel that does not print needs no flush";
+  hal::DispatchCommand print;
+  print.executable = *printing;
+  ASSERT_TRUE(queue_->dispatch({}, {{done, 2}}, print).ok());
+  ASSERT_TRUE(wait(done, 2).ok());
+  EXPECT_EQ(Fake::stream_syncs, before + 1);
+  Fake::extra_kernels.erase("print_kernel");  // the launches above used its address
+}
+
 // Device signal → device wait: the second queue's kernel waits on the first's event on the
 // stream, submitted while the first has not even run, and still sees what it wrote.
 TEST_F(CudaQueueKernelTest, DeviceWaitsBetweenQueuesSkipTheHost) {

@@ -70,8 +70,10 @@ Result<hal::ExecutableRef> CuCompiler::compile(const hal::ExecutableSource& sour
   ContextScope scope(context_->target());
   KILN_RETURN_IF_ERROR(scope.status("executable '" + source.label + "'"));
   std::vector<CuKernel> kernels;
+  const bool prints = source.source.find("printf(") != std::string::npos;
   for (const hal::ExportInfo& info : source.exports) {
     CuKernel kernel;
+    kernel.prints = prints;
     CUresult result = api.ModuleGetFunction(&kernel.function, module->get(), info.name.c_str());
     if (result == CUDA_ERROR_NOT_FOUND) {
       return not_found_error("executable '" + source.label + "' has no kernel named '" + info.name + "'");

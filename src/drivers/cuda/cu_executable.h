@@ -37,6 +37,8 @@ struct CuKernel {
   // Threads per block in x: 1, or for an export with any_local_size the block size chosen from
   // the kernel's limit (choose_block_size in cu_executable.cc).
   unsigned block_size = 1;
+  // Whether its module's source calls printf (value tracing does): see CuQueue::finish.
+  bool prints = false;
 };
 
 class CuExecutable final : public hal::Executable {

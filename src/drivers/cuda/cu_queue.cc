@@ -12,6 +12,7 @@
 #include "drivers/cuda/cuda_kernel_abi.h"
 #include "drivers/device_waits.h"
 #include "drivers/kernel_failure.h"
+#include "kiln/base/log.h"
 #include "kiln/base/overloaded.h"
 
 namespace kiln::cuda {
@@ -37,6 +38,7 @@ struct CuQueue::Flight {
   };
   std::vector<Readback> readbacks;     // staged reads, copied to host memory at the end
   std::vector<CUdeviceptr> temporary;  // device memory freed at the end (overlapping copies)
+  bool prints = false;                 // runs a kernel whose source calls printf
 };
 
 Result<std::shared_ptr<CuQueue>> CuQueue::create(std::string name, const void* device_tag,
@@ -302,6 +304,7 @@ Status CuQueue::launch_dispatch(const hal::DispatchCommand& d, uint32_t index, F
   // Validation checked that the executable belongs to this device: it is a CuExecutable.
   const auto& executable = static_cast<const CuExecutable&>(*d.executable);
   const CuKernel& kernel = executable.kernel(d.export_ordinal);
+  flight.prints = flight.prints || kernel.prints;
   // The ABI's parameters (cuda_kernel_abi.h), each in a slot of its own that the pointer list
   // points into; cuLaunchKernel copies them before it returns.
   std::vector<uint64_t> values;
@@ -335,6 +338,14 @@ void CuQueue::on_stream_done(void* user) {
 }
 
 void CuQueue::finish(Flight* flight) {
+  // Device printf (value tracing) reaches stdout when CUDA flushes its buffer: at a
+  // synchronization, but not before a cuLaunchHostFunc callback. Flushed here, before the
+  // action's signals, its lines come before whatever the program does after the action.
+  if (flight->prints) {
+    Status flushed = call_in_context(context_->target(), "cuStreamSynchronize", "flushing device printf on " + name(),
+                                     [&](const Api& api) { return api.StreamSynchronize(stream_); });
+    if (!flushed.ok()) KILN_LOG(kWarn, flushed.to_string());
+  }
   Status status = flight->enqueue_error;
   if (status.ok() && flight->slot && StatusSlots::failed(*flight->slot)) {
     uint32_t words[kStatusWords];
