@@ -27,6 +27,10 @@ const hal::Command* command_at(const hal::Command& command, uint32_t index) {
 }
 
 Status kernel_failure(const hal::Command& command, const uint32_t* w, const std::string& queue_name) {
+  if (w[1] == kWaitFailedCode) {
+    // Normally replaced by the failure of the wait itself, which reaches the host too.
+    return internal_error("a wait handed to the device found its signaller failed, on queue '" + queue_name + "'");
+  }
   std::string kernel = "?";
   if (const hal::Command* c = command_at(command, w[2])) {
     if (const auto* d = std::get_if<hal::DispatchCommand>(c)) {

@@ -1,6 +1,6 @@
 // What the queues of the kernel-ABI drivers (OpenCL, CUDA) ask of an action's commands, and a
-// kernel failure recorded in a status slot (words tag, code, command index, workgroup x, y, z)
-// read back into a status that names the kernel.
+// failure recorded in a status slot (words tag, code, command index, workgroup x, y, z) read back
+// into a status that names the kernel, or the failed wait a wait gate found.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,10 @@
 #include "kiln/hal/command_buffer.h"
 
 namespace kiln::drivers {
+
+// The code a wait gate writes into the slot of an action whose device-side wait found its
+// signaller failed (both drivers' gates, cl_wait_gate.h and cu_wait_gate.h).
+inline constexpr uint32_t kWaitFailedCode = 0x7FFFFFFFu;
 
 // Whether the action's command is a `T`, or the command buffer it executes holds one.
 template <typename T>
@@ -29,7 +33,8 @@ inline bool has_dispatch(const hal::Command& command) { return runs_command<hal:
 bool only_kernels(const hal::Command& command);
 // The command numbered `index` of an action, counting a command buffer's commands in order.
 const hal::Command* command_at(const hal::Command& command, uint32_t index);
-// "kernel 'k' failed with code 2 in workgroup (3, 0, 0) on queue 'q'", from the slot's words.
+// "kernel 'k' failed with code 2 in workgroup (3, 0, 0) on queue 'q'", from the slot's words;
+// for kWaitFailedCode, that a wait handed to the device found its signaller failed.
 Status kernel_failure(const hal::Command& command, const uint32_t* words, const std::string& queue_name);
 
 }  // namespace kiln::drivers

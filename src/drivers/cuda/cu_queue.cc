@@ -350,10 +350,7 @@ void CuQueue::finish(Flight* flight) {
   if (status.ok() && flight->slot && StatusSlots::failed(*flight->slot)) {
     uint32_t words[kStatusWords];
     for (size_t i = 0; i < kStatusWords; ++i) words[i] = flight->slot->words[i];
-    status = words[1] == kWaitFailedCode
-                 // Normally replaced by the failure of the wait itself, which reaches the host too.
-                 ? internal_error("a wait handed to the device found its signaller failed, on queue '" + name() + "'")
-                 : drivers::kernel_failure(flight->action->command, words, name());
+    status = drivers::kernel_failure(flight->action->command, words, name());
   }
   if (status.ok()) {
     for (const Flight::Readback& r : flight->readbacks) std::memcpy(r.host, r.staged, r.length);

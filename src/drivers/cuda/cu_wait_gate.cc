@@ -1,5 +1,7 @@
 #include "drivers/cuda/cu_wait_gate.h"
 
+#include <string>
+
 #include "drivers/cuda/cu_context.h"
 #include "drivers/cuda/cu_image_builder.h"
 #include "drivers/cuda/cuda_kernel_abi.h"
@@ -18,7 +20,7 @@ extern "C" __global__ void kiln_wait_gate(KILN_STATUS_PARAMS, const unsigned* s0
   for (int i = 0; i < 4; ++i) {
     if (slots[i] && *(const volatile unsigned*)slots[i] == tags[i]) {
       unsigned* own = KILN_STATUS_SLOT(kiln_status_ring, kiln_tag);
-      own[1] = 0x7FFFFFFFu;
+      own[1] = KILN_WAIT_FAILED_CODE;
       own[2] = kiln_command;
       own[0] = kiln_tag;
       return;
@@ -47,7 +49,9 @@ bool WaitGate::available() {
   if (tried_) return function_ != nullptr;
   tried_ = true;
   ImageBuilder builder{DiskCache("")};
-  Result<KernelImage> image = builder.build(kGateSource, context_.arch(), "kiln_wait_gate");
+  const std::string source =
+      "#define KILN_WAIT_FAILED_CODE " + std::to_string(kWaitFailedCode) + "u\n" + std::string(kGateSource);
+  Result<KernelImage> image = builder.build(source, context_.arch(), "kiln_wait_gate");
   Status status = image.status();
   if (status.ok()) {
     if (image->kind == CudaImage::kPtx) image->bytes.push_back('\0');

@@ -11,13 +11,13 @@
 #include <span>
 
 #include "drivers/cuda/cu_status_slots.h"
+#include "drivers/kernel_failure.h"
 
 namespace kiln::cuda {
 
 class CuContext;
 
-// The code a gate writes into the slot of an action whose device-side wait found a failure.
-inline constexpr uint32_t kWaitFailedCode = 0x7FFFFFFFu;
+using drivers::kWaitFailedCode;  // what the gate writes (drivers/kernel_failure.h)
 
 class WaitGate {
  public:

@@ -26,6 +26,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "drivers/kernel_failure.h"
+
 namespace kiln::opencl {
 
 inline constexpr const char* kKernelAbiText = R"CL(/* kiln OpenCL kernel ABI */
@@ -59,7 +61,6 @@ static void kiln_fail(__global uint* status, uint tag, uint command, uint code) 
 // Words of one status slot, and slots of a queue's status ring (KILN_STATUS_SLOTS).
 inline constexpr size_t kStatusWords = 8;
 inline constexpr uint32_t kStatusSlots = 256;
-// The code a gate writes into the slot of an action whose device-side wait found a failure.
-inline constexpr uint32_t kWaitFailedCode = 0x7FFFFFFFu;
+using drivers::kWaitFailedCode;  // what the wait gate writes (drivers/kernel_failure.h)
 
 }  // namespace kiln::opencl

@@ -1,7 +1,6 @@
 #include "drivers/opencl/cl_pending_signals.h"
 
 #include "drivers/device_waits.h"
-
 #include "drivers/opencl/cl_status_ring.h"
 
 namespace kiln::opencl {

@@ -32,19 +32,6 @@ struct InFlight {
   bool published = false;  // its signals are in the context's PendingSignals
 };
 
-namespace {
-
-Status kernel_failure(const InFlight& f, const std::string& queue_name) {
-  if (f.words[1] == kWaitFailedCode) {
-    // Normally replaced by the failure of the wait itself, which reaches the host too.
-    return internal_error("a wait handed to the device found its signaller failed, on queue '" +
-                          queue_name + "'");
-  }
-  return drivers::kernel_failure(f.action->command, f.words, queue_name);
-}
-
-}  // namespace
-
 Result<std::shared_ptr<ClQueue>> ClQueue::create(std::string name, const void* device_tag,
                                                  std::shared_ptr<ClContext> context,
                                                  std::optional<bool> device_waits) {
@@ -432,7 +419,7 @@ void ClQueue::on_complete(cl_event event, cl_int exec_status, void* user) {
                             error_name(exec_status));
   }
   if (status.ok() && flight->check_status && flight->words[0] == flight->tag) {
-    status = kernel_failure(*flight, queue->name());
+    status = drivers::kernel_failure(action.command, flight->words, queue->name());
   }
   queue->unpublish(*flight, event);
   queue->context_->api().ReleaseEvent(event);
