@@ -9,7 +9,6 @@
 #include "drivers/cuda/cu_allocator.h"
 #include "drivers/cuda/cu_image_builder.h"
 #include "ral/library/cuda_kernels.h"
-#include "ral/library/philox.h"
 #include "ral/library/rows.h"
 
 namespace kiln::ral::library {
@@ -29,8 +28,6 @@ Result<CUdeviceptr> device_pointer(const hal::Buffer& buffer, const char* functi
   }
   return cuda::buffer_pointer(buffer);
 }
-
-const hal::Buffer& buffer_of(const void* data) { return *static_cast<const hal::Buffer*>(data); }
 
 }  // namespace
 
@@ -64,7 +61,7 @@ CudaLibrary::~CudaLibrary() {
   if (stream_) api.StreamDestroy(stream_);
 }
 
-Status CudaLibrary::run(std::string_view what, const std::function<Status(cuda::CUstream)>& work) {
+Status CudaLibrary::run(std::string_view what, const std::function<Status()>& work) {
   std::lock_guard<std::mutex> lock(mutex_);
   const cuda::Api& api = context_->api();
   cuda::ContextScope scope(context_->target());
@@ -76,7 +73,7 @@ Status CudaLibrary::run(std::string_view what, const std::function<Status(cuda::
       return cuda::cu_error("cuStreamCreate", made, what);
     }
   }
-  Status status = work(stream_);
+  Status status = work();
   // Waited for even after a failed step: the steps before it may still use the scratch memory.
   const cuda::CUresult waited = api.StreamSynchronize(stream_);
   if (status.ok() && waited != cuda::CUDA_SUCCESS) status = cuda::cu_error("cuStreamSynchronize", waited, what);
@@ -96,10 +93,15 @@ Result<cuda::CUfunction> CudaLibrary::kernel(const char* name) {
       return cuda::cu_error("cuModuleLoadData", loaded, "the library kernels");
     }
   }
-  cuda::CUfunction function = nullptr;
-  const cuda::CUresult found = api.ModuleGetFunction(&function, module_, name);
-  if (found != cuda::CUDA_SUCCESS) return cuda::cu_error("cuModuleGetFunction", found, name);
-  return function;
+  auto [it, added] = functions_.try_emplace(name, nullptr);
+  if (added) {
+    const cuda::CUresult found = api.ModuleGetFunction(&it->second, module_, name);
+    if (found != cuda::CUDA_SUCCESS) {
+      functions_.erase(it);
+      return cuda::cu_error("cuModuleGetFunction", found, name);
+    }
+  }
+  return it->second;
 }
 
 Status CudaLibrary::launch(const char* name, uint64_t threads, std::initializer_list<const void*> args) {
@@ -160,7 +162,7 @@ Status cublas_gemm(ExecutionContext* execution, const hal::Buffer& a, const hal:
   KILN_ASSIGN_OR_RETURN(CUdeviceptr c_ptr, device_pointer(c, "gemm", "c"));
   KILN_ASSIGN_OR_RETURN(CudaLibrary * library, CudaLibrary::of(execution, c, "gemm"));
   const ColumnMajorGemm g = column_major_gemm(transpose_a, transpose_b, m, n, k, lda, ldb);
-  return library->run("gemm on cuda", [&](cuda::CUstream) -> Status {
+  return library->run("gemm on cuda", [&]() -> Status {
     KILN_ASSIGN_OR_RETURN(cublasHandle_t handle, library->blas());
     cublasStatus_t done;
     if constexpr (std::is_same_v<T, float>) {
@@ -222,7 +224,7 @@ Status sort_on_device(ExecutionContext* execution, const char* function, const h
   const std::string suffix = type_suffix<T>();
   const std::string load = "kiln_sort_load_" + suffix, step = "kiln_sort_step_" + suffix,
                     store = "kiln_sort_store_" + suffix;
-  return library->run(std::string(function) + " on cuda", [&](cuda::CUstream) -> Status {
+  return library->run(std::string(function) + " on cuda", [&]() -> Status {
     KILN_ASSIGN_OR_RETURN(CUdeviceptr keys, library->scratch(0, elements * sizeof(T)));
     KILN_ASSIGN_OR_RETURN(CUdeviceptr idx, library->scratch(1, elements * sizeof(uint32_t)));
     KILN_RETURN_IF_ERROR(library->launch(load.c_str(), elements, {&x_ptr, &keys, &idx, &row_count, &length, &padded}));
@@ -238,14 +240,14 @@ Status sort_on_device(ExecutionContext* execution, const char* function, const h
 template <typename T, int N>
 Status sort_cuda(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, N> y, int64_t descending) {
   KILN_RETURN_IF_ERROR(check_rows("sort", x, "x", y, "y", true));
-  return sort_on_device<T>(execution, "sort", buffer_of(x.data), &buffer_of(y.data), nullptr, descending != 0,
+  return sort_on_device<T>(execution, "sort", buffer_of(x), &buffer_of(y), nullptr, descending != 0,
                            row_count(x), row_length(x), row_length(x));
 }
 
 template <typename T, int N>
 Status argsort_cuda(ExecutionContext* execution, MemRef<T, N> x, MemRef<int32_t, N> idx, int64_t descending) {
   KILN_RETURN_IF_ERROR(check_argsort(x, idx));
-  return sort_on_device<T>(execution, "argsort", buffer_of(x.data), nullptr, &buffer_of(idx.data),
+  return sort_on_device<T>(execution, "argsort", buffer_of(x), nullptr, &buffer_of(idx),
                            descending != 0, row_count(x), row_length(x), row_length(x));
 }
 
@@ -253,8 +255,8 @@ template <typename T, int N>
 Status topk_cuda(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, N> values, MemRef<int32_t, N> indices) {
   KILN_ASSIGN_OR_RETURN(const int64_t k, check_topk(x, values, indices));
   if (k == 0) return Status();
-  return sort_on_device<T>(execution, "topk", buffer_of(x.data), &buffer_of(values.data),
-                           &buffer_of(indices.data), true, row_count(x), row_length(x), k);
+  return sort_on_device<T>(execution, "topk", buffer_of(x), &buffer_of(values),
+                           &buffer_of(indices), true, row_count(x), row_length(x), k);
 }
 
 // Fills r with the numbers of `kernel` (kiln_random_{uniform,normal}_{f32,f64}), whose last two
@@ -264,7 +266,7 @@ Status random_on_device(ExecutionContext* execution, const char* function, MemRe
                         int64_t call_site) {
   const uint64_t count = static_cast<uint64_t>(r.element_count());
   if (count == 0) return Status();
-  const hal::Buffer& buffer = buffer_of(r.data);
+  const hal::Buffer& buffer = buffer_of(r);
   KILN_ASSIGN_OR_RETURN(CUdeviceptr out, device_pointer(buffer, function, "r"));
   KILN_ASSIGN_OR_RETURN(CudaLibrary * library, CudaLibrary::of(execution, buffer, function));
   const uint32_t key0 = static_cast<uint32_t>(execution->seed()), key1 = static_cast<uint32_t>(execution->seed() >> 32);
@@ -272,7 +274,7 @@ Status random_on_device(ExecutionContext* execution, const char* function, MemRe
   // One thread per Philox block: four f32 or two f64 elements.
   const uint64_t threads = std::is_same_v<T, float> ? (count + 3) / 4 : (count + 1) / 2;
   const std::string kernel = std::string("kiln_") + function + "_" + type_suffix<T>();
-  return library->run(std::string(function) + " on cuda", [&](cuda::CUstream) {
+  return library->run(std::string(function) + " on cuda", [&]() {
     return library->launch(kernel.c_str(), threads, {&out, &count, &key0, &key1, &site, &run, &p, &q});
   });
 }
@@ -289,20 +291,6 @@ Status normal_cuda(ExecutionContext* execution, MemRef<T, N> r, T mean, T std_de
   return random_on_device<T, N>(execution, "random_normal", r, mean, std_dev, call_site);
 }
 
-template <typename T, int N>
-Status add_random(Registry& registry) {
-  KILN_RETURN_IF_ERROR(registry.add(make_function<"random_uniform", "cuda", &uniform_cuda<T, N>, Memory::kDevice>()));
-  return registry.add(make_function<"random_normal", "cuda", &normal_cuda<T, N>, Memory::kDevice>());
-}
-
-template <typename T>
-Status add_random_ranks(Registry& registry) {
-  KILN_RETURN_IF_ERROR((add_random<T, 1>(registry)));
-  KILN_RETURN_IF_ERROR((add_random<T, 2>(registry)));
-  KILN_RETURN_IF_ERROR((add_random<T, 3>(registry)));
-  return add_random<T, 4>(registry);
-}
-
 }  // namespace
 
 Status register_cuda_library(Registry& registry) {
@@ -311,8 +299,10 @@ Status register_cuda_library(Registry& registry) {
     KILN_RETURN_IF_ERROR(registry.add(make_function<"argsort", "cuda", &argsort_cuda<T, N>, Memory::kDevice>()));
     return registry.add(make_function<"topk", "cuda", &topk_cuda<T, N>, Memory::kDevice>());
   }));
-  KILN_RETURN_IF_ERROR(add_random_ranks<float>(registry));
-  return add_random_ranks<double>(registry);
+  return for_each_type_and_rank<float, double>([&]<typename T, int N>() {
+    KILN_RETURN_IF_ERROR(registry.add(make_function<"random_uniform", "cuda", &uniform_cuda<T, N>, Memory::kDevice>()));
+    return registry.add(make_function<"random_normal", "cuda", &normal_cuda<T, N>, Memory::kDevice>());
+  });
 }
 
 }  // namespace kiln::ral::library

@@ -9,7 +9,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "drivers/cuda/cu_context.h"
 #include "kiln/hal/buffer.h"
@@ -29,9 +31,9 @@ class CudaLibrary final : public Resource {
   explicit CudaLibrary(std::shared_ptr<cuda::CuContext> context) : context_(std::move(context)) {}
   ~CudaLibrary() override;
 
-  // Runs `work` with the context pushed and the library's stream (one call at a time), then waits
-  // for the stream: the first error, annotated with `what`.
-  Status run(std::string_view what, const std::function<Status(cuda::CUstream)>& work);
+  // Runs `work` with the context pushed (one call at a time), then waits for the library's
+  // stream, which launch and blas() use: the first error, annotated with `what`.
+  Status run(std::string_view what, const std::function<Status()>& work);
 
   // Only inside run's work:
   // Launches kernel `name` of cuda_library_source() over `threads` threads (none when 0).
@@ -49,6 +51,7 @@ class CudaLibrary final : public Resource {
   std::mutex mutex_;  // one run at a time; guards everything below
   cuda::CUstream stream_ = nullptr;
   cuda::CUmodule module_ = nullptr;
+  std::unordered_map<std::string, cuda::CUfunction> functions_;  // of module_, by name
   cublasHandle_t blas_ = nullptr;
   struct Scratch {
     cuda::CUdeviceptr pointer = 0;

@@ -35,12 +35,6 @@ Status gemm_blas(ExecutionContext*, MemRef<T, 2> a, MemRef<T, 2> b, MemRef<T, 2>
   return Status();
 }
 
-// The buffer a device-memory function's memref stands for.
-template <typename T>
-const hal::Buffer& buffer_of(const MemRef<T, 2>& m) {
-  return *reinterpret_cast<const hal::Buffer*>(m.data);
-}
-
 // OpenBLAS over mapped buffers: gemm on a device whose memory the host maps, where the device's
 // own library does not run it. Each memref's data is the tensor's hal::Buffer.
 template <typename T>
@@ -68,7 +62,7 @@ Status gemm_on_device(ExecutionContext* context, MemRef<T, 2> a, MemRef<T, 2> b,
                       int64_t transpose_b, T alpha, T beta, Place&& place, Library&& library) {
   KILN_ASSIGN_OR_RETURN(GemmShape s, check_gemm(a, b, c, transpose_a, transpose_b));
   if (s.m == 0 || s.n == 0) return Status();
-  KILN_ASSIGN_OR_RETURN(GemmPlace where, place(*reinterpret_cast<hal::Buffer*>(c.data)));
+  KILN_ASSIGN_OR_RETURN(GemmPlace where, place(buffer_of(c)));
   if (where == GemmPlace::kHost || s.k == 0) return gemm_mapped<T>(context, a, b, c, transpose_a, transpose_b, alpha, beta);
   return library(s, std::max<int64_t>(a.sizes[1], 1), std::max<int64_t>(b.sizes[1], 1));
 }

@@ -84,29 +84,20 @@ Status normal(ExecutionContext* context, MemRef<T, N> r, T mean, T std_dev, int6
   return Status();
 }
 
-template <FixedString Device, typename T, int N>
-Status add(Registry& registry) {
-  KILN_RETURN_IF_ERROR(registry.add(make_function<"random_uniform", Device, &uniform<T, N>>()));
-  return registry.add(make_function<"random_normal", Device, &normal<T, N>>());
-}
-
-template <FixedString Device, typename T>
-Status add_ranks(Registry& registry) {
-  KILN_RETURN_IF_ERROR((add<Device, T, 1>(registry)));
-  KILN_RETURN_IF_ERROR((add<Device, T, 2>(registry)));
-  KILN_RETURN_IF_ERROR((add<Device, T, 3>(registry)));
-  return add<Device, T, 4>(registry);
+template <FixedString Device>
+Status add_random(Registry& registry) {
+  return for_each_type_and_rank<float, double>([&]<typename T, int N>() {
+    KILN_RETURN_IF_ERROR(registry.add(make_function<"random_uniform", Device, &uniform<T, N>>()));
+    return registry.add(make_function<"random_normal", Device, &normal<T, N>>());
+  });
 }
 
 }  // namespace
 
 Status register_random(Registry& registry) {
-  KILN_RETURN_IF_ERROR((add_ranks<"cpu", float>(registry)));
-  KILN_RETURN_IF_ERROR((add_ranks<"cpu", double>(registry)));
-  KILN_RETURN_IF_ERROR((add_ranks<"opencl", float>(registry)));
-  KILN_RETURN_IF_ERROR((add_ranks<"opencl", double>(registry)));
-  KILN_RETURN_IF_ERROR((add_ranks<"interp", float>(registry)));
-  return add_ranks<"interp", double>(registry);
+  KILN_RETURN_IF_ERROR(add_random<"cpu">(registry));
+  KILN_RETURN_IF_ERROR(add_random<"opencl">(registry));
+  return add_random<"interp">(registry);
 }
 
 }  // namespace kiln::ral::library

@@ -7,9 +7,11 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "kiln/base/env.h"
 #include "kiln/base/status.h"
+#include "kiln/hal/buffer.h"
 #include "kiln/ral/memref.h"
 
 namespace kiln::ral::library {
@@ -68,10 +70,10 @@ Status check_argsort(const MemRef<T, N>& x, const MemRef<int32_t, N>& idx) {
   return Status();
 }
 
-// Calls add.template operator()<T, N>() for every element type of the sorting functions (f32,
-// f64, i32) and rank 1 to 4, stopping at the first error.
-template <typename Add>
-Status for_each_sorting_type(Add&& add) {
+// Calls add.template operator()<T, N>() for every element type T of `Types` and rank 1 to 4,
+// stopping at the first error.
+template <typename... Types, typename Add>
+Status for_each_type_and_rank(Add&& add) {
   Status status;
   auto ranks = [&]<typename T>() {
     if (status.ok()) status = add.template operator()<T, 1>();
@@ -79,10 +81,20 @@ Status for_each_sorting_type(Add&& add) {
     if (status.ok()) status = add.template operator()<T, 3>();
     if (status.ok()) status = add.template operator()<T, 4>();
   };
-  ranks.template operator()<float>();
-  ranks.template operator()<double>();
-  ranks.template operator()<int32_t>();
+  (ranks.template operator()<Types>(), ...);
   return status;
+}
+
+// The same over the element types of the sorting functions (f32, f64, i32).
+template <typename Add>
+Status for_each_sorting_type(Add&& add) {
+  return for_each_type_and_rank<float, double, int32_t>(std::forward<Add>(add));
+}
+
+// The buffer a memref of a device-memory function (Memory::kDevice) stands for.
+template <typename T, int N>
+const hal::Buffer& buffer_of(const MemRef<T, N>& m) {
+  return *reinterpret_cast<const hal::Buffer*>(m.data);
 }
 
 struct GemmShape {
