@@ -3,7 +3,7 @@
 # that has the CUDA driver but none of kiln's build dependencies: a Release build in
 # build-device/, then .device/pack.tar.xz (ignored by git; about 10 MB, inside the device tool's
 # 64 MiB): the stripped test binaries, kiln, train_moons and cuda_bench, the shared libraries
-# they need beyond the C and C++ runtimes (OpenBLAS and its Fortran runtime), and this
+# they need beyond the C and C++ runtimes (OpenBLAS, Google Benchmark, ...), and this
 # checkout's path, which the tests read example programs from. Run `make deps` first.
 # Usage: scripts/cuda-device-pack.sh
 set -eu
@@ -21,6 +21,16 @@ for f in tests/kiln_hal_test tests/kiln_drivers_test tests/kiln_ral_test tests/k
          examples/train_moons/train_moons bench/cuda_bench; do
   strip -o "$stage/bin/$(basename "$f")" "$build/$f"
 done
+# Every shared library the binaries need beyond the C and C++ runtimes (OpenBLAS and its Fortran
+# runtime, Google Benchmark, ...): a GPU machine has a different distribution's libraries, if any.
+# OpenBLAS is loaded with dlopen, so it is named as well as found by ldd.
+for f in "$stage"/bin/*; do ldd "$f"; done | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' | sort -u |
+  while read -r name path; do
+    case $name in
+      libc.so.*|libm.so.*|libstdc++.so.*|libgcc_s.so.*|libpthread.so.*|libdl.so.*|librt.so.*|ld-linux*) ;;
+      *) cp -L "$path" "$stage/lib/" ;;
+    esac
+  done
 for lib in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do
   path=$(ldconfig -p | awk -v l="$lib" '$1 == l { print $NF; exit }')
   [ -n "$path" ] || { echo "cuda-device-pack: $lib not found (run make deps)" >&2; exit 1; }
