@@ -76,7 +76,7 @@ struct Direct {
     const int arch = devices[0].compute_major * 10 + devices[0].compute_minor;
     std::string image = check(nvrtc_compile(kKernel, arch, CudaImage::kPtx, "bench"), "nvrtc");
     image.push_back('\0');
-    api->ModuleLoadData(&module, image.data());
+    api->ModuleLoadDataEx(&module, image.data(), 0, nullptr, nullptr);
     api->ModuleGetFunction(&kernel, module, "empty");
     api->StreamCreate(&stream, CU_STREAM_NON_BLOCKING);
     api->StreamCreate(&stream2, CU_STREAM_NON_BLOCKING);

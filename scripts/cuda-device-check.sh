@@ -2,7 +2,8 @@
 # The CUDA checks for a machine with an NVIDIA GPU, run from the repository root there after
 # scripts/cuda-device-pack.sh built .device/pack.tar.xz here and it travelled along: the device's
 # conformance suite, the CUDA driver's and library's tests, the examples and differential tests
-# against the interpreter, `kiln run` and `train_moons` on cuda, a 2^24-element elementwise
+# against the interpreter (a kernel that faults, in a child process, among the drivers' tests),
+# `kiln run` and `train_moons` on cuda, a value trace of traced kernels, a 2^24-element elementwise
 # kernel beside PyTorch's (where python3 has torch), and bench/cuda_bench (3 repetitions,
 # aggregates). Each step has a time limit, a failure does not stop the next, and the
 # whole log goes to $OUT/cuda-check.log (or ./cuda-check.log). Exit status: the number of
@@ -43,6 +44,9 @@ step "$bin/kiln_ral_test"
 step "$bin/kiln_runtime_test" --gtest_filter='*/cuda:*Cuda*:ExamplesTest.*Cuda*'
 step "$bin/kiln" run "$root/examples/kiln/mlp.kiln" --device cuda
 step "$bin/train_moons" --device cuda --epochs 20
+# Value tracing on the GPU: device printf, flushed before each traced action signals.
+step "$bin/kiln" run "$root/examples/tracing/debug_nan.kiln" --device cuda --trace-values "$pack/values.jsonl"
+step "$bin/kiln" trace-values "$pack/values.jsonl" --first-nan
 # An elementwise kernel at GPU scale (2^24 f32): kiln's grid against PyTorch on the same GPU.
 step "$bin/kiln" run "$root/bench/programs/relu_fma_2e24.kiln" --device cuda --repeat 20
 if python3 -c 'import torch' 2>/dev/null; then step python3 "$root/bench/programs/torch_relu_fma.py"; fi

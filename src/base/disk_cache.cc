@@ -181,7 +181,10 @@ Status write_parts_atomic(const std::string& path, std::initializer_list<std::st
     fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0 && errno != EEXIST && errno != EINTR) break;
   }
-  if (fd < 0) return errno_error(errno, "writing " + path + " (creating " + temp + ")");
+  if (fd < 0) {
+    const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/') + 1);
+    return errno_error(errno, "writing " + path + ": cannot create a file in " + dir);
+  }
   Fd guard(fd);
   int err = 0;
   for (std::string_view part : parts) {

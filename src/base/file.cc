@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 
 #include "base/disk_cache.h"
@@ -178,25 +180,61 @@ Result<std::string> read_bounded_file(const std::string& path, size_t max_bytes,
   return file.read_to_end(max_bytes, what);
 }
 
-Status write_output_file(const std::string& path, std::string_view bytes) {
+namespace {
+
+// Where write_output_file writes `path`: through it (a character device or FIFO, `through`), or
+// atomically to `target` (the regular file, or the file a link leads to, that is replaced).
+struct OutputTarget {
+  bool through = false;
+  std::string target;
+};
+
+Result<OutputTarget> resolve_output(const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     if (errno != ENOENT) return errno_error(errno, "writing " + path);
     // Nothing there, or a link to nothing: create the file the name leads to.
     KILN_ASSIGN_OR_RETURN(std::string target, follow_dangling_link(path));
-    return write_file_atomic(target, bytes);
+    return OutputTarget{false, target};
   }
-  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return write_through(path, bytes);
+  if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return OutputTarget{true, path};
   if (!S_ISREG(st.st_mode)) {
     return failed_precondition_error("writing " + path + ": it is " + kind_of(st.st_mode) +
                                      "; kiln writes regular files, character devices and FIFOs");
   }
   struct stat link;
-  if (::lstat(path.c_str(), &link) == 0 && !S_ISLNK(link.st_mode)) return write_file_atomic(path, bytes);
+  if (::lstat(path.c_str(), &link) == 0 && !S_ISLNK(link.st_mode)) return OutputTarget{false, path};
   // A link to a regular file: replace the file it points to, not the link.
   std::unique_ptr<char, decltype(&std::free)> target(::realpath(path.c_str(), nullptr), &std::free);
   if (!target) return errno_error(errno, "writing " + path + " (resolving its link)");
-  return write_file_atomic(target.get(), bytes);
+  return OutputTarget{false, target.get()};
+}
+
+}  // namespace
+
+Status write_output_file(const std::string& path, std::string_view bytes) {
+  KILN_ASSIGN_OR_RETURN(OutputTarget out, resolve_output(path));
+  Status written = out.through ? write_through(path, bytes) : write_file_atomic(out.target, bytes);
+  return written.ok() || out.target == path ? written : written.annotate("writing " + path);
+}
+
+Status check_output_file(const std::string& path) {
+  KILN_ASSIGN_OR_RETURN(OutputTarget out, resolve_output(path));
+  if (out.through) return Status();
+  // The file is replaced by renaming a sibling over it: that sibling must be creatable.
+  std::string dir = std::filesystem::path(out.target).parent_path().string();
+  if (dir.empty()) dir = ".";
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) return errno_error(errno, "writing " + path + " (its directory " + dir + ")");
+  if (!S_ISDIR(st.st_mode)) return errno_error(ENOTDIR, "writing " + path + " (" + dir + ")");
+  static std::atomic<uint64_t> probes{0};
+  const std::string probe =
+      dir + "/.kiln-probe-" + std::to_string(::getpid()) + "-" + std::to_string(probes.fetch_add(1));
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return errno_error(errno, "writing " + path + ": cannot create a file in " + dir);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return Status();
 }
 
 }  // namespace kiln

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <string>
 
-#include "kiln/base/env.h"
+#include "kiln/base/settings.h"
 
 namespace kiln {
 
@@ -60,13 +60,12 @@ LogLevel current_level() {
 }  // namespace
 
 Result<LogLevel> log_level_from_env() {
-  std::optional<std::string> value = env_string("KILN_LOG");
+  KILN_ASSIGN_OR_RETURN(std::optional<std::string> value, setting_choice("KILN_LOG"));
   if (!value) return LogLevel::kWarn;
   for (LogLevel level : {LogLevel::kError, LogLevel::kWarn, LogLevel::kInfo, LogLevel::kDebug}) {
-    if (strcasecmp(value->c_str(), std::string(level_name(level)).c_str()) == 0) return level;
+    if (*value == level_name(level)) return level;
   }
-  return invalid_argument_error("KILN_LOG='" + *value +
-                                "' is not one of error, warn, info, debug");
+  return internal_error("KILN_LOG='" + *value + "' has no log level");
 }
 
 bool log_enabled(LogLevel level) {

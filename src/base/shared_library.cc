@@ -4,14 +4,18 @@
 
 namespace kiln {
 
-Result<void*> load_shared_library(std::initializer_list<const char*> names) {
+Result<void*> load_shared_library(const std::vector<std::string>& names) {
   std::string errors;
-  for (const char* name : names) {
-    if (void* handle = ::dlopen(name, RTLD_NOW | RTLD_LOCAL)) return handle;
+  for (const std::string& name : names) {
+    if (void* handle = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) return handle;
     const char* error = ::dlerror();
     errors += std::string(errors.empty() ? "" : "; ") + (error ? error : name);
   }
   return unavailable_error(errors);
+}
+
+Result<void*> load_shared_library(std::initializer_list<const char*> names) {
+  return load_shared_library(std::vector<std::string>(names.begin(), names.end()));
 }
 
 void* SymbolBinder::find(const char* symbol) {

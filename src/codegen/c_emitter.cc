@@ -88,8 +88,8 @@ int64_t stores_of(const ir::LStmtRef& s) {
 
 int64_t estimated_stores(const ir::Kernel& kernel) { return stores_of(kernel.body); }
 
-uint32_t workgroups_for_size(const ir::Kernel& kernel, uint32_t cap) {
-  const int64_t by_work = estimated_stores(kernel) / kMinStoresPerWorkgroup;
+uint32_t workgroups_for_size(const ir::Kernel& kernel, uint32_t cap, int64_t min_stores) {
+  const int64_t by_work = estimated_stores(kernel) / std::max<int64_t>(1, min_stores);
   return static_cast<uint32_t>(
       std::clamp<int64_t>(std::min({by_work, max_workgroups(kernel), int64_t{cap}}), 1, std::max<uint32_t>(cap, 1)));
 }

@@ -1,15 +1,30 @@
 #include "drivers/serial_worker.h"
 
 #include <exception>
+#include <system_error>
 #include <string>
 
 #include "kiln/hal/queue.h"
 
 namespace kiln::drivers {
 
-void SerialWorker::push(std::function<void()> task) {
+Status SerialWorker::start() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!thread_.joinable()) thread_ = std::thread([this] { main(); });
+  if (thread_.joinable()) return Status();
+  try {
+    thread_ = std::thread([this] { main(); });
+  } catch (const std::system_error& e) {
+    return resource_exhausted_error(std::string("cannot start a worker thread: ") + e.what());
+  }
+  return Status();
+}
+
+void SerialWorker::push(std::function<void()> task) {
+  if (Status started = start(); !started.ok()) {
+    task();
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
   tasks_.push_back(std::move(task));
   ready_.notify_one();
 }

@@ -1,5 +1,5 @@
 // SerialWorker: a thread of its own that runs tasks one at a time, in the order pushed; started
-// with the first task. The queues of drivers run host calls on one (never on a native runtime's
+// by start() or with the first task. The queues of drivers run host calls on one (never on a native runtime's
 // callback thread, where blocking would be undefined), and the CUDA queue its completions.
 #pragma once
 
@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "kiln/base/status.h"
 #include "kiln/hal/command.h"
 
 namespace kiln::drivers {
@@ -21,7 +22,12 @@ class SerialWorker {
   SerialWorker(const SerialWorker&) = delete;
   SerialWorker& operator=(const SerialWorker&) = delete;
 
-  // Thread-safe; cheap enough for a callback that must not block (a lock and a notify).
+  // Starts the thread now (else the first push() does): RESOURCE_EXHAUSTED when the system will
+  // not start it. A queue starts the workers it cannot do without when it is created, so that a
+  // thread limit fails its creation rather than a later action.
+  Status start();
+  // Thread-safe; cheap enough for a callback that must not block (a lock and a notify). Where no
+  // thread can be started, the task runs on the caller's thread instead of being lost.
   void push(std::function<void()> task);
   // Runs every task pushed so far, then joins the thread. Idempotent; push() after it is a bug.
   void stop();

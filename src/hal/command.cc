@@ -95,6 +95,12 @@ Status validate(DispatchCommand& c, const void* tag) {
     const std::string role = where + " binding " + std::to_string(i);
     KILN_RETURN_IF_ERROR(check_buffer(b.buffer, tag, kUsageDispatchStorage, role.c_str()));
     KILN_RETURN_IF_ERROR(resolve_range(b.buffer, b.offset, b.length, role.c_str()));
+    const uint32_t alignment = i < info->binding_alignment.size() ? info->binding_alignment[i] : 0;
+    const uint64_t start = uint64_t{b.buffer->byte_offset()} + b.offset;
+    if (alignment > 1 && start % alignment != 0) {
+      return invalid_argument_error(role + " starts at byte " + std::to_string(start) + " of its allocation, not a multiple of " +
+                                    std::to_string(alignment) + " (the size of its elements)");
+    }
   }
   return Status();
 }

@@ -121,7 +121,11 @@ Result<hal::ExecutableRef> build_executable(const ir::LoweredProgram& lowered,
   for (const ir::LoweredRoutine& r : lowered.routines) {
     for (const ir::Kernel& k : r.kernels) {
       // The emitter writes every kernel for any local size (codegen/dialect.h, work items).
-      source.exports.push_back({k.name, static_cast<uint32_t>(k.nodes.size()), 0, true});
+      hal::ExportInfo info{k.name, static_cast<uint32_t>(k.nodes.size()), 0, true};
+      for (int node : k.nodes) {
+        info.binding_alignment.push_back(static_cast<uint32_t>(ir::dtype_size(lowered.program.nodes[node].dtype)));
+      }
+      source.exports.push_back(std::move(info));
     }
   }
   KILN_ASSIGN_OR_RETURN(std::vector<codegen::CallKernel> calls, call_kernels(lowered, device->info()));

@@ -147,7 +147,6 @@ Status Backend::add_compiled_routines(const ContextRef& child, const CodeRef& co
     if (m >= 0) merge_of[m] = n.name;
   }
 
-  const uint32_t max_workgroups = 4 * std::max(1u, device_->info().capabilities.compute_units);
   uint32_t ordinal = 0;
   for (const ir::LoweredRoutine& lr : code->lowered().routines) {
     const bool wanted = std::find(names.begin(), names.end(), lr.name) != names.end();
@@ -160,9 +159,7 @@ Status Backend::add_compiled_routines(const ContextRef& child, const CodeRef& co
     for (const ir::Kernel& k : lr.kernels) {
       Routine::Dispatch d;
       d.export_ordinal = ordinal++;
-      d.workgroups[0] = options_.max_workgroups
-                            ? static_cast<uint32_t>(std::min<int64_t>(codegen::max_workgroups(k), options_.max_workgroups))
-                            : codegen::workgroups_for_size(k, max_workgroups);
+      d.workgroups[0] = dispatch_workgroups(k, device_->info().capabilities, options_.max_workgroups);
       const ir::NodeAccess access = ir::node_access(k);
       for (size_t b = 0; b < k.nodes.size(); ++b) {
         const int id = k.nodes[b];

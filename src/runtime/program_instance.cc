@@ -47,7 +47,6 @@ Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef 
   }
 
   // Per routine: its kernels in command buffers, a barrier between them, split at its calls.
-  const uint32_t max_workgroups = 4 * std::max(1u, device->info().capabilities.compute_units);
   instance->ral_ = std::make_shared<ral::Context>(device->info().driver);
   instance->seed_ = options.seed;
   uint32_t ordinal = 0;
@@ -59,10 +58,7 @@ Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef 
       hal::DispatchCommand d;
       d.executable = instance->executable_;
       d.export_ordinal = first_ordinal + static_cast<uint32_t>(i);
-      d.workgroups = {options.max_workgroups ? static_cast<uint32_t>(std::min<int64_t>(codegen::max_workgroups(k),
-                                                                                       options.max_workgroups))
-                                             : codegen::workgroups_for_size(k, max_workgroups),
-                      1, 1};
+      d.workgroups = {dispatch_workgroups(k, device->info().capabilities, options.max_workgroups), 1, 1};
       for (int node : k.nodes) d.bindings.push_back({instance->buffers_[node]});
       return d;
     };

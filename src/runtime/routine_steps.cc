@@ -1,6 +1,17 @@
 #include "runtime/routine_steps.h"
 
+#include <algorithm>
+
+#include "kiln/codegen/c_emitter.h"
+
 namespace kiln::runtime {
+
+uint32_t dispatch_workgroups(const ir::Kernel& kernel, const hal::DeviceCapabilities& caps, uint32_t fixed) {
+  if (fixed) return static_cast<uint32_t>(std::min<int64_t>(codegen::max_workgroups(kernel), fixed));
+  const uint64_t cap = uint64_t{std::max(1u, caps.compute_units)} * std::max(1u, caps.workgroups_per_compute_unit);
+  return codegen::workgroups_for_size(kernel, static_cast<uint32_t>(std::min<uint64_t>(cap, INT32_MAX)),
+                                      caps.min_stores_per_workgroup);
+}
 
 Result<std::vector<std::shared_ptr<const ral::BoundCall>>> bind_routine_calls(
     const ir::LoweredRoutine& routine, const ir::Program& program, const hal::Device& device) {

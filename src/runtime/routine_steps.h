@@ -49,6 +49,11 @@ struct CallKernels {
   uint32_t first_ordinal = 0;
 };
 
+// The workgroups of a dispatch of `kernel` on a device with `caps`: min(its extent, `fixed`) when
+// `fixed` is set (BackendOptions::max_workgroups), else sized by its work within the device's
+// limits (DeviceCapabilities::workgroups_per_compute_unit, min_stores_per_workgroup).
+uint32_t dispatch_workgroups(const ir::Kernel& kernel, const hal::DeviceCapabilities& caps, uint32_t fixed);
+
 // What make_routine_steps needs of a routine: its name (for errors), how many kernels it
 // dispatches, and its calls with where they run among the kernels. A routine of a caller's own
 // kernels has no calls.

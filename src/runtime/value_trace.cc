@@ -1,3 +1,4 @@
+#include "kiln/base/settings.h"
 #include "kiln/runtime/value_trace.h"
 
 #include <algorithm>
@@ -43,7 +44,7 @@ ValueTrace::~ValueTrace() { (void)stop(); }
 
 Result<std::shared_ptr<ValueTrace>> ValueTrace::start() {
   std::shared_ptr<ValueTrace> trace(new ValueTrace());
-  KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> lines, env_uint("KILN_TRACE_LINES", 0, uint64_t{1} << 20));
+  KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> lines, setting_uint("KILN_TRACE_LINES"));
   if (lines) trace->lines_per_statement_ = static_cast<int64_t>(*lines);
   ValueTrace* raw = trace.get();
   // Line-buffered, stdio writes each line whole: a kernel's line (which a device may write to fd 1

@@ -14,10 +14,12 @@
 #include "kiln/base/file.h"
 #include "kiln/base/log.h"
 #include "kiln/base/random.h"
+#include "kiln/base/settings.h"
 #include "kiln/base/time.h"
 #include "kiln/drivers/drivers.h"
 #include "kiln/ir/printer.h"
 #include "kiln/lang/parser.h"
+#include "kiln/ral/library_versions.h"
 #include "kiln/runtime/backend.h"
 #include "kiln/runtime/transfer.h"
 #include "tools/npy.h"
@@ -113,6 +115,9 @@ std::optional<Failure> check_outputs(const Options& o) {
                              "); writing it would destroy what kiln reads");
       }
     }
+    // Where the output cannot be written (a missing or read-only directory, /proc/version), say
+    // so now, before compiling and running anything.
+    if (Status writable = check_output_file(path); !writable.ok()) return runtime(writable, option);
     targets.push_back({*id, *id ? "" : created_path(path)});
     for (size_t j = 0; j < i; ++j) {
       const bool same = *id ? targets[j].first == **id
@@ -138,10 +143,11 @@ Result<std::string> host_bytes(size_t bytes, const std::string& what) {
 std::variant<hal::DeviceRef, Failure> open_device(const std::string& name) {
   Result<hal::DeviceRef> device = drivers::builtin_registry().create_device(name);
   if (device.ok()) return *device;
-  // An unknown driver, a malformed NAME:N or a bad KILN_* setting is an error in what was given;
-  // a device that is not there (no platform, no such ordinal) is a runtime failure.
+  // An unknown driver, a malformed NAME:N, an ordinal past the driver's devices or a bad KILN_*
+  // setting is an error in what was given; a driver that is not there (no platform, no GPU) is a
+  // runtime failure.
   const StatusCode code = device.status().code();
-  if (code == StatusCode::kNotFound || code == StatusCode::kInvalidArgument) {
+  if (code == StatusCode::kNotFound || code == StatusCode::kInvalidArgument || code == StatusCode::kOutOfRange) {
     return invalid_input("--device " + name + ": " + device.status().message());
   }
   return runtime(device.status(), "device " + name);
@@ -164,7 +170,9 @@ double value_at(ir::DType dtype, const std::string& bytes, size_t i) {
   return v;
 }
 
+// NaN prints as `nan` whatever its sign bit (printf's `-nan`), as value traces print it.
 std::string format_value(ir::DType dtype, double v) {
+  if (std::isnan(v)) return "nan";
   char buf[64];
   if (dtype == ir::DType::kI32) std::snprintf(buf, sizeof buf, "%.0f", v);
   else std::snprintf(buf, sizeof buf, "%.6g", v);
@@ -178,8 +186,11 @@ void print_tensor(const ir::TensorNode& node, const std::string& bytes) {
   const size_t row = node.dims.empty() ? 1 : std::max<size_t>(1, static_cast<size_t>(node.dims.back()));
   if (n <= 64) {
     for (size_t i = 0; i < n; i += row) {
-      std::string line = "  ";
-      for (size_t j = i; j < std::min(n, i + row); ++j) line += format_value(node.dtype, v(j)) + " ";
+      std::string line = " ";
+      for (size_t j = i; j < std::min(n, i + row); ++j) {
+        line += ' ';
+        line += format_value(node.dtype, v(j));
+      }
       std::printf("%s\n", line.c_str());
     }
     return;
@@ -258,10 +269,15 @@ int command_run(const Options& o) {
     if (program.find_routine("main")) routines = {"main"};
     else for (const ir::Routine& r : program.routines) routines.push_back(r.name);
   }
+  if (routines.empty()) {
+    return report(invalid_input(o.program + ": the program has no statements, so there is nothing to run"));
+  }
   for (const std::string& r : routines) {
     if (!program.find_routine(r)) {
+      std::string list;
+      for (const std::string& name : routine_names(program)) list += (list.empty() ? "" : ", ") + name;
       return report(invalid_input("--routine " + r + ": the program has no such routine" +
-                                  did_you_mean(r, routine_names(program))));
+                                  did_you_mean(r, routine_names(program)) + " (its routines: " + list + ")"));
     }
   }
   // Input files, checked against the declarations before anything is compiled.
@@ -379,9 +395,9 @@ int command_run(const Options& o) {
   }
   if (o.repeat > 1) {
     std::sort(times.begin(), times.end());
-    std::printf("%llu runs: min %.3f ms, median %.3f ms, max %.3f ms\n",
-                static_cast<unsigned long long>(o.repeat), times.front(), times[times.size() / 2],
-                times.back());
+    std::printf("%llu runs: min %s ms, median %s ms, max %s ms\n", static_cast<unsigned long long>(o.repeat),
+                milliseconds_text(times.front()).c_str(), milliseconds_text(times[times.size() / 2]).c_str(),
+                milliseconds_text(times.back()).c_str());
   }
   auto fetch = [&](const ir::TensorNode& node, std::string* bytes) -> Status {
     KILN_ASSIGN_OR_RETURN(*bytes, host_bytes(static_cast<size_t>(node.element_count()) * ir::dtype_size(node.dtype),
@@ -454,12 +470,17 @@ int command_compile(const Options& o) {
         if (auto* f = std::get_if<Failure>(&opened)) return report(*f);
         info = std::get<hal::DeviceRef>(opened)->info();
       }
-      if (o.emit == "ptx") {
+      if (o.cuda_arch) {
         // An architecture NVRTC lacks is the user's to change (exit 2); no NVRTC is this
-        // machine's (exit 1).
+        // machine's (exit 1) where PTX is asked for. Source needs no NVRTC: without one, any
+        // architecture from sm_50 (the oldest current CUDA builds for) is taken.
         Status arch = drivers::check_cuda_arch(o.cuda_arch);
         if (arch.code() == StatusCode::kInvalidArgument) return report(invalid_input("--target: " + arch.message()));
-        if (!arch.ok()) return report(runtime(arch, "--emit ptx"));
+        if (!arch.ok() && o.emit == "ptx") return report(runtime(arch, "--emit ptx"));
+        if (!arch.ok() && o.cuda_arch < 50) {
+          return report(invalid_input("--target: sm_" + std::to_string(o.cuda_arch) +
+                                      " is older than every architecture CUDA builds for (sm_50 and later)"));
+        }
       }
       std::string format;
       Result<std::string> source = runtime::generate_source(*lowered, info, &format);
@@ -506,13 +527,20 @@ int command_devices() {
                   c.fp64 ? "yes" : "no", c.fp16 ? "yes" : "no",
                   static_cast<unsigned long long>(c.local_memory_size),
                   c.unified_memory ? "yes" : "no", formats.c_str());
+      std::string libraries;
+      for (const std::string& l : ral::library_versions(d.driver)) libraries += (libraries.empty() ? "" : ", ") + l;
+      if (!libraries.empty()) std::printf("  libraries: %s\n", libraries.c_str());
     }
   }
   return kExitOk;
 }
 
 int run_command_line(const std::vector<std::string>& args) {
-  if (args.empty()) return report(usage_error("", "no command given"));
+  if (args.empty()) {
+    // `kiln` alone: the usage, on standard error, as for any other usage error.
+    std::fputs(help_text("").c_str(), stderr);
+    return kExitUsage;
+  }
   const std::string& first = args[0];
   const std::vector<std::string> commands = command_names();
   auto is_command = [&](const std::string& name) {
@@ -545,10 +573,9 @@ int run_command_line(const std::vector<std::string>& args) {
     std::fputs(help_text(o.command).c_str(), stdout);
     return kExitOk;
   }
-  // Checked before anything runs, so `kiln compile` (which creates no device) refuses it too.
-  if (Result<LogLevel> level = log_level_from_env(); !level.ok()) {
-    return report(invalid_input(level.status().message()));
-  }
+  // Every KILN_* setting is checked before anything runs, so that a malformed one is a usage
+  // error whichever command or device would have read it (`kiln devices` included).
+  if (Status checked = check_settings(); !checked.ok()) return report(invalid_input(checked.message()));
   if (o.command == "devices") return command_devices();
   if (o.command == "trace-values") {
     std::optional<Failure> f = print_value_trace(o, stdout);
@@ -567,6 +594,15 @@ int run_cli(const std::vector<std::string>& args) {
     if (code == kExitOk) code = kExitRuntime;
   }
   return code;
+}
+
+std::string milliseconds_text(double ms) {
+  // Three significant digits below 1 ms, three decimals above: 0.000812, 0.0123, 0.500, 12.345.
+  int decimals = 3;
+  if (ms > 0 && ms < 1) decimals = std::min(12, 2 - static_cast<int>(std::floor(std::log10(ms))));
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, ms);
+  return buf;
 }
 
 }  // namespace kiln::tools

@@ -25,6 +25,12 @@ struct AbiSame {
   static constexpr bool value = check();
 };
 
+// Pointers pass alike when what they point to does (CUjit_option* against kiln's own enum).
+template <class A, class B>
+struct AbiSame<A*, B*> {
+  static constexpr bool value = std::is_same_v<A, B> || AbiSame<A, B>::value;
+};
+
 template <class R1, class... A1, class R2, class... A2>
 struct AbiSame<R1 (*)(A1...), R2 (*)(A2...)> {
   static constexpr bool check() {

@@ -1,12 +1,15 @@
 // A stand-in for the CUDA driver API, for testing kiln's CUDA code without a GPU: "device"
 // memory is host memory, each stream runs its work in order on a thread of its own, events are
 // record/complete counters, and a module holds the fake kernels below plus any a test adds
-// (Fake::extra_kernels). Every call checks that the context is pushed and that it is not made from
-// a stream callback (Fake::misuse counts the calls that break that rule).
+// (Fake::extra_kernels). Every call checks that the context is pushed (Fake::misuse counts the
+// calls that break that rule). Faults are sticky, as CUDA's are: once `trap_kernel` runs, every
+// stream drops the work it has not run yet (event completions included) and every call returns
+// CUDA_ERROR_LAUNCH_FAILED until Fake::clear_fault().
 #pragma once
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +24,12 @@
 #include "drivers/cuda/cu_api.h"
 
 namespace kiln::cuda::fake {
+
+// The context's sticky fault (a CUresult), 0 while there is none.
+inline std::atomic<int>& fault() {
+  static std::atomic<int> code{0};
+  return code;
+}
 
 // A stream: its work runs in order on its own thread.
 class FakeStream {
@@ -54,7 +63,7 @@ class FakeStream {
       std::function<void()> work = std::move(work_.front());
       work_.pop_front();
       lock.unlock();
-      work();
+      if (fault() == 0) work();  // after a fault the device runs nothing more
       lock.lock();
       if (--pending_ == 0) idle_.notify_all();
     }
@@ -69,12 +78,16 @@ class FakeStream {
 
 // What the stand-in counts and checks, for the whole process (one test at a time).
 struct Fake {
-  static inline thread_local int depth = 0;           // contexts pushed on this thread
-  static inline thread_local bool in_callback = false;  // inside a cuLaunchHostFunc callback
-  static inline std::atomic<int> misuse{0};           // calls without a context, or from a callback
+  static inline thread_local int depth = 0;  // contexts pushed on this thread
+  static inline std::atomic<int> misuse{0};  // calls without a context pushed
   static inline std::atomic<int> launches{0};
   static inline std::atomic<int> stream_waits{0};  // cuStreamWaitEvent calls
   static inline std::atomic<int> stream_syncs{0};  // cuStreamSynchronize calls
+  static inline std::atomic<int> event_queries{0};  // cuEventQuery calls
+  static inline std::atomic<int> event_syncs{0};    // cuEventSynchronize calls
+  // Calls the Programming Guide lists as synchronizing the whole device: cuMemAlloc, cuMemFree,
+  // cuMemHostAlloc, cuMemFreeHost.
+  static inline std::atomic<int> device_syncs{0};
   static inline char context_object, module_object;
   // A latch that the next kernel launched while it is armed waits on, on its stream: holds that
   // stream's work back so that a test can submit more before it completes.
@@ -94,6 +107,13 @@ struct Fake {
   // sizes, the work its stream runs. Set before the module is used; never changed while in use.
   using ExtraKernel = std::function<std::function<void()>(void** params, unsigned grid, unsigned block)>;
   static inline std::map<std::string, ExtraKernel> extra_kernels;
+  // Host ranges registered (start → size): CUDA refuses to register a page twice.
+  static inline std::mutex registered_mutex;
+  static inline std::map<uintptr_t, size_t> registered;
+  static inline bool refuse_registration = false;
+  static inline std::atomic<size_t> printf_buffer{size_t{1} << 20};  // CU_LIMIT_PRINTF_FIFO_SIZE  // every registration fails, as for read-only pages
+  // Ends the sticky fault, as a new process would start without it.
+  static void clear_fault() { fault() = 0; }
 };
 
 // A CUevent: recordings counted, completions counted as the stream reaches them.
@@ -104,11 +124,11 @@ struct FakeEvent {
 };
 
 inline CUresult checked() {
-  if (Fake::in_callback || Fake::depth == 0) {
+  if (Fake::depth == 0) {
     ++Fake::misuse;
     return CUDA_ERROR_INVALID_CONTEXT;
   }
-  return CUDA_SUCCESS;
+  return static_cast<CUresult>(fault().load());
 }
 
 inline FakeStream* stream_of(CUstream s) { return reinterpret_cast<FakeStream*>(s); }
@@ -117,8 +137,9 @@ inline CUdeviceptr device_address(const void* p) { return static_cast<CUdevicept
 
 // The kernels the fake module has: `fill_kernel` writes constant 0 into every u32 of binding 0
 // (checks the parameters reach the launch), `fail_kernel` records failure code 7 in workgroup
-// (2, 0, 0) through the status slot, as KILN_FAIL does.
-enum class FakeKernel : uintptr_t { kFill = 1, kFail = 2, kCopy = 3, kGate = 4 };
+// (2, 0, 0) through the status slot, as KILN_FAIL does; `trap_kernel` faults the context, as a
+// kernel that executes __trap() does.
+enum class FakeKernel : uintptr_t { kFill = 1, kFail = 2, kCopy = 3, kTrap = 4, kGate = 5 };
 
 // The status slot of (ring, tag), as the ABI computes it.
 inline uint32_t* slot_of(CUdeviceptr ring, uint32_t tag) { return static_cast<uint32_t*>(address(ring)) + (tag % 256u) * 8u; }
@@ -134,8 +155,8 @@ inline const Api& fake_api() {
       --Fake::depth;
       return CUDA_SUCCESS;
     };
-    a.GetErrorName = [](CUresult, const char** name) {
-      *name = "CUDA_ERROR_FAKE";
+    a.GetErrorName = [](CUresult code, const char** name) {
+      *name = code == CUDA_ERROR_LAUNCH_FAILED ? "CUDA_ERROR_LAUNCH_FAILED" : "CUDA_ERROR_FAKE";
       return CUDA_SUCCESS;
     };
     a.DevicePrimaryCtxRetain = [](CUcontext* c, CUdevice) {
@@ -165,6 +186,24 @@ inline const Api& fake_api() {
       });
       return checked();
     };
+    a.EventQuery = [](CUevent e) {
+      ++Fake::event_queries;
+      if (CUresult sticky = checked(); sticky != CUDA_SUCCESS) return sticky;
+      auto* event = reinterpret_cast<FakeEvent*>(e);
+      std::lock_guard<std::mutex> lock(event->mutex);
+      return event->completed >= event->recorded ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    };
+    a.EventSynchronize = [](CUevent e) {
+      ++Fake::event_syncs;
+      auto* event = reinterpret_cast<FakeEvent*>(e);
+      std::unique_lock<std::mutex> lock(event->mutex);
+      const uint64_t target = event->recorded;
+      // A fault drops the event's completion: it is noticed on a wake-up (a bounded wait, so that
+      // the fault need not know the events it strands).
+      while (event->completed < target && fault() == 0) event->reached.wait_for(lock, std::chrono::milliseconds(1));
+      lock.unlock();
+      return checked();
+    };
     a.StreamWaitEvent = [](CUstream st, CUevent e, unsigned) {
       ++Fake::stream_waits;
       auto* event = reinterpret_cast<FakeEvent*>(e);
@@ -175,7 +214,7 @@ inline const Api& fake_api() {
       }
       stream_of(st)->push([event, target] {
         std::unique_lock<std::mutex> lock(event->mutex);
-        event->reached.wait(lock, [&] { return event->completed >= target; });
+        while (event->completed < target && fault() == 0) event->reached.wait_for(lock, std::chrono::milliseconds(1));
       });
       return checked();
     };
@@ -192,27 +231,31 @@ inline const Api& fake_api() {
       stream_of(s)->synchronize();
       return checked();
     };
-    a.LaunchHostFunc = [](CUstream s, CUhostFn fn, void* user) {
-      stream_of(s)->push([fn, user] {
-        Fake::in_callback = true;
-        fn(user);
-        Fake::in_callback = false;
-      });
-      return checked();
-    };
     a.MemAlloc = [](CUdeviceptr* p, size_t bytes) {
+      ++Fake::device_syncs;
       *p = device_address(std::calloc(1, bytes));
       return checked();
     };
     a.MemFree = [](CUdeviceptr p) {
+      ++Fake::device_syncs;
       std::free(address(p));
       return checked();
     };
+    a.MemAllocAsync = [](CUdeviceptr* p, size_t bytes, CUstream) {
+      *p = device_address(std::calloc(1, bytes));
+      return checked();
+    };
+    a.MemFreeAsync = [](CUdeviceptr p, CUstream st) {
+      stream_of(st)->push([p] { std::free(address(p)); });  // when the stream reaches it
+      return checked();
+    };
     a.MemHostAlloc = [](void** p, size_t bytes, unsigned) {
+      ++Fake::device_syncs;
       *p = std::calloc(1, bytes);
       return checked();
     };
     a.MemFreeHost = [](void* p) {
+      ++Fake::device_syncs;
       std::free(p);
       return checked();
     };
@@ -220,8 +263,21 @@ inline const Api& fake_api() {
       *d = device_address(p);
       return checked();
     };
-    a.MemHostRegister = [](void*, size_t, unsigned) { return checked(); };
-    a.MemHostUnregister = [](void*) { return checked(); };
+    a.MemHostRegister = [](void* p, size_t n, unsigned) {
+      if (Fake::refuse_registration) return CUDA_ERROR_INVALID_VALUE;  // as for read-only pages
+      std::lock_guard<std::mutex> lock(Fake::registered_mutex);
+      const auto start = reinterpret_cast<uintptr_t>(p);
+      for (const auto& [s, size] : Fake::registered) {
+        if (start < s + size && s < start + n) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+      }
+      Fake::registered[start] = n;
+      return checked();
+    };
+    a.MemHostUnregister = [](void* p) {
+      std::lock_guard<std::mutex> lock(Fake::registered_mutex);
+      if (Fake::registered.erase(reinterpret_cast<uintptr_t>(p)) == 0) return CUDA_ERROR_INVALID_VALUE;
+      return checked();
+    };
     a.MemcpyHtoDAsync = [](CUdeviceptr d, const void* s, size_t n, CUstream st) {
       stream_of(st)->push([=] { std::memcpy(address(d), s, n); });
       return checked();
@@ -232,6 +288,10 @@ inline const Api& fake_api() {
     };
     a.MemcpyDtoDAsync = [](CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
       stream_of(st)->push([=] { std::memcpy(address(d), address(s), n); });
+      return checked();
+    };
+    a.MemsetD8 = [](CUdeviceptr d, unsigned char v, size_t n) {
+      std::memset(address(d), v, n);
       return checked();
     };
     a.MemsetD8Async = [](CUdeviceptr d, unsigned char v, size_t n, CUstream st) {
@@ -246,16 +306,27 @@ inline const Api& fake_api() {
       stream_of(st)->push([=] { for (size_t i = 0; i < n; ++i) static_cast<uint32_t*>(address(d))[i] = v; });
       return checked();
     };
-    a.ModuleLoadData = [](CUmodule* m, const void*) {
+    a.CtxGetLimit = [](size_t* value, CUlimit) {
+      *value = Fake::printf_buffer;
+      return checked();
+    };
+    a.CtxSetLimit = [](CUlimit, size_t value) {
+      Fake::printf_buffer = value;
+      return checked();
+    };
+    a.ModuleLoadDataEx = [](CUmodule* m, const void*, unsigned, CUjit_option*, void**) {
       *m = reinterpret_cast<CUmodule>(&Fake::module_object);
       return checked();
     };
     a.ModuleUnload = [](CUmodule) { return checked(); };
     a.ModuleGetFunction = [](CUfunction* f, CUmodule, const char* name) {
       const std::string n = name;
-      FakeKernel kernel = n == "fill_kernel" ? FakeKernel::kFill : n == "fail_kernel" ? FakeKernel::kFail
-                          : n == "copy_kernel"  ? FakeKernel::kCopy : n == "kiln_wait_gate" ? FakeKernel::kGate
-                                                : FakeKernel{};
+      FakeKernel kernel = n == "fill_kernel"      ? FakeKernel::kFill
+                          : n == "fail_kernel"    ? FakeKernel::kFail
+                          : n == "copy_kernel"    ? FakeKernel::kCopy
+                          : n == "trap_kernel"    ? FakeKernel::kTrap
+                          : n == "kiln_wait_gate" ? FakeKernel::kGate
+                                                  : FakeKernel{};
       if (kernel == FakeKernel{}) {
         auto extra = Fake::extra_kernels.find(n);
         if (extra == Fake::extra_kernels.end()) return CUDA_ERROR_NOT_FOUND;
@@ -298,7 +369,9 @@ inline const Api& fake_api() {
         });
         return checked();
       }
-      if (kernel == FakeKernel::kFail) {
+      if (kernel == FakeKernel::kTrap) {
+        body = [] { fault() = CUDA_ERROR_LAUNCH_FAILED; };
+      } else if (kernel == FakeKernel::kFail) {
         body = [=] {
           uint32_t* slot = slot_of(ring, tag);
           slot[1] = 7;

@@ -102,6 +102,10 @@ static_assert(kKilnMemHostRegisterDeviceMap == CU_MEMHOSTREGISTER_DEVICEMAP);
 static_assert(sizeof(kiln::cuda::CUresult) == sizeof(::CUresult));
 static_assert(sizeof(kiln::cuda::CUdevice_attribute) == sizeof(::CUdevice_attribute));
 static_assert(sizeof(kiln::cuda::CUfunction_attribute) == sizeof(::CUfunction_attribute));
+static_assert(int{kiln::cuda::CU_JIT_ERROR_LOG_BUFFER} == int{::CU_JIT_ERROR_LOG_BUFFER});
+static_assert(int{kiln::cuda::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES} == int{::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES});
+static_assert(kiln::cuda::CU_EVENT_BLOCKING_SYNC == ::CU_EVENT_BLOCKING_SYNC);
+static_assert(int{kiln::cuda::CU_LIMIT_PRINTF_FIFO_SIZE} == int{::CU_LIMIT_PRINTF_FIFO_SIZE});
 static_assert(sizeof(kiln::cuda::CUmemPool_attribute) == sizeof(::CUmemPool_attribute));
 static_assert(std::is_same_v<kiln::cuda::CUdevice, ::CUdevice>);
 static_assert(std::is_same_v<kiln::cuda::CUdeviceptr, ::CUdeviceptr>);
@@ -111,7 +115,6 @@ static_assert(std::is_same_v<kiln::cuda::CUfunction, ::CUfunction>);
 static_assert(std::is_same_v<kiln::cuda::CUstream, ::CUstream>);
 static_assert(std::is_same_v<kiln::cuda::CUevent, ::CUevent>);
 static_assert(std::is_same_v<kiln::cuda::CUmemoryPool, ::CUmemoryPool>);
-static_assert(std::is_same_v<kiln::cuda::CUhostFn, ::CUhostFn>);
 
 }  // namespace
 #endif  // KILN_HAVE_CUDA_H

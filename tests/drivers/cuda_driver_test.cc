@@ -10,10 +10,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
-#include "base/process.h"
+#include "common/test_child.h"
 #include "drivers/cuda/cu_api.h"
 #include "kiln/drivers/drivers.h"
+#include "kiln/hal/semaphore.h"
 
 namespace kiln {
 namespace {
@@ -35,6 +37,22 @@ TEST(CudaErrorTest, NamesTheCallTheErrorAndWhere) {
   EXPECT_EQ(cuda::cu_error("cuInit", cuda::CUDA_ERROR_STUB_LIBRARY).code(), StatusCode::kUnavailable);
   // A code neither kiln nor (when loaded) the driver knows keeps its number.
   EXPECT_EQ(cuda::error_name(static_cast<cuda::CUresult>(123456)), "CUDA error (123456)");
+}
+
+// NVRTC and cuBLAS of a CUDA newer than the driver cannot work with it (PTX from NVRTC 13 is
+// refused by a 12.x driver): those names are left out where a driver is present, and said why.
+TEST(CudaLibraryNames, LeaveOutLibrariesNewerThanTheDriver) {
+  std::string why;
+  std::vector<std::string> names = cuda::library_names_for_driver(
+      12040, {{13, "libnvrtc.so.13"}, {12, "libnvrtc.so.12"}, {11, "libnvrtc.so.11.2"}}, "libnvrtc.so", &why);
+  EXPECT_EQ(names, (std::vector<std::string>{"libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"}));
+  EXPECT_EQ(why, "libnvrtc.so.13 (the CUDA driver supports CUDA 12.4)");
+  why.clear();
+  names = cuda::library_names_for_driver(std::nullopt, {{13, "libcublas.so.13"}, {12, "libcublas.so.12"}},
+                                         "libcublas.so", &why);
+  EXPECT_EQ(names, (std::vector<std::string>{"libcublas.so.13", "libcublas.so.12", "libcublas.so"}));
+  EXPECT_EQ(why, "");
+  EXPECT_EQ(cuda::cuda_version_text(13000), "13.0");
 }
 
 TEST(CudaDriverTest, RegisteredAfterOpenCL) {
@@ -98,20 +116,8 @@ TEST(CudaChildTest, ReportsLoadAndAvailability) {
 
 // Runs CudaChildTest with KILN_CUDA_LIBRARY=`library`; its output.
 std::string child_output(const std::string& library) {
-  char self[4096];
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  EXPECT_GT(n, 0);
-  if (n <= 0) return "";
-  self[n] = '\0';
-  Result<ProcessResult> run =
-      run_process({"/usr/bin/env", "KILN_CUDA_LIBRARY=" + library, "KILN_CUDA_TEST_CHILD=1", self,
-                   "--gtest_filter=CudaChildTest.ReportsLoadAndAvailability"},
-                  60000);
-  EXPECT_TRUE(run.ok()) << run.status();
-  if (!run.ok()) return "";
-  EXPECT_FALSE(run->signalled) << run->output;
-  EXPECT_EQ(run->exit_code, 0) << run->output;
-  return run->output;
+  return test::run_test_child({"KILN_CUDA_LIBRARY=" + library, "KILN_CUDA_TEST_CHILD=1"},
+                   "CudaChildTest.ReportsLoadAndAvailability");
 }
 
 TEST(CudaDriverTest, MissingLibraryIsNamed) {
@@ -143,6 +149,52 @@ TEST(CudaDriverTest, ToolkitStubLoadsButRunsNothing) {
 #else
   GTEST_SKIP() << "CMake did not find the CUDA toolkit's stub libcuda.so when configuring";
 #endif
+}
+
+// Child mode, on a GPU: a kernel that executes __trap() faults the context, which CUDA makes
+// sticky and after which it runs no stream callback. What the queue then reports, line by line.
+TEST(CudaFaultChild, TrapFailsTheQueueWithoutHanging) {
+  if (!std::getenv("KILN_CUDA_FAULT_CHILD")) GTEST_SKIP() << "runs only as a child process";
+  Result<hal::DeviceRef> device = drivers::builtin_registry().create_device("cuda");
+  ASSERT_TRUE(device.ok()) << device.status();
+  hal::ExecutableSource source;
+  source.format = "cuda-c";
+  source.label = "trap";
+  source.source =
+      "extern \"C\" __global__ void trap_kernel(KILN_STATUS_PARAMS) { __trap(); }\n"
+      "extern \"C\" __global__ void ok_kernel(KILN_STATUS_PARAMS) { KILN_ENTRY(); }\n";
+  source.exports = {{"trap_kernel", 0, 0, false}, {"ok_kernel", 0, 0, false}};
+  Result<hal::ExecutableRef> executable = (*device)->compile_executable(source);
+  ASSERT_TRUE(executable.ok()) << executable.status();
+  hal::QueueRef first = *(*device)->create_queue(), second = *(*device)->create_queue();
+  auto faulted = hal::Semaphore::create(), behind = hal::Semaphore::create(), later = hal::Semaphore::create();
+  hal::DispatchCommand trap, ok;
+  trap.executable = ok.executable = *executable;
+  ok.export_ordinal = 1;
+  ASSERT_TRUE(first->dispatch({}, {{faulted, 1}}, trap).ok());
+  ASSERT_TRUE(first->dispatch({}, {{behind, 1}}, ok).ok());
+  std::printf("faulted: %s\n", faulted->wait(1, Timeout::after_ms(30000)).to_string().c_str());
+  std::printf("behind: %s\n", behind->wait(1, Timeout::after_ms(30000)).to_string().c_str());
+  ASSERT_TRUE(second->dispatch({}, {{later, 1}}, ok).ok());
+  std::printf("later: %s\n", later->wait(1, Timeout::after_ms(30000)).to_string().c_str());
+  first.reset();
+  second.reset();
+  std::printf("destroyed\n");
+}
+
+// On a GPU: a faulting kernel fails its own semaphores, those of the work behind it and of every
+// later submission, naming the fault, and the queues are destroyed without hanging (a child
+// process, since the fault ends the device for the process).
+TEST(CudaDriverTest, AKernelFaultFailsTheQueueInsteadOfHanging) {
+  hal::DriverRef driver = cuda_driver();
+  ASSERT_TRUE(driver);
+  if (Status available = driver->availability(); !available.ok()) GTEST_SKIP() << "no CUDA device: " << available;
+  std::string out = test::run_test_child({"KILN_CUDA_FAULT_CHILD=1"}, "CudaFaultChild.*");
+  for (const char* line : {"faulted: INTERNAL", "behind: INTERNAL", "later: INTERNAL", "destroyed"}) {
+    EXPECT_NE(out.find(line), std::string::npos) << line << "\n" << out;
+  }
+  EXPECT_NE(out.find("CUDA_ERROR_LAUNCH_FAILED"), std::string::npos) << out;
+  EXPECT_NE(out.find("cuda:0 is lost"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -4,12 +4,14 @@
 // own, as a stream does.
 // It checks what kiln does around CUDA: the order of an action's commands, pinned staging of
 // reads and writes (a write's bytes are read when it is issued, a read's land after the copy),
-// completions handed from the stream callback to the completion thread, status slots read back
-// into a failure that names the kernel, host calls, failed waits, and that every call is made
-// with the context pushed and none from inside a stream callback. What the stand-in cannot check
+// completions through events on the completion thread (and a sticky fault, which drops every
+// completion CUDA has not reached, failing what is in flight instead of hanging), status slots read
+// back into a failure that names the kernel, host calls, failed waits, and that every call is made
+// with the context pushed. What the stand-in cannot check
 // is CUDA itself: that is for a machine with a GPU (docs/cuda.md).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -50,7 +52,7 @@ class CudaQueueHostTest : public ::testing::Test {
     allocator_.reset();
     executable_.reset();
     context_.reset();
-    EXPECT_EQ(Fake::misuse.load(), 0) << "a CUDA call without the context pushed, or from a stream callback";
+    EXPECT_EQ(Fake::misuse.load(), 0) << "a CUDA call without the context pushed";
   }
 
   hal::BufferRef buffer(size_t bytes) {
@@ -91,6 +93,25 @@ TEST_F(CudaQueueHostTest, TransfersRunInOrderThroughStaging) {
 
 // A transfer larger than the staging pool's largest class goes through pooled blocks of that
 // class, which stay for the next transfer, rather than through a one-off block freed after it.
+// An overlapping copy goes through a temporary allocated and freed in stream order: no
+// cuMemAlloc or cuMemFree, which would synchronize the whole device.
+TEST_F(CudaQueueHostTest, OverlappingCopiesDoNotSynchronizeTheDevice) {
+  hal::BufferRef a = buffer(64);
+  auto done = hal::Semaphore::create();
+  std::vector<uint8_t> bytes(64);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i);
+  ASSERT_TRUE(queue_->write({}, {{done, 1}}, bytes.data(), a, 0, 64).ok());
+  ASSERT_TRUE(wait(done, 1).ok());
+  const int syncs = Fake::device_syncs;
+  ASSERT_TRUE(queue_->copy({}, {{done, 2}}, a, 0, a, 8, 32).ok());
+  ASSERT_TRUE(wait(done, 2).ok());
+  EXPECT_EQ(Fake::device_syncs, syncs);
+  std::vector<uint8_t> back(64);
+  ASSERT_TRUE(queue_->read({}, {{done, 3}}, a, 0, back.data(), 64).ok());
+  ASSERT_TRUE(wait(done, 3).ok());
+  for (size_t i = 0; i < 64; ++i) EXPECT_EQ(back[i], i >= 8 && i < 40 ? i - 8 : i) << i;
+}
+
 TEST_F(CudaQueueHostTest, LargeTransfersAreStagedInPooledChunks) {
   const size_t most = context_->staging().max_block_bytes(), length = 2 * most + 3;
   hal::BufferRef a = buffer(length);
@@ -102,11 +123,12 @@ TEST_F(CudaQueueHostTest, LargeTransfersAreStagedInPooledChunks) {
   ASSERT_TRUE(queue_->read({{done, 1}}, {{done, 2}}, a, 0, result.data(), length).ok());
   ASSERT_TRUE(wait(done, 2).ok());
   EXPECT_TRUE(result == source);
-  // Two blocks of the largest class and one of the smallest, all back in the pool, where the
-  // read found the write's.
+  // Blocks of the chunk size and one of the smallest class, all back in the pool, where the read
+  // found the write's.
+  const size_t chunk = std::min(CuQueue::kStagingChunkBytes, most), chunks = 2 * most / chunk;
   EXPECT_EQ(context_->staging().outstanding(), 0u);
-  EXPECT_EQ(context_->staging().allocated_blocks(), 3u);
-  EXPECT_EQ(context_->staging().cached_blocks(), 3u);
+  EXPECT_EQ(context_->staging().allocated_blocks(), chunks + 1);
+  EXPECT_EQ(context_->staging().cached_blocks(), chunks + 1);
   EXPECT_EQ(context_->staging().cached_bytes(), 2 * most + (size_t{64} << 10));
 }
 
@@ -160,8 +182,43 @@ TEST_F(CudaQueueHostTest, DestroyingTheQueueCancelsWhatWaits) {
   EXPECT_EQ(cancelled.code(), StatusCode::kCancelled) << cancelled;
 }
 
+// Importing memory CUDA has registered already (the same array twice, a slice of it) shares the
+// registration, which goes when the last buffer does; memory CUDA refuses to register (read-only
+// pages) is imported as a copy rather than failing.
+TEST_F(CudaQueueHostTest, ImportsShareRegistrationsAndFallBackToACopy) {
+  std::vector<uint32_t> host(64);
+  for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<uint32_t>(i);
+  {
+    Result<hal::BufferRef> whole = allocator_->import_host({}, host.data(), 256, nullptr);
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    Result<hal::BufferRef> again = allocator_->import_host({}, host.data(), 256, nullptr);
+    ASSERT_TRUE(again.ok()) << again.status();
+    Result<hal::BufferRef> slice = allocator_->import_host({}, host.data() + 16, 64, nullptr);
+    ASSERT_TRUE(slice.ok()) << slice.status();
+    EXPECT_EQ(cuda::buffer_pointer(**slice), cuda::buffer_pointer(**whole) + 64);
+    EXPECT_EQ(Fake::registered.size(), 1u);
+    whole->reset();
+    again->reset();
+    EXPECT_EQ(Fake::registered.size(), 1u) << "unregistered while the slice still uses it";
+  }
+  EXPECT_TRUE(Fake::registered.empty());
+
+  Fake::refuse_registration = true;
+  Result<hal::BufferRef> copy = allocator_->import_host({}, host.data(), 256, nullptr);
+  Fake::refuse_registration = false;
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_TRUE(Fake::registered.empty());
+  std::vector<uint32_t> back(64, 0);
+  auto done = hal::Semaphore::create();
+  ASSERT_TRUE(queue_->read({}, {{done, 1}}, *copy, 0, back.data(), 256).ok());
+  ASSERT_TRUE(wait(done, 1).ok());
+  EXPECT_EQ(back, host);
+}
+
 // Kernels: the compiler builds a real image with NVRTC (the stand-in's module ignores it and
 // runs its own fill, fail and copy kernels).
+constexpr uint32_t kOne = 1;
+
 class CudaQueueKernelTest : public CudaQueueHostTest {
  protected:
   void SetUp() override {
@@ -180,8 +237,12 @@ class CudaQueueKernelTest : public CudaQueueHostTest {
         "extern \"C\" __global__ void fail_kernel(KILN_STATUS_PARAMS) { KILN_FAIL(7); }\n"
         "extern \"C\" __global__ void copy_kernel(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0), KILN_BINDING_PARAMS(1)) {\n"
         "  KILN_ENTRY();\n"
-        "}\n";
-    source.exports = {{"fill_kernel", 1, 1, true}, {"fail_kernel", 0, 0, false}, {"copy_kernel", 2, 0, false}};
+        "}\n"
+        "extern \"C\" __global__ void trap_kernel(KILN_STATUS_PARAMS) { __trap(); }\n";
+    source.exports = {{"fill_kernel", 1, 1, true},
+                      {"fail_kernel", 0, 0, false},
+                      {"copy_kernel", 2, 0, false},
+                      {"trap_kernel", 0, 0, false}};
     Result<hal::ExecutableRef> executable = compiler.compile(source, this);
     ASSERT_TRUE(executable.ok()) << executable.status();
     executable_ = *executable;
@@ -193,6 +254,13 @@ class CudaQueueKernelTest : public CudaQueueHostTest {
     Fake::release();
     queue2_.reset();
     CudaQueueHostTest::TearDown();
+    Fake::clear_fault();
+  }
+  hal::DispatchCommand trap() const {
+    hal::DispatchCommand d;
+    d.executable = executable_;
+    d.export_ordinal = 3;
+    return d;
   }
   hal::DispatchCommand fill(const hal::BufferRef& b, uint32_t value) const {
     hal::DispatchCommand d;
@@ -248,8 +316,9 @@ TEST_F(CudaQueueKernelTest, DispatchesReachTheKernelAndFailuresNameIt) {
   EXPECT_TRUE(wait(done, 2).ok());
 }
 
-// CUDA flushes device printf at a synchronization, not before the completion callback: an action
-// whose kernels print synchronizes its stream before it signals, and only such an action does.
+// CUDA flushes device printf at a synchronization such as cuEventSynchronize, not at a query: an
+// action whose kernels print is waited for in cuEventSynchronize, with no spin on cuEventQuery
+// first; any other action is polled first.
 TEST_F(CudaQueueKernelTest, AnActionThatPrintsIsFlushedBeforeItSignals) {
   Fake::extra_kernels["print_kernel"] = [](void**, unsigned, unsigned) { return std::function<void()>([] {}); };
   CuCompiler compiler(context_, DiskCache(""));
@@ -259,20 +328,66 @@ TEST_F(CudaQueueKernelTest, AnActionThatPrintsIsFlushedBeforeItSignals) {
   source.source =
       "extern \"C\" __global__ void print_kernel(KILN_STATUS_PARAMS) { KILN_ENTRY(); printf(\"tag %u\\n\", kiln_tag); }\n";
   source.exports = {{"print_kernel", 0, 0, false}};
+  Fake::printf_buffer = size_t{1} << 20;
   Result<hal::ExecutableRef> printing = compiler.compile(source, this);
   ASSERT_TRUE(printing.ok()) << printing.status();
+  EXPECT_EQ(Fake::printf_buffer, CuCompiler::kPrintfBufferBytes) << "the printf buffer was left at CUDA's 1 MiB";
   hal::BufferRef a = buffer(16);
   auto done = hal::Semaphore::create();
-  const int before = Fake::stream_syncs;
+  int queries = Fake::event_queries;
   ASSERT_TRUE(queue_->dispatch({}, {{done, 1}}, fill(a, 7)).ok());
   ASSERT_TRUE(wait(done, 1).ok());
-  EXPECT_EQ(Fake::stream_syncs, before) << "a kernel that does not print needs no flush";
+  EXPECT_GT(Fake::event_queries, queries) << "a kernel that does not print is polled first";
   hal::DispatchCommand print;
   print.executable = *printing;
+  queries = Fake::event_queries;
+  const int syncs = Fake::event_syncs;
   ASSERT_TRUE(queue_->dispatch({}, {{done, 2}}, print).ok());
   ASSERT_TRUE(wait(done, 2).ok());
-  EXPECT_EQ(Fake::stream_syncs, before + 1);
+  EXPECT_EQ(Fake::event_queries, queries) << "an action that prints was polled, which does not flush printf";
+  EXPECT_EQ(Fake::event_syncs, syncs + 1);
   Fake::extra_kernels.erase("print_kernel");  // the launches above used its address
+}
+
+// Grids past CUDA's limits (y and z at most 65535) fail the action with a status that says so,
+// before cuLaunchKernel would fail with a bare CUDA_ERROR_INVALID_VALUE.
+TEST_F(CudaQueueKernelTest, GridsPastTheLaunchLimitsFailClearly) {
+  hal::BufferRef a = buffer(32);
+  auto done = hal::Semaphore::create();
+  hal::DispatchCommand tall = fill(a, 1);
+  tall.workgroups = {1, 65536, 1};
+  const int launches = Fake::launches;
+  ASSERT_TRUE(queue_->dispatch({}, {{done, 1}}, tall).ok());
+  Status status = wait(done, 1);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << status;
+  EXPECT_NE(status.message().find("1 x 65536 x 1 workgroups exceed CUDA's grid limits"), std::string::npos) << status;
+  EXPECT_EQ(Fake::launches, launches);
+}
+
+// A fault in a kernel is sticky and CUDA drops every completion it has not reached: the action,
+// the ones queued behind it on both queues and every later submission fail, naming the fault,
+// within the wait's timeout; and the queues can still be destroyed.
+TEST_F(CudaQueueKernelTest, AFaultFailsEverythingInFlightAndAfter) {
+  hal::BufferRef a = buffer(32);
+  auto faulted = hal::Semaphore::create(), behind = hal::Semaphore::create(), other = hal::Semaphore::create();
+  Fake::arm();  // holds the trap back until everything below is on the streams
+  ASSERT_TRUE(queue_->dispatch({}, {{faulted, 1}}, trap()).ok());
+  ASSERT_TRUE(queue_->dispatch({}, {{behind, 1}}, fill(a, 3)).ok());
+  ASSERT_TRUE(queue2_->dispatch({{faulted, 1}}, {{other, 1}}, fill(a, 4)).ok());
+  Fake::release();
+  for (const auto& s : {faulted, behind, other}) {
+    Status status = wait(s, 1);
+    EXPECT_EQ(status.code(), StatusCode::kInternal) << status;
+    EXPECT_NE(status.message().find("CUDA_ERROR_LAUNCH_FAILED"), std::string::npos) << status;
+  }
+  // Later work fails at once, on either queue, with the same device-lost status.
+  auto later = hal::Semaphore::create();
+  ASSERT_TRUE(queue2_->fill({}, {{later, 1}}, a, 0, 32, &kOne, 4).ok());
+  Status lost = wait(later, 1);
+  EXPECT_NE(lost.message().find("cuda:0 is lost"), std::string::npos) << lost;
+  EXPECT_NE(lost.message().find("CUDA_ERROR_LAUNCH_FAILED"), std::string::npos) << lost;
+  queue_.reset();  // returns: nothing waits for a completion that will never come
+  queue2_.reset();
 }
 
 // Device signal → device wait: the second queue's kernel waits on the first's event on the

@@ -15,7 +15,7 @@
 #include "common/scoped_env.h"
 #include "common/temp_dir.h"
 #include "base/disk_cache.h"
-#include "base/process.h"
+#include "common/test_child.h"
 #include "kiln/drivers/drivers.h"
 
 namespace kiln {
@@ -59,21 +59,13 @@ TEST(OpenCLChildTest, ReportsNoPlatform) {
 TEST(OpenCLDriverTest, NoPlatformIsUnavailable) {
   TempDir empty;
   ASSERT_FALSE(empty.path().empty());
-  char self[4096];
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  ASSERT_GT(n, 0);
-  self[n] = '\0';
-  Result<ProcessResult> run = run_process(
-      {"/usr/bin/env", "OCL_ICD_VENDORS=" + empty.path(), "OCL_ICD_FILENAMES=", "KILN_OPENCL_TEST_CHILD=1",
-       self, "--gtest_filter=OpenCLChildTest.ReportsNoPlatform"},
-      60000);
-  ASSERT_TRUE(run.ok()) << run.status();
-  EXPECT_FALSE(run->signalled) << run->output;
-  EXPECT_EQ(run->exit_code, 0) << run->output;
+  const std::string output = test::run_test_child(
+      {"OCL_ICD_VENDORS=" + empty.path(), "OCL_ICD_FILENAMES=", "KILN_OPENCL_TEST_CHILD=1"},
+      "OpenCLChildTest.ReportsNoPlatform", 60000);
   // Without the library at all the reason names the library instead; either way it is a reason.
-  EXPECT_TRUE(run->output.find("no OpenCL platform") != std::string::npos ||
-              run->output.find("library was not found") != std::string::npos)
-      << run->output;
+  EXPECT_TRUE(output.find("no OpenCL platform") != std::string::npos ||
+              output.find("library was not found") != std::string::npos)
+      << output;
 }
 
 TEST(OpenCLDriverTest, BuildFailureCarriesTheLog) {

@@ -73,6 +73,23 @@ TEST_P(BufferTest, MapRoundTrip) {
   EXPECT_TRUE(bytes_equal(host, bytes));
 }
 
+// kWrite is not kDiscardWrite: the bytes of a mapped range that the host does not write keep
+// their values when it is unmapped (a driver that stages the range must read it first).
+TEST_P(BufferTest, MapForWriteKeepsTheBytesNotWritten) {
+  BufferRef buffer = must(allocator().allocate({}, 256), "allocate");
+  std::vector<uint8_t> bytes = pattern_bytes(256, 23);
+  CTS_ASSERT_OK(buffer->write_data(0, bytes.data(), bytes.size()));
+  {
+    hal::Mapping mapping = must(buffer->map(MapAccess::kWrite, 64, 128), "map a range for writing");
+    ASSERT_EQ(mapping.size(), 128u);
+    std::memset(static_cast<uint8_t*>(mapping.data()) + 32, 0x5A, 16);
+  }
+  std::memset(bytes.data() + 64 + 32, 0x5A, 16);
+  std::vector<uint8_t> back(256);
+  CTS_ASSERT_OK(buffer->read_data(0, back.data(), back.size()));
+  EXPECT_TRUE(bytes_equal(back, bytes));
+}
+
 TEST_P(BufferTest, ReadWriteData) {
   BufferRef buffer = make_buffer(64, 0);
   std::vector<uint8_t> bytes = pattern_bytes(13, 22);

@@ -272,9 +272,10 @@ constexpr FormatEntry kFormats[] = {
 };
 
 std::vector<hal::ExportInfo> test_exports() {
+  // Every binding is read as uint32_t: its start must be a multiple of 4.
   return {
-      {"write_ids", 1, 0},       {"add_constant", 1, 2}, {"copy_offset", 2, 2},
-      {"return_constant", 0, 1}, {"probe_state", 2, 3},
+      {"write_ids", 1, 0, false, {4}},    {"add_constant", 1, 2, false, {4}}, {"copy_offset", 2, 2, false, {4, 4}},
+      {"return_constant", 0, 1, false, {}}, {"probe_state", 2, 3, false, {4, 4}},
   };
 }
 

@@ -207,6 +207,16 @@ TEST_P(DispatchTest, CountMismatchesAreInvalid) {
   CTS_EXPECT_CODE(
       kInvalidArgument,
       queue_->dispatch(waits, signals, make_dispatch(kWriteIds, {1, 1, 1}, {}, {{nullptr}})));
+  // A binding of uint32_t elements that starts 2 bytes in: a GPU would fault on it, a CPU would
+  // not, and no driver runs it.
+  CTS_EXPECT_CODE(
+      kInvalidArgument,
+      queue_->dispatch(waits, signals, make_dispatch(kWriteIds, {1, 1, 1}, {}, {{data, 2, 16}})));
+  Result<BufferRef> odd = data->subspan(6, 32);
+  ASSERT_TRUE(odd.ok()) << odd.status();
+  CTS_EXPECT_CODE(
+      kInvalidArgument,
+      queue_->dispatch(waits, signals, make_dispatch(kWriteIds, {1, 1, 1}, {}, {{*odd, 0, 16}})));
   // Export ordinal past the end and a missing executable.
   hal::DispatchCommand bad_ordinal = make_dispatch(kWriteIds, {1, 1, 1}, {}, {{data}});
   bad_ordinal.export_ordinal = kTestKernelCount;

@@ -2,12 +2,14 @@
 // function kiln binds has the header's signature, and the constants and status codes kiln names
 // have the header's values. static_asserts, compiled only where CMake found the toolkit
 // (KILN_HAVE_CUDA_H); elsewhere the test reports itself skipped. The row-major to column-major
-// mapping is checked against OpenBLAS's column-major gemm, which takes cuBLAS's arguments.
+// mapping is checked against OpenBLAS's column-major gemm, which takes cuBLAS's arguments
+// (loaded with dlopen, as kiln loads it, so that this test binary does not start OpenBLAS's
+// threads when it starts: OpenBlasTest counts them).
 #include <gtest/gtest.h>
 
-#include <cblas.h>
-
 #include <vector>
+
+#include "kiln/base/shared_library.h"
 
 #include "common/abi_same.h"
 #include "ral/library/cublas.h"
@@ -60,6 +62,15 @@ TEST(CublasTest, LoadsOrSaysWhy) {
 // column_major_gemm's arguments, given to a column-major BLAS (OpenBLAS here, cuBLAS on the
 // device), compute the row-major product, for every transpose and a non-square shape.
 TEST(CublasTest, ColumnMajorArgumentsGiveTheRowMajorProduct) {
+  // cblas.h's cblas_sgemm and the values it names.
+  constexpr int kColMajor = 102, kNoTrans = 111, kTrans = 112;
+  void (*cblas_sgemm)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*,
+                      int) = nullptr;
+  Result<void*> openblas = load_shared_library({"libopenblas.so.0", "libopenblas.so"});
+  if (!openblas.ok()) GTEST_SKIP() << "no OpenBLAS: " << openblas.status();
+  SymbolBinder binder(*openblas);
+  binder.bind(cblas_sgemm, "cblas_sgemm");
+  ASSERT_TRUE(binder.missing().empty()) << binder.missing();
   const int64_t m = 3, n = 5, k = 4;
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
@@ -79,8 +90,8 @@ TEST(CublasTest, ColumnMajorArgumentsGiveTheRowMajorProduct) {
         }
       }
       const ColumnMajorGemm g = column_major_gemm(ta, tb, m, n, k, a_cols, b_cols);
-      cblas_sgemm(CblasColMajor, g.transpose_first == kCublasOpT ? CblasTrans : CblasNoTrans,
-                  g.transpose_second == kCublasOpT ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, 2, b.data(),
+      cblas_sgemm(kColMajor, g.transpose_first == kCublasOpT ? kTrans : kNoTrans,
+                  g.transpose_second == kCublasOpT ? kTrans : kNoTrans, g.m, g.n, g.k, 2, b.data(),
                   g.ld_first, a.data(), g.ld_second, 3, c.data(), g.ldc);
       EXPECT_EQ(c, expected) << "transpose_a " << ta << ", transpose_b " << tb;
     }

@@ -18,7 +18,9 @@
 
 #include "common/cuda_fake_api.h"
 #include "common/cuda_host_kernels.h"
+#include "common/scoped_env.h"
 #include "drivers/cuda/cu_allocator.h"
+#include "drivers/cuda/cu_api.h"
 #include "drivers/cuda/nvrtc.h"
 #include "kiln/ral/execution_context.h"
 #include "ral/library/cuda_kernels.h"
@@ -95,7 +97,7 @@ class CudaLibraryHostTest : public ::testing::Test {
   void TearDown() override {
     allocator_.reset();
     context_.reset();
-    EXPECT_EQ(Fake::misuse.load(), 0) << "a CUDA call without the context pushed, or from a stream callback";
+    EXPECT_EQ(Fake::misuse.load(), 0) << "a CUDA call without the context pushed";
   }
 
   // A "device" buffer holding `values`; in the stand-in its memory is host memory.
@@ -150,6 +152,26 @@ Status* CudaLibraryHostTest::built_ = nullptr;
 template <typename T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+// cuBLAS that loads but cannot start (here: no CUDA driver for it to start on) leaves gemm to the
+// host over mapped buffers, with a warning, unless KILN_CUDA_GEMM=cublas asked for cuBLAS.
+TEST_F(CudaLibraryHostTest, GemmFallsBackToTheHostWhereCublasCannotStart) {
+  if (cuda::driver_version().ok()) GTEST_SKIP() << "a CUDA driver is present: there cuBLAS starts on the real device";
+  std::vector<float> a = {1, 2, 3, 4, 5, 6}, b = {1, 0, 0, 1, 1, 1};  // 2x3 @ 3x2
+  hal::BufferRef ab = buffer(a), bb = buffer(b), cb = buffer(std::vector<float>(4, -1.0f));
+  const auto as = [](const hal::BufferRef& x) { return reinterpret_cast<float*>(x.get()); };
+  MemRef<float, 2> am{as(ab), {2, 3}}, bm{as(bb), {3, 2}}, cm{as(cb), {2, 2}};
+  int64_t no = 0;
+  float alpha = 1, beta = 0;
+  const std::string gemm = "gemm___cuda___pvoid_m2df32_m2df32_m2df32_i64_i64_f32_f32___void";
+  Status done = call(gemm, {&am, &bm, &cm, &no, &no, &alpha, &beta});
+  ASSERT_TRUE(done.ok()) << done;
+  EXPECT_EQ(contents<float>(cb, 4), (std::vector<float>{4, 5, 10, 11}));
+  test::ScopedEnv asked("KILN_CUDA_GEMM", "cublas");
+  Status refused = call(gemm, {&am, &bm, &cm, &no, &no, &alpha, &beta});
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable) << refused;
+  EXPECT_NE(refused.message().find("cuBLAS"), std::string::npos) << refused;
 }
 
 TEST_F(CudaLibraryHostTest, SortArgsortAndTopkAreTheCpuDevicesBitForBit) {

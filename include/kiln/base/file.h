@@ -71,6 +71,10 @@ Result<std::string> read_bounded_file(const std::string& path, size_t max_bytes,
 // - a character device (/dev/null, a terminal) or a FIFO: opened and written through.
 // A directory, a block device or a socket is refused (FAILED_PRECONDITION naming it).
 Status write_output_file(const std::string& path, std::string_view bytes);
+// Whether write_output_file(path, ...) can write there, checked before the work that produces
+// the bytes: the kind of file, and that its directory takes a new file (one is created and
+// removed). The error names `path` and the directory at fault.
+Status check_output_file(const std::string& path);
 
 // Writes all of `bytes` to `fd`, retrying short writes and EINTR: 0, or the errno of the failure.
 int write_all(int fd, std::string_view bytes);

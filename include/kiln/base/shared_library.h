@@ -4,6 +4,7 @@
 
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "kiln/base/status.h"
 
@@ -12,6 +13,7 @@ namespace kiln {
 // dlopen()s the first of `names` that loads (RTLD_NOW | RTLD_LOCAL) and never closes it.
 // UNAVAILABLE when none does, with each name's dlerror() joined by "; ".
 Result<void*> load_shared_library(std::initializer_list<const char*> names);
+Result<void*> load_shared_library(const std::vector<std::string>& names);
 
 // Binds function pointers to the symbols of a library load_shared_library loaded, remembering
 // which were missing (those pointers are set to null).

@@ -80,7 +80,7 @@ int64_t estimated_stores(const ir::Kernel& kernel);
 inline constexpr int64_t kMinStoresPerWorkgroup = int64_t{1} << 16;
 
 // Workgroups for a dispatch of `kernel` when the caller does not fix them: enough that each has
-// at least kMinStoresPerWorkgroup stores, at most `cap` and max_workgroups(kernel), at least 1.
-uint32_t workgroups_for_size(const ir::Kernel& kernel, uint32_t cap);
+// at least `min_stores` stores, at most `cap` and max_workgroups(kernel), at least 1.
+uint32_t workgroups_for_size(const ir::Kernel& kernel, uint32_t cap, int64_t min_stores = kMinStoresPerWorkgroup);
 
 }  // namespace kiln::codegen

@@ -25,6 +25,13 @@ struct DeviceCapabilities {
   // Device memory is host memory (mapping is free; no staging needed).
   bool unified_memory = false;
   std::vector<std::string> executable_formats;
+  // How the runtime sizes a dispatch whose workgroup count the program does not fix: at most
+  // workgroups_per_compute_unit × compute_units workgroups, each with at least
+  // min_stores_per_workgroup stores (a measure of its work). A CPU thread's hand-off costs
+  // microseconds, so few large workgroups; a GPU needs many blocks in flight on every SM to
+  // reach its memory bandwidth, so many small ones.
+  uint32_t workgroups_per_compute_unit = 4;
+  int64_t min_stores_per_workgroup = int64_t{1} << 16;
 };
 
 struct DeviceInfo {

@@ -20,6 +20,10 @@ struct ExportInfo {
   // workgroup's work, and only work-item 0 does what must happen once), so a driver whose
   // workgroups have work-items (OpenCL) may choose how many. Otherwise a workgroup runs one.
   bool any_local_size = false;
+  // Per binding, the alignment in bytes its start must have: the size of the element the kernel
+  // reads it as. A GPU faults on a misaligned access a CPU forgives, so every driver refuses such
+  // a dispatch (INVALID_ARGUMENT). Empty, or 0 for one binding, requires nothing.
+  std::vector<uint32_t> binding_alignment = {};
 };
 
 struct ExecutableSource {

@@ -8,6 +8,7 @@
 #include "drivers/cpu/cpu_compiler.h"
 #include "drivers/cpu/cpu_executable.h"
 #include "drivers/cpu/cpu_queue.h"
+#include "kiln/base/settings.h"
 #include "kiln/base/env.h"
 
 namespace kiln::cpu {
@@ -42,7 +43,7 @@ Result<uint32_t> CpuDevice::thread_count(const hal::DeviceOptions& options,
     }
     return *options.worker_threads;
   }
-  KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> env, env_uint("KILN_CPU_THREADS", 1, 1024));
+  KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> env, setting_uint("KILN_CPU_THREADS"));
   return env ? static_cast<uint32_t>(*env) : default_threads;
 }
 
@@ -60,7 +61,7 @@ Result<std::shared_ptr<ThreadPool>> CpuDevice::thread_pool(const hal::DeviceOpti
 Result<std::shared_ptr<CpuDevice>> CpuDevice::create(hal::DeviceInfo info,
                                                      const hal::DeviceOptions& options) {
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<ThreadPool> pool, thread_pool(options, info.capabilities.compute_units));
-  KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> timeout_s, env_uint("KILN_CC_TIMEOUT", 1, 86400));
+  KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> timeout_s, setting_uint("KILN_CC_TIMEOUT"));
   std::string compiler = options.c_compiler.value_or(env_string("KILN_CC").value_or("cc"));
   std::string flags = env_string("KILN_CFLAGS").value_or("");
   std::string cache_dir = options.cache_dir.value_or(DiskCache::default_dir());
@@ -84,7 +85,8 @@ CpuDevice::CpuDevice(hal::DeviceInfo info, std::shared_ptr<ThreadPool> pool,
 Result<hal::QueueRef> CpuDevice::create_queue(const std::string& name) {
   uint32_t index = queue_count_.fetch_add(1);
   std::string queue_name = name.empty() ? info_.name + "/q" + std::to_string(index) : name;
-  return hal::QueueRef(std::make_shared<CpuQueue>(std::move(queue_name), tag(), pool_));
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<CpuQueue> queue, CpuQueue::create(std::move(queue_name), tag(), pool_));
+  return hal::QueueRef(std::move(queue));
 }
 
 Result<hal::ExecutableRef> CpuDevice::compile_executable(const hal::ExecutableSource& source) {

@@ -1,5 +1,7 @@
 #include "drivers/cpu/cpu_queue.h"
 
+#include <system_error>
+
 #include <cstring>
 #include <string>
 
@@ -50,8 +52,17 @@ struct Completion {
 }  // namespace
 
 CpuQueue::CpuQueue(std::string name, const void* device_tag, std::shared_ptr<ThreadPool> pool)
-    : Queue(std::move(name), device_tag), pool_(std::move(pool)) {
-  worker_ = std::thread([this] { worker_main(); });
+    : Queue(std::move(name), device_tag), pool_(std::move(pool)) {}
+
+Result<std::shared_ptr<CpuQueue>> CpuQueue::create(std::string name, const void* device_tag,
+                                                   std::shared_ptr<ThreadPool> pool) {
+  auto queue = std::make_shared<CpuQueue>(std::move(name), device_tag, std::move(pool));
+  try {
+    queue->worker_ = std::thread([q = queue.get()] { q->worker_main(); });
+  } catch (const std::system_error& e) {
+    return resource_exhausted_error("queue '" + queue->name() + "': cannot start its thread: " + e.what());
+  }
+  return queue;
 }
 
 CpuQueue::~CpuQueue() {
@@ -62,7 +73,7 @@ CpuQueue::~CpuQueue() {
   }
   ready_word_.fetch_add(1, std::memory_order_seq_cst);
   futex_wake(&ready_word_, 1);
-  worker_.join();
+  if (worker_.joinable()) worker_.join();
 }
 
 void CpuQueue::issue(std::unique_ptr<hal::Action> action) {

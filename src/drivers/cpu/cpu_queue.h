@@ -16,7 +16,11 @@ namespace kiln::cpu {
 
 class CpuQueue final : public hal::Queue {
  public:
-  CpuQueue(std::string name, const void* device_tag, std::shared_ptr<ThreadPool> pool);
+  // RESOURCE_EXHAUSTED when the system will not start the worker thread (a process or
+  // address-space limit), naming the queue.
+  static Result<std::shared_ptr<CpuQueue>> create(std::string name, const void* device_tag,
+                                                  std::shared_ptr<ThreadPool> pool);
+  CpuQueue(std::string name, const void* device_tag, std::shared_ptr<ThreadPool> pool);  // create() starts it
   // Fails actions still waiting (CANCELLED), runs those already ready, then joins the worker.
   ~CpuQueue() override;
 

@@ -1,6 +1,7 @@
 #include "drivers/cuda/cu_allocator.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "kiln/base/log.h"
@@ -21,7 +22,7 @@ CuStorage::~CuStorage() {
   ContextScope scope(context_->target());
   if (!scope.status("freeing a buffer").ok()) return;  // no context to free it in: leak, do not crash
   if (host_) {
-    api.MemHostUnregister(host_);
+    if (void* start = context_->host_registrations().release(host_)) api.MemHostUnregister(start);
   } else if (pointer_) {
     api.MemFree(pointer_);
   }
@@ -35,7 +36,9 @@ Status CuStorage::map(size_t offset, size_t length, hal::MapAccess access, void*
   }
   auto* staging = new (std::nothrow) char[length > 0 ? length : 1];
   if (!staging) return resource_exhausted_error("cannot map " + std::to_string(length) + " bytes: out of host memory");
-  if (static_cast<uint32_t>(access) & static_cast<uint32_t>(hal::MapAccess::kRead) && length > 0) {
+  // Unmapping writes the whole range back, so a map for writing reads it first unless the
+  // caller discards it: the bytes it does not write keep their values (OpenCL's CL_MAP_WRITE).
+  if (access != hal::MapAccess::kDiscardWrite && length > 0) {
     Status copied = context_->copy_to_host(staging, pointer_ + offset, length);
     if (!copied.ok()) {
       delete[] staging;
@@ -89,17 +92,36 @@ Result<hal::BufferRef> CuAllocator::import_host(const hal::BufferParams& params,
   ContextScope scope(context_->target());
   KILN_RETURN_IF_ERROR(scope.status("import_host"));
   const std::string where = "importing " + std::to_string(size) + " host bytes";
+  auto shared = [&](CUdeviceptr pointer) -> hal::BufferRef {
+    auto storage = std::make_shared<CuStorage>(context_, pointer, ptr, ptr, std::move(release));
+    return std::make_shared<hal::Buffer>(std::move(storage), device_tag_, params.memory_type, params.usage, size, 0,
+                                         size);
+  };
+  HostRegistrations& registrations = context_->host_registrations();
+  if (std::optional<CUdeviceptr> pointer = registrations.share(ptr, size)) return shared(*pointer);
   CUresult result = api.MemHostRegister(ptr, size, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
-  if (result != CUDA_SUCCESS) return cu_error("cuMemHostRegister_v2", result, where);
-  CUdeviceptr pointer = 0;
-  result = api.MemHostGetDevicePointer(&pointer, ptr, 0);
-  if (result != CUDA_SUCCESS) {
-    api.MemHostUnregister(ptr);
-    return cu_error("cuMemHostGetDevicePointer_v2", result, where);
+  if (result == CUDA_SUCCESS) {
+    CUdeviceptr pointer = 0;
+    result = api.MemHostGetDevicePointer(&pointer, ptr, 0);
+    if (result != CUDA_SUCCESS) {
+      api.MemHostUnregister(ptr);
+      return cu_error("cuMemHostGetDevicePointer_v2", result, where);
+    }
+    registrations.add(ptr, size, pointer);
+    return shared(pointer);
   }
-  auto storage = std::make_shared<CuStorage>(context_, pointer, ptr, ptr, std::move(release));
-  return std::make_shared<hal::Buffer>(std::move(storage), device_tag_, params.memory_type,
-                                       params.usage, size, 0, size);
+  if (result == CUDA_ERROR_OUT_OF_MEMORY) return cu_error("cuMemHostRegister_v2", result, where);
+  // CUDA refuses some host memory that other drivers import: read-only pages, a range that
+  // overlaps one registered outside kiln. The buffer is then a device copy of it, made now.
+  KILN_LOG(kInfo, where + ": cuMemHostRegister refused it (" + error_name(result) + "), so the buffer is a copy");
+  KILN_ASSIGN_OR_RETURN(CUdeviceptr pointer, allocate_bytes(size));
+  if (Status copied = context_->copy_to_device(pointer, ptr, size); !copied.ok()) {
+    api.MemFree(pointer);
+    return copied.annotate(where);
+  }
+  auto storage = std::make_shared<CuStorage>(context_, pointer, nullptr, ptr, std::move(release));
+  return std::make_shared<hal::Buffer>(std::move(storage), device_tag_, params.memory_type, params.usage, size, 0,
+                                       size);
 }
 
 }  // namespace kiln::cuda

@@ -61,6 +61,7 @@ const char* known_error_name(CUresult code) {
     case CUDA_ERROR_ILLEGAL_ADDRESS: return "CUDA_ERROR_ILLEGAL_ADDRESS";
     case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: return "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
     case CUDA_ERROR_LAUNCH_TIMEOUT: return "CUDA_ERROR_LAUNCH_TIMEOUT";
+    case CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED: return "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED";
     case CUDA_ERROR_LAUNCH_FAILED: return "CUDA_ERROR_LAUNCH_FAILED";
     case CUDA_ERROR_NOT_SUPPORTED: return "CUDA_ERROR_NOT_SUPPORTED";
     case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
@@ -82,6 +83,42 @@ Result<const Api*> Api::load() {
   }();
   if (!loaded->status.ok()) return loaded->status;
   return &loaded->api;
+}
+
+Result<int> driver_version() {
+  KILN_ASSIGN_OR_RETURN(const Api* api, Api::load());
+  int version = 0;
+  if (CUresult result = api->DriverGetVersion(&version); result != CUDA_SUCCESS) {
+    return cu_error("cuDriverGetVersion", result);
+  }
+  return version;
+}
+
+std::optional<int> driver_or_none() {
+  Result<int> version = driver_version();
+  return version.ok() ? std::optional<int>(*version) : std::nullopt;
+}
+
+std::string cuda_version_text(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
+std::vector<std::string> library_names_for_driver(std::optional<int> driver,
+                                                  std::initializer_list<std::pair<int, const char*>> versioned,
+                                                  const char* unversioned, std::string* why) {
+  std::vector<std::string> names;
+  for (const auto& [major, name] : versioned) {
+    if (driver && major > *driver / 1000) {
+      if (why) {
+        *why += std::string(why->empty() ? "" : ", ") + name + " (the CUDA driver supports CUDA " +
+                cuda_version_text(*driver) + ")";
+      }
+      continue;
+    }
+    names.push_back(name);
+  }
+  names.push_back(unversioned);
+  return names;
 }
 
 std::string cuda_library_name() {

@@ -16,7 +16,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <optional>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "kiln/base/status.h"
@@ -56,6 +59,7 @@ enum CUresult : int {
   CUDA_ERROR_ILLEGAL_ADDRESS = 700,
   CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
   CUDA_ERROR_LAUNCH_TIMEOUT = 702,
+  CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
   CUDA_ERROR_LAUNCH_FAILED = 719,
   CUDA_ERROR_NOT_SUPPORTED = 801,
   CUDA_ERROR_SYSTEM_DRIVER_MISMATCH = 803,
@@ -71,7 +75,6 @@ using CUfunction = ::CUfunc_st*;
 using CUstream = ::CUstream_st*;
 using CUevent = ::CUevent_st*;
 using CUmemoryPool = ::CUmemPoolHandle_st*;
-using CUhostFn = void (*)(void* user_data);
 
 enum CUdevice_attribute : int {
   CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
@@ -105,7 +108,14 @@ inline constexpr unsigned int CU_CTX_SCHED_BLOCKING_SYNC = 0x04;
 inline constexpr unsigned int CU_STREAM_DEFAULT = 0x0;
 inline constexpr unsigned int CU_STREAM_NON_BLOCKING = 0x1;
 
+// CUlimit: the size of the buffer that device printf writes into.
+enum CUlimit : int { CU_LIMIT_PRINTF_FIFO_SIZE = 0x01 };
+
+// CUjit_option: the JIT's error log, for a PTX image it refuses.
+enum CUjit_option : int { CU_JIT_ERROR_LOG_BUFFER = 5, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6 };
+
 inline constexpr unsigned int CU_EVENT_DEFAULT = 0x0;
+inline constexpr unsigned int CU_EVENT_BLOCKING_SYNC = 0x1;
 inline constexpr unsigned int CU_EVENT_DISABLE_TIMING = 0x2;
 inline constexpr unsigned int CU_EVENT_WAIT_DEFAULT = 0x0;
 
@@ -153,6 +163,7 @@ struct Api {
   CUresult (*MemcpyHtoDAsync)(CUdeviceptr target, const void* source, size_t bytes, CUstream stream);
   CUresult (*MemcpyDtoHAsync)(void* target, CUdeviceptr source, size_t bytes, CUstream stream);
   CUresult (*MemcpyDtoDAsync)(CUdeviceptr target, CUdeviceptr source, size_t bytes, CUstream stream);
+  CUresult (*MemsetD8)(CUdeviceptr target, unsigned char value, size_t count);
   CUresult (*MemsetD8Async)(CUdeviceptr target, unsigned char value, size_t count, CUstream stream);
   CUresult (*MemsetD16Async)(CUdeviceptr target, unsigned short value, size_t count,
                              CUstream stream);
@@ -162,14 +173,16 @@ struct Api {
   CUresult (*StreamDestroy)(CUstream stream);
   CUresult (*StreamSynchronize)(CUstream stream);
   CUresult (*StreamWaitEvent)(CUstream stream, CUevent event, unsigned int flags);
-  CUresult (*LaunchHostFunc)(CUstream stream, CUhostFn fn, void* user_data);
   CUresult (*EventCreate)(CUevent* event, unsigned int flags);
   CUresult (*EventDestroy)(CUevent event);
   CUresult (*EventRecord)(CUevent event, CUstream stream);
   CUresult (*EventQuery)(CUevent event);
   CUresult (*EventSynchronize)(CUevent event);
   // Modules and kernels.
-  CUresult (*ModuleLoadData)(CUmodule* module, const void* image);
+  CUresult (*CtxSetLimit)(CUlimit limit, size_t value);
+  CUresult (*CtxGetLimit)(size_t* value, CUlimit limit);
+  CUresult (*ModuleLoadDataEx)(CUmodule* module, const void* image, unsigned int count, CUjit_option* options,
+                               void** values);
   CUresult (*ModuleUnload)(CUmodule module);
   CUresult (*ModuleGetFunction)(CUfunction* function, CUmodule module, const char* name);
   CUresult (*ModuleGetGlobal)(CUdeviceptr* pointer, size_t* bytes, CUmodule module,
@@ -219,6 +232,7 @@ struct Api {
   X(MemcpyHtoDAsync, cuMemcpyHtoDAsync_v2)                  \
   X(MemcpyDtoHAsync, cuMemcpyDtoHAsync_v2)                  \
   X(MemcpyDtoDAsync, cuMemcpyDtoDAsync_v2)                  \
+  X(MemsetD8, cuMemsetD8_v2)                                \
   X(MemsetD8Async, cuMemsetD8Async)                         \
   X(MemsetD16Async, cuMemsetD16Async)                       \
   X(MemsetD32Async, cuMemsetD32Async)                       \
@@ -226,13 +240,14 @@ struct Api {
   X(StreamDestroy, cuStreamDestroy_v2)                      \
   X(StreamSynchronize, cuStreamSynchronize)                 \
   X(StreamWaitEvent, cuStreamWaitEvent)                     \
-  X(LaunchHostFunc, cuLaunchHostFunc)                       \
   X(EventCreate, cuEventCreate)                             \
   X(EventDestroy, cuEventDestroy_v2)                        \
   X(EventRecord, cuEventRecord)                             \
   X(EventQuery, cuEventQuery)                               \
   X(EventSynchronize, cuEventSynchronize)                   \
-  X(ModuleLoadData, cuModuleLoadData)                       \
+  X(CtxSetLimit, cuCtxSetLimit)                             \
+  X(CtxGetLimit, cuCtxGetLimit)                             \
+  X(ModuleLoadDataEx, cuModuleLoadDataEx)                     \
   X(ModuleUnload, cuModuleUnload)                           \
   X(ModuleGetFunction, cuModuleGetFunction)                 \
   X(ModuleGetGlobal, cuModuleGetGlobal_v2)                  \
@@ -243,6 +258,24 @@ struct Api {
 // a path), else "libcuda.so.1", the name the NVIDIA driver installs (libcuda.so without the
 // version is only in the toolkit, often as a stub that cannot run anything).
 std::string cuda_library_name();
+
+// The CUDA version the loaded driver supports (cuDriverGetVersion: 13000 for 13.0); the load's
+// or the call's error when there is no usable driver.
+Result<int> driver_version();
+// driver_version() where there is a usable driver, else nullopt.
+std::optional<int> driver_or_none();
+// "12.4" for 12040.
+std::string cuda_version_text(int version);
+
+// The CUDA libraries kiln loads (NVRTC, cuBLAS) by their SONAMEs, newest first: `versioned`
+// pairs a CUDA major with its file ("libnvrtc.so.12"), then `unversioned` ("libnvrtc.so") comes
+// last. A library of a newer major than the driver supports cannot work with it (PTX from NVRTC 13
+// is refused by a 12.x driver, cuBLAS 13 does not start on it), so where there is a `driver`
+// (driver_version()), names of newer majors are left out. `why` receives what was left out
+// ("libnvrtc.so.13 (the CUDA driver supports CUDA 12.4)"), for the error when nothing loads.
+std::vector<std::string> library_names_for_driver(std::optional<int> driver,
+                                                  std::initializer_list<std::pair<int, const char*>> versioned,
+                                                  const char* unversioned, std::string* why);
 
 // "CUDA_ERROR_OUT_OF_MEMORY (2)": the driver's own name when the library is loaded
 // (cuGetErrorName), else kiln's name for the codes declared above, else "CUDA error (N)".

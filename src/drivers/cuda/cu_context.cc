@@ -58,6 +58,21 @@ CuContext::~CuContext() {
 }
 
 // A copy on the mapping stream, and the wait for it.
+Status CuContext::lost() const {
+  std::lock_guard<std::mutex> lock(lost_mutex_);
+  return lost_;
+}
+
+Status CuContext::mark_lost(const Status& fault) {
+  std::lock_guard<std::mutex> lock(lost_mutex_);
+  if (lost_.ok()) {
+    lost_ = Status(fault.code() == StatusCode::kOk ? StatusCode::kInternal : fault.code(),
+                   record_.info.name + " is lost: " + fault.message() +
+                       " (a fault on the device is sticky: nothing more runs on it in this process)");
+  }
+  return lost_;
+}
+
 Status CuContext::map_copy(const char* name, const std::function<CUresult(const Api&)>& copy) const {
   std::lock_guard<std::mutex> lock(map_mutex_);
   return call_in_context(target_, name, "map", [&](const Api& a) {

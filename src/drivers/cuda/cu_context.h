@@ -16,6 +16,7 @@
 
 #include "drivers/cuda/cu_context_scope.h"
 #include "drivers/cuda/cu_event_pool.h"
+#include "drivers/cuda/cu_host_registrations.h"
 #include "drivers/cuda/cu_pending_signals.h"
 #include "drivers/cuda/cu_platform.h"
 #include "drivers/cuda/cu_staging_pool.h"
@@ -49,6 +50,17 @@ class CuContext {
   StatusSlots& slots() const { return *slots_; }
   PendingSignals& pending_signals() const { return *pending_signals_; }
   WaitGate& wait_gate() const { return *wait_gate_; }
+  // Host memory its allocator imported by registering it.
+  HostRegistrations& host_registrations() const { return *host_registrations_; }
+
+  // The device-lost state. A fault in a kernel (an illegal address, a trap, ...) is sticky: every
+  // later CUDA call in the context returns it, so nothing of this context can run again in this
+  // process. The first queue that sees it records it here; from then on every action in flight
+  // and every later submission on any queue of the context fails with it.
+  Status lost() const;
+  // Records `fault` as the device-lost state unless one is recorded already; returns the one in
+  // force ("cuda:0 is lost: cuEventSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS (700) ...").
+  Status mark_lost(const Status& fault);
 
   // Synchronous copies for mapping: queued on the mapping stream, which they wait for. They are
   // ordered against no queue: the caller orders mapping against queue work (hal::Buffer::map).
@@ -67,7 +79,10 @@ class CuContext {
   std::unique_ptr<StatusSlots> slots_;
   std::unique_ptr<PendingSignals> pending_signals_;  // holds slots and events: goes first
   std::unique_ptr<WaitGate> wait_gate_;
+  std::unique_ptr<HostRegistrations> host_registrations_ = std::make_unique<HostRegistrations>();
   mutable std::mutex map_mutex_;  // one mapping copy at a time on the stream
+  mutable std::mutex lost_mutex_;
+  Status lost_;  // guarded by lost_mutex_
   CUstream map_stream_ = nullptr;
 };
 

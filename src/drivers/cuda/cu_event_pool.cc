@@ -1,5 +1,6 @@
 #include "drivers/cuda/cu_event_pool.h"
 
+#include <atomic>
 #include <cassert>
 #include <string>
 
@@ -11,10 +12,12 @@ namespace kiln::cuda {
 
 namespace {
 
+// BLOCKING_SYNC: a queue's completion thread that waits on an event in cuEventSynchronize sleeps
+// instead of spinning a core for as long as the work runs (it spins briefly itself first).
 Status create_event(void* user, CUevent* event) {
   return call_in_context(
       *static_cast<const ContextTarget*>(user), "cuEventCreate", "event pool",
-      [&](const Api& api) { return api.EventCreate(event, CU_EVENT_DISABLE_TIMING); });
+      [&](const Api& api) { return api.EventCreate(event, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC); });
 }
 
 void destroy_event(void* user, CUevent event) {
@@ -22,7 +25,11 @@ void destroy_event(void* user, CUevent event) {
   Status destroyed =
       call_in_context(*static_cast<const ContextTarget*>(user), "cuEventDestroy_v2", "event pool",
                       [&](const Api& api) { return api.EventDestroy(event); });
-  if (!destroyed.ok()) KILN_LOG(kWarn, destroyed.message());
+  // After a fault every destroy fails alike (the context is lost): say it once per process.
+  static std::atomic<bool> warned{false};
+  if (!destroyed.ok() && !warned.exchange(true)) {
+    KILN_LOG(kWarn, destroyed.message() + " (further failures to destroy events are not reported)");
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "base/sha256.h"
+#include "kiln/base/settings.h"
 #include "kiln/base/env.h"
 
 namespace kiln::cuda {
@@ -47,30 +48,37 @@ Result<std::shared_ptr<CuModule>> CuCompiler::load(const hal::ExecutableSource& 
   KILN_ASSIGN_OR_RETURN(KernelImage image, images_.build(source.source, context_->arch(), source.label));
   ContextScope scope(context_->target());
   KILN_RETURN_IF_ERROR(scope.status("loading '" + source.label + "'"));
-  CUmodule module = nullptr;
-  // A PTX image is compiled for the device here by the driver's JIT; its text must end in NUL.
-  if (image.kind == CudaImage::kPtx) image.bytes.push_back('\0');
-  CUresult result = context_->api().ModuleLoadData(&module, image.bytes.data());
-  if (result != CUDA_SUCCESS) {
-    return cu_error("cuModuleLoadData", result, "executable '" + source.label + "' on " + context_->record().info.name);
-  }
+  KILN_ASSIGN_OR_RETURN(CUmodule module, load_module(context_->api(), image, "executable '" + source.label + "' on " +
+                                                                               context_->record().info.name));
   auto shared = std::make_shared<CuModule>(context_, module);
   loaded_[key] = shared;
   return shared;
+}
+
+Status CuCompiler::reserve_printf_buffer() {
+  return call_in_context(context_->target(), "cuCtxSetLimit", "the device printf buffer", [&](const Api& api) {
+    size_t bytes = 0;
+    CUresult result = api.CtxGetLimit(&bytes, CU_LIMIT_PRINTF_FIFO_SIZE);
+    if (result == CUDA_SUCCESS && bytes < kPrintfBufferBytes) {
+      result = api.CtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, kPrintfBufferBytes);
+    }
+    return result;
+  });
 }
 
 Result<hal::ExecutableRef> CuCompiler::compile(const hal::ExecutableSource& source, const void* device_tag) {
   std::optional<uint64_t> wanted_threads;
   if (std::any_of(source.exports.begin(), source.exports.end(),
                   [](const hal::ExportInfo& e) { return e.any_local_size; })) {
-    KILN_ASSIGN_OR_RETURN(wanted_threads, env_uint("KILN_CUDA_BLOCK_SIZE", 1, 1024));
+    KILN_ASSIGN_OR_RETURN(wanted_threads, setting_uint("KILN_CUDA_BLOCK_SIZE"));
   }
+  const bool prints = source.source.find("printf(") != std::string::npos;
+  if (prints) KILN_RETURN_IF_ERROR(reserve_printf_buffer());
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<CuModule> module, load(source));
   const Api& api = context_->api();
   ContextScope scope(context_->target());
   KILN_RETURN_IF_ERROR(scope.status("executable '" + source.label + "'"));
   std::vector<CuKernel> kernels;
-  const bool prints = source.source.find("printf(") != std::string::npos;
   for (const hal::ExportInfo& info : source.exports) {
     CuKernel kernel;
     kernel.prints = prints;

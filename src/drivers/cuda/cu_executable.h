@@ -63,8 +63,17 @@ class CuCompiler {
   Result<hal::ExecutableRef> compile(const hal::ExecutableSource& source, const void* device_tag);
   const ImageBuilder& images() const { return images_; }
 
+  // Device printf writes into a circular buffer (1 MiB by default) that overwrites its oldest
+  // lines until a synchronization flushes it. A queue flushes after each action whose kernels
+  // print, so one action may print this much before its first lines are lost: at kiln's 16 trace
+  // lines per statement and ~150 bytes a line, about 27,000 traced statements.
+  static constexpr size_t kPrintfBufferBytes = size_t{64} << 20;
+
  private:
   Result<std::shared_ptr<CuModule>> load(const hal::ExecutableSource& source);
+  // Grows the context's printf buffer to kPrintfBufferBytes, before the first kernel that prints
+  // is loaded (CUDA takes the limit only before such a kernel has run).
+  Status reserve_printf_buffer();
 
   std::shared_ptr<CuContext> context_;
   ImageBuilder images_;

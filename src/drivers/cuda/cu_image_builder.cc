@@ -109,4 +109,24 @@ Result<KernelImage> ImageBuilder::build(std::string_view source, int device_arch
   return image;
 }
 
+Result<CUmodule> load_module(const Api& api, const KernelImage& image, std::string_view what) {
+  std::string bytes = image.bytes;
+  if (image.kind == CudaImage::kPtx) bytes.push_back('\0');  // the JIT reads PTX up to its NUL
+  char log[8192] = {};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {log, reinterpret_cast<void*>(uintptr_t{sizeof log - 1})};
+  CUmodule module = nullptr;
+  const CUresult result = api.ModuleLoadDataEx(&module, bytes.data(), 2, options, values);
+  if (result == CUDA_SUCCESS) return module;
+  Result<std::string> nvrtc = nvrtc_version();
+  Result<int> driver = driver_version();
+  std::string context = std::string(what) + " (" + kind_name(image.kind) + " for " +
+                        (image.kind == CudaImage::kPtx ? "compute_" : "sm_") + std::to_string(image.arch) +
+                        " from NVRTC " + (nvrtc.ok() ? *nvrtc : std::string("?")) + ", CUDA driver " +
+                        (driver.ok() ? cuda_version_text(*driver) : std::string("?")) + ")";
+  Status status = cu_error("cuModuleLoadDataEx", result, context);
+  if (log[0] != '\0') status = Status(status.code(), status.message() + ": " + log);
+  return status;
+}
+
 }  // namespace kiln::cuda

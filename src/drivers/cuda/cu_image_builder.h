@@ -26,6 +26,7 @@
 #include <string_view>
 
 #include "base/disk_cache.h"
+#include "drivers/cuda/cu_api.h"
 #include "drivers/cuda/nvrtc.h"
 #include "kiln/base/status.h"
 
@@ -72,5 +73,12 @@ class ImageBuilder {
   mutable std::mutex mutex_;
   ImageBuilderStats stats_;  // guarded by mutex_
 };
+
+// Loads `image` as a module into the current context (the caller has pushed it), with
+// cuModuleLoadDataEx: PTX through the driver's JIT, a cubin as it is. A refusal names `what`, the
+// image's kind and architecture, NVRTC's and the driver's CUDA versions and the JIT's error log,
+// since the usual causes are a PTX version the driver does not know (an NVRTC newer than the
+// driver) or an architecture the device cannot run.
+Result<CUmodule> load_module(const Api& api, const KernelImage& image, std::string_view what);
 
 }  // namespace kiln::cuda

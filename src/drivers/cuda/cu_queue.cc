@@ -14,8 +14,15 @@
 #include "drivers/kernel_failure.h"
 #include "kiln/base/log.h"
 #include "kiln/base/overloaded.h"
+#include "kiln/base/time.h"
 
 namespace kiln::cuda {
+
+namespace {
+constexpr uint32_t kMaxGridX = 0x7FFFFFFFu, kMaxGridYZ = 65535;
+// How long the completion thread spins on an action's event before it sleeps in the driver.
+constexpr int64_t kSpinNs = 20000;
+}  // namespace
 
 // One action on the stream, from its submission to its completion on the worker.
 // It completes when its device work is over (finish) and each wait handed to the device has
@@ -37,13 +44,13 @@ struct CuQueue::Flight {
     size_t length;
   };
   std::vector<Readback> readbacks;     // staged reads, copied to host memory at the end
-  std::vector<CUdeviceptr> temporary;  // device memory freed at the end (overlapping copies)
   bool prints = false;                 // runs a kernel whose source calls printf
 };
 
 Result<std::shared_ptr<CuQueue>> CuQueue::create(std::string name, const void* device_tag,
                                                  std::shared_ptr<CuContext> context) {
   auto queue = std::make_shared<CuQueue>(std::move(name), device_tag, std::move(context));
+  KILN_RETURN_IF_ERROR(queue->completions_.start().annotate("queue '" + queue->name() + "'"));
   KILN_RETURN_IF_ERROR(call_in_context(queue->context_->target(), "cuStreamCreate", "queue '" + queue->name() + "'",
                                        [&](const Api& api) { return api.StreamCreate(&queue->stream_, CU_STREAM_NON_BLOCKING); }));
   return queue;
@@ -122,8 +129,8 @@ void CuQueue::submit(std::unique_ptr<hal::Action> action, std::vector<HandedWait
     if (h.signaller.slot) gated.push_back(h.signaller.slot.get());
   }
   const Api& api = context_->api();
-  Status status;
-  if (drivers::has_dispatch(flight->action->command) || !gated.empty()) {
+  Status status = context_->lost();  // a lost device runs nothing more
+  if (status.ok() && (drivers::has_dispatch(flight->action->command) || !gated.empty())) {
     Result<std::shared_ptr<const StatusSlot>> slot = context_->slots().acquire();
     if (slot.ok()) {
       flight->slot = std::move(*slot);
@@ -131,7 +138,7 @@ void CuQueue::submit(std::unique_ptr<hal::Action> action, std::vector<HandedWait
       status = slot.status();
     }
   }
-  if (status.ok() && !flight->action->signals.empty()) {
+  if (status.ok()) {
     Result<EventRef> event = context_->events().acquire();
     if (event.ok()) {
       flight->completion = std::move(*event);
@@ -139,11 +146,11 @@ void CuQueue::submit(std::unique_ptr<hal::Action> action, std::vector<HandedWait
       status = event.status();
     }
   }
-  // Once the callback is queued the flight may end at any moment (with no handed waits), and the
-  // last handed wait to resolve may end it too: what is needed after that is copied now.
+  // Once the flight is on the completion worker it may end at any moment (with no handed waits),
+  // and the last handed wait to resolve may end it too: what is needed after that is copied now.
   hal::SemaphoreList handed_waits;
   for (const HandedWait& h : flight->handed) handed_waits.push_back(h.wait);
-  CUresult callback = CUDA_ERROR_UNKNOWN;
+  bool recorded = false;
   {
     std::lock_guard<std::mutex> lock(issue_mutex_);
     ContextScope scope(context_->target());
@@ -155,30 +162,34 @@ void CuQueue::submit(std::unique_ptr<hal::Action> action, std::vector<HandedWait
     }
     if (status.ok() && !gated.empty()) status = context_->wait_gate().launch(stream_, *flight->slot, gated);
     if (status.ok()) status = launch(flight->action->command, 0, *flight);
-    if (status.ok() && flight->completion) {
-      CUresult result = api.EventRecord(flight->completion.get(), stream_);
-      if (result == CUDA_SUCCESS) {
-        // Published: later waits for these signals may be handed to the device.
-        for (const hal::SemaphoreValue& signal : flight->action->signals) {
-          PendingSignal pending;
-          pending.value = signal.value;
-          pending.event = flight->completion;
-          pending.slot = flight->slot;
-          context_->pending_signals().add(signal.semaphore.get(), std::move(pending));
-        }
-      } else {
-        status = cu_error("cuEventRecord", result);
-      }
+    if (status.ok() && flight->slot) {
+      // The slot is device memory: its words reach the host through a copy after the kernels.
+      CUresult copied = StatusSlots::copy_to_host(api, *flight->slot, stream_);
+      if (copied != CUDA_SUCCESS) status = cu_error("cuMemcpyDtoHAsync_v2", copied, "the action's status slot");
     }
-    if (!status.ok()) {
+    // Recorded even after a failed command: the worker then waits for what was put on the stream.
+    if (flight->completion && scope.status("").ok()) {
+      CUresult result = api.EventRecord(flight->completion.get(), stream_);
+      recorded = result == CUDA_SUCCESS;
+      if (!recorded && status.ok()) status = cu_error("cuEventRecord", result);
+    }
+    if (status.ok()) {
+      // Published: later waits for these signals may be handed to the device.
+      for (const hal::SemaphoreValue& signal : flight->action->signals) {
+        PendingSignal pending;
+        pending.value = signal.value;
+        pending.event = flight->completion;
+        pending.slot = flight->slot;
+        context_->pending_signals().add(signal.semaphore.get(), std::move(pending));
+      }
+    } else {
       flight->enqueue_error =
           status.annotate(std::string(hal::command_name(flight->action->command)) + " on queue '" + name() + "'");
     }
-    // Even after a failed command: the callback runs once whatever was put on the stream is done.
-    if (scope.status("").ok()) callback = api.LaunchHostFunc(stream_, &CuQueue::on_stream_done, flight);
+    // In the order of the stream, under the issue lock: the worker completes flights in order.
+    completions_.push([flight, recorded] { flight->queue->await_device(flight, recorded); });
   }
-  // The handed waits resolve on the host too (below, once the work is on the stream).
-  const bool finish_here = callback != CUDA_SUCCESS;
+  // The handed waits resolve on the host too.
   for (const hal::SemaphoreValue& wait : handed_waits) {
     Result<TimepointHandle> point =
         context_->timepoints().add_host_wait(wait.semaphore, wait.value, &CuQueue::on_wait_resolved, flight);
@@ -187,14 +198,6 @@ void CuQueue::submit(std::unique_ptr<hal::Action> action, std::vector<HandedWait
       on_wait_resolved(flight, point.status());
     }
   }
-  if (!finish_here) return;
-  // No callback: wait for the stream here, then finish on the worker (never on this thread,
-  // where completing may issue more work onto this queue).
-  call_in_context(context_->target(), "cuStreamSynchronize", name(), [&](const Api& a) {
-    return a.StreamSynchronize(stream_);
-  }).ignore();
-  if (flight->enqueue_error.ok()) flight->enqueue_error = cu_error("cuLaunchHostFunc", callback, "queue '" + name() + "'");
-  completions_.push([flight] { flight->queue->finish(flight); });
 }
 
 Status CuQueue::launch(const hal::Command& command, uint32_t index, Flight& flight) {
@@ -236,9 +239,10 @@ Status CuQueue::launch(const hal::Command& command, uint32_t index, Flight& flig
 
 Status CuQueue::for_each_staged_chunk(size_t length, Flight& flight,
                                       const std::function<Status(size_t, size_t, void*)>& copy) {
-  // Chunks of the pool's largest class, so that large transfers reuse pooled blocks instead of
-  // pinning one-off blocks of their own size.
-  const size_t most = context_->staging().max_block_bytes();
+  // Chunks of at most 4 MiB, and never above the pool's largest class (large transfers reuse
+  // pooled blocks instead of pinning one-off blocks of their own size): the copy of one chunk
+  // into pinned memory overlaps the device's copy of the one before.
+  const size_t most = std::min(kStagingChunkBytes, context_->staging().max_block_bytes());
   for (size_t done = 0; done < length;) {
     const size_t chunk = std::min(length - done, most);
     KILN_ASSIGN_OR_RETURN(StagingBlock block, context_->staging().acquire(chunk));
@@ -265,14 +269,16 @@ Status CuQueue::launch_copy(const hal::CopyCommand& c, Flight& flight) {
   const CUdeviceptr to = buffer_pointer(*c.target) + c.target_offset;
   if (from == to) return Status();  // copying a range onto itself changes nothing
   if (from < to + c.length && to < from + c.length) {
-    // Overlapping ranges: the HAL's copy is a memmove, CUDA's is not. Through a temporary.
+    // Overlapping ranges: the HAL's copy is a memmove, CUDA's is not. Through a temporary, in
+    // stream order (cuMemAlloc and cuMemFree would synchronize the whole device).
     CUdeviceptr temporary = 0;
-    CUresult result = api.MemAlloc(&temporary, c.length);
-    if (result != CUDA_SUCCESS) return cu_error("cuMemAlloc_v2", result, "overlapping copy");
-    flight.temporary.push_back(temporary);
+    CUresult result = api.MemAllocAsync(&temporary, c.length, stream_);
+    if (result != CUDA_SUCCESS) return cu_error("cuMemAllocAsync", result, "overlapping copy");
     result = api.MemcpyDtoDAsync(temporary, from, c.length, stream_);
     if (result == CUDA_SUCCESS) result = api.MemcpyDtoDAsync(to, temporary, c.length, stream_);
-    return result == CUDA_SUCCESS ? Status() : cu_error("cuMemcpyDtoDAsync_v2", result, "overlapping copy");
+    const CUresult freed = api.MemFreeAsync(temporary, stream_);
+    if (result != CUDA_SUCCESS) return cu_error("cuMemcpyDtoDAsync_v2", result, "overlapping copy");
+    return freed == CUDA_SUCCESS ? Status() : cu_error("cuMemFreeAsync", freed, "overlapping copy");
   }
   CUresult result = api.MemcpyDtoDAsync(to, from, c.length, stream_);
   return result == CUDA_SUCCESS ? Status() : cu_error("cuMemcpyDtoDAsync_v2", result);
@@ -304,6 +310,14 @@ Status CuQueue::launch_dispatch(const hal::DispatchCommand& d, uint32_t index, F
   // Validation checked that the executable belongs to this device: it is a CuExecutable.
   const auto& executable = static_cast<const CuExecutable&>(*d.executable);
   const CuKernel& kernel = executable.kernel(d.export_ordinal);
+  // CUDA's grid limits for every supported architecture: x below 2^31, y and z at most 65535.
+  // Past them cuLaunchKernel fails with a bare CUDA_ERROR_INVALID_VALUE; say which limit instead.
+  if (d.workgroups[0] > kMaxGridX || d.workgroups[1] > kMaxGridYZ || d.workgroups[2] > kMaxGridYZ) {
+    return invalid_argument_error("kernel '" + executable.exports()[d.export_ordinal].name + "': " +
+                                  std::to_string(d.workgroups[0]) + " x " + std::to_string(d.workgroups[1]) + " x " +
+                                  std::to_string(d.workgroups[2]) +
+                                  " workgroups exceed CUDA's grid limits (x at most 2147483647, y and z at most 65535)");
+  }
   flight.prints = flight.prints || kernel.prints;
   // The ABI's parameters (cuda_kernel_abi.h), each in a slot of its own that the pointer list
   // points into; cuLaunchKernel copies them before it returns.
@@ -331,21 +345,39 @@ Status CuQueue::launch_dispatch(const hal::DispatchCommand& d, uint32_t index, F
   return Status();
 }
 
-void CuQueue::on_stream_done(void* user) {
-  // A stream callback must not call CUDA: hand the flight over and return.
-  auto* flight = static_cast<Flight*>(user);
-  flight->queue->completions_.push([flight] { flight->queue->finish(flight); });
+void CuQueue::await_device(Flight* flight, bool recorded) {
+  Status device = context_->lost();
+  if (device.ok()) {
+    // A kernel that prints is waited for in cuEventSynchronize, which flushes device printf
+    // (value tracing) to stdout, so its lines come before whatever follows the action.
+    device = recorded ? wait_for_event(flight->completion.get(), !flight->prints)
+                      : call_in_context(context_->target(), "cuStreamSynchronize", name(),
+                                        [&](const Api& api) { return api.StreamSynchronize(stream_); });
+    if (!device.ok()) device = context_->mark_lost(device.annotate("queue '" + name() + "'"));
+  }
+  if (!device.ok() && flight->enqueue_error.ok()) flight->enqueue_error = device;
+  finish(flight);
+}
+
+Status CuQueue::wait_for_event(CUevent event, bool spin) {
+  const Api& api = context_->api();
+  ContextScope scope(context_->target());
+  KILN_RETURN_IF_ERROR(scope.status("queue '" + name() + "'"));
+  if (spin) {
+    // Short actions complete within a few microseconds of their launch: a spin catches them
+    // sooner than the driver's wake-up from cuEventSynchronize.
+    const int64_t until = now_ns() + kSpinNs;
+    do {
+      CUresult result = api.EventQuery(event);
+      if (result == CUDA_SUCCESS) return Status();
+      if (result != CUDA_ERROR_NOT_READY) return cu_error("cuEventQuery", result);
+    } while (now_ns() < until);
+  }
+  CUresult result = api.EventSynchronize(event);
+  return result == CUDA_SUCCESS ? Status() : cu_error("cuEventSynchronize", result);
 }
 
 void CuQueue::finish(Flight* flight) {
-  // Device printf (value tracing) reaches stdout when CUDA flushes its buffer: at a
-  // synchronization, but not before a cuLaunchHostFunc callback. Flushed here, before the
-  // action's signals, its lines come before whatever the program does after the action.
-  if (flight->prints) {
-    Status flushed = call_in_context(context_->target(), "cuStreamSynchronize", "flushing device printf on " + name(),
-                                     [&](const Api& api) { return api.StreamSynchronize(stream_); });
-    if (!flushed.ok()) KILN_LOG(kWarn, flushed.to_string());
-  }
   Status status = flight->enqueue_error;
   if (status.ok() && flight->slot && StatusSlots::failed(*flight->slot)) {
     uint32_t words[kStatusWords];
@@ -361,10 +393,6 @@ void CuQueue::finish(Flight* flight) {
     }
   }
   flight->staging.clear();
-  if (!flight->temporary.empty()) {
-    ContextScope scope(context_->target());
-    for (CUdeviceptr p : flight->temporary) context_->api().MemFree(p);
-  }
   flight->device_status = std::move(status);
   resolve(flight);
 }

@@ -12,8 +12,12 @@
 // signallers' on a timeline.
 //
 // After an action's commands, an event from the context's pool is recorded (for later device
-// waits on its signals) and cuLaunchHostFunc queues a callback that only hands the action to the
-// queue's completion worker (it never calls CUDA, which a stream callback must not); the worker
+// waits on its signals, and for its completion), and the queue's completion thread waits for it
+// in order, the way IREE's CUDA HAL does: a short spin on cuEventQuery, then cuEventSynchronize,
+// which sleeps. No stream callback is used: CUDA drops cuLaunchHostFunc callbacks after a fault in
+// the context, which would leave every waiter blocked forever; an event wait returns the fault
+// instead. The first fault marks the context lost (CuContext::lost) and fails every action in
+// flight and every later submission with a status that names it. Otherwise the completion thread
 // reads the action's status slot (cu_status_slots.h), copies staged reads to their host memory,
 // and signals or fails the action's semaphores. Reads and writes go through pinned staging
 // blocks (cu_staging_pool.h), so the copies are asynchronous; a write's host bytes are read when
@@ -44,6 +48,10 @@ class CuQueue final : public hal::Queue {
   // on the stream, then destroys the stream.
   ~CuQueue() override;
 
+  // Staged reads and writes go in chunks of at most this many bytes (and of the staging pool's
+  // largest class), so that the host's copy of one chunk overlaps the device's copy of another.
+  static constexpr size_t kStagingChunkBytes = size_t{4} << 20;
+
  private:
   struct Flight;
   struct HandedWait {
@@ -63,8 +71,13 @@ class CuQueue final : public hal::Queue {
   // Calls copy(offset, length, staging block) for each chunk of a staged transfer of `length`
   // bytes, each in a pooled block that the flight holds until it completes.
   Status for_each_staged_chunk(size_t length, Flight& flight, const std::function<Status(size_t, size_t, void*)>& copy);
-  static void on_stream_done(void* user);  // the cuLaunchHostFunc callback
-  void finish(Flight* flight);             // on the completion worker: the device part is over
+  // On the completion worker, in submission order: waits until the flight's work on the stream
+  // is over (its completion event when `recorded`, else the whole stream), then finishes it.
+  void await_device(Flight* flight, bool recorded);
+  // Waits for `event` with the context pushed: spins on cuEventQuery for a few microseconds
+  // (when `spin`), then blocks in cuEventSynchronize. The fault when the context has one.
+  Status wait_for_event(CUevent event, bool spin);
+  void finish(Flight* flight);  // on the completion worker: the device part is over
   // A handed wait resolved on the host (reached, or failed).
   static void on_wait_resolved(void* user, const Status& status);
   // One of the things an action's completion waits for happened; the last completes it.

@@ -10,25 +10,39 @@ StatusSlots::~StatusSlots() {
   for (Arena& a : arenas_) {
     call_in_context(target_, "cuMemFreeHost", "status slots", [&](const Api& api) { return api.MemFreeHost(a.host); })
         .ignore();
+    call_in_context(target_, "cuMemFree_v2", "status slots", [&](const Api& api) { return api.MemFree(a.device); })
+        .ignore();
   }
+}
+
+CUresult StatusSlots::copy_to_host(const Api& api, const StatusSlot& slot, CUstream stream) {
+  return api.MemcpyDtoHAsync(const_cast<uint32_t*>(slot.words), slot.device, kStatusWords * sizeof(uint32_t), stream);
 }
 
 Result<std::shared_ptr<const StatusSlot>> StatusSlots::acquire() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (free_.empty()) {
+    // Once per 256 slots in flight: cuMemAlloc and cuMemHostAlloc synchronize the device, which
+    // a warm queue never pays again.
     Arena arena;
     const size_t bytes = size_t{kStatusSlots} * kStatusWords * sizeof(uint32_t);
     KILN_RETURN_IF_ERROR(call_in_context(target_, "cuMemHostAlloc", "status slots", [&](const Api& api) {
-      return api.MemHostAlloc(&arena.host, bytes, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+      return api.MemHostAlloc(&arena.host, bytes, CU_MEMHOSTALLOC_PORTABLE);
     }));
     std::memset(arena.host, 0, bytes);
-    Status mapped = call_in_context(target_, "cuMemHostGetDevicePointer_v2", "status slots", [&](const Api& api) {
-      return api.MemHostGetDevicePointer(&arena.device, arena.host, 0);
+    Status made = call_in_context(target_, "cuMemAlloc_v2", "status slots", [&](const Api& api) {
+      CUresult result = api.MemAlloc(&arena.device, bytes);
+      if (result == CUDA_SUCCESS) result = api.MemsetD8(arena.device, 0, bytes);
+      return result;
     });
-    if (!mapped.ok()) {
+    if (!made.ok()) {
       call_in_context(target_, "cuMemFreeHost", "status slots", [&](const Api& api) { return api.MemFreeHost(arena.host); })
           .ignore();
-      return mapped;
+      if (arena.device) {
+        call_in_context(target_, "cuMemFree_v2", "status slots", [&](const Api& api) { return api.MemFree(arena.device); })
+            .ignore();
+      }
+      return made;
     }
     arena.generation.assign(kStatusSlots, 0);
     const uint32_t number = static_cast<uint32_t>(arenas_.size());
@@ -45,6 +59,7 @@ Result<std::shared_ptr<const StatusSlot>> StatusSlots::acquire() {
   slot->ring = arena.device;
   slot->tag = generation * kStatusSlots + i;
   slot->words = static_cast<volatile uint32_t*>(arena.host) + size_t{i} * kStatusWords;
+  slot->device = arena.device + CUdeviceptr{i} * kStatusWords * sizeof(uint32_t);
   slot->arena = a;
   slot->index = i;
   return std::shared_ptr<const StatusSlot>(slot, [this](const StatusSlot* done) {

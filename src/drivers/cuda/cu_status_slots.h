@@ -1,14 +1,18 @@
 // Status slots: where the kernels of an action record its first failure (the CUDA kernel ABI's
-// KILN_FAIL), in page-locked host memory that the device writes through its mapping, so the host
-// reads a slot directly once the action's work is over. Unlike OpenCL's status ring, a slot is
-// held by reference: by its action until it completes, and by every wait gate that will read it
-// (a later action's device-side wait on this one), so no other action reuses it before they
-// have all read it. One StatusSlots serves every queue of a context.
+// KILN_FAIL). The ring is device memory, so the check every kernel makes at entry (KILN_ENTRY,
+// once per thread) is a read of the GPU's own memory, not of host memory across PCIe (which cost
+// a 2^24-element kernel 18 ms at 540K threads on an H200). The queue copies an action's slot into
+// a pinned host mirror after its work (copy_to_host), and the host reads the mirror once the
+// action is over. Unlike OpenCL's status ring, a slot is held by reference: by its action until it
+// completes, and by every wait gate that will read it (a later action's device-side wait on this
+// one), so no other action reuses it before they have all read it. One StatusSlots serves every
+// queue of a context.
 //
 // A caller may rely on:
 //  - acquire() hands out a slot no other holder has, as the (ring, tag) pair the ABI takes: the
 //    kernels compute the slot as ring + (tag % KILN_STATUS_SLOTS) * 8, and `tag` is never 0 and
-//    differs from whatever tag the slot held before, so a stale failure never reads as new;
+//    differs from whatever tag the slot held before, so a stale failure (in the device slot or
+//    in the mirror) never reads as new;
 //  - a slot returns when its last reference goes; the StatusSlots must outlive every reference;
 //  - thread-safe; arenas of kStatusSlots slots are added as needed and never freed before the end.
 #pragma once
@@ -25,7 +29,8 @@ namespace kiln::cuda {
 struct StatusSlot {
   CUdeviceptr ring = 0;       // the arena's device address (the kernels' kiln_status_ring)
   uint32_t tag = 0;           // the kernels' kiln_tag
-  volatile uint32_t* words = nullptr;  // the slot's kStatusWords words, for the host
+  CUdeviceptr device = 0;     // the slot's kStatusWords words on the device
+  volatile uint32_t* words = nullptr;  // their pinned host mirror, current after copy_to_host
   uint32_t arena = 0, index = 0;
 };
 
@@ -37,15 +42,19 @@ class StatusSlots {
   StatusSlots& operator=(const StatusSlots&) = delete;
 
   Result<std::shared_ptr<const StatusSlot>> acquire();
-  // Whether the slot's action failed on the device: its first word holds its tag.
+  // Queues the copy of the slot's words into its mirror on `stream`, after the work that may
+  // write them (the caller has the context pushed).
+  static CUresult copy_to_host(const Api& api, const StatusSlot& slot, CUstream stream);
+  // Whether the slot's action failed on the device, once its copy_to_host has completed: its
+  // first word holds its tag.
   static bool failed(const StatusSlot& slot) { return slot.words[0] == slot.tag; }
 
  private:
   void release(const StatusSlot& slot);
 
   struct Arena {
-    void* host = nullptr;
-    CUdeviceptr device = 0;
+    void* host = nullptr;    // the pinned mirror
+    CUdeviceptr device = 0;  // the ring
     std::vector<uint32_t> generation;  // per slot: the tag's high part, advanced on every use
   };
   ContextTarget target_;

@@ -54,10 +54,13 @@ bool WaitGate::available() {
   Result<KernelImage> image = builder.build(source, context_.arch(), "kiln_wait_gate");
   Status status = image.status();
   if (status.ok()) {
-    if (image->kind == CudaImage::kPtx) image->bytes.push_back('\0');
-    status = call_in_context(context_.target(), "cuModuleLoadData", "wait gate", [&](const Api& api) {
-      return api.ModuleLoadData(&module_, image->bytes.data());
-    });
+    ContextScope scope(context_.target());
+    status = scope.status("loading the wait gate");
+    if (status.ok()) {
+      Result<CUmodule> module = load_module(context_.api(), *image, "the wait gate");
+      status = module.status();
+      if (module.ok()) module_ = *module;
+    }
   }
   if (status.ok()) {
     status = call_in_context(context_.target(), "cuModuleGetFunction", "wait gate", [&](const Api& api) {

@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "drivers/cuda/cu_api.h"
 #include "drivers/cuda/cuda_kernel_abi.h"
 #include "kiln/base/shared_library.h"
 
@@ -44,11 +45,13 @@ struct Loaded {
 const Loaded& loaded() {
   static const Loaded* out = [] {
     auto* l = new Loaded();
-    Result<void*> library = load_shared_library(
-        {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"});
+    std::string left_out;
+    Result<void*> library = load_shared_library(library_names_for_driver(
+        driver_or_none(), {{13, "libnvrtc.so.13"}, {12, "libnvrtc.so.12"}, {11, "libnvrtc.so.11.2"}}, "libnvrtc.so", &left_out));
     if (!library.ok()) {
-      l->status = unavailable_error("NVRTC was not found (" + library.status().message() +
-                                    "); install the CUDA toolkit's NVRTC (cuda-nvrtc)");
+      l->status = unavailable_error("NVRTC was not found (" + library.status().message() + ")" +
+                                    (left_out.empty() ? "" : "; left out as newer than the driver: " + left_out) +
+                                    "; install the CUDA toolkit's NVRTC (cuda-nvrtc)");
       return l;
     }
     SymbolBinder binder(*library);
@@ -79,6 +82,14 @@ const Loaded& loaded() {
       return l;
     }
     l->version = std::to_string(major) + "." + std::to_string(minor);
+    // The unversioned name may still be a newer NVRTC than the driver: its PTX would be refused
+    // (CUDA_ERROR_UNSUPPORTED_PTX_VERSION) when every module loads.
+    if (Result<int> driver = driver_version(); driver.ok() && major > *driver / 1000) {
+      l->status = unavailable_error("NVRTC " + l->version + " is newer than the CUDA driver (CUDA " +
+                                    cuda_version_text(*driver) + "), which cannot load what it builds; install NVRTC " +
+                                    std::to_string(*driver / 1000) + " or update the driver");
+      return l;
+    }
     l->archs.resize(static_cast<size_t>(count));
     a.GetSupportedArchs(l->archs.data());
     std::sort(l->archs.begin(), l->archs.end());

@@ -5,6 +5,7 @@
 
 #include "base/sha256.h"
 #include "drivers/opencl/cl_kernel_abi.h"
+#include "kiln/base/settings.h"
 #include "kiln/base/env.h"
 #include "kiln/base/log.h"
 
@@ -215,7 +216,7 @@ Result<hal::ExecutableRef> ClCompiler::compile(const hal::ExecutableSource& sour
   std::optional<uint64_t> wanted_work_items;
   if (std::any_of(source.exports.begin(), source.exports.end(),
                   [](const hal::ExportInfo& e) { return e.any_local_size; })) {
-    KILN_ASSIGN_OR_RETURN(wanted_work_items, env_uint("KILN_OPENCL_WORK_ITEMS", 1, 1024));
+    KILN_ASSIGN_OR_RETURN(wanted_work_items, setting_uint("KILN_OPENCL_WORK_ITEMS"));
   }
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<ClProgram> program, build(source));
   const Api& api = context_->api();

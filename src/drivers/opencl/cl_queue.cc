@@ -10,6 +10,7 @@
 #include "drivers/opencl/cl_executable.h"
 #include "drivers/opencl/cl_kernel_abi.h"
 #include "drivers/opencl/cl_wait_gate.h"
+#include "kiln/base/settings.h"
 #include "kiln/base/env.h"
 #include "kiln/base/log.h"
 #include "kiln/base/overloaded.h"
@@ -40,7 +41,7 @@ Result<std::shared_ptr<ClQueue>> ClQueue::create(std::string name, const void* d
     queue->device_waits_ = *device_waits;
   } else {
     KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> from_env,
-                          env_uint("KILN_OPENCL_DEVICE_WAITS", 0, 1));
+                          setting_uint("KILN_OPENCL_DEVICE_WAITS"));
     // Off by default on CPU devices, where PoCL ran a chain of kernels across two queues about
     // 10% slower with them (docs/opencl.md, "Waits").
     queue->device_waits_ = from_env.value_or(queue->context_->record().cpu ? 0 : 1) == 1;

@@ -9,18 +9,32 @@ namespace kiln::ral::library {
 const Cublas& cublas() {
   static const Cublas loaded = [] {
     Cublas out;
-    Result<void*> handle =
-        load_shared_library({"libcublas.so.13", "libcublas.so.12", "libcublas.so.11", "libcublas.so"});
+    std::string left_out;
+    Result<void*> handle = load_shared_library(cuda::library_names_for_driver(
+        cuda::driver_or_none(), {{13, "libcublas.so.13"}, {12, "libcublas.so.12"}, {11, "libcublas.so.11"}}, "libcublas.so", &left_out));
     if (!handle.ok()) {
-      out.status = unavailable_error("cuBLAS was not found (" + handle.status().message() +
-                                     "); install the CUDA toolkit's cuBLAS");
+      out.status = unavailable_error("cuBLAS was not found (" + handle.status().message() + ")" +
+                                     (left_out.empty() ? "" : "; left out as newer than the driver: " + left_out) +
+                                     "; install the CUDA toolkit's cuBLAS");
       return out;
     }
     SymbolBinder binder(*handle);
 #define KILN_BIND(member, symbol) binder.bind(out.member, #symbol);
     KILN_CUBLAS_FUNCTIONS(KILN_BIND)
 #undef KILN_BIND
-    if (!binder.missing().empty()) out.status = unavailable_error("cuBLAS lacks " + binder.missing());
+    if (!binder.missing().empty()) {
+      out.status = unavailable_error("cuBLAS lacks " + binder.missing());
+      return out;
+    }
+    int major = 0, minor = 0, patch = 0;
+    out.GetProperty(kMajorVersion, &major);
+    out.GetProperty(kMinorVersion, &minor);
+    out.GetProperty(kPatchLevel, &patch);
+    out.version = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+    if (Result<int> driver = cuda::driver_version(); driver.ok() && major > *driver / 1000) {
+      out.status = unavailable_error("cuBLAS " + out.version + " is newer than the CUDA driver (CUDA " +
+                                     cuda::cuda_version_text(*driver) + ") and cannot start on it");
+    }
     return out;
   }();
   return loaded;

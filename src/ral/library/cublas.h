@@ -1,5 +1,5 @@
 // cuBLAS, loaded at run time like the CUDA driver (libcublas.so.13, .12, .11, then
-// libcublas.so): the gemm of the cuda device. Declared here, so that kiln builds without the
+// libcublas.so, none newer than the driver's CUDA): the gemm of the cuda device. Declared here, so that kiln builds without the
 // toolkit's headers (tests/drivers/cuda_api_abi_test.cc checks these against cublas_api.h where
 // it is installed).
 #pragma once
@@ -30,8 +30,16 @@ struct Cublas {
   cublasStatus_t (*SetStream)(cublasHandle_t handle, cuda::CUstream stream) = nullptr;
   CublasGemmFn<float> Sgemm = nullptr;
   CublasGemmFn<double> Dgemm = nullptr;
-  Status status;  // UNAVAILABLE saying why when the library or a symbol is missing
+  cublasStatus_t (*SetMathMode)(cublasHandle_t handle, int mode) = nullptr;
+  cublasStatus_t (*GetProperty)(int type, int* value) = nullptr;  // libraryPropertyType
+  Status status;  // UNAVAILABLE saying why when the library or a symbol is missing, or too new
+  std::string version;  // "13.1.0" once loaded
 };
+
+inline constexpr int kMajorVersion = 0, kMinorVersion = 1, kPatchLevel = 2;  // libraryPropertyType
+// cublasMath_t: CUBLAS_PEDANTIC_MATH keeps f32 products in f32 (no TF32, whatever
+// NVIDIA_TF32_OVERRIDE says), as on every other kiln device.
+inline constexpr int kCublasPedanticMath = 2;
 
 // Every Cublas function member with the symbol it is bound to, X(member, symbol).
 #define KILN_CUBLAS_FUNCTIONS(X) \
@@ -39,7 +47,9 @@ struct Cublas {
   X(Destroy, cublasDestroy_v2)   \
   X(SetStream, cublasSetStream_v2) \
   X(Sgemm, cublasSgemm_v2)       \
-  X(Dgemm, cublasDgemm_v2)
+  X(Dgemm, cublasDgemm_v2)       \
+  X(SetMathMode, cublasSetMathMode) \
+  X(GetProperty, cublasGetProperty)
 
 // Loaded on first use, once per process, and never unloaded.
 const Cublas& cublas();

@@ -86,12 +86,7 @@ Result<cuda::CUfunction> CudaLibrary::kernel(const char* name) {
     cuda::ImageBuilder builder{DiskCache(DiskCache::default_dir())};
     KILN_ASSIGN_OR_RETURN(cuda::KernelImage image,
                           builder.build(cuda_library_source(), context_->arch(), "kiln library kernels"));
-    if (image.kind == cuda::CudaImage::kPtx) image.bytes.push_back('\0');
-    const cuda::CUresult loaded = api.ModuleLoadData(&module_, image.bytes.data());
-    if (loaded != cuda::CUDA_SUCCESS) {
-      module_ = nullptr;
-      return cuda::cu_error("cuModuleLoadData", loaded, "the library kernels");
-    }
+    KILN_ASSIGN_OR_RETURN(module_, cuda::load_module(api, image, "the library kernels"));
   }
   auto [it, added] = functions_.try_emplace(name, nullptr);
   if (added) {
@@ -137,9 +132,14 @@ Result<cublasHandle_t> CudaLibrary::blas() {
   if (!blas_) {
     cublasHandle_t handle = nullptr;
     if (const cublasStatus_t made = lib.Create(&handle); made != 0) {
-      return internal_error("cublasCreate failed: " + cublas_status_name(made));
+      return unavailable_error("cuBLAS " + lib.version + " could not start: cublasCreate failed: " +
+                               cublas_status_name(made));
     }
     blas_ = handle;
+    // f32 products in f32, as on every other device, whatever NVIDIA_TF32_OVERRIDE says.
+    if (const cublasStatus_t set = lib.SetMathMode(blas_, kCublasPedanticMath); set != 0) {
+      return internal_error("cublasSetMathMode failed: " + cublas_status_name(set));
+    }
   }
   if (const cublasStatus_t bound = lib.SetStream(blas_, stream_); bound != 0) {
     return internal_error("cublasSetStream failed: " + cublas_status_name(bound));
@@ -150,7 +150,7 @@ Result<cublasHandle_t> CudaLibrary::blas() {
 Result<GemmPlace> cuda_gemm(const hal::Buffer&) {
   const Status& loaded = cublas().status;
   KILN_ASSIGN_OR_RETURN(std::optional<GemmPlace> asked, gemm_place_asked("KILN_CUDA_GEMM", "cublas", loaded));
-  return asked.value_or(loaded.ok() ? GemmPlace::kLibrary : GemmPlace::kHost);
+  return asked.value_or(loaded.ok() ? GemmPlace::kLibraryElseHost : GemmPlace::kHost);
 }
 
 template <typename T>

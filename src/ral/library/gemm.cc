@@ -1,17 +1,18 @@
 // gemm: c = alpha * op(a) @ op(b) + beta * c. The cpu device calls OpenBLAS's cblas (the
-// library a user would otherwise call); opencl calls CLBlast on the device (ral/library/
+// library a user would otherwise call, loaded when the first gemm runs: openblas.h); opencl calls CLBlast on the device (ral/library/
 // clblast.h) and cuda cuBLAS (cuda_library.h), or OpenBLAS over mapped buffers; interp has a
 // plain triple loop, the reference.
-#include <cblas.h>
-
 #include <algorithm>
 #include <array>
+#include <mutex>
 
+#include "kiln/base/log.h"
 #include "kiln/hal/buffer.h"
 #include "kiln/ral/execution_context.h"
 #include "ral/library/clblast.h"
 #include "ral/library/cuda_library.h"
 #include "ral/library/library.h"
+#include "ral/library/openblas.h"
 #include "ral/library/rows.h"
 
 namespace kiln::ral::library {
@@ -23,16 +24,9 @@ Status gemm_blas(ExecutionContext*, MemRef<T, 2> a, MemRef<T, 2> b, MemRef<T, 2>
                  int64_t transpose_b, T alpha, T beta) {
   KILN_ASSIGN_OR_RETURN(GemmShape s, check_gemm(a, b, c, transpose_a, transpose_b));
   if (s.m == 0 || s.n == 0) return Status();
-  const auto ta = transpose_a ? CblasTrans : CblasNoTrans, tb = transpose_b ? CblasTrans : CblasNoTrans;
-  const auto m = static_cast<blasint>(s.m), n = static_cast<blasint>(s.n), k = static_cast<blasint>(s.k);
-  const auto lda = static_cast<blasint>(a.sizes[1] > 0 ? a.sizes[1] : 1);
-  const auto ldb = static_cast<blasint>(b.sizes[1] > 0 ? b.sizes[1] : 1);
-  if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a.data, lda, b.data, ldb, beta, c.data, n);
-  } else {
-    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a.data, lda, b.data, ldb, beta, c.data, n);
-  }
-  return Status();
+  return openblas_gemm<T>(transpose_a != 0, transpose_b != 0, s.m, s.n, s.k, alpha, a.data,
+                          std::max<int64_t>(a.sizes[1], 1), b.data, std::max<int64_t>(b.sizes[1], 1), beta, c.data,
+                          s.n);
 }
 
 // OpenBLAS over mapped buffers: gemm on a device whose memory the host maps, where the device's
@@ -64,7 +58,13 @@ Status gemm_on_device(ExecutionContext* context, MemRef<T, 2> a, MemRef<T, 2> b,
   if (s.m == 0 || s.n == 0) return Status();
   KILN_ASSIGN_OR_RETURN(GemmPlace where, place(buffer_of(c)));
   if (where == GemmPlace::kHost || s.k == 0) return gemm_mapped<T>(context, a, b, c, transpose_a, transpose_b, alpha, beta);
-  return library(s, std::max<int64_t>(a.sizes[1], 1), std::max<int64_t>(b.sizes[1], 1));
+  Status done = library(s, std::max<int64_t>(a.sizes[1], 1), std::max<int64_t>(b.sizes[1], 1));
+  if (where == GemmPlace::kLibraryElseHost && done.code() == StatusCode::kUnavailable) {
+    static std::once_flag warned;
+    std::call_once(warned, [&] { KILN_LOG(kWarn, "gemm runs on the host: " + done.message()); });
+    return gemm_mapped<T>(context, a, b, c, transpose_a, transpose_b, alpha, beta);
+  }
+  return done;
 }
 
 template <typename T>

@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "kiln/base/env.h"
+#include "kiln/base/settings.h"
 #include "kiln/base/status.h"
 #include "kiln/hal/buffer.h"
 #include "kiln/ral/memref.h"
@@ -121,20 +121,20 @@ Result<GemmShape> check_gemm(const MemRef<T, 2>& a, const MemRef<T, 2>& b, const
 }
 
 // Where a device's gemm runs: its BLAS library on the device (CLBlast, cuBLAS), or OpenBLAS on
-// the host over mapped buffers.
-enum class GemmPlace { kLibrary, kHost };
+// the host over mapped buffers; kLibraryElseHost is the library where it starts, else the host
+// (the default, when no variable asks for the library: cuBLAS loads but cannot start on a
+// driver or device it does not support).
+enum class GemmPlace { kLibrary, kHost, kLibraryElseHost };
 
 // The place the environment variable `variable` asks for (`library` or `host`), nullopt when it
 // is unset. INVALID_ARGUMENT naming the variable for another value; `loaded` (the library's load
 // status), annotated, when the library is asked for and could not be loaded.
 inline Result<std::optional<GemmPlace>> gemm_place_asked(const char* variable, const char* library,
                                                          const Status& loaded) {
-  const std::optional<std::string> asked = env_string(variable);
+  KILN_ASSIGN_OR_RETURN(const std::optional<std::string> asked, setting_choice(variable));
   if (!asked) return std::optional<GemmPlace>();
   if (*asked == "host") return std::optional<GemmPlace>(GemmPlace::kHost);
-  if (*asked != library) {
-    return invalid_argument_error(std::string(variable) + "='" + *asked + "' is not one of " + library + ", host");
-  }
+  if (*asked != library) return internal_error(std::string(variable) + " has no choice '" + *asked + "'");
   if (!loaded.ok()) return loaded.annotate(std::string(variable) + "=" + library);
   return std::optional<GemmPlace>(GemmPlace::kLibrary);
 }

@@ -1,0 +1,70 @@
+#include "kiln/base/settings.h"
+
+#include <strings.h>
+
+#include <cstring>
+
+#include "kiln/base/env.h"
+
+namespace kiln {
+
+const std::vector<Setting>& settings() {
+  static const std::vector<Setting> table = {
+      {"KILN_CACHE_DIR", "where compiled kernels are cached (default $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln)"},
+      {"KILN_CC", "the cpu device's C compiler (default cc)"},
+      {"KILN_CFLAGS", "extra flags for the cpu device's C compiler"},
+      {"KILN_CC_TIMEOUT", "seconds before a C compile is stopped (default 600)", 1, 86400},
+      {"KILN_CPU_THREADS", "threads of the cpu device, OpenBLAS's included (default: the cores)", 1, 1024},
+      {"KILN_LOG", "what kiln logs to standard error (default warn)", 0, 0, {"error", "warn", "info", "debug"}},
+      {"KILN_TRACE_LINES", "values logged per statement by value tracing, 0 for all (default 16)", 0, 1u << 20},
+      {"KILN_OPENCL_WORK_ITEMS", "work items per OpenCL work group (default: the device's choice)", 1, 1024},
+      {"KILN_OPENCL_DEVICE_WAITS", "1 hands waits between OpenCL actions to the device, 0 keeps them on the host "
+                                   "(default 1 except on CPU devices)", 0, 1},
+      {"KILN_OPENCL_GEMM", "where gemm runs on opencl (default clblast except on CPU devices)", 0, 0,
+       {"clblast", "host"}},
+      {"KILN_CUDA_LIBRARY", "the CUDA driver library to load (default libcuda.so.1)"},
+      {"KILN_CUDA_BLOCK_SIZE", "threads per CUDA block (default 128)", 1, 1024},
+      {"KILN_CUDA_GEMM", "where gemm runs on cuda (default cublas where it starts, else host)", 0, 0, {"cublas", "host"}},
+  };
+  return table;
+}
+
+namespace {
+
+const Setting* find_setting(const char* name) {
+  for (const Setting& s : settings()) {
+    if (std::strcmp(s.name, name) == 0) return &s;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Result<std::optional<uint64_t>> setting_uint(const char* name) {
+  const Setting* s = find_setting(name);
+  if (!s || s->max == 0) return internal_error(std::string(name) + " is not a numeric setting of kiln");
+  return env_uint(name, s->min, s->max);
+}
+
+Result<std::optional<std::string>> setting_choice(const char* name) {
+  const Setting* s = find_setting(name);
+  if (!s || s->choices.empty()) return internal_error(std::string(name) + " is not a setting of kiln with choices");
+  std::optional<std::string> value = env_string(name);
+  if (!value) return std::optional<std::string>();
+  std::string list;
+  for (const std::string& choice : s->choices) {
+    if (strcasecmp(value->c_str(), choice.c_str()) == 0) return std::optional<std::string>(choice);
+    list += (list.empty() ? "" : ", ") + choice;
+  }
+  return invalid_argument_error(std::string(name) + "='" + *value + "' is not one of " + list);
+}
+
+Status check_settings() {
+  for (const Setting& s : settings()) {
+    if (s.max > 0) KILN_RETURN_IF_ERROR(setting_uint(s.name).status());
+    if (!s.choices.empty()) KILN_RETURN_IF_ERROR(setting_choice(s.name).status());
+  }
+  return Status();
+}
+
+}  // namespace kiln

@@ -1,0 +1,124 @@
+#include "ral/library/openblas.h"
+
+#include <stdlib.h>
+
+#include <cstdint>
+#include <limits>
+#include <mutex>
+#include <string>
+
+#include "kiln/base/env.h"
+#include "kiln/base/settings.h"
+#include "kiln/base/shared_library.h"
+
+namespace kiln::ral::library {
+
+namespace {
+
+// cblas.h's values, declared here so that kiln builds without OpenBLAS's headers.
+constexpr int kRowMajor = 101;
+constexpr int kNoTrans = 111, kTrans = 112;
+using blasint = int;  // Debian's libopenblas0 is the 32-bit-integer build
+template <typename T>
+using GemmFn = void (*)(int order, int transpose_a, int transpose_b, blasint m, blasint n, blasint k, T alpha,
+                        const T* a, blasint lda, const T* b, blasint ldb, T beta, T* c, blasint ldc);
+
+struct OpenBlas {
+  GemmFn<float> sgemm = nullptr;
+  GemmFn<double> dgemm = nullptr;
+  void (*set_num_threads)(int) = nullptr;
+  int (*get_num_threads)() = nullptr;
+  Status status;
+};
+
+// OpenBLAS starts its worker threads when it loads, one per core unless OPENBLAS_NUM_THREADS says
+// otherwise, and each spins for a while before it sleeps: openblas_set_num_threads afterwards
+// bounds the threads a gemm uses, not those. So where KILN_CPU_THREADS is set and none of
+// OpenBLAS's own variables is, it is passed on as OPENBLAS_NUM_THREADS just before the load.
+// (setenv while another thread reads the environment is a race in C; this runs once, at the first
+// gemm, and only where the user set KILN_CPU_THREADS and nothing for OpenBLAS.)
+void limit_threads_at_load() {
+  for (const char* own : {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"}) {
+    if (env_string(own)) return;
+  }
+  Result<std::optional<uint64_t>> limit = setting_uint("KILN_CPU_THREADS");
+  if (limit.ok() && *limit) ::setenv("OPENBLAS_NUM_THREADS", std::to_string(**limit).c_str(), 0);
+}
+
+// Loaded once per process and never unloaded (its threads outlive any kiln object).
+const OpenBlas& openblas() {
+  static const OpenBlas loaded = [] {
+    OpenBlas out;
+    limit_threads_at_load();
+    Result<void*> handle = load_shared_library({"libopenblas.so.0", "libopenblas.so"});
+    if (!handle.ok()) {
+      out.status = unavailable_error("gemm on the host needs OpenBLAS, which was not found (" +
+                                     handle.status().message() + "); install libopenblas0");
+      return out;
+    }
+    SymbolBinder binder(*handle);
+    binder.bind(out.sgemm, "cblas_sgemm");
+    binder.bind(out.dgemm, "cblas_dgemm");
+    binder.bind(out.set_num_threads, "openblas_set_num_threads");
+    binder.bind(out.get_num_threads, "openblas_get_num_threads");
+    if (!binder.missing().empty()) out.status = unavailable_error("the OpenBLAS library lacks " + binder.missing());
+    return out;
+  }();
+  return loaded;
+}
+
+// Applies KILN_CPU_THREADS to OpenBLAS when it changed since the last call (a mutex, because
+// openblas_set_num_threads must not race with itself; gemms already running keep their threads).
+Status apply_thread_limit(const OpenBlas& blas) {
+  KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> limit, setting_uint("KILN_CPU_THREADS"));
+  if (!limit) return Status();
+  static std::mutex mutex;
+  static int applied = 0;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (applied != static_cast<int>(*limit)) {
+    blas.set_num_threads(static_cast<int>(*limit));
+    applied = static_cast<int>(*limit);
+  }
+  return Status();
+}
+
+Status fits(int64_t value, const char* name) {
+  if (value >= 0 && value <= std::numeric_limits<blasint>::max()) return Status();
+  return invalid_argument_error(std::string("gemm: ") + name + " = " + std::to_string(value) +
+                                " does not fit OpenBLAS's 32-bit dimensions");
+}
+
+}  // namespace
+
+template <typename T>
+Status openblas_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+                     int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  const OpenBlas& blas = openblas();
+  KILN_RETURN_IF_ERROR(blas.status);
+  for (auto [value, name] : {std::pair{m, "m"}, {n, "n"}, {k, "k"}, {lda, "lda"}, {ldb, "ldb"}, {ldc, "ldc"}}) {
+    KILN_RETURN_IF_ERROR(fits(value, name));
+  }
+  KILN_RETURN_IF_ERROR(apply_thread_limit(blas));
+  const int ta = transpose_a ? kTrans : kNoTrans, tb = transpose_b ? kTrans : kNoTrans;
+  auto gemm = [&] {
+    if constexpr (std::is_same_v<T, float>) return blas.sgemm;
+    else return blas.dgemm;
+  }();
+  gemm(kRowMajor, ta, tb, static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+       static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
+  return Status();
+}
+
+template Status openblas_gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                                     const float*, int64_t, float, float*, int64_t);
+template Status openblas_gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
+                                      const double*, int64_t, double, double*, int64_t);
+
+Result<int> openblas_threads() {
+  const OpenBlas& blas = openblas();
+  KILN_RETURN_IF_ERROR(blas.status);
+  KILN_RETURN_IF_ERROR(apply_thread_limit(blas));
+  return blas.get_num_threads();
+}
+
+}  // namespace kiln::ral::library
