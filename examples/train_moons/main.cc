@@ -1,7 +1,7 @@
 // `train_moons`: data-parallel training of a half-moons classifier on N streams (make demo).
 //
 //   train_moons [--streams N] [--epochs N] [--device NAME[,NAME...]] [--workgroups N]
-//               [--trace FILE.json] [--trace-values FILE] [--seed N] [--auto-calls 0|1]
+//               [--trace FILE.json] [--trace-values FILE] [--seed N] [--auto-calls 0|1] [--help]
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,13 +23,26 @@ bool parse_int(std::string_view text, long long lo, long long hi, long long* out
   return true;
 }
 
+constexpr const char* kUsage =
+    "usage: train_moons [--streams N] [--epochs N] [--device NAME[,NAME...]]\n"
+    "                   [--workgroups N] [--trace FILE.json] [--trace-values FILE]\n"
+    "                   [--seed N] [--auto-calls 0|1]\n";
+
+constexpr const char* kHelp =
+    "Trains a 2-16-16-1 MLP on half-moons points, data-parallel over streams (kiln's demo).\n"
+    "\n"
+    "  --streams N          streams, each training on its shard of the batch (1 to 64, default 2)\n"
+    "  --epochs N           epochs (1 to 100000, default 40)\n"
+    "  --device NAME,...    the device of each stream, in turn (default cpu)\n"
+    "  --workgroups N       workgroups per kernel, 0 to size them by work (default 1)\n"
+    "  --trace FILE.json    write a Chrome/Perfetto trace of what ran on which stream\n"
+    "  --trace-values FILE  log the values computed inside the routines (JSON lines)\n"
+    "  --seed N             seed of the data and the initial weights (default 0)\n"
+    "  --auto-calls 0|1     replace matrix products by gemm calls (default 1)\n"
+    "  --help               print this help\n";
+
 int usage(const char* message) {
-  std::fprintf(stderr,
-               "train_moons: %s\n"
-               "usage: train_moons [--streams N] [--epochs N] [--device NAME[,NAME...]]\n"
-               "                   [--workgroups N] [--trace FILE.json] [--trace-values FILE]\n"
-               "                   [--seed N] [--auto-calls 0|1]\n",
-               message);
+  std::fprintf(stderr, "train_moons: %s\n%s", message, kUsage);
   return 2;
 }
 
@@ -59,6 +72,10 @@ int main(int argc, char** argv) {
   std::string value_trace_path;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::printf("%s\n%s", kUsage, kHelp);
+      return 0;
+    }
     if (i + 1 >= argc) return usage(("missing value after " + std::string(arg)).c_str());
     const std::string_view value = argv[++i];
     long long n = 0;

@@ -121,6 +121,16 @@ StatusCode errno_code(int err) {
     case ENOMEM: return StatusCode::kResourceExhausted;
     case EEXIST: return StatusCode::kAlreadyExists;
     case EINVAL: return StatusCode::kInvalidArgument;
+    case EISDIR:
+    case ENOTDIR:
+    case ENAMETOOLONG:
+    case ELOOP: return StatusCode::kFailedPrecondition;  // the path names the wrong kind of thing
+    case EMFILE:
+    case ENFILE:
+    case EAGAIN:
+    case EFBIG:
+    case EDQUOT: return StatusCode::kResourceExhausted;
+    case EIO: return StatusCode::kDataLoss;
     default: return StatusCode::kUnknown;
   }
 }

@@ -38,9 +38,8 @@ TEST(FutexTest, PastDeadlineReturnsFalseAtOnce) {
 
 TEST(FutexTest, ValueMismatchReturnsTrue) {
   std::atomic<uint32_t> word{1};
-  int64_t start = now_ns();
+  // A wait that blocked would reach its deadline and return false.
   EXPECT_TRUE(futex_wait(&word, 0, now_ns() + 5000 * kMs));
-  EXPECT_LT(now_ns() - start, 1000 * kMs);
   EXPECT_TRUE(futex_wait(&word, 0, Timeout::kInfiniteNs));
 }
 
@@ -55,7 +54,6 @@ TEST(FutexTest, WokenByAnotherThread) {
   while (word.load(std::memory_order_acquire) == 0) {
     ASSERT_TRUE(futex_wait(&word, 0, deadline)) << "timed out instead of being woken";
   }
-  EXPECT_LT(now_ns(), deadline);
   waker.join();
 }
 

@@ -101,7 +101,9 @@ TEST(StatusTest, ErrnoError) {
       {EPERM, StatusCode::kPermissionDenied},    {EROFS, StatusCode::kPermissionDenied},
       {ENOSPC, StatusCode::kResourceExhausted},  {ENOMEM, StatusCode::kResourceExhausted},
       {EEXIST, StatusCode::kAlreadyExists},      {EINVAL, StatusCode::kInvalidArgument},
-      {EIO, StatusCode::kUnknown},               {ENOTDIR, StatusCode::kUnknown},
+      {EIO, StatusCode::kDataLoss},              {ENOTDIR, StatusCode::kFailedPrecondition},
+      {EISDIR, StatusCode::kFailedPrecondition}, {EMFILE, StatusCode::kResourceExhausted},
+      {EAGAIN, StatusCode::kResourceExhausted},  {EXDEV, StatusCode::kUnknown},
   };
   for (const Case& c : cases) {
     Status s = errno_error(c.err, "opening /x");

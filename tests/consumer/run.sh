@@ -16,6 +16,7 @@ cmake -S "$source_dir/tests/consumer/cpp" -B "$work/cpp" -DCMAKE_PREFIX_PATH="$p
 cmake --build "$work/cpp" >/dev/null
 "$work/cpp/consumer"
 "$work/cpp/consumer_static"
+"$work/cpp/c_consumer_static"
 
 PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 export PKG_CONFIG_PATH

@@ -285,6 +285,11 @@ TEST_F(CliTest, RepeatPrintsMinMedianMax) {
     ASSERT_TRUE(std::regex_search(r.output, m, std::regex(R"(min ([0-9.]+) ?ms.*median ([0-9.]+) ?ms.*max ([0-9.]+) ?ms)")))
         << describe_run(args, r);
     const double lo = std::stod(m[1].str()), mid = std::stod(m[2].str()), hi = std::stod(m[3].str());
+    for (int i = 1; i <= 3; ++i) {
+      // At least three significant digits (docs/cli.md): 0.000812, not 0.001.
+      const std::string digits = std::regex_replace(m[i].str(), std::regex(R"(^[0.]*|\.)"), "");
+      EXPECT_GE(digits.size(), 3u) << m[i].str() << " in " << r.output;
+    }
     EXPECT_LE(lo, mid);
     EXPECT_LE(mid, hi);
     EXPECT_NE(r.output.find("3 runs"), std::string::npos) << r.output;

@@ -62,6 +62,8 @@ Loaded load() {
   KILN_CL_BIND(SetEventCallback);
   KILN_CL_BIND(RetainEvent);
   KILN_CL_BIND(ReleaseEvent);
+  KILN_CL_BIND(CreateUserEvent);
+  KILN_CL_BIND(SetUserEventStatus);
 #undef KILN_CL_BIND
   if (!binder.missing().empty()) {
     out.status = unavailable_error("the OpenCL library lacks OpenCL 1.2 functions: " + binder.missing());

@@ -142,6 +142,9 @@ struct Api {
   cl_int (*SetEventCallback)(cl_event, cl_int, EventCallback, void*);
   cl_int (*RetainEvent)(cl_event);
   cl_int (*ReleaseEvent)(cl_event);
+  // User events: an event the host completes, which holds the commands that wait on it.
+  cl_event (*CreateUserEvent)(cl_context, cl_int*);
+  cl_int (*SetUserEventStatus)(cl_event, cl_int);
 };
 
 // The loaded API, once per process; UNAVAILABLE saying why when the library or one of its

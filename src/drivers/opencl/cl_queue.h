@@ -42,6 +42,11 @@ class ClQueue final : public hal::Queue {
   // ready, then releases the OpenCL queue.
   ~ClQueue() override;
 
+  // The OpenCL objects behind this queue, for code that adds commands of its own (the tests hold
+  // a queue behind a user event with them). Commands enqueued here order with the queue's own.
+  cl_command_queue native_queue() const { return queue_; }
+  const ClContext& context() const { return *context_; }
+
  private:
   friend struct InFlight;
   void enqueue(std::unique_ptr<hal::Action> action) override;
