@@ -16,39 +16,54 @@ FUZZ_TEST_SECONDS ?= 60
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS ?=
 
-.PHONY: deps build demo test test-plain test-asan test-tsan test-python-install test-fuzz fuzz fuzz-build bench bench-peers clean
+.PHONY: deps build demo test test-start test-plain test-asan test-tsan test-python-install test-fuzz fuzz fuzz-build bench bench-peers clean
 
 # The Python package is built in `build` with the virtual environment build/python-venv
 # (python/requirements.txt: nanobind, numpy, pytest), and its tests run with the plain tests.
 PYTHON_VENV = build/python-venv
 
+# Each phase of `make test` is timed (scripts/timed.sh); the times are printed at the end.
+PHASES = $(CURDIR)/build/phase-times.txt
+TIMED = scripts/timed.sh $(PHASES)
+
+# Line tables only (-g1) in every build: enough for stack traces and sanitizer reports, and much
+# cheaper to compile than full debug information. The test programs themselves are built without
+# optimization (KILN_TEST_FLAGS, CMakeLists.txt): kiln's libraries keep the build type's.
+DEBUG_FLAGS = -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
+SANITIZER_FLAGS = -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
+
 deps:
-	@scripts/install-deps.sh
-	@scripts/python-venv.sh $(CURDIR)/$(PYTHON_VENV)
+	@$(TIMED) deps scripts/install-deps.sh
+	@$(TIMED) python-venv scripts/python-venv.sh $(CURDIR)/$(PYTHON_VENV)
 
 build: deps
 	@cmake -S . -B build -G Ninja -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCHMARKS=ON -DKILN_BUILD_EXAMPLES=ON \
-	  -DKILN_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(CURDIR)/$(PYTHON_VENV)/bin/python $(CMAKE_FLAGS) >/dev/null
-	@cmake --build build -j $(JOBS)
+	  -DKILN_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(CURDIR)/$(PYTHON_VENV)/bin/python $(DEBUG_FLAGS) $(CMAKE_FLAGS) >/dev/null
+	@$(TIMED) build cmake --build build -j $(JOBS)
 
 demo: build
 	./build/examples/train_moons/train_moons --trace build/train_moons.trace.json
 	./build/kiln run examples/kiln/softmax.kiln --print
 
-test: test-plain test-python-install test-asan test-tsan test-fuzz
+test: test-start test-plain test-python-install test-asan test-tsan test-fuzz
+	@echo "make test: every phase passed; the phases took:"
+	@$(TIMED) --report
+
+test-start:
+	@rm -f $(PHASES)
 
 # KILN_OPENCL_WORK_ITEMS=64: the OpenCL tests run generated kernels with 64 work items per work
 # group here (PoCL's own choice is one; the sanitizer runs keep it), so that both ways are tested.
 # KILN_OPENCL_DEVICE_WAITS=1: waits between OpenCL actions are handed to the device here and in
 # the TSan run (PoCL's default keeps them on the host; the ASan run keeps that), likewise.
 test-plain: build
-	cd build && KILN_OPENCL_WORK_ITEMS=64 KILN_OPENCL_DEVICE_WAITS=1 $(CTEST)
+	cd build && KILN_OPENCL_WORK_ITEMS=64 KILN_OPENCL_DEVICE_WAITS=1 $(CURDIR)/$(TIMED) ctest-plain $(CTEST)
 
 # `pip install .` from this tree into a fresh virtual environment, then the README's Python
 # snippet against what it installed (tests/python/pip_install.sh). Its build folder is
 # build/pip-<tag> (pyproject.toml), so a second run rebuilds only what changed.
 test-python-install: deps
-	JOBS=$(JOBS) tests/python/pip_install.sh . build/pip-install-test
+	JOBS=$(JOBS) $(TIMED) pip-install tests/python/pip_install.sh . build/pip-install-test
 
 # intercept_tls_get_addr=0: the __tls_get_addr interceptor of GCC 12's libasan (and LLVM's before
 # 17) takes a dynamic TLS block whose start is 16 bytes past a page boundary for a glibc < 2.25
@@ -59,25 +74,31 @@ test-python-install: deps
 ASAN_TEST_OPTIONS = detect_leaks=1:abort_on_error=1:allocator_may_return_null=1:intercept_tls_get_addr=0
 
 test-asan: deps
-	@cmake -S . -B build-asan -G Ninja -DKILN_SANITIZE=address -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCHMARKS=OFF $(CMAKE_FLAGS) >/dev/null
-	@cmake --build build-asan -j $(JOBS)
-	cd build-asan && ASAN_OPTIONS=$(ASAN_TEST_OPTIONS) LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CTEST)
+	@cmake -S . -B build-asan -G Ninja -DKILN_SANITIZE=address -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCHMARKS=OFF $(SANITIZER_FLAGS) $(CMAKE_FLAGS) >/dev/null
+	@$(TIMED) build-asan cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=$(ASAN_TEST_OPTIONS) LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CURDIR)/$(TIMED) ctest-asan $(CTEST)
+
+# The TSan build tests the layers where threads meet (base's futexes and queues, the HAL, the
+# drivers, the RAL, the runtime); the parser, IR, lowering, code generation and command line run
+# on one thread and are covered by the plain and ASan builds.
+TSAN_TEST_LAYERS = base;hal;drivers;ral;runtime
 
 # OPENBLAS_NUM_THREADS=1: OpenBLAS's worker threads hand results back through spin-waits in its
 # uninstrumented code, which TSan cannot see as synchronization; the cpu device's gemm then looks
 # like a race on the result. kiln's own threads are all still checked.
 test-tsan: deps
-	@CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DKILN_SANITIZE=thread -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCHMARKS=OFF $(CMAKE_FLAGS) >/dev/null
-	@cmake --build build-tsan -j $(JOBS)
-	cd build-tsan && KILN_OPENCL_DEVICE_WAITS=1 OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:allocator_may_return_null=1 $(CTEST)
+	@CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DKILN_SANITIZE=thread -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCHMARKS=OFF \
+	  -DKILN_BUILD_TOOLS=OFF -DKILN_TEST_LAYERS="$(TSAN_TEST_LAYERS)" $(SANITIZER_FLAGS) $(CMAKE_FLAGS) >/dev/null
+	@$(TIMED) build-tsan cmake --build build-tsan -j $(JOBS)
+	cd build-tsan && KILN_OPENCL_DEVICE_WAITS=1 OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:allocator_may_return_null=1 $(CURDIR)/$(TIMED) ctest-tsan $(CTEST)
 
 # The fuzz targets and only the libraries they need (Clang, libFuzzer, ASan + UBSan).
 fuzz-build: deps
-	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DKILN_FUZZ=ON -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_BENCHMARKS=OFF -DKILN_BUILD_EXAMPLES=OFF $(CMAKE_FLAGS) >/dev/null
-	@cmake --build build-fuzz -j $(JOBS) --target kiln_fuzzers
+	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DKILN_FUZZ=ON -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_BENCHMARKS=OFF -DKILN_BUILD_EXAMPLES=OFF $(SANITIZER_FLAGS) $(CMAKE_FLAGS) >/dev/null
+	@$(TIMED) build-fuzz cmake --build build-fuzz -j $(JOBS) --target kiln_fuzzers
 
 test-fuzz: fuzz-build
-	FUZZ_JOBS=$(JOBS) tests/fuzz/run.sh build-fuzz $(FUZZ_TEST_SECONDS) $(FUZZ_TARGETS)
+	FUZZ_JOBS=$(JOBS) $(TIMED) fuzz tests/fuzz/run.sh build-fuzz $(FUZZ_TEST_SECONDS) $(FUZZ_TARGETS)
 
 fuzz: fuzz-build
 	FUZZ_JOBS=$(JOBS) tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)

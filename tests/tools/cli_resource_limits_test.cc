@@ -71,6 +71,23 @@ TEST_F(CliResourceLimitsTest, HostAllocationFailureNamesTheTensorAndItsSize) {
   }
 }
 
+// Under a small address-space limit no command hangs: OpenBLAS, whose threads once retried a
+// 128 MB mmap forever and kept `exit` waiting, is loaded only by a gemm (here: the automatic
+// gemm of matmul_bias_relu), and every command ends, well or with a message.
+TEST_F(CliResourceLimitsTest, NoCommandHangsUnderASmallAddressSpace) {
+  if (kSanitized) GTEST_SKIP() << "an address-space limit and a sanitizer's shadow memory clash";
+  for (const char* limit : {"-v 200000", "-v 100000"}) {
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"--version"}, {"devices"}, {"compile", example("softmax")},
+          {"run", example("softmax"), "--device", "interp"}, {"run", example("matmul_bias_relu")}}) {
+      ProcessResult r = kiln(args, env(), Captured::kBoth, "", limit, 60000);
+      EXPECT_FALSE(r.signalled) << limit << "\n" << describe_run(args, r);
+      EXPECT_EQ(r.output.find("internal error"), std::string::npos) << limit << "\n" << describe_run(args, r);
+    }
+  }
+  EXPECT_EQ(kiln({"--version"}, env(), Captured::kBoth, "", "-v 100000", 60000).exit_code, 0);
+}
+
 TEST_F(CliResourceLimitsTest, DeepExpressionsDoNotDependOnTheStackLimit) {
   if (kSanitized) GTEST_SKIP() << "a sanitizer's runtime needs more than a 64 KiB stack to start";
   // 64 KiB of stack: kiln runs its work on threads with a stack of its own, so a program within

@@ -62,9 +62,10 @@ enum class Captured { kBoth, kStdout, kStderr };
 // With kStdout or kStderr, the other stream goes to the file `discard` (not /dev/null: should
 // anything have removed /dev/null, a shell's redirection would create it as a regular file).
 // `ulimits`, when given, are arguments of the shell's `ulimit` applied to kiln alone ("-v 8000000").
+// A run past `timeout_ms` is killed and fails the test (DEADLINE_EXCEEDED).
 inline ProcessResult kiln(const std::vector<std::string>& args, const Env& env,
                           Captured captured = Captured::kBoth, const std::string& discard = "",
-                          const std::string& ulimits = "") {
+                          const std::string& ulimits = "", int64_t timeout_ms = kTimeoutMs) {
   std::vector<std::string> argv;
   if (captured == Captured::kStdout) argv = {"/bin/sh", "-c", "d=$1; shift; exec \"$@\" 2>\"$d\"", "sh", discard};
   if (captured == Captured::kStderr) argv = {"/bin/sh", "-c", "d=$1; shift; exec \"$@\" >\"$d\"", "sh", discard};
@@ -79,7 +80,7 @@ inline ProcessResult kiln(const std::vector<std::string>& args, const Env& env,
   for (const auto& [k, v] : full) argv.push_back(k + "=" + v);
   argv.push_back(KILN_CLI_PATH);
   argv.insert(argv.end(), args.begin(), args.end());
-  Result<ProcessResult> result = run_process(argv, kTimeoutMs);
+  Result<ProcessResult> result = run_process(argv, timeout_ms);
   EXPECT_TRUE(result.ok()) << result.status();
   if (!result.ok()) return ProcessResult{};
   EXPECT_FALSE(result->signalled) << "kiln was killed by signal " << result->term_signal << "\n" << result->output;

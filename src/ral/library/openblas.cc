@@ -1,8 +1,13 @@
 #include "ral/library/openblas.h"
 
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <optional>
 #include <limits>
 #include <mutex>
 #include <string>
@@ -33,23 +38,75 @@ struct OpenBlas {
 
 // OpenBLAS starts its worker threads when it loads, one per core unless OPENBLAS_NUM_THREADS says
 // otherwise, and each spins for a while before it sleeps: openblas_set_num_threads afterwards
-// bounds the threads a gemm uses, not those. So where KILN_CPU_THREADS is set and none of
-// OpenBLAS's own variables is, it is passed on as OPENBLAS_NUM_THREADS just before the load.
-// (setenv while another thread reads the environment is a race in C; this runs once, at the first
-// gemm, and only where the user set KILN_CPU_THREADS and nothing for OpenBLAS.)
-void limit_threads_at_load() {
-  for (const char* own : {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"}) {
-    if (env_string(own)) return;
+// bounds the threads a gemm uses, not those. Each thread also maps a buffer of about 128 MiB, and
+// under an address-space limit (ulimit -v) too small for them a thread retries its mmap forever
+// and the process never exits. So just before the load the thread count is chosen here: at most
+// KILN_CPU_THREADS when set, and at most what the limit leaves room for; it is passed on as
+// OPENBLAS_NUM_THREADS unless the user set one of OpenBLAS's own variables. (setenv while another
+// thread reads the environment is a race in C; this runs once, at the first gemm.)
+// Measured under ulimit -v with Debian's OpenBLAS 0.3.21: the library and the calling thread's
+// buffer fit in 58 MiB; each worker thread adds 60 to 157 MiB.
+constexpr uint64_t kBytesPerThread = uint64_t{136} << 20;  // a worker's buffer and its stack
+constexpr uint64_t kBytesToLoad = uint64_t{40} << 20;      // the library and the caller's buffer
+
+// Address space left under RLIMIT_AS, or nullopt without a limit.
+std::optional<uint64_t> address_space_left() {
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return std::nullopt;
+  uint64_t pages = 0;
+  if (FILE* statm = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(statm, "%lu", &pages) != 1) pages = 0;
+    std::fclose(statm);
   }
-  Result<std::optional<uint64_t>> limit = setting_uint("KILN_CPU_THREADS");
-  if (limit.ok() && *limit) ::setenv("OPENBLAS_NUM_THREADS", std::to_string(**limit).c_str(), 0);
+  const uint64_t used = pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  return limit.rlim_cur > used ? limit.rlim_cur - used : 0;
+}
+
+Status choose_threads_before_load() {
+  std::optional<uint64_t> asked;
+  for (const char* own : {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"}) {
+    if (std::optional<std::string> value = env_string(own)) {
+      asked = std::strtoull(value->c_str(), nullptr, 10);
+      break;
+    }
+  }
+  const bool own_variable = asked.has_value();
+  if (!asked) {
+    KILN_ASSIGN_OR_RETURN(asked, setting_uint("KILN_CPU_THREADS"));
+  }
+  uint64_t threads = asked && *asked > 0 ? *asked : static_cast<uint64_t>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+  if (std::optional<uint64_t> left = address_space_left()) {
+    const uint64_t fit = *left >= kBytesToLoad ? 1 + (*left - kBytesToLoad) / kBytesPerThread : 0;
+    if (fit == 0) {
+      return resource_exhausted_error("gemm on the host: OpenBLAS needs about " + std::to_string(kBytesToLoad >> 20) +
+                                      " MiB of address space, and the address-space limit (ulimit -v) leaves " +
+                                      std::to_string(*left >> 20) + " MiB");
+    }
+    if (fit < threads) {
+      if (own_variable) {
+        return resource_exhausted_error("gemm on the host: OpenBLAS's " + std::to_string(threads) +
+                                        " threads need about " +
+                                        std::to_string((kBytesToLoad + (threads - 1) * kBytesPerThread) >> 20) +
+                                        " MiB of address space, and the address-space limit (ulimit -v) leaves " +
+                                        std::to_string(*left >> 20) + " MiB; set OPENBLAS_NUM_THREADS lower");
+      }
+      threads = fit;
+    }
+  }
+  if (!own_variable && (asked || threads < static_cast<uint64_t>(::sysconf(_SC_NPROCESSORS_ONLN)))) {
+    ::setenv("OPENBLAS_NUM_THREADS", std::to_string(threads).c_str(), 1);
+  }
+  return Status();
 }
 
 // Loaded once per process and never unloaded (its threads outlive any kiln object).
 const OpenBlas& openblas() {
   static const OpenBlas loaded = [] {
     OpenBlas out;
-    limit_threads_at_load();
+    if (Status chosen = choose_threads_before_load(); !chosen.ok()) {
+      out.status = chosen;
+      return out;
+    }
     Result<void*> handle = load_shared_library({"libopenblas.so.0", "libopenblas.so"});
     if (!handle.ok()) {
       out.status = unavailable_error("gemm on the host needs OpenBLAS, which was not found (" +
