@@ -1,7 +1,10 @@
 #include "kiln/ral/bound_call.h"
 
+#include <cctype>
 #include <cstring>
+#include <set>
 
+#include "base/suggest.h"
 #include "kiln/ir/call.h"
 
 namespace kiln::ral {
@@ -11,6 +14,29 @@ namespace {
 // The memref code of a node: mNdT (kiln/ral/mangle.h).
 std::string memref_code(const ir::TensorNode& node) {
   return "m" + std::to_string(node.dims.size()) + "d" + std::string(ir::dtype_name(node.dtype));
+}
+
+// Whether `name` is a function or a reduction of the language's expressions (sum, max, exp, ...),
+// which a `call` statement cannot name.
+bool is_expression_function(const std::string& name) {
+  for (int op = 0; op <= static_cast<int>(ir::Op::kFma); ++op) {
+    if (ir::op_name(static_cast<ir::Op>(op)) == name) return std::isalpha(static_cast<unsigned char>(name[0])) != 0;
+  }
+  for (ir::Reduce r : {ir::Reduce::kSum, ir::Reduce::kProd, ir::Reduce::kMax, ir::Reduce::kMin, ir::Reduce::kMean}) {
+    if (ir::reduce_name(r) == name) return true;
+  }
+  return false;
+}
+
+// The nicknames of the functions registered for `device`.
+std::vector<std::string> nicknames_for(const Registry& registry, std::string_view device) {
+  std::set<std::string> names;
+  const std::string middle = "___" + std::string(device) + "___";
+  for (const std::string& full : registry.full_names()) {
+    const size_t at = full.find(middle);
+    if (at != std::string::npos) names.insert(full.substr(0, at));
+  }
+  return {names.begin(), names.end()};
 }
 
 }  // namespace
@@ -75,11 +101,18 @@ Result<BoundCall> BoundCall::bind(const ir::Call& call, const ir::Program& progr
   if (Result<std::vector<const Function*>> overloads = registry.find_nickname(call.function, device); overloads.ok()) {
     for (const Function* f : *overloads) known += (known.empty() ? "" : ", ") + f->full_name;
   }
+  std::string hint;
+  if (known.empty() && is_expression_function(call.function)) {
+    hint = "; " + call.function + " is a function or reduction of expressions (y[i] = " + call.function +
+           "(...)), not a function to call";
+  } else if (known.empty()) {
+    hint = did_you_mean(call.function, nicknames_for(registry, device));
+  }
   return not_found_error("call " + call.function + ": no function '" + call.function + "' is registered for device '" +
                          std::string(device) + "' with these arguments (looked for " + bound.full_name_ + "; " +
                          (known.empty() ? std::string("nothing of that name is registered for the device")
                                         : "registered: " + known) +
-                         ")");
+                         ")" + hint);
 }
 
 Status BoundCall::invoke(ExecutionContext& execution, std::span<void* const> data) const {

@@ -24,7 +24,7 @@
 #include "kiln/runtime/transfer.h"
 #include "tools/npy.h"
 #include "tools/options.h"
-#include "tools/suggest.h"
+#include "base/suggest.h"
 #include "tools/trace_values.h"
 
 namespace kiln::tools {
@@ -79,24 +79,39 @@ std::string created_path(const std::string& path) {
 
 // Refuses, before anything runs, an output (--output, --trace, --trace-values, -o) that is the
 // program, an --input file or another output: the same file by identity, whatever the names
-// (links, "./x", hard links), or the same name where nothing exists yet.
-std::optional<Failure> check_outputs(const Options& o) {
-  std::vector<std::pair<std::string, FileIdentity>> read;  // what each read file is called
-  auto identify = [&](const std::string& what, const std::string& path) -> std::optional<Failure> {
+// (links, "./x", hard links), or the same name where nothing exists yet. One exception: a param's
+// own --input may be its --output (`--input w=w.npy --output w=w.npy` updates a checkpoint in
+// place), since inputs are read before the run and outputs replace their files after it.
+std::optional<Failure> check_outputs(const Options& o, const ir::Program* program = nullptr) {
+  struct Read {
+    std::string what, node;  // node: the input's name, empty for the program
+    FileIdentity identity;
+  };
+  std::vector<Read> read;
+  auto identify = [&](const std::string& what, const std::string& node, const std::string& path) -> std::optional<Failure> {
     Result<std::optional<FileIdentity>> id = file_identity(path);
     if (!id.ok()) return runtime(id.status(), what);
-    if (*id) read.push_back({what, **id});
+    if (*id) read.push_back({what, node, **id});
     return std::nullopt;
   };
-  if (auto f = identify("the program", o.program)) return f;
+  if (auto f = identify("the program", "", o.program)) return f;
   for (const auto& [name, file] : o.inputs) {
-    if (auto f = identify("--input " + name + "=" + file, file)) return f;
+    if (auto f = identify("--input " + name + "=" + file, name, file)) return f;
   }
+  auto is_param = [&](const std::string& name) {
+    const ir::TensorNode* node = program ? program->find_node(name) : nullptr;
+    return node && node->role == ir::Role::kParam;
+  };
   std::vector<std::pair<std::string, std::string>> written;  // option text, path
-  for (const auto& [name, file] : o.outputs) written.push_back({"--output " + name + "=" + file, file});
+  std::vector<std::string> written_node;                     // the --output's node, else empty
+  for (const auto& [name, file] : o.outputs) {
+    written.push_back({"--output " + name + "=" + file, file});
+    written_node.push_back(name);
+  }
   if (!o.trace.empty()) written.push_back({"--trace " + o.trace, o.trace});
   if (!o.trace_values.empty()) written.push_back({"--trace-values " + o.trace_values, o.trace_values});
   if (!o.out_file.empty()) written.push_back({"-o " + o.out_file, o.out_file});
+  written_node.resize(written.size());
   // Each output's identity, or where it would be created; empty for a device or a FIFO, which
   // may be written twice (--output y=/dev/null --trace /dev/null).
   std::vector<std::pair<std::optional<FileIdentity>, std::string>> targets;
@@ -109,9 +124,10 @@ std::optional<Failure> check_outputs(const Options& o) {
       continue;
     }
     // Only a regular file is destroyed by writing it; a device (/dev/stdout) may be both.
-    for (const auto& [what, identity] : read) {
-      if (*id && identity == **id) {
-        return invalid_input(option + ": the output is " + what + " (" + path +
+    for (const Read& r : read) {
+      if (*id && r.identity == **id) {
+        if (!r.node.empty() && r.node == written_node[i] && is_param(r.node)) continue;  // in place
+        return invalid_input(option + ": the output is " + r.what + " (" + path +
                              "); writing it would destroy what kiln reads");
       }
     }
@@ -258,10 +274,10 @@ Result<std::string> read_input(const ir::TensorNode& node, const std::string& fi
 }
 
 int command_run(const Options& o) {
-  if (auto f = check_outputs(o)) return report(*f);
   auto loaded = load_program(o.program);
   if (auto* f = std::get_if<Failure>(&loaded)) return report(*f);
   const ir::Program& program = std::get<ir::Program>(loaded);
+  if (auto f = check_outputs(o, &program)) return report(*f);
 
   // Routines to run.
   std::vector<std::string> routines = o.routines;

@@ -33,6 +33,14 @@ class HeaderReader {
     }
     return false;
   }
+  bool peek(char c) {
+    skip_space();
+    return pos_ < text_.size() && text_[pos_] == c;
+  }
+  bool at_end() {
+    skip_space();
+    return pos_ == text_.size();
+  }
   bool string(std::string* out) {
     skip_space();
     if (pos_ >= text_.size() || (text_[pos_] != '\'' && text_[pos_] != '"')) return false;
@@ -93,8 +101,12 @@ Result<Preamble> parse_preamble(std::string_view bytes, const std::string& where
   if (bytes.size() < 10 || bytes.substr(0, 6) != kMagic) {
     return bad_npy(where, "not a .npy file (no \\x93NUMPY magic)");
   }
-  const int major = static_cast<unsigned char>(bytes[6]);
+  const int major = static_cast<unsigned char>(bytes[6]), minor = static_cast<unsigned char>(bytes[7]);
   Preamble p;
+  if (minor != 0 && major >= 1 && major <= 3) {
+    return bad_npy(where, ".npy format version " + std::to_string(major) + "." + std::to_string(minor) +
+                              " is not supported (NumPy writes 1.0, 2.0 and 3.0)");
+  }
   if (major == 1) {
     p.header_len = static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
     p.header_start = 10;
@@ -119,6 +131,13 @@ Result<NpyHeader> parse_header(std::string_view text, const Preamble& preamble, 
   std::string descr;
   bool fortran = false, have_descr = false, have_order = false, have_shape = false;
   NpyHeader out;
+  // What NumPy's parser (ast.literal_eval) refuses: control bytes other than whitespace, and bytes
+  // outside ASCII (every header NumPy writes is ASCII).
+  for (unsigned char c : text) {
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c >= 0x7f) {
+      return bad("malformed header (byte " + std::to_string(c) + " in its text)");
+    }
+  }
   if (!header.eat('{')) return bad("malformed header (expected a dict)");
   while (!header.eat('}')) {
     std::string key;
@@ -150,8 +169,10 @@ Result<NpyHeader> parse_header(std::string_view text, const Preamble& preamble, 
     } else {
       return bad("unexpected header key '" + key + "'");
     }
-    header.eat(',');
+    // Entries are separated by commas (a trailing one is allowed), as in a Python dict.
+    if (!header.eat(',') && !header.peek('}')) return bad("malformed header (expected ',' or '}' after " + key + ")");
   }
+  if (!header.at_end()) return bad("malformed header (text after the dict)");
   if (!have_descr || !have_order || !have_shape) {
     return bad("header lacks descr, fortran_order or shape");
   }

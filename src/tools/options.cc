@@ -7,7 +7,7 @@
 
 #include "kiln/base/settings.h"
 #include "tools/cli.h"
-#include "tools/suggest.h"
+#include "base/suggest.h"
 
 #ifndef KILN_VERSION
 #error "KILN_VERSION must be defined (CMakeLists.txt passes the project's VERSION)"

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "tools/cli.h"
-#include "tools/suggest.h"
+#include "base/suggest.h"
 #include "tools/value_trace.h"
 
 namespace kiln::tools {

@@ -163,5 +163,26 @@ TEST_F(CliOutputFilesTest, AnOutputThatIsTheProgramOrAnInputIsRefused) {
   EXPECT_TRUE(is(dir_.file("program-link.kiln"), S_IFLNK));
 }
 
+// A param's own --input may be its --output: the file is read before the run and replaced after
+// it, so a training step can update a checkpoint in place. An input's file still may not be.
+TEST_F(CliOutputFilesTest, AParamIsUpdatedInPlace) {
+  const std::string program = dir_.file("step.kiln");
+  ASSERT_TRUE(write_bytes(program, "param w : f32[4]\noutput y : f32[4]\ny[i] = w[i] * 2\nw[i] = w[i] + 1\n").ok());
+  const std::string w = dir_.file("w.npy");
+  ASSERT_TRUE(write_bytes(w, format_npy(f32_array({4}, {1, 2, 3, 4}))).ok());
+  for (int step = 1; step <= 2; ++step) {
+    std::vector<std::string> args = {"run", program, "--input", "w=" + w, "--output", "w=" + w};
+    ProcessResult r = run(args);
+    ASSERT_EQ(r.exit_code, 0) << describe_run(args, r);
+    Result<NpyArray> after = read_npy(w);
+    ASSERT_TRUE(after.ok()) << after.status();
+    const float k = static_cast<float>(step);
+    EXPECT_EQ(f32_values(*after), (std::vector<float>{1 + k, 2 + k, 3 + k, 4 + k})) << "step " << step;
+  }
+  // Not an input's file as another node's output, nor an output over a param's file of another name.
+  std::vector<std::string> args = {"run", program, "--input", "w=" + w, "--output", "y=" + w};
+  EXPECT_EQ(run(args).exit_code, 2);
+}
+
 }  // namespace
 }  // namespace kiln::tools

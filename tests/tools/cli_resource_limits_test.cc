@@ -88,6 +88,17 @@ TEST_F(CliResourceLimitsTest, NoCommandHangsUnderASmallAddressSpace) {
   EXPECT_EQ(kiln({"--version"}, env(), Captured::kBoth, "", "-v 100000", 60000).exit_code, 0);
 }
 
+// A stream is a thread: under an address-space limit too small for 100 of them, the thread the
+// system refuses is RESOURCE_EXHAUSTED naming the queue, not an "internal error" (an exception).
+TEST_F(CliResourceLimitsTest, RunningOutOfThreadsIsResourceExhausted) {
+  if (kSanitized) GTEST_SKIP() << "an address-space limit and a sanitizer's shadow memory clash";
+  std::vector<std::string> args = {"run", example("softmax"), "--streams", "100"};
+  ProcessResult r = kiln(args, env(), Captured::kBoth, "", "-v 600000", 60000);
+  if (r.exit_code == 0) GTEST_SKIP() << "100 threads fit in 600 MB of address space here";
+  expect_clean_failure(r, 1, "RESOURCE_EXHAUSTED", describe_run(args, r));
+  EXPECT_NE(r.output.find("thread"), std::string::npos) << r.output;
+}
+
 TEST_F(CliResourceLimitsTest, DeepExpressionsDoNotDependOnTheStackLimit) {
   if (kSanitized) GTEST_SKIP() << "a sanitizer's runtime needs more than a 64 KiB stack to start";
   // 64 KiB of stack: kiln runs its work on threads with a stack of its own, so a program within

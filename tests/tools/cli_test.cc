@@ -374,6 +374,15 @@ TEST_F(CliTest, RunsCallStatementsAndReportsUnknownFunctions) {
   ProcessResult r = run({"run", unknown, "--device", "interp"});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("no function 'fancy_kernel' is registered for device 'interp'"), std::string::npos) << r.output;
+  // A misspelt built-in: did you mean; a reduction of expressions: not a function to call.
+  ASSERT_TRUE(write_bytes(unknown, "output r : f32[4]\ncall random_eniform() -> r\n").ok());
+  r = run({"run", unknown, "--device", "interp"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("did you mean 'random_uniform'?"), std::string::npos) << r.output;
+  ASSERT_TRUE(write_bytes(unknown, "input x : f32[4]\noutput r : f32[4]\ncall sum(x) -> r\n").ok());
+  r = run({"run", unknown, "--device", "interp"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("sum is a function or reduction of expressions"), std::string::npos) << r.output;
 }
 
 TEST_F(CliTest, CompileEmitsLoweredAndSource) {

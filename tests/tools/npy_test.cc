@@ -78,6 +78,22 @@ TEST(NpyTest, RefusesWhatKilnCannotRead) {
   expect_refused(truncated.substr(0, 20), "truncated");
 }
 
+// What NumPy's own reader refuses, kiln refuses too: a format version other than 1.0, 2.0 and
+// 3.0, dict entries without commas between them, text after the dict, bytes outside ASCII.
+TEST(NpyTest, RefusesWhatNumpyRefuses) {
+  std::string minor = numpy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", 8);
+  minor[7] = 40;  // format version 1.40
+  expect_refused(minor, "version 1.40");
+  expect_refused(numpy_file("{'descr': '<f4' 'fortran_order': False, 'shape': (2,), }", 8), "expected ','");
+  expect_refused(numpy_file("{'descr': '<f4', 'fortran_order': False 'shape': (2,)}", 8), "expected ','");
+  expect_refused(numpy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)} junk", 8), "after the dict");
+  expect_refused(numpy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\x01", 8), "byte 1");
+  expect_refused(numpy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), \xc3\xa9}", 8), "byte 195");
+  // What NumPy reads, kiln still reads: no trailing comma, double quotes, old "L" suffixes.
+  EXPECT_TRUE(parse_npy(numpy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)}", 8), "a.npy").ok());
+  EXPECT_TRUE(parse_npy(numpy_file("{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (2L,)}", 8), "b.npy").ok());
+}
+
 TEST(NpyTest, MalformedBytesNeverCrash) {
   std::string good = format_npy(make(ir::DType::kF32, {3, 4}, 12));
   uint64_t state = 12345;

@@ -1,8 +1,8 @@
-#include "tools/suggest.h"
+#include "base/suggest.h"
 
 #include <algorithm>
 
-namespace kiln::tools {
+namespace kiln {
 
 size_t edit_distance(std::string_view a, std::string_view b) {
   // Rows i-2, i-1 and i of the dynamic programme over prefixes of a and b.
@@ -44,4 +44,4 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
   return "; did you mean " + std::string(quote) + *best + std::string(quote) + "?";
 }
 
-}  // namespace kiln::tools
+}  // namespace kiln

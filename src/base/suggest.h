@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace kiln::tools {
+namespace kiln {
 
 // Edit distance (optimal string alignment): insertions, deletions and substitutions of one byte
 // and transpositions of two neighbours ("stpe" is one edit from "step") each count one.
@@ -22,4 +22,4 @@ std::optional<std::string> closest_name(std::string_view word, const std::vector
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates,
                          std::string_view quote = "'");
 
-}  // namespace kiln::tools
+}  // namespace kiln
