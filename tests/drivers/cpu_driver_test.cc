@@ -407,6 +407,16 @@ TEST_F(CpuDriverTest, BadThreadsVariableIsInvalidArgument) {
     auto device = create(options(dir_ / "cache"));
     ASSERT_TRUE(device.ok()) << device.status().to_string();
   }
+  // The cpu and interp drivers say they are unavailable while the setting is malformed (so
+  // kiln.devices() does not list a device that cannot be created), and why.
+  for (const char* name : {"cpu", "interp"}) {
+    Result<hal::DriverRef> driver = drivers::builtin_registry().find(name);
+    ASSERT_TRUE(driver.ok()) << driver.status();
+    ScopedEnv env("KILN_CPU_THREADS", "abc");
+    Status available = (*driver)->availability();
+    EXPECT_EQ(available.code(), StatusCode::kInvalidArgument) << name << ": " << available;
+    EXPECT_NE(available.message().find("KILN_CPU_THREADS='abc'"), std::string::npos) << available;
+  }
 }
 
 TEST_F(CpuDriverTest, BadLogLevelIsInvalidArgument) {

@@ -15,6 +15,19 @@ def test_version_and_devices():
     assert all(isinstance(d, str) for d in devices)
 
 
+def test_devices_leaves_out_what_a_malformed_setting_breaks():
+    # In a fresh interpreter, since the list is made once per process.
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, KILN_CPU_THREADS="abc")
+    out = subprocess.run([sys.executable, "-c", "import kiln; print(kiln.devices())"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "'cpu'" not in out.stdout and "'interp'" not in out.stdout, out.stdout
+
+
 def test_program_from_text_and_file(tmp_path):
     prog = kiln.Program.from_text(AFFINE)
     assert prog.routines == ["main", "double_w"]

@@ -34,6 +34,11 @@ hal::DeviceInfo CpuDevice::host_info(const std::string& driver, std::string desc
   return info;
 }
 
+Status CpuDevice::check_settings() {
+  KILN_RETURN_IF_ERROR(setting_uint("KILN_CPU_THREADS").status());
+  return setting_uint("KILN_CC_TIMEOUT").status();
+}
+
 Result<uint32_t> CpuDevice::thread_count(const hal::DeviceOptions& options,
                                          uint32_t default_threads) {
   if (options.worker_threads) {

@@ -21,6 +21,9 @@ class CpuDevice final : public hal::Device {
   // `driver`'s name ("<driver>:0"), `description` and one executable format.
   static hal::DeviceInfo host_info(const std::string& driver, std::string description,
                                    std::string format);
+  // The settings a CPU device reads (KILN_CPU_THREADS, KILN_CC_TIMEOUT): OK, or the first
+  // malformed one's error. The cpu and interp drivers are unavailable while one is malformed.
+  static Status check_settings();
   // The workgroup thread count: options, else KILN_CPU_THREADS, else `default_threads`.
   static Result<uint32_t> thread_count(const hal::DeviceOptions& options, uint32_t default_threads);
   // The workgroup pool of thread_count() threads; RESOURCE_EXHAUSTED naming the setting when the

@@ -24,7 +24,8 @@ hal::DeviceInfo cpu_device_info() { return CpuDevice::host_info("cpu", processor
 class CpuDriver final : public hal::Driver {
  public:
   std::string name() const override { return "cpu"; }
-  Status availability() override { return Status(); }
+  // A malformed KILN_CPU_THREADS or KILN_CC_TIMEOUT would fail every device: not available then.
+  Status availability() override { return CpuDevice::check_settings(); }
   Result<std::vector<hal::DeviceInfo>> enumerate_devices() override {
     return std::vector<hal::DeviceInfo>{cpu_device_info()};
   }

@@ -13,7 +13,8 @@ hal::DeviceInfo interp_device_info() { return cpu::CpuDevice::host_info("interp"
 class InterpDriver final : public hal::Driver {
  public:
   std::string name() const override { return "interp"; }
-  Status availability() override { return Status(); }
+  // A malformed KILN_CPU_THREADS or KILN_CC_TIMEOUT would fail every device: not available then.
+  Status availability() override { return cpu::CpuDevice::check_settings(); }
   Result<std::vector<hal::DeviceInfo>> enumerate_devices() override {
     return std::vector<hal::DeviceInfo>{interp_device_info()};
   }
