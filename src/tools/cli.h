@@ -13,8 +13,4 @@ constexpr int kExitUsage = 2;
 
 int run_cli(const std::vector<std::string>& args);
 
-// A time in milliseconds as `kiln run --repeat` prints it: at least three significant digits,
-// never an exponent (0.000812, not 0.001 or 8.12e-04).
-std::string milliseconds_text(double ms);
-
 }  // namespace kiln::tools

@@ -2,7 +2,7 @@
 // (docs/cli.md), never an exponent.
 #include <gtest/gtest.h>
 
-#include "tools/cli.h"
+#include "tools/print.h"
 
 namespace kiln::tools {
 namespace {
