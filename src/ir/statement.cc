@@ -10,6 +10,7 @@
 #include <set>
 
 #include "ir/statement_internal.h"
+#include "kiln/ir/loop_extents.h"
 
 namespace kiln::ir {
 
@@ -271,7 +272,26 @@ std::optional<Assignment> Completer::run() {
   out.rhs = std::move(typed);
   for (const IndexInfo& info : indices_) out.indices.push_back(IndexVar{info.name, *info.extent});
   out.loc = s_.loc;
+  if (!check_trip_count(out)) return std::nullopt;
   return out;
+}
+
+bool Completer::check_trip_count(const Assignment& out) {
+  const std::vector<int64_t> extents = loop_extents(out, nodes_);
+  if (loop_trip_count(extents)) return true;
+  // Blame the bound that runs furthest (a bound can be far beyond its subscripts' reach only
+  // where no subscript constrains its index).
+  const IndexInfo* widest = nullptr;
+  for (size_t i = 0; i < indices_.size(); ++i) {
+    if (indices_[i].bounded && (!widest || extents[i] > extents[widest - indices_.data()])) widest = &indices_[i];
+  }
+  std::string counts;
+  for (size_t i = 0; i < indices_.size(); ++i) counts += (i ? " x " : "") + std::to_string(extents[i]);
+  error(widest ? widest->bound_loc : s_.loc,
+        "the statement's loops would visit " + counts + " points, more than 2^63 - 1, which no device's "
+        "loop counters can count" + (widest ? "; lower the bound of '" + widest->name + "'" : std::string()) +
+        " (a reduced index bounded by `where` already stops where its subscripts leave their tensors)");
+  return false;
 }
 
 }  // namespace internal

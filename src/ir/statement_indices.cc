@@ -67,6 +67,7 @@ void Completer::apply_bounds() {
     }
     IndexInfo& info = indices_[number->second];
     info.bounded = true;  // even if the bound is wrong: no "needs a bound" on top
+    info.bound_loc = b.loc;
     if (!b.limit) {
       error(b.loc, "where bound on '" + b.index + "' has no limit");
       continue;

@@ -53,9 +53,12 @@ class Completer {
     std::optional<int64_t> extent;
     std::string extent_from;  // "dimension 1 of 'x' (size 10)"
     bool bounded = false;     // has a `where` bound
+    SourceLoc bound_loc;      // where that bound is written
   };
 
   void error(SourceLoc loc, std::string message);
+  // Refuses (at the widest `where` bound) a statement whose loops no 64-bit counter can count.
+  bool check_trip_count(const Assignment& out);
   const TensorNode* find(const std::string& name) const;
   bool visible(const TensorNode* node) const;
   int position(const TensorNode* node) const;  // its index in nodes_ (its id)

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/ir/loop_extents.h"
 #include "kiln/ir/printer.h"
 #include "loop/access.h"
 #include "loop/lower_arith.h"
@@ -12,6 +13,18 @@
 #include "loop/overwrite.h"
 
 namespace kiln::ir::lowering {
+
+namespace {
+
+// What `mean` divides by: the number of points of its reduced indices by their own extents (the
+// points its loops skip count, contributing 0), as a double, which no extents overflow.
+double mean_count(const Assignment& s) {
+  double count = 1;
+  for (int r : s.reduced_indices()) count *= static_cast<double>(s.indices[r].extent);
+  return count;
+}
+
+}  // namespace
 
 // `subs` are the subscripts of an access to `node` (declared as `decl`); `row` says its first k
 // subscripts are the parallel loop's indices, so that its row starts at row_var * row stride.
@@ -201,13 +214,12 @@ std::vector<LStmtRef> Lowerer::accumulate_in_place(const Assignment& s, const Te
   if (!conditions.empty()) step = {lif(conjunction(conditions), std::move(step))};
   std::vector<LStmtRef> folds = inner_target_loops(s, std::move(step));
   for (size_t r = reduced.size(); r-- > 0;) {
-    folds = {lfor(loop_vars[reduced[r]], s.indices[reduced[r]].extent, false, std::move(folds))};
+    folds = {lfor(loop_vars[reduced[r]], loop_extents_[reduced[r]], false, std::move(folds))};
   }
   per_row.insert(per_row.end(), folds.begin(), folds.end());
   if (s.reduce == Reduce::kMean) {
-    int64_t count = 1;
-    for (int r : reduced) count *= s.indices[r].extent;
-    auto divide = inner_target_loops(s, {store(*at, lop(Op::kDiv, type, {current, lconst(type, double(count))}))});
+    const double count = mean_count(s);
+    auto divide = inner_target_loops(s, {store(*at, lop(Op::kDiv, type, {current, lconst(type, count)}))});
     per_row.insert(per_row.end(), divide.begin(), divide.end());
   }
   return per_row;
@@ -245,6 +257,7 @@ Result<std::vector<LStmtRef>> Lowerer::lower_statement(const Routine& routine, s
     scope.index_value[i] = target_values_[d];
   }
   std::vector<int> reduced = s.reduced_indices();
+  loop_extents_ = loop_extents(s, in_.nodes);
   for (int i : reduced) {
     loop_vars[i] = kernel.var_count++;
     scope.index_value[i] = lvar(loop_vars[i]);
@@ -271,14 +284,12 @@ Result<std::vector<LStmtRef>> Lowerer::lower_statement(const Routine& routine, s
     if (LStmtRef trace = trace_point(scope, acc_value)) body.push_back(trace);
     if (!conditions.empty()) body = {lif(conjunction(conditions), std::move(body))};
     for (size_t r = reduced.size(); r-- > 0;) {
-      body = {lfor(loop_vars[reduced[r]], s.indices[reduced[r]].extent, false, std::move(body))};
+      body = {lfor(loop_vars[reduced[r]], loop_extents_[reduced[r]], false, std::move(body))};
     }
     body.insert(body.begin(), llocal_store(acc, i64(0), lconst(type, neutral(s.reduce, type))));
     value = acc_value;
     if (s.reduce == Reduce::kMean) {
-      int64_t count = 1;
-      for (int r : reduced) count *= s.indices[r].extent;
-      value = lop(Op::kDiv, type, {value, lconst(type, static_cast<double>(count))});
+      value = lop(Op::kDiv, type, {value, lconst(type, mean_count(s))});
     }
     // The store below runs inside the accumulator's scope.
     point.push_back(llocal_decl(acc, type, 1, std::move(body)));
