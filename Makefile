@@ -106,6 +106,7 @@ fuzz: fuzz-build
 bench: build
 	@for b in build/bench/*_bench; do echo "== $$b"; $$b --benchmark_repetitions=5 --benchmark_report_aggregates_only=true || exit 1; done
 	$(PYTHON_VENV)/bin/python bench/python_call_overhead.py --build build
+	$(PYTHON_VENV)/bin/python bench/large_npy.py --build build
 
 bench-peers: build
 	bench/peers/run.sh build

@@ -13,7 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <array>
-#include <initializer_list>
+#include <span>
 
 #include "kiln/base/env.h"
 #include "kiln/base/file.h"
@@ -172,8 +172,9 @@ std::string temp_path_for(const std::string& path) {
   return dir + "." + base + tail;
 }
 
-// Writes the concatenation of `parts` to a temporary sibling of `path` and renames it into place.
-Status write_parts_atomic(const std::string& path, std::initializer_list<std::string_view> parts) {
+}  // namespace
+
+Status write_parts_atomic(const std::string& path, std::span<const std::string_view> parts) {
   std::string temp;
   int fd = -1;
   for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
@@ -199,6 +200,8 @@ Status write_parts_atomic(const std::string& path, std::initializer_list<std::st
   }
   return Status();
 }
+
+namespace {
 
 bool valid_name_part(std::string_view s) {
   return !s.empty() && s.find('/') == std::string_view::npos &&
@@ -333,7 +336,8 @@ Result<std::string> read_file(const std::string& path) {
 }
 
 Status write_file_atomic(const std::string& path, std::string_view bytes) {
-  return write_parts_atomic(path, {bytes});
+  const std::string_view parts[] = {bytes};
+  return write_parts_atomic(path, parts);
 }
 
 Status make_directories(const std::string& path) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -55,6 +56,8 @@ class DiskCache {
 Result<std::string> read_file(const std::string& path);
 // Writes a file via a temporary sibling and rename(2).
 Status write_file_atomic(const std::string& path, std::string_view bytes);
+// The same for the concatenation of `parts`, written one after another (never joined in memory).
+Status write_parts_atomic(const std::string& path, std::span<const std::string_view> parts);
 // mkdir -p.
 Status make_directories(const std::string& path);
 

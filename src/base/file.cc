@@ -36,13 +36,16 @@ const char* kind_of(mode_t mode) {
 }
 
 // Opens and writes a device or FIFO in place: no O_CREAT (it exists), no O_TRUNC (meaningless).
-Status write_through(const std::string& path, std::string_view bytes) {
+Status write_through(const std::string& path, std::span<const std::string_view> parts) {
   int fd;
   do {
     fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) return errno_error(errno, "writing " + path);
-  int err = write_all(fd, bytes);
+  int err = 0;
+  for (std::string_view part : parts) {
+    if ((err = write_all(fd, part)) != 0) break;
+  }
   if (::close(fd) != 0 && err == 0 && errno != EINTR) err = errno;
   if (err != 0) return errno_error(err, "writing " + path);
   return Status();
@@ -136,6 +139,22 @@ InputFile::~InputFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+Result<size_t> InputFile::read_into(std::span<std::byte> out) {
+  size_t done = 0;
+  while (done < out.size()) {
+    // Linux's read(2) moves at most about 2 GiB per call.
+    const size_t step = std::min<size_t>(out.size() - done, size_t{1} << 30);
+    ssize_t got = ::read(fd_, out.data() + done, step);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return errno_error(errno, "reading " + path_);
+    }
+    if (got == 0) break;
+    done += static_cast<size_t>(got);
+  }
+  return done;
+}
+
 Result<std::string> InputFile::read(size_t n) {
   std::string out;
   while (out.size() < n) {
@@ -213,8 +232,13 @@ Result<OutputTarget> resolve_output(const std::string& path) {
 }  // namespace
 
 Status write_output_file(const std::string& path, std::string_view bytes) {
+  const std::string_view parts[] = {bytes};
+  return write_output_file(path, parts);
+}
+
+Status write_output_file(const std::string& path, std::span<const std::string_view> parts) {
   KILN_ASSIGN_OR_RETURN(OutputTarget out, resolve_output(path));
-  Status written = out.through ? write_through(path, bytes) : write_file_atomic(out.target, bytes);
+  Status written = out.through ? write_through(path, parts) : write_parts_atomic(out.target, parts);
   return written.ok() || out.target == path ? written : written.annotate("writing " + path);
 }
 

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -92,8 +93,12 @@ Result<ProcessResult> run_process(const std::vector<std::string>& argv, int64_t 
         break;  // EAGAIN: nothing to read now
       }
     }
-    pid_t done = ::waitpid(pid, &wstatus, WNOHANG);
-    if (done == pid) break;
+    struct rusage usage {};
+    pid_t done = ::wait4(pid, &wstatus, WNOHANG, &usage);
+    if (done == pid) {
+      result.peak_memory_bytes = int64_t{usage.ru_maxrss} * 1024;
+      break;
+    }
     if (now_ns() > deadline) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, &wstatus, 0);

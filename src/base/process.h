@@ -14,6 +14,7 @@ struct ProcessResult {
   bool signalled = false; // killed by a signal (term_signal)
   int term_signal = 0;
   std::string output;     // stdout and stderr together, truncated to 64 KiB
+  int64_t peak_memory_bytes = 0;  // its largest resident set (getrusage's ru_maxrss)
 };
 
 // Runs argv[0] (a path, not searched on PATH) with stdin from /dev/null. NOT_FOUND or

@@ -10,15 +10,21 @@
 
 namespace kiln::runtime {
 
-Status fill_initial_value(const ir::TensorNode& node, uint64_t seed, std::vector<std::byte>& bytes) {
+bool initial_value_is_zero(const ir::TensorNode& node) {
+  return node.init.kind == ir::Init::Kind::kNone ||
+         (node.init.kind == ir::Init::Kind::kValue && node.init.a == 0 && !std::signbit(node.init.a));
+}
+
+Status fill_initial_value(const ir::TensorNode& node, uint64_t seed, HostBytes& bytes) {
   const int64_t count = node.element_count();
   const auto size = static_cast<size_t>(node.byte_size());
   try {
-    bytes.assign(size, std::byte{0});
+    bytes = HostBytes(size);
   } catch (const std::exception&) {  // bad_alloc, length_error: the host has no room for the node
     return resource_exhausted_error("cannot allocate " + std::to_string(size) +
                                     " bytes of host memory for tensor '" + node.name + "'");
   }
+  if (initial_value_is_zero(node)) return Status();
   Random random = Random::for_name(seed, node.name);
   for (int64_t i = 0; i < count; ++i) {
     double v = 0;

@@ -8,10 +8,15 @@
 
 #include "kiln/base/status.h"
 #include "kiln/ir/program.h"
+#include "kiln/runtime/node_table.h"
 
 namespace kiln::runtime {
 
+// Whether the initial value is all zero bytes (no initializer, or a constant +0).
+bool initial_value_is_zero(const ir::TensorNode& node);
+
 // RESOURCE_EXHAUSTED, naming the node and its byte size, when the host cannot hold the bytes.
-Status fill_initial_value(const ir::TensorNode& node, uint64_t seed, std::vector<std::byte>& bytes);
+// Zeros are not written: HostBytes are zeros when made.
+Status fill_initial_value(const ir::TensorNode& node, uint64_t seed, HostBytes& bytes);
 
 }  // namespace kiln::runtime

@@ -121,14 +121,12 @@ Status Backend::ensure_array(const ContextRef& child, const ir::TensorNode& n) {
     std::erase_if(node->arrays, [](const std::weak_ptr<DeviceArray>& a) { return a.expired(); });
     node->arrays.push_back(array);
     if (desc.sharing == Sharing::kShared) shared_arrays_[key] = {table, array};
-    KILN_RETURN_IF_ERROR(upload_locked(stream, *array).status().annotate(where));
-  } else {
-    const ArrayAccess access{array.get(), false, true};
-    const uint8_t zero = 0;
-    KILN_RETURN_IF_ERROR(schedule(stream, {&access, 1}, {}, {"zero " + n.name, "transfer"},
-                                  [&](const hal::SemaphoreList& w, const hal::SemaphoreList& s) {
-                                    return stream.queue()->fill(w, s, array->buffer, 0, desc.bytes, &zero, 1);
-                                  }).status().annotate(where));
+    // Zeros onto memory that is zeros already would only touch every page.
+    if (!(node->host_zeros && (*buffer)->storage()->zeroed_when_allocated())) {
+      KILN_RETURN_IF_ERROR(upload_locked(stream, *array).status().annotate(where));
+    }
+  } else if (!(*buffer)->storage()->zeroed_when_allocated()) {
+    KILN_RETURN_IF_ERROR(zero_locked(stream, *array, "zero " + n.name).status().annotate(where));
   }
   child->arrays_.emplace(n.name, std::move(array));
   return Status();

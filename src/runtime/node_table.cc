@@ -54,6 +54,7 @@ Result<std::shared_ptr<NodeTable>> NodeTable::create(const ir::Program& program,
     desc.sharing = read_only ? Sharing::kShared : Sharing::kPerStream;
     auto node = std::make_shared<Node>(std::move(desc));
     KILN_RETURN_IF_ERROR(fill_initial_value(n, seed, node->host));
+    node->host_zeros = initial_value_is_zero(n);
     table->nodes_.emplace(n.name, std::move(node));
   }
   return table;
@@ -161,6 +162,7 @@ Status HostTensor::write(std::span<const std::byte> data) const {
     lock.lock();
   }
   std::memcpy(node_->host.data(), data.data(), data.size());
+  node_->host_zeros = false;
   node_->host_pending.reset();  // the host copy is the host's now, whatever a transfer did
   for (const auto& weak : node_->arrays) {
     if (std::shared_ptr<DeviceArray> array = weak.lock()) {

@@ -41,7 +41,7 @@ Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef 
     Result<hal::BufferRef> buffer = device->allocator().allocate({}, bytes);
     if (!buffer.ok()) return buffer.status().annotate("allocating node '" + node.name + "'");
     instance->buffers_[node.id] = *buffer;
-    std::vector<std::byte> init;
+    HostBytes init;
     KILN_RETURN_IF_ERROR(fill_initial_value(node, options.seed, init));
     KILN_RETURN_IF_ERROR(instance->write(node.name, init.data(), init.size()));
   }

@@ -16,6 +16,15 @@ bool point_passed(const StreamPoint& point) {
   return !value.ok() || *value >= point.at.value;
 }
 
+Result<StreamPoint> zero_locked(Stream& stream, DeviceArray& array, const std::string& label) {
+  const ArrayAccess access{&array, false, true};
+  const uint8_t zero = 0;
+  return schedule(stream, {&access, 1}, {}, {label, "transfer"},
+                  [&](const hal::SemaphoreList& w, const hal::SemaphoreList& s) {
+                    return stream.queue()->fill(w, s, array.buffer, 0, array.desc.bytes, &zero, 1);
+                  });
+}
+
 Result<StreamPoint> upload_locked(Stream& stream, DeviceArray& array) {
   Node& node = *array.node;
   const std::string label = "from_host " + array.desc.name;
@@ -24,14 +33,18 @@ Result<StreamPoint> upload_locked(Stream& stream, DeviceArray& array) {
   hal::SemaphoreList waits;
   // A transfer into the host copy is in flight: read the copy when the upload runs, after it.
   if (!snapshot) waits.push_back(node.host_pending->at);
-  Result<StreamPoint> done = schedule(
-      stream, {&access, 1}, waits, {label, "transfer"},
-      [&](const hal::SemaphoreList& w, const hal::SemaphoreList& s) {
-        return snapshot ? stream.queue()->update(w, s, node.host.data(), array.buffer, 0, array.desc.bytes)
-                        : stream.queue()->write(w, s, node.host.data(), array.buffer, 0, array.desc.bytes);
-      });
+  Result<StreamPoint> done =
+      // Zeros nobody wrote: fill the array rather than copy (and snapshot) host pages of zeros.
+      node.host_zeros ? zero_locked(stream, array, label)
+                      : schedule(stream, {&access, 1}, waits, {label, "transfer"},
+                                 [&](const hal::SemaphoreList& w, const hal::SemaphoreList& s) {
+                                   return snapshot ? stream.queue()->update(w, s, node.host.data(), array.buffer, 0,
+                                                                            array.desc.bytes)
+                                                   : stream.queue()->write(w, s, node.host.data(), array.buffer, 0,
+                                                                           array.desc.bytes);
+                                 });
   if (!done.ok()) return done.status().annotate("uploading node '" + array.desc.name + "'");
-  if (!snapshot) {
+  if (!snapshot && !node.host_zeros) {
     node.host_pending = *done;
     keep_alive_until(stream, *done, array.node);
   }
@@ -53,6 +66,7 @@ Result<StreamPoint> download_locked(DeviceArray& array) {
                  return stream.queue()->read(w, s, array.buffer, 0, node.host.data(), array.desc.bytes);
                });
   if (!done.ok()) return done.status().annotate("downloading node '" + array.desc.name + "'");
+  node.host_zeros = false;
   node.host_pending = *done;
   keep_alive_until(stream, *done, array.node);
   array.newer = false;

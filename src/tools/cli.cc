@@ -25,6 +25,7 @@
 #include "tools/npy.h"
 #include "tools/options.h"
 #include "tools/print.h"
+#include "tools/run_values.h"
 #include "base/suggest.h"
 #include "tools/trace_values.h"
 
@@ -48,6 +49,12 @@ Failure runtime(const Status& status, const std::string& what) {
 }
 // An error in what the user gave (a program, a file, a setting), not in how kiln was called.
 Failure invalid_input(const std::string& message) { return {kExitUsage, "kiln: " + message, std::nullopt}; }
+// An --input file that does not hold what its node declares is a usage error; one that cannot be
+// read is a runtime failure.
+Failure input_failure(const Status& status) {
+  return status.code() == StatusCode::kInvalidArgument ? invalid_input(status.message())
+                                                       : Failure{kExitRuntime, "kiln: " + status.message(), std::nullopt};
+}
 
 ir::LowerOptions lower_options(const Options& o) {
   ir::LowerOptions lower;
@@ -148,15 +155,6 @@ std::optional<Failure> check_outputs(const Options& o, const ir::Program* progra
   return std::nullopt;
 }
 
-// Host memory for `bytes` bytes of a tensor: a status, not an exception, when there is none.
-Result<std::string> host_bytes(size_t bytes, const std::string& what) {
-  try {
-    return std::string(bytes, '\0');
-  } catch (const std::exception&) {  // bad_alloc, length_error
-    return resource_exhausted_error("no host memory for " + std::to_string(bytes) + " bytes of " + what);
-  }
-}
-
 std::variant<hal::DeviceRef, Failure> open_device(const std::string& name) {
   Result<hal::DeviceRef> device = drivers::builtin_registry().create_device(name);
   if (device.ok()) return *device;
@@ -168,26 +166,6 @@ std::variant<hal::DeviceRef, Failure> open_device(const std::string& name) {
     return invalid_input("--device " + name + ": " + device.status().message());
   }
   return runtime(device.status(), "device " + name);
-}
-
-Result<std::string> random_bytes(const ir::TensorNode& node, uint64_t seed) {
-  Random random = Random::for_name(seed, "input:" + node.name);
-  const int64_t n = node.element_count();
-  KILN_ASSIGN_OR_RETURN(std::string bytes, host_bytes(static_cast<size_t>(n) * ir::dtype_size(node.dtype),
-                                                      "input '" + node.name + "'"));
-  for (int64_t i = 0; i < n; ++i) {
-    if (node.dtype == ir::DType::kF32) {
-      float f = static_cast<float>(random.uniform(-1, 1));
-      std::memcpy(&bytes[4 * i], &f, 4);
-    } else if (node.dtype == ir::DType::kF64) {
-      double d = random.uniform(-1, 1);
-      std::memcpy(&bytes[8 * i], &d, 8);
-    } else {
-      int32_t k = static_cast<int32_t>(random.next_u64() % 17) - 8;
-      std::memcpy(&bytes[4 * i], &k, 4);
-    }
-  }
-  return bytes;
 }
 
 // The names of a program's routines, or of its nodes with one of `roles`, for "did you mean".
@@ -202,21 +180,6 @@ std::vector<std::string> node_names(const ir::Program& program, ir::Role a, ir::
     if (n.role == a || n.role == b) names.push_back(n.name);
   }
   return names;
-}
-
-// The value of `node` from `file`: its header is checked against the declaration before any
-// data is read, so that a header announcing a huge array reads nothing.
-Result<std::string> read_input(const ir::TensorNode& node, const std::string& file, int* exit_code) {
-  *exit_code = kExitUsage;
-  Result<NpyReader> reader = NpyReader::open(file);
-  if (reader.ok() && (reader->header().dtype != node.dtype || reader->header().shape != node.dims)) {
-    return invalid_argument_error(file + " holds " + describe(reader->header().dtype, reader->header().shape) +
-                                  ", but " + std::string(ir::role_name(node.role)) + " '" + node.name +
-                                  "' is " + describe(node.dtype, node.dims));
-  }
-  Result<std::string> data = reader.ok() ? reader->read_data() : Result<std::string>(reader.status());
-  if (!data.ok() && data.status().code() != StatusCode::kInvalidArgument) *exit_code = kExitRuntime;
-  return data;
 }
 
 int command_run(const Options& o) {
@@ -242,18 +205,18 @@ int command_run(const Options& o) {
                                   did_you_mean(r, routine_names(program)) + " (its routines: " + list + ")"));
     }
   }
-  // Input files, checked against the declarations before anything is compiled.
-  std::vector<std::pair<const ir::TensorNode*, std::string>> values;
+  // Input files, their headers checked against the declarations before anything is compiled;
+  // their data is read into the arrays once they are linked.
+  std::vector<RunInput> inputs;
   for (const auto& [name, file] : o.inputs) {
     const ir::TensorNode* node = program.find_node(name);
     if (!node || (node->role != ir::Role::kInput && node->role != ir::Role::kParam)) {
       return report(invalid_input("--input " + name + "=" + file + ": the program has no input or param named '" +
                                   name + "'" + did_you_mean(name, node_names(program, ir::Role::kInput, ir::Role::kParam))));
     }
-    int code = kExitOk;
-    Result<std::string> data = read_input(*node, file, &code);
-    if (!data.ok()) return report({code, "kiln: " + data.status().message(), std::nullopt});
-    values.push_back({node, std::move(*data)});
+    Result<RunInput> input = open_run_input(*node, file);
+    if (!input.ok()) return report(input_failure(input.status()));
+    inputs.push_back(std::move(*input));
   }
   for (const auto& [name, file] : o.outputs) {
     const ir::TensorNode* node = program.find_node(name);
@@ -282,20 +245,13 @@ int command_run(const Options& o) {
   Result<ir::LoweredProgram> lowered = ir::lower_program(program, lower);
   if (!lowered.ok()) return report(invalid_input(o.program + ": " + lowered.status().message()));
 
-  // The host copies: initializers from --seed, then the given and random inputs.
+  // The host copies: initializers from --seed; inputs no file gives get the seed's values.
   Result<std::shared_ptr<runtime::NodeTable>> nodes = runtime::NodeTable::create(program, o.seed);
   if (!nodes.ok()) return report(runtime(nodes.status(), "loading " + o.program));
   for (const ir::TensorNode& node : program.nodes) {
     if (node.role != ir::Role::kInput) continue;
-    bool given = std::any_of(values.begin(), values.end(), [&](const auto& v) { return v.first == &node; });
-    if (given) continue;
-    Result<std::string> bytes = random_bytes(node, o.seed);
-    if (!bytes.ok()) return report(runtime(bytes.status(), "setting " + node.name));
-    values.push_back({&node, std::move(*bytes)});
-  }
-  for (const auto& [node, bytes] : values) {
-    Status st = (*nodes)->tensor(node->name)->write(std::as_bytes(std::span(bytes.data(), bytes.size())));
-    if (!st.ok()) return report(runtime(st, "setting " + node->name));
+    bool given = std::any_of(inputs.begin(), inputs.end(), [&](const RunInput& in) { return in.node == &node; });
+    if (!given) inputs.push_back({&node, std::nullopt});
   }
 
   // N copies of the routine sequence, each in its own context on its own stream.
@@ -334,6 +290,9 @@ int command_run(const Options& o) {
   }
   // Outputs are read explicitly from the first stream's copy.
   (*nodes)->set_automatic_transfers(false);
+  std::vector<runtime::ContextRef> contexts;
+  for (const Copy& copy : copies) contexts.push_back(copy.context);
+  if (Status st = set_run_inputs(inputs, o.seed, **nodes, contexts); !st.ok()) return report(input_failure(st));
 
   std::vector<double> times;
   for (uint64_t rep = 0; rep < o.repeat; ++rep) {
@@ -361,20 +320,11 @@ int command_run(const Options& o) {
                 milliseconds_text(times.front()).c_str(), milliseconds_text(times[times.size() / 2]).c_str(),
                 milliseconds_text(times.back()).c_str());
   }
-  auto fetch = [&](const ir::TensorNode& node, std::string* bytes) -> Status {
-    KILN_ASSIGN_OR_RETURN(*bytes, host_bytes(static_cast<size_t>(node.element_count()) * ir::dtype_size(node.dtype),
-                                             "'" + node.name + "'"));
-    if (copies.front().context->has_array(node.name)) {
-      KILN_RETURN_IF_ERROR(runtime::to_host(copies.front().context, node.name).status());
-    }
-    KILN_ASSIGN_OR_RETURN(runtime::HostTensor tensor, (*nodes)->tensor(node.name));
-    return tensor.read(std::as_writable_bytes(std::span(bytes->data(), bytes->size())));
-  };
   for (const auto& [name, file] : o.outputs) {
     const ir::TensorNode* node = program.find_node(name);
-    NpyArray array{node->dtype, node->dims, {}};
-    Status st = fetch(*node, &array.data);
-    if (st.ok()) st = write_npy(file, array);
+    Status st = with_run_output(copies.front().context, **nodes, *node, [&](std::span<const std::byte> bytes) {
+      return write_npy(file, node->dtype, node->dims, bytes);
+    });
     if (!st.ok()) return report(runtime(st, "writing " + name + " to " + file));
   }
   if (trace) {
@@ -389,10 +339,11 @@ int command_run(const Options& o) {
   if (o.print) {
     for (const ir::TensorNode& node : program.nodes) {
       if (node.role != ir::Role::kOutput) continue;
-      std::string bytes;
-      Status st = fetch(node, &bytes);
+      Status st = with_run_output(copies.front().context, **nodes, node, [&](std::span<const std::byte> bytes) {
+        print_tensor(node, bytes);
+        return Status();
+      });
       if (!st.ok()) return report(runtime(st, "reading " + node.name));
-      print_tensor(node, bytes);
     }
   }
   return kExitOk;

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstring>
 
 
 namespace kiln::tools {
@@ -228,25 +229,48 @@ Result<NpyReader> NpyReader::open(const std::string& path) {
   return NpyReader(std::move(file), std::move(header), head.substr(header_end));
 }
 
-Result<std::string> NpyReader::read_data() {
-  const std::string& where = file_.path();
+Status NpyReader::check_file_size() const {
   if (std::optional<uint64_t> size = file_.regular_size()) {
     // A regular file's size is known: refuse a wrong one before reading anything.
     if (*size < header_.data_offset || *size - header_.data_offset != header_.data_bytes) {
       const uint64_t available = *size < header_.data_offset ? 0 : *size - header_.data_offset;
-      return wrong_data_size(where, header_, std::to_string(available));
+      return wrong_data_size(file_.path(), header_, std::to_string(available));
     }
   }
-  if (header_.data_bytes > SIZE_MAX) return wrong_data_size(where, header_, "fewer");
+  if (header_.data_bytes > SIZE_MAX) return wrong_data_size(file_.path(), header_, "fewer");
+  if (first_data_.size() > header_.data_bytes) return wrong_data_size(file_.path(), header_, "more");
+  return Status();
+}
+
+Status NpyReader::check_read(uint64_t got) {
+  if (got != header_.data_bytes) return wrong_data_size(file_.path(), header_, "only " + std::to_string(got));
+  KILN_ASSIGN_OR_RETURN(bool at_end, file_.at_end());
+  if (!at_end) return wrong_data_size(file_.path(), header_, "more than " + std::to_string(header_.data_bytes));
+  return Status();
+}
+
+Result<std::string> NpyReader::read_data() {
+  KILN_RETURN_IF_ERROR(check_file_size());
   std::string data = std::move(first_data_);
   first_data_.clear();
-  if (data.size() > header_.data_bytes) return wrong_data_size(where, header_, "more");
   KILN_ASSIGN_OR_RETURN(std::string rest, file_.read(static_cast<size_t>(header_.data_bytes) - data.size()));
   data += rest;
-  if (data.size() != header_.data_bytes) return wrong_data_size(where, header_, "only " + std::to_string(data.size()));
-  KILN_ASSIGN_OR_RETURN(bool at_end, file_.at_end());
-  if (!at_end) return wrong_data_size(where, header_, "more than " + std::to_string(header_.data_bytes));
+  KILN_RETURN_IF_ERROR(check_read(data.size()));
   return data;
+}
+
+Status NpyReader::read_data_into(std::span<std::byte> out) {
+  if (out.size() != header_.data_bytes) {
+    return invalid_argument_error(file_.path() + ": asked to read " + std::to_string(out.size()) +
+                                  " bytes of data where the header announces " +
+                                  std::to_string(header_.data_bytes));
+  }
+  KILN_RETURN_IF_ERROR(check_file_size());
+  std::memcpy(out.data(), first_data_.data(), first_data_.size());
+  const size_t first = first_data_.size();
+  first_data_.clear();
+  KILN_ASSIGN_OR_RETURN(size_t rest, file_.read_into(out.subspan(first)));
+  return check_read(first + rest);
 }
 
 Result<NpyArray> read_npy(const std::string& path) {
@@ -256,11 +280,10 @@ Result<NpyArray> read_npy(const std::string& path) {
   return NpyArray{header.dtype, std::move(header.shape), std::move(data)};
 }
 
-std::string format_npy(const NpyArray& array) {
-  std::string dict = std::string("{'descr': '") + descr_of(array.dtype) +
-                     "', 'fortran_order': False, 'shape': (";
-  for (size_t i = 0; i < array.shape.size(); ++i) {
-    dict += std::to_string(array.shape[i]) + (array.shape.size() == 1 ? "," : (i + 1 < array.shape.size() ? ", " : ""));
+std::string npy_header(ir::DType dtype, const std::vector<int64_t>& shape) {
+  std::string dict = std::string("{'descr': '") + descr_of(dtype) + "', 'fortran_order': False, 'shape': (";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    dict += std::to_string(shape[i]) + (shape.size() == 1 ? "," : (i + 1 < shape.size() ? ", " : ""));
   }
   dict += "), }";
   // Pad with spaces so that the data starts at a multiple of 64, ending the header with '\n'.
@@ -272,13 +295,20 @@ std::string format_npy(const NpyArray& array) {
   out += '\x00';
   out += static_cast<char>(dict.size() & 0xff);
   out += static_cast<char>(dict.size() >> 8);
-  out += dict;
-  out += array.data;
-  return out;
+  return out + dict;
+}
+
+std::string format_npy(const NpyArray& array) { return npy_header(array.dtype, array.shape) + array.data; }
+
+Status write_npy(const std::string& path, ir::DType dtype, const std::vector<int64_t>& shape,
+                 std::span<const std::byte> data) {
+  const std::string header = npy_header(dtype, shape);
+  const std::string_view parts[] = {header, {reinterpret_cast<const char*>(data.data()), data.size()}};
+  return write_output_file(path, parts);
 }
 
 Status write_npy(const std::string& path, const NpyArray& array) {
-  return write_output_file(path, format_npy(array));
+  return write_npy(path, array.dtype, array.shape, std::as_bytes(std::span(array.data.data(), array.data.size())));
 }
 
 }  // namespace kiln::tools

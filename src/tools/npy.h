@@ -2,7 +2,9 @@
 // `kiln run --input/--output`. Only little-endian f4, f8 and i4 in C order are accepted.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,8 +44,15 @@ class NpyReader {
   const NpyHeader& header() const { return header_; }
   // Exactly header().data_bytes of data (never "to the end"); the file must end there.
   Result<std::string> read_data();
+  // The same into `out`, which must hold exactly header().data_bytes (a device's memory, read
+  // straight from the file with no copy between).
+  Status read_data_into(std::span<std::byte> out);
+  // For a regular file, whether its size is what the header calls for (INVALID_ARGUMENT saying
+  // how many bytes it holds); read_data and read_data_into check it again.
+  Status check_file_size() const;
 
  private:
+  Status check_read(uint64_t got);  // after: all of it, and the file ends there
   NpyReader(InputFile file, NpyHeader header, std::string first_data)
       : file_(std::move(file)), header_(std::move(header)), first_data_(std::move(first_data)) {}
   InputFile file_;
@@ -56,7 +65,12 @@ class NpyReader {
 Result<NpyArray> parse_npy(std::string_view bytes, std::string_view name);
 // NpyReader::open and read_data.
 Result<NpyArray> read_npy(const std::string& path);
+// The magic, version and header of a version 1.0 file; the data follows it.
+std::string npy_header(ir::DType dtype, const std::vector<int64_t>& shape);
 std::string format_npy(const NpyArray& array);
+// Writes the header and `data` (in place: a device's memory is never copied to join them).
+Status write_npy(const std::string& path, ir::DType dtype, const std::vector<int64_t>& shape,
+                 std::span<const std::byte> data);
 // Writes through write_output_file (a device or FIFO is written in place, a link's target replaced).
 Status write_npy(const std::string& path, const NpyArray& array);
 

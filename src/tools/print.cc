@@ -12,7 +12,7 @@ namespace kiln::tools {
 namespace {
 
 // Element i of a tensor's bytes, as a double, for printing.
-double value_at(ir::DType dtype, const std::string& bytes, size_t i) {
+double value_at(ir::DType dtype, std::span<const std::byte> bytes, size_t i) {
   if (dtype == ir::DType::kF32) {
     float f;
     std::memcpy(&f, bytes.data() + 4 * i, 4);
@@ -39,7 +39,7 @@ std::string format_value(ir::DType dtype, double v) {
 
 }  // namespace
 
-void print_tensor(const ir::TensorNode& node, const std::string& bytes) {
+void print_tensor(const ir::TensorNode& node, std::span<const std::byte> bytes) {
   const size_t n = bytes.size() / ir::dtype_size(node.dtype);
   auto v = [&](size_t i) { return value_at(node.dtype, bytes, i); };
   std::printf("%s : %s\n", node.name.c_str(), describe(node.dtype, node.dims).c_str());

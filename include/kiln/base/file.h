@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -46,6 +47,9 @@ class InputFile {
 
   // Up to `n` bytes: fewer only when the file ends first.
   Result<std::string> read(size_t n);
+  // The same into `out` (which may be a device's memory): how many bytes were read, fewer than
+  // out.size() only when the file ends first.
+  Result<size_t> read_into(std::span<std::byte> out);
   // The rest of the file; INVALID_ARGUMENT "PATH: WHAT is larger than MAX bytes ..." when it
   // holds more than `max_bytes` (after reading at most max_bytes + 1 of them).
   Result<std::string> read_to_end(size_t max_bytes, std::string_view what);
@@ -71,6 +75,9 @@ Result<std::string> read_bounded_file(const std::string& path, size_t max_bytes,
 // - a character device (/dev/null, a terminal) or a FIFO: opened and written through.
 // A directory, a block device or a socket is refused (FAILED_PRECONDITION naming it).
 Status write_output_file(const std::string& path, std::string_view bytes);
+// The same for the concatenation of `parts` (a header and data that live apart), never joined in
+// memory.
+Status write_output_file(const std::string& path, std::span<const std::string_view> parts);
 // Whether write_output_file(path, ...) can write there, checked before the work that produces
 // the bytes: the kind of file, and that its directory takes a new file (one is created and
 // removed). The error names `path` and the directory at fault.

@@ -45,6 +45,9 @@ class BufferStorage {
   virtual ~BufferStorage() = default;
   // Host address of byte 0 when the memory is host-addressable (the CPU driver), else nullptr.
   virtual void* host_pointer() { return nullptr; }
+  // Whether the allocator returned the memory holding zeros (fresh pages from the kernel): the
+  // owner of a new buffer that nothing has written may skip filling it with zeros.
+  virtual bool zeroed_when_allocated() const { return false; }
   // Makes [offset, offset + length) of device memory visible to the host at *out.
   virtual Status map(size_t offset, size_t length, MapAccess access, void** out) = 0;
   // Ends a mapping; written bytes become visible to the device.

@@ -15,14 +15,17 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdlib>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kiln/base/status.h"
@@ -59,6 +62,36 @@ struct NodeDesc {
   bool written_by_routines = false;  // some routine of the program stores to it
 };
 
+namespace internal {
+// Host copies come from calloc and are never written to zero them: a large copy's pages stay the
+// kernel's zero pages until written, so that a host copy nobody uses (an output read in place
+// through host_view, an intermediate) costs address space, not memory.
+template <typename T>
+struct ZeroedAllocator {
+  using value_type = T;
+  ZeroedAllocator() = default;
+  template <typename U>
+  ZeroedAllocator(const ZeroedAllocator<U>&) noexcept {}
+  T* allocate(size_t n) {
+    void* p = n ? std::calloc(n, sizeof(T)) : nullptr;
+    if (n && !p) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) noexcept { std::free(p); }
+  // Value-initialization writes nothing: calloc's memory is zeros already.
+  template <typename U>
+  void construct(U*) noexcept {}
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+  friend bool operator==(const ZeroedAllocator&, const ZeroedAllocator&) { return true; }
+};
+}  // namespace internal
+
+// The bytes of a host copy, zeros when made (see ZeroedAllocator).
+using HostBytes = std::vector<std::byte, internal::ZeroedAllocator<std::byte>>;
+
 // A node with its host copy. Beyond desc(), its members are the runtime's bookkeeping, guarded
 // by the scheduling mutex; use HostTensor to read or write the host copy.
 class Node {
@@ -68,7 +101,10 @@ class Node {
   explicit Node(NodeDesc desc) : desc_(std::move(desc)) {}
   const NodeDesc& desc() const { return desc_; }
 
-  std::vector<std::byte> host;
+  HostBytes host;
+  // The host copy holds the zeros it was made with, unwritten: an upload fills the array with
+  // zeros instead of copying them from the host.
+  bool host_zeros = false;
   // Every device array of this node (any context, any device), to mark them stale on a host
   // write.
   std::vector<std::weak_ptr<DeviceArray>> arrays;

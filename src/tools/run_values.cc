@@ -1,0 +1,104 @@
+#include "tools/run_values.h"
+
+#include <cstring>
+#include <exception>
+
+#include "kiln/base/random.h"
+#include "kiln/runtime/transfer.h"
+
+namespace kiln::tools {
+
+namespace {
+
+// The seed's values of an input that no --input gives: uniform in [-1, 1) for floats, integers
+// in [-8, 8] for i32, drawn in element order from a stream named after the input.
+void fill_random(const ir::TensorNode& node, uint64_t seed, std::span<std::byte> out) {
+  Random random = Random::for_name(seed, "input:" + node.name);
+  const int64_t n = node.element_count();
+  for (int64_t i = 0; i < n; ++i) {
+    if (node.dtype == ir::DType::kF32) {
+      float f = static_cast<float>(random.uniform(-1, 1));
+      std::memcpy(&out[4 * i], &f, 4);
+    } else if (node.dtype == ir::DType::kF64) {
+      double d = random.uniform(-1, 1);
+      std::memcpy(&out[8 * i], &d, 8);
+    } else {
+      int32_t k = static_cast<int32_t>(random.next_u64() % 17) - 8;
+      std::memcpy(&out[4 * i], &k, 4);
+    }
+  }
+}
+
+Status fill_input(RunInput& input, uint64_t seed, std::span<std::byte> out) {
+  if (input.file) return input.file->read_data_into(out);
+  fill_random(*input.node, seed, out);
+  return Status();
+}
+
+// Host memory for a tensor's bytes: a status, not an exception, when there is none.
+Result<std::vector<std::byte>> host_buffer(const ir::TensorNode& node) {
+  const auto bytes = static_cast<size_t>(node.byte_size());
+  try {
+    return std::vector<std::byte>(bytes);
+  } catch (const std::exception&) {  // bad_alloc, length_error
+    return resource_exhausted_error("no host memory for the " + std::to_string(bytes) + " bytes of '" +
+                                    node.name + "'");
+  }
+}
+
+bool host_memory(const Status& viewed) { return viewed.code() != StatusCode::kUnimplemented; }
+
+}  // namespace
+
+Result<RunInput> open_run_input(const ir::TensorNode& node, const std::string& file) {
+  KILN_ASSIGN_OR_RETURN(NpyReader reader, NpyReader::open(file));
+  if (reader.header().dtype != node.dtype || reader.header().shape != node.dims) {
+    return invalid_argument_error(file + " holds " + describe(reader.header().dtype, reader.header().shape) +
+                                  ", but " + std::string(ir::role_name(node.role)) + " '" + node.name + "' is " +
+                                  describe(node.dtype, node.dims));
+  }
+  KILN_RETURN_IF_ERROR(reader.check_file_size());
+  return RunInput{&node, std::move(reader)};
+}
+
+Status set_run_inputs(std::vector<RunInput>& inputs, uint64_t seed, runtime::NodeTable& nodes,
+                      std::span<const runtime::ContextRef> contexts) {
+  for (RunInput& input : inputs) {
+    const std::string& name = input.node->name;
+    Result<runtime::HostView> first = runtime::host_view(contexts.front(), name);
+    if (first.ok()) {
+      KILN_RETURN_IF_ERROR(fill_input(input, seed, first->bytes));
+      for (const runtime::ContextRef& context : contexts.subspan(1)) {
+        KILN_ASSIGN_OR_RETURN(runtime::HostView view, runtime::host_view(context, name));
+        if (view.bytes.data() != first->bytes.data()) std::memcpy(view.bytes.data(), first->bytes.data(), view.bytes.size());
+      }
+      continue;
+    }
+    if (host_memory(first.status())) return first.status();
+    // Device memory: through the host copy, uploaded to every context's array.
+    KILN_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, host_buffer(*input.node));
+    KILN_RETURN_IF_ERROR(fill_input(input, seed, bytes));
+    KILN_ASSIGN_OR_RETURN(runtime::HostTensor tensor, nodes.tensor(name));
+    KILN_RETURN_IF_ERROR(tensor.write(bytes));
+    for (const runtime::ContextRef& context : contexts) {
+      KILN_RETURN_IF_ERROR(runtime::from_host(context, name).status());
+    }
+  }
+  return Status();
+}
+
+Status with_run_output(const runtime::ContextRef& context, runtime::NodeTable& nodes, const ir::TensorNode& node,
+                       const std::function<Status(std::span<const std::byte>)>& use) {
+  if (context->has_array(node.name)) {
+    Result<runtime::HostView> view = runtime::host_view(context, node.name);
+    if (view.ok()) return use(view->bytes);
+    if (host_memory(view.status())) return view.status();
+    KILN_RETURN_IF_ERROR(runtime::to_host(context, node.name).status());
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, host_buffer(node));
+  KILN_ASSIGN_OR_RETURN(runtime::HostTensor tensor, nodes.tensor(node.name));
+  KILN_RETURN_IF_ERROR(tensor.read(bytes));
+  return use(bytes);
+}
+
+}  // namespace kiln::tools
