@@ -88,6 +88,8 @@ struct Fake {
   // Calls the Programming Guide lists as synchronizing the whole device: cuMemAlloc, cuMemFree,
   // cuMemHostAlloc, cuMemFreeHost.
   static inline std::atomic<int> device_syncs{0};
+  static inline std::atomic<int> async_allocations{0};  // cuMemAllocAsync calls
+  static inline std::atomic<uint64_t> release_threshold{0};  // the default pool's, as last set
   static inline char context_object, module_object;
   // A latch that the next kernel launched while it is armed waits on, on its stream: holds that
   // stream's work back so that a test can submit more before it completes.
@@ -242,7 +244,18 @@ inline const Api& fake_api() {
       return checked();
     };
     a.MemAllocAsync = [](CUdeviceptr* p, size_t bytes, CUstream) {
+      ++Fake::async_allocations;
       *p = device_address(std::calloc(1, bytes));
+      return checked();
+    };
+    a.DeviceGetDefaultMemPool = [](CUmemoryPool* pool, CUdevice) {
+      static char default_pool;
+      *pool = reinterpret_cast<CUmemoryPool>(&default_pool);
+      return checked();
+    };
+    a.MemPoolSetAttribute = [](CUmemoryPool, CUmemPool_attribute attribute, void* value) {
+      if (attribute != CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) return CUDA_ERROR_INVALID_VALUE;
+      Fake::release_threshold = *static_cast<uint64_t*>(value);
       return checked();
     };
     a.MemFreeAsync = [](CUdeviceptr p, CUstream st) {

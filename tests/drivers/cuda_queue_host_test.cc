@@ -36,6 +36,8 @@ class CudaQueueHostTest : public ::testing::Test {
     record.name = "fake";
     record.compute_major = 9;
     record.can_map_host_memory = true;
+    record.memory_pools = memory_pools_;
+    record.info.capabilities.total_memory = uint64_t{80} << 30;
     record.info.name = "cuda:0";
     record.info.driver = "cuda";
     record.info.capabilities.executable_formats = {"cuda-c"};
@@ -68,6 +70,13 @@ class CudaQueueHostTest : public ::testing::Test {
   std::unique_ptr<CuAllocator> allocator_;
   std::shared_ptr<CuQueue> queue_;
   hal::ExecutableRef executable_;
+  bool memory_pools_ = true;  // as on every GPU kiln supports (CUDA 11.2 and later)
+};
+
+// The same, on a device without memory pools.
+class CudaQueueWithoutPoolsTest : public CudaQueueHostTest {
+ protected:
+  CudaQueueWithoutPoolsTest() { memory_pools_ = false; }
 };
 
 TEST_F(CudaQueueHostTest, TransfersRunInOrderThroughStaging) {
@@ -112,24 +121,63 @@ TEST_F(CudaQueueHostTest, OverlappingCopiesDoNotSynchronizeTheDevice) {
   for (size_t i = 0; i < 64; ++i) EXPECT_EQ(back[i], i >= 8 && i < 40 ? i - 8 : i) << i;
 }
 
-TEST_F(CudaQueueHostTest, LargeTransfersAreStagedInPooledChunks) {
-  const size_t most = context_->staging().max_block_bytes(), length = 2 * most + 3;
-  hal::BufferRef a = buffer(length);
+// Buffers come from the device's memory pool in stream order and go back to it the same way:
+// neither cuMemAlloc nor cuMemFree, each of which waits for the whole device. The pool keeps a
+// quarter of the device's memory between a free and the next allocation.
+TEST_F(CudaQueueHostTest, BuffersAreAllocatedAndFreedWithoutSynchronizingTheDevice) {
+  EXPECT_EQ(Fake::release_threshold.load(), uint64_t{20} << 30);
+  const int syncs = Fake::device_syncs, allocations = Fake::async_allocations;
+  {
+    hal::BufferRef a = buffer(1 << 20), empty = buffer(0);
+    auto done = hal::Semaphore::create();
+    const uint32_t pattern = 7;
+    ASSERT_TRUE(queue_->fill({}, {{done, 1}}, a, 0, 1 << 20, &pattern, 4).ok());
+    ASSERT_TRUE(wait(done, 1).ok());
+  }
+  EXPECT_EQ(Fake::async_allocations - allocations, 2);
+  EXPECT_EQ(Fake::device_syncs, syncs);
+}
+
+TEST_F(CudaQueueWithoutPoolsTest, BuffersFallBackToSynchronousAllocation) {
+  const int syncs = Fake::device_syncs, allocations = Fake::async_allocations;
+  { hal::BufferRef a = buffer(64); }
+  EXPECT_EQ(Fake::async_allocations, allocations);
+  EXPECT_EQ(Fake::device_syncs - syncs, 2);  // cuMemAlloc and cuMemFree
+}
+
+// Writes `length` bytes to a new buffer, then reads them back, each waited for.
+void write_then_read(hal::Queue& queue, const hal::BufferRef& a, size_t length) {
   std::vector<uint8_t> source(length), result(length, 0xEE);
   for (size_t i = 0; i < length; ++i) source[i] = static_cast<uint8_t>(i * 131 + (i >> 20));
   auto done = hal::Semaphore::create();
-  ASSERT_TRUE(queue_->write({}, {{done, 1}}, source.data(), a, 0, length).ok());
-  ASSERT_TRUE(wait(done, 1).ok());
-  ASSERT_TRUE(queue_->read({{done, 1}}, {{done, 2}}, a, 0, result.data(), length).ok());
-  ASSERT_TRUE(wait(done, 2).ok());
+  ASSERT_TRUE(queue.write({}, {{done, 1}}, source.data(), a, 0, length).ok());
+  ASSERT_TRUE(done->wait(1, Timeout::after_ms(10000)).ok());
+  ASSERT_TRUE(queue.read({{done, 1}}, {{done, 2}}, a, 0, result.data(), length).ok());
+  ASSERT_TRUE(done->wait(2, Timeout::after_ms(10000)).ok());
   EXPECT_TRUE(result == source);
-  // Blocks of the chunk size and one of the smallest class, all back in the pool, where the read
-  // found the write's.
-  const size_t chunk = std::min(CuQueue::kStagingChunkBytes, most), chunks = 2 * most / chunk;
+}
+
+// A transfer longer than the ring of staging blocks reuses them: it never holds more than
+// kStagingRingBlocks blocks (a 10 GiB read used to pin 10 GiB), and every byte arrives, both ways.
+TEST_F(CudaQueueHostTest, LongTransfersReuseARingOfStagingBlocks) {
+  const size_t chunk = std::min(CuQueue::kStagingChunkBytes, context_->staging().max_block_bytes());
+  const size_t length = (CuQueue::kStagingRingBlocks + 5) * chunk + 7;
+  write_then_read(*queue_, buffer(length), length);
   EXPECT_EQ(context_->staging().outstanding(), 0u);
-  EXPECT_EQ(context_->staging().allocated_blocks(), chunks + 1);
-  EXPECT_EQ(context_->staging().cached_blocks(), chunks + 1);
-  EXPECT_EQ(context_->staging().cached_bytes(), 2 * most + (size_t{64} << 10));
+  EXPECT_EQ(context_->staging().allocated_blocks(), CuQueue::kStagingRingBlocks);
+}
+
+TEST_F(CudaQueueHostTest, LargeTransfersAreStagedInPooledChunks) {
+  const size_t most = context_->staging().max_block_bytes(), length = 2 * most + 3;
+  write_then_read(*queue_, buffer(length), length);
+  // Blocks of the chunk size (a ring of them: the transfer is longer than the ring), all back in
+  // the pool, where the read found the write's.
+  const size_t chunk = std::min(CuQueue::kStagingChunkBytes, most);
+  const size_t blocks = std::min(CuQueue::kStagingRingBlocks, (length + chunk - 1) / chunk);
+  EXPECT_EQ(context_->staging().outstanding(), 0u);
+  EXPECT_EQ(context_->staging().allocated_blocks(), blocks);
+  EXPECT_EQ(context_->staging().cached_blocks(), blocks);
+  EXPECT_EQ(context_->staging().cached_bytes(), blocks * chunk);
 }
 
 TEST_F(CudaQueueHostTest, MisalignedFillAndUpdate) {

@@ -1,6 +1,7 @@
 // CTS: fills, updates, copies, reads and writes over sizes from 1 byte to 1 MiB, odd offsets and
 // subspans. Every case pre-fills the whole buffer with a sentinel and checks that bytes outside
 // the target range are untouched.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -120,6 +121,21 @@ TEST_P(TransferTest, Write) {
     CTS_ASSERT_OK(wait(done, 1));
     expect_region(buffer, 37, std::vector<uint8_t>(host.begin() + 9, host.end()));
   }
+}
+
+// Past what a driver stages at once (CUDA: a ring of 16 blocks of 4 MiB), a write and a read
+// still move every byte, at odd offsets, each waiting for the other through the semaphore.
+TEST_P(TransferTest, TransfersLongerThanTheStagingRing) {
+  const size_t size = (size_t{80} << 20) + 13;
+  std::vector<uint8_t> host = pattern_bytes(size, 0x5EED);
+  BufferRef buffer = make_buffer(7 + size + kTail, kSentinel);
+  std::vector<uint8_t> back(size + 3, kSentinel);
+  SemaphoreRef done = semaphore();
+  CTS_ASSERT_OK(queue_->write({}, {{done, 1}}, host.data(), buffer, 7, size));
+  CTS_ASSERT_OK(queue_->read({{done, 1}}, {{done, 2}}, buffer, 7, back.data() + 3, size));
+  CTS_ASSERT_OK(wait(done, 2));
+  EXPECT_TRUE(std::equal(host.begin(), host.end(), back.begin() + 3));
+  EXPECT_EQ(back[0], kSentinel);
 }
 
 TEST_P(TransferTest, Subspans) {

@@ -8,14 +8,6 @@
 
 namespace kiln::cuda {
 
-namespace {
-
-// CUDA refuses zero-byte allocations; an empty buffer still gets a small one so that every
-// buffer has an address (no command ever touches its bytes).
-constexpr size_t kMinimumBytes = 16;
-
-}  // namespace
-
 CuStorage::~CuStorage() {
   // Every queue action using the buffer has completed (actions hold their buffers).
   const Api& api = context_->api();
@@ -24,7 +16,7 @@ CuStorage::~CuStorage() {
   if (host_) {
     if (void* start = context_->host_registrations().release(host_)) api.MemHostUnregister(start);
   } else if (pointer_) {
-    api.MemFree(pointer_);
+    context_->free_device(pointer_);
   }
   if (release_) release_(imported_);
 }
@@ -59,18 +51,9 @@ void CuStorage::unmap(size_t offset, size_t length, hal::MapAccess access, void*
   delete[] static_cast<char*>(mapped);
 }
 
-Result<CUdeviceptr> CuAllocator::allocate_bytes(size_t size) {
-  CUdeviceptr pointer = 0;
-  KILN_RETURN_IF_ERROR(call_in_context(
-      context_->target(), "cuMemAlloc_v2",
-      "allocating " + std::to_string(size) + " bytes on " + context_->record().info.name,
-      [&](const Api& api) { return api.MemAlloc(&pointer, std::max(size, kMinimumBytes)); }));
-  return pointer;
-}
-
 Result<hal::BufferRef> CuAllocator::allocate(const hal::BufferParams& params, size_t size) {
   KILN_RETURN_IF_ERROR(hal::check_buffer_params(params));
-  KILN_ASSIGN_OR_RETURN(CUdeviceptr pointer, allocate_bytes(size));
+  KILN_ASSIGN_OR_RETURN(CUdeviceptr pointer, context_->allocate_device(size, "a buffer"));
   auto storage = std::make_shared<CuStorage>(context_, pointer, nullptr, nullptr, nullptr);
   return std::make_shared<hal::Buffer>(std::move(storage), device_tag_, params.memory_type,
                                        params.usage, size, 0, size);
@@ -81,7 +64,7 @@ Result<hal::BufferRef> CuAllocator::import_host(const hal::BufferParams& params,
   KILN_RETURN_IF_ERROR(hal::check_import_host(params, ptr, size));
   if (size == 0) {
     // Nothing to register: a small device allocation stands for it.
-    KILN_ASSIGN_OR_RETURN(CUdeviceptr pointer, allocate_bytes(0));
+    KILN_ASSIGN_OR_RETURN(CUdeviceptr pointer, context_->allocate_device(0, "an empty import"));
     auto storage = std::make_shared<CuStorage>(context_, pointer, nullptr, ptr, std::move(release));
     return std::make_shared<hal::Buffer>(std::move(storage), device_tag_, params.memory_type, params.usage, 0, 0, 0);
   }
@@ -114,9 +97,9 @@ Result<hal::BufferRef> CuAllocator::import_host(const hal::BufferParams& params,
   // CUDA refuses some host memory that other drivers import: read-only pages, a range that
   // overlaps one registered outside kiln. The buffer is then a device copy of it, made now.
   KILN_LOG(kInfo, where + ": cuMemHostRegister refused it (" + error_name(result) + "), so the buffer is a copy");
-  KILN_ASSIGN_OR_RETURN(CUdeviceptr pointer, allocate_bytes(size));
+  KILN_ASSIGN_OR_RETURN(CUdeviceptr pointer, context_->allocate_device(size, "a copy of imported memory"));
   if (Status copied = context_->copy_to_device(pointer, ptr, size); !copied.ok()) {
-    api.MemFree(pointer);
+    context_->free_device(pointer);
     return copied.annotate(where);
   }
   auto storage = std::make_shared<CuStorage>(context_, pointer, nullptr, ptr, std::move(release));

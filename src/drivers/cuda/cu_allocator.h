@@ -1,4 +1,5 @@
-// CUDA memory: one device allocation (cuMemAlloc) per buffer, or imported host memory that is
+// CUDA memory: one device allocation per buffer (CuContext::allocate_device: in stream order where
+// the device has memory pools), or imported host memory that is
 // page-locked and mapped into the device's address space (cuMemHostRegister with DEVICEMAP), so
 // that kernels and copies use it in place; memory already imported shares its registration
 // (cu_host_registrations.h), and memory CUDA refuses to register (read-only pages, say) is
@@ -63,8 +64,6 @@ class CuAllocator final : public hal::Allocator {
                                      hal::HostReleaseFn release) override;
 
  private:
-  Result<CUdeviceptr> allocate_bytes(size_t size);  // cuMemAlloc of at least a few bytes
-
   std::shared_ptr<CuContext> context_;
   const void* device_tag_;
 };

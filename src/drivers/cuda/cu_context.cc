@@ -1,8 +1,11 @@
 #include "drivers/cuda/cu_context.h"
 
+#include <algorithm>
 #include <functional>
+#include <string>
 
 #include "drivers/cuda/cu_wait_gate.h"
+#include "kiln/base/log.h"
 
 namespace kiln::cuda {
 
@@ -11,6 +14,9 @@ namespace {
 // Events made up front, and per growth of the pool: a queue uses a few per action in flight.
 constexpr size_t kInitialEvents = 64;
 constexpr size_t kEventBatch = 32;
+// CUDA refuses zero-byte allocations; an empty buffer still gets a small one so that every
+// buffer has an address (no command ever touches its bytes).
+constexpr size_t kMinimumAllocation = 16;
 // Timepoints: one per wait handed to the device, while it resolves on the host.
 constexpr size_t kInitialTimepoints = 64;
 constexpr size_t kTimepointBatch = 32;
@@ -38,7 +44,54 @@ Result<std::shared_ptr<CuContext>> CuContext::create(const Api& api, CuDeviceRec
   KILN_RETURN_IF_ERROR(call_in_context(ctx->target_, "cuStreamCreate", name, [&](const Api& a) {
     return a.StreamCreate(&ctx->map_stream_, CU_STREAM_NON_BLOCKING);
   }));
+  if (ctx->record_.memory_pools) {
+    KILN_RETURN_IF_ERROR(call_in_context(ctx->target_, "cuStreamCreate", name, [&](const Api& a) {
+      return a.StreamCreate(&ctx->alloc_stream_, CU_STREAM_NON_BLOCKING);
+    }));
+    // The default pool would give freed memory back to the driver at each synchronization, so
+    // that the next allocation maps it again; keep a quarter of the device's memory instead.
+    uint64_t keep = ctx->record_.info.capabilities.total_memory / 4;
+    Status kept = call_in_context(ctx->target_, "cuMemPoolSetAttribute", name, [&](const Api& a) {
+      CUmemoryPool pool = nullptr;
+      CUresult result = a.DeviceGetDefaultMemPool(&pool, ctx->record_.device);
+      return result == CUDA_SUCCESS ? a.MemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep) : result;
+    });
+    if (!kept.ok()) KILN_LOG(kInfo, kept.to_string() + " (freed device memory goes back to the driver)");
+  }
   return ctx;
+}
+
+Result<CUdeviceptr> CuContext::allocate_device(size_t bytes, const std::string& what) const {
+  bytes = std::max<size_t>(bytes, kMinimumAllocation);
+  const std::string where = "allocating " + std::to_string(bytes) + " bytes for " + what + " on " + record_.info.name;
+  CUdeviceptr pointer = 0;
+  if (!alloc_stream_) {
+    KILN_RETURN_IF_ERROR(call_in_context(target_, "cuMemAlloc_v2", where, [&](const Api& a) {
+      return a.MemAlloc(&pointer, bytes);
+    }));
+    return pointer;
+  }
+  std::lock_guard<std::mutex> lock(alloc_mutex_);
+  KILN_RETURN_IF_ERROR(call_in_context(target_, "cuMemAllocAsync", where, [&](const Api& a) {
+    return a.MemAllocAsync(&pointer, bytes, alloc_stream_);
+  }));
+  // Usable on every stream once the allocation has happened on its own.
+  Status made = call_in_context(target_, "cuStreamSynchronize", where, [&](const Api& a) {
+    return a.StreamSynchronize(alloc_stream_);
+  });
+  if (!made.ok()) {
+    free_device(pointer);
+    return made;
+  }
+  return pointer;
+}
+
+void CuContext::free_device(CUdeviceptr pointer) const {
+  Status freed = call_in_context(target_, alloc_stream_ ? "cuMemFreeAsync" : "cuMemFree_v2", "freeing device memory",
+                                 [&](const Api& a) {
+                                   return alloc_stream_ ? a.MemFreeAsync(pointer, alloc_stream_) : a.MemFree(pointer);
+                                 });
+  if (!freed.ok() && lost().ok()) KILN_LOG(kWarn, freed.to_string());  // a lost device fails every call
 }
 
 CuContext::~CuContext() {
@@ -51,8 +104,9 @@ CuContext::~CuContext() {
     Status closed = events_->shutdown();
     if (!closed.ok()) return;  // events still out: leave the context retained rather than break them
   }
-  if (map_stream_) {
-    call_in_context(target_, "cuStreamDestroy_v2", "", [&](const Api& a) { return a.StreamDestroy(map_stream_); }).ignore();
+  for (CUstream stream : {map_stream_, alloc_stream_}) {
+    if (!stream) continue;
+    call_in_context(target_, "cuStreamDestroy_v2", "", [&](const Api& a) { return a.StreamDestroy(stream); }).ignore();
   }
   if (target_.context) api_.DevicePrimaryCtxRelease(record_.device);
 }

@@ -62,6 +62,17 @@ class CuContext {
   // force ("cuda:0 is lost: cuEventSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS (700) ...").
   Status mark_lost(const Status& fault);
 
+  // Device memory for buffers and status slots, at least `bytes` (and at least a few bytes: every
+  // allocation has an address). On a device with memory pools it is allocated in stream order on
+  // the context's allocation stream (cuMemAllocAsync, then a wait for that stream alone) and freed
+  // with cuMemFreeAsync, so that neither waits for the whole device as cuMemAlloc and cuMemFree do
+  // (the Programming Guide's implicit synchronization); the device's default pool keeps up to a
+  // quarter of its memory between a free and the next allocation. Elsewhere cuMemAlloc / cuMemFree.
+  // RESOURCE_EXHAUSTED naming `what` and the device when there is no room.
+  Result<CUdeviceptr> allocate_device(size_t bytes, const std::string& what) const;
+  // Frees what allocate_device gave, once nothing on any stream uses it (the caller knows).
+  void free_device(CUdeviceptr pointer) const;
+
   // Synchronous copies for mapping: queued on the mapping stream, which they wait for. They are
   // ordered against no queue: the caller orders mapping against queue work (hal::Buffer::map).
   Status copy_to_host(void* target, CUdeviceptr source, size_t bytes) const;
@@ -84,6 +95,8 @@ class CuContext {
   mutable std::mutex lost_mutex_;
   Status lost_;  // guarded by lost_mutex_
   CUstream map_stream_ = nullptr;
+  CUstream alloc_stream_ = nullptr;  // with memory pools only
+  mutable std::mutex alloc_mutex_;   // one allocation at a time on the stream
 };
 
 }  // namespace kiln::cuda

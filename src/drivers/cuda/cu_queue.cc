@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -213,13 +214,7 @@ Status CuQueue::launch(const hal::Command& command, uint32_t index, Flight& flig
             return launch_upload(w.host, w.length, buffer_pointer(*w.target) + w.offset, flight);
           },
           [&](const hal::ReadCommand& r) {
-            const CUdeviceptr source = buffer_pointer(*r.source) + r.offset;
-            return for_each_staged_chunk(r.length, flight, [&](size_t done, size_t chunk, void* staged) {
-              CUresult result = api.MemcpyDtoHAsync(staged, source + done, chunk, stream_);
-              if (result != CUDA_SUCCESS) return cu_error("cuMemcpyDtoHAsync_v2", result);
-              flight.readbacks.push_back({static_cast<char*>(r.host) + done, staged, chunk});
-              return Status();
-            });
+            return launch_download(buffer_pointer(*r.source) + r.offset, r.length, r.host, flight);
           },
           [&](const hal::DispatchCommand& d) { return launch_dispatch(d, index, flight); },
           [&](const hal::BarrierCommand&) { return Status(); },  // the stream is in order
@@ -237,28 +232,74 @@ Status CuQueue::launch(const hal::Command& command, uint32_t index, Flight& flig
       command);
 }
 
-Status CuQueue::for_each_staged_chunk(size_t length, Flight& flight,
-                                      const std::function<Status(size_t, size_t, void*)>& copy) {
+Status CuQueue::for_each_staged_chunk(size_t length, Flight& flight, void* read_into,
+                                      const std::function<CUresult(size_t, size_t, void*)>& copy) {
   // Chunks of at most 4 MiB, and never above the pool's largest class (large transfers reuse
   // pooled blocks instead of pinning one-off blocks of their own size): the copy of one chunk
   // into pinned memory overlaps the device's copy of the one before.
   const size_t most = std::min(kStagingChunkBytes, context_->staging().max_block_bytes());
+  const bool ring = length > kStagingRingBlocks * most;
+  struct Staged {
+    StagingBlock block;
+    EventRef copied;  // recorded after the chunk's copy (ring transfers only)
+    Flight::Readback readback{nullptr, nullptr, 0};
+  };
+  std::deque<Staged> staged;
+  // On a failure the device may still be using the blocks: the flight holds them to its end.
+  auto fail = [&](Staged& next, Status status) {
+    flight.staging.push_back(std::move(next.block));
+    for (Staged& s : staged) flight.staging.push_back(std::move(s.block));
+    return status;
+  };
+  const Api& api = context_->api();
   for (size_t done = 0; done < length;) {
     const size_t chunk = std::min(length - done, most);
-    KILN_ASSIGN_OR_RETURN(StagingBlock block, context_->staging().acquire(chunk));
-    void* staged = block.data();
-    flight.staging.push_back(std::move(block));  // held until the copies have completed
-    KILN_RETURN_IF_ERROR(copy(done, chunk, staged));
+    Staged next;
+    if (staged.size() == kStagingRingBlocks) {
+      // The oldest chunk's copy must be over before its block takes another chunk.
+      next.block = std::move(staged.front().block);
+      next.copied = std::move(staged.front().copied);
+      const Flight::Readback out = staged.front().readback;
+      staged.pop_front();
+      KILN_RETURN_IF_ERROR(wait_for_event(next.copied.get(), false).annotate("staging a transfer"));
+      if (out.host) std::memcpy(out.host, out.staged, out.length);
+    } else {
+      KILN_ASSIGN_OR_RETURN(next.block, context_->staging().acquire(chunk));
+      if (ring) {
+        KILN_ASSIGN_OR_RETURN(next.copied, context_->events().acquire());
+      }
+    }
+    void* block = next.block.data();
+    if (CUresult result = copy(done, chunk, block); result != CUDA_SUCCESS) {
+      return fail(next, cu_error(read_into ? "cuMemcpyDtoHAsync_v2" : "cuMemcpyHtoDAsync_v2", result));
+    }
+    if (read_into) next.readback = {static_cast<char*>(read_into) + done, block, chunk};
+    if (ring) {
+      if (CUresult result = api.EventRecord(next.copied.get(), stream_); result != CUDA_SUCCESS) {
+        return fail(next, cu_error("cuEventRecord", result, "staging a transfer"));
+      }
+    }
+    staged.push_back(std::move(next));
     done += chunk;
+  }
+  // The last chunks: held until the flight completes, reads copied out then.
+  for (Staged& s : staged) {
+    if (s.readback.host) flight.readbacks.push_back(s.readback);
+    flight.staging.push_back(std::move(s.block));
   }
   return Status();
 }
 
 Status CuQueue::launch_upload(const void* host, size_t length, CUdeviceptr target, Flight& flight) {
-  return for_each_staged_chunk(length, flight, [&](size_t done, size_t chunk, void* staged) {
+  return for_each_staged_chunk(length, flight, nullptr, [&](size_t done, size_t chunk, void* staged) {
     std::memcpy(staged, static_cast<const char*>(host) + done, chunk);
-    CUresult result = context_->api().MemcpyHtoDAsync(target + done, staged, chunk, stream_);
-    return result == CUDA_SUCCESS ? Status() : cu_error("cuMemcpyHtoDAsync_v2", result);
+    return context_->api().MemcpyHtoDAsync(target + done, staged, chunk, stream_);
+  });
+}
+
+Status CuQueue::launch_download(CUdeviceptr source, size_t length, void* host, Flight& flight) {
+  return for_each_staged_chunk(length, flight, host, [&](size_t done, size_t chunk, void* staged) {
+    return context_->api().MemcpyDtoHAsync(staged, source + done, chunk, stream_);
   });
 }
 

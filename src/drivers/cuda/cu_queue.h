@@ -51,6 +51,8 @@ class CuQueue final : public hal::Queue {
   // Staged reads and writes go in chunks of at most this many bytes (and of the staging pool's
   // largest class), so that the host's copy of one chunk overlaps the device's copy of another.
   static constexpr size_t kStagingChunkBytes = size_t{4} << 20;
+  // The most staging blocks one transfer holds at a time (see for_each_staged_chunk).
+  static constexpr size_t kStagingRingBlocks = 16;
 
  private:
   struct Flight;
@@ -66,11 +68,17 @@ class CuQueue final : public hal::Queue {
   Status launch_dispatch(const hal::DispatchCommand& d, uint32_t index, Flight& flight);
   Status launch_copy(const hal::CopyCommand& c, Flight& flight);
   Status launch_fill(const hal::FillCommand& f, Flight& flight);
-  // Host bytes to the device through a staging block.
+  // Host bytes to the device, and device bytes to the host, through staging blocks.
   Status launch_upload(const void* host, size_t length, CUdeviceptr target, Flight& flight);
+  Status launch_download(CUdeviceptr source, size_t length, void* host, Flight& flight);
   // Calls copy(offset, length, staging block) for each chunk of a staged transfer of `length`
-  // bytes, each in a pooled block that the flight holds until it completes.
-  Status for_each_staged_chunk(size_t length, Flight& flight, const std::function<Status(size_t, size_t, void*)>& copy);
+  // bytes, each in a pooled block (`read_into`: the chunk's copy lands in the block, and goes on
+  // to read_into + offset after it). A transfer of at most kStagingRingBlocks chunks holds its
+  // blocks until the flight completes; a longer one reuses them as a ring, waiting for the
+  // oldest chunk's copy on the device (and copying a read's chunk out) before reusing its block,
+  // so that a 10 GiB transfer pins kStagingRingBlocks blocks, not 10 GiB.
+  Status for_each_staged_chunk(size_t length, Flight& flight, void* read_into,
+                               const std::function<CUresult(size_t, size_t, void*)>& copy);
   // On the completion worker, in submission order: waits until the flight's work on the stream
   // is over (its completion event when `recorded`, else the whole stream), then finishes it.
   void await_device(Flight* flight, bool recorded);
