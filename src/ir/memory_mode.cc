@@ -13,9 +13,9 @@ std::string role_refuses(const TensorNode& node, MemoryMode mode) {
     case Role::kInput:
     case Role::kOutput:
     case Role::kParam:
-      if (mode != MemoryMode::kHosted) {
+      if (mode != MemoryMode::kHosted && mode != MemoryMode::kOnDevice) {
         return "it is " + std::string(role_name(node.role)) +
-               ", and inputs, outputs and params are always hosted (the host sets or reads them)";
+               ", and inputs, outputs and params are always stored (@device or @hosted: the host sets or reads them)";
       }
       return "";
     case Role::kConst:

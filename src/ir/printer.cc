@@ -160,7 +160,15 @@ std::string print_declaration(const TensorNode& node) {
     for (size_t d = 0; d < node.dims.size(); ++d) out += (d ? ", " : "") + std::to_string(node.dims[d]);
     out += "]";
   }
-  return out + print_init(node.init);
+  out += print_init(node.init);
+  switch (node.memory) {  // a request, as written in text (docs/language.md, "Memory modes")
+    case MemoryMode::kUnset: break;
+    case MemoryMode::kVirtual: out += " @virtual"; break;
+    case MemoryMode::kLocal: out += " @local"; break;
+    case MemoryMode::kOnDevice: out += " @device"; break;
+    case MemoryMode::kHosted: out += " @hosted"; break;
+  }
+  return out;
 }
 
 std::string print_expr(const Program& program, const Assignment& statement, const Expr& expr) {

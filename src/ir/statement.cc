@@ -296,6 +296,27 @@ bool Completer::check_trip_count(const Assignment& out) {
 
 }  // namespace internal
 
+std::string at_source(SourceLoc loc, const std::string& message) {
+  if (loc.line <= 0) return message;
+  return std::to_string(loc.line) + ":" + std::to_string(loc.column) + ": " + message;
+}
+
+std::optional<Diagnostic> located_diagnostic(std::string_view message) {
+  auto number = [&](int* out) {
+    size_t n = 0;
+    int value = 0;
+    while (n < message.size() && n < 9 && message[n] >= '0' && message[n] <= '9') value = value * 10 + (message[n++] - '0');
+    if (n == 0 || n == message.size() || message[n] != ':') return false;
+    *out = value;
+    message.remove_prefix(n + 1);
+    return true;
+  };
+  Diagnostic d;
+  if (!number(&d.loc.line) || !number(&d.loc.column) || d.loc.line <= 0 || message.substr(0, 1) != " ") return std::nullopt;
+  d.message = std::string(message.substr(1));
+  return d;
+}
+
 NodeLookup::NodeLookup(const std::vector<TensorNode>& nodes) : nodes_(&nodes) {
   for (size_t i = 0; i < nodes.size(); ++i) positions_.emplace(nodes[i].name, i);  // first wins
 }

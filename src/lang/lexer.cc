@@ -181,6 +181,7 @@ Token Lexer::next() {
     case ',': return op(TokenKind::kComma, 1);
     case ':': return op(TokenKind::kColon, 1);
     case '.': return op(TokenKind::kDot, 1);
+    case '@': return op(TokenKind::kAt, 1);
     case '/': return op(TokenKind::kSlash, 1);
     case '=': return c1 == '=' ? op(TokenKind::kEq, 2) : op(TokenKind::kAssign, 1);
     case '+': return c1 == '=' ? op(TokenKind::kPlusAssign, 2) : op(TokenKind::kPlus, 1);

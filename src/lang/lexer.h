@@ -23,6 +23,7 @@ enum class TokenKind : uint8_t {
   kNumber,
   kLParen, kRParen, kLBracket, kRBracket, kLBrace, kRBrace,
   kComma, kColon, kDot,
+  kAt,  // @ before a memory mode
   kAssign, kPlusAssign, kMinusAssign, kStarAssign,  // = += -= *=
   kPlus, kMinus, kStar, kSlash,
   kLt, kLe, kGt, kGe, kEq, kNe,

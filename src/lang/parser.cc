@@ -9,6 +9,8 @@
 #include "kiln/ir/printer.h"
 #include "kiln/lang/diagnostics.h"
 #include "lang/parser_impl.h"
+#include "kiln/ir/memory_mode.h"
+#include "base/suggest.h"
 
 namespace kiln::lang {
 
@@ -162,7 +164,7 @@ bool Parser::parse_declaration_rest(ir::TensorNode* node, std::optional<ir::Sour
     }
     if (!close(TokenKind::kRBracket, "after the dimension sizes")) return false;
   }
-  if (!at(TokenKind::kAssign)) return true;
+  if (!at(TokenKind::kAssign)) return parse_memory_mode(node);
   *init_loc = cur_.loc;
   advance();
   ir::Init& init = node->init;
@@ -178,10 +180,43 @@ bool Parser::parse_declaration_rest(ir::TensorNode* node, std::optional<ir::Sour
     if (!at(TokenKind::kComma)) return unexpected("','");
     advance();
     if (!signed_number(&init.b, (std::string("a number (") + second + ")").c_str())) return false;
-    return close(TokenKind::kRParen, "after the initializer's two numbers");
+    if (!close(TokenKind::kRParen, "after the initializer's two numbers")) return false;
+    return parse_memory_mode(node);
   }
   init.kind = ir::Init::Kind::kValue;
-  return signed_number(&init.a, "a number, uniform(LO, HI) or normal(MEAN, STD) after '='");
+  if (!signed_number(&init.a, "a number, uniform(LO, HI) or normal(MEAN, STD) after '='")) return false;
+  return parse_memory_mode(node);
+}
+
+bool Parser::parse_memory_mode(ir::TensorNode* node) {
+  if (!at(TokenKind::kAt)) return true;
+  advance();
+  if (!at(TokenKind::kIdent)) return unexpected("a memory mode after '@' (virtual, local, device or hosted)");
+  static const std::vector<std::pair<std::string, ir::MemoryMode>> kModes = {
+      {"virtual", ir::MemoryMode::kVirtual},
+      {"local", ir::MemoryMode::kLocal},
+      {"device", ir::MemoryMode::kOnDevice},
+      {"hosted", ir::MemoryMode::kHosted},
+  };
+  const std::string word(cur_.text);
+  const ir::SourceLoc loc = cur_.loc;
+  advance();
+  for (const auto& [name, mode] : kModes) {
+    if (name != word) continue;
+    // A request the role cannot take is refused here; one that lowering cannot honour (a
+    // virtual tensor read by two kernels) is refused when the program is lowered.
+    if (Status request = ir::check_memory_mode_request(*node, mode); !request.ok()) {
+      error(loc, request.message());
+    } else {
+      node->memory = mode;
+    }
+    return true;
+  }
+  std::vector<std::string> names;
+  for (const auto& entry : kModes) names.push_back("@" + entry.first);
+  error(loc, "unknown memory mode '@" + word + "' (the modes are @virtual, @local, @device and @hosted)" +
+                 did_you_mean("@" + word, names));
+  return true;
 }
 
 bool Parser::parse_declaration() {

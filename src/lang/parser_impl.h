@@ -56,6 +56,7 @@ class Parser {
   // File structure (parser.cc).
   bool parse_declaration();
   bool parse_declaration_rest(ir::TensorNode* node, std::optional<ir::SourceLoc>* init_loc);
+  bool parse_memory_mode(ir::TensorNode* node);  // an optional `@MODE` ending a declaration
   bool parse_routine();
   bool parse_statement(int routine);
   bool parse_call(int routine);  // after `call`

@@ -12,6 +12,7 @@
 #include "kiln/ir/call.h"
 #include "kiln/ir/memory_mode.h"
 #include "kiln/loop/optimize.h"
+#include "kiln/ir/statement.h"
 #include "loop/lowerer.h"
 #include "loop/overwrite.h"
 
@@ -59,10 +60,10 @@ Status Lowerer::place_call_tensors() {
         TensorNode& n = out_.program.nodes[node];
         const MemoryMode requested = in_.nodes[node].memory;
         if (requested == MemoryMode::kVirtual || requested == MemoryMode::kLocal) {
-          return invalid_argument_error("tensor '" + n.name + "' cannot be " +
+          return invalid_argument_error(at_source(n.loc, "tensor '" + n.name + "' cannot be " +
                                         std::string(memory_mode_name(requested)) + ": call " + call.function +
                                         " (routine '" + routine.name + "', line " + std::to_string(call.loc.line) +
-                                        ") passes it whole, so it needs a buffer");
+                                        ") passes it whole, so it needs a buffer"));
         }
         if (n.memory == MemoryMode::kVirtual) n.memory = MemoryMode::kHosted;  // a folded const
         if (n.memory == MemoryMode::kUnset) n.memory = MemoryMode::kOnDevice;
@@ -119,12 +120,12 @@ Status Lowerer::decide_memory() {
     if (inline_def_.count(n.id)) {
       n.memory = MemoryMode::kVirtual;
     } else if (requested && too_deep.count(n.id)) {
-      return invalid_argument_error("tensor '" + n.name + "' cannot be virtual: inlining it would nest an "
-                                    "expression deeper than " + std::to_string(kMaxExprDepth) + " levels");
+      return invalid_argument_error(at_source(n.loc, "tensor '" + n.name + "' cannot be virtual: inlining it would nest an "
+                                    "expression deeper than " + std::to_string(kMaxExprDepth) + " levels"));
     } else if (requested) {
-      return invalid_argument_error("tensor '" + n.name +
+      return invalid_argument_error(at_source(n.loc, "tensor '" + n.name +
                                     "' cannot be virtual: it is not computed once, elementwise, "
-                                    "and read by exactly one later statement");
+                                    "and read by exactly one later statement"));
     }
   }
   return Status();
@@ -168,7 +169,7 @@ Status Lowerer::plan_routines() {
       n.memory = MemoryMode::kLocal;
       group_locals_[{at.routine, at.group}].push_back(n.id);
     } else if (requested) {
-      return invalid_argument_error("tensor '" + n.name + "' cannot be local: " + at.why_not);
+      return invalid_argument_error(at_source(n.loc, "tensor '" + n.name + "' cannot be local: " + at.why_not));
     }
   }
   for (TensorNode& n : out_.program.nodes) {

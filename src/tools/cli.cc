@@ -18,6 +18,7 @@
 #include "kiln/base/time.h"
 #include "kiln/drivers/drivers.h"
 #include "kiln/ir/printer.h"
+#include "kiln/lang/diagnostics.h"
 #include "kiln/lang/parser.h"
 #include "kiln/ral/library_versions.h"
 #include "kiln/runtime/backend.h"
@@ -73,6 +74,16 @@ std::variant<ir::Program, Failure> load_program(const std::string& path) {
   Result<ir::Program> program = lang::parse_program(*text, path);
   if (!program.ok()) return Failure{kExitUsage, program.status().message(), std::nullopt};
   return std::move(*program);
+}
+
+// A program that parsed but cannot be lowered (a memory mode the compiler cannot honour): at the
+// declaration's FILE:LINE:COL with the line quoted, as parse errors are, where lowering says where.
+Failure lowering_failure(const std::string& path, const Status& status) {
+  if (std::optional<ir::Diagnostic> located = ir::located_diagnostic(status.message())) {
+    Result<std::string> text = read_bounded_file(path, kMaxProgramBytes, "the program");
+    return Failure{kExitUsage, lang::format_diagnostic(path, text.ok() ? *text : "", *located), std::nullopt};
+  }
+  return invalid_input(path + ": " + status.message());
 }
 
 // Where a name that does not exist yet would be created: its directory's real path and its own
@@ -243,7 +254,7 @@ int command_run(const Options& o) {
   }
   // Lowered here, so that an error in the program is told apart from a device's (exit 2, not 1).
   Result<ir::LoweredProgram> lowered = ir::lower_program(program, lower);
-  if (!lowered.ok()) return report(invalid_input(o.program + ": " + lowered.status().message()));
+  if (!lowered.ok()) return report(lowering_failure(o.program, lowered.status()));
 
   // The host copies: initializers from --seed; inputs no file gives get the seed's values.
   Result<std::shared_ptr<runtime::NodeTable>> nodes = runtime::NodeTable::create(program, o.seed);
@@ -369,7 +380,7 @@ int command_compile(const Options& o) {
     text = ir::print_program(o.auto_calls ? ir::with_library_calls(program) : program);
   } else {
     Result<ir::LoweredProgram> lowered = ir::lower_program(program, lower_options(o));
-    if (!lowered.ok()) return report(invalid_input(o.program + ": " + lowered.status().message()));
+    if (!lowered.ok()) return report(lowering_failure(o.program, lowered.status()));
     if (o.emit == "lowered") {
       text = ir::print_lowered(*lowered);
     } else {

@@ -58,7 +58,7 @@ void check(const Case& c, bool with_prelude = true) {
 }
 
 TEST(ParserErrors, LexicalErrors) {
-  check({"unknown character", "y[i] = x[i, 0] @ 2\n", 1, 16, "unexpected character '@'; remove it"});
+  check({"unknown character", "y[i] = x[i, 0] $ 2\n", 1, 16, "unexpected character '$'; remove it"});
   check({"malformed number", "y[i] = x[i, 0] * 1.2.3\n", 1, 18, "malformed number '1.2.3'; numbers look like 3, 0.5, 1e-3 or 2.5E+2"});
   check({"number out of range", "y[i] = 1e400\n", 1, 8, "out of the range of a 64-bit float"});
 }
@@ -86,6 +86,16 @@ TEST(ParserErrors, DeclarationErrors) {
   check({"keyword as routine name", "routine const {\n}\n", 1, 9, "'const' is a keyword and cannot be used as a name"});
   check({"missing colon", "input a f32\n", 1, 9, "expected ':' after the name, as in `input a : f32[4]`, found 'f32'"});
   check({"missing name", "input : f32\n", 1, 7, "expected a name after 'input', found ':'"});
+}
+
+TEST(ParserErrors, MemoryModeErrors) {
+  check({"unknown mode", "tensor a : f32[3] @vitual\n", 1, 20,
+         "unknown memory mode '@vitual' (the modes are @virtual, @local, @device and @hosted); did you mean '@virtual'?"});
+  check({"input local", "input a : f32[3] @local\n", 1, 19, "tensor 'a' cannot be local: it is input"});
+  check({"output virtual", "output a : f32[3] @virtual\n", 1, 20, "inputs, outputs and params are always stored"});
+  check({"local const", "const a : f32[3] = 1 @local\n", 1, 23, "a const cannot be a local array"});
+  check({"mode without name", "tensor a : f32[3] @\n", 1, 20, "expected a memory mode after '@'"});
+  check({"mode before init", "param a : f32[3] @device = 1\n", 1, 26, "expected end of line, found '='"});
 }
 
 TEST(ParserErrors, NameErrors) {

@@ -81,6 +81,32 @@ std::string check_round_trip(const ir::Program& p, const std::string& what) {
   return printed;
 }
 
+// Memory modes in text (language version 2): parsed into the node's request, printed back.
+TEST(RoundTrip, MemoryModes) {
+  const std::string text =
+      "input  x : f32[4, 8] @device\n"
+      "output y : f32[4] @hosted\n"
+      "param  w : f32[8] = uniform(-1, 1) @device\n"
+      "const  c : f32 = 2 @virtual\n"
+      "tensor h : f32[4, 8] @local\n"
+      "tensor t : f32[4, 8] @virtual\n"
+      "tensor s : f32[4]\n"
+      "\n"
+      "h[i, j] = x[i, j] * w[j]\n"
+      "t[i, j] = h[i, j] * c\n"
+      "s[i] = sum(t[i, j])\n"
+      "y[i] = s[i] + 1.0\n";
+  ParseResult r = parse(text, "modes.kiln");
+  ASSERT_TRUE(r.program.has_value()) << format_diagnostics("modes.kiln", text, r.diagnostics);
+  const std::vector<ir::MemoryMode> expected = {ir::MemoryMode::kOnDevice, ir::MemoryMode::kHosted,
+                                                ir::MemoryMode::kOnDevice, ir::MemoryMode::kVirtual,
+                                                ir::MemoryMode::kLocal,    ir::MemoryMode::kVirtual,
+                                                ir::MemoryMode::kUnset};
+  ASSERT_EQ(r.program->nodes.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(r.program->nodes[i].memory, expected[i]) << i;
+  EXPECT_EQ(check_round_trip(*r.program, "modes"), text);
+}
+
 TEST(RoundTrip, SpecExamples) {
   for (const char* text : kSpecExamples) {
     ParseResult r = parse(text, "spec.kiln");

@@ -37,7 +37,7 @@ void expect_refused(const Status& st, const std::string& what) {
 TEST(MemoryMode, RefusesInconsistentRequests) {
   Program p = small_program();
   expect_refused(set_memory_mode(p, "x", MemoryMode::kOnDevice), "tensor 'x' cannot be on_device: it is input");
-  expect_refused(set_memory_mode(p, "y", MemoryMode::kVirtual), "always hosted");
+  expect_refused(set_memory_mode(p, "y", MemoryMode::kVirtual), "always stored");
   expect_refused(set_memory_mode(p, "p", MemoryMode::kLocal), "tensor 'p' cannot be local");
   expect_refused(set_memory_mode(p, "half", MemoryMode::kLocal), "a const cannot be a local array");
   expect_refused(set_memory_mode(p, "t", MemoryMode::kUnset), "'unset' is not a memory mode");

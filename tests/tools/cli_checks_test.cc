@@ -124,3 +124,32 @@ TEST_F(CliChecksTest, PrintWritesNanAsNanAndNoTrailingSpaces) {
 
 }  // namespace
 }  // namespace kiln::tools
+
+namespace kiln::tools {
+namespace {
+
+// A memory mode written in the program that the compiler cannot honour is an error in the
+// program: at the declaration's FILE:LINE:COL with the line quoted, before anything runs, for
+// `run` and `compile --emit lowered` alike; modes it can honour run.
+TEST_F(CliChecksTest, MemoryModesTheCompilerCannotHonourAreErrorsAtTheDeclaration) {
+  const std::string bad = dir_.file("modes.kiln");
+  ASSERT_TRUE(write_bytes(bad, "input x : f32[4, 8]\noutput y : f32[4]\ntensor t : f32[4] @virtual\n"
+                               "t[i] = sum(x[i, j])\ny[i] = t[i] + t[3 - i]\n").ok());
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", bad}, std::vector<std::string>{"compile", bad, "--emit", "lowered"}}) {
+    ProcessResult r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("modes.kiln:3:8: error: tensor 't' cannot be virtual"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("tensor t : f32[4] @virtual\n       ^"), std::string::npos) << r.output;
+  }
+  const std::string good = dir_.file("good.kiln");
+  ASSERT_TRUE(write_bytes(good, "input x : f32[4, 8] @device\noutput y : f32[4] @hosted\ntensor h : f32[4, 8] @local\n"
+                                "h[i, j] = x[i, j] * 2\ny[i] = sum(h[i, j])\n").ok());
+  for (const char* device : {"cpu", "interp"}) {
+    ProcessResult r = run({"run", good, "--device", device, "--print"});
+    EXPECT_EQ(r.exit_code, 0) << device << "\n" << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace kiln::tools

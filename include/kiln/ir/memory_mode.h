@@ -5,7 +5,8 @@
 //  - kVirtual: the node is inlined into its reader, or lowering fails saying why it cannot be;
 //  - kLocal: the node is a local array of one kernel, or lowering fails saying why not.
 // Requests that cannot make sense are refused here, when made: inputs, outputs and params are
-// always kHosted (the host sets and reads them); a const cannot be local, nor virtual unless it
+// always stored, kHosted or kOnDevice (which are the same for them: the host sets and reads them
+// when it asks, and lowering makes them kHosted); a const cannot be local, nor virtual unless it
 // has a plain value (which lowering folds into the code); kUnset is not a request; and a second
 // request for a node that contradicts the first is refused (the first stands).
 #pragma once

@@ -20,7 +20,7 @@ namespace kiln::ir {
 
 std::string print_program(const Program& program);
 
-// One declaration line: `input  x : f32[4, 8]`, `const  lr : f32 = 0.1`.
+// One declaration line: `input  x : f32[4, 8]`, `const  lr : f32 = 0.1`, `tensor h : f32[8] @local`.
 std::string print_declaration(const TensorNode& node);
 
 // One statement without indentation or newline: `y[i, j] = sum(a[i, k] * b[k, j])`.

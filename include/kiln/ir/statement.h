@@ -43,6 +43,13 @@ struct Diagnostic {
   }
 };
 
+// A message about something declared or written at `loc`, for a check made after parsing (a
+// memory mode lowering cannot honour): "LINE:COL: MESSAGE" for a parsed program, the message alone
+// for a built one (line 0). located_diagnostic() reads such a message back into a Diagnostic, so
+// that the command line can show the line and a caret as it does for parse errors.
+std::string at_source(SourceLoc loc, const std::string& message);
+std::optional<Diagnostic> located_diagnostic(std::string_view message);
+
 struct RawExpr;
 using RawExprRef = std::shared_ptr<const RawExpr>;
 
