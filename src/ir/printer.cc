@@ -5,6 +5,8 @@
 #include <cmath>
 #include <set>
 
+#include "kiln/ir/sizes.h"
+
 namespace kiln::ir {
 
 std::string format_number(double value, bool as_float) {
@@ -99,6 +101,9 @@ class ExprPrinter {
         return node_name(e.node) + subscripts(e.subscripts);
       case Expr::Kind::kMerge:
         return node_name(e.node) + ".merge" + subscripts(e.subscripts);
+      case Expr::Kind::kSize:
+        return e.index >= 0 && static_cast<size_t>(e.index) < p_.sizes.size() ? p_.sizes[e.index].name
+                                                                                  : "<size " + std::to_string(e.index) + ">";
       case Expr::Kind::kOp:
         break;
     }
@@ -151,13 +156,15 @@ std::string print_init(const Init& init) {
 
 }  // namespace
 
-std::string print_declaration(const TensorNode& node) {
+std::string print_declaration(const TensorNode& node, const std::vector<SizeDecl>& sizes) {
   std::string role(role_name(node.role));
   role.resize(6, ' ');
   std::string out = role + " " + node.name + " : " + std::string(dtype_name(node.dtype));
   if (!node.dims.empty()) {
     out += "[";
-    for (size_t d = 0; d < node.dims.size(); ++d) out += (d ? ", " : "") + std::to_string(node.dims[d]);
+    for (size_t d = 0; d < node.dims.size(); ++d) {
+      out += (d ? ", " : "") + (node.is_sized() ? size_expr_text(node.sized_dims[d], sizes) : std::to_string(node.dims[d]));
+    }
     out += "]";
   }
   out += print_init(node.init);
@@ -194,8 +201,9 @@ std::string print_statement(const Program& program, const Assignment& s) {
   std::string bounds;
   for (int i = 0; i < static_cast<int>(s.indices.size()); ++i) {
     if (alone.count(i)) continue;
-    bounds += (bounds.empty() ? " where " : ", ") + s.indices[i].name + " < " +
-              std::to_string(s.indices[i].extent);
+    const IndexVar& v = s.indices[i];
+    bounds += (bounds.empty() ? " where " : ", ") + v.name + " < " +
+              (v.sized_extent ? size_expr_text(*v.sized_extent, program.sizes) : std::to_string(v.extent));
   }
   return out + bounds;
 }
@@ -234,7 +242,8 @@ std::string print_body(const Program& program, const Routine& routine, const std
 
 std::string print_program(const Program& program) {
   std::string out;
-  for (const TensorNode& node : program.nodes) out += print_declaration(node) + "\n";
+  for (const SizeDecl& size : program.sizes) out += "size " + size.name + "\n";
+  for (const TensorNode& node : program.nodes) out += print_declaration(node, program.sizes) + "\n";
   for (size_t r = 0; r < program.routines.size(); ++r) {
     const Routine& routine = program.routines[r];
     if (!out.empty()) out += "\n";

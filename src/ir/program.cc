@@ -204,6 +204,13 @@ const Routine* Program::find_routine(std::string_view name) const {
   return nullptr;
 }
 
+int Program::find_size(std::string_view name) const {
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 bool is_keyword(std::string_view name) {
   static constexpr std::string_view kKeywords[] = {"input", "output", "param", "tensor",
                                                    "const", "routine", "where", "call"};
@@ -306,6 +313,12 @@ Status StatementValidator::check_expr(const Expr& e, int depth) {
       }
       if (e.type != DType::kI32) return error("the value of index " + index_name(e.index) + " is not i32");
       used_[e.index] = true;
+      return Status();
+    case Expr::Kind::kSize:
+      if (e.index < 0 || e.index >= static_cast<int>(p_.sizes.size())) {
+        return error("size value names size number " + std::to_string(e.index) + ", which does not exist");
+      }
+      if (e.type != DType::kI32) return error("the value of size '" + p_.sizes[e.index].name + "' is not i32");
       return Status();
     case Expr::Kind::kTensor:
     case Expr::Kind::kMerge: {

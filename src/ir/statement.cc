@@ -137,9 +137,9 @@ void Completer::check_target() {
       continue;
     }
     const TensorNode* named = find(e->name);
-    if (named) {
+    if (named || size_number(e->name) >= 0) {
       error(loc, "target subscripts must be index names, but '" + e->name + "' is a " +
-                     (named->role == Role::kConst ? "const" : "tensor"));
+                     (!named ? "size" : named->role == Role::kConst ? "const" : "tensor"));
       target_ = nullptr;
       unresolved_ = true;
       continue;
@@ -204,6 +204,8 @@ std::optional<Assignment> Completer::run() {
     if (node) {
       error(b.loc, "'" + b.index + "' is a " + (node->role == Role::kConst ? "const" : "tensor") +
                        ", so it cannot be an index");
+    } else if (size_number(b.index) >= 0) {
+      error(b.loc, "'" + b.index + "' is a size, so it cannot be an index");
     } else {
       index_names_.insert(b.index);
     }
@@ -214,7 +216,7 @@ std::optional<Assignment> Completer::run() {
   // Extents: where an index stands alone, then `where` bounds.
   if (target_) {
     for (size_t d = 0; d < target_names_.size(); ++d) {
-      set_extent(target_names_[d].first, target_->dims[d], *target_, d, target_names_[d].second);
+      set_extent(target_names_[d].first, dimension(*target_, d), *target_, d, target_names_[d].second);
     }
   }
   for (const RawExpr* raw : ref_order_) {
@@ -223,7 +225,7 @@ std::optional<Assignment> Completer::run() {
     for (size_t d = 0; d < ref.subs.size(); ++d) {
       const NamedAffine& a = ref.subs[d];
       if (a.ok && a.terms.size() == 1 && a.terms[0].coeff == 1 && a.offset == 0) {
-        set_extent(a.terms[0].name, ref.node->dims[d], *ref.node, d, a.loc);
+        set_extent(a.terms[0].name, dimension(*ref.node, d), *ref.node, d, a.loc);
       }
     }
   }
@@ -270,7 +272,11 @@ std::optional<Assignment> Completer::run() {
   out.accum = s_.accum;
   out.reduce = reduce;
   out.rhs = std::move(typed);
-  for (const IndexInfo& info : indices_) out.indices.push_back(IndexVar{info.name, *info.extent});
+  for (const IndexInfo& info : indices_) {
+    IndexVar v{info.name, info.extent->is_constant() ? info.extent->offset : 1, std::nullopt};
+    if (!info.extent->is_constant()) v.sized_extent = *info.extent;
+    out.indices.push_back(std::move(v));
+  }
   out.loc = s_.loc;
   if (!check_trip_count(out)) return std::nullopt;
   return out;
@@ -330,11 +336,13 @@ std::optional<Assignment> complete_statement(const RawStatement& statement,
                                              const std::vector<TensorNode>& nodes,
                                              size_t visible_nodes,
                                              std::vector<Diagnostic>* diagnostics,
-                                             const NodeLookup* lookup) {
+                                             const NodeLookup* lookup,
+                                             const std::vector<SizeDecl>* sizes) {
   std::vector<Diagnostic> local;
   if (!diagnostics) diagnostics = &local;
+  static const std::vector<SizeDecl> kNoSizes;
   return internal::Completer(statement, nodes, std::min(visible_nodes, nodes.size()), diagnostics,
-                             lookup)
+                             lookup, sizes ? *sizes : kNoSizes)
       .run();
 }
 

@@ -1,8 +1,10 @@
 // Statement completion, indices (kiln/ir/statement.h): index names are numbered in order of
 // appearance, and each gets its extent from a dimension it stands alone in, or a `where` bound.
+#include <algorithm>
 #include <string>
 
 #include "ir/statement_internal.h"
+#include "kiln/ir/sizes.h"
 
 namespace kiln::ir::internal {
 
@@ -33,7 +35,18 @@ void Completer::number_indices(const RawExpr& e) {
   }
 }
 
-void Completer::set_extent(const std::string& name, int64_t size, const TensorNode& node,
+SizeExpr Completer::dimension(const TensorNode& node, size_t dim) {
+  return node.is_sized() ? node.sized_dims[dim] : SizeExpr::constant(node.dims[dim]);
+}
+
+int Completer::size_number(const std::string& name) const {
+  for (size_t i = 0; i < sizes_.size(); ++i) {
+    if (sizes_[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void Completer::set_extent(const std::string& name, const SizeExpr& size, const TensorNode& node,
                            size_t dim, SourceLoc loc) {
   auto number = index_number_.find(name);
   if (number == index_number_.end()) {
@@ -42,7 +55,7 @@ void Completer::set_extent(const std::string& name, int64_t size, const TensorNo
   }
   IndexInfo& info = indices_[number->second];
   std::string here = "dimension " + std::to_string(dim) + " of '" + node.name + "' (size " +
-                     std::to_string(size) + ")";
+                     size_expr_text(size, sizes_) + ")";
   if (!info.extent) {
     info.extent = size;
     info.extent_from = here;
@@ -72,24 +85,43 @@ void Completer::apply_bounds() {
       error(b.loc, "where bound on '" + b.index + "' has no limit");
       continue;
     }
-    NamedAffine limit = affine(*b.limit);
-    if (!limit.ok) continue;
-    if (!limit.terms.empty()) {
-      error(b.limit->loc, "the bound of '" + b.index + "' must be an integer or an integer const");
-      continue;
-    }
-    if (limit.offset <= 0) {
+    // Integers, integer consts and (language version 2) sizes.
+    bool bad = false;
+    auto name = [&](const RawExpr& n) {
+      NamedAffine a;
+      a.loc = n.loc;
+      if (size_number(n.name) >= 0) {
+        a.terms.push_back({n.name, 1, n.loc});
+        return a;
+      }
+      const TensorNode* node = find(n.name);
+      std::optional<int64_t> v;
+      if (node && node->role == Role::kConst) v = const_value(node, n.loc);
+      else error(n.loc, "the bound of '" + b.index + "' must be an integer, an integer const or a size; '" + n.name + "' is none");
+      a.ok = v.has_value();
+      a.offset = v.value_or(0);
+      bad = bad || !a.ok;
+      return a;
+    };
+    NamedAffine named = affine_form(*b.limit, name, [&](SourceLoc loc, std::string m) { error(loc, std::move(m)); },
+                                    "bound", "a bound is an affine expression of integers, integer consts and sizes");
+    if (!named.ok || bad) continue;
+    std::erase_if(named.terms, [](const NamedTerm& t) { return t.coeff == 0; });
+    SizeExpr limit = SizeExpr::constant(named.offset);
+    for (const NamedTerm& t : named.terms) limit.terms.push_back({size_number(t.name), t.coeff});
+    std::sort(limit.terms.begin(), limit.terms.end());
+    if (limit.is_constant() && limit.offset <= 0) {
       error(b.limit->loc, "the bound of '" + b.index + "' must be positive: '" + b.index +
                               "' runs over [0, N)");
       continue;
     }
-    if (info.extent && *info.extent != limit.offset) {
-      error(b.loc, "where " + b.index + " < " + std::to_string(limit.offset) +
+    if (info.extent && *info.extent != limit) {
+      error(b.loc, "where " + b.index + " < " + size_expr_text(limit, sizes_) +
                        " disagrees with " + info.extent_from + ", where '" + b.index +
                        "' stands alone; remove the bound or make them agree");
       continue;
     }
-    info.extent = limit.offset;
+    info.extent = limit;
   }
 }
 

@@ -2,11 +2,13 @@
 // and statement_typing.cc (types of the right side). Private to kiln_ir.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -32,11 +34,21 @@ struct NamedAffine {
   SourceLoc loc;
 };
 
+// The affine form of `e`: integers combined with +, - and multiplication by an integer, and names
+// (kName) as `names` makes them (a term, or a constant offset; it reports its own errors). Errors
+// name the thing being read (`what`: "subscript", "dimension", "bound") and end with `rule`.
+using AffineNames = std::function<NamedAffine(const RawExpr& name)>;
+using AffineErrors = std::function<void(SourceLoc, std::string)>;
+NamedAffine affine_form(const RawExpr& e, const AffineNames& names, const AffineErrors& error,
+                        std::string_view what, std::string_view rule);
+// Multiplies every coefficient and the offset by `factor`; false on overflow.
+bool scale_affine(NamedAffine& a, int64_t factor);
+
 class Completer {
  public:
   Completer(const RawStatement& s, const std::vector<TensorNode>& nodes, size_t visible,
-            std::vector<Diagnostic>* diagnostics, const NodeLookup* lookup)
-      : s_(s), nodes_(nodes), visible_(visible), diagnostics_(diagnostics), lookup_(lookup) {}
+            std::vector<Diagnostic>* diagnostics, const NodeLookup* lookup, const std::vector<SizeDecl>& sizes)
+      : s_(s), nodes_(nodes), visible_(visible), diagnostics_(diagnostics), lookup_(lookup), sizes_(sizes) {}
 
   std::optional<Assignment> run();
 
@@ -50,7 +62,7 @@ class Completer {
   struct IndexInfo {
     std::string name;
     SourceLoc first;  // where it first appears
-    std::optional<int64_t> extent;
+    std::optional<SizeExpr> extent;
     std::string extent_from;  // "dimension 1 of 'x' (size 10)"
     bool bounded = false;     // has a `where` bound
     SourceLoc bound_loc;      // where that bound is written
@@ -68,7 +80,6 @@ class Completer {
 
   // statement_subscripts.cc
   NamedAffine affine(const RawExpr& e);
-  static bool scale(NamedAffine& a, int64_t factor, SourceLoc loc);
   NamedAffine subscript(const RawExpr* e, SourceLoc fallback);
   // statement.cc
   void check_target();
@@ -77,8 +88,9 @@ class Completer {
   // statement_indices.cc
   void add_index(const std::string& name, SourceLoc loc);
   void number_indices(const RawExpr& e);
-  void set_extent(const std::string& name, int64_t size, const TensorNode& node, size_t dim,
+  void set_extent(const std::string& name, const SizeExpr& size, const TensorNode& node, size_t dim,
                   SourceLoc loc);
+  static SizeExpr dimension(const TensorNode& node, size_t dim);  // its size expression or number
   void apply_bounds();
 
   // statement_typing.cc
@@ -96,6 +108,8 @@ class Completer {
   size_t visible_;
   std::vector<Diagnostic>* diagnostics_;
   const NodeLookup* lookup_;
+  const std::vector<SizeDecl>& sizes_;
+  int size_number(const std::string& name) const;  // -1 when `name` is not a size
   bool failed_ = false;
   bool unresolved_ = false;           // a name did not resolve: skip checks that would only cascade
   bool misplaced_reduction_ = false;  // reported; its indices are not "missing a reduction"

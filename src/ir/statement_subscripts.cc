@@ -30,7 +30,8 @@ std::optional<int64_t> Completer::const_value(const TensorNode* node, SourceLoc 
   return static_cast<int64_t>(v);
 }
 
-NamedAffine Completer::affine(const RawExpr& e) {
+NamedAffine affine_form(const RawExpr& e, const AffineNames& names, const AffineErrors& error,
+                        std::string_view what, std::string_view rule) {
   NamedAffine a;
   a.loc = e.loc;
   auto fail = [&](std::string message) {
@@ -38,95 +39,112 @@ NamedAffine Completer::affine(const RawExpr& e) {
     a.ok = false;
     return a;
   };
-  const char* kRule =
-      "subscripts are affine: indices, integers and integer consts combined with +, - and "
-      "multiplication by an integer";
+  const std::string w(what), r(rule);
   switch (e.kind) {
     case RawExpr::Kind::kNumber:
-      if (e.is_float) return fail("a subscript must be an integer, not a float literal; " + std::string(kRule));
-      if (!(std::fabs(e.number) <= kMaxExactInteger)) return fail("integer in a subscript is too large");
+      if (e.is_float) return fail("a " + w + " must be an integer, not a float literal; " + r);
+      if (!(std::fabs(e.number) <= kMaxExactInteger)) return fail("integer in a " + w + " is too large");
       a.offset = static_cast<int64_t>(e.number);
       return a;
-    case RawExpr::Kind::kName: {
-      const TensorNode* node = find(e.name);
-      if (node && node->role == Role::kConst) {
-        std::optional<int64_t> v = const_value(node, e.loc);
-        if (!v) {
-          a.ok = false;
-          return a;
-        }
-        a.offset = *v;
-        return a;
-      }
-      if (node) {
-        return fail("'" + e.name + "' is a tensor, so it cannot be an index; " + std::string(kRule) +
-                    " (give the index another name)");
-      }
-      a.terms.push_back({e.name, 1, e.loc});
-      return a;
-    }
+    case RawExpr::Kind::kName:
+      return names(e);
     case RawExpr::Kind::kTensor:
     case RawExpr::Kind::kMerge:
-      return fail("a tensor value cannot be used in a subscript (no data-dependent indexing); " +
-                  std::string(kRule));
+      return fail("a tensor value cannot be used in a " + w + " (no data-dependent indexing); " + r);
     case RawExpr::Kind::kReduce:
-      return fail("a reduction cannot be used in a subscript; " + std::string(kRule));
+      return fail("a reduction cannot be used in a " + w + "; " + r);
     case RawExpr::Kind::kOp:
       break;
   }
   for (const RawExprRef& arg : e.args) {
-    if (!arg) return fail("missing operand in a subscript");
+    if (!arg) return fail("missing operand in a " + w);
   }
   if (e.op == Op::kNeg && e.args.size() == 1) {
-    a = affine(*e.args[0]);
-    if (a.ok) a.ok = scale(a, -1, e.loc);
+    a = affine_form(*e.args[0], names, error, what, rule);
+    if (a.ok && !scale_affine(a, -1)) return fail(w + " arithmetic overflows");
     a.loc = e.loc;
     return a;
   }
   if ((e.op == Op::kAdd || e.op == Op::kSub || e.op == Op::kMul) && e.args.size() == 2) {
-    NamedAffine l = affine(*e.args[0]);
-    NamedAffine r = affine(*e.args[1]);
-    if (!l.ok || !r.ok) {
+    NamedAffine l = affine_form(*e.args[0], names, error, what, rule);
+    NamedAffine rr = affine_form(*e.args[1], names, error, what, rule);
+    if (!l.ok || !rr.ok) {
       a.ok = false;
       return a;
     }
     if (e.op == Op::kMul) {
-      if (!l.terms.empty() && !r.terms.empty()) {
-        return fail("subscript is not affine: it multiplies index '" + l.terms[0].name +
-                    "' by index '" + r.terms[0].name + "'; " + kRule);
+      if (!l.terms.empty() && !rr.terms.empty()) {
+        const std::string term = what == "subscript" ? "index" : "size";
+        return fail(w + " is not affine: it multiplies " + term + " '" + l.terms[0].name + "' by " + term + " '" +
+                    rr.terms[0].name + "'; " + r);
       }
-      if (l.terms.empty()) std::swap(l, r);
-      // l * constant r
-      if (!scale(l, r.offset, e.loc)) return fail("subscript arithmetic overflows");
+      if (l.terms.empty()) std::swap(l, rr);
+      // l * constant rr
+      if (!scale_affine(l, rr.offset)) return fail(w + " arithmetic overflows");
       l.loc = e.loc;
       return l;
     }
-    if (e.op == Op::kSub && !scale(r, -1, e.loc)) return fail("subscript arithmetic overflows");
-    if (l.terms.size() + r.terms.size() > kMaxStatementIndices) {
-      return fail("a subscript with more than " + std::to_string(kMaxStatementIndices) +
-                  " indices is not supported");
+    if (e.op == Op::kSub && !scale_affine(rr, -1)) return fail(w + " arithmetic overflows");
+    if (l.terms.size() + rr.terms.size() > kMaxStatementIndices) {
+      return fail("a " + w + " with more than " + std::to_string(kMaxStatementIndices) + " terms is not supported");
     }
-    for (const NamedTerm& t : r.terms) {
+    for (const NamedTerm& t : rr.terms) {
       auto it = std::find_if(l.terms.begin(), l.terms.end(), [&](const NamedTerm& u) { return u.name == t.name; });
       if (it == l.terms.end()) {
         l.terms.push_back(t);
       } else if (__builtin_add_overflow(it->coeff, t.coeff, &it->coeff)) {
-        return fail("subscript arithmetic overflows");
+        return fail(w + " arithmetic overflows");
       }
     }
-    if (__builtin_add_overflow(l.offset, r.offset, &l.offset)) return fail("subscript arithmetic overflows");
+    if (__builtin_add_overflow(l.offset, rr.offset, &l.offset)) return fail(w + " arithmetic overflows");
     l.loc = e.loc;
     return l;
   }
-  if (e.op == Op::kDiv) return fail("a subscript cannot divide; " + std::string(kRule));
-  return fail("'" + std::string(op_name(e.op)) + "' cannot be used in a subscript; " + kRule);
+  if (e.op == Op::kDiv) return fail("a " + w + " cannot divide; " + r);
+  return fail("'" + std::string(op_name(e.op)) + "' cannot be used in a " + w + "; " + r);
 }
 
-bool Completer::scale(NamedAffine& a, int64_t factor, SourceLoc loc) {
+bool scale_affine(NamedAffine& a, int64_t factor) {
   for (NamedTerm& t : a.terms) {
     if (__builtin_mul_overflow(t.coeff, factor, &t.coeff)) return false;
   }
   return !__builtin_mul_overflow(a.offset, factor, &a.offset);
+}
+
+NamedAffine Completer::affine(const RawExpr& e) {
+  const char* kRule =
+      "subscripts are affine: indices, integers and integer consts combined with +, - and "
+      "multiplication by an integer";
+  auto name = [&](const RawExpr& n) {
+    NamedAffine a;
+    a.loc = n.loc;
+    const TensorNode* node = find(n.name);
+    if (node && node->role == Role::kConst) {
+      std::optional<int64_t> v = const_value(node, n.loc);
+      if (!v) {
+        a.ok = false;
+        return a;
+      }
+      a.offset = *v;
+      return a;
+    }
+    if (node) {
+      error(n.loc, "'" + n.name + "' is a tensor, so it cannot be an index; " + std::string(kRule) +
+                       " (give the index another name)");
+      a.ok = false;
+      return a;
+    }
+    if (size_number(n.name) >= 0) {
+      error(n.loc, "size '" + n.name + "' cannot be used in a subscript; an index ranges over it where it "
+                       "stands alone in a dimension of size " + n.name + " (or bound one: `where k < " + n.name + "`)");
+      a.ok = false;
+      return a;
+    }
+    a.terms.push_back({n.name, 1, n.loc});
+    return a;
+  };
+  return affine_form(e, name, [&](SourceLoc loc, std::string message) { error(loc, std::move(message)); },
+                     "subscript", kRule);
 }
 
 NamedAffine Completer::subscript(const RawExpr* e, SourceLoc fallback) {

@@ -132,9 +132,15 @@ Completer::Typed Completer::type_expr(const RawExpr& e) {
         return {out, false};
       }
       const TensorNode* node = find(e.name);
+      if (!node && size_number(e.name) >= 0) {
+        out->kind = Expr::Kind::kSize;  // language version 2: a size's value, as i32
+        out->index = size_number(e.name);
+        out->type = DType::kI32;
+        return {out, false};
+      }
       if (!node) {
         error(e.loc, "unknown name '" + e.name +
-                         "': it is not a declared tensor or const, nor an index of this statement "
+                         "': it is not a declared tensor, const or size, nor an index of this statement "
                          "(an index must appear in a subscript)");
         return {};
       }

@@ -7,6 +7,7 @@
 
 #include "kiln/ir/call.h"
 #include "kiln/ir/printer.h"
+#include "kiln/ir/sizes.h"
 #include "kiln/lang/diagnostics.h"
 #include "lang/parser_impl.h"
 #include "kiln/ir/memory_mode.h"
@@ -40,10 +41,20 @@ std::string line_of(ir::SourceLoc loc) {
 Parser::Parser(std::string_view text, std::string file_name)
     : text_(text), file_name_(std::move(file_name)), lexer_(text, &diagnostics_) {}
 
+const Token& Parser::peek() {
+  if (!peeked_) peeked_ = lexer_.next();
+  return *peeked_;
+}
+
 void Parser::advance() {
   bool skipped = false;
   for (;;) {
-    cur_ = lexer_.next();
+    if (peeked_) {
+      cur_ = *peeked_;
+      peeked_.reset();
+    } else {
+      cur_ = lexer_.next();
+    }
     if (cur_.kind == TokenKind::kNewline && !open_.empty()) {
       skipped = true;
       continue;
@@ -147,22 +158,23 @@ bool Parser::parse_declaration_rest(ir::TensorNode* node, std::optional<ir::Sour
   advance();
   if (at(TokenKind::kLBracket)) {
     open();
+    std::vector<ir::SizeExpr> dims;
     while (!at(TokenKind::kRBracket)) {
-      ir::SourceLoc loc = cur_.loc;
-      double size = 0;
-      if (!signed_number(&size, "a dimension size (a positive integer)")) return false;
-      if (size != std::trunc(size) || size <= 0) {
-        error(loc, "dimension sizes must be positive integers, found " + ir::format_number(size, false));
-        size = 1;
-      } else if (size > 4611686018427387904.0) {  // 2^62
-        error(loc, "dimension size " + ir::format_number(size, false) + " is too large");
-        size = 1;
+      if (!at(TokenKind::kNumber) && !at(TokenKind::kIdent) && !at(TokenKind::kMinus) && !at(TokenKind::kLParen)) {
+        return unexpected("a dimension size (a positive integer or a size)");
       }
-      node->dims.push_back(static_cast<int64_t>(size));
+      const ir::SourceLoc dim_at = cur_.loc;
+      PExpr dim = parse_additive();
+      if (!dim) return false;
+      // A wrong dimension is reported and stands as 1, so that later uses do not cascade.
+      dims.push_back(ir::declared_dimension(*dim.expr, dim_at, *node, sizes_, &diagnostics_).value_or(ir::SizeExpr::constant(1)));
       if (!at(TokenKind::kComma)) break;
       advance();
     }
     if (!close(TokenKind::kRBracket, "after the dimension sizes")) return false;
+    const bool sized = std::any_of(dims.begin(), dims.end(), [](const ir::SizeExpr& d) { return !d.is_constant(); });
+    for (const ir::SizeExpr& d : dims) node->dims.push_back(d.is_constant() ? d.offset : 1);
+    if (sized) node->sized_dims = std::move(dims);
   }
   if (!at(TokenKind::kAssign)) return parse_memory_mode(node);
   *init_loc = cur_.loc;
@@ -219,6 +231,27 @@ bool Parser::parse_memory_mode(ir::TensorNode* node) {
   return true;
 }
 
+bool Parser::at_size_declaration() {
+  return at_word("size") && peek().kind == TokenKind::kIdent;
+}
+
+bool Parser::parse_size_declaration() {
+  advance();  // `size`
+  ir::SizeDecl size{std::string(cur_.text), cur_.loc};
+  advance();
+  if (ir::is_keyword(size.name)) {
+    error(size.loc, "'" + size.name + "' is a keyword and cannot be used as a name");
+  } else if (const ir::TensorNode* node = declared(size.name)) {
+    error(size.loc, "'" + size.name + "' is already declared" + line_of(node->loc) + "; every name is declared once");
+  } else if (auto it = std::find_if(sizes_.begin(), sizes_.end(), [&](const ir::SizeDecl& s) { return s.name == size.name; });
+             it != sizes_.end()) {
+    error(size.loc, "size '" + size.name + "' is already declared" + line_of(it->loc) + "; every name is declared once");
+  } else {
+    sizes_.push_back(std::move(size));
+  }
+  return true;
+}
+
 bool Parser::parse_declaration() {
   ir::TensorNode node;
   role_of(cur_.text, &node.role);
@@ -234,6 +267,12 @@ bool Parser::parse_declaration() {
   // Declared even if the line has errors, so that later uses do not cascade.
   if (const ir::TensorNode* previous = declared(node.name)) {
     error(node.loc, "'" + node.name + "' is already declared" + line_of(previous->loc) +
+                        "; every name is declared once");
+    return ok;
+  }
+  for (const ir::SizeDecl& size : sizes_) {
+    if (size.name != node.name) continue;
+    error(node.loc, "'" + node.name + "' is already declared as a size" + line_of(size.loc) +
                         "; every name is declared once");
     return ok;
   }
@@ -302,7 +341,7 @@ bool Parser::parse_call(int routine) {
     if (!at(TokenKind::kComma)) break;
     advance();
   }
-  pending_.push_back(Pending{ir::RawStatement{}, std::move(call), nodes_.size(), routine});
+  pending_.push_back(Pending{ir::RawStatement{}, std::move(call), nodes_.size(), sizes_.size(), routine});
   return true;
 }
 
@@ -347,7 +386,7 @@ bool Parser::parse_statement(int routine) {
       advance();
     }
   }
-  pending_.push_back(Pending{std::move(s), std::nullopt, nodes_.size(), routine});
+  pending_.push_back(Pending{std::move(s), std::nullopt, nodes_.size(), sizes_.size(), routine});
   return true;
 }
 
@@ -419,6 +458,8 @@ ParseResult Parser::run() {
       ok = parse_routine();
     } else if (cur_.kind == TokenKind::kIdent && role_of(cur_.text, &role)) {
       ok = parse_declaration() && end_of_line();
+    } else if (at_size_declaration()) {
+      ok = parse_size_declaration() && end_of_line();
     } else if (at(TokenKind::kRBrace)) {
       error(cur_.loc, "'}' without a routine block to close; remove it");
       ok = false;
@@ -441,8 +482,9 @@ ParseResult Parser::run() {
       if (c) routine.calls.push_back(std::move(*c));
       continue;
     }
+    const std::vector<ir::SizeDecl> sizes(sizes_.begin(), sizes_.begin() + static_cast<std::ptrdiff_t>(p.visible_sizes));
     std::optional<ir::Assignment> a =
-        ir::complete_statement(p.statement, nodes_, p.visible_nodes, &diagnostics_, &lookup);
+        ir::complete_statement(p.statement, nodes_, p.visible_nodes, &diagnostics_, &lookup, &sizes);
     if (a) routine.statements.push_back(std::move(*a));
   }
 
@@ -460,6 +502,7 @@ ParseResult Parser::run() {
   if (diagnostics_.empty()) {
     ir::Program program;
     program.file = file_name_;
+    program.sizes = sizes_;
     program.nodes = nodes_;
     if (main_routine_ >= 0) program.routines.push_back(routines_[main_routine_]);
     for (size_t r = 0; r < routines_.size(); ++r) {

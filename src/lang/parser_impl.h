@@ -37,11 +37,13 @@ class Parser {
     ir::RawStatement statement;
     std::optional<ir::RawCall> call;  // a call statement instead of `statement`
     size_t visible_nodes;  // nodes declared before it
+    size_t visible_sizes;  // sizes declared before it
     int routine;           // index into routines_
   };
 
   // Tokens.
   void advance();
+  const Token& peek();  // the token after cur_, read ahead (at the top level: no open brackets)
   bool at(TokenKind kind) const { return cur_.kind == kind; }
   bool at_word(std::string_view word) const { return cur_.kind == TokenKind::kIdent && cur_.text == word; }
   bool at_end_of_statement() const { return at(TokenKind::kNewline) || at(TokenKind::kEnd); }
@@ -57,6 +59,8 @@ class Parser {
   bool parse_declaration();
   bool parse_declaration_rest(ir::TensorNode* node, std::optional<ir::SourceLoc>* init_loc);
   bool parse_memory_mode(ir::TensorNode* node);  // an optional `@MODE` ending a declaration
+  bool at_size_declaration();  // `size` followed by a name starts a line
+  bool parse_size_declaration();
   bool parse_routine();
   bool parse_statement(int routine);
   bool parse_call(int routine);  // after `call`
@@ -81,10 +85,12 @@ class Parser {
   std::vector<ir::Diagnostic> diagnostics_;
   Lexer lexer_;
   Token cur_;
+  std::optional<Token> peeked_;
   bool cur_starts_line_ = false;  // newlines inside brackets were skipped to reach cur_
   std::vector<Token> open_;       // the brackets open now, innermost last
   int nesting_ = 0;               // recursion depth of the expression parser
 
+  std::vector<ir::SizeDecl> sizes_;
   std::vector<ir::TensorNode> nodes_;
   std::map<std::string, size_t, std::less<>> node_positions_;  // first node of each name
   std::vector<ir::Routine> routines_;

@@ -270,6 +270,12 @@ Result<LoweredProgram> Lowerer::run() {
 }  // namespace lowering
 
 Result<LoweredProgram> lower_program(const Program& program, const LowerOptions& options) {
+  if (program.has_sizes()) {
+    return unimplemented_error("the program declares sizes (" + program.sizes[0].name +
+                               (program.sizes.size() > 1 ? ", ..." : "") +
+                               "): bind them and specialize it first (ir::specialize_sizes in kiln/ir/sizes.h); "
+                               "one compiled program for every size is not done yet");
+  }
   Program with_calls;
   if (options.auto_calls) {
     // with_library_calls reads nodes by index: only a valid program is rewritten (the Lowerer

@@ -135,6 +135,8 @@ Result<LExprRef> Lowerer::lower_expr(const Expr& e, Scope& scope) {
       return lconst(e.type, convert_constant(e.literal, e.type));
     case Expr::Kind::kIndex:
       return cast_to(scope.index_value[e.index], DType::kI32);
+    case Expr::Kind::kSize:  // lower_program refuses programs with sizes
+      return internal_error("a size's value reached lowering: the program was not specialized");
     case Expr::Kind::kTensor:
     case Expr::Kind::kMerge: {
       KILN_ASSIGN_OR_RETURN(LExprRef v, lower_read(e, scope));

@@ -26,6 +26,8 @@ inline std::string expr_difference(const Expr& a, const Expr& b, const std::stri
       return "";
     case Expr::Kind::kIndex:
       return a.index == b.index ? "" : differ("index");
+    case Expr::Kind::kSize:
+      return a.index == b.index ? "" : differ("size");
     case Expr::Kind::kTensor:
     case Expr::Kind::kMerge:
       if (a.node != b.node) return differ("node");
@@ -51,12 +53,16 @@ inline std::string expr_difference(const Expr& a, const Expr& b, const std::stri
 
 inline ::testing::AssertionResult programs_equal(const Program& a, const Program& b) {
   auto fail = [](const std::string& what) { return ::testing::AssertionFailure() << what; };
+  if (a.sizes.size() != b.sizes.size()) return fail("size counts differ");
+  for (size_t i = 0; i < a.sizes.size(); ++i) {
+    if (a.sizes[i].name != b.sizes[i].name) return fail("size " + std::to_string(i) + " differs");
+  }
   if (a.nodes.size() != b.nodes.size()) return fail("node counts differ");
   for (size_t i = 0; i < a.nodes.size(); ++i) {
     const TensorNode& x = a.nodes[i];
     const TensorNode& y = b.nodes[i];
     if (x.id != y.id || x.name != y.name || x.role != y.role || x.dtype != y.dtype ||
-        x.dims != y.dims || x.init.kind != y.init.kind || x.init.a != y.init.a ||
+        x.dims != y.dims || x.sized_dims != y.sized_dims || x.init.kind != y.init.kind || x.init.a != y.init.a ||
         x.init.b != y.init.b) {
       return fail("node " + std::to_string(i) + " (" + x.name + ") differs");
     }
@@ -77,7 +83,8 @@ inline ::testing::AssertionResult programs_equal(const Program& a, const Program
       }
       if (s.indices.size() != t.indices.size()) return fail(where + ": index counts differ");
       for (size_t k = 0; k < s.indices.size(); ++k) {
-        if (s.indices[k].name != t.indices[k].name || s.indices[k].extent != t.indices[k].extent) {
+        if (s.indices[k].name != t.indices[k].name || s.indices[k].extent != t.indices[k].extent ||
+            s.indices[k].sized_extent != t.indices[k].sized_extent) {
           return fail(where + ": index " + std::to_string(k) + " differs");
         }
       }

@@ -309,7 +309,7 @@ TEST_F(CompletionTest, ReadRules) {
   EXPECT_FALSE(complete("y", {"i"}, op(Op::kAdd, {name("i"), name("x", loc(1, 8))})));
   EXPECT_TRUE(has("1:8: 'x' has 2 dimensions but 0 subscripts are given")) << messages();
   EXPECT_FALSE(complete("y", {"i"}, name("foo", loc(1, 8))));
-  EXPECT_TRUE(has("1:8: unknown name 'foo': it is not a declared tensor or const, nor an index of this statement")) << messages();
+  EXPECT_TRUE(has("1:8: unknown name 'foo': it is not a declared tensor, const or size, nor an index of this statement")) << messages();
   EXPECT_FALSE(complete("y", {"i"}, ref("foo", {name("i")}, loc(1, 8))));
   EXPECT_TRUE(has("1:8: unknown tensor 'foo'")) << messages();
   EXPECT_FALSE(complete("y", {"i"}, raw_merge("two", {}, loc(1, 8))));

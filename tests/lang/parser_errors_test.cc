@@ -69,7 +69,7 @@ TEST(ParserErrors, DeclarationErrors) {
   check({"zero dim", "input a : f32[3, 0]\n", 1, 18, "dimension sizes must be positive integers, found 0"});
   check({"negative dim", "input a : f32[-2]\n", 1, 15, "dimension sizes must be positive integers, found -2"});
   check({"float dim", "input a : f32[2.5]\n", 1, 15, "dimension sizes must be positive integers, found 2.5"});
-  check({"name dim", "input a : f32[N]\n", 1, 15, "expected a dimension size (a positive integer), found 'N'"});
+  check({"name dim", "input a : f32[N]\n", 1, 15, "'N' is not a declared size; declare it with `size N` before this line"});
   check({"missing comma", "input a : f32[2 3]\n", 1, 17, "expected ',' or ']' after the dimension sizes, found '3'"});
   check({"duplicate name", "param x : f32\n", 1, 7, "'x' is already declared on line 1; every name is declared once"});
   check({"init on input", "input a : f32 = 1\n", 1, 15, "input 'a' cannot have an initializer: inputs are supplied by the host"});
@@ -88,6 +88,27 @@ TEST(ParserErrors, DeclarationErrors) {
   check({"missing name", "input : f32\n", 1, 7, "expected a name after 'input', found ':'"});
 }
 
+// Sizes (language version 2): each misuse at its place, with what to do.
+TEST(ParserErrors, SizeErrors) {
+  check({"undeclared size", "size Batch\ninput a : f32[Bach, 3]\n", 2, 15,
+         "'Bach' is not a declared size; did you mean 'Batch'?; declare it with `size Bach` before this line"});
+  check({"size in a param", "size N\nparam a : f32[N]\n", 2, 15, "a param keeps one shape across runs"});
+  check({"size in a const", "size N\nconst a : f32[N] = 1\n", 2, 15, "a const keeps one shape across runs"});
+  check({"affine input", "size N\ninput a : f32[N + 1]\n", 2, 15,
+         "an input's dimension is a number or a size's bare name, which the input binds; 'N + 1' is an expression"});
+  check({"size times size", "size N\noutput a : f32[N * N]\n", 2, 18, "dimension is not affine: it multiplies size 'N' by size 'N'"});
+  check({"size declared twice", "size N\nsize N\n", 2, 6, "size 'N' is already declared on line 8"});
+  check({"size named like a tensor", "size x\n", 1, 6, "'x' is already declared on line 1"});
+  check({"tensor named like a size", "size N\ntensor N : f32\n", 2, 8, "'N' is already declared as a size on line 8"});
+  check({"size in a subscript", "size N\ny[i] = x[i, N - 1]\n", 2, 13, "size 'N' cannot be used in a subscript"});
+  check({"size as a target index", "size N\ny[N] = 1\n", 2, 3, "target subscripts must be index names, but 'N' is a size"});
+  check({"size as an index", "size N\ny[i] = sum(x[i, k]) where N < 5\n", 2, 27, "'N' is a size, so it cannot be an index"});
+  check({"dims disagree", "size N\ninput u : f32[N]\ny[i] = u[i] + x[i, 0]\n", 3, 10,
+         "index 'i' stands alone in dimension 0 of 'u' (size N) here, but in dimension 0 of 'y' (size 4) elsewhere"});
+  check({"bound disagrees", "size N\noutput w : f32[N]\nw[i] = 1 where i < 4\n", 3, 16,
+         "where i < 4 disagrees with dimension 0 of 'w' (size N)"});
+}
+
 TEST(ParserErrors, MemoryModeErrors) {
   check({"unknown mode", "tensor a : f32[3] @vitual\n", 1, 20,
          "unknown memory mode '@vitual' (the modes are @virtual, @local, @device and @hosted); did you mean '@virtual'?"});
@@ -103,7 +124,7 @@ TEST(ParserErrors, NameErrors) {
          "'late' is used before its declaration on line 9; declare it before the statements that use it"});
   check({"unknown tensor", "y[i] = nope[i]\n", 1, 8, "unknown tensor 'nope'; declare it before the statements that use it"});
   check({"unknown target", "w[i] = y[i]\n", 1, 1, "unknown tensor 'w'; declare it before assigning to it"});
-  check({"unknown name", "y[i] = x[i, 0] * foo\n", 1, 18, "unknown name 'foo': it is not a declared tensor or const, nor an index of this statement (an index must appear in a subscript)"});
+  check({"unknown name", "y[i] = x[i, 0] * foo\n", 1, 18, "unknown name 'foo': it is not a declared tensor, const or size, nor an index of this statement (an index must appear in a subscript)"});
   check({"keyword as value", "y[i] = input\n", 1, 8, "'input' is a keyword and cannot be used as a value"});
   check({"where without statement", "where k < 3\n", 1, 1, "'where' cannot start a statement"});
   check({"tensor as index", "y[i] = v[s]\n", 1, 10, "'s' is a tensor, so it cannot be an index"});
@@ -143,7 +164,7 @@ TEST(ParserErrors, IndexErrors) {
   check({"bound disagrees", "y[i] = sum(v[k]) where k < 4\n", 1, 24, "where k < 4 disagrees with dimension 0 of 'v' (size 5), where 'k' stands alone"});
   check({"bound on a non-index", "y[i] = 1 where q < 2\n", 1, 16, "where bound on 'q', which is not used in this statement"});
   check({"bound not positive", "y[i] = sum(v[i + k]) where k < 0\n", 1, 32, "the bound of 'k' must be positive"});
-  check({"bound not a number", "y[i] = sum(v[i + k]) where k < i\n", 1, 32, "the bound of 'k' must be an integer or an integer const"});
+  check({"bound not a number", "y[i] = sum(v[i + k]) where k < i\n", 1, 32, "the bound of 'k' must be an integer, an integer const or a size; 'i' is none"});
   check({"bad bound syntax", "y[i] = sum(v[i + k]) where k <= 2\n", 1, 30, "expected '<' in `where k < N`, found '<='"});
   check({"not on the left", "y[i] = x[i, j]\n", 1, 13, "index 'j' is not on the left side; reduce over it with sum(...)"});
 }

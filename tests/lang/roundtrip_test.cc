@@ -81,6 +81,41 @@ std::string check_round_trip(const ir::Program& p, const std::string& what) {
   return printed;
 }
 
+// Sizes (language version 2): declarations, sized dimensions, sized bounds and size values
+// parse into the IR's size expressions and print back as written.
+TEST(RoundTrip, Sizes) {
+  const std::string text =
+      "size N\n"
+      "size T\n"
+      "input  x : f32[N, 10]\n"
+      "input  t : i32[T]\n"
+      "output y : f32[N, 10]\n"
+      "output p : f32[2*N + 1]\n"
+      "output c : f32\n"
+      "tensor m : f32[N]\n"
+      "\n"
+      "m[i] = max(x[i, j])\n"
+      "y[i, j] = exp(x[i, j] - m[i])\n"
+      "p[i] = f32(N) + f32(i)\n"
+      "c = sum(f32(k)) where k < N + T - 1\n";
+  ParseResult r = parse(text, "sizes.kiln");
+  ASSERT_TRUE(r.program.has_value()) << format_diagnostics("sizes.kiln", text, r.diagnostics);
+  const ir::Program& p = *r.program;
+  ASSERT_EQ(p.sizes.size(), 2u);
+  EXPECT_EQ(p.nodes[0].sized_dims, (std::vector<ir::SizeExpr>{ir::SizeExpr::size(0), ir::SizeExpr::constant(10)}));
+  EXPECT_EQ(p.nodes[3].sized_dims, (std::vector<ir::SizeExpr>{ir::SizeExpr{{{0, 2}}, 1}}));
+  EXPECT_FALSE(p.nodes[4].is_sized());
+  const ir::Assignment& sum = p.routines[0].statements[3];
+  ASSERT_TRUE(sum.indices[0].sized_extent.has_value());
+  EXPECT_EQ(*sum.indices[0].sized_extent, (ir::SizeExpr{{{0, 1}, {1, 1}}, -1}));
+  EXPECT_EQ(check_round_trip(p, "sizes"), text);
+  // `size` is a keyword only where a line starts with `size NAME`: a version 1 tensor named size
+  // keeps its meaning.
+  ParseResult v1 = parse("output size : f32[3]\nsize[i] = 1\n", "v1.kiln");
+  ASSERT_TRUE(v1.program.has_value()) << format_diagnostics("v1.kiln", "", v1.diagnostics);
+  EXPECT_TRUE(v1.program->sizes.empty());
+}
+
 // Memory modes in text (language version 2): parsed into the node's request, printed back.
 TEST(RoundTrip, MemoryModes) {
   const std::string text =

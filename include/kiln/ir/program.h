@@ -44,6 +44,27 @@ struct SourceLoc {
   int column = 0;  // 1-based
 };
 
+// Language version 2: a size, a dimension whose value is known only when a routine runs
+// (`size N`). Sizes are numbered by their position in Program::sizes.
+struct SizeDecl {
+  std::string name;
+  SourceLoc loc;
+};
+
+// sum(coeff * size) + offset over a program's sizes: a dimension (`N + 2`, `2*N`) or an index's
+// extent. A constant (no terms) is a plain number.
+struct SizeExpr {
+  std::vector<std::pair<int, int64_t>> terms;  // (size number, coefficient), coefficient != 0, by size number
+  int64_t offset = 0;
+
+  static SizeExpr constant(int64_t value) { return SizeExpr{{}, value}; }
+  static SizeExpr size(int number) { return SizeExpr{{{number, 1}}, 0}; }
+  bool is_constant() const { return terms.empty(); }
+  // The size number if this is exactly one size (coefficient 1, offset 0), else -1.
+  int bare_size() const { return terms.size() == 1 && terms[0].second == 1 && offset == 0 ? terms[0].first : -1; }
+  friend bool operator==(const SizeExpr&, const SizeExpr&) = default;
+};
+
 // Initial value of a param / tensor / const.
 struct Init {
   enum class Kind : uint8_t { kNone, kValue, kUniform, kNormal };
@@ -61,18 +82,25 @@ struct TensorNode {
   Init init;
   MemoryMode memory = MemoryMode::kUnset;
   SourceLoc loc;
+  // Language version 2: one per dimension when a dimension names a size, else empty. `dims`
+  // then holds 1 for each such dimension until specialize_sizes() (kiln/ir/sizes.h) gives it its
+  // value: only the front end (parser, builder, printer, validation, binding) sees sized nodes.
+  std::vector<SizeExpr> sized_dims;
 
   int64_t element_count() const;  // 1 for a scalar
   // element_count() * dtype_size(dtype), saturating at INT64_MAX; declarations keep it below
   // kMaxTensorBytes, so code past validation may use it as a size_t without overflow.
   int64_t byte_size() const;
   bool is_scalar() const { return dims.empty(); }
+  bool is_sized() const { return !sized_dims.empty(); }
 };
 
 // An index of one statement, e.g. `i` in `y[i] = x[i] * 2`.
 struct IndexVar {
   std::string name;
   int64_t extent = 0;  // the index runs over [0, extent)
+  // Language version 2: the extent when it names a size (`extent` is then 1 until specialized).
+  std::optional<SizeExpr> sized_extent;
 };
 
 // sum(coeff * index) + offset, over the statement's indices: `2*i + k - 1`.
@@ -120,6 +148,7 @@ struct Expr {
     kMerge,    // node.merge[subscripts]
     kIndex,    // the value of index `index`, as i32
     kOp,       // op(args)
+    kSize,     // the value of size number `index` (language version 2), as i32
   };
   Kind kind = Kind::kLiteral;
   DType type = DType::kF32;  // after promotion
@@ -188,11 +217,15 @@ struct Routine {
 
 struct Program {
   std::string file;  // where it came from, for diagnostics ("<builder>" when built)
+  std::vector<SizeDecl> sizes;  // language version 2
   std::vector<TensorNode> nodes;
   std::vector<Routine> routines;  // `main` first when the file has top-level statements
 
   const TensorNode* find_node(std::string_view name) const;
   const Routine* find_routine(std::string_view name) const;
+  // The number of the size named `name`, or -1.
+  int find_size(std::string_view name) const;
+  bool has_sizes() const { return !sizes.empty(); }
 };
 
 // The language's reserved words: input output param tensor const routine where.

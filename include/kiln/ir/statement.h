@@ -122,12 +122,14 @@ inline constexpr size_t kMaxStatementIndices = 256;
 
 // Completes one statement against the program's nodes. Only nodes[0, visible_nodes) are declared
 // before the statement; a name of a later node is reported as "used before its declaration".
-// `lookup`, if given, indexes `nodes`. Returns the Assignment, or nullopt after appending at
-// least one diagnostic.
+// `lookup`, if given, indexes `nodes`. `sizes` (language version 2) are the sizes declared before
+// it: names that may stand in `where` bounds and as values, never in subscripts. Returns the
+// Assignment, or nullopt after appending at least one diagnostic.
 std::optional<Assignment> complete_statement(const RawStatement& statement,
                                              const std::vector<TensorNode>& nodes,
                                              size_t visible_nodes,
-                                             std::vector<Diagnostic>* diagnostics,
-                                             const NodeLookup* lookup = nullptr);
+                                             std::vector<Diagnostic>* diagnostics = nullptr,
+                                             const NodeLookup* lookup = nullptr,
+                                             const std::vector<SizeDecl>* sizes = nullptr);
 
 }  // namespace kiln::ir

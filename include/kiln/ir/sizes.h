@@ -1,0 +1,34 @@
+// Sizes (language version 2, docs/language.md "Sizes"): dimensions whose values are known only
+// when a routine runs. The front end keeps them symbolic (SizeExpr in TensorNode::sized_dims,
+// IndexVar::sized_extent, Expr::Kind::kSize); before a run every size is bound from the shapes of
+// the inputs that name it or from the host, and the program is specialized to those values.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/base/status.h"
+#include "kiln/ir/program.h"
+#include "kiln/ir/statement.h"
+
+namespace kiln::ir {
+
+// The dimension written as `raw` in the declaration of `node` (its role and name): a positive
+// integer, or an affine expression of `sizes` with integer coefficients (`N + 2`, `2*N`) for an
+// output or a tensor, a bare size name for an input, and no size at all for a param or a const.
+// Reports what is wrong at its place and returns nullopt.
+// What concerns the dimension as a whole is reported at `at` (where it starts).
+std::optional<SizeExpr> declared_dimension(const RawExpr& raw, SourceLoc at, const TensorNode& node,
+                                           const std::vector<SizeDecl>& sizes,
+                                           std::vector<Diagnostic>* diagnostics);
+
+// "N + 2", "2*N", "7": how the language writes a size expression.
+std::string size_expr_text(const SizeExpr& e, const std::vector<SizeDecl>& sizes);
+
+// The value of `e` for the sizes' `values`, or nullopt when it does not fit in int64.
+std::optional<int64_t> evaluate(const SizeExpr& e, const std::vector<int64_t>& values);
+
+}  // namespace kiln::ir
