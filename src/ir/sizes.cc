@@ -114,4 +114,189 @@ std::optional<int64_t> evaluate(const SizeExpr& e, const std::vector<int64_t>& v
   return static_cast<int64_t>(v);
 }
 
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t d = 0; d < shape.size(); ++d) out += (d ? ", " : "") + std::to_string(shape[d]);
+  return out + "]";
+}
+
+std::string declared_text(const TensorNode& node, const std::vector<SizeDecl>& sizes) {
+  std::string out = std::string(dtype_name(node.dtype)) + "[";
+  for (size_t d = 0; d < node.dims.size(); ++d) {
+    out += (d ? ", " : "") + (node.is_sized() ? size_expr_text(node.sized_dims[d], sizes) : std::to_string(node.dims[d]));
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+Result<std::vector<int64_t>> bind_sizes(const Program& program,
+                                        const std::map<std::string, std::vector<int64_t>, std::less<>>& input_shapes,
+                                        const std::map<std::string, int64_t, std::less<>>& host,
+                                        const std::string& unbound_hint) {
+  const std::vector<SizeDecl>& sizes = program.sizes;
+  std::vector<std::optional<int64_t>> bound(sizes.size());
+  std::vector<std::string> bound_by(sizes.size());
+  for (const TensorNode& node : program.nodes) {
+    auto given = input_shapes.find(node.name);
+    if (given == input_shapes.end()) continue;
+    const std::vector<int64_t>& shape = given->second;
+    const std::string what = std::string(role_name(node.role)) + " '" + node.name + "'";
+    if (shape.size() != node.dims.size()) {
+      return invalid_argument_error(what + " is " + declared_text(node, sizes) + " (" + std::to_string(node.dims.size()) +
+                                    " dimensions), but its value has " + std::to_string(shape.size()) + ": " +
+                                    shape_text(shape));
+    }
+    for (size_t d = 0; d < shape.size(); ++d) {
+      const std::string dim = "dimension " + std::to_string(d) + " of " + what;
+      const int size = node.is_sized() ? node.sized_dims[d].bare_size() : -1;
+      if (size < 0) {
+        const int64_t fixed = node.is_sized() ? node.sized_dims[d].offset : node.dims[d];
+        if (node.is_sized() && !node.sized_dims[d].is_constant()) {
+          return invalid_argument_error(dim + " is " + size_expr_text(node.sized_dims[d], sizes) +
+                                        ", which a value cannot bind");
+        }
+        if (shape[d] != fixed) {
+          return invalid_argument_error(dim + " is " + std::to_string(fixed) + ", but its value has " +
+                                        std::to_string(shape[d]) + " (" + shape_text(shape) + ")");
+        }
+        continue;
+      }
+      if (bound[size] && *bound[size] != shape[d]) {
+        return invalid_argument_error("size " + sizes[size].name + " is " + std::to_string(*bound[size]) + " from " +
+                                      bound_by[size] + ", but " + std::to_string(shape[d]) + " from " + dim);
+      }
+      bound[size] = shape[d];
+      bound_by[size] = dim;
+    }
+  }
+  for (const auto& [name, value] : host) {
+    const int size = program.find_size(name);
+    if (size < 0) {
+      if (sizes.empty()) return invalid_argument_error("size " + name + ": the program declares no sizes");
+      return invalid_argument_error("size " + name + ": the program declares no such size" +
+                                    did_you_mean(name, size_names(sizes)));
+    }
+    if (value < 0) return invalid_argument_error("size " + name + " cannot be " + std::to_string(value) + ": sizes are 0 or more");
+    if (bound[size] && *bound[size] != value) {
+      return invalid_argument_error("size " + name + " is given as " + std::to_string(value) + ", but " +
+                                    bound_by[size] + " binds it to " + std::to_string(*bound[size]));
+    }
+    bound[size] = value;
+  }
+  std::string unbound;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (!bound[i]) unbound += (unbound.empty() ? "" : ", ") + sizes[i].name;
+  }
+  if (!unbound.empty()) {
+    return invalid_argument_error("size" + std::string(unbound.find(',') != std::string::npos ? "s " : " ") + unbound +
+                                  (unbound.find(',') != std::string::npos ? " are" : " is") +
+                                  " not bound: no input given names " +
+                                  (unbound.find(',') != std::string::npos ? "them" : "it") + unbound_hint);
+  }
+  std::vector<int64_t> values;
+  for (const std::optional<int64_t>& v : bound) values.push_back(*v);
+  // Every dimension and bound must be a count at these values.
+  for (const TensorNode& node : program.nodes) {
+    if (!node.is_sized()) continue;
+    __int128 elements = 1;
+    for (size_t d = 0; d < node.sized_dims.size(); ++d) {
+      const std::optional<int64_t> v = evaluate(node.sized_dims[d], values);
+      if (!v || *v < 0) {
+        return invalid_argument_error("dimension " + std::to_string(d) + " of " + std::string(role_name(node.role)) + " '" +
+                                      node.name + "' is " + size_expr_text(node.sized_dims[d], sizes) + " = " +
+                                      (v ? std::to_string(*v) : "too large") + " at these sizes; a dimension is 0 or more");
+      }
+      elements *= *v;
+      if (elements * static_cast<__int128>(dtype_size(node.dtype)) >= kMaxTensorBytes) {
+        return invalid_argument_error(std::string(role_name(node.role)) + " '" + node.name + "' would need 2^62 or more bytes at these sizes");
+      }
+    }
+  }
+  for (const Routine& routine : program.routines) {
+    for (const Assignment& a : routine.statements) {
+      for (const IndexVar& index : a.indices) {
+        if (!index.sized_extent) continue;
+        const std::optional<int64_t> v = evaluate(*index.sized_extent, values);
+        if (!v || *v < 0) {
+          return invalid_argument_error("the range of index '" + index.name + "' (line " + std::to_string(a.loc.line) +
+                                        ") is " + size_expr_text(*index.sized_extent, sizes) + " = " +
+                                        (v ? std::to_string(*v) : "too large") + " at these sizes; a range is 0 or more");
+        }
+      }
+    }
+  }
+  return values;
+}
+
+namespace {
+
+// `e` with every size value replaced by its literal; null (and *error set) when one does not fit.
+ExprRef specialize_expr(const ExprRef& e, const std::vector<int64_t>& values, const std::vector<SizeDecl>& sizes,
+                        Status* error) {
+  if (!e) return e;
+  if (e->kind == Expr::Kind::kSize) {
+    const int64_t v = values[e->index];
+    if (v > INT32_MAX) {
+      *error = invalid_argument_error("size " + sizes[e->index].name + " = " + std::to_string(v) +
+                                      " is used as a value, an i32, which it does not fit");
+      return e;
+    }
+    auto literal = std::make_shared<Expr>();
+    literal->kind = Expr::Kind::kLiteral;
+    literal->type = DType::kI32;
+    literal->literal = static_cast<double>(v);
+    literal->loc = e->loc;
+    return literal;
+  }
+  bool changed = false;
+  std::vector<ExprRef> args;
+  for (const ExprRef& a : e->args) {
+    args.push_back(specialize_expr(a, values, sizes, error));
+    changed = changed || args.back() != a;
+  }
+  if (!changed) return e;
+  auto copy = std::make_shared<Expr>(*e);
+  copy->args = std::move(args);
+  return copy;
+}
+
+}  // namespace
+
+Result<Program> specialize_sizes(const Program& program, const std::vector<int64_t>& values) {
+  if (values.size() != program.sizes.size()) {
+    return invalid_argument_error("specialize_sizes: " + std::to_string(values.size()) + " values for " +
+                                  std::to_string(program.sizes.size()) + " sizes");
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] == 0) {
+      // Size 0 (empty tensors, reductions over nothing) needs every layer to take empty extents.
+      return unimplemented_error("size " + program.sizes[i].name + " = 0: empty tensors are not done yet");
+    }
+  }
+  Program out = program;
+  out.sizes.clear();
+  for (TensorNode& node : out.nodes) {
+    if (!node.is_sized()) continue;
+    for (size_t d = 0; d < node.dims.size(); ++d) node.dims[d] = evaluate(node.sized_dims[d], values).value_or(-1);
+    node.sized_dims.clear();
+  }
+  Status error;
+  for (Routine& routine : out.routines) {
+    for (Assignment& a : routine.statements) {
+      for (IndexVar& index : a.indices) {
+        if (!index.sized_extent) continue;
+        index.extent = evaluate(*index.sized_extent, values).value_or(-1);
+        index.sized_extent.reset();
+      }
+      a.rhs = specialize_expr(a.rhs, values, program.sizes, &error);
+    }
+  }
+  KILN_RETURN_IF_ERROR(error);
+  KILN_RETURN_IF_ERROR(validate_program(out).annotate("specializing the program's sizes"));
+  return out;
+}
+
 }  // namespace kiln::ir

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -18,6 +19,7 @@
 #include "kiln/base/time.h"
 #include "kiln/drivers/drivers.h"
 #include "kiln/ir/printer.h"
+#include "kiln/ir/sizes.h"
 #include "kiln/lang/diagnostics.h"
 #include "kiln/lang/parser.h"
 #include "kiln/ral/library_versions.h"
@@ -84,6 +86,27 @@ Failure lowering_failure(const std::string& path, const Status& status) {
     return Failure{kExitUsage, lang::format_diagnostic(path, text.ok() ? *text : "", *located), std::nullopt};
   }
   return invalid_input(path + ": " + status.message());
+}
+
+// The program at the sizes of this command (language version 2): bound from the shapes of the
+// --input files of inputs and from --size, then specialized. A program without sizes comes back
+// as it is (a --size for it is an error).
+std::variant<ir::Program, Failure> at_bound_sizes(ir::Program program, const Options& o) {
+  if (!program.has_sizes() && o.sizes.empty()) return program;
+  std::map<std::string, std::vector<int64_t>, std::less<>> shapes;
+  for (const auto& [name, file] : o.inputs) {
+    const ir::TensorNode* node = program.find_node(name);
+    if (!node || node->role != ir::Role::kInput) continue;  // reported with the other inputs
+    Result<NpyReader> reader = NpyReader::open(file);
+    if (!reader.ok()) return input_failure(reader.status());
+    shapes[name] = reader->header().shape;
+  }
+  Result<std::vector<int64_t>> values =
+      ir::bind_sizes(program, shapes, o.sizes, "; give it with --size NAME=VALUE");
+  if (!values.ok()) return invalid_input(o.program + ": " + values.status().message());
+  Result<ir::Program> specialized = ir::specialize_sizes(program, *values);
+  if (!specialized.ok()) return invalid_input(o.program + ": " + specialized.status().message());
+  return std::move(*specialized);
 }
 
 // Where a name that does not exist yet would be created: its directory's real path and its own
@@ -196,7 +219,10 @@ std::vector<std::string> node_names(const ir::Program& program, ir::Role a, ir::
 int command_run(const Options& o) {
   auto loaded = load_program(o.program);
   if (auto* f = std::get_if<Failure>(&loaded)) return report(*f);
-  const ir::Program& program = std::get<ir::Program>(loaded);
+  // Sizes are bound before anything else is checked: the checks see the shapes of this run.
+  auto sized = at_bound_sizes(std::move(std::get<ir::Program>(loaded)), o);
+  if (auto* f = std::get_if<Failure>(&sized)) return report(*f);
+  const ir::Program& program = std::get<ir::Program>(sized);
   if (auto f = check_outputs(o, &program)) return report(*f);
 
   // Routines to run.
@@ -374,10 +400,16 @@ int command_compile(const Options& o) {
   if (auto f = check_outputs(o)) return report(*f);
   auto loaded = load_program(o.program);
   if (auto* f = std::get_if<Failure>(&loaded)) return report(*f);
+  // A program with sizes prints as written; lowering it needs every size (--size).
+  if (o.emit != "ir" || !o.sizes.empty()) {
+    auto sized = at_bound_sizes(std::move(std::get<ir::Program>(loaded)), o);
+    if (auto* f = std::get_if<Failure>(&sized)) return report(*f);
+    loaded = std::move(std::get<ir::Program>(sized));
+  }
   const ir::Program& program = std::get<ir::Program>(loaded);
   std::string text;
   if (o.emit == "ir") {
-    text = ir::print_program(o.auto_calls ? ir::with_library_calls(program) : program);
+    text = ir::print_program(o.auto_calls && !program.has_sizes() ? ir::with_library_calls(program) : program);
   } else {
     Result<ir::LoweredProgram> lowered = ir::lower_program(program, lower_options(o));
     if (!lowered.ok()) return report(lowering_failure(o.program, lowered.status()));

@@ -64,6 +64,12 @@ constexpr OptionSpec kStrictFpOption = {
     "keep float reductions in program order (not split into vector\n"
     "accumulators, which changes the rounding of sums and products)"};
 
+constexpr OptionSpec kSizeOption = {
+    "--size", "", "NAME=VALUE",
+    "the value of a size (language version 2) that no --input binds;\n"
+    "repeatable. A size an --input file binds takes the file's dimension;\n"
+    "giving both with different values is an error"};
+
 constexpr std::string_view kExitStatus =
     "Exit status: 0 success; 1 a runtime failure (device, compiler, I/O); 2 a usage error or\n"
     "an error in the program or in a file or setting given to it.\n";
@@ -89,6 +95,7 @@ const std::vector<CommandSpec>& commands() {
             "deterministic pseudo-random values from --seed"},
            {"--output", "", "NAME=FILE.npy",
             "write the value of an output or param after the last run; repeatable"},
+           kSizeOption,
            {"--seed", "", "N", "seed for random inputs and random initializers (default 0)"},
            {"--repeat", "", "N",
             "run the routine sequence N times (at most 1000000); prints the\n"
@@ -134,6 +141,9 @@ const std::vector<CommandSpec>& commands() {
             "cuda:sm_NN target, built by NVRTC"},
            kNoAutoCallsOption,
            kStrictFpOption,
+           {"--size", "", "NAME=VALUE",
+            "the value of a size (language version 2) for --emit lowered, source\n"
+            "and ptx, which compile the program at those sizes; repeatable"},
            {"-o", "", "FILE",
             "write to FILE instead of standard output (written like the outputs\n"
             "of 'kiln run'; it may not be the program)"},
@@ -320,6 +330,15 @@ std::variant<Options, Failure> parse_options(const std::vector<std::string>& arg
         return usage_error(cmd, std::string(name) + " " + value + ": expected NAME=FILE.npy");
       }
       (name == "--input" ? o.inputs : o.outputs).push_back({value.substr(0, eq), value.substr(eq + 1)});
+    } else if (name == "--size") {
+      const size_t eq = value.find('=');
+      uint64_t size = 0;
+      if (eq == std::string::npos || eq == 0 || !parse_count(value.substr(eq + 1), uint64_t{1} << 62, &size)) {
+        return usage_error(cmd, "--size " + value + ": expected NAME=VALUE with VALUE an integer from 0 to 2^62");
+      }
+      if (!o.sizes.emplace(value.substr(0, eq), static_cast<int64_t>(size)).second) {
+        return usage_error(cmd, "--size " + value.substr(0, eq) + " is given twice");
+      }
     } else if (name == "--seed" || name == "--repeat" || name == "--streams") {
       const bool seed = name == "--seed", streams = name == "--streams";
       uint64_t* target = seed ? &o.seed : streams ? &o.streams : &o.repeat;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <map>
 #include <string>
 #include <utility>
 #include <variant>
@@ -38,6 +39,7 @@ struct Options {
   int cuda_arch = 0;
   std::vector<std::string> routines;
   std::vector<std::pair<std::string, std::string>> inputs, outputs;
+  std::map<std::string, int64_t, std::less<>> sizes;  // --size NAME=VALUE
   uint64_t seed = 0;
   uint64_t repeat = 1;
   uint64_t streams = 1;

@@ -36,7 +36,7 @@ void expect_refused(const Status& st, const std::string& what) {
 
 TEST(MemoryMode, RefusesInconsistentRequests) {
   Program p = small_program();
-  expect_refused(set_memory_mode(p, "x", MemoryMode::kOnDevice), "tensor 'x' cannot be on_device: it is input");
+  expect_refused(set_memory_mode(p, "x", MemoryMode::kLocal), "tensor 'x' cannot be local: it is input");
   expect_refused(set_memory_mode(p, "y", MemoryMode::kVirtual), "always stored");
   expect_refused(set_memory_mode(p, "p", MemoryMode::kLocal), "tensor 'p' cannot be local");
   expect_refused(set_memory_mode(p, "half", MemoryMode::kLocal), "a const cannot be a local array");
@@ -46,6 +46,8 @@ TEST(MemoryMode, RefusesInconsistentRequests) {
   EXPECT_TRUE(set_memory_mode(p, "x", MemoryMode::kHosted).ok());
   EXPECT_TRUE(set_memory_mode(p, "x", MemoryMode::kHosted).ok());
   EXPECT_TRUE(set_memory_mode(p, "t", MemoryMode::kHosted).ok());
+  // Inputs, outputs and params may be on_device too (the same as hosted for them).
+  EXPECT_TRUE(set_memory_mode(p, "y", MemoryMode::kOnDevice).ok());
   expect_refused(set_memory_mode(p, "t", MemoryMode::kVirtual), "it was already requested hosted");
   EXPECT_EQ(p.find_node("t")->memory, MemoryMode::kHosted);
   EXPECT_TRUE(check_memory_modes(p).ok());

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -30,5 +31,23 @@ std::string size_expr_text(const SizeExpr& e, const std::vector<SizeDecl>& sizes
 
 // The value of `e` for the sizes' `values`, or nullopt when it does not fit in int64.
 std::optional<int64_t> evaluate(const SizeExpr& e, const std::vector<int64_t>& values);
+
+// The values of a program's sizes for one run (binding, docs/language.md "Sizes"): from the shapes
+// of the inputs in `input_shapes` (by name; an input whose dimensions name a size binds it, and
+// every input naming it must agree), and from `host` (by size name) for sizes no input names.
+// INVALID_ARGUMENT, naming the tensor, the dimension, the size and the values, for: a wrong rank,
+// a fixed dimension that differs, two values for one size (inputs that disagree, or an input and
+// the host), a host value for an unknown size or a negative one, a size left unbound (all of
+// them listed, with `unbound_hint` appended: what the caller's user can do), and a dimension or
+// bound that is negative, or a tensor too large, at the bound values.
+Result<std::vector<int64_t>> bind_sizes(const Program& program,
+                                        const std::map<std::string, std::vector<int64_t>, std::less<>>& input_shapes,
+                                        const std::map<std::string, int64_t, std::less<>>& host,
+                                        const std::string& unbound_hint = "");
+
+// `program` at the sizes' `values` (from bind_sizes): every sized dimension and extent becomes
+// its number and every size value an i32 literal, and the program has no sizes left. A size used
+// as a value must fit in an i32 (INVALID_ARGUMENT naming it otherwise).
+Result<Program> specialize_sizes(const Program& program, const std::vector<int64_t>& values);
 
 }  // namespace kiln::ir
