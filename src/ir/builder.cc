@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kiln/ir/memory_mode.h"
+#include "kiln/ir/sizes.h"
 #include "kiln/ir/statement.h"
 
 namespace kiln::ir {
@@ -19,8 +20,19 @@ Index operator-(const Index& a) { return Index(raw_op(Op::kNeg, {a.raw()})); }
 Bound operator<(const Index& index, int64_t limit) {
   // A compound index expression gets an empty name, which build() reports.
   const RawExprRef& r = index.raw();
-  return Bound{r && r->kind == RawExpr::Kind::kName ? r->name : std::string(), limit};
+  return Bound{r && r->kind == RawExpr::Kind::kName ? r->name : std::string(), limit, nullptr};
 }
+
+Bound operator<(const Index& index, const Size& limit) {
+  Bound b = index < 0;
+  b.sized_limit = limit.raw();
+  return b;
+}
+
+Size operator+(const Size& a, const Size& b) { return Size(raw_op(Op::kAdd, {a.raw(), b.raw()})); }
+Size operator+(const Size& a, int64_t b) { return Size(raw_op(Op::kAdd, {a.raw(), raw_number(double(b), false)})); }
+Size operator-(const Size& a, int64_t b) { return Size(raw_op(Op::kSub, {a.raw(), raw_number(double(b), false)})); }
+Size operator*(int64_t a, const Size& b) { return Size(raw_op(Op::kMul, {raw_number(double(a), false), b.raw()})); }
 
 Value::Value(const Tensor& scalar) : raw_(raw_tensor(scalar.name(), {})) {}
 
@@ -112,7 +124,7 @@ RoutineBuilder& RoutineBuilder::statement(const Value& target, Accum accum, cons
       errors.push_back("a where bound must name one index, like k < 3");
       continue;
     }
-    s.where.push_back(RawBound{b.index, raw_number(static_cast<double>(b.limit), false), {}});
+    s.where.push_back(RawBound{b.index, b.sized_limit ? b.sized_limit : raw_number(static_cast<double>(b.limit), false), {}});
   }
   statements_.push_back(std::move(s));
   errors_.push_back(std::move(errors));
@@ -120,32 +132,44 @@ RoutineBuilder& RoutineBuilder::statement(const Value& target, Accum accum, cons
   return *this;
 }
 
-Tensor ProgramBuilder::input(std::string name, DType dtype, std::vector<int64_t> dims) {
+Tensor ProgramBuilder::input(std::string name, DType dtype, Dims dims) {
   return declare(Role::kInput, std::move(name), dtype, std::move(dims), Init{});
 }
-Tensor ProgramBuilder::output(std::string name, DType dtype, std::vector<int64_t> dims) {
+Tensor ProgramBuilder::output(std::string name, DType dtype, Dims dims) {
   return declare(Role::kOutput, std::move(name), dtype, std::move(dims), Init{});
 }
-Tensor ProgramBuilder::param(std::string name, DType dtype, std::vector<int64_t> dims, Init init) {
+Tensor ProgramBuilder::param(std::string name, DType dtype, Dims dims, Init init) {
   return declare(Role::kParam, std::move(name), dtype, std::move(dims), init);
 }
-Tensor ProgramBuilder::tensor(std::string name, DType dtype, std::vector<int64_t> dims, Init init) {
+Tensor ProgramBuilder::tensor(std::string name, DType dtype, Dims dims, Init init) {
   return declare(Role::kTensor, std::move(name), dtype, std::move(dims), init);
 }
-Tensor ProgramBuilder::constant(std::string name, DType dtype, double value, std::vector<int64_t> dims) {
+Tensor ProgramBuilder::constant(std::string name, DType dtype, double value, Dims dims) {
   return declare(Role::kConst, std::move(name), dtype, std::move(dims), value_init(value));
 }
 
-Tensor ProgramBuilder::declare(Role role, std::string name, DType dtype, std::vector<int64_t> dims,
-                               Init init) {
+Tensor ProgramBuilder::declare(Role role, std::string name, DType dtype, Dims dims, Init init) {
   TensorNode node;
   node.id = static_cast<int>(nodes_.size());
   node.name = name;
   node.role = role;
   node.dtype = dtype;
-  node.dims = std::move(dims);
   node.init = init;
   std::vector<Diagnostic> problems;
+  std::vector<SizeExpr> sized;
+  for (const Dim& d : dims.dims()) {
+    const RawExpr& raw = *d.raw();
+    if (raw.kind == RawExpr::Kind::kNumber) {  // version 1: check_declaration reports a bad one
+      node.dims.push_back(static_cast<int64_t>(raw.number));
+      sized.push_back(SizeExpr::constant(node.dims.back()));
+      continue;
+    }
+    sized.push_back(declared_dimension(raw, {}, node, sizes_, &problems).value_or(SizeExpr::constant(1)));
+    node.dims.push_back(1);
+  }
+  if (std::any_of(sized.begin(), sized.end(), [](const SizeExpr& e) { return !e.is_constant(); })) {
+    node.sized_dims = std::move(sized);
+  }
   check_declaration(node, &problems);
   if (!names_.insert(name).second) {
     problems.push_back({{}, "'" + name + "' is already declared; every name is declared once"});
@@ -153,6 +177,17 @@ Tensor ProgramBuilder::declare(Role role, std::string name, DType dtype, std::ve
   for (const Diagnostic& d : problems) errors_.push_back("declaration of '" + name + "': " + d.message);
   nodes_.push_back(std::move(node));
   return Tensor(nodes_.back().id, name);
+}
+
+Size ProgramBuilder::size(std::string name) {
+  if (!is_identifier(name)) {
+    errors_.push_back("size '" + name + "' is not a valid name");
+  } else if (!names_.insert(name).second) {
+    errors_.push_back("size '" + name + "': '" + name + "' is already declared; every name is declared once");
+  } else {
+    sizes_.push_back(SizeDecl{name, {}});
+  }
+  return Size(raw_name(std::move(name)));
 }
 
 Status ProgramBuilder::set_memory_mode(const Tensor& tensor, MemoryMode mode) {
@@ -196,6 +231,7 @@ Result<Program> ProgramBuilder::build() const {
   std::vector<std::string> errors = errors_;
   Program program;
   program.file = file_;
+  program.sizes = sizes_;
   program.nodes = nodes_;
   const NodeLookup lookup(nodes_);
   for (const auto& r : routines_) {
@@ -206,7 +242,8 @@ Result<Program> ProgramBuilder::build() const {
       for (const std::string& e : r->errors_[i]) errors.push_back(where + e);
       if (r->broken_[i]) continue;
       std::vector<Diagnostic> diagnostics;
-      std::optional<Assignment> a = complete_statement(r->statements_[i], nodes_, nodes_.size(), &diagnostics, &lookup);
+      std::optional<Assignment> a =
+          complete_statement(r->statements_[i], nodes_, nodes_.size(), &diagnostics, &lookup, &sizes_);
       for (const Diagnostic& d : diagnostics) errors.push_back(where + d.message);
       if (a) routine.statements.push_back(std::move(*a));
     }

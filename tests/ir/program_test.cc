@@ -195,7 +195,7 @@ TEST(ValidateProgram, RejectsEachBrokenInvariant) {
       {"duplicate index name", [](Program& p) { p.routines[0].statements[0].indices[2].name = "i"; }, "two indices are named 'i'"},
       {"index named like a node", [](Program& p) { p.routines[0].statements[0].indices[2].name = "w"; },
        "index 'w' has the name of a tensor"},
-      {"unused index", [](Program& p) { p.routines[0].statements[0].indices.push_back({"q", 2}); }, "index 'q' is not used"},
+      {"unused index", [](Program& p) { p.routines[0].statements[0].indices.push_back({"q", 2, std::nullopt}); }, "index 'q' is not used"},
       {"no reduction", [](Program& p) { p.routines[0].statements[0].reduce = Reduce::kNone; },
        "index 'k' is not on the left side and there is no reduction"},
       {"null rhs", [](Program& p) { p.routines[0].statements[0].rhs = nullptr; }, "the right side is missing"},

@@ -116,6 +116,41 @@ TEST(RoundTrip, Sizes) {
   EXPECT_TRUE(v1.program->sizes.empty());
 }
 
+// The C++ builder declares sizes and uses them in dimensions, bounds and values, making the
+// same program as the text; its misuses are reported by build() like the parser's.
+TEST(RoundTrip, BuilderSizesEqualParsedOnes) {
+  ir::ProgramBuilder b;
+  ir::Size n = b.size("N");
+  ir::Size t = b.size("T");
+  ir::Tensor x = b.input("x", ir::DType::kF32, {n, 10});
+  ir::Tensor p = b.output("p", ir::DType::kF32, {2 * n + 1});
+  ir::Tensor c = b.output("c", ir::DType::kF32);
+  ir::Tensor m = b.tensor("m", ir::DType::kF32, {n});
+  ir::Index i("i"), j("j"), k("k");
+  b.main()
+      .assign(m(i), max(x(i, j)))
+      .assign(p(i), f32(n) + f32(i))
+      .assign(c, sum(f32(k)), {k < n + t - 1});
+  Result<ir::Program> built = b.build();
+  ASSERT_TRUE(built.ok()) << built.status();
+  const std::string text =
+      "size N\nsize T\ninput  x : f32[N, 10]\noutput p : f32[2*N + 1]\noutput c : f32\ntensor m : f32[N]\n\n"
+      "m[i] = max(x[i, j])\np[i] = f32(N) + f32(i)\nc = sum(f32(k)) where k < N + T - 1\n";
+  ParseResult parsed = parse(text, "sizes.kiln");
+  ASSERT_TRUE(parsed.program.has_value()) << format_diagnostics("sizes.kiln", text, parsed.diagnostics);
+  EXPECT_TRUE(programs_equal(*built, *parsed.program));
+  EXPECT_EQ(ir::print_program(*built), text);
+
+  ir::ProgramBuilder bad;
+  ir::Size s = bad.size("S");
+  bad.param("w", ir::DType::kF32, {s});
+  bad.input("u", ir::DType::kF32, {s + 1});
+  Result<ir::Program> refused = bad.build();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("a param keeps one shape across runs"), std::string::npos) << refused.status();
+  EXPECT_NE(refused.status().message().find("'S + 1' is an expression"), std::string::npos) << refused.status();
+}
+
 // Memory modes in text (language version 2): parsed into the node's request, printed back.
 TEST(RoundTrip, MemoryModes) {
   const std::string text =

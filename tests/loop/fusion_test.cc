@@ -36,17 +36,17 @@ Program softmax() {
 }
 
 TEST(ParallelDims, CollapsesSmallLeadingDims) {
-  TensorNode conv{0, "o", Role::kOutput, DType::kF32, {1, 8, 16, 16}, {}, MemoryMode::kUnset, {}};
+  TensorNode conv{0, "o", Role::kOutput, DType::kF32, {1, 8, 16, 16}, {}, MemoryMode::kUnset, {}, {}};
   EXPECT_EQ(parallel_dims_alone(conv, true), 3);  // 1 * 8 * 16 = 128 >= 64
   EXPECT_EQ(leading_extent(conv, 3), 128);
   EXPECT_EQ(parallel_dims_alone(conv, false), 1);
-  TensorNode pool{0, "p", Role::kOutput, DType::kF32, {2, 4, 8, 8}, {}, MemoryMode::kUnset, {}};
+  TensorNode pool{0, "p", Role::kOutput, DType::kF32, {2, 4, 8, 8}, {}, MemoryMode::kUnset, {}, {}};
   EXPECT_EQ(parallel_dims_alone(pool, true), 3);  // 2 * 4 * 8 = 64
-  TensorNode wide{0, "w", Role::kOutput, DType::kF32, {64, 32}, {}, MemoryMode::kUnset, {}};
+  TensorNode wide{0, "w", Role::kOutput, DType::kF32, {64, 32}, {}, MemoryMode::kUnset, {}, {}};
   EXPECT_EQ(parallel_dims_alone(wide, true), 1);
-  TensorNode small{0, "s", Role::kOutput, DType::kF32, {2, 3}, {}, MemoryMode::kUnset, {}};
+  TensorNode small{0, "s", Role::kOutput, DType::kF32, {2, 3}, {}, MemoryMode::kUnset, {}, {}};
   EXPECT_EQ(parallel_dims_alone(small, true), 2);  // never reaches 64: all of them
-  TensorNode scalar{0, "c", Role::kOutput, DType::kF32, {}, {}, MemoryMode::kUnset, {}};
+  TensorNode scalar{0, "c", Role::kOutput, DType::kF32, {}, {}, MemoryMode::kUnset, {}, {}};
   EXPECT_EQ(parallel_dims_alone(scalar, true), 0);
 }
 

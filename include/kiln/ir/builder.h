@@ -10,6 +10,8 @@
 //   b.main().assign(y(i, j), sum(a(i, k) * w(k, j)));         // fine
 //   Result<Program> program = b.build();
 //
+// Sizes (language version 2): `Size n = b.size("N"); b.input("x", DType::kF32, {n, 10});`.
+//
 // Index expressions are affine (`i + 1`, `2*k - 1`, `i - j`) and serve as subscripts and, where a
 // Value is expected, as the index's value (i32). Values combine with + - * / and unary -, and
 // with the functions below; numbers convert to weak literals (an int to an integer literal, a
@@ -53,12 +55,55 @@ Index operator-(const Index& a, const Index& b);
 Index operator*(const Index& a, const Index& b);  // affine when one side is a number
 Index operator-(const Index& a);
 
-// `where k < 3`: the range of an index that never stands alone as a whole subscript.
+// Language version 2: a size of the program (ProgramBuilder::size), or an affine expression of
+// sizes (`n + 2`, `2 * n`). It stands in dimensions, in where bounds (`k < n`) and as a value (an
+// i32, like an index).
+class Size {
+ public:
+  explicit Size(RawExprRef raw) : raw_(std::move(raw)) {}
+  const RawExprRef& raw() const { return raw_; }
+
+ private:
+  RawExprRef raw_;
+};
+Size operator+(const Size& a, const Size& b);
+Size operator+(const Size& a, int64_t b);
+Size operator-(const Size& a, int64_t b);
+Size operator*(int64_t a, const Size& b);
+
+// A dimension of a declaration: a positive integer, or a Size.
+class Dim {
+ public:
+  template <std::integral T>
+  Dim(T value) : raw_(raw_number(static_cast<double>(value), false)) {}  // NOLINT: implicit
+  Dim(const Size& size) : raw_(size.raw()) {}                            // NOLINT: implicit
+  const RawExprRef& raw() const { return raw_; }
+
+ private:
+  RawExprRef raw_;
+};
+
+// A declaration's dimensions: `{64, 128}`, `{n, 10}`, or a std::vector<int64_t>. {} is a scalar.
+class Dims {
+ public:
+  Dims() = default;
+  Dims(std::initializer_list<Dim> dims) : dims_(dims) {}                      // NOLINT: implicit
+  Dims(const std::vector<int64_t>& dims) : dims_(dims.begin(), dims.end()) {}  // NOLINT: implicit
+  const std::vector<Dim>& dims() const { return dims_; }
+
+ private:
+  std::vector<Dim> dims_;
+};
+
+// `where k < 3` (or `k < n` for a size): the range of an index that never stands alone as a
+// whole subscript.
 struct Bound {
   std::string index;
   int64_t limit = 0;
+  RawExprRef sized_limit;  // a Size's expression, instead of `limit`
 };
 Bound operator<(const Index& index, int64_t limit);
+Bound operator<(const Index& index, const Size& limit);
 
 // A value expression.
 class Value {
@@ -69,6 +114,7 @@ class Value {
   template <std::floating_point T>
   Value(T v) : raw_(raw_number(static_cast<double>(v), true)) {}  // NOLINT: implicit
   Value(const Tensor& scalar);  // NOLINT: implicit; a scalar tensor or const
+  Value(const Size& size) : raw_(size.raw()) {}  // NOLINT: implicit; a size's value (i32)
   explicit Value(RawExprRef raw) : raw_(std::move(raw)) {}
 
   const RawExprRef& raw() const { return raw_; }
@@ -185,13 +231,16 @@ class ProgramBuilder {
   ProgramBuilder(const ProgramBuilder&) = delete;
   ProgramBuilder& operator=(const ProgramBuilder&) = delete;
 
-  // Declarations, in order. dims {} is a scalar.
-  Tensor input(std::string name, DType dtype, std::vector<int64_t> dims = {});
-  Tensor output(std::string name, DType dtype, std::vector<int64_t> dims = {});
-  Tensor param(std::string name, DType dtype, std::vector<int64_t> dims = {}, Init init = {});
-  Tensor tensor(std::string name, DType dtype, std::vector<int64_t> dims = {}, Init init = {});
-  Tensor constant(std::string name, DType dtype, double value, std::vector<int64_t> dims = {});
-  Tensor declare(Role role, std::string name, DType dtype, std::vector<int64_t> dims, Init init);
+  // Declarations, in order. dims {} is a scalar. A dimension may be a Size (language version 2:
+  // a bare size for an input, an affine one for an output or tensor, none for a param or const).
+  Tensor input(std::string name, DType dtype, Dims dims = {});
+  Tensor output(std::string name, DType dtype, Dims dims = {});
+  Tensor param(std::string name, DType dtype, Dims dims = {}, Init init = {});
+  Tensor tensor(std::string name, DType dtype, Dims dims = {}, Init init = {});
+  Tensor constant(std::string name, DType dtype, double value, Dims dims = {});
+  Tensor declare(Role role, std::string name, DType dtype, Dims dims, Init init);
+  // Declares a size (language version 2), like `size N` in text.
+  Size size(std::string name);
 
   // Requests a memory mode for a declared tensor (kiln/ir/memory_mode.h): an inconsistent request
   // is refused with INVALID_ARGUMENT naming the tensor and why, which build() reports too.
@@ -207,6 +256,7 @@ class ProgramBuilder {
 
  private:
   std::string file_;
+  std::vector<SizeDecl> sizes_;
   std::vector<TensorNode> nodes_;
   std::set<std::string> names_;
   std::vector<std::unique_ptr<RoutineBuilder>> routines_;
