@@ -452,6 +452,8 @@ void kiln_routine_free(kiln_routine* routine) { delete routine; }
 kiln_status kiln_routine_run(kiln_routine* routine) {
   return guarded("kiln_routine_run", [&]() -> Status {
     if (!routine) return invalid_argument_error("routine is NULL");
+    const runtime::Routine& r = *routine->routine;
+    KILN_RETURN_IF_ERROR(r.context()->nodes()->check_inputs_given(r.reads(), r.name()));
     return routine->routine->run();
   });
 }

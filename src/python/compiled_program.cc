@@ -101,6 +101,7 @@ nb::dict CompiledProgram::run(const std::string& routine, nb::kwargs inputs) {
     throw nb::value_error(("no routine '" + routine + "' in the program (routines: " + joined(routines()) + ")").c_str());
   }
   for (auto [name, value] : inputs) set(nb::cast<std::string>(name), value);
+  throw_if_error(nodes_->check_inputs_given(it->second->reads(), routine));
   // The output arrays are made first, so that the run, the wait and the reads follow each other
   // without the GIL in between (a gap lets the queue's thread go to sleep before the reads).
   struct Output {
@@ -134,7 +135,7 @@ void CompiledProgram::set(const std::string& name, nb::handle value) {
   Entry& e = entry(name);
   if (e.role == ir::Role::kOutput || e.role == ir::Role::kTensor) {
     throw nb::value_error(("tensor '" + name + "' is " + (e.role == ir::Role::kOutput ? "an output" : "an intermediate") +
-                           ": routines compute it; the host sets inputs, params and consts")
+                           ": routines compute it; the host sets inputs and params")
                               .c_str());
   }
   InputBytes bytes(e.tensor.desc(), value);

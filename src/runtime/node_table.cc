@@ -46,6 +46,7 @@ Result<std::shared_ptr<NodeTable>> NodeTable::create(const ir::Program& program,
     desc.dims = n.dims;
     desc.bytes = static_cast<size_t>(n.byte_size());
     desc.written_by_routines = written[n.id];
+    desc.is_const = n.role == ir::Role::kConst;
     desc.hosted = n.role == ir::Role::kConst   ? HostedKind::kConstant
                   : n.role == ir::Role::kInput ? HostedKind::kVolatile
                                                : HostedKind::kChangedOnDevices;
@@ -148,7 +149,25 @@ Status HostTensor::read(std::span<std::byte> out, Timeout timeout) const {
   return Status();
 }
 
+Status NodeTable::check_inputs_given(const std::vector<std::string>& nodes, std::string_view routine) const {
+  std::lock_guard<std::mutex> lock(scheduling_mutex());
+  for (const std::string& name : nodes) {
+    auto it = nodes_.find(name);
+    if (it == nodes_.end()) continue;
+    const Node& node = *it->second;
+    if (node.desc().hosted != HostedKind::kVolatile || !node.host_zeros || !node.newer_on_device.expired()) continue;
+    return failed_precondition_error("input '" + name + "' was never given a value, and routine '" + std::string(routine) +
+                                     "' reads it: set it before running (run(" + name + "=...) in Python, "
+                                     "kiln_tensor_write in C, HostTensor::write in C++)");
+  }
+  return Status();
+}
+
 Status HostTensor::write(std::span<const std::byte> data) const {
+  if (desc().is_const) {
+    return invalid_argument_error("tensor '" + desc().name + "' is a const: its value is compiled into the code that "
+                                  "reads it, so the host cannot set it; declare it as a param to set it from the host");
+  }
   if (data.size() != desc().bytes) {
     return invalid_argument_error("node '" + desc().name + "' holds " + std::to_string(desc().bytes) +
                                   " bytes, got " + std::to_string(data.size()));

@@ -1,7 +1,8 @@
 /* The C API (include/kiln/kiln.h) from plain C99, compiled as C with -pedantic -Werror and linked
  * to the shared libkiln: a whole training loop (linear regression by gradient descent on two
  * streams, the gradients of the second shard merged into the first, the weights copied back),
- * then a custom call written in C, a value trace, then the errors a caller can make, each with its message. Exits 0 when everything holds;
+ * then a custom call written in C, a value trace, a const the host may not set and an input it did
+ * not set, then the errors a caller can make, each with its message. Exits 0 when everything holds;
  * otherwise prints what failed and exits 1. Run under ASan by `make test`, where a leak fails it.
  * Usage: kiln_capi_test [DEVICE] (default cpu); exits 77 (skipped) when DEVICE is not usable. */
 #define _POSIX_C_SOURCE 200809L /* mkstemp, close */
@@ -222,6 +223,51 @@ static void custom_call(const char* device) {
   kiln_program_free(program);
 }
 
+/* A const cannot be set from the host (its value is compiled into the code), and a routine
+ * does not run on an input nobody set: both are errors that name the tensor. */
+static void consts_and_unset_inputs(const char* device) {
+  static const int64_t dims[1] = {4};
+  const float x[4] = {1, 2, 3, 4};
+  const float lr = 0.5f;
+  float y[4] = {0, 0, 0, 0};
+  kiln_program* program = NULL;
+  kiln_tensors* tensors = NULL;
+  kiln_backend* backend = NULL;
+  kiln_stream* stream = NULL;
+  kiln_code* code = NULL;
+  kiln_context *root = NULL, *linked = NULL;
+  kiln_routine* main_routine = NULL;
+  int i;
+
+  OK(kiln_program_parse("const lr : f32 = 0.25\ninput x : f32[4]\noutput y : f32[4]\ny[i] = x[i] * lr\n",
+                        "scale.kiln", &program));
+  OK(kiln_tensors_create(program, 0, &tensors));
+  CHECK(kiln_tensor_write(tensors, "lr", KILN_F32, NULL, 0, &lr, sizeof lr) == KILN_INVALID_ARGUMENT);
+  ERROR_SAYS("tensor 'lr' is a const");
+  OK(kiln_backend_create(device, &backend));
+  OK(kiln_stream_create(backend, &stream));
+  OK(kiln_compile(backend, program, NULL, 0, 0, &code));
+  OK(kiln_context_create(backend, stream, tensors, &root));
+  OK(kiln_link(root, code, &linked));
+  OK(kiln_routine_find(linked, "main", &main_routine));
+  if (!failures) {
+    CHECK(kiln_routine_run(main_routine) == KILN_FAILED_PRECONDITION);
+    ERROR_SAYS("input 'x' was never given a value, and routine 'main' reads it");
+    OK(kiln_tensor_write(tensors, "x", KILN_F32, dims, 1, x, sizeof x));
+    OK(kiln_routine_run(main_routine));
+    OK(kiln_tensor_read(tensors, "y", KILN_F32, dims, 1, y, sizeof y));
+    for (i = 0; i < 4; ++i) CHECK(y[i] == x[i] * 0.25f);
+  }
+  kiln_routine_free(main_routine);
+  kiln_context_free(linked);
+  kiln_context_free(root);
+  kiln_code_free(code);
+  kiln_stream_free(stream);
+  kiln_backend_free(backend);
+  kiln_tensors_free(tensors);
+  kiln_program_free(program);
+}
+
 static void bad_input(void) {
   static const int64_t good[2] = {64, 3};
   static const int64_t short_dims[2] = {64, 2};
@@ -365,6 +411,7 @@ int main(int argc, char** argv) {
   train(device);
   custom_call(device);
   value_trace(device);
+  consts_and_unset_inputs(device);
   bad_input();
   if (failures) {
     fprintf(stderr, "%d checks failed\n", failures);

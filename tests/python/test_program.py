@@ -151,3 +151,27 @@ def test_closed_compiled_program():
         with pytest.raises(kiln.Error, match="closed"):
             call()
     np.testing.assert_array_equal(view, x + 1)  # a view outlives the program's closing
+
+
+def test_setting_a_const_is_refused(device):
+    # A const is compiled into the code that reads it: setting it from the host would change
+    # what get() returns and nothing the routines compute, so it is refused, by name.
+    prog = kiln.Program.from_text(
+        "const lr : f32 = 0.1\ninput x : f32[4]\noutput y : f32[4]\ny[i] = x[i] * lr\n")
+    run = prog.compile(device=device)
+    x = np.arange(4, dtype=np.float32)
+    for attempt in (lambda: run.set("lr", 0.5), lambda: run(x=x, lr=0.7)):
+        with pytest.raises(kiln.Error, match="'lr' is a const.*declare it as a param"):
+            attempt()
+    np.testing.assert_allclose(run(x=x)["y"], x * np.float32(0.1), rtol=1e-6)
+    assert run.get("lr") == pytest.approx(0.1)
+
+
+def test_running_without_an_input_the_routine_reads_raises(device):
+    prog = kiln.Program.from_text("input x : f32[4]\ninput u : f32[4]\noutput y : f32[4]\ny[i] = x[i] + u[i]\n")
+    run = prog.compile(device=device)
+    with pytest.raises(kiln.Error, match="input 'u' was never given a value.*'main' reads it"):
+        run(x=np.ones(4, np.float32))
+    # Once given, an input keeps its value for later runs, as a param does.
+    np.testing.assert_array_equal(run(x=np.ones(4, np.float32), u=np.full(4, 2, np.float32))["y"], 3)
+    np.testing.assert_array_equal(run(x=np.zeros(4, np.float32))["y"], 2)

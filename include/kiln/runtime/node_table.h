@@ -60,6 +60,9 @@ struct NodeDesc {
   HostedKind hosted = HostedKind::kChangedOnDevices;
   Sharing sharing = Sharing::kPerStream;
   bool written_by_routines = false;  // some routine of the program stores to it
+  // A `const` of the program: its value is compiled into the kernels that read it, so the host
+  // never sets it (HostTensor::write refuses).
+  bool is_const = false;
 };
 
 namespace internal {
@@ -129,7 +132,8 @@ std::string shape_text(ir::DType dtype, const std::vector<int64_t>& dims);
 //    first when a device holds newer data than the host; when that copy failed (its writer
 //    failed, or its stream did), read() returns the failure, never the stale host copy;
 //  - write() replaces the host copy and marks every device array stale, so that the next routine
-//    or transfer that reads an array uploads the host copy first.
+//    or transfer that reads an array uploads the host copy first; a const's is refused
+//    (INVALID_ARGUMENT: its value is compiled into the code).
 // With automatic transfers switched off (NodeTable::set_automatic_transfers(false)), read() and
 // write() touch only the host copy and the caller moves data with to_host / from_host (kiln/runtime/transfer.h).
 class HostTensor {
@@ -165,6 +169,12 @@ class NodeTable : public std::enable_shared_from_this<NodeTable> {
   uint64_t seed() const { return seed_; }
   Result<HostTensor> tensor(std::string_view name);
   std::vector<std::string> names() const;
+
+  // OK unless one of `nodes` (the nodes a routine reads) is an input that was never given a value:
+  // its host copy still holds the zeros it was made with and no device array of it was written
+  // (host_view, a transfer). FAILED_PRECONDITION naming the input and `routine` otherwise, which
+  // the Python and C APIs return rather than run a routine on inputs nobody set.
+  Status check_inputs_given(const std::vector<std::string>& nodes, std::string_view routine) const;
 
   // Refused once the node has a device array (FAILED_PRECONDITION). kConstant for a node that
   // a routine writes is INVALID_ARGUMENT.
