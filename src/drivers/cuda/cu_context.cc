@@ -36,7 +36,10 @@ Result<std::shared_ptr<CuContext>> CuContext::create(const Api& api, CuDeviceRec
   KILN_ASSIGN_OR_RETURN(ctx->events_, EventPool::create(cuda_event_ops(&ctx->target_), kInitialEvents, kEventBatch));
   KILN_ASSIGN_OR_RETURN(ctx->staging_, StagingPool::create(cuda_staging_ops(&ctx->target_), StagingPoolOptions()));
   ctx->timepoints_ = std::make_unique<TimepointPool>(kInitialTimepoints, kTimepointBatch);
-  ctx->slots_ = std::make_unique<StatusSlots>(ctx->target_);
+  CuContext* raw = ctx.get();  // the slots go before the context (~CuContext)
+  ctx->slots_ = std::make_unique<StatusSlots>(
+      ctx->target_, DeviceMemoryOps{[raw](size_t bytes) { return raw->allocate_device(bytes, "status slots"); },
+                                    [raw](CUdeviceptr p) { raw->free_device(p); }});
   ctx->pending_signals_ = std::make_unique<PendingSignals>();
   ctx->wait_gate_ = std::make_unique<WaitGate>(*ctx);
   // Non-blocking: the mapping stream does not synchronize with the legacy default stream of other

@@ -202,7 +202,6 @@ void CuQueue::submit(std::unique_ptr<hal::Action> action, std::vector<HandedWait
 }
 
 Status CuQueue::launch(const hal::Command& command, uint32_t index, Flight& flight) {
-  const Api& api = context_->api();
   return std::visit(
       Overloaded{
           [&](const hal::CopyCommand& c) { return launch_copy(c, flight); },

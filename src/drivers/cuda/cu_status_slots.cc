@@ -10,8 +10,7 @@ StatusSlots::~StatusSlots() {
   for (Arena& a : arenas_) {
     call_in_context(target_, "cuMemFreeHost", "status slots", [&](const Api& api) { return api.MemFreeHost(a.host); })
         .ignore();
-    call_in_context(target_, "cuMemFree_v2", "status slots", [&](const Api& api) { return api.MemFree(a.device); })
-        .ignore();
+    memory_.free(a.device);
   }
 }
 
@@ -22,26 +21,25 @@ CUresult StatusSlots::copy_to_host(const Api& api, const StatusSlot& slot, CUstr
 Result<std::shared_ptr<const StatusSlot>> StatusSlots::acquire() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (free_.empty()) {
-    // Once per 256 slots in flight: cuMemAlloc and cuMemHostAlloc synchronize the device, which
-    // a warm queue never pays again.
+    // Once per 256 slots in flight: cuMemHostAlloc synchronizes the device, which a warm queue
+    // never pays again; the ring comes from the context's stream-ordered allocator.
     Arena arena;
     const size_t bytes = size_t{kStatusSlots} * kStatusWords * sizeof(uint32_t);
     KILN_RETURN_IF_ERROR(call_in_context(target_, "cuMemHostAlloc", "status slots", [&](const Api& api) {
       return api.MemHostAlloc(&arena.host, bytes, CU_MEMHOSTALLOC_PORTABLE);
     }));
     std::memset(arena.host, 0, bytes);
-    Status made = call_in_context(target_, "cuMemAlloc_v2", "status slots", [&](const Api& api) {
-      CUresult result = api.MemAlloc(&arena.device, bytes);
-      if (result == CUDA_SUCCESS) result = api.MemsetD8(arena.device, 0, bytes);
-      return result;
-    });
+    Result<CUdeviceptr> ring = memory_.allocate(bytes);
+    Status made = ring.status();
+    if (made.ok()) {
+      arena.device = *ring;
+      made = call_in_context(target_, "cuMemsetD8_v2", "status slots",
+                             [&](const Api& api) { return api.MemsetD8(arena.device, 0, bytes); });
+    }
     if (!made.ok()) {
       call_in_context(target_, "cuMemFreeHost", "status slots", [&](const Api& api) { return api.MemFreeHost(arena.host); })
           .ignore();
-      if (arena.device) {
-        call_in_context(target_, "cuMemFree_v2", "status slots", [&](const Api& api) { return api.MemFree(arena.device); })
-            .ignore();
-      }
+      if (arena.device) memory_.free(arena.device);
       return made;
     }
     arena.generation.assign(kStatusSlots, 0);

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -34,9 +35,17 @@ struct StatusSlot {
   uint32_t arena = 0, index = 0;
 };
 
+// Where the rings' device memory comes from: the context's allocator (stream-ordered where the
+// device has memory pools, CuContext::allocate_device), so that a new arena does not wait for the
+// whole device. The pinned mirrors are cuMemHostAlloc, one per 256 slots in flight, made once.
+struct DeviceMemoryOps {
+  std::function<Result<CUdeviceptr>(size_t bytes)> allocate;
+  std::function<void(CUdeviceptr)> free;
+};
+
 class StatusSlots {
  public:
-  explicit StatusSlots(ContextTarget target) : target_(target) {}
+  StatusSlots(ContextTarget target, DeviceMemoryOps memory) : target_(target), memory_(std::move(memory)) {}
   ~StatusSlots();
   StatusSlots(const StatusSlots&) = delete;
   StatusSlots& operator=(const StatusSlots&) = delete;
@@ -58,6 +67,7 @@ class StatusSlots {
     std::vector<uint32_t> generation;  // per slot: the tag's high part, advanced on every use
   };
   ContextTarget target_;
+  DeviceMemoryOps memory_;
   std::mutex mutex_;
   std::vector<Arena> arenas_;                               // guarded by mutex_
   std::vector<std::pair<uint32_t, uint32_t>> free_;          // (arena, index); guarded by mutex_
