@@ -375,9 +375,9 @@ Status StatementValidator::run() {
     if (v.name.empty()) return error("index number " + std::to_string(i) + " has no name");
     if (!names.insert(v.name).second) return error("two indices are named " + quoted(v.name));
     if (node_names_.count(v.name)) return error("index " + quoted(v.name) + " has the name of a tensor");
-    if (v.extent <= 0) {
+    if (v.extent < 0) {
       return error("index " + quoted(v.name) + " has extent " + std::to_string(v.extent) +
-                   "; extents must be positive");
+                   "; extents must be 0 or more");
     }
   }
   if (s_.target_indices.size() != target.dims.size()) {
@@ -422,9 +422,9 @@ Status validate_node(const Program& p, size_t position, std::set<std::string>& n
   if (!names.insert(n.name).second) return error("the name is declared twice");
   if (n.dtype == DType::kI64) return error("i64 is internal; declare f32, f64 or i32");
   for (size_t d = 0; d < n.dims.size(); ++d) {
-    if (n.dims[d] <= 0) {
+    if (n.dims[d] < 0) {
       return error("dimension " + std::to_string(d) + " has size " + std::to_string(n.dims[d]) +
-                   "; sizes must be positive");
+                   "; sizes must be 0 or more");
     }
   }
   if (n.byte_size() >= kMaxTensorBytes) return error("has 2^62 or more bytes");

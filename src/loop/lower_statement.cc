@@ -1,6 +1,7 @@
 // One statement's part of a kernel: its loops over the target dimensions after the parallel
 // ones and over the reduced dimensions, its expression with reads placed in buffers or local
 // arrays (inlined definitions expanded), and its trace points (lowerer.h).
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -249,9 +250,11 @@ Result<std::vector<LStmtRef>> Lowerer::lower_statement(const Routine& routine, s
     const int i = s.target_indices[d];
     scope.target_dim[i] = static_cast<int>(d);
     if (static_cast<int>(d) < parallel_dims_) {
-      below /= target.dims[d];
+      // An empty dimension (a size bound to 0) leaves no row to run: 1 keeps the arithmetic defined.
+      const int64_t dim = std::max<int64_t>(target.dims[d], 1);
+      below = std::max<int64_t>(below / dim, 1);
       LExprRef v = div(row_var_, below);
-      target_values_[d] = d == 0 ? v : mod(v, target.dims[d]);
+      target_values_[d] = d == 0 ? v : mod(v, dim);
     } else {
       loop_vars[i] = kernel.var_count++;
       target_values_[d] = lvar(loop_vars[i]);

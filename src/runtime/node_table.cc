@@ -145,7 +145,7 @@ Status HostTensor::read(std::span<std::byte> out, Timeout timeout) const {
     if (!status.ok()) return status.annotate("reading node '" + desc().name + "'");
     lock.lock();
   }
-  std::memcpy(out.data(), node_->host.data(), out.size());
+  if (!out.empty()) std::memcpy(out.data(), node_->host.data(), out.size());  // an empty node has no bytes
   return Status();
 }
 
@@ -180,7 +180,7 @@ Status HostTensor::write(std::span<const std::byte> data) const {
     (void)pending.semaphore->wait(pending.value, Timeout::infinite());
     lock.lock();
   }
-  std::memcpy(node_->host.data(), data.data(), data.size());
+  if (!data.empty()) std::memcpy(node_->host.data(), data.data(), data.size());
   node_->host_zeros = false;
   node_->host_pending.reset();  // the host copy is the host's now, whatever a transfer did
   for (const auto& weak : node_->arrays) {

@@ -266,7 +266,7 @@ Status NpyReader::read_data_into(std::span<std::byte> out) {
                                   std::to_string(header_.data_bytes));
   }
   KILN_RETURN_IF_ERROR(check_file_size());
-  std::memcpy(out.data(), first_data_.data(), first_data_.size());
+  if (!first_data_.empty()) std::memcpy(out.data(), first_data_.data(), first_data_.size());
   const size_t first = first_data_.size();
   first_data_.clear();
   KILN_ASSIGN_OR_RETURN(size_t rest, file_.read_into(out.subspan(first)));

@@ -97,3 +97,36 @@ TEST_F(CliSizesTest, SizeGivesRandomInputsTheirShapeAndBindingErrorsAreUsageErro
 
 }  // namespace
 }  // namespace kiln::tools
+
+namespace kiln::tools {
+namespace {
+
+// Size 0: empty inputs and outputs, and reductions over nothing giving their neutral elements
+// (sum 0, prod 1, max -inf, min +inf, mean NaN, as NumPy gives), on every device.
+TEST_F(CliSizesTest, SizeZeroGivesEmptyTensorsAndNeutralElements) {
+  const std::string prog = dir_.file("zero.kiln");
+  ASSERT_TRUE(write_bytes(prog, "size N\ninput x : f32[N]\noutput s : f32\noutput mx : f32\noutput mn : f32\n"
+                                "output me : f32\noutput pr : f32\noutput rows : f32[N, 3]\n"
+                                "s = sum(x[i])\nmx = max(x[i])\nmn = min(x[i])\nme = mean(x[i])\npr = prod(x[i])\n"
+                                "rows[i, j] = x[i] * f32(j)\n").ok());
+  const std::string x = dir_.file("x0.npy");
+  ASSERT_TRUE(write_npy(x, f32_array({0}, {})).ok());
+  std::vector<std::string> devices = {"cpu", "interp"};
+  if (device_present("opencl")) devices.push_back("opencl");
+  for (const std::string& device : devices) {
+    const std::string rows = dir_.file("rows_" + device + ".npy");
+    ProcessResult r = run({"run", prog, "--device", device, "--input", "x=" + x, "--output", "rows=" + rows, "--print"});
+    ASSERT_EQ(r.exit_code, 0) << device << "\n" << r.output;
+    for (const char* line : {"s : f32 []\n  0\n", "mx : f32 []\n  -inf\n", "mn : f32 []\n  inf\n", "me : f32 []\n  nan\n",
+                             "pr : f32 []\n  1\n", "rows : f32 [0, 3]\n"}) {
+      EXPECT_NE(r.output.find(line), std::string::npos) << device << ": " << line << "\n" << r.output;
+    }
+    Result<NpyArray> written = read_npy(rows);
+    ASSERT_TRUE(written.ok()) << written.status();
+    EXPECT_EQ(written->shape, (std::vector<int64_t>{0, 3}));
+    EXPECT_TRUE(written->data.empty());
+  }
+}
+
+}  // namespace
+}  // namespace kiln::tools

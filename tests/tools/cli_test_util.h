@@ -109,7 +109,7 @@ class CliTest : public ::testing::Test {
 
 inline NpyArray f32_array(std::vector<int64_t> shape, const std::vector<float>& values) {
   NpyArray a{ir::DType::kF32, std::move(shape), std::string(values.size() * 4, '\0')};
-  std::memcpy(a.data.data(), values.data(), a.data.size());
+  if (!values.empty()) std::memcpy(a.data.data(), values.data(), a.data.size());
   return a;
 }
 

@@ -46,7 +46,7 @@ TEST_F(CliWhereBoundsTest, LoopsNoDeviceCanCountAreRefusedAtTheBound) {
   const std::string path = program("huge.kiln",
                                    "output s : f64\n"
                                    "s = sum(f64(k) * f64(j)) where j < 4096, k < 4503599627370496\n");
-  for (const std::string& command : {"run", "compile"}) {
+  for (const char* command : {"run", "compile"}) {
     ProcessResult r = run({command, path});
     EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.output;
     EXPECT_NE(r.output.find("huge.kiln:2:42: error:"), std::string::npos) << command << "\n" << r.output;

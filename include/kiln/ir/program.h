@@ -240,14 +240,15 @@ inline constexpr int kMaxExprDepth = 256;
 // int64_t and size_t with room to spare (2^62 f32 elements would be 2^64 bytes, which wraps to 0).
 inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 62;
 
-// Checks every invariant above (ids, dims > 0, subscripts count, bare distinct target indices,
-// index extents > 0, types consistent with promotion, no writes to inputs or consts, merge reads
+// Checks every invariant above (ids, dims >= 0, subscripts count, bare distinct target indices,
+// index extents >= 0, types consistent with promotion, no writes to inputs or consts, merge reads
 // only of non-const nodes, ...). INVALID_ARGUMENT naming the routine, statement and problem.
 // In detail: node ids equal their position, names are non-empty and unique (nodes; routines;
-// indices within a statement, which also differ from node names), dtypes are not i64, dims > 0
-// with an element count below 2^62; inputs and outputs have no initializer, consts have a value;
+// indices within a statement, which also differ from node names), dtypes are not i64, dims >= 0
+// (0 only from a size bound to 0: the parser and builder take positive numbers) with an element
+// count below 2^62; inputs and outputs have no initializer, consts have a value;
 // a statement's target is not an input or const and has one distinct bare index per dimension;
-// every index is used (target, subscript term or index value), has extent > 0, and equals the
+// every index is used (target, subscript term or index value), has extent >= 0, and equals the
 // size of every dimension where it stands alone; without a reduction every index is a target
 // index; references have one subscript per dimension, affine terms name distinct valid indices
 // with non-zero coefficients; tensor and merge reads have their node's dtype, index values are
