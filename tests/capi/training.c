@@ -292,6 +292,14 @@ static void bad_input(void) {
   ERROR_SAYS("/nonexistent/kiln/program.kiln");
   CHECK(kiln_program_parse(NULL, NULL, &program) == KILN_INVALID_ARGUMENT);
 
+  /* Sizes (language version 2) parse; the runtime does not bind them yet, and says so. */
+  OK(kiln_program_parse("size N\ninput a : f32[N]\noutput b : f32[N]\nb[i] = a[i]\n", "sized.kiln", &program));
+  CHECK(kiln_tensors_create(program, 0, &tensors) == KILN_UNIMPLEMENTED);
+  ERROR_SAYS("declares sizes (N)");
+  CHECK(tensors == NULL);
+  kiln_program_free(program);
+  program = NULL;
+
   OK(kiln_program_parse(kProgram, "regression.kiln", &program));
   OK(kiln_tensors_create(program, 0, &tensors));
   OK(kiln_tensor_shape(tensors, "x", &dtype, dims, 4, &rank));

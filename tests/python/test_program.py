@@ -175,3 +175,9 @@ def test_running_without_an_input_the_routine_reads_raises(device):
     # Once given, an input keeps its value for later runs, as a param does.
     np.testing.assert_array_equal(run(x=np.ones(4, np.float32), u=np.full(4, 2, np.float32))["y"], 3)
     np.testing.assert_array_equal(run(x=np.zeros(4, np.float32))["y"], 2)
+
+
+def test_a_program_with_sizes_parses_and_compiling_it_says_what_is_not_done():
+    prog = kiln.Program.from_text("size N\ninput x : f32[N, 3]\noutput y : f32[N, 3]\ny[i, j] = x[i, j] * 2\n")
+    with pytest.raises(kiln.Error, match="declares sizes \\(N\\), which the runtime does not bind yet"):
+        prog.compile(device="cpu")
