@@ -92,15 +92,16 @@ std::optional<SizeExpr> declared_dimension(const RawExpr& raw, SourceLoc at, con
 }
 
 std::string size_expr_text(const SizeExpr& e, const std::vector<SizeDecl>& sizes) {
+  // Magnitudes as unsigned: -INT64_MIN does not fit in an int64_t.
+  auto magnitude = [](int64_t v) { return v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v); };
   std::string out;
   for (const auto& [number, coeff] : e.terms) {
     const std::string name = number >= 0 && static_cast<size_t>(number) < sizes.size() ? sizes[number].name : "?";
-    const int64_t magnitude = coeff < 0 ? -coeff : coeff;
     out += out.empty() ? (coeff < 0 ? "-" : "") : (coeff < 0 ? " - " : " + ");
-    out += magnitude == 1 ? name : std::to_string(magnitude) + "*" + name;
+    out += magnitude(coeff) == 1 ? name : std::to_string(magnitude(coeff)) + "*" + name;
   }
   if (out.empty()) return std::to_string(e.offset);
-  if (e.offset != 0) out += (e.offset < 0 ? " - " : " + ") + std::to_string(e.offset < 0 ? -e.offset : e.offset);
+  if (e.offset != 0) out += (e.offset < 0 ? " - " : " + ") + std::to_string(magnitude(e.offset));
   return out;
 }
 

@@ -1,14 +1,17 @@
 // The whole front end on any text, short of running a C compiler: parse → validate → lower (the
-// default lowering and the plainest one) → the lowered text re-parses → C and OpenCL source.
+// default lowering and the plainest one) → the lowered text re-parses → C and OpenCL source. A
+// program with sizes (language version 2) is bound and specialized at sizes 0, 1 and 3 first.
 // Lowering and emitting may refuse a program with a Status but must not crash, hang or throw.
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "fuzz_check.h"
 #include "kiln/codegen/c_emitter.h"
+#include "kiln/ir/sizes.h"
 #include "kiln/lang/parser.h"
 #include "kiln/loop/lower.h"
 
@@ -44,9 +47,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   kiln::Result<kiln::ir::Program> program = kiln::lang::parse_program(text, "fuzz.kiln");
   if (!program.ok()) return 0;
   check(kiln::ir::validate_program(*program).ok(), "a parsed program does not validate");
-  lower_and_emit(*program, {});
   kiln::ir::LowerOptions plain;
   plain.inline_virtual = plain.fuse = plain.collapse = plain.local_arrays = plain.optimize = false;
-  lower_and_emit(*program, plain);
+  if (!program->has_sizes()) {
+    lower_and_emit(*program, {});
+    lower_and_emit(*program, plain);
+    return 0;
+  }
+  for (int64_t value : {0, 1, 3}) {
+    std::map<std::string, int64_t, std::less<>> host;
+    for (const kiln::ir::SizeDecl& size : program->sizes) host[size.name] = value;
+    kiln::Result<std::vector<int64_t>> values = kiln::ir::bind_sizes(*program, {}, host);
+    if (!values.ok()) continue;  // a dimension negative at these sizes
+    kiln::Result<kiln::ir::Program> specialized = kiln::ir::specialize_sizes(*program, *values);
+    if (!specialized.ok()) continue;
+    lower_and_emit(*specialized, {});
+    lower_and_emit(*specialized, plain);
+  }
   return 0;
 }
