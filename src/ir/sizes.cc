@@ -5,6 +5,7 @@
 
 #include "base/suggest.h"
 #include "ir/statement_internal.h"
+#include "kiln/ir/loop_extents.h"
 #include "kiln/ir/printer.h"
 
 namespace kiln::ir {
@@ -291,6 +292,15 @@ Result<Program> specialize_sizes(const Program& program, const std::vector<int64
   }
   KILN_RETURN_IF_ERROR(error);
   KILN_RETURN_IF_ERROR(validate_program(out).annotate("specializing the program's sizes"));
+  // As statement completion refuses for written bounds: loops no 64-bit counter can count.
+  for (const Routine& routine : out.routines) {
+    for (const Assignment& a : routine.statements) {
+      if (loop_trip_count(loop_extents(a, out.nodes))) continue;
+      return invalid_argument_error("the statement on line " + std::to_string(a.loc.line) + " of routine '" +
+                                    routine.name + "' would visit more than 2^63 - 1 points at these sizes, "
+                                    "which no device's loop counters can count");
+    }
+  }
   return out;
 }
 

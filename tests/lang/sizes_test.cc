@@ -94,6 +94,12 @@ TEST(SizesTest, SizesUsedAsValuesMustFitAnI32AndZeroIsASize) {
   EXPECT_EQ(zero->find_node("x")->dims, (std::vector<int64_t>{0, 10}));
   EXPECT_EQ(zero->find_node("q")->dims, std::vector<int64_t>{0});
   EXPECT_EQ(zero->routines[0].statements[3].indices[0].extent, 0);
+  // Loops no 64-bit counter can count, at the bound sizes.
+  ParseResult r = parse("size N\noutput s : f64\ns = sum(f64(k) * f64(j)) where k < N, j < N\n", "huge.kiln");
+  ASSERT_TRUE(r.program.has_value());
+  Result<ir::Program> huge = ir::specialize_sizes(*r.program, {int64_t{1} << 40});
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("more than 2^63 - 1 points at these sizes"), std::string::npos) << huge.status();
 }
 
 }  // namespace
