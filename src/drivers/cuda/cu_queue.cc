@@ -244,7 +244,8 @@ Status CuQueue::for_each_staged_chunk(size_t length, Flight& flight, void* read_
     Flight::Readback readback{nullptr, nullptr, 0};
   };
   std::deque<Staged> staged;
-  // On a failure the device may still be using the blocks: the flight holds them to its end.
+  // On a failure the device may still be using the blocks already staged: the flight holds them
+  // until its end, rather than return them to the pool for another transfer to overwrite.
   auto fail = [&](Staged& next, Status status) {
     flight.staging.push_back(std::move(next.block));
     for (Staged& s : staged) flight.staging.push_back(std::move(s.block));
@@ -260,12 +261,18 @@ Status CuQueue::for_each_staged_chunk(size_t length, Flight& flight, void* read_
       next.copied = std::move(staged.front().copied);
       const Flight::Readback out = staged.front().readback;
       staged.pop_front();
-      KILN_RETURN_IF_ERROR(wait_for_event(next.copied.get(), false).annotate("staging a transfer"));
+      if (Status waited = wait_for_event(next.copied.get(), false); !waited.ok()) {
+        return fail(next, waited.annotate("staging a transfer"));
+      }
       if (out.host) std::memcpy(out.host, out.staged, out.length);
     } else {
-      KILN_ASSIGN_OR_RETURN(next.block, context_->staging().acquire(chunk));
+      Result<StagingBlock> block = context_->staging().acquire(chunk);
+      if (!block.ok()) return fail(next, block.status());
+      next.block = std::move(*block);
       if (ring) {
-        KILN_ASSIGN_OR_RETURN(next.copied, context_->events().acquire());
+        Result<EventRef> event = context_->events().acquire();
+        if (!event.ok()) return fail(next, event.status());
+        next.copied = std::move(*event);
       }
     }
     void* block = next.block.data();
