@@ -65,7 +65,10 @@ Status set_run_inputs(std::vector<RunInput>& inputs, uint64_t seed, runtime::Nod
                       std::span<const runtime::ContextRef> contexts) {
   for (RunInput& input : inputs) {
     const std::string& name = input.node->name;
-    Result<runtime::HostView> first = runtime::host_view(contexts.front(), name);
+    // A node that no routine being run uses has no array: only its host copy is set.
+    Result<runtime::HostView> first = contexts.front()->has_array(name)
+                                          ? runtime::host_view(contexts.front(), name)
+                                          : Result<runtime::HostView>(unimplemented_error("no array"));
     if (first.ok()) {
       KILN_RETURN_IF_ERROR(fill_input(input, seed, first->bytes));
       for (const runtime::ContextRef& context : contexts.subspan(1)) {
@@ -75,13 +78,13 @@ Status set_run_inputs(std::vector<RunInput>& inputs, uint64_t seed, runtime::Nod
       continue;
     }
     if (host_memory(first.status())) return first.status();
-    // Device memory: through the host copy, uploaded to every context's array.
+    // Device memory (or no array): through the host copy, uploaded to every context's array.
     KILN_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, host_buffer(*input.node));
     KILN_RETURN_IF_ERROR(fill_input(input, seed, bytes));
     KILN_ASSIGN_OR_RETURN(runtime::HostTensor tensor, nodes.tensor(name));
     KILN_RETURN_IF_ERROR(tensor.write(bytes));
     for (const runtime::ContextRef& context : contexts) {
-      KILN_RETURN_IF_ERROR(runtime::from_host(context, name).status());
+      if (context->has_array(name)) KILN_RETURN_IF_ERROR(runtime::from_host(context, name).status());
     }
   }
   return Status();

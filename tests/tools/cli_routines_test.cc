@@ -95,5 +95,26 @@ TEST_F(CliRoutinesTest, RepeatedRoutinesRunInTheOrderGiven) {
   }
 }
 
+// An input that no routine being run reads has no device array: its --input file (or its random
+// values) only sets its host copy, on every device and with several streams.
+TEST_F(CliRoutinesTest, InputsOfRoutinesNotRunAreSetWithoutAnArray) {
+  const std::string prog = dir_.file("two.kiln");
+  ASSERT_TRUE(write_bytes(prog, "input x : f32[4]\ninput u : f32[4]\noutput y : f32[4]\noutput z : f32[4]\n"
+                                "routine a {\n  y[i] = x[i] * 2\n}\nroutine b {\n  z[i] = u[i] + 1\n}\n").ok());
+  const std::string x = dir_.file("x.npy"), u = dir_.file("u.npy");
+  ASSERT_TRUE(write_npy(x, f32_array({4}, {1, 2, 3, 4})).ok());
+  ASSERT_TRUE(write_npy(u, f32_array({4}, {5, 6, 7, 8})).ok());
+  std::vector<std::string> devices = {"cpu", "interp"};
+  if (device_present("opencl")) devices.push_back("opencl");
+  for (const std::string& device : devices) {
+    for (const char* streams : {"1", "2"}) {
+      ProcessResult r = run({"run", prog, "--routine", "b", "--device", device, "--streams", streams, "--input",
+                             "x=" + x, "--input", "u=" + u, "--print"});
+      ASSERT_EQ(r.exit_code, 0) << device << "\n" << r.output;
+      EXPECT_NE(r.output.find("z : f32 [4]\n  6 7 8 9"), std::string::npos) << device << "\n" << r.output;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln::tools
