@@ -91,15 +91,19 @@ Failure lowering_failure(const std::string& path, const Status& status) {
 // The program at the sizes of this command (language version 2): bound from the shapes of the
 // --input files of inputs and from --size, then specialized. A program without sizes comes back
 // as it is (a --size for it is an error).
-std::variant<ir::Program, Failure> at_bound_sizes(ir::Program program, const Options& o) {
+// The input files it opens to read their shapes stay open in `readers` (by input name), for the
+// run to read their data: a FIFO cannot be opened twice.
+std::variant<ir::Program, Failure> at_bound_sizes(ir::Program program, const Options& o,
+                                                  std::map<std::string, NpyReader, std::less<>>* readers) {
   if (!program.has_sizes() && o.sizes.empty()) return program;
   std::map<std::string, std::vector<int64_t>, std::less<>> shapes;
   for (const auto& [name, file] : o.inputs) {
     const ir::TensorNode* node = program.find_node(name);
-    if (!node || node->role != ir::Role::kInput) continue;  // reported with the other inputs
+    if (!readers || !node || node->role != ir::Role::kInput || readers->count(name)) continue;  // reported later
     Result<NpyReader> reader = NpyReader::open(file);
     if (!reader.ok()) return input_failure(reader.status());
     shapes[name] = reader->header().shape;
+    readers->emplace(name, std::move(*reader));
   }
   Result<std::vector<int64_t>> values =
       ir::bind_sizes(program, shapes, o.sizes, "; give it with --size NAME=VALUE");
@@ -220,7 +224,8 @@ int command_run(const Options& o) {
   auto loaded = load_program(o.program);
   if (auto* f = std::get_if<Failure>(&loaded)) return report(*f);
   // Sizes are bound before anything else is checked: the checks see the shapes of this run.
-  auto sized = at_bound_sizes(std::move(std::get<ir::Program>(loaded)), o);
+  std::map<std::string, NpyReader, std::less<>> readers;
+  auto sized = at_bound_sizes(std::move(std::get<ir::Program>(loaded)), o, &readers);
   if (auto* f = std::get_if<Failure>(&sized)) return report(*f);
   const ir::Program& program = std::get<ir::Program>(sized);
   if (auto f = check_outputs(o, &program)) return report(*f);
@@ -251,7 +256,10 @@ int command_run(const Options& o) {
       return report(invalid_input("--input " + name + "=" + file + ": the program has no input or param named '" +
                                   name + "'" + did_you_mean(name, node_names(program, ir::Role::kInput, ir::Role::kParam))));
     }
-    Result<RunInput> input = open_run_input(*node, file);
+    auto opened_already = readers.find(name);
+    Result<RunInput> input = opened_already != readers.end() ? run_input(*node, std::move(opened_already->second))
+                                                             : open_run_input(*node, file);
+    if (opened_already != readers.end()) readers.erase(opened_already);
     if (!input.ok()) return report(input_failure(input.status()));
     inputs.push_back(std::move(*input));
   }
@@ -402,7 +410,7 @@ int command_compile(const Options& o) {
   if (auto* f = std::get_if<Failure>(&loaded)) return report(*f);
   // A program with sizes prints as written; lowering it needs every size (--size).
   if (o.emit != "ir" || !o.sizes.empty()) {
-    auto sized = at_bound_sizes(std::move(std::get<ir::Program>(loaded)), o);
+    auto sized = at_bound_sizes(std::move(std::get<ir::Program>(loaded)), o, nullptr);
     if (auto* f = std::get_if<Failure>(&sized)) return report(*f);
     loaded = std::move(std::get<ir::Program>(sized));
   }

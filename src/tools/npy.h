@@ -42,6 +42,7 @@ class NpyReader {
  public:
   static Result<NpyReader> open(const std::string& path);
   const NpyHeader& header() const { return header_; }
+  const std::string& path() const { return file_.path(); }
   // Exactly header().data_bytes of data (never "to the end"); the file must end there.
   Result<std::string> read_data();
   // The same into `out`, which must hold exactly header().data_bytes (a device's memory, read

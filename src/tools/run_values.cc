@@ -52,6 +52,11 @@ bool host_memory(const Status& viewed) { return viewed.code() != StatusCode::kUn
 
 Result<RunInput> open_run_input(const ir::TensorNode& node, const std::string& file) {
   KILN_ASSIGN_OR_RETURN(NpyReader reader, NpyReader::open(file));
+  return run_input(node, std::move(reader));
+}
+
+Result<RunInput> run_input(const ir::TensorNode& node, NpyReader reader) {
+  const std::string& file = reader.path();
   if (reader.header().dtype != node.dtype || reader.header().shape != node.dims) {
     return invalid_argument_error(file + " holds " + describe(reader.header().dtype, reader.header().shape) +
                                   ", but " + std::string(ir::role_name(node.role)) + " '" + node.name + "' is " +

@@ -30,6 +30,9 @@ struct RunInput {
 // declaration without reading data: INVALID_ARGUMENT saying what the file holds and what the
 // node is; other codes for a file that cannot be read.
 Result<RunInput> open_run_input(const ir::TensorNode& node, const std::string& file);
+// The same for a file already open (its header read, as binding sizes reads it: a FIFO cannot be
+// opened twice).
+Result<RunInput> run_input(const ir::TensorNode& node, NpyReader reader);
 
 // Writes each input into every context's array of it, after linking: in place where the device's
 // memory is host memory, else through the host copy and from_host. INVALID_ARGUMENT where a

@@ -2,11 +2,13 @@
 // --size, outputs in the bound shapes and right at sizes 1, 7 and 1000 on every device; binding
 // errors are usage errors that name the tensor, the size and the values.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "base/fifo_writer.h"
 #include "cli_test_util.h"
 
 namespace kiln::tools {
@@ -126,6 +128,20 @@ TEST_F(CliSizesTest, SizeZeroGivesEmptyTensorsAndNeutralElements) {
     EXPECT_EQ(written->shape, (std::vector<int64_t>{0, 3}));
     EXPECT_TRUE(written->data.empty());
   }
+}
+
+// A FIFO binds a size and delivers its data in one opening: the file whose header binds the size
+// is the one the run reads (a second open would wait for a writer that is gone).
+TEST_F(CliSizesTest, AFifoInputBindsItsSizeAndIsReadOnce) {
+  const std::string prog = program();
+  const std::string fifo = dir_.file("x.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  test::FifoWriter writer(fifo, format_npy(f32_array({3, 10}, std::vector<float>(30, 1.0f))));
+  ProcessResult r = run({"run", prog, "--input", "x=" + fifo, "--print"});
+  writer.finish();
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("y : f32 [3, 10]\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("n : f32 [7]\n  3 4 5 6 7 8 9"), std::string::npos) << r.output;
 }
 
 }  // namespace
