@@ -43,9 +43,11 @@ class FakeStream {
     ready_.notify_all();
     thread_.join();
   }
-  void push(std::function<void()> work) {
+  // `always`: runs even after a fault (the stand-in's own bookkeeping, such as returning the host
+  // memory behind a stream-ordered free, which a real process gets back when it ends).
+  void push(std::function<void()> work, bool always = false) {
     std::lock_guard<std::mutex> lock(mutex_);
-    work_.push_back(std::move(work));
+    work_.push_back({std::move(work), always});
     ++pending_;
     ready_.notify_all();
   }
@@ -60,17 +62,17 @@ class FakeStream {
     for (;;) {
       ready_.wait(lock, [this] { return stop_ || !work_.empty(); });
       if (work_.empty()) return;
-      std::function<void()> work = std::move(work_.front());
+      auto [work, always] = std::move(work_.front());
       work_.pop_front();
       lock.unlock();
-      if (fault() == 0) work();  // after a fault the device runs nothing more
+      if (always || fault() == 0) work();  // after a fault the device runs nothing more
       lock.lock();
       if (--pending_ == 0) idle_.notify_all();
     }
   }
   std::mutex mutex_;
   std::condition_variable ready_, idle_;
-  std::deque<std::function<void()>> work_;
+  std::deque<std::pair<std::function<void()>, bool>> work_;
   size_t pending_ = 0;
   bool stop_ = false;
   std::thread thread_;
@@ -259,7 +261,7 @@ inline const Api& fake_api() {
       return checked();
     };
     a.MemFreeAsync = [](CUdeviceptr p, CUstream st) {
-      stream_of(st)->push([p] { std::free(address(p)); });  // when the stream reaches it
+      stream_of(st)->push([p] { std::free(address(p)); }, true);  // when the stream reaches it
       return checked();
     };
     a.MemHostAlloc = [](void** p, size_t bytes, unsigned) {
