@@ -5,6 +5,7 @@
 #include "kiln/kiln.h"
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
 #include <map>
 #include <memory>
@@ -53,6 +54,8 @@ struct kiln_call {
 struct kiln_routine {
   std::shared_ptr<kiln::runtime::Backend> backend;
   kiln::runtime::RoutineRef routine;
+  // Every input the routine reads was given a value once: it stays given, so later runs skip the check.
+  std::atomic<bool> inputs_given{false};
 };
 
 namespace kiln::capi {
@@ -443,7 +446,7 @@ kiln_status kiln_routine_find(kiln_context* context, const char* name, kiln_rout
                              (known.empty() ? " (it was made by kiln_context_create, not kiln_link)"
                                             : " (linked: " + known + ")"));
     }
-    return set_out(out, new kiln_routine{context->backend, it->second});
+    return set_out(out, new kiln_routine{context->backend, it->second, false});
   });
 }
 
@@ -452,8 +455,11 @@ void kiln_routine_free(kiln_routine* routine) { delete routine; }
 kiln_status kiln_routine_run(kiln_routine* routine) {
   return guarded("kiln_routine_run", [&]() -> Status {
     if (!routine) return invalid_argument_error("routine is NULL");
-    const runtime::Routine& r = *routine->routine;
-    KILN_RETURN_IF_ERROR(r.context()->nodes()->check_inputs_given(r.reads(), r.name()));
+    if (!routine->inputs_given.load(std::memory_order_relaxed)) {
+      const runtime::Routine& r = *routine->routine;
+      KILN_RETURN_IF_ERROR(r.context()->nodes()->check_inputs_given(r.reads(), r.name()));
+      routine->inputs_given.store(true, std::memory_order_relaxed);
+    }
     return routine->routine->run();
   });
 }

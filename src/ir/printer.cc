@@ -156,17 +156,19 @@ std::string print_init(const Init& init) {
 
 }  // namespace
 
+std::string dims_text(const TensorNode& node, const std::vector<SizeDecl>& sizes) {
+  std::string out = "[";
+  for (size_t d = 0; d < node.dims.size(); ++d) {
+    out += (d ? ", " : "") + (node.is_sized() ? size_expr_text(node.sized_dims[d], sizes) : std::to_string(node.dims[d]));
+  }
+  return out + "]";
+}
+
 std::string print_declaration(const TensorNode& node, const std::vector<SizeDecl>& sizes) {
   std::string role(role_name(node.role));
   role.resize(6, ' ');
   std::string out = role + " " + node.name + " : " + std::string(dtype_name(node.dtype));
-  if (!node.dims.empty()) {
-    out += "[";
-    for (size_t d = 0; d < node.dims.size(); ++d) {
-      out += (d ? ", " : "") + (node.is_sized() ? size_expr_text(node.sized_dims[d], sizes) : std::to_string(node.dims[d]));
-    }
-    out += "]";
-  }
+  if (!node.dims.empty()) out += dims_text(node, sizes);
   out += print_init(node.init);
   switch (node.memory) {  // a request, as written in text (docs/language.md, "Memory modes")
     case MemoryMode::kUnset: break;

@@ -204,12 +204,14 @@ const Routine* Program::find_routine(std::string_view name) const {
   return nullptr;
 }
 
-int Program::find_size(std::string_view name) const {
+int size_number(const std::vector<SizeDecl>& sizes, std::string_view name) {
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i].name == name) return static_cast<int>(i);
   }
   return -1;
 }
+
+int Program::find_size(std::string_view name) const { return size_number(sizes, name); }
 
 bool is_keyword(std::string_view name) {
   static constexpr std::string_view kKeywords[] = {"input", "output", "param", "tensor",

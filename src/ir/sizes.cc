@@ -51,8 +51,7 @@ std::optional<SizeExpr> declared_dimension(const RawExpr& raw, SourceLoc at, con
   auto name = [&](const RawExpr& n) {
     internal::NamedAffine a;
     a.loc = n.loc;
-    auto it = std::find_if(sizes.begin(), sizes.end(), [&](const SizeDecl& s) { return s.name == n.name; });
-    if (it == sizes.end()) {
+    if (size_number(sizes, n.name) < 0) {
       error(n.loc, "'" + n.name + "' is not a declared size" + did_you_mean(n.name, size_names(sizes)) +
                        "; declare it with `size " + n.name + "` before this line");
       a.ok = false;
@@ -61,16 +60,9 @@ std::optional<SizeExpr> declared_dimension(const RawExpr& raw, SourceLoc at, con
     a.terms.push_back({n.name, 1, n.loc});
     return a;
   };
-  internal::NamedAffine a = internal::affine_form(raw, name, error, "dimension", rule);
+  const internal::NamedAffine a = internal::affine_form(raw, name, error, "dimension", rule);
   if (!a.ok || failed) return std::nullopt;
-  std::erase_if(a.terms, [](const internal::NamedTerm& t) { return t.coeff == 0; });
-  SizeExpr e;
-  e.offset = a.offset;
-  for (const internal::NamedTerm& t : a.terms) {
-    const auto number = std::find_if(sizes.begin(), sizes.end(), [&](const SizeDecl& s) { return s.name == t.name; });
-    e.terms.push_back({static_cast<int>(number - sizes.begin()), t.coeff});
-  }
-  std::sort(e.terms.begin(), e.terms.end());
+  const SizeExpr e = internal::size_expr_of(a, sizes);
   const std::string role(role_name(node.role));
   if (e.is_constant()) {
     if (e.offset <= 0 || e.offset > kMaxDimension) {
@@ -125,11 +117,7 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }
 
 std::string declared_text(const TensorNode& node, const std::vector<SizeDecl>& sizes) {
-  std::string out = std::string(dtype_name(node.dtype)) + "[";
-  for (size_t d = 0; d < node.dims.size(); ++d) {
-    out += (d ? ", " : "") + (node.is_sized() ? size_expr_text(node.sized_dims[d], sizes) : std::to_string(node.dims[d]));
-  }
-  return out + "]";
+  return std::string(dtype_name(node.dtype)) + dims_text(node, sizes);
 }
 
 }  // namespace
@@ -193,10 +181,9 @@ Result<std::vector<int64_t>> bind_sizes(const Program& program,
     if (!bound[i]) unbound += (unbound.empty() ? "" : ", ") + sizes[i].name;
   }
   if (!unbound.empty()) {
-    return invalid_argument_error("size" + std::string(unbound.find(',') != std::string::npos ? "s " : " ") + unbound +
-                                  (unbound.find(',') != std::string::npos ? " are" : " is") +
-                                  " not bound: no input given names " +
-                                  (unbound.find(',') != std::string::npos ? "them" : "it") + unbound_hint);
+    const bool several = unbound.find(',') != std::string::npos;
+    return invalid_argument_error((several ? "sizes " : "size ") + unbound + (several ? " are" : " is") +
+                                  " not bound: no input given names " + (several ? "them" : "it") + unbound_hint);
   }
   std::vector<int64_t> values;
   for (const std::optional<int64_t>& v : bound) values.push_back(*v);
@@ -235,7 +222,7 @@ Result<std::vector<int64_t>> bind_sizes(const Program& program,
 
 namespace {
 
-// `e` with every size value replaced by its literal; null (and *error set) when one does not fit.
+// `e` with every size value replaced by its literal; *error is set when one does not fit an i32.
 ExprRef specialize_expr(const ExprRef& e, const std::vector<int64_t>& values, const std::vector<SizeDecl>& sizes,
                         Status* error) {
   if (!e) return e;
@@ -302,6 +289,14 @@ Result<Program> specialize_sizes(const Program& program, const std::vector<int64
     }
   }
   return out;
+}
+
+Status refuse_sizes(const Program& program, std::string_view why) {
+  if (!program.has_sizes()) return Status();
+  return unimplemented_error("the program declares sizes (" + program.sizes[0].name +
+                             (program.sizes.size() > 1 ? ", ..." : "") + "), " + std::string(why) +
+                             ": specialize it at bound sizes first (ir::bind_sizes and ir::specialize_sizes, "
+                             "kiln/ir/sizes.h; kiln run --size)");
 }
 
 }  // namespace kiln::ir

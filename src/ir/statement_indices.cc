@@ -1,6 +1,5 @@
 // Statement completion, indices (kiln/ir/statement.h): index names are numbered in order of
 // appearance, and each gets its extent from a dimension it stands alone in, or a `where` bound.
-#include <algorithm>
 #include <string>
 
 #include "ir/statement_internal.h"
@@ -39,12 +38,7 @@ SizeExpr Completer::dimension(const TensorNode& node, size_t dim) {
   return node.is_sized() ? node.sized_dims[dim] : SizeExpr::constant(node.dims[dim]);
 }
 
-int Completer::size_number(const std::string& name) const {
-  for (size_t i = 0; i < sizes_.size(); ++i) {
-    if (sizes_[i].name == name) return static_cast<int>(i);
-  }
-  return -1;
-}
+int Completer::size_number(const std::string& name) const { return ir::size_number(sizes_, name); }
 
 void Completer::set_extent(const std::string& name, const SizeExpr& size, const TensorNode& node,
                            size_t dim, SourceLoc loc) {
@@ -106,10 +100,7 @@ void Completer::apply_bounds() {
     NamedAffine named = affine_form(*b.limit, name, [&](SourceLoc loc, std::string m) { error(loc, std::move(m)); },
                                     "bound", "a bound is an affine expression of integers, integer consts and sizes");
     if (!named.ok || bad) continue;
-    std::erase_if(named.terms, [](const NamedTerm& t) { return t.coeff == 0; });
-    SizeExpr limit = SizeExpr::constant(named.offset);
-    for (const NamedTerm& t : named.terms) limit.terms.push_back({size_number(t.name), t.coeff});
-    std::sort(limit.terms.begin(), limit.terms.end());
+    const SizeExpr limit = size_expr_of(named, sizes_);
     if (limit.is_constant() && limit.offset <= 0) {
       error(b.limit->loc, "the bound of '" + b.index + "' must be positive: '" + b.index +
                               "' runs over [0, N)");

@@ -43,6 +43,8 @@ NamedAffine affine_form(const RawExpr& e, const AffineNames& names, const Affine
                         std::string_view what, std::string_view rule);
 // Multiplies every coefficient and the offset by `factor`; false on overflow.
 bool scale_affine(NamedAffine& a, int64_t factor);
+// `a` over sizes (every term names one of `sizes`) as a SizeExpr: zero terms dropped, by size number.
+SizeExpr size_expr_of(const NamedAffine& a, const std::vector<SizeDecl>& sizes);
 
 class Completer {
  public:

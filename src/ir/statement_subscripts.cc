@@ -104,6 +104,15 @@ NamedAffine affine_form(const RawExpr& e, const AffineNames& names, const Affine
   return fail("'" + std::string(op_name(e.op)) + "' cannot be used in a " + w + "; " + r);
 }
 
+SizeExpr size_expr_of(const NamedAffine& a, const std::vector<SizeDecl>& sizes) {
+  SizeExpr e = SizeExpr::constant(a.offset);
+  for (const NamedTerm& t : a.terms) {
+    if (t.coeff != 0) e.terms.push_back({size_number(sizes, t.name), t.coeff});
+  }
+  std::sort(e.terms.begin(), e.terms.end());
+  return e;
+}
+
 bool scale_affine(NamedAffine& a, int64_t factor) {
   for (NamedTerm& t : a.terms) {
     if (__builtin_mul_overflow(t.coeff, factor, &t.coeff)) return false;

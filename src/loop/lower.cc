@@ -11,6 +11,7 @@
 
 #include "kiln/ir/call.h"
 #include "kiln/ir/memory_mode.h"
+#include "kiln/ir/sizes.h"
 #include "kiln/loop/optimize.h"
 #include "kiln/ir/statement.h"
 #include "loop/lowerer.h"
@@ -270,12 +271,8 @@ Result<LoweredProgram> Lowerer::run() {
 }  // namespace lowering
 
 Result<LoweredProgram> lower_program(const Program& program, const LowerOptions& options) {
-  if (program.has_sizes()) {
-    return unimplemented_error("the program declares sizes (" + program.sizes[0].name +
-                               (program.sizes.size() > 1 ? ", ..." : "") +
-                               "): bind them and specialize it first (ir::specialize_sizes in kiln/ir/sizes.h); "
-                               "one compiled program for every size is not done yet");
-  }
+  KILN_RETURN_IF_ERROR(refuse_sizes(program, "which lowering does not take yet (one compiled program for "
+                                              "every size is not done)"));
   Program with_calls;
   if (options.auto_calls) {
     // with_library_calls reads nodes by index: only a valid program is rewritten (the Lowerer

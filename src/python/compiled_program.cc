@@ -101,7 +101,10 @@ nb::dict CompiledProgram::run(const std::string& routine, nb::kwargs inputs) {
     throw nb::value_error(("no routine '" + routine + "' in the program (routines: " + joined(routines()) + ")").c_str());
   }
   for (auto [name, value] : inputs) set(nb::cast<std::string>(name), value);
-  throw_if_error(nodes_->check_inputs_given(it->second->reads(), routine));
+  if (!inputs_given_.count(routine)) {
+    throw_if_error(nodes_->check_inputs_given(it->second->reads(), routine));
+    inputs_given_.insert(routine);
+  }
   // The output arrays are made first, so that the run, the wait and the reads follow each other
   // without the GIL in between (a gap lets the queue's thread go to sleep before the reads).
   struct Output {

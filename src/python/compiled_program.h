@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,8 @@ class CompiledProgram : public std::enable_shared_from_this<CompiledProgram> {
   std::shared_ptr<runtime::NodeTable> nodes_;
   runtime::ContextRef context_;
   std::map<std::string, runtime::RoutineRef, std::less<>> routines_;
+  // Routines whose inputs were all given once: they stay given, so later runs skip the check.
+  std::set<std::string, std::less<>> inputs_given_;
   std::map<std::string, std::vector<std::string>, std::less<>> outputs_;  // per routine
   std::map<std::string, Entry, std::less<>> entries_;
   bool closed_ = false;  // under the GIL

@@ -117,15 +117,14 @@ Status Backend::ensure_array(const ContextRef& child, const ir::TensorNode& n) {
   Result<hal::BufferRef> buffer = device_->allocator().allocate({}, std::max<size_t>(desc.bytes, 1));
   if (!buffer.ok()) return buffer.status().annotate(where);
   auto array = std::make_shared<DeviceArray>(desc, node, *buffer, child->stream());
+  const bool zeroed = (*buffer)->storage()->zeroed_when_allocated();
   if (node) {
     std::erase_if(node->arrays, [](const std::weak_ptr<DeviceArray>& a) { return a.expired(); });
     node->arrays.push_back(array);
     if (desc.sharing == Sharing::kShared) shared_arrays_[key] = {table, array};
     // Zeros onto memory that is zeros already would only touch every page.
-    if (!(node->host_zeros && (*buffer)->storage()->zeroed_when_allocated())) {
-      KILN_RETURN_IF_ERROR(upload_locked(stream, *array).status().annotate(where));
-    }
-  } else if (!(*buffer)->storage()->zeroed_when_allocated()) {
+    if (!(node->host_zeros && zeroed)) KILN_RETURN_IF_ERROR(upload_locked(stream, *array).status().annotate(where));
+  } else if (!zeroed) {
     KILN_RETURN_IF_ERROR(zero_locked(stream, *array, "zero " + n.name).status().annotate(where));
   }
   child->arrays_.emplace(n.name, std::move(array));

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "kiln/ir/sizes.h"
 #include "runtime/initial_value.h"
 #include "runtime/scheduler.h"
 #include "runtime/transfer_internal.h"
@@ -30,12 +31,7 @@ std::string shape_text(ir::DType dtype, const std::vector<int64_t>& dims) {
 
 Result<std::shared_ptr<NodeTable>> NodeTable::create(const ir::Program& program, uint64_t seed) {
   KILN_RETURN_IF_ERROR(ir::validate_program(program));
-  if (program.has_sizes()) {
-    return unimplemented_error("the program declares sizes (" + program.sizes[0].name +
-                               (program.sizes.size() > 1 ? ", ..." : "") +
-                               "), which the runtime does not bind yet: specialize it at bound sizes first "
-                               "(ir::bind_sizes and ir::specialize_sizes, kiln/ir/sizes.h; kiln run --size)");
-  }
+  KILN_RETURN_IF_ERROR(ir::refuse_sizes(program, "which the runtime does not bind yet"));
   std::vector<bool> written(program.nodes.size(), false);
   for (const ir::Routine& r : program.routines) {
     for (const ir::Assignment& a : r.statements) written[a.target] = true;

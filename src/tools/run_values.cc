@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <exception>
+#include <optional>
 
 #include "kiln/base/random.h"
 #include "kiln/runtime/transfer.h"
@@ -46,7 +47,15 @@ Result<std::vector<std::byte>> host_buffer(const ir::TensorNode& node) {
   }
 }
 
-bool host_memory(const Status& viewed) { return viewed.code() != StatusCode::kUnimplemented; }
+// `context`'s array of `name` in place, where it has one and the device's memory is host memory;
+// nullopt where the values go through the host copy instead.
+Result<std::optional<runtime::HostView>> view_in_place(const runtime::ContextRef& context, const std::string& name) {
+  if (!context->has_array(name)) return std::optional<runtime::HostView>();  // no routine being run uses it
+  Result<runtime::HostView> view = runtime::host_view(context, name);
+  if (view.ok()) return std::optional<runtime::HostView>(std::move(*view));
+  if (view.status().code() == StatusCode::kUnimplemented) return std::optional<runtime::HostView>();
+  return view.status();
+}
 
 }  // namespace
 
@@ -70,11 +79,8 @@ Status set_run_inputs(std::vector<RunInput>& inputs, uint64_t seed, runtime::Nod
                       std::span<const runtime::ContextRef> contexts) {
   for (RunInput& input : inputs) {
     const std::string& name = input.node->name;
-    // A node that no routine being run uses has no array: only its host copy is set.
-    Result<runtime::HostView> first = contexts.front()->has_array(name)
-                                          ? runtime::host_view(contexts.front(), name)
-                                          : Result<runtime::HostView>(unimplemented_error("no array"));
-    if (first.ok()) {
+    KILN_ASSIGN_OR_RETURN(std::optional<runtime::HostView> first, view_in_place(contexts.front(), name));
+    if (first) {
       KILN_RETURN_IF_ERROR(fill_input(input, seed, first->bytes));
       for (const runtime::ContextRef& context : contexts.subspan(1)) {
         KILN_ASSIGN_OR_RETURN(runtime::HostView view, runtime::host_view(context, name));
@@ -82,8 +88,8 @@ Status set_run_inputs(std::vector<RunInput>& inputs, uint64_t seed, runtime::Nod
       }
       continue;
     }
-    if (host_memory(first.status())) return first.status();
-    // Device memory (or no array): through the host copy, uploaded to every context's array.
+    // Device memory, or no array (only the host copy is set): through the host copy, uploaded to
+    // every context's array.
     KILN_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, host_buffer(*input.node));
     KILN_RETURN_IF_ERROR(fill_input(input, seed, bytes));
     KILN_ASSIGN_OR_RETURN(runtime::HostTensor tensor, nodes.tensor(name));
@@ -97,12 +103,9 @@ Status set_run_inputs(std::vector<RunInput>& inputs, uint64_t seed, runtime::Nod
 
 Status with_run_output(const runtime::ContextRef& context, runtime::NodeTable& nodes, const ir::TensorNode& node,
                        const std::function<Status(std::span<const std::byte>)>& use) {
-  if (context->has_array(node.name)) {
-    Result<runtime::HostView> view = runtime::host_view(context, node.name);
-    if (view.ok()) return use(view->bytes);
-    if (host_memory(view.status())) return view.status();
-    KILN_RETURN_IF_ERROR(runtime::to_host(context, node.name).status());
-  }
+  KILN_ASSIGN_OR_RETURN(std::optional<runtime::HostView> view, view_in_place(context, node.name));
+  if (view) return use(view->bytes);
+  if (context->has_array(node.name)) KILN_RETURN_IF_ERROR(runtime::to_host(context, node.name).status());
   KILN_ASSIGN_OR_RETURN(std::vector<std::byte> bytes, host_buffer(node));
   KILN_ASSIGN_OR_RETURN(runtime::HostTensor tensor, nodes.tensor(node.name));
   KILN_RETURN_IF_ERROR(tensor.read(bytes));

@@ -22,6 +22,8 @@ std::string print_program(const Program& program);
 
 // One declaration line: `input  x : f32[4, 8]`, `const  lr : f32 = 0.1`, `tensor h : f32[8] @local`.
 std::string print_declaration(const TensorNode& node, const std::vector<SizeDecl>& sizes = {});
+// A node's dimensions as declared: "[4, 8]", "[N, 2*N + 1]" ("[]" for a scalar).
+std::string dims_text(const TensorNode& node, const std::vector<SizeDecl>& sizes = {});
 
 // One statement without indentation or newline: `y[i, j] = sum(a[i, k] * b[k, j])`.
 std::string print_statement(const Program& program, const Assignment& statement);

@@ -51,6 +51,9 @@ struct SizeDecl {
   SourceLoc loc;
 };
 
+// The number of the size named `name` in `sizes`, or -1.
+int size_number(const std::vector<SizeDecl>& sizes, std::string_view name);
+
 // sum(coeff * size) + offset over a program's sizes: a dimension (`N + 2`, `2*N`) or an index's
 // extent. A constant (no terms) is a plain number.
 struct SizeExpr {

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kiln/base/status.h"
@@ -49,5 +50,10 @@ Result<std::vector<int64_t>> bind_sizes(const Program& program,
 // its number and every size value an i32 literal, and the program has no sizes left. A size used
 // as a value must fit in an i32 (INVALID_ARGUMENT naming it otherwise).
 Result<Program> specialize_sizes(const Program& program, const std::vector<int64_t>& values);
+
+// OK for a program without sizes; else UNIMPLEMENTED naming them, saying `why` ("which the
+// runtime does not bind yet") and how to specialize the program, for the layers that do not take
+// sizes yet.
+Status refuse_sizes(const Program& program, std::string_view why);
 
 }  // namespace kiln::ir
