@@ -73,6 +73,7 @@ void emit_status_abi_begin(Printer& out, const KernelFrame& frame, const std::st
   for (const BindingInfo& b : frame.bindings) {
     params += ", KILN_BINDING_PARAMS(" + std::to_string(b.index) + ")";
   }
+  for (int j = 0; j < frame.constant_count; ++j) params += ", KILN_CONSTANT_PARAM(" + std::to_string(j) + ")";
   out.line(qualifier + " " + frame.kernel->name + "(" + params + ") {");
   out.indent();
   // Returns when the action already failed on the device (the ABI's entry check); with

@@ -52,6 +52,8 @@ struct KernelFrame {
   // dispatch has exactly one workgroup.
   bool parallel = false;
   bool comments = true;
+  // Push constants the kernel takes: two per size (ir/loop.h, dispatch convention).
+  int constant_count = 0;
   // The kernel synchronizes its work-items with barriers (work-group reductions,
   // kernel_work_groups.cc): every early return before them must be taken by the whole workgroup.
   bool group_barriers = false;
@@ -109,6 +111,8 @@ class DialectSyntax {
   virtual std::string return_error(int code) const = 0;
   // This workgroup's index in x, and the number of workgroups in x, as expressions.
   virtual std::string workgroup_index() const = 0;
+  // Push constant j of the dispatch (a 32-bit unsigned value), as an expression.
+  virtual std::string push_constant(int j) const = 0;
   virtual std::string workgroup_count() const = 0;
   // This work-item's index in its workgroup (x) and the workgroup's number of work-items, as
   // expressions; empty where a workgroup is one thread (C). Where they are set, the work-items
@@ -141,6 +145,7 @@ class StatusAbiDialect : public DialectSyntax {
   }
   std::string return_ok() const override { return "return;"; }
   std::string return_error(int code) const override { return "KILN_FAIL(" + std::to_string(code) + ");"; }
+  std::string push_constant(int j) const override { return "KILN_CONSTANT(" + std::to_string(j) + ")"; }
 };
 
 // Shared by the dialects (dialect.cc).

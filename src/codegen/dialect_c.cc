@@ -59,6 +59,9 @@ class CDialect final : public DialectSyntax {
       if (frame.comments) out.line("/* the dispatch must match the kernel */");
       out.line("if (s->binding_count < " + std::to_string(frame.bindings.size()) + "u)" + fail);
     }
+    if (frame.constant_count > 0) {
+      out.line("if (s->constant_count < " + std::to_string(frame.constant_count) + "u)" + fail);
+    }
     for (const BindingInfo& b : frame.bindings) {
       if (b.min_bytes <= 0) continue;
       out.line("if (s->binding_lengths[" + std::to_string(b.index) + "] < " +
@@ -88,6 +91,7 @@ class CDialect final : public DialectSyntax {
     return "return " + std::to_string(code) + ";";
   }
   std::string workgroup_index() const override { return "id->x"; }
+  std::string push_constant(int j) const override { return "s->constants[" + std::to_string(j) + "]"; }
   std::string workgroup_count() const override { return "s->workgroup_count[0]"; }
 
   bool is_reserved(std::string_view identifier) const override {

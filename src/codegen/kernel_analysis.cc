@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "codegen/kernel_emitter.h"
+#include "kiln/ir/sizes.h"
 
 namespace kiln::codegen::internal {
 
@@ -26,6 +27,12 @@ Status KernelEmitter::analyze(const LExprRef& expr) {
       use.load_types.insert(expr->type);
       return analyze(expr->offset);
     }
+    case LExpr::Kind::kSize:
+      if (expr->size < 0 || expr->size >= kernel_.size_count) {
+        return error("size s" + std::to_string(expr->size) + " is out of range (sizes " +
+                     std::to_string(kernel_.size_count) + ")");
+      }
+      return Status();
     case LExpr::Kind::kLocalLoad:
       if (expr->local < 0 || expr->local >= kernel_.local_count) {
         return error("local l" + std::to_string(expr->local) + " is out of range (locals " +
@@ -47,8 +54,10 @@ Status KernelEmitter::analyze(const LExprRef& expr) {
 Status KernelEmitter::analyze(const LStmtRef& stmt) {
   if (!stmt) return error("missing statement");
   switch (stmt->kind) {
-    case LStmt::Kind::kBlock:
     case LStmt::Kind::kFor:
+      if (stmt->extent_expr) KILN_RETURN_IF_ERROR(analyze(stmt->extent_expr));
+      break;
+    case LStmt::Kind::kBlock:
     case LStmt::Kind::kComment:
       break;
     case LStmt::Kind::kIf:
@@ -121,10 +130,13 @@ Status KernelEmitter::make_frame(KernelFrame* frame) {
       // The node's byte size, when it is a sensible one (validate_program bounds it).
       Wide bytes = type_size(n.dtype);
       std::string dims;
-      for (int64_t dim : n.dims) {
+      for (size_t d = 0; d < n.dims.size(); ++d) {
+        // A dimension that is a size has no byte size before the kernel runs.
+        const int64_t dim = n.is_sized() && !n.sized_dims[d].is_constant() ? -1 : n.dims[d];
         const bool sensible = bytes > 0 && dim > 0 && bytes <= std::numeric_limits<int64_t>::max();
         bytes = sensible ? bytes * dim : -1;
-        dims += (dims.empty() ? "" : ", ") + std::to_string(dim);
+        dims += (dims.empty() ? "" : ", ") +
+                (n.is_sized() ? comment_safe(ir::size_expr_text(n.sized_dims[d], program_->sizes)) : std::to_string(dim));
       }
       if (bytes > 0 && bytes <= std::numeric_limits<int64_t>::max()) {
         b.min_bytes = static_cast<int64_t>(bytes);
@@ -144,6 +156,7 @@ Status KernelEmitter::make_frame(KernelFrame* frame) {
   frame->kernel = &kernel_;
   frame->bindings = bindings_;
   frame->comments = options_.comments;
+  frame->constant_count = 2 * kernel_.size_count;
   frame->parallel = kernel_.body->kind == LStmt::Kind::kFor && kernel_.body->parallel;
   return Status();
 }

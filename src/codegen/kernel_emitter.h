@@ -62,6 +62,8 @@ class KernelEmitter {
   Status statement_body(const LStmt& stmt, Printer& out, bool tail);
   Status statements(const std::vector<LStmtRef>& list, Printer& out, bool tail);
   Status for_loop(const LStmt& stmt, Printer& out, bool split);
+  // A loop's extent as an expression: its number, or its expression of sizes.
+  Result<std::string> extent_text(const LStmt& loop);
   // Prints `loop` in vector form and returns true if it is a small inner loop that
   // kernel_vectors.cc writes with vectors; else prints nothing and returns false.
   Result<bool> vector_loop(const LStmt& loop, Printer& out);

@@ -1,6 +1,7 @@
 // Pass 2 of the kernel emitter (kernel_emitter.h), expressions: conversions, integer arithmetic
 // printed plainly where its range allows and through the wrapping helpers elsewhere, conditions
 // and every op of the loop IR.
+#include <limits>
 #include <algorithm>
 
 #include "codegen/kernel_emitter.h"
@@ -144,6 +145,12 @@ Result<Code> KernelEmitter::expr(const LExprRef& e) {
       Code v{var_name(e->var), kPrecPrimary};
       v.range = {0, std::max<int64_t>(0, *extent - 1)};
       return convert(v, DType::kI64, e->type);
+    }
+    case LExpr::Kind::kSize: {
+      // Declared at the kernel's start from its push constants (kernel_statements.cc).
+      Code v{"kiln_size" + std::to_string(e->size), kPrecPrimary};
+      v.range = {0, std::numeric_limits<int64_t>::max()};
+      return v;
     }
     case LExpr::Kind::kLoad: {
       const BindingInfo& b = bindings_[binding_of_node_.at(e->node)];

@@ -51,17 +51,25 @@ Status KernelEmitter::emit(Printer& out) {
   var_extent_.assign(static_cast<size_t>(kernel_.var_count), std::nullopt);
   local_in_scope_.assign(static_cast<size_t>(kernel_.local_count), std::nullopt);
 
+  if (kernel_.size_count < 0) return error("negative size count");
   if (options_.comments) {
     std::string line = "/* kernel " + kernel_.name + ": " + std::to_string(kernel_.nodes.size()) +
                        (kernel_.nodes.size() == 1 ? " binding" : " bindings");
     if (frame.parallel) {
-      line += ", parallel over " + std::to_string(kernel_.body->extent) + " iterations";
+      KILN_ASSIGN_OR_RETURN(std::string extent, extent_text(*kernel_.body));
+      line += ", parallel over " + extent + " iterations";
     } else {
       line += ", one workgroup";
     }
     out.line(line + " */");
   }
   d_.emit_kernel_begin(out, frame);
+  // Each size from its two push constants: the low 32 bits, then the high ones.
+  const std::string i64(tname(DType::kI64)), u64(d_.unsigned_name(DType::kI64));
+  for (int size = 0; size < kernel_.size_count; ++size) {
+    out.line("const " + i64 + " kiln_size" + std::to_string(size) + " = (" + i64 + ")((" + u64 + ")" +
+             d_.push_constant(2 * size) + " | ((" + u64 + ")" + d_.push_constant(2 * size + 1) + " << 32));");
+  }
   trace_declarations(out);
   if (frame.parallel) {
     KILN_RETURN_IF_ERROR(parallel_rows(out));
@@ -87,13 +95,13 @@ Status KernelEmitter::for_loop(const LStmt& stmt, Printer& out, bool split) {
   if (var_extent_[stmt.var]) {
     return error("loop variable v" + std::to_string(stmt.var) + " is reused by a nested loop");
   }
-  if (stmt.extent < 0) return error("loop over a negative extent");
-  if (!split) {
+  if (stmt.extent < 0 && !stmt.extent_expr) return error("loop over a negative extent");
+  if (!split && !stmt.extent_expr) {
     KILN_ASSIGN_OR_RETURN(bool vectorized, vector_loop(stmt, out));
     if (vectorized) return Status();
   }
   const std::string v = var_name(stmt.var);
-  const std::string extent = std::to_string(stmt.extent);
+  KILN_ASSIGN_OR_RETURN(const std::string extent, extent_text(stmt));
   const std::string i64(tname(DType::kI64));
   if (split) {
     // The dispatch convention: W workgroups in x; workgroup x runs [x * C, min(E, (x + 1) * C)),
@@ -123,7 +131,8 @@ Status KernelEmitter::for_loop(const LStmt& stmt, Printer& out, bool split) {
     out.line("for (" + i64 + " " + v + " = 0; " + v + " < " + extent + "; ++" + v + ") {");
   }
   out.indent();
-  var_extent_[stmt.var] = stmt.extent;
+  // A loop over a size may run any number of times.
+  var_extent_[stmt.var] = stmt.extent_expr ? std::numeric_limits<int64_t>::max() : stmt.extent;
   const bool lanes = in_group_mode_ && lane_loops_.count(&stmt);
   if (lanes) in_lane_loop_ = true;
   Status status = statements(stmt.body, out, /*tail=*/true);
@@ -133,6 +142,12 @@ Status KernelEmitter::for_loop(const LStmt& stmt, Printer& out, bool split) {
   out.dedent();
   out.line("}");
   return Status();
+}
+
+Result<std::string> KernelEmitter::extent_text(const LStmt& loop) {
+  if (!loop.extent_expr) return std::to_string(loop.extent);
+  KILN_ASSIGN_OR_RETURN(Code extent, expr(loop.extent_expr));
+  return "(" + extent.text + ")";
 }
 
 Status KernelEmitter::local_decl(const LStmt& stmt, Printer& out, bool tail) {

@@ -136,7 +136,7 @@ Status KernelEmitter::parallel_rows(Printer& out) {
   }
   const std::string i64(tname(DType::kI64));
   const std::string groups = "(" + i64 + ")" + d_.workgroup_count();
-  const std::string rows = std::to_string(kernel_.body->extent);
+  KILN_ASSIGN_OR_RETURN(const std::string rows, extent_text(*kernel_.body));
   out.line("if ((" + rows + " + " + groups + " - 1) / " + groups + " < (" + i64 + ")" +
            d_.work_item_count() + ") {");
   out.indent();

@@ -9,10 +9,33 @@
 
 namespace kiln::ir::lowering {
 
+namespace {
+
+// A dimension for planning: its number, or for a size (unknown until the kernel runs) a stand-in
+// large enough for a parallel loop of its own.
+int64_t planning_dim(const TensorNode& node, size_t d) {
+  if (node.is_sized() && !node.sized_dims[d].is_constant()) return kMinParallelExtent;
+  return node.dims[d];
+}
+
+int64_t saturating_product(int64_t a, int64_t b) {
+  int64_t p = 0;
+  return __builtin_mul_overflow(a, b, &p) ? INT64_MAX : p;
+}
+
+}  // namespace
+
 int64_t leading_extent(const TensorNode& node, int k) {
   int64_t extent = 1;
-  for (int d = 0; d < k && d < static_cast<int>(node.dims.size()); ++d) extent *= node.dims[static_cast<size_t>(d)];
+  for (int d = 0; d < k && d < static_cast<int>(node.dims.size()); ++d) {
+    extent = saturating_product(extent, planning_dim(node, static_cast<size_t>(d)));
+  }
   return extent;
+}
+
+bool same_dim(const TensorNode& a, const TensorNode& b, size_t d) {
+  auto dim = [d](const TensorNode& n) { return n.is_sized() ? n.sized_dims[d] : SizeExpr::constant(n.dims[d]); };
+  return dim(a) == dim(b);
 }
 
 int parallel_dims_alone(const TensorNode& target, bool collapse) {
@@ -35,7 +58,7 @@ std::string where(const Routine& routine, size_t statement) {
 bool keeps_parallelism(const TensorNode& target, int k) {
   const int64_t alone = leading_extent(target, parallel_dims_alone(target, true));
   return leading_extent(target, k) >= std::min(kMinParallelExtent, alone) ||
-         target.element_count() <= kSerialFusionElements;
+         (!target.is_sized() && target.element_count() <= kSerialFusionElements);
 }
 
 }  // namespace
@@ -62,7 +85,7 @@ Status fusion_legal(const Program& program, const Routine& routine,
                                     std::to_string(k) + " dimensions");
     }
     for (int d = 0; d < k; ++d) {
-      if (target.dims[static_cast<size_t>(d)] != first.dims[static_cast<size_t>(d)]) {
+      if (!same_dim(target, first, static_cast<size_t>(d))) {
         return invalid_argument_error(where(routine, i) + ": target '" + target.name + "' has size " +
                                       std::to_string(target.dims[static_cast<size_t>(d)]) + " in dimension " +
                                       std::to_string(d) + ", '" + first.name + "' has " +
@@ -167,7 +190,7 @@ class OpenGroup {
   int common_prefix(const TensorNode& target) const {
     int d = 0;
     while (d < static_cast<int>(target.dims.size()) && d < static_cast<int>(first_->dims.size()) &&
-           target.dims[static_cast<size_t>(d)] == first_->dims[static_cast<size_t>(d)]) {
+           same_dim(target, *first_, static_cast<size_t>(d))) {
       ++d;
     }
     return d;

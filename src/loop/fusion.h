@@ -32,7 +32,10 @@ inline constexpr int64_t kMinParallelExtent = 64;
 inline constexpr int64_t kSerialFusionElements = 4096;
 
 // Product of the first k dims of `node`.
+// (A dimension that is a size counts as kMinParallelExtent: planning does not know its value.)
 int64_t leading_extent(const TensorNode& node, int k);
+// Whether dimension d of `a` and `b` is the same: the same number, or the same sizes.
+bool same_dim(const TensorNode& a, const TensorNode& b, size_t d);
 // How many leading dims of `target` a kernel of one statement is parallel over: the fewest whose
 // product reaches kMinParallelExtent, else all of them (0 for a scalar). With collapse off, 1
 // (0 for a scalar).

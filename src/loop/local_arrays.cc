@@ -72,7 +72,12 @@ LocalPlacement place_local_array(const Program& program, int node, const std::ve
   if (!read) return refuse("nothing reads it (it stays visible to the host)");
   const KernelGroup& group = plans[at.routine].groups[at.group];
   int64_t row = 1;
-  for (size_t d = static_cast<size_t>(group.parallel_dims); d < n.dims.size(); ++d) row *= n.dims[d];
+  for (size_t d = static_cast<size_t>(group.parallel_dims); d < n.dims.size(); ++d) {
+    if (n.is_sized() && !n.sized_dims[d].is_constant()) {
+      return refuse("its row's length (dimension " + std::to_string(d + 1) + ") is a size, known only when it runs");
+    }
+    row *= n.dims[d];
+  }
   if (row > kMaxLocalRowElements) {
     return refuse("its row has " + std::to_string(row) + " elements, more than " +
                   std::to_string(kMaxLocalRowElements));

@@ -1,6 +1,8 @@
 // Constructors of the loop IR. Its text form is in loop_text.cc.
 #include "kiln/loop/loop.h"
 
+#include "kiln/loop/op_eval.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -20,6 +22,14 @@ LExprRef lvar(int var) {
   e->kind = LExpr::Kind::kVar;
   e->type = DType::kI64;
   e->var = var;
+  return e;
+}
+
+LExprRef lsize(int size) {
+  auto e = std::make_shared<LExpr>();
+  e->kind = LExpr::Kind::kSize;
+  e->type = DType::kI64;
+  e->size = size;
   return e;
 }
 
@@ -68,6 +78,19 @@ LStmtRef lfor(int var, int64_t extent, bool parallel, std::vector<LStmtRef> body
   auto s = statement(LStmt::Kind::kFor);
   s->var = var;
   s->extent = extent;
+  s->parallel = parallel;
+  s->body = std::move(body);
+  return s;
+}
+
+LStmtRef lfor(int var, const LExprRef& extent, bool parallel, std::vector<LStmtRef> body) {
+  if (extent->kind == LExpr::Kind::kConst) {
+    return lfor(var, static_cast<int64_t>(extent->value), parallel, std::move(body));
+  }
+  auto s = statement(LStmt::Kind::kFor);
+  s->var = var;
+  s->extent = -1;
+  s->extent_expr = extent;
   s->parallel = parallel;
   s->body = std::move(body);
   return s;
@@ -134,6 +157,8 @@ bool same_expr(const LExpr* a, const LExpr* b) {
       return std::memcmp(&a->value, &b->value, sizeof(double)) == 0;
     case LExpr::Kind::kVar:
       return a->var == b->var;
+    case LExpr::Kind::kSize:
+      return a->size == b->size;
     case LExpr::Kind::kLoad:
       return a->node == b->node && same_expr(a->offset.get(), b->offset.get());
     case LExpr::Kind::kLocalLoad:
@@ -234,6 +259,68 @@ void sort_unique(std::vector<int>& v) {
 }
 
 }  // namespace
+
+std::vector<uint32_t> size_constants(const std::vector<int64_t>& values) {
+  std::vector<uint32_t> constants;
+  for (int64_t v : values) {
+    const uint64_t u = static_cast<uint64_t>(v);
+    constants.push_back(static_cast<uint32_t>(u));
+    constants.push_back(static_cast<uint32_t>(u >> 32));
+  }
+  return constants;
+}
+
+std::optional<int64_t> evaluate_extent(const LExpr& e, const std::vector<int64_t>& values) {
+  switch (e.kind) {
+    case LExpr::Kind::kConst:
+      return static_cast<int64_t>(e.value);
+    case LExpr::Kind::kSize:
+      if (e.size < 0 || static_cast<size_t>(e.size) >= values.size()) return std::nullopt;
+      return values[static_cast<size_t>(e.size)];
+    case LExpr::Kind::kOp: {
+      if (e.type != DType::kI64 || e.op == Op::kSelect) return std::nullopt;
+      std::vector<Scalar> args;
+      std::vector<DType> types;
+      for (const LExprRef& a : e.args) {
+        std::optional<int64_t> v = evaluate_extent(*a, values);
+        if (!v || a->type != DType::kI64) return std::nullopt;
+        args.push_back(Scalar{0, *v});
+        types.push_back(DType::kI64);
+      }
+      return eval_op(e.op, DType::kI64, types, args).i;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+namespace {
+
+LStmtRef statement_at_sizes(const LStmtRef& s, const std::vector<int64_t>& values) {
+  if (!s) return s;
+  bool changed = false;
+  std::vector<LStmtRef> body;
+  for (const LStmtRef& child : s->body) {
+    body.push_back(statement_at_sizes(child, values));
+    changed = changed || body.back() != child;
+  }
+  if (!changed && !s->extent_expr) return s;
+  auto copy = std::make_shared<LStmt>(*s);
+  copy->body = std::move(body);
+  if (s->extent_expr) {
+    copy->extent = std::max<int64_t>(0, evaluate_extent(*s->extent_expr, values).value_or(0));
+    copy->extent_expr = nullptr;
+  }
+  return copy;
+}
+
+}  // namespace
+
+Kernel kernel_at_sizes(const Kernel& kernel, const std::vector<int64_t>& values) {
+  Kernel k = kernel;
+  k.body = statement_at_sizes(kernel.body, values);
+  return k;
+}
 
 NodeAccess node_access(const Kernel& kernel) {
   NodeAccess access;

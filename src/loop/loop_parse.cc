@@ -72,14 +72,20 @@ class KernelBuilder {
     KILN_ASSIGN_OR_RETURN(kernel.local_count, count(items[4], "locals", kMaxKernelLocals));
     var_bound_.assign(static_cast<size_t>(kernel.var_count), false);
     local_types_.assign(static_cast<size_t>(kernel.local_count), std::nullopt);
-
-    KILN_RETURN_IF_ERROR(require(form, 5, "the kernel's body (one statement)"));
-    if (items.size() > 6) {
-      return error_at(items[6], "expected ')' after the kernel's body (a kernel has one body "
-                                "statement; use (block ...) for several), got " +
-                                    describe(items[6]));
+    size_t body_at = 5;
+    if (items.size() > 5 && header(items[5], "sizes")) {
+      KILN_ASSIGN_OR_RETURN(kernel.size_count, count(items[5], "sizes", kMaxKernelSizes));
+      ++body_at;
     }
-    KILN_ASSIGN_OR_RETURN(kernel.body, stmt(items[5]));
+    size_count_ = kernel.size_count;
+
+    KILN_RETURN_IF_ERROR(require(form, body_at, "the kernel's body (one statement)"));
+    if (items.size() > body_at + 1) {
+      return error_at(items[body_at + 1], "expected ')' after the kernel's body (a kernel has one body "
+                                          "statement; use (block ...) for several), got " +
+                                              describe(items[body_at + 1]));
+    }
+    KILN_ASSIGN_OR_RETURN(kernel.body, stmt(items[body_at]));
     return kernel;
   }
 
@@ -138,6 +144,20 @@ class KernelBuilder {
                                 std::to_string(var_bound_.size()) + ")");
     }
     return static_cast<int>(*n);
+  }
+
+  // "sN": a size of this kernel.
+  Result<LExprRef> size_value(const SNode& node) {
+    std::optional<int64_t> n;
+    if (node.text.size() > 1 && node.text[1] >= '0' && node.text[1] <= '9') {
+      n = parse_int64(std::string_view(node.text).substr(1));
+    }
+    if (!n) return error_at(node, "expected a size 'sN', got " + describe(node));
+    if (*n < 0 || *n >= size_count_) {
+      return error_at(node, "size " + node.text + " is out of range: the kernel declares (sizes " +
+                                std::to_string(size_count_) + ")");
+    }
+    return lsize(static_cast<int>(*n));
   }
 
   Result<int> local_number(const SNode& node) {
@@ -258,6 +278,7 @@ class KernelBuilder {
         }
         return lvar(v);
       }
+      if (!node.text.empty() && node.text[0] == 's') return size_value(node);
       if (!node.text.empty() &&
           ((node.text[0] >= '0' && node.text[0] <= '9') || node.text[0] == '-')) {
         if (!parse_int64(node.text)) {
@@ -354,7 +375,18 @@ class KernelBuilder {
       KILN_RETURN_IF_ERROR(require(node, 1, "the loop variable 'vN'"));
       KILN_ASSIGN_OR_RETURN(s->var, var_number(items[1]));
       KILN_RETURN_IF_ERROR(require(node, 2, "the loop extent"));
-      KILN_ASSIGN_OR_RETURN(s->extent, integer(items[2], "the loop extent", 0, INT64_MAX));
+      if (items[2].kind == SNode::Kind::kList || (!items[2].text.empty() && items[2].text[0] == 's')) {
+        // A loop over a size: an i64 expression of sizes and integers.
+        KILN_ASSIGN_OR_RETURN(s->extent_expr, expr(items[2]));
+        if (s->extent_expr->type != DType::kI64 || !evaluate_extent(*s->extent_expr, std::vector<int64_t>(
+                                                         static_cast<size_t>(size_count_), 0))) {
+          return error_at(items[2], "expected the loop extent (an integer, or an i64 expression of sizes "
+                                    "and integers), got " + describe(items[2]));
+        }
+        s->extent = -1;
+      } else {
+        KILN_ASSIGN_OR_RETURN(s->extent, integer(items[2], "the loop extent", 0, INT64_MAX));
+      }
       size_t next = 3;
       if (next < items.size() && items[next].kind == SNode::Kind::kAtom &&
           items[next].text == "parallel") {
@@ -446,6 +478,7 @@ class KernelBuilder {
   const std::vector<int>* nodes_ = nullptr;
   std::vector<std::optional<DType>> node_types_;  // per binding position
   std::vector<bool> var_bound_;                   // bound by an enclosing for
+  int size_count_ = 0;                            // the kernel's (sizes N)
   std::vector<std::optional<DType>> local_types_;  // declared by an enclosing (local ...)
 };
 

@@ -68,6 +68,10 @@ void print_expr(const LExpr* e, std::string& out) {
       out += 'v';
       append_integer(out, e->var);
       return;
+    case LExpr::Kind::kSize:
+      out += 's';
+      append_integer(out, e->size);
+      return;
     case LExpr::Kind::kLoad:
     case LExpr::Kind::kLocalLoad:
       out += e->kind == LExpr::Kind::kLoad ? "(load " : "(local_load ";
@@ -122,7 +126,11 @@ void print_stmt(const LStmt* s, int indent, std::string& out) {
       out += "(for v";
       append_integer(out, s->var);
       out += ' ';
-      append_integer(out, s->extent);
+      if (s->extent_expr) {
+        print_expr(s->extent_expr.get(), out);
+      } else {
+        append_integer(out, s->extent);
+      }
       if (s->parallel) out += " parallel";
       print_body(s->body, indent, out);
       return;
@@ -192,6 +200,11 @@ std::string print_kernel(const Kernel& kernel, const Program* program) {
   out += ") (locals ";
   append_integer(out, kernel.local_count);
   out += ')';
+  if (kernel.size_count > 0) {
+    out += " (sizes ";
+    append_integer(out, kernel.size_count);
+    out += ')';
+  }
   if (program && !kernel.nodes.empty()) {
     out += "  ;";
     for (size_t i = 0; i < kernel.nodes.size(); ++i) {

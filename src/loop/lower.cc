@@ -14,6 +14,7 @@
 #include "kiln/ir/sizes.h"
 #include "kiln/loop/optimize.h"
 #include "kiln/ir/statement.h"
+#include "loop/lower_arith.h"
 #include "loop/lowerer.h"
 #include "loop/overwrite.h"
 
@@ -187,6 +188,8 @@ Result<std::vector<Kernel>> Lowerer::lower_group(const Routine& routine, size_t 
   const TensorNode& lead = in_.nodes[first.target];
   KernelBuilder kb;
   kb.kernel.name = kernel_name_prefix(routine.name) + "_" + std::to_string(group.statements.front());
+  // Every kernel of a program with sizes takes them all: one dispatch convention per program.
+  kb.kernel.size_count = static_cast<int>(in_.sizes.size());
   kb_ = &kb;
   parallel_dims_ = group.parallel_dims;
   row_var_ = parallel_dims_ > 0 ? lvar(kb.kernel.var_count++) : nullptr;
@@ -214,7 +217,7 @@ Result<std::vector<Kernel>> Lowerer::lower_group(const Routine& routine, size_t 
   }
   if (parallel_dims_ > 0) {
     // A traced kernel runs its rows in order, in one workgroup (LowerOptions::trace_values).
-    kb.kernel.body = lfor(row_var_->var, leading_extent(lead, parallel_dims_), !options_.trace_values, std::move(row));
+    kb.kernel.body = lfor(row_var_->var, leading_extent_value(lead, parallel_dims_), !options_.trace_values, std::move(row));
   } else {
     kb.kernel.body = lblock(std::move(row));
   }
@@ -226,7 +229,8 @@ Result<std::vector<Kernel>> Lowerer::lower_group(const Routine& routine, size_t 
     copy.name = kb.kernel.name + "_snapshot";
     copy.nodes = {first.target, snapshot_node_};
     copy.var_count = 1;
-    copy.body = lfor(0, lead.element_count(), true,
+    copy.size_count = kb.kernel.size_count;
+    copy.body = lfor(0, element_count_value(lead), true,
                      {lstore(snapshot_node_, lvar(0), lload(first.target, lead.dtype, lvar(0)))});
     kernels.push_back(std::move(copy));
   }
@@ -271,16 +275,16 @@ Result<LoweredProgram> Lowerer::run() {
 }  // namespace lowering
 
 Result<LoweredProgram> lower_program(const Program& program, const LowerOptions& options) {
-  KILN_RETURN_IF_ERROR(refuse_sizes(program, "which lowering does not take yet (one compiled program for "
-                                              "every size is not done)"));
   Program with_calls;
-  if (options.auto_calls) {
+  // Products over sizes stay loops for now: the library calls are chosen by known shapes.
+  if (options.auto_calls && !program.has_sizes()) {
     // with_library_calls reads nodes by index: only a valid program is rewritten (the Lowerer
     // validates what it is given, the rewritten program included).
     KILN_RETURN_IF_ERROR(validate_program(program));
     with_calls = with_library_calls(program, options.library_calls);
   }
-  KILN_ASSIGN_OR_RETURN(LoweredProgram lowered, lowering::Lowerer(options.auto_calls ? with_calls : program, options).run());
+  const bool with_library = options.auto_calls && !program.has_sizes();
+  KILN_ASSIGN_OR_RETURN(LoweredProgram lowered, lowering::Lowerer(with_library ? with_calls : program, options).run());
   if (options.optimize && !options.trace_values) {
     for (LoweredRoutine& routine : lowered.routines) {
       for (Kernel& kernel : routine.kernels) {

@@ -34,15 +34,15 @@ LExprRef mul(LExprRef a, LExprRef b) {
   return lop(Op::kMul, DType::kI64, {std::move(a), std::move(b)});
 }
 
-LExprRef div(LExprRef a, int64_t b) {
-  if (b == 1) return a;
-  return lop(Op::kDiv, DType::kI64, {std::move(a), i64(b)});
+LExprRef div(LExprRef a, LExprRef b) {
+  if (is_const(b, 1)) return a;
+  return lop(Op::kDiv, DType::kI64, {std::move(a), std::move(b)});
 }
 
-LExprRef mod(LExprRef a, int64_t b) {
-  if (b == 1) return i64(0);
+LExprRef mod(LExprRef a, LExprRef b) {
+  if (is_const(b, 1)) return i64(0);
   // a - (a / b) * b: the loop IR has no remainder op; the values here are never negative.
-  return lop(Op::kSub, DType::kI64, {a, mul(div(a, b), i64(b))});
+  return lop(Op::kSub, DType::kI64, {a, mul(div(a, b), b)});
 }
 
 LExprRef conjunction(const std::vector<LExprRef>& conditions) {
@@ -75,9 +75,33 @@ LExprRef cast_to(LExprRef e, DType type) {
   return lop(cast_op(type), type, {std::move(e)});
 }
 
-std::vector<int64_t> strides_of(const TensorNode& node) {
-  std::vector<int64_t> strides(node.dims.size(), 1);
-  for (size_t d = node.dims.size(); d-- > 1;) strides[d - 1] = strides[d] * node.dims[d];
+LExprRef size_value(const SizeExpr& e) {
+  LExprRef v = i64(e.offset);
+  for (const auto& [size, coefficient] : e.terms) v = add(v, mul(i64(coefficient), lsize(size)));
+  return v;
+}
+
+LExprRef dim_value(const TensorNode& node, size_t d) {
+  return node.is_sized() ? size_value(node.sized_dims[d]) : i64(node.dims[d]);
+}
+
+LExprRef extent_value(const IndexVar& index) {
+  return index.sized_extent ? size_value(*index.sized_extent) : i64(index.extent);
+}
+
+LExprRef leading_extent_value(const TensorNode& node, int k) {
+  LExprRef extent = i64(1);
+  for (size_t d = 0; static_cast<int>(d) < k && d < node.dims.size(); ++d) extent = mul(extent, dim_value(node, d));
+  return extent;
+}
+
+LExprRef element_count_value(const TensorNode& node) {
+  return leading_extent_value(node, static_cast<int>(node.dims.size()));
+}
+
+std::vector<LExprRef> strides_of(const TensorNode& node) {
+  std::vector<LExprRef> strides(node.dims.size(), i64(1));
+  for (size_t d = node.dims.size(); d-- > 1;) strides[d - 1] = mul(strides[d], dim_value(node, d));
   return strides;
 }
 

@@ -16,8 +16,8 @@ bool is_const(const LExprRef& e, double v);
 // a + b, a * b, a / b, a % b in i64, folding constants, 0 and 1.
 LExprRef add(LExprRef a, LExprRef b);
 LExprRef mul(LExprRef a, LExprRef b);
-LExprRef div(LExprRef a, int64_t b);
-LExprRef mod(LExprRef a, int64_t b);
+LExprRef div(LExprRef a, LExprRef b);
+LExprRef mod(LExprRef a, LExprRef b);
 // 0/1 (i64) conjunction of range conditions; null for none.
 LExprRef conjunction(const std::vector<LExprRef>& conditions);
 
@@ -26,8 +26,17 @@ double convert_constant(double v, DType type);
 // `e` converted to `type` (a cast op, or a converted constant).
 LExprRef cast_to(LExprRef e, DType type);
 
+// Dimensions as i64 expressions: a number, or for a dimension that names sizes (language
+// version 2) an expression of the sizes (kSize), which kernels read from the dispatch.
+LExprRef size_value(const SizeExpr& e);
+LExprRef dim_value(const TensorNode& node, size_t d);
+// How far an index runs: its extent, or its expression of sizes.
+LExprRef extent_value(const IndexVar& index);
+// The product of the first `k` dimensions of `node`, and of all of them.
+LExprRef leading_extent_value(const TensorNode& node, int k);
+LExprRef element_count_value(const TensorNode& node);
 // Row-major element strides of a node.
-std::vector<int64_t> strides_of(const TensorNode& node);
+std::vector<LExprRef> strides_of(const TensorNode& node);
 
 // The neutral element of a reduction in `type` (0, 1, -inf, +inf; INT32_MIN/MAX for i32).
 double neutral(Reduce reduce, DType type);

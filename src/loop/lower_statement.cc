@@ -18,11 +18,18 @@ namespace kiln::ir::lowering {
 namespace {
 
 // What `mean` divides by: the number of points of its reduced indices by their own extents (the
-// points its loops skip count, contributing 0), as a double, which no extents overflow.
-double mean_count(const Assignment& s) {
+// points its loops skip count, contributing 0), in `type`: a constant (computed as a double,
+// which no extents overflow), or where an extent is a size, the product of the extents as the
+// kernel computes it.
+LExprRef mean_count(const Assignment& s, DType type) {
   double count = 1;
-  for (int r : s.reduced_indices()) count *= static_cast<double>(s.indices[r].extent);
-  return count;
+  LExprRef sized = i64(1);
+  for (int r : s.reduced_indices()) {
+    if (s.indices[r].sized_extent) sized = mul(sized, extent_value(s.indices[r]));
+    else count *= static_cast<double>(s.indices[r].extent);
+  }
+  if (is_const(sized, 1)) return lconst(type, count);
+  return lop(Op::kMul, type, {cast_to(sized, type), lconst(type, count)});
 }
 
 }  // namespace
@@ -31,10 +38,10 @@ double mean_count(const Assignment& s) {
 // subscripts are the parallel loop's indices, so that its row starts at row_var * row stride.
 Result<Lowerer::Place> Lowerer::place(int node, const TensorNode& decl,
                                       const std::vector<LExprRef>& subs, bool row) {
-  const std::vector<int64_t> strides = strides_of(decl);
+  const std::vector<LExprRef> strides = strides_of(decl);
   const size_t first = row ? static_cast<size_t>(parallel_dims_) : 0;
   LExprRef in_row = i64(0);
-  for (size_t d = first; d < subs.size(); ++d) in_row = add(in_row, mul(subs[d], i64(strides[d])));
+  for (size_t d = first; d < subs.size(); ++d) in_row = add(in_row, mul(subs[d], strides[d]));
   auto local = local_of_.find(node);
   if (local != local_of_.end()) {
     if (!row || parallel_dims_ < 1) {
@@ -44,7 +51,7 @@ Result<Lowerer::Place> Lowerer::place(int node, const TensorNode& decl,
   }
   kb_->use(node);
   if (row && parallel_dims_ > 0) {
-    return Place{node, -1, add(mul(row_var_, i64(strides[first - 1])), in_row)};
+    return Place{node, -1, add(mul(row_var_, strides[first - 1]), in_row)};
   }
   return Place{node, -1, in_row};
 }
@@ -73,7 +80,7 @@ Result<LExprRef> Lowerer::lower_read(const Expr& e, Scope& scope) {
     // A bare index that spans exactly its dimension needs no check; anything else is checked.
     if (bare < 0 || !scope.in_range[bare]) {
       conditions.push_back(lop(Op::kGe, DType::kI64, {v, i64(0)}));
-      conditions.push_back(lop(Op::kLt, DType::kI64, {v, i64(decl.dims[d])}));
+      conditions.push_back(lop(Op::kLt, DType::kI64, {v, dim_value(decl, d)}));
     }
     const int dim = bare < 0 ? -1 : scope.target_dim[bare];
     same_point = same_point && dim == static_cast<int>(d);
@@ -136,8 +143,8 @@ Result<LExprRef> Lowerer::lower_expr(const Expr& e, Scope& scope) {
       return lconst(e.type, convert_constant(e.literal, e.type));
     case Expr::Kind::kIndex:
       return cast_to(scope.index_value[e.index], DType::kI32);
-    case Expr::Kind::kSize:  // lower_program refuses programs with sizes
-      return internal_error("a size's value reached lowering: the program was not specialized");
+    case Expr::Kind::kSize:  // the kernel reads it from the dispatch
+      return cast_to(lsize(e.index), e.type);
     case Expr::Kind::kTensor:
     case Expr::Kind::kMerge: {
       KILN_ASSIGN_OR_RETURN(LExprRef v, lower_read(e, scope));
@@ -174,7 +181,7 @@ Result<LExprRef> Lowerer::lower_expr(const Expr& e, Scope& scope) {
 std::vector<LStmtRef> Lowerer::inner_target_loops(const Assignment& s, std::vector<LStmtRef> body) const {
   const TensorNode& target = in_.nodes[s.target];
   for (size_t d = s.target_indices.size(); d-- > static_cast<size_t>(parallel_dims_);) {
-    body = {lfor(target_values_[d]->var, target.dims[d], false, std::move(body))};
+    body = {lfor(target_values_[d]->var, dim_value(target, d), false, std::move(body))};
   }
   return body;
 }
@@ -221,8 +228,7 @@ std::vector<LStmtRef> Lowerer::accumulate_in_place(const Assignment& s, const Te
   }
   per_row.insert(per_row.end(), folds.begin(), folds.end());
   if (s.reduce == Reduce::kMean) {
-    const double count = mean_count(s);
-    auto divide = inner_target_loops(s, {store(*at, lop(Op::kDiv, type, {current, lconst(type, count)}))});
+    auto divide = inner_target_loops(s, {store(*at, lop(Op::kDiv, type, {current, mean_count(s, type)}))});
     per_row.insert(per_row.end(), divide.begin(), divide.end());
   }
   return per_row;
@@ -245,16 +251,17 @@ Result<std::vector<LStmtRef>> Lowerer::lower_statement(const Routine& routine, s
   std::vector<int> loop_vars(n, -1);
   target_values_.assign(s.target_indices.size(), nullptr);
   // The parallel indices come from the collapsed loop: row = ((i0 * d1 + i1) * d2 + i2) ...
-  int64_t below = leading_extent(target, parallel_dims_);
   for (size_t d = 0; d < s.target_indices.size(); ++d) {
     const int i = s.target_indices[d];
     scope.target_dim[i] = static_cast<int>(d);
     if (static_cast<int>(d) < parallel_dims_) {
-      // An empty dimension (a size bound to 0) leaves no row to run: 1 keeps the arithmetic defined.
-      const int64_t dim = std::max<int64_t>(target.dims[d], 1);
-      below = std::max<int64_t>(below / dim, 1);
+      // An empty dimension leaves no row to run: 1 keeps the arithmetic defined. (A size's
+      // dimension needs no such care: i64 division by 0 is 0 in the loop IR.)
+      auto dim = [&](size_t e) { return target.is_sized() ? dim_value(target, e) : i64(std::max<int64_t>(target.dims[e], 1)); };
+      LExprRef below = i64(1);
+      for (size_t e = d + 1; e < static_cast<size_t>(parallel_dims_); ++e) below = mul(below, dim(e));
       LExprRef v = div(row_var_, below);
-      target_values_[d] = d == 0 ? v : mod(v, dim);
+      target_values_[d] = d == 0 ? v : mod(v, dim(d));
     } else {
       loop_vars[i] = kernel.var_count++;
       target_values_[d] = lvar(loop_vars[i]);
@@ -262,7 +269,13 @@ Result<std::vector<LStmtRef>> Lowerer::lower_statement(const Routine& routine, s
     scope.index_value[i] = target_values_[d];
   }
   std::vector<int> reduced = s.reduced_indices();
-  loop_extents_ = loop_extents(s, in_.nodes);
+  loop_extents_.clear();
+  if (in_.has_sizes()) {
+    // Extents that are sizes: each loop runs its index's whole extent.
+    for (const IndexVar& index : s.indices) loop_extents_.push_back(extent_value(index));
+  } else {
+    for (int64_t extent : loop_extents(s, in_.nodes)) loop_extents_.push_back(i64(extent));
+  }
   for (int i : reduced) {
     loop_vars[i] = kernel.var_count++;
     scope.index_value[i] = lvar(loop_vars[i]);
@@ -294,7 +307,7 @@ Result<std::vector<LStmtRef>> Lowerer::lower_statement(const Routine& routine, s
     body.insert(body.begin(), llocal_store(acc, i64(0), lconst(type, neutral(s.reduce, type))));
     value = acc_value;
     if (s.reduce == Reduce::kMean) {
-      value = lop(Op::kDiv, type, {value, lconst(type, mean_count(s))});
+      value = lop(Op::kDiv, type, {value, mean_count(s, type)});
     }
     // The store below runs inside the accumulator's scope.
     point.push_back(llocal_decl(acc, type, 1, std::move(body)));

@@ -98,7 +98,7 @@ class Lowerer {
   const Assignment* statement_ = nullptr;
   std::vector<std::pair<std::string, LExprRef>> trace_reads_;  // what trace_point logs as reads
   std::vector<LExprRef> target_values_;  // per target dim: the index's value
-  std::vector<int64_t> loop_extents_;    // per index: how far its loop runs (kiln/ir/loop_extents.h)
+  std::vector<LExprRef> loop_extents_;   // per index: how far its loop runs (kiln/ir/loop_extents.h)
   TraceSite trace_site_;                 // the routine and statement being lowered
   bool needs_snapshot_ = false;
   int snapshot_node_ = -1;

@@ -4,6 +4,7 @@
 
 #include "kiln/codegen/c_emitter.h"
 #include "kiln/codegen/call_kernel.h"
+#include "kiln/ir/sizes.h"
 #include "kiln/ral/bound_call.h"
 
 namespace kiln::runtime {
@@ -82,13 +83,31 @@ std::vector<std::string> Code::routine_names() const {
   return names;
 }
 
+Result<std::shared_ptr<Code>> Code::at_sizes(const std::shared_ptr<Code>& general, std::vector<int64_t> values) {
+  if (!general || general->general_ || !general->lowered_.program.has_sizes()) {
+    return invalid_argument_error("binding sizes: the code's program declares no sizes");
+  }
+  KILN_ASSIGN_OR_RETURN(ir::Program program, ir::specialize_sizes(general->lowered_.program, values));
+  std::shared_ptr<Code> code(new Code());
+  code->lowered_.program = std::move(program);
+  code->lowered_.routines = general->lowered_.routines;
+  code->lowered_.trace_sites = general->lowered_.trace_sites;
+  code->shared_ = general->shared_;
+  code->compiled_by_ = general->compiled_by_;
+  code->general_ = general;
+  code->sizes_ = std::move(values);
+  return code;
+}
+
 Result<std::string> Code::source_for(const hal::DeviceRef& device) const {
+  if (general_) return general_->source_for(device);
   if (kernels_) return kernels_->source.source;
   std::string format;
   return generate_source(lowered_, device->info(), &format);
 }
 
 Result<hal::ExecutableRef> Code::executable_for(const hal::DeviceRef& device) {
+  if (general_) return general_->executable_for(device);
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = executables_.begin(); it != executables_.end();) {
     std::shared_ptr<hal::Device> d = it->first.lock();
@@ -121,7 +140,7 @@ Result<hal::ExecutableRef> build_executable(const ir::LoweredProgram& lowered,
   for (const ir::LoweredRoutine& r : lowered.routines) {
     for (const ir::Kernel& k : r.kernels) {
       // The emitter writes every kernel for any local size (codegen/dialect.h, work items).
-      hal::ExportInfo info{k.name, static_cast<uint32_t>(k.nodes.size()), 0, true};
+      hal::ExportInfo info{k.name, static_cast<uint32_t>(k.nodes.size()), 2 * static_cast<uint32_t>(k.size_count), true};
       for (int node : k.nodes) {
         info.binding_alignment.push_back(static_cast<uint32_t>(ir::dtype_size(lowered.program.nodes[node].dtype)));
       }

@@ -135,6 +135,9 @@ Status Backend::add_compiled_routines(const ContextRef& child, const CodeRef& co
                                       const hal::ExecutableRef& executable,
                                       const std::vector<std::string>& names, std::vector<RoutineRef>& out) {
   const ir::Program& program = code->lowered().program;
+  if (code->needs_sizes()) {
+    return invalid_argument_error("link: the program declares sizes; bind them first (Code::at_sizes)");
+  }
   auto ensure = [&](int id) { return ensure_array(child, program.nodes[id]).annotate("link"); };
 
   // Which hidden node is the merge copy of which node.
@@ -156,7 +159,14 @@ Status Backend::add_compiled_routines(const ContextRef& child, const CodeRef& co
     for (const ir::Kernel& k : lr.kernels) {
       Routine::Dispatch d;
       d.export_ordinal = ordinal++;
-      d.workgroups[0] = dispatch_workgroups(k, device_->info().capabilities, options_.max_workgroups);
+      if (k.size_count > 0) {
+        // Sized by the extents at the bound sizes, which the kernel reads from its constants.
+        d.workgroups[0] = dispatch_workgroups(ir::kernel_at_sizes(k, code->sizes()), device_->info().capabilities,
+                                              options_.max_workgroups);
+        d.constants = ir::size_constants(code->sizes());
+      } else {
+        d.workgroups[0] = dispatch_workgroups(k, device_->info().capabilities, options_.max_workgroups);
+      }
       const ir::NodeAccess access = ir::node_access(k);
       for (size_t b = 0; b < k.nodes.size(); ++b) {
         const int id = k.nodes[b];

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kiln/codegen/c_emitter.h"
+#include "kiln/ir/sizes.h"
 #include "kiln/runtime/code.h"
 #include "kiln/ral/context.h"
 #include "runtime/initial_value.h"
@@ -29,6 +30,12 @@ Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef 
 
   KILN_ASSIGN_OR_RETURN(instance->executable_,
                         build_executable(lowered, device, &instance->source_));
+  if (program.has_sizes()) {
+    // Built for every size; the buffers, calls and host copies take the bound shapes.
+    KILN_ASSIGN_OR_RETURN(instance->lowered_.program, ir::specialize_sizes(lowered.program, options.sizes));
+  } else if (!options.sizes.empty()) {
+    return invalid_argument_error("ProgramOptions::sizes: the program declares no sizes");
+  }
   KILN_ASSIGN_OR_RETURN(instance->queue_, device->create_queue());
   instance->timeline_ = device->create_semaphore(0);
 
@@ -58,7 +65,9 @@ Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef 
       hal::DispatchCommand d;
       d.executable = instance->executable_;
       d.export_ordinal = first_ordinal + static_cast<uint32_t>(i);
-      d.workgroups = {dispatch_workgroups(k, device->info().capabilities, options.max_workgroups), 1, 1};
+      d.workgroups = {dispatch_workgroups(k.size_count > 0 ? ir::kernel_at_sizes(k, options.sizes) : k,
+                                          device->info().capabilities, options.max_workgroups), 1, 1};
+      if (k.size_count > 0) d.constants = ir::size_constants(options.sizes);
       for (int node : k.nodes) d.bindings.push_back({instance->buffers_[node]});
       return d;
     };

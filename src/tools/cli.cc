@@ -89,12 +89,13 @@ Failure lowering_failure(const std::string& path, const Status& status) {
 }
 
 // The program at the sizes of this command (language version 2): bound from the shapes of the
-// --input files of inputs and from --size, then specialized. A program without sizes comes back
-// as it is (a --size for it is an error).
+// --input files of inputs and from --size, then specialized; `values` (when given) receives the
+// sizes' values. A program without sizes comes back as it is (a --size for it is an error).
 // The input files it opens to read their shapes stay open in `readers` (by input name), for the
 // run to read their data: a FIFO cannot be opened twice.
 std::variant<ir::Program, Failure> at_bound_sizes(ir::Program program, const Options& o,
-                                                  std::map<std::string, NpyReader, std::less<>>* readers) {
+                                                  std::map<std::string, NpyReader, std::less<>>* readers,
+                                                  std::vector<int64_t>* bound = nullptr) {
   if (!program.has_sizes() && o.sizes.empty()) return program;
   std::map<std::string, std::vector<int64_t>, std::less<>> shapes;
   for (const auto& [name, file] : o.inputs) {
@@ -110,6 +111,7 @@ std::variant<ir::Program, Failure> at_bound_sizes(ir::Program program, const Opt
   if (!values.ok()) return invalid_input(o.program + ": " + values.status().message());
   Result<ir::Program> specialized = ir::specialize_sizes(program, *values);
   if (!specialized.ok()) return invalid_input(o.program + ": " + specialized.status().message());
+  if (bound) *bound = std::move(*values);
   return std::move(*specialized);
 }
 
@@ -225,7 +227,10 @@ int command_run(const Options& o) {
   if (auto* f = std::get_if<Failure>(&loaded)) return report(*f);
   // Sizes are bound before anything else is checked: the checks see the shapes of this run.
   std::map<std::string, NpyReader, std::less<>> readers;
-  auto sized = at_bound_sizes(std::move(std::get<ir::Program>(loaded)), o, &readers);
+  // A program with sizes is compiled as it is, once for every size, and run at these.
+  const ir::Program general = std::get<ir::Program>(loaded);
+  std::vector<int64_t> size_values;
+  auto sized = at_bound_sizes(std::move(std::get<ir::Program>(loaded)), o, &readers, &size_values);
   if (auto* f = std::get_if<Failure>(&sized)) return report(*f);
   const ir::Program& program = std::get<ir::Program>(sized);
   if (auto f = check_outputs(o, &program)) return report(*f);
@@ -287,7 +292,7 @@ int command_run(const Options& o) {
     lower.trace_lines = value_trace->lines_per_statement();
   }
   // Lowered here, so that an error in the program is told apart from a device's (exit 2, not 1).
-  Result<ir::LoweredProgram> lowered = ir::lower_program(program, lower);
+  Result<ir::LoweredProgram> lowered = ir::lower_program(general.has_sizes() ? general : program, lower);
   if (!lowered.ok()) return report(lowering_failure(o.program, lowered.status()));
 
   // The host copies: initializers from --seed; inputs no file gives get the seed's values.
@@ -308,6 +313,10 @@ int command_run(const Options& o) {
   if (!backend.ok()) return report(runtime(backend.status(), "opening " + o.device));
   auto code = (*backend)->compile_lowered(std::move(*lowered), routines);
   if (!code.ok()) return report(runtime(code.status(), "compiling " + o.program + " for " + o.device));
+  if (general.has_sizes()) {
+    code = runtime::Code::at_sizes(*code, size_values);
+    if (!code.ok()) return report(invalid_input(o.program + ": " + code.status().message()));
+  }
   // Each copy links every routine once; the schedule runs them in the order named, repeats
   // included (`--routine step --routine step`).
   struct Copy {
@@ -408,8 +417,9 @@ int command_compile(const Options& o) {
   if (auto f = check_outputs(o)) return report(*f);
   auto loaded = load_program(o.program);
   if (auto* f = std::get_if<Failure>(&loaded)) return report(*f);
-  // A program with sizes prints as written; lowering it needs every size (--size).
-  if (o.emit != "ir" || !o.sizes.empty()) {
+  // A program with sizes compiles as it is, for every size (its kernels read the sizes); with
+  // --size, it is specialized to those values first.
+  if (!o.sizes.empty()) {
     auto sized = at_bound_sizes(std::move(std::get<ir::Program>(loaded)), o, nullptr);
     if (auto* f = std::get_if<Failure>(&sized)) return report(*f);
     loaded = std::move(std::get<ir::Program>(sized));

@@ -141,6 +141,30 @@ TEST(LoopTextTest, HeaderExampleParsesAndPrintsIdentically) {
   EXPECT_EQ(print_kernel(*kernel), text);
 }
 
+// Language version 2: loops over sizes and sizes as values, read from the dispatch; and what
+// kernel_at_sizes makes of them for sizing a dispatch.
+TEST(LoopTextTest, SizesRoundTripAndEvaluate) {
+  const std::string text =
+      "(kernel main_0 (nodes 0 1) (vars 2) (locals 0) (sizes 2)\n"
+      "  (for v0 (* s0 2) parallel\n"
+      "    (for v1 s1\n"
+      "      (store 1 (+ (* v0 s1) v1) (+ f32 (load f32 0 (+ (* v0 s1) v1)) (f32 s0))))))\n";
+  Result<Kernel> kernel = parse_kernel(text);
+  ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
+  EXPECT_EQ(kernel->size_count, 2);
+  ASSERT_TRUE(kernel->body->extent_expr);
+  EXPECT_EQ(kernel->body->extent, -1);
+  EXPECT_EQ(print_kernel(*kernel), text);
+  EXPECT_EQ(evaluate_extent(*kernel->body->extent_expr, {5, 3}), 10);
+  const Kernel bound = kernel_at_sizes(*kernel, {5, 3});
+  EXPECT_EQ(bound.body->extent, 10);
+  EXPECT_FALSE(bound.body->extent_expr);
+  EXPECT_EQ(bound.body->body[0]->extent, 3);
+  EXPECT_EQ(kernel_at_sizes(*kernel, {-4, 3}).body->extent, 0);  // a negative extent runs nothing
+  EXPECT_EQ(size_constants({5, -1, int64_t{1} << 40}),
+            (std::vector<uint32_t>{5, 0, 0xffffffffu, 0xffffffffu, 0, 256}));
+}
+
 TEST(LoopTextTest, EveryStatementAndExpressionKind) {
   Kernel k;
   k.name = "all_kinds";
@@ -409,6 +433,10 @@ TEST(LoopTextTest, SyntaxErrors) {
   expect_error("(kernel k (nodes 0) (vars 0) (locals 0) (trace 0 1 (const f32 1)))", "1:52", "run id as an i32");
   expect_error("(kernel k (nodes 0) (vars 0) (locals 0) (trace -1 1 (const i32 1)))", "1:48", "trace site");
   expect_error("", "1:1", "empty");
+  expect_error("(kernel k (nodes) (vars 1) (locals 0) (sizes 1) (for v0 s1))", "1:57", "size s1 is out of range");
+  expect_error("(kernel k (nodes) (vars 1) (locals 0) (for v0 s0))", "1:47", "size s0 is out of range");
+  expect_error("(kernel k (nodes 0) (vars 2) (locals 0) (sizes 1) (for v0 4 (for v1 v0)))", "1:69", "loop extent");
+  expect_error("(kernel k (nodes 0) (vars 1) (locals 0) (sizes 1) (for v0 (load i64 0 0)))", "1:59", "loop extent");
   expect_error("   \n ; only a comment\n", "1:1", "empty");
   expect_error("(kernel k (nodes 0) (vars 1) (locals 0) (for v0 4", "1:50", "unexpected end of text");
   expect_error("(kernel k (nodes 0) (vars 1) (locals 0) (for v0 4", "1:50", "'(' at 1:41");

@@ -83,7 +83,6 @@ TEST_F(CliSizesTest, SizeGivesRandomInputsTheirShapeAndBindingErrorsAreUsageErro
       {{"run", prog, "--input", "x=" + x, "--size", "N=4"}, "size N is given as 4, but dimension 0 of input 'x' binds it to 2"},
       {{"run", prog, "--size", "M=4"}, "size M: the program declares no such size"},
       {{"run", prog, "--size", "N=-1"}, "--size N=-1: expected NAME=VALUE"},
-      {{"compile", prog, "--emit", "source"}, "size N is not bound"},
   };
   for (const auto& [args, message] : cases) {
     ProcessResult e = run(args);
@@ -128,6 +127,41 @@ TEST_F(CliSizesTest, SizeZeroGivesEmptyTensorsAndNeutralElements) {
     EXPECT_EQ(written->shape, (std::vector<int64_t>{0, 3}));
     EXPECT_TRUE(written->data.empty());
   }
+}
+
+// A program with sizes is compiled once for every size: its kernels read the sizes from each
+// dispatch. After one run has built them, runs at sizes never seen before find the kernels in the
+// cache while the C compiler is gone (KILN_CC names a compiler no longer on PATH), where a program
+// specialized per size would need it.
+TEST_F(CliSizesTest, CompiledOnceRunsAtNewSizesWithoutTheCompiler) {
+  const std::string prog = program();
+  const std::string bin = dir_.file("bin");
+  ASSERT_TRUE(std::filesystem::create_directory(bin));
+  Result<std::string> cc = find_program("cc");
+  ASSERT_TRUE(cc.ok()) << cc.status();
+  std::filesystem::create_symlink(*cc, bin + "/kiln-test-cc");
+  Env with_cc = env();
+  with_cc["KILN_CC"] = "kiln-test-cc";
+  with_cc["PATH"] = bin + ":" + (std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
+  ProcessResult first = kiln({"run", prog, "--size", "N=5"}, with_cc);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  Env without_cc = env();
+  without_cc["KILN_CC"] = "kiln-test-cc";
+  for (int64_t rows : {1, 7, 1000, 0}) {
+    ProcessResult r = kiln({"run", prog, "--size", "N=" + std::to_string(rows), "--print"}, without_cc);
+    ASSERT_EQ(r.exit_code, 0) << "N = " << rows << "\n" << r.output;
+    EXPECT_NE(r.output.find("y : f32 [" + std::to_string(rows) + ", 10]"), std::string::npos) << r.output;
+  }
+  // The kernels read the sizes, so --emit source needs none.
+  ProcessResult source = run({"compile", prog, "--emit", "source", "--target", "cpu"});
+  ASSERT_EQ(source.exit_code, 0) << source.output;
+  EXPECT_NE(source.output.find("kiln_size0 = "), std::string::npos) << source.output;
+  // The C compiler is really gone: a program it has not built fails for want of it.
+  const std::string other_prog = dir_.file("double.kiln");
+  ASSERT_TRUE(write_bytes(other_prog, "size N\ninput x : f32[N]\noutput y : f32[N]\ny[i] = 2 * x[i]\n").ok());
+  ProcessResult other = kiln({"run", other_prog, "--size", "N=3"}, without_cc);
+  EXPECT_EQ(other.exit_code, 1) << other.output;
+  EXPECT_NE(other.output.find("kiln-test-cc"), std::string::npos) << other.output;
 }
 
 // A FIFO binds a size and delivers its data in one opening: the file whose header binds the size

@@ -40,6 +40,7 @@
 //    kLocalDecl of the same number shadows. A nested `parallel` loop runs like a plain one.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,6 +61,7 @@ struct LExpr {
     kLocalLoad,  // local array `local` at element `offset`
     kVar,        // loop variable `var` (i64)
     kOp,         // op(args)
+    kSize,       // the value of the program's size number `size` (i64), a push constant
   };
   Kind kind = Kind::kConst;
   DType type = DType::kF32;
@@ -70,6 +72,7 @@ struct LExpr {
   int var = -1;
   Op op = Op::kAdd;
   std::vector<LExprRef> args;
+  int size = -1;
 };
 
 struct LStmt;
@@ -90,6 +93,10 @@ struct LStmt {
   std::vector<LStmtRef> body;
   int var = -1;
   int64_t extent = 0;
+  // kFor over a size (language version 2): its extent is this i64 expression of sizes (kSize)
+  // and constants, known only when the kernel runs, and `extent` is -1, which every pass that
+  // needs a known trip count takes as "do not transform".
+  LExprRef extent_expr;
   bool parallel = false;
   LExprRef cond;
   int node = -1;
@@ -112,10 +119,14 @@ struct LStmt {
 inline constexpr const char* kTraceLinePrefix = "\x1ekiln-trace ";
 
 // Dispatch convention (lowering, code generation and the interpreter agree on it):
-//  - binding i is the whole buffer of node `nodes[i]`; there are no push constants;
+//  - binding i is the whole buffer of node `nodes[i]`;
+//  - a kernel of a program with sizes takes 2 * `size_count` push constants: size s is the i64
+//    whose low 32 bits are constant 2s and high 32 bits constant 2s + 1 (size_constants());
+//    a kernel without sizes takes none;
 //  - if `body` is a kFor with parallel == true, over extent E, the dispatch has W workgroups in
 //    x (1 <= W <= E, chosen by the caller) and workgroup x runs the iterations
-//    [x * C, min(E, (x + 1) * C)) with C = ceil(E / W); otherwise the dispatch has 1 workgroup
+//    [x * C, min(E, (x + 1) * C)) with C = ceil(E / W) (E evaluated at the sizes for a loop
+//    over a size; E <= 0 runs nothing); otherwise the dispatch has 1 workgroup
 //    that runs the whole body;
 //  - a workgroup outside that grid (y or z > 0; x > 0 for a body that is not a parallel for)
 //    does nothing and succeeds, so a caller may pass W > E (the extra workgroups are empty).
@@ -124,8 +135,19 @@ struct Kernel {
   std::vector<int> nodes;   // node ids of the buffers it uses, in binding order
   int var_count = 0;        // loop variables are 0 .. var_count-1
   int local_count = 0;      // local arrays are 0 .. local_count-1
+  int size_count = 0;       // sizes it may read (kSize) are 0 .. size_count-1
   LStmtRef body;
 };
+
+// The push constants of a dispatch of a kernel with sizes at the sizes' `values` (see above).
+std::vector<uint32_t> size_constants(const std::vector<int64_t>& values);
+// `kernel` with every loop over a size made a loop of the extent it has at the sizes' `values`
+// (negative extents become 0); expressions still read the sizes. What the runtime sizes a
+// dispatch by (its workgroup count).
+Kernel kernel_at_sizes(const Kernel& kernel, const std::vector<int64_t>& values);
+// The value of an i64 expression of sizes and constants (a kFor's extent_expr) at `values`;
+// nullopt where it reads anything else or overflows.
+std::optional<int64_t> evaluate_extent(const LExpr& e, const std::vector<int64_t>& values);
 
 // A call statement of a lowered routine: it runs after the routine's first `after_kernels`
 // kernels and before the rest (calls with equal after_kernels run in order). Its tensors live in
@@ -174,6 +196,9 @@ LExprRef llocal_load(int local, DType type, LExprRef offset);
 LExprRef lop(Op op, DType type, std::vector<LExprRef> args);
 LStmtRef lblock(std::vector<LStmtRef> body);
 LStmtRef lfor(int var, int64_t extent, bool parallel, std::vector<LStmtRef> body);
+LExprRef lsize(int size);
+// A loop over `extent`: of known extent when it is a constant, else over a size (extent_expr).
+LStmtRef lfor(int var, const LExprRef& extent, bool parallel, std::vector<LStmtRef> body);
 LStmtRef lif(LExprRef cond, std::vector<LStmtRef> body);
 LStmtRef lstore(int node, LExprRef offset, LExprRef value);  // type: the value's
 LStmtRef llocal_decl(int local, DType type, int64_t size, std::vector<LStmtRef> body);
@@ -212,9 +237,11 @@ std::optional<int64_t> var_coefficient(const LExpr& e, int var);
 // comments only and may be null.
 //
 // Grammar (`;` starts a comment to the end of the line; statements print one per line):
-//   kernel := (kernel NAME (nodes ID*) (vars N) (locals N) STMT)     NAME a C identifier
+//   kernel := (kernel NAME (nodes ID*) (vars N) (locals N) [(sizes N)] STMT)   NAME a C identifier
 //   STMT   := (block STMT*)
-//           | (for vI EXTENT [parallel] STMT*)                      EXTENT an integer >= 0
+//           | (for vI EXTENT [parallel] STMT*)                      EXTENT an integer >= 0, or
+//                                                                   an i64 EXPR of sizes and
+//                                                                   integers, e.g. (* s0 4)
 //           | (if EXPR STMT*)
 //           | (store ID OFFSET EXPR)
 //           | (local L TYPE SIZE STMT*)                             SIZE an integer >= 1
@@ -222,6 +249,7 @@ std::optional<int64_t> var_coefficient(const LExpr& e, int var);
 //           | (comment "TEXT")                   escapes \" \\ \n \t \r \xHH
 //           | (trace SITE LIMIT RUN EXPR*)                         RUN an i32 EXPR; SITE, LIMIT >= 0
 //   EXPR   := vI                                 loop variable I (i64)
+//           | sI                                 size I (i64), I < the kernel's (sizes N)
 //           | INTEGER                            an i64 constant, e.g. 32 or -1
 //           | (const TYPE VALUE)                 other constants; integers for i32/i64,
 //                                                shortest round-trip form for floats (1.5,
@@ -236,10 +264,11 @@ std::optional<int64_t> var_coefficient(const LExpr& e, int var);
 // ...)` (binding i is nodes[i]); L is a local number < local_count; I < var_count. The parser
 // validates everything above (ids, scoping, op arity and operand types, i64 offsets, one type
 // per node and per local) and reports INVALID_ARGUMENT "LINE:COLUMN: expected ..., got ...".
-// Nesting is limited to 1000 levels, (vars N) and (locals N) to kMaxKernelVars and
-// kMaxKernelLocals; a pass that adds variables or locals stays within them.
+// Nesting is limited to 1000 levels, (vars N), (locals N) and (sizes N) to kMaxKernelVars,
+// kMaxKernelLocals and kMaxKernelSizes; a pass that adds variables or locals stays within them.
 inline constexpr int kMaxKernelVars = 1 << 16;
 inline constexpr int kMaxKernelLocals = 1 << 16;
+inline constexpr int kMaxKernelSizes = 1 << 16;
 std::string print_kernel(const Kernel& kernel, const Program* program = nullptr);
 Result<Kernel> parse_kernel(std::string_view text);
 // Several kernels, one after another (as print_lowered writes them, or the `interp` device's

@@ -38,6 +38,19 @@ class Code {
   bool shared() const { return shared_; }
   std::vector<std::string> routine_names() const;
 
+  // Sizes (language version 2). Code of a program with sizes is compiled without knowing them:
+  // its kernels read them from each dispatch. `at_sizes` binds such code to the sizes' `values`
+  // (from ir::bind_sizes): the result's program has every node at its bound shape (what linking
+  // allocates and checks against a NodeTable of the specialized program), its routines pass the
+  // values to the kernels, and it builds nothing of its own: the executable is `general`'s, built
+  // once per device and shared by every size. INVALID_ARGUMENT for code without sizes or values
+  // that do not fit (ir::specialize_sizes).
+  static Result<std::shared_ptr<Code>> at_sizes(const std::shared_ptr<Code>& general, std::vector<int64_t> values);
+  // The values the routines run at; empty for code without sizes.
+  const std::vector<int64_t>& sizes() const { return sizes_; }
+  // Whether the code's kernels take sizes that are not bound yet (link refuses it).
+  bool needs_sizes() const { return !general_ && lowered_.program.has_sizes(); }
+
   // The executable of every routine for `device`, built on the first call per device; its
   // exports are the kernels of every routine, in order (for own kernels: the source's exports).
   Result<hal::ExecutableRef> executable_for(const hal::DeviceRef& device);
@@ -52,6 +65,8 @@ class Code {
   std::shared_ptr<const KernelSet> kernels_;
   bool shared_ = false;
   const Backend* compiled_by_ = nullptr;  // for code that is not shared
+  std::shared_ptr<Code> general_;         // for code at sizes: the code it binds
+  std::vector<int64_t> sizes_;
   std::mutex mu_;
   std::vector<std::pair<std::weak_ptr<hal::Device>, hal::ExecutableRef>> executables_;
 };

@@ -26,6 +26,10 @@ struct ProgramOptions {
   // Workgroups of a parallel kernel: min(extent, this); 0 chooses per kernel from its size
   // (codegen::workgroups_for_size, at most 4 per compute unit).
   uint32_t max_workgroups = 0;
+  // For a program with sizes (language version 2): their values (ir::bind_sizes). The program is
+  // compiled as it is, once for every size (its kernels read the sizes from each dispatch), and
+  // its buffers have the shapes these values give.
+  std::vector<int64_t> sizes;
 };
 
 class ProgramInstance {
@@ -37,6 +41,7 @@ class ProgramInstance {
                                                          const ir::Program& program,
                                                          const ProgramOptions& options = {});
 
+  // The lowered program, its nodes at the bound sizes (the kernels read the sizes).
   const ir::LoweredProgram& lowered() const { return lowered_; }
   const std::string& source() const { return source_; }
 

@@ -50,10 +50,10 @@ Result<std::shared_ptr<cpu::HostExecutable>> InterpCompiler::compile(
                                     " bindings but its kernel lists " +
                                     std::to_string(kernel->nodes.size()) + " nodes");
     }
-    if (e.constant_count != 0) {
+    if (e.constant_count != 2 * static_cast<uint32_t>(kernel->size_count)) {
       return invalid_argument_error(where + ": export '" + e.name + "' declares " +
-                                    std::to_string(e.constant_count) +
-                                    " push constants; loop-IR kernels take none");
+                                    std::to_string(e.constant_count) + " push constants; its kernel takes " +
+                                    std::to_string(2 * kernel->size_count) + " (two per size it declares)");
     }
     if (const ir::LStmt* local = oversized_local(kernel->body.get())) {
       return invalid_argument_error(where + ": kernel '" + e.name + "' declares local " +

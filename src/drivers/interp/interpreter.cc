@@ -48,9 +48,21 @@ class Frame {
         traces_(traces),
         vars_(static_cast<size_t>(std::max(0, interpreter.kernel().var_count)), 0),
         locals_(static_cast<size_t>(std::max(0, interpreter.kernel().local_count))),
-        local_types_(locals_.size(), DType::kF32) {}
+        local_types_(locals_.size(), DType::kF32) {
+    // The sizes (ir/loop.h, dispatch convention): two 32-bit halves per size.
+    for (uint32_t c = 0; c + 1 < state->constant_count; c += 2) {
+      sizes_.push_back(static_cast<int64_t>(uint64_t{state->constants[c]} | (uint64_t{state->constants[c + 1]} << 32)));
+    }
+  }
 
   int error() const { return error_; }
+
+  // A loop's extent: its own, or its expression of sizes evaluated at the dispatch's.
+  int64_t extent_of(const LStmt* s) {
+    if (!s->extent_expr) return s->extent;
+    const int64_t extent = eval(s->extent_expr.get()).i;
+    return error_ ? 0 : extent;
+  }
   const std::string& detail() const { return detail_; }
 
   void exec(const LStmt* s) {
@@ -61,7 +73,7 @@ class Frame {
         exec_body(s->body);
         return;
       case LStmt::Kind::kFor:
-        exec_for(s, 0, s->extent);
+        exec_for(s, 0, extent_of(s));
         return;
       case LStmt::Kind::kIf: {
         if (!s->cond) return fail(kMalformedKernel, "an if without a condition");
@@ -283,6 +295,13 @@ class Frame {
         }
         r.i = vars_[static_cast<size_t>(e->var)];
         return r;
+      case LExpr::Kind::kSize:
+        if (!valid_index(e->size, sizes_.size())) {
+          fail(kMalformedKernel, "a size the dispatch does not give");
+          return r;
+        }
+        r.i = sizes_[static_cast<size_t>(e->size)];
+        return r;
       case LExpr::Kind::kLoad:
         return load(e);
       case LExpr::Kind::kLocalLoad: {
@@ -341,6 +360,7 @@ class Frame {
   bool traces_;                                    // workgroup 0: kTrace statements print
   std::map<const LStmt*, int64_t> trace_lines_;    // lines printed per kTrace statement
   std::vector<int64_t> vars_;
+  std::vector<int64_t> sizes_;  // the dispatch's sizes
   std::vector<std::vector<Value>> locals_;
   std::vector<DType> local_types_;
   int error_ = 0;
@@ -380,7 +400,7 @@ int Interpreter::run_workgroup(const kiln_dispatch_state_t* state,
   if (!body) return kInterpOk;
   Frame frame(*this, state, id->x == 0);
   if (body->kind == LStmt::Kind::kFor && body->parallel) {
-    const uint64_t extent = static_cast<uint64_t>(std::max<int64_t>(0, body->extent));
+    const uint64_t extent = static_cast<uint64_t>(std::max<int64_t>(0, frame.extent_of(body)));
     const uint64_t workgroups = std::max<uint32_t>(1, state->workgroup_count[0]);
     const uint64_t chunk = extent / workgroups + (extent % workgroups != 0 ? 1 : 0);
     const uint64_t begin = clamped_product(id->x, chunk, extent);

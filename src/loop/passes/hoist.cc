@@ -70,6 +70,7 @@ ExprFacts facts_of(const LExpr* e, const LoopWrites& w) {
   }
   switch (e->kind) {
     case LExpr::Kind::kConst:
+    case LExpr::Kind::kSize:
       return f;
     case LExpr::Kind::kVar:
       f.invariant = !w.vars.count(e->var);
@@ -170,7 +171,7 @@ class Hoister {
   }
 
   LExprRef in_loop(const LExprRef& e, bool always) {
-    if (!e || e->kind == LExpr::Kind::kConst || e->kind == LExpr::Kind::kVar) return e;
+    if (!e || e->kind == LExpr::Kind::kConst || e->kind == LExpr::Kind::kVar || e->kind == LExpr::Kind::kSize) return e;
     count_lowering_work(1);
     const ExprFacts f = facts_of(e.get(), writes_);
     if (f.invariant && f.worth && (always || !f.loads)) {

@@ -1,0 +1,179 @@
+// Programs with sizes (language version 2) compiled once for every size: their kernels read the
+// sizes from each dispatch. At each size, on every device, the one general build must compute
+// what the program specialized to that size computes (the size written as a number), and the
+// Backend's code bound to several sizes must share one executable.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kiln/ir/sizes.h"
+#include "kiln/lang/parser.h"
+#include "kiln/runtime/backend.h"
+#include "kiln/runtime/program_instance.h"
+#include "runtime/e2e_util.h"
+
+namespace kiln::e2e {
+namespace {
+
+using runtime::Backend;
+using runtime::Code;
+using runtime::NodeTable;
+using runtime::ProgramInstance;
+using runtime::ProgramOptions;
+
+struct SizedCase {
+  const char* name;
+  const char* text;
+};
+
+// Each shape of lowering a size touches: strides and loop extents, collapsed rows, local arrays,
+// range checks of compound subscripts, snapshots, reductions (mean divides by a size), products,
+// sizes as values and affine dimensions.
+const SizedCase kCases[] = {
+    {"softmax",
+     "size N\ninput x: f32[N, 10]\noutput y: f32[N, 10]\ntensor m: f32[N]\ntensor s: f32[N]\n"
+     "m[i] = max(x[i, j])\ns[i] = sum(exp(x[i, j] - m[i]))\ny[i, j] = exp(x[i, j] - m[i]) / s[i]\n"},
+    {"row_sum", "size N\ninput a: f32[N, 33]\noutput s: f32[N]\ns[i] = sum(a[i, j])\n"},
+    {"relu_fma", "size N\ninput a: f32[N]\ninput b: f32[N]\ninput c: f32[N]\noutput y: f32[N]\n"
+                 "y[i] = relu(a[i] * b[i] + c[i])\n"},
+    {"product", "size M\ninput a: f32[M, 24]\ninput b: f32[24, 20]\noutput c: f32[M, 20]\n"
+                "c[i, j] = sum(a[i, k] * b[k, j])\n"},
+    {"mean_and_shift", "size N\ninput x: f32[N]\noutput m: f32\noutput d: f32[N]\nm = mean(x[i])\n"
+                       "d[i] = x[i] - x[i - 1]\n"},
+    {"collapsed_rows", "size N\ninput x: f32[2, N, 3]\noutput y: f32[2, N, 3]\noutput r: f32[2, N]\n"
+                       "y[a, b, c] = x[a, b, c] * f32(b)\nr[a, b] = max(x[a, b, c])\n"},
+    {"two_sizes", "size N\nsize M\ninput x: f32[N, M]\noutput t: f32[M, N]\noutput p: f32[N + M]\n"
+                  "t[j, i] = x[i, j] + f32(M)\np[i] = f32(i) * f32(N) where i < N + M\n"},
+    {"snapshot", "size N\ninput x: f32[N]\noutput y: f32[N]\ntensor t: f32[N]\nt[i] = x[i]\n"
+                 "t[i] = t[i] + t[i + 1]\ny[i] = t[i] * 2\n"},
+    {"i32_columns", "size N\ninput x: i32[N, 5]\noutput c: i32[5]\noutput e: i32[N, 5]\n"
+                    "c[j] = sum(x[i, j])\ne[i, j] = x[i, j] * i32(N) + i32(j)\n"},
+};
+
+std::vector<std::string> devices() {
+  std::vector<std::string> out = {"cpu", "interp"};
+  if (driver_availability("opencl").ok()) out.push_back("opencl");
+  return out;
+}
+
+// Every size of `program` set to `value`.
+std::vector<int64_t> all_sizes(const ir::Program& program, int64_t value) {
+  return std::vector<int64_t>(program.sizes.size(), value);
+}
+
+// Runs `program` (with sizes at `values`, or specialized already) on `device` with the inputs
+// drawn from `seed`, and returns its outputs by name.
+Result<std::map<std::string, HostTensor>> run_once(const hal::DeviceRef& device, const ir::Program& program,
+                                                   const std::vector<int64_t>& values, uint64_t seed) {
+  ProgramOptions options;
+  options.seed = seed;
+  if (program.has_sizes()) options.sizes = values;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<ProgramInstance> instance, ProgramInstance::create(device, program, options));
+  const ir::Program& bound = instance->lowered().program;
+  for (const ir::TensorNode& node : bound.nodes) {
+    if (node.role != ir::Role::kInput || node.id >= static_cast<int>(program.nodes.size())) continue;
+    KILN_RETURN_IF_ERROR(write_tensor(*instance, node.name, random_tensor(node, seed)));
+  }
+  for (const std::string& routine : default_routines(bound)) KILN_RETURN_IF_ERROR(instance->run(routine));
+  std::map<std::string, HostTensor> out;
+  for (const ir::TensorNode* node : result_nodes(bound)) {
+    KILN_ASSIGN_OR_RETURN(out[node->name], read_tensor(*instance, *node));
+  }
+  return out;
+}
+
+TEST(SizedProgramsTest, OneBuildComputesWhatTheSpecializedProgramDoesAtEverySize) {
+  TempDir dir;
+  for (const std::string& name : devices()) {
+    Result<hal::DeviceRef> device = open_device(name, dir.path() + "/cache");
+    ASSERT_TRUE(device.ok()) << device.status();
+    for (const SizedCase& c : kCases) {
+      Result<ir::Program> program = lang::parse_program(c.text, std::string(c.name) + ".kiln");
+      ASSERT_TRUE(program.ok()) << c.name << ": " << program.status();
+      for (int64_t size : {0, 1, 7, 130}) {
+        const std::string what = name + ", " + c.name + " at " + std::to_string(size);
+        const std::vector<int64_t> values = all_sizes(*program, size);
+        Result<ir::Program> specialized = ir::specialize_sizes(*program, values);
+        ASSERT_TRUE(specialized.ok()) << what << ": " << specialized.status();
+        auto general = run_once(*device, *program, values, 17);
+        auto expected = run_once(*device, *specialized, {}, 17);
+        ASSERT_TRUE(general.ok()) << what << ": " << general.status();
+        ASSERT_TRUE(expected.ok()) << what << ": " << expected.status();
+        for (const auto& [output, tensor] : *expected) {
+          ASSERT_TRUE(general->count(output)) << what << ": " << output;
+          EXPECT_EQ(general->at(output).dims, tensor.dims) << what << ": " << output;
+          if (auto diff = first_difference(output, tensor, general->at(output))) ADD_FAILURE() << what << ": " << *diff;
+        }
+      }
+    }
+  }
+}
+
+// The Backend: one compile, bound to sizes 1, 7, 0 and 1000, linked into contexts of their own;
+// every binding runs the general code's executable.
+TEST(SizedProgramsTest, CodeAtSizesSharesOneExecutable) {
+  TempDir dir;
+  for (const std::string& name : devices()) {
+    Result<hal::DeviceRef> device = open_device(name, dir.path() + "/cache");
+    ASSERT_TRUE(device.ok()) << device.status();
+    Result<ir::Program> program = lang::parse_program(
+        "size N\ninput x: f32[N, 3]\noutput y: f32[N]\ny[i] = sum(x[i, j] * f32(N))\n", "rows.kiln");
+    ASSERT_TRUE(program.ok()) << program.status();
+    auto backend = Backend::create(*device);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    auto code = (*backend)->compile(*program, "main");
+    ASSERT_TRUE(code.ok()) << code.status();
+    EXPECT_TRUE((*code)->needs_sizes());
+    auto stream = (*backend)->new_stream();
+    ASSERT_TRUE(stream.ok());
+    // Unbound code does not link: its kernels would read no sizes.
+    {
+      auto nodes = NodeTable::create(*ir::specialize_sizes(*program, {2}));
+      ASSERT_TRUE(nodes.ok()) << nodes.status();
+      auto root = (*backend)->make_context(*stream, *nodes);
+      ASSERT_TRUE(root.ok());
+      auto linked = (*backend)->link(*root, *code, "main");
+      ASSERT_FALSE(linked.ok());
+      EXPECT_NE(linked.status().message().find("bind them first"), std::string::npos) << linked.status();
+    }
+    hal::ExecutableRef first;
+    for (int64_t rows : {1, 7, 0, 1000}) {
+      const std::string what = name + " at N = " + std::to_string(rows);
+      auto bound = Code::at_sizes(*code, {rows});
+      ASSERT_TRUE(bound.ok()) << what << ": " << bound.status();
+      EXPECT_EQ((*bound)->sizes(), std::vector<int64_t>{rows});
+      auto nodes = NodeTable::create(*ir::specialize_sizes(*program, {rows}));
+      ASSERT_TRUE(nodes.ok()) << what << ": " << nodes.status();
+      std::vector<float> x(static_cast<size_t>(rows) * 3);
+      for (size_t k = 0; k < x.size(); ++k) x[k] = static_cast<float>(k % 5) - 2;
+      ASSERT_TRUE((*nodes)->tensor("x")->write_from(x).ok()) << what;
+      auto root = (*backend)->make_context(*stream, *nodes);
+      ASSERT_TRUE(root.ok()) << what;
+      auto linked = (*backend)->link(*root, *bound, "main");
+      ASSERT_TRUE(linked.ok()) << what << ": " << linked.status();
+      ASSERT_TRUE(linked->routine->run().ok()) << what;
+      auto y = (*nodes)->tensor("y")->read_as<float>();
+      ASSERT_TRUE(y.ok()) << what << ": " << y.status();
+      ASSERT_EQ(y->size(), static_cast<size_t>(rows)) << what;
+      for (int64_t i = 0; i < rows; ++i) {
+        const float n = static_cast<float>(rows);
+        const float sum = x[i * 3] * n + x[i * 3 + 1] * n + x[i * 3 + 2] * n;
+        ASSERT_EQ((*y)[static_cast<size_t>(i)], sum) << what << " at " << i;
+      }
+      auto executable = (*bound)->executable_for(*device);
+      ASSERT_TRUE(executable.ok()) << what;
+      if (!first) first = *executable;
+      EXPECT_EQ(*executable, first) << what << ": a second executable was built";
+    }
+    // Values that do not fit are refused, naming what is wrong.
+    auto negative = Code::at_sizes(*code, {-1});
+    EXPECT_FALSE(negative.ok());
+    auto two = Code::at_sizes(*code, {1, 2});
+    EXPECT_FALSE(two.ok());
+  }
+}
+
+}  // namespace
+}  // namespace kiln::e2e
