@@ -115,7 +115,9 @@ class Tiler {
 
   bool run() {
     const LStmt* top = kernel_.body.get();
-    if (!top || top->kind != LStmt::Kind::kFor || !top->parallel || top->extent < kTileRows) {
+    // Rows over a size are tiled too, with every step guarded (its count is known only when the
+    // kernel runs).
+    if (!top || top->kind != LStmt::Kind::kFor || !top->parallel || (!top->extent_expr && top->extent < kTileRows)) {
       return false;
     }
     int contractions = 0;
@@ -126,9 +128,10 @@ class Tiler {
     }
     row_ = top->var;
     rows_ = top->extent;
+    rows_value_ = top->extent_expr ? top->extent_expr : i64_const(rows_);
     // A step covers as many whole tiles as fit in kStepRows, so that a packed panel serves them
     // all, but not fewer than 2 steps when there are rows for 2 tiles (both threads get work).
-    step_ = std::min(kStepRows, std::max<int64_t>(kTileRows, rows_ / 2 / kTileRows * kTileRows));
+    step_ = top->extent_expr ? kStepRows : std::min(kStepRows, std::max<int64_t>(kTileRows, rows_ / 2 / kTileRows * kTileRows));
     step_var_ = kernel_.var_count++;
     r_ = kernel_.var_count++;
     tile_ = kernel_.var_count++;
@@ -139,7 +142,12 @@ class Tiler {
     kk_ = kernel_.var_count++;
     std::vector<LStmtRef> body;
     for (const LStmtRef& s : top->body) jam(s, &body);
-    kernel_.body = lfor(step_var_, (rows_ + step_ - 1) / step_, true, std::move(body));
+    if (top->extent_expr) {
+      const LExprRef steps = i64_op(Op::kDiv, i64_op(Op::kAdd, rows_value_, i64_const(step_ - 1)), i64_const(step_));
+      kernel_.body = lfor(step_var_, steps, true, std::move(body));
+    } else {
+      kernel_.body = lfor(step_var_, (rows_ + step_ - 1) / step_, true, std::move(body));
+    }
     return true;
   }
 
@@ -157,9 +165,10 @@ class Tiler {
 
   // `stmts`, when the step may run past the last row, only where `cond` holds.
   std::vector<LStmtRef> guarded(LExprRef cond, std::vector<LStmtRef> stmts) const {
-    if (rows_ % step_ == 0) return stmts;
-    return {lif(std::move(cond), std::move(stmts))};
+    if (!rows_known() || rows_ % step_ != 0) return {lif(std::move(cond), std::move(stmts))};
+    return stmts;
   }
+  bool rows_known() const { return rows_ >= 0; }
 
   // `e` with each loop variable of `subs` replaced by its expression.
   static LExprRef at(const LExprRef& e, std::initializer_list<std::pair<int, LExprRef>> subs) {
@@ -182,7 +191,7 @@ class Tiler {
   // `s` for every row of the step, in turn.
   LStmtRef each_row(const LStmtRef& s) const {
     return lfor(r_, step_, false,
-                guarded(i64_op(Op::kLt, step_row(), i64_const(rows_)), {at_row(s, step_row())}));
+                guarded(i64_op(Op::kLt, step_row(), rows_value_), {at_row(s, step_row())}));
   }
 
   // Appends what `s` of the parallel body becomes in a step.
@@ -224,7 +233,7 @@ class Tiler {
     auto acc_load = [&](int64_t r) { return llocal_load(acc[r], type, lvar(jj_)); };
     auto element = [&](int64_t r) { return at(st.offset, {{row_, row(i64_const(r))}, {j.var, col}}); };
     auto in_range = [&](std::vector<LStmtRef> stmts) {
-      return guarded(i64_op(Op::kLe, row(i64_const(kTileRows)), i64_const(rows_)), std::move(stmts));
+      return guarded(i64_op(Op::kLe, row(i64_const(kTileRows)), rows_value_), std::move(stmts));
     };
     // One statement per row of the tile, over its columns.
     auto per_row = [&](const std::function<LStmtRef(int64_t)>& make) {
@@ -289,18 +298,21 @@ class Tiler {
       out->push_back(each_row(lfor(k.var, k.extent, false, {lfor(t_, j.extent % cols, false, {
           lstore(st.node, at(st.offset, {{j.var, tail}}), at(st.value, {{j.var, tail}}))})})));
     }
-    if (rows_ % kTileRows != 0) {
+    if (!rows_known() || rows_ % kTileRows != 0) {
       // The rows past the last whole tile, for the whole tiles' columns, as before.
-      const int64_t whole_rows = rows_ / kTileRows * kTileRows;
+      const LExprRef whole_rows = rows_known() ? i64_const(rows_ / kTileRows * kTileRows)
+                                               : i64_op(Op::kMul, i64_op(Op::kDiv, rows_value_, i64_const(kTileRows)),
+                                                        i64_const(kTileRows));
       LStmtRef nest = lfor(k.var, k.extent, false, {lfor(j.var, whole_cols, false, {c->j_loop->body[0]})});
-      out->push_back(lfor(r_, step_, false, {lif(i64_op(Op::kGe, step_row(), i64_const(whole_rows)),
-          {lif(i64_op(Op::kLt, step_row(), i64_const(rows_)), {at_row(nest, step_row())})})}));
+      out->push_back(lfor(r_, step_, false, {lif(i64_op(Op::kGe, step_row(), whole_rows),
+          {lif(i64_op(Op::kLt, step_row(), rows_value_), {at_row(nest, step_row())})})}));
     }
   }
 
   Kernel& kernel_;
   int row_ = -1;
-  int64_t rows_ = 0, step_ = 0;
+  int64_t rows_ = 0, step_ = 0;  // rows_: -1 for rows over a size
+  LExprRef rows_value_;           // the rows as an expression: a constant, or of sizes
   int step_var_ = -1, r_ = -1, tile_ = -1, jb_ = -1, jj_ = -1, t_ = -1, kb_ = -1, kk_ = -1;
 };
 
