@@ -46,6 +46,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -54,6 +55,7 @@
 #include "kiln/base/env.h"
 #include "kiln/base/time.h"
 #include "kiln/ir/printer.h"
+#include "kiln/ir/sizes.h"
 #include "kiln/loop/lower.h"
 #include "kiln/lang/parser.h"
 #include "ir/program_equal.h"
@@ -409,6 +411,127 @@ TEST_P(DifferentialDeviceTest, AgreesWithTheInterpreterWherePresent) {
 
 INSTANTIATE_TEST_SUITE_P(Devices, DifferentialDeviceTest, ::testing::Values("opencl", "cuda"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+// ---------------------------------------------------------------------------------------------
+// Sizes (language version 2): a generated program with one of its dimensions made a size.
+
+// `text` with the commonest dimension (of 2 or more) of its inputs, outputs and tensors replaced by
+// the size `N` in those declarations; nullopt when a param or const has that dimension too (they
+// cannot be sized) or no dimension qualifies. The result may still not parse (a `where` bound or a
+// dimension elsewhere that must agree with the number); callers skip those.
+std::optional<std::string> with_size(const std::string& text, int64_t* value) {
+  const std::regex declaration(R"(^(input|output|tensor|param|const)(\s+\S+\s*:\s*\w+)\[([^\]]*)\](.*)$)");
+  std::istringstream in(text);
+  std::vector<std::string> lines;
+  std::map<int64_t, int> counts;
+  std::set<int64_t> fixed;  // dims of params and consts
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(line);
+    std::smatch m;
+    if (!std::regex_match(line, m, declaration)) continue;
+    std::istringstream dims(m[3].str());
+    for (std::string d; std::getline(dims, d, ',');) {
+      const int64_t v = std::strtoll(d.c_str(), nullptr, 10);
+      if (m[1] == "param" || m[1] == "const") fixed.insert(v);
+      else if (v >= 2) ++counts[v];
+    }
+  }
+  int best = 0;
+  for (const auto& [v, n] : counts) {
+    if (!fixed.count(v) && n > best) {
+      best = n;
+      *value = v;
+    }
+  }
+  if (best == 0) return std::nullopt;
+  std::string out = "size N\n";
+  for (const std::string& line : lines) {
+    std::smatch m;
+    if (!std::regex_match(line, m, declaration) || m[1] == "param" || m[1] == "const") {
+      out += line + "\n";
+      continue;
+    }
+    std::istringstream dims(m[3].str());
+    std::string sized;
+    for (std::string d; std::getline(dims, d, ',');) {
+      const bool is_size = std::strtoll(d.c_str(), nullptr, 10) == *value;
+      sized += (sized.empty() ? "" : ", ") + (is_size ? std::string("N") : d.substr(d.find_first_not_of(' ')));
+    }
+    out += m[1].str() + m[2].str() + "[" + sized + "]" + m[4].str() + "\n";
+  }
+  return out;
+}
+
+// Generated programs with a size, compiled once on cpu (and for every 4th on opencl where present), run at the
+// size's original value, at 0, 1 and a random value up to twice the original: every result
+// agrees with the interpreter running the program specialized to that value.
+TEST(DifferentialSizesTest, SizedProgramsAgreeAtRandomSizes) {
+  Settings s = settings();
+  const uint64_t count = std::max<uint64_t>(1, s.count / 8);
+  TempDir cache;
+  auto interp = open_device("interp", cache.path());
+  auto cpu = open_device("cpu", cache.path());
+  ASSERT_TRUE(interp.ok() && cpu.ok());
+  std::vector<std::pair<std::string, hal::DeviceRef>> devices = {{"cpu", *cpu}};
+  if (driver_availability("opencl").ok()) devices.push_back({"opencl", *open_device("opencl", cache.path())});
+  runtime::ProgramOptions plain;
+  plain.lower.auto_calls = plain.lower.inline_virtual = plain.lower.fuse = false;
+  plain.lower.collapse = plain.lower.local_arrays = plain.lower.optimize = false;
+  int checked = 0, skipped = 0, runs = 0;
+  for (uint64_t n = 0; n < count; ++n) {
+    Generated g;
+    g.seed = s.seed + 7919 + n;
+    g.prefix = "z" + std::to_string(g.seed) + "_";
+    int64_t original = 0;
+    std::optional<std::string> sized = with_size(ProgramGenerator(g.seed, g.prefix, false).generate(), &original);
+    Result<ir::Program> parsed = sized ? lang::parse_program(*sized, "sized.kiln")
+                                       : Result<ir::Program>(invalid_argument_error("no dimension to size"));
+    if (!parsed.ok()) {
+      ++skipped;
+      continue;
+    }
+    g.text = *sized;
+    Random random = Random::for_name(g.seed, "sizes");
+    const int64_t values[] = {original, 0, 1, 2 + static_cast<int64_t>(random.next_u64() % static_cast<uint64_t>(2 * original))};
+    bool ok = true;
+    for (int64_t value : values) {
+      Result<ir::Program> at = ir::specialize_sizes(*parsed, {value});
+      if (!at.ok()) continue;  // e.g. a `where` bound that turns negative at this value
+      g.program = *at;
+      DeviceRun reference = start(*interp, *at, {&g}, plain);
+      ASSERT_TRUE(reference.status.ok()) << "at N = " << value << ": " << reference.status << "\n" << describe(g);
+      for (const ir::Routine& routine : at->routines) ASSERT_TRUE(reference.instance->run(routine.name).ok());
+      for (const auto& [name, device] : devices) {
+        if (name != "cpu" && n % 4 != 0) continue;  // PoCL's builds are slow: every 4th program
+        runtime::ProgramOptions general;
+        general.sizes = {value};
+        DeviceRun run = start(device, *parsed, {&g}, general);
+        ASSERT_TRUE(run.status.ok()) << name << " at N = " << value << ": " << run.status << "\n" << describe(g);
+        for (const ir::Routine& routine : at->routines) {
+          Status ran = run.instance->run(routine.name);
+          ASSERT_TRUE(ran.ok()) << name << " at N = " << value << ": " << ran << "\n" << describe(g);
+        }
+        ++runs;
+        for (const ir::TensorNode* node : result_nodes(*at)) {
+          Result<HostTensor> expected = read_tensor(*reference.instance, *node);
+          Result<HostTensor> actual = read_tensor(*run.instance, *node);
+          ASSERT_TRUE(expected.ok() && actual.ok()) << expected.status() << "; " << actual.status();
+          if (auto diff = first_difference(node->name, *expected, *actual)) {
+            ADD_FAILURE() << name << " at N = " << value << " (general build) differs from interp: " << *diff << "\n"
+                          << describe(g);
+            ok = false;
+          }
+        }
+      }
+    }
+    checked += ok ? 1 : 0;
+  }
+  std::printf("sized programs: %d of %d agree at 4 sizes each (%d runs), %d skipped (no dimension to size, or "
+              "the sized program does not parse)\n",
+              checked, static_cast<int>(count) - skipped, runs, skipped);
+  EXPECT_GT(checked, 0);
+  EXPECT_LT(skipped, static_cast<int>(count) / 2 + 1) << "most generated programs could not be sized";
+}
 
 // The generator itself: deterministic, and it produces what it promises.
 TEST(DifferentialGeneratorTest, IsDeterministicAndVaried) {
