@@ -1,6 +1,7 @@
 #include "kiln/runtime/context.h"
 
 #include "kiln/runtime/backend.h"
+#include "runtime/device_array.h"
 #include "runtime/scheduler.h"
 
 namespace kiln::runtime {
@@ -64,7 +65,12 @@ Result<std::shared_ptr<DeviceArray>> Context::find_array(std::string_view node) 
   KILN_RETURN_IF_ERROR(check_usable());
   for (const Context* c = this; c; c = c->parent_.get()) {
     auto it = c->arrays_.find(node);
-    if (it != c->arrays_.end()) return it->second;
+    if (it == c->arrays_.end()) continue;
+    // An array whose shape names sizes takes the table's current values first.
+    if (!it->second->desc.sized_dims.empty()) {
+      KILN_RETURN_IF_ERROR(fit_to_sizes_locked(*it->second, nodes_->size_values_locked(), nodes_->size_names()));
+    }
+    return it->second;
   }
   return not_found_error("node '" + std::string(node) + "' has no array in context '" + label_ +
                          "' or its ancestors (link a routine that uses it into this context tree first)");

@@ -17,10 +17,12 @@ class DeviceArray {
   DeviceArray(NodeDesc desc, std::shared_ptr<Node> node, hal::BufferRef buffer, StreamRef home)
       : desc(std::move(desc)), node(std::move(node)), buffer(std::move(buffer)), home(std::move(home)) {}
 
-  const NodeDesc desc;
+  // Its shape and buffer: fixed, except for a node whose dimensions name sizes, which
+  // fit_to_sizes_locked reshapes (under the scheduling mutex) when the table's sizes change.
+  NodeDesc desc;
   // The table's node (for the host copy); null for a node internal to compiled code (snapshots).
   const std::shared_ptr<Node> node;
-  const hal::BufferRef buffer;
+  hal::BufferRef buffer;
   // The stream whose context made it; to_host of an array nobody has written runs there.
   const StreamRef home;
 
@@ -33,5 +35,13 @@ class DeviceArray {
 };
 
 using DeviceArrayRef = std::shared_ptr<DeviceArray>;
+
+// Under the scheduling mutex: gives an array whose dimensions name sizes the shape of the sizes'
+// `values` (NodeTable::size_values_locked): a larger buffer when it holds less than that shape
+// (the old one lives on in work already queued), none when it holds enough; a reshaped array of
+// a table node is stale (its host copy, reshaped too, is uploaded before it is read).
+// FAILED_PRECONDITION naming the size when one it needs is not bound.
+Status fit_to_sizes_locked(DeviceArray& array, const std::vector<int64_t>& values,
+                           const std::vector<std::string>& size_names);
 
 }  // namespace kiln::runtime

@@ -6,6 +6,7 @@
 
 #include "kiln/codegen/c_emitter.h"
 #include "kiln/runtime/backend.h"
+#include "kiln/ir/sizes.h"
 #include "runtime/device_array.h"
 #include "runtime/routine_steps.h"
 #include "runtime/scheduler.h"
@@ -25,8 +26,22 @@ Result<LinkedBatch> Backend::link_batch(const ContextRef& parent, const CodeRef&
 
 namespace {
 
+// Code of a program with sizes and a table of that program name the same sizes; otherwise
+// (code bound to sizes, or without any) the numbers must agree.
 bool same_shape(const NodeDesc& a, const ir::TensorNode& b) {
-  return a.dtype == b.dtype && a.dims == b.dims;
+  if (a.dtype != b.dtype) return false;
+  if (b.is_sized()) return a.sized_dims == b.sized_dims;
+  return a.dims == b.dims;
+}
+
+// "f32[N, 4]" or "f32[4, 8]": a node's shape as its code declares it.
+std::string declared_shape(const ir::TensorNode& n, const ir::Program& program) {
+  if (!n.is_sized()) return shape_text(n.dtype, n.dims);
+  std::string text = std::string(ir::dtype_name(n.dtype)) + "[";
+  for (size_t d = 0; d < n.sized_dims.size(); ++d) {
+    text += (d ? ", " : "") + ir::size_expr_text(n.sized_dims[d], program.sizes);
+  }
+  return text + "]";
 }
 
 }  // namespace
@@ -74,12 +89,12 @@ Result<LinkedBatch> Backend::link_routines(const ContextRef& parent, const CodeR
   return batch;
 }
 
-Status Backend::ensure_array(const ContextRef& child, const ir::TensorNode& n) {
+Status Backend::ensure_array(const ContextRef& child, const ir::TensorNode& n, const ir::Program& program) {
   const std::string where = "node '" + n.name + "'";
   Result<std::shared_ptr<DeviceArray>> found = child->find_array(n.name);
   if (found.ok()) {
     if (!same_shape((*found)->desc, n)) {
-      return invalid_argument_error(where + " is " + shape_text(n.dtype, n.dims) + " in the code but " +
+      return invalid_argument_error(where + " is " + declared_shape(n, program) + " in the code but " +
                                     shape_text((*found)->desc.dtype, (*found)->desc.dims) +
                                     " in the context");
     }
@@ -92,15 +107,17 @@ Status Backend::ensure_array(const ContextRef& child, const ir::TensorNode& n) {
     node = *in_table;
     desc = node->desc();
     if (!same_shape(desc, n)) {
-      return invalid_argument_error(where + " is " + shape_text(n.dtype, n.dims) +
+      return invalid_argument_error(where + " is " + declared_shape(n, program) +
                                     " in the code but " + shape_text(desc.dtype, desc.dims) +
                                     " in the node table");
     }
   } else {
-    // Internal to the compiled code (a snapshot): a private array, zero-filled.
+    // Internal to the compiled code (a snapshot): a private array, zero-filled; one whose shape
+    // names sizes takes the table's values when it is first used (fit_to_sizes_locked).
     desc.name = n.name;
     desc.dtype = n.dtype;
     desc.dims = n.dims;
+    desc.sized_dims = n.sized_dims;
     desc.bytes = static_cast<size_t>(n.byte_size());
   }
   const std::pair<const NodeTable*, std::string> key{table.get(), n.name};
@@ -135,10 +152,29 @@ Status Backend::add_compiled_routines(const ContextRef& child, const CodeRef& co
                                       const hal::ExecutableRef& executable,
                                       const std::vector<std::string>& names, std::vector<RoutineRef>& out) {
   const ir::Program& program = code->lowered().program;
-  if (code->needs_sizes()) {
-    return invalid_argument_error("link: the program declares sizes; bind them first (Code::at_sizes)");
+  const bool sized = code->needs_sizes();
+  if (sized) {
+    // Sizes bound when the routines run: the table's, which must be the same sizes.
+    std::vector<std::string> names;
+    for (const ir::SizeDecl& s : program.sizes) names.push_back(s.name);
+    if (child->nodes()->size_names() != names) {
+      return invalid_argument_error("link: the program declares sizes, which the node table does not: make the table "
+                                    "from the program with sizes (its routines then run at the table's sizes), or bind "
+                                    "them first (Code::at_sizes)");
+    }
+    for (const ir::LoweredRoutine& lr : code->lowered().routines) {
+      if (!lr.calls.empty()) {
+        return unimplemented_error("link: routine '" + lr.name + "' calls " + lr.calls.front().call.function +
+                                   ", and calls in a program whose sizes are bound when it runs are not done: bind "
+                                   "the code to sizes first (Code::at_sizes)");
+      }
+    }
+    if (!code->lowered().trace_sites.empty()) {
+      return unimplemented_error("link: value tracing of a program whose sizes are bound when it runs is not done: "
+                                 "bind the code to sizes first (Code::at_sizes)");
+    }
   }
-  auto ensure = [&](int id) { return ensure_array(child, program.nodes[id]).annotate("link"); };
+  auto ensure = [&](int id) { return ensure_array(child, program.nodes[id], program).annotate("link"); };
 
   // Which hidden node is the merge copy of which node.
   std::map<int, std::string> merge_of;
@@ -155,11 +191,15 @@ Status Backend::add_compiled_routines(const ContextRef& child, const CodeRef& co
       continue;
     }
     std::shared_ptr<Routine> routine(new Routine(lr.name, child, code, executable));
+    routine->sized_ = sized;
     std::set<std::string> reads, writes;
     for (const ir::Kernel& k : lr.kernels) {
       Routine::Dispatch d;
       d.export_ordinal = ordinal++;
-      if (k.size_count > 0) {
+      d.kernel = &k;
+      if (sized) {
+        // Workgroups and constants come from the table's sizes when the routine runs.
+      } else if (k.size_count > 0) {
         // Sized by the extents at the bound sizes, which the kernel reads from its constants.
         d.workgroups[0] = dispatch_workgroups(ir::kernel_at_sizes(k, code->sizes()), device_->info().capabilities,
                                               options_.max_workgroups);
@@ -241,7 +281,7 @@ Status Backend::add_kernel_routines(const ContextRef& child, const CodeRef& code
           return invalid_argument_error(where + " writes node '" + b.node +
                                         "', which the node table holds as constant (never written on devices)");
         }
-        KILN_RETURN_IF_ERROR(ensure_array(child, *n).annotate(where));
+        KILN_RETURN_IF_ERROR(ensure_array(child, *n, program).annotate(where));
         d.bindings.push_back(b.node);
         if (b.access != KernelAccess::kWrite) reads.insert(b.node);
         if (writes_node) writes.insert(b.node);

@@ -31,7 +31,6 @@ std::string shape_text(ir::DType dtype, const std::vector<int64_t>& dims) {
 
 Result<std::shared_ptr<NodeTable>> NodeTable::create(const ir::Program& program, uint64_t seed) {
   KILN_RETURN_IF_ERROR(ir::validate_program(program));
-  KILN_RETURN_IF_ERROR(ir::refuse_sizes(program, "which the runtime does not bind yet"));
   std::vector<bool> written(program.nodes.size(), false);
   for (const ir::Routine& r : program.routines) {
     for (const ir::Assignment& a : r.statements) written[a.target] = true;
@@ -41,11 +40,20 @@ Result<std::shared_ptr<NodeTable>> NodeTable::create(const ir::Program& program,
   }
   std::shared_ptr<NodeTable> table(new NodeTable());
   table->seed_ = seed;
-  for (const ir::TensorNode& n : program.nodes) {
+  table->sizes_ = program.sizes;
+  table->size_values_.assign(program.sizes.size(), -1);
+  table->size_set_run_.assign(program.sizes.size(), 0);
+  for (const ir::TensorNode& declared : program.nodes) {
+    // A sized node starts at its shape with every size 0 (not bound yet).
+    ir::TensorNode n = declared;
+    for (size_t d = 0; d < n.sized_dims.size(); ++d) {
+      n.dims[d] = std::max<int64_t>(0, ir::evaluate(n.sized_dims[d], std::vector<int64_t>(program.sizes.size(), 0)).value_or(0));
+    }
     NodeDesc desc;
     desc.name = n.name;
     desc.dtype = n.dtype;
     desc.dims = n.dims;
+    desc.sized_dims = n.sized_dims;
     desc.bytes = static_cast<size_t>(n.byte_size());
     desc.written_by_routines = written[n.id];
     desc.is_const = n.role == ir::Role::kConst;
@@ -117,6 +125,87 @@ Status NodeTable::set_sharing(std::string_view name, Sharing sharing) {
   return Status();
 }
 
+std::vector<std::string> NodeTable::size_names() const {
+  std::vector<std::string> names;
+  for (const ir::SizeDecl& s : sizes_) names.push_back(s.name);
+  return names;
+}
+
+std::vector<int64_t> NodeTable::size_values() const {
+  std::lock_guard<std::mutex> lock(scheduling_mutex());
+  return size_values_;
+}
+
+void NodeTable::note_run() { ++runs_; }
+
+Status NodeTable::set_sizes(const std::map<std::string, int64_t, std::less<>>& values) {
+  std::lock_guard<std::mutex> lock(scheduling_mutex());
+  std::vector<int64_t> bound = size_values_;
+  for (const auto& [name, value] : values) {
+    auto it = std::find_if(sizes_.begin(), sizes_.end(), [&](const ir::SizeDecl& s) { return s.name == name; });
+    if (it == sizes_.end()) {
+      std::vector<std::string> names = size_names();
+      std::string list;
+      for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+      return not_found_error("size '" + name + "': the program declares no such size" +
+                             (list.empty() ? std::string(" (it declares none)") : " (its sizes: " + list + ")"));
+    }
+    if (value < 0) return invalid_argument_error("size " + name + " = " + std::to_string(value) + ": a size is 0 or more");
+    bound[static_cast<size_t>(it - sizes_.begin())] = value;
+  }
+  KILN_RETURN_IF_ERROR(set_sizes_locked(bound));
+  for (const auto& [name, value] : values) {
+    for (size_t s = 0; s < sizes_.size(); ++s) {
+      if (sizes_[s].name == name) size_set_run_[s] = runs_ + 1;
+    }
+  }
+  return Status();
+}
+
+Status NodeTable::set_sizes_locked(const std::vector<int64_t>& values) {
+  if (values == size_values_) return Status();
+  // Every new shape first, so that an error changes nothing.
+  std::vector<int64_t> zeros(values.size());
+  for (size_t s = 0; s < values.size(); ++s) zeros[s] = std::max<int64_t>(values[s], 0);
+  std::vector<std::pair<Node*, std::vector<int64_t>>> reshaped;
+  for (const auto& [name, node] : nodes_) {
+    const NodeDesc& desc = node->desc();
+    if (desc.sized_dims.empty()) continue;
+    std::vector<int64_t> dims(desc.sized_dims.size());
+    int64_t bytes = static_cast<int64_t>(ir::dtype_size(desc.dtype));
+    for (size_t d = 0; d < dims.size(); ++d) {
+      std::optional<int64_t> v = ir::evaluate(desc.sized_dims[d], zeros);
+      if (!v || *v < 0 || (*v > 0 && bytes > ir::kMaxTensorBytes / *v)) {
+        return invalid_argument_error("tensor '" + name + "' would be " +
+                                      (v && *v < 0 ? "of negative size " + std::to_string(*v) + " in dimension " + std::to_string(d)
+                                                   : std::string("larger than kiln's limit of 2^62 bytes")) +
+                                      " at these sizes");
+      }
+      dims[d] = *v;
+      bytes *= *v;
+    }
+    if (dims != desc.dims) reshaped.emplace_back(node.get(), std::move(dims));
+  }
+  size_values_ = values;
+  for (auto& [node, dims] : reshaped) {
+    // A device action may still be writing the old host copy (a download): it keeps the old bytes.
+    node->desc_.dims = std::move(dims);
+    int64_t elements = 1;
+    for (int64_t d : node->desc_.dims) elements *= d;
+    node->desc_.bytes = static_cast<size_t>(elements) * ir::dtype_size(node->desc_.dtype);
+    if (node->host_pending && !point_passed(*node->host_pending)) {
+      retired_host_copies_.push_back({std::move(node->host), *node->host_pending});
+    }
+    node->host = HostBytes(node->desc_.bytes);
+    node->host_zeros = true;
+    node->host_pending.reset();
+    // What a device wrote at the old shape is gone; its arrays take the new one when next used.
+    node->newer_on_device.reset();
+  }
+  std::erase_if(retired_host_copies_, [](const RetiredHostCopy& r) { return point_passed(r.until); });
+  return Status();
+}
+
 void NodeTable::set_automatic_transfers(bool on) { automatic_ = on; }
 
 bool NodeTable::automatic_transfers() const { return automatic_; }
@@ -163,6 +252,68 @@ Status NodeTable::check_inputs_given(const std::vector<std::string>& nodes, std:
                                      "kiln_tensor_write in C, HostTensor::write in C++)");
   }
   return Status();
+}
+
+Status HostTensor::write(std::span<const std::byte> data, const std::vector<int64_t>& dims) const {
+  {
+    std::lock_guard<std::mutex> lock(scheduling_mutex());
+    const NodeDesc& d = desc();
+    auto shape = [&] {
+      std::string text = "[";
+      for (size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
+      return text + "]";
+    };
+    const std::string where = "tensor '" + d.name + "'";
+    if (dims.size() != d.dims.size()) {
+      return invalid_argument_error(where + " has " + std::to_string(d.dims.size()) + " dimensions, but the data has " +
+                                    std::to_string(dims.size()) + " (" + shape() + ")");
+    }
+    NodeTable& table = *table_;
+    std::vector<int64_t> values = table.size_values_;
+    std::vector<size_t> named;  // the sizes this write binds
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (d.sized_dims.empty() || d.sized_dims[i].is_constant()) {
+        if (dims[i] != d.dims[i]) {
+          return invalid_argument_error("dimension " + std::to_string(i) + " of " + where + " is " +
+                                        std::to_string(d.dims[i]) + ", but the data has " + std::to_string(dims[i]) +
+                                        " (" + shape() + ")");
+        }
+        continue;
+      }
+      const ir::SizeExpr& e = d.sized_dims[i];
+      const int s = e.bare_size();
+      if (s < 0) {
+        // An affine dimension (N + 1) follows its sizes: they must be bound to match it.
+        std::optional<int64_t> v = ir::evaluate(e, values);
+        bool bound = true;
+        for (const auto& [size, coefficient] : e.terms) bound = bound && values[static_cast<size_t>(size)] >= 0;
+        if (!bound || !v || *v != dims[i]) {
+          return invalid_argument_error("dimension " + std::to_string(i) + " of " + where + " is " +
+                                        ir::size_expr_text(e, table.sizes_) +
+                                        (bound && v ? " = " + std::to_string(*v) : std::string(", not bound yet")) +
+                                        ", but the data has " + std::to_string(dims[i]) + " (" + shape() + ")");
+        }
+        continue;
+      }
+      const std::string& name = table.sizes_[static_cast<size_t>(s)].name;
+      if (dims[i] < 0) return invalid_argument_error(where + ": a negative dimension " + shape());
+      if (values[static_cast<size_t>(s)] != dims[i]) {
+        const bool set_for_this_run = table.size_set_run_[static_cast<size_t>(s)] == table.runs_ + 1;
+        const bool named_here = std::find(named.begin(), named.end(), static_cast<size_t>(s)) != named.end();
+        if (named_here || (set_for_this_run && values[static_cast<size_t>(s)] >= 0)) {
+          return invalid_argument_error("dimension " + std::to_string(i) + " of " + where + " is size " + name +
+                                        ", which is " + std::to_string(values[static_cast<size_t>(s)]) +
+                                        (named_here ? " by its other dimensions" : " for this run (set since the last run)") +
+                                        ", but the data has " + std::to_string(dims[i]) + " (" + shape() + ")");
+        }
+        values[static_cast<size_t>(s)] = dims[i];
+      }
+      named.push_back(static_cast<size_t>(s));
+    }
+    KILN_RETURN_IF_ERROR(table.set_sizes_locked(values).annotate("writing " + where));
+    for (size_t s : named) table.size_set_run_[s] = table.runs_ + 1;
+  }
+  return write(data);
 }
 
 Status HostTensor::write(std::span<const std::byte> data) const {

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "kiln/runtime/backend.h"
+#include "runtime/device_array.h"
 #include "runtime/routine_steps.h"
 #include "runtime/stream_state.h"
 #include "runtime/transfer_internal.h"
@@ -24,6 +25,9 @@ struct PreparedRun {
   std::vector<std::string_view> names;  // accesses[i]'s node (in the routine's reads_ / writes_)
   hal::BufferRef merge;                 // the merge buffer `steps` bind, if the routine reads one
   std::optional<std::vector<RoutineStep>> steps;
+  // A sized routine (Routine::sized_): the sizes `steps` were recorded at, and the dispatches at them.
+  std::vector<int64_t> sizes;
+  std::vector<Routine::Dispatch> dispatches;
 };
 
 namespace {
@@ -80,6 +84,39 @@ Status Routine::run_in(const ContextRef& context) const {
     slot = std::move(*made);
   }
   PreparedRun& prepared = *slot;
+  NodeTable& table = *context->nodes();
+  table.note_run();
+
+  // At the table's sizes: arrays that fit them, and the dispatches' workgroups and constants.
+  size_t merge_bytes = merge_bytes_;
+  if (sized_) {
+    const std::vector<int64_t>& values = table.size_values_locked();
+    if (prepared.sizes != values) {
+      std::string unbound;
+      for (size_t s = 0; s < values.size(); ++s) {
+        if (values[s] < 0) unbound += (unbound.empty() ? "" : ", ") + table.size_names()[s];
+      }
+      if (!unbound.empty()) {
+        return failed_precondition_error(where() + ": its sizes are not all bound (" + unbound +
+                                         "): set them (NodeTable::set_sizes) or write the inputs that name them");
+      }
+      for (const DeviceArrayRef& array : prepared.arrays) {
+        if (Status fit = fit_to_sizes_locked(*array, values, table.size_names()); !fit.ok()) return fit.annotate(where());
+      }
+      const hal::DeviceCapabilities& caps = stream.device()->info().capabilities;
+      const uint32_t fixed = context->backend().options().max_workgroups;
+      prepared.dispatches = dispatches_;
+      for (Dispatch& d : prepared.dispatches) {
+        d.workgroups = {dispatch_workgroups(ir::kernel_at_sizes(*d.kernel, values), caps, fixed), 1, 1};
+        d.constants = ir::size_constants(values);
+      }
+      prepared.sizes = values;
+      prepared.steps.reset();
+    }
+    if (!merge_node_.empty()) {
+      if (Result<std::shared_ptr<Node>> node = table.find(merge_node_); node.ok()) merge_bytes = (*node)->desc().bytes;
+    }
+  }
 
   // The merge buffer must hold what the routine reads as `x.merge`.
   StreamState& state = StreamInternals::state(stream);
@@ -99,10 +136,10 @@ Status Routine::run_in(const ContextRef& context) const {
     } else {
       merge = state.merge_buffer;
     }
-    if (merge->byte_length() < merge_bytes_) {
+    if (merge->byte_length() < merge_bytes) {
       return failed_precondition_error(where() + ": the merge buffer holds " +
                                        std::to_string(merge->byte_length()) + " bytes of '" +
-                                       merge_node_ + "', which needs " + std::to_string(merge_bytes_));
+                                       merge_node_ + "', which needs " + std::to_string(merge_bytes));
     }
   }
 
@@ -147,7 +184,7 @@ Status Routine::run_in(const ContextRef& context) const {
       return nullptr;
     };
     auto dispatch = [&](size_t i) -> Result<hal::DispatchCommand> {
-      const Dispatch& d = dispatches_[i];
+      const Dispatch& d = (sized_ ? prepared.dispatches : dispatches_)[i];
       hal::DispatchCommand command;
       command.executable = executable_;
       command.export_ordinal = d.export_ordinal;

@@ -175,5 +175,77 @@ TEST(SizedProgramsTest, CodeAtSizesSharesOneExecutable) {
   }
 }
 
+// A table of the program with sizes: one compile, one link, and runs at whatever sizes the
+// inputs' shapes give; the arrays take each run's shape (growing past what they hold).
+TEST(SizedProgramsTest, OneLinkRunsAtTheSizesItsInputsBind) {
+  TempDir dir;
+  for (const std::string& name : devices()) {
+    Result<hal::DeviceRef> device = open_device(name, dir.path() + "/cache");
+    ASSERT_TRUE(device.ok()) << device.status();
+    Result<ir::Program> program = lang::parse_program(
+        "size N\ninput x: f32[N, 3]\ninput w: f32[N]\noutput y: f32[N]\noutput t: f32[N + 1]\n"
+        "tensor h: f32[N, 3]\nh[i, j] = x[i, j] * w[i]\ny[i] = sum(h[i, j] * f32(N))\n"
+        "t[i] = f32(i) where i < N + 1\n", "rows.kiln");
+    ASSERT_TRUE(program.ok()) << program.status();
+    auto backend = Backend::create(*device);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    auto code = (*backend)->compile(*program, "main");
+    ASSERT_TRUE(code.ok()) << code.status();
+    auto stream = (*backend)->new_stream();
+    ASSERT_TRUE(stream.ok());
+    auto nodes = NodeTable::create(*program);
+    ASSERT_TRUE(nodes.ok()) << nodes.status();
+    EXPECT_EQ((*nodes)->size_names(), std::vector<std::string>{"N"});
+    EXPECT_EQ((*nodes)->size_values(), std::vector<int64_t>{-1});
+    auto root = (*backend)->make_context(*stream, *nodes);
+    ASSERT_TRUE(root.ok());
+    auto linked = (*backend)->link(*root, *code, "main");
+    ASSERT_TRUE(linked.ok()) << name << ": " << linked.status();
+    // Nothing bound yet: the run says which size is missing.
+    Status unbound = linked->routine->run();
+    EXPECT_EQ(unbound.code(), StatusCode::kFailedPrecondition) << unbound;
+    EXPECT_NE(unbound.message().find("N"), std::string::npos) << unbound;
+    for (int64_t rows : {3, 7, 0, 1000, 5}) {
+      const std::string what = name + " at N = " + std::to_string(rows);
+      std::vector<float> x(static_cast<size_t>(rows) * 3), w(static_cast<size_t>(rows));
+      for (size_t k = 0; k < x.size(); ++k) x[k] = static_cast<float>(k % 7) - 3;
+      for (size_t k = 0; k < w.size(); ++k) w[k] = 0.5f * static_cast<float>(k % 3);
+      auto xt = (*nodes)->tensor("x");
+      auto wt = (*nodes)->tensor("w");
+      ASSERT_TRUE(xt.ok() && wt.ok());
+      ASSERT_TRUE(xt->write(std::as_bytes(std::span<const float>(x)), {rows, 3}).ok()) << what;
+      // w's shape must agree with the N that x bound for this run.
+      std::vector<float> wrong(static_cast<size_t>(rows) + 1);
+      Status disagree = wt->write(std::as_bytes(std::span<const float>(wrong)), {rows + 1});
+      EXPECT_EQ(disagree.code(), StatusCode::kInvalidArgument) << what << ": " << disagree;
+      EXPECT_NE(disagree.message().find("size N, which is " + std::to_string(rows)), std::string::npos) << disagree;
+      ASSERT_TRUE(wt->write(std::as_bytes(std::span<const float>(w)), {rows}).ok()) << what;
+      EXPECT_EQ((*nodes)->size_values(), std::vector<int64_t>{rows});
+      Status ran = linked->routine->run();
+      ASSERT_TRUE(ran.ok()) << what << ": " << ran;
+      auto y = (*nodes)->tensor("y")->read_as<float>();
+      auto t = (*nodes)->tensor("t")->read_as<float>();
+      ASSERT_TRUE(y.ok() && t.ok()) << what << ": " << y.status() << t.status();
+      EXPECT_EQ((*nodes)->tensor("y")->desc().dims, std::vector<int64_t>{rows});
+      ASSERT_EQ(y->size(), static_cast<size_t>(rows)) << what;
+      ASSERT_EQ(t->size(), static_cast<size_t>(rows) + 1) << what;
+      for (int64_t i = 0; i < rows; ++i) {
+        const float n = static_cast<float>(rows);
+        float sum = 0;
+        for (int j = 0; j < 3; ++j) sum += x[i * 3 + j] * w[i] * n;
+        ASSERT_FLOAT_EQ((*y)[static_cast<size_t>(i)], sum) << what << " at " << i;
+      }
+      for (int64_t i = 0; i <= rows; ++i) ASSERT_EQ((*t)[static_cast<size_t>(i)], static_cast<float>(i)) << what;
+    }
+    // A wrong rank, a fixed dimension that differs, an unknown size, a negative one.
+    auto xt = (*nodes)->tensor("x");
+    std::vector<float> six(6);
+    EXPECT_EQ(xt->write(std::as_bytes(std::span<const float>(six)), {6}).code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(xt->write(std::as_bytes(std::span<const float>(six)), {3, 2}).code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ((*nodes)->set_sizes({{"M", 3}}).code(), StatusCode::kNotFound);
+    EXPECT_EQ((*nodes)->set_sizes({{"N", -1}}).code(), StatusCode::kInvalidArgument);
+  }
+}
+
 }  // namespace
 }  // namespace kiln::e2e

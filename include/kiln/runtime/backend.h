@@ -124,7 +124,7 @@ class Backend : public std::enable_shared_from_this<Backend> {
   // The array of node `n` for `child`: in the context tree, the device's shared array, or a new
   // one in `child` uploaded from the table's host copy (zero-filled for a node the table lacks,
   // internal to compiled code). INVALID_ARGUMENT when the array found has another dtype or shape.
-  Status ensure_array(const ContextRef& child, const ir::TensorNode& n);
+  Status ensure_array(const ContextRef& child, const ir::TensorNode& n, const ir::Program& program);
   // The routines of `code` named in `names`, linked into `child`: kiln's compiled routines, or
   // the caller's own kernels.
   Status add_compiled_routines(const ContextRef& child, const CodeRef& code, const hal::ExecutableRef& executable,

@@ -10,7 +10,9 @@
 //    does) or zeros;
 //  - modes can be changed only before the node has a device array (FAILED_PRECONDITION after),
 //    and inconsistent ones are refused (INVALID_ARGUMENT saying why);
-//  - HostTensor::read / HostTensor::write are the automatic host transfers (see HostTensor).
+//  - HostTensor::read / HostTensor::write are the automatic host transfers (see HostTensor);
+//  - a table of a program with sizes (language version 2) binds them: a node whose dimensions
+//    name sizes has the shape they give (see NodeTable::set_sizes).
 #pragma once
 
 #include <atomic>
@@ -63,6 +65,9 @@ struct NodeDesc {
   // A `const` of the program: its value is compiled into the kernels that read it, so the host
   // never sets it (HostTensor::write refuses).
   bool is_const = false;
+  // Language version 2: per dimension, when a dimension names sizes. `dims` and `bytes` are then
+  // the shape at the table's bound sizes (a size not bound yet counts as 0).
+  std::vector<ir::SizeExpr> sized_dims;
 };
 
 namespace internal {
@@ -143,6 +148,12 @@ class HostTensor {
   // write_from with float, double or int32_t also require the tensor's dtype to match.
   Status read(std::span<std::byte> out, Timeout timeout = Timeout::infinite()) const;
   Status write(std::span<const std::byte> data) const;
+  // `data` of shape `dims`, which binds the sizes the node's dimensions name: any shape that fits
+  // the declaration. A size whose value changes is rebound as NodeTable::set_sizes does, unless
+  // it was set since the last run of a routine (by set_sizes or another write): then the shapes
+  // disagree, and the write is INVALID_ARGUMENT naming the tensor, the dimension, the size and
+  // both values. A wrong rank or a fixed dimension that differs is INVALID_ARGUMENT too.
+  Status write(std::span<const std::byte> data, const std::vector<int64_t>& dims) const;
   template <typename T>
   Result<std::vector<T>> read_as(Timeout timeout = Timeout::infinite()) const;
   template <typename T>
@@ -185,9 +196,37 @@ class NodeTable : public std::enable_shared_from_this<NodeTable> {
   void set_automatic_transfers(bool on);
   bool automatic_transfers() const;
 
+  // Sizes (language version 2), for a table made from a program that declares them.
+  // The sizes' names, in declaration order, and their values (-1: not bound yet).
+  std::vector<std::string> size_names() const;
+  std::vector<int64_t> size_values() const;
+  // Binds sizes by name. Every node whose shape changes gets a host copy of zeros at its new
+  // shape (its values at the old one are gone), and its device arrays take the new shape when
+  // next used (growing once past what they hold; never shrinking). NOT_FOUND for a size the
+  // program does not declare, INVALID_ARGUMENT for a negative value or a tensor that would be
+  // too large; on an error nothing changes.
+  Status set_sizes(const std::map<std::string, int64_t, std::less<>>& values);
+  // The runtime's, under the scheduling mutex: a routine of this table was scheduled (sizes set
+  // before it are no longer "set for this run", HostTensor::write), and the sizes' values.
+  void note_run();
+  const std::vector<int64_t>& size_values_locked() const { return size_values_; }
+
  private:
   friend class HostTensor;
   NodeTable() = default;
+  // set_sizes under the scheduling mutex, `values` by size number.
+  Status set_sizes_locked(const std::vector<int64_t>& values);
+
+  std::vector<ir::SizeDecl> sizes_;
+  std::vector<int64_t> size_values_;     // -1: unbound
+  std::vector<uint64_t> size_set_run_;   // runs_ when each size was last set (+1; 0: never)
+  uint64_t runs_ = 0;                    // routines scheduled (note_run); under the mutex
+  // Host copies replaced by set_sizes while a device action still wrote them, kept until it ends.
+  struct RetiredHostCopy {
+    HostBytes bytes;
+    StreamPoint until;
+  };
+  std::vector<RetiredHostCopy> retired_host_copies_;
 
   std::map<std::string, std::shared_ptr<Node>, std::less<>> nodes_;
   std::atomic<bool> automatic_{true};

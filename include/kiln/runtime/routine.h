@@ -44,6 +44,7 @@ class Routine {
 
  private:
   friend class Backend;
+  friend struct PreparedRun;
   Routine(std::string name, ContextRef context, CodeRef code, hal::ExecutableRef executable);
 
   // One kernel: its export, workgroup count, push constants, and for each binding the node name
@@ -55,6 +56,7 @@ class Routine {
     std::vector<std::string> bindings;
     int merge_binding = -1;
     int trace_binding = -1;  // the binding of the run id (ir::kTraceRunNode), if traced
+    const ir::Kernel* kernel = nullptr;  // in code_; null for own kernels
   };
 
   // The routine's arrays in `context`, for Context::prepared_; under the scheduling mutex.
@@ -78,6 +80,9 @@ class Routine {
   std::vector<std::string> writes_;  // sorted
   std::string merge_node_;
   bool traced_ = false;  // compiled with value tracing: each run gets a run id
+  // Its program has sizes bound when it runs (the table's): the dispatches' workgroups and
+  // constants are computed per run from the sizes (PreparedRun), and arrays fit them.
+  bool sized_ = false;
   size_t merge_bytes_ = 0;
 };
 

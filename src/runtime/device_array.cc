@@ -1,0 +1,38 @@
+#include "runtime/device_array.h"
+
+#include <algorithm>
+
+#include "kiln/ir/sizes.h"
+
+namespace kiln::runtime {
+
+Status fit_to_sizes_locked(DeviceArray& array, const std::vector<int64_t>& values,
+                           const std::vector<std::string>& size_names) {
+  NodeDesc& desc = array.desc;
+  if (desc.sized_dims.empty()) return Status();
+  std::vector<int64_t> dims(desc.sized_dims.size());
+  size_t bytes = ir::dtype_size(desc.dtype);
+  for (size_t d = 0; d < dims.size(); ++d) {
+    for (const auto& [size, coefficient] : desc.sized_dims[d].terms) {
+      if (static_cast<size_t>(size) >= values.size() || values[static_cast<size_t>(size)] < 0) {
+        const std::string name = static_cast<size_t>(size) < size_names.size() ? size_names[static_cast<size_t>(size)] : "?";
+        return failed_precondition_error("size " + name + " of tensor '" + desc.name +
+                                         "' is not bound: set it (NodeTable::set_sizes) or write an input that names it");
+      }
+    }
+    dims[d] = std::max<int64_t>(0, ir::evaluate(desc.sized_dims[d], values).value_or(0));
+    bytes *= static_cast<size_t>(dims[d]);  // NodeTable::set_sizes bounded every tensor
+  }
+  if (dims == desc.dims && bytes == desc.bytes) return Status();
+  if (bytes > array.buffer->byte_length()) {
+    KILN_ASSIGN_OR_RETURN(hal::BufferRef grown, array.home->device()->allocator().allocate({}, bytes));
+    array.buffer = std::move(grown);
+  }
+  desc.dims = std::move(dims);
+  desc.bytes = bytes;
+  array.stale = array.node != nullptr;
+  array.newer = false;
+  return Status();
+}
+
+}  // namespace kiln::runtime
