@@ -1,5 +1,6 @@
 #include "trainer.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "kiln/drivers/drivers.h"
@@ -34,16 +35,22 @@ Status write_floats(runtime::NodeTable& nodes, const std::string& name, const fl
   return tensor.write(std::as_bytes(std::span<const float>(data, count)));
 }
 
+// `points` points from `first` into x and y, which binds the program's size B to `points`.
+Status write_points(runtime::NodeTable& nodes, const DataSet& data, int first, int points) {
+  KILN_ASSIGN_OR_RETURN(runtime::HostTensor x, nodes.tensor("x"));
+  KILN_ASSIGN_OR_RETURN(runtime::HostTensor y, nodes.tensor("y"));
+  KILN_RETURN_IF_ERROR(x.write(std::as_bytes(std::span<const float>(&data.x[2 * static_cast<size_t>(first)], 2 * static_cast<size_t>(points))),
+                               {points, 2}));
+  return y.write(std::as_bytes(std::span<const float>(&data.y[static_cast<size_t>(first)], static_cast<size_t>(points))), {points});
+}
+
 }  // namespace
 
 Result<TrainResult> train(const TrainOptions& options) {
   constexpr int kBatch = kShards * kShardSize;
   if (options.streams < 1) return invalid_argument_error("--streams must be at least 1");
   if (options.epochs < 1) return invalid_argument_error("--epochs must be at least 1");
-  if (options.points < kBatch || options.points % kBatch != 0) {
-    return invalid_argument_error("the data set size must be a multiple of the batch, " +
-                                  std::to_string(kBatch));
-  }
+  if (options.points < 1) return invalid_argument_error("the data set needs at least one point");
   if (options.devices.empty()) return invalid_argument_error("no device given");
 
   KILN_ASSIGN_OR_RETURN(ir::Program program, lang::parse_program(kProgramText, kProgramFile));
@@ -89,7 +96,7 @@ Result<TrainResult> train(const TrainOptions& options) {
   }
 
   const DataSet data = make_moons(options.points, 0.1, options.seed);
-  const int steps = options.points / kBatch;
+  const int steps = (options.points + kBatch - 1) / kBatch;
   const float zero = 0;
   TrainResult result;
   const auto start = std::chrono::steady_clock::now();
@@ -97,12 +104,16 @@ Result<TrainResult> train(const TrainOptions& options) {
     KILN_RETURN_IF_ERROR(write_floats(*nodes, "epoch_loss", &zero, 1));
     KILN_RETURN_IF_ERROR(write_floats(*nodes, "epoch_correct", &zero, 1));
     for (int step = 0; step < steps; ++step) {
+      // The batch's points, shared out as evenly as they go (the last batch is smaller).
+      const int batch = std::min(kBatch, options.points - step * kBatch);
+      int first = step * kBatch;
       for (int k = 0; k < kShards; ++k) {
-        const size_t first = static_cast<size_t>(step * kBatch + k * kShardSize);
-        // Uploaded when `grad` is scheduled (automatic host transfers), snapshotting these values.
-        KILN_RETURN_IF_ERROR(write_floats(*nodes, "x", &data.x[2 * first], 2 * kShardSize));
-        KILN_RETURN_IF_ERROR(write_floats(*nodes, "y", &data.y[first], kShardSize));
+        const int points = batch / kShards + (k < batch % kShards ? 1 : 0);
+        // Binds B; uploaded when `grad` is scheduled (automatic host transfers), snapshotting
+        // these values.
+        KILN_RETURN_IF_ERROR(write_points(*nodes, data, first, points));
         KILN_RETURN_IF_ERROR(shards[k].routines.at("grad")->run());
+        first += points;
       }
       for (int k = 1; k < kShards; ++k) {
         for (const std::string& g : kMerged) {
@@ -130,6 +141,11 @@ Result<TrainResult> train(const TrainOptions& options) {
   }
   for (const auto& backend : backends) KILN_RETURN_IF_ERROR(backend->await());
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // The whole data set in one run of the same compiled program: B = all the points.
+  KILN_RETURN_IF_ERROR(write_points(*nodes, data, 0, options.points));
+  KILN_RETURN_IF_ERROR(shards[0].routines.at("evaluate")->run());
+  KILN_ASSIGN_OR_RETURN(std::vector<float> eval_correct, read_floats(*nodes, "eval_correct"));
+  result.final_accuracy = eval_correct[0] / options.points;
   for (const std::string& p : kParameters) {
     KILN_ASSIGN_OR_RETURN(result.parameters[p], read_floats(*nodes, p));
   }

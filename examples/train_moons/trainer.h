@@ -1,7 +1,11 @@
 // Data-parallel training of a half-moons classifier on kiln's runtime: the main job of
 // `make demo` (examples/train_moons/main.cc), also used by the runtime's tests and benchmarks.
 //
-// The batch (2048 points) is split into shards of 1024 (examples/kiln/moons_mlp.kiln). Shard k
+// The batch (2048 points) is split into shards of 1024 (examples/kiln/moons_mlp.kiln); the last
+// batch of an epoch holds what is left (the data set need not be a multiple of the batch), split
+// as evenly as it goes. The shard's size is the program's size B, bound by the shape of the data
+// written: one compiled program runs every shard, and then, once training is done, `evaluate`
+// over the whole data set in one run. Shard k
 // has its own context on stream k % streams; every step each shard computes its gradients, the
 // other shards' gradients are added into shard 0's through merge buffers (`g += g.merge`), shard
 // 0 applies the update, and the new parameters are copied back to the other shards. With
@@ -36,7 +40,7 @@ DataSet make_moons(int count, double noise, uint64_t seed);
 struct TrainOptions {
   int streams = 2;
   int epochs = 40;
-  int points = 8192;  // a multiple of the batch (kShards × kShardSize)
+  int points = 10000;  // any number (the last batch of an epoch is smaller)
   uint64_t seed = 0;
   // The devices the streams go on, round-robin ("cpu", "opencl", "cpu:1", ...).
   std::vector<std::string> devices = {"cpu"};
@@ -56,7 +60,9 @@ struct TrainResult {
   std::map<std::string, std::vector<float>> parameters;  // w1 b1 w2 b2 w3 b3
   double loss = 0;      // of the last epoch
   double accuracy = 0;  // of the last epoch, on the training set
-  double seconds = 0;   // training time, epochs only (no compiling or linking)
+  // Of the trained parameters on the whole data set, counted by one run of `evaluate`.
+  double final_accuracy = 0;
+  double seconds = 0;   // training time, epochs only (no compiling, linking or the evaluation)
 };
 
 Result<TrainResult> train(const TrainOptions& options);

@@ -169,10 +169,6 @@ Status Backend::add_compiled_routines(const ContextRef& child, const CodeRef& co
                                    "the code to sizes first (Code::at_sizes)");
       }
     }
-    if (!code->lowered().trace_sites.empty()) {
-      return unimplemented_error("link: value tracing of a program whose sizes are bound when it runs is not done: "
-                                 "bind the code to sizes first (Code::at_sizes)");
-    }
   }
   auto ensure = [&](int id) { return ensure_array(child, program.nodes[id], program).annotate("link"); };
 
