@@ -6,6 +6,7 @@
 
 #include <nanobind/ndarray.h>
 
+#include "python/errors.h"
 #include "python/tensor.h"
 
 namespace nb = nanobind;
@@ -30,6 +31,12 @@ std::string nanobind_type_name(nb::dlpack::dtype t) {
                      : t.code == uint8_t(nb::dlpack::dtype_code::Bool) ? "bool"
                                                                        : "complex";
   return kind + std::to_string(t.bits);
+}
+
+// Whether a value of shape `dims` may be written into the tensor: its shape, or for a tensor whose
+// dimensions name sizes any of its rank (the write binds the sizes and checks the rest).
+bool fits(const runtime::NodeDesc& desc, const std::vector<int64_t>& dims) {
+  return desc.sized_dims.empty() ? dims == desc.dims : dims.size() == desc.dims.size();
 }
 
 [[noreturn]] void mismatch(const runtime::NodeDesc& desc, const std::string& got) {
@@ -71,11 +78,12 @@ InputBytes::InputBytes(const runtime::NodeDesc& desc, nb::handle value) {
       return;
     }
     const HostArray& a = tensor.host();
-    if (a.dtype != desc.dtype || a.dims != desc.dims) {
+    if (a.dtype != desc.dtype || !fits(desc, a.dims)) {
       mismatch(desc, "kiln.Tensor " + array_type_text(a.dtype, a.dims));
     }
     keep_ = nb::borrow(value);
     bytes_ = {static_cast<const std::byte*>(a.data), a.bytes()};
+    dims_ = a.dims;
     return;
   }
   take(desc, value, false);
@@ -104,11 +112,14 @@ void InputBytes::take(const runtime::NodeDesc& desc, nb::handle value, bool conv
   }
   std::vector<int64_t> dims(array.ndim());
   for (size_t i = 0; i < array.ndim(); ++i) dims[i] = static_cast<int64_t>(array.shape(i));
-  if (array.dtype() != to_nanobind(desc.dtype) || dims != desc.dims) {
+  if (array.dtype() != to_nanobind(desc.dtype) || !fits(desc, dims)) {
     mismatch(desc, nanobind_type_name(array.dtype()) + dims_text(dims));
   }
   keep_ = nb::borrow(value);
   const size_t item = ir::dtype_size(desc.dtype);
+  size_t bytes = item;
+  for (int64_t d : dims) bytes *= static_cast<size_t>(d);
+  dims_ = dims;
   bool contiguous = true;
   int64_t expected = 1;
   for (size_t i = dims.size(); i-- > 0;) {
@@ -117,12 +128,33 @@ void InputBytes::take(const runtime::NodeDesc& desc, nb::handle value, bool conv
   }
   const auto* base = static_cast<const std::byte*>(array.data());
   if (contiguous) {
-    bytes_ = {base, desc.bytes};
+    bytes_ = {base, bytes};
     return;
   }
-  gathered_.resize(desc.bytes);
+  gathered_.resize(bytes);
   gather(base, array.stride_ptr(), dims, item, gathered_.data());
   bytes_ = gathered_;
+}
+
+void write_value(const runtime::HostTensor& tensor, nb::handle value) {
+  InputBytes bytes(tensor.desc(), value);
+  if (tensor.desc().sized_dims.empty()) {
+    throw_if_error(tensor.write(bytes.bytes()));
+    return;
+  }
+  Status status = tensor.write(bytes.bytes(), bytes.dims());
+  if (status.code() == StatusCode::kInvalidArgument) throw nb::value_error(status.message().c_str());
+  throw_if_error(status);
+}
+
+nb::dict sizes_dict(const runtime::NodeTable& table) {
+  nb::dict sizes;
+  const std::vector<std::string> names = table.size_names();
+  const std::vector<int64_t> values = table.size_values();
+  for (size_t s = 0; s < names.size(); ++s) {
+    sizes[names[s].c_str()] = values[s] < 0 ? nb::none() : nb::cast(values[s]);
+  }
+  return sizes;
 }
 
 nb::object numpy_view(const HostArray& array) {

@@ -21,13 +21,24 @@ class InputBytes {
  public:
   InputBytes(const runtime::NodeDesc& desc, nanobind::handle value);
   std::span<const std::byte> bytes() const { return bytes_; }
+  // The value's shape: the tensor's, or for a tensor whose dimensions name sizes (language
+  // version 2) any shape of its rank (HostTensor::write checks it and binds the sizes).
+  const std::vector<int64_t>& dims() const { return dims_; }
 
  private:
   void take(const runtime::NodeDesc& desc, nanobind::handle value, bool converted);
   std::span<const std::byte> bytes_;
   std::vector<std::byte> gathered_;  // a strided array's elements in row-major order
+  std::vector<int64_t> dims_;
   nanobind::object keep_;            // what bytes_ points into
 };
+
+// `value` (an array, a kiln.Tensor, a number or a list) into `tensor`'s host copy: its sizes
+// bound by the value's shape where the tensor's dimensions name sizes. ValueError naming the
+// tensor for a wrong dtype or shape (a size that disagrees included), kiln.Error otherwise.
+void write_value(const runtime::HostTensor& tensor, nanobind::handle value);
+// The sizes of a table as a dict: name → value, or None while not bound.
+nanobind::dict sizes_dict(const runtime::NodeTable& table);
 
 // A NumPy array over `array`'s memory (no copy); it keeps array.keep_alive.
 nanobind::object numpy_view(const HostArray& array);

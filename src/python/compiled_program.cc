@@ -1,6 +1,7 @@
 #include "python/compiled_program.h"
 
 #include <algorithm>
+#include <deque>
 
 #include <nanobind/stl/string.h>
 
@@ -61,6 +62,8 @@ std::shared_ptr<CompiledProgram> CompiledProgram::create(const ir::Program& prog
   return self;
 }
 
+nb::dict CompiledProgram::sizes() const { return sizes_dict(*nodes_); }
+
 std::vector<std::string> CompiledProgram::routines() const {
   std::vector<std::string> names;
   for (const auto& [name, routine] : routines_) names.push_back(name);
@@ -100,7 +103,7 @@ nb::dict CompiledProgram::run(const std::string& routine, nb::kwargs inputs) {
   if (it == routines_.end()) {
     throw nb::value_error(("no routine '" + routine + "' in the program (routines: " + joined(routines()) + ")").c_str());
   }
-  for (auto [name, value] : inputs) set(nb::cast<std::string>(name), value);
+  set_all(inputs);
   if (!inputs_given_.count(routine)) {
     throw_if_error(nodes_->check_inputs_given(it->second->reads(), routine));
     inputs_given_.insert(routine);
@@ -134,16 +137,42 @@ nb::dict CompiledProgram::run(const std::string& routine, nb::kwargs inputs) {
   return out;
 }
 
-void CompiledProgram::set(const std::string& name, nb::handle value) {
+CompiledProgram::Entry& CompiledProgram::settable(const std::string& name) {
   Entry& e = entry(name);
   if (e.role == ir::Role::kOutput || e.role == ir::Role::kTensor) {
     throw nb::value_error(("tensor '" + name + "' is " + (e.role == ir::Role::kOutput ? "an output" : "an intermediate") +
                            ": routines compute it; the host sets inputs and params")
                               .c_str());
   }
-  InputBytes bytes(e.tensor.desc(), value);
-  throw_if_error(e.tensor.write(bytes.bytes()));
+  return e;
+}
+
+void CompiledProgram::set(const std::string& name, nb::handle value) {
+  Entry& e = settable(name);
+  write_value(e.tensor, value);
   if (e.viewed) refresh_view(name);
+}
+
+void CompiledProgram::set_all(nb::kwargs values) {
+  // As one write: the sizes the values' shapes bind are checked together first, so that values
+  // that disagree change nothing (the last run's outputs stay, and the next good call works).
+  std::deque<InputBytes> held;
+  std::vector<runtime::NodeTable::ShapedWrite> writes;
+  std::vector<std::string> viewed;
+  for (auto [key, value] : values) {
+    const std::string name = nb::cast<std::string>(key);
+    Entry& e = settable(name);
+    const InputBytes& bytes = held.emplace_back(e.tensor.desc(), value);
+    // A const is refused as set() refuses it (kiln.Error), before anything is written.
+    if (e.tensor.desc().is_const) throw_if_error(e.tensor.write(bytes.bytes()));
+    writes.push_back({name, bytes.bytes(), bytes.dims()});
+    if (e.viewed) viewed.push_back(name);
+  }
+  if (writes.empty()) return;
+  Status status = nodes_->write_shaped(writes);
+  if (status.code() == StatusCode::kInvalidArgument) throw nb::value_error(status.message().c_str());
+  throw_if_error(status);
+  for (const std::string& name : viewed) refresh_view(name);
 }
 
 nb::object CompiledProgram::get(const std::string& name) {

@@ -29,6 +29,9 @@ class CompiledProgram : public std::enable_shared_from_this<CompiledProgram> {
 
   const std::string& device() const { return device_; }
   std::vector<std::string> routines() const;
+  // The program's sizes (language version 2) as the last inputs bound them: name → value, or
+  // None while not bound.
+  nanobind::dict sizes() const;
 
   // Sets the named tensors, runs `routine` to completion (without the GIL) and returns its
   // outputs (the `output` tensors it writes) as new NumPy arrays.
@@ -48,6 +51,9 @@ class CompiledProgram : public std::enable_shared_from_this<CompiledProgram> {
     bool viewed = false;  // tensor() handed out a view of its array
   };
   Entry& entry(const std::string& name);  // also refuses a closed program
+  Entry& settable(const std::string& name);  // an input, param or const (ValueError otherwise)
+  // Sets several tensors as one write (NodeTable::write_shaped).
+  void set_all(nanobind::kwargs values);
   // Brings a viewed tensor's array and the views up to date with each other.
   void refresh_view(const std::string& name);
 

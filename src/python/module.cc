@@ -7,6 +7,7 @@
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include "kiln/ir/sizes.h"
 #include "kiln/base/file.h"
 #include "kiln/drivers/drivers.h"
 #include "kiln/lang/parser.h"
@@ -44,7 +45,14 @@ nb::dict declarations(const Program& p) {
   nb::dict out;
   for (const ir::TensorNode& node : p.program.nodes) {
     nb::list dims;
-    for (int64_t d : node.dims) dims.append(d);
+    // A dimension that names sizes (language version 2) as the language writes it: "N", "N + 1".
+    for (size_t d = 0; d < node.dims.size(); ++d) {
+      if (node.is_sized() && !node.sized_dims[d].is_constant()) {
+        dims.append(ir::size_expr_text(node.sized_dims[d], p.program.sizes));
+      } else {
+        dims.append(node.dims[d]);
+      }
+    }
     out[node.name.c_str()] = nb::make_tuple(std::string(ir::role_name(node.role)),
                                             numpy_dtype_name(node.dtype), nb::tuple(dims));
   }
@@ -98,7 +106,13 @@ NB_MODULE(_kiln, m) {
             return names;
           }, "The routines' names, in order.")
       .def_prop_ro("tensors", &declarations,
-                   "Every tensor: name -> (role, dtype, shape), role being input, output, param, tensor or const.")
+                   "Every tensor: name -> (role, dtype, shape), role being input, output, param, tensor or const; "
+                   "a dimension that names sizes is their expression (\"N\", \"N + 1\").")
+      .def_prop_ro("sizes", [](const Program& p) {
+            std::vector<std::string> names;
+            for (const ir::SizeDecl& s : p.program.sizes) names.push_back(s.name);
+            return names;
+          }, "The sizes the program declares (language version 2), in order.")
       .def("compile", [](const Program& p, const std::string& device, uint64_t seed,
                          std::shared_ptr<runtime::ValueTrace> trace) {
             return CompiledProgram::create(p.program, device, seed, std::move(trace));
@@ -154,6 +168,8 @@ NB_MODULE(_kiln, m) {
       .def("__enter__", [](nb::handle self) { return nb::borrow(self); })
       .def("__exit__", [](CompiledProgram& c, nb::args) { c.close(); })
       .def_prop_ro("routines", &CompiledProgram::routines)
+      .def_prop_ro("sizes", &CompiledProgram::sizes,
+                   "The program's sizes as the inputs last bound them: name -> value (None while not bound).")
       .def_prop_ro("device", &CompiledProgram::device);
 
   nb::class_<Tensor>(m, "Tensor",

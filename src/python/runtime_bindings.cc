@@ -135,10 +135,19 @@ void bind_runtime(nb::module_& m) {
            }), "program"_a, "seed"_a = 0)
       .def_prop_ro("names", [](const Tensors& t) { return t.table->names(); })
       .def("set", [](const Tensors& t, const std::string& name, nb::handle value) {
-            runtime::HostTensor tensor = tensor_of(t, name);
-            InputBytes bytes(tensor.desc(), value);
-            throw_if_error(tensor.write(bytes.bytes()));
+            write_value(tensor_of(t, name), value);
           }, "name"_a, "value"_a)
+      .def_prop_ro("sizes", [](const Tensors& t) { return sizes_dict(*t.table); },
+                   "The program's sizes: name -> value (None while not bound).")
+      .def("set_sizes", [](const Tensors& t, nb::kwargs values) {
+            std::map<std::string, int64_t, std::less<>> bound;
+            for (auto [name, value] : values) bound[nb::cast<std::string>(name)] = nb::cast<int64_t>(value);
+            Status status = t.table->set_sizes(bound);
+            if (status.code() == StatusCode::kInvalidArgument || status.code() == StatusCode::kNotFound) {
+              throw nb::value_error(status.message().c_str());
+            }
+            throw_if_error(status);
+          }, "Binds sizes by name (set_sizes(N=3)); tensors whose shapes change start from zeros.")
       .def("get", [](const Tensors& t, const std::string& name) {
             runtime::HostTensor tensor = tensor_of(t, name);
             void* data = nullptr;

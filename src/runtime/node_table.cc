@@ -255,65 +255,102 @@ Status NodeTable::check_inputs_given(const std::vector<std::string>& nodes, std:
 }
 
 Status HostTensor::write(std::span<const std::byte> data, const std::vector<int64_t>& dims) const {
+  const NodeTable::ShapedWrite one{desc().name, data, dims};
+  return table_->write_shaped({&one, 1});
+}
+
+Status NodeTable::write_shaped(std::span<const ShapedWrite> writes) {
+  std::vector<HostTensor> tensors;
+  for (const ShapedWrite& w : writes) {
+    KILN_ASSIGN_OR_RETURN(HostTensor t, tensor(w.name));
+    tensors.push_back(std::move(t));
+  }
   {
     std::lock_guard<std::mutex> lock(scheduling_mutex());
-    const NodeDesc& d = desc();
-    auto shape = [&] {
-      std::string text = "[";
-      for (size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
-      return text + "]";
-    };
-    const std::string where = "tensor '" + d.name + "'";
-    if (dims.size() != d.dims.size()) {
-      return invalid_argument_error(where + " has " + std::to_string(d.dims.size()) + " dimensions, but the data has " +
-                                    std::to_string(dims.size()) + " (" + shape() + ")");
+    std::vector<int64_t> values = size_values_;
+    // Per size: the write (index into `writes`) and dimension that bound it here.
+    std::vector<std::optional<std::pair<size_t, size_t>>> bound_by(sizes_.size());
+    // Bare sizes first, so that an affine dimension is checked against this binding.
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t w = 0; w < writes.size(); ++w) {
+        const NodeDesc& d = tensors[w].desc();
+        const std::vector<int64_t>& dims = writes[w].dims;
+        auto shape = [&] {
+          std::string text = "[";
+          for (size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
+          return text + "]";
+        };
+        const std::string where = "tensor '" + d.name + "'";
+        if (dims.size() != d.dims.size()) {
+          return invalid_argument_error(where + " has " + std::to_string(d.dims.size()) +
+                                        " dimensions, but the data has " + std::to_string(dims.size()) + " (" +
+                                        shape() + ")");
+        }
+        for (size_t i = 0; i < dims.size(); ++i) {
+          const std::string dim = "dimension " + std::to_string(i) + " of " + where;
+          if (dims[i] < 0) return invalid_argument_error(dim + " is negative in " + shape());
+          if (d.sized_dims.empty() || d.sized_dims[i].is_constant()) {
+            if (pass == 0 && dims[i] != d.dims[i]) {
+              return invalid_argument_error(dim + " is " + std::to_string(d.dims[i]) + ", but the data has " +
+                                            std::to_string(dims[i]) + " (" + shape() + ")");
+            }
+            continue;
+          }
+          const ir::SizeExpr& e = d.sized_dims[i];
+          const int s = e.bare_size();
+          if (s < 0) {
+            if (pass == 0) continue;
+            // An affine dimension (N + 1) follows its sizes: they must give it.
+            bool all_bound = true;
+            for (const auto& [size, coefficient] : e.terms) all_bound = all_bound && values[static_cast<size_t>(size)] >= 0;
+            std::optional<int64_t> v = ir::evaluate(e, values);
+            if (!all_bound || !v || *v != dims[i]) {
+              return invalid_argument_error(dim + " is " + ir::size_expr_text(e, sizes_) +
+                                            (all_bound && v ? " = " + std::to_string(*v) : std::string(", not bound yet")) +
+                                            ", but the data has " + std::to_string(dims[i]) + " (" + shape() + ")");
+            }
+            continue;
+          }
+          if (pass == 1) continue;
+          const size_t size = static_cast<size_t>(s);
+          const std::string& name = sizes_[size].name;
+          if (bound_by[size]) {
+            if (values[size] != dims[i]) {
+              const auto [other, other_dim] = *bound_by[size];
+              return invalid_argument_error(dim + " is size " + name + ", which is " + std::to_string(values[size]) +
+                                            " by dimension " + std::to_string(other_dim) + " of tensor '" +
+                                            tensors[other].desc().name + "', but the data has " +
+                                            std::to_string(dims[i]) + " (" + shape() + ")");
+            }
+            continue;
+          }
+          if (values[size] >= 0 && values[size] != dims[i] && size_set_run_[size] == runs_ + 1) {
+            return invalid_argument_error(dim + " is size " + name + ", which is " + std::to_string(values[size]) +
+                                          " for this run (set since the last run), but the data has " +
+                                          std::to_string(dims[i]) + " (" + shape() + ")");
+          }
+          values[size] = dims[i];
+          bound_by[size] = {w, i};
+        }
+      }
     }
-    NodeTable& table = *table_;
-    std::vector<int64_t> values = table.size_values_;
-    std::vector<size_t> named;  // the sizes this write binds
-    for (size_t i = 0; i < dims.size(); ++i) {
-      if (d.sized_dims.empty() || d.sized_dims[i].is_constant()) {
-        if (dims[i] != d.dims[i]) {
-          return invalid_argument_error("dimension " + std::to_string(i) + " of " + where + " is " +
-                                        std::to_string(d.dims[i]) + ", but the data has " + std::to_string(dims[i]) +
-                                        " (" + shape() + ")");
-        }
-        continue;
+    // Each write's bytes at its shape; consts are refused as HostTensor::write refuses them.
+    for (size_t w = 0; w < writes.size(); ++w) {
+      if (tensors[w].desc().is_const) return tensors[w].write(writes[w].data);
+      size_t bytes = ir::dtype_size(tensors[w].desc().dtype);
+      for (int64_t d : writes[w].dims) bytes *= static_cast<size_t>(d);
+      if (writes[w].data.size() != bytes) {
+        return invalid_argument_error("tensor '" + writes[w].name + "': " + std::to_string(writes[w].data.size()) +
+                                      " bytes for a shape of " + std::to_string(bytes));
       }
-      const ir::SizeExpr& e = d.sized_dims[i];
-      const int s = e.bare_size();
-      if (s < 0) {
-        // An affine dimension (N + 1) follows its sizes: they must be bound to match it.
-        std::optional<int64_t> v = ir::evaluate(e, values);
-        bool bound = true;
-        for (const auto& [size, coefficient] : e.terms) bound = bound && values[static_cast<size_t>(size)] >= 0;
-        if (!bound || !v || *v != dims[i]) {
-          return invalid_argument_error("dimension " + std::to_string(i) + " of " + where + " is " +
-                                        ir::size_expr_text(e, table.sizes_) +
-                                        (bound && v ? " = " + std::to_string(*v) : std::string(", not bound yet")) +
-                                        ", but the data has " + std::to_string(dims[i]) + " (" + shape() + ")");
-        }
-        continue;
-      }
-      const std::string& name = table.sizes_[static_cast<size_t>(s)].name;
-      if (dims[i] < 0) return invalid_argument_error(where + ": a negative dimension " + shape());
-      if (values[static_cast<size_t>(s)] != dims[i]) {
-        const bool set_for_this_run = table.size_set_run_[static_cast<size_t>(s)] == table.runs_ + 1;
-        const bool named_here = std::find(named.begin(), named.end(), static_cast<size_t>(s)) != named.end();
-        if (named_here || (set_for_this_run && values[static_cast<size_t>(s)] >= 0)) {
-          return invalid_argument_error("dimension " + std::to_string(i) + " of " + where + " is size " + name +
-                                        ", which is " + std::to_string(values[static_cast<size_t>(s)]) +
-                                        (named_here ? " by its other dimensions" : " for this run (set since the last run)") +
-                                        ", but the data has " + std::to_string(dims[i]) + " (" + shape() + ")");
-        }
-        values[static_cast<size_t>(s)] = dims[i];
-      }
-      named.push_back(static_cast<size_t>(s));
     }
-    KILN_RETURN_IF_ERROR(table.set_sizes_locked(values).annotate("writing " + where));
-    for (size_t s : named) table.size_set_run_[s] = table.runs_ + 1;
+    KILN_RETURN_IF_ERROR(set_sizes_locked(values));
+    for (size_t s = 0; s < bound_by.size(); ++s) {
+      if (bound_by[s]) size_set_run_[s] = runs_ + 1;
+    }
   }
-  return write(data);
+  for (size_t w = 0; w < writes.size(); ++w) KILN_RETURN_IF_ERROR(tensors[w].write(writes[w].data));
+  return Status();
 }
 
 Status HostTensor::write(std::span<const std::byte> data) const {

@@ -177,7 +177,61 @@ def test_running_without_an_input_the_routine_reads_raises(device):
     np.testing.assert_array_equal(run(x=np.zeros(4, np.float32))["y"], 2)
 
 
-def test_a_program_with_sizes_parses_and_compiling_it_says_what_is_not_done():
-    prog = kiln.Program.from_text("size N\ninput x : f32[N, 3]\noutput y : f32[N, 3]\ny[i, j] = x[i, j] * 2\n")
-    with pytest.raises(kiln.Error, match="declares sizes \\(N\\), which the runtime does not bind yet"):
-        prog.compile(device="cpu")
+SIZED = """
+size N
+input  x : f32[N, 3]
+input  w : f32[N]
+output y : f32[N, 3]
+output total : f32[N + 1]
+y[i, j] = x[i, j] * w[i]
+total[i] = f32(i) * f32(N) where i < N + 1
+"""
+
+
+def test_a_program_with_sizes_runs_at_every_batch_size(device):
+    prog = kiln.Program.from_text(SIZED)
+    assert prog.sizes == ["N"]
+    assert prog.tensors["x"] == ("input", "float32", ("N", 3))
+    assert prog.tensors["total"] == ("output", "float32", ("N + 1",))
+    run = prog.compile(device=device)
+    assert run.sizes == {"N": None}
+    rng = np.random.default_rng(5)
+    for n in [37, 64, 1, 0, 1000, 3]:
+        x = rng.standard_normal((n, 3)).astype(np.float32)
+        w = rng.standard_normal(n).astype(np.float32)
+        out = run(x=x, w=w)
+        assert run.sizes == {"N": n}
+        assert out["y"].shape == (n, 3) and out["total"].shape == (n + 1,)
+        np.testing.assert_allclose(out["y"], x * w[:, None], rtol=1e-6)
+        np.testing.assert_array_equal(out["total"], np.arange(n + 1, dtype=np.float32) * n)
+        assert run.get("y").shape == (n, 3)
+
+
+def test_sizes_that_disagree_raise_value_error_and_lose_nothing():
+    run = kiln.Program.from_text(SIZED).compile(device="cpu")
+    x = np.ones((4, 3), np.float32)
+    good = run(x=x, w=np.full(4, 2, np.float32))
+    with pytest.raises(ValueError, match="dimension 0 of tensor 'w' is size N, which is 5"):
+        run(x=np.ones((5, 3), np.float32), w=np.ones(6, np.float32))
+    with pytest.raises(ValueError, match="dimension 1 of tensor 'x' is 3, but the data has 4"):
+        run(x=np.ones((5, 4), np.float32))
+    with pytest.raises(ValueError, match="tensor 'x'"):
+        run(x=np.ones(5, np.float32))
+    # The last run's outputs are still there, and the next good run works.
+    np.testing.assert_array_equal(run.get("y"), good["y"])
+    assert run.sizes == {"N": 4}
+    again = run(x=x, w=np.full(4, 2, np.float32))
+    np.testing.assert_array_equal(again["y"], good["y"])
+
+
+def test_tensors_bind_sizes_for_the_runtime():
+    prog = kiln.Program.from_text(SIZED)
+    tensors = kiln.Tensors(prog)
+    assert tensors.sizes == {"N": None}
+    tensors.set_sizes(N=6)
+    assert tensors.sizes == {"N": 6}
+    assert tensors.get("y").shape == (6, 3)
+    with pytest.raises(ValueError, match="no such size"):
+        tensors.set_sizes(M=2)
+    with pytest.raises(ValueError, match="0 or more"):
+        tensors.set_sizes(N=-1)

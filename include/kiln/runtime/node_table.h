@@ -149,10 +149,7 @@ class HostTensor {
   Status read(std::span<std::byte> out, Timeout timeout = Timeout::infinite()) const;
   Status write(std::span<const std::byte> data) const;
   // `data` of shape `dims`, which binds the sizes the node's dimensions name: any shape that fits
-  // the declaration. A size whose value changes is rebound as NodeTable::set_sizes does, unless
-  // it was set since the last run of a routine (by set_sizes or another write): then the shapes
-  // disagree, and the write is INVALID_ARGUMENT naming the tensor, the dimension, the size and
-  // both values. A wrong rank or a fixed dimension that differs is INVALID_ARGUMENT too.
+  // the declaration (NodeTable::write_shaped, for one tensor).
   Status write(std::span<const std::byte> data, const std::vector<int64_t>& dims) const;
   template <typename T>
   Result<std::vector<T>> read_as(Timeout timeout = Timeout::infinite()) const;
@@ -206,6 +203,21 @@ class NodeTable : public std::enable_shared_from_this<NodeTable> {
   // program does not declare, INVALID_ARGUMENT for a negative value or a tensor that would be
   // too large; on an error nothing changes.
   Status set_sizes(const std::map<std::string, int64_t, std::less<>>& values);
+  // Host values of several tensors with their shapes, which bind the sizes their dimensions name
+  // (any shape that fits a declaration): checked together, then written, or on an error nothing
+  // changes. A size whose value changes is rebound as set_sizes does, unless it was set since the
+  // last run of a routine (by set_sizes or an earlier write): then the shapes disagree. Two
+  // writes naming one size disagree when their values differ. INVALID_ARGUMENT, naming the
+  // tensor, the dimension, the size and the values, for a disagreement, a wrong rank, a fixed
+  // dimension that differs, an affine dimension (`N + 1`) that its bound sizes do not give, or
+  // data of another byte size; NOT_FOUND for an unknown tensor.
+  struct ShapedWrite {
+    std::string name;
+    std::span<const std::byte> data;
+    std::vector<int64_t> dims;
+  };
+  Status write_shaped(std::span<const ShapedWrite> writes);
+
   // The runtime's, under the scheduling mutex: a routine of this table was scheduled (sizes set
   // before it are no longer "set for this run", HostTensor::write), and the sizes' values.
   void note_run();
