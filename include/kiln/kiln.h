@@ -117,17 +117,28 @@ KILN_API kiln_status kiln_program_routines(const kiln_program* program, const ch
 KILN_API kiln_status kiln_tensors_create(const kiln_program* program, uint64_t seed, kiln_tensors** out);
 KILN_API void kiln_tensors_free(kiln_tensors* tensors);
 /* The dtype and dims of tensor `name`: *rank receives its rank, and the first min(capacity,
- * rank) dims are stored in dims. */
+ * rank) dims are stored in dims. For a tensor whose dimensions name sizes (language version 2),
+ * its shape at the bound sizes (a size not bound yet counts as 0). */
 KILN_API kiln_status kiln_tensor_shape(kiln_tensors* tensors, const char* name, kiln_dtype* dtype,
                                        int64_t* dims, size_t capacity, size_t* rank);
 /* Copies `bytes` bytes of row-major elements in or out of tensor `name`. dtype, dims (rank
  * entries) and bytes must be the tensor's own: anything else is KILN_INVALID_ARGUMENT naming the
- * tensor and what it expects, and nothing is copied. A scalar has rank 0 (dims may be NULL). */
+ * tensor and what it expects, and nothing is copied. A scalar has rank 0 (dims may be NULL).
+ * Sizes (language version 2): kiln_tensor_write accepts any dims that fit a tensor whose
+ * dimensions name sizes and binds those sizes (a tensor of the others' sizes starts from zeros
+ * at its new shape); a size already set for this run (since the last routine run, by
+ * kiln_size_set or another write) that the dims contradict is KILN_INVALID_ARGUMENT naming the
+ * tensor, the dimension, the size and both values. kiln_tensor_read takes the bound shape. */
 KILN_API kiln_status kiln_tensor_write(kiln_tensors* tensors, const char* name, kiln_dtype dtype,
                                        const int64_t* dims, size_t rank, const void* data,
                                        size_t bytes);
 KILN_API kiln_status kiln_tensor_read(kiln_tensors* tensors, const char* name, kiln_dtype dtype,
                                       const int64_t* dims, size_t rank, void* data, size_t bytes);
+/* A size of the program (language version 2) by name: kiln_size_set binds it (0 or more; tensors
+ * whose shapes change start from zeros), kiln_size_get gives its value, -1 while not bound.
+ * KILN_NOT_FOUND for a size the program does not declare. */
+KILN_API kiln_status kiln_size_set(kiln_tensors* tensors, const char* name, int64_t value);
+KILN_API kiln_status kiln_size_get(kiln_tensors* tensors, const char* name, int64_t* value);
 
 /* --- Backends and streams ---------------------------------------------------------------------
  * A backend is the runtime over one device (a name from kiln_devices); a stream is one of its

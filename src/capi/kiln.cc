@@ -281,9 +281,46 @@ kiln_status kiln_tensor_shape(kiln_tensors* tensors, const char* name, kiln_dtyp
 kiln_status kiln_tensor_write(kiln_tensors* tensors, const char* name, kiln_dtype dtype,
                               const int64_t* dims, size_t rank, const void* data, size_t bytes) {
   return guarded("kiln_tensor_write", [&]() -> Status {
+    if (tensors && name) {
+      KILN_ASSIGN_OR_RETURN(runtime::HostTensor sized, tensors->table->tensor(name));
+      if (!sized.desc().sized_dims.empty()) {
+        // Any dims of its rank: the write checks them and binds the sizes they name.
+        const std::string where = "tensor '" + sized.desc().name + "'";
+        if (rank > 0 && !dims) return invalid_argument_error(where + ": dims is NULL");
+        Result<ir::DType> type = to_dtype(dtype);
+        if (!type.ok()) return invalid_argument_error(where + ": " + type.status().message());
+        if (*type != sized.desc().dtype) {
+          return invalid_argument_error(where + " holds " + std::string(ir::dtype_name(sized.desc().dtype)) +
+                                        " elements, got " + std::string(ir::dtype_name(*type)));
+        }
+        if (bytes > 0 && !data) return invalid_argument_error(where + ": data is NULL");
+        return sized.write({static_cast<const std::byte*>(data), bytes}, std::vector<int64_t>(dims, dims + rank));
+      }
+    }
     KILN_ASSIGN_OR_RETURN(runtime::HostTensor tensor,
                           checked_tensor(tensors, name, dtype, dims, rank, data, bytes));
     return tensor.write({static_cast<const std::byte*>(data), bytes});
+  });
+}
+
+kiln_status kiln_size_set(kiln_tensors* tensors, const char* name, int64_t value) {
+  return guarded("kiln_size_set", [&]() -> Status {
+    if (!tensors) return invalid_argument_error("tensors is NULL");
+    if (!name) return invalid_argument_error("size name is NULL");
+    return tensors->table->set_sizes({{name, value}});
+  });
+}
+
+kiln_status kiln_size_get(kiln_tensors* tensors, const char* name, int64_t* value) {
+  return guarded("kiln_size_get", [&]() -> Status {
+    if (!tensors) return invalid_argument_error("tensors is NULL");
+    if (!name) return invalid_argument_error("size name is NULL");
+    if (!value) return invalid_argument_error("value is NULL");
+    const std::vector<std::string> names = tensors->table->size_names();
+    auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end()) return not_found_error("size '" + std::string(name) + "': the program declares no such size");
+    *value = tensors->table->size_values()[static_cast<size_t>(it - names.begin())];
+    return Status();
   });
 }
 
