@@ -3,11 +3,10 @@
 //  - BM_SizedAgainstStatic: row softmax and row sum over N = 4096 rows of 1024, relu(a*b+c) over
 //    N = 2^24, and a 1024^3 product written in the language (--no-auto-calls) with M a size;
 //    sized:0 is the static program (the baseline), sized:1 the general build at the same N;
-//  - BM_RunAtSize: a warm run at a known size (new_size:0, the baseline) against binding the
-//    compiled code to a size and running it there first (new_size:1: Code::at_sizes, linking into
-//    a fresh context, which allocates, and the run; never the C compiler);
-//  - BM_AlternatingSizes: sizes 1, 2048, 37, 4096 in turn, bound and linked per run, against
-//    one fixed size bound and linked per run the same way (alternating:0).
+//  - BM_DemoEpoch: the demo's epoch, its batch a size, against its program with B = 1024;
+//  - BM_RunAtSize: one compile; a warm run at a known size (the baseline) against the first run at
+//    a size (fresh arrays) and runs at a size other than the last one's; never the C compiler;
+//  - BM_AlternatingSizes: sizes 1, 2048, 37, 4096 in turn against one fixed size.
 #include <benchmark/benchmark.h>
 
 #include <string>
@@ -18,6 +17,7 @@
 #include "kiln/lang/parser.h"
 #include "kiln/runtime/backend.h"
 #include "kiln/runtime/program_instance.h"
+#include "trainer.h"
 
 namespace kiln::bench {
 namespace {
@@ -78,69 +78,103 @@ BENCHMARK(BM_SizedAgainstStatic)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
-// The row softmax, compiled once on a backend.
-struct Compiled {
+// The demo's epoch (examples/train_moons, 8192 points: every shard 1024), its program's batch B
+// a size (static:0) against the program specialized to B = 1024 (static:1), 2 streams; with the
+// products as generated loops in both (auto_calls:0), and as the static program has them by
+// default, gemm calls (auto_calls:1; the general build keeps its loops).
+void BM_DemoEpoch(benchmark::State& state) {
+  moons::TrainOptions options;
+  options.static_batch = state.range(0) != 0;
+  options.auto_calls = state.range(1) != 0;
+  options.points = 8192;
+  options.epochs = 40;
+  for (auto _ : state) {
+    moons::TrainResult result = check(moons::train(options), "train");
+    state.SetIterationTime(result.seconds / options.epochs);
+  }
+}
+BENCHMARK(BM_DemoEpoch)
+    ->ArgNames({"static", "auto_calls"})
+    ->ArgsProduct({{1, 0}, {0, 1}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+
+// The row softmax (1024 columns), compiled once; linked over a table of the program with sizes.
+// Every run writes x at its size first (binding N), then runs and waits.
+struct Linked {
   std::shared_ptr<runtime::Backend> backend;
   runtime::StreamRef stream;
   runtime::CodeRef code;
   ir::Program general;
+  std::shared_ptr<runtime::NodeTable> nodes;
+  runtime::RoutineRef routine;
 };
 
-Compiled compile_softmax() {
-  Compiled c;
-  c.general = parse(kCases[0].text);
-  c.backend = check(runtime::Backend::create(make_cpu_device()), "backend");
-  c.stream = check(c.backend->new_stream(), "stream");
-  c.code = check(c.backend->compile(c.general, "main"), "compile");
-  return c;
+// A new table and context, the code linked into it (arrays allocated when first run).
+void relink(Linked& l) {
+  l.nodes = check(runtime::NodeTable::create(l.general), "nodes");
+  auto root = check(l.backend->make_context(l.stream, l.nodes), "context");
+  l.routine = check(l.backend->link(root, l.code, "main"), "link").routine;
 }
 
-// Binds the code to `rows`, links it into a fresh context (its arrays allocated and uploaded)
-// and returns the routine.
-runtime::RoutineRef link_at(const Compiled& c, int64_t rows) {
-  runtime::CodeRef bound = check(runtime::Code::at_sizes(c.code, {rows}), "at_sizes");
-  auto nodes = check(runtime::NodeTable::create(check(ir::specialize_sizes(c.general, {rows}), "specialize")), "nodes");
-  auto root = check(c.backend->make_context(c.stream, nodes), "context");
-  return check(c.backend->link(root, bound, "main"), "link").routine;
+Linked link_softmax() {
+  Linked l;
+  l.general = parse(kCases[0].text);
+  l.backend = check(runtime::Backend::create(make_cpu_device()), "backend");
+  l.stream = check(l.backend->new_stream(), "stream");
+  l.code = check(l.backend->compile(l.general, "main"), "compile");
+  relink(l);
+  return l;
 }
 
-void run_and_wait(const Compiled& c, const runtime::RoutineRef& routine) {
-  check(routine->run(), "run");
-  check(c.backend->await(), "await");
+void run_at(const Linked& l, const std::vector<float>& x, int64_t rows) {
+  auto tensor = check(l.nodes->tensor("x"), "x");
+  check(tensor.write(std::as_bytes(std::span<const float>(x.data(), static_cast<size_t>(rows) * 1024)), {rows, 1024}),
+        "write");
+  check(l.routine->run(), "run");
+  check(l.backend->await(), "await");
 }
 
+// new_size:0, the baseline: every run at 1024 rows, warm. new_size:1: every run the first at its
+// size, in a table and context of its own (its arrays and host copies allocated, their pages
+// touched for the first time; the compiled code reused, so no compiler). new_size:2: one context,
+// 1024 and 1025 rows in turn (every run at another size than the last: its dispatches and steps
+// made again; the arrays fit).
 void BM_RunAtSize(benchmark::State& state) {
-  const bool new_size = state.range(0) != 0;
-  Compiled c = compile_softmax();
-  runtime::RoutineRef warm = link_at(c, 1024);
-  run_and_wait(c, warm);
+  const int64_t mode = state.range(0);
+  Linked l = link_softmax();
+  std::vector<float> x(static_cast<size_t>(1025) * 1024);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 97) * 0.01f;
+  run_at(l, x, 1025);
   int64_t rows = 1024;
   for (auto _ : state) {
-    if (new_size) {
-      // A size not seen before on every iteration: 1024 rows give or take one.
-      rows = rows == 1024 ? 1025 : 1024;
-      run_and_wait(c, link_at(c, rows));
-    } else {
-      run_and_wait(c, warm);
-    }
+    if (mode == 1) relink(l);
+    if (mode == 2) rows = rows == 1024 ? 1025 : 1024;
+    run_at(l, x, rows);
   }
-  state.SetLabel("row softmax at 1024 rows");
+  state.SetLabel(mode == 0 ? "softmax at 1024 rows, warm" : mode == 1 ? "softmax, first run at its size (fresh arrays)"
+                                                                       : "softmax, 1024 and 1025 rows in turn");
 }
-BENCHMARK(BM_RunAtSize)->ArgName("new_size")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RunAtSize)->ArgName("new_size")->Arg(0)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+// Sizes 1, 2048, 37, 4096 in turn against one size (1546, their mean), one link, per run a write
+// of x and the run.
 void BM_AlternatingSizes(benchmark::State& state) {
   const bool alternating = state.range(0) != 0;
-  Compiled c = compile_softmax();
+  Linked l = link_softmax();
+  std::vector<float> x(static_cast<size_t>(4096) * 1024);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 97) * 0.01f;
   const int64_t sizes[] = {1, 2048, 37, 4096};
   size_t next = 0;
   int64_t rows_run = 0;
   for (auto _ : state) {
-    const int64_t rows = alternating ? sizes[next++ % 4] : 1546;  // 1546: the mean of the four
-    run_and_wait(c, link_at(c, rows));
+    const int64_t rows = alternating ? sizes[next++ % 4] : 1546;
+    run_at(l, x, rows);
     rows_run += rows;
   }
   state.SetBytesProcessed(rows_run * 1024 * 4);
-  state.SetLabel(alternating ? "row softmax at 1, 2048, 37, 4096 rows in turn" : "row softmax at 1546 rows");
+  state.SetLabel(alternating ? "softmax at 1, 2048, 37, 4096 rows in turn" : "softmax at 1546 rows");
 }
 BENCHMARK(BM_AlternatingSizes)->ArgName("alternating")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
 

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "kiln/drivers/drivers.h"
+#include "kiln/ir/sizes.h"
 #include "kiln/lang/parser.h"
 #include "kiln/runtime/backend.h"
 #include "kiln/runtime/transfer.h"
@@ -54,6 +55,13 @@ Result<TrainResult> train(const TrainOptions& options) {
   if (options.devices.empty()) return invalid_argument_error("no device given");
 
   KILN_ASSIGN_OR_RETURN(ir::Program program, lang::parse_program(kProgramText, kProgramFile));
+  if (options.static_batch) {
+    if (options.points % kBatch != 0) {
+      return invalid_argument_error("a static batch needs a data set that is a multiple of the batch, " +
+                                    std::to_string(kBatch));
+    }
+    KILN_ASSIGN_OR_RETURN(program, ir::specialize_sizes(program, {kShardSize}));
+  }
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<runtime::NodeTable> nodes,
                         runtime::NodeTable::create(program, options.seed));
 
@@ -141,6 +149,7 @@ Result<TrainResult> train(const TrainOptions& options) {
   }
   for (const auto& backend : backends) KILN_RETURN_IF_ERROR(backend->await());
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (options.static_batch) return result;
   // The whole data set in one run of the same compiled program: B = all the points.
   KILN_RETURN_IF_ERROR(write_points(*nodes, data, 0, options.points));
   KILN_RETURN_IF_ERROR(shards[0].routines.at("evaluate")->run());

@@ -47,8 +47,12 @@ struct TrainOptions {
   // Workgroups per kernel (BackendOptions::max_workgroups): 1 makes each stream one core, as in
   // OCANNL's multicore backend; 0 splits every kernel over the device's workers.
   uint32_t max_workgroups = 1;
-  // Products by the RAL's gemm (OpenBLAS) where lowering finds them (ir::LowerOptions::auto_calls).
+  // Products by the RAL's gemm (OpenBLAS) where lowering finds them (ir::LowerOptions::auto_calls;
+  // the program's products are over its size B, which the automatic gemm does not take yet).
   bool auto_calls = true;
+  // The program specialized to B = kShardSize before compiling (for benchmarks against the
+  // general build): the data set must then be a multiple of the batch, and `evaluate` is not run.
+  bool static_batch = false;
   std::shared_ptr<runtime::Trace> trace;
   // When set, the routines are compiled with value tracing and log into it (docs/tracing.md).
   std::shared_ptr<runtime::ValueTrace> value_trace;

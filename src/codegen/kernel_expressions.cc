@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "codegen/kernel_emitter.h"
+#include "kiln/ir/sizes.h"
 
 namespace kiln::codegen::internal {
 
@@ -149,7 +150,7 @@ Result<Code> KernelEmitter::expr(const LExprRef& e) {
     case LExpr::Kind::kSize: {
       // Declared at the kernel's start from its push constants (kernel_statements.cc).
       Code v{"kiln_size" + std::to_string(e->size), kPrecPrimary};
-      v.range = {0, std::numeric_limits<int64_t>::max()};
+      v.range = {0, ir::kMaxSizeValue};  // what the runtime lets a size be
       return v;
     }
     case LExpr::Kind::kLoad: {

@@ -131,8 +131,13 @@ Status KernelEmitter::for_loop(const LStmt& stmt, Printer& out, bool split) {
     out.line("for (" + i64 + " " + v + " = 0; " + v + " < " + extent + "; ++" + v + ") {");
   }
   out.indent();
-  // A loop over a size may run any number of times.
-  var_extent_[stmt.var] = stmt.extent_expr ? std::numeric_limits<int64_t>::max() : stmt.extent;
+  // A loop over a size runs as far as its extent's value range allows.
+  if (stmt.extent_expr) {
+    KILN_ASSIGN_OR_RETURN(Code extent_code, expr(stmt.extent_expr));
+    var_extent_[stmt.var] = std::max<int64_t>(1, extent_code.range.hi);
+  } else {
+    var_extent_[stmt.var] = stmt.extent;
+  }
   const bool lanes = in_group_mode_ && lane_loops_.count(&stmt);
   if (lanes) in_lane_loop_ = true;
   Status status = statements(stmt.body, out, /*tail=*/true);

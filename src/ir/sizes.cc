@@ -186,7 +186,14 @@ Result<std::vector<int64_t>> bind_sizes(const Program& program,
                                   " not bound: no input given names " + (several ? "them" : "it") + unbound_hint);
   }
   std::vector<int64_t> values;
-  for (const std::optional<int64_t>& v : bound) values.push_back(*v);
+  for (size_t i = 0; i < bound.size(); ++i) {
+    if (*bound[i] > kMaxSizeValue) {
+      return invalid_argument_error("size " + sizes[i].name + " is " + std::to_string(*bound[i]) +
+                                    " (from " + (bound_by[i].empty() ? std::string("the host") : bound_by[i]) +
+                                    "), more than kiln's limit of 2^40");
+    }
+    values.push_back(*bound[i]);
+  }
   // Every dimension and bound must be a count at these values.
   for (const TensorNode& node : program.nodes) {
     if (!node.is_sized()) continue;

@@ -164,6 +164,12 @@ Status NodeTable::set_sizes(const std::map<std::string, int64_t, std::less<>>& v
 
 Status NodeTable::set_sizes_locked(const std::vector<int64_t>& values) {
   if (values == size_values_) return Status();
+  for (size_t s = 0; s < values.size(); ++s) {
+    if (values[s] > ir::kMaxSizeValue) {
+      return invalid_argument_error("size " + sizes_[s].name + " = " + std::to_string(values[s]) +
+                                    ": more than kiln's limit of 2^40");
+    }
+  }
   // Every new shape first, so that an error changes nothing.
   std::vector<int64_t> zeros(values.size());
   for (size_t s = 0; s < values.size(); ++s) zeros[s] = std::max<int64_t>(values[s], 0);
@@ -195,8 +201,15 @@ Status NodeTable::set_sizes_locked(const std::vector<int64_t>& values) {
     node->desc_.bytes = static_cast<size_t>(elements) * ir::dtype_size(node->desc_.dtype);
     if (node->host_pending && !point_passed(*node->host_pending)) {
       retired_host_copies_.push_back({std::move(node->host), *node->host_pending});
+      node->host = HostBytes();
     }
-    node->host = HostBytes(node->desc_.bytes);
+    // The copy's memory is kept where it holds the new shape (resizing within it writes
+    // nothing): host_zeros makes it read as zeros until written (HostTensor::read, uploads).
+    if (node->desc_.bytes <= node->host.capacity()) {
+      node->host.resize(node->desc_.bytes);
+    } else {
+      node->host = HostBytes(node->desc_.bytes);
+    }
     node->host_zeros = true;
     node->host_pending.reset();
     // What a device wrote at the old shape is gone; its arrays take the new one when next used.
@@ -236,7 +249,9 @@ Status HostTensor::read(std::span<std::byte> out, Timeout timeout) const {
     if (!status.ok()) return status.annotate("reading node '" + desc().name + "'");
     lock.lock();
   }
-  if (!out.empty()) std::memcpy(out.data(), node_->host.data(), out.size());  // an empty node has no bytes
+  // A host copy that holds "zeros nobody wrote" may hold old bytes of a larger shape (set_sizes).
+  if (!out.empty() && node_->host_zeros) std::memset(out.data(), 0, out.size());
+  else if (!out.empty()) std::memcpy(out.data(), node_->host.data(), out.size());  // an empty node has no bytes
   return Status();
 }
 

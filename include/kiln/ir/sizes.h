@@ -18,6 +18,10 @@
 
 namespace kiln::ir {
 
+// The largest value a size may take (2^40): a tensor with such a dimension is terabytes, a loop
+// over it hours. Kernels compiled for every size rely on it to index without overflow checks.
+inline constexpr int64_t kMaxSizeValue = int64_t{1} << 40;
+
 // The dimension written as `raw` in the declaration of `node` (its role and name): a positive
 // integer, or an affine expression of `sizes` with integer coefficients (`N + 2`, `2*N`) for an
 // output or a tensor, a bare size name for an input, and no size at all for a param or a const.
@@ -36,7 +40,8 @@ std::optional<int64_t> evaluate(const SizeExpr& e, const std::vector<int64_t>& v
 // The values of a program's sizes for one run (binding, docs/language.md "Sizes"): from the shapes
 // of the inputs in `input_shapes` (by name; an input whose dimensions name a size binds it, and
 // every input naming it must agree), and from `host` (by size name) for sizes no input names.
-// INVALID_ARGUMENT, naming the tensor, the dimension, the size and the values, for: a wrong rank,
+// INVALID_ARGUMENT, naming the tensor, the dimension, the size and the values, for: a value past
+// kMaxSizeValue, a wrong rank,
 // a fixed dimension that differs, two values for one size (inputs that disagree, or an input and
 // the host), a host value for an unknown size or a negative one, a size left unbound (all of
 // them listed, with `unbound_hint` appended: what the caller's user can do), and a dimension or

@@ -110,8 +110,9 @@ class Node {
   const NodeDesc& desc() const { return desc_; }
 
   HostBytes host;
-  // The host copy holds the zeros it was made with, unwritten: an upload fills the array with
-  // zeros instead of copying them from the host.
+  // The host copy stands for zeros, unwritten (the zeros it was made with, or after a size
+  // changed its shape, whatever its memory held before): an upload fills the array with zeros
+  // instead of copying from the host, and a read gives zeros.
   bool host_zeros = false;
   // Every device array of this node (any context, any device), to mark them stale on a host
   // write.

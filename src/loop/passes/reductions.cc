@@ -42,7 +42,8 @@ std::optional<Reduction> match(const LStmt& loop, bool reassociate_floats) {
   // Integer arithmetic wraps, so any order gives the same bits; floats only when allowed.
   if (is_float(v.type) && !reassociate_floats) return {};
   if (v.type != s->type || v.args[0]->type != v.type || v.args[1]->type != v.type) return {};
-  if (loop.extent < 2 * lanes_of(v.type)) return {};
+  // A loop over a size is split too, behind a check of its extent when it runs (split()).
+  if (!loop.extent_expr && loop.extent < 2 * lanes_of(v.type)) return {};
   if (uses_var(s->offset.get(), loop.var) || loads(s->offset.get(), kAnything)) return {};
   for (int acc = 0; acc < 2; ++acc) {
     const LExpr& a = *v.args[acc];
@@ -97,7 +98,15 @@ class Splitter {
   //   (for t N%K (local_store acc (op acc x(N/K*K + t))))
   //   (local_store acc (op acc (lanes[0] op lanes[1]) op ... pairwise)))
   LStmtRef split(const LStmt& loop, const Reduction& r) {
-    const int64_t k = lanes_of(r.type), n = loop.extent;
+    const int64_t k = lanes_of(r.type);
+    // Over a size: the split form where the extent reaches 2K when the kernel runs, the loop as
+    // it was below that.
+    const LExprRef n = loop.extent_expr ? loop.extent_expr : i64_const(loop.extent);
+    // Arithmetic of known extents folded, so that their loops keep known extents.
+    auto fold = [](LExprRef e) {
+      std::optional<int64_t> v = evaluate_extent(*e, {});
+      return v ? i64_const(*v) : e;
+    };
     const int lanes = kernel_.local_count++;
     const int w = kernel_.var_count++, u = kernel_.var_count++, t = kernel_.var_count++;
     auto lane = [&](LExprRef index) { return llocal_load(lanes, r.type, std::move(index)); };
@@ -108,14 +117,17 @@ class Splitter {
     body.push_back(lfor(u, k, false, {llocal_store(lanes, lvar(u), at(r, loop.var, lvar(u)))}));
     const LExprRef index =
         i64(Op::kAdd, i64(Op::kMul, i64(Op::kAdd, lvar(w), i64_const(1)), i64_const(k)), lvar(u));
-    body.push_back(lfor(w, n / k - 1, false,
+    const LExprRef whole = fold(i64(Op::kDiv, n, i64_const(k)));  // N/K
+    body.push_back(lfor(w, fold(i64(Op::kSub, whole, i64_const(1))), false,
                         {lfor(u, k, false,
                               {llocal_store(lanes, lvar(u),
                                             combine(r, lane(lvar(u)), at(r, loop.var, index)))})}));
     const LExprRef acc = llocal_load(r.local, r.type, r.offset);
-    if (n % k != 0) {
-      const LExprRef tail = i64(Op::kAdd, i64_const(n / k * k), lvar(t));
-      body.push_back(lfor(t, n % k, false,
+    const LExprRef base = fold(i64(Op::kMul, whole, i64_const(k)));  // N/K*K
+    const LExprRef rest = fold(i64(Op::kSub, n, base));               // N%K
+    if (!(rest->kind == LExpr::Kind::kConst && rest->value == 0)) {
+      const LExprRef tail = i64(Op::kAdd, base, lvar(t));
+      body.push_back(lfor(t, rest, false,
                           {llocal_store(r.local, r.offset, combine(r, acc, at(r, loop.var, tail)))}));
     }
     std::vector<LExprRef> level;
@@ -129,7 +141,11 @@ class Splitter {
       level = std::move(next);
     }
     body.push_back(llocal_store(r.local, r.offset, combine(r, acc, level[0])));
-    return llocal_decl(lanes, r.type, k, std::move(body));
+    LStmtRef split = llocal_decl(lanes, r.type, k, std::move(body));
+    if (!loop.extent_expr) return split;
+    const LExprRef enough = i64(Op::kGe, n, i64_const(2 * k));
+    const LStmtRef original = std::make_shared<LStmt>(loop);
+    return lblock({lif(enough, {split}), lif(i64(Op::kLt, n, i64_const(2 * k)), {original})});
   }
 
   Kernel& kernel_;
