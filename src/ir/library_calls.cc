@@ -1,5 +1,7 @@
 #include "kiln/ir/library_calls.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <optional>
 
 namespace kiln::ir {
@@ -12,6 +14,23 @@ struct Product {
   bool transpose_a = false, transpose_b = false;
   int64_t volume = 0;
 };
+
+// A dimension or an index's range: a number, or an expression of sizes (language version 2).
+SizeExpr dim_of(const TensorNode& n, size_t d) {
+  return n.is_sized() ? n.sized_dims[d] : SizeExpr::constant(n.dims[d]);
+}
+SizeExpr extent_of(const IndexVar& index) {
+  return index.sized_extent ? *index.sized_extent : SizeExpr::constant(index.extent);
+}
+
+// What a dimension counts for in deciding whether a product is worth a call: its value, or for
+// one that names sizes (unknown until it runs) a stand-in, as if the size were 64.
+int64_t planning_value(const SizeExpr& e) {
+  if (e.is_constant()) return e.offset;
+  int64_t v = e.offset;
+  for (const auto& [size, coefficient] : e.terms) v += coefficient * 64;
+  return std::max<int64_t>(v, 1);
+}
 
 // Which of (row, col) the bare subscripts of a rank-2 read are: (row, col) → false,
 // (col, row) → true; nullopt for anything else.
@@ -41,14 +60,16 @@ std::optional<Product> match_product(const Program& program, const Assignment& s
     const TensorNode& a = program.nodes[static_cast<size_t>(left.node)];
     const TensorNode& b = program.nodes[static_cast<size_t>(right.node)];
     if (a.dtype != c.dtype || b.dtype != c.dtype || a.id == c.id || b.id == c.id) return std::nullopt;
-    // Every index spans whole dimensions (no `where` narrowing, no zero padding).
-    const int64_t m = s.indices[i].extent, n = s.indices[j].extent, depth = s.indices[k].extent;
-    const int64_t a_rows = *ta ? a.dims[1] : a.dims[0], a_cols = *ta ? a.dims[0] : a.dims[1];
-    const int64_t b_rows = *tb ? b.dims[1] : b.dims[0], b_cols = *tb ? b.dims[0] : b.dims[1];
-    if (m != c.dims[0] || n != c.dims[1] || m != a_rows || depth != a_cols || depth != b_rows || n != b_cols) {
+    // Every index spans whole dimensions (no `where` narrowing, no zero padding): the same
+    // numbers, or the same expressions of sizes.
+    const SizeExpr m = extent_of(s.indices[i]), n = extent_of(s.indices[j]), depth = extent_of(s.indices[k]);
+    const SizeExpr a_rows = dim_of(a, *ta ? 1 : 0), a_cols = dim_of(a, *ta ? 0 : 1);
+    const SizeExpr b_rows = dim_of(b, *tb ? 1 : 0), b_cols = dim_of(b, *tb ? 0 : 1);
+    if (m != dim_of(c, 0) || n != dim_of(c, 1) || m != a_rows || depth != a_cols || depth != b_rows || n != b_cols) {
       return std::nullopt;
     }
-    return Product{a.id, b.id, *ta, *tb, m * n * depth};
+    const __int128 volume = static_cast<__int128>(planning_value(m)) * planning_value(n) * planning_value(depth);
+    return Product{a.id, b.id, *ta, *tb, static_cast<int64_t>(std::min<__int128>(volume, INT64_MAX))};
   }
   return std::nullopt;
 }

@@ -276,15 +276,13 @@ Result<LoweredProgram> Lowerer::run() {
 
 Result<LoweredProgram> lower_program(const Program& program, const LowerOptions& options) {
   Program with_calls;
-  // Products over sizes stay loops for now: the library calls are chosen by known shapes.
-  if (options.auto_calls && !program.has_sizes()) {
+  if (options.auto_calls) {
     // with_library_calls reads nodes by index: only a valid program is rewritten (the Lowerer
     // validates what it is given, the rewritten program included).
     KILN_RETURN_IF_ERROR(validate_program(program));
     with_calls = with_library_calls(program, options.library_calls);
   }
-  const bool with_library = options.auto_calls && !program.has_sizes();
-  KILN_ASSIGN_OR_RETURN(LoweredProgram lowered, lowering::Lowerer(with_library ? with_calls : program, options).run());
+  KILN_ASSIGN_OR_RETURN(LoweredProgram lowered, lowering::Lowerer(options.auto_calls ? with_calls : program, options).run());
   if (options.optimize && !options.trace_values) {
     for (LoweredRoutine& routine : lowered.routines) {
       for (Kernel& kernel : routine.kernels) {

@@ -20,7 +20,7 @@ bool builds(const hal::DeviceInfo& device, const char* format) {
 Result<std::vector<codegen::CallKernel>> call_kernels(const ir::LoweredProgram& lowered,
                                                       const hal::DeviceInfo& device) {
   std::vector<codegen::CallKernel> kernels;
-  if (!calls_are_kernels(device)) return kernels;
+  if (!calls_are_kernels(device, lowered.program)) return kernels;
   for (size_t r = 0; r < lowered.routines.size(); ++r) {
     const ir::LoweredRoutine& routine = lowered.routines[r];
     for (size_t c = 0; c < routine.calls.size(); ++c) {
@@ -35,7 +35,9 @@ Result<std::vector<codegen::CallKernel>> call_kernels(const ir::LoweredProgram& 
 
 }  // namespace
 
-bool calls_are_kernels(const hal::DeviceInfo& device) { return builds(device, "c"); }
+bool calls_are_kernels(const hal::DeviceInfo& device, const ir::Program& compiled) {
+  return builds(device, "c") && !compiled.has_sizes();
+}
 
 uint32_t call_export_ordinal(const ir::LoweredProgram& lowered, size_t routine, size_t call) {
   size_t ordinal = call;

@@ -6,6 +6,7 @@
 
 #include "kiln/codegen/c_emitter.h"
 #include "kiln/runtime/backend.h"
+#include "kiln/ir/call.h"
 #include "kiln/ir/sizes.h"
 #include "runtime/device_array.h"
 #include "runtime/routine_steps.h"
@@ -162,13 +163,6 @@ Status Backend::add_compiled_routines(const ContextRef& child, const CodeRef& co
                                     "from the program with sizes (its routines then run at the table's sizes), or bind "
                                     "them first (Code::at_sizes)");
     }
-    for (const ir::LoweredRoutine& lr : code->lowered().routines) {
-      if (!lr.calls.empty()) {
-        return unimplemented_error("link: routine '" + lr.name + "' calls " + lr.calls.front().call.function +
-                                   ", and calls in a program whose sizes are bound when it runs are not done: bind "
-                                   "the code to sizes first (Code::at_sizes)");
-      }
-    }
   }
   auto ensure = [&](int id) { return ensure_array(child, program.nodes[id], program).annotate("link"); };
 
@@ -226,10 +220,21 @@ Status Backend::add_compiled_routines(const ContextRef& child, const CodeRef& co
       routine->dispatches_.push_back(std::move(d));
     }
     routine->lowered_ = &lr;
-    Result<std::vector<std::shared_ptr<const ral::BoundCall>>> calls = bind_routine_calls(lr, program, *device_);
-    if (!calls.ok()) return calls.status().annotate("link");
-    routine->calls_ = std::move(*calls);
-    if (calls_are_kernels(device_->info())) {
+    if (sized) {
+      // Bound to each run's shapes when it runs; their tensors are read and written meanwhile.
+      for (const ir::LoweredCall& c : lr.calls) {
+        for (int id : ir::call_tensors(c.call)) {
+          KILN_RETURN_IF_ERROR(ensure(id));
+          reads.insert(program.nodes[id].name);
+        }
+        for (int id : c.call.outputs) writes.insert(program.nodes[id].name);
+      }
+    } else {
+      Result<std::vector<std::shared_ptr<const ral::BoundCall>>> calls = bind_routine_calls(lr, program, *device_);
+      if (!calls.ok()) return calls.status().annotate("link");
+      routine->calls_ = std::move(*calls);
+    }
+    if (calls_are_kernels(device_->info(), code->compiled_program())) {
       const size_t index = static_cast<size_t>(&lr - code->lowered().routines.data());
       routine->first_call_ordinal_ = call_export_ordinal(code->lowered(), index, 0);
     }

@@ -77,7 +77,7 @@ Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef 
     };
     KILN_ASSIGN_OR_RETURN(auto calls, bind_routine_calls(r, lowered.program, *device));
     std::optional<CallKernels> call_kernels;
-    if (calls_are_kernels(device->info())) {
+    if (calls_are_kernels(device->info(), program)) {
       const size_t index = static_cast<size_t>(&r - lowered.routines.data());
       call_kernels = CallKernels{instance->executable_, call_export_ordinal(lowered, index, 0)};
     }

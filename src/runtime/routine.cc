@@ -5,6 +5,8 @@
 #include <span>
 #include <string_view>
 
+#include "kiln/ir/call.h"
+#include "kiln/ir/sizes.h"
 #include "kiln/runtime/backend.h"
 #include "runtime/device_array.h"
 #include "runtime/routine_steps.h"
@@ -28,6 +30,7 @@ struct PreparedRun {
   // A sized routine (Routine::sized_): the sizes `steps` were recorded at, and the dispatches at them.
   std::vector<int64_t> sizes;
   std::vector<Routine::Dispatch> dispatches;
+  std::vector<std::shared_ptr<const ral::BoundCall>> calls;  // bound to the tensors' shapes at `sizes`
 };
 
 namespace {
@@ -109,6 +112,14 @@ Status Routine::run_in(const ContextRef& context) const {
       for (Dispatch& d : prepared.dispatches) {
         d.workgroups = {dispatch_workgroups(ir::kernel_at_sizes(*d.kernel, values), caps, fixed), 1, 1};
         d.constants = ir::size_constants(values);
+      }
+      if (lowered_ && !lowered_->calls.empty()) {
+        // Calls take the tensors' shapes at these sizes: bound again (host actions, never kernels).
+        Result<ir::Program> at = ir::specialize_sizes(code_->lowered().program, values);
+        if (!at.ok()) return at.status().annotate(where());
+        Result<std::vector<std::shared_ptr<const ral::BoundCall>>> calls = bind_routine_calls(*lowered_, *at, *stream.device());
+        if (!calls.ok()) return calls.status().annotate(where());
+        prepared.calls = std::move(*calls);
       }
       prepared.sizes = values;
       prepared.steps.reset();
@@ -225,7 +236,7 @@ Status Routine::run_in(const ContextRef& context) const {
     // Own kernels have no calls: their steps are the dispatches alone.
     const RoutineShape shape = lowered_ ? shape_of(*lowered_) : RoutineShape{name_, dispatches_.size(), {}};
     Result<std::vector<RoutineStep>> steps =
-        make_routine_steps(*stream.device(), shape, calls_, call_kernels, dispatch, call_buffer);
+        make_routine_steps(*stream.device(), shape, sized_ ? prepared.calls : calls_, call_kernels, dispatch, call_buffer);
     if (!steps.ok()) return steps.status().annotate(where());
     if (traced_ && lowered_) *steps = traced_steps(*steps, *lowered_, program, values, trace_run);
     prepared.steps = std::move(*steps);

@@ -427,7 +427,7 @@ int command_compile(const Options& o) {
   const ir::Program& program = std::get<ir::Program>(loaded);
   std::string text;
   if (o.emit == "ir") {
-    text = ir::print_program(o.auto_calls && !program.has_sizes() ? ir::with_library_calls(program) : program);
+    text = ir::print_program(o.auto_calls ? ir::with_library_calls(program) : program);
   } else {
     Result<ir::LoweredProgram> lowered = ir::lower_program(program, lower_options(o));
     if (!lowered.ok()) return report(lowering_failure(o.program, lowered.status()));

@@ -333,8 +333,8 @@ std::variant<Options, Failure> parse_options(const std::vector<std::string>& arg
     } else if (name == "--size") {
       const size_t eq = value.find('=');
       uint64_t size = 0;
-      if (eq == std::string::npos || eq == 0 || !parse_count(value.substr(eq + 1), uint64_t{1} << 62, &size)) {
-        return usage_error(cmd, "--size " + value + ": expected NAME=VALUE with VALUE an integer from 0 to 2^62");
+      if (eq == std::string::npos || eq == 0 || !parse_count(value.substr(eq + 1), uint64_t{1} << 40, &size)) {
+        return usage_error(cmd, "--size " + value + ": expected NAME=VALUE with VALUE an integer from 0 to 2^40");
       }
       if (!o.sizes.emplace(value.substr(0, eq), static_cast<int64_t>(size)).second) {
         return usage_error(cmd, "--size " + value.substr(0, eq) + " is given twice");

@@ -31,6 +31,13 @@ struct SizedCase {
 // Each shape of lowering a size touches: strides and loop extents, collapsed rows, local arrays,
 // range checks of compound subscripts, snapshots, reductions (mean divides by a size), products,
 // sizes as values and affine dimensions.
+// Calls at each run's shapes: sort and top-k of every row, and a product over a size that the
+// compiler turns into gemm.
+constexpr const char* kCalls =
+    "size N\ninput x: f32[N, 9]\ninput w: f32[9, 32]\noutput up: f32[N, 9]\noutput best: f32[N, 4]\n"
+    "output at: i32[N, 4]\noutput h: f32[N, 32]\ncall sort(x) -> up\ncall topk(x) -> best, at\n"
+    "h[i, j] = sum(x[i, k] * w[k, j])\n";
+
 const SizedCase kCases[] = {
     {"softmax",
      "size N\ninput x: f32[N, 10]\noutput y: f32[N, 10]\ntensor m: f32[N]\ntensor s: f32[N]\n"
@@ -50,6 +57,7 @@ const SizedCase kCases[] = {
                  "t[i] = t[i] + t[i + 1]\ny[i] = t[i] * 2\n"},
     {"i32_columns", "size N\ninput x: i32[N, 5]\noutput c: i32[5]\noutput e: i32[N, 5]\n"
                     "c[j] = sum(x[i, j])\ne[i, j] = x[i, j] * i32(N) + i32(j)\n"},
+    {"calls", kCalls},
 };
 
 std::vector<std::string> devices() {
@@ -244,6 +252,61 @@ TEST(SizedProgramsTest, OneLinkRunsAtTheSizesItsInputsBind) {
     EXPECT_EQ(xt->write(std::as_bytes(std::span<const float>(six)), {3, 2}).code(), StatusCode::kInvalidArgument);
     EXPECT_EQ((*nodes)->set_sizes({{"M", 3}}).code(), StatusCode::kNotFound);
     EXPECT_EQ((*nodes)->set_sizes({{"N", -1}}).code(), StatusCode::kInvalidArgument);
+  }
+}
+
+// Calls in code linked once over a table with sizes: bound again at each new size.
+TEST(SizedProgramsTest, CallsRunAtTheShapesOfEachRun) {
+  TempDir dir;
+  Result<ir::Program> program = lang::parse_program(kCalls, "calls.kiln");
+  ASSERT_TRUE(program.ok()) << program.status();
+  Result<ir::LoweredProgram> lowered = ir::lower_program(*program);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  EXPECT_EQ(lowered->routines[0].calls.size(), 3u) << "the product over N is not a gemm call";
+  for (const std::string& name : devices()) {
+    Result<hal::DeviceRef> device = open_device(name, dir.path() + "/cache");
+    ASSERT_TRUE(device.ok()) << device.status();
+    auto backend = Backend::create(*device);
+    ASSERT_TRUE(backend.ok());
+    auto code = (*backend)->compile(*program, "main");
+    ASSERT_TRUE(code.ok()) << code.status();
+    auto stream = (*backend)->new_stream();
+    auto nodes = NodeTable::create(*program, 3);
+    ASSERT_TRUE(stream.ok() && nodes.ok());
+    auto root = (*backend)->make_context(*stream, *nodes);
+    ASSERT_TRUE(root.ok());
+    auto linked = (*backend)->link(*root, *code, "main");
+    ASSERT_TRUE(linked.ok()) << name << ": " << linked.status();
+    for (int64_t rows : {5, 0, 70, 3}) {
+      const std::string what = name + " at N = " + std::to_string(rows);
+      Result<ir::Program> at = ir::specialize_sizes(*program, {rows});
+      ASSERT_TRUE(at.ok()) << at.status();
+      std::vector<NodeTable::ShapedWrite> writes;
+      std::map<std::string, HostTensor> inputs;
+      for (const ir::TensorNode& node : at->nodes) {
+        if (node.role != ir::Role::kInput) continue;
+        inputs[node.name] = random_tensor(node, 40 + static_cast<uint64_t>(rows));
+        writes.push_back({node.name, std::as_bytes(std::span<const char>(inputs[node.name].bytes)), node.dims});
+      }
+      ASSERT_TRUE((*nodes)->write_shaped(writes).ok()) << what;
+      Status ran = linked->routine->run();
+      ASSERT_TRUE(ran.ok()) << what << ": " << ran;
+      // The same program specialized to N, with the same inputs.
+      auto expected = ProgramInstance::create(*device, *at, {});
+      ASSERT_TRUE(expected.ok()) << what << ": " << expected.status();
+      for (const auto& [input, tensor] : inputs) ASSERT_TRUE(write_tensor(**expected, input, tensor).ok());
+      ASSERT_TRUE((*expected)->run("main").ok()) << what;
+      for (const ir::TensorNode* node : result_nodes(*at)) {
+        Result<HostTensor> want = read_tensor(**expected, *node);
+        ASSERT_TRUE(want.ok());
+        HostTensor got = empty_tensor(*node);
+        auto tensor = (*nodes)->tensor(node->name);
+        ASSERT_TRUE(tensor.ok());
+        Status read = tensor->read(std::as_writable_bytes(std::span<char>(got.bytes)));
+        ASSERT_TRUE(read.ok()) << what << ": " << read;
+        if (auto diff = first_difference(node->name, *want, got)) ADD_FAILURE() << what << ": " << *diff;
+      }
+    }
   }
 }
 

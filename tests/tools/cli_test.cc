@@ -11,6 +11,7 @@
 #include "cli_test_util.h"
 #include "kiln/drivers/drivers.h"
 #include "kiln/ir/printer.h"
+#include "kiln/ir/sizes.h"
 #include "kiln/lang/parser.h"
 
 namespace kiln::tools {
@@ -36,19 +37,32 @@ TEST_F(CliTest, DevicesSaysWhyCudaIsUnavailable) {
 
 // --- run -----------------------------------------------------------------------------------------
 
+// An example with sizes runs with each of them 37 (random inputs need every size bound): the
+// --size options for that, appended to `args`, and the program at those sizes.
+ir::Program with_example_sizes(const std::string& path, std::vector<std::string>& args) {
+  Result<std::string> text = read_file(path);
+  EXPECT_TRUE(text.ok());
+  Result<ir::Program> program = lang::parse_program(text.ok() ? *text : "", path);
+  EXPECT_TRUE(program.ok()) << program.status();
+  if (!program.ok()) return {};
+  for (const ir::SizeDecl& s : program->sizes) args.insert(args.end(), {"--size", s.name + "=37"});
+  if (!program->has_sizes()) return *program;
+  Result<ir::Program> at = ir::specialize_sizes(*program, std::vector<int64_t>(program->sizes.size(), 37));
+  EXPECT_TRUE(at.ok()) << at.status();
+  return at.ok() ? *at : ir::Program{};
+}
+
 TEST_F(CliTest, RunsEveryExampleWithPrint) {
   std::vector<std::string> names = example_names();
   ASSERT_GE(names.size(), 6u);
   for (const std::string& name : names) {
     for (const char* device : {"cpu", "interp"}) {
       std::vector<std::string> args = {"run", example(name), "--print", "--device", device};
+      const ir::Program at_sizes = with_example_sizes(example(name), args);
       ProcessResult r = run(args);
       ASSERT_EQ(r.exit_code, 0) << describe_run(args, r);
       // Every output is printed with its type.
-      Result<std::string> text = read_file(example(name));
-      ASSERT_TRUE(text.ok());
-      Result<ir::Program> program = lang::parse_program(*text, name);
-      ASSERT_TRUE(program.ok()) << program.status();
+      const ir::Program* program = &at_sizes;
       for (const ir::TensorNode& node : program->nodes) {
         if (node.role != ir::Role::kOutput) continue;
         EXPECT_NE(r.output.find(node.name + " : " + describe(node.dtype, node.dims)), std::string::npos)
@@ -325,8 +339,12 @@ TEST_F(CliTest, CompileEmitsIrThatReparsesToTheSameProgram) {
     ASSERT_TRUE(original.ok()) << original.status();
     EXPECT_EQ(ir::print_program(*original), *emitted) << name;
     // And the emitted program runs like the original.
-    ProcessResult a = run({"run", example(name), "--print", "--seed", "3"});
-    ProcessResult b = run({"run", out, "--print", "--seed", "3"});
+    std::vector<std::string> run_a = {"run", example(name), "--print", "--seed", "3"};
+    std::vector<std::string> run_b = {"run", out, "--print", "--seed", "3"};
+    with_example_sizes(example(name), run_a);
+    with_example_sizes(example(name), run_b);
+    ProcessResult a = run(run_a);
+    ProcessResult b = run(run_b);
     EXPECT_EQ(a.exit_code, 0) << a.output;
     EXPECT_EQ(a.output, b.output) << name;
   }

@@ -6,7 +6,8 @@
 //                                             the factors in either order)
 // with bare indices spanning whole dimensions, into a target it does not read, becomes
 //     call gemm(a, b [, transpose_a=1] [, transpose_b=1] [, beta=1]) -> c
-// when M·N·K is at least `min_gemm_volume`. lower_program applies it (LowerOptions::auto_calls),
+// when M·N·K is at least `min_gemm_volume` (a dimension that names sizes counting as if each
+// size were 64, its value being unknown until the program runs). lower_program applies it (LowerOptions::auto_calls),
 // and `kiln compile --emit ir` prints its result; `--no-auto-calls` turns it off.
 #pragma once
 

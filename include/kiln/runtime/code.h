@@ -48,8 +48,10 @@ class Code {
   static Result<std::shared_ptr<Code>> at_sizes(const std::shared_ptr<Code>& general, std::vector<int64_t> values);
   // The values the routines run at; empty for code without sizes.
   const std::vector<int64_t>& sizes() const { return sizes_; }
-  // Whether the code's kernels take sizes that are not bound yet (link refuses it).
+  // Whether the code's kernels take sizes that are not bound yet (they are bound per run).
   bool needs_sizes() const { return !general_ && lowered_.program.has_sizes(); }
+  // The program as it was compiled (for code at sizes, the general code's, with its sizes).
+  const ir::Program& compiled_program() const { return general_ ? general_->lowered_.program : lowered_.program; }
 
   // The executable of every routine for `device`, built on the first call per device; its
   // exports are the kernels of every routine, in order (for own kernels: the source's exports).
@@ -82,10 +84,11 @@ using CodeRef = std::shared_ptr<Code>;
 Result<std::string> generate_source(const ir::LoweredProgram& lowered, const hal::DeviceInfo& device,
                                     std::string* format);
 
-// Whether the device's executables hold the call statements as kernels that call the runtime
-// through their RAL context (a device that builds C); elsewhere a call is a host action between
-// command buffers.
-bool calls_are_kernels(const hal::DeviceInfo& device);
+// Whether the device's executables of a program compiled as `compiled` hold the call statements
+// as kernels that call the runtime through their RAL context (a device that builds C, for a
+// program without sizes: a call kernel is built for its tensors' shapes); elsewhere a call is a
+// host action between command buffers, bound to the shapes of each run.
+bool calls_are_kernels(const hal::DeviceInfo& device, const ir::Program& compiled);
 // The export ordinal of call `call` of routine `routine` where calls are kernels: they follow the
 // kernels of every routine, routine by routine.
 uint32_t call_export_ordinal(const ir::LoweredProgram& lowered, size_t routine, size_t call);
