@@ -79,6 +79,11 @@ class Parser {
   bool parse_subscripts(std::vector<ir::RawExprRef>* out, int* depth);
   PExpr combine(ir::Op op, PExpr a, PExpr b, ir::SourceLoc loc);
   bool signed_number(double* value, const char* what);
+  // An INIT's number or a const's value: a constant expression of numbers, earlier consts and
+  // + - * / with parentheses (language version 2), evaluated here. Reports what is wrong and
+  // returns false.
+  bool constant_expression(double* value, const char* what);
+  std::optional<double> constant_value(const ir::RawExpr& e);
 
   std::string_view text_;
   std::string file_name_;

@@ -76,7 +76,8 @@ TEST(ParserErrors, DeclarationErrors) {
   check({"init on output", "output a : f32 = uniform(0, 1)\n", 1, 16, "output 'a' cannot have an initializer"});
   check({"const without value", "const k : f32\n", 1, 7, "const 'k' needs a value, like `const k : f32 = 1`"});
   check({"random const", "const k : f32 = normal(0, 1)\n", 1, 15, "const 'k' must be initialized with a number"});
-  check({"bad init", "param a : f32 = foo\n", 1, 17, "expected a number, uniform(LO, HI) or normal(MEAN, STD) after '=', found 'foo'"});
+  check({"bad init", "param a : f32 = foo\n", 1, 17, "unknown name 'foo' in a constant expression (it reads numbers and consts declared before)"});
+  check({"no init", "param a : f32 = @local\n", 1, 17, "expected a number, uniform(LO, HI) or normal(MEAN, STD) after '=', found '@'"});
   check({"bad uniform", "param a : f32 = uniform(1)\n", 1, 26, "expected ',', found ')'"});
   check({"normal without parentheses", "param a : f32 = normal 0, 1\n", 1, 24, "expected '(' after normal, found '0'"});
 
@@ -89,6 +90,17 @@ TEST(ParserErrors, DeclarationErrors) {
 }
 
 // Sizes (language version 2): each misuse at its place, with what to do.
+// Constant expressions (language version 2) in INITs and const values.
+TEST(ParserErrors, ConstantExpressionErrors) {
+  check({"division by zero", "const a : f32 = 1 / (2 - 2)\n", 1, 19, "division by zero in a constant expression"});
+  check({"a param", "param pp : f32 = 1\nconst cc : f32 = pp + 1\n", 2, 18,
+         "'pp' is a param: a constant expression reads numbers and consts with a value"});
+  check({"a function", "const d : f32 = exp(1)\n", 1, 17, "'exp' in a constant expression: it takes + - * / only"});
+  check({"a later const", "const a : f32 = b\nconst b : f32 = 1\n", 1, 17, "unknown name 'b' in a constant expression"});
+  check({"a tensor read", "input xx : f32[2]\nconst cc : f32 = xx[0]\n", 2, 18, "reads numbers and consts, not tensors"});
+  check({"overflow", "const big : f64 = 1e300 * 1e300\n", 1, 25, "overflows"});
+}
+
 TEST(ParserErrors, SizeErrors) {
   check({"undeclared size", "size Batch\ninput a : f32[Bach, 3]\n", 2, 15,
          "'Bach' is not a declared size; did you mean 'Batch'?; declare it with `size Bach` before this line"});

@@ -80,6 +80,28 @@ TEST(Parser, Declarations) {
   EXPECT_EQ(p.nodes[8].init.a, 3);
 }
 
+// Language version 2: an INIT or a const's value may be a constant expression of numbers, earlier
+// consts and + - * /, evaluated when parsed (in double, then as a number of the declared type).
+TEST(Parser, ConstantExpressions) {
+  ir::Program p = parse_ok(
+      "const  invb : f32 = 1 / 64\n"
+      "const  two : f64 = (invb + invb) * 64\n"
+      "const  neg : i32 = -(3 * 4) + 2\n"
+      "param  w : f32[3] = uniform(-1 / 2, two / 4)\n"
+      "param  v : f32[2] = normal(0, 1 / two) @hosted\n");
+  ASSERT_EQ(p.nodes.size(), 5u);
+  EXPECT_EQ(p.nodes[0].init.a, 1.0 / 64);
+  EXPECT_EQ(p.nodes[1].init.a, 2);
+  EXPECT_EQ(p.nodes[2].init.a, -10);
+  EXPECT_EQ(p.nodes[3].init.kind, ir::Init::Kind::kUniform);
+  EXPECT_EQ(p.nodes[3].init.a, -0.5);
+  EXPECT_EQ(p.nodes[3].init.b, 0.5);
+  EXPECT_EQ(p.nodes[4].init.b, 0.5);
+  EXPECT_EQ(p.nodes[4].memory, ir::MemoryMode::kHosted);
+  // Printed as their values.
+  EXPECT_NE(ir::print_program(p).find("const  invb : f32 = 0.015625"), std::string::npos) << ir::print_program(p);
+}
+
 TEST(Parser, TopLevelStatementsFormMainWhichComesFirst) {
   ir::Program p = parse_ok(
       "input x : f32[4]\n"
