@@ -86,6 +86,8 @@ Value prod(const Value& a) { return Value(raw_reduce(Reduce::kProd, a.raw())); }
 Value max(const Value& a) { return Value(raw_reduce(Reduce::kMax, a.raw())); }
 Value min(const Value& a) { return Value(raw_reduce(Reduce::kMin, a.raw())); }
 Value mean(const Value& a) { return Value(raw_reduce(Reduce::kMean, a.raw())); }
+Value argmax(const Value& a) { return Value(raw_reduce(Reduce::kArgmax, a.raw())); }
+Value argmin(const Value& a) { return Value(raw_reduce(Reduce::kArgmin, a.raw())); }
 
 Init value_init(double value) { return Init{Init::Kind::kValue, value, 0}; }
 Init uniform_init(double lo, double hi) { return Init{Init::Kind::kUniform, lo, hi}; }

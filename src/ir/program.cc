@@ -176,6 +176,8 @@ std::string_view reduce_name(Reduce reduce) {
     case Reduce::kMax: return "max";
     case Reduce::kMin: return "min";
     case Reduce::kMean: return "mean";
+    case Reduce::kArgmax: return "argmax";
+    case Reduce::kArgmin: return "argmin";
   }
   return "?";
 }
@@ -408,6 +410,12 @@ Status StatementValidator::run() {
   if (s_.reduce == Reduce::kNone && !reduced.empty()) {
     return error("index " + index_name(reduced[0]) +
                  " is not on the left side and there is no reduction");
+  }
+  if ((s_.reduce == Reduce::kArgmax || s_.reduce == Reduce::kArgmin) && reduced.size() != 1) {
+    return error(std::string(reduce_name(s_.reduce)) + "(...) gives a position along one index, but it reduces over " +
+                 std::to_string(reduced.size()) + " (" +
+                 (reduced.empty() ? std::string("none: every index of the right side is on the left side")
+                                  : "index " + index_name(reduced[0]) + " and more") + ")");
   }
   return Status();
 }

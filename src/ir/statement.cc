@@ -255,8 +255,17 @@ std::optional<Assignment> Completer::run() {
     for (size_t i = target_names_.size(); i < indices_.size(); ++i) {
       error(indices_[i].first, "index '" + indices_[i].name +
                                    "' is not on the left side; reduce over it with sum(...) (or "
-                                   "prod, max, min, mean), or add it to the target");
+                                   "prod, max, min, mean, argmax, argmin), or add it to the target");
     }
+  }
+  // A position is along one index.
+  const size_t reduced = indices_.size() - target_names_.size();
+  if ((reduce == Reduce::kArgmax || reduce == Reduce::kArgmin) && reduced != 1 && !unresolved_) {
+    std::string names;
+    for (size_t i = target_names_.size(); i < indices_.size(); ++i) names += (names.empty() ? "'" : ", '") + indices_[i].name + "'";
+    error(s_.rhs->loc, std::string(reduce_name(reduce)) + "(...) gives a position along one index, but it reduces over " +
+                           (reduced == 0 ? std::string("none: every index of its argument is on the left side")
+                                         : std::to_string(reduced) + " (" + names + ")"));
   }
 
   ExprRef typed = type_rhs(*rhs, target_ ? target_->dtype : DType::kF32);

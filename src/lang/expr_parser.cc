@@ -50,6 +50,8 @@ bool reduction(std::string_view name, ir::Reduce* reduce) {
   else if (name == "mean") *reduce = ir::Reduce::kMean;
   else if (name == "max") *reduce = ir::Reduce::kMax;
   else if (name == "min") *reduce = ir::Reduce::kMin;
+  else if (name == "argmax") *reduce = ir::Reduce::kArgmax;
+  else if (name == "argmin") *reduce = ir::Reduce::kArgmin;
   else return false;
   return true;
 }

@@ -288,6 +288,11 @@ Result<std::vector<LStmtRef>> Lowerer::lower_statement(const Routine& routine, s
   LExprRef value;
   if (s.reduce == Reduce::kNone) {
     KILN_ASSIGN_OR_RETURN(value, lower_expr(*s.rhs, scope));
+  } else if (s.reduce == Reduce::kArgmax || s.reduce == Reduce::kArgmin) {
+    std::vector<LExprRef> conditions;
+    scope.skip_conditions = &conditions;
+    KILN_ASSIGN_OR_RETURN(LExprRef term, lower_expr(*s.rhs, scope));
+    value = arg_reduction(s, term, conditions, loop_vars[reduced[0]], &point);
   } else {
     std::vector<LExprRef> conditions;
     scope.skip_conditions = &conditions;
@@ -331,6 +336,35 @@ Result<std::vector<LStmtRef>> Lowerer::lower_statement(const Routine& routine, s
     point.back() = decl;
   }
   return inner_target_loops(s, std::move(point));
+}
+
+// argmax / argmin: the loop over the one reduced index keeps the best value and its position; a
+// point replaces them when no position is held yet, when its value is NaN and the best is not,
+// or when it compares beyond the best (so the first of equal values stays). Appends the loop, in
+// the scope of the position's local, to `point`, and returns the position (-1 for no point).
+LExprRef Lowerer::arg_reduction(const Assignment& s, const LExprRef& term, const std::vector<LExprRef>& conditions,
+                                int var, std::vector<LStmtRef>* point) {
+  Kernel& kernel = kb_->kernel;
+  const DType type = term->type;
+  const int at = kernel.local_count++, best = kernel.local_count++, v = kernel.local_count++;
+  const LExprRef at_value = llocal_load(at, DType::kI64, i64(0));
+  const LExprRef best_value = llocal_load(best, type, i64(0));
+  const LExprRef v_value = llocal_load(v, type, i64(0));
+  const Op beyond = s.reduce == Reduce::kArgmax ? Op::kGt : Op::kLt;
+  auto is = [](Op op, LExprRef a, LExprRef b) { return lop(op, DType::kI64, {std::move(a), std::move(b)}); };
+  const LExprRef better =
+      lop(Op::kMax, DType::kI64,
+          {lop(Op::kMax, DType::kI64, {is(Op::kLt, at_value, i64(0)), is(beyond, v_value, best_value)}),
+           lop(Op::kMul, DType::kI64, {is(Op::kNe, v_value, v_value), is(Op::kEq, best_value, best_value)})});
+  std::vector<LStmtRef> step = {llocal_store(v, i64(0), term),
+                                lif(better, {llocal_store(best, i64(0), v_value), llocal_store(at, i64(0), lvar(var))})};
+  if (!conditions.empty()) step = {lif(conjunction(conditions), std::move(step))};
+  const int reduced = s.reduced_indices()[0];
+  LStmtRef loop = lfor(var, loop_extents_[reduced], false, std::move(step));
+  point->push_back(llocal_decl(at, DType::kI64, 1,
+                               {llocal_store(at, i64(0), i64(-1)),
+                                llocal_decl(best, type, 1, {llocal_decl(v, type, 1, {loop})})}));
+  return at_value;
 }
 
 LStmtRef Lowerer::trace_point(const Scope& scope, LExprRef value) {

@@ -69,6 +69,8 @@ class Lowerer {
                                             const std::vector<int>& loop_vars, const LExprRef& term,
                                             const std::vector<LExprRef>& conditions,
                                             const LStmtRef& note, const Scope& scope);
+  LExprRef arg_reduction(const Assignment& s, const LExprRef& term, const std::vector<LExprRef>& conditions,
+                         int var, std::vector<LStmtRef>* point);
   // Value tracing: the kTrace statement of the statement being lowered at this point, logging
   // its indices, the reads recorded so far and `value` (LowerOptions::trace_values).
   LStmtRef trace_point(const Scope& scope, LExprRef value);

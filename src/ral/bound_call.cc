@@ -22,7 +22,8 @@ bool is_expression_function(const std::string& name) {
   for (int op = 0; op <= static_cast<int>(ir::Op::kFma); ++op) {
     if (ir::op_name(static_cast<ir::Op>(op)) == name) return std::isalpha(static_cast<unsigned char>(name[0])) != 0;
   }
-  for (ir::Reduce r : {ir::Reduce::kSum, ir::Reduce::kProd, ir::Reduce::kMax, ir::Reduce::kMin, ir::Reduce::kMean}) {
+  for (ir::Reduce r : {ir::Reduce::kSum, ir::Reduce::kProd, ir::Reduce::kMax, ir::Reduce::kMin, ir::Reduce::kMean,
+                       ir::Reduce::kArgmax, ir::Reduce::kArgmin}) {
     if (ir::reduce_name(r) == name) return true;
   }
   return false;

@@ -151,3 +151,44 @@ c[i, j] = sum(a[i, k] * b[k, j])
 
 }  // namespace
 }  // namespace kiln::e2e
+
+namespace kiln::e2e {
+namespace {
+
+// argmax / argmin (language version 2), as NumPy gives them: the first of equal values, the first
+// NaN beyond every number, points a compound subscript leaves (skipped, never winning), -1 for no
+// point, and the position stored in the target's type.
+TEST(LanguageSemanticsTest, ArgmaxAndArgminAsNumPy) {
+  const double nan = std::nan("");
+  const std::string text =
+      "input x : f32[4, 5]\n"
+      "output hi : i32[4]\noutput lo : i32[4]\noutput head : i32[4]\noutput none : i32[4]\noutput as_float : f32[4]\n"
+      "hi[r] = argmax(x[r, c])\n"
+      "lo[r] = argmin(x[r, c])\n"
+      "head[r] = argmin(x[r, c + 2]) where c < 5\n"
+      "none[r] = argmax(x[r, c + 9]) where c < 5\n"
+      "as_float[r] = argmin(x[r, c] * 2)\n";
+  const Outputs inputs = {{"x", {3, 7, 7, 1, 1,       // ties: the first 7, the first 1
+                                 nan, 2, nan, 9, -1,  // the first NaN, for both
+                                 -0.0, 0.0, 5, 5, -4, //
+                                 8, 8, 8, 8, 8}}};    // all equal: position 0
+  expect_everywhere(text,
+                    {{"hi", {1, 0, 2, 0}},
+                     {"lo", {3, 0, 4, 0}},
+                     {"head", {1, 0, 2, 0}},
+                     {"none", {-1, -1, -1, -1}},
+                     {"as_float", {3, 0, 4, 0}}},
+                    inputs);
+}
+
+TEST(LanguageSemanticsTest, ArgmaxNeedsExactlyOneReducedIndex) {
+  Result<ir::Program> two = lang::parse_program("input x : f32[2, 3]\noutput y : i32\ny = argmax(x[r, c])\n", "two.kiln");
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(two.status().message().find("two.kiln:3:5: error: argmax(...) gives a position along one index, but it "
+                                        "reduces over 2 ('r', 'c')"),
+            std::string::npos)
+      << two.status();
+}
+
+}  // namespace
+}  // namespace kiln::e2e

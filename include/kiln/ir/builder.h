@@ -164,6 +164,9 @@ Value prod(const Value& a);
 Value max(const Value& a);
 Value min(const Value& a);
 Value mean(const Value& a);
+// The position of the largest / smallest value over the one reduced index (language version 2).
+Value argmax(const Value& a);
+Value argmin(const Value& a);
 
 // A declared tensor: t(i, j) reads it (or names the target of a statement), t.merge(i, j) reads
 // its merge buffer. A scalar converts to a Value by itself (or t()).

@@ -166,7 +166,10 @@ struct Expr {
 
 // Accumulation of a statement into its target.
 enum class Accum : uint8_t { kAssign, kAdd, kSub, kMul };  // = += -= *=
-enum class Reduce : uint8_t { kNone, kSum, kProd, kMax, kMin, kMean };
+// kArgmax / kArgmin (language version 2): the position (i64, stored in the target's type) of the
+// largest / smallest value over exactly one reduced index; ties give the lowest position, a NaN
+// counts as beyond every number (the first NaN wins), and an empty range gives -1.
+enum class Reduce : uint8_t { kNone, kSum, kProd, kMax, kMin, kMean, kArgmax, kArgmin };
 std::string_view accum_name(Accum accum);    // "=", "+=", ...
 std::string_view reduce_name(Reduce reduce);  // "", "sum", ...
 
