@@ -243,7 +243,7 @@ TEST_F(CompletionTest, LiteralRanges) {
 
 TEST_F(CompletionTest, IndexNotOnTheLeftSuggestsAReduction) {
   EXPECT_FALSE(complete("y", {"i"}, ref("x", {name("i"), name("j", loc(1, 13))})));
-  EXPECT_EQ(messages(), "1:13: index 'j' is not on the left side; reduce over it with sum(...) (or prod, max, min, mean), or add it to the target\n");
+  EXPECT_EQ(messages(), "1:13: index 'j' is not on the left side; reduce over it with sum(...) (or prod, max, min, mean, argmax, argmin), or add it to the target\n");
 }
 
 TEST_F(CompletionTest, ReductionPlacement) {
