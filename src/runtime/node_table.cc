@@ -141,7 +141,9 @@ void NodeTable::note_run() { ++runs_; }
 Status NodeTable::set_sizes(const std::map<std::string, int64_t, std::less<>>& values) {
   std::lock_guard<std::mutex> lock(scheduling_mutex());
   std::vector<int64_t> bound = size_values_;
-  for (const auto& [name, value] : values) {
+  for (const auto& entry : values) {
+    const std::string& name = entry.first;
+    const int64_t value = entry.second;
     auto it = std::find_if(sizes_.begin(), sizes_.end(), [&](const ir::SizeDecl& s) { return s.name == name; });
     if (it == sizes_.end()) {
       std::vector<std::string> names = size_names();
