@@ -8,11 +8,13 @@ namespace kiln::ir {
 
 namespace {
 
-// A matrix product found in a statement: the operands, whether each is transposed, and M·N·K.
+// A matrix product found in a statement: the operands, whether each is transposed, M·N·K, and
+// whether a dimension is a size.
 struct Product {
   int a = -1, b = -1;
   bool transpose_a = false, transpose_b = false;
   int64_t volume = 0;
+  bool sized = false;
 };
 
 // A dimension or an index's range: a number, or an expression of sizes (language version 2).
@@ -69,7 +71,8 @@ std::optional<Product> match_product(const Program& program, const Assignment& s
       return std::nullopt;
     }
     const __int128 volume = static_cast<__int128>(planning_value(m)) * planning_value(n) * planning_value(depth);
-    return Product{a.id, b.id, *ta, *tb, static_cast<int64_t>(std::min<__int128>(volume, INT64_MAX))};
+    const bool sized = !m.is_constant() || !n.is_constant() || !depth.is_constant();
+    return Product{a.id, b.id, *ta, *tb, static_cast<int64_t>(std::min<__int128>(volume, INT64_MAX)), sized};
   }
   return std::nullopt;
 }
@@ -106,7 +109,7 @@ Program with_library_calls(const Program& program, const LibraryCallOptions& opt
       }
       const Assignment& s = routine.statements[i];
       std::optional<Product> p = match_product(program, s);
-      if (p && p->volume >= options.min_gemm_volume) {
+      if (p && p->volume >= (p->sized ? options.min_sized_gemm_volume : options.min_gemm_volume)) {
         calls.push_back(gemm_call(s, *p, static_cast<int>(statements.size())));
         ++count;
       } else {
