@@ -199,10 +199,14 @@ Result<bool> device_to_device(std::string_view node, MergeMode mode, const Conte
   if (mode == MergeMode::kNo) {
     KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceArray> to, ContextInternals::find_array(*dst, node));
     if (to == from) return false;
-    if (to->desc.bytes != from->desc.bytes) {
-      return invalid_argument_error("node '" + std::string(node) + "' has " +
-                                    std::to_string(from->desc.bytes) + " bytes in the source context and " +
-                                    std::to_string(to->desc.bytes) + " in the destination");
+    if (to->desc.bytes != from->desc.bytes || to->desc.dims != from->desc.dims) {
+      // Tables of a program with sizes may bind them to other values: then the shapes say so.
+      return invalid_argument_error("node '" + std::string(node) + "' is " + shape_text(from->desc.dtype, from->desc.dims) +
+                                    " (" + std::to_string(from->desc.bytes) + " bytes) in the source context and " +
+                                    shape_text(to->desc.dtype, to->desc.dims) + " (" + std::to_string(to->desc.bytes) +
+                                    " bytes) in the destination" +
+                                    (from->desc.sized_dims.empty() ? std::string()
+                                                                    : ": their tables bind its sizes to other values"));
     }
     KILN_ASSIGN_OR_RETURN(StreamPoint done,
                           copy_between(stream, *from, to->buffer, {{to.get(), false, true}}, label));

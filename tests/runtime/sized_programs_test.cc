@@ -12,6 +12,7 @@
 #include "kiln/lang/parser.h"
 #include "kiln/runtime/backend.h"
 #include "kiln/runtime/program_instance.h"
+#include "kiln/runtime/transfer.h"
 #include "runtime/e2e_util.h"
 
 namespace kiln::e2e {
@@ -253,6 +254,65 @@ TEST(SizedProgramsTest, OneLinkRunsAtTheSizesItsInputsBind) {
     EXPECT_EQ((*nodes)->set_sizes({{"M", 3}}).code(), StatusCode::kNotFound);
     EXPECT_EQ((*nodes)->set_sizes({{"N", -1}}).code(), StatusCode::kInvalidArgument);
   }
+}
+
+// A sized gradient summed across two streams through the merge buffer (streaming and copied), and
+// a copy between contexts whose tables bind N to other values refused, naming both shapes.
+TEST(SizedProgramsTest, MergesAndTransfersOfSizedTensors) {
+  TempDir dir;
+  Result<hal::DeviceRef> device = open_device("cpu", dir.path() + "/cache");
+  ASSERT_TRUE(device.ok()) << device.status();
+  Result<ir::Program> program = lang::parse_program(
+      "size N\ninput x: f32[N]\noutput g: f32[N]\nroutine grad {\n  g[i] = x[i] * 2\n}\n"
+      "routine merge {\n  g[i] += g.merge[i]\n}\n", "merge.kiln");
+  ASSERT_TRUE(program.ok()) << program.status();
+  auto backend = Backend::create(*device);
+  ASSERT_TRUE(backend.ok());
+  auto code = (*backend)->compile_batch(*program, std::vector<std::string>{"grad", "merge"});
+  ASSERT_TRUE(code.ok()) << code.status();
+  auto nodes = NodeTable::create(*program);
+  ASSERT_TRUE(nodes.ok());
+  std::vector<runtime::LinkedBatch> shards;
+  for (int k = 0; k < 2; ++k) {
+    auto stream = (*backend)->new_stream();
+    ASSERT_TRUE(stream.ok());
+    auto root = (*backend)->make_context(*stream, *nodes);
+    ASSERT_TRUE(root.ok());
+    auto linked = (*backend)->link_batch(*root, *code);
+    ASSERT_TRUE(linked.ok()) << linked.status();
+    shards.push_back(*linked);
+  }
+  for (runtime::MergeMode mode : {runtime::MergeMode::kStreaming, runtime::MergeMode::kCopy}) {
+    for (int64_t n : {6, 2, 9}) {
+      for (int k = 0; k < 2; ++k) {
+        std::vector<float> x(static_cast<size_t>(n), static_cast<float>(k + 1));
+        ASSERT_TRUE((*nodes)->tensor("x")->write(std::as_bytes(std::span<const float>(x)), {n}).ok());
+        ASSERT_TRUE(shards[static_cast<size_t>(k)].routines[0]->run().ok());  // grad
+      }
+      ASSERT_TRUE(runtime::device_to_device("g", mode, shards[0].context, shards[1].context).ok());
+      ASSERT_TRUE(shards[0].routines[1]->run().ok());  // merge
+      auto g = runtime::host_view(shards[0].context, "g");
+      ASSERT_TRUE(g.ok()) << g.status();
+      ASSERT_EQ(g->bytes.size(), static_cast<size_t>(n) * sizeof(float));
+      const float* values = reinterpret_cast<const float*>(g->bytes.data());
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(values[i], 2.0f + 4.0f) << "N = " << n << " at " << i;
+    }
+  }
+  // Two tables at other sizes: a copy between their contexts is refused, naming both shapes.
+  auto other_nodes = NodeTable::create(*program);
+  ASSERT_TRUE(other_nodes.ok());
+  ASSERT_TRUE((*other_nodes)->set_sizes({{"N", 4}}).ok());
+  auto stream = (*backend)->new_stream();
+  auto root = (*backend)->make_context(*stream, *other_nodes);
+  ASSERT_TRUE(root.ok());
+  auto other = (*backend)->link_batch(*root, *code);
+  ASSERT_TRUE(other.ok());
+  Result<bool> copied = runtime::device_to_device("g", runtime::MergeMode::kNo, other->context, shards[0].context);
+  ASSERT_FALSE(copied.ok());
+  EXPECT_NE(copied.status().message().find("is f32[9]"), std::string::npos) << copied.status();
+  EXPECT_NE(copied.status().message().find("f32[4]"), std::string::npos) << copied.status();
+  EXPECT_NE(copied.status().message().find("their tables bind its sizes to other values"), std::string::npos)
+      << copied.status();
 }
 
 // Calls in code linked once over a table with sizes: bound again at each new size.
