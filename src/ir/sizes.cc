@@ -298,12 +298,4 @@ Result<Program> specialize_sizes(const Program& program, const std::vector<int64
   return out;
 }
 
-Status refuse_sizes(const Program& program, std::string_view why) {
-  if (!program.has_sizes()) return Status();
-  return unimplemented_error("the program declares sizes (" + program.sizes[0].name +
-                             (program.sizes.size() > 1 ? ", ..." : "") + "), " + std::string(why) +
-                             ": specialize it at bound sizes first (ir::bind_sizes and ir::specialize_sizes, "
-                             "kiln/ir/sizes.h; kiln run --size)");
-}
-
 }  // namespace kiln::ir

@@ -1,7 +1,9 @@
 // Sizes (language version 2, docs/language.md "Sizes"): dimensions whose values are known only
 // when a routine runs. The front end keeps them symbolic (SizeExpr in TensorNode::sized_dims,
-// IndexVar::sized_extent, Expr::Kind::kSize); before a run every size is bound from the shapes of
-// the inputs that name it or from the host, and the program is specialized to those values.
+// IndexVar::sized_extent, Expr::Kind::kSize), and so does lowering: the kernels read the sizes
+// from each dispatch (kiln/loop/loop.h). Before a run every size is bound from the shapes of the
+// inputs that name it or from the host; specialize_sizes gives the program at those values (the
+// shapes the runtime allocates, or a build for known sizes).
 #pragma once
 
 #include <cstdint>
@@ -55,10 +57,5 @@ Result<std::vector<int64_t>> bind_sizes(const Program& program,
 // its number and every size value an i32 literal, and the program has no sizes left. A size used
 // as a value must fit in an i32 (INVALID_ARGUMENT naming it otherwise).
 Result<Program> specialize_sizes(const Program& program, const std::vector<int64_t>& values);
-
-// OK for a program without sizes; else UNIMPLEMENTED naming them, saying `why` ("which the
-// runtime does not bind yet") and how to specialize the program, for the layers that do not take
-// sizes yet.
-Status refuse_sizes(const Program& program, std::string_view why);
 
 }  // namespace kiln::ir
