@@ -177,7 +177,12 @@ Result<HostView> host_view(const ContextRef& context, std::string_view node, Tim
   }
   array->newer = true;
   array->node->newer_on_device = array;
-  return HostView{{base + array->buffer->byte_offset(), array->desc.bytes}, array};
+  // The buffer as it is now (sizes may have given the array a larger one meanwhile), kept alive
+  // by the view itself: a later size change replaces the array's buffer, never the view's memory.
+  hal::BufferRef buffer = array->buffer;
+  base = static_cast<std::byte*>(buffer->storage()->host_pointer());
+  std::span<std::byte> bytes{base + buffer->byte_offset(), array->desc.bytes};
+  return HostView{bytes, std::make_shared<std::pair<DeviceArrayRef, hal::BufferRef>>(array, std::move(buffer))};
 }
 
 Result<bool> device_to_device(std::string_view node, MergeMode mode, const ContextRef& dst,
