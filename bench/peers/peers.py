@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-from tasks import TASKS, kiln_program
+from tasks import MLP_POINTS, TASKS, kiln_program
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -66,7 +66,8 @@ class Kiln:
         if task == "mlp_epoch":
             if self.generated:
                 return {"skip": "same as kiln"}
-            cmd = [os.path.join(self.build, "examples/train_moons/train_moons"), "--epochs", str(reps), "--streams", "2"]
+            cmd = [os.path.join(self.build, "examples/train_moons/train_moons"), "--epochs", str(reps), "--streams", "2",
+                   "--points", str(MLP_POINTS)]
             pattern = r"([0-9.]+) ms per epoch"
         else:
             path = os.path.join(self.dir, f"{task}.kiln")

@@ -1,6 +1,6 @@
 // `train_moons`: data-parallel training of a half-moons classifier on N streams (make demo).
 //
-//   train_moons [--streams N] [--epochs N] [--device NAME[,NAME...]] [--workgroups N]
+//   train_moons [--streams N] [--epochs N] [--points N] [--device NAME[,NAME...]] [--workgroups N]
 //               [--trace FILE.json] [--trace-values FILE] [--seed N] [--auto-calls 0|1] [--help]
 #include <unistd.h>
 
@@ -24,7 +24,7 @@ bool parse_int(std::string_view text, long long lo, long long hi, long long* out
 }
 
 constexpr const char* kUsage =
-    "usage: train_moons [--streams N] [--epochs N] [--device NAME[,NAME...]]\n"
+    "usage: train_moons [--streams N] [--epochs N] [--points N] [--device NAME[,NAME...]]\n"
     "                   [--workgroups N] [--trace FILE.json] [--trace-values FILE]\n"
     "                   [--seed N] [--auto-calls 0|1]\n";
 
@@ -33,6 +33,8 @@ constexpr const char* kHelp =
     "\n"
     "  --streams N          streams, each training on its shard of the batch (1 to 64, default 2)\n"
     "  --epochs N           epochs (1 to 100000, default 40)\n"
+    "  --points N           points in the data set (1 to 10000000, default 10000; the last\n"
+    "                       batch of an epoch holds what is left over)\n"
     "  --device NAME,...    the device of each stream, in turn (default cpu)\n"
     "  --workgroups N       workgroups per kernel, 0 to size them by work (default 1)\n"
     "  --trace FILE.json    write a Chrome/Perfetto trace of what ran on which stream\n"
@@ -85,6 +87,9 @@ int main(int argc, char** argv) {
     } else if (arg == "--epochs") {
       if (!parse_int(value, 1, 100000, &n)) return usage("--epochs takes an integer in [1, 100000]");
       options.epochs = static_cast<int>(n);
+    } else if (arg == "--points") {
+      if (!parse_int(value, 1, 10000000, &n)) return usage("--points takes an integer in [1, 10000000]");
+      options.points = static_cast<int>(n);
     } else if (arg == "--workgroups") {
       if (!parse_int(value, 0, 1 << 20, &n)) return usage("--workgroups takes an integer >= 0");
       options.max_workgroups = static_cast<uint32_t>(n);
