@@ -47,9 +47,7 @@ struct TrainOptions {
   // Workgroups per kernel (BackendOptions::max_workgroups): 1 makes each stream one core, as in
   // OCANNL's multicore backend; 0 splits every kernel over the device's workers.
   uint32_t max_workgroups = 1;
-  // Products by the RAL's gemm (OpenBLAS) where lowering finds them (ir::LowerOptions::auto_calls;
-  // the program's products are over its size B and small, so they stay loops unless static_batch:
-  // ir::LibraryCallOptions::min_sized_gemm_volume).
+  // Products by the RAL's gemm (OpenBLAS) where lowering finds them (ir::LowerOptions::auto_calls).
   bool auto_calls = true;
   // The program specialized to B = kShardSize before compiling (for benchmarks against the
   // general build): the data set must then be a multiple of the batch, and `evaluate` is not run.

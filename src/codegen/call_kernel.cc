@@ -54,16 +54,33 @@ Result<std::string> emit_call_kernels(std::span<const CallKernel> kernels) {
     out += "  kiln_ral_call_context_t* ctx = (kiln_ral_call_context_t*)s->context;\n";
     out += "  if (!ctx) return 3;\n";
     if (!k.tensors.empty()) out += "  if (s->binding_count < " + n + "u) return 1;\n";
+    if (k.size_count > 0) {
+      out += "  if (s->constant_count < " + std::to_string(2 * k.size_count) + "u) return 1;\n";
+    }
     std::string args = "&ctx";
     for (size_t i = 0; i < k.tensors.size(); ++i) {
       const CallKernel::Tensor& t = k.tensors[i];
       const std::string b = std::to_string(i);
-      out += "  if (s->binding_lengths[" + b + "] < " + std::to_string(t.bytes) + "u) return 1;\n";
+      if (t.sized.empty()) out += "  if (s->binding_lengths[" + b + "] < " + std::to_string(t.bytes) + "u) return 1;\n";
       if (t.sizes.empty()) {
         out += "  void* m" + b + " = s->bindings[" + b + "];\n";
       } else {
         std::string sizes;
-        for (int64_t size : t.sizes) sizes += (sizes.empty() ? "" : ", ") + int64_literal(size);
+        for (size_t d = 0; d < t.sizes.size(); ++d) {
+          sizes += (sizes.empty() ? "" : ", ");
+          if (d < t.sized.size() && t.sized[d]) {
+            // offset + sum coefficient * size, each size from its two push constants.
+            std::string e = int64_literal(t.sized[d]->offset);
+            for (const auto& [size, coefficient] : t.sized[d]->terms) {
+              const std::string lo = std::to_string(2 * size), hi = std::to_string(2 * size + 1);
+              e += " + " + int64_literal(coefficient) + " * (int64_t)((uint64_t)s->constants[" + lo +
+                   "] | ((uint64_t)s->constants[" + hi + "] << 32))";
+            }
+            sizes += "(" + e + ")";
+          } else {
+            sizes += int64_literal(t.sizes[d]);
+          }
+        }
         out += "  struct { void* data; int64_t sizes[" + std::to_string(t.sizes.size()) + "]; } m" + b +
                " = {s->bindings[" + b + "], {" + sizes + "}};\n";
       }

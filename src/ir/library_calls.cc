@@ -8,13 +8,11 @@ namespace kiln::ir {
 
 namespace {
 
-// A matrix product found in a statement: the operands, whether each is transposed, M·N·K, and
-// whether a dimension is a size.
+// A matrix product found in a statement: the operands, whether each is transposed, and M·N·K.
 struct Product {
   int a = -1, b = -1;
   bool transpose_a = false, transpose_b = false;
   int64_t volume = 0;
-  bool sized = false;
 };
 
 // A dimension or an index's range: a number, or an expression of sizes (language version 2).
@@ -26,11 +24,12 @@ SizeExpr extent_of(const IndexVar& index) {
 }
 
 // What a dimension counts for in deciding whether a product is worth a call: its value, or for
-// one that names sizes (unknown until it runs) a stand-in, as if the size were 64.
+// one that names sizes (unknown until it runs) a stand-in, as if the size were a typical batch.
+constexpr int64_t kSizeStandIn = 1024;
 int64_t planning_value(const SizeExpr& e) {
   if (e.is_constant()) return e.offset;
   int64_t v = e.offset;
-  for (const auto& [size, coefficient] : e.terms) v += coefficient * 64;
+  for (const auto& [size, coefficient] : e.terms) v += coefficient * kSizeStandIn;
   return std::max<int64_t>(v, 1);
 }
 
@@ -71,8 +70,7 @@ std::optional<Product> match_product(const Program& program, const Assignment& s
       return std::nullopt;
     }
     const __int128 volume = static_cast<__int128>(planning_value(m)) * planning_value(n) * planning_value(depth);
-    const bool sized = !m.is_constant() || !n.is_constant() || !depth.is_constant();
-    return Product{a.id, b.id, *ta, *tb, static_cast<int64_t>(std::min<__int128>(volume, INT64_MAX)), sized};
+    return Product{a.id, b.id, *ta, *tb, static_cast<int64_t>(std::min<__int128>(volume, INT64_MAX))};
   }
   return std::nullopt;
 }
@@ -109,7 +107,7 @@ Program with_library_calls(const Program& program, const LibraryCallOptions& opt
       }
       const Assignment& s = routine.statements[i];
       std::optional<Product> p = match_product(program, s);
-      if (p && p->volume >= (p->sized ? options.min_sized_gemm_volume : options.min_gemm_volume)) {
+      if (p && p->volume >= options.min_gemm_volume) {
         calls.push_back(gemm_call(s, *p, static_cast<int>(statements.size())));
         ++count;
       } else {

@@ -16,18 +16,44 @@ bool builds(const hal::DeviceInfo& device, const char* format) {
   return std::find(formats.begin(), formats.end(), format) != formats.end();
 }
 
+// For a program with sizes, what its calls are described against: every size at a stand-in value
+// (large, so that the calls' checks of their shapes pass wherever some size would), whose sized
+// dimensions the call kernels then read from the dispatch instead; nullopt where the program
+// cannot take it (a tensor too large), and then its calls are host actions.
+constexpr int64_t kCallSizeStandIn = int64_t{1} << 20;
+
+std::optional<ir::Program> call_description_program(const ir::Program& program) {
+  if (!program.has_sizes()) return program;
+  Result<ir::Program> at = ir::specialize_sizes(program, std::vector<int64_t>(program.sizes.size(), kCallSizeStandIn));
+  if (!at.ok()) return std::nullopt;
+  return *at;
+}
+
 // The call kernels of every routine, in call_export_ordinal order.
 Result<std::vector<codegen::CallKernel>> call_kernels(const ir::LoweredProgram& lowered,
                                                       const hal::DeviceInfo& device) {
   std::vector<codegen::CallKernel> kernels;
   if (!calls_are_kernels(device, lowered.program)) return kernels;
+  const std::optional<ir::Program> described_at = call_description_program(lowered.program);
   for (size_t r = 0; r < lowered.routines.size(); ++r) {
     const ir::LoweredRoutine& routine = lowered.routines[r];
     for (size_t c = 0; c < routine.calls.size(); ++c) {
       const ir::LoweredCall& call = routine.calls[c];
       KILN_ASSIGN_OR_RETURN(ral::BoundCall described,
-                            ral::BoundCall::describe(call.call, lowered.program, call.call_site, device.driver));
-      kernels.push_back(described.kernel("kiln_call_" + std::to_string(r) + "_" + std::to_string(c)));
+                            ral::BoundCall::describe(call.call, *described_at, call.call_site, device.driver));
+      codegen::CallKernel kernel = described.kernel("kiln_call_" + std::to_string(r) + "_" + std::to_string(c));
+      // Dimensions that are sizes: read when the kernel runs.
+      kernel.size_count = static_cast<int>(lowered.program.sizes.size());
+      const std::vector<int>& tensors = described.tensors();
+      for (size_t t = 0; t < tensors.size() && t < kernel.tensors.size(); ++t) {
+        const ir::TensorNode& node = lowered.program.nodes[static_cast<size_t>(tensors[t])];
+        if (!node.is_sized() || kernel.tensors[t].sizes.size() != node.sized_dims.size()) continue;
+        kernel.tensors[t].sized.resize(node.sized_dims.size());
+        for (size_t d = 0; d < node.sized_dims.size(); ++d) {
+          if (!node.sized_dims[d].is_constant()) kernel.tensors[t].sized[d] = node.sized_dims[d];
+        }
+      }
+      kernels.push_back(std::move(kernel));
     }
   }
   return kernels;
@@ -36,7 +62,7 @@ Result<std::vector<codegen::CallKernel>> call_kernels(const ir::LoweredProgram& 
 }  // namespace
 
 bool calls_are_kernels(const hal::DeviceInfo& device, const ir::Program& compiled) {
-  return builds(device, "c") && !compiled.has_sizes();
+  return builds(device, "c") && call_description_program(compiled).has_value();
 }
 
 uint32_t call_export_ordinal(const ir::LoweredProgram& lowered, size_t routine, size_t call) {
@@ -151,7 +177,7 @@ Result<hal::ExecutableRef> build_executable(const ir::LoweredProgram& lowered,
   }
   KILN_ASSIGN_OR_RETURN(std::vector<codegen::CallKernel> calls, call_kernels(lowered, device->info()));
   for (const codegen::CallKernel& k : calls) {
-    source.exports.push_back({k.name, static_cast<uint32_t>(k.tensors.size()), 0});
+    source.exports.push_back({k.name, static_cast<uint32_t>(k.tensors.size()), 2 * static_cast<uint32_t>(k.size_count)});
   }
   if (source_out) *source_out = source.source;
   if (source.exports.empty()) return hal::ExecutableRef();

@@ -79,7 +79,8 @@ Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef 
     std::optional<CallKernels> call_kernels;
     if (calls_are_kernels(device->info(), program)) {
       const size_t index = static_cast<size_t>(&r - lowered.routines.data());
-      call_kernels = CallKernels{instance->executable_, call_export_ordinal(lowered, index, 0)};
+      call_kernels = CallKernels{instance->executable_, call_export_ordinal(lowered, index, 0),
+                                 ir::size_constants(options.sizes)};
     }
     KILN_ASSIGN_OR_RETURN(std::vector<RoutineStep> steps,
                           make_routine_steps(*device, shape_of(r), calls, call_kernels, dispatch, buffer));

@@ -114,7 +114,7 @@ Status Routine::run_in(const ContextRef& context) const {
         d.constants = ir::size_constants(values);
       }
       if (lowered_ && !lowered_->calls.empty()) {
-        // Calls take the tensors' shapes at these sizes: bound again (host actions, never kernels).
+        // Calls take the tensors' shapes at these sizes: bound again.
         Result<ir::Program> at = ir::specialize_sizes(code_->lowered().program, values);
         if (!at.ok()) return at.status().annotate(where());
         Result<std::vector<std::shared_ptr<const ral::BoundCall>>> calls = bind_routine_calls(*lowered_, *at, *stream.device());
@@ -232,7 +232,11 @@ Status Routine::run_in(const ContextRef& context) const {
     };
     std::optional<CallKernels> call_kernels;
     // A traced run summarizes each call's tensors around it: its calls are host steps.
-    if (first_call_ordinal_ && !traced_) call_kernels = CallKernels{executable_, *first_call_ordinal_};
+    if (first_call_ordinal_ && !traced_) {
+      // Call kernels of a program with sizes read them, like the routine's kernels.
+      call_kernels = CallKernels{executable_, *first_call_ordinal_,
+                                 ir::size_constants(sized_ ? prepared.sizes : code_->sizes())};
+    }
     // Own kernels have no calls: their steps are the dispatches alone.
     const RoutineShape shape = lowered_ ? shape_of(*lowered_) : RoutineShape{name_, dispatches_.size(), {}};
     Result<std::vector<RoutineStep>> steps =

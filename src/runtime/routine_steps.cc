@@ -77,6 +77,7 @@ Result<std::vector<RoutineStep>> make_routine_steps(
       hal::DispatchCommand d;
       d.executable = call_kernels->executable;
       d.export_ordinal = call_kernels->first_ordinal + static_cast<uint32_t>(c);
+      d.constants = call_kernels->constants;
       for (hal::BufferRef& b : step.buffers) d.bindings.push_back({std::move(b)});
       KILN_RETURN_IF_ERROR(record(std::move(d)));
       calls_runtime = true;

@@ -47,6 +47,7 @@ using RoutineStep = std::variant<KernelStep, CallStep, HostStep>;
 struct CallKernels {
   hal::ExecutableRef executable;
   uint32_t first_ordinal = 0;
+  std::vector<uint32_t> constants;  // the sizes of a program with sizes (ir::size_constants)
 };
 
 // The workgroups of a dispatch of `kernel` on a device with `caps`: min(its extent, `fixed`) when

@@ -34,7 +34,7 @@ struct SizedCase {
 // range checks of compound subscripts, snapshots, reductions (mean divides by a size), products,
 // sizes as values and affine dimensions.
 // Calls at each run's shapes: sort and top-k of every row, and a product over a size that the
-// compiler turns into gemm (64 × 64 × 64 counting N as 64: LibraryCallOptions::min_sized_gemm_volume).
+// compiler turns into gemm.
 constexpr const char* kCalls =
     "size N\ninput x: f32[N, 64]\ninput w: f32[64, 64]\noutput up: f32[N, 64]\noutput best: f32[N, 4]\n"
     "output at: i32[N, 4]\noutput h: f32[N, 64]\ncall sort(x) -> up\ncall topk(x) -> best, at\n"

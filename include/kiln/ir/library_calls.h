@@ -6,10 +6,10 @@
 //                                             the factors in either order)
 // with bare indices spanning whole dimensions, into a target it does not read, becomes
 //     call gemm(a, b [, transpose_a=1] [, transpose_b=1] [, beta=1]) -> c
-// when M·N·K is at least `min_gemm_volume`, or for a product over sizes (language version 2) at
-// least `min_sized_gemm_volume` with each size counted as 64 (its value is unknown until the
-// program runs). lower_program applies it (LowerOptions::auto_calls), and `kiln compile --emit
-// ir` prints its result; `--no-auto-calls` turns it off.
+// when M·N·K is at least `min_gemm_volume`, a size (language version 2: unknown until the
+// program runs) counting as 1024, a typical batch. lower_program applies it
+// (LowerOptions::auto_calls), and `kiln compile --emit ir` prints its result; `--no-auto-calls`
+// turns it off.
 #pragma once
 
 #include <cstdint>
@@ -23,11 +23,6 @@ struct LibraryCallOptions {
   // measured on cpu (docs/ral.md, "Automatic calls"); a product below 16^3 is left in the
   // loop nests, where it fuses with the statements around it instead of splitting them.
   int64_t min_gemm_volume = int64_t{16} * 16 * 16;
-  // A call in a program whose sizes are bound when it runs is a host action between the routine's
-  // command buffers (not a kernel among them), which costs more than the kernels it would replace
-  // where the product is small: the demo's 16 × 16 layers over a batch B measured 1.39× slower
-  // as gemm calls than as generated loops (bench/sizes_bench, BM_DemoEpoch).
-  int64_t min_sized_gemm_volume = int64_t{64} * 64 * 64;
 };
 
 // `program` with the matching statements replaced by calls (the calls placed where the

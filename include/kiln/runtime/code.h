@@ -85,9 +85,9 @@ Result<std::string> generate_source(const ir::LoweredProgram& lowered, const hal
                                     std::string* format);
 
 // Whether the device's executables of a program compiled as `compiled` hold the call statements
-// as kernels that call the runtime through their RAL context (a device that builds C, for a
-// program without sizes: a call kernel is built for its tensors' shapes); elsewhere a call is a
-// host action between command buffers, bound to the shapes of each run.
+// as kernels that call the runtime through their RAL context (a device that builds C; in a
+// program with sizes the kernels read the sized dimensions from the dispatch's push constants);
+// elsewhere a call is a host action between command buffers, bound to the shapes of each run.
 bool calls_are_kernels(const hal::DeviceInfo& device, const ir::Program& compiled);
 // The export ordinal of call `call` of routine `routine` where calls are kernels: they follow the
 // kernels of every routine, routine by routine.
