@@ -3,7 +3,7 @@
 #include <limits>
 
 #include "codegen/kernel_emitter.h"
-#include "kiln/ir/sizes.h"
+#include "kiln/ir/printer.h"
 
 namespace kiln::codegen::internal {
 
@@ -129,20 +129,17 @@ Status KernelEmitter::make_frame(KernelFrame* frame) {
       types.insert(n.dtype);
       // The node's byte size, when it is a sensible one (validate_program bounds it).
       Wide bytes = type_size(n.dtype);
-      std::string dims;
       for (size_t d = 0; d < n.dims.size(); ++d) {
         // A dimension that is a size has no byte size before the kernel runs.
         const int64_t dim = n.is_sized() && !n.sized_dims[d].is_constant() ? -1 : n.dims[d];
         const bool sensible = bytes > 0 && dim > 0 && bytes <= std::numeric_limits<int64_t>::max();
         bytes = sensible ? bytes * dim : -1;
-        dims += (dims.empty() ? "" : ", ") +
-                (n.is_sized() ? comment_safe(ir::size_expr_text(n.sized_dims[d], program_->sizes)) : std::to_string(dim));
       }
       if (bytes > 0 && bytes <= std::numeric_limits<int64_t>::max()) {
         b.min_bytes = static_cast<int64_t>(bytes);
       }
       b.comment = comment_safe(n.name) + ": " + std::string(ir::role_name(n.role)) + " " +
-                  std::string(ir::dtype_name(n.dtype)) + "[" + dims + "]";
+                  std::string(ir::dtype_name(n.dtype)) + comment_safe(ir::dims_text(n, program_->sizes));
     } else if (!types.empty()) {
       b.type = *types.begin();
     }

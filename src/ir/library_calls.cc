@@ -15,14 +15,6 @@ struct Product {
   int64_t volume = 0;
 };
 
-// A dimension or an index's range: a number, or an expression of sizes (language version 2).
-SizeExpr dim_of(const TensorNode& n, size_t d) {
-  return n.is_sized() ? n.sized_dims[d] : SizeExpr::constant(n.dims[d]);
-}
-SizeExpr extent_of(const IndexVar& index) {
-  return index.sized_extent ? *index.sized_extent : SizeExpr::constant(index.extent);
-}
-
 // What a dimension counts for in deciding whether a product is worth a call: its value, or for
 // one that names sizes (unknown until it runs) a stand-in, as if the size were a typical batch.
 constexpr int64_t kSizeStandIn = 1024;
@@ -63,10 +55,10 @@ std::optional<Product> match_product(const Program& program, const Assignment& s
     if (a.dtype != c.dtype || b.dtype != c.dtype || a.id == c.id || b.id == c.id) return std::nullopt;
     // Every index spans whole dimensions (no `where` narrowing, no zero padding): the same
     // numbers, or the same expressions of sizes.
-    const SizeExpr m = extent_of(s.indices[i]), n = extent_of(s.indices[j]), depth = extent_of(s.indices[k]);
-    const SizeExpr a_rows = dim_of(a, *ta ? 1 : 0), a_cols = dim_of(a, *ta ? 0 : 1);
-    const SizeExpr b_rows = dim_of(b, *tb ? 1 : 0), b_cols = dim_of(b, *tb ? 0 : 1);
-    if (m != dim_of(c, 0) || n != dim_of(c, 1) || m != a_rows || depth != a_cols || depth != b_rows || n != b_cols) {
+    const SizeExpr m = s.indices[i].range(), n = s.indices[j].range(), depth = s.indices[k].range();
+    const SizeExpr a_rows = a.dimension(*ta ? 1 : 0), a_cols = a.dimension(*ta ? 0 : 1);
+    const SizeExpr b_rows = b.dimension(*tb ? 1 : 0), b_cols = b.dimension(*tb ? 0 : 1);
+    if (m != c.dimension(0) || n != c.dimension(1) || m != a_rows || depth != a_cols || depth != b_rows || n != b_cols) {
       return std::nullopt;
     }
     const __int128 volume = static_cast<__int128>(planning_value(m)) * planning_value(n) * planning_value(depth);

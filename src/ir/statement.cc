@@ -216,7 +216,7 @@ std::optional<Assignment> Completer::run() {
   // Extents: where an index stands alone, then `where` bounds.
   if (target_) {
     for (size_t d = 0; d < target_names_.size(); ++d) {
-      set_extent(target_names_[d].first, dimension(*target_, d), *target_, d, target_names_[d].second);
+      set_extent(target_names_[d].first, target_->dimension(d), *target_, d, target_names_[d].second);
     }
   }
   for (const RawExpr* raw : ref_order_) {
@@ -225,7 +225,7 @@ std::optional<Assignment> Completer::run() {
     for (size_t d = 0; d < ref.subs.size(); ++d) {
       const NamedAffine& a = ref.subs[d];
       if (a.ok && a.terms.size() == 1 && a.terms[0].coeff == 1 && a.offset == 0) {
-        set_extent(a.terms[0].name, dimension(*ref.node, d), *ref.node, d, a.loc);
+        set_extent(a.terms[0].name, ref.node->dimension(d), *ref.node, d, a.loc);
       }
     }
   }

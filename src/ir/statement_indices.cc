@@ -34,10 +34,6 @@ void Completer::number_indices(const RawExpr& e) {
   }
 }
 
-SizeExpr Completer::dimension(const TensorNode& node, size_t dim) {
-  return node.is_sized() ? node.sized_dims[dim] : SizeExpr::constant(node.dims[dim]);
-}
-
 int Completer::size_number(const std::string& name) const { return ir::size_number(sizes_, name); }
 
 void Completer::set_extent(const std::string& name, const SizeExpr& size, const TensorNode& node,

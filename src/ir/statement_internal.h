@@ -92,7 +92,6 @@ class Completer {
   void number_indices(const RawExpr& e);
   void set_extent(const std::string& name, const SizeExpr& size, const TensorNode& node, size_t dim,
                   SourceLoc loc);
-  static SizeExpr dimension(const TensorNode& node, size_t dim);  // its size expression or number
   void apply_bounds();
 
   // statement_typing.cc

@@ -33,10 +33,7 @@ int64_t leading_extent(const TensorNode& node, int k) {
   return extent;
 }
 
-bool same_dim(const TensorNode& a, const TensorNode& b, size_t d) {
-  auto dim = [d](const TensorNode& n) { return n.is_sized() ? n.sized_dims[d] : SizeExpr::constant(n.dims[d]); };
-  return dim(a) == dim(b);
-}
+bool same_dim(const TensorNode& a, const TensorNode& b, size_t d) { return a.dimension(d) == b.dimension(d); }
 
 int parallel_dims_alone(const TensorNode& target, bool collapse) {
   const int rank = static_cast<int>(target.dims.size());

@@ -81,13 +81,9 @@ LExprRef size_value(const SizeExpr& e) {
   return v;
 }
 
-LExprRef dim_value(const TensorNode& node, size_t d) {
-  return node.is_sized() ? size_value(node.sized_dims[d]) : i64(node.dims[d]);
-}
+LExprRef dim_value(const TensorNode& node, size_t d) { return size_value(node.dimension(d)); }
 
-LExprRef extent_value(const IndexVar& index) {
-  return index.sized_extent ? size_value(*index.sized_extent) : i64(index.extent);
-}
+LExprRef extent_value(const IndexVar& index) { return size_value(index.range()); }
 
 LExprRef leading_extent_value(const TensorNode& node, int k) {
   LExprRef extent = i64(1);

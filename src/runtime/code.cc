@@ -18,29 +18,29 @@ bool builds(const hal::DeviceInfo& device, const char* format) {
 
 // For a program with sizes, what its calls are described against: every size at a stand-in value
 // (large, so that the calls' checks of their shapes pass wherever some size would), whose sized
-// dimensions the call kernels then read from the dispatch instead; nullopt where the program
+// dimensions the call kernels then read from the dispatch instead. An error where the program
 // cannot take it (a tensor too large), and then its calls are host actions.
 constexpr int64_t kCallSizeStandIn = int64_t{1} << 20;
 
-std::optional<ir::Program> call_description_program(const ir::Program& program) {
-  if (!program.has_sizes()) return program;
-  Result<ir::Program> at = ir::specialize_sizes(program, std::vector<int64_t>(program.sizes.size(), kCallSizeStandIn));
-  if (!at.ok()) return std::nullopt;
-  return *at;
+Result<ir::Program> at_call_stand_in(const ir::Program& program) {
+  return ir::specialize_sizes(program, std::vector<int64_t>(program.sizes.size(), kCallSizeStandIn));
 }
 
 // The call kernels of every routine, in call_export_ordinal order.
 Result<std::vector<codegen::CallKernel>> call_kernels(const ir::LoweredProgram& lowered,
                                                       const hal::DeviceInfo& device) {
   std::vector<codegen::CallKernel> kernels;
-  if (!calls_are_kernels(device, lowered.program)) return kernels;
-  const std::optional<ir::Program> described_at = call_description_program(lowered.program);
+  if (!builds(device, "c")) return kernels;
+  const bool sized = lowered.program.has_sizes();
+  const Result<ir::Program> stand_in = sized ? at_call_stand_in(lowered.program) : Result<ir::Program>(ir::Program{});
+  if (!stand_in.ok()) return kernels;  // calls_are_kernels says no
+  const ir::Program& described_at = sized ? *stand_in : lowered.program;
   for (size_t r = 0; r < lowered.routines.size(); ++r) {
     const ir::LoweredRoutine& routine = lowered.routines[r];
     for (size_t c = 0; c < routine.calls.size(); ++c) {
       const ir::LoweredCall& call = routine.calls[c];
       KILN_ASSIGN_OR_RETURN(ral::BoundCall described,
-                            ral::BoundCall::describe(call.call, *described_at, call.call_site, device.driver));
+                            ral::BoundCall::describe(call.call, described_at, call.call_site, device.driver));
       codegen::CallKernel kernel = described.kernel("kiln_call_" + std::to_string(r) + "_" + std::to_string(c));
       // Dimensions that are sizes: read when the kernel runs.
       kernel.size_count = static_cast<int>(lowered.program.sizes.size());
@@ -62,7 +62,7 @@ Result<std::vector<codegen::CallKernel>> call_kernels(const ir::LoweredProgram& 
 }  // namespace
 
 bool calls_are_kernels(const hal::DeviceInfo& device, const ir::Program& compiled) {
-  return builds(device, "c") && call_description_program(compiled).has_value();
+  return builds(device, "c") && (!compiled.has_sizes() || at_call_stand_in(compiled).ok());
 }
 
 uint32_t call_export_ordinal(const ir::LoweredProgram& lowered, size_t routine, size_t call) {

@@ -7,6 +7,7 @@
 #include "kiln/codegen/c_emitter.h"
 #include "kiln/runtime/backend.h"
 #include "kiln/ir/call.h"
+#include "kiln/ir/printer.h"
 #include "kiln/ir/sizes.h"
 #include "runtime/device_array.h"
 #include "runtime/routine_steps.h"
@@ -37,12 +38,7 @@ bool same_shape(const NodeDesc& a, const ir::TensorNode& b) {
 
 // "f32[N, 4]" or "f32[4, 8]": a node's shape as its code declares it.
 std::string declared_shape(const ir::TensorNode& n, const ir::Program& program) {
-  if (!n.is_sized()) return shape_text(n.dtype, n.dims);
-  std::string text = std::string(ir::dtype_name(n.dtype)) + "[";
-  for (size_t d = 0; d < n.sized_dims.size(); ++d) {
-    text += (d ? ", " : "") + ir::size_expr_text(n.sized_dims[d], program.sizes);
-  }
-  return text + "]";
+  return std::string(ir::dtype_name(n.dtype)) + ir::dims_text(n, program.sizes);
 }
 
 }  // namespace

@@ -95,16 +95,17 @@ Status Routine::run_in(const ContextRef& context) const {
   if (sized_) {
     const std::vector<int64_t>& values = table.size_values_locked();
     if (prepared.sizes != values) {
+      const std::vector<std::string> names = table.size_names();
       std::string unbound;
       for (size_t s = 0; s < values.size(); ++s) {
-        if (values[s] < 0) unbound += (unbound.empty() ? "" : ", ") + table.size_names()[s];
+        if (values[s] < 0) unbound += (unbound.empty() ? "" : ", ") + names[s];
       }
       if (!unbound.empty()) {
         return failed_precondition_error(where() + ": its sizes are not all bound (" + unbound +
                                          "): set them (NodeTable::set_sizes) or write the inputs that name them");
       }
       for (const DeviceArrayRef& array : prepared.arrays) {
-        if (Status fit = fit_to_sizes_locked(*array, values, table.size_names()); !fit.ok()) return fit.annotate(where());
+        if (Status fit = fit_to_sizes_locked(*array, values, names); !fit.ok()) return fit.annotate(where());
       }
       const hal::DeviceCapabilities& caps = stream.device()->info().capabilities;
       const uint32_t fixed = context->backend().options().max_workgroups;

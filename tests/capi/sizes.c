@@ -7,27 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checks.h"
 #include "kiln/kiln.h"
-
-static int failures = 0;
-
-#define CHECK(cond)                                                               \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
-      fprintf(stderr, "%s:%d: check failed: %s (%s)\n", __FILE__, __LINE__, #cond, \
-              kiln_last_error());                                                 \
-      ++failures;                                                                 \
-    }                                                                             \
-  } while (0)
-
-#define REQUIRE(cond)                                                             \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
-      fprintf(stderr, "%s:%d: required: %s (%s)\n", __FILE__, __LINE__, #cond,    \
-              kiln_last_error());                                                 \
-      return 1;                                                                   \
-    }                                                                             \
-  } while (0)
 
 static const char* kProgram =
     "size N\n"

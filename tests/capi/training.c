@@ -12,24 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "checks.h"
 #include "kiln/kiln.h"
 #include "kiln/ral/abi.h"
-
-static int failures = 0;
-
-#define CHECK(cond)                                                                \
-  do {                                                                             \
-    if (!(cond)) {                                                                 \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, __LINE__, \
-              #cond, kiln_last_error());                                           \
-      ++failures;                                                                  \
-    }                                                                              \
-  } while (0)
-
-#define OK(call) CHECK((call) == KILN_OK)
-
-/* The last error contains `text`. */
-#define ERROR_SAYS(text) CHECK(strstr(kiln_last_error(), text) != NULL)
 
 enum { kShard = 64, kFeatures = 3, kSteps = 300 };
 

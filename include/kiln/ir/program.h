@@ -96,6 +96,8 @@ struct TensorNode {
   int64_t byte_size() const;
   bool is_scalar() const { return dims.empty(); }
   bool is_sized() const { return !sized_dims.empty(); }
+  // Dimension d as an expression: of sizes where it names them, else its number.
+  SizeExpr dimension(size_t d) const { return is_sized() ? sized_dims[d] : SizeExpr::constant(dims[d]); }
 };
 
 // An index of one statement, e.g. `i` in `y[i] = x[i] * 2`.
@@ -104,6 +106,8 @@ struct IndexVar {
   int64_t extent = 0;  // the index runs over [0, extent)
   // Language version 2: the extent when it names a size (`extent` is then 1 until specialized).
   std::optional<SizeExpr> sized_extent;
+  // The extent as an expression: of sizes where it names them, else its number.
+  SizeExpr range() const { return sized_extent ? *sized_extent : SizeExpr::constant(extent); }
 };
 
 // sum(coeff * index) + offset, over the statement's indices: `2*i + k - 1`.
