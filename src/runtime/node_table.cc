@@ -195,6 +195,7 @@ Status NodeTable::set_sizes_locked(const std::vector<int64_t>& values) {
     if (dims != desc.dims) reshaped.emplace_back(node.get(), std::move(dims));
   }
   size_values_ = values;
+  ++size_generation_;
   for (auto& [node, dims] : reshaped) {
     // A device action may still be writing the old host copy (a download): it keeps the old bytes.
     node->desc_.dims = std::move(dims);

@@ -27,7 +27,9 @@ struct PreparedRun {
   std::vector<std::string_view> names;  // accesses[i]'s node (in the routine's reads_ / writes_)
   hal::BufferRef merge;                 // the merge buffer `steps` bind, if the routine reads one
   std::optional<std::vector<RoutineStep>> steps;
-  // A sized routine (Routine::sized_): the sizes `steps` were recorded at, and the dispatches at them.
+  // A sized routine (Routine::sized_): the table's size generation and sizes `steps` were recorded
+  // at, and the dispatches at them.
+  uint64_t size_generation = UINT64_MAX;
   std::vector<int64_t> sizes;
   std::vector<Routine::Dispatch> dispatches;
   std::vector<std::shared_ptr<const ral::BoundCall>> calls;  // bound to the tensors' shapes at `sizes`
@@ -94,7 +96,7 @@ Status Routine::run_in(const ContextRef& context) const {
   size_t merge_bytes = merge_bytes_;
   if (sized_) {
     const std::vector<int64_t>& values = table.size_values_locked();
-    if (prepared.sizes != values) {
+    if (prepared.size_generation != table.size_generation_locked()) {
       const std::vector<std::string> names = table.size_names();
       std::string unbound;
       for (size_t s = 0; s < values.size(); ++s) {
@@ -123,6 +125,7 @@ Status Routine::run_in(const ContextRef& context) const {
         prepared.calls = std::move(*calls);
       }
       prepared.sizes = values;
+      prepared.size_generation = table.size_generation_locked();
       prepared.steps.reset();
     }
     if (!merge_node_.empty()) {

@@ -257,6 +257,44 @@ TEST(SizedProgramsTest, OneLinkRunsAtTheSizesItsInputsBind) {
   }
 }
 
+// Two routines of one context at sizes that go back and forth (5, 7, 5): each run sees the arrays
+// at the current sizes, although the other routine grew them in between.
+TEST(SizedProgramsTest, RoutinesFollowSizesThatComeBack) {
+  TempDir dir;
+  Result<hal::DeviceRef> device = open_device("cpu", dir.path() + "/cache");
+  ASSERT_TRUE(device.ok()) << device.status();
+  Result<ir::Program> program = lang::parse_program(
+      "size N\ninput x: f32[N]\noutput y: f32[N]\nroutine twice {\n  y[i] = x[i] * 2\n}\n"
+      "routine thrice {\n  y[i] = x[i] * 3\n}\n", "back.kiln");
+  ASSERT_TRUE(program.ok()) << program.status();
+  auto backend = Backend::create(*device);
+  ASSERT_TRUE(backend.ok());
+  auto code = (*backend)->compile_batch(*program, std::vector<std::string>{"twice", "thrice"});
+  ASSERT_TRUE(code.ok()) << code.status();
+  auto nodes = NodeTable::create(*program);
+  auto stream = (*backend)->new_stream();
+  ASSERT_TRUE(nodes.ok() && stream.ok());
+  auto root = (*backend)->make_context(*stream, *nodes);
+  ASSERT_TRUE(root.ok());
+  auto linked = (*backend)->link_batch(*root, *code);
+  ASSERT_TRUE(linked.ok()) << linked.status();
+  const struct {
+    int64_t n;
+    size_t routine;
+    float factor;
+  } runs[] = {{5, 0, 2}, {7, 1, 3}, {5, 0, 2}, {700, 1, 3}, {5, 0, 2}};
+  for (const auto& run : runs) {
+    std::vector<float> x(static_cast<size_t>(run.n));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i + 1);
+    ASSERT_TRUE((*nodes)->tensor("x")->write(std::as_bytes(std::span<const float>(x)), {run.n}).ok());
+    ASSERT_TRUE(linked->routines[run.routine]->run().ok());
+    auto y = (*nodes)->tensor("y")->read_as<float>();
+    ASSERT_TRUE(y.ok()) << y.status();
+    ASSERT_EQ(y->size(), x.size());
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ((*y)[i], x[i] * run.factor) << "N = " << run.n << " at " << i;
+  }
+}
+
 // A sized gradient summed across two streams through the merge buffer (streaming and copied), and
 // a copy between contexts whose tables bind N to other values refused, naming both shapes.
 TEST(SizedProgramsTest, MergesAndTransfersOfSizedTensors) {

@@ -223,6 +223,9 @@ class NodeTable : public std::enable_shared_from_this<NodeTable> {
   // before it are no longer "set for this run", HostTensor::write), and the sizes' values.
   void note_run();
   const std::vector<int64_t>& size_values_locked() const { return size_values_; }
+  // Counts the changes of the sizes' values: what a routine prepared at one count is stale at
+  // another, even where the values came back to what they were (arrays grew in between).
+  uint64_t size_generation_locked() const { return size_generation_; }
 
  private:
   friend class HostTensor;
@@ -233,6 +236,7 @@ class NodeTable : public std::enable_shared_from_this<NodeTable> {
   std::vector<ir::SizeDecl> sizes_;
   std::vector<int64_t> size_values_;     // -1: unbound
   std::vector<uint64_t> size_set_run_;   // runs_ when each size was last set (+1; 0: never)
+  uint64_t size_generation_ = 0;         // changes of size_values_
   uint64_t runs_ = 0;                    // routines scheduled (note_run); under the mutex
   // Host copies replaced by set_sizes while a device action still wrote them, kept until it ends.
   struct RetiredHostCopy {
