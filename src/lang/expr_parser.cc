@@ -5,9 +5,12 @@
 //   unary          := '-' unary | primary
 //   primary        := NUMBER | '(' expr ')' | NAME | NAME '[' [expr {',' expr}] ']'
 //                   | NAME '.' 'merge' ['[' ... ']'] | NAME '(' [expr {',' expr}] ')'
-// Names are resolved later, by ir::complete_statement(); calls are resolved here.
+// Names are resolved later, by ir::complete_statement(); calls are resolved here. A constant
+// expression (an INIT, language version 2) is the additive grammar, evaluated when parsed.
+#include <cmath>
 #include <string>
 
+#include "base/suggest.h"
 #include "lang/parser_impl.h"
 
 namespace kiln::lang::internal {
@@ -262,6 +265,77 @@ PExpr Parser::parse_call(const Token& name_token) {
                    "reductions sum, prod, max, min, mean");
   }
   return {};
+}
+
+// Constant expressions (language version 2), where INITs and const values stand.
+bool Parser::constant_expression(double* value, const char* what) {
+  if (!at(TokenKind::kNumber) && !at(TokenKind::kMinus) && !at(TokenKind::kLParen) && !at(TokenKind::kIdent)) {
+    return unexpected(what);
+  }
+  PExpr e = parse_additive();
+  if (!e) return false;
+  std::optional<double> v = constant_value(*e.expr);
+  if (!v) return false;
+  *value = *v;
+  return true;
+}
+
+std::optional<double> Parser::constant_value(const ir::RawExpr& e) {
+  switch (e.kind) {
+    case ir::RawExpr::Kind::kNumber:
+      return e.number;
+    case ir::RawExpr::Kind::kName: {
+      std::vector<std::string> consts;
+      for (const ir::TensorNode& n : nodes_) {
+        const bool value = n.role == ir::Role::kConst && n.init.kind == ir::Init::Kind::kValue;
+        if (value) consts.push_back(n.name);
+        if (n.name != e.name) continue;
+        if (value) return n.init.a;
+        error(e.loc, "'" + e.name + "' is " + (n.role == ir::Role::kConst ? "a const with a random value"
+                                                                           : "a " + std::string(role_name(n.role))) +
+                         ": a constant expression reads numbers and consts with a value");
+        return std::nullopt;
+      }
+      error(e.loc, "unknown name '" + e.name + "' in a constant expression (it reads numbers and consts declared before)" +
+                       did_you_mean(e.name, consts));
+      return std::nullopt;
+    }
+    case ir::RawExpr::Kind::kOp: {
+      const bool arithmetic = e.op == ir::Op::kAdd || e.op == ir::Op::kSub || e.op == ir::Op::kMul ||
+                              e.op == ir::Op::kDiv || e.op == ir::Op::kNeg;
+      if (!arithmetic) {
+        error(e.loc, "'" + std::string(ir::op_name(e.op)) + "' in a constant expression: it takes + - * / only");
+        return std::nullopt;
+      }
+      std::vector<double> args;
+      for (const ir::RawExprRef& a : e.args) {
+        std::optional<double> v = constant_value(*a);
+        if (!v) return std::nullopt;
+        args.push_back(*v);
+      }
+      double v = 0;
+      switch (e.op) {
+        case ir::Op::kNeg: v = -args[0]; break;
+        case ir::Op::kAdd: v = args[0] + args[1]; break;
+        case ir::Op::kSub: v = args[0] - args[1]; break;
+        case ir::Op::kMul: v = args[0] * args[1]; break;
+        default:
+          if (args[1] == 0) {
+            error(e.loc, "division by zero in a constant expression");
+            return std::nullopt;
+          }
+          v = args[0] / args[1];
+      }
+      if (!std::isfinite(v)) {
+        error(e.loc, "the constant expression overflows (its value is not a finite number)");
+        return std::nullopt;
+      }
+      return v;
+    }
+    default:
+      error(e.loc, "a constant expression reads numbers and consts, not tensors or reductions");
+      return std::nullopt;
+  }
 }
 
 }  // namespace kiln::lang::internal
