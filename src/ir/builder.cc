@@ -235,27 +235,34 @@ Result<Program> ProgramBuilder::build() const {
   program.file = file_;
   program.sizes = sizes_;
   program.nodes = nodes_;
-  const NodeLookup lookup(nodes_);
+  const size_t declared = nodes_.size();
+  NodeLookup lookup(program.nodes);
   for (const auto& r : routines_) {
     Routine routine;
     routine.name = r->name();
+    // Where each statement's assignments start (a statement with inner reductions makes several,
+    // a broken one none), for the positions of the calls among them.
+    std::vector<size_t> first_assignment;
     for (size_t i = 0; i < r->statements_.size(); ++i) {
+      first_assignment.push_back(routine.statements.size());
       const std::string where = "routine '" + r->name() + "', statement " + std::to_string(i + 1) + ": ";
       for (const std::string& e : r->errors_[i]) errors.push_back(where + e);
       if (r->broken_[i]) continue;
       std::vector<Diagnostic> diagnostics;
-      std::optional<Assignment> a =
-          complete_statement(r->statements_[i], nodes_, nodes_.size(), &diagnostics, &lookup, &sizes_);
+      std::optional<CompletedStatement> c =
+          complete_statement(r->statements_[i], program.nodes, declared, &diagnostics, &lookup, &sizes_);
       for (const Diagnostic& d : diagnostics) errors.push_back(where + d.message);
-      if (a) routine.statements.push_back(std::move(*a));
+      if (!c) continue;
+      program.nodes.insert(program.nodes.end(), c->temporaries.begin(), c->temporaries.end());
+      lookup.add_appended();
+      for (Assignment& a : c->assignments) routine.statements.push_back(std::move(a));
     }
+    first_assignment.push_back(routine.statements.size());
     for (size_t c = 0; c < r->calls_.size(); ++c) {
       const auto& [before, raw] = r->calls_[c];
-      // Statements dropped as broken do not count: the position is among those kept.
-      size_t position = before;
-      for (size_t i = 0; i < before; ++i) position -= r->broken_[i] ? 1 : 0;
+      const size_t position = first_assignment[before];
       std::vector<Diagnostic> diagnostics;
-      std::optional<Call> call = complete_call(raw, nodes_, nodes_.size(), static_cast<int>(position), &diagnostics, &lookup);
+      std::optional<Call> call = complete_call(raw, program.nodes, declared, static_cast<int>(position), &diagnostics, &lookup);
       for (const Diagnostic& d : diagnostics) {
         errors.push_back("routine '" + r->name() + "', call " + std::to_string(c + 1) + ": " + d.message);
       }

@@ -83,7 +83,7 @@ int64_t TensorNode::byte_size() const {
 }
 
 int Affine::bare_index() const {
-  if (terms.size() == 1 && terms[0].second == 1 && offset == 0) return terms[0].first;
+  if (terms.size() == 1 && terms[0].second == 1 && offset == 0 && !gather) return terms[0].first;
   return -1;
 }
 

@@ -154,28 +154,7 @@ void Completer::check_target() {
   }
 }
 
-void Completer::check_reductions(const RawExpr& e, bool top, bool inside) {
-  if (e.kind == RawExpr::Kind::kReduce) {
-    const std::string name(reduce_name(e.reduce));
-    if (inside) {
-      error(e.loc, "reductions cannot be nested; compute the inner " + name +
-                       "(...) into its own tensor in an earlier statement");
-    } else if (!top) {
-      misplaced_reduction_ = true;
-      error(e.loc, name + "(...) must be the whole right side: a statement has at most one "
-                          "reduction, applied to the whole expression; compute it into its own "
-                          "tensor in an earlier statement");
-    }
-    inside = true;
-  }
-  for (const RawExprRef& a : e.args) {
-    if (a && e.kind != RawExpr::Kind::kTensor && e.kind != RawExpr::Kind::kMerge) {
-      check_reductions(*a, false, inside);
-    }
-  }
-}
-
-std::optional<Assignment> Completer::run() {
+std::optional<CompletedStatement> Completer::run() {
   if (!s_.rhs) {
     error(s_.loc, "the statement has no right side");
     return std::nullopt;
@@ -188,7 +167,6 @@ std::optional<Assignment> Completer::run() {
     return std::nullopt;
   }
   check_target();
-  check_reductions(*s_.rhs, true, false);
   collect_refs(*s_.rhs);
 
   // Indices: target names, and every name with a non-zero coefficient in a right-side subscript.
@@ -240,7 +218,9 @@ std::optional<Assignment> Completer::run() {
     }
   }
 
-  // Elementwise statements: every index of the right side is on the left.
+  // Which indices each reduction keeps (reduced indices appear only inside it), from the
+  // outside in; then the right side's own indices must all be on the left, unless it is a
+  // reduction as a whole (version 1), which reduces over the rest.
   const RawExpr* rhs = s_.rhs.get();
   Reduce reduce = Reduce::kNone;
   if (rhs->kind == RawExpr::Kind::kReduce) {
@@ -251,21 +231,22 @@ std::optional<Assignment> Completer::run() {
       return std::nullopt;
     }
   }
-  if (reduce == Reduce::kNone && !misplaced_reduction_ && !unresolved_) {
-    for (size_t i = target_names_.size(); i < indices_.size(); ++i) {
-      error(indices_[i].first, "index '" + indices_[i].name +
-                                   "' is not on the left side; reduce over it with sum(...) (or "
-                                   "prod, max, min, mean, argmax, argmin), or add it to the target");
-    }
+  std::set<int> target_numbers;
+  for (size_t i = 0; i < target_names_.size(); ++i) target_numbers.insert(static_cast<int>(i));
+  const std::set<int> own = reduction_scope(*rhs, target_numbers);
+  std::vector<int> reduced;
+  for (int i : own) {
+    if (!target_numbers.count(i)) reduced.push_back(i);
   }
-  // A position is along one index.
-  const size_t reduced = indices_.size() - target_names_.size();
-  if ((reduce == Reduce::kArgmax || reduce == Reduce::kArgmin) && reduced != 1 && !unresolved_) {
-    std::string names;
-    for (size_t i = target_names_.size(); i < indices_.size(); ++i) names += (names.empty() ? "'" : ", '") + indices_[i].name + "'";
-    error(s_.rhs->loc, std::string(reduce_name(reduce)) + "(...) gives a position along one index, but it reduces over " +
-                           (reduced == 0 ? std::string("none: every index of its argument is on the left side")
-                                         : std::to_string(reduced) + " (" + names + ")"));
+  if (reduce == Reduce::kNone && !unresolved_) {
+    for (int i : reduced) {
+      error(indices_[static_cast<size_t>(i)].first,
+            "index '" + indices_[static_cast<size_t>(i)].name +
+                "' is not on the left side; reduce over it with sum(...) (or prod, max, min, mean, argmax, "
+                "argmin), or add it to the target");
+    }
+  } else if (!unresolved_) {
+    check_reduced(reduce, reduced, s_.rhs->loc, false);
   }
 
   ExprRef typed = type_rhs(*rhs, target_ ? target_->dtype : DType::kF32);
@@ -275,33 +256,32 @@ std::optional<Assignment> Completer::run() {
     error(s_.loc, "internal error: the statement could not be completed");
   }
   if (failed_) return std::nullopt;
-  Assignment out;
-  out.target = position(target_);
-  for (size_t i = 0; i < target_names_.size(); ++i) out.target_indices.push_back(static_cast<int>(i));
-  out.accum = s_.accum;
-  out.reduce = reduce;
-  out.rhs = std::move(typed);
-  for (const IndexInfo& info : indices_) {
-    IndexVar v{info.name, info.extent->is_constant() ? info.extent->offset : 1, std::nullopt};
-    if (!info.extent->is_constant()) v.sized_extent = *info.extent;
-    out.indices.push_back(std::move(v));
-  }
-  out.loc = s_.loc;
-  if (!check_trip_count(out)) return std::nullopt;
+  CompletedStatement out;
+  if (!add_temporaries(&out.assignments)) return std::nullopt;
+  std::vector<int> target_indices(target_numbers.begin(), target_numbers.end());
+  std::optional<Assignment> statement = assignment(position(target_), target_indices, s_.accum, reduce, typed, s_.loc);
+  if (!statement) return std::nullopt;
+  out.assignments.push_back(std::move(*statement));
+  out.temporaries = std::move(temporaries_);
   return out;
 }
 
-bool Completer::check_trip_count(const Assignment& out) {
+bool Completer::check_trip_count(const Assignment& out, const std::vector<int>& old_numbers) {
   const std::vector<int64_t> extents = loop_extents(out, nodes_);
   if (loop_trip_count(extents)) return true;
   // Blame the bound that runs furthest (a bound can be far beyond its subscripts' reach only
   // where no subscript constrains its index).
   const IndexInfo* widest = nullptr;
-  for (size_t i = 0; i < indices_.size(); ++i) {
-    if (indices_[i].bounded && (!widest || extents[i] > extents[widest - indices_.data()])) widest = &indices_[i];
+  int64_t widest_extent = 0;
+  for (size_t i = 0; i < extents.size(); ++i) {
+    const IndexInfo& info = indices_[static_cast<size_t>(old_numbers[i])];
+    if (info.bounded && (!widest || extents[i] > widest_extent)) {
+      widest = &info;
+      widest_extent = extents[i];
+    }
   }
   std::string counts;
-  for (size_t i = 0; i < indices_.size(); ++i) counts += (i ? " x " : "") + std::to_string(extents[i]);
+  for (size_t i = 0; i < extents.size(); ++i) counts += (i ? " x " : "") + std::to_string(extents[i]);
   error(widest ? widest->bound_loc : s_.loc,
         "the statement's loops would visit " + counts + " points, more than 2^63 - 1, which no device's "
         "loop counters can count" + (widest ? "; lower the bound of '" + widest->name + "'" : std::string()) +
@@ -332,16 +312,18 @@ std::optional<Diagnostic> located_diagnostic(std::string_view message) {
   return d;
 }
 
-NodeLookup::NodeLookup(const std::vector<TensorNode>& nodes) : nodes_(&nodes) {
-  for (size_t i = 0; i < nodes.size(); ++i) positions_.emplace(nodes[i].name, i);  // first wins
+NodeLookup::NodeLookup(const std::vector<TensorNode>& nodes) : nodes_(&nodes) { add_appended(); }
+
+void NodeLookup::add_appended() {
+  for (; indexed_ < nodes_->size(); ++indexed_) positions_.emplace((*nodes_)[indexed_].name, indexed_);  // first wins
 }
 
 const TensorNode* NodeLookup::find(std::string_view name) const {
-  auto it = positions_.find(name);
+  auto it = positions_.find(std::string(name));
   return it == positions_.end() ? nullptr : &(*nodes_)[it->second];
 }
 
-std::optional<Assignment> complete_statement(const RawStatement& statement,
+std::optional<CompletedStatement> complete_statement(const RawStatement& statement,
                                              const std::vector<TensorNode>& nodes,
                                              size_t visible_nodes,
                                              std::vector<Diagnostic>* diagnostics,

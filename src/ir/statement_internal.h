@@ -20,6 +20,9 @@ namespace kiln::ir::internal {
 // "1 dimension", "3 dimensions".
 std::string dims_text(size_t n);
 
+// Same kind, type, values, nodes, subscripts and arguments.
+bool same_expr(const Expr& a, const Expr& b);
+
 // A subscript with indices still named: sum(coeff * name) + offset.
 struct NamedTerm {
   std::string name;
@@ -52,7 +55,8 @@ class Completer {
             std::vector<Diagnostic>* diagnostics, const NodeLookup* lookup, const std::vector<SizeDecl>& sizes)
       : s_(s), nodes_(nodes), visible_(visible), diagnostics_(diagnostics), lookup_(lookup), sizes_(sizes) {}
 
-  std::optional<Assignment> run();
+  // The statement, after the assignments of the temporaries its inner reductions became.
+  std::optional<CompletedStatement> run();
 
  private:
   // A tensor or merge read on the right side.
@@ -72,7 +76,8 @@ class Completer {
 
   void error(SourceLoc loc, std::string message);
   // Refuses (at the widest `where` bound) a statement whose loops no 64-bit counter can count.
-  bool check_trip_count(const Assignment& out);
+  // `old_numbers` maps out's index numbers back to the statement's.
+  bool check_trip_count(const Assignment& out, const std::vector<int>& old_numbers);
   const TensorNode* find(const std::string& name) const;
   bool visible(const TensorNode* node) const;
   int position(const TensorNode* node) const;  // its index in nodes_ (its id)
@@ -85,7 +90,6 @@ class Completer {
   NamedAffine subscript(const RawExpr* e, SourceLoc fallback);
   // statement.cc
   void check_target();
-  void check_reductions(const RawExpr& e, bool top, bool inside);
   void collect_refs(const RawExpr& e);
   // statement_indices.cc
   void add_index(const std::string& name, SourceLoc loc);
@@ -93,6 +97,30 @@ class Completer {
   void set_extent(const std::string& name, const SizeExpr& size, const TensorNode& node, size_t dim,
                   SourceLoc loc);
   void apply_bounds();
+
+  // statement_reductions.cc: which indices each reduction keeps and reduces (by number).
+  struct InnerReduction {
+    std::vector<int> kept, reduced;
+  };
+  // A reduction inside the right side, computed into temporary node `node`.
+  struct Temporary {
+    int node = -1;
+    Reduce reduce = Reduce::kNone;
+    std::vector<int> kept, reduced;
+    ExprRef arg;  // typed, in the statement's numbering
+    SourceLoc loc;
+  };
+  void direct_indices(const RawExpr& e, std::set<int>* out);  // outside reductions
+  void scope_reductions(const RawExpr& e, std::vector<const RawExpr*>* out);  // outermost ones
+  // The indices of reduction argument `arg` once its own inner reductions are split off.
+  std::set<int> reduction_scope(const RawExpr& arg, const std::set<int>& around);
+  std::set<int> split_reduction(const RawExpr& r, const std::set<int>& around);  // the kept ones
+  void check_reduced(Reduce reduce, const std::vector<int>& reduced, SourceLoc loc, bool inner);
+  std::string temporary_name(Reduce reduce) const;
+  // An assignment over the indices `rhs` and the target use, numbered afresh.
+  std::optional<Assignment> assignment(int target, const std::vector<int>& target_indices, Accum accum,
+                                       Reduce reduce, const ExprRef& rhs, SourceLoc loc);
+  bool add_temporaries(std::vector<Assignment>* out);
 
   // statement_typing.cc
   struct Typed {
@@ -102,6 +130,7 @@ class Completer {
   ExprRef type_rhs(const RawExpr& rhs, DType target_type);
   Typed type_expr(const RawExpr& e);
   Typed type_op(const RawExpr& e);
+  Typed type_inner_reduction(const RawExpr& e);  // statement_reductions.cc
   void settle(const ExprRef& e, DType context);
 
   const RawStatement& s_;
@@ -113,7 +142,9 @@ class Completer {
   int size_number(const std::string& name) const;  // -1 when `name` is not a size
   bool failed_ = false;
   bool unresolved_ = false;           // a name did not resolve: skip checks that would only cascade
-  bool misplaced_reduction_ = false;  // reported; its indices are not "missing a reduction"
+  std::map<const RawExpr*, InnerReduction> inner_;  // every reduction but a whole right side
+  std::vector<TensorNode> temporaries_;
+  std::vector<Temporary> temporary_reductions_;  // in the order they must run (inner first)
 
   const TensorNode* target_ = nullptr;
   std::vector<std::pair<std::string, SourceLoc>> target_names_;

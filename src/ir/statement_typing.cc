@@ -184,9 +184,7 @@ Completer::Typed Completer::type_expr(const RawExpr& e) {
       return {out, false};
     }
     case RawExpr::Kind::kReduce:
-      // Misplaced (already reported): type its argument to find more errors.
-      if (e.args.empty() || !e.args[0]) return {};
-      return type_expr(*e.args[0]);
+      return type_inner_reduction(e);
     case RawExpr::Kind::kOp:
       return type_op(e);
   }

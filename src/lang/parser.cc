@@ -473,7 +473,7 @@ ParseResult Parser::run() {
     error(main_block_loc_, "routine 'main' conflicts with the top-level statements, which form "
                            "routine main; move them into the block, or rename the block");
   }
-  const ir::NodeLookup lookup(nodes_);
+  ir::NodeLookup lookup(nodes_);
   for (const Pending& p : pending_) {
     ir::Routine& routine = routines_[p.routine];
     if (p.call) {
@@ -483,9 +483,12 @@ ParseResult Parser::run() {
       continue;
     }
     const std::vector<ir::SizeDecl> sizes(sizes_.begin(), sizes_.begin() + static_cast<std::ptrdiff_t>(p.visible_sizes));
-    std::optional<ir::Assignment> a =
+    std::optional<ir::CompletedStatement> c =
         ir::complete_statement(p.statement, nodes_, p.visible_nodes, &diagnostics_, &lookup, &sizes);
-    if (a) routine.statements.push_back(std::move(*a));
+    if (!c) continue;
+    nodes_.insert(nodes_.end(), c->temporaries.begin(), c->temporaries.end());
+    lookup.add_appended();
+    for (ir::Assignment& a : c->assignments) routine.statements.push_back(std::move(a));
   }
 
   ParseResult result;

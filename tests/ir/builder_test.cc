@@ -173,7 +173,7 @@ TEST(Builder, ReportsEveryProblemWithItsStatement) {
   Index i("i"), j("j"), k("k");
   b.main()
       .assign(y(i), x(i, j))
-      .assign(y(i), 2 * sum(x(i, j)))
+      .assign(y(i), sum(x(i, j)) * x(i, j))
       .assign(x(i, j), 1)
       .assign(y(i), x(i, i + k))
       .assign(y(i), y(i * j), {i + 1 < 3})
@@ -184,7 +184,7 @@ TEST(Builder, ReportsEveryProblemWithItsStatement) {
   EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
   const std::string& m = p.status().message();
   for (const char* fragment : {
-           "<builder>: 14 errors",
+           "<builder>: 15 errors",
            "declaration of 'x': 'x' is already declared",
            "declaration of 'bad name': 'bad name' is not a valid name",
            "declaration of 'where': 'where' is a keyword",
@@ -192,7 +192,7 @@ TEST(Builder, ReportsEveryProblemWithItsStatement) {
            "declaration of 'p': normal(MEAN, STD) needs STD >= 0",
            "routine name 'also bad' is not a valid name",
            "routine 'main', statement 1: index 'j' is not on the left side; reduce over it with sum(...)",
-           "routine 'main', statement 2: sum(...) must be the whole right side",
+           "routine 'main', statement 2: sum(...) reduces over no index",
            "routine 'main', statement 3: cannot assign to input 'x'",
            "routine 'main', statement 4: the range of index 'k' is unknown",
            "routine 'main', statement 5: a where bound must name one index",

@@ -38,6 +38,9 @@ class CompletionTest : public ::testing::Test {
     visible_ = nodes_.size() - 1;  // `late` is declared after the statements
   }
 
+  std::vector<TensorNode> temporaries_;  // of the last completion
+  std::vector<Assignment> assignments_;
+
   void add(TensorNode n) {
     n.id = static_cast<int>(nodes_.size());
     n.loc.line = static_cast<int>(nodes_.size()) + 1;
@@ -55,7 +58,11 @@ class CompletionTest : public ::testing::Test {
     s.where = std::move(where);
     s.loc = loc(1, 1);
     diagnostics_.clear();
-    return complete_statement(s, nodes_, visible_, &diagnostics_);
+    std::optional<CompletedStatement> c = complete_statement(s, nodes_, visible_, &diagnostics_);
+    if (!c) return std::nullopt;
+    temporaries_ = c->temporaries;
+    assignments_ = c->assignments;
+    return c->assignments.back();
   }
 
   static SourceLoc loc(int line, int column) { return SourceLoc{line, column}; }
@@ -247,11 +254,29 @@ TEST_F(CompletionTest, IndexNotOnTheLeftSuggestsAReduction) {
 }
 
 TEST_F(CompletionTest, ReductionPlacement) {
-  EXPECT_FALSE(complete("y", {"i"}, op(Op::kMul, {raw_reduce(Reduce::kSum, ref("x", {name("i"), name("j")}), loc(1, 8)), num(2)})));
-  EXPECT_TRUE(has("1:8: sum(...) must be the whole right side")) << messages();
-  EXPECT_FALSE(complete("s", {}, raw_reduce(Reduce::kSum, raw_reduce(Reduce::kMax, ref("x", {name("i"), name("j")}), loc(1, 9)))));
-  EXPECT_TRUE(has("1:9: reductions cannot be nested")) << messages();
-  // Reducing over nothing is allowed; a scalar target reduces over everything.
+  // Inside an expression (language version 2): the sum becomes a temporary y__sum1[i] first.
+  auto inner = complete("y", {"i"}, op(Op::kMul, {raw_reduce(Reduce::kSum, ref("x", {name("i"), name("j")}), loc(1, 8)), num(2)}));
+  ASSERT_TRUE(inner) << messages();
+  ASSERT_EQ(temporaries_.size(), 1u);
+  EXPECT_EQ(temporaries_[0].name, "y__sum1");
+  EXPECT_EQ(temporaries_[0].id, static_cast<int>(nodes_.size()));
+  EXPECT_EQ(temporaries_[0].dims, std::vector<int64_t>{4});
+  ASSERT_EQ(assignments_.size(), 2u);
+  EXPECT_EQ(assignments_[0].target, temporaries_[0].id);
+  EXPECT_EQ(assignments_[0].reduce, Reduce::kSum);
+  EXPECT_EQ(assignments_[0].indices.size(), 2u);
+  EXPECT_EQ(inner->reduce, Reduce::kNone);
+  EXPECT_EQ(inner->indices.size(), 1u);  // j is the temporary's alone
+  EXPECT_EQ(inner->rhs->args[0]->node, temporaries_[0].id);
+  // Nested: the max keeps what its scope (the sum's argument) uses.
+  auto nested = complete("s", {}, raw_reduce(Reduce::kSum, raw_reduce(Reduce::kMax, ref("x", {name("i"), name("j")}), loc(1, 9))));
+  ASSERT_TRUE(nested) << messages();
+  ASSERT_EQ(temporaries_.size(), 1u);
+  EXPECT_TRUE(temporaries_[0].dims.empty());  // max over i and j: nothing else uses them
+  // An inner reduction over nothing is a mistake.
+  EXPECT_FALSE(complete("y", {"i"}, op(Op::kMul, {raw_reduce(Reduce::kSum, ref("x", {name("i"), name("j")}), loc(1, 8)), ref("x", {name("i"), name("j")})})));
+  EXPECT_TRUE(has("1:8: sum(...) reduces over no index: every index of its argument also appears in the target or in the expression around it")) << messages();
+  // Reducing over nothing as the whole right side is allowed; a scalar target reduces over everything.
   EXPECT_TRUE(complete("y", {"i"}, raw_reduce(Reduce::kMean, ref("y", {name("i")})))) << messages();
   auto a = complete("s", {}, raw_reduce(Reduce::kMax, ref("x", {name("i"), name("j")})), {}, Accum::kAdd);
   ASSERT_TRUE(a) << messages();

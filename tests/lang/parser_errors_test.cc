@@ -182,8 +182,9 @@ TEST(ParserErrors, IndexErrors) {
 }
 
 TEST(ParserErrors, StatementErrors) {
-  check({"reduction not at the top", "y[i] = 1 + sum(x[i, j])\n", 1, 12, "sum(...) must be the whole right side"});
-  check({"nested reductions", "s = sum(max(x[i, j]))\n", 1, 9, "reductions cannot be nested; compute the inner max(...) into its own tensor"});
+  check({"inner reduction over nothing", "z[i, j] = x[i, j] + sum(x[i, j])\n", 1, 21, "sum(...) reduces over no index: every index of its argument also appears in the target or in the expression around it; reduce over an index that appears only inside it"});
+  check({"nested reduction over nothing", "s = sum(x[i, j] * max(x[i, j]))\n", 1, 19, "max(...) reduces over no index"});
+  check({"inner argmax over two indices", "y[i] = 1 + argmax(x[i, j] * x[i, k])\n", 1, 12, "argmax(...) gives a position along one index, but it reduces over 2 ('j', 'k')"});
   check({"assignment to input", "x[i, j] = 0\n", 1, 1, "cannot assign to input 'x': inputs are read-only inside routines (declare it as a param to update it)"});
   check({"assignment to const", "c = 3\n", 1, 1, "cannot assign to const 'c': consts are fixed values"});
   check({"assignment to merge", "y.merge[i] = 1\n", 1, 2, "cannot assign to a merge buffer"});

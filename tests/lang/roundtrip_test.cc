@@ -116,6 +116,47 @@ TEST(RoundTrip, Sizes) {
   EXPECT_TRUE(v1.program->sizes.empty());
 }
 
+// Reductions inside expressions (language version 2) become declared temporaries and their
+// statements, which print as an ordinary program and parse back into the same one.
+TEST(RoundTrip, ReductionsInsideExpressions) {
+  const std::string text =
+      "size B\n"
+      "input  h : f32[B, 4]\n"
+      "input  w : f32[4, 3]\n"
+      "output z : f32[B, 3]\n"
+      "output z__sum1 : f32\n"  // taken: the temporary becomes z__sum2
+      "\n"
+      "z[n, k] = sum(h[n, j] * w[j, k]) + max(w[j, k]) * sum(h[n, j] - min(h[n, c]))\n"
+      "routine other {\n"
+      "  z__sum1 = sum(z[n, k] / sum(z[n, c]))\n"
+      "}\n";
+  ParseResult r = parse(text, "inner.kiln");
+  ASSERT_TRUE(r.program.has_value()) << format_diagnostics("inner.kiln", text, r.diagnostics);
+  const std::string printed = check_round_trip(*r.program, "inner reductions");
+  EXPECT_EQ(printed,
+            "size B\n"
+            "input  h : f32[B, 4]\n"
+            "input  w : f32[4, 3]\n"
+            "output z : f32[B, 3]\n"
+            "output z__sum1 : f32\n"
+            "tensor z__sum2 : f32[B, 3]\n"
+            "tensor z__max1 : f32[3]\n"
+            "tensor z__min1 : f32[B]\n"
+            "tensor z__sum3 : f32[B]\n"
+            "tensor z__sum1__sum1 : f32[B]\n"
+            "\n"
+            "z__sum2[n, k] = sum(h[n, j] * w[j, k])\n"
+            "z__max1[k] = max(w[j, k])\n"
+            "z__min1[n] = min(h[n, c])\n"
+            "z__sum3[n] = sum(h[n, j] - z__min1[n])\n"
+            "z[n, k] = z__sum2[n, k] + z__max1[k] * z__sum3[n]\n"
+            "\n"
+            "routine other {\n"
+            "  z__sum1__sum1[n] = sum(z[n, c])\n"
+            "  z__sum1 = sum(z[n, k] / z__sum1__sum1[n])\n"
+            "}\n");
+}
+
 // The C++ builder declares sizes and uses them in dimensions, bounds and values, making the
 // same program as the text; its misuses are reported by build() like the parser's.
 TEST(RoundTrip, BuilderSizesEqualParsedOnes) {

@@ -571,6 +571,27 @@ TEST(DifferentialGeneratorTest, RowBlocksGiveFusionAndLocalArrays) {
   EXPECT_LT(kernels * 5, kernels_plain * 4) << kernels << " kernels grouped, " << kernels_plain << " alone";
 }
 
+// Reductions inside expressions (language version 2) are generated, nested ones too: their
+// temporaries (TARGET__REDUCE1) show in the parsed programs.
+TEST(DifferentialGeneratorTest, ReductionsInsideExpressions) {
+  int temporaries = 0, nested = 0;
+  for (uint64_t seed = 0; seed < 100; ++seed) {
+    const std::string text = ProgramGenerator(seed, "p_", true).generate();
+    Result<ir::Program> program = lang::parse_program(text, "gen.kiln");
+    ASSERT_TRUE(program.ok()) << program.status() << "\n" << numbered(text);
+    for (const ir::Routine& routine : program->routines) {
+      for (const ir::Assignment& s : routine.statements) {
+        const std::string& target = program->nodes[static_cast<size_t>(s.target)].name;
+        if (target.find("__") == std::string::npos) continue;
+        ++temporaries;
+        nested += ir::print_statement(*program, s).find("__", target.size()) != std::string::npos;
+      }
+    }
+  }
+  EXPECT_GT(temporaries, 50);
+  EXPECT_GT(nested, 5);
+}
+
 TEST(DifferentialGeneratorTest, ProgramsParse) {
   for (uint64_t seed = 1000; seed < 1100; ++seed) {
     const std::string text = ProgramGenerator(seed, "q_", true).generate();

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -54,23 +55,28 @@ Result<Outputs> run_program(const std::string& device_name, const std::string& t
   return out;
 }
 
-// Expects `expected` (exactly) on every device, with default and plain lowering.
-void expect_everywhere(const std::string& text, const Outputs& expected, const Outputs& inputs = {}) {
+ir::LowerOptions plain_lowering() {
   ir::LowerOptions plain;
   plain.inline_virtual = plain.fuse = plain.collapse = plain.local_arrays = plain.optimize = false;
   plain.auto_calls = false;
+  return plain;
+}
+
+// Calls `check` for every device with the default and the plain lowering, traced.
+void each_device_and_lowering(const std::function<void(const std::string&, const ir::LowerOptions&)>& check) {
   for (const std::string& device : device_names()) {
-    for (const ir::LowerOptions& lower : {ir::LowerOptions{}, plain}) {
+    for (const ir::LowerOptions& lower : {ir::LowerOptions{}, plain_lowering()}) {
       SCOPED_TRACE(device + (lower.optimize ? ", default lowering" : ", plain lowering"));
-      Result<Outputs> got = run_program(device, text, lower, inputs);
-      ASSERT_TRUE(got.ok()) << got.status();
-      for (const auto& [name, values] : expected) EXPECT_EQ(got->at(name), values) << name;
+      check(device, lower);
     }
   }
-  // No GPU runs it here, but its CUDA C must build (cuda_build.h).
+}
+
+// No GPU runs it here, but its CUDA C must build (cuda_build.h), with either lowering.
+void expect_cuda_builds(const std::string& text) {
   static const Status cuda = cuda_toolchain_available();
   if (!cuda.ok()) return;
-  for (const ir::LowerOptions& lower : {ir::LowerOptions{}, plain}) {
+  for (const ir::LowerOptions& lower : {ir::LowerOptions{}, plain_lowering()}) {
     Result<ir::Program> program = lang::parse_program(text, "semantics.kiln");
     ASSERT_TRUE(program.ok()) << program.status();
     Result<ir::LoweredProgram> lowered = ir::lower_program(*program, lower);
@@ -78,6 +84,16 @@ void expect_everywhere(const std::string& text, const Outputs& expected, const O
     Status built = check_cuda_builds(*lowered, "semantics.kiln");
     EXPECT_TRUE(built.ok()) << built;
   }
+}
+
+// Expects `expected` (exactly) on every device, with default and plain lowering.
+void expect_everywhere(const std::string& text, const Outputs& expected, const Outputs& inputs = {}) {
+  each_device_and_lowering([&](const std::string& device, const ir::LowerOptions& lower) {
+    Result<Outputs> got = run_program(device, text, lower, inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    for (const auto& [name, values] : expected) EXPECT_EQ(got->at(name), values) << name;
+  });
+  expect_cuda_builds(text);
 }
 
 // "Iteration points where a compound subscript falls outside its dimension contribute nothing
@@ -188,6 +204,62 @@ TEST(LanguageSemanticsTest, ArgmaxNeedsExactlyOneReducedIndex) {
                                         "reduces over 2 ('r', 'c')"),
             std::string::npos)
       << two.status();
+}
+
+// Reductions inside expressions (language version 2) mean computing each into a temporary
+// first: the same program written with the temporaries gives the same values, bit for bit, on
+// every device and with either lowering.
+void expect_same_as_temporaries(const std::string& inner, const std::string& temporaries, const Outputs& inputs) {
+  each_device_and_lowering([&](const std::string& device, const ir::LowerOptions& lower) {
+    Result<Outputs> got = run_program(device, inner, lower, inputs);
+    Result<Outputs> want = run_program(device, temporaries, lower, inputs);
+    ASSERT_TRUE(got.ok() && want.ok()) << got.status() << "; " << want.status();
+    for (const auto& [name, values] : *want) {
+      if (got->count(name)) EXPECT_EQ(got->at(name), values) << name;
+    }
+  });
+  expect_cuda_builds(inner);
+}
+
+constexpr const char* kDenseDeclarations =
+    "input h : f32[3, 4]\ninput w : f32[4, 5]\ninput b : f32[5]\ninput x : f32[3, 5]\ninput lab : i32[3]\n"
+    "output o : f32[3, 5]\noutput y : f32[3, 5]\noutput s : f32[3]\noutput hits : f32\noutput loss : f32\n";
+
+Outputs dense_inputs() {
+  Outputs in;
+  for (int i = 0; i < 12; ++i) in["h"].push_back((i * 7 % 11) * 0.25 - 1);
+  for (int i = 0; i < 20; ++i) in["w"].push_back((i * 5 % 13) * 0.125 - 0.75);
+  for (int i = 0; i < 5; ++i) in["b"].push_back(i * 0.5 - 1);
+  for (int i = 0; i < 15; ++i) in["x"].push_back((i * 3 % 7) * 0.5 - 1.25);
+  in["lab"] = {2, 0, 4};
+  return in;
+}
+
+TEST(LanguageSemanticsTest, ReductionsInsideExpressionsAreTheirTemporaries) {
+  const std::string inner = std::string(kDenseDeclarations) +
+      "o[n, k] = sum(h[n, j] * w[j, k]) + b[k]\n"
+      "y[i, j] = exp(x[i, j] - max(x[i, m])) / sum(exp(x[i, k] - max(x[i, m])))\n"
+      // nested: the max keeps n, which its scope (the sum's argument) uses
+      "s[n] = 2 * sum(x[n, k] - max(h[n, j] * 4)) + mean(x[n, k])\n"
+      "hits = sum(select(argmax(o[n, k]) == lab[n], 1, 0))\n"
+      "loss += sum(log(sum(exp(y[n, k]))) - y[n, 0])\n";
+  const std::string temporaries = std::string(kDenseDeclarations) +
+      "tensor p : f32[3, 5]\ntensor mx : f32[3]\ntensor se : f32[3]\ntensor mh : f32[3]\ntensor sx : f32[3]\n"
+      "tensor mn : f32[3]\ntensor am : i32[3]\ntensor ls : f32[3]\n"
+      "p[n, k] = sum(h[n, j] * w[j, k])\no[n, k] = p[n, k] + b[k]\n"
+      "mx[i] = max(x[i, m])\nse[i] = sum(exp(x[i, k] - mx[i]))\ny[i, j] = exp(x[i, j] - mx[i]) / se[i]\n"
+      "mh[n] = max(h[n, j] * 4)\nsx[n] = sum(x[n, k] - mh[n])\nmn[n] = mean(x[n, k])\ns[n] = 2 * sx[n] + mn[n]\n"
+      "am[n] = argmax(o[n, k])\nhits = sum(select(am[n] == lab[n], 1, 0))\n"
+      "ls[n] = sum(exp(y[n, k]))\nloss += sum(log(ls[n]) - y[n, 0])\n";
+  expect_same_as_temporaries(inner, temporaries, dense_inputs());
+}
+
+TEST(LanguageSemanticsTest, ReductionsInsideExpressionsGiveExactValues) {
+  // Row sums minus row maxima plus the position of the maximum, and a count per row.
+  expect_everywhere("input x : f32[2, 4]\noutput o : f32[2]\noutput cnt : i32[2]\n"
+                    "o[r] = sum(x[r, c]) - max(x[r, c]) + argmax(x[r, c])\n"
+                    "cnt[r] = sum(select(x[r, k] > mean(x[r, j]), 1, 0))\n",
+                    {{"o", {5 - 4 + 2, -10 + 1 + 0}}, {"cnt", {1, 1}}}, {{"x", {1, 0, 4, 0, -1, -3, -3, -3}}});
 }
 
 }  // namespace

@@ -158,7 +158,13 @@ class ProgramGenerator {
   Gen squash(const std::string& ref);
   Gen float_leaf(StatementCtx& ctx);
   Gen float_expr(StatementCtx& ctx, int depth);
+  // A reduction inside the expression (language version 2) over a fresh index that appears only
+  // inside it, of a float input read along it (its other subscripts are target indices of the
+  // same size, or 0); now and then with another one nested in its argument (nesting 0).
+  Gen inner_reduction(StatementCtx& ctx, int nesting);
+
   Random rng_;
+  int fresh_indices_ = 0;
   std::string prefix_;
   bool allow_main_;
   std::vector<int64_t> dim_pool_;

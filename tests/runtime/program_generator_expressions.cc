@@ -223,7 +223,12 @@ Gen ProgramGenerator::float_expr(StatementCtx& ctx, int depth) {
     return b;
   };
   Gen out;
-  switch (pick(26)) {
+  switch (pick(27)) {
+    case 26: {
+      Gen r = shape_bound(inner_reduction(ctx, 0), 2);
+      out = binary(a, chance(0.5) ? "+" : "*", r, a.bound * 2 + 2);
+      break;
+    }
     case 0: case 1: { Gen b = second(); out = binary(a, "+", b, a.bound + b.bound); break; }
     case 2: case 3: { Gen b = second(); out = binary(a, "-", b, a.bound + b.bound); break; }
     case 4: case 5: { Gen b = second(); out = binary(a, "*", b, a.bound * b.bound); break; }
@@ -284,6 +289,42 @@ Gen ProgramGenerator::float_expr(StatementCtx& ctx, int depth) {
   }
   if (out.bound > 8) out = call("tanh", {out}, 1);
   return out;
+}
+
+Gen ProgramGenerator::inner_reduction(StatementCtx& ctx, int nesting) {
+  std::vector<const GenTensor*> inputs;
+  for (const GenTensor& t : tensors_) {
+    if (t.role == Role::kInput && t.is_float() && t.rank() > 0) inputs.push_back(&t);
+  }
+  if (inputs.empty()) return float_input(ctx);
+  const GenTensor& t = *one_of(inputs);
+  const std::string fresh = "u" + std::to_string(fresh_indices_++);
+  const int along = pick(t.rank());
+  std::string read = t.name + "[";
+  for (int d = 0; d < t.rank(); ++d) {
+    std::string sub = d == along ? fresh : "0";
+    if (d != along) {
+      // A target index of the same size keeps the reduction per target point.
+      for (const Index& index : ctx.indices) {
+        if (index.target && index.extent == t.dims[static_cast<size_t>(d)] && chance(0.6)) sub = index.name;
+      }
+    }
+    read += (d ? ", " : "") + sub;
+  }
+  read += "]";
+  Gen arg = atom(read, 1);
+  if (nesting == 0 && chance(0.3)) {
+    Gen nested = shape_bound(inner_reduction(ctx, 1), 1);
+    arg = binary(arg, one_of(std::vector<std::string>{"-", "*", "+"}), nested, 2);
+  }
+  const int64_t extent = t.dims[static_cast<size_t>(along)];
+  switch (pick(5)) {
+    case 0: return call("sum", {arg}, arg.bound * static_cast<double>(extent));
+    case 1: return call("mean", {arg}, arg.bound);
+    case 2: return call("max", {arg}, arg.bound);
+    case 3: return call("min", {arg}, arg.bound);
+    default: return call("prod", {shape_bound(arg, 1)}, 1);
+  }
 }
 
 }  // namespace kiln::e2e

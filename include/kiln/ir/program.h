@@ -110,13 +110,19 @@ struct IndexVar {
   SizeExpr range() const { return sized_extent ? *sized_extent : SizeExpr::constant(extent); }
 };
 
+struct Expr;
+using ExprRef = std::shared_ptr<const Expr>;
+
 // sum(coeff * index) + offset, over the statement's indices: `2*i + k - 1`.
 struct Affine {
   std::vector<std::pair<int, int64_t>> terms;  // (index number, coefficient), coefficient != 0
   int64_t offset = 0;
+  // Language version 2, a gather: an i32 value read from tensors (`lab[n]`, `t[i] + 1`), added
+  // to the affine part; null for an affine subscript.
+  ExprRef gather;
 
-  static Affine index(int i) { return Affine{{{i, 1}}, 0}; }
-  // The index number if this is exactly one bare index (coefficient 1, offset 0), else -1.
+  static Affine index(int i) { return Affine{{{i, 1}}, 0, nullptr}; }
+  // The index number if this is exactly one bare index (coefficient 1, offset 0, no gather), else -1.
   int bare_index() const;
 };
 
@@ -144,9 +150,6 @@ std::string_view op_name(Op op);
 // and comparisons (which compare in the promoted type and give 1 or 0 in it).
 // Returns kI64 (never a valid result) for a wrong number of arguments.
 DType op_result_type(Op op, const std::vector<DType>& arg_types);
-
-struct Expr;
-using ExprRef = std::shared_ptr<const Expr>;
 
 struct Expr {
   enum class Kind : uint8_t {

@@ -15,8 +15,10 @@
 //    type of what it is combined with, a float literal f32 unless that is f64; a subexpression
 //    made only of literals is typed as a whole the same way, and a right side made only of
 //    literals takes the target's type); see op_result_type() for ops;
+//  - splits reductions inside the right side (language version 2) into hidden temporaries,
+//    computed by assignments before the statement (statement_reductions.cc);
 //  - checks the rules: subscript counts, bare distinct target indices, no writes to inputs or
-//    consts, reductions (one, at the top of the right side), every index of an elementwise right
+//    consts, every reduction reducing over some index, every index of an elementwise right
 //    side on the left, affine subscripts, literal ranges, depth.
 // Every problem found is reported as a Diagnostic, not only the first.
 #pragma once
@@ -61,7 +63,7 @@ struct RawExpr {
     kTensor,  // name[args...]; a scalar may have no args
     kMerge,   // name.merge[args...]
     kOp,      // op(args...), including unary minus and the binary operators
-    kReduce,  // reduce(args[0]); valid only as the whole right side
+    kReduce,  // reduce(args[0]); anywhere in the right side, nested too (language version 2)
   };
   Kind kind = Kind::kNumber;
   double number = 0;
@@ -111,21 +113,36 @@ class NodeLookup {
  public:
   explicit NodeLookup(const std::vector<TensorNode>& nodes);
   const TensorNode* find(std::string_view name) const;
+  // Indexes the nodes appended to the list since (the temporaries of a completed statement).
+  void add_appended();
 
  private:
   const std::vector<TensorNode>* nodes_;
-  std::unordered_map<std::string_view, size_t> positions_;
+  size_t indexed_ = 0;
+  std::unordered_map<std::string, size_t> positions_;  // owned names: the list may grow
 };
 
 // At most this many distinct indices in one statement (and so in one subscript).
 inline constexpr size_t kMaxStatementIndices = 256;
 
+// What one statement became: `temporaries`, tensor nodes with ids nodes.size(), nodes.size() + 1,
+// ... (the caller appends them to the program's nodes, in order), each holding a reduction that
+// stood inside the right side, and the assignments in the order they run: those of the
+// temporaries (inner reductions first), then the statement itself. A temporary is named
+// TARGET__REDUCE1 (`o__sum1`; the number grows past names already taken), has the type of its
+// argument (i32 for argmax / argmin, at least f32 for mean) and one dimension per index it keeps;
+// the same reduction of the same argument written twice is computed once.
+struct CompletedStatement {
+  std::vector<TensorNode> temporaries;
+  std::vector<Assignment> assignments;
+};
+
 // Completes one statement against the program's nodes. Only nodes[0, visible_nodes) are declared
 // before the statement; a name of a later node is reported as "used before its declaration".
 // `lookup`, if given, indexes `nodes`. `sizes` (language version 2) are the sizes declared before
-// it: names that may stand in `where` bounds and as values, never in subscripts. Returns the
-// Assignment, or nullopt after appending at least one diagnostic.
-std::optional<Assignment> complete_statement(const RawStatement& statement,
+// it: names that may stand in `where` bounds and as values, never in subscripts. Returns what the
+// statement became, or nullopt after appending at least one diagnostic.
+std::optional<CompletedStatement> complete_statement(const RawStatement& statement,
                                              const std::vector<TensorNode>& nodes,
                                              size_t visible_nodes,
                                              std::vector<Diagnostic>* diagnostics = nullptr,
