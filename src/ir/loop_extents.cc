@@ -15,7 +15,9 @@ void each_subscript(const Expr& e, const std::vector<TensorNode>& nodes, const V
   if ((e.kind == Expr::Kind::kTensor || e.kind == Expr::Kind::kMerge) && e.node >= 0 &&
       static_cast<size_t>(e.node) < nodes.size()) {
     const std::vector<int64_t>& dims = nodes[e.node].dims;
-    for (size_t d = 0; d < e.subscripts.size() && d < dims.size(); ++d) visit(e.subscripts[d], dims[d]);
+    for (size_t d = 0; d < e.subscripts.size() && d < dims.size(); ++d) {
+      if (e.subscripts[d].gather < 0) visit(e.subscripts[d], dims[d]);  // a gather may reach any point
+    }
   }
   for (const ExprRef& a : e.args) {
     if (a) each_subscript(*a, nodes, visit);

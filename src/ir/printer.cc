@@ -79,10 +79,21 @@ class ExprPrinter {
     return p_.nodes[node].name;
   }
 
-  std::string subscripts(const std::vector<Affine>& subs) const {
+  // The subscripts of a read (or target): a gathered one prints its i32 value, then the affine rest.
+  std::string subscripts(const std::vector<Affine>& subs, const Expr* read = nullptr, int depth = 0) {
     if (subs.empty()) return "";
     std::string out = "[";
-    for (size_t d = 0; d < subs.size(); ++d) out += (d ? ", " : "") + affine(subs[d]);
+    for (size_t d = 0; d < subs.size(); ++d) {
+      const Affine& a = subs[d];
+      std::string text = affine(a);
+      if (a.gather >= 0) {
+        const bool valid = read && static_cast<size_t>(a.gather) < read->args.size() && read->args[a.gather];
+        std::string gathered = valid ? print(*read->args[a.gather], binary_prec(Op::kAdd), depth + 1) : "<gather>";
+        if (text != "0") gathered += text[0] == '-' ? " - " + text.substr(1) : " + " + text;
+        text = gathered;
+      }
+      out += (d ? ", " : "") + text;
+    }
     return out + "]";
   }
 
@@ -98,9 +109,9 @@ class ExprPrinter {
       case Expr::Kind::kIndex:
         return index_name(e.index);
       case Expr::Kind::kTensor:
-        return node_name(e.node) + subscripts(e.subscripts);
+        return node_name(e.node) + subscripts(e.subscripts, &e, depth);
       case Expr::Kind::kMerge:
-        return node_name(e.node) + ".merge" + subscripts(e.subscripts);
+        return node_name(e.node) + ".merge" + subscripts(e.subscripts, &e, depth);
       case Expr::Kind::kSize:
         return e.index >= 0 && static_cast<size_t>(e.index) < p_.sizes.size() ? p_.sizes[e.index].name
                                                                                   : "<size " + std::to_string(e.index) + ">";

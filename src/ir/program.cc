@@ -83,7 +83,7 @@ int64_t TensorNode::byte_size() const {
 }
 
 int Affine::bare_index() const {
-  if (terms.size() == 1 && terms[0].second == 1 && offset == 0 && !gather) return terms[0].first;
+  if (terms.size() == 1 && terms[0].second == 1 && offset == 0 && gather < 0) return terms[0].first;
   return -1;
 }
 
@@ -288,6 +288,7 @@ Status StatementValidator::check_ref(const TensorNode& node, const std::vector<A
                    std::to_string(d) + " of " + quoted(node.name) + ", of size " +
                    std::to_string(node.dims[d]));
     }
+    if (a.gather >= 0 && target) return error("target subscript " + std::to_string(d) + " gathers");
     if (target && bare < 0) {
       return error("target subscript " + std::to_string(d) + " is not a bare index");
     }
@@ -338,7 +339,25 @@ Status StatementValidator::check_expr(const Expr& e, int depth) {
                      std::string(dtype_name(e.type)) + ", not its dtype " +
                      std::string(dtype_name(node.dtype)));
       }
-      return check_ref(node, e.subscripts, false);
+      KILN_RETURN_IF_ERROR(check_ref(node, e.subscripts, false));
+      // Gathers: each argument is the i32 value that exactly one subscript adds.
+      std::vector<int> gathers(e.args.size(), 0);
+      for (const Affine& a : e.subscripts) {
+        if (a.gather >= static_cast<int>(e.args.size())) {
+          return error("a subscript of " + quoted(node.name) + " gathers argument " + std::to_string(a.gather) +
+                       ", which does not exist");
+        }
+        if (a.gather >= 0) ++gathers[static_cast<size_t>(a.gather)];
+      }
+      for (size_t g = 0; g < e.args.size(); ++g) {
+        if (gathers[g] != 1 || !e.args[g]) {
+          return error("argument " + std::to_string(g) + " of the read of " + quoted(node.name) +
+                       " is not the gather of exactly one subscript");
+        }
+        KILN_RETURN_IF_ERROR(check_expr(*e.args[g], depth + 1));
+        if (e.args[g]->type != DType::kI32) return error("a gathered subscript of " + quoted(node.name) + " is not i32");
+      }
+      return Status();
     }
     case Expr::Kind::kOp: {
       if (static_cast<int>(e.args.size()) != op_arity(e.op)) {

@@ -66,6 +66,9 @@ void Completer::collect_refs(const RawExpr& e) {
     Ref ref;
     ref.raw = &e;
     for (const RawExprRef& s : e.args) ref.subs.push_back(subscript(s.get(), e.loc));
+    for (const NamedAffine& a : ref.subs) {
+      for (const auto& [term, negative] : a.gathers) collect_refs(*term);  // the reads a gather makes
+    }
     const TensorNode* node = find(e.name);
     if (!node) {
       error(e.loc, "unknown tensor '" + e.name + "'; declare it before the statements that use it");
@@ -202,7 +205,7 @@ std::optional<CompletedStatement> Completer::run() {
     if (!ref.node) continue;
     for (size_t d = 0; d < ref.subs.size(); ++d) {
       const NamedAffine& a = ref.subs[d];
-      if (a.ok && a.terms.size() == 1 && a.terms[0].coeff == 1 && a.offset == 0) {
+      if (a.ok && a.terms.size() == 1 && a.terms[0].coeff == 1 && a.offset == 0 && a.gathers.empty()) {
         set_extent(a.terms[0].name, ref.node->dimension(d), *ref.node, d, a.loc);
       }
     }

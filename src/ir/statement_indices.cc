@@ -25,6 +25,7 @@ void Completer::number_indices(const RawExpr& e) {
   if (e.kind == RawExpr::Kind::kTensor || e.kind == RawExpr::Kind::kMerge) {
     for (const NamedAffine& a : refs_[&e].subs) {
       for (const NamedTerm& t : a.terms) add_index(t.name, t.loc);
+      for (const auto& [term, negative] : a.gathers) number_indices(*term);
     }
     return;
   }

@@ -33,6 +33,9 @@ struct NamedTerm {
 struct NamedAffine {
   std::vector<NamedTerm> terms;  // in order of first appearance
   int64_t offset = 0;
+  // Language version 2, gathers: the terms of a subscript's + / - chain that read tensors, each
+  // with whether it is subtracted; their i32 values add to the affine part.
+  std::vector<std::pair<const RawExpr*, bool>> gathers;
   bool ok = true;  // false after an error was reported
   SourceLoc loc;
 };
@@ -131,6 +134,8 @@ class Completer {
   Typed type_expr(const RawExpr& e);
   Typed type_op(const RawExpr& e);
   Typed type_inner_reduction(const RawExpr& e);  // statement_reductions.cc
+  // The gathered part of subscript `a` of a read, as one i32 expression; null after an error.
+  ExprRef type_gather(const NamedAffine& a, const std::string& tensor);
   void settle(const ExprRef& e, DType context);
 
   const RawStatement& s_;

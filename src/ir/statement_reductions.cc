@@ -18,8 +18,7 @@ namespace kiln::ir::internal {
 namespace {
 
 bool same_affine(const Affine& a, const Affine& b) {
-  if (a.offset != b.offset || a.terms != b.terms || !a.gather != !b.gather) return false;
-  return !a.gather || same_expr(*a.gather, *b.gather);
+  return a.offset == b.offset && a.terms == b.terms && a.gather == b.gather;
 }
 
 // Expression `e` with its index numbers (subscript terms, index values) mapped through `number`.
@@ -28,7 +27,6 @@ ExprRef renumbered(const ExprRef& e, const std::map<int, int>& number) {
   if (out->kind == Expr::Kind::kIndex) out->index = number.at(out->index);
   for (Affine& a : out->subscripts) {
     for (auto& term : a.terms) term.first = number.at(term.first);
-    if (a.gather) a.gather = renumbered(a.gather, number);
   }
   for (ExprRef& arg : out->args) arg = renumbered(arg, number);
   return out;
@@ -38,7 +36,6 @@ void used_indices(const Expr& e, std::set<int>* out) {
   if (e.kind == Expr::Kind::kIndex) out->insert(e.index);
   for (const Affine& a : e.subscripts) {
     for (const auto& term : a.terms) out->insert(term.first);
-    if (a.gather) used_indices(*a.gather, out);
   }
   for (const ExprRef& arg : e.args) used_indices(*arg, out);
 }
@@ -63,26 +60,37 @@ void Completer::direct_indices(const RawExpr& e, std::set<int>* out) {
   if (e.kind == RawExpr::Kind::kReduce) return;
   if (e.kind == RawExpr::Kind::kTensor || e.kind == RawExpr::Kind::kMerge) {
     auto ref = refs_.find(&e);
-    if (ref != refs_.end()) {
-      for (const NamedAffine& a : ref->second.subs) {
-        for (const NamedTerm& t : a.terms) {
-          auto number = index_number_.find(t.name);
-          if (number != index_number_.end()) out->insert(number->second);
-        }
+    if (ref == refs_.end()) return;
+    for (const NamedAffine& a : ref->second.subs) {
+      for (const NamedTerm& t : a.terms) {
+        auto number = index_number_.find(t.name);
+        if (number != index_number_.end()) out->insert(number->second);
       }
+      for (const auto& [term, negative] : a.gathers) direct_indices(*term, out);
     }
-  } else if (e.kind == RawExpr::Kind::kName && index_names_.count(e.name)) {
+    return;
+  }
+  if (e.kind == RawExpr::Kind::kName && index_names_.count(e.name)) {
     auto number = index_number_.find(e.name);
     if (number != index_number_.end()) out->insert(number->second);
   }
   for (const RawExprRef& a : e.args) {
-    if (a) direct_indices(*a, out);  // a tensor's args are its subscripts: gathers read there
+    if (a) direct_indices(*a, out);
   }
 }
 
 void Completer::scope_reductions(const RawExpr& e, std::vector<const RawExpr*>* out) {
   if (e.kind == RawExpr::Kind::kReduce) {
     out->push_back(&e);
+    return;
+  }
+  if (e.kind == RawExpr::Kind::kTensor || e.kind == RawExpr::Kind::kMerge) {
+    // Only gathered terms hold values (`z[n, argmax(z[n, k])]`); an affine subscript refuses one.
+    auto ref = refs_.find(&e);
+    if (ref == refs_.end()) return;
+    for (const NamedAffine& a : ref->second.subs) {
+      for (const auto& [term, negative] : a.gathers) scope_reductions(*term, out);
+    }
     return;
   }
   for (const RawExprRef& a : e.args) {

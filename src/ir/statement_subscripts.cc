@@ -156,6 +156,28 @@ NamedAffine Completer::affine(const RawExpr& e) {
                      "subscript", kRule);
 }
 
+namespace {
+
+bool reads_tensor(const RawExpr& e) {
+  if (e.kind == RawExpr::Kind::kTensor || e.kind == RawExpr::Kind::kMerge) return true;
+  return std::any_of(e.args.begin(), e.args.end(), [](const RawExprRef& a) { return a && reads_tensor(*a); });
+}
+
+// The terms of `e`'s + / - chain (unary minus included), each with whether it is subtracted.
+void chain_terms(const RawExpr& e, bool negative, std::vector<std::pair<const RawExpr*, bool>>* out) {
+  const bool binary = (e.op == Op::kAdd || e.op == Op::kSub) && e.args.size() == 2 && e.args[0] && e.args[1];
+  if (e.kind == RawExpr::Kind::kOp && binary) {
+    chain_terms(*e.args[0], negative, out);
+    chain_terms(*e.args[1], e.op == Op::kSub ? !negative : negative, out);
+  } else if (e.kind == RawExpr::Kind::kOp && e.op == Op::kNeg && e.args.size() == 1 && e.args[0]) {
+    chain_terms(*e.args[0], !negative, out);
+  } else {
+    out->push_back({&e, negative});
+  }
+}
+
+}  // namespace
+
 NamedAffine Completer::subscript(const RawExpr* e, SourceLoc fallback) {
   if (!e) {
     error(fallback, "missing subscript");
@@ -163,7 +185,25 @@ NamedAffine Completer::subscript(const RawExpr* e, SourceLoc fallback) {
     a.ok = false;
     return a;
   }
-  NamedAffine a = affine(*e);
+  NamedAffine a;
+  if (!reads_tensor(*e)) {
+    a = affine(*e);
+  } else {
+    // A gather (language version 2): the terms that read tensors are values; the rest, affine.
+    std::vector<std::pair<const RawExpr*, bool>> terms;
+    chain_terms(*e, false, &terms);
+    RawExprRef rest = raw_number(0, false, e->loc);
+    for (const auto& [term, negative] : terms) {
+      if (reads_tensor(*term)) {
+        a.gathers.push_back({term, negative});
+      } else {
+        rest = raw_op(negative ? Op::kSub : Op::kAdd, {rest, std::make_shared<RawExpr>(*term)}, term->loc);
+      }
+    }
+    const std::vector<std::pair<const RawExpr*, bool>> gathers = std::move(a.gathers);
+    a = affine(*rest);
+    a.gathers = gathers;
+  }
   a.loc = e->loc;
   std::erase_if(a.terms, [](const NamedTerm& t) { return t.coeff == 0; });
   return a;

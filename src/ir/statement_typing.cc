@@ -171,6 +171,12 @@ Completer::Typed Completer::type_expr(const RawExpr& e) {
         if (!a.ok) return {};
         Affine affine;
         affine.offset = a.offset;
+        if (!a.gathers.empty()) {
+          ExprRef gathered = type_gather(a, ref.node->name);
+          if (!gathered) return {};
+          affine.gather = static_cast<int>(out->args.size());
+          out->args.push_back(std::move(gathered));
+        }
         for (const NamedTerm& t : a.terms) {
           auto number = index_number_.find(t.name);
           if (number == index_number_.end()) {
@@ -189,6 +195,37 @@ Completer::Typed Completer::type_expr(const RawExpr& e) {
       return type_op(e);
   }
   return {};
+}
+
+ExprRef Completer::type_gather(const NamedAffine& a, const std::string& tensor) {
+  ExprRef sum;
+  for (const auto& [term, negative] : a.gathers) {
+    Typed t = type_expr(*term);
+    if (!t.expr) return nullptr;
+    if (t.weak) settle(t.expr, DType::kI32);
+    if (t.expr->type != DType::kI32) {
+      error(term->loc, "a subscript of '" + tensor + "' reads a " + std::string(dtype_name(t.expr->type)) +
+                           " value; a gathered subscript reads i32 values (convert with i32(...))");
+      return nullptr;
+    }
+    auto op = std::make_shared<Expr>();
+    op->kind = Expr::Kind::kOp;
+    op->type = DType::kI32;
+    op->loc = term->loc;
+    if (!sum) {
+      if (!negative) {
+        sum = t.expr;
+        continue;
+      }
+      op->op = Op::kNeg;
+      op->args = {t.expr};
+    } else {
+      op->op = negative ? Op::kSub : Op::kAdd;
+      op->args = {sum, t.expr};
+    }
+    sum = op;
+  }
+  return sum;
 }
 
 ExprRef Completer::type_rhs(const RawExpr& rhs, DType target_type) {

@@ -11,9 +11,11 @@ Affine substitute(const Affine& inner, const std::vector<Affine>& outer) {
   std::map<int, int64_t> terms;
   Affine out;
   out.offset = inner.offset;
+  out.gather = inner.gather;
   for (const auto& [index, coeff] : inner.terms) {
     const Affine& o = outer[static_cast<size_t>(index)];
     out.offset += coeff * o.offset;
+    if (o.gather >= 0) out.gather = 0;  // still not affine
     for (const auto& [oi, oc] : o.terms) terms[oi] += coeff * oc;
   }
   for (const auto& [index, coeff] : terms) {
@@ -41,6 +43,7 @@ void collect_reads(const Expr& e, const std::vector<Affine>& env, const InlineDe
         inner[static_cast<size_t>(d.target_indices[k])] = subs[k];
       }
       collect_reads(*d.rhs, inner, inlined, depth + 1, out);
+      for (const ExprRef& a : e.args) collect_reads(*a, env, inlined, depth, out);  // gathers' reads
       return;
     }
     out->push_back(Access{e.node, std::move(subs), false, e.kind == Expr::Kind::kMerge});

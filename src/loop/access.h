@@ -26,7 +26,8 @@ struct Access {
 std::vector<Access> statement_accesses(const Assignment& s, const InlineDefs& inlined);
 
 // `inner` (over the indices of a definition) with each index t replaced by `outer[t]` (affine
-// forms over the reader's indices). Every index of `inner` must have an entry.
+// forms over the reader's indices). Every index of `inner` must have an entry. A gathered
+// subscript stays gathered (gather >= 0, which here only marks it as not affine).
 Affine substitute(const Affine& inner, const std::vector<Affine>& outer);
 
 // Whether `a` is the statement's target point: subscript d is exactly target index d, for all d.

@@ -328,10 +328,15 @@ class KernelBuilder {
     }
     size_t next = 1;
     DType t = DType::kI64;
+    const bool typed_atom = next < items.size() && items[next].kind == SNode::Kind::kAtom && parse_type(items[next].text);
     if (is_cast(op->op)) {
       t = cast_type(op->op);
-    } else if (next < items.size() && items[next].kind == SNode::Kind::kAtom &&
-               parse_type(items[next].text)) {
+      // Casts take no type, except `(i32 i64 X)`: an i32 value widened into an offset.
+      if (op->op == Op::kCastI32 && typed_atom && *parse_type(items[next].text) == DType::kI64) {
+        t = DType::kI64;
+        ++next;
+      }
+    } else if (typed_atom) {
       t = *parse_type(items[next].text);
       ++next;
     }

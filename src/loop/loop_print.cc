@@ -86,7 +86,8 @@ void print_expr(const LExpr* e, std::string& out) {
       const OpText* op = find_op(e->op);
       out += '(';
       out += op ? op->name : "?";
-      if (!is_cast(e->op) && e->type != DType::kI64) {
+      // A cast's type is its name's, except a widening i32 cast into an offset: `(i32 i64 X)`.
+      if (is_cast(e->op) ? e->type != cast_type(e->op) : e->type != DType::kI64) {
         out += ' ';
         out += type_text(e->type);
       }

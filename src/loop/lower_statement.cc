@@ -77,6 +77,11 @@ Result<LExprRef> Lowerer::lower_read(const Expr& e, Scope& scope) {
     const int bare = a.bare_index();
     LExprRef v = i64(a.offset);
     for (const auto& [index, coeff] : a.terms) v = add(mul(i64(coeff), scope.index_value[index]), v);
+    if (a.gather >= 0) {
+      // A gather: the value read, which any point may take (it is checked like a compound subscript).
+      KILN_ASSIGN_OR_RETURN(LExprRef gathered, lower_expr(*e.args[static_cast<size_t>(a.gather)], scope));
+      v = add(v, cast_to(gathered, DType::kI64));
+    }
     // A bare index that spans exactly its dimension needs no check; anything else is checked.
     if (bare < 0 || !scope.in_range[bare]) {
       conditions.push_back(lop(Op::kGe, DType::kI64, {v, i64(0)}));

@@ -158,7 +158,7 @@ TEST(PrintProgram, NeverFailsOnMalformedPrograms) {
   auto t = std::make_shared<Expr>();
   t->kind = Expr::Kind::kTensor;
   t->node = -2;
-  t->subscripts = {Affine{{{7, 1}}, 0, nullptr}};
+  t->subscripts = {Affine{{{7, 1}}, 0, -1}};
   e->args = {t, nullptr};
   s.rhs = e;
   r.statements.push_back(s);

@@ -33,22 +33,22 @@ inline std::string expr_difference(const Expr& a, const Expr& b, const std::stri
       if (a.node != b.node) return differ("node");
       if (a.subscripts.size() != b.subscripts.size()) return differ("subscript count");
       for (size_t d = 0; d < a.subscripts.size(); ++d) {
-        if (a.subscripts[d].terms != b.subscripts[d].terms ||
-            a.subscripts[d].offset != b.subscripts[d].offset) {
+        if (a.subscripts[d].terms != b.subscripts[d].terms || a.subscripts[d].offset != b.subscripts[d].offset ||
+            a.subscripts[d].gather != b.subscripts[d].gather) {
           return differ("subscript " + std::to_string(d));
         }
       }
-      return "";
+      break;  // and the gathers, in args
     case Expr::Kind::kOp:
       if (a.op != b.op) return differ("op");
-      if (a.args.size() != b.args.size()) return differ("argument count");
-      for (size_t i = 0; i < a.args.size(); ++i) {
-        std::string d = expr_difference(*a.args[i], *b.args[i], path + "." + std::to_string(i));
-        if (!d.empty()) return d;
-      }
-      return "";
+      break;
   }
-  return differ("?");
+  if (a.args.size() != b.args.size()) return differ("argument count");
+  for (size_t i = 0; i < a.args.size(); ++i) {
+    std::string d = expr_difference(*a.args[i], *b.args[i], path + "." + std::to_string(i));
+    if (!d.empty()) return d;
+  }
+  return "";
 }
 
 inline ::testing::AssertionResult programs_equal(const Program& a, const Program& b) {

@@ -105,10 +105,10 @@ TEST(ProgramTypes, ElementCountAndBareIndex) {
   n.dims = {int64_t{1} << 40, int64_t{1} << 40};
   EXPECT_EQ(n.element_count(), INT64_MAX);  // saturates
   EXPECT_EQ(Affine::index(3).bare_index(), 3);
-  EXPECT_EQ((Affine{{{1, 2}}, 0, nullptr}).bare_index(), -1);
-  EXPECT_EQ((Affine{{{1, 1}}, 1, nullptr}).bare_index(), -1);
-  EXPECT_EQ((Affine{{{1, 1}, {2, 1}}, 0, nullptr}).bare_index(), -1);
-  EXPECT_EQ((Affine{{}, 0, nullptr}).bare_index(), -1);
+  EXPECT_EQ((Affine{{{1, 2}}, 0, -1}).bare_index(), -1);
+  EXPECT_EQ((Affine{{{1, 1}}, 1, -1}).bare_index(), -1);
+  EXPECT_EQ((Affine{{{1, 1}, {2, 1}}, 0, -1}).bare_index(), -1);
+  EXPECT_EQ((Affine{{}, 0, -1}).bare_index(), -1);
 }
 
 TEST(ProgramTypes, KeywordsAndIdentifiers) {

@@ -320,7 +320,7 @@ TEST_F(CompletionTest, SubscriptRules) {
   bad(op(Op::kDiv, {name("i"), num(2)}, loc(1, 9)), "1:9: a subscript cannot divide");
   bad(flt(1.0, loc(1, 9)), "1:9: a subscript must be an integer, not a float literal");
   bad(op(Op::kExp, {name("i")}, loc(1, 9)), "1:9: 'exp' cannot be used in a subscript");
-  bad(ref("n", {name("i")}, loc(1, 9)), "1:9: a tensor value cannot be used in a subscript");
+  bad(ref("d", {name("i")}, loc(1, 9)), "1:9: a subscript of 'y' reads a f64 value; a gathered subscript reads i32 values");
   bad(name("s", loc(1, 9)), "1:9: 's' is a tensor, so it cannot be an index");
   bad(name("half", loc(1, 9)), "1:9: const 'half' is not an integer");
   bad(op(Op::kAdd, {name("i"), name("late", loc(1, 9))}), "1:9: 'late' is a tensor, so it cannot be an index");

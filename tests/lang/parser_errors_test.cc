@@ -164,7 +164,7 @@ TEST(ParserErrors, SubscriptErrors) {
   check({"non-affine", "y[i] = sum(x[i, i * j])\n", 1, 19, "subscript is not affine: it multiplies index 'i' by index 'j'"});
   check({"division", "y[i] = x[i, i / 2]\n", 1, 15, "a subscript cannot divide"});
   check({"float subscript", "y[i] = v[0.5]\n", 1, 10, "a subscript must be an integer, not a float literal"});
-  check({"data-dependent", "y[i] = v[c + y[i]]\n", 1, 14, "a tensor value cannot be used in a subscript"});
+  check({"gather of a float", "y[i] = v[c + y[i]]\n", 1, 14, "a subscript of 'v' reads a f32 value; a gathered subscript reads i32 values (convert with i32(...))"});
   check({"target not bare", "y[i + 1] = 1\n", 1, 5, "target subscripts must be bare index names, one per dimension"});
   check({"target const", "y[c] = 1\n", 1, 3, "target subscripts must be index names, but 'c' is a const"});
   check({"target repeated", "z[i, i] = 1\n", 1, 6, "index 'i' appears twice in the target"});

@@ -200,8 +200,8 @@ TEST(Accesses, ReadsThroughInlinedDefinitionsAreInTheReadersIndices) {
   EXPECT_TRUE(accesses[1].write);
   EXPECT_TRUE(at_target_point(routine.statements[1], accesses[1]));
   // substitute: 2*a - b + 3 with a = i + 1, b = 2*i - j.
-  Affine inner{{{0, 2}, {1, -1}}, 3, nullptr};
-  Affine a{{{0, 1}}, 1, nullptr}, bb{{{0, 2}, {1, -1}}, 0, nullptr};
+  Affine inner{{{0, 2}, {1, -1}}, 3, -1};
+  Affine a{{{0, 1}}, 1, -1}, bb{{{0, 2}, {1, -1}}, 0, -1};
   Affine out = substitute(inner, {a, bb});
   EXPECT_EQ(out.offset, 5);
   EXPECT_EQ(out.terms, (std::vector<std::pair<int, int64_t>>{{1, 1}}));

@@ -187,6 +187,8 @@ TEST(LoopTextTest, EveryStatementAndExpressionKind) {
               block({}),
           }),
           store(11, lvar(0), lconst(DType::kI32, -7)),
+          // A gather's offset: an i32 value widened, printed `(i32 i64 X)`.
+          store(2, lop(Op::kCastI32, DType::kI64, {lload(11, DType::kI32, lvar(0))}), lconst(DType::kF64, 1)),
       }, /*parallel=*/true),
       local_decl(0, DType::kI32, 1, {comment("")}),
   });

@@ -35,7 +35,8 @@
 // Some programs hold a gather through select with an integer comparison,
 //   p[a, b] = sum(select(t[a, b] == g, x[g, a, b], 0))
 // with an i32 index input t holding -8..8 (some values out of range): GCC 12 at -O3
-// -march=native once miscompiled that shape.
+// -march=native once miscompiled that shape; others the gather itself (language version 2),
+// `p[a, b] = x[t[a, b], a, b]` and variants, and reductions inside expressions, nested ones too.
 // Several programs are concatenated into one file (names prefixed pN_) so that one C compiler run
 // builds a whole batch; each program is also parsed on its own first. The generator is
 // ProgramGenerator (program_generator.h).
@@ -546,7 +547,9 @@ TEST(DifferentialGeneratorTest, IsDeterministicAndVaried) {
                               "cos(", "floor(", "ceil(", "pow(", "select(", "f32(", "f64(", "i32(",
                               " < ", " <= ", " > ", " >= ", " == ", " != ", " / ", "uniform(", "normal(",
                               // the gather through select with an integer comparison
-                              " == g, ", "g == ", " != g, 0, ", "abs(", "min(", " + 1 == g"}) {
+                              " == g, ", "g == ", " != g, 0, ", "abs(", "min(", " + 1 == g",
+                              // the gather as a subscript (language version 2)
+                              "[p_gi", "[abs(p_gi", "[min(p_gi"}) {
     EXPECT_NE(all.find(feature), std::string::npos) << "no generated program uses '" << feature << "'";
   }
 }

@@ -262,5 +262,70 @@ TEST(LanguageSemanticsTest, ReductionsInsideExpressionsGiveExactValues) {
                     {{"o", {5 - 4 + 2, -10 + 1 + 0}}, {"cnt", {1, 1}}}, {{"x", {1, 0, 4, 0, -1, -3, -3, -3}}});
 }
 
+// Gathers (language version 2): a subscript that reads an i32 tensor reads at the position it
+// reads, as NumPy's take does, except that a position outside its dimension reads 0 (and, in a
+// reduction, contributes nothing). Gathers nest, combine with indices, read inlined
+// intermediates and inner reductions' results, and a statement that gathers from its own target
+// reads the values from before it.
+TEST(LanguageSemanticsTest, GathersReadAtThePositionTheyRead) {
+  expect_everywhere(R"(
+input  z : f32[3, 4]
+input  lab : i32[3]
+input  e : f32[5, 2]
+input  t : i32[4]
+input  perm : i32[4]
+param  q : f32[4]
+tensor h : f32[3, 4]
+output pick : f32[3]
+output flip : f32[3]
+output pair : f32[3]
+output emb : f32[4, 2]
+output nest : f32[4]
+output loss : f32
+output hv : f32[3]
+output top : f32[3]
+pick[n] = z[n, lab[n]]
+flip[n] = z[n, 3 - lab[n]]
+pair[n] = sum(z[n, lab[n] + k]) where k < 2
+emb[i, j] = e[t[i], j]
+nest[i] = f32(t[t[i]])
+loss = sum(-z[n, lab[n]])
+h[n, c] = z[n, c] * 2
+hv[n] = h[n, lab[n]]
+top[n] = z[n, argmax(z[n, c])]
+q[i] = q[perm[i]]
+)",
+                    {{"pick", {2, 0, 0}},
+                     {"flip", {1, 0, 0}},
+                     {"pair", {5, 4, 0}},
+                     {"emb", {30, 31, 0, 1, 0, 0, 0, 0}},
+                     {"nest", {-2, 3, 0, 0}},
+                     {"loss", {-2}},
+                     {"hv", {4, 0, 0}},
+                     {"top", {3, 7, 11}},
+                     {"q", {20, 30, 40, 10}}},
+                    {{"z", {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},
+                     {"lab", {2, -1, 4}},
+                     {"e", {0, 1, 10, 11, 20, 21, 30, 31, 40, 41}},
+                     {"t", {3, 0, 7, -2}},
+                     {"perm", {1, 2, 3, 0}},
+                     {"q", {10, 20, 30, 40}}});
+}
+
+// A gathered subscript reads i32 values; a target's subscripts never gather.
+TEST(LanguageSemanticsTest, GathersReadI32ValuesOnly) {
+  Result<ir::Program> f32_position =
+      lang::parse_program("input x : f32[4, 5]\ninput v : f32[5]\noutput z : f32[4, 5]\nz[i, j] = x[i, v[j]]\n", "g.kiln");
+  ASSERT_FALSE(f32_position.ok());
+  EXPECT_NE(f32_position.status().message().find("g.kiln:4:16: error: a subscript of 'x' reads a f32 value; a gathered "
+                                                 "subscript reads i32 values (convert with i32(...))"),
+            std::string::npos)
+      << f32_position.status();
+  Result<ir::Program> target = lang::parse_program("input t : i32[4]\noutput z : f32[4]\nz[t[i]] = 1\n", "g.kiln");
+  ASSERT_FALSE(target.ok());
+  EXPECT_NE(target.status().message().find("g.kiln:3:3: error: target subscripts must be bare index names"), std::string::npos)
+      << target.status();
+}
+
 }  // namespace
 }  // namespace kiln::e2e

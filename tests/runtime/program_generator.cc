@@ -332,6 +332,17 @@ std::string ProgramGenerator::gather_statement() {
     default: break;
   }
   const std::string value = values.name + (out.rank() == 1 ? "[g, a]" : "[g, a, b]");
+  out.written = true;
+  if (chance(0.5)) {
+    // The gather itself (language version 2): the key read as a subscript; out of range reads 0.
+    const std::string read = values.name + "[" + key + (out.rank() == 1 ? ", a]" : ", a, b]");
+    switch (pick(3)) {
+      case 0: return out.name + at + " = " + read;
+      case 1: return out.name + at + " = " + read + " * 0.5 + " + value.substr(0, value.find('[')) + "[0" +
+                     (out.rank() == 1 ? ", a]" : ", a, b]") + " * 0.5";
+      default: return out.name + at + " = max(" + read + " - " + value + ")";  // over g, within [-2, 2]
+    }
+  }
   std::string rhs;
   if (chance(0.75)) {
     rhs = "select(" + (chance(0.7) ? key + " == g" : "g == " + key) + ", " + value + ", 0)";
@@ -339,7 +350,6 @@ std::string ProgramGenerator::gather_statement() {
     rhs = "select(" + key + " != g, 0, " + value + ")";
   }
   // Exactly one choice (or none) matches, so sum and max stay within the values' [-1, 1].
-  out.written = true;
   return out.name + at + " = " + (chance(0.8) ? "sum(" : "max(") + rhs + ")";
 }
 

@@ -158,7 +158,8 @@ Value f32(const Value& a);
 Value f64(const Value& a);
 Value i32(const Value& a);
 
-// Reductions: valid only as the whole right side of a statement.
+// Reductions: the whole right side of a statement, or (language version 2) anywhere inside it,
+// nested too: each inner one is computed into a temporary first (kiln/ir/statement.h).
 Value sum(const Value& a);
 Value prod(const Value& a);
 Value max(const Value& a);
@@ -167,6 +168,10 @@ Value mean(const Value& a);
 // The position of the largest / smallest value over the one reduced index (language version 2).
 Value argmax(const Value& a);
 Value argmin(const Value& a);
+
+// Language version 2, a gather: a subscript that is the i32 value `position` reads from tensors,
+// `z(n, gathered(lab(n)))`; it combines with indices like any Index (`gathered(t(i)) + 1`).
+inline Index gathered(const Value& position) { return Index(position.raw()); }
 
 // A declared tensor: t(i, j) reads it (or names the target of a statement), t.merge(i, j) reads
 // its merge buffer. A scalar converts to a Value by itself (or t()).

@@ -110,18 +110,16 @@ struct IndexVar {
   SizeExpr range() const { return sized_extent ? *sized_extent : SizeExpr::constant(extent); }
 };
 
-struct Expr;
-using ExprRef = std::shared_ptr<const Expr>;
-
 // sum(coeff * index) + offset, over the statement's indices: `2*i + k - 1`.
 struct Affine {
   std::vector<std::pair<int, int64_t>> terms;  // (index number, coefficient), coefficient != 0
   int64_t offset = 0;
-  // Language version 2, a gather: an i32 value read from tensors (`lab[n]`, `t[i] + 1`), added
-  // to the affine part; null for an affine subscript.
-  ExprRef gather;
+  // Language version 2, a gather: the read's args[gather], an i32 expression that reads tensors
+  // (`lab[n]` in `z[n, lab[n] + 1]`), is added to the affine part; -1 for an affine subscript.
+  // (In lowering's access analysis, loop/access.h, it only marks the subscript as not affine.)
+  int gather = -1;
 
-  static Affine index(int i) { return Affine{{{i, 1}}, 0, nullptr}; }
+  static Affine index(int i) { return Affine{{{i, 1}}, 0, -1}; }
   // The index number if this is exactly one bare index (coefficient 1, offset 0, no gather), else -1.
   int bare_index() const;
 };
@@ -151,10 +149,13 @@ std::string_view op_name(Op op);
 // Returns kI64 (never a valid result) for a wrong number of arguments.
 DType op_result_type(Op op, const std::vector<DType>& arg_types);
 
+struct Expr;
+using ExprRef = std::shared_ptr<const Expr>;
+
 struct Expr {
   enum class Kind : uint8_t {
     kLiteral,  // `literal`
-    kTensor,   // node[subscripts]; a scalar node (e.g. a const) has no subscripts
+    kTensor,   // node[subscripts]; a scalar node (e.g. a const) has no subscripts; args: gathers
     kMerge,    // node.merge[subscripts]
     kIndex,    // the value of index `index`, as i32
     kOp,       // op(args)

@@ -256,7 +256,8 @@ std::optional<int64_t> var_coefficient(const LExpr& e, int var);
 //                                                1e+20, inf, -inf, nan)
 //           | (load TYPE ID OFFSET) | (local_load TYPE L OFFSET)
 //           | (OP [TYPE] EXPR...)                TYPE omitted means i64; casts take none:
-//                                                (f32 X) (f64 X) (i32 X)
+//                                                (f32 X) (f64 X) (i32 X), except (i32 i64 X),
+//                                                an i32 value widened into an offset (a gather)
 //   OP     := neg exp log sqrt rsqrt tanh sigmoid relu abs sin cos floor ceil f32 f64 i32
 //             + - * / < <= > >= == != max min pow select fma
 //   TYPE   := f32 | f64 | i32 | i64

@@ -176,6 +176,9 @@ class Hoister {
     const ExprFacts f = facts_of(e.get(), writes_);
     if (f.invariant && f.worth && (always || !f.loads)) {
       if (LExprRef local = hoist(e)) return local;
+    } else if (f.invariant && f.worth) {
+      // Computed before the loop already (a gather's range check, which its clamped offset repeats).
+      if (LExprRef local = hoisted_load(e)) return local;
     }
     // Not moved as a whole: perhaps parts of it. Select evaluates only the operand it picks.
     LExprRef offset = in_loop(e->offset, always);
@@ -197,14 +200,20 @@ class Hoister {
   // A load of the local that holds `e` (one local per distinct expression), or null when no
   // local number is left.
   LExprRef hoist(const LExprRef& e) {
-    for (const Hoisted& h : hoisted_) {
-      count_lowering_work(1);
-      if (same_expr(h.expr.get(), e.get())) return llocal_load(h.local, e->type, i64_const(0));
-    }
+    if (LExprRef local = hoisted_load(e)) return local;
     if (kernel_.local_count >= kMaxKernelLocals) return nullptr;
     const int local = kernel_.local_count++;
     hoisted_.push_back({e, local});
     return llocal_load(local, e->type, i64_const(0));
+  }
+
+  // A load of the local that already holds `e`, or null.
+  LExprRef hoisted_load(const LExprRef& e) {
+    for (const Hoisted& h : hoisted_) {
+      count_lowering_work(1);
+      if (same_expr(h.expr.get(), e.get())) return llocal_load(h.local, e->type, i64_const(0));
+    }
+    return nullptr;
   }
 
   Kernel& kernel_;
