@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <set>
+
+#include "kiln/ir/gemm_groups.h"
+#include "kiln/ir/sizes.h"
 
 namespace kiln::ir {
 
@@ -61,27 +65,61 @@ class BuiltinChecker {
     }
   }
 
+  // One block of `n`'s dimensions as a matrix side: "8", or "(32·4·4)" for several.
+  static std::string block_text(const TensorNode& n, int from, int count) {
+    std::string s;
+    for (int d = from; d < from + count; ++d) {
+      const SizeExpr e = n.dimension(static_cast<size_t>(d));
+      s += (d > from ? "·" : "") + (e.is_constant() ? std::to_string(e.offset) : size_expr_text(e, {}));
+    }
+    return count > 1 ? "(" + s + ")" : s;
+  }
+  static bool same_block(const TensorNode& x, int x_from, const TensorNode& y, int y_from, int count) {
+    for (int d = 0; d < count; ++d) {
+      if (x.dimension(static_cast<size_t>(x_from + d)) != y.dimension(static_cast<size_t>(y_from + d))) return false;
+    }
+    return true;
+  }
+
   void gemm() {
     const TensorNode &a = arg(0), &b = arg(1), &c = out(0);
     // Every operand is checked, so that each wrong one is reported.
-    const bool ranks = rank_between(a, arg_loc(0), 2, 2);
-    const bool b_rank = rank_between(b, arg_loc(1), 2, 2);
-    const bool c_rank = rank_between(c, out_loc(0), 2, 2);
+    const bool ranks = rank_between(a, arg_loc(0), 2, kGemmMaxRank);
+    const bool b_rank = rank_between(b, arg_loc(1), 2, kGemmMaxRank);
+    const bool c_rank = rank_between(c, out_loc(0), 2, kGemmMaxRank);
     const bool type = type_in(a, arg_loc(0), {DType::kF32, DType::kF64});
     if (!(ranks && b_rank && c_rank && type)) return;
     if (b.dtype != a.dtype) return error(arg_loc(1), "'" + b.name + "' is " + std::string(dtype_name(b.dtype)) + " and '" + a.name + "' is " + std::string(dtype_name(a.dtype)) + "; gemm takes one element type");
     if (c.dtype != a.dtype) return error(out_loc(0), "'" + c.name + "' is " + std::string(dtype_name(c.dtype)) + " and '" + a.name + "' is " + std::string(dtype_name(a.dtype)) + "; gemm takes one element type");
     const bool ta = call_attribute(call_, "transpose_a") != 0, tb = call_attribute(call_, "transpose_b") != 0;
-    const int64_t m = ta ? a.dims[1] : a.dims[0], k = ta ? a.dims[0] : a.dims[1];
-    const int64_t k2 = tb ? b.dims[1] : b.dims[0], n = tb ? b.dims[0] : b.dims[1];
-    if (k != k2) {
-      return error(arg_loc(1), "inner dimensions differ: op('" + a.name + "') is " + std::to_string(m) + "x" +
-                                   std::to_string(k) + ", op('" + b.name + "') is " + std::to_string(k2) + "x" +
-                                   std::to_string(n));
+    const int64_t batch = static_cast<int64_t>(call_attribute(call_, "batch"));
+    const std::optional<GemmGroups> g = gemm_groups(static_cast<int64_t>(a.dims.size()), static_cast<int64_t>(b.dims.size()),
+                                                    static_cast<int64_t>(c.dims.size()), batch);
+    if (!g) {
+      return error(call_.function_loc.line > 0 ? call_.function_loc : call_.loc,
+                   "'" + a.name + "' (rank " + std::to_string(a.dims.size()) + "), '" + b.name + "' (rank " +
+                       std::to_string(b.dims.size()) + ") and '" + c.name + "' (rank " + std::to_string(c.dims.size()) +
+                       ") make no product with batch=" + std::to_string(batch) +
+                       ": their ranks are batch + rows + depth, batch + depth + cols and batch + rows + cols, with at "
+                       "least one dimension in each of rows, depth and cols");
     }
-    if (c.dims[0] != m || c.dims[1] != n) {
-      error(out_loc(0), "'" + c.name + "' is " + shape_string(c) + "; the product is " + std::to_string(m) + "x" +
-                            std::to_string(n));
+    for (const auto& [n, loc] : {std::pair{&a, arg_loc(0)}, std::pair{&b, arg_loc(1)}}) {
+      if (!same_block(*n, 0, c, 0, g->batch)) {
+        return error(loc, "'" + n->name + "' is " + shape_string(*n) + "; its first " + std::to_string(g->batch) +
+                              " dimension(s), the batch, must be those of '" + c.name + "' " + shape_string(c));
+      }
+    }
+    const int a_rows = g->batch + (ta ? g->depth : 0), a_depth = g->batch + (ta ? 0 : g->rows);
+    const int b_depth = g->batch + (tb ? g->cols : 0), b_cols = g->batch + (tb ? 0 : g->depth);
+    const std::string m = block_text(a, a_rows, g->rows), k = block_text(a, a_depth, g->depth);
+    const std::string k2 = block_text(b, b_depth, g->depth), n = block_text(b, b_cols, g->cols);
+    if (!same_block(a, a_depth, b, b_depth, g->depth)) {
+      return error(arg_loc(1), "inner dimensions differ: op('" + a.name + "') is " + m + "x" + k + ", op('" + b.name +
+                                   "') is " + k2 + "x" + n);
+    }
+    if (!same_block(a, a_rows, c, g->batch, g->rows) || !same_block(b, b_cols, c, g->batch + g->rows, g->cols)) {
+      error(out_loc(0), "'" + c.name + "' is " + shape_string(c) + "; the product is " + m + "x" + n +
+                            (g->batch ? ", batched over " + block_text(c, 0, g->batch) : ""));
     }
   }
 
@@ -135,7 +173,7 @@ class BuiltinChecker {
 
 const std::vector<BuiltinCall>& builtin_calls() {
   static const std::vector<BuiltinCall> calls = {
-      {"gemm", 2, 1, {{"transpose_a", 0, Rule::kFlag}, {"transpose_b", 0, Rule::kFlag}, {"alpha", 1, Rule::kFinite}, {"beta", 0, Rule::kFinite}}},
+      {"gemm", 2, 1, {{"transpose_a", 0, Rule::kFlag}, {"transpose_b", 0, Rule::kFlag}, {"alpha", 1, Rule::kFinite}, {"beta", 0, Rule::kFinite}, {"batch", 0, Rule::kCount}}},
       {"sort", 1, 1, {{"descending", 0, Rule::kFlag}}},
       {"argsort", 1, 1, {{"descending", 0, Rule::kFlag}}},
       {"topk", 1, 2, {}},
@@ -207,6 +245,8 @@ std::vector<Diagnostic> check_call(const Call& call, const std::vector<TensorNod
       error(a.loc, "attribute '" + a.attribute + "' is 0 or 1");
     } else if (it->rule == Rule::kNonNegative && a.value < 0) {
       error(a.loc, "attribute '" + a.attribute + "' must not be negative");
+    } else if (it->rule == Rule::kCount && (a.value < 0 || a.value != std::floor(a.value) || a.value > INT32_MAX)) {
+      error(a.loc, "attribute '" + a.attribute + "' is a whole number from 0 to 2^31 - 1");
     }
   }
   for (size_t i = 0; i < call.outputs.size(); ++i) {

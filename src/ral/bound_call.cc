@@ -70,12 +70,13 @@ Result<BoundCall> BoundCall::describe(const ir::Call& call, const ir::Program& p
     codes += type == Scalar::Type::kI64 ? "_i64" : type == Scalar::Type::kF32 ? "_f32" : "_f64";
   };
   if (const ir::BuiltinCall* builtin = ir::find_builtin_call(call.function)) {
-    // Flags are i64; values have the element type of the first output (c of gemm, r of random).
+    // Flags and counts are i64; values have the element type of the first output (c of gemm, r of random).
     if (call.outputs.empty()) return internal_error("call " + call.function + " has no output");
     const ir::DType element = program.nodes[static_cast<size_t>(call.outputs.front())].dtype;
     const Scalar::Type value_type = element == ir::DType::kF64 ? Scalar::Type::kF64 : Scalar::Type::kF32;
     for (const ir::CallAttribute& a : builtin->attributes) {
-      add_scalar(a.rule == ir::CallAttribute::Rule::kFlag ? Scalar::Type::kI64 : value_type,
+      const bool integer = a.rule == ir::CallAttribute::Rule::kFlag || a.rule == ir::CallAttribute::Rule::kCount;
+      add_scalar(integer ? Scalar::Type::kI64 : value_type,
                  ir::call_attribute(call, a.name));
     }
     if (call.function.starts_with("random_")) add_scalar(Scalar::Type::kI64, call_site);

@@ -3,6 +3,8 @@
 // (text → IR → text).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,11 +29,14 @@ constexpr const char* kPrelude =
     "param  r : f64[6, 2]\n";
 constexpr int kFirstLine = 11;
 
-std::vector<std::string> errors(const std::string& text) {
-  ParseResult r = parse(std::string(kPrelude) + text, "c.kiln");
+// The diagnostics of `text` after `prelude`, each as "LINE:COL: message" with the lines of `text`
+// counted from 1.
+std::vector<std::string> errors(const std::string& text, const std::string& prelude = kPrelude) {
+  ParseResult r = parse(prelude + text, "c.kiln");
+  const int first_line = 1 + static_cast<int>(std::count(prelude.begin(), prelude.end(), '\n'));
   std::vector<std::string> out;
   for (const Diagnostic& d : r.diagnostics) {
-    out.push_back(std::to_string(d.loc.line - kFirstLine + 1) + ":" + std::to_string(d.loc.column) + ": " + d.message);
+    out.push_back(std::to_string(d.loc.line - first_line + 1) + ":" + std::to_string(d.loc.column) + ": " + d.message);
   }
   EXPECT_EQ(r.program.has_value(), out.empty());
   return out;
@@ -83,6 +88,16 @@ struct Case {
   const char* fragment;  // in the message
 };
 
+// Each case's first diagnostic is at its place and says its fragment.
+void expect_first_errors(std::span<const Case> cases, const std::string& prelude = kPrelude) {
+  for (const Case& c : cases) {
+    std::vector<std::string> e = errors(c.text, prelude);
+    ASSERT_FALSE(e.empty()) << c.text;
+    EXPECT_EQ(e[0].rfind(std::string(c.where) + ": ", 0), 0u) << c.text << e[0];
+    EXPECT_NE(e[0].find(c.fragment), std::string::npos) << c.text << e[0];
+  }
+}
+
 TEST(CallParse, EveryErrorClassAtItsPosition) {
   const Case cases[] = {
       // syntax
@@ -124,12 +139,38 @@ TEST(CallParse, EveryErrorClassAtItsPosition) {
       {"call sort(y) -> y\n", "1:17", "'y' is both an argument and an output"},
       {"call my_fn(x) -> y, y\n", "1:21", "'y' is named twice as an output"},
   };
-  for (const Case& c : cases) {
-    std::vector<std::string> e = errors(c.text);
-    ASSERT_FALSE(e.empty()) << c.text;
-    EXPECT_EQ(e[0].rfind(std::string(c.where) + ": ", 0), 0u) << c.text << e[0];
-    EXPECT_NE(e[0].find(c.fragment), std::string::npos) << c.text << e[0];
+  expect_first_errors(cases);
+}
+
+// gemm of tensors of rank 2 to 4: the dimensions grouped into blocks (kiln/ir/gemm_groups.h),
+// each mismatch at the tensor or attribute concerned.
+TEST(CallParse, GemmOfHigherRanksGroupsWholeDimensions) {
+  const std::string prelude =
+      "input  h : f32[6, 2, 3, 3]\n"
+      "input  wd : f32[2, 3, 3, 10]\n"
+      "input  wt : f32[3, 2, 3, 10]\n"
+      "output z : f32[6, 10]\n"
+      "output zt : f32[10, 6]\n"
+      "input  p : f32[2, 3, 4]\n"
+      "input  q : f32[2, 4, 5]\n"
+      "input  q3 : f32[3, 4, 5]\n"
+      "output r : f32[2, 3, 5]\n"
+      "output r5 : f32[2, 3, 5, 1, 1]\n";
+  for (const char* valid : {"call gemm(h, wd) -> z\n", "call gemm(p, q, batch=1, beta=1) -> r\n",
+                            "call gemm(wd, h, transpose_a=1, transpose_b=1) -> zt\n"}) {
+    std::vector<std::string> e = errors(valid, prelude);
+    EXPECT_TRUE(e.empty()) << valid << e[0];
   }
+  const Case cases[] = {
+      {"call gemm(p, q) -> r\n", "1:6", "'p' (rank 3), 'q' (rank 3) and 'r' (rank 3) make no product with batch=0"},
+      {"call gemm(h, wd, batch=1) -> z\n", "1:6", "make no product with batch=1"},
+      {"call gemm(h, wt) -> z\n", "1:14", "inner dimensions differ: op('h') is 6x(2·3·3), op('wt') is (3·2·3)x10"},
+      {"call gemm(p, q3, batch=1) -> r\n", "1:14", "'q3' is f32[3, 4, 5]; its first 1 dimension(s), the batch, must be those of 'r' f32[2, 3, 5]"},
+      {"call gemm(q, p, batch=1, transpose_a=1, transpose_b=1) -> r\n", "1:59", "'r' is f32[2, 3, 5]; the product is 5x3, batched over 2"},
+      {"call gemm(p, q, batch=0.5) -> r\n", "1:17", "attribute 'batch' is a whole number from 0 to 2^31 - 1"},
+      {"call gemm(p, q, batch=1) -> r5\n", "1:29", "'r5' has rank 5; gemm takes tensors of rank 2 to 4"},
+  };
+  expect_first_errors(cases, prelude);
 }
 
 TEST(CallParse, CallIsAKeyword) {

@@ -164,12 +164,12 @@ TEST_F(CudaLibraryHostTest, GemmFallsBackToTheHostWhereCublasCannotStart) {
   MemRef<float, 2> am{as(ab), {2, 3}}, bm{as(bb), {3, 2}}, cm{as(cb), {2, 2}};
   int64_t no = 0;
   float alpha = 1, beta = 0;
-  const std::string gemm = "gemm___cuda___pvoid_m2df32_m2df32_m2df32_i64_i64_f32_f32___void";
-  Status done = call(gemm, {&am, &bm, &cm, &no, &no, &alpha, &beta});
+  const std::string gemm = "gemm___cuda___pvoid_m2df32_m2df32_m2df32_i64_i64_f32_f32_i64___void";
+  Status done = call(gemm, {&am, &bm, &cm, &no, &no, &alpha, &beta, &no});
   ASSERT_TRUE(done.ok()) << done;
   EXPECT_EQ(contents<float>(cb, 4), (std::vector<float>{4, 5, 10, 11}));
   test::ScopedEnv asked("KILN_CUDA_GEMM", "cublas");
-  Status refused = call(gemm, {&am, &bm, &cm, &no, &no, &alpha, &beta});
+  Status refused = call(gemm, {&am, &bm, &cm, &no, &no, &alpha, &beta, &no});
   EXPECT_EQ(refused.code(), StatusCode::kUnavailable) << refused;
   EXPECT_NE(refused.message().find("cuBLAS"), std::string::npos) << refused;
 }

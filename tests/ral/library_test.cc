@@ -200,8 +200,9 @@ void check_gemm_case(const char* device, int64_t m, int64_t n, int64_t k, bool t
   MemRef<T, 2> am{a.data(), {ta ? k : m, ta ? m : k}}, bm{b.data(), {tb ? n : k, tb ? k : n}}, cm{c.data(), {m, n}};
   int64_t ta64 = ta, tb64 = tb;
   const std::string code = std::is_same_v<T, float> ? "f32" : "f64";
-  const std::string name = full_name("gemm", device, "m2d" + code + "_m2d" + code + "_m2d" + code + "_i64_i64_" + code + "_" + code);
-  Status status = call(device, name, {&am, &bm, &cm, &ta64, &tb64, &alpha, &beta});
+  const std::string name = full_name("gemm", device, "m2d" + code + "_m2d" + code + "_m2d" + code + "_i64_i64_" + code + "_" + code + "_i64");
+  int64_t no_batch = 0;
+  Status status = call(device, name, {&am, &bm, &cm, &ta64, &tb64, &alpha, &beta, &no_batch});
   ASSERT_TRUE(status.ok()) << status;
   const double tolerance = (std::is_same_v<T, float> ? 1e-5 : 1e-13) * static_cast<double>(k + 1);
   for (size_t i = 0; i < c.size(); ++i) {
@@ -226,13 +227,61 @@ TEST(LibraryTest, GemmAgainstAWideReference) {
     MemRef<float, 2> am{a.data(), {1, 2}}, bm{b.data(), {2, 1}}, cm{c.data(), {1, 1}};
     int64_t no = 0;
     float alpha = 1, beta = 0;
-    ASSERT_TRUE(call(device, full_name("gemm", device, "m2df32_m2df32_m2df32_i64_i64_f32_f32"), {&am, &bm, &cm, &no, &no, &alpha, &beta}).ok());
+    ASSERT_TRUE(call(device, full_name("gemm", device, "m2df32_m2df32_m2df32_i64_i64_f32_f32_i64"), {&am, &bm, &cm, &no, &no, &alpha, &beta, &no}).ok());
     EXPECT_EQ(c[0], 11.0f) << device;
     // A shape mismatch is a status naming the shapes.
     MemRef<float, 2> wrong{c.data(), {1, 2}};
-    Status bad = call(device, full_name("gemm", device, "m2df32_m2df32_m2df32_i64_i64_f32_f32"), {&am, &bm, &wrong, &no, &no, &alpha, &beta});
+    Status bad = call(device, full_name("gemm", device, "m2df32_m2df32_m2df32_i64_i64_f32_f32_i64"), {&am, &bm, &wrong, &no, &no, &alpha, &beta, &no});
     EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
     EXPECT_NE(bad.message().find("op(a) is 1x2, op(b) is 2x1 and c is [1, 2]"), std::string::npos) << bad;
+  }
+}
+
+// Tensors of rank 3 and 4 are their products' matrices in row-major order (kiln/ir/gemm_groups.h):
+// a [2, 3, 4] @ b [2, 4, 5] with batch=1 is two 3x4 @ 4x5 products; a [3, 2, 2] @ b [5, 2, 2]ᵀ
+// flattens the summed dimensions. Dimensions that agree only in their products are refused.
+TEST(LibraryTest, GemmOfHigherRanksIsTheProductOfTheirMatrices) {
+  for (const char* device : kDevices) {
+    SCOPED_TRACE(device);
+    Random random(5);
+    auto fill = [&](size_t count) {
+      std::vector<float> v(count);
+      for (float& x : v) x = static_cast<float>(random.normal(0, 1));
+      return v;
+    };
+    std::vector<float> a = fill(24), b = fill(40), c(30, kNaN);
+    MemRef<float, 3> am{a.data(), {2, 3, 4}}, bm{b.data(), {2, 4, 5}}, cm{c.data(), {2, 3, 5}};
+    int64_t no = 0, one = 1;
+    float alpha = 1, beta = 0;
+    ASSERT_TRUE(call(device, full_name("gemm", device, "m3df32_m3df32_m3df32_i64_i64_f32_f32_i64"),
+                     {&am, &bm, &cm, &no, &no, &alpha, &beta, &one}).ok());
+    for (int64_t q = 0; q < 2; ++q) {
+      const std::vector<float> want = naive_gemm(std::vector<float>(a.begin() + q * 12, a.begin() + q * 12 + 12),
+                                                 std::vector<float>(b.begin() + q * 20, b.begin() + q * 20 + 20),
+                                                 std::vector<float>(15), 3, 5, 4, false, false, 1.0f, 0.0f);
+      for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(c[static_cast<size_t>(q * 15) + i], want[i], 1e-5) << q << " " << i;
+    }
+    // The summed dimensions flattened, b transposed, beta = 1 adding to what c held.
+    std::vector<float> c2(15, 1.0f);
+    MemRef<float, 3> a2{a.data(), {3, 2, 2}}, b2{b.data(), {5, 2, 2}};
+    MemRef<float, 2> c2m{c2.data(), {3, 5}};
+    float add = 1;
+    ASSERT_TRUE(call(device, full_name("gemm", device, "m3df32_m3df32_m2df32_i64_i64_f32_f32_i64"),
+                     {&a2, &b2, &c2m, &no, &one, &alpha, &add, &no}).ok());
+    const std::vector<float> want = naive_gemm(std::vector<float>(a.begin(), a.begin() + 12),
+                                               std::vector<float>(b.begin(), b.begin() + 20), std::vector<float>(15, 1.0f),
+                                               3, 5, 4, false, true, 1.0f, 1.0f);
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(c2[i], want[i], 1e-5) << i;
+    // [3, 2, 2] and [4, 1, 5]: k is 4 both ways, but the summed dimensions differ.
+    MemRef<float, 3> b3{b.data(), {4, 1, 5}};
+    Status bad = call(device, full_name("gemm", device, "m3df32_m3df32_m2df32_i64_i64_f32_f32_i64"),
+                      {&a2, &b3, &c2m, &no, &no, &alpha, &beta, &no});
+    EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(bad.message().find("a is [3, 2, 2], b is [4, 1, 5] and c is [3, 5]"), std::string::npos) << bad;
+    // Ranks that make no product with the batch asked for.
+    Status ranks = call(device, full_name("gemm", device, "m3df32_m3df32_m2df32_i64_i64_f32_f32_i64"),
+                        {&a2, &b3, &c2m, &no, &no, &alpha, &beta, &one});
+    EXPECT_NE(ranks.message().find("their ranks make no product with batch=1"), std::string::npos) << ranks;
   }
 }
 

@@ -13,6 +13,8 @@
 
 #include "common/scoped_env.h"
 #include "kiln/ir/call.h"
+#include "kiln/ir/library_calls.h"
+#include "kiln/ir/printer.h"
 #include "kiln/lang/parser.h"
 #include "kiln/loop/loop.h"
 #include "kiln/ral/execution_context.h"
@@ -91,6 +93,22 @@ class CallStatementTest : public ::testing::TestWithParam<std::string> {
       if (n.role == ir::Role::kInput) in[n.name] = random_tensor(n, seed);
     }
     return in;
+  }
+
+  // `text` run with its automatic calls and without (LowerOptions::auto_calls = false) gives the
+  // same `outputs`, within `tol`, from inputs drawn from `seed`.
+  void expect_calls_match_loops(const std::string& text, uint64_t seed, std::initializer_list<const char*> outputs,
+                                Tolerance tol = {}) {
+    Tensors in = random_inputs(text, seed);
+    runtime::ProgramOptions no_calls;
+    no_calls.lower.auto_calls = false;
+    Result<Tensors> with = run(device_, text, in), without = run(device_, text, in, 1, "main", no_calls);
+    ASSERT_TRUE(with.ok()) << with.status();
+    ASSERT_TRUE(without.ok()) << without.status();
+    for (const char* name : outputs) {
+      std::optional<std::string> diff = first_difference(name, (*without)[name], (*with)[name], tol);
+      EXPECT_FALSE(diff) << *diff;
+    }
   }
 
   void expect_gemm_cases();
@@ -334,15 +352,51 @@ e[i, j] = relu(c[i, j]) * 2
   ASSERT_TRUE(lowered.ok()) << lowered.status();
   ASSERT_EQ(lowered->routines[0].calls.size(), 3u) << ir::print_lowered(*lowered);
   EXPECT_EQ(ir::call_attribute(lowered->routines[0].calls[1].call, "beta"), 1);
-  Tensors in = random_inputs(text, 4);
-  runtime::ProgramOptions no_calls;
-  no_calls.lower.auto_calls = false;
-  Result<Tensors> with = run(device_, text, in), without = run(device_, text, in, 1, "main", no_calls);
-  ASSERT_TRUE(with.ok()) << with.status();
-  ASSERT_TRUE(without.ok()) << without.status();
-  for (const char* name : {"c", "d", "e"}) {
-    std::optional<std::string> diff = first_difference(name, (*without)[name], (*with)[name]);
-    EXPECT_FALSE(diff) << *diff;
+  expect_calls_match_loops(text, 4, {"c", "d", "e"});
+}
+
+// Contractions over several contiguous dimensions and batched products (issue 33): the calls the
+// matcher makes compute what the loop nests compute, on every device.
+TEST_P(CallStatementTest, ContractionsAndBatchesMatchTheGeneratedLoops) {
+  const std::string text = R"(
+input h : f32[64, 32, 4, 4]
+input wd : f32[32, 4, 4, 10]
+input a : f32[6, 5, 24]
+input b : f32[6, 5, 18]
+input e : f32[4, 8, 18]
+input p : f32[3, 20, 16]
+input q : f32[3, 16, 24]
+input u : f64[2, 3, 16, 20]
+input v : f64[2, 3, 20, 16]
+output z : f32[64, 10]
+output c : f32[24, 18]
+output g : f32[24, 4, 8]
+output r : f32[3, 20, 24]
+output o : f64[2, 3, 16, 16]
+z[n, k] = sum(h[n, ch, y, x] * wd[ch, y, x, k])
+c[i, j] = sum(b[k, l, j] * a[k, l, i])
+g[i, j, l] = sum(c[i, k] * e[j, l, k])
+r[n, i, j] = sum(p[n, i, k] * q[n, k, j])
+r[n, i, j] += sum(q[n, k, j] * p[n, i, k])
+o[s, t, i, j] = sum(u[s, t, i, k] * v[s, t, k, j])
+)";
+  Result<ir::Program> program = parse(text);
+  ASSERT_TRUE(program.ok()) << program.status();
+  const std::string printed = ir::print_program(ir::with_library_calls(*program));
+  for (const char* call : {"call gemm(h, wd) -> z\n", "call gemm(a, b, transpose_a=1) -> c\n",
+                           "call gemm(c, e, transpose_b=1) -> g\n", "call gemm(p, q, batch=1) -> r\n",
+                           "call gemm(p, q, beta=1, batch=1) -> r\n", "call gemm(u, v, batch=2) -> o\n"}) {
+    EXPECT_NE(printed.find(call), std::string::npos) << call << printed;
+  }
+  // Sums of up to 512 products in another order: rounding apart, the same.
+  expect_calls_match_loops(text, 8, {"z", "c", "g", "r", "o"}, Tolerance{1e-4, 1e-4});
+  // On opencl the products also through CLBlast on the device, each at its offsets in the buffers.
+  void* clblast = GetParam() == "opencl" ? dlopen("libclblast.so.1", RTLD_NOW | RTLD_LOCAL) : nullptr;
+  if (clblast) {
+    test::ScopedEnv env("KILN_OPENCL_GEMM", "clblast");
+    SCOPED_TRACE("clblast");
+    expect_calls_match_loops(text, 8, {"z", "c", "g", "r", "o"}, Tolerance{1e-4, 1e-4});
+    dlclose(clblast);
   }
 }
 

@@ -60,6 +60,12 @@ const SizedCase kCases[] = {
     {"i32_columns", "size N\ninput x: i32[N, 5]\noutput c: i32[5]\noutput e: i32[N, 5]\n"
                     "c[j] = sum(x[i, j])\ne[i, j] = x[i, j] * i32(N) + i32(j)\n"},
     {"calls", kCalls},
+    // Products over several dimensions and a batch over N: gemm calls where N makes them large
+    // enough (a size counts as 1024), the loop nests in the specialized program at N = 1.
+    {"contractions",
+     "size N\ninput h: f32[N, 8, 4, 4]\ninput wd: f32[8, 4, 4, 10]\ninput p: f32[N, 16, 16]\n"
+     "input q: f32[N, 16, 20]\noutput z: f32[N, 10]\noutput r: f32[N, 16, 20]\n"
+     "z[n, k] = sum(h[n, c, y, x] * wd[c, y, x, k])\nr[b, i, j] = sum(p[b, i, k] * q[b, k, j])\n"},
 };
 
 std::vector<std::string> devices() {

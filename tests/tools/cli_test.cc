@@ -370,6 +370,16 @@ TEST_F(CliTest, AutomaticGemmShowsInTheIrAndCanBeTurnedOff) {
   ProcessResult b = run({"run", example("matmul_bias_relu"), "--print", "--seed", "5", "--no-auto-calls"});
   ASSERT_EQ(a.exit_code, 0) << a.output;
   ASSERT_EQ(b.exit_code, 0) << b.output;
+  // A contraction over several dimensions and a batched product show as calls too.
+  const std::string dense = dir_.file("dense.kiln");
+  ASSERT_TRUE(write_bytes(dense, "input h : f32[64, 32, 4, 4]\ninput wd : f32[32, 4, 4, 10]\noutput z : f32[64, 10]\n"
+                                 "input p : f32[8, 32, 32]\noutput r : f32[8, 32, 32]\n"
+                                 "z[n, k] = sum(h[n, c, y, x] * wd[c, y, x, k])\nr[n, i, j] = sum(p[n, i, k] * p[n, k, j])\n")
+                  .ok());
+  ProcessResult contractions = run({"compile", dense, "--emit", "ir"});
+  ASSERT_EQ(contractions.exit_code, 0) << contractions.output;
+  EXPECT_NE(contractions.output.find("call gemm(h, wd) -> z\ncall gemm(p, p, batch=1) -> r\n"), std::string::npos)
+      << contractions.output;
 }
 
 // `kiln run` of a program with calls, on every device, writes its outputs; an unknown function

@@ -18,7 +18,9 @@ namespace kiln::ir {
 struct CallAttribute {
   std::string_view name;
   double default_value;
-  enum class Rule { kFlag, kFinite, kNonNegative } rule;
+  // kFlag: 0 or 1, passed as i64; kCount: a whole number ≥ 0, passed as i64; kFinite,
+  // kNonNegative: passed in the element type of the first output.
+  enum class Rule { kFlag, kFinite, kNonNegative, kCount } rule;
 };
 
 struct BuiltinCall {

@@ -1,15 +1,22 @@
 // Automatic library calls: statements that a library function computes faster are replaced by a
 // call of it, where the result is the same up to floating-point rounding (the order of a sum).
 //
-// Today one pattern: a matrix product of f32 or f64 tensors of one type,
-//     c[i, j] = sum(a[i, k] * b[k, j])      (or +=; either operand transposed: a[k, i], b[j, k];
-//                                             the factors in either order)
-// with bare indices spanning whole dimensions, into a target it does not read, becomes
-//     call gemm(a, b [, transpose_a=1] [, transpose_b=1] [, beta=1]) -> c
-// when M·N·K is at least `min_gemm_volume`, a size (language version 2: unknown until the
-// program runs) counting as 1024, a typical batch. lower_program applies it
-// (LowerOptions::auto_calls), and `kiln compile --emit ir` prints its result; `--no-auto-calls`
-// turns it off.
+// One pattern, a contraction of f32 or f64 tensors of one type (ranks 2 to 4),
+//     c[B..., I..., J...] = sum(a[B..., I..., K...] * b[B..., K..., J...])   (or +=)
+// where B, I, J and K are runs of bare indices (B: the batch, possibly empty; the others at
+// least one index each), each run spanning whole dimensions in the same order wherever it
+// appears, K exactly the summed indices; a may hold its runs as [B..., K..., I...] and b as
+// [B..., J..., K...] (transposed), and the factors may come in either order. Then each of the
+// ∏B products is a matrix product of M = ∏I rows, K = ∏K and N = ∏J columns over the tensors'
+// own row-major memory (kiln/ir/gemm_groups.h), and the statement, into a target it does not
+// read, becomes
+//     call gemm(a, b [, transpose_a=1] [, transpose_b=1] [, beta=1] [, batch=|B|]) -> c
+// when M·N·K (of one product) is at least `min_gemm_volume`, a size (language version 2:
+// unknown until the program runs) counting as 1024, a typical batch. Anything else (runs out
+// of order or interleaved, a batch index that does not lead, offsets, `where` narrowing, other
+// reductions or factors, `-=`) is left to the loop nests. lower_program applies it
+// (LowerOptions::auto_calls), and `kiln compile --emit ir` prints its result;
+// `--no-auto-calls` turns it off.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 #include "ral/library/clblast.h"
 
 #include <string>
+#include <vector>
 
 #include "drivers/opencl/cl_allocator.h"
 #include "kiln/base/shared_library.h"
@@ -88,8 +89,8 @@ Result<GemmPlace> opencl_gemm(const hal::Buffer& c) {
 }
 
 template <typename T>
-Status clblast_gemm(const hal::Buffer& a, const hal::Buffer& b, const hal::Buffer& c, bool transpose_a,
-                    bool transpose_b, size_t m, size_t n, size_t k, size_t lda, size_t ldb, T alpha, T beta) {
+Status clblast_gemm(const hal::Buffer& a, const hal::Buffer& b, const hal::Buffer& c, const GemmShape& s, T alpha,
+                    T beta) {
   const ClBlast& lib = clblast();
   KILN_RETURN_IF_ERROR(lib.status);
   cl_mem a_mem, b_mem, c_mem;
@@ -101,29 +102,41 @@ Status clblast_gemm(const hal::Buffer& a, const hal::Buffer& b, const hal::Buffe
   // waits are met, so its inputs are on the device; it returns when c is written.
   const opencl::ClContext& context = *opencl::cl_storage(c)->context();
   cl_command_queue queue = context.host_queue();
-  cl_event event = nullptr;
   GemmFn<T> gemm;
   if constexpr (std::is_same_v<T, float>) {
     gemm = lib.sgemm;
   } else {
     gemm = lib.dgemm;
   }
-  const int code = gemm(kRowMajor, transpose_a ? kTransposeYes : kTransposeNo, transpose_b ? kTransposeYes : kTransposeNo,
-                        m, n, k, alpha, a_mem, a_offset, lda, b_mem, b_offset, ldb, beta, c_mem, c_offset, n, &queue,
-                        &event);
+  auto at = [](size_t offset, int64_t product, int64_t stride) {
+    return offset + static_cast<size_t>(product) * static_cast<size_t>(stride);
+  };
+  // The products are enqueued one after another, then waited for together.
+  std::vector<cl_event> events;
+  int code = 0;
+  for (int64_t p = 0; p < s.batch && code == 0; ++p) {
+    cl_event event = nullptr;
+    code = gemm(kRowMajor, s.transpose_a ? kTransposeYes : kTransposeNo, s.transpose_b ? kTransposeYes : kTransposeNo,
+                static_cast<size_t>(s.m), static_cast<size_t>(s.n), static_cast<size_t>(s.k), alpha, a_mem,
+                at(a_offset, p, s.stride_a()), static_cast<size_t>(s.lda()), b_mem, at(b_offset, p, s.stride_b()),
+                static_cast<size_t>(s.ldb()), beta, c_mem, at(c_offset, p, s.stride_c()), static_cast<size_t>(s.ldc()),
+                &queue, &event);
+    if (code == 0) events.push_back(event);
+  }
+  const opencl::cl_int waited =
+      events.empty() ? 0 : context.api().WaitForEvents(static_cast<opencl::cl_uint>(events.size()), events.data());
+  for (cl_event e : events) context.api().ReleaseEvent(e);
   if (code != 0) {
     return internal_error(std::string(std::is_same_v<T, float> ? "CLBlastSgemm" : "CLBlastDgemm") + " failed: " +
                           clblast_error_name(code));
   }
-  const opencl::cl_int waited = context.api().WaitForEvents(1, &event);
-  context.api().ReleaseEvent(event);
   if (waited != 0) return opencl::cl_error("clWaitForEvents", waited, "after CLBlast's gemm");
   return Status();
 }
 
-template Status clblast_gemm<float>(const hal::Buffer&, const hal::Buffer&, const hal::Buffer&, bool, bool, size_t,
-                                    size_t, size_t, size_t, size_t, float, float);
-template Status clblast_gemm<double>(const hal::Buffer&, const hal::Buffer&, const hal::Buffer&, bool, bool, size_t,
-                                     size_t, size_t, size_t, size_t, double, double);
+template Status clblast_gemm<float>(const hal::Buffer&, const hal::Buffer&, const hal::Buffer&, const GemmShape&, float,
+                                    float);
+template Status clblast_gemm<double>(const hal::Buffer&, const hal::Buffer&, const hal::Buffer&, const GemmShape&,
+                                     double, double);
 
 }  // namespace kiln::ral::library

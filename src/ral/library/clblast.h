@@ -8,6 +8,7 @@
 
 #include "kiln/base/status.h"
 #include "kiln/hal/buffer.h"
+#include "ral/library/gemm_shape.h"
 #include "ral/library/rows.h"
 
 namespace kiln::ral::library {
@@ -20,12 +21,13 @@ namespace kiln::ral::library {
 // is asked for and the library cannot be loaded.
 Result<GemmPlace> opencl_gemm(const hal::Buffer& c);
 
-// c = alpha * op(a) @ op(b) + beta * c, row-major, on the OpenCL device that holds the buffers,
-// through CLBlast; returns when it has finished. m, n, k > 0; lda and ldb are the row lengths of
-// a and b as stored. INVALID_ARGUMENT for a buffer that is not OpenCL memory or not aligned to
-// T; CLBlast's or OpenCL's error otherwise (naming the code).
+// c = alpha * op(a) @ op(b) + beta * c for each of the s.batch products, row-major, on the
+// OpenCL device that holds the buffers, through CLBlast (one CLBlastXgemm per product, at the
+// product's offsets); returns when all have finished. s.m, s.n, s.k > 0. INVALID_ARGUMENT for a
+// buffer that is not OpenCL memory or not aligned to T; CLBlast's or OpenCL's error otherwise
+// (naming the code).
 template <typename T>
-Status clblast_gemm(const hal::Buffer& a, const hal::Buffer& b, const hal::Buffer& c, bool transpose_a,
-                    bool transpose_b, size_t m, size_t n, size_t k, size_t lda, size_t ldb, T alpha, T beta);
+Status clblast_gemm(const hal::Buffer& a, const hal::Buffer& b, const hal::Buffer& c, const GemmShape& s, T alpha,
+                    T beta);
 
 }  // namespace kiln::ral::library

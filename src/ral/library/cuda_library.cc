@@ -155,37 +155,40 @@ Result<GemmPlace> cuda_gemm(const hal::Buffer&) {
 
 template <typename T>
 Status cublas_gemm(ExecutionContext* execution, const hal::Buffer& a, const hal::Buffer& b, const hal::Buffer& c,
-                   bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
-                   T alpha, T beta) {
+                   const GemmShape& s, T alpha, T beta) {
   KILN_ASSIGN_OR_RETURN(CUdeviceptr a_ptr, device_pointer(a, "gemm", "a"));
   KILN_ASSIGN_OR_RETURN(CUdeviceptr b_ptr, device_pointer(b, "gemm", "b"));
   KILN_ASSIGN_OR_RETURN(CUdeviceptr c_ptr, device_pointer(c, "gemm", "c"));
   KILN_ASSIGN_OR_RETURN(CudaLibrary * library, CudaLibrary::of(execution, c, "gemm"));
-  const ColumnMajorGemm g = column_major_gemm(transpose_a, transpose_b, m, n, k, lda, ldb);
+  const ColumnMajorGemm g = column_major_gemm(s.transpose_a, s.transpose_b, s.m, s.n, s.k, s.lda(), s.ldb());
   return library->run("gemm on cuda", [&]() -> Status {
     KILN_ASSIGN_OR_RETURN(cublasHandle_t handle, library->blas());
-    cublasStatus_t done;
-    if constexpr (std::is_same_v<T, float>) {
-      done = cublas().Sgemm(handle, g.transpose_first, g.transpose_second, g.m, g.n, g.k, &alpha,
-                            reinterpret_cast<const T*>(b_ptr), g.ld_first, reinterpret_cast<const T*>(a_ptr),
-                            g.ld_second, &beta, reinterpret_cast<T*>(c_ptr), g.ldc);
-    } else {
-      done = cublas().Dgemm(handle, g.transpose_first, g.transpose_second, g.m, g.n, g.k, &alpha,
-                            reinterpret_cast<const T*>(b_ptr), g.ld_first, reinterpret_cast<const T*>(a_ptr),
-                            g.ld_second, &beta, reinterpret_cast<T*>(c_ptr), g.ldc);
-    }
-    if (done != 0) {
-      return internal_error(std::string(std::is_same_v<T, float> ? "cublasSgemm" : "cublasDgemm") +
-                            " failed: " + cublas_status_name(done));
+    // The products one after another on the handle's stream, each at its own offsets.
+    for (int64_t p = 0; p < s.batch; ++p) {
+      const T* first = reinterpret_cast<const T*>(b_ptr) + p * s.stride_b();
+      const T* second = reinterpret_cast<const T*>(a_ptr) + p * s.stride_a();
+      T* out = reinterpret_cast<T*>(c_ptr) + p * s.stride_c();
+      cublasStatus_t done;
+      if constexpr (std::is_same_v<T, float>) {
+        done = cublas().Sgemm(handle, g.transpose_first, g.transpose_second, g.m, g.n, g.k, &alpha, first, g.ld_first,
+                              second, g.ld_second, &beta, out, g.ldc);
+      } else {
+        done = cublas().Dgemm(handle, g.transpose_first, g.transpose_second, g.m, g.n, g.k, &alpha, first, g.ld_first,
+                              second, g.ld_second, &beta, out, g.ldc);
+      }
+      if (done != 0) {
+        return internal_error(std::string(std::is_same_v<T, float> ? "cublasSgemm" : "cublasDgemm") +
+                              " failed: " + cublas_status_name(done));
+      }
     }
     return Status();
   });
 }
 
-template Status cublas_gemm<float>(ExecutionContext*, const hal::Buffer&, const hal::Buffer&, const hal::Buffer&, bool,
-                                   bool, int64_t, int64_t, int64_t, int64_t, int64_t, float, float);
+template Status cublas_gemm<float>(ExecutionContext*, const hal::Buffer&, const hal::Buffer&, const hal::Buffer&,
+                                   const GemmShape&, float, float);
 template Status cublas_gemm<double>(ExecutionContext*, const hal::Buffer&, const hal::Buffer&, const hal::Buffer&,
-                                    bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, double, double);
+                                    const GemmShape&, double, double);
 
 namespace {
 

@@ -18,6 +18,7 @@
 #include "kiln/ral/context.h"
 #include "kiln/ral/execution_context.h"
 #include "ral/library/cublas.h"
+#include "ral/library/gemm_shape.h"
 #include "ral/library/rows.h"
 
 namespace kiln::ral::library {
@@ -65,11 +66,11 @@ class CudaLibrary final : public Resource {
 // UNAVAILABLE saying why when `cublas` is asked for and cuBLAS cannot be loaded.
 Result<GemmPlace> cuda_gemm(const hal::Buffer& c);
 
-// c = alpha * op(a) @ op(b) + beta * c (row-major; lda, ldb the row lengths of a and b as
-// stored) through cuBLAS on the buffers' device. UNAVAILABLE when cuBLAS cannot be loaded.
+// c = alpha * op(a) @ op(b) + beta * c for each of the s.batch products (row-major) through
+// cuBLAS on the buffers' device, one cublasXgemm per product on the execution's stream.
+// UNAVAILABLE when cuBLAS cannot be loaded.
 template <typename T>
 Status cublas_gemm(ExecutionContext* execution, const hal::Buffer& a, const hal::Buffer& b, const hal::Buffer& c,
-                   bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
-                   T alpha, T beta);
+                   const GemmShape& s, T alpha, T beta);
 
 }  // namespace kiln::ral::library

@@ -97,29 +97,6 @@ const hal::Buffer& buffer_of(const MemRef<T, N>& m) {
   return *reinterpret_cast<const hal::Buffer*>(m.data);
 }
 
-struct GemmShape {
-  int64_t m, n, k;
-};
-
-// The checks of gemm(a, b) -> c with its transposes: op(a) is m x k, op(b) k x n, c m x n.
-template <typename T>
-Result<GemmShape> check_gemm(const MemRef<T, 2>& a, const MemRef<T, 2>& b, const MemRef<T, 2>& c,
-                             int64_t transpose_a, int64_t transpose_b) {
-  if ((transpose_a != 0 && transpose_a != 1) || (transpose_b != 0 && transpose_b != 1)) {
-    return invalid_argument_error("gemm: transpose_a and transpose_b are 0 or 1");
-  }
-  const int64_t m = transpose_a ? a.sizes[1] : a.sizes[0], k = transpose_a ? a.sizes[0] : a.sizes[1];
-  const int64_t k2 = transpose_b ? b.sizes[1] : b.sizes[0], n = transpose_b ? b.sizes[0] : b.sizes[1];
-  if (k != k2 || c.sizes[0] != m || c.sizes[1] != n) {
-    return invalid_argument_error("gemm: op(a) is " + std::to_string(m) + "x" + std::to_string(k) + ", op(b) is " +
-                                  std::to_string(k2) + "x" + std::to_string(n) + " and c is " + shape_string(c));
-  }
-  if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) {
-    return invalid_argument_error("gemm: dimensions above 2^31 - 1");
-  }
-  return GemmShape{m, n, k};
-}
-
 // Where a device's gemm runs: its BLAS library on the device (CLBlast, cuBLAS), or OpenBLAS on
 // the host over mapped buffers; kLibraryElseHost is the library where it starts, else the host
 // (the default, when no variable asks for the library: cuBLAS loads but cannot start on a

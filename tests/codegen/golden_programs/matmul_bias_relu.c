@@ -58,6 +58,7 @@ int kiln_call_0_0(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id)
   int64_t a1 = INT64_C(0);
   float a2 = (float)0x1p+0;
   float a3 = (float)0x0p+0;
-  void* args[] = {&ctx, &m0, &m1, &m2, &a0, &a1, &a2, &a3};
-  return ctx->call(ctx, "gemm___cpu___pvoid_m2df32_m2df32_m2df32_i64_i64_f32_f32___void", args);
+  int64_t a4 = INT64_C(0);
+  void* args[] = {&ctx, &m0, &m1, &m2, &a0, &a1, &a2, &a3, &a4};
+  return ctx->call(ctx, "gemm___cpu___pvoid_m2df32_m2df32_m2df32_i64_i64_f32_f32_i64___void", args);
 }
