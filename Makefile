@@ -1,5 +1,6 @@
 # The two commands of the README. Everything else is CMake.
-#   make demo   installs what is missing, builds, runs the main job (data-parallel training)
+#   make demo   installs what is missing, builds, runs the main job (data-parallel training: the
+#               half-moons MLP in C++, the digits CNN from Python)
 #   make test   installs what is missing, builds, runs every test: plain and ASan+UBSan builds
 #               with GCC, a TSan build with Clang (so both compilers build kiln on every run),
 #               `pip install .` into a fresh virtual environment, then each libFuzzer target for
@@ -43,6 +44,7 @@ build: deps
 
 demo: build
 	./build/examples/train_moons/train_moons --trace build/train_moons.trace.json
+	PYTHONPATH=build/python $(PYTHON_VENV)/bin/python examples/digits/train_digits.py
 	./build/kiln run examples/kiln/softmax.kiln --print
 
 test: test-start test-plain test-python-install test-asan test-tsan test-fuzz

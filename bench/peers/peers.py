@@ -4,7 +4,9 @@ NumPy, IREE (llvm-cpu, the same computation in linalg MLIR) and tinygrad (CPU), 
 bench/peers/tasks.py. Contenders alternate within each round (the first of a round changes from
 round to round); a row's figure is the median over rounds of each round's median; every peer is
 given the same thread count. Prints a Markdown table: each contender's median and kiln's time
-divided by the fastest peer's (below 1: kiln is faster). Run by bench/peers/run.sh.
+divided by the fastest peer's (below 1: kiln is faster); the digits row trains afresh each round
+from the same initial weights in the same batch order and gives each contender's test accuracy
+beside its median epoch time. Run by bench/peers/run.sh.
 
     peers.py --build BUILD --venv-python PY [--torch-python PY] [--rounds N] [--threads N] [--tasks a,b]
 """
@@ -19,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 
-from tasks import MLP_POINTS, TASKS, kiln_program
+from tasks import DIGITS_EXAMPLE, MLP_POINTS, TASKS, kiln_program
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -52,8 +54,9 @@ class Worker:
 
 
 class Kiln:
-    """kiln through its own tools: `kiln run --repeat` (median per run, run + await) and the
-    training demo (`train_moons`, ms per epoch on 2 streams)."""
+    """kiln through its own tools: `kiln run --repeat` (median per run, run + await), the
+    training demo (`train_moons`, ms per epoch on 2 streams) and the digits example
+    (`train_digits.py`, median ms per epoch on 2 streams and the test accuracy)."""
 
     def __init__(self, build, threads, generated=False):
         self.build, self.generated = build, generated
@@ -63,12 +66,17 @@ class Kiln:
     def ask(self, task, reps):
         if self.generated and not task.startswith("matmul"):
             return {"skip": "same as kiln"}
+        env = self.env
         if task == "mlp_epoch":
-            if self.generated:
-                return {"skip": "same as kiln"}
             cmd = [os.path.join(self.build, "examples/train_moons/train_moons"), "--epochs", str(reps), "--streams", "2",
                    "--points", str(MLP_POINTS)]
             pattern = r"([0-9.]+) ms per epoch"
+        elif task == "digits":
+            # The Python example with the build's package, as its README runs it.
+            cmd = [os.path.join(self.build, "python-venv/bin/python"),
+                   os.path.join(DIGITS_EXAMPLE, "train_digits.py"), "--epochs", str(reps), "--streams", "2"]
+            env = dict(env, PYTHONPATH=os.path.join(self.build, "python"))
+            pattern = r"median ([0-9.]+) ms per epoch"
         else:
             path = os.path.join(self.dir, f"{task}.kiln")
             with open(path, "w") as f:
@@ -77,11 +85,15 @@ class Kiln:
             if self.generated:
                 cmd.append("--no-auto-calls")
             pattern = r"median ([0-9.]+) ms"
-        r = subprocess.run(cmd, env=self.env, capture_output=True, text=True)
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
         m = re.search(pattern, r.stdout)
         if r.returncode != 0 or not m:
             return {"skip": f"kiln failed: {(r.stderr or r.stdout).strip()[:200]}"}
-        return {"ms": float(m.group(1))}
+        answer = {"ms": float(m.group(1))}
+        accuracy = re.search(r"test accuracy ([0-9.]+)%", r.stdout)
+        if accuracy:
+            answer["accuracy"] = float(accuracy.group(1)) / 100
+        return answer
 
     def close(self):
         pass
@@ -122,6 +134,7 @@ def main():
     names = list(contenders)
     versions = {n: version_of(c) for n, c in contenders.items()}
     results = {t: {n: [] for n in names} for t in tasks}
+    accuracies = {t: {n: [] for n in names} for t in tasks}  # the training rows that report one
     skipped = {}
     for r in range(args.rounds):
         for t in tasks:
@@ -132,6 +145,8 @@ def main():
                 answer = contenders[n].ask(t, TASKS[t]["reps"])
                 if "ms" in answer:
                     results[t][n].append(answer["ms"])
+                    if "accuracy" in answer:
+                        accuracies[t][n].append(answer["accuracy"])
                 else:
                     skipped[(t, n)] = answer.get("skip", "?")
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
@@ -155,7 +170,10 @@ def main():
         med = {n: statistics.median(v) if v else None for n, v in results[t].items()}
         best = min((med[n] for n in peers if med[n] is not None), default=None)
         ratio = f"{med['kiln'] / best:.2f}×" if best and med["kiln"] else "—"
-        print(f"| {TASKS[t]['what']} | " + " | ".join(fmt(med[n]) for n in names) + f" | {ratio} |")
+        # A training row's cell also gives the accuracy the contender reached.
+        cells = [fmt(med[n]) + (f", {100 * statistics.median(a):.1f}%" if (a := accuracies[t][n]) else "")
+                 for n in names]
+        print(f"| {TASKS[t]['what']} | " + " | ".join(cells) + f" | {ratio} |")
     notes = sorted({f"{n} on {t}: {why}" for (t, n), why in skipped.items() if why != "same as kiln"})
     notes.append("torch.compile: not in PyTorch 1.13 (Debian's build), so eager only")
     if notes:

@@ -1,10 +1,16 @@
 """The work of `make bench-peers`, written once per peer: kiln's programs, IREE's MLIR, the shapes
-the Python peers make inputs of, and the half-moons data of the training row."""
+the Python peers make inputs of, and the half-moons data of the training row; the digits row's
+data comes from examples/digits."""
 import math
+import os
 
 import numpy as np
 
 MLP_POINTS = 8192  # an epoch of examples/train_moons: 4 batches of 2048
+DIGITS_EPOCHS = 10
+# examples/digits/digits_data.py: the data, initial weights and batch order that PyTorch shares
+# with examples/digits/train_digits.py.
+DIGITS_EXAMPLE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../examples/digits"))
 
 # name: what the row says, input shapes, repetitions per round (about 0.1–1 s of work).
 TASKS = {
@@ -17,6 +23,10 @@ TASKS = {
                  "reps": 2000},
     "mlp_epoch": {"what": "half-moons MLP, one training epoch (8192 points, batch 2048)", "inputs": [],
                   "reps": 20},
+    # reps: epochs per round, each round training afresh; the accuracy is the test set's after them.
+    "digits": {"what": f"digits CNN (examples/digits), one training epoch (1437 images, batch 64; kiln on "
+                       f"2 streams), test accuracy after {DIGITS_EPOCHS} epochs", "inputs": [],
+               "reps": DIGITS_EPOCHS},
 }
 
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """One peer of `make bench-peers` (bench/peers/peers.py) as a long-lived process: it reads
 "TASK REPS" lines on stdin, runs the task REPS times after a warm-up, and answers one JSON line,
-{"ms": median} or {"skip": why}. Inputs are made and compiled once per task, outside the timing;
-every timed call leaves its result complete (synchronized) and writes into preallocated output
-where the library lets it.
+{"ms": median} or {"skip": why}; the digits task trains REPS epochs from scratch and answers
+{"ms": median epoch, "accuracy": test accuracy}. Inputs are made and compiled once per task,
+outside the timing; every timed call leaves its result complete (synchronized) and writes into
+preallocated output where the library lets it.
 
     worker.py torch|numpy|iree|tinygrad THREADS
 """
@@ -15,7 +16,11 @@ import time
 
 import numpy as np
 
-from tasks import MLP_POINTS, TASKS, mlir, moons
+from tasks import DIGITS_EXAMPLE, MLP_POINTS, TASKS, mlir, moons
+
+# Tasks that train; "digits" trains afresh each round to report an accuracy as well.
+TRAINING = {"mlp_epoch", "digits"}
+TRAINED_AFRESH = {"digits"}
 
 PEER = sys.argv[1]
 THREADS = int(sys.argv[2])
@@ -89,6 +94,47 @@ def torch_epoch_fn(torch):
     return epoch
 
 
+# --- the CNN of examples/digits/digits_cnn.kiln: conv 3x3 1 -> 8 (padding 1), relu, dense 512 -> 10 ---
+def torch_digits_fn(torch):
+    """A function of the number of epochs that trains afresh from examples/digits' initial
+    weights, in its batch order, and answers {"ms": median epoch, "accuracy": test accuracy}."""
+    sys.path.insert(0, DIGITS_EXAMPLE)
+    import digits_data
+    train_x, train_y, test_x, test_y = (torch.from_numpy(a) for a in digits_data.split(*digits_data.load()))
+    train_y, test_y = train_y.long(), test_y.long()
+    lr = 0.2 / 64  # digits_cnn.kiln's lr, for gradients summed over the batch
+
+    def run(epochs):
+        p = digits_data.initial_parameters(0)
+        conv = torch.nn.Conv2d(1, digits_data.CHANNELS, 3, padding=1)
+        dense = torch.nn.Linear(512, digits_data.CLASSES)
+        with torch.no_grad():
+            conv.weight.copy_(torch.from_numpy(p["wc"][:, None]))  # kiln's wc[o, ky, kx]
+            conv.bias.copy_(torch.from_numpy(p["bc"]))
+            # kiln's wd[o, y, x, k] against the flattened [o, y, x] features.
+            dense.weight.copy_(torch.from_numpy(p["wd"].reshape(512, digits_data.CLASSES).T.copy()))
+            dense.bias.copy_(torch.from_numpy(p["bd"]))
+        model = torch.nn.Sequential(conv, torch.nn.ReLU(), torch.nn.Flatten(), dense)
+        optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+        loss_fn = torch.nn.CrossEntropyLoss(reduction="sum")
+        times = []
+        for epoch in range(epochs):
+            t0 = time.perf_counter()
+            order = torch.from_numpy(digits_data.batch_order(len(train_y), epoch, 0))
+            xs, ys = train_x[order].unsqueeze(1), train_y[order]
+            for s in range(0, len(ys), 64):
+                optimizer.zero_grad()
+                loss_fn(model(xs[s:s + 64]), ys[s:s + 64]).backward()
+                optimizer.step()
+            times.append((time.perf_counter() - t0) * 1e3)
+        with torch.no_grad():
+            accuracy = float((model(test_x.unsqueeze(1)).argmax(1) == test_y).float().mean())
+        # As train_digits.py: the first epoch is the warm-up, left out of the median.
+        return {"ms": statistics.median(times[1:] or times), "accuracy": accuracy}
+
+    return run
+
+
 # --- the peers: make(task) returns the function to time, or raises Skip ---
 class Skip(Exception):
     pass
@@ -97,6 +143,8 @@ class Skip(Exception):
 def make_numpy(task):
     if task == "mlp_epoch":
         return numpy_epoch_fn()
+    if task == "digits":
+        raise Skip("training is not written for NumPy here")
     ins = inputs(task)
     if task.startswith("matmul"):
         a, b = ins
@@ -138,6 +186,8 @@ def make_torch(task):
     torch.set_num_threads(THREADS)
     if task == "mlp_epoch":
         return torch_epoch_fn(torch)
+    if task == "digits":
+        return torch_digits_fn(torch)
     ins = [torch.from_numpy(a) for a in inputs(task)]
     if task.startswith("matmul"):
         a, b = ins
@@ -169,7 +219,7 @@ def make_torch(task):
 def make_iree(task):
     import iree.compiler as compiler
     import iree.runtime as rt
-    if task == "mlp_epoch":
+    if task in TRAINING:
         raise Skip("training is not written for IREE here")
     rt.flags.parse_flags(f"--task_topology_max_group_count={THREADS}")
     vmfb = compiler.compile_str(mlir(task), target_backends=["llvm-cpu"],
@@ -185,7 +235,7 @@ def make_iree(task):
 def make_tinygrad(task):
     os.environ.setdefault("DEV", "CPU")  # tinygrad's CPU backend (C through clang), before import
     from tinygrad import Device, Tensor, TinyJit
-    if task == "mlp_epoch":
+    if task in TRAINING:
         raise Skip("training is not written for tinygrad here")
     ins = [Tensor(a).realize() for a in inputs(task)]
     body = {
@@ -233,7 +283,8 @@ def main():
         try:
             if task not in made:
                 made[task] = MAKERS[PEER](task)
-            answer = {"ms": timed(made[task], int(reps))}
+            # A training task's function takes the epochs and answers itself (time and accuracy).
+            answer = made[task](int(reps)) if task in TRAINED_AFRESH else {"ms": timed(made[task], int(reps))}
         except Skip as e:
             answer = {"skip": str(e)}
         except Exception as e:  # a peer that cannot run a task is reported, not fatal

@@ -192,19 +192,25 @@ def device_list(text):
     return names
 
 
-def main():
-    parser = argparse.ArgumentParser(
-        prog="train_moons.py",
-        description="Trains the half-moons MLP of examples/train_moons on kiln streams from Python.")
+def training_parser(prog, description, epochs, seed_help="seed (default 0)"):
+    """The options of the Python training examples (this one and examples/digits/train_digits.py)."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--streams", type=bounded_int(1, 64), default=2, help="streams (default 2)")
-    parser.add_argument("--epochs", type=bounded_int(1, 100000), default=40, help="epochs (default 40)")
+    parser.add_argument("--epochs", type=bounded_int(1, 100000), default=epochs,
+                        help=f"epochs (default {epochs})")
     parser.add_argument("--device", type=device_list, default=["cpu"],
                         help="device(s) the streams go on, round-robin (default cpu)")
     parser.add_argument("--workgroups", type=bounded_int(0, 1 << 20), default=1,
                         help="workgroups per kernel: 1 makes each stream one core, 0 splits kernels "
                              "over the device's workers (default 1)")
-    parser.add_argument("--seed", type=bounded_int(0, 1 << 62), default=0, help="seed (default 0)")
-    args = parser.parse_args()
+    parser.add_argument("--seed", type=bounded_int(0, 1 << 62), default=0, help=seed_help)
+    return parser
+
+
+def main():
+    args = training_parser(
+        "train_moons.py", "Trains the half-moons MLP of examples/train_moons on kiln streams from Python.",
+        epochs=40).parse_args()
 
     last = POINTS % BATCH or BATCH
     print(f"training a 2-16-16-1 MLP on {POINTS} half-moons points, batch {BATCH} in {SHARDS} shards "
