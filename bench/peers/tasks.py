@@ -21,6 +21,10 @@ TASKS = {
     "relu_fma": {"what": "relu(a·b + c) over 2^24 f32", "inputs": [(1 << 24,)] * 3, "reps": 10},
     "tiny_add": {"what": "launch: y = a + b on 256 f32, run to completion", "inputs": [(256,), (256,)],
                  "reps": 2000},
+    # `int_inputs`: which inputs are i32 positions into dimension 0 of the first input; kiln reads
+    # this task's inputs, named `input_names`, from .npy files.
+    "embedding": {"what": "embedding lookup e[t[i], j]: 65536 rows of 128 f32 from a 32768-row table (NumPy: take)",
+                  "inputs": [(32768, 128), (65536,)], "int_inputs": [1], "input_names": ["e", "t"], "reps": 50},
     "mlp_epoch": {"what": "half-moons MLP, one training epoch (8192 points, batch 2048)", "inputs": [],
                   "reps": 20},
     # reps: epochs per round, each round training afresh; the accuracy is the test set's after them.
@@ -30,8 +34,19 @@ TASKS = {
 }
 
 
+def task_inputs(task, seed=1):
+    """The task's inputs: standard normal f32, and in-range i32 positions for `int_inputs`."""
+    rng = np.random.default_rng(seed)
+    shapes, ints = TASKS[task]["inputs"], TASKS[task].get("int_inputs", [])
+    return [rng.integers(0, shapes[0][0], shape, dtype=np.int32) if i in ints
+            else rng.standard_normal(shape, dtype=np.float32) for i, shape in enumerate(shapes)]
+
+
 def kiln_program(task):
     """The task in kiln's language (None: kiln runs it another way, the training demo)."""
+    if task == "embedding":
+        return ("input e : f32[32768, 128]\ninput t : i32[65536]\noutput out : f32[65536, 128]\n"
+                "out[i, j] = e[t[i], j]\n")
     if task.startswith("matmul"):
         n = 512 if task == "matmul512" else 1024
         return (f"input a : f32[{n}, {n}]\ninput b : f32[{n}, {n}]\noutput c : f32[{n}, {n}]\n"

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from tasks import DIGITS_EXAMPLE, MLP_POINTS, TASKS, mlir, moons
+from tasks import DIGITS_EXAMPLE, MLP_POINTS, TASKS, mlir, moons, task_inputs
 
 # Tasks that train; "digits" trains afresh each round to report an accuracy as well.
 TRAINING = {"mlp_epoch", "digits"}
@@ -37,8 +37,7 @@ def timed(fn, reps):
 
 
 def inputs(task, seed=1):
-    rng = np.random.default_rng(seed)
-    return [rng.standard_normal(shape, dtype=np.float32) for shape in TASKS[task]["inputs"]]
+    return task_inputs(task, seed)
 
 
 # --- the MLP of examples/kiln/moons_mlp.kiln: 2 -> 16 -> 16 -> 1, tanh, sigmoid, summed BCE, SGD ---
@@ -178,6 +177,10 @@ def make_numpy(task):
         a, b = ins
         out = np.empty_like(a)
         return lambda: np.add(a, b, out=out)
+    if task == "embedding":
+        e, t = ins
+        out = np.empty((t.shape[0], e.shape[1]), np.float32)
+        return lambda: np.take(e, t, axis=0, out=out)
     raise Skip("no such task")
 
 
@@ -213,6 +216,11 @@ def make_torch(task):
         a, b = ins
         out = torch.empty_like(a)
         return lambda: torch.add(a, b, out=out)
+    if task == "embedding":
+        e, t = ins
+        t = t.long()  # index_select takes int64 positions
+        out = torch.empty((t.shape[0], e.shape[1]))
+        return lambda: torch.index_select(e, 0, t, out=out)
     raise Skip("no such task")
 
 
@@ -221,6 +229,8 @@ def make_iree(task):
     import iree.runtime as rt
     if task in TRAINING:
         raise Skip("training is not written for IREE here")
+    if task == "embedding":
+        raise Skip("gathers are not written for IREE here")
     rt.flags.parse_flags(f"--task_topology_max_group_count={THREADS}")
     vmfb = compiler.compile_str(mlir(task), target_backends=["llvm-cpu"],
                                 extra_args=["--iree-llvmcpu-target-cpu=host"])
@@ -237,6 +247,8 @@ def make_tinygrad(task):
     from tinygrad import Device, Tensor, TinyJit
     if task in TRAINING:
         raise Skip("training is not written for tinygrad here")
+    if task == "embedding":
+        raise Skip("gathers are not written for tinygrad here")
     ins = [Tensor(a).realize() for a in inputs(task)]
     body = {
         "matmul512": lambda a, b: a @ b,

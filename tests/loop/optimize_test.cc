@@ -340,6 +340,27 @@ TEST(HoistInvariantsTest, GuardedLoadsStayInTheLoop) {
             "          (store 1 (+ v1 8) (select f32 (< (+ v1 (local_load i64 0 0)) 4) (load f32 0 100) (local_load f32 1 0))))))))\n");
 }
 
+TEST(HoistInvariantsTest, GuardedLoadsTheLoopEvaluatesAnywayMove) {
+  // A gather's position (load 2 v0) is read by its range check on every iteration, so the row
+  // start computed from it in the select's operand moves too, and the check is reused there.
+  LExprRef at = op(Op::kCastI32, kI64, {load(2, kI32, v(0))});
+  LExprRef check = op(Op::kLt, kI64, {at, i64(5)});
+  Kernel k = kernel({0, 1, 2}, 2, 0, lfor(0, 4, true, {lfor(1, 8, false, {
+      lstore(1, add(mul(v(0), i64(8)), v(1)),
+             op(Op::kSelect, kF32, {check, load(0, kF32, op(Op::kSelect, kI64, {check, add(mul(at, i64(8)), v(1)), i64(0)})),
+                                    lconst(kF32, 0)})),
+  })}));
+  EXPECT_EQ(after(hoist_invariants, k),
+            "(kernel k (nodes 0 1 2) (vars 2) (locals 2)\n"
+            "  (for v0 4 parallel\n"
+            "    (local 0 i64 1\n"
+            "      (local_store 0 0 (< (i32 i64 (load i32 2 v0)) 5))\n"
+            "      (local 1 i64 1\n"
+            "        (local_store 1 0 (* (i32 i64 (load i32 2 v0)) 8))\n"
+            "        (for v1 8\n"
+            "          (store 1 (+ (* v0 8) v1) (select f32 (local_load i64 0 0) (load f32 0 (select (local_load i64 0 0) (+ (local_load i64 1 0) v1) 0)) (const f32 0))))))))\n");
+}
+
 TEST(HoistInvariantsTest, WhatTheLoopWritesIsNotInvariant) {
   // Node 0 is stored in the loop (even after the load): its loads stay. Local 0 is stored in the
   // loop, local 1 declared in it: their loads stay, but the invariant load beside them moves.

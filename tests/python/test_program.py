@@ -235,3 +235,38 @@ def test_tensors_bind_sizes_for_the_runtime():
         tensors.set_sizes(M=2)
     with pytest.raises(ValueError, match="0 or more"):
         tensors.set_sizes(N=-1)
+
+
+LANGUAGE_V2 = """
+size B
+input  z : f32[B, 5]
+input  lab : i32[B]
+output pick : f32[B]
+output loss : f32
+output p : f32[B, 5]
+pick[n] = z[n, lab[n]]
+loss = sum(max(z[n, m]) + log(sum(exp(z[n, c] - max(z[n, m])))) - z[n, lab[n]])
+p[n, k] = exp(z[n, k] - max(z[n, m])) / sum(exp(z[n, c] - max(z[n, m])))
+"""
+
+
+@pytest.mark.parametrize("device", ["cpu", "interp"])
+def test_gathers_and_reductions_inside_expressions_as_numpy(device):
+    # Language version 2 from Python: a label picked per row (out of range reads 0), a softmax and
+    # a cross-entropy each in one statement, against NumPy.
+    prog = kiln.Program.from_text(LANGUAGE_V2)
+    assert prog.tensors["p__max1"][0] == "tensor"  # the temporaries are listed
+    run = prog.compile(device=device)
+    rng = np.random.default_rng(3)
+    z = rng.standard_normal((6, 5)).astype(np.float32)
+    lab = np.array([0, 4, 2, -1, 5, 3], np.int32)
+    out = run(z=z, lab=lab)
+    inside = (lab >= 0) & (lab < 5)
+    want_pick = np.where(inside, np.take_along_axis(z, np.clip(lab, 0, 4)[:, None], 1)[:, 0], 0)
+    np.testing.assert_array_equal(out["pick"], want_pick)
+    e = np.exp(z - z.max(1, keepdims=True))
+    np.testing.assert_allclose(out["p"], e / e.sum(1, keepdims=True), rtol=1e-5)
+    # In a reduction, a point whose gathered position is out of range contributes nothing: the
+    # rows with labels -1 and 5 are left out of the sum as a whole.
+    want_loss = (z.max(1) + np.log(e.sum(1)) - want_pick)[inside].sum()
+    np.testing.assert_allclose(out["loss"], want_loss, rtol=1e-5)

@@ -1,6 +1,7 @@
 // Loop-invariant code motion: an expression that every iteration of a loop computes the same
 // way is computed once before it, into a size-1 local. Loops are visited outermost first, so an
 // expression invariant in several nested loops goes straight before the outermost of them.
+#include <algorithm>
 #include <set>
 #include <vector>
 
@@ -136,6 +137,8 @@ class Hoister {
     writes_ = LoopWrites();
     collect(*s, &writes_);
     hoisted_.clear();
+    safe_loads_.clear();
+    for (const LStmtRef& child : s->body) collect_safe_loads(child, true);
     std::vector<LStmtRef> body;
     body.reserve(s->body.size());
     for (const LStmtRef& child : s->body) body.push_back(in_loop(child, true));
@@ -174,7 +177,7 @@ class Hoister {
     if (!e || e->kind == LExpr::Kind::kConst || e->kind == LExpr::Kind::kVar || e->kind == LExpr::Kind::kSize) return e;
     count_lowering_work(1);
     const ExprFacts f = facts_of(e.get(), writes_);
-    if (f.invariant && f.worth && (always || !f.loads)) {
+    if (f.invariant && f.worth && (always || !f.loads || loads_are_safe(*e))) {
       if (LExprRef local = hoist(e)) return local;
     } else if (f.invariant && f.worth) {
       // Computed before the loop already (a gather's range check, which its clamped offset repeats).
@@ -207,6 +210,34 @@ class Hoister {
     return llocal_load(local, e->type, i64_const(0));
   }
 
+  // The loads every iteration of the loop evaluates (outside select's branches and conditional
+  // statements): moving one before the loop reads nothing the loop would not. A gather's
+  // position is one (its range check reads it), so the row it reads starts before the loop too.
+  void collect_safe_loads(const LStmtRef& s, bool always) {
+    if (!s) return;
+    const bool body_always = always && (s->kind == LStmt::Kind::kBlock || s->kind == LStmt::Kind::kLocalDecl ||
+                                        (s->kind == LStmt::Kind::kFor && s->extent >= 1));
+    for (const LStmtRef& child : s->body) collect_safe_loads(child, body_always);
+    for (const LExprRef& e : {s->cond, s->offset, s->value}) collect_safe_loads(e, always);
+  }
+  void collect_safe_loads(const LExprRef& e, bool always) {
+    if (!e || !always) return;
+    count_lowering_work(1);
+    if (e->kind == LExpr::Kind::kLoad && facts_of(e.get(), writes_).invariant) safe_loads_.push_back(e);
+    collect_safe_loads(e->offset, always);
+    for (size_t i = 0; i < e->args.size(); ++i) collect_safe_loads(e->args[i], !(e->op == Op::kSelect && i > 0));
+  }
+  // Whether every load in `e` is one the loop evaluates anyway.
+  bool loads_are_safe(const LExpr& e) const {
+    if (e.kind == LExpr::Kind::kLocalLoad) return false;
+    if (e.kind == LExpr::Kind::kLoad) {
+      return std::any_of(safe_loads_.begin(), safe_loads_.end(),
+                         [&](const LExprRef& safe) { return same_expr(safe.get(), &e); });
+    }
+    if (e.offset && !loads_are_safe(*e.offset)) return false;
+    return std::all_of(e.args.begin(), e.args.end(), [&](const LExprRef& a) { return !a || loads_are_safe(*a); });
+  }
+
   // A load of the local that already holds `e`, or null.
   LExprRef hoisted_load(const LExprRef& e) {
     for (const Hoisted& h : hoisted_) {
@@ -219,6 +250,7 @@ class Hoister {
   Kernel& kernel_;
   LoopWrites writes_;             // of the loop being optimized
   std::vector<Hoisted> hoisted_;  // out of it
+  std::vector<LExprRef> safe_loads_;  // of it (collect_safe_loads)
 };
 
 }  // namespace
