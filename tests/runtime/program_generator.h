@@ -75,6 +75,12 @@ class ProgramGenerator {
         allow_main_(allow_main) {}
 
   std::string generate();
+  // Leaves reductions inside expressions out (each is a kernel of its own, grouped or not):
+  // for measuring how much the rest fuses.
+  ProgramGenerator& without_inner_reductions() {
+    inner_reductions_ = false;
+    return *this;
+  }
 
  private:
   // --- randomness ----------------------------------------------------------------------------
@@ -164,6 +170,7 @@ class ProgramGenerator {
   Gen inner_reduction(StatementCtx& ctx, int nesting);
 
   Random rng_;
+  bool inner_reductions_ = true;
   int fresh_indices_ = 0;
   std::string prefix_;
   bool allow_main_;

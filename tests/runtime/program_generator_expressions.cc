@@ -225,7 +225,8 @@ Gen ProgramGenerator::float_expr(StatementCtx& ctx, int depth) {
   Gen out;
   switch (pick(27)) {
     case 26: {
-      Gen r = shape_bound(inner_reduction(ctx, 0), 2);
+      // Not in the row block, whose statements are there to be fused row by row.
+      Gen r = ctx.row_mode || !inner_reductions_ ? float_leaf(ctx) : shape_bound(inner_reduction(ctx, 0), 2);
       out = binary(a, chance(0.5) ? "+" : "*", r, a.bound * 2 + 2);
       break;
     }
