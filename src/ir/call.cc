@@ -32,6 +32,9 @@ class BuiltinChecker {
     else if (f == "sort" || f == "argsort") sort(f == "argsort");
     else if (f == "topk") topk();
     else if (f == "random_uniform" || f == "random_normal") random();
+    else if (f == "allreduce" || f == "broadcast") same_everywhere();
+    else if (f == "allgather" || f == "reduce_scatter") stacked(f == "allgather");
+    else if (f == "rank" || f == "world_size") scalar_i32();
   }
 
  private:
@@ -164,6 +167,50 @@ class BuiltinChecker {
     }
   }
 
+  // Collectives (docs/language.md, "Collectives"): y like x, of f32, f64 or i32, rank 0 to 4.
+  bool collective_operand(const TensorNode& x, SourceLoc loc, size_t lowest_rank) {
+    return rank_between(x, loc, lowest_rank, 4) && type_in(x, loc, {DType::kF32, DType::kF64, DType::kI32});
+  }
+  void op_attribute() {
+    const double op = call_attribute(call_, "op");
+    if (op > 3) error(call_.loc, "op=" + std::to_string(static_cast<int64_t>(op)) + " is none of 0 (sum), 1 (mean), 2 (max), 3 (min)");
+  }
+  void same_everywhere() {
+    const TensorNode &x = arg(0), &y = out(0);
+    if (call_.function == "allreduce") op_attribute();
+    if (collective_operand(x, arg_loc(0), 0)) same_shape(x, y, out_loc(0), true);
+  }
+  // allgather: y's first dimension is R × x's (a scalar x gives y of [R]); reduce_scatter: x's is
+  // R × y's. R is known when the job runs; here, the other dimensions and a divisible first one.
+  void stacked(bool gather) {
+    if (!gather) op_attribute();
+    const TensorNode &x = arg(0), &y = out(0);
+    const TensorNode& whole = gather ? y : x;
+    const TensorNode& part = gather ? x : y;
+    const SourceLoc whole_loc = gather ? out_loc(0) : arg_loc(0), part_loc = gather ? arg_loc(0) : out_loc(0);
+    if (!collective_operand(part, part_loc, gather ? 0 : 1) || !collective_operand(whole, whole_loc, 1)) return;
+    if (whole.dtype != part.dtype) {
+      return error(out_loc(0), "'" + y.name + "' is " + std::string(dtype_name(y.dtype)) + " and '" + x.name + "' is " +
+                                   std::string(dtype_name(x.dtype)) + "; a collective keeps the element type");
+    }
+    const size_t part_rank = std::max<size_t>(part.dims.size(), 1);
+    bool fits = whole.dims.size() == part_rank;
+    for (size_t d = 1; fits && d < part.dims.size(); ++d) fits = whole.dims[d] == part.dims[d];
+    const int64_t part_first = part.dims.empty() ? 1 : part.dims[0];
+    if (fits && !part.is_sized() && !whole.is_sized() && part_first > 0) fits = whole.dims[0] % part_first == 0;
+    if (!fits) {
+      error(whole_loc, "'" + whole.name + "' is " + shape_string(whole) + " and '" + part.name + "' " + shape_string(part) +
+                           "; " + (gather ? "y" : "x") + "'s first dimension must be R × " + (gather ? "x" : "y") +
+                           "'s (R ranks) and its other dimensions the same");
+    }
+  }
+  void scalar_i32() {
+    const TensorNode& r = out(0);
+    if (!r.dims.empty() || r.dtype != DType::kI32) {
+      error(out_loc(0), "'" + r.name + "' is " + shape_string(r) + "; " + call_.function + " gives an i32 scalar");
+    }
+  }
+
   const Call& call_;
   const std::vector<TensorNode>& nodes_;
   std::vector<Diagnostic>* out_;
@@ -179,6 +226,12 @@ const std::vector<BuiltinCall>& builtin_calls() {
       {"topk", 1, 2, {}},
       {"random_uniform", 0, 1, {{"lo", 0, Rule::kFinite}, {"hi", 1, Rule::kFinite}}},
       {"random_normal", 0, 1, {{"mean", 0, Rule::kFinite}, {"std", 1, Rule::kNonNegative}}},
+      {"allreduce", 1, 1, {{"op", 0, Rule::kCount}}},
+      {"allgather", 1, 1, {}},
+      {"reduce_scatter", 1, 1, {{"op", 0, Rule::kCount}}},
+      {"broadcast", 1, 1, {{"root", 0, Rule::kCount}}},
+      {"rank", 0, 1, {}},
+      {"world_size", 0, 1, {}},
   };
   return calls;
 }

@@ -215,7 +215,9 @@ void expect_same_as_temporaries(const std::string& inner, const std::string& tem
     Result<Outputs> want = run_program(device, temporaries, lower, inputs);
     ASSERT_TRUE(got.ok() && want.ok()) << got.status() << "; " << want.status();
     for (const auto& [name, values] : *want) {
-      if (got->count(name)) EXPECT_EQ(got->at(name), values) << name;
+      if (got->count(name)) {
+        EXPECT_EQ(got->at(name), values) << name;
+      }
     }
   });
   expect_cuda_builds(inner);

@@ -31,7 +31,8 @@ struct BuiltinCall {
 };
 
 // The built-in of that name, or nullptr: gemm, sort, argsort, topk, random_uniform,
-// random_normal.
+// random_normal, and the collectives allreduce, allgather, reduce_scatter, broadcast, rank and
+// world_size.
 const BuiltinCall* find_builtin_call(std::string_view name);
 const std::vector<BuiltinCall>& builtin_calls();
 

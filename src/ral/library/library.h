@@ -19,6 +19,9 @@ Status register_reference_sorting(Registry& registry);
 Status register_gemm(Registry& registry);
 // random_uniform, random_normal: the same numbers on "cpu", "opencl" and "interp".
 Status register_random(Registry& registry);
+// allreduce, allgather, reduce_scatter, broadcast, rank and world_size through the process's
+// World (kiln/ral/world.h), for "cpu", "interp" and "opencl" (over mapped host memory).
+Status register_collectives(Registry& registry);
 // sort, argsort, topk, random_uniform and random_normal for "cuda", as kernels on the device
 // (cuda_library.h).
 Status register_cuda_library(Registry& registry);

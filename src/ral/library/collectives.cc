@@ -1,0 +1,144 @@
+// The collectives (docs/language.md, "Collectives"): allreduce, allgather, reduce_scatter,
+// broadcast, rank and world_size, on "cpu", "interp" and "opencl" (over mapped host memory), each
+// through the process's World (kiln/ral/world.h): MPI across the ranks of a job, a copy in a
+// world of one.
+#include <cstdint>
+#include <string>
+
+#include "kiln/ral/execution_context.h"
+#include "kiln/ral/world.h"
+#include "ral/library/library.h"
+#include "ral/library/rows.h"
+
+namespace kiln::ral::library {
+
+namespace {
+
+template <typename T>
+constexpr ir::DType dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return ir::DType::kF32;
+  else if constexpr (std::is_same_v<T, double>) return ir::DType::kF64;
+  else return ir::DType::kI32;
+}
+
+template <typename T, int N>
+int64_t element_count(const MemRef<T, N>& m) {
+  int64_t n = 1;
+  if constexpr (N > 0) {
+    for (int d = 0; d < N; ++d) n *= m.sizes[static_cast<size_t>(d)];
+  }
+  return n;
+}
+
+template <typename T, int N>
+std::string shape_text(const MemRef<T, N>& m) {
+  if constexpr (N == 0) return "[]";
+  else return shape_string(m);
+}
+
+Result<CollectiveOp> collective_op(int64_t op, const char* call) {
+  if (op < 0 || op > 3) {
+    return invalid_argument_error(std::string(call) + ": op=" + std::to_string(op) +
+                                  " is none of 0 (sum), 1 (mean), 2 (max), 3 (min)");
+  }
+  return static_cast<CollectiveOp>(op);
+}
+
+template <typename T, int N>
+Status allreduce(ExecutionContext*, MemRef<T, N> x, MemRef<T, N> y, int64_t op) {
+  KILN_ASSIGN_OR_RETURN(CollectiveOp how, collective_op(op, "allreduce"));
+  if (element_count(x) != element_count(y)) {
+    return invalid_argument_error("allreduce: y has shape " + shape_text(y) + ", x has shape " + shape_text(x));
+  }
+  KILN_ASSIGN_OR_RETURN(World * w, world());
+  return w->allreduce(x.data, y.data, element_count(x), dtype_of<T>(), how, "allreduce");
+}
+
+template <typename T, int N>
+Status broadcast(ExecutionContext*, MemRef<T, N> x, MemRef<T, N> y, int64_t root) {
+  if (element_count(x) != element_count(y)) {
+    return invalid_argument_error("broadcast: y has shape " + shape_text(y) + ", x has shape " + shape_text(x));
+  }
+  KILN_ASSIGN_OR_RETURN(World * w, world());
+  return w->broadcast(x.data, y.data, element_count(x), dtype_of<T>(), static_cast<int>(root), "broadcast");
+}
+
+// y's first dimension is R × x's (a scalar x: y is [R]); the rest agree.
+template <typename T, int N, int M>
+Status allgather(ExecutionContext*, MemRef<T, N> x, MemRef<T, M> y) {
+  KILN_ASSIGN_OR_RETURN(World * w, world());
+  const int64_t ranks = w->size();
+  bool fits = element_count(y) == ranks * element_count(x);
+  if constexpr (N > 0) fits = fits && y.sizes[0] == ranks * x.sizes[0];
+  if (!fits) {
+    return invalid_argument_error("allgather: y has shape " + shape_text(y) + ", but " + std::to_string(ranks) +
+                                  " rank(s) gathering x of shape " + shape_text(x) +
+                                  " make a first dimension of R × x's (R = " + std::to_string(ranks) + ")");
+  }
+  return w->allgather(x.data, y.data, element_count(x), dtype_of<T>(), "allgather");
+}
+
+// x's first dimension is R × y's: rank r gets part r of the combination.
+template <typename T, int N>
+Status reduce_scatter(ExecutionContext*, MemRef<T, N> x, MemRef<T, N> y, int64_t op) {
+  KILN_ASSIGN_OR_RETURN(CollectiveOp how, collective_op(op, "reduce_scatter"));
+  KILN_ASSIGN_OR_RETURN(World * w, world());
+  const int64_t ranks = w->size();
+  if (element_count(x) != ranks * element_count(y) || x.sizes[0] != ranks * y.sizes[0]) {
+    return invalid_argument_error("reduce_scatter: x has shape " + shape_text(x) + " and y " + shape_text(y) +
+                                  "; x's first dimension must be R × y's, R = " + std::to_string(ranks) + " rank(s)");
+  }
+  return w->reduce_scatter(x.data, y.data, element_count(y), dtype_of<T>(), how, "reduce_scatter");
+}
+
+Status rank(ExecutionContext*, MemRef<int32_t, 0> r) {
+  KILN_ASSIGN_OR_RETURN(World * w, world());
+  *r.data = w->rank();
+  return Status();
+}
+
+Status world_size(ExecutionContext*, MemRef<int32_t, 0> n) {
+  KILN_ASSIGN_OR_RETURN(World * w, world());
+  *n.data = w->size();
+  return Status();
+}
+
+template <FixedString Device, typename T, int N>
+Status add_typed(Registry& registry) {
+  KILN_RETURN_IF_ERROR(registry.add(make_function<"allreduce", Device, &allreduce<T, N>>()));
+  KILN_RETURN_IF_ERROR(registry.add(make_function<"broadcast", Device, &broadcast<T, N>>()));
+  if constexpr (N == 0) {
+    return registry.add(make_function<"allgather", Device, &allgather<T, 0, 1>>());
+  } else {
+    KILN_RETURN_IF_ERROR(registry.add(make_function<"allgather", Device, &allgather<T, N, N>>()));
+    return registry.add(make_function<"reduce_scatter", Device, &reduce_scatter<T, N>>());
+  }
+}
+
+template <FixedString Device, typename T>
+Status add_ranks(Registry& registry) {
+  KILN_RETURN_IF_ERROR((add_typed<Device, T, 0>(registry)));
+  KILN_RETURN_IF_ERROR((add_typed<Device, T, 1>(registry)));
+  KILN_RETURN_IF_ERROR((add_typed<Device, T, 2>(registry)));
+  KILN_RETURN_IF_ERROR((add_typed<Device, T, 3>(registry)));
+  return add_typed<Device, T, 4>(registry);
+}
+
+template <FixedString Device>
+Status add_device(Registry& registry) {
+  KILN_RETURN_IF_ERROR((add_ranks<Device, float>(registry)));
+  KILN_RETURN_IF_ERROR((add_ranks<Device, double>(registry)));
+  KILN_RETURN_IF_ERROR((add_ranks<Device, int32_t>(registry)));
+  KILN_RETURN_IF_ERROR(registry.add(make_function<"rank", Device, &rank>()));
+  return registry.add(make_function<"world_size", Device, &world_size>());
+}
+
+}  // namespace
+
+Status register_collectives(Registry& registry) {
+  KILN_RETURN_IF_ERROR(add_device<"cpu">(registry));
+  KILN_RETURN_IF_ERROR(add_device<"interp">(registry));
+  return add_device<"opencl">(registry);
+}
+
+}  // namespace kiln::ral::library
