@@ -133,7 +133,7 @@ Status BoundCall::invoke(ExecutionContext& execution, std::span<void* const> dat
     std::vector<uint64_t>& m = memrefs[t];
     m.resize(1 + sizes_[t].size());
     std::memcpy(&m[0], &data[t], sizeof(void*));
-    std::memcpy(m.data() + 1, sizes_[t].data(), sizes_[t].size() * sizeof(int64_t));
+    if (!sizes_[t].empty()) std::memcpy(m.data() + 1, sizes_[t].data(), sizes_[t].size() * sizeof(int64_t));  // a scalar has none
     args.push_back(m.data());
   }
   for (const Scalar& s : scalars_) {
