@@ -40,12 +40,14 @@ Status Queue::submit(Command command, const SemaphoreList& waits, const Semaphor
   return Status();
 }
 
-void Queue::complete(const Action& action, const Status& status) {
+void Queue::complete(const Action& action, const Status& status) { complete(action.signals, status); }
+
+void Queue::complete(const SemaphoreList& signals, const Status& status) {
   if (!status.ok()) {
-    fail_semaphores(action.signals, status);
+    fail_semaphores(signals, status);
     return;
   }
-  for (const SemaphoreValue& signal : action.signals) {
+  for (const SemaphoreValue& signal : signals) {
     Status signalled = signal.semaphore->signal(signal.value);
     // A signal that cannot be applied is a broken timeline: fail it so its waiters learn why.
     if (!signalled.ok() && signalled.code() == StatusCode::kInvalidArgument) {

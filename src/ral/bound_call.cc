@@ -95,6 +95,7 @@ Result<BoundCall> BoundCall::bind(const ir::Call& call, const ir::Program& progr
   KILN_ASSIGN_OR_RETURN(BoundCall bound, describe(call, program, call_site, device));
   if (Result<const Function*> found = registry.find(bound.full_name_); found.ok()) {
     bound.memory_ = (*found)->memory;
+    bound.collective_ = (*found)->collective;
     return bound;
   }
 

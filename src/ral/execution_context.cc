@@ -31,7 +31,7 @@ int ExecutionContext::call(const char* full_name, void** args) {
     return 1;
   }
   Status status = function->invoke(*function, *this, args);
-  if (status.ok()) return 0;
+  if (status.ok() || status.code() == StatusCode::kDeferred) return 0;
   fail(status.annotate("RAL function '" + function->nickname + "' on device '" + function->device + "'"));
   return 1;
 }
@@ -94,6 +94,18 @@ Result<void*> ExecutionContext::workspace(size_t bytes) {
 
 uint64_t ExecutionContext::take_random_blocks(uint64_t blocks) {
   return random_blocks_.fetch_add(blocks, std::memory_order_relaxed);
+}
+
+void ExecutionContext::offer_completion(Completion completion) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  completion_ = std::move(completion);
+}
+
+std::optional<ExecutionContext::Completion> ExecutionContext::take_completion() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::optional<Completion> taken = std::move(completion_);
+  completion_.reset();
+  return taken;
 }
 
 void ExecutionContext::fail(Status status) {

@@ -2,9 +2,13 @@
 // where CMake finds MPI).
 #include "kiln/ral/world.h"
 
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
+
+#include "kiln/base/env.h"
 
 #include "ral/world_internal.h"
 
@@ -20,6 +24,56 @@ std::string_view collective_op_name(CollectiveOp op) {
   return "?";
 }
 
+std::string_view collective_kind_name(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllreduce: return "allreduce";
+    case CollectiveKind::kAllgather: return "allgather";
+    case CollectiveKind::kReduceScatter: return "reduce_scatter";
+    case CollectiveKind::kBroadcast: return "broadcast";
+  }
+  return "?";
+}
+
+std::string Collective::describe() const {
+  std::string text(collective_kind_name(kind));
+  if (kind == CollectiveKind::kAllreduce || kind == CollectiveKind::kReduceScatter) {
+    text += " (" + std::string(collective_op_name(op)) + ")";
+  } else if (kind == CollectiveKind::kBroadcast) {
+    text += " (root " + std::to_string(root) + ")";
+  }
+  text += " of " + std::to_string(count) + " " + std::string(ir::dtype_name(type));
+  if (!site.empty()) text += " at " + site;
+  return text;
+}
+
+Result<double> collective_timeout_seconds() {
+  KILN_ASSIGN_OR_RETURN(std::optional<double> seconds, env_seconds("KILN_COLLECTIVE_TIMEOUT", 86400));
+  return seconds.value_or(60.0);
+}
+
+Status World::check(const Collective& collective) const {
+  if (collective.kind == CollectiveKind::kBroadcast && (collective.root < 0 || collective.root >= size())) {
+    return invalid_argument_error(collective.describe() + ": root " + std::to_string(collective.root) +
+                                  " is not a rank of this world (ranks 0 to " + std::to_string(size() - 1) + ")");
+  }
+  if (collective.count < 0) return invalid_argument_error(collective.describe() + ": a negative count");
+  return Status();
+}
+
+Status World::run(Collective collective) {
+  std::mutex mutex;
+  std::condition_variable ended;
+  std::optional<Status> outcome;
+  start(std::move(collective), [&](Status status) {
+    std::lock_guard<std::mutex> lock(mutex);
+    outcome = std::move(status);
+    ended.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(mutex);
+  ended.wait(lock, [&] { return outcome.has_value(); });
+  return *outcome;
+}
+
 namespace {
 
 // One rank: every collective is a copy (a reduction over one rank is its input; mean divides by 1).
@@ -28,28 +82,12 @@ class WorldOfOne final : public World {
   WorldOfOne() : World(0, 1) {}
   std::string describe() const override { return "a world of one (not started by mpirun)"; }
 
-  Status allreduce(const void* in, void* out, int64_t count, ir::DType type, CollectiveOp, std::string_view) override {
-    return copy(in, out, count, type);
-  }
-  Status allgather(const void* in, void* out, int64_t count, ir::DType type, std::string_view) override {
-    return copy(in, out, count, type);
-  }
-  Status reduce_scatter(const void* in, void* out, int64_t count, ir::DType type, CollectiveOp,
-                        std::string_view) override {
-    return copy(in, out, count, type);
-  }
-  Status broadcast(const void* in, void* out, int64_t count, ir::DType type, int root, std::string_view call) override {
-    if (root != 0) {
-      return invalid_argument_error(std::string(call) + ": root " + std::to_string(root) +
-                                    " is not a rank of this world of one (ranks 0 to 0)");
+  void start(Collective c, CollectiveDone done) override {
+    Status checked = check(c);
+    if (checked.ok() && c.in != c.out && c.count > 0) {
+      std::memmove(c.out, c.in, static_cast<size_t>(c.count) * ir::dtype_size(c.type));
     }
-    return copy(in, out, count, type);
-  }
-
- private:
-  static Status copy(const void* in, void* out, int64_t count, ir::DType type) {
-    if (in != out && count > 0) std::memmove(out, in, static_cast<size_t>(count) * ir::dtype_size(type));
-    return Status();
+    done(std::move(checked));
   }
 };
 

@@ -1,9 +1,5 @@
-// The world over MPI (world_internal.h), built where CMake finds MPI. kiln's traffic runs on a
-// duplicate of the communicator, so it never matches a message of the host program's.
-// The C interface only (Open MPI and MPICH otherwise pull in their C++ bindings).
-#define OMPI_SKIP_MPICXX 1
-#define MPICH_SKIP_MPICXX 1
-#include <mpi.h>
+// The world over MPI (world_internal.h), built where CMake finds MPI. kiln's traffic runs on
+// duplicates of the communicator, so it never matches a message of the host program's.
 
 #include <climits>
 #include <cstdlib>
@@ -12,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ral/mpi_collectives.h"
 #include "ral/world_internal.h"
 
 namespace kiln::ral {
@@ -22,55 +19,20 @@ namespace internal {
 
 namespace {
 
-std::string mpi_error_text(int code) {
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
-  return std::string(text, static_cast<size_t>(length));
-}
-
-Status mpi_status(int code, std::string_view what) {
-  if (code == MPI_SUCCESS) return Status();
-  return unavailable_error(std::string(what) + ": " + mpi_error_text(code));
-}
-
-MPI_Datatype mpi_type(ir::DType type) {
-  switch (type) {
-    case ir::DType::kF32: return MPI_FLOAT;
-    case ir::DType::kF64: return MPI_DOUBLE;
-    default: return MPI_INT32_T;
-  }
-}
-
-MPI_Op mpi_op(CollectiveOp op) {
-  switch (op) {
-    case CollectiveOp::kMax: return MPI_MAX;
-    case CollectiveOp::kMin: return MPI_MIN;
-    default: return MPI_SUM;  // mean: the sum, divided afterwards
-  }
-}
-
-template <typename T>
-void divide(void* data, int64_t count, int ranks) {
-  T* v = static_cast<T*>(data);
-  for (int64_t i = 0; i < count; ++i) v[i] = static_cast<T>(v[i] / static_cast<T>(ranks));
-}
-
-// mean: the sum over the ranks divided by their number, in the element type.
-void finish_mean(void* out, int64_t count, ir::DType type, CollectiveOp op, int ranks) {
-  if (op != CollectiveOp::kMean) return;
-  if (type == ir::DType::kF32) divide<float>(out, count, ranks);
-  else if (type == ir::DType::kF64) divide<double>(out, count, ranks);
-  else divide<int32_t>(out, count, ranks);
-}
-
+// Two duplicates of the communicator: one for the collectives' data, one for the descriptions
+// the ranks exchange before each (mpi_collectives.h).
 class MpiWorld final : public World {
  public:
-  MpiWorld(MPI_Comm comm, int rank, int size, bool serialize) : World(rank, size), comm_(comm), serialize_(serialize) {}
+  MpiWorld(MPI_Comm data, MPI_Comm check, int rank, int size, double timeout_seconds)
+      : World(rank, size), data_(data), check_(check), collectives_(std::make_unique<MpiCollectives>(data, check, rank, size, timeout_seconds)) {}
   ~MpiWorld() override {
+    collectives_.reset();
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) MPI_Comm_free(&comm_);
+    if (!finalized && !abandoned_) {
+      MPI_Comm_free(&check_);
+      MPI_Comm_free(&data_);
+    }
   }
 
   std::string describe() const override {
@@ -82,63 +44,28 @@ class MpiWorld final : public World {
     return "MPI rank " + std::to_string(rank()) + " of " + std::to_string(size()) + " (" + library + ")";
   }
 
-  Status allreduce(const void* in, void* out, int64_t count, ir::DType type, CollectiveOp op,
-                   std::string_view call) override {
-    KILN_ASSIGN_OR_RETURN(int n, checked_count(count, call));
-    {
-      auto lock = serialized();
-      const void* send = in == out ? MPI_IN_PLACE : in;
-      KILN_RETURN_IF_ERROR(mpi_status(MPI_Allreduce(send, out, n, mpi_type(type), mpi_op(op), comm_), call));
+  void start(Collective c, CollectiveDone done) override {
+    Status checked = check(c);
+    if (checked.ok() && c.count > INT_MAX) {
+      checked = invalid_argument_error(c.describe() + ": " + std::to_string(c.count) +
+                                       " elements in one collective; MPI counts stop at 2^31 - 1");
     }
-    finish_mean(out, count, type, op, size());
-    return Status();
+    if (!checked.ok()) return done(std::move(checked));
+    collectives_->start(std::move(c), std::move(done));
   }
 
-  Status allgather(const void* in, void* out, int64_t count, ir::DType type, std::string_view call) override {
-    KILN_ASSIGN_OR_RETURN(int n, checked_count(count * size(), call));
-    auto lock = serialized();
-    return mpi_status(MPI_Allgather(in, n / size(), mpi_type(type), out, n / size(), mpi_type(type), comm_), call);
-  }
-
-  Status reduce_scatter(const void* in, void* out, int64_t count, ir::DType type, CollectiveOp op,
-                        std::string_view call) override {
-    KILN_ASSIGN_OR_RETURN(int n, checked_count(count * size(), call));
-    {
-      auto lock = serialized();
-      KILN_RETURN_IF_ERROR(
-          mpi_status(MPI_Reduce_scatter_block(in, out, n / size(), mpi_type(type), mpi_op(op), comm_), call));
-    }
-    finish_mean(out, count, type, op, size());
-    return Status();
-  }
-
-  Status broadcast(const void* in, void* out, int64_t count, ir::DType type, int root, std::string_view call) override {
-    if (root < 0 || root >= size()) {
-      return invalid_argument_error(std::string(call) + ": root " + std::to_string(root) + " is not a rank (0 to " +
-                                    std::to_string(size() - 1) + ")");
-    }
-    KILN_ASSIGN_OR_RETURN(int n, checked_count(count, call));
-    if (rank() == root && in != out && count > 0) std::memmove(out, in, static_cast<size_t>(count) * ir::dtype_size(type));
-    auto lock = serialized();
-    return mpi_status(MPI_Bcast(out, n, mpi_type(type), root, comm_), call);
+  // Whether a collective is in flight or one failed; then the communicators are left as they are
+  // (freeing them, like MPI_Finalize, would wait for ranks that are not coming).
+  bool unfinished() {
+    abandoned_ = abandoned_ || collectives_->unfinished();
+    return abandoned_;
   }
 
  private:
-  static Result<int> checked_count(int64_t count, std::string_view call) {
-    if (count > INT_MAX) {
-      return invalid_argument_error(std::string(call) + ": " + std::to_string(count) +
-                                    " elements in one collective; MPI counts stop at 2^31 - 1");
-    }
-    return static_cast<int>(count);
-  }
-  // Under MPI_THREAD_SERIALIZED (a host's MPI), one MPI call at a time.
-  std::unique_lock<std::mutex> serialized() {
-    return serialize_ ? std::unique_lock<std::mutex>(mutex_) : std::unique_lock<std::mutex>();
-  }
-
-  MPI_Comm comm_;
-  bool serialize_;
-  std::mutex mutex_;
+  MPI_Comm data_;
+  MPI_Comm check_;
+  std::unique_ptr<MpiCollectives> collectives_;
+  bool abandoned_ = false;
 };
 
 bool initialized_by_kiln = false;
@@ -146,10 +73,11 @@ bool initialized_by_kiln = false;
 void finalize_at_exit() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) {
-    world_state().world.reset();  // frees kiln's communicator first
-    MPI_Finalize();
-  }
+  if (finalized) return;
+  auto* world = dynamic_cast<MpiWorld*>(world_state().world.get());
+  const bool unfinished = world && world->unfinished();
+  world_state().world.reset();  // stops the progress thread, frees kiln's communicators
+  if (!unfinished) MPI_Finalize();
 }
 
 const char* thread_level_name(int level) {
@@ -189,15 +117,18 @@ Result<std::unique_ptr<World>> make_mpi_world(const void* communicator) {
                                      "MPI_THREAD_MULTIPLE (initialize MPI with MPI_Init_thread asking for "
                                      "MPI_THREAD_MULTIPLE)");
   }
+  KILN_ASSIGN_OR_RETURN(double timeout, collective_timeout_seconds());
   MPI_Comm base = communicator ? *static_cast<const MPI_Comm*>(communicator) : MPI_COMM_WORLD;
-  MPI_Comm comm;
-  KILN_RETURN_IF_ERROR(mpi_status(MPI_Comm_dup(base, &comm), "MPI_Comm_dup"));
-  // Errors come back as codes, which become statuses, instead of aborting the job.
-  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  MPI_Comm comms[2];
+  for (MPI_Comm& comm : comms) {
+    KILN_RETURN_IF_ERROR(mpi_status(MPI_Comm_dup(base, &comm), "MPI_Comm_dup"));
+    // Errors come back as codes, which become statuses, instead of aborting the job.
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  }
   int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  return std::unique_ptr<World>(new MpiWorld(comm, rank, size, provided < MPI_THREAD_MULTIPLE));
+  MPI_Comm_rank(comms[0], &rank);
+  MPI_Comm_size(comms[0], &size);
+  return std::unique_ptr<World>(new MpiWorld(comms[0], comms[1], rank, size, timeout));
 }
 
 }  // namespace internal

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kiln/codegen/c_emitter.h"
+#include "kiln/ral/world.h"
 
 namespace kiln::runtime {
 
@@ -23,6 +24,7 @@ Result<std::vector<std::shared_ptr<const ral::BoundCall>>> bind_routine_calls(
       return b.status().annotate("routine '" + routine.name + "'" +
                                  (c.call.loc.line ? ", line " + std::to_string(c.call.loc.line) : std::string()));
     }
+    if (b->collective()) KILN_RETURN_IF_ERROR(ral::world().status().annotate("routine '" + routine.name + "'"));
     bound.push_back(std::make_shared<const ral::BoundCall>(std::move(*b)));
   }
   return bound;
@@ -68,12 +70,13 @@ Result<std::vector<RoutineStep>> make_routine_steps(
   };
   for (size_t c = 0; c < calls.size(); ++c) {
     KILN_RETURN_IF_ERROR(add_kernels(std::min(routine.calls[c].after_kernels, routine.kernels)));
-    CallStep step{calls[c], {}};
+    const int line = routine.calls[c].call.loc.line;
+    CallStep step{calls[c], {}, "routine '" + std::string(routine.name) + "'" + (line ? ", line " + std::to_string(line) : "")};
     for (int node : calls[c]->tensors()) {
       KILN_ASSIGN_OR_RETURN(hal::BufferRef b, buffer(node));
       step.buffers.push_back(std::move(b));
     }
-    if (call_kernels) {
+    if (call_kernels && !calls[c]->collective()) {
       hal::DispatchCommand d;
       d.executable = call_kernels->executable;
       d.export_ordinal = call_kernels->first_ordinal + static_cast<uint32_t>(c);
@@ -111,10 +114,12 @@ bool needs_execution(const RoutineStep& step) {
 
 // Runs a call on the queue's host thread: maps its buffers (read for arguments, read-write for
 // outputs: gemm's beta reads c) and invokes the function with their addresses, or with the
-// buffers themselves for a function that works on device memory (ral::Memory::kDevice).
-Status run_call(const CallStep& step, Execution& execution) {
+// buffers themselves for a function that works on device memory (ral::Memory::kDevice). A
+// collective is offered a completion that releases the mappings and completes `signals`; when it
+// takes it the result is kDeferred: the step ends when the other ranks have taken part.
+Status run_call(const CallStep& step, Execution& execution, const hal::SemaphoreList& signals) {
   const ral::BoundCall& call = *step.call;
-  std::vector<hal::Mapping> mappings;
+  auto mappings = std::make_shared<std::vector<hal::Mapping>>();
   std::vector<void*> data;
   if (call.memory() == ral::Memory::kDevice) {
     for (const hal::BufferRef& b : step.buffers) data.push_back(b.get());
@@ -125,9 +130,18 @@ Status run_call(const CallStep& step, Execution& execution) {
     Result<hal::Mapping> m = step.buffers[i]->map(access);
     if (!m.ok()) return m.status().annotate("call " + call.function() + ": mapping its tensors");
     data.push_back(m->data());
-    mappings.push_back(std::move(*m));
+    mappings->push_back(std::move(*m));
   }
-  return call.invoke(*execution.context, data);
+  if (call.collective()) {
+    execution.context->offer_completion({[mappings, signals](Status outcome) {
+                                           mappings->clear();  // written back before anyone reads
+                                           hal::Queue::complete(signals, outcome);
+                                         },
+                                         step.site});
+  }
+  Status invoked = call.invoke(*execution.context, data);
+  if (!call.collective() || execution.context->take_completion() || !invoked.ok()) return invoked;
+  return Status(StatusCode::kDeferred, "call " + call.function() + " ends when the other ranks take part");
 }
 
 }  // namespace
@@ -159,8 +173,8 @@ Status submit_routine_steps(hal::Device& device, hal::Queue& queue, const hal::S
                                   [fn = host->fn](const hal::SemaphoreList&) { return fn(); });
     } else {
       submitted = queue.host_call(step_waits, step_signals,
-                                  [step = std::get<CallStep>(steps[i]), execution](const hal::SemaphoreList&) {
-                                    return run_call(step, *execution);
+                                  [step = std::get<CallStep>(steps[i]), execution](const hal::SemaphoreList& signals) {
+                                    return run_call(step, *execution, signals);
                                   });
     }
     if (!submitted.ok()) {

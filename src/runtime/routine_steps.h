@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
@@ -21,10 +22,12 @@
 
 namespace kiln::runtime {
 
-// A call with the buffers of its tensors (BoundCall::tensors() order).
+// A call with the buffers of its tensors (BoundCall::tensors() order). `site` names the call
+// statement ("routine 'step', line 4"); a collective's messages carry it to the other ranks.
 struct CallStep {
   std::shared_ptr<const ral::BoundCall> call;
   std::vector<hal::BufferRef> buffers;
+  std::string site;
 };
 
 // Kernels in a command buffer; `calls_runtime` when some of them are call kernels, which need
@@ -69,8 +72,8 @@ inline RoutineShape shape_of(const ir::LoweredRoutine& routine) {
 }
 
 // The routine's steps: runs of consecutive kernels (with a barrier between kernels) as command
-// buffers, and its calls, either as dispatches among the kernels (`call_kernels` given) or as
-// steps between them. `dispatch(k)` makes kernel k's dispatch; `buffer(node)` gives the buffer a
+// buffers, and its calls, either as dispatches among the kernels (`call_kernels` given; never a
+// collective, which ends on its own time) or as steps between them. `dispatch(k)` makes kernel k's dispatch; `buffer(node)` gives the buffer a
 // call passes for `node`; `calls` are bound already, one per routine call.
 Result<std::vector<RoutineStep>> make_routine_steps(
     const hal::Device& device, const RoutineShape& routine,
@@ -80,7 +83,9 @@ Result<std::vector<RoutineStep>> make_routine_steps(
     const std::function<Result<hal::BufferRef>(int node)>& buffer);
 
 // Binds every call of `routine` for `device` in the global registry (NOT_FOUND naming the function
-// and the device for one that is not registered).
+// and the device for one that is not registered). A routine with collectives makes the process's
+// world here (ral::world(): MPI is initialized on the thread that links, and a world that cannot
+// be made fails the link).
 Result<std::vector<std::shared_ptr<const ral::BoundCall>>> bind_routine_calls(
     const ir::LoweredRoutine& routine, const ir::Program& program, const hal::Device& device);
 

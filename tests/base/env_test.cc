@@ -86,5 +86,24 @@ TEST_F(EnvTest, UintOverflow) {
   }
 }
 
+TEST_F(EnvTest, Seconds) {
+  Result<std::optional<double>> r = env_seconds(kVar, 86400);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, std::nullopt);
+  for (auto [text, value] : {std::pair<const char*, double>{"60", 60}, {"0.5", 0.5}, {"2.", 2}, {".25", 0.25}}) {
+    setenv(kVar, text, 1);
+    r = env_seconds(kVar, 86400);
+    ASSERT_TRUE(r.ok()) << text << ": " << r.status();
+    EXPECT_EQ(*r, value) << text;
+  }
+  for (const char* text : {"0", "0.0", "-1", "abc", "inf", "nan", "1e3", " 5", "5s", "1.2.3", ".", "86401"}) {
+    setenv(kVar, text, 1);
+    r = env_seconds(kVar, 86400);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.status().message(),
+              std::string(kVar) + "='" + text + "' is not a number of seconds in (0, 86400]");
+  }
+}
+
 }  // namespace
 }  // namespace kiln

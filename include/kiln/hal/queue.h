@@ -63,6 +63,7 @@ class Queue {
   // Signals (status OK) or fails (error) an action's signal list; how drivers finish an action.
   // A signal that cannot be applied (value not above the current one) fails that semaphore.
   static void complete(const Action& action, const Status& status);
+  static void complete(const SemaphoreList& signals, const Status& status);
 
  protected:
   // Takes a validated action. The default is defer(); a driver with native waits may override it.

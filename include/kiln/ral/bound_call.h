@@ -44,6 +44,8 @@ class BoundCall {
   bool reads_outputs() const { return reads_outputs_; }
   // Where the function wants its memrefs to point (Function::memory; kHost until bound).
   Memory memory() const { return memory_; }
+  // Whether the function is a collective (Function::collective; false until bound).
+  bool collective() const { return collective_; }
 
   // Runs the function in `execution` with one data pointer per tensor (tensors() order). OK, or
   // the function's error annotated with the function and the device; the execution keeps the
@@ -69,6 +71,7 @@ class BoundCall {
   size_t output_count_ = 0;
   bool reads_outputs_ = false;
   Memory memory_ = Memory::kHost;
+  bool collective_ = false;
   std::vector<std::vector<int64_t>> sizes_;  // per tensor
   std::vector<int64_t> bytes_;               // per tensor
   std::vector<Scalar> scalars_;

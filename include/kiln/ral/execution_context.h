@@ -71,6 +71,18 @@ class ExecutionContext {
   // the first; successive calls get disjoint ranges, in call order.
   uint64_t take_random_blocks(uint64_t blocks);
 
+  // A call that ends after it returns (a collective, Function::collective). Whoever runs such a
+  // call may offer a completion first; the function takes it, starts its work and returns a
+  // kDeferred status (which call() counts as success), and the work runs `done` once with its
+  // outcome. With none offered (compiled code calling) the function finishes before returning.
+  struct Completion {
+    std::function<void(Status)> done;
+    std::string site;  // the call statement, for messages: "routine 'step', line 4"
+  };
+  void offer_completion(Completion completion);
+  // The completion offered and not yet taken, taken; nullopt when there is none.
+  std::optional<Completion> take_completion();
+
   // Keeps the first failure; later ones are dropped.
   void fail(Status status);
   Status status() const;
@@ -114,6 +126,7 @@ class ExecutionContext {
   std::unordered_map<int64_t, Output> outputs_;
   std::vector<std::unique_ptr<void, AlignedFree>> workspace_;
   std::unordered_map<std::string, std::unique_ptr<Resource>> resources_;  // kExecution
+  std::optional<Completion> completion_;
 };
 
 }  // namespace kiln::ral

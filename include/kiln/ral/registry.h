@@ -46,6 +46,10 @@ struct Function {
   Invoker invoke = nullptr;
   Memory memory = Memory::kHost;
   void* user = nullptr;  // for the invoker; null for functions registered from C++
+  // A collective (kiln/ral/world.h): it runs across the processes of the job and may end after
+  // it returns (ExecutionContext::take_completion), so the runtime runs it as a step of its own,
+  // never among a command buffer's kernels.
+  bool collective = false;
 };
 
 class Registry {

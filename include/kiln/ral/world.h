@@ -5,19 +5,23 @@
 // What a caller may rely on:
 //  - A process started by mpirun / mpiexec (the launcher's rank and size variables are set) is
 //    rank r of R. kiln initializes MPI the first time the world is asked for, unless the host
-//    program already has, asking for MPI_THREAD_MULTIPLE (collectives complete on kiln's own
-//    threads); a library that cannot give it is an error that says so. kiln finalizes only an MPI
-//    it initialized, at exit.
+//    program already has, asking for MPI_THREAD_MULTIPLE (kiln's MPI calls come from its own
+//    progress thread); a library that gives less than MPI_THREAD_SERIALIZED is an error that
+//    says so. kiln finalizes only an MPI it initialized, at exit, and not after a collective
+//    failed (MPI_Finalize would wait for the ranks that did not arrive).
 //  - A process started alone (no launcher variables, no communicator handed in) is a world of one
 //    rank that never touches MPI: every collective is a copy.
 //  - A framework that manages MPI itself hands its communicator in with use_communicator() before
 //    the world is first asked for.
 //  - kiln built without MPI (CMake found none) runs worlds of one; under a launcher with more than
 //    one rank, world() fails with a message saying that kiln was built without MPI.
-//  - Every rank must issue the same collectives in the same order.
+//  - Every rank must issue the same collectives in the same order. Before each collective the
+//    ranks exchange what they are about to run (a small message to each other rank), so a
+//    mismatch is an error naming both calls, not a hang or wrong numbers.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -32,28 +36,60 @@ namespace kiln::ral {
 enum class CollectiveOp : int { kSum = 0, kMean = 1, kMax = 2, kMin = 3 };
 std::string_view collective_op_name(CollectiveOp op);
 
+enum class CollectiveKind : int { kAllreduce = 0, kAllgather = 1, kReduceScatter = 2, kBroadcast = 3 };
+std::string_view collective_kind_name(CollectiveKind kind);
+
+// One collective over host memory: `count` elements of `type` (f32, f64, i32) from `in` to `out`
+// (the same pointer: in place). allgather's `out` holds size() × count elements; reduce_scatter's
+// `in` holds size() × count and `out` count. `op` is allreduce's and reduce_scatter's, `root`
+// broadcast's. `site` names the call statement in messages ("routine 'step', line 4").
+struct Collective {
+  CollectiveKind kind = CollectiveKind::kAllreduce;
+  const void* in = nullptr;
+  void* out = nullptr;
+  int64_t count = 0;
+  ir::DType type = ir::DType::kF32;
+  CollectiveOp op = CollectiveOp::kSum;
+  int root = 0;
+  std::string site;
+
+  // "allreduce (sum) of 1024 f32 at routine 'step', line 4": what messages name.
+  std::string describe() const;
+};
+
+// Runs once when a collective ends: OK once `out` is written, else why not.
+using CollectiveDone = std::function<void(Status)>;
+
+// How long a rank waits for the others (KILN_COLLECTIVE_TIMEOUT, seconds; 60 when unset), or
+// INVALID_ARGUMENT naming the variable for a value that is not a positive number.
+Result<double> collective_timeout_seconds();
+
 class World {
  public:
   virtual ~World() = default;
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-  // "MPI (Open MPI 4.1.4)", or "a world of one (not started by mpirun)".
+  // "MPI rank 1 of 4 (Open MPI v4.1.4)", or "a world of one (not started by mpirun)".
   virtual std::string describe() const = 0;
 
-  // Collectives over host memory, blocking until this rank's part is done. `count` elements of
-  // `type` (f32, f64, i32); `call` names the call statement for messages. allgather's `out` holds
-  // size() × count elements; reduce_scatter's `in` holds size() × count and `out` count.
-  virtual Status allreduce(const void* in, void* out, int64_t count, ir::DType type, CollectiveOp op,
-                           std::string_view call) = 0;
-  virtual Status allgather(const void* in, void* out, int64_t count, ir::DType type, std::string_view call) = 0;
-  virtual Status reduce_scatter(const void* in, void* out, int64_t count, ir::DType type, CollectiveOp op,
-                                std::string_view call) = 0;
-  virtual Status broadcast(const void* in, void* out, int64_t count, ir::DType type, int root,
-                           std::string_view call) = 0;
+  // Starts `collective` and returns without waiting for the other ranks; `done` runs exactly
+  // once, on a thread of kiln's or before start returns. `in` and `out` must stay valid until
+  // then. The failures `done` can see: INVALID_ARGUMENT (a root outside the world, a count past
+  // MPI's), FAILED_PRECONDITION when ranks issued different collectives at the same point (the
+  // message names this rank's call and the other's), DEADLINE_EXCEEDED when the others did not
+  // all arrive, or the collective did not complete, within collective_timeout_seconds() (naming
+  // the ranks that did not arrive), UNAVAILABLE for an error of MPI's. After a failure other
+  // than INVALID_ARGUMENT the world is broken: every later collective fails at once with it.
+  virtual void start(Collective collective, CollectiveDone done) = 0;
+
+  // start(), then waits for `done`.
+  Status run(Collective collective);
 
  protected:
   World(int rank, int size) : rank_(rank), size_(size) {}
+  // The checks every world makes before starting: a root among the ranks.
+  Status check(const Collective& collective) const;
 
  private:
   int rank_;

@@ -3,6 +3,7 @@
 // through the process's World (kiln/ral/world.h): MPI across the ranks of a job, a copy in a
 // world of one.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "kiln/ral/execution_context.h"
@@ -44,28 +45,58 @@ Result<CollectiveOp> collective_op(int64_t op, const char* call) {
   return static_cast<CollectiveOp>(op);
 }
 
+// A collective of `kind` from x's data to y's; `count` elements of T (per rank where they differ).
+template <typename T, int N, int M>
+Collective make_collective(CollectiveKind kind, const MemRef<T, N>& x, const MemRef<T, M>& y, int64_t count) {
+  Collective c;
+  c.kind = kind;
+  c.in = x.data;
+  c.out = y.data;
+  c.count = count;
+  c.type = dtype_of<T>();
+  return c;
+}
+
+// Runs `c` on the process's world: started, ending later, where the runtime offered a
+// completion (a routine's collective step), else to its end before returning.
+Status run_on_world(ExecutionContext* execution, World* w, Collective c) {
+  if (std::optional<ExecutionContext::Completion> later = execution->take_completion()) {
+    c.site = std::move(later->site);
+    w->start(std::move(c), std::move(later->done));
+    return Status(StatusCode::kDeferred, "a collective in flight");
+  }
+  return w->run(std::move(c));
+}
+
 template <typename T, int N>
-Status allreduce(ExecutionContext*, MemRef<T, N> x, MemRef<T, N> y, int64_t op) {
+Status allreduce(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, N> y, int64_t op) {
   KILN_ASSIGN_OR_RETURN(CollectiveOp how, collective_op(op, "allreduce"));
   if (element_count(x) != element_count(y)) {
     return invalid_argument_error("allreduce: y has shape " + shape_text(y) + ", x has shape " + shape_text(x));
   }
   KILN_ASSIGN_OR_RETURN(World * w, world());
-  return w->allreduce(x.data, y.data, element_count(x), dtype_of<T>(), how, "allreduce");
+  Collective c = make_collective(CollectiveKind::kAllreduce, x, y, element_count(x));
+  c.op = how;
+  return run_on_world(execution, w, std::move(c));
 }
 
 template <typename T, int N>
-Status broadcast(ExecutionContext*, MemRef<T, N> x, MemRef<T, N> y, int64_t root) {
+Status broadcast(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, N> y, int64_t root) {
   if (element_count(x) != element_count(y)) {
     return invalid_argument_error("broadcast: y has shape " + shape_text(y) + ", x has shape " + shape_text(x));
   }
+  if (root < 0 || root > INT32_MAX) {
+    return invalid_argument_error("broadcast: root " + std::to_string(root) + " is not a rank");
+  }
   KILN_ASSIGN_OR_RETURN(World * w, world());
-  return w->broadcast(x.data, y.data, element_count(x), dtype_of<T>(), static_cast<int>(root), "broadcast");
+  Collective c = make_collective(CollectiveKind::kBroadcast, x, y, element_count(x));
+  c.root = static_cast<int>(root);
+  return run_on_world(execution, w, std::move(c));
 }
 
 // y's first dimension is R × x's (a scalar x: y is [R]); the rest agree.
 template <typename T, int N, int M>
-Status allgather(ExecutionContext*, MemRef<T, N> x, MemRef<T, M> y) {
+Status allgather(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, M> y) {
   KILN_ASSIGN_OR_RETURN(World * w, world());
   const int64_t ranks = w->size();
   bool fits = element_count(y) == ranks * element_count(x);
@@ -75,12 +106,12 @@ Status allgather(ExecutionContext*, MemRef<T, N> x, MemRef<T, M> y) {
                                   " rank(s) gathering x of shape " + shape_text(x) +
                                   " make a first dimension of R × x's (R = " + std::to_string(ranks) + ")");
   }
-  return w->allgather(x.data, y.data, element_count(x), dtype_of<T>(), "allgather");
+  return run_on_world(execution, w, make_collective(CollectiveKind::kAllgather, x, y, element_count(x)));
 }
 
 // x's first dimension is R × y's: rank r gets part r of the combination.
 template <typename T, int N>
-Status reduce_scatter(ExecutionContext*, MemRef<T, N> x, MemRef<T, N> y, int64_t op) {
+Status reduce_scatter(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, N> y, int64_t op) {
   KILN_ASSIGN_OR_RETURN(CollectiveOp how, collective_op(op, "reduce_scatter"));
   KILN_ASSIGN_OR_RETURN(World * w, world());
   const int64_t ranks = w->size();
@@ -88,7 +119,9 @@ Status reduce_scatter(ExecutionContext*, MemRef<T, N> x, MemRef<T, N> y, int64_t
     return invalid_argument_error("reduce_scatter: x has shape " + shape_text(x) + " and y " + shape_text(y) +
                                   "; x's first dimension must be R × y's, R = " + std::to_string(ranks) + " rank(s)");
   }
-  return w->reduce_scatter(x.data, y.data, element_count(y), dtype_of<T>(), how, "reduce_scatter");
+  Collective c = make_collective(CollectiveKind::kReduceScatter, x, y, element_count(y));
+  c.op = how;
+  return run_on_world(execution, w, std::move(c));
 }
 
 Status rank(ExecutionContext*, MemRef<int32_t, 0> r) {
@@ -103,15 +136,23 @@ Status world_size(ExecutionContext*, MemRef<int32_t, 0> n) {
   return Status();
 }
 
+// Registers Fn as (Name, Device), a collective (Function::collective).
+template <FixedString Name, FixedString Device, auto Fn>
+Status add_collective(Registry& registry) {
+  Function f = make_function<Name, Device, Fn>();
+  f.collective = true;
+  return registry.add(std::move(f));
+}
+
 template <FixedString Device, typename T, int N>
 Status add_typed(Registry& registry) {
-  KILN_RETURN_IF_ERROR(registry.add(make_function<"allreduce", Device, &allreduce<T, N>>()));
-  KILN_RETURN_IF_ERROR(registry.add(make_function<"broadcast", Device, &broadcast<T, N>>()));
+  KILN_RETURN_IF_ERROR((add_collective<"allreduce", Device, &allreduce<T, N>>(registry)));
+  KILN_RETURN_IF_ERROR((add_collective<"broadcast", Device, &broadcast<T, N>>(registry)));
   if constexpr (N == 0) {
-    return registry.add(make_function<"allgather", Device, &allgather<T, 0, 1>>());
+    return add_collective<"allgather", Device, &allgather<T, 0, 1>>(registry);
   } else {
-    KILN_RETURN_IF_ERROR(registry.add(make_function<"allgather", Device, &allgather<T, N, N>>()));
-    return registry.add(make_function<"reduce_scatter", Device, &reduce_scatter<T, N>>());
+    KILN_RETURN_IF_ERROR((add_collective<"allgather", Device, &allgather<T, N, N>>(registry)));
+    return add_collective<"reduce_scatter", Device, &reduce_scatter<T, N>>(registry);
   }
 }
 

@@ -1,0 +1,320 @@
+#include "ral/mpi_collectives.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace kiln::ral::internal {
+
+namespace {
+
+std::string mpi_error_text(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return "MPI error " + std::to_string(code);
+  return std::string(text, static_cast<size_t>(length));
+}
+
+
+MPI_Datatype mpi_type(ir::DType type) {
+  switch (type) {
+    case ir::DType::kF32: return MPI_FLOAT;
+    case ir::DType::kF64: return MPI_DOUBLE;
+    default: return MPI_INT32_T;
+  }
+}
+
+MPI_Op mpi_op(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::kMax: return MPI_MAX;
+    case CollectiveOp::kMin: return MPI_MIN;
+    default: return MPI_SUM;  // mean: the sum, divided afterwards
+  }
+}
+
+template <typename T>
+void divide(void* data, int64_t count, int ranks) {
+  T* v = static_cast<T*>(data);
+  for (int64_t i = 0; i < count; ++i) v[i] = static_cast<T>(v[i] / static_cast<T>(ranks));
+}
+
+// mean: the sum over the ranks divided by their number, in the element type.
+void finish_mean(const Collective& c, int ranks) {
+  if (c.op != CollectiveOp::kMean) return;
+  if (c.kind != CollectiveKind::kAllreduce && c.kind != CollectiveKind::kReduceScatter) return;
+  if (c.type == ir::DType::kF32) divide<float>(c.out, c.count, ranks);
+  else if (c.type == ir::DType::kF64) divide<double>(c.out, c.count, ranks);
+  else divide<int32_t>(c.out, c.count, ranks);
+}
+
+// What a rank tells the others before a collective (sent as bytes: every rank runs the same
+// build). Ranks agree when every field but the text is equal; the text is for messages.
+struct Description {
+  uint64_t number = 0;  // the collective's place in its process's sequence, from 1
+  int64_t count = 0;
+  int32_t kind = 0, type = 0, op = 0, root = 0;
+  char text[160] = {};
+
+  bool agrees(const Description& o) const {
+    return number == o.number && count == o.count && kind == o.kind && type == o.type && op == o.op && root == o.root;
+  }
+};
+
+Description describe(const Collective& c, uint64_t number) {
+  Description d;
+  d.number = number;
+  d.count = c.count;
+  d.kind = static_cast<int32_t>(c.kind);
+  d.type = static_cast<int32_t>(c.type);
+  // Only what the kind uses takes part in the comparison.
+  d.op = c.kind == CollectiveKind::kAllreduce || c.kind == CollectiveKind::kReduceScatter ? static_cast<int32_t>(c.op) : 0;
+  d.root = c.kind == CollectiveKind::kBroadcast ? c.root : 0;
+  const std::string text = c.describe();
+  std::memcpy(d.text, text.data(), std::min(text.size(), sizeof d.text - 1));
+  return d;
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
+  return text;
+}
+
+}  // namespace
+
+Status mpi_status(int code, std::string_view what) {
+  if (code == MPI_SUCCESS) return Status();
+  return unavailable_error(std::string(what) + ": " + mpi_error_text(code));
+}
+
+struct MpiCollectives::Pending {
+  Collective c;
+  CollectiveDone done;
+  Status outcome;
+  Description mine;
+  std::vector<Description> theirs;   // one per other rank, in rank order
+  std::vector<int> peers;            // those ranks
+  std::vector<MPI_Request> exchange;  // the receives (peers' order), then the sends
+  MPI_Request data = MPI_REQUEST_NULL;
+  bool posted = false;
+  Clock::time_point deadline;
+};
+
+MpiCollectives::MpiCollectives(MPI_Comm data, MPI_Comm check, int rank, int size, double timeout_seconds)
+    : data_(data), check_(check), rank_(rank), size_(size), timeout_(timeout_seconds) {}
+
+MpiCollectives::~MpiCollectives() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  // Abandoned (see the header): their requests may still point into them.
+  for (auto& p : incoming_) (void)p.release();
+  for (auto& p : active_) (void)p.release();
+}
+
+bool MpiCollectives::unfinished() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !broken_.ok() || in_flight_.load() > 0;
+}
+
+void MpiCollectives::start(Collective c, CollectiveDone done) {
+  auto p = std::make_unique<Pending>();
+  p->c = std::move(c);
+  p->done = std::move(done);
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!broken_.ok()) {
+    lock.unlock();
+    p->done(broken_.annotate(p->c.describe() + ": not run, an earlier collective failed"));
+    return;
+  }
+  p->mine = describe(p->c, ++started_);
+  in_flight_.fetch_add(1);
+  incoming_.push_back(std::move(p));
+  if (!thread_.joinable()) thread_ = std::thread([this] { main(); });
+  lock.unlock();
+  wake_.notify_all();
+}
+
+Status MpiCollectives::begin(Pending& p) {
+  p.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout_);
+  for (int r = 0; r < size_; ++r) {
+    if (r != rank_) p.peers.push_back(r);
+  }
+  p.theirs.resize(p.peers.size());
+  p.exchange.assign(2 * p.peers.size(), MPI_REQUEST_NULL);
+  const int bytes = static_cast<int>(sizeof(Description));
+  for (size_t i = 0; i < p.peers.size(); ++i) {
+    KILN_RETURN_IF_ERROR(mpi_status(MPI_Irecv(&p.theirs[i], bytes, MPI_BYTE, p.peers[i], 0, check_, &p.exchange[i]),
+                                    "MPI_Irecv for " + p.c.describe()));
+    KILN_RETURN_IF_ERROR(mpi_status(
+        MPI_Isend(&p.mine, bytes, MPI_BYTE, p.peers[i], 0, check_, &p.exchange[p.peers.size() + i]),
+        "MPI_Isend for " + p.c.describe()));
+  }
+  return Status();
+}
+
+Status MpiCollectives::check_descriptions(const Pending& p) const {
+  for (size_t i = 0; i < p.peers.size(); ++i) {
+    if (p.theirs[i].agrees(p.mine)) continue;
+    Description theirs = p.theirs[i];
+    theirs.text[sizeof theirs.text - 1] = '\0';
+    return failed_precondition_error(
+        "ranks issued different collectives at the same point (collective #" + std::to_string(p.mine.number) +
+        " of rank " + std::to_string(rank_) + "): rank " + std::to_string(rank_) + " issued " + p.c.describe() +
+        ", rank " + std::to_string(p.peers[i]) + " issued " + theirs.text + " as its collective #" +
+        std::to_string(theirs.number) + "; every rank must issue the same collectives in the same order");
+  }
+  return Status();
+}
+
+Status MpiCollectives::post(Pending& p) {
+  const Collective& c = p.c;
+  const int n = static_cast<int>(c.count);
+  const std::string what = "posting " + c.describe();
+  switch (c.kind) {
+    case CollectiveKind::kAllreduce:
+      return mpi_status(MPI_Iallreduce(c.in == c.out ? MPI_IN_PLACE : c.in, c.out, n, mpi_type(c.type), mpi_op(c.op),
+                                       data_, &p.data),
+                        what);
+    case CollectiveKind::kAllgather:
+      return mpi_status(MPI_Iallgather(c.in, n, mpi_type(c.type), c.out, n, mpi_type(c.type), data_, &p.data), what);
+    case CollectiveKind::kReduceScatter:
+      return mpi_status(MPI_Ireduce_scatter_block(c.in, c.out, n, mpi_type(c.type), mpi_op(c.op), data_, &p.data),
+                        what);
+    case CollectiveKind::kBroadcast:
+      if (rank_ == c.root && c.in != c.out && n > 0) std::memmove(c.out, c.in, c.count * ir::dtype_size(c.type));
+      return mpi_status(MPI_Ibcast(c.out, n, mpi_type(c.type), c.root, data_, &p.data), what);
+  }
+  return internal_error(what + ": an unknown kind of collective");
+}
+
+Status MpiCollectives::timed_out(Pending& p) const {
+  const std::string limit = std::to_string(static_cast<int64_t>(timeout_.count() + 0.5)) + " s";
+  const std::string what = p.c.describe() + " (collective #" + std::to_string(p.mine.number) + " of rank " +
+                           std::to_string(rank_) + " of " + std::to_string(size_) + ")";
+  if (p.posted) {
+    return deadline_exceeded_error(what + ": every rank arrived, but it did not complete within " + limit +
+                                   " (KILN_COLLECTIVE_TIMEOUT); a rank may have died during it");
+  }
+  std::vector<int> missing;
+  for (size_t i = 0; i < p.peers.size(); ++i) {
+    int arrived = 0;
+    MPI_Test(&p.exchange[i], &arrived, MPI_STATUS_IGNORE);
+    if (!arrived) missing.push_back(p.peers[i]);
+  }
+  return deadline_exceeded_error(what + ": " + rank_list(missing) + " did not arrive within " + limit +
+                                 " (KILN_COLLECTIVE_TIMEOUT)");
+}
+
+void MpiCollectives::break_world(const Status& why, std::deque<std::unique_ptr<Pending>>& ended) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (broken_.ok()) broken_ = why;
+    // Started but not seen yet: they end too (their exchange was never posted).
+    while (!incoming_.empty()) {
+      active_.push_back(std::move(incoming_.front()));
+      incoming_.pop_front();
+    }
+  }
+  for (auto& p : active_) {
+    if (p->outcome.ok()) p->outcome = why.annotate(p->c.describe() + ": not run, an earlier collective failed");
+    ended.push_back(std::move(p));
+  }
+  active_.clear();
+}
+
+bool MpiCollectives::advance(std::deque<std::unique_ptr<Pending>>& ended) {
+  bool moved = false;
+  bool earlier_unposted = false;  // collectives reach MPI in start order
+  const Clock::time_point now = Clock::now();
+  for (auto it = active_.begin(); it != active_.end();) {
+    Pending& p = **it;
+    Status failed;
+    bool complete = false;
+    if (!p.posted) {
+      int exchanged = 0;
+      failed = mpi_status(MPI_Testall(static_cast<int>(p.exchange.size()), p.exchange.data(), &exchanged,
+                                      MPI_STATUSES_IGNORE),
+                          "exchanging descriptions for " + p.c.describe());
+      if (failed.ok() && exchanged && !earlier_unposted) {
+        failed = check_descriptions(p);
+        if (failed.ok()) failed = post(p);
+        p.posted = failed.ok();
+        moved = true;
+      }
+    }
+    if (failed.ok() && p.posted) {
+      int done = 0;
+      failed = mpi_status(MPI_Test(&p.data, &done, MPI_STATUS_IGNORE), "completing " + p.c.describe());
+      complete = failed.ok() && done;
+    }
+    if (failed.ok() && !complete && now > p.deadline) failed = timed_out(p);
+    if (!failed.ok()) {
+      p.outcome = failed;
+      ended.push_back(std::move(*it));
+      active_.erase(it);
+      break_world(failed, ended);
+      return true;
+    }
+    if (complete) {
+      finish_mean(p.c, size_);
+      ended.push_back(std::move(*it));
+      it = active_.erase(it);
+      moved = true;
+      continue;
+    }
+    earlier_unposted = earlier_unposted || !p.posted;
+    ++it;
+  }
+  return moved;
+}
+
+void MpiCollectives::main() {
+  // Polls while a collective's data is in flight (MPI progresses it only inside its calls); while
+  // every collective waits for other ranks to arrive, backs off to naps of up to a millisecond,
+  // so that waiting for a late rank costs little CPU.
+  auto idle_since = Clock::now();
+  for (;;) {
+    std::deque<std::unique_ptr<Pending>> ended;
+    Status failed;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      const bool moving = std::any_of(active_.begin(), active_.end(), [](const auto& p) { return p->posted; });
+      const auto idle = Clock::now() - idle_since;
+      auto woken = [&] { return stopping_ || !incoming_.empty(); };
+      if (active_.empty()) {
+        wake_.wait(lock, woken);
+      } else if (!moving && idle > std::chrono::microseconds(200)) {
+        wake_.wait_for(lock, std::min<Clock::duration>(idle / 8, std::chrono::milliseconds(1)), woken);
+      }
+      if (stopping_) return;
+      while (!incoming_.empty() && failed.ok()) {
+        active_.push_back(std::move(incoming_.front()));
+        incoming_.pop_front();
+        lock.unlock();
+        failed = begin(*active_.back());
+        lock.lock();
+        idle_since = Clock::now();
+      }
+    }
+    if (!failed.ok()) {
+      active_.back()->outcome = failed;
+      ended.push_back(std::move(active_.back()));
+      active_.pop_back();
+      break_world(failed, ended);
+    } else if (advance(ended)) {
+      idle_since = Clock::now();
+    }
+    for (auto& p : ended) {
+      p->done(p->outcome);
+      in_flight_.fetch_sub(1);
+    }
+    if (ended.empty() && !active_.empty()) std::this_thread::yield();
+  }
+}
+
+}  // namespace kiln::ral::internal
