@@ -6,7 +6,8 @@
  *   - the host copies of a program's tensors (kiln_tensors: write before a run, read after),
  *   - backends on a device and their streams, code compiled from a program's routines, contexts
  *     that link the code to buffers on a stream, routines run asynchronously, and waits,
- *   - moving a node between contexts for data-parallel work (kiln_device_to_device).
+ *   - moving a node between contexts for data-parallel work (kiln_device_to_device),
+ *   - the processes of a job started by mpirun, for programs with collectives (kiln_world_*).
  *
  * Errors. Every function that can fail returns a kiln_status: KILN_OK (0) or the kind of the
  * failure. kiln_last_error() then returns the message of the last failure on the calling thread
@@ -210,6 +211,28 @@ KILN_API kiln_status kiln_register_call(const char* name, const char* device, co
                                         kiln_call_fn fn, void* user);
 /* The message of the failure that the running call is about to return. */
 KILN_API void kiln_call_set_error(kiln_call* call, const char* message);
+
+/* --- The job's processes (docs/capi.md, "Collectives from C") -----------------------------------
+ * A program's collectives (allreduce, allgather, reduce_scatter, broadcast, rank, world_size)
+ * combine tensors across the processes that mpirun started, one rank each. The world is made the
+ * first time one of kiln_world_rank, kiln_world_size or kiln_world_describe is called or a
+ * collective runs: under mpirun, kiln initializes MPI then unless the host program already has;
+ * a process started alone is rank 0 of a world of one and never touches MPI.
+ * kiln_world_rank and kiln_world_size store this process's rank (0 to size - 1) and the number of
+ * ranks; kiln_world_describe stores a line that says which world it is ("a world of one (not
+ * started by mpirun)", "MPI rank 1 of 4 (Open MPI v4.1.4)"), a string that lives for the
+ * process. Their failures: KILN_UNIMPLEMENTED where mpirun started several ranks but kiln was built
+ * without MPI; KILN_UNAVAILABLE or KILN_FAILED_PRECONDITION where MPI cannot be initialized as
+ * kiln needs (the message says why).
+ * kiln_world_use_mpi_comm hands kiln the communicator to run its collectives on, for a host that
+ * manages MPI itself: `mpi_comm` points to the caller's MPI_Comm (so that kiln.h needs no mpi.h),
+ * which must stay valid for the rest of the process (kiln works on a duplicate of it). Call it
+ * before the world is made; after, it is KILN_FAILED_PRECONDITION. KILN_UNIMPLEMENTED where kiln
+ * was built without MPI; KILN_INVALID_ARGUMENT for NULL. */
+KILN_API kiln_status kiln_world_rank(int32_t* rank);
+KILN_API kiln_status kiln_world_size(int32_t* size);
+KILN_API kiln_status kiln_world_describe(const char** text);
+KILN_API kiln_status kiln_world_use_mpi_comm(const void* mpi_comm);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,10 @@ Value tracing (docs/tracing.md): what each statement computed, for finding a NaN
         run(x=...)
         trace.write("values.jsonl")              # then: kiln trace-values values.jsonl --first-nan
 
+Collectives (allreduce, allgather, ... in a program) combine tensors across the processes that
+mpirun started: kiln.world() says which rank this is (.rank, .size); a process started alone is
+rank 0 of a world of one.
+
 Multi-stream work uses the runtime directly: Backend, Stream, Tensors, Code, Context, Routine,
 device_to_device, from_host, to_host (see examples/python/train_moons.py).
 
@@ -41,12 +45,15 @@ from ._kiln import (
     Tensor,
     Tensors,
     ValueTrace,
+    World,
+    built_with_mpi,
     device_to_device,
     devices,
     from_dlpack,
     from_host,
     to_host,
     version as _version,
+    world,
 )
 
 __version__ = _version()
@@ -65,10 +72,13 @@ __all__ = [
     "Tensor",
     "Tensors",
     "ValueTrace",
+    "World",
     "__version__",
+    "built_with_mpi",
     "device_to_device",
     "devices",
     "from_dlpack",
     "from_host",
     "to_host",
+    "world",
 ]

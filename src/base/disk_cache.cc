@@ -177,7 +177,7 @@ constexpr size_t kPreallocateBytes = size_t{1} << 20;
 
 }  // namespace
 
-Status write_parts_atomic(const std::string& path, std::span<const std::string_view> parts) {
+Result<std::string> write_parts_to_temp(const std::string& path, std::span<const std::string_view> parts) {
   std::string temp;
   int fd = -1;
   for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
@@ -205,8 +205,17 @@ Status write_parts_atomic(const std::string& path, std::span<const std::string_v
   }
   int close_err = guard.close_now();
   if (err == 0) err = close_err;
-  if (err == 0 && ::rename(temp.c_str(), path.c_str()) != 0) err = errno;
   if (err != 0) {
+    ::unlink(temp.c_str());
+    return errno_error(err, "writing " + path);
+  }
+  return temp;
+}
+
+Status write_parts_atomic(const std::string& path, std::span<const std::string_view> parts) {
+  KILN_ASSIGN_OR_RETURN(std::string temp, write_parts_to_temp(path, parts));
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
     ::unlink(temp.c_str());
     return errno_error(err, "writing " + path);
   }

@@ -54,6 +54,9 @@ class DiskCache {
 
 // Reads a whole file. NOT_FOUND etc. with the path in the message.
 Result<std::string> read_file(const std::string& path);
+// Writes the concatenation of `parts` to a new temporary sibling of `path` (a name no other
+// thread or process picks) and returns its name: renamed over `path` it replaces the file whole.
+Result<std::string> write_parts_to_temp(const std::string& path, std::span<const std::string_view> parts);
 // Writes a file via a temporary sibling and rename(2).
 Status write_file_atomic(const std::string& path, std::string_view bytes);
 // The same for the concatenation of `parts`, written one after another (never joined in memory).

@@ -261,4 +261,46 @@ Status check_output_file(const std::string& path) {
   return Status();
 }
 
+StagedFiles::~StagedFiles() {
+  for (const File& f : files_) {
+    if (!f.temp.empty()) ::unlink(f.temp.c_str());
+  }
+}
+
+Status StagedFiles::stage(const std::string& path, std::string_view bytes) {
+  const std::string_view parts[] = {bytes};
+  return stage(path, parts);
+}
+
+Status StagedFiles::stage(const std::string& path, std::span<const std::string_view> parts) {
+  KILN_ASSIGN_OR_RETURN(OutputTarget out, resolve_output(path));
+  File file{path, out.target, "", "", out.through};
+  if (out.through) {
+    for (std::string_view part : parts) file.bytes += part;
+  } else {
+    Result<std::string> temp = write_parts_to_temp(out.target, parts);
+    if (!temp.ok()) return out.target == path ? temp.status() : temp.status().annotate("writing " + path);
+    file.temp = std::move(*temp);
+  }
+  files_.push_back(std::move(file));
+  return Status();
+}
+
+Status StagedFiles::commit() {
+  // Devices and FIFOs first: a write there can fail (ENOSPC on /dev/full, a reader gone), and
+  // no regular file has been replaced yet when it does.
+  for (const File& f : files_) {
+    if (!f.through) continue;
+    const std::string_view parts[] = {f.bytes};
+    KILN_RETURN_IF_ERROR(write_through(f.target, parts));
+  }
+  for (File& f : files_) {
+    if (f.through) continue;
+    if (::rename(f.temp.c_str(), f.target.c_str()) != 0) return errno_error(errno, "writing " + f.path);
+    f.temp.clear();
+  }
+  files_.clear();
+  return Status();
+}
+
 }  // namespace kiln

@@ -17,6 +17,7 @@
 #include "kiln/drivers/drivers.h"
 #include "kiln/lang/parser.h"
 #include "kiln/ral/registry.h"
+#include "kiln/ral/world.h"
 #include "kiln/runtime/backend.h"
 #include "kiln/runtime/transfer.h"
 
@@ -539,6 +540,39 @@ kiln_status kiln_register_call(const char* name, const char* device, const char*
 
 void kiln_call_set_error(kiln_call* call, const char* message) {
   if (call) call->message = message ? message : "";
+}
+
+kiln_status kiln_world_rank(int32_t* rank) {
+  return guarded("kiln_world_rank", [&]() -> Status {
+    if (!rank) return invalid_argument_error("rank is NULL");
+    KILN_ASSIGN_OR_RETURN(ral::World * world, ral::world());
+    *rank = world->rank();
+    return Status();
+  });
+}
+
+kiln_status kiln_world_size(int32_t* size) {
+  return guarded("kiln_world_size", [&]() -> Status {
+    if (!size) return invalid_argument_error("size is NULL");
+    KILN_ASSIGN_OR_RETURN(ral::World * world, ral::world());
+    *size = world->size();
+    return Status();
+  });
+}
+
+kiln_status kiln_world_describe(const char** text) {
+  return guarded("kiln_world_describe", [&]() -> Status {
+    if (!text) return invalid_argument_error("text is NULL");
+    KILN_ASSIGN_OR_RETURN(ral::World * world, ral::world());
+    // The world is made once and lives for the process; so does its description.
+    static const std::string description = world->describe();
+    *text = description.c_str();
+    return Status();
+  });
+}
+
+kiln_status kiln_world_use_mpi_comm(const void* mpi_comm) {
+  return guarded("kiln_world_use_mpi_comm", [&] { return ral::use_communicator(mpi_comm); });
 }
 
 }  // extern "C"

@@ -76,6 +76,7 @@ nb::object tensor_dlpack(const Tensor& t, nb::args, nb::kwargs kwargs) {
 }  // namespace
 
 void bind_runtime(nb::module_& m);
+void bind_world(nb::module_& m);
 
 }  // namespace kiln::python
 
@@ -196,4 +197,5 @@ NB_MODULE(_kiln, m) {
         "dtypes other than float32/float64/int32, or a capsule consumed already.");
 
   bind_runtime(m);
+  bind_world(m);
 }

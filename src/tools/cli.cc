@@ -28,6 +28,7 @@
 #include "tools/npy.h"
 #include "tools/options.h"
 #include "tools/print.h"
+#include "tools/ranks.h"
 #include "tools/run_values.h"
 #include "base/suggest.h"
 #include "tools/trace_values.h"
@@ -222,7 +223,11 @@ std::vector<std::string> node_names(const ir::Program& program, ir::Role a, ir::
   return names;
 }
 
-int command_run(const Options& o) {
+int command_run(const Options& given) {
+  // Under mpirun, this rank's paths ({rank}) and outputs; outside it, rank 0 of 1.
+  Result<RunRank> rank = run_rank();
+  if (!rank.ok()) return report(runtime(rank.status(), "joining the job that mpirun started"));
+  const Options o = options_at_rank(given, rank->rank);
   auto loaded = load_program(o.program);
   if (auto* f = std::get_if<Failure>(&loaded)) return report(*f);
   // Sizes are bound before anything else is checked: the checks see the shapes of this run.
@@ -368,28 +373,43 @@ int command_run(const Options& o) {
     if (!st.ok()) return report(runtime(st, "running " + o.program));
     times.push_back(double(now_ns() - t0) / 1e6);
   }
-  if (o.repeat > 1) {
+  if (o.repeat > 1 && rank->rank == 0) {
     std::sort(times.begin(), times.end());
     std::printf("%llu runs: min %s ms, median %s ms, max %s ms\n", static_cast<unsigned long long>(o.repeat),
                 milliseconds_text(times.front()).c_str(), milliseconds_text(times[times.size() / 2]).c_str(),
                 milliseconds_text(times.back()).c_str());
   }
+  // Every output is staged, and written only once every rank has staged its own: a failed run
+  // writes no file.
+  StagedFiles files;
+  Status staged;
+  std::string staging;  // what failed to stage
   for (const auto& [name, file] : o.outputs) {
     const ir::TensorNode* node = program.find_node(name);
-    Status st = with_run_output(copies.front().context, **nodes, *node, [&](std::span<const std::byte> bytes) {
-      return write_npy(file, node->dtype, node->dims, bytes);
+    staged = with_run_output(copies.front().context, **nodes, *node, [&](std::span<const std::byte> bytes) {
+      return stage_npy(files, file, node->dtype, node->dims, bytes);
     });
-    if (!st.ok()) return report(runtime(st, "writing " + name + " to " + file));
+    staging = "writing " + name + " to " + file;
+    if (!staged.ok()) break;
   }
-  if (trace) {
-    Status st = trace->write_json(o.trace);
-    if (!st.ok()) return report(runtime(st, "writing the trace"));
+  if (trace && staged.ok()) {
+    staged = files.stage(o.trace, trace->json());
+    staging = "writing the trace";
   }
-  if (value_trace) {
-    Status st = value_trace->write_json_lines(o.trace_values);
-    if (st.ok()) st = value_trace->stop();
-    if (!st.ok()) return report(runtime(st, "writing the value trace"));
+  if (value_trace && staged.ok()) {
+    Result<std::string> lines = value_trace->json_lines();
+    staged = lines.ok() ? files.stage(o.trace_values, *lines) : lines.status();
+    if (staged.ok()) staged = value_trace->stop();
+    staging = "writing the value trace";
   }
+  Result<bool> everyone = every_rank_staged(*rank, staged.ok());
+  if (!staged.ok()) return report(runtime(staged, staging));
+  if (!everyone.ok()) return report(runtime(everyone.status(), "agreeing with the other ranks on the outputs"));
+  if (!*everyone) {
+    return report(Failure{kExitRuntime, "kiln: another rank of the job failed to stage its outputs: no rank writes any",
+                          std::nullopt});
+  }
+  if (Status st = files.commit(); !st.ok()) return report(runtime(st, "writing the outputs"));
   if (o.print) {
     for (const ir::TensorNode& node : program.nodes) {
       if (node.role != ir::Role::kOutput) continue;
@@ -567,6 +587,7 @@ int run_cli(const std::vector<std::string>& args) {
     std::fprintf(stderr, "kiln: writing to standard output failed\n");
     if (code == kExitOk) code = kExitRuntime;
   }
+  leave_job_if_failed(code);
   return code;
 }
 

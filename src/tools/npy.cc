@@ -307,6 +307,13 @@ Status write_npy(const std::string& path, ir::DType dtype, const std::vector<int
   return write_output_file(path, parts);
 }
 
+Status stage_npy(StagedFiles& files, const std::string& path, ir::DType dtype, const std::vector<int64_t>& shape,
+                 std::span<const std::byte> data) {
+  const std::string header = npy_header(dtype, shape);
+  const std::string_view parts[] = {header, {reinterpret_cast<const char*>(data.data()), data.size()}};
+  return files.stage(path, parts);
+}
+
 Status write_npy(const std::string& path, const NpyArray& array) {
   return write_npy(path, array.dtype, array.shape, std::as_bytes(std::span(array.data.data(), array.data.size())));
 }

@@ -72,6 +72,9 @@ std::string format_npy(const NpyArray& array);
 // Writes the header and `data` (in place: a device's memory is never copied to join them).
 Status write_npy(const std::string& path, ir::DType dtype, const std::vector<int64_t>& shape,
                  std::span<const std::byte> data);
+// The same staged into `files`, to be written when they are committed (kiln/base/file.h).
+Status stage_npy(StagedFiles& files, const std::string& path, ir::DType dtype, const std::vector<int64_t>& shape,
+                 std::span<const std::byte> data);
 // Writes through write_output_file (a device or FIFO is written in place, a link's target replaced).
 Status write_npy(const std::string& path, const NpyArray& array);
 

@@ -92,9 +92,11 @@ const std::vector<CommandSpec>& commands() {
             "routine in file order"},
            {"--input", "", "NAME=FILE.npy",
             "the value of an input or param; repeatable. Inputs not given get\n"
-            "deterministic pseudo-random values from --seed"},
+            "deterministic pseudo-random values from --seed. {rank} in FILE is\n"
+            "the process's rank (see Under mpirun)"},
            {"--output", "", "NAME=FILE.npy",
-            "write the value of an output or param after the last run; repeatable"},
+            "write the value of an output or param after the last run; repeatable.\n"
+            "{rank} in FILE is the process's rank (see Under mpirun)"},
            kSizeOption,
            {"--seed", "", "N", "seed for random inputs and random initializers (default 0)"},
            {"--repeat", "", "N",
@@ -102,7 +104,7 @@ const std::vector<CommandSpec>& commands() {
             "min/median/max time per run"},
            {"--streams", "", "N",
             "run N copies of the routine sequence on N streams of the device\n"
-            "(at most 1000000)"},
+            "(at most 256)"},
            {"--print", "", "", "print every output: small tensors in full, large ones summarized"},
            {"--trace", "", "FILE.json", "write a Chrome/Perfetto trace of what ran on which stream"},
            {"--trace-values", "", "FILE",
@@ -119,7 +121,20 @@ const std::vector<CommandSpec>& commands() {
        "  Outputs (--output, --trace, --trace-values): a regular file, or a name where nothing\n"
        "  exists, is replaced whole (written to a temporary file, then renamed); a symbolic link's\n"
        "  target is replaced, not the link; a character device (/dev/null) or a FIFO is written in\n"
-       "  place. An output may not be the program, an --input file or another output.\n"},
+       "  place. An output may not be the program, an --input file or another output. A run\n"
+       "  that fails writes none of its outputs.\n"
+       "\n"
+       "Under mpirun:\n"
+       "  'mpirun -np R kiln run PROGRAM.kiln [options]' runs the routines on R processes, one\n"
+       "  rank each; the program's collectives (allreduce, allgather, ...) combine across them.\n"
+       "  Every rank reads the same --input files, except where a path holds {rank}, which each\n"
+       "  rank replaces with its rank (--input x=shard{rank}.npy). --output, --trace and\n"
+       "  --trace-values are written by rank 0 only, or by every rank where the path holds {rank}\n"
+       "  (--output y=y{rank}.npy). --print and the timing line of --repeat come from rank 0\n"
+       "  only. No rank writes an output unless every rank finished its run; a failed run (a\n"
+       "  collective that fails or times out, on any rank) exits with status 1.\n"
+       "  Without mpirun, kiln run is rank 0 of 1 (every collective is a copy, {rank} is 0)\n"
+       "  and does not touch MPI.\n"},
       {"compile",
        "kiln compile PROGRAM.kiln [options]",
        "Prints PROGRAM.kiln after parsing (ir), after lowering and optimization (lowered), the\n"

@@ -9,9 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "base/disk_cache.h"
 #include "base/fifo_reader.h"
@@ -131,6 +133,50 @@ TEST_F(FileTest, WritesThroughFifosAndCharacterDevices) {
   ASSERT_TRUE(write_output_file(null, "discarded").ok());
   ASSERT_EQ(::lstat(null.c_str(), &st), 0);
   EXPECT_TRUE(S_ISCHR(st.st_mode)) << "the device node was replaced";
+}
+
+// StagedFiles: nothing is visible before commit(), everything after; what is dropped uncommitted
+// leaves the old files and no temporary behind.
+TEST_F(FileTest, StagedFilesAppearTogetherOrNotAtAll) {
+  auto names = [&] {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(dir_)) out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  const std::string real = file("real"), link = file("link"), fresh = file("fresh");
+  ASSERT_TRUE(write_file_atomic(real, "old").ok());
+  ASSERT_EQ(::symlink("real", link.c_str()), 0);
+  {
+    StagedFiles files;
+    ASSERT_TRUE(files.stage(link, "new").ok());
+    const std::string_view parts[] = {"fr", "esh"};
+    ASSERT_TRUE(files.stage(fresh, parts).ok());
+    EXPECT_EQ(*read_file(real), "old");
+    EXPECT_FALSE(std::filesystem::exists(fresh));
+  }  // dropped: nothing written, nothing left behind
+  EXPECT_EQ(*read_file(real), "old");
+  EXPECT_EQ(names(), (std::vector<std::string>{"link", "real"}));
+
+  StagedFiles files;
+  ASSERT_TRUE(files.stage(link, "new").ok());
+  ASSERT_TRUE(files.stage(fresh, "fresh").ok());
+  Status committed = files.commit();
+  ASSERT_TRUE(committed.ok()) << committed;
+  EXPECT_EQ(*read_file(real), "new");  // through the link, which stays a link
+  EXPECT_EQ(*read_file(fresh), "fresh");
+  EXPECT_EQ(names(), (std::vector<std::string>{"fresh", "link", "real"}));
+
+  // A device that fails at commit (a private /dev/full): the regular files are not replaced.
+  const std::string full = file("full");
+  if (::mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)) != 0) GTEST_SKIP() << "cannot create device nodes here";
+  StagedFiles failing;
+  ASSERT_TRUE(failing.stage(fresh, "newer").ok());
+  ASSERT_TRUE(failing.stage(full, "anything").ok());
+  Status st = failing.commit();
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find(full), std::string::npos) << st;
+  EXPECT_EQ(*read_file(fresh), "fresh");
 }
 
 TEST_F(FileTest, IdentityIsTheFileNotTheName) {

@@ -131,6 +131,29 @@ TEST_F(CliOutputFilesTest, AFullDeviceIsAnIoFailure) {
   EXPECT_TRUE(is(full, S_IFCHR));
 }
 
+// A run whose last output fails writes none: the --output staged before the trace that fails is
+// not renamed into place, and no staged file is left behind.
+TEST_F(CliOutputFilesTest, AFailedOutputLeavesNoOtherOutputWritten) {
+  const std::string full = dir_.file("full");
+  if (::geteuid() != 0 || ::mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)) != 0) {
+    GTEST_SKIP() << "creating a device node needs root";
+  }
+  const std::string y = dir_.file("y.npy"), values = dir_.file("values.jsonl");
+  ProcessResult r = run({"run", example("softmax"), "--output", "y=" + y, "--trace", full});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(full), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(y)) << r.output;
+  // The same with the output there from before: it keeps its old contents.
+  ASSERT_TRUE(write_bytes(y, "old").ok());
+  r = run({"run", example("softmax"), "--output", "y=" + y, "--trace-values", values, "--trace", full});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(*read_file(y), "old");
+  EXPECT_FALSE(std::filesystem::exists(values));
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
+    EXPECT_NE(entry.path().filename().string()[0], '.') << "a staged file was left behind: " << entry.path();
+  }
+}
+
 TEST_F(CliOutputFilesTest, AnOutputThatIsTheProgramOrAnInputIsRefused) {
   const std::string program = dir_.file("softmax.kiln");
   ASSERT_TRUE(write_bytes(program, *read_file(example("softmax"))).ok());

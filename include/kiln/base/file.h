@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kiln/base/status.h"
 
@@ -82,6 +83,34 @@ Status write_output_file(const std::string& path, std::span<const std::string_vi
 // the bytes: the kind of file, and that its directory takes a new file (one is created and
 // removed). The error names `path` and the directory at fault.
 Status check_output_file(const std::string& path);
+
+// Output files written all or none (`kiln run`'s outputs: a run that fails at its third file, or
+// whose other ranks fail, leaves none of them). stage() writes a file's bytes where
+// write_output_file would, but to a temporary sibling that nothing reads yet; a character device
+// or FIFO cannot be staged, so its bytes are kept in memory. commit() writes the devices and
+// FIFOs (where a write can still fail: /dev/full), then renames every staged file into place (a
+// rename of a sibling, which does not fail for want of space). What is staged and not committed
+// is removed when the object goes.
+class StagedFiles {
+ public:
+  StagedFiles() = default;
+  StagedFiles(const StagedFiles&) = delete;
+  StagedFiles& operator=(const StagedFiles&) = delete;
+  ~StagedFiles();
+  Status stage(const std::string& path, std::span<const std::string_view> parts);
+  Status stage(const std::string& path, std::string_view bytes);
+  Status commit();
+
+ private:
+  struct File {
+    std::string path;    // as given, for messages
+    std::string target;  // what the rename replaces (a link's file), or the device or FIFO
+    std::string temp;    // the staged sibling; empty for a device or FIFO
+    std::string bytes;   // a device's or FIFO's bytes
+    bool through = false;  // a device or FIFO: written at commit()
+  };
+  std::vector<File> files_;
+};
 
 // Writes all of `bytes` to `fd`, retrying short writes and EINTR: 0, or the errno of the failure.
 int write_all(int fd, std::string_view bytes);
