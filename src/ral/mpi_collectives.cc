@@ -104,21 +104,22 @@ struct MpiCollectives::Pending {
 MpiCollectives::MpiCollectives(MPI_Comm data, MPI_Comm check, int rank, int size, double timeout_seconds)
     : data_(data), check_(check), rank_(rank), size_(size), timeout_(timeout_seconds) {}
 
-MpiCollectives::~MpiCollectives() {
+MpiCollectives::~MpiCollectives() { stop(); }
+
+bool MpiCollectives::stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
+    if (broken_.ok()) broken_ = cancelled_error("kiln's collectives were stopped: the process is ending");
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
   // Abandoned (see the header): their requests may still point into them.
   for (auto& p : incoming_) (void)p.release();
   for (auto& p : active_) (void)p.release();
-}
-
-bool MpiCollectives::unfinished() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return !broken_.ok() || in_flight_.load() > 0;
+  incoming_.clear();
+  active_.clear();
+  return in_flight_.load() > 0 || failed_;
 }
 
 void MpiCollectives::start(Collective c, CollectiveDone done) {
@@ -128,7 +129,7 @@ void MpiCollectives::start(Collective c, CollectiveDone done) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!broken_.ok()) {
     lock.unlock();
-    p->done(broken_.annotate(p->c.describe() + ": not run, an earlier collective failed"));
+    p->done(broken_.annotate(p->c.describe() + ": not run"));
     return;
   }
   p->mine = describe(p->c, ++started_);
@@ -213,7 +214,8 @@ Status MpiCollectives::timed_out(Pending& p) const {
 void MpiCollectives::break_world(const Status& why, std::deque<std::unique_ptr<Pending>>& ended) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (broken_.ok()) broken_ = why;
+    if (broken_.ok()) broken_ = why.annotate("an earlier collective failed");
+    failed_ = true;
     // Started but not seen yet: they end too (their exchange was never posted).
     while (!incoming_.empty()) {
       active_.push_back(std::move(incoming_.front()));

@@ -35,17 +35,17 @@ class MpiCollectives {
   // `data` carries the collectives, `check` the descriptions; both are kiln's own communicators
   // over the same ranks, which the caller frees after this is destroyed. `timeout` in seconds.
   MpiCollectives(MPI_Comm data, MPI_Comm check, int rank, int size, double timeout_seconds);
-  // Stops the thread. Collectives still in flight are abandoned, never completed: their MPI
-  // requests cannot be cancelled, and their buffers may belong to drivers already gone.
-  ~MpiCollectives();
+  ~MpiCollectives();  // stop()
   MpiCollectives(const MpiCollectives&) = delete;
   MpiCollectives& operator=(const MpiCollectives&) = delete;
 
   // World::start's contract; `c` is checked already.
   void start(Collective c, CollectiveDone done);
-  // Whether a collective is in flight or one failed: then MPI_Finalize would wait for ranks
-  // that will not come, so kiln leaves MPI unfinalized.
-  bool unfinished() const;
+  // Stops the thread; later collectives fail. Collectives still in flight are abandoned, never
+  // completed: their MPI requests cannot be cancelled, and their buffers may belong to drivers
+  // already gone. Returns whether one was in flight or one failed: then MPI_Finalize would wait
+  // for ranks that will not come, so kiln leaves MPI unfinalized.
+  bool stop();
 
   struct Pending;  // one collective on its way (mpi_collectives.cc)
 
@@ -74,7 +74,8 @@ class MpiCollectives {
   std::deque<std::unique_ptr<Pending>> active_;    // the thread's own: in flight, in start order
   uint64_t started_ = 0;                           // collectives started so far: the next one's number
   std::atomic<uint64_t> in_flight_{0};             // started, `done` not yet run
-  Status broken_;
+  Status broken_;        // why later collectives fail at once
+  bool failed_ = false;  // a collective failed (not merely stopped)
   bool stopping_ = false;
   std::thread thread_;
 };

@@ -26,7 +26,7 @@ class MpiWorld final : public World {
   MpiWorld(MPI_Comm data, MPI_Comm check, int rank, int size, double timeout_seconds)
       : World(rank, size), data_(data), check_(check), collectives_(std::make_unique<MpiCollectives>(data, check, rank, size, timeout_seconds)) {}
   ~MpiWorld() override {
-    collectives_.reset();
+    stop();
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized && !abandoned_) {
@@ -54,10 +54,11 @@ class MpiWorld final : public World {
     collectives_->start(std::move(c), std::move(done));
   }
 
-  // Whether a collective is in flight or one failed; then the communicators are left as they are
-  // (freeing them, like MPI_Finalize, would wait for ranks that are not coming).
-  bool unfinished() {
-    abandoned_ = abandoned_ || collectives_->unfinished();
+  // Stops the progress thread (MpiCollectives::stop): whether a collective was in flight or
+  // failed; then the communicators are left as they are (freeing them, like MPI_Finalize, would
+  // wait for ranks that are not coming).
+  bool stop() {
+    abandoned_ = collectives_->stop() || abandoned_;
     return abandoned_;
   }
 
@@ -75,7 +76,7 @@ void finalize_at_exit() {
   MPI_Finalized(&finalized);
   if (finalized) return;
   auto* world = dynamic_cast<MpiWorld*>(world_state().world.get());
-  const bool unfinished = world && world->unfinished();
+  const bool unfinished = world && world->stop();
   world_state().world.reset();  // stops the progress thread, frees kiln's communicators
   if (!unfinished) MPI_Finalize();
 }

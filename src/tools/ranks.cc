@@ -58,8 +58,14 @@ Result<bool> every_rank_staged(const RunRank& rank, bool staged) {
   if (rank.size == 1) return staged;
   const int32_t mine = staged ? 1 : 0;
   int32_t all = 0;
-  KILN_RETURN_IF_ERROR(rank.world->allreduce(&mine, &all, 1, ir::DType::kI32, ral::CollectiveOp::kMin,
-                                             "kiln run: every rank's outputs staged"));
+  ral::Collective vote;
+  vote.in = &mine;
+  vote.out = &all;
+  vote.count = 1;
+  vote.type = ir::DType::kI32;
+  vote.op = ral::CollectiveOp::kMin;
+  vote.site = "kiln run: every rank's outputs staged";
+  KILN_RETURN_IF_ERROR(rank.world->run(std::move(vote)));
   return all == 1;
 }
 
