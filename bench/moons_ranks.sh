@@ -43,6 +43,7 @@ end = max(e["ts"] + e["dur"] for e in spans if e["name"] == "update")
 start = min(e["ts"] for e in spans)
 collective = sum(e["dur"] for e in spans if e["name"] == "allreduce_merged" and e["ts"] < end)
 traced = float(open(f"{work}/traced").read())
-print(f"traced run: {traced:.3f} ms per epoch; rank 0 in allreduce_merged "
-      f"{collective / 1e3 / epochs:.3f} ms per epoch, {100 * collective / (end - start):.1f}% of its training")
+per = collective / 1e3 / epochs
+print(f"traced run: {traced:.3f} ms per epoch; rank 0 in allreduce_merged {per:.3f} ms per epoch, "
+      f"{100 * collective / (end - start):.1f}% of its traced training, {100 * per / m2:.1f}% of the untraced epoch")
 EOF
