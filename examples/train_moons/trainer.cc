@@ -6,6 +6,7 @@
 #include "kiln/drivers/drivers.h"
 #include "kiln/ir/sizes.h"
 #include "kiln/lang/parser.h"
+#include "kiln/ral/world.h"
 #include "kiln/runtime/backend.h"
 #include "kiln/runtime/transfer.h"
 #include "moons_program.h"
@@ -53,6 +54,17 @@ Result<TrainResult> train(const TrainOptions& options) {
   if (options.epochs < 1) return invalid_argument_error("--epochs must be at least 1");
   if (options.points < 1) return invalid_argument_error("the data set needs at least one point");
   if (options.devices.empty()) return invalid_argument_error("no device given");
+  TrainResult result;
+  if (options.ranks) {
+    KILN_ASSIGN_OR_RETURN(ral::World * world, ral::world());
+    result.rank = world->rank();
+    result.ranks = world->size();
+  }
+  if (options.static_batch && result.ranks > 1) {
+    return invalid_argument_error("a static batch trains in one process (B is the whole shard of 1024)");
+  }
+  // The batch's pieces: rank r's shard k takes piece r * kShards + k.
+  const int pieces = result.ranks * kShards;
 
   KILN_ASSIGN_OR_RETURN(ir::Program program, lang::parse_program(kProgramText, kProgramFile));
   if (options.static_batch) {
@@ -84,8 +96,11 @@ Result<TrainResult> train(const TrainOptions& options) {
   }
 
   // Compiled once (shared), linked into every shard's context.
+  // The collectives' routine only where ranks take part (every rank must compile and run it).
   std::vector<std::string> routine_names;
-  for (const ir::Routine& r : program.routines) routine_names.push_back(r.name);
+  for (const ir::Routine& r : program.routines) {
+    if (r.name != "allreduce_merged" || options.ranks) routine_names.push_back(r.name);
+  }
   ir::LowerOptions lower;
   lower.auto_calls = options.auto_calls;
   lower.trace_values = options.value_trace != nullptr;
@@ -106,17 +121,19 @@ Result<TrainResult> train(const TrainOptions& options) {
   const DataSet data = make_moons(options.points, 0.1, options.seed);
   const int steps = (options.points + kBatch - 1) / kBatch;
   const float zero = 0;
-  TrainResult result;
   const auto start = std::chrono::steady_clock::now();
   for (int epoch = 0; epoch < options.epochs; ++epoch) {
     KILN_RETURN_IF_ERROR(write_floats(*nodes, "epoch_loss", &zero, 1));
     KILN_RETURN_IF_ERROR(write_floats(*nodes, "epoch_correct", &zero, 1));
     for (int step = 0; step < steps; ++step) {
-      // The batch's points, shared out as evenly as they go (the last batch is smaller).
+      // The batch's points, shared out over the pieces as evenly as they go (the last batch is
+      // smaller); this rank's pieces follow those of the ranks before it.
       const int batch = std::min(kBatch, options.points - step * kBatch);
+      const auto piece_size = [&](int piece) { return batch / pieces + (piece < batch % pieces ? 1 : 0); };
       int first = step * kBatch;
+      for (int piece = 0; piece < result.rank * kShards; ++piece) first += piece_size(piece);
       for (int k = 0; k < kShards; ++k) {
-        const int points = batch / kShards + (k < batch % kShards ? 1 : 0);
+        const int points = piece_size(result.rank * kShards + k);
         // Binds B; uploaded when `grad` is scheduled (automatic host transfers), snapshotting
         // these values.
         KILN_RETURN_IF_ERROR(write_points(*nodes, data, first, points));
@@ -131,6 +148,8 @@ Result<TrainResult> train(const TrainOptions& options) {
           KILN_RETURN_IF_ERROR(shards[0].routines.at("merge_" + g)->run());
         }
       }
+      // Shard 0 holds this rank's sums; the same sums over every rank, in place.
+      if (options.ranks) KILN_RETURN_IF_ERROR(shards[0].routines.at("allreduce_merged")->run());
       KILN_RETURN_IF_ERROR(shards[0].routines.at("update")->run());
       for (int k = 1; k < kShards; ++k) {
         for (const std::string& p : kParameters) {
@@ -159,6 +178,23 @@ Result<TrainResult> train(const TrainOptions& options) {
     KILN_ASSIGN_OR_RETURN(result.parameters[p], read_floats(*nodes, p));
   }
   return result;
+}
+
+std::vector<unsigned char> parameter_bytes(const TrainResult& result) {
+  std::vector<unsigned char> bytes;
+  for (const std::string& p : kParameters) {
+    auto it = result.parameters.find(p);
+    if (it == result.parameters.end()) continue;
+    const auto* data = reinterpret_cast<const unsigned char*>(it->second.data());
+    bytes.insert(bytes.end(), data, data + it->second.size() * sizeof(float));
+  }
+  return bytes;
+}
+
+uint64_t parameter_fingerprint(const TrainResult& result) {
+  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a, 64 bits
+  for (unsigned char byte : parameter_bytes(result)) hash = (hash ^ byte) * 0x100000001b3ull;
+  return hash;
 }
 
 }  // namespace kiln::moons

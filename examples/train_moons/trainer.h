@@ -11,6 +11,14 @@
 // 0 applies the update, and the new parameters are copied back to the other shards. With
 // `streams = 1` the same shards run one after the other on one stream: the same arithmetic, so
 // the same parameters, in one stream's time.
+//
+// Across processes (`ranks`, train_moons --ranks under mpirun): rank r of R takes its share of
+// every batch (the batch is split into R × kShards pieces, rank r's shard k taking piece
+// r·kShards + k), its shards merge into its shard 0 as above, and `allreduce_merged` (a routine of
+// `call allreduce` statements) then sums shard 0's gradients and counts over the ranks in place.
+// Every rank then holds the same sums and applies the same update: the parameters stay bitwise
+// identical on every rank, and each step sums the gradients of the same 2048 points as one
+// process does (in another order, so to within rounding).
 #pragma once
 
 #include <cstdint>
@@ -52,6 +60,10 @@ struct TrainOptions {
   // The program specialized to B = kShardSize before compiling (for benchmarks against the
   // general build): the data set must then be a multiple of the batch, and `evaluate` is not run.
   bool static_batch = false;
+  // Data-parallel across the ranks of the process's world (kiln/ral/world.h) too: under mpirun,
+  // rank r trains on its share of every batch (above); started alone, a world of one, the same
+  // training as without it.
+  bool ranks = false;
   std::shared_ptr<runtime::Trace> trace;
   // When set, the routines are compiled with value tracing and log into it (docs/tracing.md).
   std::shared_ptr<runtime::ValueTrace> value_trace;
@@ -66,8 +78,16 @@ struct TrainResult {
   // Of the trained parameters on the whole data set, counted by one run of `evaluate`.
   double final_accuracy = 0;
   double seconds = 0;   // training time, epochs only (no compiling, linking or the evaluation)
+  int rank = 0;         // this process's rank and the number of ranks (1 without `ranks`)
+  int ranks = 1;
 };
 
 Result<TrainResult> train(const TrainOptions& options);
+
+// The parameters' bytes (w1 b1 w2 b2 w3 b3, in that order, as stored), and a 64-bit FNV-1a hash
+// of them: equal on every rank of a job, and equal to another run's when training was bitwise
+// the same.
+std::vector<unsigned char> parameter_bytes(const TrainResult& result);
+uint64_t parameter_fingerprint(const TrainResult& result);
 
 }  // namespace kiln::moons
