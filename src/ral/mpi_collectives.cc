@@ -276,9 +276,10 @@ bool MpiCollectives::advance(std::deque<std::unique_ptr<Pending>>& ended) {
 }
 
 void MpiCollectives::main() {
-  // Polls while a collective's data is in flight (MPI progresses it only inside its calls); while
-  // every collective waits for other ranks to arrive, backs off to naps of up to a millisecond,
-  // so that waiting for a late rank costs little CPU.
+  // Polls without pause for the first 200 µs of a wait, and for as long as a collective's data is
+  // in flight (MPI progresses it only inside its calls; sched_yield between polls measured 15 µs
+  // a collective here); while every collective waits for other ranks to arrive, backs off to naps
+  // of up to a millisecond, so that waiting for a late rank costs little CPU.
   auto idle_since = Clock::now();
   for (;;) {
     std::deque<std::unique_ptr<Pending>> ended;
@@ -315,7 +316,6 @@ void MpiCollectives::main() {
       p->done(p->outcome);
       in_flight_.fetch_sub(1);
     }
-    if (ended.empty() && !active_.empty()) std::this_thread::yield();
   }
 }
 
