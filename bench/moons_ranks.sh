@@ -1,8 +1,9 @@
 #!/bin/sh
 # The demo across 2 processes, one core each, against 1 process on one core (README, "Scaling
 # out"): the median time per epoch of each over ROUNDS alternating runs, the scaling, and from a
-# traced run of the 2 ranks the share of rank 0's training time spent in the routine of
-# collectives (`allreduce_merged`: the allreduces and their copies back).
+# traced run of the 2 ranks the share of rank 0's training time spent in collectives (the
+# trace's "collective" events, on their own track: from a collective's start until every rank
+# has taken part) and in their routine (`allreduce_merged`: the allreduces and their copies back).
 #
 #   bench/moons_ranks.sh [BUILD=build] [EPOCHS=200] [ROUNDS=5]
 #
@@ -41,9 +42,11 @@ spans = [e for e in events if e.get("ph") == "X"]
 # Training ends with the last update; the evaluation after it is not part of an epoch.
 end = max(e["ts"] + e["dur"] for e in spans if e["name"] == "update")
 start = min(e["ts"] for e in spans)
-collective = sum(e["dur"] for e in spans if e["name"] == "allreduce_merged" and e["ts"] < end)
 traced = float(open(f"{work}/traced").read())
-per = collective / 1e3 / epochs
-print(f"traced run: {traced:.3f} ms per epoch; rank 0 in allreduce_merged {per:.3f} ms per epoch, "
-      f"{100 * collective / (end - start):.1f}% of its traced training, {100 * per / m2:.1f}% of the untraced epoch")
+for what, pick in (("collectives", lambda e: e.get("cat") == "collective"),
+                   ("allreduce_merged", lambda e: e["name"] == "allreduce_merged")):
+    spent = sum(e["dur"] for e in spans if pick(e) and e["ts"] < end)
+    per = spent / 1e3 / epochs
+    print(f"traced run: {traced:.3f} ms per epoch; rank 0 in {what} {per:.3f} ms per epoch, "
+          f"{100 * spent / (end - start):.1f}% of its traced training, {100 * per / m2:.1f}% of the untraced epoch")
 EOF

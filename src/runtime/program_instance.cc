@@ -139,7 +139,10 @@ Status ProgramInstance::run(std::string_view routine, Timeout timeout) {
   if (it == routines_.end()) {
     return not_found_error("the program has no routine named '" + std::string(routine) + "'");
   }
-  const RoutineRun run{ral_, seed_, it->second->runs++};
+  RoutineRun run;
+  run.ral = ral_;
+  run.seed = seed_;
+  run.run = it->second->runs++;
   return submit_and_wait([&](const hal::SemaphoreList& w, const hal::SemaphoreList& s) {
     return submit_routine_steps(*device_, *queue_, w, s, it->second->steps, run);
   }, timeout);

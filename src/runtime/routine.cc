@@ -250,7 +250,8 @@ Status Routine::run_in(const ContextRef& context) const {
     prepared.steps = std::move(*steps);
     prepared.merge = merge;
   }
-  const RoutineRun run{context->backend().ral_context(), context->nodes()->seed(), run_number};
+  const RoutineRun run{context->backend().ral_context(), context->nodes()->seed(), run_number,
+                       context->backend().options().trace, stream.name(), stream.ordinal()};
 
   std::span<const ArrayAccess> accesses = prepared.accesses;
   std::vector<ArrayAccess> with_streaming;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kiln/base/time.h"
 #include "kiln/codegen/c_emitter.h"
 #include "kiln/ral/world.h"
 
@@ -117,7 +118,7 @@ bool needs_execution(const RoutineStep& step) {
 // buffers themselves for a function that works on device memory (ral::Memory::kDevice). A
 // collective is offered a completion that releases the mappings and completes `signals`; when it
 // takes it the result is kDeferred: the step ends when the other ranks have taken part.
-Status run_call(const CallStep& step, Execution& execution, const hal::SemaphoreList& signals) {
+Status run_call(const CallStep& step, Execution& execution, const hal::SemaphoreList& signals, const RoutineRun& run) {
   const ral::BoundCall& call = *step.call;
   auto mappings = std::make_shared<std::vector<hal::Mapping>>();
   std::vector<void*> data;
@@ -133,8 +134,18 @@ Status run_call(const CallStep& step, Execution& execution, const hal::Semaphore
     mappings->push_back(std::move(*m));
   }
   if (call.collective()) {
-    execution.context->offer_completion({[mappings, signals](Status outcome) {
+    std::shared_ptr<Trace> trace = run.trace;
+    Trace::Event event;
+    if (trace) {
+      event = {call.function(), "collective", "collectives of " + run.stream, kCollectiveTrack + run.stream_ordinal,
+               now_ns(), 0};
+    }
+    execution.context->offer_completion({[mappings, signals, trace, event](Status outcome) mutable {
                                            mappings->clear();  // written back before anyone reads
+                                           if (trace) {
+                                             event.end_ns = now_ns();
+                                             trace->record(std::move(event));
+                                           }
                                            hal::Queue::complete(signals, outcome);
                                          },
                                          step.site});
@@ -173,8 +184,8 @@ Status submit_routine_steps(hal::Device& device, hal::Queue& queue, const hal::S
                                   [fn = host->fn](const hal::SemaphoreList&) { return fn(); });
     } else {
       submitted = queue.host_call(step_waits, step_signals,
-                                  [step = std::get<CallStep>(steps[i]), execution](const hal::SemaphoreList& signals) {
-                                    return run_call(step, *execution, signals);
+                                  [step = std::get<CallStep>(steps[i]), execution, run](const hal::SemaphoreList& signals) {
+                                    return run_call(step, *execution, signals, run);
                                   });
     }
     if (!submitted.ok()) {

@@ -19,6 +19,7 @@
 #include "kiln/loop/loop.h"
 #include "kiln/ral/bound_call.h"
 #include "kiln/ral/context.h"
+#include "kiln/runtime/trace.h"
 
 namespace kiln::runtime {
 
@@ -94,7 +95,13 @@ struct RoutineRun {
   std::shared_ptr<ral::Context> ral;
   uint64_t seed = 0;
   uint64_t run = 0;
+  // Where collectives are traced, from their start to their end, on a track of their own beside
+  // the stream's (Trace::Event::thread kCollectiveTrack + the stream's ordinal); null: not traced.
+  std::shared_ptr<Trace> trace;
+  std::string stream;
+  int stream_ordinal = 0;
 };
+inline constexpr int kCollectiveTrack = 1000;
 
 // Submits the steps in order: the first waits on `waits`, the last signals `signals`, and a
 // semaphore of their own orders the steps between. A failing step fails the rest and `signals`
