@@ -25,6 +25,8 @@ const std::vector<Setting>& settings() {
       {"KILN_CUDA_LIBRARY", "the CUDA driver library to load (default libcuda.so.1)"},
       {"KILN_CUDA_BLOCK_SIZE", "threads per CUDA block (default 128)", 1, 1024},
       {"KILN_CUDA_GEMM", "where gemm runs on cuda (default cublas where it starts, else host)", 0, 0, {"cublas", "host"}},
+      {"KILN_COLLECTIVE_TIMEOUT", "seconds a rank waits for the others at a collective (default 60)", 0, 86400, {},
+       true},
   };
   return table;
 }
@@ -42,8 +44,14 @@ const Setting* find_setting(const char* name) {
 
 Result<std::optional<uint64_t>> setting_uint(const char* name) {
   const Setting* s = find_setting(name);
-  if (!s || s->max == 0) return internal_error(std::string(name) + " is not a numeric setting of kiln");
+  if (!s || s->max == 0 || s->seconds) return internal_error(std::string(name) + " is not a numeric setting of kiln");
   return env_uint(name, s->min, s->max);
+}
+
+Result<std::optional<double>> setting_seconds(const char* name) {
+  const Setting* s = find_setting(name);
+  if (!s || !s->seconds) return internal_error(std::string(name) + " is not a setting of kiln in seconds");
+  return env_seconds(name, static_cast<double>(s->max));
 }
 
 Result<std::optional<std::string>> setting_choice(const char* name) {
@@ -61,7 +69,11 @@ Result<std::optional<std::string>> setting_choice(const char* name) {
 
 Status check_settings() {
   for (const Setting& s : settings()) {
-    if (s.max > 0) KILN_RETURN_IF_ERROR(setting_uint(s.name).status());
+    if (s.seconds) {
+      KILN_RETURN_IF_ERROR(setting_seconds(s.name).status());
+    } else if (s.max > 0) {
+      KILN_RETURN_IF_ERROR(setting_uint(s.name).status());
+    }
     if (!s.choices.empty()) KILN_RETURN_IF_ERROR(setting_choice(s.name).status());
   }
   return Status();

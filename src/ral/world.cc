@@ -8,7 +8,7 @@
 #include <mutex>
 #include <optional>
 
-#include "kiln/base/env.h"
+#include "kiln/base/settings.h"
 
 #include "ral/world_internal.h"
 
@@ -47,7 +47,7 @@ std::string Collective::describe() const {
 }
 
 Result<double> collective_timeout_seconds() {
-  KILN_ASSIGN_OR_RETURN(std::optional<double> seconds, env_seconds("KILN_COLLECTIVE_TIMEOUT", 86400));
+  KILN_ASSIGN_OR_RETURN(std::optional<double> seconds, setting_seconds("KILN_COLLECTIVE_TIMEOUT"));
   return seconds.value_or(60.0);
 }
 

@@ -1,8 +1,9 @@
 """`kiln run` under mpirun (docs/cli.md, "Under mpirun"): real processes started by mpiexec with
 2 and 4 ranks, each reading its own inputs through `{rank}` paths written here, writing its own
 outputs through `{rank}`, checked against NumPy; the same program run alone (a world of one,
-where every collective is a copy); --print from rank 0 only; and a failed run that writes no
-output file.
+where every collective is a copy); --print from rank 0 only; a failed run that writes no
+output file; and faults between ranks (collectives in another order, a rank that never arrives,
+one that ends early) that end the run with status 1 and a message, not a hang.
 
 The `kiln` binary: $KILN_BINARY (ctest sets it), else the one next to the build's python/
 directory. Skipped only where mpiexec is absent or kiln was built without MPI.
@@ -197,3 +198,55 @@ def test_a_failed_run_writes_no_output(tmp_path):
     assert result.returncode == 1, result.stdout + result.stderr
     assert "broadcast" in result.stderr, result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.kiln"]
+
+
+def run_two_programs(tmp_path, first, second, timeout_s, second_options=()):
+    """Rank 0 runs program `first`, rank 1 `second` (mpiexec's A : B form), each writing y{rank}."""
+    for name, text in (("first.kiln", first), ("second.kiln", second)):
+        (tmp_path / name).write_text(text)
+    rank = lambda name: [kiln_binary(), "run", str(tmp_path / name), "--output", f"y={tmp_path}/y{{rank}}.npy"]
+    args = ([MPIEXEC, "--oversubscribe", "-np", "1"] + rank("first.kiln") + [":", "-np", "1"] + rank("second.kiln") +
+            list(second_options))
+    env = dict(mpi_env(), KILN_COLLECTIVE_TIMEOUT=str(timeout_s))
+    return subprocess.run(args, capture_output=True, text=True, timeout=TIMEOUT_S, env=env)
+
+
+PROGRAM_HEAD = "input x : f32[4]\ninput j : i32[3]\noutput y : f32[4]\noutput k : i32[3]\n"
+
+
+def test_ranks_calling_collectives_in_another_order_fail_naming_both(tmp_path):
+    """Rank 0 runs allreduce then broadcast, rank 1 broadcast then allreduce: both fail with a
+    message naming both calls (not a hang, not mixed data), exit status 1, no file written."""
+    needs_mpi()
+    result = run_two_programs(tmp_path, PROGRAM_HEAD + "call allreduce(x) -> y\ncall broadcast(j) -> k\n",
+                              PROGRAM_HEAD + "call broadcast(j) -> k\ncall allreduce(x) -> y\n", 60)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "ranks issued different collectives at the same point" in result.stderr, result.stderr
+    assert ("rank 0 issued allreduce (sum) of 4 f32 at routine 'main', line 5, "
+            "rank 1 issued broadcast (root 0) of 3 i32 at routine 'main', line 5") in result.stderr, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["first.kiln", "second.kiln"]
+
+
+def test_a_rank_that_never_arrives_fails_the_others_within_the_timeout(tmp_path):
+    """Rank 1 runs a program without collectives a million times over while rank 0 waits for it
+    at its allreduce: rank 0 fails after KILN_COLLECTIVE_TIMEOUT naming the call, rank 1 and the
+    timeout, exits with status 1 (which ends the job), and no file is written."""
+    needs_mpi()
+    result = run_two_programs(tmp_path, PROGRAM_HEAD + "call allreduce(x) -> y\n", PROGRAM_HEAD + "y[i] = x[i] * 2\n",
+                              2, ["--repeat", "1000000"])
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert ("allreduce (sum) of 4 f32 at routine 'main', line 5 (collective #1 of rank 0 of 2): "
+            "rank 1 did not arrive within 2 s (KILN_COLLECTIVE_TIMEOUT)") in result.stderr, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["first.kiln", "second.kiln"]
+
+
+def test_a_rank_that_exits_early_fails_the_others_naming_both_calls(tmp_path):
+    """Rank 1's program has one collective fewer: at its end it agrees on the outputs (kiln run's
+    own collective) where rank 0 broadcasts, and both fail naming both calls; no file is written."""
+    needs_mpi()
+    result = run_two_programs(tmp_path, PROGRAM_HEAD + "call allreduce(x) -> y\ncall broadcast(j) -> k\n",
+                              PROGRAM_HEAD + "call allreduce(x) -> y\n", 60)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert ("rank 0 issued broadcast (root 0) of 3 i32 at routine 'main', line 6, rank 1 issued allreduce (min) of 1 "
+            "i32 at kiln run: every rank's outputs staged") in result.stderr, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["first.kiln", "second.kiln"]

@@ -127,6 +127,7 @@ TEST_F(CliHelpTest, OnlyUsageErrorsPrintTheUsage) {
       {{"run", example("softmax")}, {{"KILN_CACHE_DIR", dir_.file("c")}, {"KILN_CPU_THREADS", "many"}}, 2},
       {{"run", example("softmax")}, {{"KILN_CACHE_DIR", dir_.file("c")}, {"KILN_LOG", "verbose"}}, 2},
       {{"compile", example("softmax")}, {{"KILN_LOG", "verbose"}}, 2},
+      {{"run", example("softmax")}, {{"KILN_CACHE_DIR", dir_.file("c")}, {"KILN_COLLECTIVE_TIMEOUT", "soon"}}, 2},
       {{"run", example("softmax"), "--device", "interp:99"}, env(), 2},  // no such device: a usage error (cli.md)
       {{"run", dir_.file("bad.kiln")}, env(), 2},
       {{"run", dir_.file("missing.kiln")}, env(), 1},
