@@ -379,4 +379,27 @@ std::optional<Call> complete_call(const RawCall& raw, const std::vector<TensorNo
   return call;
 }
 
+std::vector<Diagnostic> check_collective_ranks(const Call& call, const std::vector<TensorNode>& nodes, int ranks) {
+  const std::vector<int> tensors = call_tensors(call);  // x, then y
+  if (tensors.size() != 2 || call.outputs.size() != 1) return {};
+  const TensorNode& x = nodes[static_cast<size_t>(tensors[0])];
+  const TensorNode& y = nodes[static_cast<size_t>(call.outputs[0])];
+  const std::string R = std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks");
+  if (call.function == "broadcast") {
+    const double root = call_attribute(call, "root");
+    if (root < ranks) return {};
+    return {Diagnostic{call.loc, "broadcast: root " + std::to_string(static_cast<int64_t>(root)) +
+                                     " is not a rank of this job of " + R + " (ranks 0 to " + std::to_string(ranks - 1) + ")"}};
+  }
+  const bool gather = call.function == "allgather";
+  if ((!gather && call.function != "reduce_scatter") || x.is_sized() || y.is_sized()) return {};
+  const TensorNode& whole = gather ? y : x;
+  const TensorNode& part = gather ? x : y;
+  const int64_t part_first = part.dims.empty() ? 1 : part.dims[0];
+  if (!whole.dims.empty() && whole.dims[0] == ranks * part_first) return {};
+  return {Diagnostic{call.loc, call.function + ": '" + whole.name + "' is " + shape_string(whole) + " and '" + part.name +
+                                   "' " + shape_string(part) + "; " + (gather ? "y" : "x") + "'s first dimension must be R × " +
+                                   (gather ? "x" : "y") + "'s, and this job has R = " + R}};
+}
+
 }  // namespace kiln::ir

@@ -4,6 +4,7 @@
 
 #include "kiln/base/time.h"
 #include "kiln/codegen/c_emitter.h"
+#include "kiln/ir/call.h"
 #include "kiln/ral/world.h"
 
 namespace kiln::runtime {
@@ -25,7 +26,14 @@ Result<std::vector<std::shared_ptr<const ral::BoundCall>>> bind_routine_calls(
       return b.status().annotate("routine '" + routine.name + "'" +
                                  (c.call.loc.line ? ", line " + std::to_string(c.call.loc.line) : std::string()));
     }
-    if (b->collective()) KILN_RETURN_IF_ERROR(ral::world().status().annotate("routine '" + routine.name + "'"));
+    if (b->collective()) {
+      const std::string where = "routine '" + routine.name + "'";
+      Result<ral::World*> world = ral::world();
+      if (!world.ok()) return world.status().annotate(where);
+      for (const ir::Diagnostic& d : ir::check_collective_ranks(c.call, program.nodes, (*world)->size())) {
+        return invalid_argument_error(where + ", line " + std::to_string(d.loc.line) + ": " + d.message);
+      }
+    }
     bound.push_back(std::make_shared<const ral::BoundCall>(std::move(*b)));
   }
   return bound;

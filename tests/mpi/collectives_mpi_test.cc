@@ -81,5 +81,27 @@ TEST(MpiCollectivesTest, EveryRankGetsTheCombination) {
   }
 }
 
+// A first dimension that fits R × the other's only for another R is refused when the routine is
+// linked, naming R; every rank refuses it alike, so no rank is left waiting.
+TEST(MpiCollectivesTest, ShapesForAnotherNumberOfRanksAreRefusedWhenLinked) {
+  Result<ral::World*> world = ral::world();
+  ASSERT_TRUE(world.ok()) << world.status();
+  const int R = (*world)->size();
+  const std::string wrong = std::to_string(2 * (R + 1));
+  Result<ir::Program> program = lang::parse_program(
+      "input x : f32[2]\noutput y : f32[" + wrong + "]\ncall allgather(x) -> y\n", "gather.kiln");
+  ASSERT_TRUE(program.ok()) << program.status();
+  TempDir cache;
+  Result<hal::DeviceRef> dev = open_device("cpu", cache.path());
+  ASSERT_TRUE(dev.ok()) << dev.status();
+  auto instance = runtime::ProgramInstance::create(*dev, *program);
+  ASSERT_FALSE(instance.ok());
+  EXPECT_NE(instance.status().message().find("allgather: 'y' is f32[" + wrong +
+                                             "] and 'x' f32[2]; y's first dimension must be R × x's, and this job has R = " +
+                                             std::to_string(R) + " ranks"),
+            std::string::npos)
+      << instance.status();
+}
+
 }  // namespace
 }  // namespace kiln::e2e

@@ -69,4 +69,10 @@ std::optional<Call> complete_call(const RawCall& raw, const std::vector<TensorNo
 // are inputs or consts, a tensor both argument and output. Empty when the call is valid.
 std::vector<Diagnostic> check_call(const Call& call, const std::vector<TensorNode>& nodes);
 
+// What a valid collective needs of the number of ranks R, known once the job runs: allgather's
+// output and reduce_scatter's argument have a first dimension of R × the other's, broadcast's
+// root is a rank. Empty when it holds, for other calls, and where a dimension is sized (checked
+// when the call runs).
+std::vector<Diagnostic> check_collective_ranks(const Call& call, const std::vector<TensorNode>& nodes, int ranks);
+
 }  // namespace kiln::ir
