@@ -41,7 +41,7 @@ step "$bin/kiln" devices
 step "$bin/kiln_drivers_test" --gtest_filter='*Cuda*:*cuda*:*Staging*:*EventPool*:*Timepoint*'
 step "$bin/kiln_hal_test" --gtest_filter='*/cuda:*Cuda*'
 step "$bin/kiln_ral_test"
-step "$bin/kiln_runtime_test" --gtest_filter='*/cuda:*Cuda*:ExamplesTest.*Cuda*'
+step "$bin/kiln_runtime_test" --gtest_filter='*/cuda:*Cuda*:ExamplesTest.*Cuda*:CollectivesTest.*'
 step "$bin/kiln" run "$root/examples/kiln/mlp.kiln" --device cuda
 step "$bin/train_moons" --device cuda --epochs 20
 # Value tracing on the GPU: device printf, flushed before each traced action signals.

@@ -15,10 +15,14 @@
 namespace kiln::e2e {
 namespace {
 
+// The devices present: interp and cpu always, opencl and cuda (over mapped host memory) where
+// their drivers find a device (cuda: scripts/cuda-device-check.sh runs these tests on a GPU).
 std::vector<std::string> devices() {
   std::vector<std::string> names = {"interp", "cpu"};
-  auto opencl = drivers::builtin_registry().find("opencl");
-  if (opencl.ok() && (*opencl)->availability().ok()) names.push_back("opencl");
+  for (const char* driver : {"opencl", "cuda"}) {
+    auto found = drivers::builtin_registry().find(driver);
+    if (found.ok() && (*found)->availability().ok()) names.push_back(driver);
+  }
   return names;
 }
 

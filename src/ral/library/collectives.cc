@@ -1,5 +1,5 @@
 // The collectives (docs/language.md, "Collectives"): allreduce, allgather, reduce_scatter,
-// broadcast, rank and world_size, on "cpu", "interp" and "opencl" (over mapped host memory), each
+// broadcast, rank and world_size, on "cpu", "interp", "opencl" and "cuda" (over mapped host memory), each
 // through the process's World (kiln/ral/world.h): MPI across the ranks of a job, a copy in a
 // world of one.
 #include <cstdint>
@@ -176,10 +176,12 @@ Status add_device(Registry& registry) {
 
 }  // namespace
 
+// On opencl and cuda the data crosses through mapped host memory (NCCL on cuda is not done).
 Status register_collectives(Registry& registry) {
   KILN_RETURN_IF_ERROR(add_device<"cpu">(registry));
   KILN_RETURN_IF_ERROR(add_device<"interp">(registry));
-  return add_device<"opencl">(registry);
+  KILN_RETURN_IF_ERROR(add_device<"opencl">(registry));
+  return add_device<"cuda">(registry);
 }
 
 }  // namespace kiln::ral::library
