@@ -43,9 +43,18 @@ spans = [e for e in events if e.get("ph") == "X"]
 end = max(e["ts"] + e["dur"] for e in spans if e["name"] == "update")
 start = min(e["ts"] for e in spans)
 traced = float(open(f"{work}/traced").read())
+def covered(intervals):
+    """The time covered by the intervals (collectives started together overlap)."""
+    total, reach = 0.0, None
+    for begin, stop in sorted(intervals):
+        if reach is None or begin > reach:
+            total, reach = total + stop - begin, stop
+        elif stop > reach:
+            total, reach = total + stop - reach, stop
+    return total
 for what, pick in (("collectives", lambda e: e.get("cat") == "collective"),
                    ("allreduce_merged", lambda e: e["name"] == "allreduce_merged")):
-    spent = sum(e["dur"] for e in spans if pick(e) and e["ts"] < end)
+    spent = covered([(e["ts"], e["ts"] + e["dur"]) for e in spans if pick(e) and e["ts"] < end])
     per = spent / 1e3 / epochs
     print(f"traced run: {traced:.3f} ms per epoch; rank 0 in {what} {per:.3f} ms per epoch, "
           f"{100 * spent / (end - start):.1f}% of its traced training, {100 * per / m2:.1f}% of the untraced epoch")

@@ -1,6 +1,9 @@
 #include "runtime/routine_steps.h"
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <span>
 
 #include "kiln/base/time.h"
 #include "kiln/codegen/c_emitter.h"
@@ -124,9 +127,10 @@ bool needs_execution(const RoutineStep& step) {
 // Runs a call on the queue's host thread: maps its buffers (read for arguments, read-write for
 // outputs: gemm's beta reads c) and invokes the function with their addresses, or with the
 // buffers themselves for a function that works on device memory (ral::Memory::kDevice). A
-// collective is offered a completion that releases the mappings and completes `signals`; when it
-// takes it the result is kDeferred: the step ends when the other ranks have taken part.
-Status run_call(const CallStep& step, Execution& execution, const hal::SemaphoreList& signals, const RoutineRun& run) {
+// collective is offered a completion that releases the mappings and then calls `ended`; when it
+// takes it the result is kDeferred, and `ended` runs once the other ranks have taken part.
+Status run_call(const CallStep& step, Execution& execution, const RoutineRun& run,
+                std::function<void(Status)> ended = nullptr) {
   const ral::BoundCall& call = *step.call;
   auto mappings = std::make_shared<std::vector<hal::Mapping>>();
   std::vector<void*> data;
@@ -148,19 +152,73 @@ Status run_call(const CallStep& step, Execution& execution, const hal::Semaphore
       event = {call.function(), "collective", "collectives of " + run.stream, kCollectiveTrack + run.stream_ordinal,
                now_ns(), 0};
     }
-    execution.context->offer_completion({[mappings, signals, trace, event](Status outcome) mutable {
+    execution.context->offer_completion({[mappings, ended = std::move(ended), trace, event](Status outcome) mutable {
                                            mappings->clear();  // written back before anyone reads
                                            if (trace) {
                                              event.end_ns = now_ns();
                                              trace->record(std::move(event));
                                            }
-                                           hal::Queue::complete(signals, outcome);
+                                           ended(std::move(outcome));
                                          },
                                          step.site});
   }
   Status invoked = call.invoke(*execution.context, data);
   if (!call.collective() || execution.context->take_completion() || !invoked.ok()) return invoked;
   return Status(StatusCode::kDeferred, "call " + call.function() + " ends when the other ranks take part");
+}
+
+// Collectives started together by one host call: the last to end completes the step's signals,
+// with the first failure if any.
+struct CollectiveGroup {
+  CollectiveGroup(size_t count, hal::SemaphoreList s) : left(count), signals(std::move(s)) {}
+  void end(Status outcome) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (first_failure.ok()) first_failure = std::move(outcome);
+    }
+    if (left.fetch_sub(1) == 1) hal::Queue::complete(signals, first_failure);
+  }
+
+  std::atomic<size_t> left;
+  std::mutex mutex;
+  Status first_failure;
+  hal::SemaphoreList signals;
+};
+
+// Starts `calls` (collectives, in order: every rank starts them in the same order) and returns
+// kDeferred: the group ends the step. After a call that fails to start, the rest are not started.
+Status run_collectives(std::span<const CallStep> calls, Execution& execution, const hal::SemaphoreList& signals,
+                       const RoutineRun& run) {
+  auto group = std::make_shared<CollectiveGroup>(calls.size(), signals);
+  Status failed;
+  for (const CallStep& c : calls) {
+    if (!failed.ok()) {
+      group->end(failed.annotate("call " + c.call->function() + " not started"));
+      continue;
+    }
+    Status started = run_call(c, execution, run, [group](Status outcome) { group->end(std::move(outcome)); });
+    if (started.code() == StatusCode::kDeferred) continue;
+    failed = started;
+    group->end(std::move(started));  // it ended before returning (or never started)
+  }
+  return Status(StatusCode::kDeferred, "collectives end when the other ranks take part");
+}
+
+// Whether step `s` is a collective call that can start with those of `group` (steps already
+// taken): it reads nothing they write and writes nothing they touch.
+bool joins_collectives(const RoutineStep& s, std::span<const RoutineStep> group) {
+  const auto* call = std::get_if<CallStep>(&s);
+  if (!call || !call->call->collective()) return false;
+  for (const RoutineStep& g : group) {
+    const auto& other = std::get<CallStep>(g);
+    for (size_t i = 0; i < call->buffers.size(); ++i) {
+      for (size_t j = 0; j < other.buffers.size(); ++j) {
+        const bool writes = call->call->is_output(i) || other.call->is_output(j);
+        if (writes && call->buffers[i].get() == other.buffers[j].get()) return false;
+      }
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -178,22 +236,42 @@ Status submit_routine_steps(hal::Device& device, hal::Queue& queue, const hal::S
       execution->context = std::make_unique<ral::ExecutionContext>(*run.ral, run.seed, run.run);
     }
   }
-  // Steps after the first wait on the one before through `order`; only the last signals.
-  std::shared_ptr<hal::Semaphore> order = steps.size() > 1 ? device.create_semaphore(0) : nullptr;
-  for (size_t i = 0; i < steps.size(); ++i) {
+  // What each host call or execution submits: one step, or consecutive collectives started
+  // together (one hand-off to the progress thread for all of them instead of one each).
+  std::vector<std::span<const RoutineStep>> submissions;
+  for (size_t i = 0; i < steps.size();) {
+    size_t end = i + 1;
+    if (joins_collectives(steps[i], {})) {
+      while (end < steps.size() && joins_collectives(steps[end], std::span(steps).subspan(i, end - i))) ++end;
+    }
+    submissions.push_back(std::span(steps).subspan(i, end - i));
+    i = end;
+  }
+  // Submissions after the first wait on the one before through `order`; only the last signals.
+  const size_t count = submissions.size();
+  std::shared_ptr<hal::Semaphore> order = count > 1 ? device.create_semaphore(0) : nullptr;
+  for (size_t i = 0; i < count; ++i) {
     const hal::SemaphoreList step_waits = i == 0 ? waits : hal::SemaphoreList{{order, i}};
-    const hal::SemaphoreList step_signals = i + 1 == steps.size() ? signals : hal::SemaphoreList{{order, i + 1}};
+    const hal::SemaphoreList step_signals = i + 1 == count ? signals : hal::SemaphoreList{{order, i + 1}};
+    const RoutineStep& first = submissions[i].front();
     Status submitted;
-    if (const auto* kernels = std::get_if<KernelStep>(&steps[i])) {
+    if (const auto* kernels = std::get_if<KernelStep>(&first)) {
       submitted = queue.execute(step_waits, step_signals, kernels->command_buffer,
                                 kernels->calls_runtime ? execution : nullptr);
-    } else if (const auto* host = std::get_if<HostStep>(&steps[i])) {
+    } else if (const auto* host = std::get_if<HostStep>(&first)) {
       submitted = queue.host_call(step_waits, step_signals,
                                   [fn = host->fn](const hal::SemaphoreList&) { return fn(); });
+    } else if (joins_collectives(first, {})) {
+      std::vector<CallStep> calls;
+      for (const RoutineStep& c : submissions[i]) calls.push_back(std::get<CallStep>(c));
+      submitted = queue.host_call(step_waits, step_signals,
+                                  [calls = std::move(calls), execution, run](const hal::SemaphoreList& signals) {
+                                    return run_collectives(calls, *execution, signals, run);
+                                  });
     } else {
       submitted = queue.host_call(step_waits, step_signals,
-                                  [step = std::get<CallStep>(steps[i]), execution, run](const hal::SemaphoreList& signals) {
-                                    return run_call(step, *execution, signals, run);
+                                  [step = std::get<CallStep>(first), execution, run](const hal::SemaphoreList&) {
+                                    return run_call(step, *execution, run);
                                   });
     }
     if (!submitted.ok()) {

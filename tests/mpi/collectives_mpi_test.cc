@@ -25,8 +25,8 @@ std::string program_text(int ranks) {
          "input k : i32[3]\n"
          "output sum : f32[" + R + ", 2]\noutput mean : f32[" + R + ", 2]\noutput top : f32[" + R + ", 2]\n"
          "output low : f32[" + R + ", 2]\noutput all : f32[" + std::to_string(ranks * ranks) + ", 2]\n"
-         "output part : f32[1, 2]\noutput keys : i32[3]\noutput r : i32\noutput n : i32\n"
-         "call allreduce(x) -> sum\ncall allreduce(x, op=1) -> mean\ncall allreduce(x, op=2) -> top\n"
+         "output part : f32[1, 2]\noutput again : f32[" + R + ", 2]\noutput keys : i32[3]\noutput r : i32\noutput n : i32\n"
+         "call allreduce(x) -> sum\ncall allreduce(sum) -> again\ncall allreduce(x, op=1) -> mean\ncall allreduce(x, op=2) -> top\n"
          "call allreduce(x, op=3) -> low\ncall allgather(x) -> all\ncall reduce_scatter(x) -> part\n"
          "call broadcast(k, root=" + std::to_string(ranks - 1) + ") -> keys\ncall rank() -> r\ncall world_size() -> n\n";
 }
@@ -70,6 +70,10 @@ TEST(MpiCollectivesTest, EveryRankGetsTheCombination) {
     ASSERT_TRUE(ran.ok()) << ran;
     auto read = [&](const char* name) { return read_tensor(**instance, *program->find_node(name))->values(); };
     EXPECT_EQ(read("sum"), sum);
+    // Read what the collective before it wrote: started after it, not with it.
+    std::vector<double> again;
+    for (double v : sum) again.push_back(v * R);
+    EXPECT_EQ(read("again"), again);
     EXPECT_EQ(read("mean"), mean);
     EXPECT_EQ(read("top"), top);
     EXPECT_EQ(read("low"), low);
