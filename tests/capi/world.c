@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   int32_t rank = -1, size = -1;
   const char* description = NULL;
 #ifdef KILN_TEST_MPI
-  int provided = 0, world_rank = 0, world_size = 1, initialized = 0, group_size;
+  int provided = 0, world_rank = 0, world_size = 1, initialized = 0, group_size = 1;
   MPI_Comm group = MPI_COMM_NULL;
 #endif
 
