@@ -112,8 +112,7 @@ class BuiltinChecker {
                               " dimension(s), the batch, must be those of '" + c.name + "' " + shape_string(c));
       }
     }
-    const int a_rows = g->batch + (ta ? g->depth : 0), a_depth = g->batch + (ta ? 0 : g->rows);
-    const int b_depth = g->batch + (tb ? g->cols : 0), b_cols = g->batch + (tb ? 0 : g->depth);
+    const auto [a_rows, a_depth, b_depth, b_cols] = g->starts(ta, tb);
     const std::string m = block_text(a, a_rows, g->rows), k = block_text(a, a_depth, g->depth);
     const std::string k2 = block_text(b, b_depth, g->depth), n = block_text(b, b_cols, g->cols);
     if (!same_block(a, a_depth, b, b_depth, g->depth)) {

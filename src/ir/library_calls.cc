@@ -72,8 +72,7 @@ int64_t planned_extent(const Assignment& s, const std::vector<int>& read, int fr
 // the reduced indices, each once, in both).
 bool blocks_match(const std::vector<int>& target, const std::vector<int>& left, const std::vector<int>& right,
                   const GemmGroups& g, bool ta, bool tb, const std::vector<int>& reduced) {
-  const int a_rows = g.batch + (ta ? g.depth : 0), a_depth = g.batch + (ta ? 0 : g.rows);
-  const int b_depth = g.batch + (tb ? g.cols : 0), b_cols = g.batch + (tb ? 0 : g.depth);
+  const auto [a_rows, a_depth, b_depth, b_cols] = g.starts(ta, tb);
   if (!same_run(left, a_rows, target, g.batch, g.rows) || !same_run(right, b_cols, target, g.batch + g.rows, g.cols) ||
       !same_run(left, a_depth, right, b_depth, g.depth)) {
     return false;
@@ -119,8 +118,7 @@ std::optional<Product> match_product(const Program& program, const Assignment& s
             !spans_whole_dimensions(s, target, c)) {
           return std::nullopt;
         }
-        const int a_depth = g->batch + (ta ? 0 : g->rows);
-        const int64_t volume = planned_extent(s, *ia, a_depth, g->depth, planned_extent(s, target, g->batch, g->rows + g->cols));
+        const int64_t volume = planned_extent(s, *ia, g->starts(ta, tb).a_depth, g->depth, planned_extent(s, target, g->batch, g->rows + g->cols));
         return Product{a.id, b.id, ta, tb, g->batch, volume};
       }
     }

@@ -322,7 +322,7 @@ void NodeLookup::add_appended() {
 }
 
 const TensorNode* NodeLookup::find(std::string_view name) const {
-  auto it = positions_.find(std::string(name));
+  auto it = positions_.find(name);
   return it == positions_.end() ? nullptr : &(*nodes_)[it->second];
 }
 

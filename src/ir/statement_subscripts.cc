@@ -190,19 +190,18 @@ NamedAffine Completer::subscript(const RawExpr* e, SourceLoc fallback) {
     a = affine(*e);
   } else {
     // A gather (language version 2): the terms that read tensors are values; the rest, affine.
-    std::vector<std::pair<const RawExpr*, bool>> terms;
+    std::vector<std::pair<const RawExpr*, bool>> terms, gathers;
     chain_terms(*e, false, &terms);
     RawExprRef rest = raw_number(0, false, e->loc);
     for (const auto& [term, negative] : terms) {
       if (reads_tensor(*term)) {
-        a.gathers.push_back({term, negative});
+        gathers.push_back({term, negative});
       } else {
         rest = raw_op(negative ? Op::kSub : Op::kAdd, {rest, std::make_shared<RawExpr>(*term)}, term->loc);
       }
     }
-    const std::vector<std::pair<const RawExpr*, bool>> gathers = std::move(a.gathers);
     a = affine(*rest);
-    a.gathers = gathers;
+    a.gathers = std::move(gathers);
   }
   a.loc = e->loc;
   std::erase_if(a.terms, [](const NamedTerm& t) { return t.coeff == 0; });

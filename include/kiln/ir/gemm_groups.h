@@ -17,8 +17,18 @@ namespace kiln::ir {
 // The largest rank gemm takes (and the smallest: 2).
 inline constexpr int kGemmMaxRank = 4;
 
+// Where a's and b's blocks start (their first dimension), as the transposes place them.
+struct GemmBlockStarts {
+  int a_rows = 0, a_depth = 0, b_depth = 0, b_cols = 0;
+};
+
 struct GemmGroups {
   int batch = 0, rows = 0, depth = 0, cols = 0;  // block lengths, in dimensions
+
+  constexpr GemmBlockStarts starts(bool transpose_a, bool transpose_b) const {
+    return GemmBlockStarts{batch + (transpose_a ? depth : 0), batch + (transpose_a ? 0 : rows),
+                           batch + (transpose_b ? cols : 0), batch + (transpose_b ? 0 : depth)};
+  }
 };
 
 // The blocks of gemm(a, b) -> c for these ranks and `batch` leading batch dimensions, or nullopt

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -119,7 +120,12 @@ class NodeLookup {
  private:
   const std::vector<TensorNode>* nodes_;
   size_t indexed_ = 0;
-  std::unordered_map<std::string, size_t> positions_;  // owned names: the list may grow
+  // Owned names (the list may grow), looked up by string_view without a copy.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view name) const { return std::hash<std::string_view>{}(name); }
+  };
+  std::unordered_map<std::string, size_t, NameHash, std::equal_to<>> positions_;
 };
 
 // At most this many distinct indices in one statement (and so in one subscript).

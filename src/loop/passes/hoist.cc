@@ -57,6 +57,14 @@ void collect(const LStmt& s, LoopWrites* w) {
   }
 }
 
+// Whether the body of `s` runs whenever `s` does (not an `if`, nor a loop that may run zero times).
+bool body_runs_with(const LStmt& s) {
+  return s.kind == LStmt::Kind::kBlock || s.kind == LStmt::Kind::kLocalDecl || (s.kind == LStmt::Kind::kFor && s.extent >= 1);
+}
+
+// Whether argument i of `e` is evaluated whenever `e` is: select evaluates only the operand it picks.
+bool argument_always_evaluated(const LExpr& e, size_t i) { return !(e.op == Op::kSelect && i > 0); }
+
 struct ExprFacts {
   bool invariant = true;  // the same value on every iteration
   bool loads = false;     // loads a node or a local (which the reference checks)
@@ -159,9 +167,7 @@ class Hoister {
     if (!s) return s;
     std::vector<LStmtRef> body;
     body.reserve(s->body.size());
-    const bool body_always = always && (s->kind == LStmt::Kind::kBlock ||
-                                        s->kind == LStmt::Kind::kLocalDecl ||
-                                        (s->kind == LStmt::Kind::kFor && s->extent >= 1));
+    const bool body_always = always && body_runs_with(*s);
     for (const LStmtRef& child : s->body) body.push_back(in_loop(child, body_always));
     LExprRef cond = in_loop(s->cond, always);
     LExprRef offset = in_loop(s->offset, always);
@@ -189,8 +195,7 @@ class Hoister {
     args.reserve(e->args.size());
     bool changed = offset != e->offset;
     for (size_t i = 0; i < e->args.size(); ++i) {
-      const bool evaluated = always && !(e->op == Op::kSelect && i > 0);
-      args.push_back(in_loop(e->args[i], evaluated));
+      args.push_back(in_loop(e->args[i], always && argument_always_evaluated(*e, i)));
       changed = changed || args.back() != e->args[i];
     }
     if (!changed) return e;
@@ -215,9 +220,7 @@ class Hoister {
   // position is one (its range check reads it), so the row it reads starts before the loop too.
   void collect_safe_loads(const LStmtRef& s, bool always) {
     if (!s) return;
-    const bool body_always = always && (s->kind == LStmt::Kind::kBlock || s->kind == LStmt::Kind::kLocalDecl ||
-                                        (s->kind == LStmt::Kind::kFor && s->extent >= 1));
-    for (const LStmtRef& child : s->body) collect_safe_loads(child, body_always);
+    for (const LStmtRef& child : s->body) collect_safe_loads(child, always && body_runs_with(*s));
     for (const LExprRef& e : {s->cond, s->offset, s->value}) collect_safe_loads(e, always);
   }
   void collect_safe_loads(const LExprRef& e, bool always) {
@@ -225,7 +228,7 @@ class Hoister {
     count_lowering_work(1);
     if (e->kind == LExpr::Kind::kLoad && facts_of(e.get(), writes_).invariant) safe_loads_.push_back(e);
     collect_safe_loads(e->offset, always);
-    for (size_t i = 0; i < e->args.size(); ++i) collect_safe_loads(e->args[i], !(e->op == Op::kSelect && i > 0));
+    for (size_t i = 0; i < e->args.size(); ++i) collect_safe_loads(e->args[i], argument_always_evaluated(*e, i));
   }
   // Whether every load in `e` is one the loop evaluates anyway.
   bool loads_are_safe(const LExpr& e) const {

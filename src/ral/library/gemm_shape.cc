@@ -40,8 +40,7 @@ Result<GemmShape> gemm_shape(std::span<const int64_t> a, std::span<const int64_t
   GemmShape s;
   s.transpose_a = transpose_a != 0;
   s.transpose_b = transpose_b != 0;
-  const int a_rows = g->batch + (s.transpose_a ? g->depth : 0), a_depth = g->batch + (s.transpose_a ? 0 : g->rows);
-  const int b_depth = g->batch + (s.transpose_b ? g->cols : 0), b_cols = g->batch + (s.transpose_b ? 0 : g->depth);
+  const auto [a_rows, a_depth, b_depth, b_cols] = g->starts(s.transpose_a, s.transpose_b);
   s.batch = block(c, 0, g->batch);
   s.m = block(a, a_rows, g->rows);
   s.k = block(a, a_depth, g->depth);
