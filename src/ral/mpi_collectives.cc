@@ -16,7 +16,6 @@ std::string mpi_error_text(int code) {
   return std::string(text, static_cast<size_t>(length));
 }
 
-
 MPI_Datatype mpi_type(ir::DType type) {
   switch (type) {
     case ir::DType::kF32: return MPI_FLOAT;

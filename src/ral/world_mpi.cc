@@ -3,10 +3,8 @@
 
 #include <climits>
 #include <cstdlib>
-#include <cstring>
-#include <mutex>
+#include <memory>
 #include <string>
-#include <vector>
 
 #include "ral/mpi_collectives.h"
 #include "ral/world_internal.h"

@@ -124,46 +124,61 @@ bool needs_execution(const RoutineStep& step) {
   return !kernels || kernels->calls_runtime;
 }
 
-// Runs a call on the queue's host thread: maps its buffers (read for arguments, read-write for
-// outputs: gemm's beta reads c) and invokes the function with their addresses, or with the
-// buffers themselves for a function that works on device memory (ral::Memory::kDevice). A
-// collective is offered a completion that releases the mappings and then calls `ended`; when it
-// takes it the result is kDeferred, and `ended` runs once the other ranks have taken part.
-Status run_call(const CallStep& step, Execution& execution, const RoutineRun& run,
-                std::function<void(Status)> ended = nullptr) {
+// A call's data on the queue's host thread: its buffers mapped (read for arguments, read-write
+// for outputs: gemm's beta reads c) and their addresses, or the buffers themselves for a function
+// that works on device memory (ral::Memory::kDevice).
+Status map_call(const CallStep& step, std::vector<hal::Mapping>& mappings, std::vector<void*>& data) {
   const ral::BoundCall& call = *step.call;
-  auto mappings = std::make_shared<std::vector<hal::Mapping>>();
-  std::vector<void*> data;
-  if (call.memory() == ral::Memory::kDevice) {
-    for (const hal::BufferRef& b : step.buffers) data.push_back(b.get());
-    return call.invoke(*execution.context, data);
-  }
   for (size_t i = 0; i < step.buffers.size(); ++i) {
+    if (call.memory() == ral::Memory::kDevice) {
+      data.push_back(step.buffers[i].get());
+      continue;
+    }
     const hal::MapAccess access = call.is_output(i) ? hal::MapAccess::kReadWrite : hal::MapAccess::kRead;
     Result<hal::Mapping> m = step.buffers[i]->map(access);
     if (!m.ok()) return m.status().annotate("call " + call.function() + ": mapping its tensors");
     data.push_back(m->data());
-    mappings->push_back(std::move(*m));
+    mappings.push_back(std::move(*m));
   }
-  if (call.collective()) {
-    std::shared_ptr<Trace> trace = run.trace;
-    Trace::Event event;
-    if (trace) {
-      event = {call.function(), "collective", "collectives of " + run.stream, kCollectiveTrack + run.stream_ordinal,
-               now_ns(), 0};
-    }
-    execution.context->offer_completion({[mappings, ended = std::move(ended), trace, event](Status outcome) mutable {
-                                           mappings->clear();  // written back before anyone reads
-                                           if (trace) {
-                                             event.end_ns = now_ns();
-                                             trace->record(std::move(event));
-                                           }
-                                           ended(std::move(outcome));
-                                         },
-                                         step.site});
+  return Status();
+}
+
+// Runs a call that is not a collective: it has finished when it returns.
+Status run_call(const CallStep& step, Execution& execution) {
+  std::vector<hal::Mapping> mappings;
+  std::vector<void*> data;
+  KILN_RETURN_IF_ERROR(map_call(step, mappings, data));
+  return step.call->invoke(*execution.context, data);
+}
+
+// Starts a collective: it is offered a completion that releases the mappings and then calls
+// `ended`; when it takes it the result is kDeferred, and `ended` runs once the other ranks have
+// taken part. Otherwise it ended (or failed) before returning.
+Status start_collective(const CallStep& step, Execution& execution, const RoutineRun& run,
+                        std::function<void(Status)> ended) {
+  const ral::BoundCall& call = *step.call;
+  std::vector<hal::Mapping> mappings;
+  std::vector<void*> data;
+  KILN_RETURN_IF_ERROR(map_call(step, mappings, data));
+  std::shared_ptr<Trace> trace = run.trace;
+  Trace::Event event;
+  if (trace) {
+    event = {call.function(), "collective", "collectives of " + run.stream, kCollectiveTrack + run.stream_ordinal,
+             now_ns(), 0};
   }
+  // The completion owns the mappings (a std::function must be copyable: through a shared_ptr).
+  auto held = std::make_shared<std::vector<hal::Mapping>>(std::move(mappings));
+  execution.context->offer_completion({[held, ended = std::move(ended), trace, event](Status outcome) mutable {
+                                         held->clear();  // written back before anyone reads
+                                         if (trace) {
+                                           event.end_ns = now_ns();
+                                           trace->record(std::move(event));
+                                         }
+                                         ended(std::move(outcome));
+                                       },
+                                       step.site});
   Status invoked = call.invoke(*execution.context, data);
-  if (!call.collective() || execution.context->take_completion() || !invoked.ok()) return invoked;
+  if (execution.context->take_completion() || !invoked.ok()) return invoked;
   return Status(StatusCode::kDeferred, "call " + call.function() + " ends when the other ranks take part");
 }
 
@@ -196,7 +211,7 @@ Status run_collectives(std::span<const CallStep> calls, Execution& execution, co
       group->end(failed.annotate("call " + c.call->function() + " not started"));
       continue;
     }
-    Status started = run_call(c, execution, run, [group](Status outcome) { group->end(std::move(outcome)); });
+    Status started = start_collective(c, execution, run, [group](Status outcome) { group->end(std::move(outcome)); });
     if (started.code() == StatusCode::kDeferred) continue;
     failed = started;
     group->end(std::move(started));  // it ended before returning (or never started)
@@ -237,23 +252,26 @@ Status submit_routine_steps(hal::Device& device, hal::Queue& queue, const hal::S
     }
   }
   // What each host call or execution submits: one step, or consecutive collectives started
-  // together (one hand-off to the progress thread for all of them instead of one each).
-  std::vector<std::span<const RoutineStep>> submissions;
-  for (size_t i = 0; i < steps.size();) {
+  // together (one hand-off to the progress thread for all of them instead of one each), from
+  // steps[i] to the step before submission_end(i).
+  auto submission_end = [&](size_t i) {
     size_t end = i + 1;
     if (joins_collectives(steps[i], {})) {
       while (end < steps.size() && joins_collectives(steps[end], std::span(steps).subspan(i, end - i))) ++end;
     }
-    submissions.push_back(std::span(steps).subspan(i, end - i));
-    i = end;
-  }
+    return end;
+  };
+  size_t count = 0;
+  for (size_t i = 0; i < steps.size(); i = submission_end(i)) ++count;
   // Submissions after the first wait on the one before through `order`; only the last signals.
-  const size_t count = submissions.size();
   std::shared_ptr<hal::Semaphore> order = count > 1 ? device.create_semaphore(0) : nullptr;
-  for (size_t i = 0; i < count; ++i) {
-    const hal::SemaphoreList step_waits = i == 0 ? waits : hal::SemaphoreList{{order, i}};
-    const hal::SemaphoreList step_signals = i + 1 == count ? signals : hal::SemaphoreList{{order, i + 1}};
-    const RoutineStep& first = submissions[i].front();
+  for (size_t k = 0, i = 0; k < count; ++k) {
+    const size_t end = submission_end(i);
+    const std::span<const RoutineStep> submission = std::span(steps).subspan(i, end - i);
+    i = end;
+    const hal::SemaphoreList step_waits = k == 0 ? waits : hal::SemaphoreList{{order, k}};
+    const hal::SemaphoreList step_signals = k + 1 == count ? signals : hal::SemaphoreList{{order, k + 1}};
+    const RoutineStep& first = submission.front();
     Status submitted;
     if (const auto* kernels = std::get_if<KernelStep>(&first)) {
       submitted = queue.execute(step_waits, step_signals, kernels->command_buffer,
@@ -263,15 +281,15 @@ Status submit_routine_steps(hal::Device& device, hal::Queue& queue, const hal::S
                                   [fn = host->fn](const hal::SemaphoreList&) { return fn(); });
     } else if (joins_collectives(first, {})) {
       std::vector<CallStep> calls;
-      for (const RoutineStep& c : submissions[i]) calls.push_back(std::get<CallStep>(c));
+      for (const RoutineStep& c : submission) calls.push_back(std::get<CallStep>(c));
       submitted = queue.host_call(step_waits, step_signals,
                                   [calls = std::move(calls), execution, run](const hal::SemaphoreList& signals) {
                                     return run_collectives(calls, *execution, signals, run);
                                   });
     } else {
       submitted = queue.host_call(step_waits, step_signals,
-                                  [step = std::get<CallStep>(first), execution, run](const hal::SemaphoreList&) {
-                                    return run_call(step, *execution, run);
+                                  [step = std::get<CallStep>(first), execution](const hal::SemaphoreList&) {
+                                    return run_call(step, *execution);
                                   });
     }
     if (!submitted.ok()) {

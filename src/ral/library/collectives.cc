@@ -23,15 +23,6 @@ constexpr ir::DType dtype_of() {
 }
 
 template <typename T, int N>
-int64_t element_count(const MemRef<T, N>& m) {
-  int64_t n = 1;
-  if constexpr (N > 0) {
-    for (int d = 0; d < N; ++d) n *= m.sizes[static_cast<size_t>(d)];
-  }
-  return n;
-}
-
-template <typename T, int N>
 std::string shape_text(const MemRef<T, N>& m) {
   if constexpr (N == 0) return "[]";
   else return shape_string(m);
@@ -71,25 +62,25 @@ Status run_on_world(ExecutionContext* execution, World* w, Collective c) {
 template <typename T, int N>
 Status allreduce(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, N> y, int64_t op) {
   KILN_ASSIGN_OR_RETURN(CollectiveOp how, collective_op(op, "allreduce"));
-  if (element_count(x) != element_count(y)) {
+  if (x.element_count() != y.element_count()) {
     return invalid_argument_error("allreduce: y has shape " + shape_text(y) + ", x has shape " + shape_text(x));
   }
   KILN_ASSIGN_OR_RETURN(World * w, world());
-  Collective c = make_collective(CollectiveKind::kAllreduce, x, y, element_count(x));
+  Collective c = make_collective(CollectiveKind::kAllreduce, x, y, x.element_count());
   c.op = how;
   return run_on_world(execution, w, std::move(c));
 }
 
 template <typename T, int N>
 Status broadcast(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, N> y, int64_t root) {
-  if (element_count(x) != element_count(y)) {
+  if (x.element_count() != y.element_count()) {
     return invalid_argument_error("broadcast: y has shape " + shape_text(y) + ", x has shape " + shape_text(x));
   }
   if (root < 0 || root > INT32_MAX) {
     return invalid_argument_error("broadcast: root " + std::to_string(root) + " is not a rank");
   }
   KILN_ASSIGN_OR_RETURN(World * w, world());
-  Collective c = make_collective(CollectiveKind::kBroadcast, x, y, element_count(x));
+  Collective c = make_collective(CollectiveKind::kBroadcast, x, y, x.element_count());
   c.root = static_cast<int>(root);
   return run_on_world(execution, w, std::move(c));
 }
@@ -99,14 +90,14 @@ template <typename T, int N, int M>
 Status allgather(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, M> y) {
   KILN_ASSIGN_OR_RETURN(World * w, world());
   const int64_t ranks = w->size();
-  bool fits = element_count(y) == ranks * element_count(x);
+  bool fits = y.element_count() == ranks * x.element_count();
   if constexpr (N > 0) fits = fits && y.sizes[0] == ranks * x.sizes[0];
   if (!fits) {
     return invalid_argument_error("allgather: y has shape " + shape_text(y) + ", but " + std::to_string(ranks) +
                                   " rank(s) gathering x of shape " + shape_text(x) +
                                   " make a first dimension of R × x's (R = " + std::to_string(ranks) + ")");
   }
-  return run_on_world(execution, w, make_collective(CollectiveKind::kAllgather, x, y, element_count(x)));
+  return run_on_world(execution, w, make_collective(CollectiveKind::kAllgather, x, y, x.element_count()));
 }
 
 // x's first dimension is R × y's: rank r gets part r of the combination.
@@ -115,11 +106,11 @@ Status reduce_scatter(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, N> 
   KILN_ASSIGN_OR_RETURN(CollectiveOp how, collective_op(op, "reduce_scatter"));
   KILN_ASSIGN_OR_RETURN(World * w, world());
   const int64_t ranks = w->size();
-  if (element_count(x) != ranks * element_count(y) || x.sizes[0] != ranks * y.sizes[0]) {
+  if (x.element_count() != ranks * y.element_count() || x.sizes[0] != ranks * y.sizes[0]) {
     return invalid_argument_error("reduce_scatter: x has shape " + shape_text(x) + " and y " + shape_text(y) +
                                   "; x's first dimension must be R × y's, R = " + std::to_string(ranks) + " rank(s)");
   }
-  Collective c = make_collective(CollectiveKind::kReduceScatter, x, y, element_count(y));
+  Collective c = make_collective(CollectiveKind::kReduceScatter, x, y, y.element_count());
   c.op = how;
   return run_on_world(execution, w, std::move(c));
 }
