@@ -26,9 +26,11 @@ T check(Result<T> result, const char* what) {
   return std::move(result).value();
 }
 
-inline hal::DeviceRef make_cpu_device(uint32_t threads = 0) {
+// `max_caller_stores` < 0: the device's default (hal::DeviceOptions::max_caller_stores).
+inline hal::DeviceRef make_cpu_device(uint32_t threads = 0, int64_t max_caller_stores = -1) {
   hal::DeviceOptions options;
   if (threads) options.worker_threads = threads;
+  if (max_caller_stores >= 0) options.max_caller_stores = max_caller_stores;
   return check(drivers::builtin_registry().find("cpu"), "find cpu driver")
       ->create_device(0, options)
       .value();

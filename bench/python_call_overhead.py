@@ -4,7 +4,7 @@ C++, in the same run.
     python bench/python_call_overhead.py [--build BUILD] [--rounds N]
 
 Python: run(x=a) of kiln.Program.compile("cpu") (write x, run, wait, read y into a new array).
-C++: BM_TinyRoutineFromCpp of BUILD/bench/runtime_bench, the same runtime calls. Needs the Python
+C++: BM_TinyRoutineFromCpp/on_caller:1 of BUILD/bench/runtime_bench, the same runtime calls. Needs the Python
 package built in BUILD/python (make build).
 
 The machine is shared and noisy, and a call's wall time is mostly hand-offs between the caller
@@ -28,7 +28,7 @@ PROGRAM = "input x : f32[4]\noutput y : f32[4]\ny[i] = x[i] * 2 + 1\n"
 def cpp_medians_ns(build, repetitions):
     """(wall, calling thread's CPU) per call of the C++ benchmark, medians of its repetitions."""
     out = subprocess.run(
-        [str(build / "bench" / "runtime_bench"), "--benchmark_filter=BM_TinyRoutineFromCpp",
+        [str(build / "bench" / "runtime_bench"), "--benchmark_filter=BM_TinyRoutineFromCpp/on_caller:1",
          f"--benchmark_repetitions={repetitions}", "--benchmark_format=json"],
         check=True, capture_output=True, text=True).stdout
     runs = [b for b in json.loads(out)["benchmarks"] if b.get("run_type") == "iteration"]

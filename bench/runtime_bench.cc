@@ -64,8 +64,13 @@ output y : f32[256]
 y[i] = a[i] + b[i] + c[i] + d[i] + e[i] + f[i] + g[i]
 )";
 
+// Benchmarks with an argument `on_caller` run small work on the calling thread when its waits
+// are met (1, the default) or always on the queue's thread (0, as before), in the same run.
+int64_t caller_stores(const benchmark::State& state) { return state.range(0) ? -1 : 0; }
+
 struct EightNodes {
-  hal::DeviceRef device = make_cpu_device();
+  explicit EightNodes(int64_t max_caller_stores = -1) : device(make_cpu_device(0, max_caller_stores)) {}
+  hal::DeviceRef device;
   // One workgroup per dispatch, as the bare dispatch below.
   std::shared_ptr<runtime::Backend> backend = check(runtime::Backend::create(device, {1, nullptr, nullptr}), "backend");
   runtime::StreamRef stream = check(backend->new_stream(), "stream");
@@ -78,19 +83,19 @@ struct EightNodes {
 
 // Routine::run (per-node synchronization over its 8 nodes) + Stream::await.
 void BM_RoutineWithNodeSync(benchmark::State& state) {
-  EightNodes setup;
+  EightNodes setup(caller_stores(state));
   for (auto _ : state) {
     check(setup.linked.routine->run(), "run");
     check(setup.stream->await(), "await");
   }
 }
-BENCHMARK(BM_RoutineWithNodeSync)->UseRealTime();
+BENCHMARK(BM_RoutineWithNodeSync)->ArgName("on_caller")->Arg(0)->Arg(1)->UseRealTime();
 
 // A tiny routine called the way kiln's Python package calls it (CompiledProgram.__call__): write
 // the input's host copy, run, await, read the output back. bench/python_call_overhead.py times
 // the same call from Python and subtracts this: the cost of the Python layer per call.
 void BM_TinyRoutineFromCpp(benchmark::State& state) {
-  auto backend = check(runtime::Backend::create(make_cpu_device()), "backend");
+  auto backend = check(runtime::Backend::create(make_cpu_device(0, caller_stores(state))), "backend");
   runtime::StreamRef stream = check(backend->new_stream(), "stream");
   ir::Program program = check(
       lang::parse_program("input x : f32[4]\noutput y : f32[4]\ny[i] = x[i] * 2 + 1\n", "tiny.kiln"), "parse");
@@ -110,7 +115,7 @@ void BM_TinyRoutineFromCpp(benchmark::State& state) {
   }
   if (out[3] != 9) state.SkipWithError("wrong result");
 }
-BENCHMARK(BM_TinyRoutineFromCpp)->UseRealTime();
+BENCHMARK(BM_TinyRoutineFromCpp)->ArgName("on_caller")->Arg(0)->Arg(1)->UseRealTime();
 
 // The submitting thread's CPU time per Routine::run in a burst of 1000 (then one await): what a
 // run costs the host, without the hand-offs to the queue's thread; compare BM_SubmitBurst of

@@ -155,6 +155,9 @@ void DeferredQueue::on_wait_resolved(Pending* pending, const Status& status) {
     return;
   }
   if (status.ok()) {
+    // Not on the submitting thread any more: this thread signalled a semaphore and must not take
+    // on the work of the actions it releases.
+    pending->action->placement = Placement::kQueued;
     ready_(std::move(pending->action));
   } else {
     fail_semaphores(pending->action->signals, status);

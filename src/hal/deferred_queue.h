@@ -2,8 +2,10 @@
 // then hands each to the driver. Written once, device-independently; every driver reuses it.
 //
 // A caller may rely on:
-//  - an action whose waits are met is handed over at once, on the submitting thread;
-//  - otherwise it is handed over on the thread whose signal met its last wait; actions are
+//  - an action whose waits are met is handed over at once, on the submitting thread, with its
+//    placement as submitted;
+//  - otherwise it is handed over on the thread whose signal met its last wait, with placement
+//    kQueued (a signalling thread never runs the work it releases); actions are
 //    independent, so one that waits never holds back another (no head-of-line blocking);
 //  - when a wait fails, the action is dropped and every semaphore of its signal list fails with
 //    that same status, immediately (not when its other waits are met);

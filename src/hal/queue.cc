@@ -30,12 +30,13 @@ static Status check_semaphores(const SemaphoreList& list, const char* which) {
   return Status();
 }
 
-Status Queue::submit(Command command, const SemaphoreList& waits, const SemaphoreList& signals) {
+Status Queue::submit(Command command, const SemaphoreList& waits, const SemaphoreList& signals,
+                     Placement placement) {
   Status status = check_semaphores(waits, "wait");
   if (status.ok()) status = check_semaphores(signals, "signal");
   if (status.ok()) status = validate_command(command, device_tag_);
   if (!status.ok()) return status.annotate("queue '" + name_ + "'");
-  auto action = std::make_unique<Action>(Action{std::move(command), waits, signals});
+  auto action = std::make_unique<Action>(Action{std::move(command), waits, signals, placement});
   enqueue(std::move(action));
   return Status();
 }
@@ -58,44 +59,45 @@ void Queue::complete(const SemaphoreList& signals, const Status& status) {
 
 Status Queue::copy(const SemaphoreList& waits, const SemaphoreList& signals,
                    const BufferRef& source, size_t source_offset, const BufferRef& target,
-                   size_t target_offset, size_t length) {
-  return submit(CopyCommand{source, source_offset, target, target_offset, length}, waits, signals);
+                   size_t target_offset, size_t length, Placement placement) {
+  return submit(CopyCommand{source, source_offset, target, target_offset, length}, waits, signals, placement);
 }
 
 Status Queue::fill(const SemaphoreList& waits, const SemaphoreList& signals,
                    const BufferRef& target, size_t offset, size_t length, const void* pattern,
-                   size_t pattern_size) {
+                   size_t pattern_size, Placement placement) {
   Result<FillCommand> fill = make_fill(target, offset, length, pattern, pattern_size);
   if (!fill.ok()) return fill.status().annotate("queue '" + name_ + "'");
-  return submit(std::move(*fill), waits, signals);
+  return submit(std::move(*fill), waits, signals, placement);
 }
 
 Status Queue::update(const SemaphoreList& waits, const SemaphoreList& signals, const void* source,
-                     const BufferRef& target, size_t offset, size_t length) {
+                     const BufferRef& target, size_t offset, size_t length, Placement placement) {
   Result<UpdateCommand> update = make_update(source, target, offset, length);
   if (!update.ok()) return update.status().annotate("queue '" + name_ + "'");
-  return submit(std::move(*update), waits, signals);
+  return submit(std::move(*update), waits, signals, placement);
 }
 
 Status Queue::read(const SemaphoreList& waits, const SemaphoreList& signals,
-                   const BufferRef& source, size_t offset, void* target, size_t length) {
-  return submit(ReadCommand{source, offset, target, length}, waits, signals);
+                   const BufferRef& source, size_t offset, void* target, size_t length,
+                   Placement placement) {
+  return submit(ReadCommand{source, offset, target, length}, waits, signals, placement);
 }
 
 Status Queue::write(const SemaphoreList& waits, const SemaphoreList& signals, const void* source,
-                    const BufferRef& target, size_t offset, size_t length) {
-  return submit(WriteCommand{source, target, offset, length}, waits, signals);
+                    const BufferRef& target, size_t offset, size_t length, Placement placement) {
+  return submit(WriteCommand{source, target, offset, length}, waits, signals, placement);
 }
 
 Status Queue::dispatch(const SemaphoreList& waits, const SemaphoreList& signals,
-                       DispatchCommand dispatch) {
-  return submit(std::move(dispatch), waits, signals);
+                       DispatchCommand dispatch, Placement placement) {
+  return submit(std::move(dispatch), waits, signals, placement);
 }
 
 Status Queue::execute(const SemaphoreList& waits, const SemaphoreList& signals,
                       std::shared_ptr<const CommandBuffer> command_buffer,
-                      std::shared_ptr<DispatchContext> context) {
-  return submit(ExecuteCommand{std::move(command_buffer), std::move(context)}, waits, signals);
+                      std::shared_ptr<DispatchContext> context, Placement placement) {
+  return submit(ExecuteCommand{std::move(command_buffer), std::move(context)}, waits, signals, placement);
 }
 
 Status Queue::host_call(const SemaphoreList& waits, const SemaphoreList& signals, HostCallFn fn) {

@@ -5,6 +5,7 @@
 #include <span>
 #include <string_view>
 
+#include "kiln/codegen/c_emitter.h"
 #include "kiln/ir/call.h"
 #include "kiln/ir/sizes.h"
 #include "kiln/runtime/backend.h"
@@ -33,10 +34,32 @@ struct PreparedRun {
   std::vector<int64_t> sizes;
   std::vector<Routine::Dispatch> dispatches;
   std::vector<std::shared_ptr<const ral::BoundCall>> calls;  // bound to the tensors' shapes at `sizes`
+  // kCallerWhenReady for a routine of one command buffer of kernels whose work is below the
+  // device's max_caller_stores: Routine::run then runs it on the caller's thread when its waits
+  // are met (recorded with `steps`).
+  hal::Placement placement = hal::Placement::kQueued;
+
+  // Where a run may go (PreparedRun::placement): on the caller's thread for one command buffer of
+  // the routine's own generated kernels (no calls, whose work kiln cannot bound) storing at most
+  // the device's max_caller_stores in all.
+  static hal::Placement placement_of(const std::vector<RoutineStep>& steps, const std::vector<Routine::Dispatch>& dispatches,
+                                      const std::vector<int64_t>& sizes, const hal::DeviceCapabilities& caps) {
+    const auto* kernels = steps.size() == 1 ? std::get_if<KernelStep>(&steps.front()) : nullptr;
+    if (!kernels || kernels->calls_runtime || caps.max_caller_stores <= 0) return hal::Placement::kQueued;
+    int64_t stores = 0;
+    for (const Routine::Dispatch& d : dispatches) {
+      if (!d.kernel) return hal::Placement::kQueued;
+      stores += d.kernel->size_count > 0 ? codegen::estimated_stores(ir::kernel_at_sizes(*d.kernel, sizes))
+                                         : codegen::estimated_stores(*d.kernel);
+      if (stores > caps.max_caller_stores) return hal::Placement::kQueued;
+    }
+    return hal::Placement::kCallerWhenReady;
+  }
 };
 
 namespace {
 std::atomic<uint64_t> next_routine_id{1};
+
 }  // namespace
 
 Routine::Routine(std::string name, ContextRef context, CodeRef code, hal::ExecutableRef executable)
@@ -249,9 +272,13 @@ Status Routine::run_in(const ContextRef& context) const {
     if (traced_ && lowered_) *steps = traced_steps(*steps, *lowered_, program, values, trace_run);
     prepared.steps = std::move(*steps);
     prepared.merge = merge;
+    prepared.placement = PreparedRun::placement_of(*prepared.steps, sized_ ? prepared.dispatches : dispatches_,
+                                      sized_ ? prepared.sizes : code_->sizes(),
+                                      stream.device()->info().capabilities);
   }
   const RoutineRun run{context->backend().ral_context(), context->nodes()->seed(), run_number,
-                       context->backend().options().trace, stream.name(), stream.ordinal()};
+                       context->backend().options().trace, stream.name(), stream.ordinal(),
+                       traced_ ? hal::Placement::kQueued : prepared.placement};
 
   std::span<const ArrayAccess> accesses = prepared.accesses;
   std::vector<ArrayAccess> with_streaming;

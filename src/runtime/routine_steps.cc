@@ -269,13 +269,18 @@ Status submit_routine_steps(hal::Device& device, hal::Queue& queue, const hal::S
     const size_t end = submission_end(i);
     const std::span<const RoutineStep> submission = std::span(steps).subspan(i, end - i);
     i = end;
-    const hal::SemaphoreList step_waits = k == 0 ? waits : hal::SemaphoreList{{order, k}};
-    const hal::SemaphoreList step_signals = k + 1 == count ? signals : hal::SemaphoreList{{order, k + 1}};
+    // Lists of their own only between submissions: a routine of one submits the caller's.
+    hal::SemaphoreList waits_between, signals_between;
+    if (k > 0) waits_between = {{order, k}};
+    if (k + 1 < count) signals_between = {{order, k + 1}};
+    const hal::SemaphoreList& step_waits = k == 0 ? waits : waits_between;
+    const hal::SemaphoreList& step_signals = k + 1 == count ? signals : signals_between;
     const RoutineStep& first = submission.front();
     Status submitted;
     if (const auto* kernels = std::get_if<KernelStep>(&first)) {
       submitted = queue.execute(step_waits, step_signals, kernels->command_buffer,
-                                kernels->calls_runtime ? execution : nullptr);
+                                kernels->calls_runtime ? execution : nullptr,
+                                count == 1 ? run.placement : hal::Placement::kQueued);
     } else if (const auto* host = std::get_if<HostStep>(&first)) {
       submitted = queue.host_call(step_waits, step_signals,
                                   [fn = host->fn](const hal::SemaphoreList&) { return fn(); });

@@ -100,6 +100,8 @@ struct RoutineRun {
   std::shared_ptr<Trace> trace;
   std::string stream;
   int stream_ordinal = 0;
+  // How a routine of one submission is submitted (hal::Placement); more submissions are queued.
+  hal::Placement placement = hal::Placement::kQueued;
 };
 inline constexpr int kCollectiveTrack = 1000;
 

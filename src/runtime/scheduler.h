@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/function_ref.h"
 #include "kiln/hal/semaphore.h"
 #include "runtime/device_array.h"
 
@@ -39,7 +40,7 @@ struct ActionLabel {
 };
 
 // Submits the action with the waits and signals it is given (a HAL queue call).
-using SubmitFn = std::function<Status(const hal::SemaphoreList& waits, const hal::SemaphoreList& signals)>;
+using SubmitFn = FunctionRef<Status(const hal::SemaphoreList& waits, const hal::SemaphoreList& signals)>;
 
 // Under scheduling_mutex(). Checks ownership of shared arrays, submits the action on `stream`
 // after its previous action, the conflicting actions of `accesses` and `extra_waits`, and records

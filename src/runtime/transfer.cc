@@ -16,12 +16,21 @@ bool point_passed(const StreamPoint& point) {
   return !value.ok() || *value >= point.at.value;
 }
 
+// Transfers of a few KiB run on the caller's thread when their waits are met and the device
+// allows it (DeviceCapabilities::max_caller_stores, counted as 4-byte stores): a copy that size
+// is shorter than a hand-off to the queue's thread.
+static hal::Placement transfer_placement(const Stream& stream, size_t bytes) {
+  const int64_t stores = stream.device()->info().capabilities.max_caller_stores;
+  return stores > 0 && bytes <= uint64_t(stores) * 4 ? hal::Placement::kCallerWhenReady : hal::Placement::kQueued;
+}
+
 Result<StreamPoint> zero_locked(Stream& stream, DeviceArray& array, const std::string& label) {
   const ArrayAccess access{&array, false, true};
   const uint8_t zero = 0;
   return schedule(stream, {&access, 1}, {}, {label, "transfer"},
                   [&](const hal::SemaphoreList& w, const hal::SemaphoreList& s) {
-                    return stream.queue()->fill(w, s, array.buffer, 0, array.desc.bytes, &zero, 1);
+                    return stream.queue()->fill(w, s, array.buffer, 0, array.desc.bytes, &zero, 1,
+                                                transfer_placement(stream, array.desc.bytes));
                   });
 }
 
@@ -38,10 +47,11 @@ Result<StreamPoint> upload_locked(Stream& stream, DeviceArray& array) {
       node.host_zeros ? zero_locked(stream, array, label)
                       : schedule(stream, {&access, 1}, waits, {label, "transfer"},
                                  [&](const hal::SemaphoreList& w, const hal::SemaphoreList& s) {
+                                   const hal::Placement placement = transfer_placement(stream, array.desc.bytes);
                                    return snapshot ? stream.queue()->update(w, s, node.host.data(), array.buffer, 0,
-                                                                            array.desc.bytes)
+                                                                            array.desc.bytes, placement)
                                                    : stream.queue()->write(w, s, node.host.data(), array.buffer, 0,
-                                                                           array.desc.bytes);
+                                                                           array.desc.bytes, placement);
                                  });
   if (!done.ok()) return done.status().annotate("uploading node '" + array.desc.name + "'");
   if (!snapshot && !node.host_zeros) {
@@ -63,7 +73,8 @@ Result<StreamPoint> download_locked(DeviceArray& array) {
   Result<StreamPoint> done =
       schedule(stream, {&access, 1}, waits, {"to_host " + array.desc.name, "transfer"},
                [&](const hal::SemaphoreList& w, const hal::SemaphoreList& s) {
-                 return stream.queue()->read(w, s, array.buffer, 0, node.host.data(), array.desc.bytes);
+                 return stream.queue()->read(w, s, array.buffer, 0, node.host.data(), array.desc.bytes,
+                                             transfer_placement(stream, array.desc.bytes));
                });
   if (!done.ok()) return done.status().annotate("downloading node '" + array.desc.name + "'");
   node.host_zeros = false;

@@ -228,16 +228,18 @@ def test_ranks_calling_collectives_in_another_order_fail_naming_both(tmp_path):
 
 
 def test_a_rank_that_never_arrives_fails_the_others_within_the_timeout(tmp_path):
-    """Rank 1 runs a program without collectives a million times over while rank 0 waits for it
-    at its allreduce: rank 0 fails after KILN_COLLECTIVE_TIMEOUT naming the call, rank 1 and the
-    timeout, exits with status 1 (which ends the job), and no file is written."""
+    """Rank 1 joins the job, then waits forever for its input (a FIFO nobody writes) while rank 0
+    waits for it at its allreduce: rank 0 fails after KILN_COLLECTIVE_TIMEOUT naming the call,
+    rank 1 and the timeout, exits with status 1 (which ends the job), and no file is written."""
     needs_mpi()
+    fifo = tmp_path / "never_written"
+    os.mkfifo(fifo)
     result = run_two_programs(tmp_path, PROGRAM_HEAD + "call allreduce(x) -> y\n", PROGRAM_HEAD + "y[i] = x[i] * 2\n",
-                              2, ["--repeat", "1000000"])
+                              2, ["--input", f"x={fifo}"])
     assert result.returncode == 1, result.stdout + result.stderr
     assert ("allreduce (sum) of 4 f32 at routine 'main', line 5 (collective #1 of rank 0 of 2): "
             "rank 1 did not arrive within 2 s (KILN_COLLECTIVE_TIMEOUT)") in result.stderr, result.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["first.kiln", "second.kiln"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["first.kiln", "never_written", "second.kiln"]
 
 
 def test_a_rank_that_exits_early_fails_the_others_naming_both_calls(tmp_path):

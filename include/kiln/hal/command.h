@@ -113,11 +113,22 @@ const char* command_name(const Command& command);
 // lengths of bindings in place.
 Status validate_command(Command& command, const void* device_tag);
 
+// Where a submitted action may run.
+enum class Placement {
+  kQueued,  // on the queue's own threads: the submitting call returns at once
+  // When every wait is met at submission, a queue that runs its work on host threads (cpu,
+  // interp) runs the action to completion on the submitting thread, and its signals have fired
+  // when the call returns; otherwise, and on every other queue, as kQueued. For work shorter than
+  // a hand-off to another thread, where the caller would wait for it anyway.
+  kCallerWhenReady,
+};
+
 // A queue operation: a command with the semaphores it waits on and signals.
 struct Action {
   Command command;
   SemaphoreList waits;
   SemaphoreList signals;
+  Placement placement = Placement::kQueued;
 };
 
 }  // namespace kiln::hal

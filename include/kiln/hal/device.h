@@ -32,6 +32,11 @@ struct DeviceCapabilities {
   // reach its memory bandwidth, so many small ones.
   uint32_t workgroups_per_compute_unit = 4;
   int64_t min_stores_per_workgroup = int64_t{1} << 16;
+  // Work of at most this many stores is cheaper to run on the submitting thread than to hand to
+  // the queue's thread: the runtime submits such work with Placement::kCallerWhenReady. Nonzero
+  // exactly where the device's queues honour that placement; 0 where work never runs on the
+  // caller's thread (a GPU's queues: their work is asynchronous to the host anyway).
+  int64_t max_caller_stores = 0;
 };
 
 struct DeviceInfo {
@@ -51,6 +56,9 @@ struct DeviceOptions {
   // OpenCL driver: hand waits between its actions to the device (else KILN_OPENCL_DEVICE_WAITS,
   // else on for all but CPU devices).
   std::optional<bool> device_waits;
+  // CPU and interp drivers: DeviceCapabilities::max_caller_stores (0: every action runs on the
+  // queue's threads, as before kiln ran small work on the caller's thread).
+  std::optional<int64_t> max_caller_stores;
 };
 
 class Device {

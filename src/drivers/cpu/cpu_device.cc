@@ -30,6 +30,8 @@ hal::DeviceInfo CpuDevice::host_info(const std::string& driver, std::string desc
   caps.fp16 = false;
   caps.local_memory_size = 0;
   caps.unified_memory = true;
+  // A hand-off to the queue's thread and back costs 1-10 µs; a few thousand stores cost about one.
+  caps.max_caller_stores = int64_t{1} << 13;
   caps.executable_formats = {std::move(format)};
   return info;
 }
@@ -63,9 +65,14 @@ Result<std::shared_ptr<ThreadPool>> CpuDevice::thread_pool(const hal::DeviceOpti
   return pool;
 }
 
+void CpuDevice::apply_caller_stores(const hal::DeviceOptions& options, hal::DeviceInfo& info) {
+  if (options.max_caller_stores) info.capabilities.max_caller_stores = std::max<int64_t>(0, *options.max_caller_stores);
+}
+
 Result<std::shared_ptr<CpuDevice>> CpuDevice::create(hal::DeviceInfo info,
                                                      const hal::DeviceOptions& options) {
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<ThreadPool> pool, thread_pool(options, info.capabilities.compute_units));
+  apply_caller_stores(options, info);
   KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> timeout_s, setting_uint("KILN_CC_TIMEOUT"));
   std::string compiler = options.c_compiler.value_or(env_string("KILN_CC").value_or("cc"));
   std::string flags = env_string("KILN_CFLAGS").value_or("");
@@ -90,7 +97,8 @@ CpuDevice::CpuDevice(hal::DeviceInfo info, std::shared_ptr<ThreadPool> pool,
 Result<hal::QueueRef> CpuDevice::create_queue(const std::string& name) {
   uint32_t index = queue_count_.fetch_add(1);
   std::string queue_name = name.empty() ? info_.name + "/q" + std::to_string(index) : name;
-  KILN_ASSIGN_OR_RETURN(std::shared_ptr<CpuQueue> queue, CpuQueue::create(std::move(queue_name), tag(), pool_));
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<CpuQueue> queue, CpuQueue::create(std::move(queue_name), tag(), pool_,
+                                                                                 info_.capabilities.max_caller_stores > 0));
   return hal::QueueRef(std::move(queue));
 }
 

@@ -28,6 +28,8 @@ class CpuDevice final : public hal::Device {
   static Result<uint32_t> thread_count(const hal::DeviceOptions& options, uint32_t default_threads);
   // The workgroup pool of thread_count() threads; RESOURCE_EXHAUSTED naming the setting when the
   // system cannot start that many.
+  // DeviceOptions::max_caller_stores into `info`'s capabilities, where set.
+  static void apply_caller_stores(const hal::DeviceOptions& options, hal::DeviceInfo& info);
   static Result<std::shared_ptr<ThreadPool>> thread_pool(const hal::DeviceOptions& options,
                                                          uint32_t default_threads);
 

@@ -32,18 +32,21 @@ void fill_pattern(uint8_t* dst, size_t length, uint32_t pattern, size_t pattern_
   }
 }
 
-// Parks the calling thread until a dispatch it started has finished.
+// Parks the calling thread until a dispatch it started has finished. `state`: 0 running, 1 done,
+// 2 running with the waiter parked (only then does finish() make a system call).
 struct Completion {
-  std::atomic<uint32_t> done{0};
+  std::atomic<uint32_t> state{0};
   Status status;
   void finish(const Status& s) {
     status = s;
-    done.store(1, std::memory_order_release);
-    futex_wake(&done, 1);
+    if (state.exchange(1, std::memory_order_acq_rel) == 2) futex_wake(&state, 1);
   }
   Status wait() {
-    while (done.load(std::memory_order_acquire) == 0) {
-      if (!spin_while_equal(&done, 0)) futex_wait(&done, 0, Timeout::kInfiniteNs);
+    if (state.load(std::memory_order_acquire) != 1 && !spin_while_equal(&state, 0)) {
+      uint32_t expected = 0;
+      if (state.compare_exchange_strong(expected, 2, std::memory_order_acq_rel) || expected == 2) {
+        while (state.load(std::memory_order_acquire) == 2) futex_wait(&state, 2, Timeout::kInfiniteNs);
+      }
     }
     return status;
   }
@@ -51,12 +54,12 @@ struct Completion {
 
 }  // namespace
 
-CpuQueue::CpuQueue(std::string name, const void* device_tag, std::shared_ptr<ThreadPool> pool)
-    : Queue(std::move(name), device_tag), pool_(std::move(pool)) {}
+CpuQueue::CpuQueue(std::string name, const void* device_tag, std::shared_ptr<ThreadPool> pool, bool on_caller)
+    : Queue(std::move(name), device_tag), pool_(std::move(pool)), on_caller_(on_caller) {}
 
 Result<std::shared_ptr<CpuQueue>> CpuQueue::create(std::string name, const void* device_tag,
-                                                   std::shared_ptr<ThreadPool> pool) {
-  auto queue = std::make_shared<CpuQueue>(std::move(name), device_tag, std::move(pool));
+                                                   std::shared_ptr<ThreadPool> pool, bool on_caller) {
+  auto queue = std::make_shared<CpuQueue>(std::move(name), device_tag, std::move(pool), on_caller);
   try {
     queue->worker_ = std::thread([q = queue.get()] { q->worker_main(); });
   } catch (const std::system_error& e) {
@@ -77,6 +80,12 @@ CpuQueue::~CpuQueue() {
 }
 
 void CpuQueue::issue(std::unique_ptr<hal::Action> action) {
+  // Host calls may block (on other queues, on the network): never on the caller's thread.
+  if (on_caller_ && action->placement == hal::Placement::kCallerWhenReady &&
+      !std::holds_alternative<hal::HostCallCommand>(action->command)) {
+    complete(*action, run_blocking(action->command));
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ready_.push_back(std::move(action));
@@ -143,17 +152,18 @@ void CpuQueue::run_dispatch(const hal::DispatchCommand& d, DispatchJob::DoneFn d
     bindings.push_back(host_address(*b.buffer, b.offset));
     lengths.push_back(b.length);
   }
-  auto job = std::make_shared<DispatchJob>(std::move(executable), d.export_ordinal, d.workgroups,
-                                          std::move(bindings), std::move(lengths), d.constants,
-                                          context, std::move(done));
-  // A single workgroup is not worth a hand-off to the pool. With more, this thread works on
-  // the job too instead of waiting for it (spinning while the pool runs it would take a core
-  // from the pool where threads outnumber cores).
-  if (job->total() == 1) {
-    job->run(0, 1);
-  } else {
-    pool_->submit_and_help(job);
+  // A single workgroup is not worth a hand-off to the pool (nor an allocation: it ends here).
+  // With more, this thread works on the job too instead of waiting for it (spinning while the
+  // pool runs it would take a core from the pool where threads outnumber cores).
+  if (uint64_t{d.workgroups[0]} * d.workgroups[1] * d.workgroups[2] == 1) {
+    DispatchJob job(std::move(executable), d.export_ordinal, d.workgroups, std::move(bindings),
+                    std::move(lengths), d.constants, context, std::move(done));
+    job.run(0, 1);
+    return;
   }
+  pool_->submit_and_help(std::make_shared<DispatchJob>(std::move(executable), d.export_ordinal, d.workgroups,
+                                                       std::move(bindings), std::move(lengths), d.constants,
+                                                       context, std::move(done)));
 }
 
 Status CpuQueue::run_blocking(const hal::Command& command, hal::DispatchContext* context) {

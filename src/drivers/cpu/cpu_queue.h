@@ -1,6 +1,8 @@
 // A CPU queue: one worker thread runs the actions whose waits are met, in the order they became
 // ready; dispatches spread their workgroups over the device's thread pool, and the thread that
 // finishes the last workgroup signals. The worker parks on a futex when there is nothing to do.
+// An action submitted with Placement::kCallerWhenReady whose waits are met (other than a host
+// call) runs on the submitting thread instead: no hand-off, no wake-up.
 #pragma once
 
 #include <atomic>
@@ -18,9 +20,11 @@ class CpuQueue final : public hal::Queue {
  public:
   // RESOURCE_EXHAUSTED when the system will not start the worker thread (a process or
   // address-space limit), naming the queue.
+  // `on_caller`: honour Placement::kCallerWhenReady (else every action runs on the queue's threads).
   static Result<std::shared_ptr<CpuQueue>> create(std::string name, const void* device_tag,
-                                                  std::shared_ptr<ThreadPool> pool);
-  CpuQueue(std::string name, const void* device_tag, std::shared_ptr<ThreadPool> pool);  // create() starts it
+                                                  std::shared_ptr<ThreadPool> pool, bool on_caller);
+  CpuQueue(std::string name, const void* device_tag, std::shared_ptr<ThreadPool> pool,
+           bool on_caller);  // create() starts it
   // Fails actions still waiting (CANCELLED), runs those already ready, then joins the worker.
   ~CpuQueue() override;
 
@@ -37,6 +41,7 @@ class CpuQueue final : public hal::Queue {
   Status run_blocking(const hal::Command& command, hal::DispatchContext* context = nullptr);
 
   std::shared_ptr<ThreadPool> pool_;
+  const bool on_caller_;
   std::mutex mutex_;
   std::vector<std::unique_ptr<hal::Action>> ready_;  // guarded by mutex_
   bool stop_ = false;                                // guarded by mutex_

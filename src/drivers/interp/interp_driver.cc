@@ -8,7 +8,12 @@ namespace kiln::interp {
 
 namespace {
 
-hal::DeviceInfo interp_device_info() { return cpu::CpuDevice::host_info("interp", "reference interpreter of the loop IR", kLoopFormat); }
+hal::DeviceInfo interp_device_info() {
+  hal::DeviceInfo info = cpu::CpuDevice::host_info("interp", "reference interpreter of the loop IR", kLoopFormat);
+  // Interpreting a store costs tens of compiled ones.
+  info.capabilities.max_caller_stores = int64_t{1} << 8;
+  return info;
+}
 
 class InterpDriver final : public hal::Driver {
  public:
@@ -25,6 +30,7 @@ class InterpDriver final : public hal::Driver {
                                 " does not exist");
     }
     hal::DeviceInfo info = interp_device_info();
+    cpu::CpuDevice::apply_caller_stores(options, info);
     KILN_ASSIGN_OR_RETURN(std::shared_ptr<cpu::ThreadPool> pool,
                           cpu::CpuDevice::thread_pool(options, info.capabilities.compute_units));
     return hal::DeviceRef(std::make_shared<cpu::CpuDevice>(std::move(info), std::move(pool),
