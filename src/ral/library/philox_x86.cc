@@ -1,6 +1,8 @@
 // Philox4x32-10 with AVX2 and AVX-512F. Each 64-bit lane holds one block's 32-bit counter word
 // in its low half: vpmuludq multiplies exactly those halves into the 64-bit product whose high
-// and low halves a round needs, and the upper halves' garbage never reaches a product.
+// and low halves a round needs, and the upper halves' garbage never reaches a product. The AVX2
+// and AVX-512 loops are written out twice on purpose: GCC and clang refuse to inline intrinsics of
+// one target into a template shared by functions of different targets.
 #include "ral/library/philox_x86.h"
 
 #if defined(__x86_64__)
