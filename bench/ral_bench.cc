@@ -2,7 +2,8 @@
 //  - a warm call as compiled code makes it (ctx->call(ctx, mangled_name, args) to an empty
 //    registered function) against a plain indirect call of an empty function;
 //  - the library's sort of 2^22 f32 (stable, NaNs last) against std::sort of the same data;
-//  - random_uniform of 2^24 f32 against memcpy of the same bytes.
+//  - random_uniform of 2^24 f32 against memcpy of the same bytes, and the same numbers from each
+//    kind of Philox code this processor runs (the library takes the widest).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 
 #include "kiln/base/random.h"
 #include "kiln/ral/execution_context.h"
+#include "ral/library/philox.h"
 
 namespace kiln::ral {
 namespace {
@@ -113,6 +115,23 @@ void BM_RalRandomUniform(benchmark::State& state) {
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kRandomCount * sizeof(float)));
 }
 BENCHMARK(BM_RalRandomUniform)->UseRealTime();
+
+// Argument: the PhiloxCode (0 portable, 1 AVX2, 2 AVX-512F).
+void BM_PhiloxUniformByCode(benchmark::State& state) {
+  const auto code = static_cast<PhiloxCode>(state.range(0));
+  if (!philox_code_runs(code)) {
+    state.SkipWithError("this processor does not run that code");
+    return;
+  }
+  std::vector<float> r(kRandomCount);
+  const PhiloxStream stream{1, 0, 0};
+  for (auto _ : state) {
+    stream.fill_uniform(0, r.data(), r.size(), 0, 1, code);
+    benchmark::DoNotOptimize(r.data());
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kRandomCount * sizeof(float)));
+}
+BENCHMARK(BM_PhiloxUniformByCode)->DenseRange(0, 2)->UseRealTime();
 
 }  // namespace
 }  // namespace kiln::ral

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numbers>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@ namespace {
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 const char* const kDevices[] = {"cpu", "interp"};
+const PhiloxCode kPhiloxCodes[] = {PhiloxCode::kPortable, PhiloxCode::kAvx2, PhiloxCode::kAvx512};
 
 std::string full_name(const std::string& nickname, const std::string& device, const std::string& args) {
   return nickname + "___" + device + "___pvoid_" + args + "___void";
@@ -316,11 +318,39 @@ TEST(PhiloxTest, StreamWordsMatchRandomgen) {
     stream.fill(c.first_block, filled, 8);
     EXPECT_TRUE(std::equal(filled, filled + 8, c.words));
   }
-  // The vectorized fill gives the block-at-a-time words, over lane and chunk boundaries.
-  PhiloxStream stream{5, 1, 2};
-  std::vector<uint32_t> many(1003);
-  stream.fill(3, many.data(), many.size());
-  for (uint64_t i = 0; i < many.size(); ++i) ASSERT_EQ(many[i], stream.word(12 + i)) << i;
+  // Every fill this processor runs gives the block-at-a-time words, over lane and pass boundaries
+  // and the carry into the counter's second word (the vector code runs whole passes of 32 blocks).
+  for (PhiloxCode code : kPhiloxCodes) {
+    if (!philox_code_runs(code)) continue;
+    for (uint64_t first_block : {uint64_t{3}, uint64_t{0xFFFFFFFF} - 40}) {
+      PhiloxStream stream{0xFEDCBA9876543210ull, 1, 2};
+      std::vector<uint32_t> many(1003);
+      stream.fill(first_block, many.data(), many.size(), code);
+      for (uint64_t i = 0; i < many.size(); ++i) ASSERT_EQ(many[i], stream.word(4 * first_block + i)) << i;
+    }
+  }
+}
+
+TEST(PhiloxTest, FilledUniformsAreTheScalarOnesOnEveryCode) {
+  const float kMax = std::numeric_limits<float>::max();
+  // lo == hi, a range whose top rounds up to hi (1 + u * 2^-23 ties to hi), and one whose width
+  // overflows to infinity (0 * inf is NaN, replaced by the largest value below hi).
+  const std::pair<float, float> ranges[] = {{-2, 3}, {0, 1}, {2, 2}, {1, std::nextafter(1.0f, 2.0f)}, {-kMax, kMax}};
+  for (PhiloxCode code : kPhiloxCodes) {
+    if (!philox_code_runs(code)) continue;
+    for (auto [lo, hi] : ranges) {
+      PhiloxStream stream{77, 3, 9};
+      std::vector<float> numbers(1001);
+      stream.fill_uniform(5, numbers.data(), numbers.size(), lo, hi, code);
+      for (uint64_t i = 0; i < numbers.size(); ++i) {
+        const float expected = scale_uniform(uniform_f32(stream.word(20 + i)), lo, hi);
+        ASSERT_EQ(std::memcmp(&numbers[i], &expected, sizeof(float)), 0)
+            << "code " << static_cast<int>(code) << ", [" << lo << ", " << hi << "), element " << i << ": "
+            << numbers[i] << " instead of " << expected;
+        ASSERT_TRUE(numbers[i] >= lo && (numbers[i] < hi || lo == hi)) << numbers[i];
+      }
+    }
+  }
 }
 
 TEST(RandomTest, UniformIsTheStreamScaledAndTheSameOnEveryDevice) {
@@ -356,6 +386,37 @@ TEST(RandomTest, UniformIsTheStreamScaledAndTheSameOnEveryDevice) {
   EXPECT_EQ(draw(1, 0), draw(1, 0));
   EXPECT_NE(draw(1, 0), draw(2, 0));
   EXPECT_NE(draw(1, 0), draw(1, 1));
+}
+
+TEST(RandomTest, F64UniformsAndF32NormalsAreTheirWordsAsDocumented) {
+  // docs/ral.md's mapping, from the block-at-a-time words: 1001 elements read over 500 blocks,
+  // across the vector code's passes and its remainder.
+  const int64_t count = 1001;
+  int64_t site = 6;
+  const PhiloxStream stream{0xC0FFEE, 6, 3};
+  auto word = [&](int64_t i) { return stream.word(static_cast<uint64_t>(i)); };
+  std::vector<double> u(count);
+  MemRef<double, 1> um{u.data(), {count}};
+  double lo = -1, hi = 4;
+  ASSERT_TRUE(
+      call("cpu", full_name("random_uniform", "cpu", "m1df64_f64_f64_i64"), {&um, &lo, &hi, &site}, 0xC0FFEE, 3).ok());
+  for (int64_t i = 0; i < count; ++i) {
+    ASSERT_EQ(u[i], scale_uniform(uniform_f64(word(2 * i), word(2 * i + 1)), lo, hi)) << i;
+  }
+  std::vector<float> n(count);
+  MemRef<float, 1> nm{n.data(), {count}};
+  float mean = 2, std_dev = 3;
+  ASSERT_TRUE(call("cpu", full_name("random_normal", "cpu", "m1df32_f32_f32_i64"), {&nm, &mean, &std_dev, &site},
+                   0xC0FFEE, 3)
+                  .ok());
+  for (int64_t j = 0; 2 * j < count; ++j) {
+    const double u1 = 1.0 - uniform_f32(word(2 * j)), u2 = uniform_f32(word(2 * j + 1));
+    const double r = std::sqrt(-2.0 * std::log(u1)), angle = 2.0 * std::numbers::pi * u2;
+    ASSERT_EQ(n[2 * j], static_cast<float>(mean + std_dev * (r * std::cos(angle)))) << 2 * j;
+    if (2 * j + 1 < count) {
+      ASSERT_EQ(n[2 * j + 1], static_cast<float>(mean + std_dev * (r * std::sin(angle)))) << 2 * j + 1;
+    }
+  }
 }
 
 TEST(RandomTest, NormalHasItsMomentsAndRefusesBadParameters) {

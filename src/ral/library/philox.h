@@ -27,6 +27,12 @@ inline PhiloxCounter philox4x32_10(PhiloxCounter c, PhiloxKey k) {
   return c;
 }
 
+// The code that fills many blocks: the widest vector instructions the processor runs (best),
+// or a narrower choice, so that tests compare every kind this machine has.
+enum class PhiloxCode { kPortable, kAvx2, kAvx512 };
+PhiloxCode best_philox_code();
+bool philox_code_runs(PhiloxCode code);
+
 // The stream of one call site in one run: key = the seed's low and high words; block b has the
 // counter (b's low word, b's high word, call_site, run).
 struct PhiloxStream {
@@ -37,7 +43,11 @@ struct PhiloxStream {
   // The i-th 32-bit word of the stream: word i % 4 of block i / 4.
   uint32_t word(uint64_t i) const;
   // Words [4 * first_block, 4 * first_block + count) into `out`, many blocks at a time.
-  void fill(uint64_t first_block, uint32_t* out, uint64_t count) const;
+  void fill(uint64_t first_block, uint32_t* out, uint64_t count, PhiloxCode code = best_philox_code()) const;
+  // The uniform f32 numbers in [lo, hi) of those words, scale_uniform(uniform_f32(word), lo, hi),
+  // made as the words are (no pass over a buffer of words).
+  void fill_uniform(uint64_t first_block, float* out, uint64_t count, float lo, float hi,
+                    PhiloxCode code = best_philox_code()) const;
 };
 
 // Element i of a uniform f32 tensor: the top 24 bits of word i as a fraction in [0, 1).

@@ -35,16 +35,17 @@ void for_each_chunk(const PhiloxStream& stream, uint64_t words, Consume&& consum
 template <typename T, int N>
 Status uniform(ExecutionContext* context, MemRef<T, N> r, T lo, T hi, int64_t call_site) {
   KILN_RETURN_IF_ERROR(check_uniform_range(lo, hi));
-  constexpr uint64_t kWordsPerElement = sizeof(T) / 4;
   const uint64_t count = static_cast<uint64_t>(r.element_count());
-  for_each_chunk(stream_of(*context, call_site), count * kWordsPerElement,
-                 [&](uint64_t at, const uint32_t* words, uint64_t n) {
-                   T* out = r.data + at / kWordsPerElement;
-                   for (uint64_t i = 0; i < n / kWordsPerElement; ++i) {
-                     if constexpr (std::is_same_v<T, float>) out[i] = scale_uniform(uniform_f32(words[i]), lo, hi);
-                     else out[i] = scale_uniform(uniform_f64(words[2 * i], words[2 * i + 1]), lo, hi);
-                   }
-                 });
+  if constexpr (std::is_same_v<T, float>) {
+    // The numbers are made as the words are, in vector registers, with no buffer of words between.
+    stream_of(*context, call_site).fill_uniform(0, r.data, count, lo, hi);
+  } else {
+    for_each_chunk(stream_of(*context, call_site), 2 * count, [&](uint64_t at, const uint32_t* words, uint64_t n) {
+      for (uint64_t i = 0; i < n / 2; ++i) {
+        r.data[at / 2 + i] = scale_uniform(uniform_f64(words[2 * i], words[2 * i + 1]), lo, hi);
+      }
+    });
+  }
   return Status();
 }
 
