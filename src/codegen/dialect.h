@@ -82,6 +82,11 @@ class DialectSyntax {
   // kernel_vectors.cc), or 0 for none. C: 32 (AVX2's registers; a compiler without such
   // registers splits them). OpenCL: 0.
   virtual int vector_bytes() const { return 0; }
+  // A line before the short loops that fill a private lane array (a split reduction's lanes,
+  // kernel_work_groups.cc's lane loops) that asks the compiler to unroll them fully, so that the
+  // array lives in registers; empty for none. OpenCL: `#pragma unroll` (PoCL's LLVM leaves
+  // these loops rolled and keeps the lanes in memory). C: none (GCC vectorizes them as loops).
+  virtual std::string unroll_hint() const { return ""; }
   // +inf / -inf / NaN of a float type, as an expression (by default the C99 INFINITY and NAN,
   // cast to double for f64).
   virtual std::string infinity(ir::DType type, bool negative) const;

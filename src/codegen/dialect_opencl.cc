@@ -3,7 +3,8 @@
 // kernel_abi.h): a status word and tag first, then per binding a __global base pointer, byte
 // offset and byte length, then the push constants. A HAL workgroup is one OpenCL work group
 // (get_group_id / get_num_groups), run by one work item. OpenCL C has no heap, so every local
-// array is private memory; f64 needs cl_khr_fp64, enabled by a pragma only when used.
+// array is private memory; f64 needs cl_khr_fp64, enabled by a pragma only when used. The loops
+// that fill a split reduction's lanes are marked `#pragma unroll` (docs/opencl.md).
 #include <algorithm>
 #include <iterator>
 
@@ -65,6 +66,8 @@ class OpenCLDialect final : public StatusAbiDialect {
              "*)KILN_BINDING(" + type + ", " + std::to_string(b.index) + ");";
     });
   }
+
+  std::string unroll_hint() const override { return "#pragma unroll"; }
 
   std::string workgroup_index() const override { return "get_group_id(0)"; }
   std::string workgroup_count() const override { return "get_num_groups(0)"; }

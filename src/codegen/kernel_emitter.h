@@ -27,6 +27,10 @@ using ir::LStmt;
 using ir::LStmtRef;
 using ir::Op;
 
+// A loop whose body only stores to one local array at the loop variable: a lane loop (one that
+// fills a split reduction's lanes). Returns the local, or -1 (kernel_work_groups.cc).
+int lane_loop_target(const LStmt& s);
+
 class KernelEmitter {
  public:
   KernelEmitter(const DialectSyntax& dialect, HelperSet& helpers, const ir::Kernel& kernel,

@@ -8,6 +8,10 @@ namespace kiln::codegen::internal {
 
 namespace {
 
+// Lane loops up to this extent get the dialect's unroll hint (a split reduction has 16 or 32
+// lanes); longer ones would only grow the code.
+constexpr int64_t kMaxUnrolledLaneLoop = 64;
+
 bool references_local(const LExprRef& e, int local) {
   if (!e) return false;
   if (e->kind == LExpr::Kind::kLocalLoad && e->local == local) return true;
@@ -128,6 +132,10 @@ Status KernelEmitter::for_loop(const LStmt& stmt, Printer& out, bool split) {
     out.line("for (" + i64 + " " + v + " = (" + i64 + ")" + d_.work_item_index() + "; " + v +
              " < " + extent + "; " + v + " += (" + i64 + ")" + d_.work_item_count() + ") {");
   } else {
+    if (!stmt.extent_expr && stmt.extent <= kMaxUnrolledLaneLoop && !d_.unroll_hint().empty() &&
+        lane_loop_target(stmt) >= 0) {
+      out.line(d_.unroll_hint());
+    }
     out.line("for (" + i64 + " " + v + " = 0; " + v + " < " + extent + "; ++" + v + ") {");
   }
   out.indent();

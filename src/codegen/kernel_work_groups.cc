@@ -43,8 +43,8 @@ void each_statement(const std::vector<LStmtRef>& list, const std::function<void(
   }
 }
 
-// A loop whose body only stores to one local array at the loop variable: a lane loop. Returns
-// the local, or -1.
+}  // namespace
+
 int lane_loop_target(const LStmt& s) {
   if (s.kind != LStmt::Kind::kFor || s.body.empty()) return -1;
   const int target = s.body.front()->local;
@@ -55,8 +55,6 @@ int lane_loop_target(const LStmt& s) {
   }
   return target;
 }
-
-}  // namespace
 
 void KernelEmitter::plan_work_groups() {
   group_locals_.clear();

@@ -1,22 +1,17 @@
 #include "drivers/cpu/cpu_allocator.h"
 
-#include <sys/mman.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+
+#include "drivers/huge_pages.h"
 
 namespace kiln::cpu {
 
 namespace {
 
 constexpr size_t kAlignment = 64;
-// Buffers of at least kHugePageMinimum are fresh pages from mmap (zeros, so that a new array
-// needs no fill), start on a 2 MiB boundary and ask for transparent huge pages (as NumPy does
-// for its arrays): where the kernel grants them, a 1 GiB buffer's first touch takes 512 page
-// faults instead of 262,144, which otherwise cost more than the work.
-constexpr size_t kHugePage = size_t{2} << 20;
-constexpr size_t kHugePageMinimum = size_t{4} << 20;
+using drivers::kHugePageMinimum;
 
 class HostStorage final : public hal::BufferStorage {
  public:
@@ -39,23 +34,6 @@ class HostStorage final : public hal::BufferStorage {
   const bool zeroed_;
 };
 
-// `size` bytes (a multiple of kHugePage) of fresh zero pages from the kernel, starting on a
-// kHugePage boundary, with transparent huge pages asked for; nullptr when there is no room.
-void* map_huge_pages(size_t size) {
-  const size_t padded = size + kHugePage;
-  void* raw = ::mmap(nullptr, padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (raw == MAP_FAILED) return nullptr;
-  const auto start = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
-  if (aligned > start) ::munmap(raw, aligned - start);
-  if (const uintptr_t end = start + padded; end > aligned + size) {
-    ::munmap(reinterpret_cast<void*>(aligned + size), end - (aligned + size));
-  }
-  // Advice only: a kernel without transparent huge pages keeps small ones.
-  (void)::madvise(reinterpret_cast<void*>(aligned), size, MADV_HUGEPAGE);
-  return reinterpret_cast<void*>(aligned);
-}
-
 }  // namespace
 
 Result<hal::BufferRef> CpuAllocator::allocate(const hal::BufferParams& params, size_t size) {
@@ -68,9 +46,11 @@ Result<hal::BufferRef> CpuAllocator::allocate(const hal::BufferParams& params, s
   void* data = nullptr;
   std::shared_ptr<HostStorage> storage;
   if (size >= kHugePageMinimum) {
-    const size_t rounded = (size + kHugePage - 1) / kHugePage * kHugePage;
-    data = map_huge_pages(rounded);
-    if (data) storage = std::make_shared<HostStorage>(data, [rounded](void* p) { ::munmap(p, rounded); }, true);
+    const size_t rounded = drivers::huge_page_bytes(size);
+    data = drivers::map_huge_pages(rounded);
+    if (data) {
+      storage = std::make_shared<HostStorage>(data, [rounded](void* p) { drivers::unmap_huge_pages(p, rounded); }, true);
+    }
   } else if (size > 0) {
     data = std::aligned_alloc(kAlignment, (size + kAlignment - 1) / kAlignment * kAlignment);
     if (data) storage = std::make_shared<HostStorage>(data, [](void* p) { std::free(p); });

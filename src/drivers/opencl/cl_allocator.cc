@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "drivers/huge_pages.h"
 #include "kiln/base/log.h"
 
 namespace kiln::opencl {
@@ -54,6 +55,24 @@ Result<hal::BufferRef> ClAllocator::allocate(const hal::BufferParams& params, si
     return resource_exhausted_error("cannot allocate " + std::to_string(size) + " bytes on " +
                                     context_->record().info.name +
                                     ": CL_DEVICE_MAX_MEM_ALLOC_SIZE is " + std::to_string(max));
+  }
+  if (context_->record().cpu && size >= drivers::kHugePageMinimum) {
+    // A CPU device's memory is the host's: large buffers live in huge pages of our own, which
+    // PoCL uses in place. With PoCL's own (small) pages a row sum of 16 MiB took 1.4x as long,
+    // missing the TLB on every 4 KiB row.
+    const size_t rounded = drivers::huge_page_bytes(size);
+    if (void* host = drivers::map_huge_pages(rounded)) {
+      cl_int err = CL_SUCCESS;
+      cl_mem mem = context_->api().CreateBuffer(context_->context(), CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR,
+                                                size, host, &err);
+      if (mem && err == CL_SUCCESS) {
+        auto storage = std::make_shared<ClStorage>(context_, mem, host,
+                                                   [rounded](void* p) { drivers::unmap_huge_pages(p, rounded); });
+        return std::make_shared<hal::Buffer>(std::move(storage), device_tag_, params.memory_type, params.usage, size,
+                                             0, size);
+      }
+      drivers::unmap_huge_pages(host, rounded);  // the runtime's own allocation below says why not
+    }
   }
   cl_mem_flags flags = CL_MEM_READ_WRITE;
   // Host-visible memory in host-allocated pages makes mapping cheap on discrete devices.
