@@ -532,10 +532,12 @@ TEST(TileContractionsTest, ProductRunsInSixRowTilesOverPackedOperands) {
   const std::string blocks = tiled(product(12, 16, 1100));
   EXPECT_NE(blocks.find("(local 0 f32 3520\n      (local 1 f32 1320\n        (block\n          (for v9 5\n"), std::string::npos) << blocks;
   EXPECT_NE(blocks.find("(load f32 1 (+ (* (+ (* v9 220) v10) 16) (+ (* v6 16) v7)))"), std::string::npos) << blocks;
-  // Packed rows over 16 KiB are declared at least 64 KiB + 64 long (the C dialect puts them on
-  // the heap, and keeps the panel and the accumulators on the stack): 264 rows of 256 ks.
+  // Packed rows over 40 KiB are declared at least 64 KiB + 64 long (the C dialect puts them on
+  // the heap, and keeps the panel and the accumulators on the stack): 264 rows of 256 ks, 60
+  // rows of 256 ks (60 KiB); 30 rows of 256 ks (30 KiB) stay as they are.
   EXPECT_NE(tiled(product(528, 16, 256)).find("(local 1 f32 67584\n"), std::string::npos);
-  EXPECT_NE(tiled(product(60, 16, 256)).find("(local 1 f32 16400\n"), std::string::npos);
+  EXPECT_NE(tiled(product(120, 16, 256)).find("(local 1 f32 16400\n"), std::string::npos);
+  EXPECT_NE(tiled(product(60, 16, 256)).find("(local 1 f32 7680\n"), std::string::npos);
 }
 
 // A product whose value is not safe on padding (a division) keeps the original loops for the

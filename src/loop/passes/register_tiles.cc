@@ -132,8 +132,9 @@ constexpr int64_t kMaxPanelBytes = 16 * 1024;
 constexpr size_t kMaxPackedLoads = 4;
 // A packed row block over this many bytes is declared at least kHeapBytes long, so that the C
 // dialect puts it on the heap (it keeps at most 64 KiB of locals on the stack,
-// kMaxStackLocalBytes): the panels and the accumulators declared inside it stay on the stack.
-constexpr int64_t kMaxStackRowBlockBytes = 16 * 1024;
+// kMaxStackLocalBytes): the panel (16 KiB) and the accumulators declared inside it stay on the
+// stack. A smaller one stays on the stack too (no allocation per step: small products run often).
+constexpr int64_t kMaxStackRowBlockBytes = 40 * 1024;
 constexpr int64_t kHeapBytes = 64 * 1024 + 64;
 // Rows of a step (whole tiles) at most: the packed rows of a block of 256 ks (264 KiB of f32) fit
 // the L2 cache, and each panel of b is packed once per 264 rows. (1024^3 f32 on one core of the
