@@ -1,7 +1,8 @@
 // The compiler's figures, each against a baseline in the same run:
 //  - a fused elementwise chain y = relu(a * b + c) over 2^24 floats vs memcpy (bytes moved/s);
 //  - f32 matrix products written in the language (n = 32 to 1024, with and without the automatic
-//    gemm call) vs OpenBLAS sgemm called directly, 2 threads;
+//    gemm call) vs OpenBLAS sgemm called directly, 2 threads; the generated product at 512^3,
+//    1024^3 and 1000 x 333 x 777, its sizes numbers or known only when it runs, vs sgemm;
 //  - compile latency of each example: cold (C compiler runs) vs warm (disk cache hit);
 //  - lowering time of N copies of `y[i] += x[i]` (fused into one kernel) for N = 1000 (the
 //    baseline) to 20000: near-linear, so the time per statement should stay flat.
@@ -11,6 +12,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "bench_common.h"
@@ -103,6 +105,65 @@ BENCHMARK(BM_KilnMatmul)
     ->ArgsProduct({{8, 16, 32, 64, 128, 512}, {0, 1}})
     ->Args({1024, 0})
     ->Args({1024, 1})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// The generated product (--no-auto-calls) against OpenBLAS sgemm of the same shape, 2 threads
+// (issue 30): shapes rows x inner x cols (c[M, N] = sum over K of a[M, K] * b[K, N]) 512^3,
+// 1024^3 and 1000 x 333 x 777 (no size a multiple of the 6 x 16 tile); the program with its
+// sizes written as numbers (sized:0), with M a size (sized:1, language version 2, the size bound
+// when it runs), and with M, K and N sizes (sized:2). BM_OpenBlasProduct is the baseline.
+const int64_t kProductShapes[][3] = {{512, 512, 512}, {1024, 1024, 1024}, {1000, 333, 777}};
+
+void set_product_gflops(benchmark::State& state, const int64_t* shape) {
+  state.counters["GFLOPS"] = benchmark::Counter(2.0 * double(shape[0] * shape[1] * shape[2]) * double(state.iterations()),
+                                                benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  state.SetLabel(std::to_string(shape[0]) + "x" + std::to_string(shape[1]) + "x" + std::to_string(shape[2]));
+}
+
+// Inputs of real values (untouched pages would all read one zero page).
+std::vector<float> product_values(int64_t count) {
+  std::vector<float> values(static_cast<size_t>(count));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 97) * 0.01f - 0.5f;
+  return values;
+}
+
+void BM_OpenBlasProduct(benchmark::State& state) {
+  const int64_t* s = kProductShapes[state.range(0)];
+  openblas_set_num_threads(2);
+  std::vector<float> a = product_values(s[0] * s[1]), b = product_values(s[1] * s[2]), c(size_t(s[0] * s[2]));
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(s[0]), int(s[2]), int(s[1]), 1.0f, a.data(), int(s[1]),
+                b.data(), int(s[2]), 0.0f, c.data(), int(s[2]));
+    benchmark::ClobberMemory();
+  }
+  set_product_gflops(state, s);
+}
+BENCHMARK(BM_OpenBlasProduct)->ArgName("shape")->DenseRange(0, 2)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_KilnProduct(benchmark::State& state) {
+  const int64_t* s = kProductShapes[state.range(0)];
+  const int64_t sized = state.range(1);
+  const std::string m = std::to_string(s[0]), k = std::to_string(s[1]), n = std::to_string(s[2]);
+  const std::string text =
+      sized == 0   ? "input a : f32[" + m + ", " + k + "]\ninput b : f32[" + k + ", " + n + "]\noutput c : f32[" + m + ", " + n + "]\n"
+      : sized == 1 ? "size M\ninput a : f32[M, " + k + "]\ninput b : f32[" + k + ", " + n + "]\noutput c : f32[M, " + n + "]\n"
+                   : "size M\nsize K\nsize N\ninput a : f32[M, K]\ninput b : f32[K, N]\noutput c : f32[M, N]\n";
+  ir::Program program = check(lang::parse_program(text + "c[i, j] = sum(a[i, k] * b[k, j])\n", "bench.kiln"), "parse");
+  runtime::ProgramOptions options;
+  options.lower.auto_calls = false;
+  if (sized == 1) options.sizes = {s[0]};
+  if (sized == 2) options.sizes = {s[0], s[1], s[2]};
+  auto p = check(runtime::ProgramInstance::create(make_cpu_device(2), program, options), "compile");
+  const std::vector<float> a = product_values(s[0] * s[1]), b = product_values(s[1] * s[2]);
+  check(p->write("a", a.data(), a.size() * sizeof(float)), "write a");
+  check(p->write("b", b.data(), b.size() * sizeof(float)), "write b");
+  for (auto _ : state) check(p->run("main"), "run");
+  set_product_gflops(state, s);
+}
+BENCHMARK(BM_KilnProduct)
+    ->ArgNames({"shape", "sized"})
+    ->ArgsProduct({{0, 1, 2}, {0, 1, 2}})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 

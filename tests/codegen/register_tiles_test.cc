@@ -128,10 +128,12 @@ TEST_P(RegisterTilesTest, TiledKernelsStoreTheSameBitsAndTheCpuAgrees) {
   expect_tiles_keep_results(GetParam().program);
 }
 
-// Shapes around the edges: rows a multiple of the 6-row tile or not, of a 48-row step or not;
-// columns exactly one tile, one more, several; a reduction of 1 and one longer than a block.
+// Shapes around the edges: rows a multiple of the 6-row tile or not, of a step or not, in one
+// step, two or four (over 264 rows); columns exactly one tile, one more, several; a reduction
+// of 1, and ones over a block of 256 ks (two blocks of 150; 129 and 128; 260 and 260).
 TEST(RegisterTilesShapes, EdgesOfTilesStepsAndBlocks) {
-  const int64_t shapes[][3] = {{64, 1, 16}, {96, 2, 17}, {97, 9, 48}, {101, 5, 33}, {144, 3, 16}, {65, 520, 16}};
+  const int64_t shapes[][3] = {{64, 1, 16}, {96, 2, 17}, {97, 9, 48}, {101, 5, 33}, {144, 3, 16}, {65, 520, 16},
+                               {133, 300, 47}, {269, 257, 35}, {531, 3, 21}};
   for (const auto& [rows, k, cols] : shapes) {
     SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(k) + " x " + std::to_string(cols));
     const std::string m = std::to_string(rows), n = std::to_string(cols), r = std::to_string(k);
@@ -161,6 +163,10 @@ INSTANTIATE_TEST_SUITE_P(
         // tiles), and one that adds to its target.
         ProductCase{"fused", "input a : f32[65, 4]\ninput b : f32[4, 17]\noutput t : f32[65, 17]\n"
                              "output c : f32[65, 17]\nt[i, j] = sum(a[i, k] * b[k, j])\nc[i, j] = relu(t[i, j])\n"},
+        // A value that is not safe on padding (a division): whole tiles, and the original loops
+        // for the last rows and columns.
+        ProductCase{"divided", "input a : f32[67, 7]\ninput b : f32[7, 37]\noutput c : f32[67, 37]\n"
+                               "c[i, j] = sum(a[i, k] / (b[k, j] + 3))\n"},
         ProductCase{"accumulate", "input a : f32[70, 5]\ninput b : f32[5, 16]\noutput c : f32[70, 16]\n"
                                   "c[i, j] = a[i, 0]\nc[i, j] += sum(a[i, k] * b[k, j])\n"}),
     [](const ::testing::TestParamInfo<ProductCase>& info) { return std::string(info.param.what); });

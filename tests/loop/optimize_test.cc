@@ -492,39 +492,65 @@ std::string tiled(const Kernel& k) {
   return after([](Kernel& x) { tile_contractions(x); }, k);
 }
 
-TEST(TileContractionsTest, ProductRunsInSixRowTilesWithTheRestAsBefore) {
+TEST(TileContractionsTest, ProductRunsInSixRowTilesOverPackedOperands) {
   const std::string text = tiled(product(8, 20, 3));
-  // Steps of 6 rows here (2 steps for 8 rows; up to 48 rows when there are enough): each zeroes
-  // its rows, then per 16 columns packs b[k, 16 columns] into local 0 and runs its whole tiles:
-  // 6 accumulators of 16 (locals 1..6) loaded from y, updated for every k, stored back. Columns
-  // 16..19 and rows 6..7 (no whole tile) go row by row, as before.
-  EXPECT_NE(text.find("(vars 11) (locals 7)\n  (for v3 2 parallel\n    (comment \"y\")\n    (for v4 6\n      (if (< (+ (* v3 6) v4) 8)\n"),
+  // Steps of 6 rows here (2 steps for 8 rows; up to 264 rows, an even number of steps, when
+  // there are enough): each zeroes its rows, packs a[its rows, k] tile by tile with the tile's
+  // 6 rows side by side into local 1, then per 16 columns packs b[k, 16 columns] into local 0
+  // and runs its tiles: 6 accumulators of 16 (locals 2..7) loaded from y, updated for every k
+  // from the two packed locals, stored back.
+  EXPECT_NE(text.find("(vars 12) (locals 8)\n  (for v3 2 parallel\n    (comment \"y\")\n    (for v4 6\n      (if (< (+ (* v3 6) v4) 8)\n"),
             std::string::npos) << text;
-  EXPECT_NE(text.find("(for v6 1\n      (local 0 f32 48\n        (block\n          (for v10 3\n            (for v7 16\n"
-                      "              (local_store 0 (+ (* v10 16) v7) (load f32 1 (+ (* v10 20) (+ (* v6 16) v7))))))"),
+  EXPECT_NE(text.find("(local 0 f32 48\n      (local 1 f32 18\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("(for v11 6\n                  (if (< (+ (+ (* v3 6) (* v5 6)) v11) 8)\n                    (for v10 3\n"
+                      "                      (local_store 1 (+ (* (+ (* v5 3) v10) 6) v11) (load f32 0 (+ (* (+ (+ (* v3 6) (* v5 6)) v11) 3) v10))))))"),
             std::string::npos) << text;
-  EXPECT_NE(text.find("(if (<= (+ (+ (* v3 6) (* v5 6)) 6) 8)\n              (local 1 f32 16\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("(local_store 6 v7 (load f32 2 (+ (* (+ (+ (* v3 6) (* v5 6)) 5) 20) (+ (* v6 16) v7))))"),
+  EXPECT_NE(text.find("(for v6 1\n              (for v10 3\n                (for v7 16\n"
+                      "                  (local_store 0 (+ (* v10 16) v7) (load f32 1 (+ (* v10 20) (+ (* v6 16) v7))))))"),
             std::string::npos) << text;
-  EXPECT_NE(text.find("(local_store 1 v7 (+ f32 (local_load f32 1 v7) (* f32 (load f32 0 (+ (* (+ (+ (* v3 6) (* v5 6)) 0) 3) v10)) "
+  EXPECT_NE(text.find("(local_store 2 v7 (+ f32 (local_load f32 2 v7) (* f32 (local_load f32 1 (+ (* (+ (* v5 3) v10) 6) 0)) "
                       "(local_load f32 0 (+ (* v10 16) v7)))))"),
             std::string::npos) << text;
-  EXPECT_NE(text.find("(store 2 (+ (* (+ (+ (* v3 6) (* v5 6)) 5) 20) (+ (* v6 16) v7)) (local_load f32 6 v7))"),
+  // Rows 8..11 of the last tile exist only as padding: their loads and stores are guarded.
+  EXPECT_NE(text.find("(if (< (+ (+ (* v3 6) (* v5 6)) 5) 8)\n                                  (for v7 16\n"
+                      "                                    (store 2 (+ (* (+ (+ (* v3 6) (* v5 6)) 5) 20) (+ (* v6 16) v7)) (local_load f32 7 v7))))"),
             std::string::npos) << text;
+  // Columns 16..19 are a tile too: their b packed with zeros past column 19, their 4 columns
+  // loaded and stored. No row or column runs the original loops.
+  EXPECT_NE(text.find("(for v7 4\n                (local_store 0 (+ (* v10 16) v7) (load f32 1 (+ (* v10 20) (+ 16 v7)))))\n"
+                      "              (for v7 12\n                (local_store 0 (+ (* v10 16) (+ v7 4)) (const f32 0))))"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("(store 2 (+ (* (+ (+ (* v3 6) (* v5 6)) 0) 20) (+ 16 v7)) (local_load f32 2 v7))"), std::string::npos) << text;
+  EXPECT_EQ(text.find("(for v8 "), std::string::npos) << text;
+  EXPECT_EQ(text.find("(for v2 "), std::string::npos) << text;
+  // Whole steps and whole tiles need no guards; f64 tiles are 8 columns wide; a long reduction
+  // runs in blocks of ks whose packed panel is 16 KiB (up to 256 ks of 16 f32), split evenly:
+  // 1100 ks are 5 blocks of 220.
+  const std::string whole = tiled(product(12, 16, 3));
+  EXPECT_EQ(whole.find("(if "), std::string::npos) << whole;
+  EXPECT_NE(tiled(product(6, 8, 3, kF64)).find("(local 2 f64 8\n"), std::string::npos);
+  const std::string blocks = tiled(product(12, 16, 1100));
+  EXPECT_NE(blocks.find("(local 0 f32 3520\n      (local 1 f32 1320\n        (block\n          (for v9 5\n"), std::string::npos) << blocks;
+  EXPECT_NE(blocks.find("(load f32 1 (+ (* (+ (* v9 220) v10) 16) (+ (* v6 16) v7)))"), std::string::npos) << blocks;
+  // Packed rows over 40 KiB are declared at least 64 KiB + 64 long (the C dialect puts them on
+  // the heap, and keeps the panel and the accumulators on the stack): 264 rows of 256 ks, 60
+  // rows of 256 ks (60 KiB); 30 rows of 256 ks (30 KiB) stay as they are.
+  EXPECT_NE(tiled(product(528, 16, 256)).find("(local 1 f32 67584\n"), std::string::npos);
+  EXPECT_NE(tiled(product(120, 16, 256)).find("(local 1 f32 16400\n"), std::string::npos);
+  EXPECT_NE(tiled(product(60, 16, 256)).find("(local 1 f32 7680\n"), std::string::npos);
+}
+
+// A product whose value is not safe on padding (a division) keeps the original loops for the
+// rows past the last whole tile and the columns past the last whole tile of columns.
+TEST(TileContractionsTest, ValuesUnsafeOnPaddingKeepTheOriginalTails) {
+  const LExprRef y_row = add(mul(v(0), i64(20)), v(1));
+  const LExprRef a_ik = load(0, kF32, add(mul(v(0), i64(3)), v(2)));
+  const LExprRef b_kj = load(1, kF32, add(mul(v(2), i64(20)), v(1)));
+  const std::string text = tiled(product(8, 20, 3, kF32, y_row, add(load(2, kF32, y_row), op(Op::kDiv, kF32, {a_ik, b_kj}), kF32)));
+  EXPECT_NE(text.find("(if (<= (+ (+ (* v3 6) (* v5 6)) 6) 8)\n"), std::string::npos) << text;
   EXPECT_NE(text.find("(for v8 4\n            (store 2 (+ (* (+ (* v3 6) v4) 20) (+ 16 v8))"), std::string::npos) << text;
   EXPECT_NE(text.find("(if (>= (+ (* v3 6) v4) 6)\n        (if (< (+ (* v3 6) v4) 8)\n          (for v2 3\n            (for v1 16\n"),
             std::string::npos) << text;
-  // Whole steps and whole tiles need no guards nor tails; f64 tiles are 8 columns wide; a long
-  // reduction runs in blocks of ks whose packed panel is 32 KiB (512 ks of 16 f32), the last
-  // block shorter.
-  const std::string whole = tiled(product(12, 16, 3));
-  EXPECT_EQ(whole.find("(if "), std::string::npos) << whole;
-  EXPECT_EQ(whole.find("(for v8 "), std::string::npos) << whole;
-  EXPECT_NE(tiled(product(6, 8, 3, kF64)).find("(local 1 f64 8\n"), std::string::npos);
-  const std::string blocks = tiled(product(12, 16, 1100));
-  EXPECT_NE(blocks.find("(for v9 2\n      (for v6 1\n        (local 0 f32 8192\n"), std::string::npos) << blocks;
-  EXPECT_NE(blocks.find("(load f32 1 (+ (* (+ 1024 v10) 16) (+ (* v6 16) v7)))"), std::string::npos) << blocks;
-  EXPECT_NE(blocks.find("(local 0 f32 1216\n"), std::string::npos) << blocks;
 }
 
 TEST(TileContractionsTest, LeavesWhatIsNotAContraction) {

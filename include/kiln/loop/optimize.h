@@ -62,20 +62,24 @@ void drop_unused_bindings(Kernel& kernel);
 void split_reductions(Kernel& kernel, bool reassociate_floats);
 
 // Register tiles for contractions. In a kernel whose body is a parallel loop over rows i (at
-// least 6), a statement of that loop's body of the form
+// least 6, or a size), a statement of that loop's body of the form
 //   for k in [0, EK): for j in [0, EJ): X[off(i, j)] = v(i, k, j)
 // where v reads X only at off(i, j) (outside select operands), off does not depend on k and is
 // affine in j with a non-zero coefficient, and EJ is at least one tile width W (64 bytes of the
-// element type: 16 f32), is computed in tiles of 6 rows × W columns: 6 local accumulators of W
-// elements, loaded from X, updated for every k, stored back. The parallel loop becomes one over
-// steps of up to 48 rows (whole tiles); every other statement of its body runs for the step's
-// rows in turn. Loads of v that depend on j and not on i (b[k, j]) are first copied, for a block
-// of ks and one tile of columns, into a local panel of at most 32 KiB that all the step's tiles
-// read; a longer reduction runs block after block. The columns past the last whole tile, and
-// the rows past the last whole tile, run as before. Each element sees the same operations in
-// the same order, so the results are identical, float ones included. This reorders the
-// statements of different rows, which relies on the iterations of a parallel loop being
-// independent (what `parallel` means). Returns whether the kernel changed.
+// element type: 16 f32) or a size, is computed in tiles of 6 rows × W columns: 6 local
+// accumulators of W elements, loaded from X, updated for every k, stored back. The parallel loop
+// becomes one over steps of whole tiles (at most 264 rows, an even number of steps; computed when
+// the kernel runs for rows over a size); every other statement of its body runs for the step's
+// rows in turn. The reduction runs in blocks of at most 256 ks. For a block, the loads of v that
+// depend on i and not on j (a[i, k]) are copied for all the step's rows into a local, tile by
+// tile with its 6 rows side by side; per W columns, those that depend on j and not on i (b[k, j])
+// into a local panel of 16 KiB that all the step's tiles read. When v's loads are of X, packed
+// ones or ones that depend on neither i nor j, and its ops cannot fail (+ - * fma max min casts),
+// the last rows and columns are padded tiles whose padding is never stored; otherwise they run
+// as before. Each element sees the same operations in the same order, so the results are
+// identical, float ones included. This reorders the statements of different rows, which relies
+// on the iterations of a parallel loop being independent (what `parallel` means). Returns
+// whether the kernel changed.
 bool tile_contractions(Kernel& kernel);
 
 struct OptimizeOptions {
