@@ -89,6 +89,8 @@ class Kiln:
                 for name, values in zip(TASKS[task]["input_names"], task_inputs(task)):
                     np.save(os.path.join(self.dir, f"{task}_{name}.npy"), values)
                     cmd += ["--input", f"{name}={os.path.join(self.dir, f'{task}_{name}.npy')}"]
+            for name, value in TASKS[task].get("sizes", {}).items():
+                cmd += ["--size", f"{name}={value}"]
             if self.generated:
                 cmd.append("--no-auto-calls")
             pattern = r"median ([0-9.]+) ms"

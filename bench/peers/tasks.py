@@ -27,6 +27,11 @@ TASKS = {
                   "inputs": [(32768, 128), (65536,)], "int_inputs": [1], "input_names": ["e", "t"], "reps": 50},
     "mlp_epoch": {"what": "half-moons MLP, one training epoch (8192 points, batch 2048)", "inputs": [],
                   "reps": 20},
+    # A program with a size (language version 2): one compiled program, run at each batch size
+    # with `kiln run --size B=...`; the peers run the same layer on inputs of that batch.
+    **{f"sized_dense_{b}": {"what": f"sized program (`size B`): dense layer relu(x·w + b), 256 → 256, B = {b}",
+                            "inputs": [(b, 256), (256, 256), (256,)], "reps": reps, "sizes": {"B": b}}
+       for b, reps in ((1, 2000), (64, 1000), (4096, 20))},
     # reps: epochs per round, each round training afresh; the accuracy is the test set's after them.
     "digits": {"what": f"digits CNN (examples/digits), one training epoch (1437 images, batch 64; kiln on "
                        f"2 streams), test accuracy after {DIGITS_EPOCHS} epochs", "inputs": [],
@@ -63,6 +68,11 @@ def kiln_program(task):
                 "y[i] = relu(a[i] * b[i] + c[i])\n")
     if task == "tiny_add":
         return "input a : f32[256]\ninput b : f32[256]\noutput y : f32[256]\ny[i] = a[i] + b[i]\n"
+    if task.startswith("sized_dense_"):
+        # The product is a statement of its own, so that it becomes a `gemm` call.
+        return ("size B\ninput x : f32[B, 256]\ninput w : f32[256, 256]\ninput b : f32[256]\n"
+                "output y : f32[B, 256]\ntensor z : f32[B, 256]\n"
+                "z[n, j] = sum(x[n, i] * w[i, j])\ny[n, j] = relu(z[n, j] + b[j])\n")
     return None
 
 

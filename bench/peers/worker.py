@@ -181,6 +181,15 @@ def make_numpy(task):
         e, t = ins
         out = np.empty((t.shape[0], e.shape[1]), np.float32)
         return lambda: np.take(e, t, axis=0, out=out)
+    if task.startswith("sized_dense_"):
+        x, w, b = ins
+        out = np.empty((x.shape[0], w.shape[1]), np.float32)
+
+        def dense():
+            np.matmul(x, w, out=out)
+            np.add(out, b, out=out)
+            np.maximum(out, 0, out=out)
+        return dense
     raise Skip("no such task")
 
 
@@ -221,6 +230,14 @@ def make_torch(task):
         t = t.long()  # index_select takes int64 positions
         out = torch.empty((t.shape[0], e.shape[1]))
         return lambda: torch.index_select(e, 0, t, out=out)
+    if task.startswith("sized_dense_"):
+        x, w, b = ins
+        out = torch.empty((x.shape[0], w.shape[1]))
+
+        def dense():
+            torch.addmm(b, x, w, out=out)
+            out.relu_()
+        return dense
     raise Skip("no such task")
 
 
@@ -231,6 +248,8 @@ def make_iree(task):
         raise Skip("training is not written for IREE here")
     if task == "embedding":
         raise Skip("gathers are not written for IREE here")
+    if task.startswith("sized_dense_"):
+        raise Skip("sized programs (dynamic shapes) are not written for IREE here")
     rt.flags.parse_flags(f"--task_topology_max_group_count={THREADS}")
     vmfb = compiler.compile_str(mlir(task), target_backends=["llvm-cpu"],
                                 extra_args=["--iree-llvmcpu-target-cpu=host"])
@@ -249,6 +268,8 @@ def make_tinygrad(task):
         raise Skip("training is not written for tinygrad here")
     if task == "embedding":
         raise Skip("gathers are not written for tinygrad here")
+    if task.startswith("sized_dense_"):
+        raise Skip("sized programs are not written for tinygrad here")
     ins = [Tensor(a).realize() for a in inputs(task)]
     body = {
         "matmul512": lambda a, b: a @ b,
