@@ -96,6 +96,13 @@ Status choose_threads_before_load() {
   if (!own_variable && (asked || threads < static_cast<uint64_t>(::sysconf(_SC_NPROCESSORS_ONLN)))) {
     ::setenv("OPENBLAS_NUM_THREADS", std::to_string(threads).c_str(), 1);
   }
+  // OpenBLAS's idle threads spin (sched_yield) for 2^28 cycles, about 0.1 s, after each threaded
+  // gemm: between the gemms of a training step they never sleep, and take a core from kiln's own
+  // queue threads (a third of a core in the 2-stream demo). 2^16 cycles is about as long as kiln's
+  // own threads spin. The user's own setting wins.
+  if (!env_string("OPENBLAS_THREAD_TIMEOUT") && !env_string("GOTO_THREAD_TIMEOUT")) {
+    ::setenv("OPENBLAS_THREAD_TIMEOUT", "16", 1);
+  }
   return Status();
 }
 
