@@ -62,6 +62,17 @@ std::optional<uint64_t> address_space_left() {
   return limit.rlim_cur > used ? limit.rlim_cur - used : 0;
 }
 
+// OpenBLAS's idle threads spin (sched_yield) for 2^28 cycles, about 0.1 s, after each threaded
+// gemm: between the gemms of a training step they never sleep, and take a core from kiln's own
+// queue threads (a third of a core in the 2-stream demo). 2^16 cycles is about as long as kiln's
+// own threads spin. Set when kiln is loaded, unless the user set it: before main (or while a
+// host dlopens kiln), not at the first gemm, where other threads may be reading the environment.
+[[gnu::constructor]] void default_thread_timeout() {
+  if (!::getenv("OPENBLAS_THREAD_TIMEOUT") && !::getenv("GOTO_THREAD_TIMEOUT")) {
+    ::setenv("OPENBLAS_THREAD_TIMEOUT", "16", 0);
+  }
+}
+
 Status choose_threads_before_load() {
   std::optional<uint64_t> asked;
   for (const char* own : {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"}) {
@@ -93,15 +104,9 @@ Status choose_threads_before_load() {
       threads = fit;
     }
   }
-  if (!own_variable && (asked || threads < static_cast<uint64_t>(::sysconf(_SC_NPROCESSORS_ONLN)))) {
+  if (own_variable) return Status();  // the user configures OpenBLAS: all of it
+  if (asked || threads < static_cast<uint64_t>(::sysconf(_SC_NPROCESSORS_ONLN))) {
     ::setenv("OPENBLAS_NUM_THREADS", std::to_string(threads).c_str(), 1);
-  }
-  // OpenBLAS's idle threads spin (sched_yield) for 2^28 cycles, about 0.1 s, after each threaded
-  // gemm: between the gemms of a training step they never sleep, and take a core from kiln's own
-  // queue threads (a third of a core in the 2-stream demo). 2^16 cycles is about as long as kiln's
-  // own threads spin. The user's own setting wins.
-  if (!env_string("OPENBLAS_THREAD_TIMEOUT") && !env_string("GOTO_THREAD_TIMEOUT")) {
-    ::setenv("OPENBLAS_THREAD_TIMEOUT", "16", 1);
   }
   return Status();
 }
