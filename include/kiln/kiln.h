@@ -182,8 +182,9 @@ KILN_API kiln_status kiln_link(kiln_context* parent, kiln_code* code, kiln_conte
 KILN_API void kiln_context_free(kiln_context* context);
 KILN_API kiln_status kiln_routine_find(kiln_context* context, const char* name, kiln_routine** out);
 KILN_API void kiln_routine_free(kiln_routine* routine);
-/* Schedules the routine on its context's stream and returns at once; its failure, if any,
- * comes back from the next await of that stream or backend, or from a read that waits for it. */
+/* Schedules the routine on its context's stream and returns at once (a routine too small to hand
+ * to another thread, whose waits are met, runs on the calling thread first); its failure, if
+ * any, comes back from the next await of that stream or backend, or from a read that waits for it. */
 KILN_API kiln_status kiln_routine_run(kiln_routine* routine);
 
 /* Schedules `src`'s array of node `node` into `dst` (see kiln_merge), after the last routine of

@@ -6,6 +6,9 @@
 // nodes it writes on other streams, and for its stream's previous work. With automatic host
 // transfers on, arrays whose host copy is newer are uploaded first. A routine reading `x.merge`
 // checks, when scheduled, that its stream's merge buffer holds x (FAILED_PRECONDITION if not).
+// A routine whose work is smaller than a hand-off to the queue's thread (the device's
+// max_caller_stores) and whose waits are already met runs on the calling thread before run()
+// returns; its failure still comes back through the stream, as for any run.
 #pragma once
 
 #include <array>
