@@ -1,0 +1,106 @@
+// Small work on the caller's thread (docs/runtime.md, "Small work on the caller's thread"): a
+// routine and the transfers small enough, whose waits are met, are done when the call returns;
+// larger ones and a device with max_caller_stores = 0 go through the queue's thread; the results
+// are the same either way.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "runtime/runtime_test_util.h"
+
+namespace kiln::runtime_test {
+namespace {
+
+// `small` stores 8 elements; `large` 2^15 (more than the cpu device's 8192).
+constexpr const char kProgram[] = R"(
+input  x : f32[8]
+output y : f32[8]
+input  u : f32[32768]
+output v : f32[32768]
+routine small {
+  y[i] = x[i] * 2 + 1
+}
+routine large {
+  v[i] = u[i] * 3 - 1
+}
+)";
+
+struct TwoRoutines {
+  std::shared_ptr<NodeTable> nodes;
+  std::shared_ptr<Backend> backend;
+  StreamRef stream;
+  RoutineRef small, large;
+};
+
+void make(TwoRoutines& s, hal::DeviceOptions options) {
+  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kProgram));
+  KILN_ASSERT_OK_AND_ASSIGN(s.nodes, NodeTable::create(program));
+  KILN_ASSERT_OK_AND_ASSIGN(hal::DeviceRef device, cpu_device(options));
+  KILN_ASSERT_OK_AND_ASSIGN(s.backend, Backend::create(device));
+  KILN_ASSERT_OK_AND_ASSIGN(s.stream, s.backend->new_stream());
+  KILN_ASSERT_OK_AND_ASSIGN(ContextRef root, s.backend->make_context(s.stream, s.nodes));
+  const std::vector<std::string> names = {"small", "large"};
+  KILN_ASSERT_OK_AND_ASSIGN(CodeRef code, s.backend->compile_batch(program, names, {.shared = true, .lower = {}}));
+  KILN_ASSERT_OK_AND_ASSIGN(runtime::LinkedBatch linked, s.backend->link_batch(root, code));
+  for (const RoutineRef& r : linked.routines) (r->name() == "small" ? s.small : s.large) = r;
+}
+
+// Runs both routines three times with new inputs, checking every result.
+void run_and_check(TwoRoutines& s, bool small_done_at_return) {
+  for (int round = 0; round < 3; ++round) {
+    std::vector<float> x = ramp(8, -4, 1.5f), u = ramp(32768, -500, 0.25f);
+    for (float& e : x) e += static_cast<float>(round);
+    for (float& e : u) e -= static_cast<float>(round);
+    KILN_ASSERT_OK(write_floats(*s.nodes, "x", x));
+    KILN_ASSERT_OK(write_floats(*s.nodes, "u", u));
+    KILN_ASSERT_OK(s.small->run());
+    // The upload of x and the routine both ran on this thread: nothing is left for the stream.
+    if (small_done_at_return) {
+      EXPECT_TRUE(s.stream->is_idle()) << "round " << round;
+    }
+    KILN_ASSERT_OK(s.large->run());
+    KILN_ASSERT_OK_AND_ASSIGN(std::vector<float> y, read_floats(*s.nodes, "y"));
+    KILN_ASSERT_OK_AND_ASSIGN(std::vector<float> v, read_floats(*s.nodes, "v"));
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], x[i] * 2 + 1) << i;
+    for (size_t i = 0; i < u.size(); ++i) ASSERT_EQ(v[i], u[i] * 3 - 1) << i;
+    KILN_ASSERT_OK(s.backend->await(wait_limit()));
+  }
+}
+
+TEST(CallerPlacement, SmallRoutineIsDoneWhenRunReturns) {
+  TwoRoutines s;
+  ASSERT_NO_FATAL_FAILURE(make(s, {}));
+  ASSERT_GT(s.stream->device()->info().capabilities.max_caller_stores, 8);
+  run_and_check(s, true);
+}
+
+TEST(CallerPlacement, OffGivesTheSameResultsThroughTheQueue) {
+  TwoRoutines s;
+  hal::DeviceOptions options;
+  options.max_caller_stores = 0;
+  ASSERT_NO_FATAL_FAILURE(make(s, options));
+  EXPECT_EQ(s.stream->device()->info().capabilities.max_caller_stores, 0);
+  run_and_check(s, false);
+}
+
+TEST(CallerPlacement, SmallRoutineAfterQueuedWorkWaitsForIt) {
+  // `small` comes after `large` on the same stream, which is still queued (too large for the
+  // caller): so `small`'s waits are unmet, and it is queued behind it, not run at once.
+  TwoRoutines s;
+  ASSERT_NO_FATAL_FAILURE(make(s, {}));
+  for (int round = 0; round < 20; ++round) {
+    std::vector<float> x(8, static_cast<float>(round)), u(32768, static_cast<float>(round));
+    KILN_ASSERT_OK(write_floats(*s.nodes, "u", u));
+    KILN_ASSERT_OK(s.large->run());
+    KILN_ASSERT_OK(write_floats(*s.nodes, "x", x));
+    KILN_ASSERT_OK(s.small->run());
+    KILN_ASSERT_OK_AND_ASSIGN(std::vector<float> y, read_floats(*s.nodes, "y"));
+    KILN_ASSERT_OK_AND_ASSIGN(std::vector<float> v, read_floats(*s.nodes, "v"));
+    ASSERT_EQ(y, std::vector<float>(8, round * 2.0f + 1)) << "round " << round;
+    ASSERT_EQ(v, std::vector<float>(32768, round * 3.0f - 1)) << "round " << round;
+  }
+}
+
+}  // namespace
+}  // namespace kiln::runtime_test
