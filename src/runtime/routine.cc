@@ -59,7 +59,6 @@ struct PreparedRun {
 
 namespace {
 std::atomic<uint64_t> next_routine_id{1};
-
 }  // namespace
 
 Routine::Routine(std::string name, ContextRef context, CodeRef code, hal::ExecutableRef executable)
@@ -273,8 +272,8 @@ Status Routine::run_in(const ContextRef& context) const {
     prepared.steps = std::move(*steps);
     prepared.merge = merge;
     prepared.placement = PreparedRun::placement_of(*prepared.steps, sized_ ? prepared.dispatches : dispatches_,
-                                      sized_ ? prepared.sizes : code_->sizes(),
-                                      stream.device()->info().capabilities);
+                                                   sized_ ? prepared.sizes : code_->sizes(),
+                                                   stream.device()->info().capabilities);
   }
   const RoutineRun run{context->backend().ral_context(), context->nodes()->seed(), run_number,
                        context->backend().options().trace, stream.name(), stream.ordinal(),

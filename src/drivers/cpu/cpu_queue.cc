@@ -43,8 +43,9 @@ struct Completion {
   }
   Status wait() {
     if (state.load(std::memory_order_acquire) != 1 && !spin_while_equal(&state, 0)) {
+      // Only this thread sets 2; failing to set it means finish() came first.
       uint32_t expected = 0;
-      if (state.compare_exchange_strong(expected, 2, std::memory_order_acq_rel) || expected == 2) {
+      if (state.compare_exchange_strong(expected, 2, std::memory_order_acq_rel)) {
         while (state.load(std::memory_order_acquire) == 2) futex_wait(&state, 2, Timeout::kInfiniteNs);
       }
     }
