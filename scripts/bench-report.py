@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs kiln's benchmarks and prints the rows of the README's performance tables: medians of repeated runs
+"""Runs kiln's benchmarks and prints the rows of the tables of docs/performance.md: medians of repeated runs
 and the ratios against the baselines measured in the same run (the machine is shared and noisy,
 so only ratios within one run mean anything)."""
 import json
