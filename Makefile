@@ -58,7 +58,11 @@ test-start:
 # group here (PoCL's own choice is one; the sanitizer runs keep it), so that both ways are tested.
 # KILN_OPENCL_DEVICE_WAITS=1: waits between OpenCL actions are handed to the device here and in
 # the TSan run (PoCL's default keeps them on the host; the ASan run keeps that), likewise.
+# PyTorch for the ctest python.torch (tests/python/test_torch.py): Debian's python3-torch (CPU) and
+# python3-pytest for the interpreter the virtual environment was made from, installed here only,
+# where the tests use them (the environment itself pins NumPy 2, which that PyTorch predates).
 test-plain: build
+	@$(TIMED) deps-torch scripts/install-deps.sh python3-torch python3-pytest
 	cd build && KILN_OPENCL_WORK_ITEMS=64 KILN_OPENCL_DEVICE_WAITS=1 $(CURDIR)/$(TIMED) ctest-plain $(CTEST)
 
 # `pip install .` from this tree into a fresh virtual environment, then the README's Python

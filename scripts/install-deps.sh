@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages kiln needs to build, test and benchmark, if any are missing, and
-# the packages named as arguments (bench/peers/run.sh adds PyTorch's). Run as root, or with sudo
-# available. Does nothing when everything is present.
+# the packages named as arguments (PyTorch's: `make test` for tests/python/test_torch.py,
+# bench/peers/run.sh for the peers). Run as root, or with sudo available. Does nothing when
+# everything is present.
 set -euo pipefail
 
 packages=(

@@ -1,5 +1,7 @@
 #include "python/dlpack.h"
 
+#include <cstddef>
+#include <iterator>
 #include <string>
 #include <type_traits>
 
@@ -113,16 +115,29 @@ void check_host_device(int32_t device_type) {
                              .c_str());
 }
 
+// A DLPack dtype by the name frameworks give it (float16, bfloat16, uint8, ...), so that the
+// refusal names what the user passed; the codes are dlpack.h's DLDataTypeCode.
+std::string dlpack_type_text(DLDataType t) {
+  static constexpr const char* kKinds[] = {"int", "uint", "float", nullptr, "bfloat", "complex", "bool"};
+  std::string name;
+  if (t.code < std::size(kKinds) && kKinds[t.code]) {
+    name = kKinds[t.code];
+    if (t.code != 6) name += std::to_string(t.bits);  // bool: its width is not part of its name
+    if (t.lanes != 1) name += "x" + std::to_string(t.lanes);
+    name += " ";
+  }
+  return name + "(DLPack code " + std::to_string(t.code) + ", " + std::to_string(t.bits) + " bits, " +
+         std::to_string(t.lanes) + (t.lanes == 1 ? " lane)" : " lanes)");
+}
+
 ir::DType from_dlpack_type(DLDataType t) {
   if (t.lanes == 1) {
     if (t.code == 2 && t.bits == 32) return ir::DType::kF32;
     if (t.code == 2 && t.bits == 64) return ir::DType::kF64;
     if (t.code == 0 && t.bits == 32) return ir::DType::kI32;
   }
-  throw nb::value_error(("kiln.from_dlpack: DLPack dtype (code " + std::to_string(t.code) + ", " +
-                         std::to_string(t.bits) + " bits, " + std::to_string(t.lanes) +
-                         " lanes) is none of float32, float64 and int32")
-                            .c_str());
+  throw nb::value_error(
+      ("kiln.from_dlpack: DLPack dtype " + dlpack_type_text(t) + " is none of float32, float64 and int32").c_str());
 }
 
 }  // namespace
@@ -171,7 +186,9 @@ HostArray import_as(nb::handle capsule) {
   for (int64_t d : array.dims) {
     if (d < 0) throw nb::value_error("kiln.from_dlpack: negative DLPack dimension");
   }
-  if (t.strides) {
+  // An empty array is row-major whatever its strides say (NumPy 2 gives zeros, PyTorch ones): it
+  // has no element to place.
+  if (t.strides && array.elements() > 0) {
     int64_t expected = 1;
     for (int32_t i = t.ndim - 1; i >= 0; --i) {
       if (array.dims[i] != 1 && t.strides[i] != expected) {
@@ -183,8 +200,11 @@ HostArray import_as(nb::handle capsule) {
       expected *= array.dims[i];
     }
   }
-  array.data = static_cast<char*>(t.data) + t.byte_offset;
   if (array.elements() > 0 && !t.data) throw nb::value_error("kiln.from_dlpack: DLPack data is NULL");
+  // PyTorch gives an empty tensor no memory (NULL), and NULL is how a kiln.Tensor says its array
+  // is device memory: an empty array points at a place of its own, where nothing is ever read.
+  alignas(std::max_align_t) static std::byte no_elements[1];
+  array.data = t.data ? static_cast<char*>(t.data) + t.byte_offset : static_cast<void*>(no_elements);
   if constexpr (std::is_same_v<Managed, DLManagedTensorVersioned>) {
     if (managed->version.major != 1) {
       throw nb::value_error(("kiln.from_dlpack: DLPack version " + std::to_string(managed->version.major) +

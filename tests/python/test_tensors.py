@@ -84,10 +84,20 @@ def test_from_dlpack_tensor_as_an_input():
 def test_from_dlpack_refuses_what_it_cannot_read():
     with pytest.raises(ValueError, match="not contiguous"):
         kiln.from_dlpack(np.zeros((3, 4), np.float32).T)
-    with pytest.raises(ValueError, match="none of float32, float64 and int32"):
+    with pytest.raises(ValueError, match=r"DLPack dtype int16 \(DLPack code 0, 16 bits, 1 lane\) is none of float32, "
+                                         "float64 and int32"):
         kiln.from_dlpack(np.zeros(3, np.int16))
     with pytest.raises(TypeError, match="has no __dlpack__"):
         kiln.from_dlpack([1, 2, 3])
+
+
+def test_from_dlpack_empty_array():
+    # No element, so row-major whatever its strides (NumPy's are zeros); a sized run takes it.
+    t = kiln.from_dlpack(np.empty((0, 3), np.float32))
+    assert t.shape == (0, 3) and t.numpy().shape == (0, 3)
+    run = kiln.Program.from_text("size N\ninput x : f32[N, 3]\noutput y : f32[N, 3]\ny[i, j] = x[i, j] * 2\n"
+                                 ).compile()
+    assert run(x=t)["y"].shape == (0, 3)
 
 
 def test_capsule_consumed_twice():

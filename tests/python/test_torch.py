@@ -1,0 +1,159 @@
+"""PyTorch as a peer: tensors exchanged with kiln through DLPack both ways, without copies on the
+host, and examples/python/train_moons_torch.py (kiln trains, a torch DataLoader feeds it).
+
+ctest runs this file twice: in python.pytest with the build's virtual environment, which has no
+PyTorch (every test here is skipped, saying so), and in python.torch with the interpreter that
+environment was made from, where `make test` installs Debian's python3-torch (CPU).
+"""
+
+import gc
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import kiln
+import numpy as np
+import pytest
+from conftest import AFFINE
+
+torch = pytest.importorskip(
+    "torch", reason="PyTorch is absent from this Python; ctest's python.torch runs these tests with "
+                    "Debian's python3-torch")
+
+DTYPES = [(torch.float32, "f32", np.float32), (torch.float64, "f64", np.float64),
+          (torch.int32, "i32", np.int32)]
+
+
+def address(t):
+    """Where a kiln.Tensor's memory starts (its NumPy view is the memory itself on the host)."""
+    return t.numpy().__array_interface__["data"][0]
+
+
+@pytest.mark.parametrize("torch_dtype, kiln_type, np_dtype", DTYPES)
+def test_torch_views_kiln_tensors(host_device, torch_dtype, kiln_type, np_dtype):
+    run = kiln.Program.from_text(
+        f"input x : {kiln_type}[3, 4]\noutput y : {kiln_type}[3, 4]\ny[i, j] = x[i, j] + x[i, j]\n"
+    ).compile(device=host_device)
+    x = np.arange(12, dtype=np_dtype).reshape(3, 4)
+    run(x=x)
+    t = run.tensor("y")
+    y = torch.from_dlpack(t)
+    assert y.dtype == torch_dtype and tuple(y.shape) == (3, 4) and y.device.type == "cpu"
+    assert y.data_ptr() == address(t)  # the device's array itself, not a copy
+    np.testing.assert_array_equal(y.numpy(), 2 * x)
+    run(x=x + 1)  # kiln's next write is in the torch tensor
+    np.testing.assert_array_equal(y.numpy(), 2 * (x + 1))
+
+
+def test_torch_writes_are_read_by_kiln(host_device):
+    run = kiln.Program.from_text(AFFINE).compile(device=host_device)
+    w = torch.from_dlpack(run.tensor("w"))
+    w.mul_(3)  # an in-place torch op on kiln's parameter
+    y = run(x=np.ones((4, 10), np.float32))["y"]
+    np.testing.assert_array_equal(y, np.full((4, 10), 4, np.float32))
+    run("double_w")  # and kiln's routine writes what torch sees
+    assert torch.equal(w, torch.full((10,), 6.0))
+
+
+def test_torch_view_outlives_the_compiled_program(host_device):
+    run = kiln.Program.from_text(AFFINE).compile(device=host_device)
+    run("double_w")
+    w = torch.from_dlpack(run.tensor("w"))
+    del run
+    gc.collect()
+    assert torch.equal(w, torch.full((10,), 2.0))
+
+
+def test_device_memory_is_not_exported_to_torch():
+    if "opencl" not in kiln.devices():
+        pytest.skip("no OpenCL device")
+    run = kiln.Program.from_text(AFFINE).compile(device="opencl")
+    with pytest.raises(BufferError, match="not in host memory"):
+        torch.from_dlpack(run.tensor("w"))
+
+
+@pytest.mark.parametrize("torch_dtype, kiln_type, np_dtype", DTYPES)
+def test_kiln_imports_torch_tensors_without_a_copy(torch_dtype, kiln_type, np_dtype):
+    a = torch.zeros(2, 3, dtype=torch_dtype)
+    t = kiln.from_dlpack(a)
+    assert t.shape == (2, 3) and t.dtype == np_dtype and t.device == "host"
+    assert address(t) == a.data_ptr()
+    a[1, 2] = 4  # torch's write is seen by kiln's tensor
+    assert t.numpy()[1, 2] == 4
+    t.numpy()[0, 0] = 9  # and kiln's side writes torch's memory
+    assert a[0, 0] == 9
+    back = torch.from_dlpack(t)  # re-exported: still the same memory
+    assert back.data_ptr() == a.data_ptr()
+
+
+def test_imported_tensor_keeps_torch_memory_alive():
+    t = kiln.from_dlpack(torch.arange(6, dtype=torch.int32).reshape(2, 3))
+    gc.collect()  # the torch tensor has no other owner now
+    np.testing.assert_array_equal(t.numpy(), np.arange(6, dtype=np.int32).reshape(2, 3))
+
+
+def test_a_row_range_of_a_torch_tensor_is_contiguous():
+    base = torch.arange(12, dtype=torch.float32).reshape(4, 3)
+    rows = base[1:3]  # an offset into base's memory, row-major
+    t = kiln.from_dlpack(rows)
+    assert address(t) == rows.data_ptr() != base.data_ptr()
+    np.testing.assert_array_equal(t.numpy(), rows.numpy())
+
+
+def test_empty_torch_tensor():
+    # torch exports an empty tensor with strides of ones and no memory (a NULL data pointer).
+    t = kiln.from_dlpack(torch.empty(0, 3))
+    assert t.shape == (0, 3)
+    run = kiln.Program.from_text("size N\ninput x : f32[N, 3]\noutput y : f32[N, 3]\ny[i, j] = x[i, j] * 2\n"
+                                 ).compile()
+    assert run(x=t)["y"].shape == (0, 3)
+
+
+def test_kiln_tensor_through_a_torch_op_into_another_run(host_device):
+    first = kiln.Program.from_text(AFFINE).compile(device=host_device)
+    second = kiln.Program.from_text(
+        "input x : f32[4, 10]\noutput y : f32[4, 10]\ny[i, j] = x[i, j] * 10\n").compile(device=host_device)
+    x = torch.linspace(-2, 2, 40).reshape(4, 10)
+    first(x=kiln.from_dlpack(x))  # y = x + 1, in kiln's memory
+    z = torch.relu(torch.from_dlpack(first.tensor("y")) - 1.5)  # a torch op on kiln's array
+    out = second(x=kiln.from_dlpack(z))["y"]  # and its result into the next kiln run
+    np.testing.assert_allclose(out, 10 * torch.relu(x - 0.5).numpy(), rtol=1e-6)
+
+
+def test_torch_tensor_set_into_a_parameter():
+    run = kiln.Program.from_text(AFFINE).compile()
+    run.set("w", kiln.from_dlpack(torch.arange(10, dtype=torch.float32)))
+    y = run(x=np.ones((4, 10), np.float32))["y"]
+    np.testing.assert_array_equal(y[0], np.arange(10, dtype=np.float32) + 1)
+
+
+def test_kiln_refuses_what_it_cannot_import():
+    with pytest.raises(ValueError, match="not contiguous"):
+        kiln.from_dlpack(torch.zeros(3, 4).t())
+    with pytest.raises(ValueError, match="not contiguous"):
+        kiln.from_dlpack(torch.zeros(3, 4)[:, ::2])
+    for dtype, name in [(torch.float16, "float16"), (torch.bfloat16, "bfloat16"), (torch.int64, "int64"),
+                        (torch.uint8, "uint8"), (torch.complex64, "complex64")]:
+        with pytest.raises(ValueError, match=rf"DLPack dtype {name} \(DLPack code \d, \d+ bits, 1 lane\) "
+                                             r"is none of float32, float64 and int32"):
+            kiln.from_dlpack(torch.zeros(3, dtype=dtype))
+    # A wrong shape for the program's tensor is named like a NumPy array's.
+    run = kiln.Program.from_text(AFFINE).compile()
+    with pytest.raises(ValueError, match=r"tensor 'x': expects float32\[4, 10\], got kiln.Tensor float32\[10\]"):
+        run(x=kiln.from_dlpack(torch.ones(10)))
+
+
+# examples/python/train_moons_torch.py, run as a user would: a subprocess of this interpreter.
+SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "python" / "train_moons_torch.py"
+ACCURACY = re.compile(r"^accuracy on all (\d+) points: (\d+\.\d)%$", re.M)
+
+
+def test_example_trains_from_a_torch_data_loader():
+    result = subprocess.run([sys.executable, str(SCRIPT), "--epochs", "20"], capture_output=True,
+                            text=True, timeout=120, env=dict(os.environ))
+    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    found = ACCURACY.search(result.stdout)
+    assert found, f"no accuracy line in:\n{result.stdout}"
+    assert int(found.group(1)) == 10000 and float(found.group(2)) >= 95.0, result.stdout
