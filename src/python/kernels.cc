@@ -154,7 +154,10 @@ runtime::KernelSet checked_kernel_set(const Program& program, std::string source
   set.source.exports = std::move(exports);
   for (auto [name, dispatches] : routines) {
     runtime::KernelRoutine routine;
-    routine.name = nb::cast<std::string>(name);
+    if (!nb::try_cast(name, routine.name)) {
+      throw nb::type_error(("routine names must be str, got " +
+                            nb::cast<std::string>(nb::str(name.type().attr("__name__")))).c_str());
+    }
     if (!nb::try_cast(dispatches, routine.dispatches)) {
       throw nb::type_error(("routine '" + routine.name + "': expects a list of kiln.KernelDispatch, got " +
                             nb::cast<std::string>(nb::str(dispatches.type().attr("__name__")))).c_str());

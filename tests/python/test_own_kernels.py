@@ -184,6 +184,7 @@ def test_description_errors():
             routines={"m": [kiln.KernelDispatch("add_merge", [good[1], kiln.KernelBinding(
                 "b", "float32", (N,), access="readwrite", merge=True)])]})
     refused(TypeError, "routine 'reverse': expects a list of kiln.KernelDispatch, got str", routines={"reverse": "x"})
+    refused(TypeError, "routine names must be str, got int", routines={1: []})
     # What the device says: another format, a source that does not compile.
     refused(kiln.Error, "UNIMPLEMENTED: .*'framework_kernels'.*format 'opencl-c'", format="opencl-c")
     refused(kiln.Error, "INVALID_ARGUMENT: compiling the kernels of 'framework_kernels' for device 'cpu",
