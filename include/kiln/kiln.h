@@ -7,6 +7,8 @@
  *   - backends on a device and their streams, code compiled from a program's routines, contexts
  *     that link the code to buffers on a stream, routines run asynchronously, and waits,
  *   - moving a node between contexts for data-parallel work (kiln_device_to_device),
+ *   - a framework's own kernels, compiled into code that links and runs like kiln's
+ *     (kiln_compile_kernels),
  *   - the processes of a job started by mpirun, for programs with collectives (kiln_world_*).
  *
  * Errors. Every function that can fail returns a kiln_status: KILN_OK (0) or the kind of the
@@ -191,6 +193,89 @@ KILN_API kiln_status kiln_routine_run(kiln_routine* routine);
  * src's stream that writes it and before dst's next routines that read it. */
 KILN_API kiln_status kiln_device_to_device(const char* node, kiln_merge mode, kiln_context* dst,
                                            kiln_context* src);
+
+/* --- A framework's own kernels (docs/capi.md, "Your own kernels from C") -----------------------
+ * A framework with its own code generator hands kiln kernels in a driver's format ("c" for the
+ * cpu device, "opencl-c" for OpenCL devices; the kernel ABI of each is in docs/runtime.md, "Your
+ * own kernels") and routines that dispatch them over the nodes of a program. kiln_compile_kernels
+ * checks the description against `program` and builds the source for the backend's device; the
+ * code it returns is linked by kiln_link like compiled code, and its routines run on the
+ * context's stream, ordered against kiln's routines and transfers by the same per-node
+ * semaphores. Every pointer in the description is read during the call only. */
+
+/* What a kernel does with a node it binds: reads wait for the node's last writer, writes for the
+ * last writer and the readers since. KILN_WRITE: nothing is uploaded before the kernel runs, so
+ * declare KILN_READ_WRITE for a node the kernel writes only in part. */
+typedef int32_t kiln_access;
+enum kiln_access_code { KILN_READ = 0, KILN_WRITE = 1, KILN_READ_WRITE = 2 };
+
+/* One export of the source: a kernel's name, how many buffers it binds and push constants it
+ * takes, and (opencl-c) whether it is correct for any number of work items per workgroup. */
+typedef struct kiln_kernel_export {
+  const char* name;
+  uint32_t binding_count;
+  uint32_t constant_count;
+  int32_t any_local_size;
+} kiln_kernel_export;
+
+/* One buffer binding of a dispatch: the node, the dtype and dims (rank of them; a scalar has rank
+ * 0) the kernel was generated for, which must be the node's, and its access. With `merge`
+ * non-zero the binding is the node's merge copy (`x.merge`): the merge buffer of the stream the
+ * routine runs on, which kiln_device_to_device with KILN_MERGE_COPY or KILN_MERGE_STREAMING
+ * filled; it is read only (KILN_READ), a dispatch binds at most one, and a routine's merge
+ * bindings all name one node. */
+typedef struct kiln_kernel_binding {
+  const char* node;
+  kiln_dtype dtype;
+  const int64_t* dims;
+  size_t rank;
+  kiln_access access;
+  int32_t merge;
+} kiln_kernel_binding;
+
+/* One dispatch: an export by name, its 3-D workgroup count, its bindings in the export's order
+ * and its push constants. */
+typedef struct kiln_kernel_dispatch {
+  const char* kernel;
+  uint32_t workgroups[3];
+  const kiln_kernel_binding* bindings;
+  size_t binding_count;
+  const uint32_t* constants;
+  size_t constant_count;
+} kiln_kernel_dispatch;
+
+/* A routine: its dispatches run in order, each after the previous one has finished. */
+typedef struct kiln_kernel_routine {
+  const char* name;
+  const kiln_kernel_dispatch* dispatches;
+  size_t dispatch_count;
+} kiln_kernel_routine;
+
+/* The source (NUL-terminated) in `format`, its exports, and the routines (distinct names).
+ * `label` names the set in errors (NULL: "kernels"). */
+typedef struct kiln_kernel_set {
+  const char* format;
+  const char* source;
+  const char* label;
+  const kiln_kernel_export* exports;
+  size_t export_count;
+  const kiln_kernel_routine* routines;
+  size_t routine_count;
+} kiln_kernel_set;
+
+/* The kernels of `kernels` over the nodes of `program`, built for the backend's device now (with
+ * `shared` non-zero, for other backends' devices at their first kiln_link). Errors, with the
+ * message naming the routine, dispatch, kernel and node: KILN_INVALID_ARGUMENT for NULL where a
+ * pointer is needed, a dtype or access that is none of the enums', a dtype or dims other than the
+ * node's, binding or constant counts other than the export's, a workgroup count of 0, routine
+ * names that are empty or repeated, a merge binding that is not KILN_READ, two merge bindings in
+ * one dispatch or merge bindings of two nodes in one routine; KILN_NOT_FOUND for a dispatch of an
+ * export the set does not declare or a node the program lacks; KILN_UNIMPLEMENTED for a format
+ * the device does not build; KILN_INVALID_ARGUMENT with the compiler's output for a source that
+ * does not compile. kiln_link then also refuses a node the context's tensors lack
+ * (KILN_NOT_FOUND) and a write to a const (KILN_INVALID_ARGUMENT). */
+KILN_API kiln_status kiln_compile_kernels(kiln_backend* backend, const kiln_program* program,
+                                          const kiln_kernel_set* kernels, int shared, kiln_code** out);
 
 /* --- Custom calls -------------------------------------------------------------------------------
  * A function of the host program that `call` statements can call (docs/ral.md, "Custom

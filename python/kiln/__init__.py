@@ -23,7 +23,9 @@ mpirun started: kiln.world() says which rank this is (.rank, .size); a process s
 rank 0 of a world of one.
 
 Multi-stream work uses the runtime directly: Backend, Stream, Tensors, Code, Context, Routine,
-device_to_device, from_host, to_host (see examples/python/train_moons.py).
+device_to_device, from_host, to_host (see examples/python/train_moons.py). A framework's own
+kernels become code like kiln's: Backend.compile_kernels with KernelExport, KernelDispatch and
+KernelBinding (docs/python.md, "Your own kernels").
 
 Errors: kiln.ProgramError (a subclass of kiln.Error) for a program that does not parse or check,
 with every diagnostic as FILE:LINE:COL: error: ...; ValueError naming the tensor and what it
@@ -37,6 +39,9 @@ from ._kiln import (
     CompiledProgram,
     Context,
     Error,
+    KernelBinding,
+    KernelDispatch,
+    KernelExport,
     Program,
     ProgramError,
     Routine,
@@ -64,6 +69,9 @@ __all__ = [
     "CompiledProgram",
     "Context",
     "Error",
+    "KernelBinding",
+    "KernelDispatch",
+    "KernelExport",
     "Program",
     "ProgramError",
     "Routine",

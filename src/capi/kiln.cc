@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "capi/conversions.h"
 #include "kiln/base/file.h"
 #include "kiln/drivers/drivers.h"
 #include "kiln/lang/parser.h"
@@ -110,17 +111,6 @@ std::string type_text(ir::DType dtype, const int64_t* dims, size_t rank) {
   s += "[";
   for (size_t i = 0; i < rank; ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
   return s + "]";
-}
-
-Result<ir::DType> to_dtype(kiln_dtype dtype) {
-  switch (dtype) {
-    case KILN_F32: return ir::DType::kF32;
-    case KILN_F64: return ir::DType::kF64;
-    case KILN_I32: return ir::DType::kI32;
-    case KILN_I64: return ir::DType::kI64;
-  }
-  return invalid_argument_error("dtype " + std::to_string(static_cast<int>(dtype)) +
-                                " is not a kiln_dtype");
 }
 
 // Tensor `name` of `tensors`, once dtype, dims and bytes are checked against it.
@@ -433,6 +423,23 @@ kiln_status kiln_compile(kiln_backend* backend, const kiln_program* program,
     }
     KILN_ASSIGN_OR_RETURN(runtime::CodeRef code,
                           backend->backend->compile_batch(program->program, names, options));
+    return set_out(out, new kiln_code{backend->backend, std::move(code)});
+  });
+}
+
+kiln_status kiln_compile_kernels(kiln_backend* backend, const kiln_program* program,
+                                 const kiln_kernel_set* kernels, int shared, kiln_code** out) {
+  return guarded("kiln_compile_kernels", [&]() -> Status {
+    if (!out) return invalid_argument_error("out is NULL");
+    *out = nullptr;
+    if (!backend) return invalid_argument_error("backend is NULL");
+    if (!program) return invalid_argument_error("program is NULL");
+    if (!kernels) return invalid_argument_error("kernels is NULL");
+    KILN_ASSIGN_OR_RETURN(runtime::KernelSet set, to_kernel_set(*kernels));
+    runtime::CompileOptions options;
+    options.shared = shared != 0;
+    KILN_ASSIGN_OR_RETURN(runtime::CodeRef code,
+                          backend->backend->compile_kernels(program->program, std::move(set), options));
     return set_out(out, new kiln_code{backend->backend, std::move(code)});
   });
 }

@@ -15,6 +15,7 @@
 #include "python/compiled_program.h"
 #include "python/dlpack.h"
 #include "python/errors.h"
+#include "python/kernels.h"
 #include "python/program.h"
 
 namespace nb = nanobind;
@@ -196,6 +197,7 @@ NB_MODULE(_kiln, m) {
         "capsule), without a copy. BufferError for device memory; ValueError for strided arrays, "
         "dtypes other than float32/float64/int32, or a capsule consumed already.");
 
+  bind_kernels(m);
   bind_runtime(m);
   bind_world(m);
 }

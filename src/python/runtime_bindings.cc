@@ -17,6 +17,7 @@
 #include "kiln/runtime/transfer.h"
 #include "python/arrays.h"
 #include "python/errors.h"
+#include "python/kernels.h"
 #include "python/program.h"
 
 namespace nb = nanobind;
@@ -263,6 +264,27 @@ void bind_runtime(nb::module_& m) {
             return code;
           }, "program"_a, "routines"_a = nb::none(), "shared"_a = false,
           "Compiles routines (all by default) for the device; shared code may be linked on other backends.")
+      .def("compile_kernels", [](const Backend& b, const Program& p, std::string source, std::string format,
+                                 std::vector<hal::ExportInfo> exports, const nb::dict& routines, std::string label,
+                                 bool shared) {
+            runtime::Backend& backend = b.backend->live();
+            runtime::KernelSet set = checked_kernel_set(p, std::move(source), std::move(format), std::move(label),
+                                                        std::move(exports), routines);
+            runtime::CompileOptions options;
+            options.shared = shared;
+            Code code{b.backend, nullptr};
+            blocking([&]() -> Status {
+              KILN_ASSIGN_OR_RETURN(code.code, backend.compile_kernels(p.program, std::move(set), options));
+              return Status();
+            });
+            return code;
+          }, "program"_a, "source"_a, "format"_a, "exports"_a, "routines"_a, "label"_a = "kernels",
+          "shared"_a = false,
+          "A framework's own kernels over the nodes of `program` as code that Context.link accepts: `source` in "
+          "`format` (\"c\" on cpu, \"opencl-c\" on OpenCL devices; docs/runtime.md has each kernel ABI), its "
+          "`exports` (kiln.KernelExport) and `routines` (a dict: name -> list of kiln.KernelDispatch). ValueError "
+          "for a description that does not fit the program or the exports; kiln.Error from building the source "
+          "(UNIMPLEMENTED for a format the device does not build, the compiler's output for a compile error).")
       .def("context", [](const Backend& b, const Stream& s, const Tensors& t) {
             check_same_backend(b.backend, s.backend, "the stream");
             return Context{b.backend, value_or_throw(b.backend->live().make_context(s.stream, t.table)), {}};

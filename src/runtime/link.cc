@@ -273,6 +273,15 @@ Status Backend::add_kernel_routines(const ContextRef& child, const CodeRef& code
         if (!n) return internal_error(where + ": node '" + b.node + "' is not in the code's program");
         Result<std::shared_ptr<Node>> node = child->nodes()->find(b.node);
         if (!node.ok()) return node.status().annotate(where);
+        if (b.merge) {
+          // The stream's merge buffer, bound when the routine runs (Routine::run_in checks that it
+          // holds this node); the node's own array is not used.
+          d.merge_binding = static_cast<int>(d.bindings.size());
+          d.bindings.push_back(b.node);
+          routine->merge_node_ = b.node;
+          routine->merge_bytes_ = static_cast<size_t>(n->byte_size());
+          continue;
+        }
         const bool writes_node = b.access != KernelAccess::kRead;
         if (writes_node && (*node)->desc().hosted == HostedKind::kConstant) {
           return invalid_argument_error(where + " writes node '" + b.node +

@@ -33,4 +33,15 @@ static int failures = 0;
 /* The last error contains `text`. */
 #define ERROR_SAYS(text) CHECK(strstr(kiln_last_error(), text) != NULL)
 
+/* Whether kiln_devices() lists `device`. */
+static int device_present(const char* device) {
+  const char* names[16];
+  size_t count = 0, i;
+  if (kiln_devices(names, 16, &count) != KILN_OK) return 0;
+  for (i = 0; i < count && i < 16; ++i) {
+    if (strcmp(names[i], device) == 0) return 1;
+  }
+  return 0;
+}
+
 #endif /* KILN_TESTS_CAPI_CHECKS_H_ */

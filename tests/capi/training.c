@@ -392,17 +392,9 @@ static void value_trace(const char* device) {
 
 int main(int argc, char** argv) {
   const char* device = argc > 1 ? argv[1] : "cpu";
-  const char* names[16];
-  size_t count = 0, i;
-  int has_cpu = 0, has_device = 0;
   CHECK(strlen(kiln_version()) > 0);
-  OK(kiln_devices(names, 16, &count));
-  for (i = 0; i < count && i < 16; ++i) {
-    has_cpu |= strcmp(names[i], "cpu") == 0;
-    has_device |= strcmp(names[i], device) == 0;
-  }
-  CHECK(has_cpu);
-  if (!has_device) {
+  CHECK(device_present("cpu"));
+  if (!device_present(device)) {
     printf("skipped: device %s is not usable here ('kiln devices' says why)\n", device);
     return 77;
   }

@@ -44,16 +44,6 @@ static const char* program_text(int ranks) {
   return text;
 }
 
-static int device_present(const char* device) {
-  const char* names[16];
-  size_t count = 0, i;
-  if (kiln_devices(names, 16, &count) != KILN_OK) return 0;
-  for (i = 0; i < count && i < 16; ++i) {
-    if (strcmp(names[i], device) == 0) return 1;
-  }
-  return 0;
-}
-
 /* Runs the program on `device` as rank `me` of `ranks` and checks every output. */
 static int run_on(const char* device, int me, int ranks) {
   struct one_routine h;

@@ -41,7 +41,8 @@ routine triple {
 
 // reverse_scale: b[i] = a[n - 1 - i] * constant 0, one workgroup per element; workgroup 0 first
 // spins for constant 1 iterations, so that a reader of b that did not wait for the kernel would
-// see b before it is written. fail: returns 7.
+// see b before it is written. fail: returns 7. add_merge: b[i] += (b's merge copy)[i], one
+// workgroup.
 constexpr const char kCKernels[] = R"C(
 int reverse_scale(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
   const float* a = (const float*)s->bindings[0];
@@ -55,6 +56,12 @@ int reverse_scale(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id)
   return 0;
 }
 int fail(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) { return 7; }
+int add_merge(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
+  float* b = (float*)s->bindings[0];
+  const float* merged = (const float*)s->bindings[1];
+  for (uint64_t i = 0; i < s->binding_lengths[0] / sizeof(float); ++i) b[i] += merged[i];
+  return 0;
+}
 )C";
 
 constexpr const char kOpenCLKernels[] = R"CL(
@@ -75,6 +82,12 @@ __kernel void fail(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0)) {
   KILN_ENTRY();
   KILN_FAIL(7);
 }
+__kernel void add_merge(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0), KILN_BINDING_PARAMS(1)) {
+  KILN_ENTRY();
+  __global float* b = KILN_BINDING(float, 0);
+  const __global float* merged = KILN_BINDING(const float, 1);
+  for (ulong i = 0; i < KILN_BINDING_LENGTH(0) / sizeof(float); ++i) b[i] += merged[i];
+}
 )CL";
 
 std::string format_of(const std::string& device) { return device == "opencl" ? "opencl-c" : "c"; }
@@ -88,13 +101,19 @@ KernelBinding binding(const std::string& node, KernelAccess access, std::vector<
   return b;
 }
 
+KernelBinding merge_binding(const std::string& node) {
+  KernelBinding b = binding(node, KernelAccess::kRead);
+  b.merge = true;
+  return b;
+}
+
 // The kernel set of `device`'s format: routine "reverse" (b = reverse(a) * scale, after `spin`
-// iterations) and routine "failing" (fail, binding b).
+// iterations), routine "failing" (fail, binding b) and routine "merge_b" (b += b.merge).
 KernelSet kernel_set(const std::string& device, uint32_t scale = 3, uint32_t spin = 0) {
   KernelSet set;
   set.source.format = format_of(device);
   set.source.source = device == "opencl" ? kOpenCLKernels : kCKernels;
-  set.source.exports = {{"reverse_scale", 2, 2}, {"fail", 1, 0}};
+  set.source.exports = {{"reverse_scale", 2, 2}, {"fail", 1, 0}, {"add_merge", 2, 0}};
   set.source.label = "framework_kernels";
   KernelDispatch reverse;
   reverse.kernel = "reverse_scale";
@@ -110,7 +129,13 @@ KernelSet kernel_set(const std::string& device, uint32_t scale = 3, uint32_t spi
   KernelRoutine r2;
   r2.name = "failing";
   r2.dispatches = {fail};
-  set.routines = {r1, r2};
+  KernelDispatch add_merge;
+  add_merge.kernel = "add_merge";
+  add_merge.bindings = {binding("b", KernelAccess::kReadWrite), merge_binding("b")};
+  KernelRoutine r3;
+  r3.name = "merge_b";
+  r3.dispatches = {add_merge};
+  set.routines = {r1, r2, r3};
   return set;
 }
 
@@ -155,7 +180,7 @@ class OwnKernelsTest : public ::testing::TestWithParam<std::string> {
 
 TEST_P(OwnKernelsTest, RunBetweenKilnRoutinesOnOneStream) {
   KILN_ASSERT_OK_AND_ASSIGN(CodeRef kernels, compile(kernel_set(GetParam())));
-  EXPECT_EQ(kernels->routine_names(), (std::vector<std::string>{"reverse", "failing"}));
+  EXPECT_EQ(kernels->routine_names(), (std::vector<std::string>{"reverse", "failing", "merge_b"}));
   KILN_ASSERT_OK_AND_ASSIGN(runtime::Linked before, backend_->link(root_, code_, "before"));
   KILN_ASSERT_OK_AND_ASSIGN(runtime::Linked reverse, backend_->link(before.context, kernels, "reverse"));
   KILN_ASSERT_OK_AND_ASSIGN(runtime::Linked after, backend_->link(reverse.context, code_, "after"));
@@ -222,6 +247,49 @@ TEST_P(OwnKernelsTest, AFailingKernelFailsItsStream) {
   EXPECT_NE(status.code(), StatusCode::kDeadlineExceeded) << status;
 }
 
+TEST_P(OwnKernelsTest, AKernelAddsTheMergeBufferFromAnotherStream) {
+  // Stream A (a table of its own, so that its b is another array) computes b = reverse(2x) * 3
+  // with a spinning kernel; its b goes into the merge buffer of stream B (the fixture's), whose
+  // own kernel adds it to B's b. The transfer (kCopy) or B's kernel (kStreaming) must wait for
+  // A's kernel, and A's next write of b for B's kernel: the same semaphores as `b += b.merge`.
+  KILN_ASSERT_OK_AND_ASSIGN(CodeRef kernels, compile(kernel_set(GetParam(), 3, 20000000)));
+  KILN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<NodeTable> nodes_a, NodeTable::create(program_, 3));
+  KILN_ASSERT_OK_AND_ASSIGN(StreamRef stream_a, backend_->new_stream());
+  KILN_ASSERT_OK_AND_ASSIGN(ContextRef root_a, backend_->make_context(stream_a, nodes_a, "A"));
+  KILN_ASSERT_OK_AND_ASSIGN(runtime::Linked before_a, backend_->link(root_a, code_, "before"));
+  KILN_ASSERT_OK_AND_ASSIGN(runtime::Linked reverse_a, backend_->link(before_a.context, kernels, "reverse"));
+  KILN_ASSERT_OK_AND_ASSIGN(runtime::Linked merge_b, backend_->link(root_, kernels, "merge_b"));
+  EXPECT_EQ(merge_b.routine->merge_node(), "b");
+  EXPECT_EQ(merge_b.routine->reads(), (std::vector<std::string>{"b"}));
+  EXPECT_EQ(merge_b.routine->writes(), (std::vector<std::string>{"b"}));
+
+  // Nothing in B's merge buffer yet: refused, naming the node.
+  EXPECT_TRUE(has_error(merge_b.routine->run(), StatusCode::kFailedPrecondition, {"b.merge", "holds nothing"}));
+
+  const std::vector<float> x = ramp(kN, 1, 0.5f);
+  const std::vector<float> b0 = ramp(kN, 100, -3);
+  KILN_ASSERT_OK(write_floats(*nodes_a, "x", x));
+  for (MergeMode mode : {MergeMode::kCopy, MergeMode::kStreaming}) {
+    SCOPED_TRACE(mode == MergeMode::kCopy ? "kCopy" : "kStreaming");
+    KILN_ASSERT_OK(write_floats(*nodes_, "b", b0));
+    KILN_ASSERT_OK(before_a.routine->run());
+    KILN_ASSERT_OK(reverse_a.routine->run());  // A's b, after a long spin
+    KILN_ASSERT_OK(runtime::device_to_device("b", mode, root_, reverse_a.context).status());
+    KILN_ASSERT_OK(merge_b.routine->run());
+    KILN_ASSERT_OK(merge_b.routine->run());  // the merge buffer still holds A's b: added again
+    // A's next b (zeros, from x = 0) is written after B's kernels read the one before.
+    KILN_ASSERT_OK(write_floats(*nodes_a, "x", std::vector<float>(kN, 0.0f)));
+    KILN_ASSERT_OK(before_a.routine->run());
+    KILN_ASSERT_OK(reverse_a.routine->run());
+    KILN_ASSERT_OK_AND_ASSIGN(std::vector<float> b, read_floats(*nodes_, "b"));
+    std::vector<float> want(kN);
+    for (int i = 0; i < kN; ++i) want[i] = b0[i] + 2 * (x[kN - 1 - i] * 2 * 3);
+    EXPECT_TRUE(same_bits(b, want));
+    KILN_ASSERT_OK(write_floats(*nodes_a, "x", x));
+  }
+  KILN_EXPECT_OK(stream_a->await(wait_limit()));
+}
+
 TEST_P(OwnKernelsTest, DescriptionErrorsNameTheKernelAndNode) {
   KernelSet unknown_export = kernel_set(GetParam());
   unknown_export.routines[0].dispatches[0].kernel = "no_such_kernel";
@@ -257,6 +325,26 @@ TEST_P(OwnKernelsTest, DescriptionErrorsNameTheKernelAndNode) {
   KernelSet repeated = kernel_set(GetParam());
   repeated.routines[1].name = "reverse";
   EXPECT_TRUE(has_error(compile(repeated).status(), StatusCode::kInvalidArgument, {"two routines named 'reverse'"}));
+
+  KernelSet writes_merge = kernel_set(GetParam());
+  writes_merge.routines[2].dispatches[0].bindings[1].access = KernelAccess::kReadWrite;
+  EXPECT_TRUE(has_error(compile(writes_merge).status(), StatusCode::kInvalidArgument,
+                        {"merge_b", "add_merge", "merge buffer of 'b'", "read only"}));
+
+  KernelSet two_merges = kernel_set(GetParam());
+  two_merges.routines[2].dispatches[0].bindings[0] = merge_binding("a");
+  EXPECT_TRUE(has_error(compile(two_merges).status(), StatusCode::kInvalidArgument, {"add_merge", "two merge buffers"}));
+
+  KernelSet two_nodes = kernel_set(GetParam());
+  KernelDispatch second = two_nodes.routines[2].dispatches[0];
+  second.bindings[1] = merge_binding("a");
+  two_nodes.routines[2].dispatches.push_back(second);
+  EXPECT_TRUE(has_error(compile(two_nodes).status(), StatusCode::kInvalidArgument,
+                        {"dispatch 1", "merge buffer of 'a'", "that of 'b'", "one node at a time"}));
+
+  KernelSet merge_shape = kernel_set(GetParam());
+  merge_shape.routines[2].dispatches[0].bindings[1].dims = {8};
+  EXPECT_TRUE(has_error(compile(merge_shape).status(), StatusCode::kInvalidArgument, {"'b'", "f32[8]", "f32[16]"}));
 
   KILN_ASSERT_OK_AND_ASSIGN(CodeRef kernels, compile(kernel_set(GetParam())));
   EXPECT_TRUE(has_error(backend_->link(root_, kernels, "nothing").status(), StatusCode::kNotFound, {"nothing"}));

@@ -31,11 +31,18 @@ enum class KernelAccess : uint8_t { kRead, kWrite, kReadWrite };
 // One buffer binding of a dispatch: the node whose array is bound, and the dtype and shape the
 // kernel was generated for, checked against the program's node (and, when linked, against the
 // node table and the arrays already in the context tree).
+//
+// With `merge`, the binding is the node's merge copy instead (`x.merge` in kiln's language): the
+// merge buffer of the stream the routine runs on, which device_to_device(node, kCopy or
+// kStreaming) filled. It is read only (kRead), and the routine is ordered against the transfer
+// as kiln's routines that read `x.merge` are: after the copy on its stream, or (kStreaming) after
+// the last writer of the source array, whose later writers wait for the routine.
 struct KernelBinding {
   std::string node;
   ir::DType dtype = ir::DType::kF32;
   std::vector<int64_t> dims;  // empty: a scalar
   KernelAccess access = KernelAccess::kRead;
+  bool merge = false;
 };
 
 // One dispatch: an export of the source, its workgroup count, its bindings in the export's order
@@ -64,8 +71,10 @@ struct KernelSet {
 // Checks `kernels` against `program`: NOT_FOUND for a dispatch of an export the source does not
 // declare or a binding of a node the program does not have; INVALID_ARGUMENT (naming the routine,
 // kernel and node) for a binding whose dtype or shape is not the node's, binding or constant
-// counts that are not the export's, a workgroup count of 0, or routine names that are empty or
-// repeated. Building the source is the device's business (Backend::compile_kernels).
+// counts that are not the export's, a workgroup count of 0, routine names that are empty or
+// repeated, a merge binding that is not kRead, a dispatch with two merge bindings, or a routine
+// whose merge bindings name two nodes (a stream's merge buffer holds one node). Building the
+// source is the device's business (Backend::compile_kernels).
 Status check_kernel_set(const KernelSet& kernels, const ir::Program& program);
 
 }  // namespace kiln::runtime
