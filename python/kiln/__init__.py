@@ -22,6 +22,9 @@ Collectives (allreduce, allgather, ... in a program) combine tensors across the 
 mpirun started: kiln.world() says which rank this is (.rank, .size); a process started alone is
 rank 0 of a world of one.
 
+Custom calls written in Python: kiln.register_call("name", fn) before compiling a program with
+`call name(x, factor=2) -> y`; fn(x, y, factor=2.0) gets NumPy arrays and writes y in place.
+
 Multi-stream work uses the runtime directly: Backend, Stream, Tensors, Code, Context, Routine,
 device_to_device, from_host, to_host (see examples/python/train_moons.py). A framework's own
 kernels become code like kiln's: Backend.compile_kernels with KernelExport, KernelDispatch and
@@ -56,6 +59,7 @@ from ._kiln import (
     devices,
     from_dlpack,
     from_host,
+    register_call,
     to_host,
     version as _version,
     world,
@@ -87,6 +91,7 @@ __all__ = [
     "devices",
     "from_dlpack",
     "from_host",
+    "register_call",
     "to_host",
     "world",
 ]

@@ -138,12 +138,16 @@ void InputBytes::take(const runtime::NodeDesc& desc, nb::handle value, bool conv
 
 void write_value(const runtime::HostTensor& tensor, nb::handle value) {
   InputBytes bytes(tensor.desc(), value);
-  if (tensor.desc().sized_dims.empty()) {
-    throw_if_error(tensor.write(bytes.bytes()));
-    return;
+  // A write waits for the transfers that still use the host copy, which may wait for a custom
+  // call written in Python: without the GIL.
+  const bool sized = !tensor.desc().sized_dims.empty();
+  Status status;
+  {
+    nb::gil_scoped_release no_gil;
+    status = sized ? tensor.write(bytes.bytes(), bytes.dims()) : tensor.write(bytes.bytes());
   }
-  Status status = tensor.write(bytes.bytes(), bytes.dims());
-  if (status.code() == StatusCode::kInvalidArgument) throw nb::value_error(status.message().c_str());
+  // A shape that does not fit the sizes is the value's fault; a const refused is kiln's rule.
+  if (sized && status.code() == StatusCode::kInvalidArgument) throw nb::value_error(status.message().c_str());
   throw_if_error(status);
 }
 
@@ -157,15 +161,16 @@ nb::dict sizes_dict(const runtime::NodeTable& table) {
   return sizes;
 }
 
-nb::object numpy_view(const HostArray& array) {
+nb::object numpy_view(const HostArray& array) { return numpy_view(array, owner_of(array.keep_alive)); }
+
+nb::object numpy_view(const HostArray& array, nb::handle owner) {
   std::vector<size_t> shape(array.dims.begin(), array.dims.end());
   if (array.read_only) {
-    nb::ndarray<nb::numpy, nb::ro> view(array.data, shape.size(), shape.data(), owner_of(array.keep_alive),
-                                        nullptr, to_nanobind(array.dtype));
+    nb::ndarray<nb::numpy, nb::ro> view(array.data, shape.size(), shape.data(), owner, nullptr,
+                                        to_nanobind(array.dtype));
     return view.cast(nb::rv_policy::reference);
   }
-  nb::ndarray<nb::numpy> view(array.data, shape.size(), shape.data(), owner_of(array.keep_alive),
-                              nullptr, to_nanobind(array.dtype));
+  nb::ndarray<nb::numpy> view(array.data, shape.size(), shape.data(), owner, nullptr, to_nanobind(array.dtype));
   return view.cast(nb::rv_policy::reference);
 }
 

@@ -42,6 +42,8 @@ nanobind::dict sizes_dict(const runtime::NodeTable& table);
 
 // A NumPy array over `array`'s memory (no copy); it keeps array.keep_alive.
 nanobind::object numpy_view(const HostArray& array);
+// The same, keeping `owner` instead (array.keep_alive is not used).
+nanobind::object numpy_view(const HostArray& array, nanobind::handle owner);
 // A new NumPy array of `dtype` and `dims` (uninitialized) and the address of its data.
 nanobind::object new_numpy(ir::DType dtype, const std::vector<int64_t>& dims, void** data);
 

@@ -10,6 +10,7 @@
 #include "kiln/runtime/transfer.h"
 #include "python/arrays.h"
 #include "python/errors.h"
+#include "python/gil.h"
 
 namespace nb = nanobind;
 
@@ -60,6 +61,17 @@ std::shared_ptr<CompiledProgram> CompiledProgram::create(const ir::Program& prog
     }
   }
   return self;
+}
+
+CompiledProgram::~CompiledProgram() {
+  without_gil([&] {
+    routines_.clear();
+    context_.reset();
+    entries_.clear();
+    nodes_.reset();
+    stream_.reset();
+    backend_.reset();  // the last reference waits for the streams
+  });
 }
 
 nb::dict CompiledProgram::sizes() const { return sizes_dict(*nodes_); }
@@ -169,7 +181,11 @@ void CompiledProgram::set_all(nb::kwargs values) {
     if (e.viewed) viewed.push_back(name);
   }
   if (writes.empty()) return;
-  Status status = nodes_->write_shaped(writes);
+  Status status;
+  {
+    nb::gil_scoped_release no_gil;  // it may wait for transfers, which may wait for a call into Python
+    status = nodes_->write_shaped(writes);
+  }
   if (status.code() == StatusCode::kInvalidArgument) throw nb::value_error(status.message().c_str());
   throw_if_error(status);
   for (const std::string& name : viewed) refresh_view(name);

@@ -27,6 +27,9 @@ class CompiledProgram : public std::enable_shared_from_this<CompiledProgram> {
   static std::shared_ptr<CompiledProgram> create(const ir::Program& program, const std::string& device,
                                                  uint64_t seed, std::shared_ptr<runtime::ValueTrace> trace = nullptr);
 
+  // Waits for the program's work without the GIL (it may include calls into Python).
+  ~CompiledProgram();
+
   const std::string& device() const { return device_; }
   std::vector<std::string> routines() const;
   // The program's sizes (language version 2) as the last inputs bound them: name → value, or

@@ -1,5 +1,5 @@
 // The extension module kiln._kiln: programs, the one-call compiled program, tensors and DLPack
-// here; the multi-stream runtime in runtime_bindings.cc. python/kiln/__init__.py re-exports it.
+// here; the multi-stream runtime in runtime_bindings.cc, custom calls in custom_calls.cc. python/kiln/__init__.py re-exports it.
 #include <cstring>
 
 #include <nanobind/nanobind.h>
@@ -78,6 +78,7 @@ nb::object tensor_dlpack(const Tensor& t, nb::args, nb::kwargs kwargs) {
 
 void bind_runtime(nb::module_& m);
 void bind_world(nb::module_& m);
+void bind_custom_calls(nb::module_& m);
 
 }  // namespace kiln::python
 
@@ -200,4 +201,5 @@ NB_MODULE(_kiln, m) {
   bind_kernels(m);
   bind_runtime(m);
   bind_world(m);
+  bind_custom_calls(m);
 }

@@ -17,6 +17,7 @@
 #include "kiln/runtime/transfer.h"
 #include "python/arrays.h"
 #include "python/errors.h"
+#include "python/gil.h"
 #include "python/kernels.h"
 #include "python/program.h"
 
@@ -33,6 +34,11 @@ struct BackendHandle {
   std::shared_ptr<runtime::Backend> backend;
   std::string device;
   std::atomic<bool> closed{false};
+
+  // The backend's destructor waits for its streams: without the GIL.
+  ~BackendHandle() {
+    without_gil([&] { backend.reset(); });
+  }
 
   runtime::Backend& live() const {
     if (closed.load()) throw Error("FAILED_PRECONDITION: the backend on '" + device + "' is closed");

@@ -91,11 +91,16 @@ Result<BoundCall> BoundCall::describe(const ir::Call& call, const ir::Program& p
 }
 
 Result<BoundCall> BoundCall::bind(const ir::Call& call, const ir::Program& program, int call_site,
-                                  std::string_view device, const Registry& registry) {
+                                  std::string_view device, Registry& registry) {
   KILN_ASSIGN_OR_RETURN(BoundCall bound, describe(call, program, call_site, device));
-  if (Result<const Function*> found = registry.find(bound.full_name_); found.ok()) {
-    bound.memory_ = (*found)->memory;
-    bound.collective_ = (*found)->collective;
+  CallSite site{bound.full_name_, call.function, std::string(device), call.outputs.size(), {}};
+  for (const ir::CallArg& a : call.args) {
+    if (a.node < 0) site.attributes.push_back(a.attribute);
+  }
+  KILN_ASSIGN_OR_RETURN(const Function* found, registry.resolve(site));
+  if (found) {
+    bound.memory_ = found->memory;
+    bound.collective_ = found->collective;
     return bound;
   }
 

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "kiln/base/log.h"
+#include "kiln/ir/call.h"
 #include "ral/builtins.h"
 
 namespace kiln::ral {
@@ -27,6 +28,23 @@ std::string describe(std::string_view full_name) {
   if (!split_mangled_name(full_name, &parts)) return "'" + std::string(full_name) + "'";
   return "'" + std::string(parts.nickname) + "' for device '" + std::string(parts.device) +
          "' (" + std::string(full_name) + ")";
+}
+
+// "1 output(s), attributes (factor)": what a call site passes beyond its types, for messages.
+std::string site_text(const CallSite& site) {
+  std::string text = std::to_string(site.outputs) + " output(s), attributes (";
+  for (size_t a = 0; a < site.attributes.size(); ++a) text += (a ? ", " : "") + site.attributes[a];
+  return text + ")";
+}
+
+// OK when `made` (a function made for an earlier call site) serves `site` too.
+Status check_same_site(const Function& made, const CallSite& site) {
+  if (!made.site || made.site->same_signature(site)) return Status();
+  return invalid_argument_error(
+      "call " + site.nickname + " on device '" + site.device + "': " + site.full_name + " was made for a call site with " +
+      site_text(*made.site) + ", this one has " + site_text(site) +
+      "; calls of a function without a signature that pass the same types must pass the same outputs and "
+      "attribute names (the attributes travel by position)");
 }
 
 }  // namespace
@@ -58,6 +76,14 @@ Status Registry::add(Function function) {
     return invalid_argument_error("RAL function '" + function.full_name + "' has no invoker");
   }
   std::unique_lock lock(mutex_);
+  if (generic_locked(function.nickname, function.device)) {
+    return already_exists_error("RAL function '" + function.nickname + "' is already registered for device '" +
+                                function.device + "' as a function without a signature (GenericFunction)");
+  }
+  return add_locked(std::move(function));
+}
+
+Status Registry::add_locked(Function function) {
   if (by_full_name_.count(function.full_name)) {
     return already_exists_error("RAL function '" + function.full_name + "' is already registered");
   }
@@ -66,6 +92,83 @@ Status Registry::add(Function function) {
   by_nickname_[nickname_key(f->nickname, f->device)].push_back(f);
   by_full_name_.emplace(f->full_name, std::move(owned));
   return Status();
+}
+
+std::shared_ptr<const GenericFunction> Registry::generic_locked(std::string_view nickname,
+                                                                std::string_view device) const {
+  for (std::string_view d : {device, std::string_view()}) {
+    if (auto it = generic_.find(nickname_key(nickname, d)); it != generic_.end()) return it->second;
+  }
+  return nullptr;
+}
+
+Status Registry::add_generic(GenericFunction function) {
+  // The name of a call with no arguments: checks that the nickname and device fit a full name.
+  NameParts parts;
+  const std::string sample =
+      function.nickname + "___" + (function.device.empty() ? std::string("any") : function.device) + "___pvoid___void";
+  if (!split_mangled_name(sample, &parts) || parts.nickname != function.nickname) {
+    return invalid_argument_error("RAL function name '" + function.nickname + "'" +
+                                  (function.device.empty() ? "" : " or device '" + function.device + "'") +
+                                  " cannot be part of a full name (letters, digits and single underscores between them)");
+  }
+  if (ir::find_builtin_call(function.nickname)) {
+    return invalid_argument_error("'" + function.nickname +
+                                  "' is a built-in function of the language (docs/language.md, \"Calls\"); choose another name");
+  }
+  if (!function.make) return invalid_argument_error("generic RAL function '" + function.nickname + "' has no maker");
+  const std::string where = function.device.empty() ? std::string("every device") : "device '" + function.device + "'";
+  std::unique_lock lock(mutex_);
+  // Any generic or concrete function of the nickname on a device this one covers.
+  const std::string prefix = nickname_key(function.nickname, "");
+  auto covered = [&](const std::string& key) {
+    return key.starts_with(prefix) && (function.device.empty() || key == prefix ||
+                                       key == nickname_key(function.nickname, function.device));
+  };
+  for (const auto& [key, g] : generic_) {
+    if (covered(key)) {
+      return already_exists_error("RAL function '" + function.nickname + "' is already registered for " +
+                                  (g->device.empty() ? std::string("every device") : "device '" + g->device + "'"));
+    }
+  }
+  for (const auto& [key, functions] : by_nickname_) {
+    if (covered(key) && !functions.empty()) {
+      return already_exists_error("RAL function '" + function.nickname + "' is already registered for device '" +
+                                  functions.front()->device + "' (" + functions.front()->full_name +
+                                  "), which this registration for " + where + " would cover");
+    }
+  }
+  const std::string key = nickname_key(function.nickname, function.device);
+  generic_.emplace(key, std::make_shared<const GenericFunction>(std::move(function)));
+  return Status();
+}
+
+Result<const Function*> Registry::resolve(const CallSite& site) {
+  std::shared_ptr<const GenericFunction> generic;
+  {
+    std::shared_lock lock(mutex_);
+    if (auto it = by_full_name_.find(site.full_name); it != by_full_name_.end()) {
+      KILN_RETURN_IF_ERROR(check_same_site(*it->second, site));
+      return it->second.get();
+    }
+    generic = generic_locked(site.nickname, site.device);
+    if (!generic) return nullptr;
+  }
+  // Made without the lock: the maker is the host language's code.
+  Result<Function> made = generic->make(site);
+  if (!made.ok()) return made.status().annotate("call " + site.nickname + " on device '" + site.device + "'");
+  if (made->full_name != site.full_name || made->nickname != site.nickname || made->device != site.device) {
+    return internal_error("the maker of '" + site.nickname + "' made " + made->full_name + " for " + site.full_name);
+  }
+  made->site = std::make_shared<const CallSite>(site);
+  std::unique_lock lock(mutex_);
+  // Another thread may have made it meanwhile: the first one stays.
+  if (auto it = by_full_name_.find(site.full_name); it != by_full_name_.end()) {
+    KILN_RETURN_IF_ERROR(check_same_site(*it->second, site));
+    return it->second.get();
+  }
+  KILN_RETURN_IF_ERROR(add_locked(std::move(*made)));
+  return by_full_name_.at(site.full_name).get();
 }
 
 Result<const Function*> Registry::find(std::string_view full_name) const {
@@ -115,6 +218,17 @@ const Function* Registry::lookup(const char* full_name) const {
   if (!found.ok()) return nullptr;
   slot = Slot{full_name, id_, *found};
   return *found;
+}
+
+Function function_for_site(const CallSite& site, Invoker invoke, std::shared_ptr<void> data) {
+  Function f;
+  f.full_name = site.full_name;
+  f.nickname = site.nickname;
+  f.device = site.device;
+  f.invoke = invoke;
+  f.user = data.get();
+  f.owner = std::move(data);
+  return f;
 }
 
 bool register_at_startup(Function function) {

@@ -6,7 +6,8 @@
 // attributes in its own order (defaults filled in) with their declared types, and the random
 // functions get the call site last; a host function's attributes are the ones written, in
 // order, each as f64. The full name follows from those types, so binding is a lookup of one
-// name; a miss is NOT_FOUND naming the function and the device.
+// name (Registry::resolve, which makes it from a generic function where one covers the call);
+// a miss is NOT_FOUND naming the function and the device.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,7 @@ class BoundCall {
  public:
   // `call_site` keys the random functions' streams (ir::LoweredCall::call_site).
   static Result<BoundCall> bind(const ir::Call& call, const ir::Program& program, int call_site,
-                                std::string_view device, const Registry& registry);
+                                std::string_view device, Registry& registry);
   // The same packing and full name without looking the function up (for code generated before
   // the program is linked; linking binds it).
   static Result<BoundCall> describe(const ir::Call& call, const ir::Program& program, int call_site,

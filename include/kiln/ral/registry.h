@@ -7,6 +7,7 @@
 // lock. Registry::global() holds the built-in functions and whatever the host program adds.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <shared_mutex>
 #include <string>
@@ -23,6 +24,7 @@ namespace kiln::ral {
 
 class ExecutionContext;
 struct Function;
+struct CallSite;
 
 // Unpacks `args` (one pointer per argument after the context, then one per result) and runs
 // `function` (whose `user` a registration from C uses). An error status is the function's
@@ -50,7 +52,41 @@ struct Function {
   // it returns (ExecutionContext::take_completion), so the runtime runs it as a step of its own,
   // never among a command buffer's kernels.
   bool collective = false;
+  // What `user` points into, released with the function; null when `user` needs no owner.
+  std::shared_ptr<const void> owner;
+  // For a function a GenericFunction made: the call site it was made for (Registry::resolve).
+  std::shared_ptr<const CallSite> site;
 };
+
+// What a call site passes beyond the types its full name spells, for a function made per call
+// site (GenericFunction): which memrefs are outputs, and the attributes' names.
+struct CallSite {
+  std::string full_name;  // NAME___DEVICE___pvoid_<memref codes>_<f64 per attribute>___void
+  std::string nickname;
+  std::string device;
+  size_t outputs = 0;                   // the last `outputs` memrefs are the call's outputs
+  std::vector<std::string> attributes;  // the attributes' names, in the order written
+
+  bool same_signature(const CallSite& other) const {
+    return full_name == other.full_name && outputs == other.outputs && attributes == other.attributes;
+  }
+};
+
+// A function without a declared signature (a host language's function: the Python package's
+// kiln.register_call), registered under a nickname for one device or for every device. When a
+// call binds a full name that no function has, the generic function covering its nickname and
+// device makes the concrete Function for that call site, which the registry then keeps like any
+// other (compiled code calls it by its full name). `make` runs without the registry's lock, on
+// whatever thread links, and must not block on the host language.
+struct GenericFunction {
+  std::string nickname;
+  std::string device;  // empty: every device
+  std::function<Result<Function>(const CallSite& site)> make;
+};
+
+// What a maker usually makes: the function of `site`'s names with `invoke`, whose `user` is
+// `data` (kept alive by the function).
+Function function_for_site(const CallSite& site, Invoker invoke, std::shared_ptr<void> data);
 
 class Registry {
  public:
@@ -61,9 +97,23 @@ class Registry {
   // The process-wide registry, with the built-in functions registered on first use.
   static Registry& global();
 
-  // ALREADY_EXISTS for a full name registered before; INVALID_ARGUMENT for a name that is not
-  // NAME___DEVICE___ARGS___RESULTS or whose parts disagree with nickname and device.
+  // ALREADY_EXISTS for a full name registered before, or a nickname and device that a generic
+  // function covers; INVALID_ARGUMENT for a name that is not NAME___DEVICE___ARGS___RESULTS or
+  // whose parts disagree with nickname and device.
   Status add(Function function);
+  // ALREADY_EXISTS when a generic function of the nickname covers one of the same devices, or a
+  // function is registered under the nickname for one of them; INVALID_ARGUMENT for a nickname
+  // or device that cannot be part of a full name, for a built-in function of the language (its
+  // calls pass every attribute, typed: docs/ral.md), or without `make`.
+  Status add_generic(GenericFunction function);
+
+  // The function a call site binds: the one registered under its full name, else one made for it
+  // by the generic function covering its nickname and device (then registered); nullptr when
+  // there is neither (the caller says what it looked for). A made function serves every later
+  // call site with the same full name only if it passes the same outputs and attribute names:
+  // another is INVALID_ARGUMENT naming both (its values would reach the wrong names). The
+  // maker's error, annotated.
+  Result<const Function*> resolve(const CallSite& site);
 
   // NOT_FOUND naming the function and the device.
   Result<const Function*> find(std::string_view full_name) const;
@@ -84,6 +134,12 @@ class Registry {
   mutable std::shared_mutex mutex_;
   std::unordered_map<std::string, std::unique_ptr<Function>> by_full_name_;  // guarded by mutex_
   std::unordered_map<std::string, std::vector<const Function*>> by_nickname_;  // "nick\0device"
+  // "nick\0device" ("nick\0" for every device); guarded by mutex_
+  std::unordered_map<std::string, std::shared_ptr<const GenericFunction>> generic_;
+
+  // A generic function covering (nickname, device); under mutex_.
+  std::shared_ptr<const GenericFunction> generic_locked(std::string_view nickname, std::string_view device) const;
+  Status add_locked(Function function);
 };
 
 namespace registry_detail {
@@ -136,8 +192,13 @@ struct Adapter<Fn, R (*)(ExecutionContext*, A...)> {
 template <FixedString Name, FixedString Device, auto Fn, Memory M = Memory::kHost>
 Function make_function() {
   static constexpr auto kFullName = mangled_name<Name, Device, decltype(Fn)>();
-  return Function{std::string(kFullName.view()), std::string(Name.view()), std::string(Device.view()),
-                  &registry_detail::Adapter<Fn>::invoke, M};
+  Function function;
+  function.full_name = kFullName.view();
+  function.nickname = Name.view();
+  function.device = Device.view();
+  function.invoke = &registry_detail::Adapter<Fn>::invoke;
+  function.memory = M;
+  return function;
 }
 
 // Registers Fn in Registry::global() when the program starts; a failure (a name registered
