@@ -18,6 +18,15 @@ std::string bits_string(uint32_t bits, std::initializer_list<std::pair<uint32_t,
 }
 }  // namespace
 
+NativeMemory BufferStorage::native_memory() {
+  NativeMemory native;
+  if (void* host = host_pointer()) {
+    native.kind = NativeMemory::Kind::kHost;
+    native.host = host;
+  }
+  return native;
+}
+
 std::string memory_type_string(uint32_t type) {
   return bits_string(type, {{kMemoryDeviceLocal, "device-local"},
                             {kMemoryHostVisible, "host-visible"},

@@ -7,6 +7,7 @@
 #include <nanobind/ndarray.h>
 
 #include "python/errors.h"
+#include "python/python_release.h"
 #include "python/tensor.h"
 
 namespace nb = nanobind;
@@ -73,8 +74,8 @@ nb::capsule owner_of(std::shared_ptr<void> keep_alive) {
 InputBytes::InputBytes(const runtime::NodeDesc& desc, nb::handle value) {
   if (nb::isinstance<Tensor>(value)) {
     const Tensor& tensor = nb::cast<const Tensor&>(value);
-    if (!tensor.host().data) {  // device memory: through its host copy
-      take(desc, tensor.numpy(), false);
+    if (!tensor.host().data) {  // device memory: through its host copy (a copy: not bound)
+      take(desc, tensor.numpy(), true);
       return;
     }
     const HostArray& a = tensor.host();
@@ -84,14 +85,32 @@ InputBytes::InputBytes(const runtime::NodeDesc& desc, nb::handle value) {
     keep_ = nb::borrow(value);
     bytes_ = {static_cast<const std::byte*>(a.data), a.bytes()};
     dims_ = a.dims;
+    bindable_ = !a.read_only;  // the Tensor (kept in keep_) holds the memory
     return;
   }
   take(desc, value, false);
 }
 
+std::span<std::byte> InputBytes::memory() const {
+  // A bindable value is writable memory of the caller's (bindable()).
+  return {const_cast<std::byte*>(bytes_.data()), bytes_.size()};
+}
+
+std::shared_ptr<void> InputBytes::keep_alive() const {
+  struct Held {
+    nb::object value;
+    nb::ndarray<> array;
+  };
+  return released_by_python(std::make_shared<Held>(Held{keep_, writable_}));
+}
+
 void InputBytes::take(const runtime::NodeDesc& desc, nb::handle value, bool converted) {
   nb::ndarray<nb::ro> array;
-  if (!nb::try_cast(value, array, false)) {
+  // Writable first: an array kiln may bind (NanoBind refuses read-only memory for it).
+  const bool writable = !converted && nb::try_cast(value, writable_, false);
+  if (writable) {
+    array = nb::ndarray<nb::ro>(writable_);
+  } else if (!nb::try_cast(value, array, false)) {
     const bool plain = PyFloat_Check(value.ptr()) || PyLong_Check(value.ptr()) ||
                        PyBool_Check(value.ptr()) || PyList_Check(value.ptr()) ||
                        PyTuple_Check(value.ptr());
@@ -129,8 +148,10 @@ void InputBytes::take(const runtime::NodeDesc& desc, nb::handle value, bool conv
   const auto* base = static_cast<const std::byte*>(array.data());
   if (contiguous) {
     bytes_ = {base, bytes};
+    bindable_ = writable;
     return;
   }
+  writable_ = {};
   gathered_.resize(bytes);
   gather(base, array.stride_ptr(), dims, item, gathered_.data());
   bytes_ = gathered_;

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 
 #include "kiln/runtime/node_table.h"
 #include "python/host_array.h"
@@ -24,6 +26,14 @@ class InputBytes {
   // The value's shape: the tensor's, or for a tensor whose dimensions name sizes (language
   // version 2) any shape of its rank (HostTensor::write checks it and binds the sizes).
   const std::vector<int64_t>& dims() const { return dims_; }
+  // Whether the value is the caller's own writable host array, row-major, that kiln may bind as
+  // the tensor's array (runtime::bind_host decides the rest: alignment, overlaps, the device):
+  // not a copy kiln made (a strided array gathered, a list converted, a device tensor read back).
+  bool bindable() const { return bindable_; }
+  // The value's memory and what keeps it alive for the runtime (released by Python: see
+  // python_release.h). Only for a bindable value.
+  std::span<std::byte> memory() const;
+  std::shared_ptr<void> keep_alive() const;
 
  private:
   void take(const runtime::NodeDesc& desc, nanobind::handle value, bool converted);
@@ -31,6 +41,8 @@ class InputBytes {
   std::vector<std::byte> gathered_;  // a strided array's elements in row-major order
   std::vector<int64_t> dims_;
   nanobind::object keep_;            // what bytes_ points into
+  nanobind::ndarray<> writable_;     // the imported array, when bindable
+  bool bindable_ = false;
 };
 
 // `value` (an array, a kiln.Tensor, a number or a list) into `tensor`'s host copy: its sizes

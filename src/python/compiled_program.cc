@@ -6,11 +6,13 @@
 #include <nanobind/stl/string.h>
 
 #include "kiln/drivers/drivers.h"
+#include "kiln/runtime/bind.h"
 #include "kiln/runtime/routine.h"
 #include "kiln/runtime/transfer.h"
 #include "python/arrays.h"
 #include "python/errors.h"
 #include "python/gil.h"
+#include "python/python_release.h"
 
 namespace nb = nanobind;
 
@@ -159,26 +161,35 @@ CompiledProgram::Entry& CompiledProgram::settable(const std::string& name) {
   return e;
 }
 
-void CompiledProgram::set(const std::string& name, nb::handle value) {
-  Entry& e = settable(name);
-  write_value(e.tensor, value);
-  if (e.viewed) refresh_view(name);
-}
+void CompiledProgram::set(const std::string& name, nb::handle value) { set_values({{name, value}}); }
 
 void CompiledProgram::set_all(nb::kwargs values) {
+  std::vector<std::pair<std::string, nb::handle>> list;
+  for (auto [key, value] : values) list.emplace_back(nb::cast<std::string>(key), value);
+  set_values(list);
+}
+
+void CompiledProgram::set_values(const std::vector<std::pair<std::string, nb::handle>>& values) {
+  release_queued_objects();
   // As one write: the sizes the values' shapes bind are checked together first, so that values
   // that disagree change nothing (the last run's outputs stay, and the next good call works).
+  // A value to bind is written as its shape only, then bound (or, where it cannot be, copied).
   std::deque<InputBytes> held;
   std::vector<runtime::NodeTable::ShapedWrite> writes;
+  std::vector<std::pair<const std::string*, const InputBytes*>> to_bind;
   std::vector<std::string> viewed;
-  for (auto [key, value] : values) {
-    const std::string name = nb::cast<std::string>(key);
+  for (const auto& [name, value] : values) {
     Entry& e = settable(name);
     const InputBytes& bytes = held.emplace_back(e.tensor.desc(), value);
     // A const is refused as set() refuses it (kiln.Error), before anything is written.
     if (e.tensor.desc().is_const) throw_if_error(e.tensor.write(bytes.bytes()));
-    writes.push_back({name, bytes.bytes(), bytes.dims()});
-    if (e.viewed) viewed.push_back(name);
+    const bool bind = bytes.bindable() && e.own_view.expired();
+    writes.push_back({name, bytes.bytes(), bytes.dims(), bind});
+    if (bind) {
+      to_bind.emplace_back(&name, &bytes);
+    } else if (e.viewed) {
+      viewed.push_back(name);
+    }
   }
   if (writes.empty()) return;
   Status status;
@@ -188,22 +199,53 @@ void CompiledProgram::set_all(nb::kwargs values) {
   }
   if (status.code() == StatusCode::kInvalidArgument) throw nb::value_error(status.message().c_str());
   throw_if_error(status);
+  for (const auto& [name, bytes] : to_bind) {
+    Entry& e = entries_.at(*name);
+    Result<bool> bound = false;
+    Status written;
+    std::shared_ptr<void> keep_alive = bytes->keep_alive();  // takes references: under the GIL
+    {
+      nb::gil_scoped_release no_gil;  // both may wait for work that calls into Python
+      bound = runtime::bind_host(context_, *name, bytes->memory(), std::move(keep_alive));
+      if (bound.ok() && !*bound) written = e.tensor.write(bytes->bytes());
+    }
+    throw_if_error(bound.status());
+    if (*bound) {
+      e.viewed = false;  // views taken before show the memory the tensor had
+      continue;
+    }
+    throw_if_error(written);
+    if (e.viewed) viewed.push_back(*name);
+  }
   for (const std::string& name : viewed) refresh_view(name);
 }
 
-nb::object CompiledProgram::get(const std::string& name) {
+void CompiledProgram::read(const std::string& name, void* out) {
   Entry& e = entry(name);
-  const runtime::NodeDesc& desc = e.tensor.desc();
-  void* data = nullptr;
-  nb::object array = new_numpy(desc.dtype, desc.dims, &data);
   if (e.viewed) refresh_view(name);
   Status status;
   {
     nb::gil_scoped_release no_gil;
-    status = e.tensor.read({static_cast<std::byte*>(data), desc.bytes});
+    status = e.tensor.read({static_cast<std::byte*>(out), e.tensor.desc().bytes});
   }
   throw_if_error(status);
+}
+
+nb::object CompiledProgram::get(const std::string& name) {
+  const runtime::NodeDesc& desc = entry(name).tensor.desc();
+  void* data = nullptr;
+  nb::object array = new_numpy(desc.dtype, desc.dims, &data);
+  read(name, data);
   return array;
+}
+
+runtime::DeviceMemory CompiledProgram::device_memory(const std::string& name) {
+  entry(name);
+  Result<runtime::DeviceMemory> memory = [&] {
+    nb::gil_scoped_release no_gil;
+    return runtime::device_memory(context_, name);
+  }();
+  return value_or_throw(std::move(memory));
 }
 
 Tensor CompiledProgram::tensor(const std::string& name) {
@@ -220,6 +262,7 @@ Tensor CompiledProgram::tensor(const std::string& name) {
     host.data = view->bytes.data();
     host.keep_alive = view->keep_alive;
     e.viewed = true;
+    if (!view->bound) e.own_view = view->keep_alive;
   } else if (view.status().code() == StatusCode::kNotFound) {
     throw nb::value_error(("tensor '" + name + "' has no array on the device: no routine stores it " +
                            "(the compiler keeps intermediates in registers); declare it output or param to see it")
@@ -227,7 +270,9 @@ Tensor CompiledProgram::tensor(const std::string& name) {
   } else if (view.status().code() != StatusCode::kUnimplemented) {
     throw_if_error(view.status());
   }
-  return Tensor(name, std::move(host), shared_from_this(), device_);
+  const dlpack::DLDevice dl_device =
+      host.data ? dlpack::DLDevice{dlpack::kDLCPU, 0} : dlpack::device_of(backend_->device()->info());
+  return Tensor(name, std::move(host), shared_from_this(), device_, dl_device);
 }
 
 }  // namespace kiln::python

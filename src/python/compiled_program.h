@@ -15,6 +15,7 @@
 #include "kiln/ir/program.h"
 #include "kiln/runtime/backend.h"
 #include "kiln/runtime/node_table.h"
+#include "kiln/runtime/transfer.h"
 #include "python/tensor.h"
 
 namespace kiln::python {
@@ -39,11 +40,17 @@ class CompiledProgram : public std::enable_shared_from_this<CompiledProgram> {
   // Sets the named tensors, runs `routine` to completion (without the GIL) and returns its
   // outputs (the `output` tensors it writes) as new NumPy arrays.
   nanobind::dict run(const std::string& routine, nanobind::kwargs inputs);
-  // The host's value of a tensor in and out (copies). set() takes inputs, params and consts.
+  // A tensor's value in and out. set() takes inputs, params and consts: the caller's array is
+  // bound as the tensor's array where runtime::bind_host can (cpu, interp: until set again),
+  // else copied. get() returns a copy.
   void set(const std::string& name, nanobind::handle value);
   nanobind::object get(const std::string& name);
+  // get() into `out` (the tensor's bytes), without the GIL.
+  void read(const std::string& name, void* out);
   // The tensor on the device: a zero-copy view where the device's memory is host memory.
   Tensor tensor(const std::string& name);
+  // The tensor's array as its driver's memory, for DLPack (runtime::device_memory).
+  runtime::DeviceMemory device_memory(const std::string& name);
   // Waits for the stream; later calls raise kiln.Error. Views handed out stay valid.
   void close();
 
@@ -52,11 +59,15 @@ class CompiledProgram : public std::enable_shared_from_this<CompiledProgram> {
     runtime::HostTensor tensor;
     ir::Role role;
     bool viewed = false;  // tensor() handed out a view of its array
+    // The last view of kiln's own memory of it that tensor() handed out, while it lives: set()
+    // copies into that memory rather than bind another, so that the view stays the tensor's.
+    std::weak_ptr<void> own_view;
   };
   Entry& entry(const std::string& name);  // also refuses a closed program
   Entry& settable(const std::string& name);  // an input, param or const (ValueError otherwise)
-  // Sets several tensors as one write (NodeTable::write_shaped).
+  // Sets several tensors as one write (NodeTable::write_shaped), binding what can be bound.
   void set_all(nanobind::kwargs values);
+  void set_values(const std::vector<std::pair<std::string, nanobind::handle>>& values);
   // Brings a viewed tensor's array and the views up to date with each other.
   void refresh_view(const std::string& name);
 

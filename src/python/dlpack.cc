@@ -5,48 +5,14 @@
 #include <string>
 #include <type_traits>
 
+#include "runtime/dlpack.h"
+
 namespace nb = nanobind;
 
 namespace kiln::python {
 namespace {
 
-// The DLPack ABI (dlpack.h, version 0.8 and later), declared here as the standard gives it.
-struct DLDevice {
-  int32_t device_type;
-  int32_t device_id;
-};
-struct DLDataType {
-  uint8_t code;  // kDLInt 0, kDLUInt 1, kDLFloat 2
-  uint8_t bits;
-  uint16_t lanes;
-};
-struct DLTensor {
-  void* data;
-  DLDevice device;
-  int32_t ndim;
-  DLDataType dtype;
-  int64_t* shape;
-  int64_t* strides;  // in elements; NULL for row-major
-  uint64_t byte_offset;
-};
-struct DLManagedTensor {
-  DLTensor dl_tensor;
-  void* manager_ctx;
-  void (*deleter)(DLManagedTensor* self);
-};
-// DLPack 1.0: the same with a version and flags, in a "dltensor_versioned" capsule.
-struct DLPackVersion {
-  uint32_t major;
-  uint32_t minor;
-};
-struct DLManagedTensorVersioned {
-  DLPackVersion version;
-  void* manager_ctx;
-  void (*deleter)(DLManagedTensorVersioned* self);
-  uint64_t flags;
-  DLTensor dl_tensor;
-};
-constexpr uint64_t kDLPackReadOnly = 1u << 0;
+using namespace kiln::dlpack;
 
 // The two capsule kinds, by the names the standard gives them.
 template <typename Managed>
@@ -61,18 +27,6 @@ struct CapsuleKind<DLManagedTensorVersioned> {
   static constexpr const char* kName = "dltensor_versioned";
   static constexpr const char* kUsedName = "used_dltensor_versioned";
 };
-
-constexpr int32_t kDLPackCudaHost = 3;  // pinned host memory: host-addressable too
-
-DLDataType to_dlpack(ir::DType dtype) {
-  switch (dtype) {
-    case ir::DType::kF32: return {2, 32, 1};
-    case ir::DType::kF64: return {2, 64, 1};
-    case ir::DType::kI32: return {0, 32, 1};
-    case ir::DType::kI64: return {0, 64, 1};
-  }
-  return {2, 32, 1};
-}
 
 // What an exported tensor's manager_ctx holds: the shape and what keeps the memory alive.
 template <typename Managed>
@@ -95,21 +49,8 @@ void capsule_destructor(PyObject* capsule) {
   PyErr_Restore(type, value, traceback);
 }
 
-std::string device_text(int32_t type) {
-  switch (type) {
-    case 2: return "CUDA device memory";
-    case 4: return "OpenCL device memory";
-    case 7: return "Vulkan device memory";
-    case 8: return "Metal device memory";
-    case 10: return "ROCm device memory";
-    case 13: return "CUDA managed memory";
-    case 14: return "oneAPI device memory";
-  }
-  return "memory of DLPack device type " + std::to_string(type);
-}
-
 void check_host_device(int32_t device_type) {
-  if (device_type == kDLPackCpu || device_type == kDLPackCudaHost) return;
+  if (device_type == kDLCPU || device_type == kDLCUDAHost) return;
   throw nb::buffer_error(("kiln.from_dlpack: the array is in " + device_text(device_type) +
                           "; kiln imports host memory only (copy it to the host first)")
                              .c_str());
@@ -145,23 +86,23 @@ ir::DType from_dlpack_type(DLDataType t) {
 namespace {
 
 template <typename Managed>
-nb::object export_as(const HostArray& array) {
+nb::object export_as(const HostArray& array, const Placement& where) {
   auto* e = new Export<Managed>();
   e->shape = array.dims;
   e->keep_alive = array.keep_alive;
   DLTensor& t = e->managed.dl_tensor;
-  t.data = array.data;
-  t.device = {kDLPackCpu, 0};
+  t.data = where.data;
+  t.device = where.device;
   t.ndim = static_cast<int32_t>(array.dims.size());
-  t.dtype = to_dlpack(array.dtype);
+  t.dtype = data_type(array.dtype);
   t.shape = e->shape.data();
   t.strides = nullptr;
-  t.byte_offset = 0;
+  t.byte_offset = where.byte_offset;
   e->managed.manager_ctx = e;
   e->managed.deleter = &Export<Managed>::destroy;
   if constexpr (std::is_same_v<Managed, DLManagedTensorVersioned>) {
     e->managed.version = {1, 0};
-    e->managed.flags = array.read_only ? kDLPackReadOnly : 0;
+    e->managed.flags = array.read_only ? kDLPackFlagReadOnly : 0;
   }
   PyObject* capsule = PyCapsule_New(&e->managed, CapsuleKind<Managed>::kName, &capsule_destructor<Managed>);
   if (!capsule) {
@@ -211,7 +152,7 @@ HostArray import_as(nb::handle capsule) {
                              " is not 1")
                                 .c_str());
     }
-    array.read_only = (managed->flags & kDLPackReadOnly) != 0;
+    array.read_only = (managed->flags & kDLPackFlagReadOnly) != 0;
   }
   if (PyCapsule_SetName(capsule.ptr(), CapsuleKind<Managed>::kUsedName) != 0) throw nb::python_error();
   array.keep_alive = std::shared_ptr<void>(managed, [](void* p) {
@@ -227,7 +168,11 @@ HostArray import_as(nb::handle capsule) {
 }  // namespace
 
 nb::object export_dlpack(const HostArray& array, bool versioned) {
-  return versioned ? export_as<DLManagedTensorVersioned>(array) : export_as<DLManagedTensor>(array);
+  return export_dlpack(array, versioned, Placement{{kDLCPU, 0}, array.data, 0});
+}
+
+nb::object export_dlpack(const HostArray& array, bool versioned, const Placement& where) {
+  return versioned ? export_as<DLManagedTensorVersioned>(array, where) : export_as<DLManagedTensor>(array, where);
 }
 
 HostArray import_dlpack(nb::handle source) {

@@ -60,20 +60,6 @@ nb::dict declarations(const Program& p) {
   return out;
 }
 
-// Tensor.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None).
-nb::object tensor_dlpack(const Tensor& t, nb::args, nb::kwargs kwargs) {
-  auto given = [&](const char* name) { return kwargs.contains(name) && !kwargs[name].is_none(); };
-  if (given("dl_device")) {
-    nb::tuple device = nb::cast<nb::tuple>(kwargs["dl_device"]);
-    if (nb::cast<int>(device[0]) != kDLPackCpu) {
-      throw nb::buffer_error(("tensor '" + t.name() + "': kiln exports host memory only").c_str());
-    }
-  }
-  const bool versioned = given("max_version") && nb::cast<int>(nb::cast<nb::tuple>(kwargs["max_version"])[0]) >= 1;
-  const bool copy = given("copy") && nb::cast<bool>(kwargs["copy"]);
-  return t.dlpack(versioned, copy);
-}
-
 }  // namespace
 
 void bind_runtime(nb::module_& m);
@@ -156,12 +142,14 @@ NB_MODULE(_kiln, m) {
             const std::string routine = args.size() == 1 ? nb::cast<std::string>(args[0]) : "main";
             return c.run(routine, inputs);
           },
-          "Sets the tensors given by name, runs the routine (\"main\" unless named first) to completion "
-          "and returns its outputs: a dict of output name -> new NumPy array. The GIL is released while "
-          "the routine runs.")
+          "Sets the tensors given by name (as set() does: bound or copied), runs the routine (\"main\" unless "
+          "named first) to completion and returns its outputs: a dict of output name -> new NumPy array. The GIL "
+          "is released while the routine runs.")
       .def("set", &CompiledProgram::set, "name"_a, "value"_a,
-           "Copies an array (NumPy, DLPack, kiln.Tensor, numbers) into an input, param or const. "
-           "ValueError names the tensor and what it expects for a wrong dtype or shape.")
+           "Sets an input or param to an array (NumPy, DLPack, kiln.Tensor, numbers). On cpu and interp a "
+           "C-contiguous, writable array aligned to its element size becomes the tensor's array itself (routines "
+           "write into it) until the tensor is set again; anything else is copied. ValueError names the tensor and "
+           "what it expects for a wrong dtype or shape.")
       .def("get", &CompiledProgram::get, "name"_a, "A NumPy copy of a tensor's current value.")
       .def("tensor", &CompiledProgram::tensor, "name"_a,
            "The tensor on the device as a kiln.Tensor: a zero-copy view where the device's memory "
@@ -177,7 +165,8 @@ NB_MODULE(_kiln, m) {
 
   nb::class_<Tensor>(m, "Tensor",
                      "An array kiln holds: a compiled program's tensor or an imported host array. "
-                     "NumPy and DLPack see its memory without a copy where it is host memory.")
+                     "NumPy and DLPack see its memory without a copy where it is host memory; DLPack "
+                     "exports OpenCL and CUDA memory as such (kDLOpenCL, kDLCUDA).")
       .def_prop_ro("name", &Tensor::name)
       .def_prop_ro("shape", &Tensor::shape)
       .def_prop_ro("dtype", &Tensor::dtype)
@@ -185,7 +174,10 @@ NB_MODULE(_kiln, m) {
       .def("numpy", &Tensor::numpy,
            "A NumPy array over the same memory (a copy when the memory is a device's own).")
       .def("__array__", [](const Tensor& t, nb::args, nb::kwargs) { return t.numpy(); })
-      .def("__dlpack__", &tensor_dlpack)
+      .def("__dlpack__", &Tensor::dlpack, nb::kw_only(), "stream"_a.none() = nb::none(), "max_version"_a.none() = nb::none(),
+           "dl_device"_a.none() = nb::none(), "copy"_a.none() = nb::none(),
+           "The DLPack protocol (Python array API): a capsule over the tensor's memory, host or "
+           "device (kDLOpenCL, kDLCUDA); a host copy of device memory for dl_device=(1, 0).")
       .def("__dlpack_device__", &Tensor::dlpack_device)
       .def("__repr__", [](const Tensor& t) {
         return "kiln.Tensor('" + t.name() + "', " + array_type_text(t.host().dtype, t.host().dims) +
@@ -195,8 +187,8 @@ NB_MODULE(_kiln, m) {
   m.def("from_dlpack", [](nb::handle source) { return Tensor("", import_dlpack(source), nullptr, "host"); },
         "source"_a,
         "A kiln.Tensor over another framework's host array (anything with __dlpack__, or a DLPack "
-        "capsule), without a copy. BufferError for device memory; ValueError for strided arrays, "
-        "dtypes other than float32/float64/int32, or a capsule consumed already.");
+        "capsule), without a copy. BufferError for device memory (kiln's own OpenCL tensors too); "
+        "ValueError for strided arrays, dtypes other than float32/float64/int32, or a capsule consumed already.");
 
   bind_kernels(m);
   bind_runtime(m);

@@ -13,6 +13,7 @@
 
 #include "kiln/drivers/drivers.h"
 #include "kiln/runtime/backend.h"
+#include "kiln/runtime/bind.h"
 #include "kiln/runtime/routine.h"
 #include "kiln/runtime/transfer.h"
 #include "python/arrays.h"
@@ -20,6 +21,7 @@
 #include "python/gil.h"
 #include "python/kernels.h"
 #include "python/program.h"
+#include "python/python_release.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -54,9 +56,14 @@ struct Tensors {
 struct Backend {
   BackendRef backend;
 };
+// A stream's timeline (`backend` set), or a semaphore the host signals (kiln.Semaphore()).
 struct Semaphore {
   BackendRef backend;
   std::shared_ptr<hal::Semaphore> semaphore;
+
+  void check_live() const {
+    if (backend) backend->live();
+  }
 };
 struct Stream {
   BackendRef backend;
@@ -164,14 +171,27 @@ void bind_runtime(nb::module_& m) {
           }, "name"_a);
 
   nb::class_<Semaphore>(m, "Semaphore", "A timeline: a 64-bit value that only grows, or a failure.")
-      .def_prop_ro("value", [](const Semaphore& s) { s.backend->live(); return value_or_throw(s.semaphore->query()); },
+      .def(nb::new_([](uint64_t value) { return Semaphore{nullptr, hal::Semaphore::create(value)}; }), "value"_a = 0,
+           "A semaphore the host signals (signal()), for a stream to wait for (Stream.wait_for).")
+      .def_prop_ro("value", [](const Semaphore& s) { s.check_live(); return value_or_throw(s.semaphore->query()); },
                    "The value reached so far; kiln.Error with the failure if it failed.")
       .def("wait", [](const Semaphore& s, uint64_t value, std::optional<double> timeout) {
-            s.backend->live();
+            s.check_live();
             const Timeout t = timeout_of(timeout);
             blocking([&] { return s.semaphore->wait(value, t); });
           }, "value"_a, "timeout"_a = nb::none(),
-          "Blocks (without the GIL) until the value is reached; kiln.Error on failure or timeout.");
+          "Blocks (without the GIL) until the value is reached; kiln.Error on failure or timeout.")
+      .def("signal", [](const Semaphore& s, uint64_t value) {
+            if (s.backend) {
+              throw nb::value_error("a stream's timeline advances with the stream's work; only a kiln.Semaphore() "
+                                    "made by the host is signalled by it");
+            }
+            Status status = s.semaphore->signal(value);
+            if (status.code() == StatusCode::kInvalidArgument) throw nb::value_error(status.message().c_str());
+            throw_if_error(status);
+          }, "value"_a,
+          "Advances a host semaphore to `value` (above its current one; ValueError otherwise), releasing the "
+          "streams that wait for it.");
 
   nb::class_<Stream>(m, "Stream", "A queue of the backend's device: its routines and transfers run in order.")
       .def_prop_ro("name", [](const Stream& s) { return s.stream->name(); })
@@ -182,7 +202,14 @@ void bind_runtime(nb::module_& m) {
             const Timeout t = timeout_of(timeout);
             blocking([&] { return s.stream->await(t); });
           }, "timeout"_a = nb::none(),
-          "Blocks until everything scheduled so far has completed; raises the stream's failure.");
+          "Blocks until everything scheduled so far has completed; raises the stream's failure.")
+      .def("wait_for", [](const Stream& s, const Semaphore& semaphore, uint64_t value) {
+            s.backend->live();
+            semaphore.check_live();
+            blocking([&] { return s.stream->wait_for(semaphore.semaphore, value); });
+          }, "semaphore"_a, "value"_a,
+          "Makes what is scheduled on the stream after this call wait (without blocking the host) until the "
+          "semaphore reaches `value`; a failed semaphore fails the stream.");
 
   nb::class_<Code>(m, "Code", "Routines compiled for a device, ready to link into contexts.")
       .def_prop_ro("routines", [](const Code& c) { return c.code->routine_names(); });
@@ -215,6 +242,28 @@ void bind_runtime(nb::module_& m) {
             });
             return child;
           }, "code"_a, "Links every routine of `code` into a new child context (arrays found or allocated).")
+      .def("bind", [](const Context& c, const std::string& name, nb::handle value) {
+            c.backend->live();
+            release_queued_objects();
+            Result<runtime::HostTensor> found = c.context->nodes()->tensor(name);
+            if (!found.ok()) throw nb::value_error(found.status().message().c_str());
+            const runtime::HostTensor& tensor = *found;
+            InputBytes bytes(tensor.desc(), value);
+            if (bytes.bindable() && !tensor.desc().is_const) {
+              // The shape first (it binds the sizes a sized tensor names), then the memory.
+              const runtime::NodeTable::ShapedWrite shape{name, bytes.bytes(), bytes.dims(), true};
+              Status status = c.context->nodes()->write_shaped({&shape, 1});
+              if (status.code() == StatusCode::kInvalidArgument) throw nb::value_error(status.message().c_str());
+              throw_if_error(status);
+              if (value_or_throw(runtime::bind_host(c.context, name, bytes.memory(), bytes.keep_alive()))) return true;
+            }
+            write_value(tensor, value);
+            return false;
+          }, "name"_a, "value"_a,
+          "Binds a host array (NumPy, DLPack) as the tensor's array in this context tree, without a copy, where "
+          "the device can use it in place (cpu, interp; C-contiguous, writable, aligned to its element size, "
+          "overlapping no other tensor's array): routines then read and write the caller's memory until the "
+          "tensor is set again. Elsewhere it writes a copy, as Tensors.set does. Returns whether it bound it.")
       .def("routine", [](const Context& c, const std::string& name) {
             auto it = c.routines.find(name);
             if (it == c.routines.end()) {

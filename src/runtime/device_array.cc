@@ -6,6 +6,26 @@
 
 namespace kiln::runtime {
 
+void replace_buffer_locked(DeviceArray& array, hal::BufferRef buffer, bool bound) {
+  array.buffer = std::move(buffer);
+  array.bound = bound;
+  for (const std::weak_ptr<PreparedRun>& weak : array.recorded_by) {
+    if (std::shared_ptr<PreparedRun> run = weak.lock()) forget_recorded_steps_locked(*run);
+  }
+  array.recorded_by.clear();
+}
+
+Status unbind_locked(DeviceArray& array) {
+  if (!array.bound) return Status();
+  Result<hal::BufferRef> own = array.home->device()->allocator().allocate({}, array.desc.bytes);
+  if (!own.ok()) return own.status().annotate("giving node '" + array.desc.name + "' memory of its own again");
+  replace_buffer_locked(array, std::move(*own), false);
+  array.stale = array.node != nullptr;
+  array.newer = false;
+  if (array.node && array.node->newer_on_device.lock().get() == &array) array.node->newer_on_device.reset();
+  return Status();
+}
+
 Status fit_to_sizes_locked(DeviceArray& array, const std::vector<int64_t>& values,
                            const std::vector<std::string>& size_names) {
   NodeDesc& desc = array.desc;
@@ -24,9 +44,10 @@ Status fit_to_sizes_locked(DeviceArray& array, const std::vector<int64_t>& value
     bytes *= static_cast<size_t>(dims[d]);  // NodeTable::set_sizes bounded every tensor
   }
   if (dims == desc.dims && bytes == desc.bytes) return Status();
-  if (bytes > array.buffer->byte_length()) {
+  // The caller's memory of a bound array holds the old shape: the array gets its own.
+  if (array.bound || bytes > array.buffer->byte_length()) {
     KILN_ASSIGN_OR_RETURN(hal::BufferRef grown, array.home->device()->allocator().allocate({}, bytes));
-    array.buffer = std::move(grown);
+    replace_buffer_locked(array, std::move(grown), false);
   }
   desc.dims = std::move(dims);
   desc.bytes = bytes;

@@ -138,6 +138,23 @@ std::vector<int64_t> NodeTable::size_values() const {
 
 void NodeTable::note_run() { ++runs_; }
 
+bool NodeTable::overlaps_array_locked(std::span<const std::byte> bytes, const DeviceArray* except) const {
+  // Addresses compared as integers: the ranges belong to unrelated allocations.
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(bytes.data());
+  const uintptr_t end = begin + bytes.size();
+  for (const auto& [name, node] : nodes_) {
+    for (const std::weak_ptr<DeviceArray>& weak : node->arrays) {
+      std::shared_ptr<DeviceArray> array = weak.lock();
+      if (!array || array.get() == except) continue;
+      const auto* base = static_cast<const std::byte*>(array->buffer->storage()->host_pointer());
+      if (!base) continue;
+      const uintptr_t start = reinterpret_cast<uintptr_t>(base + array->buffer->byte_offset());
+      if (start < end && begin < start + array->buffer->byte_length()) return true;
+    }
+  }
+  return false;
+}
+
 Status NodeTable::set_sizes(const std::map<std::string, int64_t, std::less<>>& values) {
   std::lock_guard<std::mutex> lock(scheduling_mutex());
   std::vector<int64_t> bound = size_values_;
@@ -232,10 +249,13 @@ Status HostTensor::read(std::span<std::byte> out, Timeout timeout) const {
                                   " bytes, asked for " + std::to_string(out.size()));
   }
   std::unique_lock<std::mutex> lock(scheduling_mutex());
+  const DeviceArray* downloaded_bound = nullptr;  // a bound array stays newer: fetched once
   for (;;) {
     if (table_->automatic_) {
-      if (std::shared_ptr<DeviceArray> newer = node_->newer_on_device.lock()) {
+      std::shared_ptr<DeviceArray> newer = node_->newer_on_device.lock();
+      if (newer && newer.get() != downloaded_bound) {
         KILN_RETURN_IF_ERROR(download_locked(*newer).status());
+        if (newer->bound) downloaded_bound = newer.get();
       }
     }
     if (!node_->host_pending) break;
@@ -355,6 +375,7 @@ Status NodeTable::write_shaped(std::span<const ShapedWrite> writes) {
     // Each write's bytes at its shape; consts are refused as HostTensor::write refuses them.
     for (size_t w = 0; w < writes.size(); ++w) {
       if (tensors[w].desc().is_const) return tensors[w].write(writes[w].data);
+      if (writes[w].shape_only) continue;
       size_t bytes = ir::dtype_size(tensors[w].desc().dtype);
       for (int64_t d : writes[w].dims) bytes *= static_cast<size_t>(d);
       if (writes[w].data.size() != bytes) {
@@ -367,7 +388,9 @@ Status NodeTable::write_shaped(std::span<const ShapedWrite> writes) {
       if (bound_by[s]) size_set_run_[s] = runs_ + 1;
     }
   }
-  for (size_t w = 0; w < writes.size(); ++w) KILN_RETURN_IF_ERROR(tensors[w].write(writes[w].data));
+  for (size_t w = 0; w < writes.size(); ++w) {
+    if (!writes[w].shape_only) KILN_RETURN_IF_ERROR(tensors[w].write(writes[w].data));
+  }
   return Status();
 }
 
@@ -387,6 +410,11 @@ Status HostTensor::write(std::span<const std::byte> data) const {
     // A failed transfer fails its stream; the host copy is the host's again either way.
     (void)pending.semaphore->wait(pending.value, Timeout::infinite());
     lock.lock();
+  }
+  // An array bound to the caller's memory (bind_host) gets its own again: the caller's array
+  // keeps what it holds, and the host's value goes to the node's own memory.
+  for (const auto& weak : node_->arrays) {
+    if (std::shared_ptr<DeviceArray> array = weak.lock()) KILN_RETURN_IF_ERROR(unbind_locked(*array));
   }
   if (!data.empty()) std::memcpy(node_->host.data(), data.data(), data.size());
   node_->host_zeros = false;

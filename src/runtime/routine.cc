@@ -61,6 +61,8 @@ namespace {
 std::atomic<uint64_t> next_routine_id{1};
 }  // namespace
 
+void forget_recorded_steps_locked(PreparedRun& run) { run.steps.reset(); }
+
 Routine::Routine(std::string name, ContextRef context, CodeRef code, hal::ExecutableRef executable)
     : name_(std::move(name)),
       context_(std::move(context)),
@@ -271,6 +273,13 @@ Status Routine::run_in(const ContextRef& context) const {
     if (traced_ && lowered_) *steps = traced_steps(*steps, *lowered_, program, values, trace_run);
     prepared.steps = std::move(*steps);
     prepared.merge = merge;
+    // The steps bind the arrays' buffers: an array given another one forgets them (bind_host).
+    for (const DeviceArrayRef& array : prepared.arrays) {
+      std::erase_if(array->recorded_by, [&](const std::weak_ptr<PreparedRun>& r) {
+        return r.expired() || r.lock() == slot;
+      });
+      array->recorded_by.push_back(slot);
+    }
     prepared.placement = PreparedRun::placement_of(*prepared.steps, sized_ ? prepared.dispatches : dispatches_,
                                                    sized_ ? prepared.sizes : code_->sizes(),
                                                    stream.device()->info().capabilities);

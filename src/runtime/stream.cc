@@ -26,6 +26,15 @@ Status Stream::await(Timeout timeout) const {
   return status;
 }
 
+Status Stream::wait_for(const std::shared_ptr<hal::Semaphore>& semaphore, uint64_t value) {
+  if (!semaphore) return invalid_argument_error("stream '" + name_ + "': wait_for a null semaphore");
+  std::lock_guard<std::mutex> lock(scheduling_mutex());
+  return schedule(*this, {}, {{semaphore, value}}, {"wait_for", "sync"},
+                  [&](const hal::SemaphoreList& w, const hal::SemaphoreList& s) { return queue_->barrier(w, s); })
+      .status()
+      .annotate("stream '" + name_ + "'");
+}
+
 bool Stream::is_idle() const {
   uint64_t last;
   {

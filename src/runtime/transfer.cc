@@ -80,6 +80,7 @@ Result<StreamPoint> download_locked(DeviceArray& array) {
   node.host_zeros = false;
   node.host_pending = *done;
   keep_alive_until(stream, *done, array.node);
+  if (array.bound) return done;  // the caller may write its memory again at any time
   array.newer = false;
   if (node.newer_on_device.lock().get() == &array) node.newer_on_device.reset();
   return done;
@@ -159,14 +160,20 @@ Result<bool> to_host(const ContextRef& context, std::string_view node) {
   return true;
 }
 
-Result<HostView> host_view(const ContextRef& context, std::string_view node, Timeout timeout) {
+namespace {
+
+// device_memory, or with `host_only` host_view's: UNIMPLEMENTED before anything is done where the
+// memory is not of that kind.
+Result<DeviceMemory> exported_memory(const ContextRef& context, std::string_view node, Timeout timeout,
+                                     bool host_only) {
   std::unique_lock<std::mutex> lock(scheduling_mutex());
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceArray> array, hosted_array(context, node));
-  auto* base = static_cast<std::byte*>(array->buffer->storage()->host_pointer());
-  if (!base) {
+  const hal::NativeMemory::Kind kind = array->buffer->storage()->native_memory().kind;
+  if (kind == hal::NativeMemory::Kind::kNone || (host_only && kind != hal::NativeMemory::Kind::kHost)) {
     return unimplemented_error("node '" + array->desc.name + "': the memory of device '" +
-                               context->stream()->device()->info().name +
-                               "' is not host memory; read a copy of it instead");
+                               context->stream()->device()->info().name + "' is not " +
+                               (host_only ? "host memory" : "memory its driver can hand out") +
+                               "; read a copy of it instead");
   }
   if (array->stale) KILN_RETURN_IF_ERROR(upload_locked(*context->stream(), *array).status());
   for (;;) {
@@ -188,12 +195,29 @@ Result<HostView> host_view(const ContextRef& context, std::string_view node, Tim
   }
   array->newer = true;
   array->node->newer_on_device = array;
-  // The buffer as it is now (sizes may have given the array a larger one meanwhile), kept alive
-  // by the view itself: a later size change replaces the array's buffer, never the view's memory.
+  // The buffer as it is now (sizes or a binding may have given the array another one meanwhile),
+  // kept alive by the caller's handle itself: a later change replaces the array's buffer, never
+  // the memory handed out.
   hal::BufferRef buffer = array->buffer;
-  base = static_cast<std::byte*>(buffer->storage()->host_pointer());
-  std::span<std::byte> bytes{base + buffer->byte_offset(), array->desc.bytes};
-  return HostView{bytes, std::make_shared<std::pair<DeviceArrayRef, hal::BufferRef>>(array, std::move(buffer))};
+  DeviceMemory memory;
+  memory.native = buffer->storage()->native_memory();
+  memory.offset = buffer->byte_offset();
+  memory.bytes = array->desc.bytes;
+  memory.bound = array->bound;
+  memory.keep_alive = std::make_shared<std::pair<DeviceArrayRef, hal::BufferRef>>(array, std::move(buffer));
+  return memory;
+}
+
+}  // namespace
+
+Result<DeviceMemory> device_memory(const ContextRef& context, std::string_view node, Timeout timeout) {
+  return exported_memory(context, node, timeout, false);
+}
+
+Result<HostView> host_view(const ContextRef& context, std::string_view node, Timeout timeout) {
+  KILN_ASSIGN_OR_RETURN(DeviceMemory memory, exported_memory(context, node, timeout, true));
+  return HostView{{static_cast<std::byte*>(memory.native.host) + memory.offset, memory.bytes},
+                  std::move(memory.keep_alive), memory.bound};
 }
 
 Result<bool> device_to_device(std::string_view node, MergeMode mode, const ContextRef& dst,

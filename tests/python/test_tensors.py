@@ -1,5 +1,7 @@
 """kiln.Tensor: zero-copy views of a compiled program's tensors, DLPack both ways."""
 
+import ctypes
+import ctypes.util
 import gc
 
 import kiln
@@ -49,15 +51,123 @@ def test_view_outlives_the_compiled_program(host_device):
     np.testing.assert_array_equal(w, np.full(10, 2, np.float32))
 
 
-def test_device_memory_is_copied_not_exported():
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device_type", ctypes.c_int32),
+        ("device_id", ctypes.c_int32),
+        ("ndim", ctypes.c_int32),
+        ("code", ctypes.c_uint8),
+        ("bits", ctypes.c_uint8),
+        ("lanes", ctypes.c_uint16),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class _DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [
+        ("major", ctypes.c_uint32),
+        ("minor", ctypes.c_uint32),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", ctypes.c_void_p),
+        ("flags", ctypes.c_uint64),
+        ("dl_tensor", _DLTensor),
+    ]
+
+
+def _dl_tensor(capsule):
+    """The DLTensor inside a (not consumed) dltensor_versioned capsule."""
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype = ctypes.c_void_p
+    get.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    return _DLManagedTensorVersioned.from_address(get(capsule, b"dltensor_versioned")).dl_tensor
+
+
+class _OpenCL:
+    """The few OpenCL calls a consumer of a kDLOpenCL capsule makes, through the ICD loader."""
+
+    def __init__(self):
+        self.cl = ctypes.CDLL(ctypes.util.find_library("OpenCL") or "libOpenCL.so.1")
+        self.cl.clCreateCommandQueue.restype = ctypes.c_void_p
+        self.cl.clCreateCommandQueue.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64,
+                                                 ctypes.POINTER(ctypes.c_int32)]
+        for name in ("clGetMemObjectInfo", "clGetContextInfo"):
+            getattr(self.cl, name).argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_size_t, ctypes.c_void_p,
+                                               ctypes.c_void_p]
+        for name in ("clEnqueueReadBuffer", "clEnqueueWriteBuffer"):
+            getattr(self.cl, name).argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_size_t,
+                                               ctypes.c_size_t, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
+                                               ctypes.c_void_p]
+        self.cl.clReleaseCommandQueue.argtypes = [ctypes.c_void_p]
+
+    def queue_for(self, mem):
+        """A queue on the cl_mem's own context and device."""
+        context, device = ctypes.c_void_p(), ctypes.c_void_p()
+        assert self.cl.clGetMemObjectInfo(mem, 0x1106, ctypes.sizeof(context), ctypes.byref(context), None) == 0
+        assert self.cl.clGetContextInfo(context, 0x1081, ctypes.sizeof(device), ctypes.byref(device), None) == 0
+        err = ctypes.c_int32()
+        queue = self.cl.clCreateCommandQueue(context, device, 0, ctypes.byref(err))
+        assert err.value == 0
+        return queue
+
+    def read(self, queue, mem, offset, out):
+        assert self.cl.clEnqueueReadBuffer(queue, mem, 1, offset, out.nbytes, out.ctypes.data, 0, None, None) == 0
+
+    def write(self, queue, mem, offset, values):
+        assert self.cl.clEnqueueWriteBuffer(queue, mem, 1, offset, values.nbytes, values.ctypes.data, 0, None,
+                                            None) == 0
+
+
+def test_opencl_tensors_export_their_device_memory():
     if "opencl" not in kiln.devices():
         pytest.skip("no OpenCL device")
     run = kiln.Program.from_text(AFFINE).compile(device="opencl")
     run("double_w")
     t = run.tensor("w")
-    np.testing.assert_array_equal(t.numpy(), np.full(10, 2, np.float32))
-    with pytest.raises(BufferError, match="device memory of 'opencl'"):
+    assert t.__dlpack_device__() == (4, 0)  # kDLOpenCL, kiln's ordinal of the device
+    np.testing.assert_array_equal(t.numpy(), np.full(10, 2, np.float32))  # a host copy
+    # A consumer of host memory asks for it: a host copy (NumPy alone refuses OpenCL memory).
+    np.testing.assert_array_equal(np.from_dlpack(t, device="cpu"), np.full(10, 2, np.float32))
+    with pytest.raises((BufferError, RuntimeError), match="Unsupported device"):
         np.from_dlpack(t)
+    with pytest.raises(BufferError, match="a host array of it is a copy, which copy=False refuses"):
+        t.__dlpack__(dl_device=(1, 0), copy=False)
+    with pytest.raises(BufferError, match="not within the device"):
+        t.__dlpack__(copy=True)
+    with pytest.raises(BufferError, match=r"exports there or to the host .*, not to \(2, 0\)"):
+        t.__dlpack__(dl_device=(2, 0))
+    with pytest.raises(ValueError, match="stream must be None for OpenCL device memory"):
+        t.__dlpack__(stream=1)
+    with pytest.raises(BufferError, match="OpenCL device memory; kiln imports host memory only"):
+        kiln.from_dlpack(t)
+
+    # The capsule itself: the cl_mem (dlpack.h), which a consumer reads on a queue of its own.
+    capsule = t.__dlpack__(max_version=(1, 0))
+    dl = _dl_tensor(capsule)
+    assert (dl.device_type, dl.device_id, dl.ndim, dl.shape[0]) == (4, 0, 1, 10)
+    assert (dl.code, dl.bits, dl.lanes) == (2, 32, 1) and not dl.strides
+    opencl = _OpenCL()
+    queue = opencl.queue_for(dl.data)
+    seen = np.zeros(10, np.float32)
+    opencl.read(queue, dl.data, dl.byte_offset, seen)
+    np.testing.assert_array_equal(seen, np.full(10, 2, np.float32))
+    # The consumer's write (finished before kiln runs again) is what kiln's routines read.
+    opencl.write(queue, dl.data, dl.byte_offset, np.arange(10, dtype=np.float32))
+    opencl.cl.clReleaseCommandQueue(queue)
+    run("double_w")
+    np.testing.assert_array_equal(run.get("w"), np.arange(10, dtype=np.float32) * 2)
+
+
+def test_host_tensors_take_no_stream_and_stay_on_the_host(host_device):
+    t = kiln.Program.from_text(AFFINE).compile(device=host_device).tensor("w")
+    assert t.__dlpack_device__() == (1, 0)
+    with pytest.raises(ValueError, match="stream must be None for host memory"):
+        t.__dlpack__(stream=1)
+    with pytest.raises(BufferError, match=r"host memory of '.*' \(1, 0\); it exports there, not to \(4, 0\)"):
+        t.__dlpack__(dl_device=(4, 0))
+    np.testing.assert_array_equal(np.from_dlpack(t, device="cpu", copy=False), np.ones(10, np.float32))
 
 
 def test_from_dlpack_is_zero_copy_both_ways():

@@ -39,12 +39,31 @@ std::string buffer_usage_string(uint32_t usage);
 
 enum class MapAccess : uint32_t { kRead = 1, kWrite = 2, kReadWrite = 3, kDiscardWrite = 6 };
 
+// An allocation in its driver's own terms, for handing it to other libraries (DLPack).
+struct NativeMemory {
+  enum class Kind : uint8_t {
+    kNone,    // the driver has no form of it to hand out
+    kHost,    // host memory: `host` is byte 0
+    kOpenCL,  // an OpenCL buffer: `handle` is its cl_mem
+    kCuda,    // CUDA device memory: `device_address` is byte 0's CUdeviceptr
+  };
+  Kind kind = Kind::kNone;
+  void* host = nullptr;
+  void* handle = nullptr;
+  uint64_t device_address = 0;
+  // The device among its platform's: the CUDA device number; for OpenCL, kiln's ordinal of the
+  // device ("opencl:N"); 0 for host memory.
+  int32_t device = 0;
+};
+
 // The memory behind one allocation; implemented by each driver.
 class BufferStorage {
  public:
   virtual ~BufferStorage() = default;
   // Host address of byte 0 when the memory is host-addressable (the CPU driver), else nullptr.
   virtual void* host_pointer() { return nullptr; }
+  // The allocation as its driver names it; by default host memory where host_pointer() is set.
+  virtual NativeMemory native_memory();
   // Whether the allocator returned the memory holding zeros (fresh pages from the kernel): the
   // owner of a new buffer that nothing has written may skip filling it with zeros.
   virtual bool zeroed_when_allocated() const { return false; }

@@ -212,16 +212,22 @@ class NodeTable : public std::enable_shared_from_this<NodeTable> {
   // tensor, the dimension, the size and the values, for a disagreement, a wrong rank, a fixed
   // dimension that differs, an affine dimension (`N + 1`) that its bound sizes do not give, or
   // data of another byte size; NOT_FOUND for an unknown tensor.
+  // With `shape_only`, the write binds the sizes its shape names and writes no data: the caller
+  // binds its memory of that shape as the node's array next (bind_host, kiln/runtime/bind.h).
   struct ShapedWrite {
     std::string name;
     std::span<const std::byte> data;
     std::vector<int64_t> dims;
+    bool shape_only = false;
   };
   Status write_shaped(std::span<const ShapedWrite> writes);
 
   // The runtime's, under the scheduling mutex: a routine of this table was scheduled (sizes set
   // before it are no longer "set for this run", HostTensor::write), and the sizes' values.
   void note_run();
+  // Whether host memory `bytes` overlaps the memory of a device array of the table's nodes
+  // other than `except` (bind_host: no two arrays share memory).
+  bool overlaps_array_locked(std::span<const std::byte> bytes, const DeviceArray* except) const;
   const std::vector<int64_t>& size_values_locked() const { return size_values_; }
   // Counts the changes of the sizes' values: what a routine prepared at one count is stale at
   // another, even where the values came back to what they were (arrays grew in between).

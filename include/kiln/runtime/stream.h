@@ -46,6 +46,10 @@ class Stream {
   // or the timeout passed (DEADLINE_EXCEEDED).
   Status await(Timeout timeout = Timeout::infinite()) const;
   bool is_idle() const;
+  // Makes what is scheduled on the stream after this call wait, without blocking the host, until
+  // `semaphore` reaches `value` (a host event: data a host thread produces, a gate a test
+  // opens). If the semaphore fails, the stream fails with its status.
+  Status wait_for(const std::shared_ptr<hal::Semaphore>& semaphore, uint64_t value);
 
  private:
   friend struct StreamInternals;

@@ -10,6 +10,7 @@
 
 #include "kiln/base/status.h"
 #include "kiln/base/time.h"
+#include "kiln/hal/buffer.h"
 #include "kiln/runtime/context.h"
 
 namespace kiln::runtime {
@@ -34,9 +35,29 @@ Result<bool> to_host(const ContextRef& context, std::string_view node);
 struct HostView {
   std::span<std::byte> bytes;
   std::shared_ptr<void> keep_alive;
+  bool bound = false;  // the memory is a caller's, bound as the array (kiln/runtime/bind.h)
 };
 Result<HostView> host_view(const ContextRef& context, std::string_view node,
                            Timeout timeout = Timeout::infinite());
+
+// The context tree's array of `node` as its driver's own memory, for handing it to another
+// library (DLPack in the Python package): host memory on cpu and interp, a cl_mem on OpenCL, a
+// CUdeviceptr on CUDA (hal::NativeMemory), the node starting `offset` bytes into it. Ordered as
+// host_view is: a newer host copy is uploaded first, it returns once no scheduled action reads or
+// writes the array (so the other library may read it on any queue or stream of its own), and the
+// array counts as newer than the host copy (the other library may write it; HostTensor::read
+// copies back). The other library orders its own work against later routines (a data race
+// otherwise, as with a view). The memory stays valid while `keep_alive` lives. UNIMPLEMENTED
+// where the driver hands out no form of its memory.
+struct DeviceMemory {
+  hal::NativeMemory native;
+  size_t offset = 0;
+  size_t bytes = 0;
+  std::shared_ptr<void> keep_alive;
+  bool bound = false;  // the memory is a caller's, bound as the array (kiln/runtime/bind.h)
+};
+Result<DeviceMemory> device_memory(const ContextRef& context, std::string_view node,
+                                   Timeout timeout = Timeout::infinite());
 
 enum class MergeMode {
   kNo,         // into dst's own array of the node

@@ -21,6 +21,14 @@ CuStorage::~CuStorage() {
   if (release_) release_(imported_);
 }
 
+hal::NativeMemory CuStorage::native_memory() {
+  hal::NativeMemory native;
+  native.kind = hal::NativeMemory::Kind::kCuda;
+  native.device_address = pointer_;
+  native.device = static_cast<int32_t>(context_->record().device);
+  return native;
+}
+
 Status CuStorage::map(size_t offset, size_t length, hal::MapAccess access, void** out) {
   if (host_) {
     *out = static_cast<char*>(host_) + offset;

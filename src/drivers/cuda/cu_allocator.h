@@ -26,6 +26,8 @@ class CuStorage final : public hal::BufferStorage {
   ~CuStorage() override;
 
   void* host_pointer() override { return host_; }
+  // The device address (for imported host memory, where the device sees it), on the CUDA device.
+  hal::NativeMemory native_memory() override;
   Status map(size_t offset, size_t length, hal::MapAccess access, void** out) override;
   void unmap(size_t offset, size_t length, hal::MapAccess access, void* mapped) override;
   // The device address of byte 0.

@@ -22,6 +22,14 @@ ClStorage::~ClStorage() {
   if (release_) release_(host_);
 }
 
+hal::NativeMemory ClStorage::native_memory() {
+  hal::NativeMemory native;
+  native.kind = hal::NativeMemory::Kind::kOpenCL;
+  native.handle = mem_;
+  native.device = static_cast<int32_t>(context_->record().info.ordinal);
+  return native;
+}
+
 Status ClStorage::map(size_t offset, size_t length, hal::MapAccess access, void** out) {
   cl_map_flags flags = 0;
   if (access == hal::MapAccess::kDiscardWrite) {

@@ -19,6 +19,8 @@ class ClStorage final : public hal::BufferStorage {
 
   Status map(size_t offset, size_t length, hal::MapAccess access, void** out) override;
   void unmap(size_t offset, size_t length, hal::MapAccess access, void* mapped) override;
+  // The cl_mem, on the device of kiln's ordinal (imported host memory too: kernels use the cl_mem).
+  hal::NativeMemory native_memory() override;
   cl_mem mem() const { return mem_; }
   const std::shared_ptr<ClContext>& context() const { return context_; }
 
