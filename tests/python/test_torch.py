@@ -66,12 +66,23 @@ def test_torch_view_outlives_the_compiled_program(host_device):
     assert torch.equal(w, torch.full((10,), 2.0))
 
 
-def test_device_memory_is_not_exported_to_torch():
+def test_opencl_memory_is_exported_as_opencl_and_torch_refuses_it():
     if "opencl" not in kiln.devices():
         pytest.skip("no OpenCL device")
     run = kiln.Program.from_text(AFFINE).compile(device="opencl")
-    with pytest.raises(BufferError, match="not in host memory"):
+    assert run.tensor("w").__dlpack_device__()[0] == 4  # kDLOpenCL: device memory, not the host's
+    with pytest.raises(RuntimeError, match="OPENCL"):  # PyTorch takes no OpenCL memory
         torch.from_dlpack(run.tensor("w"))
+
+
+def test_a_torch_tensor_handed_to_a_run_is_the_tensors_memory(host_device):
+    run = kiln.Program.from_text(AFFINE).compile(device=host_device)
+    w = torch.full((10,), 3.0)
+    run("double_w", w=w)  # bound, not copied: the routine's write lands in w
+    assert torch.equal(w, torch.full((10,), 6.0))
+    shared = torch.full((10,), 5.0)
+    run("double_w", w=kiln.from_dlpack(shared))
+    assert torch.equal(shared, torch.full((10,), 10.0))
 
 
 @pytest.mark.parametrize("torch_dtype, kiln_type, np_dtype", DTYPES)
