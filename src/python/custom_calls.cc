@@ -231,6 +231,18 @@ Status call_python(const PythonCall& call, void** args) {
   }
 }
 
+// CPython makes a thread state for a thread it did not start at each PyGILState_Ensure and
+// frees it at the matching Release (three munmaps, most of a small call's time). A queue's or
+// pool's thread instead keeps the one its first call made, for its life (CPython frees it when the
+// interpreter ends, after which the gate lets no call in): the GIL is released, the state stays.
+void keep_thread_state() {
+  thread_local bool kept = false;
+  if (kept || PyGILState_GetThisThreadState() != nullptr) return;
+  PyGILState_Ensure();  // never released: every later Ensure and Release on this thread nests in it
+  PyEval_SaveThread();
+  kept = true;
+}
+
 Status invoke(const ral::Function& function, ral::ExecutionContext&, void** args) {
   const auto& call = *static_cast<const PythonCall*>(function.user);
   if (!gate().enter()) {
@@ -238,6 +250,7 @@ Status invoke(const ral::Function& function, ral::ExecutionContext&, void** args
                                      "' was not called");
   }
   Status status;
+  keep_thread_state();
   {
     nb::gil_scoped_acquire gil;
     status = call_python(call, args);
