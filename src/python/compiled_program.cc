@@ -1,6 +1,7 @@
 #include "python/compiled_program.h"
 
 #include <algorithm>
+#include <cstring>
 #include <deque>
 
 #include <nanobind/stl/string.h>
@@ -18,6 +19,9 @@ namespace nb = nanobind;
 
 namespace kiln::python {
 namespace {
+
+// Outputs of at least this many bytes are copied out of the device's memory where it is the host's.
+constexpr size_t kDirectOutputBytes = size_t{64} << 10;
 
 std::string joined(const std::vector<std::string>& names) {
   std::string s;
@@ -143,8 +147,24 @@ nb::dict CompiledProgram::run(const std::string& routine, nb::kwargs inputs) {
     status = it->second->run();
     if (status.ok()) status = stream_->await();
     for (const Output& o : outputs) {
-      if (status.ok() && o.entry->viewed) status = runtime::host_view(context_, *o.name).status();
-      if (status.ok()) status = o.entry->tensor.read({static_cast<std::byte*>(o.data), o.entry->tensor.desc().bytes});
+      const size_t bytes = o.entry->tensor.desc().bytes;
+      if (status.ok() && (o.entry->viewed || (outputs_from_device_memory_ && bytes >= kDirectOutputBytes))) {
+        // Where the device's memory is the host's, a large output is copied from the device's
+        // array itself: one copy instead of two (the download into the host copy, then out of
+        // it). A small one is cheaper read through the host copy (no view to make).
+        // Elsewhere host_view is UNIMPLEMENTED, before it does anything: outputs are read then.
+        Result<runtime::HostView> view = runtime::host_view(context_, *o.name);
+        if (view.status().code() == StatusCode::kUnimplemented && !o.entry->viewed) {
+          outputs_from_device_memory_ = false;
+        } else {
+          status = view.status();
+          if (status.ok() && !o.entry->viewed) {
+            std::memcpy(o.data, view->bytes.data(), bytes);
+            continue;
+          }
+        }
+      }
+      if (status.ok()) status = o.entry->tensor.read({static_cast<std::byte*>(o.data), bytes});
     }
   }
   throw_if_error(status);

@@ -82,6 +82,8 @@ class CompiledProgram : public std::enable_shared_from_this<CompiledProgram> {
   std::map<std::string, std::vector<std::string>, std::less<>> outputs_;  // per routine
   std::map<std::string, Entry, std::less<>> entries_;
   bool closed_ = false;  // under the GIL
+  // Outputs are copied out of the device's arrays (host memory) until host_view says it cannot.
+  bool outputs_from_device_memory_ = true;
 };
 
 }  // namespace kiln::python

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <new>
+
+#include "drivers/huge_pages.h"
 
 namespace kiln::python {
 
@@ -15,7 +18,18 @@ HostArray allocate_host_array(ir::DType dtype, std::vector<int64_t> dims) {
   HostArray array;
   array.dtype = dtype;
   array.dims = std::move(dims);
-  auto storage = std::shared_ptr<std::byte[]>(new std::byte[std::max<size_t>(array.bytes(), 1)]);
+  const size_t bytes = array.bytes();
+  if (bytes >= drivers::kHugePageMinimum) {
+    // Fresh huge pages, as NumPy's own large arrays: writing a 64 MiB output into 4 KiB pages
+    // took 16,384 page faults, four times the kernel's time.
+    const size_t rounded = drivers::huge_page_bytes(bytes);
+    void* data = drivers::map_huge_pages(rounded);
+    if (!data) throw std::bad_alloc();
+    array.data = data;
+    array.keep_alive = std::shared_ptr<void>(data, [rounded](void* p) { drivers::unmap_huge_pages(p, rounded); });
+    return array;
+  }
+  auto storage = std::shared_ptr<std::byte[]>(new std::byte[std::max<size_t>(bytes, 1)]);
   array.data = storage.get();
   array.keep_alive = std::move(storage);
   return array;

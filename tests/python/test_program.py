@@ -270,3 +270,27 @@ def test_gathers_and_reductions_inside_expressions_as_numpy(device):
     # rows with labels -1 and 5 are left out of the sum as a whole.
     want_loss = (z.max(1) + np.log(e.sum(1)) - want_pick)[inside].sum()
     np.testing.assert_allclose(out["loss"], want_loss, rtol=1e-5)
+
+
+def test_large_outputs_are_new_arrays_with_each_runs_values(device):
+    # Outputs of 64 KiB or more come straight from the device's array where it is host memory,
+    # and through the host copy elsewhere; either way each run returns its own new array, and a
+    # view of the output taken meanwhile stays what the device holds.
+    run = kiln.Program.from_text("size N\ninput x : f32[N, 1024]\noutput y : f32[N, 1024]\n"
+                                 "y[i, j] = x[i, j] * 2 + 1\n").compile(device=device)
+    rng = np.random.default_rng(1)
+    previous = None
+    for rows in (64, 3, 300, 64):
+        x = rng.standard_normal((rows, 1024), dtype=np.float32)
+        y = run(x=x)["y"]
+        assert y.shape == (rows, 1024)
+        np.testing.assert_array_equal(y, x * 2 + 1)
+        if previous is not None:
+            np.testing.assert_array_equal(previous[1], previous[0] * 2 + 1)  # an earlier result stays
+        previous = (x, y)
+    view = run.tensor("y").numpy()
+    x = rng.standard_normal((64, 1024), dtype=np.float32)
+    y = run(x=x)["y"]
+    np.testing.assert_array_equal(y, x * 2 + 1)
+    if device != "opencl":  # a view of host memory sees the run; OpenCL's numpy() is a copy
+        np.testing.assert_array_equal(view, y)
