@@ -6,8 +6,8 @@ points and cuts them into batches. kiln computes everything else with the demo's
 (examples/kiln/moons_mlp.kiln): `grad` (forward and backward) and `update` (SGD) on each batch,
 `evaluate` at the end. Each batch goes to kiln through DLPack, kiln.from_dlpack(batch), which
 shares the batch's memory instead of copying it; running `grad` binds it as the program's input
-arrays (on cpu and interp; other devices copy it). The program's size B takes each batch's size, so the last, smaller batch of an epoch
-runs the same compiled code. The loss and the count of right answers are read through torch
+arrays (on cpu and interp; other devices copy it). The program's size B takes each batch's size,
+so the last, smaller batch of an epoch runs the same compiled code. The loss and the count of right answers are read through torch
 views of kiln's own arrays (torch.from_dlpack(run.tensor(...))), again without a copy.
 
     train_moons_torch.py [--epochs N] [--batch N] [--device cpu|interp] [--seed N]
