@@ -148,20 +148,20 @@ nb::dict CompiledProgram::run(const std::string& routine, nb::kwargs inputs) {
     if (status.ok()) status = stream_->await();
     for (const Output& o : outputs) {
       const size_t bytes = o.entry->tensor.desc().bytes;
+      // Where the device's memory is the host's, a viewed or large output is copied from the
+      // device's array itself: one copy instead of two (the download into the host copy, then
+      // out of it); a small one is cheaper through the host copy. Elsewhere host_view is
+      // UNIMPLEMENTED before it does anything, and outputs are read through the host copy.
       if (status.ok() && (o.entry->viewed || (outputs_from_device_memory_ && bytes >= kDirectOutputBytes))) {
-        // Where the device's memory is the host's, a large output is copied from the device's
-        // array itself: one copy instead of two (the download into the host copy, then out of
-        // it). A small one is cheaper read through the host copy (no view to make).
-        // Elsewhere host_view is UNIMPLEMENTED, before it does anything: outputs are read then.
         Result<runtime::HostView> view = runtime::host_view(context_, *o.name);
+        if (view.ok()) {
+          if (bytes != 0) std::memcpy(o.data, view->bytes.data(), bytes);
+          continue;
+        }
         if (view.status().code() == StatusCode::kUnimplemented && !o.entry->viewed) {
           outputs_from_device_memory_ = false;
         } else {
           status = view.status();
-          if (status.ok() && !o.entry->viewed) {
-            std::memcpy(o.data, view->bytes.data(), bytes);
-            continue;
-          }
         }
       }
       if (status.ok()) status = o.entry->tensor.read({static_cast<std::byte*>(o.data), bytes});
