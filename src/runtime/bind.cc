@@ -30,18 +30,15 @@ Result<bool> bind_host(const ContextRef& context, std::string_view node, std::sp
   auto* own = static_cast<std::byte*>(array.buffer->storage()->host_pointer());
   if (!own || bytes.empty()) return false;
   if (reinterpret_cast<uintptr_t>(bytes.data()) % ir::dtype_size(desc.dtype) != 0) return false;
-  if (own + array.buffer->byte_offset() == bytes.data()) {
-    // Its own memory already (a view of it handed back): the caller may have written it.
-    array.stale = false;
-    array.newer = true;
-    array.node->newer_on_device = *found;
-    return true;
+  // Its own memory already (a view of it handed back) needs no new buffer; either way the caller
+  // may have written the memory, so it is newer than the host copy.
+  if (own + array.buffer->byte_offset() != bytes.data()) {
+    if (context->nodes()->overlaps_array_locked(bytes, &array)) return false;
+    Result<hal::BufferRef> imported = array.home->device()->allocator().import_host(
+        {}, bytes.data(), bytes.size(), [keep = std::move(keep_alive)](void*) mutable { keep.reset(); });
+    if (!imported.ok()) return imported.status().annotate(where);
+    replace_buffer_locked(array, std::move(*imported), true);
   }
-  if (context->nodes()->overlaps_array_locked(bytes, &array)) return false;
-  Result<hal::BufferRef> imported = array.home->device()->allocator().import_host(
-      {}, bytes.data(), bytes.size(), [keep = std::move(keep_alive)](void*) mutable { keep.reset(); });
-  if (!imported.ok()) return imported.status().annotate(where);
-  replace_buffer_locked(array, std::move(*imported), true);
   array.stale = false;
   array.newer = true;
   array.node->newer_on_device = *found;
