@@ -6,6 +6,7 @@
 
 #include <nanobind/ndarray.h>
 
+#include "drivers/huge_pages.h"
 #include "python/errors.h"
 #include "python/python_release.h"
 #include "python/tensor.h"
@@ -196,9 +197,35 @@ nb::object numpy_view(const HostArray& array, nb::handle owner) {
 }
 
 nb::object new_numpy(ir::DType dtype, const std::vector<int64_t>& dims, void** data) {
-  HostArray array = allocate_host_array(dtype, dims);
-  *data = array.data;
-  return numpy_view(array);
+  size_t bytes = ir::dtype_size(dtype);
+  for (int64_t d : dims) bytes *= static_cast<size_t>(d);
+  if (bytes >= drivers::kHugePageMinimum) {  // huge pages of kiln's own (allocate_host_array)
+    HostArray array = allocate_host_array(dtype, dims);
+    *data = array.data;
+    return numpy_view(array);
+  }
+  // Smaller ones are NumPy's own: wrapping memory of kiln's costs NumPy a pass through the
+  // buffer protocol and its format string, a third of a tiny routine's added cost in Python.
+  // numpy.empty and the dtypes are looked up once and kept for the process's life.
+  static PyObject* empty = nb::object(nb::module_::import_("numpy").attr("empty")).release().ptr();
+  static PyObject* dtypes[4] = {};
+  PyObject*& type = dtypes[static_cast<size_t>(dtype)];
+  if (!type) type = nb::module_::import_("numpy").attr("dtype")(numpy_dtype_name(dtype)).release().ptr();
+  nb::object shape = nb::steal(PyTuple_New(static_cast<Py_ssize_t>(dims.size())));
+  if (!shape) throw nb::python_error();
+  for (size_t i = 0; i < dims.size(); ++i) {
+    PyObject* d = PyLong_FromLongLong(dims[i]);
+    if (!d) throw nb::python_error();
+    PyTuple_SET_ITEM(shape.ptr(), static_cast<Py_ssize_t>(i), d);
+  }
+  PyObject* args[] = {shape.ptr(), type};
+  nb::object array = nb::steal(PyObject_Vectorcall(empty, args, 2, nullptr));
+  if (!array) throw nb::python_error();
+  Py_buffer view;
+  if (PyObject_GetBuffer(array.ptr(), &view, PyBUF_WRITABLE) != 0) throw nb::python_error();
+  *data = view.buf;  // the array owns its memory: valid while it lives
+  PyBuffer_Release(&view);
+  return array;
 }
 
 }  // namespace kiln::python

@@ -17,14 +17,15 @@ Result<bool> bind_host(const ContextRef& context, std::string_view node, std::sp
     return found.status();
   }
   DeviceArray& array = **found;
-  const std::string where = "binding host memory to node '" + std::string(node) + "'";
-  if (!array.node) return invalid_argument_error(where + ": it is internal to compiled code");
+  // Made only for an error: this runs on every bound write.
+  auto where = [&] { return "binding host memory to node '" + std::string(node) + "'"; };
+  if (!array.node) return invalid_argument_error(where() + ": it is internal to compiled code");
   const NodeDesc& desc = array.node->desc();
   if (desc.is_const) {
-    return invalid_argument_error(where + ": it is a const, whose value is compiled into the code that reads it");
+    return invalid_argument_error(where() + ": it is a const, whose value is compiled into the code that reads it");
   }
   if (bytes.size() != desc.bytes) {
-    return invalid_argument_error(where + ": it holds " + std::to_string(desc.bytes) + " bytes (" +
+    return invalid_argument_error(where() + ": it holds " + std::to_string(desc.bytes) + " bytes (" +
                                   shape_text(desc.dtype, desc.dims) + "), the memory " + std::to_string(bytes.size()));
   }
   auto* own = static_cast<std::byte*>(array.buffer->storage()->host_pointer());
@@ -36,7 +37,7 @@ Result<bool> bind_host(const ContextRef& context, std::string_view node, std::sp
     if (context->nodes()->overlaps_array_locked(bytes, &array)) return false;
     Result<hal::BufferRef> imported = array.home->device()->allocator().import_host(
         {}, bytes.data(), bytes.size(), [keep = std::move(keep_alive)](void*) mutable { keep.reset(); });
-    if (!imported.ok()) return imported.status().annotate(where);
+    if (!imported.ok()) return imported.status().annotate(where());
     replace_buffer_locked(array, std::move(*imported), true);
   }
   array.stale = false;

@@ -318,18 +318,19 @@ Status NodeTable::write_shaped(std::span<const ShapedWrite> writes) {
           for (size_t i = 0; i < dims.size(); ++i) text += (i ? ", " : "") + std::to_string(dims[i]);
           return text + "]";
         };
-        const std::string where = "tensor '" + d.name + "'";
+        // The texts are made only for an error: this runs on every write.
+        auto where = [&] { return "tensor '" + d.name + "'"; };
         if (dims.size() != d.dims.size()) {
-          return invalid_argument_error(where + " has " + std::to_string(d.dims.size()) +
+          return invalid_argument_error(where() + " has " + std::to_string(d.dims.size()) +
                                         " dimensions, but the data has " + std::to_string(dims.size()) + " (" +
                                         shape() + ")");
         }
         for (size_t i = 0; i < dims.size(); ++i) {
-          const std::string dim = "dimension " + std::to_string(i) + " of " + where;
-          if (dims[i] < 0) return invalid_argument_error(dim + " is negative in " + shape());
+          auto dim = [&] { return "dimension " + std::to_string(i) + " of " + where(); };
+          if (dims[i] < 0) return invalid_argument_error(dim() + " is negative in " + shape());
           if (d.sized_dims.empty() || d.sized_dims[i].is_constant()) {
             if (pass == 0 && dims[i] != d.dims[i]) {
-              return invalid_argument_error(dim + " is " + std::to_string(d.dims[i]) + ", but the data has " +
+              return invalid_argument_error(dim() + " is " + std::to_string(d.dims[i]) + ", but the data has " +
                                             std::to_string(dims[i]) + " (" + shape() + ")");
             }
             continue;
@@ -343,7 +344,7 @@ Status NodeTable::write_shaped(std::span<const ShapedWrite> writes) {
             for (const auto& [size, coefficient] : e.terms) all_bound = all_bound && values[static_cast<size_t>(size)] >= 0;
             std::optional<int64_t> v = ir::evaluate(e, values);
             if (!all_bound || !v || *v != dims[i]) {
-              return invalid_argument_error(dim + " is " + ir::size_expr_text(e, sizes_) +
+              return invalid_argument_error(dim() + " is " + ir::size_expr_text(e, sizes_) +
                                             (all_bound && v ? " = " + std::to_string(*v) : std::string(", not bound yet")) +
                                             ", but the data has " + std::to_string(dims[i]) + " (" + shape() + ")");
             }
@@ -355,7 +356,7 @@ Status NodeTable::write_shaped(std::span<const ShapedWrite> writes) {
           if (bound_by[size]) {
             if (values[size] != dims[i]) {
               const auto [other, other_dim] = *bound_by[size];
-              return invalid_argument_error(dim + " is size " + name + ", which is " + std::to_string(values[size]) +
+              return invalid_argument_error(dim() + " is size " + name + ", which is " + std::to_string(values[size]) +
                                             " by dimension " + std::to_string(other_dim) + " of tensor '" +
                                             tensors[other].desc().name + "', but the data has " +
                                             std::to_string(dims[i]) + " (" + shape() + ")");
@@ -363,7 +364,7 @@ Status NodeTable::write_shaped(std::span<const ShapedWrite> writes) {
             continue;
           }
           if (values[size] >= 0 && values[size] != dims[i] && size_set_run_[size] == runs_ + 1) {
-            return invalid_argument_error(dim + " is size " + name + ", which is " + std::to_string(values[size]) +
+            return invalid_argument_error(dim() + " is size " + name + ", which is " + std::to_string(values[size]) +
                                           " for this run (set since the last run), but the data has " +
                                           std::to_string(dims[i]) + " (" + shape() + ")");
           }
