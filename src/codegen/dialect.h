@@ -82,6 +82,12 @@ class DialectSyntax {
   // kernel_vectors.cc), or 0 for none. C: 32 (AVX2's registers; a compiler without such
   // registers splits them). OpenCL: 0.
   virtual int vector_bytes() const { return 0; }
+  // Whether a kernel over sizes gets a second copy of its statements, printed for sizes below a
+  // bound that makes their index arithmetic plain (kernel_statements.cc, sized_body). C: yes
+  // (GCC strength-reduces plain index arithmetic, and the CPU driver builds without code
+  // hoisting, which otherwise lifts both copies' invariants above the test). OpenCL, CUDA: not
+  // measured yet, so no.
+  virtual bool plain_sized_copy() const { return false; }
   // A line before the short loops that fill a private lane array (a split reduction's lanes,
   // kernel_work_groups.cc's lane loops) that asks the compiler to unroll them fully, so that the
   // array lives in registers; empty for none. OpenCL: `#pragma unroll` (PoCL's LLVM leaves

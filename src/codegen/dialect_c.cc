@@ -33,6 +33,8 @@ class CDialect final : public DialectSyntax {
 
   int vector_bytes() const override { return 32; }
 
+  bool plain_sized_copy() const override { return true; }
+
   std::string int_limit(DType type, bool max) const override {
     if (type == DType::kI64) return max ? "INT64_MAX" : "INT64_MIN";
     return max ? "INT32_MAX" : "INT32_MIN";

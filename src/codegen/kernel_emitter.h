@@ -15,6 +15,7 @@
 #include "codegen/dialect.h"
 #include "kiln/base/status.h"
 #include "kiln/codegen/c_emitter.h"
+#include "kiln/ir/sizes.h"
 #include "kiln/loop/loop.h"
 
 namespace kiln::codegen::internal {
@@ -62,6 +63,11 @@ class KernelEmitter {
   // Pass 2: printing.
   // `tail`: nothing follows the statement in the enclosing C block, so a local declared by it
   // needs no block of its own.
+  // The statements after the kernel's prologue, for sizes up to size_hi_.
+  Status body(Printer& out, bool parallel);
+  // body(), twice where a bound on the sizes below kiln's limit makes integer arithmetic plain
+  // that the limit makes wrapping: the kernel tests its sizes once and takes the plain copy.
+  Status sized_body(Printer& out, bool parallel);
   Status statement(const LStmtRef& stmt, Printer& out, bool tail);
   Status statement_body(const LStmt& stmt, Printer& out, bool tail);
   Status statements(const std::vector<LStmtRef>& list, Printer& out, bool tail);
@@ -118,6 +124,12 @@ class KernelEmitter {
   std::vector<std::string> heap_locals_;  // enclosing heap-allocated locals, outermost first
   int64_t stack_bytes_ = 0;               // bytes of stack locals in scope
   bool uses_heap_ = false;
+  // The largest value a size takes in the text being printed (kiln's limit, or the bound that
+  // sized_body tests), and how many integer ops that text printed through the wrapping or
+  // saturating helpers because their range did not fit.
+  int64_t size_hi_ = ir::kMaxSizeValue;
+  int range_fallbacks_ = 0;
+  std::set<int> printed_sizes_;  // the sizes the printed text reads
   bool uses_print_ = false;
   std::map<const LStmt*, int> trace_counters_;  // kTrace statement → its line counter
 

@@ -29,6 +29,7 @@ Code KernelEmitter::convert(const Code& code, DType from, DType to) {
       out.range = code.range;
       return out;
     }
+    ++range_fallbacks_;
     Code out = call(helpers_.use("kiln_i64_to_i32"), {code});
     out.range = {std::max(code.range.lo, type_range(to).lo), std::min(code.range.hi, type_range(to).hi)};
     return out;
@@ -86,6 +87,7 @@ Code KernelEmitter::int_arith(Op op, Code a, Code b, DType t) {
       break;
   }
   if (!plain) {
+    ++range_fallbacks_;
     Code out = call(helper(name, t), {a, b});
     out.range = type_range(t);
     return out;
@@ -109,6 +111,7 @@ Code KernelEmitter::int_arith(Op op, Code a, Code b, DType t) {
 Code KernelEmitter::int_neg(const Code& a, DType t) {
   const Wide lo = -static_cast<Wide>(a.range.hi), hi = -static_cast<Wide>(a.range.lo);
   if (!fits(lo, hi, t)) {
+    ++range_fallbacks_;
     Code out = call(helper("neg", t), {a});
     out.range = type_range(t);
     return out;
@@ -149,8 +152,9 @@ Result<Code> KernelEmitter::expr(const LExprRef& e) {
     }
     case LExpr::Kind::kSize: {
       // Declared at the kernel's start from its push constants (kernel_statements.cc).
+      printed_sizes_.insert(e->size);
       Code v{"kiln_size" + std::to_string(e->size), kPrecPrimary};
-      v.range = {0, ir::kMaxSizeValue};  // what the runtime lets a size be
+      v.range = {0, size_hi_};  // what the runtime lets a size be, or what sized_body tested
       return v;
     }
     case LExpr::Kind::kLoad: {

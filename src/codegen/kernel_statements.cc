@@ -75,12 +75,72 @@ Status KernelEmitter::emit(Printer& out) {
              d_.push_constant(2 * size) + " | ((" + u64 + ")" + d_.push_constant(2 * size + 1) + " << 32));");
   }
   trace_declarations(out);
-  if (frame.parallel) {
-    KILN_RETURN_IF_ERROR(parallel_rows(out));
-  } else {
-    KILN_RETURN_IF_ERROR(statement(kernel_.body, out, /*tail=*/true));
-  }
+  KILN_RETURN_IF_ERROR(sized_body(out, frame.parallel));
   d_.emit_kernel_end(out, frame);
+  return Status();
+}
+
+Status KernelEmitter::body(Printer& out, bool parallel) {
+  return parallel ? parallel_rows(out) : statement(kernel_.body, out, /*tail=*/true);
+}
+
+Status KernelEmitter::sized_body(Printer& out, bool parallel) {
+  // A size may be up to 2^40, so a product of two sizes or of a size and a loop over another
+  // one may not fit int64, and is printed through the wrapping helpers; GCC then neither
+  // vectorizes nor strength-reduces the loops around it (a 1024^3 product whose three
+  // dimensions are sizes took 13% longer than with numbers). Below a smaller bound on the sizes
+  // the same arithmetic provably fits: the kernel tests its sizes against the largest bound
+  // from 2^16 up that makes as much of it plain as 2^16 does, and runs a copy printed for it.
+  // Shared work-group arrays are declared at the kernel's scope, once: such kernels keep one copy.
+  constexpr int kLowest = 16;
+  auto fallbacks = [&](int64_t size_hi, int* count) -> Status {
+    Printer scratch;
+    size_hi_ = size_hi;
+    range_fallbacks_ = 0;
+    KILN_RETURN_IF_ERROR(body(scratch, parallel));
+    *count = range_fallbacks_;
+    return Status();
+  };
+  int at_limit = 0, at_lowest = 0;
+  if (d_.plain_sized_copy() && kernel_.size_count > 0 && group_locals_.empty()) {
+    KILN_RETURN_IF_ERROR(fallbacks(ir::kMaxSizeValue, &at_limit));
+    if (at_limit > 0) KILN_RETURN_IF_ERROR(fallbacks(int64_t{1} << kLowest, &at_lowest));
+  }
+  if (at_lowest >= at_limit) {
+    size_hi_ = ir::kMaxSizeValue;
+    return body(out, parallel);
+  }
+  // The largest exponent whose bound prints as few fallbacks as 2^16 does.
+  int lo = kLowest, hi = 39;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    int count = 0;
+    KILN_RETURN_IF_ERROR(fallbacks(int64_t{1} << mid, &count));
+    if (count <= at_lowest) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  const int64_t bound = int64_t{1} << lo;
+  std::string test;
+  for (int size : printed_sizes_) {
+    test += (test.empty() ? "kiln_size" : " && kiln_size") + std::to_string(size) + " <= " + std::to_string(bound);
+  }
+  if (options_.comments) {
+    out.line("/* sizes up to " + std::to_string(bound) + ": the same statements, their index arithmetic plain */");
+  }
+  out.line("if (" + test + ") {");
+  out.indent();
+  size_hi_ = bound;
+  KILN_RETURN_IF_ERROR(body(out, parallel));
+  out.dedent();
+  out.line("} else {");
+  out.indent();
+  size_hi_ = ir::kMaxSizeValue;
+  KILN_RETURN_IF_ERROR(body(out, parallel));
+  out.dedent();
+  out.line("}");
   return Status();
 }
 

@@ -12,6 +12,8 @@
 
 #include "kiln/drivers/drivers.h"
 #include "kiln/lang/parser.h"
+#include "kiln/loop/lower.h"
+#include "kiln/runtime/code.h"
 #include "kiln/runtime/program_instance.h"
 
 namespace kiln::codegen_test {
@@ -98,6 +100,33 @@ TEST(GeneratedProducts, SizedProductsMatchAReferenceProductAtEverySize) {
                          Shape{133, 257, 37}, Shape{300, 513, 32}}) {
     expect_product(device, s, 2);
   }
+}
+
+// A kernel over sizes has two copies of its statements on cpu: one whose index arithmetic is
+// plain C for sizes up to a bound, and one through the wrapping helpers for larger sizes. Both
+// run here: the columns one past the bound take the second copy.
+TEST(GeneratedProducts, SizesPastThePlainCopysBoundRunTheWrappingCopy) {
+  const hal::DeviceRef device = cpu_device();
+  Result<ir::Program> program = lang::parse_program(product_text({1, 1, 1}, 2), "product.kiln");
+  ASSERT_TRUE(program.ok()) << program.status();
+  ir::LowerOptions lower;
+  lower.auto_calls = false;
+  Result<ir::LoweredProgram> lowered = ir::lower_program(*program, lower);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  std::string format;
+  Result<std::string> source = runtime::generate_source(*lowered, device->info(), &format);
+  ASSERT_TRUE(source.ok()) << source.status();
+  const std::string test = "if (kiln_size0 <= ";
+  const size_t at = source->find(test);
+  ASSERT_NE(at, std::string::npos) << *source;
+  const int64_t bound = std::stoll(source->substr(at + test.size()));
+  const size_t other = source->find("} else {", at);
+  ASSERT_NE(other, std::string::npos);
+  EXPECT_EQ(source->substr(at, other - at).find("kiln_mul_i64("), std::string::npos) << "the plain copy wraps";
+  EXPECT_NE(source->find("kiln_mul_i64(", other), std::string::npos) << "the copy for large sizes does not wrap";
+  ASSERT_LT(bound, int64_t{1} << 24) << "a test past the bound would need too much memory";
+  expect_product(device, Shape{2, 3, 37}, 2);
+  expect_product(device, Shape{1, 2, bound + 1}, 2);
 }
 
 }  // namespace
