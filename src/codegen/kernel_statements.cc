@@ -86,13 +86,14 @@ Status KernelEmitter::body(Printer& out, bool parallel) {
 
 Status KernelEmitter::sized_body(Printer& out, bool parallel) {
   // A size may be up to 2^40, so a product of two sizes or of a size and a loop over another
-  // one may not fit int64, and is printed through the wrapping helpers; GCC then neither
-  // vectorizes nor strength-reduces the loops around it (a 1024^3 product whose three
-  // dimensions are sizes took 13% longer than with numbers). Below a smaller bound on the sizes
+  // one may not fit int64, and is printed through the wrapping helpers, which GCC does not
+  // strength-reduce (a 1024^3 product whose three dimensions are sizes took 13% longer than
+  // with numbers, in the index arithmetic around its inner loop). Below a smaller bound on the sizes
   // the same arithmetic provably fits: the kernel tests its sizes against the largest bound
   // from 2^16 up that makes as much of it plain as 2^16 does, and runs a copy printed for it.
   // Shared work-group arrays are declared at the kernel's scope, once: such kernels keep one copy.
-  constexpr int kLowest = 16;
+  constexpr int kLowest = 16, kHighest = 39;  // bounds 2^16 to 2^39, below kiln's limit of 2^40
+  static_assert((int64_t{1} << kHighest) < ir::kMaxSizeValue);
   auto fallbacks = [&](int64_t size_hi, int* count) -> Status {
     Printer scratch;
     size_hi_ = size_hi;
@@ -111,7 +112,7 @@ Status KernelEmitter::sized_body(Printer& out, bool parallel) {
     return body(out, parallel);
   }
   // The largest exponent whose bound prints as few fallbacks as 2^16 does.
-  int lo = kLowest, hi = 39;
+  int lo = kLowest, hi = kHighest;
   while (lo < hi) {
     const int mid = (lo + hi + 1) / 2;
     int count = 0;
