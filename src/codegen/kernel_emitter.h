@@ -61,13 +61,13 @@ class KernelEmitter {
   Status make_frame(KernelFrame* frame);
 
   // Pass 2: printing.
-  // `tail`: nothing follows the statement in the enclosing C block, so a local declared by it
-  // needs no block of its own.
   // The statements after the kernel's prologue, for sizes up to size_hi_.
   Status body(Printer& out, bool parallel);
   // body(), twice where a bound on the sizes below kiln's limit makes integer arithmetic plain
   // that the limit makes wrapping: the kernel tests its sizes once and takes the plain copy.
   Status sized_body(Printer& out, bool parallel);
+  // `tail`: nothing follows the statement in the enclosing C block, so a local declared by it
+  // needs no block of its own.
   Status statement(const LStmtRef& stmt, Printer& out, bool tail);
   Status statement_body(const LStmt& stmt, Printer& out, bool tail);
   Status statements(const std::vector<LStmtRef>& list, Printer& out, bool tail);

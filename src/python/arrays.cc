@@ -196,10 +196,10 @@ nb::object numpy_view(const HostArray& array, nb::handle owner) {
   return view.cast(nb::rv_policy::reference);
 }
 
-nb::object new_numpy(ir::DType dtype, const std::vector<int64_t>& dims, void** data) {
-  size_t bytes = ir::dtype_size(dtype);
-  for (int64_t d : dims) bytes *= static_cast<size_t>(d);
-  if (bytes >= drivers::kHugePageMinimum) {  // huge pages of kiln's own (allocate_host_array)
+nb::object new_numpy(const runtime::NodeDesc& desc, void** data) {
+  const ir::DType dtype = desc.dtype;
+  const std::vector<int64_t>& dims = desc.dims;
+  if (desc.bytes >= drivers::kHugePageMinimum) {  // huge pages of kiln's own (allocate_host_array)
     HostArray array = allocate_host_array(dtype, dims);
     *data = array.data;
     return numpy_view(array);

@@ -56,7 +56,7 @@ nanobind::dict sizes_dict(const runtime::NodeTable& table);
 nanobind::object numpy_view(const HostArray& array);
 // The same, keeping `owner` instead (array.keep_alive is not used).
 nanobind::object numpy_view(const HostArray& array, nanobind::handle owner);
-// A new NumPy array of `dtype` and `dims` (uninitialized) and the address of its data.
-nanobind::object new_numpy(ir::DType dtype, const std::vector<int64_t>& dims, void** data);
+// A new NumPy array of a tensor's dtype and shape (uninitialized) and the address of its data.
+nanobind::object new_numpy(const runtime::NodeDesc& desc, void** data);
 
 }  // namespace kiln::python

@@ -138,7 +138,7 @@ nb::dict CompiledProgram::run(const std::string& routine, nb::kwargs inputs) {
   for (const std::string& name : outputs_.at(routine)) {
     Output o{&entry(name), &name};
     const runtime::NodeDesc& desc = o.entry->tensor.desc();
-    out[name.c_str()] = new_numpy(desc.dtype, desc.dims, &o.data);
+    out[name.c_str()] = new_numpy(desc, &o.data);
     outputs.push_back(o);
   }
   Status status;
@@ -254,7 +254,7 @@ void CompiledProgram::read(const std::string& name, void* out) {
 nb::object CompiledProgram::get(const std::string& name) {
   const runtime::NodeDesc& desc = entry(name).tensor.desc();
   void* data = nullptr;
-  nb::object array = new_numpy(desc.dtype, desc.dims, &data);
+  nb::object array = new_numpy(desc, &data);
   read(name, data);
   return array;
 }

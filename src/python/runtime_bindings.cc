@@ -165,7 +165,7 @@ void bind_runtime(nb::module_& m) {
       .def("get", [](const Tensors& t, const std::string& name) {
             runtime::HostTensor tensor = tensor_of(t, name);
             void* data = nullptr;
-            nb::object array = new_numpy(tensor.desc().dtype, tensor.desc().dims, &data);
+            nb::object array = new_numpy(tensor.desc(), &data);
             blocking([&] { return tensor.read({static_cast<std::byte*>(data), tensor.desc().bytes}); });
             return array;
           }, "name"_a);
