@@ -38,6 +38,7 @@ hal::DeviceInfo CpuDevice::host_info(const std::string& driver, std::string desc
 
 Status CpuDevice::check_settings() {
   KILN_RETURN_IF_ERROR(setting_uint("KILN_CPU_THREADS").status());
+  KILN_RETURN_IF_ERROR(setting_choice("KILN_CPU_AFFINITY").status());
   return setting_uint("KILN_CC_TIMEOUT").status();
 }
 
@@ -99,6 +100,7 @@ Result<hal::QueueRef> CpuDevice::create_queue(const std::string& name) {
   std::string queue_name = name.empty() ? info_.name + "/q" + std::to_string(index) : name;
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<CpuQueue> queue, CpuQueue::create(std::move(queue_name), tag(), pool_,
                                                                                  info_.capabilities.max_caller_stores > 0));
+  KILN_RETURN_IF_ERROR(queue_cores_.place(queue));
   return hal::QueueRef(std::move(queue));
 }
 

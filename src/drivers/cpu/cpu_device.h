@@ -6,6 +6,7 @@
 
 #include "drivers/cpu/cpu_allocator.h"
 #include "drivers/cpu/host_executable.h"
+#include "drivers/cpu/queue_cores.h"
 #include "drivers/cpu/thread_pool.h"
 #include "kiln/hal/device.h"
 
@@ -21,7 +22,7 @@ class CpuDevice final : public hal::Device {
   // `driver`'s name ("<driver>:0"), `description` and one executable format.
   static hal::DeviceInfo host_info(const std::string& driver, std::string description,
                                    std::string format);
-  // The settings a CPU device reads (KILN_CPU_THREADS, KILN_CC_TIMEOUT): OK, or the first
+  // The settings a CPU device reads (KILN_CPU_THREADS, KILN_CC_TIMEOUT, KILN_CPU_AFFINITY): OK, or the first
   // malformed one's error. The cpu and interp drivers are unavailable while one is malformed.
   static Status check_settings();
   // The workgroup thread count: options, else KILN_CPU_THREADS, else `default_threads`.
@@ -47,6 +48,7 @@ class CpuDevice final : public hal::Device {
   std::shared_ptr<ThreadPool> pool_;
   std::unique_ptr<HostCompiler> compiler_;
   std::atomic<uint32_t> queue_count_{0};
+  QueueCores queue_cores_;
 };
 
 }  // namespace kiln::cpu

@@ -24,7 +24,7 @@ hal::DeviceInfo cpu_device_info() { return CpuDevice::host_info("cpu", processor
 class CpuDriver final : public hal::Driver {
  public:
   std::string name() const override { return "cpu"; }
-  // A malformed KILN_CPU_THREADS or KILN_CC_TIMEOUT would fail every device: not available then.
+  // A malformed KILN_CPU_THREADS, KILN_CPU_AFFINITY or KILN_CC_TIMEOUT would fail every device: not available then.
   Status availability() override { return CpuDevice::check_settings(); }
   Result<std::vector<hal::DeviceInfo>> enumerate_devices() override {
     return std::vector<hal::DeviceInfo>{cpu_device_info()};

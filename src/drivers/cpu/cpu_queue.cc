@@ -1,5 +1,8 @@
 #include "drivers/cpu/cpu_queue.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <system_error>
 
 #include <cstring>
@@ -67,6 +70,13 @@ Result<std::shared_ptr<CpuQueue>> CpuQueue::create(std::string name, const void*
     return resource_exhausted_error("queue '" + queue->name() + "': cannot start its thread: " + e.what());
   }
   return queue;
+}
+
+bool CpuQueue::pin_thread(int core) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(core, &set);
+  return pthread_setaffinity_np(worker_.native_handle(), sizeof set, &set) == 0;
 }
 
 CpuQueue::~CpuQueue() {

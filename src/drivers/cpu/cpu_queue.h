@@ -28,6 +28,10 @@ class CpuQueue final : public hal::Queue {
   // Fails actions still waiting (CANCELLED), runs those already ready, then joins the worker.
   ~CpuQueue() override;
 
+  // Keeps the worker thread on `core` from now on; false when the system refuses (a core
+  // outside the process's cpuset), leaving the thread where it may run.
+  bool pin_thread(int core);
+
  private:
   void issue(std::unique_ptr<hal::Action> action) override;
   void worker_main();

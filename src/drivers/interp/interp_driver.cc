@@ -18,7 +18,7 @@ hal::DeviceInfo interp_device_info() {
 class InterpDriver final : public hal::Driver {
  public:
   std::string name() const override { return "interp"; }
-  // A malformed KILN_CPU_THREADS or KILN_CC_TIMEOUT would fail every device: not available then.
+  // A malformed KILN_CPU_THREADS, KILN_CPU_AFFINITY or KILN_CC_TIMEOUT would fail every device: not available then.
   Status availability() override { return cpu::CpuDevice::check_settings(); }
   Result<std::vector<hal::DeviceInfo>> enumerate_devices() override {
     return std::vector<hal::DeviceInfo>{interp_device_info()};
