@@ -151,6 +151,18 @@ void bind_runtime(nb::module_& m) {
       .def("set", [](const Tensors& t, const std::string& name, nb::handle value) {
             write_value(tensor_of(t, name), value);
           }, "name"_a, "value"_a)
+      .def("set_sharing", [](const Tensors& t, const std::string& name, const std::string& sharing) {
+            if (sharing != "shared" && sharing != "per_stream") {
+              throw nb::value_error(("sharing must be \"shared\" or \"per_stream\", not \"" + sharing + "\"").c_str());
+            }
+            Status status = t.table->set_sharing(name, sharing == "shared" ? runtime::Sharing::kShared
+                                                                            : runtime::Sharing::kPerStream);
+            if (status.code() == StatusCode::kNotFound) throw nb::value_error(status.message().c_str());
+            throw_if_error(status);
+          }, "name"_a, "sharing"_a,
+          "\"shared\": the contexts on one device's streams use one array of the tensor, which only the "
+          "stream that first writes it may write (the others read it, ordered after those writes); "
+          "\"per_stream\": an array per stream. Before any context has an array of it.")
       .def_prop_ro("sizes", [](const Tensors& t) { return sizes_dict(*t.table); },
                    "The program's sizes: name -> value (None while not bound).")
       .def("set_sizes", [](const Tensors& t, nb::kwargs values) {

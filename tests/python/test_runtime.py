@@ -117,3 +117,61 @@ def test_closed_backend_refuses_every_handle():
         with pytest.raises(kiln.Error, match="the backend on 'cpu' is closed"):
             call()
     assert t0.get("s") == 8  # the host copies stay readable: the work was waited for
+
+
+# `w` is written by one stream and read by another; `out` is each context's own result.
+SHARED_PARAM = """\
+param  w : f32[4]
+output out : f32[4]
+routine bump {
+  w[i] = w[i] + 1
+}
+routine read {
+  out[i] = w[i] * 2
+}
+"""
+
+
+def contexts_over_one_table(sharing):
+    prog = kiln.Program.from_text(SHARED_PARAM)
+    tensors = kiln.Tensors(prog)
+    if sharing:
+        tensors.set_sharing("w", sharing)
+    backend = kiln.Backend("cpu", max_workgroups=1)
+    code = backend.compile(prog, shared=True)
+    c0, c1 = (backend.context(backend.new_stream(), tensors).link(code) for _ in range(2))
+    return backend, tensors, c0, c1
+
+
+def test_a_shared_param_is_read_by_another_stream_without_a_copy():
+    backend, tensors, c0, c1 = contexts_over_one_table("shared")
+    c0.routine("bump").run()
+    c1.routine("read").run()  # ordered after stream 0's write: the same array
+    c1.stream.wait()
+    np.testing.assert_array_equal(tensors.get("out"), np.full(4, 2, np.float32))
+    # The stream that wrote it first owns it: another stream may not write it.
+    with pytest.raises(kiln.Error, match="owned by the stream that first wrote it"):
+        c1.routine("bump").run()
+    backend.wait()
+
+
+def test_a_per_stream_param_is_the_other_streams_own_array():
+    backend, tensors, c0, c1 = contexts_over_one_table("per_stream")
+    c0.routine("bump").run()
+    c0.stream.wait()
+    c1.routine("read").run()  # its own w, still the initial zeros
+    c1.stream.wait()
+    np.testing.assert_array_equal(tensors.get("out"), np.zeros(4, np.float32))
+    backend.wait()
+
+
+def test_set_sharing_refuses_bad_arguments_and_late_calls():
+    backend, tensors, c0, _ = contexts_over_one_table(None)
+    with pytest.raises(ValueError, match='"shared" or "per_stream", not "everywhere"'):
+        tensors.set_sharing("w", "everywhere")
+    with pytest.raises(ValueError, match="nope"):
+        tensors.set_sharing("nope", "shared")
+    # Linked contexts hold arrays of w already.
+    with pytest.raises(kiln.Error, match="FAILED_PRECONDITION"):
+        tensors.set_sharing("w", "shared")
+    backend.wait()
