@@ -97,6 +97,10 @@ def train(streams, epochs, devices, max_workgroups, seed, on_epoch):
     final_accuracy)."""
     program = kiln.Program.from_file(str(PROGRAM))
     tensors = kiln.Tensors(program, seed)  # the host copies, shared by every shard's context
+    # The shards of one device read one array of each parameter, written by shard 0's `update`
+    # (the scheduler orders their next `grad` after it); shards on other devices get copies.
+    for p in PARAMETERS:
+        tensors.set_sharing(p, "shared")
 
     # A backend per device, streams round-robin over them.
     backends = [kiln.Backend(d, max_workgroups=max_workgroups) for d in devices]
@@ -115,39 +119,56 @@ def train(streams, epochs, devices, max_workgroups, seed, on_epoch):
     x, y = make_moons(POINTS, NOISE, seed)
     steps = (POINTS + BATCH - 1) // BATCH
     zero = np.zeros((), np.float32)
+    context0, routines0 = shards[0]
+
+    def run_grads(step):
+        # The batch's points, shared out as evenly as they go (the last batch is smaller).
+        batch = min(BATCH, POINTS - step * BATCH)
+        first = step * BATCH
+        for k, (_, routines) in enumerate(shards):
+            points = batch // SHARDS + (1 if k < batch % SHARDS else 0)
+            # Copied into the host copies now (binding B) and uploaded when `grad` is
+            # scheduled, so the next shard may overwrite them at once.
+            tensors.set("x", x[first:first + points])
+            tensors.set("y", y[first:first + points])
+            routines["grad"].run()
+            first += points
+
+    def run_update():
+        for context, _ in shards[1:]:
+            for g in MERGED:
+                # Shard 0 reads shard k's gradient as `g.merge` after shard k's `grad`, straight
+                # from its array on one device ("streaming"; across devices it is copied into
+                # the merge buffer, as "copy"): no host round trip either way.
+                kiln.device_to_device(g, context0, context, merge="streaming")
+                routines0["merge_" + g].run()
+        routines0["update"].run()
+        # To shards on other devices; on shard 0's device they share its arrays (nothing moves).
+        for context, _ in shards[1:]:
+            for p in PARAMETERS:
+                kiln.device_to_device(p, context, context0, merge="no")
+
     start = time.perf_counter()
+    tensors.set("epoch_loss", zero)
+    tensors.set("epoch_correct", zero)
+    run_grads(0)
     for epoch in range(epochs):
-        tensors.set("epoch_loss", zero)
-        tensors.set("epoch_correct", zero)
         for step in range(steps):
-            # The batch's points, shared out as evenly as they go (the last batch is smaller).
-            batch = min(BATCH, POINTS - step * BATCH)
-            first = step * BATCH
-            for k, (_, routines) in enumerate(shards):
-                points = batch // SHARDS + (1 if k < batch % SHARDS else 0)
-                # Copied into the host copies now (binding B) and uploaded when `grad` is
-                # scheduled, so the next shard may overwrite them at once.
-                tensors.set("x", x[first:first + points])
-                tensors.set("y", y[first:first + points])
-                routines["grad"].run()
-                first += points
-            context0, routines0 = shards[0]
-            for context, _ in shards[1:]:
-                for g in MERGED:
-                    # Shard 0 reads shard k's gradient as `g.merge` after shard k's `grad`, straight
-                    # from its array on one device ("streaming"; across devices it is copied into
-                    # the merge buffer, as "copy"): no host round trip either way.
-                    kiln.device_to_device(g, context0, context, merge="streaming")
-                    routines0["merge_" + g].run()
-            routines0["update"].run()
-            for context, _ in shards[1:]:
-                for p in PARAMETERS:
-                    kiln.device_to_device(p, context, context0, merge="no")
-        # Reading waits for the update that wrote the totals, then copies them back. Divided in
-        # float32 as the C++ (float / int), so that the printed digits round the same way.
+            run_update()
+            if step + 1 < steps:
+                run_grads(step + 1)
+        # The totals start back to the host and the next epoch's first gradients are scheduled
+        # before waiting for them, so that the streams never wait for this thread.
+        kiln.to_host(context0, "epoch_loss")
+        kiln.to_host(context0, "epoch_correct")
+        if epoch + 1 < epochs:
+            run_grads(0)
+        # Divided in float32 as the C++ (float / int), so that the printed digits round the same way.
         loss = float(tensors.get("epoch_loss") / np.float32(POINTS))
         accuracy = float(tensors.get("epoch_correct") / np.float32(POINTS))
         on_epoch(epoch, loss, accuracy)
+        tensors.set("epoch_loss", zero)  # the next epoch's first update adds into them
+        tensors.set("epoch_correct", zero)
     for backend in backends:
         backend.wait()
     seconds = time.perf_counter() - start

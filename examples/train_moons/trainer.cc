@@ -76,6 +76,10 @@ Result<TrainResult> train(const TrainOptions& options) {
   }
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<runtime::NodeTable> nodes,
                         runtime::NodeTable::create(program, options.seed));
+  // The shards of one device read one array of each parameter, which shard 0's `update` writes
+  // (its stream owns them): the scheduler orders the other streams' `grad` after it, and nothing
+  // is copied. Across devices each device still has its own, copied from shard 0's.
+  for (const std::string& p : kParameters) KILN_RETURN_IF_ERROR(nodes->set_sharing(p, runtime::Sharing::kShared));
 
   // A backend per device, streams round-robin over them.
   std::vector<std::shared_ptr<runtime::Backend>> backends;
@@ -121,50 +125,70 @@ Result<TrainResult> train(const TrainOptions& options) {
   const DataSet data = make_moons(options.points, 0.1, options.seed);
   const int steps = (options.points + kBatch - 1) / kBatch;
   const float zero = 0;
-  const auto start = std::chrono::steady_clock::now();
-  for (int epoch = 0; epoch < options.epochs; ++epoch) {
-    KILN_RETURN_IF_ERROR(write_floats(*nodes, "epoch_loss", &zero, 1));
-    KILN_RETURN_IF_ERROR(write_floats(*nodes, "epoch_correct", &zero, 1));
-    for (int step = 0; step < steps; ++step) {
-      // The batch's points, shared out over the pieces as evenly as they go (the last batch is
-      // smaller); this rank's pieces follow those of the ranks before it.
-      const int batch = std::min(kBatch, options.points - step * kBatch);
-      const auto piece_size = [&](int piece) { return batch / pieces + (piece < batch % pieces ? 1 : 0); };
-      int first = step * kBatch;
-      for (int piece = 0; piece < result.rank * kShards; ++piece) first += piece_size(piece);
-      for (int k = 0; k < kShards; ++k) {
-        const int points = piece_size(result.rank * kShards + k);
-        // Binds B; uploaded when `grad` is scheduled (automatic host transfers), snapshotting
-        // these values.
-        KILN_RETURN_IF_ERROR(write_points(*nodes, data, first, points));
-        KILN_RETURN_IF_ERROR(shards[k].routines.at("grad")->run());
-        first += points;
-      }
-      for (int k = 1; k < kShards; ++k) {
-        for (const std::string& g : kMerged) {
-          KILN_RETURN_IF_ERROR(runtime::device_to_device(g, runtime::MergeMode::kStreaming,
-                                                         shards[0].context, shards[k].context)
-                                   .status());
-          KILN_RETURN_IF_ERROR(shards[0].routines.at("merge_" + g)->run());
-        }
-      }
-      // Shard 0 holds this rank's sums; the same sums over every rank, in place.
-      if (options.ranks) KILN_RETURN_IF_ERROR(shards[0].routines.at("allreduce_merged")->run());
-      KILN_RETURN_IF_ERROR(shards[0].routines.at("update")->run());
-      for (int k = 1; k < kShards; ++k) {
-        for (const std::string& p : kParameters) {
-          KILN_RETURN_IF_ERROR(runtime::device_to_device(p, runtime::MergeMode::kNo,
-                                                         shards[k].context, shards[0].context)
-                                   .status());
-        }
+  // Every shard's points of the step and its `grad`.
+  const auto run_grads = [&](int step) -> Status {
+    // The batch's points, shared out over the pieces as evenly as they go (the last batch is
+    // smaller); this rank's pieces follow those of the ranks before it.
+    const int batch = std::min(kBatch, options.points - step * kBatch);
+    const auto piece_size = [&](int piece) { return batch / pieces + (piece < batch % pieces ? 1 : 0); };
+    int first = step * kBatch;
+    for (int piece = 0; piece < result.rank * kShards; ++piece) first += piece_size(piece);
+    for (int k = 0; k < kShards; ++k) {
+      const int points = piece_size(result.rank * kShards + k);
+      // Binds B; uploaded when `grad` is scheduled (automatic host transfers), snapshotting
+      // these values.
+      KILN_RETURN_IF_ERROR(write_points(*nodes, data, first, points));
+      KILN_RETURN_IF_ERROR(shards[k].routines.at("grad")->run());
+      first += points;
+    }
+    return Status();
+  };
+  // The merges into shard 0, the update there, and the new parameters to shards on other devices
+  // (on shard 0's device they share its arrays: nothing moves).
+  const auto run_update = [&]() -> Status {
+    for (int k = 1; k < kShards; ++k) {
+      for (const std::string& g : kMerged) {
+        KILN_RETURN_IF_ERROR(runtime::device_to_device(g, runtime::MergeMode::kStreaming,
+                                                       shards[0].context, shards[k].context)
+                                 .status());
+        KILN_RETURN_IF_ERROR(shards[0].routines.at("merge_" + g)->run());
       }
     }
-    // Reading waits for the update that wrote the totals, then copies them back.
+    // Shard 0 holds this rank's sums; the same sums over every rank, in place.
+    if (options.ranks) KILN_RETURN_IF_ERROR(shards[0].routines.at("allreduce_merged")->run());
+    KILN_RETURN_IF_ERROR(shards[0].routines.at("update")->run());
+    for (int k = 1; k < kShards; ++k) {
+      for (const std::string& p : kParameters) {
+        KILN_RETURN_IF_ERROR(runtime::device_to_device(p, runtime::MergeMode::kNo,
+                                                       shards[k].context, shards[0].context)
+                                 .status());
+      }
+    }
+    return Status();
+  };
+  const auto start = std::chrono::steady_clock::now();
+  KILN_RETURN_IF_ERROR(write_floats(*nodes, "epoch_loss", &zero, 1));
+  KILN_RETURN_IF_ERROR(write_floats(*nodes, "epoch_correct", &zero, 1));
+  KILN_RETURN_IF_ERROR(run_grads(0));
+  for (int epoch = 0; epoch < options.epochs; ++epoch) {
+    for (int step = 0; step < steps; ++step) {
+      KILN_RETURN_IF_ERROR(run_update());
+      if (step + 1 < steps) KILN_RETURN_IF_ERROR(run_grads(step + 1));
+    }
+    // The epoch's totals start on their way to the host, and the next epoch's first gradients
+    // are scheduled, before this thread waits for the totals: the streams go on from the last
+    // update to the next step without waiting for this thread to wake up and schedule it.
+    KILN_RETURN_IF_ERROR(runtime::to_host(shards[0].context, "epoch_loss").status());
+    KILN_RETURN_IF_ERROR(runtime::to_host(shards[0].context, "epoch_correct").status());
+    if (epoch + 1 < options.epochs) KILN_RETURN_IF_ERROR(run_grads(0));
     KILN_ASSIGN_OR_RETURN(std::vector<float> loss, read_floats(*nodes, "epoch_loss"));
     KILN_ASSIGN_OR_RETURN(std::vector<float> correct, read_floats(*nodes, "epoch_correct"));
     result.loss = loss[0] / options.points;
     result.accuracy = correct[0] / options.points;
     if (options.on_epoch) options.on_epoch(epoch, result.loss, result.accuracy);
+    // The next epoch's first update adds into these (`grad` does not touch them).
+    KILN_RETURN_IF_ERROR(write_floats(*nodes, "epoch_loss", &zero, 1));
+    KILN_RETURN_IF_ERROR(write_floats(*nodes, "epoch_correct", &zero, 1));
   }
   for (const auto& backend : backends) KILN_RETURN_IF_ERROR(backend->await());
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

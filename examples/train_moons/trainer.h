@@ -5,12 +5,14 @@
 // batch of an epoch holds what is left (the data set need not be a multiple of the batch), split
 // as evenly as it goes. The shard's size is the program's size B, bound by the shape of the data
 // written: one compiled program runs every shard, and then, once training is done, `evaluate`
-// over the whole data set in one run. Shard k
-// has its own context on stream k % streams; every step each shard computes its gradients, the
-// other shards' gradients are added into shard 0's through merge buffers (`g += g.merge`), shard
-// 0 applies the update, and the new parameters are copied back to the other shards. With
-// `streams = 1` the same shards run one after the other on one stream: the same arithmetic, so
-// the same parameters, in one stream's time.
+// over the whole data set in one run. Shard k has its own context on stream k % streams; every
+// step each shard computes its gradients, the other shards' gradients are added into shard 0's
+// through merge buffers (`g += g.merge`), and shard 0 applies the update. The shards on shard 0's
+// device share its parameters (one array each, Sharing::kShared: the scheduler orders their next
+// `grad` after the update); shards on other devices get them copied. Each epoch's totals go to
+// the host while the next epoch's first gradients are already scheduled, so that the streams
+// never wait for the host at an epoch's end. With `streams = 1` the same shards run one after the
+// other on one stream: the same arithmetic, so the same parameters, in one stream's time.
 //
 // Across processes (`ranks`, train_moons --ranks under mpirun): rank r of R takes its share of
 // every batch (the batch is split into R × kShards pieces, rank r's shard k taking piece
