@@ -1,5 +1,6 @@
 #include "kiln/runtime/routine.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <span>
@@ -28,12 +29,20 @@ struct PreparedRun {
   std::vector<std::string_view> names;  // accesses[i]'s node (in the routine's reads_ / writes_)
   hal::BufferRef merge;                 // the merge buffer `steps` bind, if the routine reads one
   std::optional<std::vector<RoutineStep>> steps;
-  // A sized routine (Routine::sized_): the table's size generation and sizes `steps` were recorded
-  // at, and the dispatches at them.
+  // A sized routine (Routine::sized_) at some sizes: the dispatches and the calls bound to the
+  // tensors' shapes there. Working them out specializes the whole program (a few hundred µs), so
+  // the plans of the last kSizedPlans sizes are kept: a program run at alternating sizes (a last,
+  // smaller batch each epoch) works each out once.
+  struct SizedPlan {
+    std::vector<int64_t> sizes;
+    std::vector<Routine::Dispatch> dispatches;
+    std::vector<std::shared_ptr<const ral::BoundCall>> calls;
+    std::optional<hal::Placement> placement;  // once steps were recorded at these sizes
+  };
+  static constexpr size_t kSizedPlans = 4;
+  std::vector<SizedPlan> plans;  // the most recently used last
+  // The table's size generation `steps` were recorded at, and the plan of its sizes (plans.back()).
   uint64_t size_generation = UINT64_MAX;
-  std::vector<int64_t> sizes;
-  std::vector<Routine::Dispatch> dispatches;
-  std::vector<std::shared_ptr<const ral::BoundCall>> calls;  // bound to the tensors' shapes at `sizes`
   // kCallerWhenReady for a routine of one command buffer of kernels whose work is below the
   // device's max_caller_stores: Routine::run then runs it on the caller's thread when its waits
   // are met (recorded with `steps`).
@@ -133,22 +142,31 @@ Status Routine::run_in(const ContextRef& context) const {
       for (const DeviceArrayRef& array : prepared.arrays) {
         if (Status fit = fit_to_sizes_locked(*array, values, names); !fit.ok()) return fit.annotate(where());
       }
-      const hal::DeviceCapabilities& caps = stream.device()->info().capabilities;
-      const uint32_t fixed = context->backend().options().max_workgroups;
-      prepared.dispatches = dispatches_;
-      for (Dispatch& d : prepared.dispatches) {
-        d.workgroups = {dispatch_workgroups(ir::kernel_at_sizes(*d.kernel, values), caps, fixed), 1, 1};
-        d.constants = ir::size_constants(values);
+      auto known = std::find_if(prepared.plans.begin(), prepared.plans.end(),
+                                [&](const PreparedRun::SizedPlan& p) { return p.sizes == values; });
+      if (known != prepared.plans.end()) {
+        std::rotate(known, known + 1, prepared.plans.end());
+      } else {
+        PreparedRun::SizedPlan plan;
+        plan.sizes = values;
+        const hal::DeviceCapabilities& caps = stream.device()->info().capabilities;
+        const uint32_t fixed = context->backend().options().max_workgroups;
+        plan.dispatches = dispatches_;
+        for (Dispatch& d : plan.dispatches) {
+          d.workgroups = {dispatch_workgroups(ir::kernel_at_sizes(*d.kernel, values), caps, fixed), 1, 1};
+          d.constants = ir::size_constants(values);
+        }
+        if (lowered_ && !lowered_->calls.empty()) {
+          // Calls take the tensors' shapes at these sizes: bound again.
+          Result<ir::Program> at = ir::specialize_sizes(code_->lowered().program, values);
+          if (!at.ok()) return at.status().annotate(where());
+          Result<std::vector<std::shared_ptr<const ral::BoundCall>>> calls = bind_routine_calls(*lowered_, *at, *stream.device());
+          if (!calls.ok()) return calls.status().annotate(where());
+          plan.calls = std::move(*calls);
+        }
+        if (prepared.plans.size() == PreparedRun::kSizedPlans) prepared.plans.erase(prepared.plans.begin());
+        prepared.plans.push_back(std::move(plan));
       }
-      if (lowered_ && !lowered_->calls.empty()) {
-        // Calls take the tensors' shapes at these sizes: bound again.
-        Result<ir::Program> at = ir::specialize_sizes(code_->lowered().program, values);
-        if (!at.ok()) return at.status().annotate(where());
-        Result<std::vector<std::shared_ptr<const ral::BoundCall>>> calls = bind_routine_calls(*lowered_, *at, *stream.device());
-        if (!calls.ok()) return calls.status().annotate(where());
-        prepared.calls = std::move(*calls);
-      }
-      prepared.sizes = values;
       prepared.size_generation = table.size_generation_locked();
       prepared.steps.reset();
     }
@@ -223,7 +241,7 @@ Status Routine::run_in(const ContextRef& context) const {
       return nullptr;
     };
     auto dispatch = [&](size_t i) -> Result<hal::DispatchCommand> {
-      const Dispatch& d = (sized_ ? prepared.dispatches : dispatches_)[i];
+      const Dispatch& d = (sized_ ? prepared.plans.back().dispatches : dispatches_)[i];
       hal::DispatchCommand command;
       command.executable = executable_;
       command.export_ordinal = d.export_ordinal;
@@ -263,12 +281,12 @@ Status Routine::run_in(const ContextRef& context) const {
     if (first_call_ordinal_ && !traced_) {
       // Call kernels of a program with sizes read them, like the routine's kernels.
       call_kernels = CallKernels{executable_, *first_call_ordinal_,
-                                 ir::size_constants(sized_ ? prepared.sizes : code_->sizes())};
+                                 ir::size_constants(sized_ ? prepared.plans.back().sizes : code_->sizes())};
     }
     // Own kernels have no calls: their steps are the dispatches alone.
     const RoutineShape shape = lowered_ ? shape_of(*lowered_) : RoutineShape{name_, dispatches_.size(), {}};
     Result<std::vector<RoutineStep>> steps =
-        make_routine_steps(*stream.device(), shape, sized_ ? prepared.calls : calls_, call_kernels, dispatch, call_buffer);
+        make_routine_steps(*stream.device(), shape, sized_ ? prepared.plans.back().calls : calls_, call_kernels, dispatch, call_buffer);
     if (!steps.ok()) return steps.status().annotate(where());
     if (traced_ && lowered_) *steps = traced_steps(*steps, *lowered_, program, values, trace_run);
     prepared.steps = std::move(*steps);
@@ -280,9 +298,15 @@ Status Routine::run_in(const ContextRef& context) const {
       });
       array->recorded_by.push_back(slot);
     }
-    prepared.placement = PreparedRun::placement_of(*prepared.steps, sized_ ? prepared.dispatches : dispatches_,
-                                                   sized_ ? prepared.sizes : code_->sizes(),
-                                                   stream.device()->info().capabilities);
+    const hal::DeviceCapabilities& caps = stream.device()->info().capabilities;
+    if (sized_) {
+      // The same at the same sizes: estimating the kernels' stores at sizes takes a while too.
+      PreparedRun::SizedPlan& plan = prepared.plans.back();
+      if (!plan.placement) plan.placement = PreparedRun::placement_of(*prepared.steps, plan.dispatches, plan.sizes, caps);
+      prepared.placement = *plan.placement;
+    } else {
+      prepared.placement = PreparedRun::placement_of(*prepared.steps, dispatches_, code_->sizes(), caps);
+    }
   }
   const RoutineRun run{context->backend().ral_context(), context->nodes()->seed(), run_number,
                        context->backend().options().trace, stream.name(), stream.ordinal(),
