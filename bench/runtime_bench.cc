@@ -34,6 +34,21 @@ BENCHMARK(BM_TrainMoons)
     ->Args({1, 1, 1})->Args({2, 1, 1})->Args({1, 0, 1})->Args({2, 0, 1})->Args({1, 1, 0})->Args({2, 1, 0})
     ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 
+// The same epoch with the streams' queue threads left to the system's scheduler
+// (DeviceOptions::spread_queues off; the demo pins them): compare BM_TrainMoons of the same run.
+void BM_TrainMoonsUnpinned(benchmark::State& state) {
+  moons::TrainOptions options;
+  options.streams = static_cast<int>(state.range(0));
+  options.spread_queues = false;
+  options.epochs = 40;
+  options.points = 8192;
+  for (auto _ : state) {
+    moons::TrainResult result = check(moons::train(options), "train");
+    state.SetIterationTime(result.seconds / options.epochs);
+  }
+}
+BENCHMARK(BM_TrainMoonsUnpinned)->ArgName("streams")->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
+
 // The same epoch with value tracing on (docs/tracing.md): every routine compiled with trace code,
 // run in one workgroup per kernel, logging 16 lines per statement, collected through the stdout
 // capture. Compare BM_TrainMoons/streams:2/workgroups:1/auto_calls:1 of the same run.

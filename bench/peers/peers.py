@@ -3,7 +3,10 @@
 NumPy, IREE (llvm-cpu, the same computation in linalg MLIR) and tinygrad (CPU), on the rows of
 bench/peers/tasks.py. Contenders alternate within each round (the first of a round changes from
 round to round); a row's figure is the median over rounds of each round's median; every peer is
-given the same thread count. Prints a Markdown table: each contender's median and kiln's time
+given the same thread count, and starts after a pause of PAUSE_S, so that no contender runs beside
+the threads another one left spinning (NumPy's OpenBLAS spins for 0.1 s after a product, libgomp's
+workers in PyTorch for a while too: without the pause the training row measured kiln at 4.78 ms
+an epoch instead of 0.76, and PyTorch and NumPy 5-40% slower). Prints a Markdown table: each contender's median and kiln's time
 divided by the fastest peer's (below 1: kiln is faster); the digits row trains afresh each round
 from the same initial weights in the same batch order and gives each contender's test accuracy
 beside its median epoch time. Run by bench/peers/run.sh.
@@ -19,11 +22,14 @@ import re
 import statistics
 import subprocess
 import sys
+import time
 import tempfile
 
 import numpy as np
 
 from tasks import DIGITS_EXAMPLE, MLP_POINTS, TASKS, kiln_program, task_inputs
+
+PAUSE_S = 0.3  # before each contender runs: longer than the 0.1 s OpenBLAS spins after a call
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -151,6 +157,7 @@ def main():
             for n in order:
                 if (t, n) in skipped:
                     continue
+                time.sleep(PAUSE_S)
                 answer = contenders[n].ask(t, TASKS[t]["reps"])
                 if "ms" in answer:
                     results[t][n].append(answer["ms"])

@@ -34,7 +34,8 @@ bool parse_int(std::string_view text, long long lo, long long hi, long long* out
 constexpr const char* kUsage =
     "usage: train_moons [--streams N] [--epochs N] [--points N] [--device NAME[,NAME...]]\n"
     "                   [--workgroups N] [--ranks] [--save FILE] [--trace FILE.json]\n"
-    "                   [--trace-values FILE] [--seed N] [--auto-calls 0|1]\n";
+    "                   [--trace-values FILE] [--seed N] [--auto-calls 0|1]\n"
+    "                   [--affinity spread|none]\n";
 
 constexpr const char* kHelp =
     "Trains a 2-16-16-1 MLP on half-moons points, data-parallel over streams (kiln's demo).\n"
@@ -57,6 +58,10 @@ constexpr const char* kHelp =
     "  --trace-values FILE  log the values computed inside the routines (JSON lines)\n"
     "  --seed N             seed of the data and the initial weights (default 0)\n"
     "  --auto-calls 0|1     replace matrix products by gemm calls (default 1)\n"
+    "  --affinity spread|none\n"
+    "                       spread: the cpu device's streams each on a core of their own\n"
+    "                       (pinned, for a machine the demo has to itself); none: where the\n"
+    "                       system puts them (default spread)\n"
     "  --help               print this help\n";
 
 int usage(const char* message) {
@@ -146,6 +151,9 @@ int main(int argc, char** argv) {
     } else if (arg == "--auto-calls") {
       if (!parse_int(value, 0, 1, &n)) return usage("--auto-calls takes 0 or 1");
       options.auto_calls = n != 0;
+    } else if (arg == "--affinity") {
+      if (value != "spread" && value != "none") return usage("--affinity takes spread or none");
+      options.spread_queues = value == "spread";
     } else if (arg == "--trace") {
       trace_path = value;
       options.trace = std::make_shared<kiln::runtime::Trace>();

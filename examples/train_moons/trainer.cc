@@ -84,7 +84,9 @@ Result<TrainResult> train(const TrainOptions& options) {
   // A backend per device, streams round-robin over them.
   std::vector<std::shared_ptr<runtime::Backend>> backends;
   for (const std::string& name : options.devices) {
-    KILN_ASSIGN_OR_RETURN(hal::DeviceRef device, drivers::builtin_registry().create_device(name));
+    hal::DeviceOptions device_options;
+    device_options.spread_queues = options.spread_queues;
+    KILN_ASSIGN_OR_RETURN(hal::DeviceRef device, drivers::builtin_registry().create_device(name, device_options));
     runtime::BackendOptions backend_options;
     backend_options.max_workgroups = options.max_workgroups;
     backend_options.trace = options.trace;

@@ -59,6 +59,10 @@ struct TrainOptions {
   uint32_t max_workgroups = 1;
   // Products by the RAL's gemm (OpenBLAS) where lowering finds them (ir::LowerOptions::auto_calls).
   bool auto_calls = true;
+  // The cpu device's streams each pinned to a core of their own (DeviceOptions::spread_queues):
+  // the demo is meant to have the machine to itself, a stream to a core. Left to the system, two
+  // streams' threads sometimes share one core for a whole run (docs/hal.md).
+  bool spread_queues = true;
   // The program specialized to B = kShardSize before compiling (for benchmarks against the
   // general build): the data set must then be a multiple of the batch, and `evaluate` is not run.
   bool static_batch = false;

@@ -16,7 +16,7 @@ const std::vector<Setting>& settings() {
       {"KILN_CC_TIMEOUT", "seconds before a C compile is stopped (default 600)", 1, 86400},
       {"KILN_CPU_THREADS", "threads of the cpu device, OpenBLAS's included (default: the cores)", 1, 1024},
       {"KILN_CPU_AFFINITY", "spread: once a cpu device has two queues, its queue threads pinned round-robin "
-                            "over the process's cores; none: where the system puts them (default spread)", 0, 0,
+                            "over the process's cores; none: where the system puts them (default none)", 0, 0,
        {"spread", "none"}},
       {"KILN_LOG", "what kiln logs to standard error (default warn)", 0, 0, {"error", "warn", "info", "debug"}},
       {"KILN_TRACE_LINES", "values logged per statement by value tracing, 0 for all (default 16)", 0, 1u << 20},

@@ -1,11 +1,14 @@
-// Where the CPU device's queue threads run (drivers/cpu/queue_cores.h): a device's only queue is
-// left to the system; from the second queue on, the queue threads are pinned round-robin over the
-// cores the creating thread may run on, in creation order; KILN_CPU_AFFINITY=none leaves them
-// all to the system, and a value that is neither is an error naming the variable. Each queue
-// reports its own thread's cores from a host call, which runs on that thread.
+// Where the CPU device's queue threads run (drivers/cpu/queue_cores.h). Spread
+// (DeviceOptions::spread_queues, else KILN_CPU_AFFINITY=spread): a device's only queue is left to
+// the system; from the second queue on, the queue threads are pinned round-robin over the cores
+// the creating thread may run on, in creation order. By default, or with none, every queue thread
+// is left to the system; a malformed setting is an error naming the variable. Each queue reports
+// its own thread's cores from a host call, which runs on that thread.
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <stdlib.h>
 
+#include <optional>
 #include <vector>
 
 #include "common/scoped_env.h"
@@ -54,9 +57,10 @@ std::vector<hal::QueueRef> make_queues(const hal::DeviceRef& device, int count) 
   return queues;
 }
 
-hal::DeviceRef make_device(const char* driver) {
+hal::DeviceRef make_device(const char* driver, std::optional<bool> spread = std::nullopt) {
   hal::DeviceOptions options;
   options.cache_dir = "";
+  options.spread_queues = spread;
   Result<hal::DeviceRef> device = drivers::builtin_registry().create_device(driver, options);
   EXPECT_TRUE(device.ok()) << device.status().to_string();
   return device.ok() ? *device : nullptr;
@@ -82,12 +86,37 @@ TEST(CpuQueueCores, TheOnlyQueueIsLeftToTheSystemAndTwoOrMoreAreSpread) {
   }
 }
 
-TEST(CpuQueueCores, NoneLeavesEveryQueueToTheSystem) {
+TEST(CpuQueueCores, ByDefaultAndWithNoneEveryQueueIsLeftToTheSystem) {
   const std::vector<int> all = thread_cores();
-  ScopedEnv none("KILN_CPU_AFFINITY", "none");
-  hal::DeviceRef device = make_device("cpu");
-  ASSERT_NE(device, nullptr);
-  for (const hal::QueueRef& queue : make_queues(device, 3)) EXPECT_EQ(queue_cores(device, queue), all);
+  for (const char* setting : {"", "none"}) {
+    SCOPED_TRACE(setting);
+    ScopedEnv env("KILN_CPU_AFFINITY", setting);
+    if (!*setting) unsetenv("KILN_CPU_AFFINITY");
+    hal::DeviceRef device = make_device("cpu");
+    ASSERT_NE(device, nullptr);
+    for (const hal::QueueRef& queue : make_queues(device, 3)) EXPECT_EQ(queue_cores(device, queue), all);
+  }
+}
+
+TEST(CpuQueueCores, TheDeviceOptionWinsOverTheSetting) {
+  const std::vector<int> all = thread_cores();
+  if (all.size() < 2) GTEST_SKIP() << "this process may run on one core only";
+  {
+    ScopedEnv none("KILN_CPU_AFFINITY", "none");
+    hal::DeviceRef device = make_device("cpu", true);
+    ASSERT_NE(device, nullptr);
+    std::vector<hal::QueueRef> queues = make_queues(device, 2);
+    ASSERT_EQ(queues.size(), 2u);
+    EXPECT_EQ(queue_cores(device, queues[0]), std::vector<int>{all[0]});
+    EXPECT_EQ(queue_cores(device, queues[1]), std::vector<int>{all[1]});
+  }
+  {
+    // Told not to spread, a device leaves KILN_CPU_AFFINITY=spread aside.
+    ScopedEnv spread("KILN_CPU_AFFINITY", "spread");
+    hal::DeviceRef device = make_device("interp", false);
+    ASSERT_NE(device, nullptr);
+    for (const hal::QueueRef& queue : make_queues(device, 2)) EXPECT_EQ(queue_cores(device, queue), all);
+  }
 }
 
 TEST(CpuQueueCores, AMalformedSettingIsAnErrorNamingIt) {

@@ -59,6 +59,10 @@ struct DeviceOptions {
   // CPU and interp drivers: DeviceCapabilities::max_caller_stores (0: every action runs on the
   // queue's threads, as before kiln ran small work on the caller's thread).
   std::optional<int64_t> max_caller_stores;
+  // CPU and interp drivers: once the device has a second queue, pin its queues' threads to cores
+  // round-robin (else KILN_CPU_AFFINITY, else off). For a process that has the cores to itself;
+  // beside other busy threads a pinned thread cannot move away from them.
+  std::optional<bool> spread_queues;
 };
 
 class Device {

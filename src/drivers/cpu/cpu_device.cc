@@ -82,15 +82,16 @@ Result<std::shared_ptr<CpuDevice>> CpuDevice::create(hal::DeviceInfo info,
                                           DiskCache(std::move(cache_dir)),
                                           static_cast<int64_t>(timeout_s.value_or(600)) * 1000);
   return std::make_shared<CpuDevice>(std::move(info), std::move(pool),
-                                     std::make_unique<CCompiler>(std::move(cc)));
+                                     std::make_unique<CCompiler>(std::move(cc)), options.spread_queues);
 }
 
 CpuDevice::CpuDevice(hal::DeviceInfo info, std::shared_ptr<ThreadPool> pool,
-                     std::unique_ptr<HostCompiler> compiler)
+                     std::unique_ptr<HostCompiler> compiler, std::optional<bool> spread_queues)
     : info_(std::move(info)),
       allocator_(tag(), info_.capabilities.max_allocation_size),
       pool_(std::move(pool)),
-      compiler_(std::move(compiler)) {
+      compiler_(std::move(compiler)),
+      queue_cores_(spread_queues) {
   info_.capabilities.compute_units = pool_->thread_count();
   info_.capabilities.executable_formats = compiler_->formats();
 }

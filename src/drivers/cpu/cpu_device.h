@@ -39,8 +39,10 @@ class CpuDevice final : public hal::Device {
   Result<hal::QueueRef> create_queue(const std::string& name) override;
   Result<hal::ExecutableRef> compile_executable(const hal::ExecutableSource& source) override;
 
-  // `info.capabilities.executable_formats` is taken from the compiler.
-  CpuDevice(hal::DeviceInfo info, std::shared_ptr<ThreadPool> pool, std::unique_ptr<HostCompiler> compiler);
+  // `info.capabilities.executable_formats` is taken from the compiler; `spread_queues` is
+  // DeviceOptions::spread_queues.
+  CpuDevice(hal::DeviceInfo info, std::shared_ptr<ThreadPool> pool, std::unique_ptr<HostCompiler> compiler,
+            std::optional<bool> spread_queues);
 
  private:
   hal::DeviceInfo info_;

@@ -10,7 +10,7 @@
 
 namespace kiln::cpu {
 
-QueueCores::QueueCores() {
+QueueCores::QueueCores(std::optional<bool> spread) : spread_(spread) {
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) != 0) return;  // no list: nothing is pinned
@@ -20,8 +20,12 @@ QueueCores::QueueCores() {
 }
 
 Status QueueCores::place(const std::shared_ptr<CpuQueue>& queue) {
-  KILN_ASSIGN_OR_RETURN(std::optional<std::string> affinity, setting_choice("KILN_CPU_AFFINITY"));
-  if (affinity == "none" || cores_.size() < 2) return Status();
+  bool spread = spread_.value_or(false);
+  if (!spread_) {
+    KILN_ASSIGN_OR_RETURN(std::optional<std::string> affinity, setting_choice("KILN_CPU_AFFINITY"));
+    spread = affinity == "spread";
+  }
+  if (!spread || cores_.size() < 2) return Status();
   std::lock_guard<std::mutex> lock(mutex_);
   const uint32_t index = placed_++;
   if (index == 0) {

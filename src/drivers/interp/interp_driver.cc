@@ -34,7 +34,7 @@ class InterpDriver final : public hal::Driver {
     KILN_ASSIGN_OR_RETURN(std::shared_ptr<cpu::ThreadPool> pool,
                           cpu::CpuDevice::thread_pool(options, info.capabilities.compute_units));
     return hal::DeviceRef(std::make_shared<cpu::CpuDevice>(std::move(info), std::move(pool),
-                                                           std::make_unique<InterpCompiler>()));
+                                                           std::make_unique<InterpCompiler>(), options.spread_queues));
   }
 };
 
