@@ -14,20 +14,26 @@
 namespace kiln::bench {
 namespace {
 
-// Time per epoch of the demo (compiling and linking excluded). Arg 0: streams; arg 1: workgroups
-// per kernel (1: a stream is one core, as in the demo; 0: every kernel split over the device);
-// arg 2: automatic gemm calls for the products (1, the default) or generated kernels (0).
-void BM_TrainMoons(benchmark::State& state) {
-  moons::TrainOptions options;
+// Time per epoch of the demo over 40 epochs of 8192 points (4 whole batches, as in the README's
+// figures), compiling and linking excluded; streams from arg 0.
+void time_epochs(benchmark::State& state, moons::TrainOptions options) {
   options.streams = static_cast<int>(state.range(0));
-  options.max_workgroups = static_cast<uint32_t>(state.range(1));
-  options.auto_calls = state.range(2) != 0;
   options.epochs = 40;
-  options.points = 8192;  // 4 whole batches, as in the README's figures
+  options.points = 8192;
   for (auto _ : state) {
     moons::TrainResult result = check(moons::train(options), "train");
     state.SetIterationTime(result.seconds / options.epochs);
   }
+}
+
+// Arg 0: streams; arg 1: workgroups per kernel (1: a stream is one core, as in the demo; 0: every
+// kernel split over the device); arg 2: automatic gemm calls for the products (1, the default)
+// or generated kernels (0).
+void BM_TrainMoons(benchmark::State& state) {
+  moons::TrainOptions options;
+  options.max_workgroups = static_cast<uint32_t>(state.range(1));
+  options.auto_calls = state.range(2) != 0;
+  time_epochs(state, options);
 }
 BENCHMARK(BM_TrainMoons)
     ->ArgNames({"streams", "workgroups", "auto_calls"})
@@ -38,14 +44,8 @@ BENCHMARK(BM_TrainMoons)
 // (DeviceOptions::spread_queues off; the demo pins them): compare BM_TrainMoons of the same run.
 void BM_TrainMoonsUnpinned(benchmark::State& state) {
   moons::TrainOptions options;
-  options.streams = static_cast<int>(state.range(0));
   options.spread_queues = false;
-  options.epochs = 40;
-  options.points = 8192;
-  for (auto _ : state) {
-    moons::TrainResult result = check(moons::train(options), "train");
-    state.SetIterationTime(result.seconds / options.epochs);
-  }
+  time_epochs(state, options);
 }
 BENCHMARK(BM_TrainMoonsUnpinned)->ArgName("streams")->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 

@@ -124,6 +124,12 @@ runtime::HostTensor tensor_of(const Tensors& t, const std::string& name) {
   return *tensor;
 }
 
+runtime::Sharing sharing_of(const std::string& sharing) {
+  if (sharing == "shared") return runtime::Sharing::kShared;
+  if (sharing == "per_stream") return runtime::Sharing::kPerStream;
+  throw nb::value_error(("sharing must be \"shared\" or \"per_stream\", not \"" + sharing + "\"").c_str());
+}
+
 runtime::MergeMode merge_mode(const std::string& mode) {
   if (mode == "no") return runtime::MergeMode::kNo;
   if (mode == "copy") return runtime::MergeMode::kCopy;
@@ -152,11 +158,7 @@ void bind_runtime(nb::module_& m) {
             write_value(tensor_of(t, name), value);
           }, "name"_a, "value"_a)
       .def("set_sharing", [](const Tensors& t, const std::string& name, const std::string& sharing) {
-            if (sharing != "shared" && sharing != "per_stream") {
-              throw nb::value_error(("sharing must be \"shared\" or \"per_stream\", not \"" + sharing + "\"").c_str());
-            }
-            Status status = t.table->set_sharing(name, sharing == "shared" ? runtime::Sharing::kShared
-                                                                            : runtime::Sharing::kPerStream);
+            Status status = t.table->set_sharing(name, sharing_of(sharing));
             if (status.code() == StatusCode::kNotFound) throw nb::value_error(status.message().c_str());
             throw_if_error(status);
           }, "name"_a, "sharing"_a,

@@ -100,6 +100,32 @@ Result<std::shared_ptr<PreparedRun>> Routine::prepare(const ContextRef& context)
   return prepared;
 }
 
+Status Routine::use_plan_at(PreparedRun& prepared, const std::vector<int64_t>& values, const Context& context) const {
+  auto known = std::find_if(prepared.plans.begin(), prepared.plans.end(),
+                            [&](const PreparedRun::SizedPlan& p) { return p.sizes == values; });
+  if (known != prepared.plans.end()) {
+    std::rotate(known, known + 1, prepared.plans.end());
+    return Status();
+  }
+  PreparedRun::SizedPlan plan;
+  plan.sizes = values;
+  const hal::Device& device = *context.stream()->device();
+  const uint32_t fixed = context.backend().options().max_workgroups;
+  plan.dispatches = dispatches_;
+  for (Dispatch& d : plan.dispatches) {
+    d.workgroups = {dispatch_workgroups(ir::kernel_at_sizes(*d.kernel, values), device.info().capabilities, fixed), 1, 1};
+    d.constants = ir::size_constants(values);
+  }
+  if (lowered_ && !lowered_->calls.empty()) {
+    // Calls take the tensors' shapes at these sizes: bound again.
+    KILN_ASSIGN_OR_RETURN(ir::Program at, ir::specialize_sizes(code_->lowered().program, values));
+    KILN_ASSIGN_OR_RETURN(plan.calls, bind_routine_calls(*lowered_, at, device));
+  }
+  if (prepared.plans.size() == PreparedRun::kSizedPlans) prepared.plans.erase(prepared.plans.begin());
+  prepared.plans.push_back(std::move(plan));
+  return Status();
+}
+
 Status Routine::run_in(const ContextRef& context) const {
   std::lock_guard<std::mutex> lock(scheduling_mutex());
   // Built only on a failure: the hot path allocates no message.
@@ -142,31 +168,7 @@ Status Routine::run_in(const ContextRef& context) const {
       for (const DeviceArrayRef& array : prepared.arrays) {
         if (Status fit = fit_to_sizes_locked(*array, values, names); !fit.ok()) return fit.annotate(where());
       }
-      auto known = std::find_if(prepared.plans.begin(), prepared.plans.end(),
-                                [&](const PreparedRun::SizedPlan& p) { return p.sizes == values; });
-      if (known != prepared.plans.end()) {
-        std::rotate(known, known + 1, prepared.plans.end());
-      } else {
-        PreparedRun::SizedPlan plan;
-        plan.sizes = values;
-        const hal::DeviceCapabilities& caps = stream.device()->info().capabilities;
-        const uint32_t fixed = context->backend().options().max_workgroups;
-        plan.dispatches = dispatches_;
-        for (Dispatch& d : plan.dispatches) {
-          d.workgroups = {dispatch_workgroups(ir::kernel_at_sizes(*d.kernel, values), caps, fixed), 1, 1};
-          d.constants = ir::size_constants(values);
-        }
-        if (lowered_ && !lowered_->calls.empty()) {
-          // Calls take the tensors' shapes at these sizes: bound again.
-          Result<ir::Program> at = ir::specialize_sizes(code_->lowered().program, values);
-          if (!at.ok()) return at.status().annotate(where());
-          Result<std::vector<std::shared_ptr<const ral::BoundCall>>> calls = bind_routine_calls(*lowered_, *at, *stream.device());
-          if (!calls.ok()) return calls.status().annotate(where());
-          plan.calls = std::move(*calls);
-        }
-        if (prepared.plans.size() == PreparedRun::kSizedPlans) prepared.plans.erase(prepared.plans.begin());
-        prepared.plans.push_back(std::move(plan));
-      }
+      if (Status planned = use_plan_at(prepared, values, *context); !planned.ok()) return planned.annotate(where());
       prepared.size_generation = table.size_generation_locked();
       prepared.steps.reset();
     }

@@ -64,6 +64,9 @@ class Routine {
 
   // The routine's arrays in `context`, for Context::prepared_; under the scheduling mutex.
   Result<std::shared_ptr<PreparedRun>> prepare(const ContextRef& context) const;
+  // Makes `prepared`'s plan at the sizes `values` its last (kept, or worked out: the dispatches'
+  // workgroups and the calls bound at those shapes); under the scheduling mutex.
+  Status use_plan_at(PreparedRun& prepared, const std::vector<int64_t>& values, const Context& context) const;
 
   std::string name_;
   ContextRef context_;
