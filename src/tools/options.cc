@@ -185,7 +185,8 @@ const std::vector<CommandSpec>& commands() {
            {"--first-nan", "", "",
             "only the first statement that produced a NaN or an infinity (or\n"
             "the first call whose outputs hold one): its PROGRAM:LINE, its text,\n"
-            "and the values that fed it"},
+            "and the values that fed it; a warning names the statements before it\n"
+            "that ran more points than they logged (KILN_TRACE_LINES)"},
            kHelpOption,
        },
        "Files:\n"

@@ -123,6 +123,62 @@ void print_first_nan(std::FILE* out, const std::string& path, const TraceRun& r,
   std::fprintf(out, "  (%s:%zu, %s)\n", printable(path).c_str(), r.file_line, json_path.c_str());
 }
 
+// The statements --first-nan searched that ran more points than were logged (the trace's
+// lines_per_statement, KILN_TRACE_LINES when it was written): a NaN or infinity among the points
+// not logged would have come before the one found, and would not show. Kept by location, each
+// with the first run it was cut off in and how many runs cut it off.
+class CutOffStatements {
+ public:
+  void add(const TraceRun& r, const TraceEntry& e) {
+    if (e.kind != TraceEntry::Kind::kStatement || !e.truncated) return;
+    const std::string where = location(e);
+    for (Statement& s : statements_) {
+      if (s.location == where) {
+        ++s.runs;
+        return;
+      }
+    }
+    statements_.push_back({where, r.run, 1});
+  }
+
+  // "warning: ..." naming the statements and KILN_TRACE_LINES; nothing when none was cut off.
+  // `found`: after a hit (it may not be the first), else after "no NaN or infinity".
+  void print(std::FILE* out, uint64_t lines_per_statement, bool found) const {
+    if (statements_.empty()) return;
+    const std::string logged = "the " + std::to_string(lines_per_statement) + " each logged";
+    if (found) {
+      std::fprintf(out,
+                   "warning: this may not be the first NaN or infinity: statements before it ran more points than\n"
+                   "  %s (KILN_TRACE_LINES), and one not logged may have come first:\n",
+                   logged.c_str());
+    } else {
+      std::fprintf(out,
+                   "warning: statements ran more points than %s (KILN_TRACE_LINES), and a NaN\n"
+                   "  or infinity may be among those not logged:\n",
+                   logged.c_str());
+    }
+    for (size_t i = 0; i < statements_.size() && i < kListedCutOff; ++i) {
+      const Statement& s = statements_[i];
+      std::fprintf(out, "    %s (run %llu%s)\n", s.location.c_str(), static_cast<unsigned long long>(s.first_run),
+                   s.runs == 1 ? "" : (" and " + std::to_string(s.runs - 1) + " later run" + (s.runs == 2 ? "" : "s")).c_str());
+    }
+    if (statements_.size() > kListedCutOff) {
+      std::fprintf(out, "    ... and %zu more statements\n", statements_.size() - kListedCutOff);
+    }
+    std::fprintf(out, "  Run again with KILN_TRACE_LINES=0 to log every point.\n");
+  }
+
+ private:
+  // The most statements the warning lists.
+  static constexpr size_t kListedCutOff = 10;
+  struct Statement {
+    std::string location;
+    uint64_t first_run;
+    uint64_t runs;
+  };
+  std::vector<Statement> statements_;
+};
+
 std::string join(const std::vector<std::string>& names) {
   std::string out;
   for (const std::string& n : names) out += (out.empty() ? "" : ", ") + printable(n);
@@ -138,6 +194,7 @@ std::optional<Failure> print_value_trace(const Options& o, std::FILE* out) {
   std::set<int64_t> lines;            // the lines of the entries of the runs kept
   uint64_t runs = 0;                  // runs kept (of the --routine routines)
   bool printed = false;
+  CutOffStatements cut_off;  // of the entries --first-nan searched
   while (true) {
     Result<std::optional<TraceRun>> next = reader->next();
     if (!next.ok()) return failure(next.status());
@@ -157,11 +214,13 @@ std::optional<Failure> print_value_trace(const Options& o, std::FILE* out) {
     if (o.first_nan) {
       for (size_t i = 0; i < r.entries.size(); ++i) {
         size_t point = 0;
-        if ((o.statement == 0 || uint64_t(r.entries[i].line) == o.statement) &&
-            produced_nan_or_infinity(r.entries[i], &point)) {
+        if (o.statement != 0 && uint64_t(r.entries[i].line) != o.statement) continue;
+        if (produced_nan_or_infinity(r.entries[i], &point)) {
           print_first_nan(out, o.values_file, r, i, point);
+          cut_off.print(out, reader->lines_per_statement(), /*found=*/true);
           return std::nullopt;
         }
+        cut_off.add(r, r.entries[i]);
       }
       continue;
     }
@@ -202,6 +261,7 @@ std::optional<Failure> print_value_trace(const Options& o, std::FILE* out) {
   }
   if (o.first_nan) {
     std::fprintf(out, "no NaN or infinity in %llu run%s\n", static_cast<unsigned long long>(runs), runs == 1 ? "" : "s");
+    cut_off.print(out, reader->lines_per_statement(), /*found=*/false);
   } else if (runs == 0) {
     std::fprintf(out, "no routine runs in %s\n", file.c_str());
   }

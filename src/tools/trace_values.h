@@ -1,6 +1,9 @@
 // `kiln trace-values FILE [--routine NAME]... [--statement LINE] [--first-nan]` (docs/cli.md):
 // prints a value trace (tools/value_trace.h) as a tree, run → statement or call → values, or
-// only the first statement or call that produced a NaN or an infinity.
+// only the first statement or call that produced a NaN or an infinity. A statement logs only its
+// first lines_per_statement points (KILN_TRACE_LINES), so --first-nan also warns, naming them,
+// when statements it searched before its answer (or, finding none, any it searched) ran more
+// points than they logged: a NaN among those would have come first and cannot show.
 //
 // What callers may rely on: the trace is printed to `out` as it is read, one run once its line
 // has been checked, so an error on a later line leaves the runs before it printed. Every failure

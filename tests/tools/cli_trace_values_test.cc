@@ -167,7 +167,12 @@ TEST_F(CliTraceValuesTest, FirstNanNamesTheStatementAndWhatItRead) {
             "    x[b, k] = inf\n"
             "    w1[k, j] = 0\n"
             "    -> nan\n"
-            "  (" + trace_ + ":4, entries[0].lines[1])\n");
+            "  (" + trace_ + ":4, entries[0].lines[1])\n"
+            // Run 1 logged 2 of line 14's points and ran more: one of those may have been first.
+            "warning: this may not be the first NaN or infinity: statements before it ran more points than\n"
+            "  the 2 each logged (KILN_TRACE_LINES), and one not logged may have come first:\n"
+            "    moons.kiln:14 (run 1)\n"
+            "  Run again with KILN_TRACE_LINES=0 to log every point.\n");
   // The first call whose outputs hold a NaN or an infinity, with its inputs.
   out = listing({"trace-values", trace_, "--first-nan", "--statement", "20"});
   expect_has(out, {"run 3: routine train", "moons.kiln:20: first NaN or infinity\n  call gemm(a, b) -> c\n",
@@ -176,7 +181,12 @@ TEST_F(CliTraceValuesTest, FirstNanNamesTheStatementAndWhatItRead) {
   // None among the runs kept.
   EXPECT_EQ(listing({"trace-values", trace_, "--first-nan", "--routine", "eval"}), "no NaN or infinity in 1 run\n");
   const std::string clean = write("clean.jsonl", lines({kHeader, kRun1, kRun2}));
-  EXPECT_EQ(listing({"trace-values", clean, "--first-nan"}), "no NaN or infinity in 2 runs\n");
+  EXPECT_EQ(listing({"trace-values", clean, "--first-nan"}),
+            "no NaN or infinity in 2 runs\n"
+            "warning: statements ran more points than the 2 each logged (KILN_TRACE_LINES), and a NaN\n"
+            "  or infinity may be among those not logged:\n"
+            "    moons.kiln:14 (run 1)\n"
+            "  Run again with KILN_TRACE_LINES=0 to log every point.\n");
   const std::string empty = write("no-runs.jsonl", lines({kHeader}));
   EXPECT_EQ(listing({"trace-values", empty, "--first-nan"}), "no NaN or infinity in 0 runs\n");
   EXPECT_EQ(listing({"trace-values", empty}), "no routine runs in " + empty + "\n");
@@ -186,6 +196,50 @@ TEST_F(CliTraceValuesTest, FirstNanNamesTheStatementAndWhatItRead) {
   const std::string inf = write("inf.jsonl", lines({kHeader, run}));
   expect_has(listing({"trace-values", inf, "--first-nan"}),
              {"run 1:", "moons.kiln:14: first NaN or infinity", "at b=0 j=1 k=0", "-> -inf", "entries[0].lines[0])"});
+}
+
+// A user's trace named line 75, where line 72 had made the NaN in a point past the lines it
+// logged: --first-nan says that statements before its answer were cut off, which ones, and what
+// to raise; it says nothing when every point before its answer was logged.
+TEST_F(CliTraceValuesTest, FirstNanWarnsWhenEarlierStatementsWereCutOff) {
+  const auto statement = [](int line, const std::string& value, bool truncated) {
+    return R"J({"kind": "statement", "file": "net.kiln", "line": )J" + std::to_string(line) +
+           R"J(, "text": "t[i] = u[i]", "target": "t", "lines": [{"indices": {"i": 0}, "reads": [{"ref": "u[i]",)J"
+           R"J( "value": 1}], "value": )J" + value + "}]" + (truncated ? R"J(, "truncated": true})J" : "}");
+  };
+  const auto run = [](int id, const std::vector<std::string>& entries) {
+    std::string list;
+    for (const std::string& e : entries) list += (list.empty() ? "" : ", ") + e;
+    return R"J({"run": )J" + std::to_string(id) +
+           R"J(, "routine": "step", "stream": "s0", "device": "cpu", "run_number": 0, "begin_ns": 0,)J"
+           R"J( "end_ns": 1000, "entries": [)J" + list + "]}";
+  };
+  const std::string header = R"J({"kiln_value_trace": 1, "lines_per_statement": 1})J";
+  // Lines 70 and 72 ran more points than they logged (72 twice), 73 did not; 75 logged a NaN.
+  const std::string cut = write("cut.jsonl", lines({header,
+                                                    run(1, {statement(72, "2", true)}),
+                                                    run(2, {statement(70, "1", true), statement(72, "2", true),
+                                                            statement(73, "3", false), statement(75, "\"nan\"", false),
+                                                            statement(76, "4", true)})}));
+  std::string out = listing({"trace-values", cut, "--first-nan"});
+  expect_has(out, {"net.kiln:75: first NaN or infinity\n",
+                   "warning: this may not be the first NaN or infinity: statements before it ran more points than\n"
+                   "  the 1 each logged (KILN_TRACE_LINES), and one not logged may have come first:\n"
+                   "    net.kiln:72 (run 1 and 1 later run)\n"
+                   "    net.kiln:70 (run 2)\n"
+                   "  Run again with KILN_TRACE_LINES=0 to log every point.\n"});
+  expect_lacks(out, {"net.kiln:73 (", "net.kiln:76 ("});  // logged whole, or after the answer
+  // --statement searches that line alone: the others do not count.
+  expect_lacks(listing({"trace-values", cut, "--first-nan", "--statement", "75"}), {"warning"});
+  // Nothing cut off before the answer: no warning.
+  const std::string whole = write("whole.jsonl", lines({header, run(1, {statement(73, "3", false),
+                                                                        statement(75, "\"inf\"", false),
+                                                                        statement(76, "4", true)})}));
+  out = listing({"trace-values", whole, "--first-nan"});
+  expect_has(out, {"net.kiln:75: first NaN or infinity\n"});
+  expect_lacks(out, {"warning", "KILN_TRACE_LINES"});
+  // The tree is not --first-nan: its "... (N shown, ...)" lines say it already.
+  expect_lacks(listing({"trace-values", cut}), {"warning"});
 }
 
 TEST_F(CliTraceValuesTest, MalformedFilesNameTheLineAndWhatIsWrong) {
