@@ -22,7 +22,13 @@ std::string settings_help() {
   std::string out;
   for (const Setting& setting : settings()) {
     std::string values;
-    if (setting.max > 0) values = " (" + std::to_string(setting.min) + " to " + std::to_string(setting.max) + ")";
+    // As check_settings reads them: an integer from min to max, or seconds in (0, max] (a decimal
+    // number, 0 refused whatever min says).
+    if (setting.seconds) {
+      values = " (more than 0, at most " + std::to_string(setting.max) + "; decimals such as 0.5 too)";
+    } else if (setting.max > 0) {
+      values = " (" + std::to_string(setting.min) + " to " + std::to_string(setting.max) + ")";
+    }
     for (const std::string& choice : setting.choices) values += (values.empty() ? " (" : ", ") + choice;
     if (!setting.choices.empty()) values += ")";
     char line[512];

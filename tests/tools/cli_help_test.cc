@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <sstream>
 
 #include "cli_test_util.h"
 
@@ -74,6 +75,68 @@ TEST_F(CliHelpTest, HelpDescribesEveryOptionThatIsAccepted) {
        {"run", "compile", "devices", "trace-values", "--version", "--help", "KILN_CACHE_DIR", "Exit status"}) {
     EXPECT_NE(top.find(word), std::string::npos) << word << "\n" << top;
   }
+}
+
+// The ranges `kiln --help` gives its variables are the ones kiln accepts: each end is accepted
+// and the value past it refused (KILN_COLLECTIVE_TIMEOUT's help once said 0 to 86400, and 0 is
+// refused: the timeout must be more than 0).
+TEST_F(CliHelpTest, HelpGivesTheRangesTheVariablesAccept) {
+  const std::string help = stdout_of({"--help"}).output;
+  // Exit status of a command that reads no device, with `name` set to `value`.
+  auto status_with = [&](const std::string& name, const std::string& value) {
+    Env env = this->env();
+    env[name] = value;
+    const std::vector<std::string> args = {"compile", example("softmax"), "--emit", "ir"};
+    ProcessResult r = kiln(args, env, Captured::kStderr, dir_.file("discarded"));
+    return r.exit_code;
+  };
+  const std::regex integers(R"(  (KILN_[A-Z_]+) .*\(([0-9]+) to ([0-9]+)\))");
+  size_t ranges = 0;
+  std::istringstream lines(help);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (!std::regex_match(line, m, integers)) continue;
+    const std::string name = m[1].str();
+    const uint64_t low = std::stoull(m[2].str()), high = std::stoull(m[3].str());
+    SCOPED_TRACE(name + " in\n" + help);
+    EXPECT_EQ(status_with(name, std::to_string(low)), 0);
+    EXPECT_EQ(status_with(name, std::to_string(high)), 0);
+    if (low > 0) EXPECT_EQ(status_with(name, std::to_string(low - 1)), 2);
+    EXPECT_EQ(status_with(name, std::to_string(high + 1)), 2);
+    ++ranges;
+  }
+  EXPECT_GE(ranges, 5u) << help;
+  // A timeout in seconds: more than 0, up to its bound, decimals too.
+  std::smatch seconds;
+  ASSERT_TRUE(std::regex_search(help, seconds,
+                                std::regex(R"(\n  KILN_COLLECTIVE_TIMEOUT [^\n]*\(more than 0, at most ([0-9]+); decimals)")))
+      << help;
+  const uint64_t most = std::stoull(seconds[1].str());
+  EXPECT_EQ(status_with("KILN_COLLECTIVE_TIMEOUT", "0"), 2);
+  EXPECT_EQ(status_with("KILN_COLLECTIVE_TIMEOUT", "0.5"), 0);
+  EXPECT_EQ(status_with("KILN_COLLECTIVE_TIMEOUT", std::to_string(most)), 0);
+  EXPECT_EQ(status_with("KILN_COLLECTIVE_TIMEOUT", std::to_string(most + 1)), 2);
+}
+
+// docs/cli.md's table of environment variables names the variables `kiln --help` lists, all of them.
+TEST_F(CliHelpTest, TheDocsListTheVariablesHelpLists) {
+  const std::string help = stdout_of({"--help"}).output;
+  std::set<std::string> listed, documented;
+  const std::regex help_line(R"((^|\n)  (KILN_[A-Z0-9_]+) )");
+  for (auto it = std::sregex_iterator(help.begin(), help.end(), help_line); it != std::sregex_iterator(); ++it) {
+    listed.insert((*it)[2].str());
+  }
+  Result<std::string> cli_md = read_file(std::string(KILN_SOURCE_DIR) + "/docs/cli.md");
+  ASSERT_TRUE(cli_md.ok()) << cli_md.status();
+  const size_t section = cli_md->find("\n## Environment variables\n");
+  ASSERT_NE(section, std::string::npos);
+  const std::string table = cli_md->substr(section);
+  const std::regex row(R"(\n\| `(KILN_[A-Z0-9_]+)` \|)");
+  for (auto it = std::sregex_iterator(table.begin(), table.end(), row); it != std::sregex_iterator(); ++it) {
+    documented.insert((*it)[1].str());
+  }
+  EXPECT_FALSE(listed.empty()) << help;
+  EXPECT_EQ(documented, listed) << help;
 }
 
 TEST_F(CliHelpTest, VersionIsPrinted) {
