@@ -257,6 +257,7 @@ int command_run(const Options& given) {
                                   did_you_mean(r, routine_names(program)) + " (its routines: " + list + ")"));
     }
   }
+  if (auto f = check_streams_across_ranks(*rank, o, program, routines)) return report(*f);
   // Input files, their headers checked against the declarations before anything is compiled;
   // their data is read into the arrays once they are linked.
   std::vector<RunInput> inputs;

@@ -138,7 +138,9 @@ const std::vector<CommandSpec>& commands() {
        "  --trace-values are written by rank 0 only, or by every rank where the path holds {rank}\n"
        "  (--output y=y{rank}.npy). --print and the timing line of --repeat come from rank 0\n"
        "  only. No rank writes an output unless every rank finished its run; a failed run (a\n"
-       "  collective that fails or times out, on any rank) exits with status 1.\n"
+       "  collective that fails or times out, on any rank) exits with status 1. --streams above 1\n"
+       "  is refused (exit 2) for routines that run a collective: the streams' collectives would\n"
+       "  have no order between them.\n"
        "  Without mpirun, kiln run is rank 0 of 1 (every collective is a copy, {rank} is 0)\n"
        "  and does not touch MPI.\n"},
       {"compile",

@@ -1,10 +1,13 @@
 #include "tools/ranks.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
+
+#include "kiln/ral/registry.h"
 
 namespace kiln::tools {
 
@@ -52,6 +55,32 @@ Options options_at_rank(const Options& given, int rank) {
   }
   if (rank != 0) o.print = false;
   return o;
+}
+
+std::optional<Failure> check_streams_across_ranks(const RunRank& rank, const Options& o, const ir::Program& program,
+                                                  const std::vector<std::string>& routines) {
+  if (o.streams <= 1 || rank.size <= 1) return std::nullopt;
+  // Collectives are registered alike for every driver; an unknown device is reported later.
+  const std::string driver = o.device.substr(0, o.device.find(':'));
+  auto is_collective = [&](const std::string& function) {
+    Result<std::vector<const ral::Function*>> found = ral::Registry::global().find_nickname(function, driver);
+    return found.ok() && std::any_of(found->begin(), found->end(), [](const ral::Function* f) { return f->collective; });
+  };
+  for (const std::string& name : routines) {
+    const ir::Routine* routine = program.find_routine(name);
+    if (!routine) continue;
+    for (const ir::Call& call : routine->calls) {
+      if (!is_collective(call.function)) continue;
+      const std::string streams = std::to_string(o.streams);
+      return usage_error("run", "--streams " + streams + " under mpirun (" + std::to_string(rank.size) +
+                                    " ranks): routine '" + name + "' runs a collective (" + call.function +
+                                    (call.loc.line ? " at line " + std::to_string(call.loc.line) : std::string()) +
+                                    "), and the collectives of one process's streams have no order between "
+                                    "them, so the ranks could combine one stream's call with another's; "
+                                    "with collectives under mpirun, use --streams 1");
+    }
+  }
+  return std::nullopt;
 }
 
 Result<bool> every_rank_staged(const RunRank& rank, bool staged) {

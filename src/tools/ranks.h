@@ -3,10 +3,13 @@
 // every rank before any of them writes its outputs.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kiln/base/status.h"
+#include "kiln/ir/program.h"
 #include "kiln/ral/world.h"
 #include "tools/options.h"
 
@@ -31,6 +34,14 @@ std::string path_at_rank(std::string_view path, int rank);
 // and --trace-values; on ranks other than 0 the outputs whose path holds no "{rank}" are left
 // out (rank 0 writes them) and so is --print.
 Options options_at_rank(const Options& given, int rank);
+
+// `--streams N` (N > 1) in a job of several ranks whose `routines` run a collective: a usage
+// error naming the conflict. The N copies of a rank run their collectives on N streams, which have
+// no order between them, so the ranks may issue them in different orders and combine one stream's
+// call with another's (docs/distributed.md, "The ordering rule"). nullopt otherwise: without
+// collectives the copies never meet across ranks, and in a world of one every collective is a copy.
+std::optional<Failure> check_streams_across_ranks(const RunRank& rank, const Options& o, const ir::Program& program,
+                                                  const std::vector<std::string>& routines);
 
 // Whether every rank of the job staged its outputs: each rank's `staged`, combined across the
 // ranks (the smallest wins), so that no rank writes a file while another failed. Every rank that

@@ -2,8 +2,9 @@
 2 and 4 ranks, each reading its own inputs through `{rank}` paths written here, writing its own
 outputs through `{rank}`, checked against NumPy; the same program run alone (a world of one,
 where every collective is a copy); --print from rank 0 only; a failed run that writes no
-output file; and faults between ranks (collectives in another order, a rank that never arrives,
-one that ends early) that end the run with status 1 and a message, not a hang.
+output file; faults between ranks (collectives in another order, a rank that never arrives,
+one that ends early) that end the run with status 1 and a message, not a hang; and --streams,
+refused (status 2) for routines with collectives, run for routines without.
 
 The `kiln` binary: $KILN_BINARY (ctest sets it), else the one next to the build's python/
 directory. Skipped only where mpiexec is absent or kiln was built without MPI.
@@ -252,3 +253,46 @@ def test_a_rank_that_exits_early_fails_the_others_naming_both_calls(tmp_path):
     assert ("rank 0 issued broadcast (root 0) of 3 i32 at routine 'main', line 6, rank 1 issued allreduce (min) of 1 "
             "i32 at kiln run: every rank's outputs staged") in result.stderr, result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["first.kiln", "second.kiln"]
+
+
+def test_streams_with_collectives_under_mpirun_is_a_usage_error(tmp_path):
+    """`--streams 2` under mpirun, for a routine with a collective: the copies' collectives would
+    run on 2 streams of each rank in no fixed order, so the ranks could combine one stream's call
+    with another's. Every rank refuses it before running anything: exit status 2, a message
+    naming the conflict and what to do, the usage line, no file written."""
+    needs_mpi()
+    prog = tmp_path / "sum.kiln"
+    prog.write_text("input x : f32[4]\noutput y : f32[4]\ncall allreduce(x) -> y\n")
+    args = [MPIEXEC, "-np", "2", "--oversubscribe", kiln_binary(), "run", str(prog), "--streams", "2",
+            "--output", f"y={tmp_path}/y{{rank}}.npy"]
+    result = subprocess.run(args, capture_output=True, text=True, timeout=TIMEOUT_S, env=mpi_env())
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert ("kiln: --streams 2 under mpirun (2 ranks): routine 'main' runs a collective (allreduce at line 3)"
+            in result.stderr), result.stderr
+    assert "use --streams 1" in result.stderr, result.stderr
+    assert "usage: kiln run" in result.stderr, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sum.kiln"]
+
+
+def test_streams_without_collectives_under_mpirun_run(tmp_path):
+    """Routines without collectives never meet across ranks: each rank runs its 2 copies, and
+    --streams 1 stays fine for a program with collectives, as does --streams 2 in a world of one."""
+    needs_mpi()
+    write_inputs(tmp_path, 2)
+    double = tmp_path / "double.kiln"
+    double.write_text("input x : f32[2, 3]\noutput y : f32[2, 3]\ny[i, j] = x[i, j] * 2\n")
+    args = [MPIEXEC, "-np", "2", "--oversubscribe", kiln_binary(), "run", str(double), "--streams", "2",
+            "--input", f"x={tmp_path}/x{{rank}}.npy", "--output", f"y={tmp_path}/double{{rank}}.npy"]
+    result = subprocess.run(args, capture_output=True, text=True, timeout=TIMEOUT_S, env=mpi_env())
+    assert result.returncode == 0, result.stdout + result.stderr
+    for q in range(2):
+        np.testing.assert_array_equal(np.load(tmp_path / f"double{q}.npy"), inputs_of(q, 2)["x"] * 2)
+    total = tmp_path / "sum.kiln"
+    total.write_text("input x : f32[2, 3]\noutput y : f32[2, 3]\ncall allreduce(x) -> y\n")
+    for launcher, streams, tag in (([MPIEXEC, "-np", "2", "--oversubscribe"], "1", "ranks"), ([], "2", "alone")):
+        args = launcher + [kiln_binary(), "run", str(total), "--streams", streams,
+                           "--input", f"x={tmp_path}/x{{rank}}.npy", "--output", f"y={tmp_path}/{tag}{{rank}}.npy"]
+        result = subprocess.run(args, capture_output=True, text=True, timeout=TIMEOUT_S, env=mpi_env())
+        assert result.returncode == 0, result.stdout + result.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "ranks0.npy"), inputs_of(0, 2)["x"] + inputs_of(1, 2)["x"])
+    np.testing.assert_array_equal(np.load(tmp_path / "alone0.npy"), inputs_of(0, 2)["x"])
