@@ -228,10 +228,17 @@ def training_parser(prog, description, epochs, seed_help="seed (default 0)"):
     return parser
 
 
-def exit_status(script, accuracy):
-    """The examples' exit status: 1, saying so, below the demo's 95% accuracy, else 0."""
-    if accuracy < 0.95:
-        print(f"{script}: accuracy {100 * accuracy:.1f}% is below 95%", file=sys.stderr)
+DEMO_EPOCHS = 40  # the demo's own run; at least this long, it must reach DEMO_ACCURACY
+DEMO_ACCURACY = 0.95
+
+
+def exit_status(script, accuracy, epochs, demo_run=True):
+    """The examples' exit status: 1, saying so, when a run at least as long as the demo's own
+    (`epochs` >= DEMO_EPOCHS, and `demo_run`: nothing else shortened) ends below the demo's 95%
+    accuracy; else 0. A run the user shortened only reports its accuracy."""
+    if demo_run and epochs >= DEMO_EPOCHS and accuracy < DEMO_ACCURACY:
+        print(f"{script}: accuracy {100 * accuracy:.1f}% is below {100 * DEMO_ACCURACY:.0f}% after {epochs} epochs",
+              file=sys.stderr)
         return 1
     return 0
 
@@ -239,23 +246,22 @@ def exit_status(script, accuracy):
 def main():
     args = training_parser(
         "train_moons.py", "Trains the half-moons MLP of examples/train_moons on kiln streams from Python.",
-        epochs=40).parse_args()
+        epochs=DEMO_EPOCHS).parse_args()
 
     last = POINTS % BATCH or BATCH
     print(f"training a 2-16-16-1 MLP on {POINTS} half-moons points, batch {BATCH} in {SHARDS} shards "
           f"(the last batch {last}), on {args.streams} stream{'' if args.streams == 1 else 's'}", flush=True)
     try:
-        _, accuracy, seconds, _, final_accuracy = train(
+        _, _, seconds, _, final_accuracy = train(
             args.streams, args.epochs, args.device, args.workgroups, args.seed,
             lambda epoch, loss, acc: progress(epoch, args.epochs, loss, acc))
     except (kiln.Error, ValueError, OSError) as e:
         print(f"\ntrain_moons.py: {e}", file=sys.stderr)
         return 1
-    print(f"accuracy {100 * accuracy:.1f}%, {1e3 * seconds / args.epochs:.2f} ms per epoch "
-          f"({args.streams} streams)")
-    print(f"accuracy of the trained MLP on all {POINTS} points, one run of the same compiled program: "
-          f"{100 * final_accuracy:.1f}%")
-    return exit_status("train_moons.py", accuracy)
+    # One accuracy: the trained MLP's on every point (one run of `evaluate`), as main.cc prints it.
+    print(f"accuracy {100 * final_accuracy:.1f}%, {1e3 * seconds / args.epochs:.2f} ms per epoch "
+          f"({args.streams} streams; the trained MLP on all {POINTS} points)")
+    return exit_status("train_moons.py", final_accuracy, args.epochs)
 
 
 if __name__ == "__main__":

@@ -62,7 +62,18 @@ constexpr const char* kHelp =
     "                       spread: the cpu device's streams each on a core of their own\n"
     "                       (pinned, for a machine the demo has to itself); none: where the\n"
     "                       system puts them (default spread)\n"
-    "  --help               print this help\n";
+    "  --help               print this help\n"
+    "\n"
+    "Prints each epoch's loss and training accuracy (a bar redrawn in place on a terminal, else a\n"
+    "line every tenth of the run), then the accuracy of the trained MLP on every point and the\n"
+    "time per epoch. A run of at least the default epochs and points exits 1 if that accuracy is\n"
+    "below 95% (the demo's own check); a shorter run only reports it.\n";
+
+// The demo's own run (`make demo`): the default epochs and points. A run at least as long as it
+// must reach kDemoAccuracy; a run the user shortened reports its accuracy and succeeds.
+constexpr int kDemoEpochs = 40;
+constexpr int kDemoPoints = 10000;
+constexpr double kDemoAccuracy = 0.95;
 
 int usage(const char* message) {
   std::fprintf(stderr, "train_moons: %s\n%s", message, kUsage);
@@ -213,12 +224,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   const unsigned long long fingerprint = kiln::moons::parameter_fingerprint(*result);
+  // One accuracy: the trained MLP's on every point (one run of `evaluate`, the same compiled
+  // program), not the last epoch's, which was counted while the parameters still moved.
   if (printing) {
-    std::printf("accuracy %.1f%%, %.2f ms per epoch (%d streams%s)\n", 100 * result->accuracy,
-                1e3 * result->seconds / epochs, options.streams,
-                !options.ranks ? "" : ranks == 1 ? " on 1 rank" : (" on each of " + std::to_string(ranks) + " ranks").c_str());
-    std::printf("accuracy of the trained MLP on all %d points, one run of the same compiled program: %.1f%%\n",
-                options.points, 100 * result->final_accuracy);
+    std::printf("accuracy %.1f%%, %.2f ms per epoch (%d streams%s; the trained MLP on all %d points)\n",
+                100 * result->final_accuracy, 1e3 * result->seconds / epochs, options.streams,
+                !options.ranks ? "" : ranks == 1 ? " on 1 rank" : (" on each of " + std::to_string(ranks) + " ranks").c_str(),
+                options.points);
   }
   // Every rank: equal fingerprints are bitwise-equal parameters.
   if (options.ranks) std::printf("rank %d of %d: parameters fingerprint %016llx\n", rank, ranks, fingerprint);
@@ -241,8 +253,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "train_moons: %s\n", written.to_string().c_str());
     return 1;
   }
-  if (result->accuracy < 0.95) {
-    if (printing) std::fprintf(stderr, "train_moons: accuracy %.1f%% is below 95%%\n", 100 * result->accuracy);
+  const bool demo_run = options.epochs >= kDemoEpochs && options.points >= kDemoPoints;
+  if (demo_run && result->final_accuracy < kDemoAccuracy) {
+    if (printing) {
+      std::fprintf(stderr, "train_moons: accuracy %.1f%% is below %.0f%% after %d epochs\n",
+                   100 * result->final_accuracy, 100 * kDemoAccuracy, epochs);
+    }
     return 1;
   }
   return 0;
