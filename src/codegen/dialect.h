@@ -73,8 +73,8 @@ class DialectSyntax {
   virtual std::string_view helper_qualifier() const;
   // The math builtin `base` ("exp", "fabs", "pow", ...) for f32 or f64 arguments.
   virtual std::string math_function(std::string_view base, ir::DType type) const = 0;
-  // Whether exp, log and tanh of f32 (and sigmoid, which uses exp) are kiln's branch-free
-  // polynomials from the prelude (kiln_exp_f32, kiln_log_f32, kiln_tanh_f32) instead of
+  // Whether exp, log, tanh and erf of f32 (and sigmoid, which uses exp) are kiln's branch-free
+  // polynomials from the prelude (kiln_exp_f32, kiln_log_f32, kiln_tanh_f32, kiln_erf_f32) instead of
   // math_function(): for C, whose libm functions are scalar calls that keep a loop from
   // vectorizing. False by default (OpenCL's functions are the device's own).
   virtual bool own_math_f32() const { return false; }

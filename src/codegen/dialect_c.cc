@@ -106,7 +106,7 @@ class CDialect final : public DialectSyntax {
         "expf", "logf", "sqrtf", "tanhf", "sinf", "cosf", "floorf", "ceilf", "fabsf", "powf",
         // Other short names of <math.h> and <stdlib.h> a kernel might plausibly be called.
         "abs", "div", "labs", "rand", "random", "round", "trunc", "fma", "fmax", "fmin", "nan",
-        "j0", "j1", "jn", "y0", "y1", "yn", "gamma", "erf", "exp2", "log2", "log10", "hypot"};
+        "j0", "j1", "jn", "y0", "y1", "yn", "gamma", "erf", "erff", "exp2", "log2", "log10", "hypot"};
     return is_reserved_c_name(identifier) ||
            std::find(std::begin(kReserved), std::end(kReserved), identifier) != std::end(kReserved);
   }

@@ -97,7 +97,7 @@ class CudaDialect final : public StatusAbiDialect {
         "threadIdx", "gridDim", "warpSize", "dim3", "uint", "ulong", "ushort", "uchar",
         "exp", "log", "sqrt", "tanh", "sin", "cos", "floor", "ceil", "fabs", "pow", "expf",
         "logf", "sqrtf", "tanhf", "sinf", "cosf", "floorf", "ceilf", "fabsf", "powf", "abs",
-        "round", "trunc", "fma", "fmax", "fmin", "max", "min", "nan", "erf", "exp2", "log2",
+        "round", "trunc", "fma", "fmax", "fmin", "max", "min", "nan", "erf", "erff", "exp2", "log2",
         "log10", "hypot", "rsqrt", "signbit", "isnan", "isinf", "isfinite", "atomicAdd",
         "atomicExch", "atomicCAS", "atomicMax", "atomicMin", "clock", "clock64"};
     // C's reserved names include CUDA's intrinsics (__syncthreads, __int_as_float).

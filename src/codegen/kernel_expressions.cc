@@ -187,8 +187,9 @@ Code KernelEmitter::unary_float(Op op, const Code& x, DType t) {
   switch (op) {
     case Op::kExp:
     case Op::kLog:
-    case Op::kTanh: {
-      const std::string_view name = op == Op::kExp ? "exp" : op == Op::kLog ? "log" : "tanh";
+    case Op::kTanh:
+    case Op::kErf: {
+      const std::string_view name = op == Op::kExp ? "exp" : op == Op::kLog ? "log" : op == Op::kTanh ? "tanh" : "erf";
       if (t == DType::kF32 && d_.own_math_f32()) return call(helper(name, t), {x});
       return call(d_.math_function(name, t), {x});
     }
@@ -298,7 +299,8 @@ Result<Code> KernelEmitter::op(const LExpr& e) {
     case Op::kTanh:
     case Op::kSigmoid:
     case Op::kSin:
-    case Op::kCos: {
+    case Op::kCos:
+    case Op::kErf: {
       Code x = arg(0, t);
       if (is_float(t)) return unary_float(e.op, x, t);
       if (e.op == Op::kFloor || e.op == Op::kCeil) return x;  // identity on integers

@@ -131,7 +131,7 @@ const HelperText kHelpers[] = {
      "$Q $f64 kiln_relu_f64($f64 x) { return kiln_pick_f64(x <= 0.0, x, 0.0); }\n"},
     {"kiln_relu_i32", "", "$Q $i32 kiln_relu_i32($i32 x) { return x < 0 ? 0 : x; }\n"},
     {"kiln_relu_i64", "", "$Q $i64 kiln_relu_i64($i64 x) { return x < 0 ? 0 : x; }\n"},
-    // exp, log and tanh of f32 for dialects with DialectSyntax::own_math_f32 (C), each within a
+    // exp, log, tanh and erf of f32 for dialects with DialectSyntax::own_math_f32 (C), each within a
     // stated number of ulps of the correctly rounded value (tests/codegen/math_accuracy_test.cc
     // sweeps them against libm; docs/language.md), and exactly libm's value at the special
     // inputs. No jumps and no library calls, so that a loop of them vectorizes.
@@ -202,6 +202,32 @@ const HelperText kHelpers[] = {
      "  const $f32 small = a + a * s * p;\n"
      "  const $f32 big = 1.0f - 2.0f / (kiln_exp_f32(2.0f * a) + 1.0f);\n"
      "  return $copysignf(kiln_pick_f32(a < 0.55f, big, small), x);\n"
+     "}\n"},
+    // erf(x) = x + x q(x^2) for |x| < 0.9, with q(s) = erf(sqrt s) / sqrt s - 1 by a polynomial of
+    // degree 6 (the leading x is exact, so only q's small part rounds); above, erf(x) = sign(x)
+    // (1 - exp(g(t))) with g(t) = log(erfc(t)) by a polynomial of degree 7 on t = min(|x|, 4) in
+    // [0.9, 4] (erfc(4) < 2^-25, so 4 and beyond round to 1). Both fitted minimax in double and
+    // rounded to f32. At most 1 ulp over every f32 (checked exhaustively, with and without fma).
+    {"kiln_erf_f32", "kiln_pick_f32 kiln_exp_f32",
+     "$Q $f32 kiln_erf_f32($f32 x) {\n"
+     "  const $f32 a = $fabsf(x), s = x * x, t = kiln_pick_f32(a > 4.0f, a, 4.0f);\n"
+     "  $f32 p = 8.538839029e-05f;\n"
+     "  p = p * s - 8.181927260e-04f;\n"
+     "  p = p * s + 5.204435904e-03f;\n"
+     "  p = p * s - 2.686075307e-02f;\n"
+     "  p = p * s + 1.128371954e-01f;\n"
+     "  p = p * s - 3.761263490e-01f;\n"
+     "  p = p * s + 1.283791661e-01f;\n"
+     "  $f32 r = -2.090955604e-05f;\n"
+     "  r = r * t + 4.323030007e-04f;\n"
+     "  r = r * t - 4.160527140e-03f;\n"
+     "  r = r * t + 2.509149723e-02f;\n"
+     "  r = r * t - 1.082366183e-01f;\n"
+     "  r = r * t - 6.333866715e-01f;\n"
+     "  r = r * t - 1.129495144e+00f;\n"
+     "  r = r * t + 1.705520262e-04f;\n"
+     "  const $f32 small = x + x * p, big = 1.0f - kiln_exp_f32(r);\n"
+     "  return kiln_pick_f32(a < 0.9f, $copysignf(big, x), small);\n"
      "}\n"},
     // sigmoid(x) = 1 / (1 + exp(-x)); rsqrt(x) = 1 / sqrt(x).
     {"kiln_sigmoid_f32", "",

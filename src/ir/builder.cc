@@ -69,6 +69,7 @@ Value floor(const Value& a) { return op(Op::kFloor, {a}); }
 Value ceil(const Value& a) { return op(Op::kCeil, {a}); }
 Value pow(const Value& a, const Value& b) { return op(Op::kPow, {a, b}); }
 Value max(const Value& a, const Value& b) { return op(Op::kMax, {a, b}); }
+Value erf(const Value& a) { return op(Op::kErf, {a}); }
 Value min(const Value& a, const Value& b) { return op(Op::kMin, {a, b}); }
 Value select(const Value& c, const Value& a, const Value& b) { return op(Op::kSelect, {c, a, b}); }
 Value cast(const Value& a, DType type) {
@@ -181,6 +182,12 @@ Tensor ProgramBuilder::declare(Role role, std::string name, DType dtype, Dims di
   return Tensor(nodes_.back().id, name);
 }
 
+  // Text spells an infinite or NaN value `inf` / `nan`, which would read an earlier name instead.
+  if (const std::string_view spelled = predeclared_name(init.a);
+      init.kind == Init::Kind::kValue && !spelled.empty() && names_.count(std::string(spelled))) {
+    problems.push_back({{}, "its value is " + std::string(spelled) + ", but '" + std::string(spelled) +
+                                "' is declared before it; rename that"});
+  }
 Size ProgramBuilder::size(std::string name) {
   if (!is_identifier(name)) {
     errors_.push_back("size '" + name + "' is not a valid name");

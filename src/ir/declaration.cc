@@ -56,7 +56,8 @@ void check_declaration(const TensorNode& node, std::vector<Diagnostic>* diagnost
                    "(declare it as a param or tensor for random values)");
   }
   if (!has_init) return;
-  if (!std::isfinite(init.a) || !std::isfinite(init.b)) {
+  // A value may be inf, -inf or nan (not for i32, below); a random initializer's numbers are finite.
+  if (init.kind != Init::Kind::kValue && (!std::isfinite(init.a) || !std::isfinite(init.b))) {
     error(init_at, "the initializer of " + name + " must be finite");
     return;
   }

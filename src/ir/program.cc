@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <string>
 
@@ -92,7 +93,7 @@ int op_arity(Op op) {
     case Op::kNeg: case Op::kExp: case Op::kLog: case Op::kSqrt: case Op::kRsqrt:
     case Op::kTanh: case Op::kSigmoid: case Op::kRelu: case Op::kAbs: case Op::kSin:
     case Op::kCos: case Op::kFloor: case Op::kCeil: case Op::kCastF32: case Op::kCastF64:
-    case Op::kCastI32:
+    case Op::kCastI32: case Op::kErf:
       return 1;
     case Op::kAdd: case Op::kSub: case Op::kMul: case Op::kDiv: case Op::kLt: case Op::kLe:
     case Op::kGt: case Op::kGe: case Op::kEq: case Op::kNe: case Op::kMax: case Op::kMin:
@@ -119,6 +120,7 @@ std::string_view op_name(Op op) {
     case Op::kCos: return "cos";
     case Op::kFloor: return "floor";
     case Op::kCeil: return "ceil";
+    case Op::kErf: return "erf";
     case Op::kCastF32: return "f32";
     case Op::kCastF64: return "f64";
     case Op::kCastI32: return "i32";
@@ -148,7 +150,7 @@ DType op_result_type(Op op, const std::vector<DType>& a) {
     case Op::kCastF64: return DType::kF64;
     case Op::kCastI32: return DType::kI32;
     case Op::kExp: case Op::kLog: case Op::kSqrt: case Op::kRsqrt: case Op::kTanh:
-    case Op::kSigmoid: case Op::kSin: case Op::kCos:
+    case Op::kSigmoid: case Op::kSin: case Op::kCos: case Op::kErf:
       return a[0] == DType::kI32 || a[0] == DType::kI64 ? DType::kF32 : a[0];
     case Op::kNeg: case Op::kAbs: case Op::kRelu: case Op::kFloor: case Op::kCeil:
       return a[0];
@@ -223,6 +225,16 @@ bool is_keyword(std::string_view name) {
 
 bool is_identifier(std::string_view name) {
   if (name.empty() || is_keyword(name)) return false;
+std::optional<double> predeclared_literal(std::string_view name) {
+  if (name == "inf") return std::numeric_limits<double>::infinity();
+  if (name == "nan") return std::numeric_limits<double>::quiet_NaN();
+  return std::nullopt;
+}
+
+std::string_view predeclared_name(double value) {
+  return std::isnan(value) ? "nan" : std::isinf(value) ? "inf" : "";
+}
+
   auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
   if (!alpha(name[0])) return false;
   return std::all_of(name.begin(), name.end(),
@@ -303,7 +315,7 @@ Status StatementValidator::check_expr(const Expr& e, int depth) {
   const int node_count = static_cast<int>(p_.nodes.size());
   switch (e.kind) {
     case Expr::Kind::kLiteral:
-      if (!std::isfinite(e.literal)) return error("a literal is not finite");
+      // Float literals may be inf, -inf or nan (the predeclared names); i32 ones are checked below.
       if (e.type == DType::kI64) return error("a literal has type i64");
       if (e.type == DType::kI32 &&
           (e.literal != std::trunc(e.literal) || e.literal < -2147483648.0 ||
@@ -464,7 +476,9 @@ Status validate_node(const Program& p, size_t position, std::set<std::string>& n
   if (n.role == Role::kConst && n.init.kind != Init::Kind::kValue) {
     return error("a const needs a value initializer");
   }
-  if (has_init && (!std::isfinite(n.init.a) || !std::isfinite(n.init.b))) {
+  // A float value may be inf, -inf or nan; random initializers and i32 values are finite.
+  const bool may_be_infinite = n.init.kind == Init::Kind::kValue && n.dtype != DType::kI32;
+  if (has_init && !may_be_infinite && (!std::isfinite(n.init.a) || !std::isfinite(n.init.b))) {
     return error("the initializer is not finite");
   }
   return Status();

@@ -24,7 +24,8 @@ std::vector<std::string> size_names(const std::vector<SizeDecl>& sizes) {
 
 std::optional<SizeExpr> declared_dimension(const RawExpr& raw, SourceLoc at, const TensorNode& node,
                                            const std::vector<SizeDecl>& sizes,
-                                           std::vector<Diagnostic>* diagnostics) {
+                                           std::vector<Diagnostic>* diagnostics,
+                                           const std::vector<TensorNode>& consts) {
   bool failed = false;
   auto error = [&](SourceLoc loc, std::string message) {
     diagnostics->push_back(Diagnostic{loc, std::move(message)});
@@ -47,14 +48,35 @@ std::optional<SizeExpr> declared_dimension(const RawExpr& raw, SourceLoc at, con
     }
     return SizeExpr::constant(static_cast<int64_t>(v));
   }
-  const std::string rule = "a dimension is a positive integer or an affine expression of sizes (`N`, `N + 2`, `2*N`)";
+  const std::string rule =
+      "a dimension is a positive integer or an affine expression of sizes and integer consts (`N`, `N + 2`, `2*N`, `D`)";
   auto name = [&](const RawExpr& n) {
     internal::NamedAffine a;
     a.loc = n.loc;
     if (size_number(sizes, n.name) < 0) {
-      error(n.loc, "'" + n.name + "' is not a declared size" + did_you_mean(n.name, size_names(sizes)) +
-                       "; declare it with `size " + n.name + "` before this line");
       a.ok = false;
+      auto declared = std::find_if(consts.begin(), consts.end(), [&](const TensorNode& c) { return c.name == n.name; });
+      if (declared == consts.end()) {
+        std::vector<std::string> names = size_names(sizes);
+        for (const TensorNode& c : consts) {
+          if (c.role == Role::kConst && c.dtype == DType::kI32 && c.is_scalar()) names.push_back(c.name);
+        }
+        error(n.loc, "'" + n.name + "' is not a declared size or integer const" + did_you_mean(n.name, names) +
+                         "; declare it before this line, with `size " + n.name + "` or `const " + n.name +
+                         " : i32 = 16`");
+      } else if (declared->role != Role::kConst) {
+        error(n.loc, "'" + n.name + "' is a " + std::string(role_name(declared->role)) +
+                         ", whose values are not known when it is declared; a dimension takes sizes and integer consts");
+      } else if (declared->dtype != DType::kI32 || !declared->is_scalar() || declared->init.kind != Init::Kind::kValue) {
+        error(n.loc, "const '" + n.name + "' is " + std::string(dtype_name(declared->dtype)) +
+                         (declared->is_scalar() ? "" : dims_text(*declared)) +
+                         "; a dimension takes a scalar i32 const (`const " + n.name + " : i32 = 16`)");
+      } else if (const double v = declared->init.a; v == std::trunc(v) && std::fabs(v) <= 2147483648.0) {
+        a.ok = true;
+        a.offset = static_cast<int64_t>(v);
+      } else {
+        failed = true;  // an i32 const without an i32 value: its declaration reported that
+      }
       return a;
     }
     a.terms.push_back({n.name, 1, n.loc});

@@ -37,7 +37,7 @@ void Completer::settle(const ExprRef& ref, DType context) {
     if (e.type == DType::kI32 && (e.literal < -2147483648.0 || e.literal > 2147483647.0)) {
       error(e.loc, "integer literal " + number_text(e.literal) +
                        " does not fit in i32; write it as a float (with '.') if it is meant as one");
-    } else if (e.type == DType::kF32 && std::fabs(e.literal) > FLT_MAX) {
+    } else if (e.type == DType::kF32 && std::isfinite(e.literal) && std::fabs(e.literal) > FLT_MAX) {
       error(e.loc, "literal " + number_text(e.literal) + " is out of range for f32; use f64(...)");
     }
     return;
@@ -110,8 +110,18 @@ Completer::Typed Completer::type_expr(const RawExpr& e) {
   switch (e.kind) {
     case RawExpr::Kind::kNumber: {
       if (!std::isfinite(e.number)) {
-        error(e.loc, "a literal must be a finite number");
-        return {};
+        // Text spells these as the predeclared names (kName below); a built program must not
+        // hold one where the name means something else, or its text would read that instead.
+        const std::string spelled(predeclared_name(e.number));
+        if (!e.is_float) {
+          error(e.loc, "an integer literal must be a finite number");
+          return {};
+        }
+        if (index_names_.count(spelled) || find(spelled) || size_number(spelled) >= 0) {
+          error(e.loc, "the literal " + spelled + " cannot be used where '" + spelled +
+                           "' names a tensor, const, size or index; rename that");
+          return {};
+        }
       }
       auto lit = std::make_shared<Expr>();
       lit->kind = Expr::Kind::kLiteral;
@@ -137,6 +147,14 @@ Completer::Typed Completer::type_expr(const RawExpr& e) {
         out->index = size_number(e.name);
         out->type = DType::kI32;
         return {out, false};
+      }
+      if (!node && predeclared_literal(e.name)) {
+        // `inf` or `nan`: a float literal, weak like any other (nothing declared hides it).
+        RawExpr literal = e;
+        literal.kind = RawExpr::Kind::kNumber;
+        literal.number = *predeclared_literal(e.name);
+        literal.is_float = true;
+        return type_expr(literal);
       }
       if (!node) {
         error(e.loc, "unknown name '" + e.name +

@@ -7,6 +7,7 @@
 //                   | NAME '.' 'merge' ['[' ... ']'] | NAME '(' [expr {',' expr}] ')'
 // Names are resolved later, by ir::complete_statement(); calls are resolved here. A constant
 // expression (an INIT, language version 2) is the additive grammar, evaluated when parsed.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -33,7 +34,7 @@ bool comparison(TokenKind kind, Op* op) {
 
 // The functions callable by name (fma is made by the optimizer, never written).
 constexpr Op kFunctions[] = {Op::kExp, Op::kLog, Op::kSqrt, Op::kRsqrt, Op::kTanh, Op::kSigmoid,
-                             Op::kRelu, Op::kAbs, Op::kSin, Op::kCos, Op::kFloor, Op::kCeil,
+                             Op::kRelu, Op::kAbs, Op::kSin, Op::kCos, Op::kErf, Op::kFloor, Op::kCeil,
                              Op::kCastF32, Op::kCastF64, Op::kCastI32, Op::kMax, Op::kMin,
                              Op::kPow, Op::kSelect};
 
@@ -261,7 +262,7 @@ PExpr Parser::parse_call(const Token& name_token) {
   } else {
     error(loc, "unknown function '" + name +
                    "'; the functions are exp, log, sqrt, rsqrt, tanh, sigmoid, relu, abs, sin, "
-                   "cos, floor, ceil, max, min, pow, select, the casts f32, f64, i32, and the "
+                   "cos, erf, floor, ceil, max, min, pow, select, the casts f32, f64, i32, and the "
                    "reductions sum, prod, max, min, mean");
   }
   return {};
@@ -296,6 +297,12 @@ std::optional<double> Parser::constant_value(const ir::RawExpr& e) {
                          ": a constant expression reads numbers and consts with a value");
         return std::nullopt;
       }
+      const bool size = std::any_of(sizes_.begin(), sizes_.end(), [&](const ir::SizeDecl& s) { return s.name == e.name; });
+      if (!size && ir::predeclared_literal(e.name)) return ir::predeclared_literal(e.name);  // inf, nan
+      if (size) {
+        error(e.loc, "'" + e.name + "' is a size: a constant expression reads numbers and consts with a value");
+        return std::nullopt;
+      }
       error(e.loc, "unknown name '" + e.name + "' in a constant expression (it reads numbers and consts declared before)" +
                        did_you_mean(e.name, consts));
       return std::nullopt;
@@ -314,6 +321,7 @@ std::optional<double> Parser::constant_value(const ir::RawExpr& e) {
         args.push_back(*v);
       }
       double v = 0;
+      const bool finite = std::all_of(args.begin(), args.end(), [](double a) { return std::isfinite(a); });
       switch (e.op) {
         case ir::Op::kNeg: v = -args[0]; break;
         case ir::Op::kAdd: v = args[0] + args[1]; break;
@@ -326,7 +334,8 @@ std::optional<double> Parser::constant_value(const ir::RawExpr& e) {
           }
           v = args[0] / args[1];
       }
-      if (!std::isfinite(v)) {
+      // inf and nan propagate (`-inf`, `inf * 2`); finite numbers must not overflow.
+      if (finite && !std::isfinite(v)) {
         error(e.loc, "the constant expression overflows (its value is not a finite number)");
         return std::nullopt;
       }

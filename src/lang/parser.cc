@@ -161,13 +161,13 @@ bool Parser::parse_declaration_rest(ir::TensorNode* node, std::optional<ir::Sour
     std::vector<ir::SizeExpr> dims;
     while (!at(TokenKind::kRBracket)) {
       if (!at(TokenKind::kNumber) && !at(TokenKind::kIdent) && !at(TokenKind::kMinus) && !at(TokenKind::kLParen)) {
-        return unexpected("a dimension size (a positive integer or a size)");
+        return unexpected("a dimension size (a positive integer, a size or an integer const)");
       }
       const ir::SourceLoc dim_at = cur_.loc;
       PExpr dim = parse_additive();
       if (!dim) return false;
       // A wrong dimension is reported and stands as 1, so that later uses do not cascade.
-      dims.push_back(ir::declared_dimension(*dim.expr, dim_at, *node, sizes_, &diagnostics_).value_or(ir::SizeExpr::constant(1)));
+      dims.push_back(ir::declared_dimension(*dim.expr, dim_at, *node, sizes_, &diagnostics_, nodes_).value_or(ir::SizeExpr::constant(1)));
       if (!at(TokenKind::kComma)) break;
       advance();
     }

@@ -33,7 +33,7 @@ constexpr OpText kOpTexts[] = {
     {Op::kLe, "<=", 2},           {Op::kGt, ">", 2},            {Op::kGe, ">=", 2},
     {Op::kEq, "==", 2},           {Op::kNe, "!=", 2},           {Op::kMax, "max", 2},
     {Op::kMin, "min", 2},         {Op::kPow, "pow", 2},         {Op::kSelect, "select", 3},
-    {Op::kFma, "fma", 3},
+    {Op::kFma, "fma", 3},         {Op::kErf, "erf", 1},
 };
 
 inline const OpText* find_op(Op op) {

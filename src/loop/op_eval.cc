@@ -60,6 +60,7 @@ double math(Op op, double x) {
     case Op::kSigmoid: return 1.0 / (1.0 + std::exp(-x));
     case Op::kSin: return std::sin(x);
     case Op::kCos: return std::cos(x);
+    case Op::kErf: return std::erf(x);
     default: return std::numeric_limits<double>::quiet_NaN();
   }
 }
@@ -244,6 +245,7 @@ Scalar eval_op(Op op, DType type, std::span<const DType> arg_types, std::span<co
     case Op::kAbs:
     case Op::kSin:
     case Op::kCos:
+    case Op::kErf:
     case Op::kFloor:
     case Op::kCeil:
       return unary(op, type, args[0]);

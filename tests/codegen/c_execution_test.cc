@@ -52,6 +52,7 @@ double math64(Op op, double x) {
     case Op::kSigmoid: return 1.0 / (1.0 + std::exp(-x));
     case Op::kSin: return std::sin(x);
     case Op::kCos: return std::cos(x);
+    case Op::kErf: return std::erf(x);
     default: ADD_FAILURE() << "not a math op"; return 0;
   }
 }
@@ -95,6 +96,7 @@ T float_unary(Op op, T a) {
     case Op::kAbs: return std::fabs(a);
     case Op::kSin: return std::sin(a);
     case Op::kCos: return std::cos(a);
+    case Op::kErf: return std::erf(a);
     case Op::kFloor: return std::floor(a);
     case Op::kCeil: return std::ceil(a);
     default: ADD_FAILURE() << "not unary"; return a;

@@ -181,12 +181,12 @@ inline std::vector<OpCase> op_cases() {
   std::vector<OpCase> cases;
   const DType types[] = {DType::kF32, DType::kF64, DType::kI32};
   const Op unary[] = {Op::kNeg, Op::kExp,  Op::kLog, Op::kSqrt, Op::kRsqrt, Op::kTanh, Op::kSigmoid,
-                      Op::kRelu, Op::kAbs, Op::kSin, Op::kCos,  Op::kFloor, Op::kCeil};
+                      Op::kRelu, Op::kAbs, Op::kSin, Op::kCos,  Op::kFloor, Op::kCeil, Op::kErf};
   const Op binary[] = {Op::kAdd, Op::kSub, Op::kMul, Op::kDiv, Op::kMax, Op::kMin, Op::kPow};
   const Op compare[] = {Op::kLt, Op::kLe, Op::kGt, Op::kGe, Op::kEq, Op::kNe};
   auto libm = [](Op op) {
     return op == Op::kExp || op == Op::kLog || op == Op::kRsqrt || op == Op::kTanh ||
-           op == Op::kSigmoid || op == Op::kSin || op == Op::kCos || op == Op::kPow;
+           op == Op::kSigmoid || op == Op::kSin || op == Op::kCos || op == Op::kErf || op == Op::kPow;
   };
   for (DType t : types) {
     std::string tn = t == DType::kF32 ? "f32" : t == DType::kF64 ? "f64" : "i32";

@@ -27,18 +27,21 @@ int64_t ordinal(float f) {
   return bits < 0 ? int64_t{INT32_MIN} - bits : bits;
 }
 
-// y[i] = fn(x[i]) for every x, generated for and run on the cpu device (4 workgroups).
-std::vector<float> on_cpu(const char* fn, const std::vector<float>& x) {
+// y[i] = fn(x[i]) for every x (f32, or f64 for T = double), generated for and run on the cpu
+// device (4 workgroups).
+template <typename T = float>
+std::vector<T> on_cpu(const char* fn, const std::vector<T>& x) {
   const std::string n = std::to_string(x.size());
+  const std::string type = sizeof(T) == 4 ? "f32" : "f64";
   Result<std::vector<Kernel>> kernels = ir::parse_kernels(
       std::string("(kernel sweep (nodes 0 1) (vars 1) (locals 0)\n  (for v0 ") + n +
-      " parallel (store 1 v0 (" + fn + " f32 (load f32 0 v0)))))\n");
+      " parallel (store 1 v0 (" + fn + " " + type + " (load " + type + " 0 v0)))))\n");
   EXPECT_TRUE(kernels.ok()) << kernels.status();
   if (!kernels.ok()) return {};
-  NodeData data = {{0, bytes_of(x)}, {1, bytes_of(std::vector<float>(x.size(), -1.0f))}};
+  NodeData data = {{0, bytes_of(x)}, {1, bytes_of(std::vector<T>(x.size(), T(-1)))}};
   Status status = compile_and_run(*kernels, nullptr, &data, 4);
   EXPECT_TRUE(status.ok()) << status;
-  return values_of<float>(data[1]);
+  return values_of<T>(data[1]);
 }
 
 // `count + 1` evenly spaced values from lo to hi.
@@ -106,6 +109,48 @@ TEST(MathAccuracy, TanhIsWithinTwoUlps) {
   ASSERT_EQ(zeros.size(), 2u);
   EXPECT_FALSE(std::signbit(zeros[0]));
   EXPECT_TRUE(std::signbit(zeros[1]));
+}
+
+// erf (exact GELU's): kiln's own for f32, exhaustively 1 ulp when it was written (every f32, with
+// and without fma contraction); here dense sweeps of both regions (|x| < 0.9: x + x q(x^2);
+// above: 1 - exp(log erfc), up to 4 where it rounds to 1) and the special values.
+TEST(MathAccuracy, ErfIsWithinOneUlp) {
+  std::vector<float> x = {0.0f, -0.0f, kInf, -kInf, kNaN, 0.9f, -0.9f, std::nextafter(0.9f, 0.0f), 4.0f, -4.0f,
+                          3.9f, 10.0f, -50.0f, std::numeric_limits<float>::max(),
+                          std::numeric_limits<float>::min(), std::numeric_limits<float>::denorm_min()};
+  sweep(&x, -6.0, 6.0, 1 << 21);
+  sweep(&x, -1.0, 1.0, 1 << 19);  // both sides of the switch at |x| = 0.9
+  sweep(&x, 3.5, 4.5, 1 << 16);   // where erf rounds to 1
+  sweep(&x, 1e-45, 1e-37, 1 << 14);  // subnormal inputs, where x q(x^2) underflows
+  for (float f = 1e-30f; f < 1e-2f; f *= 1.1f) x.insert(x.end(), {f, -f});
+  expect_within("erf", [](double v) { return std::erf(v); }, x, 1);
+  // Odd: erf(-0.0) is -0.0; +-1 from 4 on, and at the infinities.
+  const std::vector<float> special = on_cpu("erf", {0.0f, -0.0f, kInf, -kInf, 4.0f, -1e30f});
+  ASSERT_EQ(special.size(), 6u);
+  EXPECT_FALSE(std::signbit(special[0]));
+  EXPECT_TRUE(std::signbit(special[1]) && special[1] == 0.0f);
+  EXPECT_EQ(special[2], 1.0f);
+  EXPECT_EQ(special[3], -1.0f);
+  EXPECT_EQ(special[4], 1.0f);
+  EXPECT_EQ(special[5], -1.0f);
+}
+
+// erf of f64 is the C library's: within 1 ulp of the long double reference rounded to double.
+TEST(MathAccuracy, ErfOfF64IsTheLibrarysWithinOneUlp) {
+  std::vector<double> x = {0.0, -0.0, 0.5, -0.5, 0.84375, 1.25, 2.857, 6.0, 27.0, -27.0};
+  for (int i = 0; i <= (1 << 18); ++i) x.push_back(-7.0 + 14.0 * i / (1 << 18));
+  const std::vector<double> got = on_cpu<double>("erf", x);
+  ASSERT_EQ(got.size(), x.size());
+  auto ordinal64 = [](double d) {
+    const int64_t bits = std::bit_cast<int64_t>(d);
+    return bits < 0 ? INT64_MIN - bits : bits;
+  };
+  int64_t worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double want = static_cast<double>(erfl(static_cast<long double>(x[i])));
+    worst = std::max<int64_t>(worst, std::llabs(ordinal64(got[i]) - ordinal64(want)));
+  }
+  EXPECT_LE(worst, 1);
 }
 
 }  // namespace

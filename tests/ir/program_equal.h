@@ -11,6 +11,11 @@
 
 namespace kiln::ir::testing {
 
+// The same number, zeros' signs included; any two NaNs are the same (text spells every NaN `nan`).
+inline bool same_number(double a, double b) {
+  return (std::isnan(a) && std::isnan(b)) || (a == b && std::signbit(a) == std::signbit(b));
+}
+
 inline std::string expr_difference(const Expr& a, const Expr& b, const std::string& path) {
   auto differ = [&](const std::string& what) { return path + ": " + what + " differs"; };
   if (a.kind != b.kind) return differ("kind");
@@ -20,7 +25,7 @@ inline std::string expr_difference(const Expr& a, const Expr& b, const std::stri
   }
   switch (a.kind) {
     case Expr::Kind::kLiteral:
-      if (a.literal != b.literal || std::signbit(a.literal) != std::signbit(b.literal)) {
+      if (!same_number(a.literal, b.literal)) {
         return differ("literal (" + std::to_string(a.literal) + " vs " + std::to_string(b.literal) + ")");
       }
       return "";
@@ -62,8 +67,8 @@ inline ::testing::AssertionResult programs_equal(const Program& a, const Program
     const TensorNode& x = a.nodes[i];
     const TensorNode& y = b.nodes[i];
     if (x.id != y.id || x.name != y.name || x.role != y.role || x.dtype != y.dtype ||
-        x.dims != y.dims || x.sized_dims != y.sized_dims || x.init.kind != y.init.kind || x.init.a != y.init.a ||
-        x.init.b != y.init.b) {
+        x.dims != y.dims || x.sized_dims != y.sized_dims || x.init.kind != y.init.kind ||
+        !(x.init.a == y.init.a || (std::isnan(x.init.a) && std::isnan(y.init.a))) || x.init.b != y.init.b) {
       return fail("node " + std::to_string(i) + " (" + x.name + ") differs");
     }
   }

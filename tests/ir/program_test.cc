@@ -59,7 +59,7 @@ TEST(ProgramNames, OpNamesAndArity) {
       {Op::kLe, "<=", 2},      {Op::kGt, ">", 2},        {Op::kGe, ">=", 2},
       {Op::kEq, "==", 2},      {Op::kNe, "!=", 2},       {Op::kMax, "max", 2},
       {Op::kMin, "min", 2},    {Op::kPow, "pow", 2},     {Op::kSelect, "select", 3},
-      {Op::kFma, "fma", 3},
+      {Op::kFma, "fma", 3},    {Op::kErf, "erf", 1},
   };
   for (const Case& c : cases) {
     EXPECT_EQ(op_name(c.op), c.name);
@@ -162,6 +162,19 @@ Expr& mutable_rhs(Program& p, int routine = 0) {
   return const_cast<Expr&>(*p.routines[routine].statements[0].rhs);
 }
 
+// Float literals and float values may be inf, -inf or nan (the language's predeclared names).
+TEST(ValidateProgram, FloatLiteralsAndValuesMayBeInfiniteOrNaN) {
+  Program p = sample();
+  p.nodes[1].init = value_init(-1.0 / 0.0);
+  auto lit = std::make_shared<Expr>();
+  lit->kind = Expr::Kind::kLiteral;
+  lit->type = mutable_rhs(p).args[1]->type;
+  lit->literal = 0.0 / 0.0;
+  mutable_rhs(p).args[1] = lit;
+  Status s = validate_program(p);
+  EXPECT_TRUE(s.ok()) << s;
+}
+
 struct Mutation {
   const char* what;
   std::function<void(Program&)> mutate;
@@ -178,7 +191,11 @@ TEST(ValidateProgram, RejectsEachBrokenInvariant) {
       {"i64", [](Program& p) { p.nodes[1].dtype = DType::kI64; }, "i64 is internal"},
       {"input init", [](Program& p) { p.nodes[0].init = value_init(1); }, "input nodes have no initializer"},
       {"const without value", [](Program& p) { p.nodes[4].init = {}; }, "a const needs a value initializer"},
-      {"non-finite init", [](Program& p) { p.nodes[1].init = value_init(1.0 / 0.0); }, "not finite"},
+      {"non-finite random init", [](Program& p) {
+         p.nodes[1].init = value_init(0);
+         p.nodes[1].init.kind = Init::Kind::kUniform;
+         p.nodes[1].init.b = 1.0 / 0.0;
+       }, "not finite"},
       {"duplicate routine", [](Program& p) { p.routines[1].name = "main"; }, "routine 'main' is defined twice"},
       {"target missing", [](Program& p) { p.routines[0].statements[0].target = 9; },
        "routine 'main', statement 1: target node 9 does not exist"},
@@ -217,12 +234,13 @@ TEST(ValidateProgram, RejectsEachBrokenInvariant) {
          Expr& e = mutable_rhs(p, 1);
          e.node = 4;
        }, "merge read of const 'c'"},
-      {"literal", [](Program& p) {
+      {"i32 NaN literal", [](Program& p) {
          auto lit = std::make_shared<Expr>();
          lit->kind = Expr::Kind::kLiteral;
          lit->literal = 0.0 / 0.0;
-         mutable_rhs(p).args[1] = lit;
-       }, "a literal is not finite"},
+         p.routines[0].statements[0].rhs = lit;
+         p.routines[0].statements[0].indices.pop_back();
+       }, "is not an i32 value"},
       {"i32 literal", [](Program& p) {
          auto lit = std::make_shared<Expr>();
          lit->kind = Expr::Kind::kLiteral;
@@ -234,6 +252,7 @@ TEST(ValidateProgram, RejectsEachBrokenInvariant) {
       {"index type", [](Program& p) {
          auto e = std::make_shared<Expr>();
          e->kind = Expr::Kind::kIndex;
+         lit->type = DType::kI32;
          e->index = 0;
          e->type = DType::kF32;
          p.routines[1].statements[0].rhs = e;

@@ -244,8 +244,13 @@ TEST_F(CompletionTest, LiteralRanges) {
   EXPECT_TRUE(has("1:5: literal")) << messages();
   EXPECT_TRUE(has("is out of range for f32")) << messages();
   EXPECT_TRUE(complete("d", {"i"}, op(Op::kAdd, {ref("d", {name("i")}), flt(1e300)}))) << messages();
-  EXPECT_FALSE(complete("y", {"i"}, flt(1.0 / 0.0, loc(1, 5))));
-  EXPECT_TRUE(has("1:5: a literal must be a finite number")) << messages();
+  // Float literals may be infinite (text spells them `inf`), integer ones not; a built literal
+  // must not stand where its name means something else.
+  EXPECT_TRUE(complete("y", {"i"}, flt(-1.0 / 0.0, loc(1, 5)))) << messages();
+  EXPECT_FALSE(complete("y", {"i"}, num(1.0 / 0.0, loc(1, 5))));
+  EXPECT_TRUE(has("1:5: an integer literal must be a finite number")) << messages();
+  EXPECT_FALSE(complete("y", {"inf"}, flt(1.0 / 0.0, loc(1, 9))));
+  EXPECT_TRUE(has("1:9: the literal inf cannot be used where 'inf' names a tensor, const, size or index")) << messages();
 }
 
 TEST_F(CompletionTest, IndexNotOnTheLeftSuggestsAReduction) {

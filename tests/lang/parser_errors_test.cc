@@ -69,7 +69,8 @@ TEST(ParserErrors, DeclarationErrors) {
   check({"zero dim", "input a : f32[3, 0]\n", 1, 18, "dimension sizes must be positive integers, found 0"});
   check({"negative dim", "input a : f32[-2]\n", 1, 15, "dimension sizes must be positive integers, found -2"});
   check({"float dim", "input a : f32[2.5]\n", 1, 15, "dimension sizes must be positive integers, found 2.5"});
-  check({"name dim", "input a : f32[N]\n", 1, 15, "'N' is not a declared size; declare it with `size N` before this line"});
+  check({"name dim", "input a : f32[N]\n", 1, 15,
+         "'N' is not a declared size or integer const; declare it before this line, with `size N` or `const N : i32 = 16`"});
   check({"missing comma", "input a : f32[2 3]\n", 1, 17, "expected ',' or ']' after the dimension sizes, found '3'"});
   check({"duplicate name", "param x : f32\n", 1, 7, "'x' is already declared on line 1; every name is declared once"});
   check({"init on input", "input a : f32 = 1\n", 1, 15, "input 'a' cannot have an initializer: inputs are supplied by the host"});
@@ -101,9 +102,34 @@ TEST(ParserErrors, ConstantExpressionErrors) {
   check({"overflow", "const big : f64 = 1e300 * 1e300\n", 1, 25, "overflows"});
 }
 
+// Consts as dimensions: a scalar i32 const only, and the dimension must come out positive.
+TEST(ParserErrors, ConstDimensionErrors) {
+  check({"float const", "const F : f32 = 4\ninput a : f32[2, F]\n", 2, 18,
+         "const 'F' is f32; a dimension takes a scalar i32 const (`const F : i32 = 16`)"});
+  check({"const tensor", "const K : i32[2] = 1\ninput a : f32[K]\n", 2, 15, "const 'K' is i32[2]; a dimension takes a scalar i32 const"});
+  check({"zero", "const Z : i32 = 2\noutput a : f32[Z - 2]\n", 2, 16, "dimension sizes must be positive integers, found 0"});
+  check({"negative", "const M : i32 = -3\nparam a : f32[4, M]\n", 2, 18, "dimension sizes must be positive integers, found -3"});
+  check({"a tensor", "input a : f32[t]\n", 1, 15,
+         "'t' is a tensor, whose values are not known when it is declared; a dimension takes sizes and integer consts"});
+  check({"a const declared later", "input a : f32[L]\nconst L : i32 = 2\n", 1, 15, "'L' is not a declared size or integer const"});
+  check({"misspelled", "const Dim : i32 = 2\ninput a : f32[Dmi]\n", 2, 15, "did you mean 'Dim'?"});
+  check({"not affine", "const D : i32 = 2\nsize N\noutput a : f32[N * N + D]\n", 3, 18, "dimension is not affine"});
+}
+
+// inf and nan: float values only, and not where a random initializer's numbers go.
+TEST(ParserErrors, InfAndNanErrors) {
+  check({"i32 const", "const k : i32 = -inf\n", 1, 15, "i32 'k' cannot be initialized with -inf; use an integer"});
+  check({"i32 nan", "param p : i32[2] = nan\n", 1, 18, "i32 'p' cannot be initialized with nan"});
+  check({"random", "param r : f32[2] = uniform(-inf, 0)\n", 1, 18, "the initializer of 'r' must be finite"});
+  check({"a dimension", "input a : f32[inf]\n", 1, 15, "'inf' is not a declared size or integer const"});
+  check({"finite overflow still", "const big : f64 = 1e300 * 1e300 + inf\n", 1, 25, "overflows"});
+  check({"a size hides it", "size inf\nconst cc : f32 = inf\n", 2, 18, "'inf' is a size: a constant expression reads numbers"});
+}
+
 TEST(ParserErrors, SizeErrors) {
   check({"undeclared size", "size Batch\ninput a : f32[Bach, 3]\n", 2, 15,
-         "'Bach' is not a declared size; did you mean 'Batch'?; declare it with `size Bach` before this line"});
+         "'Bach' is not a declared size or integer const; did you mean 'Batch'?; declare it before this line, with "
+         "`size Bach` or `const Bach : i32 = 16`"});
   check({"size in a param", "size N\nparam a : f32[N]\n", 2, 15, "a param keeps one shape across runs"});
   check({"size in a const", "size N\nconst a : f32[N] = 1\n", 2, 15, "a const keeps one shape across runs"});
   check({"affine input", "size N\ninput a : f32[N + 1]\n", 2, 15,

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "kiln/ir/printer.h"
@@ -175,13 +177,115 @@ TEST(Parser, EveryFunctionAndCast) {
       "input x : f32[3]\n"
       "output y : f64[3]\n"
       "y[i] = exp(x[i]) + log(x[i]) + sqrt(x[i]) + rsqrt(x[i]) + tanh(x[i]) + sigmoid(x[i])"
-      " + relu(x[i]) + abs(x[i]) + sin(x[i]) + cos(x[i]) + floor(x[i]) + ceil(x[i])"
+      " + relu(x[i]) + abs(x[i]) + sin(x[i]) + cos(x[i]) + erf(x[i]) + floor(x[i]) + ceil(x[i])"
       " + pow(x[i], 2) + select(x[i] > 0, 1, -1) + f32(i) + f64(x[i]) + i32(x[i])\n");
   EXPECT_EQ(stmt(p, 0, 0),
             "y[i] = exp(x[i]) + log(x[i]) + sqrt(x[i]) + rsqrt(x[i]) + tanh(x[i]) + sigmoid(x[i]) "
-            "+ relu(x[i]) + abs(x[i]) + sin(x[i]) + cos(x[i]) + floor(x[i]) + ceil(x[i]) + "
+            "+ relu(x[i]) + abs(x[i]) + sin(x[i]) + cos(x[i]) + erf(x[i]) + floor(x[i]) + ceil(x[i]) + "
             "pow(x[i], 2.0) + select(x[i] > 0.0, 1.0, -1.0) + f32(i) + f64(x[i]) + i32(x[i])");
   EXPECT_EQ(p.routines[0].statements[0].rhs->type, DType::kF64);
+}
+
+// erf, as exact GELU writes it: the argument's float type, f32 for an i32 argument.
+TEST(Parser, Erf) {
+  ir::Program p = parse_ok(
+      "input x : f32[3]\n"
+      "input d : f64[3]\n"
+      "output y : f32[3]\n"
+      "output z : f64[3]\n"
+      "output w : f32[3]\n"
+      "y[i] = 0.5 * x[i] * (1 + erf(x[i] / sqrt(2.0)))\n"
+      "z[i] = erf(d[i])\n"
+      "w[i] = erf(i)\n");
+  EXPECT_EQ(stmt(p, 0, 0), "y[i] = 0.5 * x[i] * (1.0 + erf(x[i] / sqrt(2.0)))");
+  const ir::Expr& erf_f64 = *p.routines[0].statements[1].rhs;
+  EXPECT_EQ(erf_f64.op, Op::kErf);
+  EXPECT_EQ(erf_f64.type, DType::kF64);
+  EXPECT_EQ(p.routines[0].statements[2].rhs->type, DType::kF32);
+}
+
+// `inf` and `nan` are predeclared float literals: weak like any number literal, in statements and
+// in constant expressions, and hidden by a declaration or an index of the same name.
+TEST(Parser, InfAndNanLiterals) {
+  ir::Program p = parse_ok(
+      "const neg : f32 = -inf\n"
+      "const big : f64 = inf * 2\n"
+      "const bad : f32 = nan\n"
+      "param w : f32[2] = -inf\n"
+      "input x : f32[4]\n"
+      "input m : i32[4]\n"
+      "input d : f64[4]\n"
+      "output y : f32[4]\n"
+      "output z : f64[4]\n"
+      "y[i] = select(m[i], x[i], -inf)\n"
+      "z[i] = max(d[i], nan) + inf\n");
+  ASSERT_EQ(p.nodes.size(), 9u);
+  EXPECT_EQ(p.nodes[0].init.a, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(p.nodes[1].init.a, std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(p.nodes[2].init.a));
+  EXPECT_EQ(p.nodes[3].init.a, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(stmt(p, 0, 0), "y[i] = select(m[i], x[i], -inf)");
+  EXPECT_EQ(stmt(p, 0, 1), "z[i] = max(d[i], nan) + inf");
+  // Weak: the literal takes the other operand's float type.
+  const ir::Expr& select = *p.routines[0].statements[0].rhs;
+  ASSERT_EQ(select.args.size(), 3u);
+  EXPECT_EQ(select.args[2]->kind, Expr::Kind::kLiteral);
+  EXPECT_EQ(select.args[2]->type, DType::kF32);
+  EXPECT_EQ(select.args[2]->literal, -std::numeric_limits<double>::infinity());
+  const ir::Expr& sum = *p.routines[0].statements[1].rhs;
+  EXPECT_EQ(sum.args[1]->type, DType::kF64);
+  EXPECT_TRUE(std::isnan(sum.args[0]->args[1]->literal));
+  EXPECT_EQ(sum.args[0]->args[1]->type, DType::kF64);
+  // Printed back as written.
+  const std::string printed = ir::print_program(p);
+  EXPECT_NE(printed.find("const  neg : f32 = -inf\n"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("const  bad : f32 = nan\n"), std::string::npos) << printed;
+}
+
+// A program of version 1 that names a tensor, a const or an index `inf` or `nan` keeps its
+// meaning: the declaration (or index) hides the literal.
+TEST(Parser, DeclarationsNamedInfOrNanHideTheLiterals) {
+  ir::Program p = parse_ok(
+      "input inf : f32[4]\n"
+      "const nan : f32 = 2\n"
+      "const two : f32 = nan\n"
+      "output y : f32[4]\n"
+      "y[i] = inf[i] * nan + two\n");
+  EXPECT_EQ(p.nodes[2].init.a, 2);
+  EXPECT_EQ(stmt(p, 0, 0), "y[i] = inf[i] * nan + two");
+  ir::Program q = parse_ok(
+      "output y : f32[4]\n"
+      "y[nan] = f32(nan) + inf\n");
+  EXPECT_EQ(stmt(q, 0, 0), "y[nan] = f32(nan) + inf");
+  EXPECT_EQ(q.routines[0].statements[0].rhs->args[0]->args[0]->kind, Expr::Kind::kIndex);
+}
+
+// An integer const stands for its value in a dimension, alone or in an affine expression (and,
+// as before, in subscripts and bounds).
+TEST(Parser, ConstsAsDimensions) {
+  ir::Program p = parse_ok(
+      "size B\n"
+      "const D : i32 = 16\n"
+      "const H : i32 = D / 4\n"
+      "input x : f32[B, D]\n"
+      "param w : f32[D, D + H]\n"
+      "const mask : f32[H, H] = -inf\n"
+      "output y : f32[B, D + H]\n"
+      "tensor t : f32[B + 2*D - 1]\n"
+      "y[b, j] = sum(x[b, k] * w[k, j]) where j < D + H\n"
+      "t[i] = 1\n");
+  ASSERT_EQ(p.nodes.size(), 7u);
+  EXPECT_EQ(p.nodes[2].dims, (std::vector<int64_t>{1, 16}));
+  ASSERT_EQ(p.nodes[2].sized_dims.size(), 2u);
+  EXPECT_EQ(p.nodes[2].sized_dims[1], ir::SizeExpr::constant(16));
+  EXPECT_EQ(p.nodes[3].dims, (std::vector<int64_t>{16, 20}));
+  EXPECT_FALSE(p.nodes[3].is_sized());
+  EXPECT_EQ(p.nodes[4].dims, (std::vector<int64_t>{4, 4}));
+  EXPECT_EQ(ir::dims_text(p.nodes[5], p.sizes), "[B, 20]");
+  EXPECT_EQ(ir::dims_text(p.nodes[6], p.sizes), "[B + 31]");
+  // Printed as their values, like consts in subscripts and bounds.
+  const std::string printed = ir::print_program(p);
+  EXPECT_NE(printed.find("param  w : f32[16, 20]"), std::string::npos) << printed;
 }
 
 TEST(Parser, OperatorsPrecedenceAndComparisons) {

@@ -544,7 +544,7 @@ TEST(DifferentialGeneratorTest, IsDeterministicAndVaried) {
   for (const char* feature : {"sum(", "prod(", "max(", "min(", "mean(", " += ", " -= ", " *= ", " where ",
                               "routine ", "param ", "tensor ", "const ", ": i32", ": f64", "2*", "exp(",
                               "log(", "sqrt(", "rsqrt(", "tanh(", "sigmoid(", "relu(", "abs(", "sin(",
-                              "cos(", "floor(", "ceil(", "pow(", "select(", "f32(", "f64(", "i32(",
+                              "cos(", "erf(", "floor(", "ceil(", "pow(", "select(", "f32(", "f64(", "i32(",
                               " < ", " <= ", " > ", " >= ", " == ", " != ", " / ", "uniform(", "normal(",
                               // the gather through select with an integer comparison
                               " == g, ", "g == ", " != g, 0, ", "abs(", "min(", " + 1 == g",

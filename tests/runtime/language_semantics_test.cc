@@ -6,11 +6,13 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "kiln/drivers/drivers.h"
+#include "kiln/ir/printer.h"
 #include "kiln/lang/parser.h"
 #include "kiln/runtime/program_instance.h"
 #include "runtime/cuda_build.h"
@@ -72,6 +74,22 @@ void each_device_and_lowering(const std::function<void(const std::string&, const
   }
 }
 
+// Whether `got` is exactly `want`, zeros' signs included; any NaN meets any NaN.
+bool same_values(const std::vector<double>& got, const std::vector<double>& want) {
+  if (got.size() != want.size()) return false;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const bool both_nan = std::isnan(got[i]) && std::isnan(want[i]);
+    if (!both_nan && (got[i] != want[i] || std::signbit(got[i]) != std::signbit(want[i]))) return false;
+  }
+  return true;
+}
+
+std::string values_text(const std::vector<double>& v) {
+  std::string out;
+  for (double d : v) out += (out.empty() ? "" : " ") + ir::format_number(d, true);
+  return out;
+}
+
 // No GPU runs it here, but its CUDA C must build (cuda_build.h), with either lowering.
 void expect_cuda_builds(const std::string& text) {
   static const Status cuda = cuda_toolchain_available();
@@ -91,7 +109,10 @@ void expect_everywhere(const std::string& text, const Outputs& expected, const O
   each_device_and_lowering([&](const std::string& device, const ir::LowerOptions& lower) {
     Result<Outputs> got = run_program(device, text, lower, inputs);
     ASSERT_TRUE(got.ok()) << got.status();
-    for (const auto& [name, values] : expected) EXPECT_EQ(got->at(name), values) << name;
+    for (const auto& [name, values] : expected) {
+      EXPECT_TRUE(same_values(got->at(name), values))
+          << name << ": " << values_text(got->at(name)) << ", expected " << values_text(values);
+    }
   });
   expect_cuda_builds(text);
 }
@@ -315,6 +336,98 @@ q[i] = q[perm[i]]
 }
 
 // A gathered subscript reads i32 values; a target's subscripts never gather.
+// `inf` and `nan` (predeclared float literals) as a masked softmax uses them: -inf for masked
+// positions, exp(-inf) = 0, a max that meets NaN, NaN kept, and i32 conversions that saturate.
+TEST(LanguageSemanticsTest, InfAndNanLiteralsEverywhere) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  expect_everywhere(R"(
+const neg : f32 = -inf
+const hole : f64 = nan
+param low : f32[2] = -inf
+input x : f32[4]
+input m : i32[4]
+output y : f32[4]
+output z : f64[4]
+output e : f32[4]
+output top : f32
+output sat : i32[4]
+output isnan : f64[4]
+output lows : f32[2]
+y[i] = select(m[i], x[i], -inf)
+z[i] = select(m[i], f64(x[i]), hole)
+e[i] = select(m[i], 0, exp(y[i]))
+top = max(select(m[i], x[i], neg))
+sat[i] = i32(select(m[i], inf, neg))
+isnan[i] = z[i] != z[i]
+lows[k] = low[k]
+)",
+                    {{"y", {1, -kInf, 3, -kInf}},
+                     {"z", {1, kNaN, 3, kNaN}},
+                     {"e", {0, 0, 0, 0}},
+                     {"top", {3}},
+                     {"sat", {2147483647, -2147483648.0, 2147483647, -2147483648.0}},
+                     {"isnan", {0, 1, 0, 1}},
+                     {"lows", {-kInf, -kInf}}},
+                    {{"x", {1, 2, 3, 4}}, {"m", {1, 0, 1, 0}}});
+}
+
+// Integer consts as dimensions, alone and in affine expressions, agree with bounds that use them.
+TEST(LanguageSemanticsTest, ConstsAsDimensionsEverywhere) {
+  expect_everywhere(R"(
+const D : i32 = 3
+const H : i32 = D - 1
+input x : f32[2, D]
+output y : f32[D + 1]
+output c : f32[H, 2*D]
+y[j] = sum(x[i, j - 1]) where j < D + 1
+c[a, b] = a * 10 + b
+)",
+                    {{"y", {0, 5, 7, 9}}, {"c", {0, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 15}}},
+                    {{"x", {1, 2, 3, 4, 5, 6}}});
+}
+
+// erf: exact where it is exact (the signed zeros, +-1 from where it rounds to 1, the infinities,
+// NaN), and exact GELU within f32 rounding of the double reference (cpu's f32 erf is kiln's own,
+// within 1 ulp; opencl's the device's; interp's the C library's in double, rounded once). Where
+// erf nears -1, 1 + erf cancels: f32 devices keep an absolute error of a few ulps of 1 times x
+// there, which is GELU's own conditioning in f32 (a correctly rounded erf has it too), so the
+// check is relative to the result's scale, |x|.
+TEST(LanguageSemanticsTest, ErfAndExactGeluEverywhere) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> special = {0, -0.0, 6, -6, 50, kInf, -kInf, kNaN};
+  expect_everywhere(R"(
+input s : f32[8]
+input d : f64[8]
+output es : f32[8]
+output ed : f64[8]
+es[i] = erf(s[i])
+ed[i] = erf(d[i])
+)",
+                    {{"es", {0, -0.0, 1, -1, 1, 1, -1, kNaN}}, {"ed", {0, -0.0, 1, -1, 1, 1, -1, kNaN}}},
+                    {{"s", special}, {"d", special}});
+  std::vector<double> x;
+  for (int i = 0; i < 64; ++i) x.push_back(static_cast<float>(-4.0 + 8.0 * i / 63.0));
+  const std::string gelu = R"(
+input x : f32[64]
+output g : f32[64]
+output g64 : f64[64]
+g[i] = 0.5 * x[i] * (1 + erf(x[i] / sqrt(2.0)))
+g64[i] = 0.5 * f64(x[i]) * (1 + erf(f64(x[i]) / sqrt(2.0)))
+)";
+  each_device_and_lowering([&](const std::string& device, const ir::LowerOptions& lower) {
+    Result<Outputs> got = run_program(device, gelu, lower, {{"x", x}});
+    ASSERT_TRUE(got.ok()) << got.status();
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double want = 0.5 * x[i] * (1 + std::erf(x[i] / std::sqrt(2.0)));
+      EXPECT_NEAR(got->at("g")[i], want, 4e-7 * std::max(1.0, std::fabs(x[i]))) << "gelu(" << x[i] << ")";
+      EXPECT_NEAR(got->at("g64")[i], want, 1e-15 * std::max(1.0, std::fabs(x[i]))) << "gelu(" << x[i] << ") in f64";
+    }
+  });
+  expect_cuda_builds(gelu);
+}
+
 TEST(LanguageSemanticsTest, GathersReadI32ValuesOnly) {
   Result<ir::Program> f32_position =
       lang::parse_program("input x : f32[4, 5]\ninput v : f32[5]\noutput z : f32[4, 5]\nz[i, j] = x[i, v[j]]\n", "g.kiln");

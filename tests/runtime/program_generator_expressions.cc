@@ -260,7 +260,7 @@ Gen ProgramGenerator::float_expr(StatementCtx& ctx, int depth) {
     case 13: out = call("sigmoid", {a}, 1); break;
     case 14: out = call("relu", {a}, a.bound); break;
     case 15: out = call("abs", {a}, a.bound); break;
-    case 16: out = call("sin", {a}, 1); break;
+    case 16: out = call(chance(0.5) ? "sin" : "erf", {a}, 1); break;
     case 17: out = call("cos", {a}, 1); break;
     case 18: { Gen b = second(); out = call(chance(0.5) ? "max" : "min", {a, b}, std::max(a.bound, b.bound)); break; }
     case 19: {

@@ -27,11 +27,13 @@ inline constexpr int64_t kMaxSizeValue = int64_t{1} << 40;
 // The dimension written as `raw` in the declaration of `node` (its role and name): a positive
 // integer, or an affine expression of `sizes` with integer coefficients (`N + 2`, `2*N`) for an
 // output or a tensor, a bare size name for an input, and no size at all for a param or a const.
-// Reports what is wrong at its place and returns nullopt.
-// What concerns the dimension as a whole is reported at `at` (where it starts).
+// A scalar i32 const among `consts` (the nodes declared before) stands for its value anywhere in
+// it (`D`, `D + 1`, `2*D`, `N * D`). Reports what is wrong at its place and
+// returns nullopt. What concerns the dimension as a whole is reported at `at` (where it starts).
 std::optional<SizeExpr> declared_dimension(const RawExpr& raw, SourceLoc at, const TensorNode& node,
                                            const std::vector<SizeDecl>& sizes,
-                                           std::vector<Diagnostic>* diagnostics);
+                                           std::vector<Diagnostic>* diagnostics,
+                                           const std::vector<TensorNode>& consts = {});
 
 // "N + 2", "2*N", "7": how the language writes a size expression.
 std::string size_expr_text(const SizeExpr& e, const std::vector<SizeDecl>& sizes);

@@ -22,7 +22,7 @@
 //    result in any type) and select's condition (any type). Offsets are i64. Loop variables are
 //    i64. i64 arithmetic wraps like i32, and i64 division follows the i32 rules
 //    (x / 0 == 0, INT64_MIN / -1 == INT64_MIN).
-//  - Integer operands of exp/log/sqrt/rsqrt/tanh/sigmoid/sin/cos are computed in f64 and cast
+//  - Integer operands of exp/log/sqrt/rsqrt/tanh/sigmoid/sin/cos/erf are computed in f64 and cast
 //    back like pow (saturating, NaN → 0); neg/abs of integers wrap (abs(INT32_MIN) ==
 //    INT32_MIN); relu/max/min of integers are exact. Casts to f32 round to nearest.
 //  - f32 constants are rounded to f32. The reference interpreter evaluates f32 expressions in
@@ -258,7 +258,7 @@ std::optional<int64_t> var_coefficient(const LExpr& e, int var);
 //           | (OP [TYPE] EXPR...)                TYPE omitted means i64; casts take none:
 //                                                (f32 X) (f64 X) (i32 X), except (i32 i64 X),
 //                                                an i32 value widened into an offset (a gather)
-//   OP     := neg exp log sqrt rsqrt tanh sigmoid relu abs sin cos floor ceil f32 f64 i32
+//   OP     := neg exp log sqrt rsqrt tanh sigmoid relu abs sin cos erf floor ceil f32 f64 i32
 //             + - * / < <= > >= == != max min pow select fma
 //   TYPE   := f32 | f64 | i32 | i64
 // ID is a node id (what LExpr::node and LStmt::node hold), which must be listed in `(nodes

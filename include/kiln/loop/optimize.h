@@ -34,7 +34,7 @@ void form_fma(Kernel& kernel);
 
 // Computes loop-invariant expressions once before their loop. Within a `for` of extent >= 2 (an
 // extent-1 loop gains nothing; an extent-0 one must not run anything), a maximal subexpression
-// that contains a load or a costly op (exp, log, sqrt, rsqrt, tanh, sigmoid, sin, cos, pow, float
+// that contains a load or a costly op (exp, log, sqrt, rsqrt, tanh, sigmoid, sin, cos, erf, pow, float
 // division) and does not depend on the loop's variable, on any variable bound inside the loop,
 // on a node or local stored inside the loop, or on a local declared inside it, is stored into a
 // new size-1 local declared around the loop (local_count grows) and read back with local_load.

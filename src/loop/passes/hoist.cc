@@ -28,6 +28,7 @@ bool is_costly(const LExpr& e) {
     case Op::kSigmoid:
     case Op::kSin:
     case Op::kCos:
+    case Op::kErf:
     case Op::kPow:
       return true;
     case Op::kDiv:

@@ -100,6 +100,26 @@ static inline float kiln_tanh_f32(float x) {
   const float big = 1.0f - 2.0f / (kiln_exp_f32(2.0f * a) + 1.0f);
   return copysignf(kiln_pick_f32(a < 0.55f, big, small), x);
 }
+static inline float kiln_erf_f32(float x) {
+  const float a = fabsf(x), s = x * x, t = kiln_pick_f32(a > 4.0f, a, 4.0f);
+  float p = 8.538839029e-05f;
+  p = p * s - 8.181927260e-04f;
+  p = p * s + 5.204435904e-03f;
+  p = p * s - 2.686075307e-02f;
+  p = p * s + 1.128371954e-01f;
+  p = p * s - 3.761263490e-01f;
+  p = p * s + 1.283791661e-01f;
+  float r = -2.090955604e-05f;
+  r = r * t + 4.323030007e-04f;
+  r = r * t - 4.160527140e-03f;
+  r = r * t + 2.509149723e-02f;
+  r = r * t - 1.082366183e-01f;
+  r = r * t - 6.333866715e-01f;
+  r = r * t - 1.129495144e+00f;
+  r = r * t + 1.705520262e-04f;
+  const float small = x + x * p, big = 1.0f - kiln_exp_f32(r);
+  return kiln_pick_f32(a < 0.9f, copysignf(big, x), small);
+}
 static inline float kiln_sigmoid_f32(float x) { return 1.0f / (1.0f + kiln_exp_f32(-x)); }
 static inline double kiln_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
 static inline float kiln_rsqrt_f32(float x) { return 1.0f / sqrtf(x); }
@@ -118,9 +138,9 @@ int all_ops(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
   if (s->binding_lengths[6] < 64u) return 1;
   if (s->binding_lengths[7] < 64u) return 1;
   if (s->binding_lengths[8] < 64u) return 1;
-  if (s->binding_lengths[9] < 1984u) return 1;
-  if (s->binding_lengths[10] < 3968u) return 1;
-  if (s->binding_lengths[11] < 2176u) return 1;
+  if (s->binding_lengths[9] < 2048u) return 1;
+  if (s->binding_lengths[10] < 4096u) return 1;
+  if (s->binding_lengths[11] < 2240u) return 1;
   /* workgroups in x share the parallel loop; y and z are empty */
   if (id->x >= s->workgroup_count[0] || id->y != 0u || id->z != 0u) return 0;
   const float* restrict n0 = (const float*)s->bindings[0];  /* a_f32: input f32[16] */
@@ -132,9 +152,9 @@ int all_ops(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
   const int32_t* restrict n6 = (const int32_t*)s->bindings[6];  /* a_i32: input i32[16] */
   const int32_t* restrict n7 = (const int32_t*)s->bindings[7];  /* b_i32: input i32[16] */
   const int32_t* restrict n8 = (const int32_t*)s->bindings[8];  /* c_i32: input i32[16] */
-  float* restrict n9 = (float*)s->bindings[9];  /* r_f32: output f32[31, 16] */
-  double* restrict n10 = (double*)s->bindings[10];  /* r_f64: output f64[31, 16] */
-  int32_t* restrict n11 = (int32_t*)s->bindings[11];  /* r_i32: output i32[34, 16] */
+  float* restrict n9 = (float*)s->bindings[9];  /* r_f32: output f32[32, 16] */
+  double* restrict n10 = (double*)s->bindings[10];  /* r_f64: output f64[32, 16] */
+  int32_t* restrict n11 = (int32_t*)s->bindings[11];  /* r_i32: output i32[35, 16] */
   /* this workgroup's chunk of the parallel loop over v0 in [0, 16) */
   const int64_t chunk = (16 + (int64_t)s->workgroup_count[0] - 1) / (int64_t)s->workgroup_count[0];
   const int64_t begin = (int64_t)id->x * chunk;
@@ -166,40 +186,42 @@ int all_ops(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
     n9[176 + v0] = floorf(n0[v0]);
     /* ceil f32 */
     n9[192 + v0] = ceilf(n0[v0]);
+    /* erf f32 */
+    n9[208 + v0] = kiln_erf_f32(n0[v0]);
     /* + f32 */
-    n9[208 + v0] = n0[v0] + n1[v0];
+    n9[224 + v0] = n0[v0] + n1[v0];
     /* - f32 */
-    n9[224 + v0] = n0[v0] - n1[v0];
+    n9[240 + v0] = n0[v0] - n1[v0];
     /* * f32 */
-    n9[240 + v0] = n0[v0] * n1[v0];
+    n9[256 + v0] = n0[v0] * n1[v0];
     /* / f32 */
-    n9[256 + v0] = n0[v0] / n1[v0];
+    n9[272 + v0] = n0[v0] / n1[v0];
     /* max f32 */
-    n9[272 + v0] = kiln_max_f32(n0[v0], n1[v0]);
+    n9[288 + v0] = kiln_max_f32(n0[v0], n1[v0]);
     /* min f32 */
-    n9[288 + v0] = kiln_min_f32(n0[v0], n1[v0]);
+    n9[304 + v0] = kiln_min_f32(n0[v0], n1[v0]);
     /* pow f32 */
-    n9[304 + v0] = powf(n0[v0], n1[v0]);
+    n9[320 + v0] = powf(n0[v0], n1[v0]);
     /* < f32 */
-    n9[320 + v0] = (float)(n0[v0] < n1[v0]);
+    n9[336 + v0] = (float)(n0[v0] < n1[v0]);
     /* <= f32 */
-    n9[336 + v0] = (float)(n0[v0] <= n1[v0]);
+    n9[352 + v0] = (float)(n0[v0] <= n1[v0]);
     /* > f32 */
-    n9[352 + v0] = (float)(n0[v0] > n1[v0]);
+    n9[368 + v0] = (float)(n0[v0] > n1[v0]);
     /* >= f32 */
-    n9[368 + v0] = (float)(n0[v0] >= n1[v0]);
+    n9[384 + v0] = (float)(n0[v0] >= n1[v0]);
     /* == f32 */
-    n9[384 + v0] = (float)(n0[v0] == n1[v0]);
+    n9[400 + v0] = (float)(n0[v0] == n1[v0]);
     /* != f32 */
-    n9[400 + v0] = (float)(n0[v0] != n1[v0]);
+    n9[416 + v0] = (float)(n0[v0] != n1[v0]);
     /* < f32 */
     n11[v0] = (int32_t)(n0[v0] < n1[v0]);
     /* select f32 */
-    n9[416 + v0] = n0[v0] != 0.0f ? n1[v0] : n2[v0];
+    n9[432 + v0] = n0[v0] != 0.0f ? n1[v0] : n2[v0];
     /* fma f32 */
-    n9[432 + v0] = fmaf(n0[v0], n1[v0], n2[v0]);
+    n9[448 + v0] = fmaf(n0[v0], n1[v0], n2[v0]);
     /* f32 f32 */
-    n9[448 + v0] = n0[v0];
+    n9[464 + v0] = n0[v0];
     /* f64 f32 */
     n10[v0] = (double)n0[v0];
     /* i32 f32 */
@@ -230,42 +252,44 @@ int all_ops(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
     n10[192 + v0] = floor(n3[v0]);
     /* ceil f64 */
     n10[208 + v0] = ceil(n3[v0]);
+    /* erf f64 */
+    n10[224 + v0] = erf(n3[v0]);
     /* + f64 */
-    n10[224 + v0] = n3[v0] + n4[v0];
+    n10[240 + v0] = n3[v0] + n4[v0];
     /* - f64 */
-    n10[240 + v0] = n3[v0] - n4[v0];
+    n10[256 + v0] = n3[v0] - n4[v0];
     /* * f64 */
-    n10[256 + v0] = n3[v0] * n4[v0];
+    n10[272 + v0] = n3[v0] * n4[v0];
     /* / f64 */
-    n10[272 + v0] = n3[v0] / n4[v0];
+    n10[288 + v0] = n3[v0] / n4[v0];
     /* max f64 */
-    n10[288 + v0] = kiln_max_f64(n3[v0], n4[v0]);
+    n10[304 + v0] = kiln_max_f64(n3[v0], n4[v0]);
     /* min f64 */
-    n10[304 + v0] = kiln_min_f64(n3[v0], n4[v0]);
+    n10[320 + v0] = kiln_min_f64(n3[v0], n4[v0]);
     /* pow f64 */
-    n10[320 + v0] = pow(n3[v0], n4[v0]);
+    n10[336 + v0] = pow(n3[v0], n4[v0]);
     /* < f64 */
-    n10[336 + v0] = (double)(n3[v0] < n4[v0]);
+    n10[352 + v0] = (double)(n3[v0] < n4[v0]);
     /* <= f64 */
-    n10[352 + v0] = (double)(n3[v0] <= n4[v0]);
+    n10[368 + v0] = (double)(n3[v0] <= n4[v0]);
     /* > f64 */
-    n10[368 + v0] = (double)(n3[v0] > n4[v0]);
+    n10[384 + v0] = (double)(n3[v0] > n4[v0]);
     /* >= f64 */
-    n10[384 + v0] = (double)(n3[v0] >= n4[v0]);
+    n10[400 + v0] = (double)(n3[v0] >= n4[v0]);
     /* == f64 */
-    n10[400 + v0] = (double)(n3[v0] == n4[v0]);
+    n10[416 + v0] = (double)(n3[v0] == n4[v0]);
     /* != f64 */
-    n10[416 + v0] = (double)(n3[v0] != n4[v0]);
+    n10[432 + v0] = (double)(n3[v0] != n4[v0]);
     /* < f64 */
     n11[32 + v0] = (int32_t)(n3[v0] < n4[v0]);
     /* select f64 */
-    n10[432 + v0] = n3[v0] != 0.0 ? n4[v0] : n5[v0];
+    n10[448 + v0] = n3[v0] != 0.0 ? n4[v0] : n5[v0];
     /* fma f64 */
-    n10[448 + v0] = fma(n3[v0], n4[v0], n5[v0]);
+    n10[464 + v0] = fma(n3[v0], n4[v0], n5[v0]);
     /* f32 f64 */
-    n9[464 + v0] = (float)n3[v0];
+    n9[480 + v0] = (float)n3[v0];
     /* f64 f64 */
-    n10[464 + v0] = n3[v0];
+    n10[480 + v0] = n3[v0];
     /* i32 f64 */
     n11[48 + v0] = kiln_f64_to_i32(n3[v0]);
     /* neg i32 */
@@ -294,44 +318,46 @@ int all_ops(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
     n11[240 + v0] = n6[v0];
     /* ceil i32 */
     n11[256 + v0] = n6[v0];
+    /* erf i32 */
+    n11[272 + v0] = kiln_f64_to_i32(erf((double)n6[v0]));
     /* + i32 */
-    n11[272 + v0] = kiln_add_i32(n6[v0], n7[v0]);
+    n11[288 + v0] = kiln_add_i32(n6[v0], n7[v0]);
     /* - i32 */
-    n11[288 + v0] = kiln_sub_i32(n6[v0], n7[v0]);
+    n11[304 + v0] = kiln_sub_i32(n6[v0], n7[v0]);
     /* * i32 */
-    n11[304 + v0] = kiln_mul_i32(n6[v0], n7[v0]);
+    n11[320 + v0] = kiln_mul_i32(n6[v0], n7[v0]);
     /* / i32 */
-    n11[320 + v0] = kiln_div_i32(n6[v0], n7[v0]);
+    n11[336 + v0] = kiln_div_i32(n6[v0], n7[v0]);
     /* max i32 */
-    n11[336 + v0] = kiln_max_i32(n6[v0], n7[v0]);
+    n11[352 + v0] = kiln_max_i32(n6[v0], n7[v0]);
     /* min i32 */
-    n11[352 + v0] = kiln_min_i32(n6[v0], n7[v0]);
+    n11[368 + v0] = kiln_min_i32(n6[v0], n7[v0]);
     /* pow i32 */
-    n11[368 + v0] = kiln_f64_to_i32(pow((double)n6[v0], (double)n7[v0]));
+    n11[384 + v0] = kiln_f64_to_i32(pow((double)n6[v0], (double)n7[v0]));
     /* < i32 */
-    n11[384 + v0] = (int32_t)(n6[v0] < n7[v0]);
+    n11[400 + v0] = (int32_t)(n6[v0] < n7[v0]);
     /* <= i32 */
-    n11[400 + v0] = (int32_t)(n6[v0] <= n7[v0]);
+    n11[416 + v0] = (int32_t)(n6[v0] <= n7[v0]);
     /* > i32 */
-    n11[416 + v0] = (int32_t)(n6[v0] > n7[v0]);
+    n11[432 + v0] = (int32_t)(n6[v0] > n7[v0]);
     /* >= i32 */
-    n11[432 + v0] = (int32_t)(n6[v0] >= n7[v0]);
+    n11[448 + v0] = (int32_t)(n6[v0] >= n7[v0]);
     /* == i32 */
-    n11[448 + v0] = (int32_t)(n6[v0] == n7[v0]);
+    n11[464 + v0] = (int32_t)(n6[v0] == n7[v0]);
     /* != i32 */
-    n11[464 + v0] = (int32_t)(n6[v0] != n7[v0]);
+    n11[480 + v0] = (int32_t)(n6[v0] != n7[v0]);
     /* < i32 */
-    n11[480 + v0] = (int32_t)(n6[v0] < n7[v0]);
+    n11[496 + v0] = (int32_t)(n6[v0] < n7[v0]);
     /* select i32 */
-    n11[496 + v0] = n6[v0] != 0 ? n7[v0] : n8[v0];
+    n11[512 + v0] = n6[v0] != 0 ? n7[v0] : n8[v0];
     /* fma i32 */
-    n11[512 + v0] = kiln_add_i32(kiln_mul_i32(n6[v0], n7[v0]), n8[v0]);
+    n11[528 + v0] = kiln_add_i32(kiln_mul_i32(n6[v0], n7[v0]), n8[v0]);
     /* f32 i32 */
-    n9[480 + v0] = (float)n6[v0];
+    n9[496 + v0] = (float)n6[v0];
     /* f64 i32 */
-    n10[480 + v0] = (double)n6[v0];
+    n10[496 + v0] = (double)n6[v0];
     /* i32 i32 */
-    n11[528 + v0] = n6[v0];
+    n11[544 + v0] = n6[v0];
   }
   return 0;
 }
