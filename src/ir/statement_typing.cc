@@ -167,7 +167,8 @@ Completer::Typed Completer::type_expr(const RawExpr& e) {
         return {};
       }
       if (!node->is_scalar()) {
-        error(e.loc, subscript_count_message(*node, 0));
+        error(e.loc, subscript_count_message(*node, 0) +
+                         (predeclared_literal(e.name) ? " (this declaration hides the literal " + e.name + "; rename it)" : ""));
         return {};
       }
       out->kind = Expr::Kind::kTensor;

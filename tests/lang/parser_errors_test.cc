@@ -124,6 +124,9 @@ TEST(ParserErrors, InfAndNanErrors) {
   check({"a dimension", "input a : f32[inf]\n", 1, 15, "'inf' is not a declared size or integer const"});
   check({"finite overflow still", "const big : f64 = 1e300 * 1e300 + inf\n", 1, 25, "overflows"});
   check({"a size hides it", "size inf\nconst cc : f32 = inf\n", 2, 18, "'inf' is a size: a constant expression reads numbers"});
+  check({"a tensor hides it", "input inf : f32[4]\ny[i] = x[i, 0] + inf\n", 2, 18,
+         "'inf' has 1 dimension but 0 subscripts are given; write exactly one subscript per dimension (this "
+         "declaration hides the literal inf; rename it)"});
 }
 
 TEST(ParserErrors, SizeErrors) {
