@@ -61,6 +61,7 @@ Value sqrt(const Value& a) { return op(Op::kSqrt, {a}); }
 Value rsqrt(const Value& a) { return op(Op::kRsqrt, {a}); }
 Value tanh(const Value& a) { return op(Op::kTanh, {a}); }
 Value sigmoid(const Value& a) { return op(Op::kSigmoid, {a}); }
+Value erf(const Value& a) { return op(Op::kErf, {a}); }
 Value relu(const Value& a) { return op(Op::kRelu, {a}); }
 Value abs(const Value& a) { return op(Op::kAbs, {a}); }
 Value sin(const Value& a) { return op(Op::kSin, {a}); }
@@ -69,7 +70,6 @@ Value floor(const Value& a) { return op(Op::kFloor, {a}); }
 Value ceil(const Value& a) { return op(Op::kCeil, {a}); }
 Value pow(const Value& a, const Value& b) { return op(Op::kPow, {a, b}); }
 Value max(const Value& a, const Value& b) { return op(Op::kMax, {a, b}); }
-Value erf(const Value& a) { return op(Op::kErf, {a}); }
 Value min(const Value& a, const Value& b) { return op(Op::kMin, {a, b}); }
 Value select(const Value& c, const Value& a, const Value& b) { return op(Op::kSelect, {c, a, b}); }
 Value cast(const Value& a, DType type) {
@@ -174,6 +174,12 @@ Tensor ProgramBuilder::declare(Role role, std::string name, DType dtype, Dims di
     node.sized_dims = std::move(sized);
   }
   check_declaration(node, &problems);
+  // Text spells an infinite or NaN value `inf` / `nan`, which would read an earlier name instead.
+  if (const std::string_view spelled = predeclared_name(init.a);
+      init.kind == Init::Kind::kValue && !spelled.empty() && names_.count(std::string(spelled))) {
+    problems.push_back({{}, "its value is " + std::string(spelled) + ", but '" + std::string(spelled) +
+                                "' is declared before it; rename that"});
+  }
   if (!names_.insert(name).second) {
     problems.push_back({{}, "'" + name + "' is already declared; every name is declared once"});
   }
@@ -182,12 +188,6 @@ Tensor ProgramBuilder::declare(Role role, std::string name, DType dtype, Dims di
   return Tensor(nodes_.back().id, name);
 }
 
-  // Text spells an infinite or NaN value `inf` / `nan`, which would read an earlier name instead.
-  if (const std::string_view spelled = predeclared_name(init.a);
-      init.kind == Init::Kind::kValue && !spelled.empty() && names_.count(std::string(spelled))) {
-    problems.push_back({{}, "its value is " + std::string(spelled) + ", but '" + std::string(spelled) +
-                                "' is declared before it; rename that"});
-  }
 Size ProgramBuilder::size(std::string name) {
   if (!is_identifier(name)) {
     errors_.push_back("size '" + name + "' is not a valid name");

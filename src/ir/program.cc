@@ -118,9 +118,9 @@ std::string_view op_name(Op op) {
     case Op::kAbs: return "abs";
     case Op::kSin: return "sin";
     case Op::kCos: return "cos";
+    case Op::kErf: return "erf";
     case Op::kFloor: return "floor";
     case Op::kCeil: return "ceil";
-    case Op::kErf: return "erf";
     case Op::kCastF32: return "f32";
     case Op::kCastF64: return "f64";
     case Op::kCastI32: return "i32";
@@ -223,8 +223,6 @@ bool is_keyword(std::string_view name) {
   return std::find(std::begin(kKeywords), std::end(kKeywords), name) != std::end(kKeywords);
 }
 
-bool is_identifier(std::string_view name) {
-  if (name.empty() || is_keyword(name)) return false;
 std::optional<double> predeclared_literal(std::string_view name) {
   if (name == "inf") return std::numeric_limits<double>::infinity();
   if (name == "nan") return std::numeric_limits<double>::quiet_NaN();
@@ -235,6 +233,8 @@ std::string_view predeclared_name(double value) {
   return std::isnan(value) ? "nan" : std::isinf(value) ? "inf" : "";
 }
 
+bool is_identifier(std::string_view name) {
+  if (name.empty() || is_keyword(name)) return false;
   auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
   if (!alpha(name[0])) return false;
   return std::all_of(name.begin(), name.end(),

@@ -237,6 +237,7 @@ TEST(ValidateProgram, RejectsEachBrokenInvariant) {
       {"i32 NaN literal", [](Program& p) {
          auto lit = std::make_shared<Expr>();
          lit->kind = Expr::Kind::kLiteral;
+         lit->type = DType::kI32;
          lit->literal = 0.0 / 0.0;
          p.routines[0].statements[0].rhs = lit;
          p.routines[0].statements[0].indices.pop_back();
@@ -252,7 +253,6 @@ TEST(ValidateProgram, RejectsEachBrokenInvariant) {
       {"index type", [](Program& p) {
          auto e = std::make_shared<Expr>();
          e->kind = Expr::Kind::kIndex;
-         lit->type = DType::kI32;
          e->index = 0;
          e->type = DType::kF32;
          p.routines[1].statements[0].rhs = e;

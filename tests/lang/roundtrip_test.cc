@@ -332,6 +332,57 @@ TEST(RoundTrip, BuilderProgramsEqualParsedOnes) {
   check_round_trip(*built, "builder conv");
 }
 
+// inf, nan and erf print as written and parse back to the same literals and op; consts in
+// dimensions print as their values.
+TEST(RoundTrip, InfNanErfAndConstDimensions) {
+  const std::string text =
+      "const D : i32 = 4\n"
+      "const neg : f32 = -inf\n"
+      "param p : f64[D] = nan\n"
+      "input x : f32[2, D + 1]\n"
+      "output y : f32[2, D + 1]\n"
+      "output z : f64[D]\n"
+      "y[i, j] = select(x[i, j] > 0, 0.5 * x[i, j] * (1 + erf(x[i, j] / sqrt(2.0))), -inf)\n"
+      "z[j] = max(p[j], inf) + nan + neg\n";
+  ParseResult parsed = parse(text, "t.kiln");
+  ASSERT_TRUE(parsed.program) << format_diagnostics("t.kiln", text, parsed.diagnostics);
+  const std::string printed = check_round_trip(*parsed.program, "inf, nan, erf, const dims");
+  EXPECT_NE(printed.find("param  p : f64[4] = nan"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("input  x : f32[2, 5]"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("(1.0 + erf(x[i, j] / sqrt(2.0))), -inf)"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("z[j] = max(p[j], inf) + nan + neg"), std::string::npos) << printed;
+
+  // The builder's non-finite literals print the same way...
+  using namespace ir;
+  ProgramBuilder b;
+  Tensor bx = b.input("x", DType::kF32, {3});
+  Tensor by = b.output("y", DType::kF32, {3});
+  b.constant("lo", DType::kF32, -std::numeric_limits<double>::infinity());
+  Index i("i");
+  b.main().assign(by(i), select(bx(i), erf(bx(i)), Value(std::numeric_limits<double>::quiet_NaN())));
+  Result<Program> built = b.build();
+  ASSERT_TRUE(built.ok()) << built.status();
+  EXPECT_NE(check_round_trip(*built, "builder inf, nan, erf").find("y[i] = select(x[i], erf(x[i]), nan)"),
+            std::string::npos);
+
+  // ...except where the name means something else, which the text would read instead.
+  ProgramBuilder shadowed;
+  Tensor inf = shadowed.input("inf", DType::kF32, {3});
+  Tensor out = shadowed.output("out", DType::kF32, {3});
+  shadowed.main().assign(out(i), inf(i) + Value(std::numeric_limits<double>::infinity()));
+  Result<Program> refused = shadowed.build();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("the literal inf cannot be used where 'inf' names a tensor"), std::string::npos)
+      << refused.status();
+  ProgramBuilder shadowed_init;
+  shadowed_init.constant("nan", DType::kF32, 1);
+  shadowed_init.constant("c", DType::kF32, std::numeric_limits<double>::quiet_NaN());
+  Result<Program> refused_init = shadowed_init.build();
+  ASSERT_FALSE(refused_init.ok());
+  EXPECT_NE(refused_init.status().message().find("its value is nan, but 'nan' is declared before it"), std::string::npos)
+      << refused_init.status();
+}
+
 TEST(RoundTrip, TrickyStatements) {
   const char* text =
       "input  a : f32[4, 5]\n"
@@ -393,57 +444,6 @@ class RandomPrograms {
       RoutineBuilder& routine = r == 0 ? b.main() : b.routine("r" + std::to_string(r));
       for (int st = 0; st < 4; ++st) {
         reduced_ = false;
-// inf, nan and erf print as written and parse back to the same literals and op; consts in
-// dimensions print as their values.
-TEST(RoundTrip, InfNanErfAndConstDimensions) {
-  const std::string text =
-      "const D : i32 = 4\n"
-      "const neg : f32 = -inf\n"
-      "param p : f64[D] = nan\n"
-      "input x : f32[2, D + 1]\n"
-      "output y : f32[2, D + 1]\n"
-      "output z : f64[D]\n"
-      "y[i, j] = select(x[i, j] > 0, 0.5 * x[i, j] * (1 + erf(x[i, j] / sqrt(2.0))), -inf)\n"
-      "z[j] = max(p[j], inf) + nan + neg\n";
-  ParseResult parsed = parse(text, "t.kiln");
-  ASSERT_TRUE(parsed.program) << format_diagnostics("t.kiln", text, parsed.diagnostics);
-  const std::string printed = check_round_trip(*parsed.program, "inf, nan, erf, const dims");
-  EXPECT_NE(printed.find("param  p : f64[4] = nan"), std::string::npos) << printed;
-  EXPECT_NE(printed.find("input  x : f32[2, 5]"), std::string::npos) << printed;
-  EXPECT_NE(printed.find("(1.0 + erf(x[i, j] / sqrt(2.0))), -inf)"), std::string::npos) << printed;
-  EXPECT_NE(printed.find("z[j] = max(p[j], inf) + nan + neg"), std::string::npos) << printed;
-
-  // The builder's non-finite literals print the same way...
-  using namespace ir;
-  ProgramBuilder b;
-  Tensor bx = b.input("x", DType::kF32, {3});
-  Tensor by = b.output("y", DType::kF32, {3});
-  b.constant("lo", DType::kF32, -std::numeric_limits<double>::infinity());
-  Index i("i");
-  b.main().assign(by(i), select(bx(i), erf(bx(i)), Value(std::numeric_limits<double>::quiet_NaN())));
-  Result<Program> built = b.build();
-  ASSERT_TRUE(built.ok()) << built.status();
-  EXPECT_NE(check_round_trip(*built, "builder inf, nan, erf").find("y[i] = select(x[i], erf(x[i]), nan)"),
-            std::string::npos);
-
-  // ...except where the name means something else, which the text would read instead.
-  ProgramBuilder shadowed;
-  Tensor inf = shadowed.input("inf", DType::kF32, {3});
-  Tensor out = shadowed.output("out", DType::kF32, {3});
-  shadowed.main().assign(out(i), inf(i) + Value(std::numeric_limits<double>::infinity()));
-  Result<Program> refused = shadowed.build();
-  ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("the literal inf cannot be used where 'inf' names a tensor"), std::string::npos)
-      << refused.status();
-  ProgramBuilder shadowed_init;
-  shadowed_init.constant("nan", DType::kF32, 1);
-  shadowed_init.constant("c", DType::kF32, std::numeric_limits<double>::quiet_NaN());
-  Result<Program> refused_init = shadowed_init.build();
-  ASSERT_FALSE(refused_init.ok());
-  EXPECT_NE(refused_init.status().message().find("its value is nan, but 'nan' is declared before it"), std::string::npos)
-      << refused_init.status();
-}
-
         bounded_j_ = false;
         uses_i_ = false;
         Value rhs = expr(4);

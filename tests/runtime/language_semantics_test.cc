@@ -74,6 +74,20 @@ void each_device_and_lowering(const std::function<void(const std::string&, const
   }
 }
 
+// No GPU runs it here, but its CUDA C must build (cuda_build.h), with either lowering.
+void expect_cuda_builds(const std::string& text) {
+  static const Status cuda = cuda_toolchain_available();
+  if (!cuda.ok()) return;
+  for (const ir::LowerOptions& lower : {ir::LowerOptions{}, plain_lowering()}) {
+    Result<ir::Program> program = lang::parse_program(text, "semantics.kiln");
+    ASSERT_TRUE(program.ok()) << program.status();
+    Result<ir::LoweredProgram> lowered = ir::lower_program(*program, lower);
+    ASSERT_TRUE(lowered.ok()) << lowered.status();
+    Status built = check_cuda_builds(*lowered, "semantics.kiln");
+    EXPECT_TRUE(built.ok()) << built;
+  }
+}
+
 // Whether `got` is exactly `want`, zeros' signs included; any NaN meets any NaN.
 bool same_values(const std::vector<double>& got, const std::vector<double>& want) {
   if (got.size() != want.size()) return false;
@@ -88,20 +102,6 @@ std::string values_text(const std::vector<double>& v) {
   std::string out;
   for (double d : v) out += (out.empty() ? "" : " ") + ir::format_number(d, true);
   return out;
-}
-
-// No GPU runs it here, but its CUDA C must build (cuda_build.h), with either lowering.
-void expect_cuda_builds(const std::string& text) {
-  static const Status cuda = cuda_toolchain_available();
-  if (!cuda.ok()) return;
-  for (const ir::LowerOptions& lower : {ir::LowerOptions{}, plain_lowering()}) {
-    Result<ir::Program> program = lang::parse_program(text, "semantics.kiln");
-    ASSERT_TRUE(program.ok()) << program.status();
-    Result<ir::LoweredProgram> lowered = ir::lower_program(*program, lower);
-    ASSERT_TRUE(lowered.ok()) << lowered.status();
-    Status built = check_cuda_builds(*lowered, "semantics.kiln");
-    EXPECT_TRUE(built.ok()) << built;
-  }
 }
 
 // Expects `expected` (exactly) on every device, with default and plain lowering.
@@ -336,6 +336,20 @@ q[i] = q[perm[i]]
 }
 
 // A gathered subscript reads i32 values; a target's subscripts never gather.
+TEST(LanguageSemanticsTest, GathersReadI32ValuesOnly) {
+  Result<ir::Program> f32_position =
+      lang::parse_program("input x : f32[4, 5]\ninput v : f32[5]\noutput z : f32[4, 5]\nz[i, j] = x[i, v[j]]\n", "g.kiln");
+  ASSERT_FALSE(f32_position.ok());
+  EXPECT_NE(f32_position.status().message().find("g.kiln:4:16: error: a subscript of 'x' reads a f32 value; a gathered "
+                                                 "subscript reads i32 values (convert with i32(...))"),
+            std::string::npos)
+      << f32_position.status();
+  Result<ir::Program> target = lang::parse_program("input t : i32[4]\noutput z : f32[4]\nz[t[i]] = 1\n", "g.kiln");
+  ASSERT_FALSE(target.ok());
+  EXPECT_NE(target.status().message().find("g.kiln:3:3: error: target subscripts must be bare index names"), std::string::npos)
+      << target.status();
+}
+
 // `inf` and `nan` (predeclared float literals) as a masked softmax uses them: -inf for masked
 // positions, exp(-inf) = 0, a max that meets NaN, NaN kept, and i32 conversions that saturate.
 TEST(LanguageSemanticsTest, InfAndNanLiteralsEverywhere) {
@@ -426,20 +440,6 @@ g64[i] = 0.5 * f64(x[i]) * (1 + erf(f64(x[i]) / sqrt(2.0)))
     }
   });
   expect_cuda_builds(gelu);
-}
-
-TEST(LanguageSemanticsTest, GathersReadI32ValuesOnly) {
-  Result<ir::Program> f32_position =
-      lang::parse_program("input x : f32[4, 5]\ninput v : f32[5]\noutput z : f32[4, 5]\nz[i, j] = x[i, v[j]]\n", "g.kiln");
-  ASSERT_FALSE(f32_position.ok());
-  EXPECT_NE(f32_position.status().message().find("g.kiln:4:16: error: a subscript of 'x' reads a f32 value; a gathered "
-                                                 "subscript reads i32 values (convert with i32(...))"),
-            std::string::npos)
-      << f32_position.status();
-  Result<ir::Program> target = lang::parse_program("input t : i32[4]\noutput z : f32[4]\nz[t[i]] = 1\n", "g.kiln");
-  ASSERT_FALSE(target.ok());
-  EXPECT_NE(target.status().message().find("g.kiln:3:3: error: target subscripts must be bare index names"), std::string::npos)
-      << target.status();
 }
 
 }  // namespace

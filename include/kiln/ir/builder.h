@@ -147,10 +147,10 @@ Value relu(const Value& a);
 Value abs(const Value& a);
 Value sin(const Value& a);
 Value cos(const Value& a);
+Value erf(const Value& a);
 Value floor(const Value& a);
 Value ceil(const Value& a);
 Value pow(const Value& a, const Value& b);
-Value erf(const Value& a);
 Value max(const Value& a, const Value& b);  // elementwise
 Value min(const Value& a, const Value& b);  // elementwise
 Value select(const Value& c, const Value& a, const Value& b);  // a where c != 0, else b

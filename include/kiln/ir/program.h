@@ -128,6 +128,7 @@ enum class Op : uint8_t {
   // unary
   kNeg, kExp, kLog, kSqrt, kRsqrt, kTanh, kSigmoid, kRelu, kAbs, kSin, kCos, kFloor, kCeil,
   kCastF32, kCastF64, kCastI32,
+  kErf,  // the error function
   // binary
   kAdd, kSub, kMul, kDiv, kLt, kLe, kGt, kGe, kEq, kNe, kMax, kMin, kPow,
   // ternary
@@ -144,7 +145,6 @@ std::string_view op_name(Op op);
 //  - neg abs relu floor ceil: the argument's type;
 //  - binary ops (comparisons included), max, min, pow: promote(a, b);
 //  - select(c, a, b): promote(a, b) (the condition may have any type); fma: promote of all three.
-  kErf,  // the error function
 // Arguments are converted to the op's type before it applies, except casts, select's condition
 // and comparisons (which compare in the promoted type and give 1 or 0 in it).
 // Returns kI64 (never a valid result) for a wrong number of arguments.
@@ -247,6 +247,13 @@ struct Program {
 bool is_keyword(std::string_view name);
 // [A-Za-z_][A-Za-z0-9_]* and not a keyword: a name that prints and parses back.
 bool is_identifier(std::string_view name);
+// The predeclared float literals `inf` (+infinity) and `nan` (a quiet NaN): the value a bare name
+// stands for where the program declares no tensor, const or size, and the statement no index, of
+// that name (such a declaration hides the literal). nullopt for every other name.
+std::optional<double> predeclared_literal(std::string_view name);
+// The predeclared name that spells non-finite `value` ("inf" for either infinity, "nan"), or ""
+// for a finite one.
+std::string_view predeclared_name(double value);
 
 // Deepest expression tree a program may hold (parser, builder and validate_program enforce it),
 // so that recursive passes over expressions cannot exhaust the stack.
@@ -263,13 +270,6 @@ inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 62;
 // (0 only from a size bound to 0: the parser and builder take positive numbers) with an element
 // count below 2^62; inputs and outputs have no initializer, consts have a value;
 // a statement's target is not an input or const and has one distinct bare index per dimension;
-// The predeclared float literals `inf` (+infinity) and `nan` (a quiet NaN): the value a bare name
-// stands for where the program declares no tensor, const or size, and the statement no index, of
-// that name (such a declaration hides the literal). nullopt for every other name.
-std::optional<double> predeclared_literal(std::string_view name);
-// The predeclared name that spells non-finite `value` ("inf" for either infinity, "nan"), or ""
-// for a finite one.
-std::string_view predeclared_name(double value);
 // every index is used (target, subscript term or index value), has extent >= 0, and equals the
 // size of every dimension where it stands alone; without a reduction every index is a target
 // index; references have one subscript per dimension, affine terms name distinct valid indices
