@@ -4,6 +4,8 @@
 #include "kiln/codegen/c_emitter.h"
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <set>
 
 #include "codegen/dialect.h"
@@ -68,7 +70,22 @@ int64_t saturating_mul(int64_t a, int64_t b) {
   return a > INT64_MAX / b ? INT64_MAX : a * b;
 }
 
-int64_t stores_of(const ir::LStmtRef& s) {
+// `e` with each loop variable at the middle of its loop (`middle`, by variable).
+ir::LExprRef at_middle(const ir::LExprRef& e, const std::map<int, int64_t>& middle) {
+  if (!e) return e;
+  if (e->kind == ir::LExpr::Kind::kVar) {
+    auto m = middle.find(e->var);
+    return m == middle.end() ? e : ir::lconst(DType::kI64, static_cast<double>(m->second));
+  }
+  if (e->args.empty()) return e;
+  auto copy = std::make_shared<ir::LExpr>(*e);
+  for (ir::LExprRef& a : copy->args) a = at_middle(a, middle);
+  return copy;
+}
+
+// `middle`: the enclosing loops' variables at the middle of their ranges, where a triangular
+// loop's extent (an affine one) takes its average.
+int64_t stores_of(const ir::LStmtRef& s, std::map<int, int64_t>& middle) {
   if (!s) return 0;
   switch (s->kind) {
     case LStmt::Kind::kStore:
@@ -77,16 +94,25 @@ int64_t stores_of(const ir::LStmtRef& s) {
     case LStmt::Kind::kComment:
       return 0;
     default: {
+      int64_t extent = s->extent;
+      if (s->kind == LStmt::Kind::kFor && ir::is_triangular(*s)) {
+        extent = ir::evaluate_extent(*at_middle(s->extent_expr, middle), {}).value_or(0);
+      }
+      if (s->kind == LStmt::Kind::kFor) middle[s->var] = std::max<int64_t>(0, extent - 1) / 2;
       int64_t body = 0;
-      for (const ir::LStmtRef& b : s->body) body = std::min(INT64_MAX - 1, body + stores_of(b));
-      return s->kind == LStmt::Kind::kFor ? saturating_mul(std::max<int64_t>(0, s->extent), body) : body;
+      for (const ir::LStmtRef& b : s->body) body = std::min(INT64_MAX - 1, body + stores_of(b, middle));
+      if (s->kind == LStmt::Kind::kFor) middle.erase(s->var);
+      return s->kind == LStmt::Kind::kFor ? saturating_mul(std::max<int64_t>(0, extent), body) : body;
     }
   }
 }
 
 }  // namespace
 
-int64_t estimated_stores(const ir::Kernel& kernel) { return stores_of(kernel.body); }
+int64_t estimated_stores(const ir::Kernel& kernel) {
+  std::map<int, int64_t> middle;
+  return stores_of(kernel.body, middle);
+}
 
 uint32_t workgroups_for_size(const ir::Kernel& kernel, uint32_t cap, int64_t min_stores) {
   const int64_t by_work = estimated_stores(kernel) / std::max<int64_t>(1, min_stores);
@@ -101,6 +127,7 @@ Result<std::string> emit_kernels(std::span<const ir::Kernel> kernels, const ir::
   Printer body;
   bool uses_heap = false;
   bool uses_print = false;
+  bool fails = false;
   std::set<std::string> names;
   for (const Kernel& kernel : kernels) {
     if (!names.insert(kernel.name).second) {
@@ -111,6 +138,7 @@ Result<std::string> emit_kernels(std::span<const ir::Kernel> kernels, const ir::
     KILN_RETURN_IF_ERROR(emitter.emit(body));
     uses_heap = uses_heap || emitter.uses_heap();
     uses_print = uses_print || emitter.uses_print();
+    fails = fails || emitter.fails();
   }
 
   Printer helper_text;
@@ -131,6 +159,10 @@ Result<std::string> emit_kernels(std::span<const ir::Kernel> kernels, const ir::
     out.blank();
     if (options.comments) out.line("/* Helpers: the semantics of the loop IR (kiln/loop/loop.h). */");
     helpers.emit(out);
+  }
+  if (fails) {
+    out.blank();
+    dialect->emit_failure_support(out);
   }
   out.append(body.text());
   return out.text();

@@ -57,6 +57,9 @@ struct KernelFrame {
   // The kernel synchronizes its work-items with barriers (work-group reductions,
   // kernel_work_groups.cc): every early return before them must be taken by the whole workgroup.
   bool group_barriers = false;
+  // The kernel has failures (kFail statements, kiln/loop/loop.h): the dialect keeps what it needs
+  // to report the first one.
+  bool fails = false;
 };
 
 class DialectSyntax {
@@ -120,6 +123,11 @@ class DialectSyntax {
   // Statements that end the kernel (from any depth) successfully, or with error `code`.
   virtual std::string return_ok() const = 0;
   virtual std::string return_error(int code) const = 0;
+  // A statement that records a failure of the dispatch with `code` and the i64 `value` (a kFail,
+  // kiln/loop/loop.h), the first of the workgroup kept, and lets the kernel run on.
+  virtual std::string fail(int code, const std::string& value) const = 0;
+  // File-level lines the failures need (after the helpers), when a kernel of the file has one.
+  virtual void emit_failure_support(Printer& out) const {}
   // This workgroup's index in x, and the number of workgroups in x, as expressions.
   virtual std::string workgroup_index() const = 0;
   // Push constant j of the dispatch (a 32-bit unsigned value), as an expression.
@@ -156,6 +164,10 @@ class StatusAbiDialect : public DialectSyntax {
   }
   std::string return_ok() const override { return "return;"; }
   std::string return_error(int code) const override { return "KILN_FAIL(" + std::to_string(code) + ");"; }
+  // The ABI's KILN_FAIL_VALUE records the code and the value in the status slot, without returning.
+  std::string fail(int code, const std::string& value) const override {
+    return "KILN_FAIL_VALUE(" + std::to_string(code) + ", " + value + ");";
+  }
   std::string push_constant(int j) const override { return "KILN_CONSTANT(" + std::to_string(j) + ")"; }
 };
 

@@ -80,12 +80,33 @@ class CDialect final : public DialectSyntax {
       return pointee + "* restrict " + b.var + " = (" + pointee + "*)s->bindings[" +
              std::to_string(b.index) + "];";
     });
+    if (frame.fails) {
+      if (frame.comments) out.line("/* the workgroup's first failure (kiln_failure_value reports its value) */");
+      out.line("int kiln_failure = 0;");
+      out.line("int64_t kiln_failure_at = 0;");
+    }
   }
 
   void emit_kernel_end(Printer& out, const KernelFrame& frame) const override {
-    out.line(return_ok());
+    if (frame.fails) {
+      out.line("if (kiln_failure) kiln_failure_tls = kiln_failure_at;");
+      out.line("return kiln_failure;");
+    } else {
+      out.line(return_ok());
+    }
     out.dedent();
     out.line("}");
+  }
+
+  std::string fail(int code, const std::string& value) const override {
+    return "if (kiln_failure == 0) { kiln_failure = " + std::to_string(code) + "; kiln_failure_at = " + value + "; }";
+  }
+
+  // The value of the calling thread's last failed workgroup, which the CPU driver asks for right
+  // after a kernel returns a failure (the kernel ABI returns only the code).
+  void emit_failure_support(Printer& out) const override {
+    out.line("static _Thread_local int64_t kiln_failure_tls;");
+    out.line("int64_t kiln_failure_value(void) { return kiln_failure_tls; }");
   }
 
   std::string return_ok() const override { return "return 0;"; }

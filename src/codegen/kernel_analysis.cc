@@ -63,6 +63,14 @@ Status KernelEmitter::analyze(const LStmtRef& stmt) {
     case LStmt::Kind::kIf:
       KILN_RETURN_IF_ERROR(analyze(stmt->cond));
       break;
+    case LStmt::Kind::kFail:
+      KILN_RETURN_IF_ERROR(analyze(stmt->value));
+      if (stmt->value->type != DType::kI64) return error("a failure's value is not i64");
+      if (stmt->site < 0 || stmt->site > INT32_MAX - ir::kFirstFailureCode) {
+        return error("failure site " + std::to_string(stmt->site) + " is out of range");
+      }
+      fails_ = true;
+      break;
     case LStmt::Kind::kTrace:
       KILN_RETURN_IF_ERROR(analyze(stmt->value));
       for (const LExprRef& v : stmt->values) KILN_RETURN_IF_ERROR(analyze(v));

@@ -42,6 +42,8 @@ class KernelEmitter {
   bool uses_heap() const { return uses_heap_; }
   // Whether the kernel prints (value tracing: kTrace statements).
   bool uses_print() const { return uses_print_; }
+  // Whether the kernel can fail a check (kFail statements).
+  bool fails() const { return fails_; }
 
  private:
   struct NodeUse {
@@ -131,6 +133,7 @@ class KernelEmitter {
   int range_fallbacks_ = 0;
   std::set<int> printed_sizes_;  // the sizes the printed text reads
   bool uses_print_ = false;
+  bool fails_ = false;
   std::map<const LStmt*, int> trace_counters_;  // kTrace statement → its line counter
 
   // Work-group reductions.

@@ -52,6 +52,7 @@ Status KernelEmitter::emit(Printer& out) {
   KILN_RETURN_IF_ERROR(make_frame(&frame));
   if (frame.parallel) plan_work_groups();
   frame.group_barriers = !group_locals_.empty();
+  frame.fails = fails_;
   var_extent_.assign(static_cast<size_t>(kernel_.var_count), std::nullopt);
   local_in_scope_.assign(static_cast<size_t>(kernel_.local_count), std::nullopt);
 
@@ -345,6 +346,11 @@ Status KernelEmitter::statement_body(const LStmt& stmt, Printer& out, bool tail)
     }
     case LStmt::Kind::kTrace:
       return trace(stmt, out);
+    case LStmt::Kind::kFail: {
+      KILN_ASSIGN_OR_RETURN(Code value, expr(stmt.value));
+      out.line(d_.fail(ir::kFirstFailureCode + stmt.site, value.text));
+      return Status();
+    }
     case LStmt::Kind::kComment: {
       if (!options_.comments) return Status();
       std::string_view text = stmt.text;

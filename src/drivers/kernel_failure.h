@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "kiln/hal/command.h"
@@ -34,7 +35,11 @@ bool only_kernels(const hal::Command& command);
 // The command numbered `index` of an action, counting a command buffer's commands in order.
 const hal::Command* command_at(const hal::Command& command, uint32_t index);
 // "kernel 'k' failed with code 2 in workgroup (3, 0, 0) on queue 'q'", from the slot's words;
-// for kWaitFailedCode, that a wait handed to the device found its signaller failed.
+// for kWaitFailedCode, that a wait handed to the device found its signaller failed; for a failed
+// check, check_failure's status with the value in words 6 and 7.
 Status kernel_failure(const hal::Command& command, const uint32_t* words, const std::string& queue_name);
+// A failed check of export `info` (code kFirstFailureCode + i, kiln/loop/loop.h): OUT_OF_RANGE
+// with the message ExportInfo::failures[i] and `value`; nullopt for any other code.
+std::optional<Status> check_failure(const hal::ExportInfo& info, int64_t code, int64_t value);
 
 }  // namespace kiln::drivers

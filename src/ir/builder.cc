@@ -29,6 +29,14 @@ Bound operator<(const Index& index, const Size& limit) {
   return b;
 }
 
+Bound operator<(const Index& index, const Index& limit) {
+  Bound b = index < 0;
+  b.sized_limit = limit.raw();
+  return b;
+}
+
+Index operator+(const Index& a, const Size& b) { return Index(raw_op(Op::kAdd, {a.raw(), b.raw()})); }
+
 Size operator+(const Size& a, const Size& b) { return Size(raw_op(Op::kAdd, {a.raw(), b.raw()})); }
 Size operator+(const Size& a, int64_t b) { return Size(raw_op(Op::kAdd, {a.raw(), raw_number(double(b), false)})); }
 Size operator-(const Size& a, int64_t b) { return Size(raw_op(Op::kSub, {a.raw(), raw_number(double(b), false)})); }

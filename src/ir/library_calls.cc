@@ -90,6 +90,10 @@ std::optional<Product> match_product(const Program& program, const Assignment& s
   const std::vector<int> reduced = s.reduced_indices();
   const std::vector<int>& target = s.target_indices;
   if (reduced.empty() || target.size() != c.dims.size()) return std::nullopt;
+  // A triangular bound leaves out part of the product: not gemm's.
+  if (std::any_of(s.indices.begin(), s.indices.end(), [](const IndexVar& v) { return v.limit.has_value(); })) {
+    return std::nullopt;
+  }
   const Expr& e = *s.rhs;
   if (e.kind != Expr::Kind::kOp || e.op != Op::kMul || e.type != c.dtype || e.args.size() != 2) return std::nullopt;
   for (int order = 0; order < 2; ++order) {

@@ -140,17 +140,49 @@ class ExprPrinter {
   const Assignment& s_;
 };
 
-// Indices standing alone as a whole subscript somewhere in the statement.
-void standalone(const Expr& e, std::set<int>* out, int depth) {
+// Indices standing alone as a whole subscript of a dimension of their own range somewhere in the
+// statement (one of another size does not give the range back when parsed).
+void standalone(const Program& p, const Assignment& s, const Expr& e, std::set<int>* out, int depth) {
   if (depth > kMaxPrintDepth) return;
-  if (e.kind == Expr::Kind::kTensor || e.kind == Expr::Kind::kMerge) {
-    for (const Affine& a : e.subscripts) {
-      if (a.bare_index() >= 0) out->insert(a.bare_index());
+  if ((e.kind == Expr::Kind::kTensor || e.kind == Expr::Kind::kMerge) && e.node >= 0 &&
+      static_cast<size_t>(e.node) < p.nodes.size()) {
+    const TensorNode& node = p.nodes[static_cast<size_t>(e.node)];
+    for (size_t d = 0; d < e.subscripts.size() && d < node.dims.size(); ++d) {
+      const int bare = e.subscripts[d].bare_index();
+      if (bare >= 0 && static_cast<size_t>(bare) < s.indices.size() && s.indices[bare].range() == node.dimension(d)) {
+        out->insert(bare);
+      }
     }
   }
   for (const ExprRef& a : e.args) {
-    if (a) standalone(*a, out, depth + 1);
+    if (a) standalone(p, s, *a, out, depth + 1);
   }
+}
+
+// `u < t + 1`: a triangular bound's limit in the language.
+std::string limit_text(const Program& p, const Assignment& s, const IndexLimit& limit) {
+  std::string out;
+  auto term = [&](int64_t c, const std::string& name) {
+    if (out.empty()) {
+      if (c < 0) out += "-";
+    } else {
+      out += c < 0 ? " - " : " + ";
+    }
+    const uint64_t magnitude = c < 0 ? 0 - static_cast<uint64_t>(c) : static_cast<uint64_t>(c);
+    if (magnitude != 1) out += std::to_string(magnitude) + "*";
+    out += name;
+  };
+  for (const auto& [index, c] : limit.indices) {
+    term(c, index >= 0 && static_cast<size_t>(index) < s.indices.size() ? s.indices[index].name
+                                                                          : "<index " + std::to_string(index) + ">");
+  }
+  for (const auto& [size, c] : limit.rest.terms) {
+    term(c, size >= 0 && static_cast<size_t>(size) < p.sizes.size() ? p.sizes[size].name
+                                                                      : "<size " + std::to_string(size) + ">");
+  }
+  if (limit.rest.offset > 0) out += " + " + std::to_string(limit.rest.offset);
+  if (limit.rest.offset < 0) out += " - " + std::to_string(0 - static_cast<uint64_t>(limit.rest.offset));
+  return out;
 }
 
 std::string print_init(const Init& init) {
@@ -210,13 +242,15 @@ std::string print_statement(const Program& program, const Assignment& s) {
   if (s.reduce != Reduce::kNone) rhs = std::string(reduce_name(s.reduce)) + "(" + rhs + ")";
   out += rhs;
   std::set<int> alone(s.target_indices.begin(), s.target_indices.end());
-  if (s.rhs) standalone(*s.rhs, &alone, 1);
+  if (s.rhs) standalone(program, s, *s.rhs, &alone, 1);
   std::string bounds;
   for (int i = 0; i < static_cast<int>(s.indices.size()); ++i) {
-    if (alone.count(i)) continue;
     const IndexVar& v = s.indices[i];
+    if (alone.count(i) && !v.limit) continue;
     bounds += (bounds.empty() ? " where " : ", ") + v.name + " < " +
-              (v.sized_extent ? size_expr_text(*v.sized_extent, program.sizes) : std::to_string(v.extent));
+              (v.limit          ? limit_text(program, s, *v.limit)
+               : v.sized_extent ? size_expr_text(*v.sized_extent, program.sizes)
+                                : std::to_string(v.extent));
   }
   return out + bounds;
 }

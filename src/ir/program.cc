@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <set>
 #include <string>
@@ -259,6 +260,8 @@ class StatementValidator {
   std::string index_name(int i) const { return quoted(s_.indices[i].name); }
   Status check_ref(const TensorNode& node, const std::vector<Affine>& subs, bool target);
   Status check_expr(const Expr& e, int depth);
+  // Triangular bounds: on reduced indices, naming other valid indices and sizes, without a cycle.
+  Status check_limits();
 
   const Program& p_;
   const std::set<std::string>& node_names_;
@@ -294,7 +297,9 @@ Status StatementValidator::check_ref(const TensorNode& node, const std::vector<A
       used_[index] = true;
     }
     int bare = a.bare_index();
-    if (bare >= 0 && s_.indices[bare].extent != node.dims[d]) {
+    // A read whose dimension differs from its index's range is checked like a compound subscript
+    // (docs/language.md, "Index ranges"); a target's index spans its dimension exactly.
+    if (target && bare >= 0 && s_.indices[bare].extent != node.dims[d]) {
       return error("index " + index_name(bare) + " has extent " +
                    std::to_string(s_.indices[bare].extent) + " but stands alone in dimension " +
                    std::to_string(d) + " of " + quoted(node.name) + ", of size " +
@@ -394,6 +399,48 @@ Status StatementValidator::check_expr(const Expr& e, int depth) {
   return error("unknown expression kind");
 }
 
+Status StatementValidator::check_limits() {
+  const int n = static_cast<int>(s_.indices.size());
+  for (int i = 0; i < n; ++i) {
+    const std::optional<IndexLimit>& limit = s_.indices[static_cast<size_t>(i)].limit;
+    if (!limit) continue;
+    if (std::find(s_.target_indices.begin(), s_.target_indices.end(), i) != s_.target_indices.end()) {
+      return error("index " + index_name(i) + " is a target index but has a limit; only a reduced index may");
+    }
+    std::set<int> seen;
+    for (const auto& [index, coeff] : limit->indices) {
+      if (index < 0 || index >= n || index == i || coeff == 0 || !seen.insert(index).second) {
+        return error("the limit of index " + index_name(i) + " names index number " + std::to_string(index) +
+                     " (coefficient " + std::to_string(coeff) + "), which it may not");
+      }
+      used_[static_cast<size_t>(index)] = true;
+    }
+    for (const auto& [size, coeff] : limit->rest.terms) {
+      if (size < 0 || size >= static_cast<int>(p_.sizes.size())) {
+        return error("the limit of index " + index_name(i) + " names size number " + std::to_string(size) +
+                     ", which does not exist");
+      }
+    }
+  }
+  // No index may be limited, through others, by itself: the loops must nest.
+  std::vector<int> state(static_cast<size_t>(n), 0);  // 0 new, 1 on the path, 2 done
+  std::function<bool(int)> acyclic = [&](int i) {
+    if (state[static_cast<size_t>(i)] != 0) return state[static_cast<size_t>(i)] == 2;
+    state[static_cast<size_t>(i)] = 1;
+    if (const auto& limit = s_.indices[static_cast<size_t>(i)].limit) {
+      for (const auto& [index, coeff] : limit->indices) {
+        if (!acyclic(index)) return false;
+      }
+    }
+    state[static_cast<size_t>(i)] = 2;
+    return true;
+  };
+  for (int i = 0; i < n; ++i) {
+    if (!acyclic(i)) return error("the limits of index " + index_name(i) + " and the indices they name form a cycle");
+  }
+  return Status();
+}
+
 Status StatementValidator::run() {
   const int node_count = static_cast<int>(p_.nodes.size());
   if (s_.target < 0 || s_.target >= node_count) {
@@ -434,6 +481,7 @@ Status StatementValidator::run() {
   KILN_RETURN_IF_ERROR(check_ref(target, target_subs, true));
   if (!s_.rhs) return error("the right side is missing");
   KILN_RETURN_IF_ERROR(check_expr(*s_.rhs, 1));
+  KILN_RETURN_IF_ERROR(check_limits());
   for (size_t i = 0; i < s_.indices.size(); ++i) {
     if (!used_[i]) return error("index " + index_name(static_cast<int>(i)) + " is not used");
   }

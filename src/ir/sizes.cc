@@ -238,7 +238,8 @@ Result<std::vector<int64_t>> bind_sizes(const Program& program,
       for (const IndexVar& index : a.indices) {
         if (!index.sized_extent) continue;
         const std::optional<int64_t> v = evaluate(*index.sized_extent, values);
-        if (!v || *v < 0) {
+        // The range a triangular bound reaches may be below 0 (`where u < t` over t < 0): no point.
+        if (!v || (*v < 0 && !index.limit)) {
           return invalid_argument_error("the range of index '" + index.name + "' (line " + std::to_string(a.loc.line) +
                                         ") is " + size_expr_text(*index.sized_extent, sizes) + " = " +
                                         (v ? std::to_string(*v) : "too large") + " at these sizes; a range is 0 or more");
@@ -299,8 +300,17 @@ Result<Program> specialize_sizes(const Program& program, const std::vector<int64
   for (Routine& routine : out.routines) {
     for (Assignment& a : routine.statements) {
       for (IndexVar& index : a.indices) {
+        if (index.limit) {
+          const std::optional<int64_t> rest = evaluate(index.limit->rest, values);
+          if (!rest) {
+            error = invalid_argument_error("the bound of index '" + index.name + "' (line " + std::to_string(a.loc.line) +
+                                           ") does not fit in 64 bits at these sizes");
+          }
+          index.limit->rest = SizeExpr::constant(rest.value_or(0));
+        }
         if (!index.sized_extent) continue;
         index.extent = evaluate(*index.sized_extent, values).value_or(-1);
+        if (index.limit) index.extent = std::max<int64_t>(index.extent, 0);
         index.sized_extent.reset();
       }
       a.rhs = specialize_expr(a.rhs, values, program.sizes, &error);

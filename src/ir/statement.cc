@@ -197,7 +197,7 @@ std::optional<CompletedStatement> Completer::run() {
   // Extents: where an index stands alone, then `where` bounds.
   if (target_) {
     for (size_t d = 0; d < target_names_.size(); ++d) {
-      set_extent(target_names_[d].first, target_->dimension(d), *target_, d, target_names_[d].second);
+      set_extent(target_names_[d].first, target_->dimension(d), *target_, d, target_names_[d].second, true);
     }
   }
   for (const RawExpr* raw : ref_order_) {
@@ -206,11 +206,13 @@ std::optional<CompletedStatement> Completer::run() {
     for (size_t d = 0; d < ref.subs.size(); ++d) {
       const NamedAffine& a = ref.subs[d];
       if (a.ok && a.terms.size() == 1 && a.terms[0].coeff == 1 && a.offset == 0 && a.gathers.empty()) {
-        set_extent(a.terms[0].name, ref.node->dimension(d), *ref.node, d, a.loc);
+        set_extent(a.terms[0].name, ref.node->dimension(d), *ref.node, d, a.loc, false);
       }
     }
   }
+  resolve_extents();
   apply_bounds();
+  limit_extents();
   if (!unresolved_) {
     for (const IndexInfo& info : indices_) {
       if (!info.extent && !info.bounded) {
@@ -236,7 +238,8 @@ std::optional<CompletedStatement> Completer::run() {
   }
   std::set<int> target_numbers;
   for (size_t i = 0; i < target_names_.size(); ++i) target_numbers.insert(static_cast<int>(i));
-  const std::set<int> own = reduction_scope(*rhs, target_numbers);
+  std::set<int> own = reduction_scope(*rhs, target_numbers);
+  add_limited(&own);  // a triangular bound's indices reduce with the index it limits
   std::vector<int> reduced;
   for (int i : own) {
     if (!target_numbers.count(i)) reduced.push_back(i);

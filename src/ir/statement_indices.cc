@@ -1,5 +1,8 @@
 // Statement completion, indices (kiln/ir/statement.h): index names are numbered in order of
 // appearance, and each gets its extent from a dimension it stands alone in, or a `where` bound.
+#include <algorithm>
+#include <functional>
+#include <map>
 #include <string>
 
 #include "ir/statement_internal.h"
@@ -38,21 +41,40 @@ void Completer::number_indices(const RawExpr& e) {
 int Completer::size_number(const std::string& name) const { return ir::size_number(sizes_, name); }
 
 void Completer::set_extent(const std::string& name, const SizeExpr& size, const TensorNode& node,
-                           size_t dim, SourceLoc loc) {
+                           size_t dim, SourceLoc loc, bool target) {
   auto number = index_number_.find(name);
   if (number == index_number_.end()) {
     error(loc, "internal error: index '" + name + "' has no number");
     return;
   }
-  IndexInfo& info = indices_[number->second];
-  std::string here = "dimension " + std::to_string(dim) + " of '" + node.name + "' (size " +
-                     size_expr_text(size, sizes_) + ")";
-  if (!info.extent) {
-    info.extent = size;
-    info.extent_from = here;
-  } else if (*info.extent != size) {
-    error(loc, "index '" + name + "' stands alone in " + here + " here, but in " +
-                   info.extent_from + " elsewhere; the sizes must agree");
+  indices_[number->second].alone.push_back(Standing{
+      size, "dimension " + std::to_string(dim) + " of '" + node.name + "' (size " + size_expr_text(size, sizes_) + ")",
+      loc, target});
+}
+
+// An index's range is the size of the dimensions it stands alone in, which must agree, except
+// between a number and a size: a target index ranges over the target's dimension, another index
+// over the dimensions that are sizes, and its reads through the others are range-checked.
+void Completer::resolve_extents() {
+  for (IndexInfo& info : indices_) {
+    if (info.alone.empty()) continue;
+    const Standing* range = &info.alone.front();  // the target's, which comes first, if any
+    if (!range->target) {
+      for (const Standing& s : info.alone) {
+        if (!s.size.is_constant()) {
+          range = &s;
+          break;
+        }
+      }
+    }
+    for (const Standing& s : info.alone) {
+      if (&s == range || s.size == range->size || s.size.is_constant() != range->size.is_constant()) continue;
+      error(s.loc, "index '" + info.name + "' stands alone in " + s.from + " here, but in " + range->from +
+                       " elsewhere; the sizes must agree");
+    }
+    info.extent = range->size;
+    info.extent_from = range->from;
+    info.from_target = range->target;
   }
 }
 
@@ -76,8 +98,9 @@ void Completer::apply_bounds() {
       error(b.loc, "where bound on '" + b.index + "' has no limit");
       continue;
     }
-    // Integers, integer consts and (language version 2) sizes.
+    // Integers, integer consts, (language version 2) sizes and other indices of the statement.
     bool bad = false;
+    std::map<std::string, int> named_indices;  // index name → number, for a triangular bound
     auto name = [&](const RawExpr& n) {
       NamedAffine a;
       a.loc = n.loc;
@@ -86,17 +109,50 @@ void Completer::apply_bounds() {
         return a;
       }
       const TensorNode* node = find(n.name);
+      auto index = index_number_.find(n.name);
       std::optional<int64_t> v;
-      if (node && node->role == Role::kConst) v = const_value(node, n.loc);
-      else error(n.loc, "the bound of '" + b.index + "' must be an integer, an integer const or a size; '" + n.name + "' is none");
+      if (node && node->role == Role::kConst) {
+        v = const_value(node, n.loc);
+      } else if (!node && n.name == b.index) {
+        error(n.loc, "the bound of '" + b.index + "' names '" + b.index + "' itself");
+      } else if (!node && index != index_number_.end()) {
+        named_indices[n.name] = index->second;
+        a.terms.push_back({n.name, 1, n.loc});
+        return a;
+      } else {
+        error(n.loc, "the bound of '" + b.index + "' must be an integer, an integer const, a size or another index of "
+                     "the statement; '" + n.name + "' is none");
+      }
       a.ok = v.has_value();
       a.offset = v.value_or(0);
       bad = bad || !a.ok;
       return a;
     };
     NamedAffine named = affine_form(*b.limit, name, [&](SourceLoc loc, std::string m) { error(loc, std::move(m)); },
-                                    "bound", "a bound is an affine expression of integers, integer consts and sizes");
+                                    "bound", "a bound is an affine expression of integers, integer consts, sizes "
+                                    "and other indices");
     if (!named.ok || bad) continue;
+    if (!named_indices.empty()) {
+      // A triangular bound (language version 2): a limit on a reduced index.
+      NamedAffine sizes_only = named;
+      IndexLimit limit;
+      std::erase_if(sizes_only.terms, [&](const NamedTerm& t) { return named_indices.count(t.name) > 0; });
+      for (const NamedTerm& t : named.terms) {
+        if (t.coeff != 0 && named_indices.count(t.name)) limit.indices.push_back({named_indices[t.name], t.coeff});
+      }
+      std::sort(limit.indices.begin(), limit.indices.end());
+      limit.rest = size_expr_of(sizes_only, sizes_);
+      if (std::any_of(target_names_.begin(), target_names_.end(), [&](const auto& t) { return t.first == b.index; })) {
+        error(b.loc, "'" + b.index + "' is a target index; a bound that names other indices (a triangle, like `where u < "
+                     "t + 1`) limits an index the statement reduces over");
+        continue;
+      }
+      if (!limit.indices.empty()) {
+        info.limit = std::move(limit);
+        continue;
+      }
+      named = sizes_only;  // the indices' terms cancelled: an ordinary bound
+    }
     const SizeExpr limit = size_expr_of(named, sizes_);
     if (limit.is_constant() && limit.offset <= 0) {
       error(b.limit->loc, "the bound of '" + b.index + "' must be positive: '" + b.index +
@@ -104,12 +160,104 @@ void Completer::apply_bounds() {
       continue;
     }
     if (info.extent && *info.extent != limit) {
-      error(b.loc, "where " + b.index + " < " + size_expr_text(limit, sizes_) +
-                       " disagrees with " + info.extent_from + ", where '" + b.index +
-                       "' stands alone; remove the bound or make them agree");
-      continue;
+      // A size may give the range of an index that stands alone only in numbered dimensions of
+      // the right side: those reads are range-checked.
+      const bool sized_range = !limit.is_constant() && info.extent->is_constant() && !info.from_target;
+      if (!sized_range) {
+        error(b.loc, "where " + b.index + " < " + size_expr_text(limit, sizes_) + " disagrees with " +
+                         info.extent_from + ", where '" + b.index +
+                         "' stands alone; remove the bound or make them agree");
+        continue;
+      }
     }
     info.extent = limit;
+    info.extent_from = "where " + b.index + " < " + size_expr_text(limit, sizes_);
+  }
+}
+
+void Completer::limit_extents() {
+  // Loops nest: no index may be limited, through others, by itself.
+  std::vector<int> state(indices_.size(), 0);  // 0 new, 1 on the path, 2 done
+  std::function<bool(size_t)> acyclic = [&](size_t i) {
+    if (state[i] != 0) return state[i] == 2;
+    state[i] = 1;
+    if (indices_[i].limit) {
+      for (const auto& [j, coeff] : indices_[i].limit->indices) {
+        if (!acyclic(static_cast<size_t>(j))) return false;
+      }
+    }
+    state[i] = 2;
+    return true;
+  };
+  for (size_t i = 0; i < indices_.size(); ++i) {
+    if (indices_[i].limit && !acyclic(i)) {
+      error(indices_[i].bound_loc, "the bound of '" + indices_[i].name + "' depends on '" + indices_[i].name +
+                                       "' itself through the bounds of the indices it names; one of them needs "
+                                       "a range of its own");
+      return;
+    }
+  }
+  // Limited indices standing alone nowhere, in an order where the indices a limit names come first.
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (IndexInfo& info : indices_) {
+      if (!info.limit || info.extent) continue;
+      // The most the limit reaches: each named index with a positive coefficient at its last value.
+      SizeExpr most = info.limit->rest;
+      bool known = true, overflow = false;
+      for (const auto& [j, coeff] : info.limit->indices) {
+        const std::optional<SizeExpr>& extent = indices_[static_cast<size_t>(j)].extent;
+        if (!extent) {
+          known = false;
+          break;
+        }
+        if (coeff < 0) continue;
+        // coeff * (extent - 1)
+        overflow = overflow || __builtin_sub_overflow(most.offset, coeff, &most.offset);
+        int64_t scaled = 0;
+        overflow = overflow || __builtin_mul_overflow(coeff, extent->offset, &scaled) ||
+                   __builtin_add_overflow(most.offset, scaled, &most.offset);
+        for (const auto& [size, c] : extent->terms) {
+          overflow = overflow || __builtin_mul_overflow(coeff, c, &scaled);
+          auto term = std::find_if(most.terms.begin(), most.terms.end(), [&](const auto& t) { return t.first == size; });
+          if (term == most.terms.end()) {
+            most.terms.push_back({size, scaled});
+          } else {
+            overflow = overflow || __builtin_add_overflow(term->second, scaled, &term->second);
+          }
+        }
+      }
+      if (!known) continue;
+      progress = true;
+      std::erase_if(most.terms, [](const auto& t) { return t.second == 0; });
+      std::sort(most.terms.begin(), most.terms.end());
+      if (overflow) {
+        error(info.bound_loc, "the bound of '" + info.name + "' overflows");
+        info.extent = SizeExpr::constant(1);
+        continue;
+      }
+      if (most.is_constant() && most.offset <= 0) {
+        error(info.bound_loc, "the bound of '" + info.name + "' is below 1 at every point, so '" + info.name +
+                                  "' would run over no value");
+        info.extent = SizeExpr::constant(1);
+        continue;
+      }
+      info.extent = most;
+      info.extent_from = "its bound";
+    }
+  }
+}
+
+void Completer::add_limited(std::set<int>* indices) const {
+  std::vector<int> todo(indices->begin(), indices->end());
+  while (!todo.empty()) {
+    const int i = todo.back();
+    todo.pop_back();
+    const std::optional<IndexLimit>& limit = indices_[static_cast<size_t>(i)].limit;
+    if (!limit) continue;
+    for (const auto& [j, coeff] : limit->indices) {
+      if (indices->insert(j).second) todo.push_back(j);
+    }
   }
 }
 

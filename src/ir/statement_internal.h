@@ -68,13 +68,24 @@ class Completer {
     const TensorNode* node = nullptr;  // null if unresolved or given the wrong subscript count
     std::vector<NamedAffine> subs;
   };
+  // A dimension an index stands alone in: its size, and where (for messages).
+  struct Standing {
+    SizeExpr size;
+    std::string from;  // "dimension 1 of 'x' (size 10)"
+    SourceLoc loc;
+    bool target = false;
+  };
   struct IndexInfo {
     std::string name;
     SourceLoc first;  // where it first appears
+    std::vector<Standing> alone;  // the dimensions it stands alone in, target first
     std::optional<SizeExpr> extent;
     std::string extent_from;  // "dimension 1 of 'x' (size 10)"
+    bool from_target = false; // the extent is the target's dimension
     bool bounded = false;     // has a `where` bound
     SourceLoc bound_loc;      // where that bound is written
+    // A triangular bound (`where u < t + 1`): the indices it names (by number) and the rest.
+    std::optional<IndexLimit> limit;
   };
 
   void error(SourceLoc loc, std::string message);
@@ -98,8 +109,15 @@ class Completer {
   void add_index(const std::string& name, SourceLoc loc);
   void number_indices(const RawExpr& e);
   void set_extent(const std::string& name, const SizeExpr& size, const TensorNode& node, size_t dim,
-                  SourceLoc loc);
+                  SourceLoc loc, bool target);
+  // Each index's extent from the dimensions it stands alone in (docs/language.md, "Index ranges").
+  void resolve_extents();
   void apply_bounds();
+  // The range of each index that a triangular bound limits and that stands alone nowhere: the
+  // most its limit reaches over the others' ranges.
+  void limit_extents();
+  // Adds to `indices` the ones that the limits of those in it name, and theirs.
+  void add_limited(std::set<int>* indices) const;
 
   // statement_reductions.cc: which indices each reduction keeps and reduces (by number).
   struct InnerReduction {

@@ -118,7 +118,18 @@ std::set<int> Completer::split_reduction(const RawExpr& r, const std::set<int>& 
     error(r.loc, "the reduction has no argument");
     return {};
   }
-  for (int i : reduction_scope(*r.args[0], around)) (around.count(i) ? inner.kept : inner.reduced).push_back(i);
+  std::set<int> scope = reduction_scope(*r.args[0], around);
+  // A reduced index's triangular bound ties the indices it names to the reduction: it keeps
+  // those around it and reduces over the others too.
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (int i : std::set<int>(scope)) {
+      const std::optional<IndexLimit>& limit = indices_[static_cast<size_t>(i)].limit;
+      if (around.count(i) || !limit) continue;
+      for (const auto& [j, coeff] : limit->indices) grew = scope.insert(j).second || grew;
+    }
+  }
+  for (int i : scope) (around.count(i) ? inner.kept : inner.reduced).push_back(i);
   if (!unresolved_) check_reduced(r.reduce, inner.reduced, r.loc, true);
   return {inner.kept.begin(), inner.kept.end()};
 }
@@ -129,6 +140,19 @@ void Completer::check_reduced(Reduce reduce, const std::vector<int>& reduced, So
   const std::string why = inner ? "also appears in the target or in the expression around it" : "is on the left side";
   const std::string name(reduce_name(reduce));
   const bool position = reduce == Reduce::kArgmax || reduce == Reduce::kArgmin;
+  if (reduce == Reduce::kMean) {
+    // mean divides by the number of points in range: a product of counts, one per index.
+    for (int i : reduced) {
+      const IndexInfo& info = indices_[static_cast<size_t>(i)];
+      if (!info.limit) continue;
+      for (const auto& [j, coeff] : info.limit->indices) {
+        if (std::find(reduced.begin(), reduced.end(), j) == reduced.end()) continue;
+        error(info.bound_loc, "mean(...) over '" + info.name + "', whose bound names '" + indices_[static_cast<size_t>(j)].name +
+                                  "', which it also reduces over, is not supported: divide a sum by the count yourself");
+        return;
+      }
+    }
+  }
   if (reduced.empty() && (inner || position)) {
     error(loc, name + "(...) reduces over no index: every index of its argument " + why +
                    "; reduce over an index that appears only inside it");
@@ -199,6 +223,15 @@ std::optional<Assignment> Completer::assignment(int target, const std::vector<in
                                                 Reduce reduce, const ExprRef& rhs, SourceLoc loc) {
   std::set<int> used;
   used_indices(*rhs, &used);
+  // The indices that the reduced ones' triangular bounds name (a target index keeps no bound).
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (int i : std::set<int>(used)) {
+      const std::optional<IndexLimit>& limit = indices_[static_cast<size_t>(i)].limit;
+      if (!limit || std::find(target_indices.begin(), target_indices.end(), i) != target_indices.end()) continue;
+      for (const auto& [j, coeff] : limit->indices) grew = used.insert(j).second || grew;
+    }
+  }
   // Target indices first, then the others in the order the statement numbered them.
   std::vector<int> old_numbers = target_indices;
   for (int i : used) {
@@ -214,9 +247,17 @@ std::optional<Assignment> Completer::assignment(int target, const std::vector<in
     number[old_numbers[n]] = static_cast<int>(n);
     if (n < target_indices.size()) out.target_indices.push_back(static_cast<int>(n));
     const IndexInfo& info = indices_[static_cast<size_t>(old_numbers[n])];
-    IndexVar v{info.name, info.extent->is_constant() ? info.extent->offset : 1, std::nullopt};
+    IndexVar v{info.name, info.extent->is_constant() ? info.extent->offset : 1, std::nullopt, std::nullopt};
     if (!info.extent->is_constant()) v.sized_extent = *info.extent;
     out.indices.push_back(std::move(v));
+  }
+  for (size_t n = target_indices.size(); n < old_numbers.size(); ++n) {
+    const std::optional<IndexLimit>& limit = indices_[static_cast<size_t>(old_numbers[n])].limit;
+    if (!limit) continue;
+    IndexLimit renumbered_limit{{}, limit->rest};
+    for (const auto& [j, coeff] : limit->indices) renumbered_limit.indices.push_back({number.at(j), coeff});
+    std::sort(renumbered_limit.indices.begin(), renumbered_limit.indices.end());
+    out.indices[n].limit = std::move(renumbered_limit);
   }
   out.rhs = renumbered(rhs, number);
   if (!check_trip_count(out, old_numbers)) return std::nullopt;

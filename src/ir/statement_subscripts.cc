@@ -74,8 +74,9 @@ NamedAffine affine_form(const RawExpr& e, const AffineNames& names, const Affine
     }
     if (e.op == Op::kMul) {
       if (!l.terms.empty() && !rr.terms.empty()) {
-        const std::string term = what == "subscript" ? "index" : "size";
-        return fail(w + " is not affine: it multiplies " + term + " '" + l.terms[0].name + "' by " + term + " '" +
+        // A bound's names may be sizes or (a triangular bound) indices.
+        const std::string term = what == "subscript" ? "index " : what == "bound" ? "" : "size ";
+        return fail(w + " is not affine: it multiplies " + term + "'" + l.terms[0].name + "' by " + term + "'" +
                     rr.terms[0].name + "'; " + r);
       }
       if (l.terms.empty()) std::swap(l, rr);

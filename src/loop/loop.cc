@@ -145,6 +145,54 @@ LStmtRef ltrace(int site, int64_t limit, LExprRef run, std::vector<LExprRef> val
   return s;
 }
 
+LStmtRef lfail(int site, std::string text, LExprRef value) {
+  auto s = statement(LStmt::Kind::kFail);
+  s->site = site;
+  s->text = std::move(text);
+  s->value = std::move(value);
+  return s;
+}
+
+namespace {
+
+void collect_failures(const LStmtRef& s, std::vector<std::string>& messages) {
+  if (!s) return;
+  if (s->kind == LStmt::Kind::kFail && s->site >= 0) {
+    if (messages.size() <= static_cast<size_t>(s->site)) messages.resize(static_cast<size_t>(s->site) + 1);
+    messages[static_cast<size_t>(s->site)] = s->text;
+  }
+  for (const LStmtRef& child : s->body) collect_failures(child, messages);
+}
+
+bool reads_var(const LExpr* e) {
+  if (!e) return false;
+  if (e->kind == LExpr::Kind::kVar) return true;
+  if (reads_var(e->offset.get())) return true;
+  for (const LExprRef& a : e->args) {
+    if (reads_var(a.get())) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> failure_messages(const Kernel& kernel) {
+  std::vector<std::string> messages;
+  collect_failures(kernel.body, messages);
+  return messages;
+}
+
+bool is_triangular(const LStmt& loop) { return loop.kind == LStmt::Kind::kFor && reads_var(loop.extent_expr.get()); }
+
+bool has_triangular_loop(const LStmtRef& s) {
+  if (!s) return false;
+  if (is_triangular(*s)) return true;
+  for (const LStmtRef& child : s->body) {
+    if (has_triangular_loop(child)) return true;
+  }
+  return false;
+}
+
 bool same_expr(const LExpr* a, const LExpr* b) {
   if (a == b) return true;
   if (!a || !b) return false;
@@ -296,6 +344,18 @@ std::optional<int64_t> evaluate_extent(const LExpr& e, const std::vector<int64_t
 
 namespace {
 
+// `e` with the sizes' values in place of the sizes.
+LExprRef with_size_values(const LExprRef& e, const std::vector<int64_t>& values) {
+  if (!e) return e;
+  if (e->kind == LExpr::Kind::kSize && e->size >= 0 && static_cast<size_t>(e->size) < values.size()) {
+    return lconst(DType::kI64, static_cast<double>(values[static_cast<size_t>(e->size)]));
+  }
+  if (e->args.empty()) return e;
+  auto copy = std::make_shared<LExpr>(*e);
+  for (LExprRef& a : copy->args) a = with_size_values(a, values);
+  return copy;
+}
+
 LStmtRef statement_at_sizes(const LStmtRef& s, const std::vector<int64_t>& values) {
   if (!s) return s;
   bool changed = false;
@@ -307,7 +367,9 @@ LStmtRef statement_at_sizes(const LStmtRef& s, const std::vector<int64_t>& value
   if (!changed && !s->extent_expr) return s;
   auto copy = std::make_shared<LStmt>(*s);
   copy->body = std::move(body);
-  if (s->extent_expr) {
+  if (is_triangular(*s)) {
+    copy->extent_expr = with_size_values(s->extent_expr, values);  // still read the loops' variables
+  } else if (s->extent_expr) {
     copy->extent = std::max<int64_t>(0, evaluate_extent(*s->extent_expr, values).value_or(0));
     copy->extent_expr = nullptr;
   }

@@ -362,9 +362,28 @@ class KernelBuilder {
     return Status();
   }
 
+  // What a loop's extent may be: i64 arithmetic (no select) of integers, sizes and variables.
+  static bool extent_expression(const LExpr& e) {
+    if (e.type != DType::kI64) return false;
+    switch (e.kind) {
+      case LExpr::Kind::kConst:
+      case LExpr::Kind::kSize:
+      case LExpr::Kind::kVar:
+        return true;
+      case LExpr::Kind::kOp:
+        if (e.op == Op::kSelect) return false;
+        for (const LExprRef& a : e.args) {
+          if (!a || !extent_expression(*a)) return false;
+        }
+        return true;
+      default:
+        return false;
+    }
+  }
+
   Result<LStmtRef> stmt(const SNode& node) {
     static const char* kStatements =
-        "a statement (block, for, if, store, local, local_store, comment or trace)";
+        "a statement (block, for, if, store, local, local_store, comment, trace or fail)";
     if (node.kind != SNode::Kind::kList || node.items.empty() ||
         node.items[0].kind != SNode::Kind::kAtom) {
       return error_at(node, std::string("expected ") + kStatements + ", got " + describe(node));
@@ -380,13 +399,14 @@ class KernelBuilder {
       KILN_RETURN_IF_ERROR(require(node, 1, "the loop variable 'vN'"));
       KILN_ASSIGN_OR_RETURN(s->var, var_number(items[1]));
       KILN_RETURN_IF_ERROR(require(node, 2, "the loop extent"));
-      if (items[2].kind == SNode::Kind::kList || (!items[2].text.empty() && items[2].text[0] == 's')) {
-        // A loop over a size: an i64 expression of sizes and integers.
+      if (items[2].kind == SNode::Kind::kList ||
+          (!items[2].text.empty() && (items[2].text[0] == 's' || items[2].text[0] == 'v'))) {
+        // A loop over a size: an i64 expression of sizes, integers and (a triangular loop) the
+        // variables of enclosing loops.
         KILN_ASSIGN_OR_RETURN(s->extent_expr, expr(items[2]));
-        if (s->extent_expr->type != DType::kI64 || !evaluate_extent(*s->extent_expr, std::vector<int64_t>(
-                                                         static_cast<size_t>(size_count_), 0))) {
-          return error_at(items[2], "expected the loop extent (an integer, or an i64 expression of sizes "
-                                    "and integers), got " + describe(items[2]));
+        if (!extent_expression(*s->extent_expr)) {
+          return error_at(items[2], "expected the loop extent (an integer, or an i64 expression of sizes, "
+                                    "integers and enclosing loops' variables), got " + describe(items[2]));
         }
         s->extent = -1;
       } else {
@@ -458,6 +478,19 @@ class KernelBuilder {
         return error_at(node, "expected '(comment \"TEXT\")'");
       }
       s->text = items[1].text;
+    } else if (head == "fail") {
+      s->kind = LStmt::Kind::kFail;
+      if (items.size() != 4 || items[2].kind != SNode::Kind::kString) {
+        return error_at(node, "expected '(fail SITE \"TEXT\" VALUE)'");
+      }
+      KILN_ASSIGN_OR_RETURN(int64_t site, integer(items[1], "the failure's site", 0, INT32_MAX - kFirstFailureCode));
+      s->site = static_cast<int>(site);
+      s->text = items[2].text;
+      KILN_ASSIGN_OR_RETURN(s->value, expr(items[3]));
+      if (s->value->type != DType::kI64) {
+        return error_at(items[3], "expected the failure's value as an i64 expression, got " +
+                                      std::string(dtype_name(s->value->type)));
+      }
     } else if (head == "trace") {
       s->kind = LStmt::Kind::kTrace;
       if (items.size() < 4) return error_at(node, "expected '(trace SITE LIMIT RUN VALUE...)'");

@@ -164,6 +164,15 @@ void print_stmt(const LStmt* s, int indent, std::string& out) {
       append_escaped(out, s->text);
       out += "\")";
       return;
+    case LStmt::Kind::kFail:
+      out += "(fail ";
+      append_integer(out, s->site);
+      out += " \"";
+      append_escaped(out, s->text);
+      out += "\" ";
+      print_expr(s->value.get(), out);
+      out += ')';
+      return;
     case LStmt::Kind::kTrace:
       out += "(trace ";
       append_integer(out, s->site);

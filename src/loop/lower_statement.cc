@@ -8,6 +8,7 @@
 
 #include "kiln/ir/loop_extents.h"
 #include "kiln/ir/printer.h"
+#include "kiln/ir/sizes.h"
 #include "loop/access.h"
 #include "loop/lower_arith.h"
 #include "loop/lowerer.h"
@@ -17,22 +18,66 @@ namespace kiln::ir::lowering {
 
 namespace {
 
+// The reduced indices of `s` in the order their loops nest, outermost first: the indices a
+// triangular bound names come before the index it limits (validation excludes cycles).
+std::vector<int> reduced_loop_order(const Assignment& s) {
+  std::vector<int> pending = s.reduced_indices(), order;
+  while (!pending.empty()) {
+    auto ready = std::find_if(pending.begin(), pending.end(), [&](int r) {
+      const std::optional<IndexLimit>& limit = s.indices[static_cast<size_t>(r)].limit;
+      return !limit || std::none_of(limit->indices.begin(), limit->indices.end(), [&](const auto& term) {
+        return std::find(pending.begin(), pending.end(), term.first) != pending.end();
+      });
+    });
+    if (ready == pending.end()) ready = pending.begin();  // a cycle, which validation refuses
+    order.push_back(*ready);
+    pending.erase(ready);
+  }
+  return order;
+}
+
+}  // namespace
+
+LExprRef Lowerer::limit_value(const Assignment& s, int i, const Scope& scope) const {
+  const IndexLimit& limit = *s.indices[static_cast<size_t>(i)].limit;
+  LExprRef v = i64(0);
+  for (const auto& [j, coeff] : limit.indices) v = add(v, mul(i64(coeff), scope.index_value[static_cast<size_t>(j)]));
+  return add(v, size_value(limit.rest));
+}
+
 // What `mean` divides by: the number of points of its reduced indices by their own extents (the
 // points its loops skip count, contributing 0), in `type`: a constant (computed as a double,
 // which no extents overflow), or where an extent is a size, the product of the extents as the
-// kernel computes it.
-LExprRef mean_count(const Assignment& s, DType type) {
+// kernel computes it. An index under a triangular bound counts the points below its limit.
+LExprRef Lowerer::mean_count(const Assignment& s, DType type, const Scope& scope) const {
   double count = 1;
   LExprRef sized = i64(1);
   for (int r : s.reduced_indices()) {
-    if (s.indices[r].sized_extent) sized = mul(sized, extent_value(s.indices[r]));
-    else count *= static_cast<double>(s.indices[r].extent);
+    const IndexVar& index = s.indices[static_cast<size_t>(r)];
+    if (index.limit) {
+      const LExprRef below = lop(Op::kMin, DType::kI64, {extent_value(index), limit_value(s, r, scope)});
+      sized = mul(sized, lop(Op::kMax, DType::kI64, {below, i64(0)}));
+    } else if (index.sized_extent) {
+      sized = mul(sized, extent_value(index));
+    } else {
+      count *= static_cast<double>(index.extent);
+    }
   }
   if (is_const(sized, 1)) return lconst(type, count);
   return lop(Op::kMul, type, {cast_to(sized, type), lconst(type, count)});
 }
 
-}  // namespace
+LStmtRef Lowerer::gather_check(const Assignment& s, const Expr& read, const TensorNode& decl, size_t d,
+                               const LExprRef& position, const LExprRef& in_range) {
+  std::string where = in_.file.empty() ? std::string("program") : in_.file;
+  if (s.loc.line > 0) where += ":" + std::to_string(s.loc.line);
+  const std::string message =
+      where + ": index out of range: dimension " + std::to_string(d) + " of '" + decl.name + "' has size " +
+      size_expr_text(decl.dimension(d), in_.sizes) + ", but " + print_expr(in_, s, read) + " in routine '" +
+      trace_site_.routine + "' (" + print_statement(in_, s) + ") reads index ";
+  const int site = kb_->failure_site(message);
+  return lif(lop(Op::kEq, DType::kI64, {in_range, i64(0)}), {lfail(site, message, position)});
+}
 
 // `subs` are the subscripts of an access to `node` (declared as `decl`); `row` says its first k
 // subscripts are the parallel loop's indices, so that its row starts at row_var * row stride.
@@ -82,10 +127,16 @@ Result<LExprRef> Lowerer::lower_read(const Expr& e, Scope& scope) {
       KILN_ASSIGN_OR_RETURN(LExprRef gathered, lower_expr(*e.args[static_cast<size_t>(a.gather)], scope));
       v = add(v, cast_to(gathered, DType::kI64));
     }
-    // A bare index that spans exactly its dimension needs no check; anything else is checked.
-    if (bare < 0 || !scope.in_range[bare]) {
-      conditions.push_back(lop(Op::kGe, DType::kI64, {v, i64(0)}));
-      conditions.push_back(lop(Op::kLt, DType::kI64, {v, dim_value(decl, d)}));
+    // A bare index that spans exactly its dimension needs no check; anything else is checked (an
+    // index whose range is a size reads a numbered dimension so, language version 2).
+    if (bare < 0 || !scope.in_range[bare] || scope.stmt->indices[static_cast<size_t>(bare)].range() != decl.dimension(d)) {
+      const LExprRef low = lop(Op::kGe, DType::kI64, {v, i64(0)});
+      const LExprRef high = lop(Op::kLt, DType::kI64, {v, dim_value(decl, d)});
+      conditions.push_back(low);
+      conditions.push_back(high);
+      if (a.gather >= 0 && scope.checks) {
+        scope.checks->push_back(gather_check(*scope.stmt, e, decl, d, v, conjunction({low, high})));
+      }
     }
     const int dim = bare < 0 ? -1 : scope.target_dim[bare];
     same_point = same_point && dim == static_cast<int>(d);
@@ -103,12 +154,14 @@ Result<LExprRef> Lowerer::lower_read(const Expr& e, Scope& scope) {
     // Evaluate the definition at this point, with its own reads as in an elementwise statement.
     const Assignment& def = *inlined->second;
     const size_t n = def.indices.size();
-    Scope inner{&def, std::vector<LExprRef>(n), std::vector<int>(n, -1), std::vector<bool>(n, false), nullptr};
+    Scope inner{&def, std::vector<LExprRef>(n), std::vector<int>(n, -1), std::vector<bool>(n, false), nullptr,
+                scope.checks};
     for (size_t d = 0; d < def.target_indices.size(); ++d) {
       const int t = def.target_indices[d], bare = e.subscripts[d].bare_index();
       inner.index_value[t] = subs[d];
       inner.target_dim[t] = bare < 0 ? -1 : scope.target_dim[bare];
-      inner.in_range[t] = bare >= 0 && scope.in_range[bare];
+      inner.in_range[t] = bare >= 0 && scope.in_range[bare] &&
+                          scope.stmt->indices[static_cast<size_t>(bare)].range() == decl.dimension(d);
     }
     for (const LExprRef& v : inner.index_value) {
       if (!v) return internal_error("inlined definition of '" + decl.name + "' has a free index");
@@ -203,11 +256,21 @@ std::vector<LStmtRef> Lowerer::accumulate_in_place(const Assignment& s, const Te
                                                    const std::vector<int>& loop_vars,
                                                    const LExprRef& term,
                                                    const std::vector<LExprRef>& conditions,
+                                                   const std::vector<LStmtRef>& checks,
                                                    const LStmtRef& note, const Scope& scope) {
   if (static_cast<int>(s.target_indices.size()) <= parallel_dims_ || reduced.empty() ||
       term->type != target.dtype || loads_node(term, s.target) || needs_snapshot_ ||
       (local_of_.count(s.target) && loads_local(term, local_of_[s.target]))) {
     return {};
+  }
+  // The reduced loops run outside the inner target loops: a triangular bound may name only the
+  // parallel loop's indices and reduced ones.
+  for (int r : reduced) {
+    const std::optional<IndexLimit>& limit = s.indices[static_cast<size_t>(r)].limit;
+    if (!limit) continue;
+    for (const auto& [j, coeff] : limit->indices) {
+      if (scope.target_dim[static_cast<size_t>(j)] >= parallel_dims_) return {};
+    }
   }
   Op fold = fold_op(s.reduce);
   if ((s.accum == Accum::kAdd || s.accum == Accum::kSub) && s.reduce != Reduce::kSum) return {};
@@ -227,13 +290,14 @@ std::vector<LStmtRef> Lowerer::accumulate_in_place(const Assignment& s, const Te
     if (LStmtRef trace = trace_point(scope, current)) step.push_back(trace);
   }
   if (!conditions.empty()) step = {lif(conjunction(conditions), std::move(step))};
+  step.insert(step.begin(), checks.begin(), checks.end());
   std::vector<LStmtRef> folds = inner_target_loops(s, std::move(step));
   for (size_t r = reduced.size(); r-- > 0;) {
     folds = {lfor(loop_vars[reduced[r]], loop_extents_[reduced[r]], false, std::move(folds))};
   }
   per_row.insert(per_row.end(), folds.begin(), folds.end());
   if (s.reduce == Reduce::kMean) {
-    auto divide = inner_target_loops(s, {store(*at, lop(Op::kDiv, type, {current, mean_count(s, type)}))});
+    auto divide = inner_target_loops(s, {store(*at, lop(Op::kDiv, type, {current, mean_count(s, type, scope)}))});
     per_row.insert(per_row.end(), divide.begin(), divide.end());
   }
   return per_row;
@@ -273,7 +337,7 @@ Result<std::vector<LStmtRef>> Lowerer::lower_statement(const Routine& routine, s
     }
     scope.index_value[i] = target_values_[d];
   }
-  std::vector<int> reduced = s.reduced_indices();
+  const std::vector<int> reduced = reduced_loop_order(s);
   loop_extents_.clear();
   if (in_.has_sizes()) {
     // Extents that are sizes: each loop runs its index's whole extent.
@@ -285,6 +349,14 @@ Result<std::vector<LStmtRef>> Lowerer::lower_statement(const Routine& routine, s
     loop_vars[i] = kernel.var_count++;
     scope.index_value[i] = lvar(loop_vars[i]);
   }
+  // A triangular bound: the loop stops at its limit too (a triangular loop, kiln/loop/loop.h).
+  for (int i : reduced) {
+    if (!s.indices[static_cast<size_t>(i)].limit) continue;
+    loop_extents_[static_cast<size_t>(i)] =
+        lop(Op::kMin, DType::kI64, {loop_extents_[static_cast<size_t>(i)], limit_value(s, i, scope)});
+  }
+  std::vector<LStmtRef> checks;  // LowerOptions::check_bounds: the gathers' checks at one point
+  if (options_.check_bounds) scope.checks = &checks;
 
   // What runs at one target point, introduced by where it came from.
   LStmtRef note = lcomment(target.name + ": statement " + std::to_string(index + 1) + " of routine " +
@@ -293,17 +365,18 @@ Result<std::vector<LStmtRef>> Lowerer::lower_statement(const Routine& routine, s
   LExprRef value;
   if (s.reduce == Reduce::kNone) {
     KILN_ASSIGN_OR_RETURN(value, lower_expr(*s.rhs, scope));
+    point.insert(point.end(), checks.begin(), checks.end());
   } else if (s.reduce == Reduce::kArgmax || s.reduce == Reduce::kArgmin) {
     std::vector<LExprRef> conditions;
     scope.skip_conditions = &conditions;
     KILN_ASSIGN_OR_RETURN(LExprRef term, lower_expr(*s.rhs, scope));
-    value = arg_reduction(s, term, conditions, loop_vars[reduced[0]], &point);
+    value = arg_reduction(s, term, conditions, checks, loop_vars[reduced[0]], &point);
   } else {
     std::vector<LExprRef> conditions;
     scope.skip_conditions = &conditions;
     KILN_ASSIGN_OR_RETURN(LExprRef term, lower_expr(*s.rhs, scope));
     std::vector<LStmtRef> in_place =
-        accumulate_in_place(s, target, reduced, loop_vars, term, conditions, note, scope);
+        accumulate_in_place(s, target, reduced, loop_vars, term, conditions, checks, note, scope);
     if (!in_place.empty()) return in_place;
     const DType type = term->type;
     const int acc = kernel.local_count++;
@@ -311,13 +384,14 @@ Result<std::vector<LStmtRef>> Lowerer::lower_statement(const Routine& routine, s
     std::vector<LStmtRef> body = {llocal_store(acc, i64(0), lop(fold_op(s.reduce), type, {acc_value, term}))};
     if (LStmtRef trace = trace_point(scope, acc_value)) body.push_back(trace);
     if (!conditions.empty()) body = {lif(conjunction(conditions), std::move(body))};
+    body.insert(body.begin(), checks.begin(), checks.end());
     for (size_t r = reduced.size(); r-- > 0;) {
       body = {lfor(loop_vars[reduced[r]], loop_extents_[reduced[r]], false, std::move(body))};
     }
     body.insert(body.begin(), llocal_store(acc, i64(0), lconst(type, neutral(s.reduce, type))));
     value = acc_value;
     if (s.reduce == Reduce::kMean) {
-      value = lop(Op::kDiv, type, {value, mean_count(s, type)});
+      value = lop(Op::kDiv, type, {value, mean_count(s, type, scope)});
     }
     // The store below runs inside the accumulator's scope.
     point.push_back(llocal_decl(acc, type, 1, std::move(body)));
@@ -348,7 +422,7 @@ Result<std::vector<LStmtRef>> Lowerer::lower_statement(const Routine& routine, s
 // or when it compares beyond the best (so the first of equal values stays). Appends the loop, in
 // the scope of the position's local, to `point`, and returns the position (-1 for no point).
 LExprRef Lowerer::arg_reduction(const Assignment& s, const LExprRef& term, const std::vector<LExprRef>& conditions,
-                                int var, std::vector<LStmtRef>* point) {
+                                const std::vector<LStmtRef>& checks, int var, std::vector<LStmtRef>* point) {
   Kernel& kernel = kb_->kernel;
   const DType type = term->type;
   const int at = kernel.local_count++, best = kernel.local_count++, v = kernel.local_count++;
@@ -364,6 +438,7 @@ LExprRef Lowerer::arg_reduction(const Assignment& s, const LExprRef& term, const
   std::vector<LStmtRef> step = {llocal_store(v, i64(0), term),
                                 lif(better, {llocal_store(best, i64(0), v_value), llocal_store(at, i64(0), lvar(var))})};
   if (!conditions.empty()) step = {lif(conjunction(conditions), std::move(step))};
+  step.insert(step.begin(), checks.begin(), checks.end());
   const int reduced = s.reduced_indices()[0];
   LStmtRef loop = lfor(var, loop_extents_[reduced], false, std::move(step));
   point->push_back(llocal_decl(at, DType::kI64, 1,

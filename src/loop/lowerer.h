@@ -21,9 +21,18 @@ namespace kiln::ir::lowering {
 struct KernelBuilder {
   Kernel kernel;
   std::unordered_set<int> used;  // kernel.nodes as a set
+  std::vector<std::string> failures;  // the kernel's kFail messages, by site
   void use(int node) {
     count_lowering_work(1);
     if (used.insert(node).second) kernel.nodes.push_back(node);
+  }
+  // The site of failure `message` in the kernel (kiln/loop/loop.h, kFail).
+  int failure_site(const std::string& message) {
+    for (size_t i = 0; i < failures.size(); ++i) {
+      if (failures[i] == message) return static_cast<int>(i);
+    }
+    failures.push_back(message);
+    return static_cast<int>(failures.size()) - 1;
   }
 };
 
@@ -49,6 +58,9 @@ class Lowerer {
     // Reduction context: range conditions of top-level references skip the point. Otherwise
     // (and always inside inlined definitions) an out-of-range read is 0.
     std::vector<LExprRef>* skip_conditions = nullptr;
+    // LowerOptions::check_bounds: the gathers read at the point, each checked before it (shared
+    // with inlined definitions, whose gathers are checked where they are read).
+    std::vector<LStmtRef>* checks = nullptr;
   };
   // Where an element lives: a node buffer, or a local array of the kernel being built.
   struct Place {
@@ -68,9 +80,18 @@ class Lowerer {
                                             const std::vector<int>& reduced,
                                             const std::vector<int>& loop_vars, const LExprRef& term,
                                             const std::vector<LExprRef>& conditions,
+                                            const std::vector<LStmtRef>& checks,
                                             const LStmtRef& note, const Scope& scope);
   LExprRef arg_reduction(const Assignment& s, const LExprRef& term, const std::vector<LExprRef>& conditions,
-                         int var, std::vector<LStmtRef>* point);
+                         const std::vector<LStmtRef>& checks, int var, std::vector<LStmtRef>* point);
+  // A triangular bound's limit of index `i` (IndexVar::limit) as an i64 value at the point.
+  LExprRef limit_value(const Assignment& s, int i, const Scope& scope) const;
+  // What `mean` divides by: the count of points of the reduced indices (mean_count).
+  LExprRef mean_count(const Assignment& s, DType type, const Scope& scope) const;
+  // LowerOptions::check_bounds: a check that gathered position `position` of dimension `d` of
+  // `decl`, read by `read` (of statement `s`), is in range, else the dispatch fails naming them.
+  LStmtRef gather_check(const Assignment& s, const Expr& read, const TensorNode& decl, size_t d,
+                        const LExprRef& position, const LExprRef& in_range);
   // Value tracing: the kTrace statement of the statement being lowered at this point, logging
   // its indices, the reads recorded so far and `value` (LowerOptions::trace_values).
   LStmtRef trace_point(const Scope& scope, LExprRef value);

@@ -172,6 +172,7 @@ Result<hal::ExecutableRef> build_executable(const ir::LoweredProgram& lowered,
       for (int node : k.nodes) {
         info.binding_alignment.push_back(static_cast<uint32_t>(ir::dtype_size(lowered.program.nodes[node].dtype)));
       }
+      info.failures = ir::failure_messages(k);  // what its failed checks report (check_bounds)
       source.exports.push_back(std::move(info));
     }
   }

@@ -89,7 +89,7 @@ inline ::testing::AssertionResult programs_equal(const Program& a, const Program
       if (s.indices.size() != t.indices.size()) return fail(where + ": index counts differ");
       for (size_t k = 0; k < s.indices.size(); ++k) {
         if (s.indices[k].name != t.indices[k].name || s.indices[k].extent != t.indices[k].extent ||
-            s.indices[k].sized_extent != t.indices[k].sized_extent) {
+            s.indices[k].sized_extent != t.indices[k].sized_extent || s.indices[k].limit != t.indices[k].limit) {
           return fail(where + ": index " + std::to_string(k) + " differs");
         }
       }

@@ -206,8 +206,22 @@ TEST(ValidateProgram, RejectsEachBrokenInvariant) {
        "target 'y' has 2 dimensions but 1 target indices"},
       {"duplicate target index", [](Program& p) { p.routines[0].statements[0].target_indices = {0, 0}; },
        "index 'i' appears twice in the target"},
-      {"extent", [](Program& p) { p.routines[0].statements[0].indices[2].extent = 5; },
-       "index 'k' has extent 5 but stands alone in dimension 1 of 'a', of size 3"},
+      // A read's dimension may differ from its index's range (the read is range-checked); the
+      // target's may not.
+      {"extent", [](Program& p) { p.routines[0].statements[0].indices[0].extent = 5; },
+       "index 'i' has extent 5 but stands alone in dimension 0 of 'y', of size 2"},
+      {"limit on a target index", [](Program& p) {
+         p.routines[0].statements[0].indices[0].limit = IndexLimit{{{1, 1}}, SizeExpr::constant(1)};
+       }, "index 'i' is a target index but has a limit; only a reduced index may"},
+      {"limit naming itself", [](Program& p) {
+         p.routines[0].statements[0].indices[2].limit = IndexLimit{{{2, 1}}, SizeExpr::constant(1)};
+       }, "the limit of index 'k' names index number 2 (coefficient 1), which it may not"},
+      {"limit naming no index", [](Program& p) {
+         p.routines[0].statements[0].indices[2].limit = IndexLimit{{{9, 1}}, SizeExpr::constant(1)};
+       }, "the limit of index 'k' names index number 9"},
+      {"limit naming no size", [](Program& p) {
+         p.routines[0].statements[0].indices[2].limit = IndexLimit{{{0, 1}}, SizeExpr::size(3)};
+       }, "the limit of index 'k' names size number 3, which does not exist"},
       {"negative extent", [](Program& p) { p.routines[0].statements[0].indices[2].extent = -1; }, "extents must be 0 or more"},
       {"duplicate index name", [](Program& p) { p.routines[0].statements[0].indices[2].name = "i"; }, "two indices are named 'i'"},
       {"index named like a node", [](Program& p) { p.routines[0].statements[0].indices[2].name = "w"; },
@@ -276,6 +290,16 @@ TEST(ValidateProgram, RejectsEachBrokenInvariant) {
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << m.what;
     EXPECT_NE(s.message().find(m.fragment), std::string::npos) << m.what << ": " << s.message();
   }
+}
+
+// Language version 2: a reduced index's triangular limit, and reads whose dimension is not their
+// index's range, are valid.
+TEST(ValidateProgram, AcceptsLimitsAndReadsOfOtherSizes) {
+  Program p = sample();
+  p.routines[0].statements[0].indices[2].limit = IndexLimit{{{0, 1}}, SizeExpr::constant(1)};  // k < i + 1
+  EXPECT_TRUE(validate_program(p).ok()) << validate_program(p);
+  p.routines[0].statements[0].indices[2].extent = 5;  // a[i, k] and b[k, j] are checked reads
+  EXPECT_TRUE(validate_program(p).ok()) << validate_program(p);
 }
 
 TEST(ValidateProgram, NamesTheLineOfParsedStatements) {

@@ -144,10 +144,31 @@ TEST(ParserErrors, SizeErrors) {
   check({"size in a subscript", "size N\ny[i] = x[i, N - 1]\n", 2, 13, "size 'N' cannot be used in a subscript"});
   check({"size as a target index", "size N\ny[N] = 1\n", 2, 3, "target subscripts must be index names, but 'N' is a size"});
   check({"size as an index", "size N\ny[i] = sum(x[i, k]) where N < 5\n", 2, 27, "'N' is a size, so it cannot be an index"});
-  check({"dims disagree", "size N\ninput u : f32[N]\ny[i] = u[i] + x[i, 0]\n", 3, 10,
-         "index 'i' stands alone in dimension 0 of 'u' (size N) here, but in dimension 0 of 'y' (size 4) elsewhere"});
+  check({"sizes disagree", "size N\nsize M\ninput u : f32[N]\noutput o : f32[M]\no[i] = u[i] + 1\n", 5, 10,
+         "index 'i' stands alone in dimension 0 of 'u' (size N) here, but in dimension 0 of 'o' (size M) elsewhere"});
+  check({"bound of a number for a size", "size N\ninput u : f32[N]\noutput o : f32\no = sum(u[k]) where k < 4\n", 4, 21,
+         "where k < 4 disagrees with dimension 0 of 'u' (size N)"});
   check({"bound disagrees", "size N\noutput w : f32[N]\nw[i] = 1 where i < 4\n", 3, 16,
          "where i < 4 disagrees with dimension 0 of 'w' (size N)"});
+}
+
+// Triangular bounds (language version 2): `where u < t + 1` limits a reduced index by other
+// indices; each misuse at its place.
+TEST(ParserErrors, TriangularBoundErrors) {
+  check({"on a target index", "z[i, j] = x[i, j] where j < i + 1\n", 1, 25,
+         "'j' is a target index; a bound that names other indices (a triangle, like `where u < t + 1`) limits an "
+         "index the statement reduces over"});
+  check({"names itself", "y[i] = sum(x[i, u]) where u < u + 1\n", 1, 31, "the bound of 'u' names 'u' itself"});
+  check({"a cycle", "s = sum(x[i + 0, j + 0]) where i < j + 1, j < i + 1\n", 1, 32,
+         "the bound of 'i' depends on 'i' itself through the bounds of the indices it names"});
+  check({"below 1 everywhere", "y[i] = sum(v[u + i]) where u < i - 4\n", 1, 28,
+         "the bound of 'u' is below 1 at every point, so 'u' would run over no value"});
+  check({"not affine", "y[i] = sum(x[i, u]) where u < i * i\n", 1, 33, "bound is not affine: it multiplies 'i' by 'i'"});
+  check({"a tensor", "y[i] = sum(x[i, u]) where u < v[i]\n", 1, 31, "a tensor value cannot be used in a bound"});
+  check({"mean over a triangle of two reduced indices", "s = mean(x[i, u]) where u < i + 1\n", 1, 25,
+         "mean(...) over 'u', whose bound names 'i', which it also reduces over, is not supported"});
+  check({"an argmax that the bound makes reduce over two", "s = sum(f32(k)) * f32(argmax(v[u])) where u < k + 1, k < 3\n", 1, 23,
+         "argmax(...) gives a position along one index, but it reduces over 2"});
 }
 
 TEST(ParserErrors, MemoryModeErrors) {
@@ -205,7 +226,8 @@ TEST(ParserErrors, IndexErrors) {
   check({"bound disagrees", "y[i] = sum(v[k]) where k < 4\n", 1, 24, "where k < 4 disagrees with dimension 0 of 'v' (size 5), where 'k' stands alone"});
   check({"bound on a non-index", "y[i] = 1 where q < 2\n", 1, 16, "where bound on 'q', which is not used in this statement"});
   check({"bound not positive", "y[i] = sum(v[i + k]) where k < 0\n", 1, 32, "the bound of 'k' must be positive"});
-  check({"bound not a number", "y[i] = sum(v[i + k]) where k < i\n", 1, 32, "the bound of 'k' must be an integer, an integer const or a size; 'i' is none"});
+  check({"bound not a number", "y[i] = sum(v[i + k]) where k < q\n", 1, 32,
+         "the bound of 'k' must be an integer, an integer const, a size or another index of the statement; 'q' is none"});
   check({"bad bound syntax", "y[i] = sum(v[i + k]) where k <= 2\n", 1, 30, "expected '<' in `where k < N`, found '<='"});
   check({"not on the left", "y[i] = x[i, j]\n", 1, 13, "index 'j' is not on the left side; reduce over it with sum(...)"});
 }

@@ -223,6 +223,67 @@ TEST(RoundTrip, BuilderSizesEqualParsedOnes) {
   EXPECT_NE(refused.status().message().find("'S + 1' is an expression"), std::string::npos) << refused.status();
 }
 
+// Language version 2: a fixed tensor read at an index that ranges over a size (the sized
+// dimension gives the range; the read is range-checked), and triangular bounds (`where u < t +
+// 1`, a limit on a reduced index) parse into the IR, print back as written, and the builder
+// makes the same program.
+TEST(RoundTrip, TriangularBoundsAndFixedTensorsAtSizedIndices) {
+  const std::string text =
+      "size B\n"
+      "size T\n"
+      "input  tok : f32[B, T, 16]\n"
+      "param  pos : f32[16, 16]\n"
+      "input  a : f32[B, T, T]\n"
+      "output x : f32[B, T, 16]\n"
+      "output s : f32[B, T]\n"
+      "output m : f32[T]\n"
+      "output q : f32[16]\n"
+      "\n"
+      "x[b, t, d] = tok[b, t, d] + pos[t, d]\n"
+      "s[b, t] = sum(a[b, t, u]) where u < t + 1\n"
+      "m[t] = max(a[0, t, t - u]) where u < -t + 2*T - 1\n"
+      "q[d] = sum(pos[u, d]) where u < T\n";
+  ParseResult r = parse(text, "block.kiln");
+  ASSERT_TRUE(r.program.has_value()) << format_diagnostics("block.kiln", text, r.diagnostics);
+  const ir::Program& p = *r.program;
+  const std::vector<ir::Assignment>& st = p.routines[0].statements;
+  ASSERT_EQ(st.size(), 4u);
+  // x: t ranges over T, the target's dimension (pos's 16 is checked when it is read).
+  EXPECT_EQ(st[0].indices[1].sized_extent, ir::SizeExpr::size(1));
+  // s: u stands alone in a's dimension T, and stays below t + 1.
+  ASSERT_TRUE(st[1].indices[2].limit.has_value());
+  EXPECT_EQ(*st[1].indices[2].limit, (ir::IndexLimit{{{1, 1}}, ir::SizeExpr::constant(1)}));
+  EXPECT_EQ(st[1].indices[2].sized_extent, ir::SizeExpr::size(1));
+  // m: u stands alone nowhere: it ranges as far as its limit reaches, 2*T - 1 at t = 0.
+  ASSERT_TRUE(st[2].indices[1].limit.has_value());
+  EXPECT_EQ(*st[2].indices[1].limit, (ir::IndexLimit{{{0, -1}}, ir::SizeExpr{{{1, 2}}, -1}}));
+  EXPECT_EQ(st[2].indices[1].sized_extent, (ir::SizeExpr{{{1, 2}}, -1}));
+  // q: the bound, a size, gives u's range; pos's 16 rows are checked.
+  EXPECT_EQ(st[3].indices[1].sized_extent, ir::SizeExpr::size(1));
+  EXPECT_FALSE(st[3].indices[1].limit.has_value());
+  EXPECT_TRUE(ir::validate_program(p).ok()) << ir::validate_program(p);
+  EXPECT_EQ(check_round_trip(p, "block"), text);
+
+  ir::ProgramBuilder b;
+  ir::Size nb = b.size("B"), nt = b.size("T");
+  ir::Tensor tok = b.input("tok", ir::DType::kF32, {nb, nt, 16});
+  ir::Tensor pos = b.param("pos", ir::DType::kF32, {16, 16});
+  ir::Tensor a = b.input("a", ir::DType::kF32, {nb, nt, nt});
+  ir::Tensor x = b.output("x", ir::DType::kF32, {nb, nt, 16});
+  ir::Tensor sum_s = b.output("s", ir::DType::kF32, {nb, nt});
+  ir::Tensor m = b.output("m", ir::DType::kF32, {nt});
+  ir::Tensor q = b.output("q", ir::DType::kF32, {16});
+  ir::Index bi("b"), t("t"), d("d"), u("u");
+  b.main()
+      .assign(x(bi, t, d), tok(bi, t, d) + pos(t, d))
+      .assign(sum_s(bi, t), sum(a(bi, t, u)), {u < t + 1})
+      .assign(m(t), max(a(0, t, t - u)), {u < -t - 1 + 2 * nt})
+      .assign(q(d), sum(pos(u, d)), {u < nt});
+  Result<ir::Program> built = b.build();
+  ASSERT_TRUE(built.ok()) << built.status();
+  EXPECT_TRUE(programs_equal(*built, p));
+}
+
 // Memory modes in text (language version 2): parsed into the node's request, printed back.
 TEST(RoundTrip, MemoryModes) {
   const std::string text =

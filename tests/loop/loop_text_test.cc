@@ -165,6 +165,32 @@ TEST(LoopTextTest, SizesRoundTripAndEvaluate) {
             (std::vector<uint32_t>{5, 0, 0xffffffffu, 0xffffffffu, 0, 256}));
 }
 
+// Language version 2: a triangular loop's extent reads the variable of an enclosing loop (and
+// sizes); kernel_at_sizes puts the sizes' values in it and keeps the rest. A failed check (kFail)
+// carries its site, its message and its value, which failure_messages lists by site.
+TEST(LoopTextTest, TriangularLoopsAndFailuresRoundTrip) {
+  const std::string text =
+      "(kernel main_0 (nodes 0 1) (vars 2) (locals 0) (sizes 1)\n"
+      "  (for v0 s0 parallel\n"
+      "    (for v1 (min s0 (+ v0 1))\n"
+      "      (if (== (< v1 4) 0)\n"
+      "        (fail 1 \"p.kiln:3: index out of range: \\\"x\\\" reads index \" v1))\n"
+      "      (store 1 v0 (load f32 0 (+ (* v0 s0) v1))))))\n";
+  Result<Kernel> kernel = parse_kernel(text);
+  ASSERT_TRUE(kernel.ok()) << kernel.status().to_string();
+  EXPECT_EQ(print_kernel(*kernel), text);
+  const LStmt& inner = *kernel->body->body[0];
+  EXPECT_TRUE(is_triangular(inner));
+  EXPECT_FALSE(is_triangular(*kernel->body));
+  EXPECT_TRUE(has_triangular_loop(kernel->body));
+  EXPECT_EQ(failure_messages(*kernel), (std::vector<std::string>{"", "p.kiln:3: index out of range: \"x\" reads index "}));
+  const Kernel bound = kernel_at_sizes(*kernel, {6});
+  EXPECT_EQ(bound.body->extent, 6);
+  const LStmt& bound_inner = *bound.body->body[0];
+  ASSERT_TRUE(bound_inner.extent_expr);
+  EXPECT_NE(print_kernel(bound).find("(for v1 (min 6 (+ v0 1))"), std::string::npos) << print_kernel(bound);
+}
+
 TEST(LoopTextTest, EveryStatementAndExpressionKind) {
   Kernel k;
   k.name = "all_kinds";
@@ -437,7 +463,11 @@ TEST(LoopTextTest, SyntaxErrors) {
   expect_error("", "1:1", "empty");
   expect_error("(kernel k (nodes) (vars 1) (locals 0) (sizes 1) (for v0 s1))", "1:57", "size s1 is out of range");
   expect_error("(kernel k (nodes) (vars 1) (locals 0) (for v0 s0))", "1:47", "size s0 is out of range");
-  expect_error("(kernel k (nodes 0) (vars 2) (locals 0) (sizes 1) (for v0 4 (for v1 v0)))", "1:69", "loop extent");
+  expect_error("(kernel k (nodes 0) (vars 2) (locals 0) (sizes 1) (for v0 4 (for v1 (select v0 1 2))))", "1:69", "loop extent");
+  expect_error("(kernel k (nodes 0) (vars 2) (locals 0) (for v0 4 (for v1 v1)))", "1:59", "used outside a loop over it");
+  expect_error("(kernel k (nodes 0) (vars 0) (locals 0) (fail 0 1))", "1:41", "(fail SITE \"TEXT\" VALUE)");
+  expect_error("(kernel k (nodes 0) (vars 0) (locals 0) (fail 0 \"m\" (const i32 1)))", "1:53", "failure's value as an i64");
+  expect_error("(kernel k (nodes 0) (vars 0) (locals 0) (fail -1 \"m\" 1))", "1:47", "failure's site");
   expect_error("(kernel k (nodes 0) (vars 1) (locals 0) (sizes 1) (for v0 (load i64 0 0)))", "1:59", "loop extent");
   expect_error("   \n ; only a comment\n", "1:1", "empty");
   expect_error("(kernel k (nodes 0) (vars 1) (locals 0) (for v0 4", "1:50", "unexpected end of text");

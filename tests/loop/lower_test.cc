@@ -103,5 +103,52 @@ TEST(LowerConstTest, FoldedConstReadsKeepTheirRangeGuard) {
   EXPECT_NE(reduction.find("(if "), std::string::npos) << reduction;
 }
 
+// Language version 2, a triangular bound: the reduced loop stops at the smaller of its range
+// and its limit (a loop whose extent reads the row's variable), and the passes that need a
+// known trip count leave it as it is: no register tiles, no gemm call.
+TEST(LowerTriangularTest, AReducedLoopStopsAtItsLimit) {
+  ProgramBuilder b;
+  Tensor x = b.input("x", DType::kF32, {64, 64});
+  Tensor y = b.input("y", DType::kF32, {64, 64});
+  Tensor c = b.output("c", DType::kF32, {64, 64});
+  Index i("i"), j("j"), k("k");
+  b.main().assign(c(i, j), sum(x(i, k) * y(k, j)), {k < i + 1});
+  Result<LoweredProgram> lowered = lower_program(built(b));
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  EXPECT_TRUE(lowered->routines[0].calls.empty());
+  ASSERT_EQ(lowered->routines[0].kernels.size(), 1u);
+  const Kernel& kernel = lowered->routines[0].kernels[0];
+  EXPECT_TRUE(has_triangular_loop(kernel.body)) << print_kernel(kernel);
+  EXPECT_NE(print_kernel(kernel).find("(min 64 (+ v0 1))"), std::string::npos) << print_kernel(kernel);
+  EXPECT_TRUE(failure_messages(kernel).empty());
+}
+
+// LowerOptions::check_bounds: a gathered subscript gets a check before the point that fails with
+// the statement's place, the read and the tensor's dimension; the unchecked build has none.
+TEST(LowerCheckBoundsTest, AGatherIsCheckedBeforeItsPoint) {
+  ProgramBuilder b;
+  Tensor e = b.input("e", DType::kF32, {5, 3});
+  Tensor t = b.input("t", DType::kI32, {4});
+  Tensor y = b.output("y", DType::kF32, {4, 3});
+  Index i("i"), j("j");
+  b.main().assign(y(i, j), e(gathered(t(i)), j));
+  const Program p = built(b);
+  LowerOptions checked;
+  checked.check_bounds = true;
+  for (bool optimize : {true, false}) {
+    checked.optimize = optimize;
+    Result<LoweredProgram> lowered = lower_program(p, checked);
+    ASSERT_TRUE(lowered.ok()) << lowered.status();
+    const Kernel& kernel = lowered->routines[0].kernels[0];
+    EXPECT_EQ(failure_messages(kernel),
+              (std::vector<std::string>{"<builder>: index out of range: dimension 0 of 'e' has size 5, but e[t[i], j] in "
+                                        "routine 'main' (y[i, j] = e[t[i], j]) reads index "}));
+    EXPECT_NE(print_kernel(kernel).find("(fail 0 "), std::string::npos) << print_kernel(kernel);
+  }
+  Result<LoweredProgram> unchecked = lower_program(p);
+  ASSERT_TRUE(unchecked.ok()) << unchecked.status();
+  EXPECT_TRUE(failure_messages(unchecked->routines[0].kernels[0]).empty());
+}
+
 }  // namespace
 }  // namespace kiln::ir

@@ -22,7 +22,8 @@
 // dims 1-7, now and then 8 or 16, and row blocks of 64-71 rows, where the C dialect writes
 // vector loops and products run in register tiles; f32 mostly, some f64 and i32; elementwise expressions with broadcasting, every
 // function, casts, comparisons and select; reductions with every accumulation; compound
-// subscripts with `where` bounds; reads of the target at shifted points; intermediates; params
+// subscripts with `where` bounds, triangular ones too (`where k < i + 2`); reads of the target at
+// shifted points; intermediates; params
 // shared by routines; consts in values, subscripts and bounds). They also avoid values that two
 // correct implementations may compute differently beyond rounding:
 //  - magnitudes stay bounded: a float tensor is either "bounded" (every write keeps it within
@@ -552,6 +553,8 @@ TEST(DifferentialGeneratorTest, IsDeterministicAndVaried) {
                               "[p_gi", "[abs(p_gi", "[min(p_gi"}) {
     EXPECT_NE(all.find(feature), std::string::npos) << "no generated program uses '" << feature << "'";
   }
+  EXPECT_TRUE(std::regex_search(all, std::regex(R"(where (.*, )?[a-z]+ < [a-z]+ \+ [1-3])")))
+      << "no generated program has a triangular bound";
 }
 
 // The row blocks give lowering something to fuse and to keep in local arrays.

@@ -21,6 +21,7 @@
 #include "kiln/base/random.h"
 #include "kiln/drivers/drivers.h"
 #include "kiln/ir/program.h"
+#include "kiln/loop/lower.h"
 #include "kiln/runtime/program_instance.h"
 
 namespace kiln::e2e {
@@ -187,6 +188,22 @@ inline std::vector<std::string> default_routines(const ir::Program& program) {
   if (program.find_routine("main")) return {"main"};
   for (const ir::Routine& r : program.routines) out.push_back(r.name);
   return out;
+}
+
+// The devices end-to-end tests run on: interp, cpu, and opencl where a platform is present.
+inline std::vector<std::string> present_devices() {
+  std::vector<std::string> names = {"interp", "cpu"};
+  if (driver_availability("opencl").ok()) names.push_back("opencl");
+  return names;
+}
+
+// Lowering without inlining, fusion, local arrays, optimization passes or automatic calls: the
+// plain translation, which tests compare with the default.
+inline ir::LowerOptions plain_lowering() {
+  ir::LowerOptions plain;
+  plain.inline_virtual = plain.fuse = plain.collapse = plain.local_arrays = plain.optimize = false;
+  plain.auto_calls = false;
+  return plain;
 }
 
 // Nodes the host can read back after a run: outputs and params.

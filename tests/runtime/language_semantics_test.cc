@@ -23,13 +23,6 @@ namespace {
 
 using Outputs = std::map<std::string, std::vector<double>>;
 
-std::vector<std::string> device_names() {
-  std::vector<std::string> names = {"interp", "cpu"};
-  auto opencl = drivers::builtin_registry().find("opencl");
-  if (opencl.ok() && (*opencl)->availability().ok()) names.push_back("opencl");
-  return names;
-}
-
 // Runs the default routines of `text` with `inputs` (every other input zero) and returns every
 // output and param.
 Result<Outputs> run_program(const std::string& device_name, const std::string& text,
@@ -57,16 +50,9 @@ Result<Outputs> run_program(const std::string& device_name, const std::string& t
   return out;
 }
 
-ir::LowerOptions plain_lowering() {
-  ir::LowerOptions plain;
-  plain.inline_virtual = plain.fuse = plain.collapse = plain.local_arrays = plain.optimize = false;
-  plain.auto_calls = false;
-  return plain;
-}
-
 // Calls `check` for every device with the default and the plain lowering, traced.
 void each_device_and_lowering(const std::function<void(const std::string&, const ir::LowerOptions&)>& check) {
-  for (const std::string& device : device_names()) {
+  for (const std::string& device : present_devices()) {
     for (const ir::LowerOptions& lower : {ir::LowerOptions{}, plain_lowering()}) {
       SCOPED_TRACE(device + (lower.optimize ? ", default lowering" : ", plain lowering"));
       check(device, lower);

@@ -297,6 +297,13 @@ std::string ProgramGenerator::statement(GenTensor* pipe_target, const GenTensor*
   std::vector<std::string> bounds;
   for (const Index& index : ctx.indices) {
     if (!index.used) continue;
+    if (!index.target && target.rank() > 0 && chance(0.15)) {
+      // A triangular bound (language version 2): below a target index plus at least 1, so that
+      // every point keeps its first value (no empty max or min).
+      const Index& by = ctx.indices[static_cast<size_t>(pick(target.rank()))];
+      bounds.push_back(index.name + " < " + by.name + " + " + std::to_string(1 + pick(3)));
+      continue;
+    }
     if (!index.bare || (chance(0.1) && index.extent > 0)) {
       // An integer const of the same value may stand for the bound.
       std::string limit = std::to_string(index.extent);

@@ -72,7 +72,8 @@ Result<std::string> emit_kernels(std::span<const ir::Kernel> kernels, const ir::
 int64_t max_workgroups(const ir::Kernel& kernel);
 
 // The stores one run of `kernel` makes, to buffers and local arrays, each loop counted with its
-// extent and each `if` as taken (saturating): a measure of its work.
+// extent (a triangular loop's at the middle of the loops around it) and each `if` as taken
+// (saturating): a measure of its work.
 int64_t estimated_stores(const ir::Kernel& kernel);
 
 // Stores below which another workgroup costs more in hand-off (a wake of a pool thread, a few to

@@ -24,6 +24,10 @@ struct ExportInfo {
   // reads it as. A GPU faults on a misaligned access a CPU forgives, so every driver refuses such
   // a dispatch (INVALID_ARGUMENT). Empty, or 0 for one binding, requires nothing.
   std::vector<uint32_t> binding_alignment = {};
+  // What the kernel's failed checks mean (kiln/loop/loop.h, kFail; drivers/kernel_failure.h): a
+  // dispatch that fails with code kFirstFailureCode + i reports failures[i] followed by the
+  // 64-bit value the kernel recorded. Empty for a kernel without checks.
+  std::vector<std::string> failures = {};
 };
 
 struct ExecutableSource {

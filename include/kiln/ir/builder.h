@@ -96,14 +96,17 @@ class Dims {
 };
 
 // `where k < 3` (or `k < n` for a size): the range of an index that never stands alone as a
-// whole subscript.
+// whole subscript. Language version 2, a triangular bound: `u < t + 1` limits a reduced index by
+// an affine expression of other indices (with integers, and sizes through Index + Size).
 struct Bound {
   std::string index;
   int64_t limit = 0;
-  RawExprRef sized_limit;  // a Size's expression, instead of `limit`
+  RawExprRef sized_limit;  // a Size's (or an Index's) expression, instead of `limit`
 };
 Bound operator<(const Index& index, int64_t limit);
 Bound operator<(const Index& index, const Size& limit);
+Bound operator<(const Index& index, const Index& limit);
+Index operator+(const Index& a, const Size& b);
 
 // A value expression.
 class Value {

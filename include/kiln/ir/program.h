@@ -100,12 +100,25 @@ struct TensorNode {
   SizeExpr dimension(size_t d) const { return is_sized() ? sized_dims[d] : SizeExpr::constant(dims[d]); }
 };
 
+// Language version 2, a triangular bound (`where u < t + 1`): a limit on an index that is an
+// affine expression of other indices of the statement, sizes and an integer.
+struct IndexLimit {
+  std::vector<std::pair<int, int64_t>> indices;  // (index number, coefficient), coefficient != 0, by number
+  SizeExpr rest;                                 // the sizes and the integer
+  friend bool operator==(const IndexLimit&, const IndexLimit&) = default;
+};
+
 // An index of one statement, e.g. `i` in `y[i] = x[i] * 2`.
 struct IndexVar {
   std::string name;
   int64_t extent = 0;  // the index runs over [0, extent)
   // Language version 2: the extent when it names a size (`extent` is then 1 until specialized).
   std::optional<SizeExpr> sized_extent;
+  // Language version 2, only on a reduced index: at each point the index also stays below this
+  // limit (points at or beyond it are not visited), a triangle of the index with the ones the
+  // limit names. `extent` is then its range where it stands alone in a dimension, else the most
+  // the limit reaches over the other indices' ranges (clamped at 0 when sizes are bound).
+  std::optional<IndexLimit> limit;
   // The extent as an expression: of sizes where it names them, else its number.
   SizeExpr range() const { return sized_extent ? *sized_extent : SizeExpr::constant(extent); }
 };
@@ -270,9 +283,11 @@ inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 62;
 // (0 only from a size bound to 0: the parser and builder take positive numbers) with an element
 // count below 2^62; inputs and outputs have no initializer, consts have a value;
 // a statement's target is not an input or const and has one distinct bare index per dimension;
-// every index is used (target, subscript term or index value), has extent >= 0, and equals the
-// size of every dimension where it stands alone; without a reduction every index is a target
-// index; references have one subscript per dimension, affine terms name distinct valid indices
+// every index is used (target, subscript term, index value or another index's limit), has
+// extent >= 0, and equals the size of every target dimension where it stands (a read's dimension
+// may differ: the read is range-checked); a limit is on a reduced index, names other valid
+// indices and sizes, and no index limits itself through others; without a reduction every index
+// is a target index; references have one subscript per dimension, affine terms name distinct valid indices
 // with non-zero coefficients; tensor and merge reads have their node's dtype, index values are
 // i32, literals are finite (integral and in range when i32), ops have their arity and
 // op_result_type; expressions are at most kMaxExprDepth deep.

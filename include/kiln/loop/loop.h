@@ -88,6 +88,7 @@ struct LStmt {
     kLocalStore,  // local[offset] = value
     kComment,     // text
     kTrace,       // value trace: logs `values` as one line of trace site `site` (see below)
+    kFail,        // a failed check: the dispatch fails with failure `site`, `text` and `value` (see below)
   };
   Kind kind = Kind::kBlock;
   std::vector<LStmtRef> body;
@@ -95,7 +96,8 @@ struct LStmt {
   int64_t extent = 0;
   // kFor over a size (language version 2): its extent is this i64 expression of sizes (kSize)
   // and constants, known only when the kernel runs, and `extent` is -1, which every pass that
-  // needs a known trip count takes as "do not transform".
+  // needs a known trip count takes as "do not transform". A triangular loop (a `where u < t + 1`
+  // bound) has an extent that also reads the variables of enclosing loops (is_triangular).
   LExprRef extent_expr;
   bool parallel = false;
   LExprRef cond;
@@ -106,9 +108,17 @@ struct LStmt {
   LExprRef offset;
   LExprRef value;
   std::string text;
-  int site = -1;                 // kTrace: its trace site (LoweredProgram::trace_sites)
+  int site = -1;                 // kTrace: its trace site (LoweredProgram::trace_sites); kFail: its failure
   std::vector<LExprRef> values;  // kTrace: what it logs
 };
+
+// A failed check (kFail; LowerOptions::check_bounds makes them, under an `if` of the failed
+// condition): it records that the dispatch fails with code kFirstFailureCode + `site`, where
+// `site` numbers the kernel's distinct failures from 0 (failure_messages), reporting `text` with
+// its i64 `value` appended ("...: 7"). The workgroup runs on to its end (its loads stay guarded
+// as always, so nothing else fails); the dispatch then fails with the first failure a workgroup
+// recorded (the interpreter and the CPU driver: of the first workgroup that returned one).
+inline constexpr int kFirstFailureCode = 1000;
 
 // Value tracing (docs/tracing.md). A kTrace statement prints one line to the process's standard
 // output, `kTraceLinePrefix RUN SITE V0 V1 ...\n`: RUN is its `value` (an i32 expression: the run
@@ -142,8 +152,9 @@ struct Kernel {
 // The push constants of a dispatch of a kernel with sizes at the sizes' `values` (see above).
 std::vector<uint32_t> size_constants(const std::vector<int64_t>& values);
 // `kernel` with every loop over a size made a loop of the extent it has at the sizes' `values`
-// (negative extents become 0); expressions still read the sizes. What the runtime sizes a
-// dispatch by (its workgroup count).
+// (negative extents become 0; a triangular loop keeps its extent's expression, with the values
+// in place of the sizes); expressions still read the sizes. What the runtime sizes a dispatch by
+// (its workgroup count).
 Kernel kernel_at_sizes(const Kernel& kernel, const std::vector<int64_t>& values);
 // The value of an i64 expression of sizes and constants (a kFor's extent_expr) at `values`;
 // nullopt where it reads anything else or overflows.
@@ -205,6 +216,15 @@ LStmtRef llocal_decl(int local, DType type, int64_t size, std::vector<LStmtRef> 
 LStmtRef llocal_store(int local, LExprRef offset, LExprRef value);
 LStmtRef lcomment(std::string text);
 LStmtRef ltrace(int site, int64_t limit, LExprRef run, std::vector<LExprRef> values);
+LStmtRef lfail(int site, std::string text, LExprRef value);
+
+// The messages of a kernel's failures (kFail), by site: what a dispatch that fails with code
+// kFirstFailureCode + site reports, before its value. Empty for a kernel that cannot fail so.
+std::vector<std::string> failure_messages(const Kernel& kernel);
+// Whether `loop` is a kFor whose extent reads the variable of an enclosing loop (a triangle).
+bool is_triangular(const LStmt& loop);
+// Whether `s` or a statement inside it is a triangular loop.
+bool has_triangular_loop(const LStmtRef& s);
 
 // The nodes a kernel loads from and stores to (each sorted, without repeats); what the runtime
 // synchronizes on. A node both loaded and stored is in both lists.
@@ -240,14 +260,17 @@ std::optional<int64_t> var_coefficient(const LExpr& e, int var);
 //   kernel := (kernel NAME (nodes ID*) (vars N) (locals N) [(sizes N)] STMT)   NAME a C identifier
 //   STMT   := (block STMT*)
 //           | (for vI EXTENT [parallel] STMT*)                      EXTENT an integer >= 0, or
-//                                                                   an i64 EXPR of sizes and
-//                                                                   integers, e.g. (* s0 4)
+//                                                                   an i64 EXPR of sizes,
+//                                                                   integers and enclosing
+//                                                                   loops' variables, e.g.
+//                                                                   (* s0 4), (min s0 (+ v0 1))
 //           | (if EXPR STMT*)
 //           | (store ID OFFSET EXPR)
 //           | (local L TYPE SIZE STMT*)                             SIZE an integer >= 1
 //           | (local_store L OFFSET EXPR)
 //           | (comment "TEXT")                   escapes \" \\ \n \t \r \xHH
 //           | (trace SITE LIMIT RUN EXPR*)                         RUN an i32 EXPR; SITE, LIMIT >= 0
+//           | (fail SITE "TEXT" EXPR)                              EXPR i64; SITE >= 0
 //   EXPR   := vI                                 loop variable I (i64)
 //           | sI                                 size I (i64), I < the kernel's (sizes N)
 //           | INTEGER                            an i64 constant, e.g. 32 or -1

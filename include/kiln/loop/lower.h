@@ -63,6 +63,11 @@ struct LowerOptions {
   // of an untraced build, byte for byte).
   bool trace_values = false;
   int64_t trace_lines = 16;
+  // Checked gathers (`kiln run --check-bounds`): a gathered subscript outside its dimension
+  // (`e[t[i], j]` with t[i] outside e's rows) fails the run, naming the statement (FILE:LINE),
+  // the tensor and the index (a kFail statement, kiln/loop/loop.h), where it otherwise reads 0.
+  // The checked kernels are mostly not vectorized. Off: no check at all.
+  bool check_bounds = false;
 };
 
 Result<LoweredProgram> lower_program(const Program& program, const LowerOptions& options = {});

@@ -78,8 +78,9 @@ void split_reductions(Kernel& kernel, bool reassociate_floats);
 // the last rows and columns are padded tiles whose padding is never stored; otherwise they run
 // as before. Each element sees the same operations in the same order, so the results are
 // identical, float ones included. This reorders the statements of different rows, which relies
-// on the iterations of a parallel loop being independent (what `parallel` means). Returns
-// whether the kernel changed.
+// on the iterations of a parallel loop being independent (what `parallel` means). A kernel with a
+// triangular loop (is_triangular in kiln/loop/loop.h) is left as it is. Returns whether the
+// kernel changed.
 bool tile_contractions(Kernel& kernel);
 
 struct OptimizeOptions {

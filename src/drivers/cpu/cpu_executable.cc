@@ -8,12 +8,19 @@ Result<std::shared_ptr<CpuExecutable>> CpuExecutable::load(const void* device_ta
                                                            std::vector<hal::ExportInfo> exports,
                                                            std::shared_ptr<LoadedLibrary> library) {
   std::vector<kiln_kernel_fn_t> functions;
+  bool checks = false;
   for (const hal::ExportInfo& info : exports) {
     KILN_ASSIGN_OR_RETURN(void* symbol, library->symbol(info.name));
     functions.push_back(reinterpret_cast<kiln_kernel_fn_t>(symbol));
+    checks = checks || !info.failures.empty();
+  }
+  FailureValueFn failure_value = nullptr;
+  if (checks) {
+    KILN_ASSIGN_OR_RETURN(void* symbol, library->symbol("kiln_failure_value"));
+    failure_value = reinterpret_cast<FailureValueFn>(symbol);
   }
   return std::make_shared<CpuExecutable>(device_tag, std::move(exports), std::move(library),
-                                         std::move(functions));
+                                         std::move(functions), failure_value);
 }
 
 Result<std::shared_ptr<HostExecutable>> CCompiler::compile(const hal::ExecutableSource& source,

@@ -16,10 +16,11 @@ namespace kiln::cpu {
 class HostExecutable : public hal::Executable {
  public:
   using hal::Executable::Executable;
-  // Runs one workgroup of export `ordinal`; non-zero fails the dispatch with that code.
-  // Called concurrently for different workgroups.
+  // Runs one workgroup of export `ordinal`; non-zero fails the dispatch with that code. A failed
+  // check (ir::kFirstFailureCode + site, kiln/loop/loop.h) also sets `*failure_value` to the
+  // value it reports. Called concurrently for different workgroups.
   virtual int run_workgroup(uint32_t ordinal, const kiln_dispatch_state_t* state,
-                            const kiln_workgroup_id_t* id) const = 0;
+                            const kiln_workgroup_id_t* id, int64_t* failure_value) const = 0;
 };
 
 class HostCompiler {

@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "base/futex.h"
+#include "drivers/kernel_failure.h"
 #include "kiln/base/time.h"
 
 namespace kiln::cpu {
@@ -47,9 +48,11 @@ void DispatchJob::run(uint64_t begin, uint64_t end) {
     id.x = static_cast<uint32_t>(i % cx);
     id.y = static_cast<uint32_t>((i / cx) % cy);
     id.z = static_cast<uint32_t>(i / (cx * cy));
-    int rc = executable_->run_workgroup(ordinal_, &state_, &id);
+    int64_t value = 0;
+    int rc = executable_->run_workgroup(ordinal_, &state_, &id, &value);
     if (rc != 0 && !failed_.exchange(true, std::memory_order_acq_rel)) {
       error_code_ = rc;
+      error_value_ = value;
       error_workgroup_ = id;
     }
   }
@@ -59,6 +62,12 @@ void DispatchJob::run(uint64_t begin, uint64_t end) {
   if (failed_.load(std::memory_order_acquire)) {
     // A failed runtime call kept a status that says more than the kernel's return code.
     if (context_) status = context_->failure();
+    // A failed check says which statement read what (drivers/kernel_failure.h).
+    if (status.ok()) {
+      if (std::optional<Status> check = drivers::check_failure(executable_->exports()[ordinal_], error_code_, error_value_)) {
+        status = *check;
+      }
+    }
     if (status.ok()) {
       status = internal_error("kernel '" + executable_->exports()[ordinal_].name + "' returned " +
                               std::to_string(error_code_) + " in workgroup (" + std::to_string(error_workgroup_.x) +

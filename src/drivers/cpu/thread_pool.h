@@ -49,6 +49,7 @@ class DispatchJob {
   std::atomic<uint64_t> finished_{0};
   std::atomic<bool> failed_{false};
   int error_code_ = 0;  // written once, by the thread that sets failed_
+  int64_t error_value_ = 0;  // a failed check's value (HostExecutable::run_workgroup)
   kiln_workgroup_id_t error_workgroup_{};
 };
 

@@ -14,6 +14,8 @@
 // thread. KILN_FAIL(code) records the action's first failure in its status slot (tag, code,
 // command index, block x, y, z), which the driver reads after the action; a queue's status ring
 // has kStatusSlots slots of kStatusWords words, and action `tag` uses slot tag % kStatusSlots.
+// KILN_FAIL_VALUE(code, value) records the same and a 64-bit value (words 6 and 7, low first)
+// without returning: a failed check (drivers/kernel_failure.h).
 // NVRTC compiles without system headers, so the ABI also defines the integer limits the
 // generated code uses (KILN_INT32_MIN, ...).
 #pragma once
@@ -37,19 +39,26 @@ inline constexpr const char* kKernelAbiText = R"CU(/* kiln CUDA kernel ABI */
 #define KILN_BINDING_LENGTH(i) (kiln_length##i)
 #define KILN_CONSTANT_PARAM(j) unsigned kiln_constant##j
 #define KILN_CONSTANT(j) (kiln_constant##j)
-static __device__ void kiln_fail(unsigned* status, unsigned tag, unsigned command, unsigned code) {
+static __device__ void kiln_fail_value(unsigned* status, unsigned tag, unsigned command, unsigned code,
+                                       unsigned long long value) {
   if (atomicExch(&status[0], tag) != tag) {
     status[1] = code;
     status[2] = command;
     status[3] = blockIdx.x;
     status[4] = blockIdx.y;
     status[5] = blockIdx.z;
+    status[6] = (unsigned)value;
+    status[7] = (unsigned)(value >> 32);
   }
+}
+static __device__ void kiln_fail(unsigned* status, unsigned tag, unsigned command, unsigned code) {
+  kiln_fail_value(status, tag, command, code, 0);
 }
 static __device__ __forceinline__ unsigned kiln_failed(const unsigned* ring, unsigned tag) {
   return *(const volatile unsigned*)KILN_STATUS_SLOT(ring, tag) == tag;
 }
 #define KILN_FAIL(code) do { kiln_fail(KILN_STATUS_SLOT(kiln_status_ring, kiln_tag), kiln_tag, kiln_command, (unsigned)(code)); return; } while (0)
+#define KILN_FAIL_VALUE(code, value) kiln_fail_value(KILN_STATUS_SLOT(kiln_status_ring, kiln_tag), kiln_tag, kiln_command, (unsigned)(code), (unsigned long long)(value))
 #define KILN_ENTRY() do { if (kiln_failed(kiln_status_ring, kiln_tag)) return; } while (0)
 #define KILN_GROUP_ENTRY() \
   __shared__ unsigned kiln_group_stop; \

@@ -18,7 +18,7 @@ class InterpExecutable final : public cpu::HostExecutable {
       : HostExecutable(device_tag, std::move(exports)), kernels_(std::move(kernels)) {}
 
   int run_workgroup(uint32_t ordinal, const kiln_dispatch_state_t* state,
-                    const kiln_workgroup_id_t* id) const override;
+                    const kiln_workgroup_id_t* id, int64_t* failure_value) const override;
 
   const Interpreter& kernel(uint32_t ordinal) const { return kernels_[ordinal]; }
 

@@ -95,9 +95,22 @@ class Frame {
       case LStmt::Kind::kTrace:
         trace(s);
         return;
+      case LStmt::Kind::kFail: {
+        if (!s->value) return fail(kMalformedKernel, "a failure without a value");
+        const Value v = eval(s->value.get());
+        if (!error_ && !check_failed_) {
+          check_failed_ = ir::kFirstFailureCode + std::max(0, s->site);
+          check_value_ = v.i;
+        }
+        return;
+      }
     }
     fail(kMalformedKernel, "a statement of unknown kind");
   }
+
+  // The first failed check (kFail) of the workgroup: its code (0 for none) and value.
+  int check_failed() const { return check_failed_; }
+  int64_t check_value() const { return check_value_; }
 
   // Iterations [begin, end) of the for statement `s`.
   void exec_for(const LStmt* s, int64_t begin, int64_t end) {
@@ -357,6 +370,8 @@ class Frame {
 
   const Interpreter& interpreter_;
   const kiln_dispatch_state_t* state_;
+  int check_failed_ = 0;                           // the first kFail's code, 0 for none
+  int64_t check_value_ = 0;                        // and its value
   bool traces_;                                    // workgroup 0: kTrace statements print
   std::map<const LStmt*, int64_t> trace_lines_;    // lines printed per kTrace statement
   std::vector<int64_t> vars_;
@@ -387,8 +402,8 @@ int Interpreter::binding_of(int node) const {
   return it != bindings_.end() && it->first == node ? it->second : -1;
 }
 
-int Interpreter::run_workgroup(const kiln_dispatch_state_t* state,
-                               const kiln_workgroup_id_t* id) const {
+int Interpreter::run_workgroup(const kiln_dispatch_state_t* state, const kiln_workgroup_id_t* id,
+                               int64_t* failure_value) const {
   if (state->binding_count != kernel_.nodes.size()) {
     KILN_LOG(kWarn, "interp: kernel '" + kernel_.name + "' has " +
                         std::to_string(kernel_.nodes.size()) + " bindings; the dispatch gave " +
@@ -415,6 +430,10 @@ int Interpreter::run_workgroup(const kiln_dispatch_state_t* state,
                         std::to_string(id->x) + ", " + std::to_string(id->y) + ", " +
                         std::to_string(id->z) + "): " + std::string(interp_code_name(frame.error())) +
                         ": " + frame.detail());
+  }
+  if (!frame.error() && frame.check_failed()) {
+    if (failure_value) *failure_value = frame.check_value();
+    return frame.check_failed();
   }
   return frame.error();
 }

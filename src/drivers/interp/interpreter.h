@@ -7,7 +7,8 @@
 // f32 only when it is stored to an f32 buffer or local, by a cast to f32, or when it is an f32
 // constant. Every load and store is checked against its binding's byte length or its local's
 // size; a failure stops the workgroup and returns one of the codes below (the dispatch then
-// fails with a status naming the code), and is described in a warning log line.
+// fails with a status naming the code), and is described in a warning log line. A failed check
+// (kFail) is not such an error: it is returned as its failure code once the workgroup ends.
 #pragma once
 
 #include <string>
@@ -42,7 +43,11 @@ class Interpreter {
   // Runs workgroup `id` following the dispatch convention of loop.h: the range of the parallel
   // top loop that belongs to `id->x`, or the whole body in workgroup (0, 0, 0); other
   // workgroups do nothing. Safe to call concurrently.
-  int run_workgroup(const kiln_dispatch_state_t* state, const kiln_workgroup_id_t* id) const;
+  // A failed check (a kFail statement) returns ir::kFirstFailureCode + its site, with its value in
+  // `*failure_value` when that is not null; the workgroup runs on to its end first, as compiled
+  // kernels do, and the first failure is the one returned.
+  int run_workgroup(const kiln_dispatch_state_t* state, const kiln_workgroup_id_t* id,
+                    int64_t* failure_value = nullptr) const;
 
   // The binding position of node `node`, or -1.
   int binding_of(int node) const;

@@ -17,7 +17,9 @@
 // ClKernel::local_size work items in x (get_local_id(0) / get_local_size(0)). A kernel fails its
 // dispatch with KILN_FAIL(code) (code != 0), which records the first failure of the action in
 // its status slot (tag, code, command index, workgroup x, y, z); the driver reads the slot back
-// after the action and fails its semaphores naming the kernel. A queue's status ring has
+// after the action and fails its semaphores naming the kernel. KILN_FAIL_VALUE(code, value)
+// records the same and a 64-bit value (words 6 and 7, low first) without returning: a failed
+// check (drivers/kernel_failure.h), which the kernel runs on from. A queue's status ring has
 // kStatusSlots slots of kStatusWords words; action `tag` uses slot tag % kStatusSlots, and a
 // slot holds a failure of that action only while its first word equals the tag, so slots are
 // never cleared.
@@ -40,16 +42,20 @@ inline constexpr const char* kKernelAbiText = R"CL(/* kiln OpenCL kernel ABI */
 #define KILN_BINDING_LENGTH(i) (kiln_length##i)
 #define KILN_CONSTANT_PARAM(j) uint kiln_constant##j
 #define KILN_CONSTANT(j) (kiln_constant##j)
-static void kiln_fail(__global uint* status, uint tag, uint command, uint code) {
+static void kiln_fail_value(__global uint* status, uint tag, uint command, uint code, ulong value) {
   if (atomic_xchg(&status[0], tag) != tag) {
     status[1] = code;
     status[2] = command;
     status[3] = (uint)get_group_id(0);
     status[4] = (uint)get_group_id(1);
     status[5] = (uint)get_group_id(2);
+    status[6] = (uint)value;
+    status[7] = (uint)(value >> 32);
   }
 }
+static void kiln_fail(__global uint* status, uint tag, uint command, uint code) { kiln_fail_value(status, tag, command, code, 0); }
 #define KILN_FAIL(code) do { kiln_fail(KILN_STATUS_SLOT(kiln_status_ring, kiln_tag), kiln_tag, kiln_command, (uint)(code)); return; } while (0)
+#define KILN_FAIL_VALUE(code, value) kiln_fail_value(KILN_STATUS_SLOT(kiln_status_ring, kiln_tag), kiln_tag, kiln_command, (uint)(code), (ulong)(value))
 #define KILN_ENTRY() do { if (KILN_STATUS_SLOT(kiln_status_ring, kiln_tag)[0] == kiln_tag) return; } while (0)
 #define KILN_GROUP_ENTRY() \
   __local uint kiln_group_stop; \

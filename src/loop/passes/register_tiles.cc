@@ -191,6 +191,9 @@ class Tiler {
     if (!top || top->kind != LStmt::Kind::kFor || !top->parallel || (!top->extent_expr && top->extent < kTileRows)) {
       return false;
     }
+    // A triangular loop (a `where u < t + 1` bound) runs as far as its row: rows run together in
+    // a tile would need a loop of their own each. Such kernels are left as they are.
+    if (has_triangular_loop(kernel_.body)) return false;
     int contractions = 0;
     for (const LStmtRef& s : top->body) contractions += s && match(*s) ? 1 : 0;
     if (contractions == 0 || kernel_.var_count + 9 > kMaxKernelVars ||
