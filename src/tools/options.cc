@@ -70,6 +70,12 @@ constexpr OptionSpec kStrictFpOption = {
     "keep float reductions in program order (not split into vector\n"
     "accumulators, which changes the rounding of sums and products)"};
 
+constexpr OptionSpec kCheckBoundsOption = {
+    "--check-bounds", "", "",
+    "fail the run where a gathered subscript (e[t[i], j]) falls outside\n"
+    "its dimension, naming the statement (PROGRAM:LINE), the tensor and\n"
+    "the index, instead of reading 0 there"};
+
 constexpr OptionSpec kSizeOption = {
     "--size", "", "NAME=VALUE",
     "the value of a size (language version 2) that no --input binds;\n"
@@ -118,6 +124,7 @@ const std::vector<CommandSpec>& commands() {
             "trace-values FILE' prints them)"},
            kNoAutoCallsOption,
            kStrictFpOption,
+           kCheckBoundsOption,
            kHelpOption,
        },
        "Files:\n"
@@ -164,6 +171,7 @@ const std::vector<CommandSpec>& commands() {
             "cuda:sm_NN target, built by NVRTC"},
            kNoAutoCallsOption,
            kStrictFpOption,
+           kCheckBoundsOption,
            {"--size", "", "NAME=VALUE",
             "the value of a size (language version 2) for --emit lowered, source\n"
             "and ptx, which compile the program at those sizes; repeatable"},
@@ -380,6 +388,8 @@ std::variant<Options, Failure> parse_options(const std::vector<std::string>& arg
       o.auto_calls = false;
     } else if (name == "--strict-fp") {
       o.strict_fp = true;
+    } else if (name == "--check-bounds") {
+      o.check_bounds = true;
     } else if (name == "--trace") {
       o.trace = value;
     } else if (name == "--trace-values") {

@@ -46,6 +46,7 @@ struct Options {
   bool print = false;
   bool auto_calls = true;  // --no-auto-calls turns it off
   bool strict_fp = false;  // --strict-fp: float reductions in program order
+  bool check_bounds = false;  // --check-bounds: an out-of-range gather fails the run
   std::string trace;
   std::string trace_values;  // run --trace-values FILE: where the values computed inside routines go
   std::string emit = "ir";
