@@ -33,7 +33,8 @@ std::string joined(const std::vector<std::string>& names) {
 
 std::shared_ptr<CompiledProgram> CompiledProgram::create(const ir::Program& program,
                                                          const std::string& device, uint64_t seed,
-                                                         std::shared_ptr<runtime::ValueTrace> trace) {
+                                                         std::shared_ptr<runtime::ValueTrace> trace,
+                                                         bool check_bounds) {
   auto self = std::shared_ptr<CompiledProgram>(new CompiledProgram());
   self->device_ = device;
   std::vector<std::string> names;
@@ -49,6 +50,7 @@ std::shared_ptr<CompiledProgram> CompiledProgram::create(const ir::Program& prog
     runtime::CompileOptions compile;
     compile.lower.trace_values = trace != nullptr;
     if (trace) compile.lower.trace_lines = trace->lines_per_statement();
+    compile.lower.check_bounds = check_bounds;
     KILN_ASSIGN_OR_RETURN(runtime::CodeRef code, self->backend_->compile_batch(program, names, compile));
     KILN_ASSIGN_OR_RETURN(runtime::ContextRef root, self->backend_->make_context(self->stream_, self->nodes_));
     KILN_ASSIGN_OR_RETURN(runtime::LinkedBatch linked, self->backend_->link_batch(root, code));

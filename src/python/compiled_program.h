@@ -24,9 +24,11 @@ class CompiledProgram : public std::enable_shared_from_this<CompiledProgram> {
  public:
   // Compiles every routine of `program` for `device` (a name of kiln.devices()) and links them
   // into one context over the program's tensors (initializers seeded by `seed`).
-  // With `trace`, the routines are compiled with value tracing and log into it.
+  // With `trace`, the routines are compiled with value tracing and log into it. With
+  // `check_bounds`, a gathered subscript out of range fails the run (ir::LowerOptions::check_bounds).
   static std::shared_ptr<CompiledProgram> create(const ir::Program& program, const std::string& device,
-                                                 uint64_t seed, std::shared_ptr<runtime::ValueTrace> trace = nullptr);
+                                                 uint64_t seed, std::shared_ptr<runtime::ValueTrace> trace = nullptr,
+                                                 bool check_bounds = false);
 
   // Waits for the program's work without the GIL (it may include calls into Python).
   ~CompiledProgram();

@@ -103,12 +103,14 @@ NB_MODULE(_kiln, m) {
             return names;
           }, "The sizes the program declares (language version 2), in order.")
       .def("compile", [](const Program& p, const std::string& device, uint64_t seed,
-                         std::shared_ptr<runtime::ValueTrace> trace) {
-            return CompiledProgram::create(p.program, device, seed, std::move(trace));
-          }, "device"_a = "cpu", "seed"_a = 0, "trace"_a.none() = nb::none(),
+                         std::shared_ptr<runtime::ValueTrace> trace, bool check_bounds) {
+            return CompiledProgram::create(p.program, device, seed, std::move(trace), check_bounds);
+          }, "device"_a = "cpu", "seed"_a = 0, "trace"_a.none() = nb::none(), "check_bounds"_a = false,
           "Compiles every routine for `device` and links them on one stream. `seed` seeds the random "
           "initializers and the routines' random calls. With `trace` (a kiln.ValueTrace) the routines "
-          "are compiled with value tracing and every run logs what it computed into it.");
+          "are compiled with value tracing and every run logs what it computed into it. With "
+          "`check_bounds`, a gathered subscript outside its dimension (e[t[i], j]) makes the run raise "
+          "kiln.Error naming the statement, the tensor and the index, where it otherwise reads 0.");
 
   nb::class_<runtime::ValueTrace>(m, "ValueTrace",
                                   "Value tracing (docs/tracing.md): what traced routines computed, statement by "
