@@ -414,6 +414,12 @@ Status StatementValidator::check_limits() {
                      " (coefficient " + std::to_string(coeff) + "), which it may not");
       }
       used_[static_cast<size_t>(index)] = true;
+      // mean divides by a product of counts, one per reduced index (lowering's mean_count).
+      if (s_.reduce == Reduce::kMean &&
+          std::find(s_.target_indices.begin(), s_.target_indices.end(), index) == s_.target_indices.end()) {
+        return error("mean over index " + index_name(i) + ", whose limit names index " + index_name(index) +
+                     ", which it also reduces over");
+      }
     }
     for (const auto& [size, coeff] : limit->rest.terms) {
       if (size < 0 || size >= static_cast<int>(p_.sizes.size())) {

@@ -219,6 +219,27 @@ TEST(ValidateProgram, RejectsEachBrokenInvariant) {
       {"limit naming no index", [](Program& p) {
          p.routines[0].statements[0].indices[2].limit = IndexLimit{{{9, 1}}, SizeExpr::constant(1)};
        }, "the limit of index 'k' names index number 9"},
+      {"mean over a triangle", [](Program& p) {
+         Assignment& s = p.routines[0].statements[0];
+         s.reduce = Reduce::kMean;
+         s.target_indices = {0, 1};
+         s.indices.push_back({"q", 2, std::nullopt, IndexLimit{{{2, 1}}, SizeExpr::constant(1)}});
+         auto value = std::make_shared<Expr>();
+         value->kind = Expr::Kind::kIndex;
+         value->type = DType::kI32;
+         value->index = 3;
+         auto cast = std::make_shared<Expr>();
+         cast->kind = Expr::Kind::kOp;
+         cast->op = Op::kCastF32;
+         cast->type = DType::kF32;
+         cast->args = {value};
+         auto sum = std::make_shared<Expr>();
+         sum->kind = Expr::Kind::kOp;
+         sum->op = Op::kAdd;
+         sum->type = DType::kF32;
+         sum->args = {s.rhs, cast};
+         s.rhs = sum;
+       }, "mean over index 'q', whose limit names index 'k', which it also reduces over"},
       {"limit naming no size", [](Program& p) {
          p.routines[0].statements[0].indices[2].limit = IndexLimit{{{0, 1}}, SizeExpr::size(3)};
        }, "the limit of index 'k' names size number 3, which does not exist"},
