@@ -286,7 +286,8 @@ inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 62;
 // every index is used (target, subscript term, index value or another index's limit), has
 // extent >= 0, and equals the size of every target dimension where it stands (a read's dimension
 // may differ: the read is range-checked); a limit is on a reduced index, names other valid
-// indices and sizes, and no index limits itself through others; without a reduction every index
+// indices and sizes (under `mean`, no other reduced index), and no index limits itself through
+// others; without a reduction every index
 // is a target index; references have one subscript per dimension, affine terms name distinct valid indices
 // with non-zero coefficients; tensor and merge reads have their node's dtype, index values are
 // i32, literals are finite (integral and in range when i32), ops have their arity and
