@@ -384,6 +384,30 @@ Kernel kernel_at_sizes(const Kernel& kernel, const std::vector<int64_t>& values)
   return k;
 }
 
+namespace {
+
+void collect_sizes(const LExpr* e, std::set<int>& sizes) {
+  if (!e) return;
+  if (e->kind == LExpr::Kind::kSize) sizes.insert(e->size);
+  collect_sizes(e->offset.get(), sizes);
+  for (const LExprRef& a : e->args) collect_sizes(a.get(), sizes);
+}
+
+void collect_sizes(const LStmt* s, std::set<int>& sizes) {
+  if (!s) return;
+  for (const LExpr* e : {s->extent_expr.get(), s->cond.get(), s->offset.get(), s->value.get()}) collect_sizes(e, sizes);
+  for (const LExprRef& v : s->values) collect_sizes(v.get(), sizes);
+  for (const LStmtRef& child : s->body) collect_sizes(child.get(), sizes);
+}
+
+}  // namespace
+
+std::set<int> sizes_read(const Kernel& kernel) {
+  std::set<int> sizes;
+  collect_sizes(kernel.body.get(), sizes);
+  return sizes;
+}
+
 NodeAccess node_access(const Kernel& kernel) {
   NodeAccess access;
   collect_access(kernel.body, access);

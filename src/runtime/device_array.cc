@@ -37,7 +37,7 @@ Status fit_to_sizes_locked(DeviceArray& array, const std::vector<int64_t>& value
       if (static_cast<size_t>(size) >= values.size() || values[static_cast<size_t>(size)] < 0) {
         const std::string name = static_cast<size_t>(size) < size_names.size() ? size_names[static_cast<size_t>(size)] : "?";
         return failed_precondition_error("size " + name + " of tensor '" + desc.name +
-                                         "' is not bound: set it (NodeTable::set_sizes) or write an input that names it");
+                                         "' is not bound: give an input that names it, or set it first");
       }
     }
     dims[d] = std::max<int64_t>(0, ir::evaluate(desc.sized_dims[d], values).value_or(0));

@@ -41,6 +41,27 @@ std::string declared_shape(const ir::TensorNode& n, const ir::Program& program) 
   return std::string(ir::dtype_name(n.dtype)) + ir::dims_text(n, program.sizes);
 }
 
+// The sizes a routine depends on (Routine::sizes): named by the dimensions of the tensors it
+// reads or writes, or read by its kernels, in declaration order.
+std::vector<std::string> sizes_depended_on(const ir::LoweredRoutine& lr, const ir::Program& program,
+                                           const std::set<std::string>& reads, const std::set<std::string>& writes) {
+  std::vector<bool> used(program.sizes.size(), false);
+  for (const ir::Kernel& k : lr.kernels) {
+    for (int size : ir::sizes_read(k)) used[static_cast<size_t>(size)] = true;
+  }
+  for (const ir::TensorNode& n : program.nodes) {
+    if (!n.is_sized() || (!reads.count(n.name) && !writes.count(n.name))) continue;
+    for (const ir::SizeExpr& d : n.sized_dims) {
+      for (const auto& [size, coefficient] : d.terms) used[static_cast<size_t>(size)] = true;
+    }
+  }
+  std::vector<std::string> names;
+  for (size_t s = 0; s < used.size(); ++s) {
+    if (used[s]) names.push_back(program.sizes[s].name);
+  }
+  return names;
+}
+
 }  // namespace
 
 Result<LinkedBatch> Backend::link_routines(const ContextRef& parent, const CodeRef& code,
@@ -245,6 +266,7 @@ Status Backend::add_compiled_routines(const ContextRef& child, const CodeRef& co
     }
     routine->reads_.assign(reads.begin(), reads.end());
     routine->writes_.assign(writes.begin(), writes.end());
+    if (sized) routine->sizes_ = sizes_depended_on(lr, program, reads, writes);
     out.push_back(std::move(routine));
   }
   return Status();

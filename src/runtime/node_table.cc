@@ -155,22 +155,34 @@ bool NodeTable::overlaps_array_locked(std::span<const std::byte> bytes, const De
   return false;
 }
 
+std::string NodeTable::declared_dims_text(const NodeDesc& desc) const {
+  std::string text = "[";
+  for (size_t d = 0; d < desc.dims.size(); ++d) {
+    text += d ? ", " : "";
+    text += d < desc.sized_dims.size() ? ir::size_expr_text(desc.sized_dims[d], sizes_) : std::to_string(desc.dims[d]);
+  }
+  return text + "]";
+}
+
+Result<size_t> NodeTable::size_number(std::string_view name) const {
+  for (size_t s = 0; s < sizes_.size(); ++s) {
+    if (sizes_[s].name == name) return s;
+  }
+  std::string list;
+  for (const ir::SizeDecl& s : sizes_) list += (list.empty() ? "" : ", ") + s.name;
+  return not_found_error("size '" + std::string(name) + "': the program declares no such size" +
+                         (list.empty() ? std::string(" (it declares none)") : " (its sizes: " + list + ")"));
+}
+
 Status NodeTable::set_sizes(const std::map<std::string, int64_t, std::less<>>& values) {
   std::lock_guard<std::mutex> lock(scheduling_mutex());
   std::vector<int64_t> bound = size_values_;
   for (const auto& entry : values) {
     const std::string& name = entry.first;
     const int64_t value = entry.second;
-    auto it = std::find_if(sizes_.begin(), sizes_.end(), [&](const ir::SizeDecl& s) { return s.name == name; });
-    if (it == sizes_.end()) {
-      std::vector<std::string> names = size_names();
-      std::string list;
-      for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-      return not_found_error("size '" + name + "': the program declares no such size" +
-                             (list.empty() ? std::string(" (it declares none)") : " (its sizes: " + list + ")"));
-    }
+    KILN_ASSIGN_OR_RETURN(const size_t s, size_number(name));
     if (value < 0) return invalid_argument_error("size " + name + " = " + std::to_string(value) + ": a size is 0 or more");
-    bound[static_cast<size_t>(it - sizes_.begin())] = value;
+    bound[s] = value;
   }
   KILN_RETURN_IF_ERROR(set_sizes_locked(bound));
   for (const auto& [name, value] : values) {
@@ -192,7 +204,13 @@ Status NodeTable::set_sizes_locked(const std::vector<int64_t>& values) {
   // Every new shape first, so that an error changes nothing.
   std::vector<int64_t> zeros(values.size());
   for (size_t s = 0; s < values.size(); ++s) zeros[s] = std::max<int64_t>(values[s], 0);
-  std::vector<std::pair<Node*, std::vector<int64_t>>> reshaped;
+  struct Reshaped {
+    Node* node;
+    std::vector<int64_t> dims;
+    size_t bytes;
+    std::optional<HostBytes> grown;  // a new host copy, where the old one's memory is too small
+  };
+  std::vector<Reshaped> reshaped;
   for (const auto& [name, node] : nodes_) {
     const NodeDesc& desc = node->desc();
     if (desc.sized_dims.empty()) continue;
@@ -209,26 +227,37 @@ Status NodeTable::set_sizes_locked(const std::vector<int64_t>& values) {
       dims[d] = *v;
       bytes *= *v;
     }
-    if (dims != desc.dims) reshaped.emplace_back(node.get(), std::move(dims));
+    if (dims == desc.dims) continue;
+    Reshaped& r = reshaped.emplace_back(Reshaped{node.get(), std::move(dims), static_cast<size_t>(bytes), std::nullopt});
+    // Allocated here, before anything changes: a shape the host cannot hold is an error that
+    // names the tensor, and leaves every tensor as it was.
+    const bool pending = node->host_pending && !point_passed(*node->host_pending);
+    if (pending || r.bytes > node->host.capacity()) {
+      try {
+        r.grown.emplace(r.bytes);
+      } catch (const std::bad_alloc&) {
+        return resource_exhausted_error("tensor '" + name + "': its host copy of " + std::to_string(r.bytes) +
+                                        " bytes (" + shape_text(desc.dtype, r.dims) +
+                                        ") cannot be allocated at these sizes");
+      }
+    }
   }
   size_values_ = values;
   ++size_generation_;
-  for (auto& [node, dims] : reshaped) {
+  for (Reshaped& r : reshaped) {
+    Node* node = r.node;
+    node->desc_.dims = std::move(r.dims);
+    node->desc_.bytes = r.bytes;
     // A device action may still be writing the old host copy (a download): it keeps the old bytes.
-    node->desc_.dims = std::move(dims);
-    int64_t elements = 1;
-    for (int64_t d : node->desc_.dims) elements *= d;
-    node->desc_.bytes = static_cast<size_t>(elements) * ir::dtype_size(node->desc_.dtype);
     if (node->host_pending && !point_passed(*node->host_pending)) {
       retired_host_copies_.push_back({std::move(node->host), *node->host_pending});
-      node->host = HostBytes();
     }
     // The copy's memory is kept where it holds the new shape (resizing within it writes
     // nothing): host_zeros makes it read as zeros until written (HostTensor::read, uploads).
-    if (node->desc_.bytes <= node->host.capacity()) {
-      node->host.resize(node->desc_.bytes);
+    if (r.grown) {
+      node->host = std::move(*r.grown);
     } else {
-      node->host = HostBytes(node->desc_.bytes);
+      node->host.resize(node->desc_.bytes);
     }
     node->host_zeros = true;
     node->host_pending.reset();
@@ -297,7 +326,7 @@ Status HostTensor::write(std::span<const std::byte> data, const std::vector<int6
   return table_->write_shaped({&one, 1});
 }
 
-Status NodeTable::write_shaped(std::span<const ShapedWrite> writes) {
+Status NodeTable::write_shaped(std::span<const ShapedWrite> writes, const std::map<std::string, int64_t, std::less<>>& sizes) {
   std::vector<HostTensor> tensors;
   for (const ShapedWrite& w : writes) {
     KILN_ASSIGN_OR_RETURN(HostTensor t, tensor(w.name));
@@ -306,6 +335,14 @@ Status NodeTable::write_shaped(std::span<const ShapedWrite> writes) {
   {
     std::lock_guard<std::mutex> lock(scheduling_mutex());
     std::vector<int64_t> values = size_values_;
+    // The sizes given by name, which the writes' shapes must then agree with.
+    std::vector<bool> given(sizes_.size(), false);
+    for (const auto& [name, value] : sizes) {
+      KILN_ASSIGN_OR_RETURN(const size_t s, size_number(name));
+      if (value < 0) return invalid_argument_error("size " + name + " = " + std::to_string(value) + ": a size is 0 or more");
+      values[s] = value;
+      given[s] = true;
+    }
     // Per size: the write (index into `writes`) and dimension that bound it here.
     std::vector<std::optional<std::pair<size_t, size_t>>> bound_by(sizes_.size());
     // Bare sizes first, so that an affine dimension is checked against this binding.
@@ -353,6 +390,11 @@ Status NodeTable::write_shaped(std::span<const ShapedWrite> writes) {
           if (pass == 1) continue;
           const size_t size = static_cast<size_t>(s);
           const std::string& name = sizes_[size].name;
+          if (given[size] && values[size] != dims[i]) {
+            return invalid_argument_error(dim() + " is size " + name + ", which is given as " +
+                                          std::to_string(values[size]) + ", but the data has " +
+                                          std::to_string(dims[i]) + " (" + shape() + ")");
+          }
           if (bound_by[size]) {
             if (values[size] != dims[i]) {
               const auto [other, other_dim] = *bound_by[size];
@@ -386,7 +428,7 @@ Status NodeTable::write_shaped(std::span<const ShapedWrite> writes) {
     }
     KILN_RETURN_IF_ERROR(set_sizes_locked(values));
     for (size_t s = 0; s < bound_by.size(); ++s) {
-      if (bound_by[s]) size_set_run_[s] = runs_ + 1;
+      if (bound_by[s] || given[s]) size_set_run_[s] = runs_ + 1;
     }
   }
   for (size_t w = 0; w < writes.size(); ++w) {

@@ -159,11 +159,15 @@ Status Routine::run_in(const ContextRef& context) const {
       const std::vector<std::string> names = table.size_names();
       std::string unbound;
       for (size_t s = 0; s < values.size(); ++s) {
-        if (values[s] < 0) unbound += (unbound.empty() ? "" : ", ") + names[s];
+        if (values[s] < 0 && std::find(sizes_.begin(), sizes_.end(), names[s]) != sizes_.end()) {
+          unbound += (unbound.empty() ? "" : ", ") + names[s];
+        }
       }
       if (!unbound.empty()) {
-        return failed_precondition_error(where() + ": its sizes are not all bound (" + unbound +
-                                         "): set them (NodeTable::set_sizes) or write the inputs that name them");
+        const bool one = unbound.find(',') == std::string::npos;
+        return failed_precondition_error(where() + (one ? ": size " : ": sizes ") + unbound + (one ? " is" : " are") +
+                                         " not bound: give an input that names it, or set it (C++ NodeTable::set_sizes, "
+                                         "C kiln_size_set, Python run(..., sizes={...}), kiln run --size)");
       }
       for (const DeviceArrayRef& array : prepared.arrays) {
         if (Status fit = fit_to_sizes_locked(*array, values, names); !fit.ok()) return fit.annotate(where());

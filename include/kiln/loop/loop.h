@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -156,6 +157,9 @@ std::vector<uint32_t> size_constants(const std::vector<int64_t>& values);
 // in place of the sizes); expressions still read the sizes. What the runtime sizes a dispatch by
 // (its workgroup count).
 Kernel kernel_at_sizes(const Kernel& kernel, const std::vector<int64_t>& values);
+// The sizes (their numbers) the kernel reads anywhere, in an expression or a loop's extent: a
+// kernel runs the same at every value of the others, also while they are not bound.
+std::set<int> sizes_read(const Kernel& kernel);
 // The value of an i64 expression of sizes and constants (a kFor's extent_expr) at `values`;
 // nullopt where it reads anything else or overflows.
 std::optional<int64_t> evaluate_extent(const LExpr& e, const std::vector<int64_t>& values);

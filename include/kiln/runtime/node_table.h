@@ -197,6 +197,8 @@ class NodeTable : public std::enable_shared_from_this<NodeTable> {
   // Sizes (language version 2), for a table made from a program that declares them.
   // The sizes' names, in declaration order, and their values (-1: not bound yet).
   std::vector<std::string> size_names() const;
+  // A node's dimensions as declared, for messages: "[B, T]", "[N + 1, 3]", "[4, 8]".
+  std::string declared_dims_text(const NodeDesc& desc) const;
   std::vector<int64_t> size_values() const;
   // Binds sizes by name. Every node whose shape changes gets a host copy of zeros at its new
   // shape (its values at the old one are gone), and its device arrays take the new shape when
@@ -220,7 +222,9 @@ class NodeTable : public std::enable_shared_from_this<NodeTable> {
     std::vector<int64_t> dims;
     bool shape_only = false;
   };
-  Status write_shaped(std::span<const ShapedWrite> writes);
+  // `sizes` binds sizes by name in the same write (as set_sizes would, checked together): a
+  // write's shape that disagrees with one is INVALID_ARGUMENT, NOT_FOUND names an unknown size.
+  Status write_shaped(std::span<const ShapedWrite> writes, const std::map<std::string, int64_t, std::less<>>& sizes = {});
 
   // The runtime's, under the scheduling mutex: a routine of this table was scheduled (sizes set
   // before it are no longer "set for this run", HostTensor::write), and the sizes' values.
@@ -236,6 +240,8 @@ class NodeTable : public std::enable_shared_from_this<NodeTable> {
  private:
   friend class HostTensor;
   NodeTable() = default;
+  // A size's number; NOT_FOUND naming the program's sizes.
+  Result<size_t> size_number(std::string_view name) const;
   // set_sizes under the scheduling mutex, `values` by size number.
   Status set_sizes_locked(const std::vector<int64_t>& values);
 

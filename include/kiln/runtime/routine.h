@@ -35,6 +35,10 @@ class Routine {
   const ContextRef& context() const { return context_; }
   const std::vector<std::string>& reads() const { return reads_; }
   const std::vector<std::string>& writes() const { return writes_; }
+  // The sizes (language version 2) its run depends on, in declaration order: those its tensors'
+  // dimensions name and those its kernels read. Only these must be bound when it runs; a routine
+  // of a program with sizes that depends on none runs while they are unbound.
+  const std::vector<std::string>& sizes() const { return sizes_; }
   // The node whose merge buffer copy it reads (`x` for `x.merge`); empty if none.
   const std::string& merge_node() const { return merge_node_; }
 
@@ -84,6 +88,7 @@ class Routine {
   std::vector<Dispatch> dispatches_;
   std::vector<std::string> reads_;   // sorted, merge buffer excluded
   std::vector<std::string> writes_;  // sorted
+  std::vector<std::string> sizes_;   // see sizes()
   std::string merge_node_;
   bool traced_ = false;  // compiled with value tracing: each run gets a run id
   // Its program has sizes bound when it runs (the table's): the dispatches' workgroups and
