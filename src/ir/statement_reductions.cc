@@ -202,6 +202,7 @@ Completer::Typed Completer::type_inner_reduction(const RawExpr& e) {
   TensorNode node;
   node.id = static_cast<int>(nodes_.size() + temporaries_.size());
   node.name = temporary_name(e.reduce);
+  node.temporary = true;
   node.role = Role::kTensor;
   node.dtype = type;
   node.loc = e.loc;

@@ -277,6 +277,13 @@ int command_run(const Options& given) {
   }
   for (const auto& [name, file] : o.outputs) {
     const ir::TensorNode* node = program.find_node(name);
+    if (node && (node->role == ir::Role::kTensor || node->role == ir::Role::kInput) && !node->temporary) {
+      // An intermediate may be inlined away or kept in registers: it has no value to write.
+      return report(invalid_input("--output " + name + "=" + file + ": '" + name + "' is " +
+                                  (node->role == ir::Role::kInput ? "an input (the host gives it; --input sets it)"
+                                                                  : "an intermediate (`tensor`): the compiler may never "
+                                                                    "store it; declare it `output` (or `param`) to see its value")));
+    }
     if (!node || (node->role != ir::Role::kOutput && node->role != ir::Role::kParam)) {
       return report(invalid_input("--output " + name + "=" + file + ": the program has no output or param named '" +
                                   name + "'" + did_you_mean(name, node_names(program, ir::Role::kOutput, ir::Role::kParam))));

@@ -89,6 +89,9 @@ struct TensorNode {
   // then holds 1 for each such dimension until specialize_sizes() (kiln/ir/sizes.h) gives it its
   // value: only the front end (parser, builder, printer, validation, binding) sees sized nodes.
   std::vector<SizeExpr> sized_dims;
+  // Made by the compiler (a reduction inside an expression, `z__sum1`), not declared: messages
+  // that list a program's names for its user leave it out.
+  bool temporary = false;
 
   int64_t element_count() const;  // 1 for a scalar
   // element_count() * dtype_size(dtype), saturating at INT64_MAX; declarations keep it below

@@ -216,9 +216,13 @@ Result<std::shared_ptr<LoadedLibrary>> CpuCompiler::build(const std::string& sou
   }
   std::string full_source =
       std::string(kKernelAbiText) + "\n#line 1 \"" + line_name + "\"\n" + source;
+  // The key is what is compiled, not where it came from: the #line (the program's path as given)
+  // only names the file in the compiler's messages, so a copied or renamed program, or the same
+  // text from Python and the command line, finds the same entry.
   Sha256 hasher;
-  hasher.update_field("kiln-cpu-executable-v1");
-  hasher.update_field(full_source);
+  hasher.update_field("kiln-cpu-executable-v2");
+  hasher.update_field(kKernelAbiText);
+  hasher.update_field(source);
   hasher.update_field(id);
   for (const char* flag : kBaseFlags) hasher.update_field(flag);
   hasher.update_field(flags_);

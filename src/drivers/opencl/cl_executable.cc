@@ -139,9 +139,11 @@ Result<std::shared_ptr<ClProgram>> ClCompiler::build(const hal::ExecutableSource
   const std::string full_source =
       std::string(kKernelAbiText) + "#line 1 \"" + line_name + "\"\n" + source.source;
   const ClDeviceRecord& r = context_->record();
+  // Keyed on what is compiled, not on the label in the #line (as the cpu compiler's key).
   Sha256 hasher;
-  hasher.update_field("kiln-opencl-program-v1");
-  hasher.update_field(full_source);
+  hasher.update_field("kiln-opencl-program-v2");
+  hasher.update_field(kKernelAbiText);
+  hasher.update_field(source.source);
   hasher.update_field(kBuildOptions);
   hasher.update_field(r.device_name);
   hasher.update_field(r.device_version);
