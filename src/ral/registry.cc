@@ -1,7 +1,9 @@
 #include "kiln/ral/registry.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <cctype>
 #include <cstring>
 #include <mutex>
 
@@ -47,6 +49,19 @@ Status check_same_site(const Function& made, const CallSite& site) {
       "attribute names (the attributes travel by position)");
 }
 
+// OK when a program can call `name`: an identifier of the language ([A-Za-z_][A-Za-z0-9_]*)
+// whose underscores stand alone between letters and digits (the mangled name splits at "___").
+Status check_callable_name(std::string_view name) {
+  const bool callable =
+      !name.empty() && !std::isdigit(static_cast<unsigned char>(name.front())) && name.front() != '_' &&
+      name.back() != '_' && name.find("__") == std::string_view::npos &&
+      std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  if (callable) return Status();
+  return invalid_argument_error("'" + std::string(name) +
+                                "' is not a name a program can call: letters and digits, with single underscores "
+                                "between them, not starting with a digit (call NAME(...) in docs/language.md)");
+}
+
 }  // namespace
 
 Registry::Registry() : id_(next_registry_id.fetch_add(1, std::memory_order_relaxed)) {}
@@ -62,6 +77,7 @@ Registry& Registry::global() {
 }
 
 Status Registry::add(Function function) {
+  KILN_RETURN_IF_ERROR(check_callable_name(function.nickname));
   NameParts parts;
   if (!split_mangled_name(function.full_name, &parts)) {
     return invalid_argument_error("RAL function name '" + function.full_name +
@@ -104,6 +120,7 @@ std::shared_ptr<const GenericFunction> Registry::generic_locked(std::string_view
 
 Status Registry::add_generic(GenericFunction function) {
   // The name of a call with no arguments: checks that the nickname and device fit a full name.
+  KILN_RETURN_IF_ERROR(check_callable_name(function.nickname));
   NameParts parts;
   const std::string sample =
       function.nickname + "___" + (function.device.empty() ? std::string("any") : function.device) + "___pvoid___void";

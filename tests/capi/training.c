@@ -174,6 +174,11 @@ static void custom_call(const char* device) {
   CHECK(kiln_register_call("c_affine", device, "m1df32_m1df32_f64_f64", c_affine, &calls) ==
         KILN_ALREADY_EXISTS);
   CHECK(kiln_register_call("c_affine", device, NULL, c_affine, NULL) == KILN_INVALID_ARGUMENT);
+  /* Names no program can call are refused, not registered where nothing can reach them. */
+  CHECK(kiln_register_call("bad name!", device, "", c_affine, NULL) == KILN_INVALID_ARGUMENT);
+  ERROR_SAYS("not a name a program can call");
+  CHECK(kiln_register_call("9abc", device, "", c_affine, NULL) == KILN_INVALID_ARGUMENT);
+  CHECK(kiln_register_call("x-y", device, "", c_affine, NULL) == KILN_INVALID_ARGUMENT);
   OK(kiln_program_parse("input x : f32[5]\noutput y : f32[5]\n"
                         "routine good {\n  call c_affine(x, scale=2, shift=0.5) -> y\n}\n"
                         "routine bad {\n  call c_affine(x, scale=-1, shift=0) -> y\n}\n",
