@@ -85,8 +85,9 @@ test-asan: deps
 	cd build-asan && ASAN_OPTIONS=$(ASAN_TEST_OPTIONS) LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CURDIR)/$(TIMED) ctest-asan $(CTEST)
 
 # The TSan build tests the layers where threads meet (base's futexes and queues, the HAL, the
-# drivers, the RAL, the runtime); the parser, IR, lowering, code generation and command line run
-# on one thread and are covered by the plain and ASan builds.
+# drivers, the RAL, the runtime), the C API's programs, and the Python package's thread tests
+# (tests/CMakeLists.txt: python.threads); the parser, IR, lowering, code generation and command
+# line run on one thread and are covered by the plain and ASan builds.
 TSAN_TEST_LAYERS = base;hal;drivers;ral;runtime
 
 # OPENBLAS_NUM_THREADS=1: OpenBLAS's worker threads hand results back through spin-waits in its
@@ -94,7 +95,8 @@ TSAN_TEST_LAYERS = base;hal;drivers;ral;runtime
 # like a race on the result. kiln's own threads are all still checked.
 test-tsan: deps
 	@CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DKILN_SANITIZE=thread -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCHMARKS=OFF \
-	  -DKILN_BUILD_TOOLS=OFF -DKILN_TEST_LAYERS="$(TSAN_TEST_LAYERS)" $(SANITIZER_FLAGS) $(CMAKE_FLAGS) >/dev/null
+	  -DKILN_BUILD_TOOLS=OFF -DKILN_TEST_LAYERS="$(TSAN_TEST_LAYERS)" \
+	  -DKILN_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(CURDIR)/$(PYTHON_VENV)/bin/python $(SANITIZER_FLAGS) $(CMAKE_FLAGS) >/dev/null
 	@$(TIMED) build-tsan cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && KILN_OPENCL_DEVICE_WAITS=1 OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:allocator_may_return_null=1 $(CURDIR)/$(TIMED) ctest-tsan $(CTEST)
 

@@ -41,10 +41,12 @@ bool fits(const runtime::NodeDesc& desc, const std::vector<int64_t>& dims) {
   return desc.sized_dims.empty() ? dims == desc.dims : dims.size() == desc.dims.size();
 }
 
-[[noreturn]] void mismatch(const runtime::NodeDesc& desc, const std::string& got) {
-  throw nb::value_error(("tensor '" + desc.name + "': expects " + array_type_text(desc.dtype, desc.dims) +
-                         ", got " + got)
-                            .c_str());
+// The kiln dtype of a NanoBind dtype, where there is one.
+std::optional<ir::DType> from_nanobind(nb::dlpack::dtype t) {
+  for (ir::DType d : {ir::DType::kF32, ir::DType::kF64, ir::DType::kI32, ir::DType::kI64}) {
+    if (t == to_nanobind(d)) return d;
+  }
+  return std::nullopt;
 }
 
 // Copies the elements of a strided array into `out` in row-major order.
@@ -65,6 +67,25 @@ void gather(const std::byte* base, const int64_t* strides, const std::vector<int
   }
 }
 
+// A torch.Tensor that requires grad is refused: kiln's routines would write its memory without
+// bumping the tensor's version counter, so a later backward() would compute with the new values
+// and return a wrong gradient, silently. Only torch tensors pay for the check (torch is looked
+// up among the modules already imported, never imported here).
+void refuse_tensor_requiring_grad(const runtime::NodeDesc& desc, nb::handle value) {
+  if (std::strcmp(Py_TYPE(value.ptr())->tp_name, "numpy.ndarray") == 0) return;
+  PyObject* torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch");  // borrowed
+  if (!torch) return;
+  nb::object tensor_type = nb::borrow(torch).attr("Tensor");
+  const int is_tensor = PyObject_IsInstance(value.ptr(), tensor_type.ptr());
+  if (is_tensor < 0) throw nb::python_error();
+  if (!is_tensor || !nb::cast<bool>(value.attr("requires_grad"))) return;
+  throw nb::value_error(("tensor '" + desc.name +
+                         "': the torch tensor requires grad, and kiln would read and write its memory "
+                         "without autograd knowing (a later backward() would be wrong); detach() it: pass "
+                         "t.detach(), or t.detach().clone() to keep t as it is")
+                            .c_str());
+}
+
 nb::capsule owner_of(std::shared_ptr<void> keep_alive) {
   return nb::capsule(new std::shared_ptr<void>(std::move(keep_alive)),
                      [](void* p) noexcept { delete static_cast<std::shared_ptr<void>*>(p); });
@@ -72,7 +93,18 @@ nb::capsule owner_of(std::shared_ptr<void> keep_alive) {
 
 }  // namespace
 
-InputBytes::InputBytes(const runtime::NodeDesc& desc, nb::handle value) {
+void InputBytes::mismatch(const runtime::NodeDesc& desc, const std::string& got,
+                          std::optional<ir::DType> got_dtype) const {
+  std::string message = "tensor '" + desc.name + "': expects " + numpy_dtype_name(desc.dtype) +
+                        table_.declared_dims_text(desc) + ", got " + got;
+  if (got_dtype && *got_dtype != desc.dtype) {
+    message += std::string("; convert it: a.astype(numpy.") + numpy_dtype_name(desc.dtype) + ")";
+  }
+  throw nb::value_error(message.c_str());
+}
+
+InputBytes::InputBytes(const runtime::NodeDesc& desc, nb::handle value, const runtime::NodeTable& table)
+    : table_(table) {
   if (nb::isinstance<Tensor>(value)) {
     const Tensor& tensor = nb::cast<const Tensor&>(value);
     if (!tensor.host().data) {  // device memory: through its host copy (a copy: not bound)
@@ -81,7 +113,7 @@ InputBytes::InputBytes(const runtime::NodeDesc& desc, nb::handle value) {
     }
     const HostArray& a = tensor.host();
     if (a.dtype != desc.dtype || !fits(desc, a.dims)) {
-      mismatch(desc, "kiln.Tensor " + array_type_text(a.dtype, a.dims));
+      mismatch(desc, "kiln.Tensor " + array_type_text(a.dtype, a.dims), a.dtype);
     }
     keep_ = nb::borrow(value);
     bytes_ = {static_cast<const std::byte*>(a.data), a.bytes()};
@@ -106,6 +138,7 @@ std::shared_ptr<void> InputBytes::keep_alive() const {
 }
 
 void InputBytes::take(const runtime::NodeDesc& desc, nb::handle value, bool converted) {
+  if (!converted) refuse_tensor_requiring_grad(desc, value);
   nb::ndarray<nb::ro> array;
   // Writable first: an array kiln may bind (NanoBind refuses read-only memory for it).
   const bool writable = !converted && nb::try_cast(value, writable_, false);
@@ -117,7 +150,7 @@ void InputBytes::take(const runtime::NodeDesc& desc, nb::handle value, bool conv
                        PyTuple_Check(value.ptr());
     if (!plain || converted) {
       throw nb::type_error(("tensor '" + desc.name + "': expects an array of " +
-                            array_type_text(desc.dtype, desc.dims) + ", got a " +
+                            numpy_dtype_name(desc.dtype) + table_.declared_dims_text(desc) + ", got a " +
                             nb::type_name(value.type()).c_str())
                                .c_str());
     }
@@ -133,7 +166,7 @@ void InputBytes::take(const runtime::NodeDesc& desc, nb::handle value, bool conv
   std::vector<int64_t> dims(array.ndim());
   for (size_t i = 0; i < array.ndim(); ++i) dims[i] = static_cast<int64_t>(array.shape(i));
   if (array.dtype() != to_nanobind(desc.dtype) || !fits(desc, dims)) {
-    mismatch(desc, nanobind_type_name(array.dtype()) + dims_text(dims));
+    mismatch(desc, nanobind_type_name(array.dtype()) + dims_text(dims), from_nanobind(array.dtype()));
   }
   keep_ = nb::borrow(value);
   const size_t item = ir::dtype_size(desc.dtype);
@@ -158,8 +191,8 @@ void InputBytes::take(const runtime::NodeDesc& desc, nb::handle value, bool conv
   bytes_ = gathered_;
 }
 
-void write_value(const runtime::HostTensor& tensor, nb::handle value) {
-  InputBytes bytes(tensor.desc(), value);
+void write_value(const runtime::HostTensor& tensor, nb::handle value, const runtime::NodeTable& table) {
+  InputBytes bytes(tensor.desc(), value, table);
   // A write waits for the transfers that still use the host copy, which may wait for a custom
   // call written in Python: without the GIL.
   const bool sized = !tensor.desc().sized_dims.empty();
@@ -200,7 +233,13 @@ nb::object new_numpy(const runtime::NodeDesc& desc, void** data) {
   const ir::DType dtype = desc.dtype;
   const std::vector<int64_t>& dims = desc.dims;
   if (desc.bytes >= drivers::kHugePageMinimum) {  // huge pages of kiln's own (allocate_host_array)
-    HostArray array = allocate_host_array(dtype, dims);
+    HostArray array;
+    try {
+      array = allocate_host_array(dtype, dims);
+    } catch (const std::bad_alloc&) {
+      throw_if_error(resource_exhausted_error("tensor '" + desc.name + "': an array of " + std::to_string(desc.bytes) +
+                                              " bytes (" + array_type_text(dtype, dims) + ") cannot be allocated"));
+    }
     *data = array.data;
     return numpy_view(array);
   }

@@ -4,6 +4,8 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
+#include <string>
 #include <span>
 #include <vector>
 
@@ -18,10 +20,12 @@ namespace kiln::python {
 // The row-major bytes of `value` for tensor `desc`. `value` may be a NumPy array (or any host
 // array NanoBind reads: DLPack, the buffer protocol), a kiln.Tensor, or Python numbers and
 // lists (converted to the tensor's dtype). ValueError naming the tensor and what it expects for
-// another dtype or shape; a non-contiguous array is copied in row-major order, never misread.
+// another dtype or shape (the shape as declared in `table`'s program: "int32[B, T]"); a
+// non-contiguous array is copied in row-major order, never misread. A torch.Tensor that requires
+// grad is a ValueError (detach() it): kiln would change its memory behind autograd's back.
 class InputBytes {
  public:
-  InputBytes(const runtime::NodeDesc& desc, nanobind::handle value);
+  InputBytes(const runtime::NodeDesc& desc, nanobind::handle value, const runtime::NodeTable& table);
   std::span<const std::byte> bytes() const { return bytes_; }
   // The value's shape: the tensor's, or for a tensor whose dimensions name sizes (language
   // version 2) any shape of its rank (HostTensor::write checks it and binds the sizes).
@@ -37,6 +41,9 @@ class InputBytes {
 
  private:
   void take(const runtime::NodeDesc& desc, nanobind::handle value, bool converted);
+  [[noreturn]] void mismatch(const runtime::NodeDesc& desc, const std::string& got,
+                             std::optional<ir::DType> got_dtype) const;
+  const runtime::NodeTable& table_;
   std::span<const std::byte> bytes_;
   std::vector<std::byte> gathered_;  // a strided array's elements in row-major order
   std::vector<int64_t> dims_;
@@ -48,7 +55,7 @@ class InputBytes {
 // `value` (an array, a kiln.Tensor, a number or a list) into `tensor`'s host copy: its sizes
 // bound by the value's shape where the tensor's dimensions name sizes. ValueError naming the
 // tensor for a wrong dtype or shape (a size that disagrees included), kiln.Error otherwise.
-void write_value(const runtime::HostTensor& tensor, nanobind::handle value);
+void write_value(const runtime::HostTensor& tensor, nanobind::handle value, const runtime::NodeTable& table);
 // The sizes of a table as a dict: name → value, or None while not bound.
 nanobind::dict sizes_dict(const runtime::NodeTable& table);
 

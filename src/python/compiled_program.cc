@@ -6,11 +6,13 @@
 
 #include <nanobind/stl/string.h>
 
+#include "base/suggest.h"
 #include "kiln/drivers/drivers.h"
 #include "kiln/runtime/bind.h"
 #include "kiln/runtime/routine.h"
 #include "kiln/runtime/transfer.h"
 #include "python/arrays.h"
+#include "python/call_lock.h"
 #include "python/errors.h"
 #include "python/gil.h"
 #include "python/python_release.h"
@@ -60,7 +62,7 @@ std::shared_ptr<CompiledProgram> CompiledProgram::create(const ir::Program& prog
   }();
   throw_if_error(status);
   for (const ir::TensorNode& node : program.nodes) {
-    self->entries_.emplace(node.name, Entry{value_or_throw(self->nodes_->tensor(node.name)), node.role});
+    self->entries_.emplace(node.name, Entry{value_or_throw(self->nodes_->tensor(node.name)), node.role, node.temporary});
   }
   for (const auto& [name, routine] : self->routines_) {
     std::vector<std::string>& outputs = self->outputs_[name];
@@ -82,7 +84,10 @@ CompiledProgram::~CompiledProgram() {
   });
 }
 
-nb::dict CompiledProgram::sizes() const { return sizes_dict(*nodes_); }
+nb::dict CompiledProgram::sizes() const {
+  CallLock lock(calls_);
+  return sizes_dict(*nodes_);
+}
 
 std::vector<std::string> CompiledProgram::routines() const {
   std::vector<std::string> names;
@@ -91,6 +96,7 @@ std::vector<std::string> CompiledProgram::routines() const {
 }
 
 void CompiledProgram::close() {
+  CallLock lock(calls_);
   if (closed_) return;
   closed_ = true;
   Status status;
@@ -106,8 +112,12 @@ CompiledProgram::Entry& CompiledProgram::entry(const std::string& name) {
   auto it = entries_.find(name);
   if (it == entries_.end()) {
     std::vector<std::string> known;
-    for (const auto& [n, e] : entries_) known.push_back(n);
-    throw nb::value_error(("no tensor '" + name + "' in the program (tensors: " + joined(known) + ")").c_str());
+    for (const auto& [n, e] : entries_) {
+      if (!e.temporary) known.push_back(n);
+    }
+    throw nb::value_error(("no tensor '" + name + "' in the program (tensors: " + joined(known) + ")" +
+                           did_you_mean(name, known))
+                              .c_str());
   }
   return it->second;
 }
@@ -118,12 +128,16 @@ void CompiledProgram::refresh_view(const std::string& name) {
 }
 
 nb::dict CompiledProgram::run(const std::string& routine, nb::kwargs inputs) {
+  CallLock lock(calls_);
   if (closed_) throw Error("FAILED_PRECONDITION: the compiled program on '" + device_ + "' is closed");
   auto it = routines_.find(routine);
   if (it == routines_.end()) {
-    throw nb::value_error(("no routine '" + routine + "' in the program (routines: " + joined(routines()) + ")").c_str());
+    throw nb::value_error(("no routine '" + routine + "' in the program (routines: " + joined(routines()) + ")" +
+                           did_you_mean(routine, routines()))
+                              .c_str());
   }
   set_all(inputs);
+  check_sizes_bound(*it->second);
   if (!inputs_given_.count(routine)) {
     throw_if_error(nodes_->check_inputs_given(it->second->reads(), routine));
     inputs_given_.insert(routine);
@@ -183,15 +197,68 @@ CompiledProgram::Entry& CompiledProgram::settable(const std::string& name) {
   return e;
 }
 
-void CompiledProgram::set(const std::string& name, nb::handle value) { set_values({{name, value}}); }
+void CompiledProgram::set(const std::string& name, nb::handle value) {
+  CallLock lock(calls_);
+  set_values({{name, value}}, {});
+}
 
 void CompiledProgram::set_all(nb::kwargs values) {
   std::vector<std::pair<std::string, nb::handle>> list;
-  for (auto [key, value] : values) list.emplace_back(nb::cast<std::string>(key), value);
-  set_values(list);
+  std::map<std::string, int64_t, std::less<>> sizes;
+  for (auto [key, value] : values) {
+    std::string name = nb::cast<std::string>(key);
+    // sizes={"K": 3}: a dict is never a tensor's value, so a tensor named `sizes` still works.
+    if (name == "sizes" && nb::isinstance<nb::dict>(value)) {
+      sizes = size_values(nb::borrow<nb::dict>(value));
+      continue;
+    }
+    list.emplace_back(std::move(name), value);
+  }
+  set_values(list, sizes);
 }
 
-void CompiledProgram::set_values(const std::vector<std::pair<std::string, nb::handle>>& values) {
+std::map<std::string, int64_t, std::less<>> CompiledProgram::size_values(nb::dict given) const {
+  const std::vector<std::string> declared = nodes_->size_names();
+  std::map<std::string, int64_t, std::less<>> sizes;
+  for (auto [key, value] : given) {
+    if (!nb::isinstance<nb::str>(key)) throw nb::type_error("sizes: the keys are the sizes' names (str)");
+    std::string name = nb::cast<std::string>(key);
+    if (std::find(declared.begin(), declared.end(), name) == declared.end()) {
+      throw nb::value_error(("sizes: the program declares no size '" + name + "'" +
+                             (declared.empty() ? std::string(" (it declares none)")
+                                               : " (its sizes: " + joined(declared) + ")") +
+                             did_you_mean(name, declared))
+                                .c_str());
+    }
+    if (!PyLong_Check(value.ptr()) || PyBool_Check(value.ptr())) {
+      throw nb::type_error(("sizes: size " + name + " must be an int, got a " + nb::type_name(value.type()).c_str())
+                               .c_str());
+    }
+    sizes[name] = nb::cast<int64_t>(value);
+  }
+  return sizes;
+}
+
+void CompiledProgram::check_sizes_bound(const runtime::Routine& routine) const {
+  if (routine.sizes().empty()) return;
+  const std::vector<std::string> names = nodes_->size_names();
+  const std::vector<int64_t> values = nodes_->size_values();
+  std::vector<std::string> unbound;
+  for (size_t s = 0; s < names.size(); ++s) {
+    const auto& needed = routine.sizes();
+    if (values[s] < 0 && std::find(needed.begin(), needed.end(), names[s]) != needed.end()) unbound.push_back(names[s]);
+  }
+  if (unbound.empty()) return;
+  std::string example;
+  for (const std::string& n : unbound) example += (example.empty() ? "" : ", ") + ("\"" + n + "\": ...");
+  throw nb::value_error(("routine '" + routine.name() + "' needs size" + (unbound.size() > 1 ? "s " : " ") +
+                         joined(unbound) + ", which no input has bound: pass an input that names " +
+                         (unbound.size() > 1 ? "them" : "it") + ", or sizes={" + example + "}")
+                            .c_str());
+}
+
+void CompiledProgram::set_values(const std::vector<std::pair<std::string, nb::handle>>& values,
+                                 const std::map<std::string, int64_t, std::less<>>& sizes) {
   release_queued_objects();
   // As one write: the sizes the values' shapes bind are checked together first, so that values
   // that disagree change nothing (the last run's outputs stay, and the next good call works).
@@ -202,7 +269,7 @@ void CompiledProgram::set_values(const std::vector<std::pair<std::string, nb::ha
   std::vector<std::string> viewed;
   for (const auto& [name, value] : values) {
     Entry& e = settable(name);
-    const InputBytes& bytes = held.emplace_back(e.tensor.desc(), value);
+    const InputBytes& bytes = held.emplace_back(e.tensor.desc(), value, *nodes_);
     // A const is refused as set() refuses it (kiln.Error), before anything is written.
     if (e.tensor.desc().is_const) throw_if_error(e.tensor.write(bytes.bytes()));
     const bool bind = bytes.bindable() && e.own_view.expired();
@@ -213,11 +280,11 @@ void CompiledProgram::set_values(const std::vector<std::pair<std::string, nb::ha
       viewed.push_back(name);
     }
   }
-  if (writes.empty()) return;
+  if (writes.empty() && sizes.empty()) return;
   Status status;
   {
     nb::gil_scoped_release no_gil;  // it may wait for transfers, which may wait for a call into Python
-    status = nodes_->write_shaped(writes);
+    status = nodes_->write_shaped(writes, sizes);
   }
   if (status.code() == StatusCode::kInvalidArgument) throw nb::value_error(status.message().c_str());
   throw_if_error(status);
@@ -243,6 +310,7 @@ void CompiledProgram::set_values(const std::vector<std::pair<std::string, nb::ha
 }
 
 void CompiledProgram::read(const std::string& name, void* out) {
+  CallLock lock(calls_);
   Entry& e = entry(name);
   if (e.viewed) refresh_view(name);
   Status status;
@@ -254,6 +322,7 @@ void CompiledProgram::read(const std::string& name, void* out) {
 }
 
 nb::object CompiledProgram::get(const std::string& name) {
+  CallLock lock(calls_);
   const runtime::NodeDesc& desc = entry(name).tensor.desc();
   void* data = nullptr;
   nb::object array = new_numpy(desc, &data);
@@ -262,6 +331,7 @@ nb::object CompiledProgram::get(const std::string& name) {
 }
 
 runtime::DeviceMemory CompiledProgram::device_memory(const std::string& name) {
+  CallLock lock(calls_);
   entry(name);
   Result<runtime::DeviceMemory> memory = [&] {
     nb::gil_scoped_release no_gil;
@@ -271,6 +341,7 @@ runtime::DeviceMemory CompiledProgram::device_memory(const std::string& name) {
 }
 
 Tensor CompiledProgram::tensor(const std::string& name) {
+  CallLock lock(calls_);
   Entry& e = entry(name);
   const runtime::NodeDesc& desc = e.tensor.desc();
   HostArray host;

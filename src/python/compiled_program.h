@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,6 +21,9 @@
 
 namespace kiln::python {
 
+// Threads: every method may be called from any Python thread. Calls on one compiled program run
+// one after another (CallLock): each run's inputs, sizes and outputs are its own, and a thread
+// waiting for its turn does not hold the GIL. A custom call must not call the program that runs it.
 class CompiledProgram : public std::enable_shared_from_this<CompiledProgram> {
  public:
   // Compiles every routine of `program` for `device` (a name of kiln.devices()) and links them
@@ -60,6 +64,7 @@ class CompiledProgram : public std::enable_shared_from_this<CompiledProgram> {
   struct Entry {
     runtime::HostTensor tensor;
     ir::Role role;
+    bool temporary = false;  // ir::TensorNode::temporary: not named in messages
     bool viewed = false;  // tensor() handed out a view of its array
     // The last view of kiln's own memory of it that tensor() handed out, while it lives: set()
     // copies into that memory rather than bind another, so that the view stays the tensor's.
@@ -69,7 +74,12 @@ class CompiledProgram : public std::enable_shared_from_this<CompiledProgram> {
   Entry& settable(const std::string& name);  // an input, param or const (ValueError otherwise)
   // Sets several tensors as one write (NodeTable::write_shaped), binding what can be bound.
   void set_all(nanobind::kwargs values);
-  void set_values(const std::vector<std::pair<std::string, nanobind::handle>>& values);
+  void set_values(const std::vector<std::pair<std::string, nanobind::handle>>& values,
+                  const std::map<std::string, int64_t, std::less<>>& sizes);
+  // run()'s sizes={...}: name → value, ValueError for a size the program does not declare.
+  std::map<std::string, int64_t, std::less<>> size_values(nanobind::dict given) const;
+  // ValueError naming the sizes `routine` depends on that are not bound, and how to bind them.
+  void check_sizes_bound(const runtime::Routine& routine) const;
   // Brings a viewed tensor's array and the views up to date with each other.
   void refresh_view(const std::string& name);
 
@@ -83,7 +93,10 @@ class CompiledProgram : public std::enable_shared_from_this<CompiledProgram> {
   std::set<std::string, std::less<>> inputs_given_;
   std::map<std::string, std::vector<std::string>, std::less<>> outputs_;  // per routine
   std::map<std::string, Entry, std::less<>> entries_;
-  bool closed_ = false;  // under the GIL
+  // Held by each public method for the whole call (call_lock.h): guards the tensors' values and
+  // sizes and every member here.
+  mutable std::recursive_mutex calls_;
+  bool closed_ = false;
   // Outputs are copied out of the device's arrays (host memory) until host_view says it cannot.
   bool outputs_from_device_memory_ = true;
 };

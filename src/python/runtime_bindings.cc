@@ -155,7 +155,7 @@ void bind_runtime(nb::module_& m) {
            }), "program"_a, "seed"_a = 0)
       .def_prop_ro("names", [](const Tensors& t) { return t.table->names(); })
       .def("set", [](const Tensors& t, const std::string& name, nb::handle value) {
-            write_value(tensor_of(t, name), value);
+            write_value(tensor_of(t, name), value, *t.table);
           }, "name"_a, "value"_a)
       .def("set_sharing", [](const Tensors& t, const std::string& name, const std::string& sharing) {
             Status status = t.table->set_sharing(name, sharing_of(sharing));
@@ -262,7 +262,7 @@ void bind_runtime(nb::module_& m) {
             Result<runtime::HostTensor> found = c.context->nodes()->tensor(name);
             if (!found.ok()) throw nb::value_error(found.status().message().c_str());
             const runtime::HostTensor& tensor = *found;
-            InputBytes bytes(tensor.desc(), value);
+            InputBytes bytes(tensor.desc(), value, *c.context->nodes());
             if (bytes.bindable() && !tensor.desc().is_const) {
               // The shape first (it binds the sizes a sized tensor names), then the memory.
               const runtime::NodeTable::ShapedWrite shape{name, bytes.bytes(), bytes.dims(), true};
@@ -271,7 +271,7 @@ void bind_runtime(nb::module_& m) {
               throw_if_error(status);
               if (value_or_throw(runtime::bind_host(c.context, name, bytes.memory(), bytes.keep_alive()))) return true;
             }
-            write_value(tensor, value);
+            write_value(tensor, value, *c.context->nodes());
             return false;
           }, "name"_a, "value"_a,
           "Binds a host array (NumPy, DLPack) as the tensor's array in this context tree, without a copy, where "

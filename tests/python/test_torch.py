@@ -156,6 +156,37 @@ def test_kiln_refuses_what_it_cannot_import():
         run(x=kiln.from_dlpack(torch.ones(10)))
 
 
+def test_a_tensor_that_requires_grad_is_refused_and_autograd_stays_right(host_device):
+    # Binding w and letting double_w write it would leave w's version counter as it was: the
+    # backward() below would use the doubled values and return a wrong gradient without a word.
+    run = kiln.Program.from_text(AFFINE).compile(device=host_device)
+    w = torch.full((10,), 3.0, requires_grad=True)
+    loss = (w * w).sum()
+    with pytest.raises(ValueError, match=r"tensor 'w': the torch tensor requires grad.*detach\(\) it"):
+        run("double_w", w=w)
+    with pytest.raises(ValueError, match=r"tensor 'w': the torch tensor requires grad"):
+        run.set("w", w)
+    with pytest.raises(ValueError, match=r"tensor 'x': the torch tensor requires grad"):
+        run(x=torch.ones(4, 10, requires_grad=True))
+    tensors = kiln.Tensors(kiln.Program.from_text(AFFINE))
+    with pytest.raises(ValueError, match=r"tensor 'w': the torch tensor requires grad"):
+        tensors.set("w", w)
+    loss.backward()
+    assert torch.equal(w.grad, torch.full((10,), 6.0))  # 2 * w, w untouched
+    # detach() is the way: the memory is shared, and kiln may write it.
+    run("double_w", w=w.detach())
+    assert torch.equal(w.detach(), torch.full((10,), 6.0))
+    # A tensor computed under no_grad, or an intermediate result, does not require grad.
+    with torch.no_grad():
+        run("double_w", w=w * 1)
+
+
+def test_non_contiguous_torch_tensors_are_copied_by_a_run():
+    run = kiln.Program.from_text(AFFINE).compile()
+    x = torch.arange(40, dtype=torch.float32).reshape(10, 4).t()  # (4, 10), not contiguous
+    np.testing.assert_array_equal(run(x=x)["y"], x.numpy() * 1 + 1)
+
+
 # examples/python/train_moons_torch.py, run as a user would: a subprocess of this interpreter.
 SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "python" / "train_moons_torch.py"
 ACCURACY = re.compile(r"^accuracy on all (\d+) points: (\d+\.\d)%$", re.M)
