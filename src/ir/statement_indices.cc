@@ -219,7 +219,8 @@ void Completer::limit_extents() {
                    __builtin_add_overflow(most.offset, scaled, &most.offset);
         for (const auto& [size, c] : extent->terms) {
           overflow = overflow || __builtin_mul_overflow(coeff, c, &scaled);
-          auto term = std::find_if(most.terms.begin(), most.terms.end(), [&](const auto& t) { return t.first == size; });
+          const int number = size;  // Clang 14 cannot capture a structured binding
+          auto term = std::find_if(most.terms.begin(), most.terms.end(), [&](const auto& t) { return t.first == number; });
           if (term == most.terms.end()) {
             most.terms.push_back({size, scaled});
           } else {
