@@ -18,6 +18,7 @@
 #include "kiln/base/env.h"
 #include "kiln/base/file.h"
 #include "kiln/base/log.h"
+#include "kiln/base/settings.h"
 #include "kiln/base/time.h"
 #include "base/sha256.h"
 
@@ -92,15 +93,16 @@ int read_all(const std::string& path, std::string* out, struct stat* st) {
 // What reading an entry file found.
 enum class EntryRead { kFound, kMissing, kInvalid };
 
-// Reads the entry file at `path` without trusting it: a symbolic link, FIFO, device, directory,
-// oversized or short file is kInvalid (`why` says which), never followed, waited on or read
+// Reads the entry file `name` of `dir` without trusting it: a symbolic link, FIFO, device,
+// directory, oversized or short file, or one the directory's rule does not trust (another user's,
+// one others may write) is kInvalid (`why` says which), never followed, waited on or read
 // unboundedly. `st` receives the identity of what was opened. Other errors are returned as errno.
-int read_entry_file(const std::string& path, std::string* out, struct stat* st, EntryRead* found,
-                    std::string* why) {
+int read_entry_file(const CacheDir& dir, const std::string& name, std::string* out, struct stat* st,
+                    EntryRead* found, std::string* why) {
   *found = EntryRead::kInvalid;
   int fd;
   do {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    fd = ::openat(dir.fd(), name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) {
     if (errno == ENOENT || errno == ENOTDIR) {
@@ -109,7 +111,7 @@ int read_entry_file(const std::string& path, std::string* out, struct stat* st, 
     }
     if (errno == ELOOP || errno == ENXIO || errno == EISDIR) {
       *why = errno == ELOOP ? "a symbolic link" : "not a regular file";
-      if (::lstat(path.c_str(), st) != 0) return errno;
+      if (::fstatat(dir.fd(), name.c_str(), st, AT_SYMLINK_NOFOLLOW) != 0) return errno;
       return 0;
     }
     return errno;
@@ -118,6 +120,10 @@ int read_entry_file(const std::string& path, std::string* out, struct stat* st, 
   if (::fstat(fd, st) != 0) return errno;
   if (!S_ISREG(st->st_mode)) {
     *why = "not a regular file";
+    return 0;
+  }
+  if (std::string distrusted = dir.distrust_file(*st); !distrusted.empty()) {
+    *why = distrusted;
     return 0;
   }
   if (st->st_size < static_cast<off_t>(kTrailerSize) ||
@@ -175,20 +181,20 @@ std::string temp_path_for(const std::string& path) {
 // Files at least this large get their blocks allocated before they are written.
 constexpr size_t kPreallocateBytes = size_t{1} << 20;
 
-}  // namespace
-
-Result<std::string> write_parts_to_temp(const std::string& path, std::span<const std::string_view> parts) {
-  std::string temp;
+// Creates a temporary sibling of `name` (relative to `dirfd`, or a path with AT_FDCWD) with
+// `mode` and writes the concatenation of `parts` to it; its name in `*temp`. 0 or an errno, with
+// `*created` saying whether the file could be made at all; nothing is left behind on failure.
+int write_temp_at(int dirfd, const std::string& name, std::span<const std::string_view> parts, mode_t mode,
+                  std::string* temp, bool* created) {
   int fd = -1;
+  *created = false;
   for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
-    temp = temp_path_for(path);
-    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    *temp = temp_path_for(name);
+    fd = ::openat(dirfd, temp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
     if (fd < 0 && errno != EEXIST && errno != EINTR) break;
   }
-  if (fd < 0) {
-    const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/') + 1);
-    return errno_error(errno, "writing " + path + ": cannot create a file in " + dir);
-  }
+  if (fd < 0) return errno;
+  *created = true;
   Fd guard(fd);
   int err = 0;
   size_t total = 0;
@@ -205,9 +211,36 @@ Result<std::string> write_parts_to_temp(const std::string& path, std::span<const
   }
   int close_err = guard.close_now();
   if (err == 0) err = close_err;
-  if (err != 0) {
-    ::unlink(temp.c_str());
+  if (err != 0) ::unlinkat(dirfd, temp->c_str(), 0);
+  return err;
+}
+
+// Writes `parts` as the file `name` of `dir` (a temporary sibling renamed into place); its path.
+Result<std::string> write_parts_at(const CacheDir& dir, const std::string& name,
+                                   std::span<const std::string_view> parts) {
+  const std::string path = dir.file_path(name);
+  std::string temp;
+  bool created = false;
+  if (int err = write_temp_at(dir.fd(), name, parts, dir.file_mode(), &temp, &created); err != 0) {
+    return errno_error(err, created ? "writing " + path : "writing " + path + ": cannot create a file in " + dir.path());
+  }
+  if (::renameat(dir.fd(), temp.c_str(), dir.fd(), name.c_str()) != 0) {
+    const int err = errno;
+    ::unlinkat(dir.fd(), temp.c_str(), 0);
     return errno_error(err, "writing " + path);
+  }
+  return path;
+}
+
+}  // namespace
+
+Result<std::string> write_parts_to_temp(const std::string& path, std::span<const std::string_view> parts) {
+  std::string temp;
+  bool created = false;
+  if (int err = write_temp_at(AT_FDCWD, path, parts, 0644, &temp, &created); err != 0) {
+    if (created) return errno_error(err, "writing " + path);
+    const std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/') + 1);
+    return errno_error(err, "writing " + path + ": cannot create a file in " + dir);
   }
   return temp;
 }
@@ -248,15 +281,15 @@ void warn_invalid_entry_once(const std::string& path, const std::string& why) {
                       "); it is rebuilt and replaced (further invalid entries are not reported)");
 }
 
-// The payload of the valid entry `name` at `path`, nullopt on a miss (missing, or invalid: warned
+// The payload of the valid entry `name` in `dir`, nullopt on a miss (missing, or invalid: warned
 // about and removed when it can be).
-Result<std::optional<std::string>> read_valid_entry(const std::string& path,
-                                                    const std::string& name) {
+Result<std::optional<std::string>> read_valid_entry(const CacheDir& dir, const std::string& name) {
+  const std::string path = dir.file_path(name);
   std::string bytes;
   struct stat st;
   EntryRead found;
   std::string why;
-  int err = read_entry_file(path, &bytes, &st, &found, &why);
+  int err = read_entry_file(dir, name, &bytes, &st, &found, &why);
   if (err != 0) return errno_error(err, "reading cache entry " + path);
   if (found == EntryRead::kMissing) return std::optional<std::string>();
   std::optional<std::string_view> payload;
@@ -269,9 +302,9 @@ Result<std::optional<std::string>> read_valid_entry(const std::string& path,
     // Remove it, unless another writer has already replaced it with a new file. Only a regular
     // file or a link is removed: the rebuilt entry is renamed over it anyway.
     struct stat now;
-    if (::lstat(path.c_str(), &now) == 0 && now.st_dev == st.st_dev && now.st_ino == st.st_ino &&
-        (S_ISREG(now.st_mode) || S_ISLNK(now.st_mode))) {
-      ::unlink(path.c_str());  // errors ignored: it is a miss either way
+    if (::fstatat(dir.fd(), name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_dev == st.st_dev &&
+        now.st_ino == st.st_ino && (S_ISREG(now.st_mode) || S_ISLNK(now.st_mode))) {
+      ::unlinkat(dir.fd(), name.c_str(), 0);  // errors ignored: it is a miss either way
     }
     return std::optional<std::string>();
   }
@@ -281,11 +314,16 @@ Result<std::optional<std::string>> read_valid_entry(const std::string& path,
 
 }  // namespace
 
+Result<DiskCache> DiskCache::configured(const std::optional<std::string>& dir) {
+  KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> shared, setting_uint("KILN_CACHE_SHARED"));
+  return DiskCache(dir.value_or(default_dir()), shared.value_or(0) == 1 ? CacheSharing::kShared : CacheSharing::kPrivate);
+}
+
 std::string DiskCache::default_dir() {
   if (auto dir = env_string("KILN_CACHE_DIR")) return *dir;
   if (auto xdg = env_string("XDG_CACHE_HOME")) return *xdg + "/kiln";
   if (auto home = env_string("HOME")) return *home + "/.cache/kiln";
-  return "/tmp/kiln-cache-" + std::to_string(static_cast<unsigned long>(::getuid()));
+  return temp_directory() + "/kiln-cache-" + std::to_string(static_cast<unsigned long>(::getuid()));
 }
 
 std::string DiskCache::entry_path(std::string_view key, std::string_view suffix) const {
@@ -334,19 +372,36 @@ Result<std::optional<std::string>> DiskCache::load(std::string_view key,
                                                    std::string_view suffix) const {
   if (!enabled()) return std::optional<std::string>();
   KILN_RETURN_IF_ERROR(check_name(key, suffix));
-  return read_valid_entry(entry_path(key, suffix), entry_name(key, suffix));
+  KILN_ASSIGN_OR_RETURN(std::optional<CacheDir> dir, CacheDir::open_existing(dir_, sharing_));
+  if (!dir) return std::optional<std::string>();
+  return read_valid_entry(*dir, entry_name(key, suffix));
 }
 
 Result<std::string> DiskCache::store(std::string_view key, std::string_view suffix,
                                      std::string_view payload) const {
   if (!enabled()) return failed_precondition_error("the disk cache is disabled (no directory)");
   KILN_RETURN_IF_ERROR(check_name(key, suffix));
-  std::string path = entry_path(key, suffix);
-  Status made = make_directories(dir_);
-  if (!made.ok()) return made.annotate("storing cache entry " + path);
+  Result<CacheDir> dir = CacheDir::open_or_create(dir_, sharing_);
+  if (!dir.ok()) return dir.status().annotate("storing cache entry " + entry_path(key, suffix));
+  const std::string name = entry_name(key, suffix);
+  const std::string entry = make_entry(name, payload);
+  const std::string_view parts[] = {entry};
+  return write_parts_at(*dir, name, parts);
+}
 
-  KILN_RETURN_IF_ERROR(write_file_atomic(path, make_entry(entry_name(key, suffix), payload)));
-  return path;
+Result<std::string> DiskCache::keep_file(std::string_view subdir, std::string_view name,
+                                         std::string_view bytes) const {
+  if (!enabled()) return failed_precondition_error("the disk cache is disabled (no directory)");
+  if (!valid_name_part(subdir) || !valid_name_part(name)) {
+    return invalid_argument_error("bad name '" + std::string(subdir) + "/" + std::string(name) + "' in the disk cache");
+  }
+  KILN_ASSIGN_OR_RETURN(CacheDir dir, CacheDir::open_or_create(dir_, sharing_));
+  if (dir.substituted()) {
+    return failed_precondition_error("the cache directory " + dir_ + " is not used, so nothing is kept there");
+  }
+  KILN_ASSIGN_OR_RETURN(CacheDir sub, dir.subdirectory(std::string(subdir)));
+  const std::string_view parts[] = {bytes};
+  return write_parts_at(sub, std::string(name), parts);
 }
 
 Result<std::string> read_file(const std::string& path) {
@@ -361,11 +416,11 @@ Status write_file_atomic(const std::string& path, std::string_view bytes) {
   return write_parts_atomic(path, parts);
 }
 
-Status make_directories(const std::string& path) {
+Status make_directories(const std::string& path, mode_t mode) {
   if (path.empty()) return invalid_argument_error("make_directories: empty path");
   std::string p = path;
   while (p.size() > 1 && p.back() == '/') p.pop_back();
-  if (::mkdir(p.c_str(), 0755) == 0) return Status();
+  if (::mkdir(p.c_str(), mode) == 0) return Status();
   int err = errno;
   if (err == EEXIST) {
     struct stat st;
@@ -376,8 +431,8 @@ Status make_directories(const std::string& path) {
   // A parent is missing: create it, then retry (another process may race us; EEXIST is fine).
   size_t slash = p.rfind('/');
   if (slash == std::string::npos || slash == 0) return errno_error(err, "creating directory " + path);
-  KILN_RETURN_IF_ERROR(make_directories(p.substr(0, slash)));
-  if (::mkdir(p.c_str(), 0755) == 0) return Status();
+  KILN_RETURN_IF_ERROR(make_directories(p.substr(0, slash), mode));
+  if (::mkdir(p.c_str(), mode) == 0) return Status();
   err = errno;
   struct stat st;
   if (err == EEXIST && ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return Status();

@@ -10,7 +10,10 @@ namespace kiln {
 
 const std::vector<Setting>& settings() {
   static const std::vector<Setting> table = {
-      {"KILN_CACHE_DIR", "where compiled kernels are cached (default $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln)"},
+      {"KILN_CACHE_DIR", "where compiled kernels are cached (default $XDG_CACHE_HOME/kiln, else $HOME/.cache/kiln); "
+                         "used only while it is yours and no one else may write it"},
+      {"KILN_CACHE_SHARED", "1: also use a cache directory that its group may write, whoever owns it (every user "
+                            "who can write there can run code in your processes); 0: only your own (default 0)", 0, 1},
       {"KILN_CC", "the cpu device's C compiler (default cc)"},
       {"KILN_CFLAGS", "extra flags for the cpu device's C compiler"},
       {"KILN_CC_TIMEOUT", "seconds before a C compile is stopped (default 600)", 1, 86400},

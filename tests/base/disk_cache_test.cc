@@ -439,9 +439,9 @@ TEST_F(DiskCacheTest, ConcurrentStoresOfOneKey) {
 }
 
 TEST_F(DiskCacheTest, DefaultDir) {
-  const char* names[] = {"KILN_CACHE_DIR", "XDG_CACHE_HOME", "HOME"};
-  std::optional<std::string> saved[3];
-  for (int i = 0; i < 3; ++i) {
+  const char* names[] = {"KILN_CACHE_DIR", "XDG_CACHE_HOME", "HOME", "TMPDIR"};
+  std::optional<std::string> saved[4];
+  for (int i = 0; i < 4; ++i) {
     if (const char* v = std::getenv(names[i])) saved[i] = v;
   }
   setenv("KILN_CACHE_DIR", "/k", 1);
@@ -455,8 +455,13 @@ TEST_F(DiskCacheTest, DefaultDir) {
   unsetenv("XDG_CACHE_HOME");
   EXPECT_EQ(DiskCache::default_dir(), "/h/.cache/kiln");
   unsetenv("HOME");
+  // The last resort is a per-user name in the temporary directory: used only if it passes the
+  // cache's check (disk_cache_trust_test.cc), so one another user made first is not.
+  setenv("TMPDIR", "/t", 1);
+  EXPECT_EQ(DiskCache::default_dir(), "/t/kiln-cache-" + std::to_string(getuid()));
+  unsetenv("TMPDIR");
   EXPECT_EQ(DiskCache::default_dir(), "/tmp/kiln-cache-" + std::to_string(getuid()));
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
     if (saved[i]) {
       setenv(names[i], saved[i]->c_str(), 1);
     } else {

@@ -333,11 +333,9 @@ TEST_F(CpuDriverTest, ReadOnlyCacheWithCorruptEntryStillCompiles) {
   EXPECT_CHILD_PASSES({
     drop_permission_override();
     fs::permissions(cache, fs::perms::owner_read | fs::perms::owner_exec);
-    fs::permissions(cache / "tmp", fs::perms::owner_read | fs::perms::owner_exec);
     compile_and_run(options(cache), text);
   });
   fs::permissions(cache, fs::perms::owner_all);
-  fs::permissions(cache / "tmp", fs::perms::owner_all);
 }
 
 TEST_F(CpuDriverTest, BuildErrorNamesTheSourceFile) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/other_user.h"
 #include "common/temp_dir.h"
 
 namespace kiln::cuda {
@@ -206,6 +207,27 @@ TEST_F(CudaImageBuilderTest, NotAnArchitectureIsInvalidArgument) {
   for (int arch : {0, -80, 1000}) {
     EXPECT_EQ(choose_image_target(arch).status().code(), StatusCode::kInvalidArgument) << arch;
   }
+}
+
+// An image planted under a valid trailer in a cache directory another user owns (or, without root,
+// one others may write) is never returned: the source is built again.
+TEST_F(CudaImageBuilderTest, ImagePlantedInACacheOfAnotherUserIsNotReturned) {
+  Result<KernelImage> ours = ImageBuilder(cache()).build(kSource, 80, "ours");
+  ASSERT_TRUE(ours.ok()) << ours.status();
+  test::TempDir other{"kiln-cuda-image-other"};
+  Result<KernelImage> theirs = ImageBuilder(DiskCache(other.path())).build(kOtherSource, 80, "theirs");
+  ASSERT_TRUE(theirs.ok()) << theirs.status();
+  ASSERT_NE(theirs->bytes, ours->bytes);
+  const std::string name = only_entry();
+  overwrite(name, DiskCache::make_entry(name, theirs->bytes));
+  if (::geteuid() == 0) {
+    ASSERT_TRUE(test::give_to_other_user(dir_.path()));
+  } else {
+    ASSERT_EQ(::chmod(dir_.path().c_str(), 0777), 0);
+  }
+  const ImageBuilderStats stats = build_fresh(80, ours->bytes);
+  EXPECT_EQ(stats.nvrtc_builds, 1u);
+  EXPECT_EQ(stats.disk_hits, 0u);
 }
 
 TEST_F(CudaImageBuilderTest, DisabledCacheBuildsEveryTime) {

@@ -1,7 +1,8 @@
 // OpenCL driver specifics: availability without a platform (in a child process whose ICD loader
 // sees an empty vendor directory), build failures with their log, allocations above
 // CL_DEVICE_MAX_MEM_ALLOC_SIZE, large buffers (in huge pages of the driver's own on a CPU
-// device), the program-binary disk cache (warm loads, refused binaries), transfers between the
+// device), the program-binary disk cache (warm loads, refused binaries, binaries planted in
+// another user's cache), transfers between the
 // OpenCL and CPU devices, and work groups of several work items for kernels
 // written for any local size. Every test skips, naming why, without OpenCL.
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "drivers/opencl/cl_device.h"
+#include "common/other_user.h"
 #include "common/scoped_env.h"
 #include "common/temp_dir.h"
 #include "base/disk_cache.h"
@@ -170,6 +172,44 @@ TEST(OpenCLDriverTest, BinaryCacheWarmAndRefused) {
   ASSERT_TRUE(refused->compile_executable(source).ok());
   auto stats = static_cast<opencl::ClDevice&>(*refused).compiler().stats();
   EXPECT_EQ(stats.refused_binaries, 1u);
+  EXPECT_EQ(stats.source_builds, 1u);
+}
+
+// A binary planted under a valid trailer in a cache directory another user owns (or, without
+// root, one others may write) is never loaded: the program is built from its own source.
+TEST(OpenCLDriverTest, BinaryPlantedInACacheOfAnotherUserIsNotLoaded) {
+  REQUIRE_OPENCL();
+  TempDir root;
+  const std::string ours = root.file("ours"), theirs = root.file("theirs");
+  auto source = [](const std::string& body) {
+    return hal::ExecutableSource{"opencl-c", "/* trust test */ __kernel void k(KILN_STATUS_PARAMS) { KILN_ENTRY(); " + body + " }",
+                                 {{"k", 0, 0}}, "trust.cl"};
+  };
+  const hal::ExecutableSource our_source = source(""), their_source = source("int unused = 3; (void)unused;");
+  ASSERT_TRUE(open_device(ours)->compile_executable(our_source).ok());
+  ASSERT_TRUE(open_device(theirs)->compile_executable(their_source).ok());
+  auto entry_name = [](const std::string& dir) {
+    std::string name;
+    for (const auto& file : fs::directory_iterator(dir)) {
+      if (file.path().extension() == ".clbin") name = file.path().filename().string();
+    }
+    EXPECT_FALSE(name.empty()) << "no .clbin entry in " << dir;
+    return name;
+  };
+  const std::string our_name = entry_name(ours), their_name = entry_name(theirs);
+  const std::string their_bytes = read_file(theirs + "/" + their_name).value();
+  const std::optional<std::string_view> binary = DiskCache::parse_entry(their_bytes, their_name);
+  ASSERT_TRUE(binary.has_value());
+  ASSERT_TRUE(write_file_atomic(ours + "/" + our_name, DiskCache::make_entry(our_name, std::string(*binary))).ok());
+  if (::geteuid() == 0) {
+    ASSERT_TRUE(test::give_to_other_user(ours));
+  } else {
+    ASSERT_EQ(::chmod(ours.c_str(), 0777), 0);
+  }
+  hal::DeviceRef device = open_device(ours);
+  ASSERT_TRUE(device->compile_executable(our_source).ok());
+  auto stats = static_cast<opencl::ClDevice&>(*device).compiler().stats();
+  EXPECT_EQ(stats.binary_loads, 0u);
   EXPECT_EQ(stats.source_builds, 1u);
 }
 

@@ -15,7 +15,6 @@
 #include "base/process.h"
 #include "base/sha256.h"
 #include "drivers/cpu/kernel_abi_text.h"
-#include "kiln/base/env.h"
 #include "kiln/base/log.h"
 
 namespace kiln::cpu {
@@ -67,19 +66,12 @@ Status remove_tree(const std::string& dir) {
   return Status();
 }
 
-std::string temp_root() {
-  std::optional<std::string> tmp = env_string("TMPDIR");
-  return tmp ? *tmp : "/tmp";
-}
-
-// A private build directory: under the cache when it can be written there (same file system as
-// the entries), else under $TMPDIR, so that an unwritable cache never fails a build.
-Result<std::string> make_work_dir(const DiskCache& cache) {
-  if (cache.enabled() && make_directories(cache.dir() + "/tmp").ok()) {
-    std::string pattern = cache.dir() + "/tmp/kiln-build-XXXXXX";
-    if (::mkdtemp(pattern.data())) return pattern;
-  }
-  std::string parent = temp_root();
+// A private build directory (mkdtemp: 0700, a name no one else holds) under $TMPDIR, never in the
+// cache: the object is read back into memory and stored through DiskCache, so the build needs
+// nothing from the cache's file system, and a cache directory that is refused or cannot be written
+// never fails a build.
+Result<std::string> make_work_dir() {
+  std::string parent = temp_directory();
   std::string pattern = parent + "/kiln-build-XXXXXX";
   if (!::mkdtemp(pattern.data())) return errno_error(errno, "creating a build directory in " + parent);
   return pattern;
@@ -131,7 +123,7 @@ Result<OpenedObject> dlopen_object(std::string_view object, const std::string& l
       ::close(fd);
     }
   }
-  std::string dir = temp_root() + "/kiln-load-XXXXXX";
+  std::string dir = temp_directory() + "/kiln-load-XXXXXX";
   if (!::mkdtemp(dir.data())) return errno_error(errno, "creating a directory to load '" + label + "'");
   std::string path = dir + "/kernel.so";
   Status written = write_file_atomic(path, object);
@@ -292,7 +284,7 @@ Result<std::string> CpuCompiler::compile_to_file(const std::string& full_source,
     return unavailable_error("C compiler '" + compiler_ + "' was not found and '" + label +
                              "' is not in the kernel cache (set KILN_CC or DeviceOptions::c_compiler)");
   }
-  KILN_ASSIGN_OR_RETURN(*work_dir, make_work_dir(cache_));
+  KILN_ASSIGN_OR_RETURN(*work_dir, make_work_dir());
   const std::string source_path = *work_dir + "/kernel.c";
   const std::string object_path = *work_dir + "/kernel.so";
   Status written = write_file_atomic(source_path, full_source);
@@ -307,16 +299,16 @@ Result<std::string> CpuCompiler::compile_to_file(const std::string& full_source,
   Result<ProcessResult> run = run_process(argv, timeout_ms_);
 
   auto keep_source = [&]() -> std::string {
-    // Keep the failing source where the message points, so the user can open it.
-    if (cache_.enabled() && make_directories(cache_.dir() + "/failed").ok()) {
-      std::string target = cache_.dir() + "/failed/" + key + ".c";
-      if (::rename(source_path.c_str(), target.c_str()) == 0) {
+    // Keep the failing source where the message points, so the user can open it: in the cache's
+    // failed/ when the cache is trusted and writable, else in the build directory, which stays.
+    if (cache_.enabled()) {
+      if (Result<std::string> kept = cache_.keep_file("failed", key + ".c", full_source); kept.ok()) {
         remove_tree(*work_dir).ignore();
-        return target;
+        return *kept;
       }
     }
     ::unlink(object_path.c_str());
-    return source_path;  // the build directory stays, holding it
+    return source_path;
   };
   if (!run.ok()) {
     std::string kept = keep_source();

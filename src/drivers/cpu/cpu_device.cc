@@ -77,9 +77,8 @@ Result<std::shared_ptr<CpuDevice>> CpuDevice::create(hal::DeviceInfo info,
   KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> timeout_s, setting_uint("KILN_CC_TIMEOUT"));
   std::string compiler = options.c_compiler.value_or(env_string("KILN_CC").value_or("cc"));
   std::string flags = env_string("KILN_CFLAGS").value_or("");
-  std::string cache_dir = options.cache_dir.value_or(DiskCache::default_dir());
-  auto cc = std::make_unique<CpuCompiler>(std::move(compiler), std::move(flags),
-                                          DiskCache(std::move(cache_dir)),
+  KILN_ASSIGN_OR_RETURN(DiskCache cache, DiskCache::configured(options.cache_dir));
+  auto cc = std::make_unique<CpuCompiler>(std::move(compiler), std::move(flags), std::move(cache),
                                           static_cast<int64_t>(timeout_s.value_or(600)) * 1000);
   return std::make_shared<CpuDevice>(std::move(info), std::move(pool),
                                      std::make_unique<CCompiler>(std::move(cc)), options.spread_queues);

@@ -8,8 +8,9 @@ namespace kiln::cuda {
 
 Result<std::shared_ptr<CuDevice>> CuDevice::create(const Api& api, CuDeviceRecord record,
                                                    const hal::DeviceOptions& options) {
+  KILN_ASSIGN_OR_RETURN(DiskCache cache, DiskCache::configured(options.cache_dir));
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<CuContext> context, CuContext::create(api, std::move(record)));
-  return std::make_shared<CuDevice>(std::move(context), DiskCache(options.cache_dir.value_or(DiskCache::default_dir())));
+  return std::make_shared<CuDevice>(std::move(context), std::move(cache));
 }
 
 Result<hal::QueueRef> CuDevice::create_queue(const std::string& name) {

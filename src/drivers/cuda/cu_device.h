@@ -13,7 +13,8 @@ namespace kiln::cuda {
 
 class CuDevice final : public hal::Device {
  public:
-  // The disk cache of kernel images is options.cache_dir, else KILN_CACHE_DIR / the default.
+  // The disk cache of kernel images is options.cache_dir, else KILN_CACHE_DIR / the default
+  // (DiskCache::configured: shared when KILN_CACHE_SHARED=1).
   static Result<std::shared_ptr<CuDevice>> create(const Api& api, CuDeviceRecord record,
                                                   const hal::DeviceOptions& options);
   CuDevice(std::shared_ptr<CuContext> context, DiskCache cache)

@@ -8,10 +8,9 @@ namespace kiln::opencl {
 
 Result<std::shared_ptr<ClDevice>> ClDevice::create(const Api& api, ClDeviceRecord record,
                                                    const hal::DeviceOptions& options) {
+  KILN_ASSIGN_OR_RETURN(DiskCache cache, DiskCache::configured(options.cache_dir));
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<ClContext> context, ClContext::create(api, std::move(record)));
-  return std::make_shared<ClDevice>(std::move(context),
-                                    DiskCache(options.cache_dir.value_or(DiskCache::default_dir())),
-                                    options.device_waits);
+  return std::make_shared<ClDevice>(std::move(context), std::move(cache), options.device_waits);
 }
 
 Result<hal::QueueRef> ClDevice::create_queue(const std::string& name) {

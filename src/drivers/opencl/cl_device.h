@@ -13,7 +13,8 @@ namespace kiln::opencl {
 
 class ClDevice final : public hal::Device {
  public:
-  // The disk cache is options.cache_dir, else KILN_CACHE_DIR / the default directory.
+  // The disk cache is options.cache_dir, else KILN_CACHE_DIR / the default directory
+  // (DiskCache::configured: shared when KILN_CACHE_SHARED=1).
   static Result<std::shared_ptr<ClDevice>> create(const Api& api, ClDeviceRecord record,
                                                   const hal::DeviceOptions& options);
   ClDevice(std::shared_ptr<ClContext> context, DiskCache cache, std::optional<bool> device_waits)

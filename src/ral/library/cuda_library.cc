@@ -83,7 +83,8 @@ Status CudaLibrary::run(std::string_view what, const std::function<Status()>& wo
 Result<cuda::CUfunction> CudaLibrary::kernel(const char* name) {
   const cuda::Api& api = context_->api();
   if (!module_) {
-    cuda::ImageBuilder builder{DiskCache(DiskCache::default_dir())};
+    KILN_ASSIGN_OR_RETURN(DiskCache cache, DiskCache::configured(std::nullopt));
+    cuda::ImageBuilder builder{std::move(cache)};
     KILN_ASSIGN_OR_RETURN(cuda::KernelImage image,
                           builder.build(cuda_library_source(), context_->arch(), "kiln library kernels"));
     KILN_ASSIGN_OR_RETURN(module_, cuda::load_module(api, image, "the library kernels"));
