@@ -47,8 +47,9 @@ TEST_F(CliHelpTest, EveryCommandTakesHelpOnStandardOutput) {
 TEST_F(CliHelpTest, HelpDescribesEveryOptionThatIsAccepted) {
   const std::map<std::string, std::vector<std::string>> expected = {
       {"run", {"--device", "--routine", "--input", "--output", "--size", "--seed", "--repeat", "--streams", "--print",
-               "--trace", "--trace-values", "--no-auto-calls", "--strict-fp", "--help"}},
-      {"compile", {"--device", "--target", "--emit", "--no-auto-calls", "--strict-fp", "--size", "-o", "--help"}},
+               "--trace", "--trace-values", "--no-auto-calls", "--strict-fp", "--check-bounds", "--help"}},
+      {"compile", {"--device", "--target", "--emit", "--no-auto-calls", "--strict-fp", "--check-bounds", "--size", "-o",
+                   "--help"}},
       {"devices", {"--help"}},
       {"trace-values", {"--routine", "--statement", "--first-nan", "--help"}},
   };
