@@ -13,6 +13,7 @@
 #include <string>
 
 #include "kiln/base/env.h"
+#include "kiln/base/log.h"
 #include "kiln/base/settings.h"
 #include "kiln/base/shared_library.h"
 
@@ -45,9 +46,12 @@ struct OpenBlas {
 // OPENBLAS_NUM_THREADS unless the user set one of OpenBLAS's own variables. (setenv while another
 // thread reads the environment is a race in C; this runs once, at the first gemm.)
 // Measured under ulimit -v with Debian's OpenBLAS 0.3.21: the library and the calling thread's
-// buffer fit in 58 MiB; each worker thread adds 60 to 157 MiB.
+// buffer fit in 58 MiB on one machine, but needed between 165 and 184 MiB on another (an Intel
+// Xeon whose kernels map OpenBLAS's whole 128 MiB buffer): with 165 MiB left the first gemm
+// retried its mmap forever. Each worker thread adds 60 to 157 MiB. The larger figure is the one
+// that never hangs; a limit between the two is refused where it might have sufficed.
 constexpr uint64_t kBytesPerThread = uint64_t{136} << 20;  // a worker's buffer and its stack
-constexpr uint64_t kBytesToLoad = uint64_t{40} << 20;      // the library and the caller's buffer
+constexpr uint64_t kBytesToLoad = uint64_t{192} << 20;     // the library and the caller's buffer
 
 // Address space left under RLIMIT_AS, or nullopt without a limit.
 std::optional<uint64_t> address_space_left() {
@@ -87,6 +91,8 @@ Status choose_threads_before_load() {
   }
   uint64_t threads = asked && *asked > 0 ? *asked : static_cast<uint64_t>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
   if (std::optional<uint64_t> left = address_space_left()) {
+    KILN_LOG(kDebug, "gemm on the host: " + std::to_string(*left >> 20) +
+                         " MiB of address space left under RLIMIT_AS before OpenBLAS loads");
     const uint64_t fit = *left >= kBytesToLoad ? 1 + (*left - kBytesToLoad) / kBytesPerThread : 0;
     if (fit == 0) {
       return resource_exhausted_error("gemm on the host: OpenBLAS needs about " + std::to_string(kBytesToLoad >> 20) +
