@@ -129,6 +129,17 @@ TEST_F(DiskCacheTrustTest, LinkForTheCacheDirectoryIsNotFollowed) {
   EXPECT_EQ(loaded(DiskCache(real)), "planted");  // the target itself is untouched
 }
 
+TEST_F(DiskCacheTrustTest, LinkForAnEntryIsNotFollowed) {
+  // The user's own cache, where an entry is a link to a valid entry somewhere else.
+  const std::string dir = planted_cache("linked-entry", "own");
+  const std::string elsewhere = planted_cache("elsewhere", "planted");
+  const std::string entry = dir + "/" + kKey + ".so";
+  ASSERT_EQ(::unlink(entry.c_str()), 0);
+  ASSERT_EQ(::symlink((elsewhere + "/" + kKey + ".so").c_str(), entry.c_str()), 0);
+  EXPECT_EQ(loaded(DiskCache(dir)), "");
+  EXPECT_EQ(loaded(DiskCache(elsewhere)), "planted");  // the link's target is untouched
+}
+
 TEST_F(DiskCacheTrustTest, EntryOfAnotherUserOrWritableByOthersIsNotLoaded) {
   const std::string dir = planted_cache("entries", "planted");
   const std::string entry = dir + "/" + kKey + ".so";
