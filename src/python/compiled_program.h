@@ -78,7 +78,8 @@ class CompiledProgram : public std::enable_shared_from_this<CompiledProgram> {
                   const std::map<std::string, int64_t, std::less<>>& sizes);
   // run()'s sizes={...}: name → value, ValueError for a size the program does not declare.
   std::map<std::string, int64_t, std::less<>> size_values(nanobind::dict given) const;
-  // ValueError naming the sizes `routine` depends on that are not bound, and how to bind them.
+  // ValueError naming the sizes `routine` depends on that are not bound, and how to bind them;
+  // nothing when they are all bound.
   void check_sizes_bound(const runtime::Routine& routine) const;
   // Brings a viewed tensor's array and the views up to date with each other.
   void refresh_view(const std::string& name);
