@@ -9,30 +9,6 @@ namespace kiln::codegen::internal {
 using ir::DType;
 using ir::Op;
 
-int64_t type_size(DType type) {
-  return type == DType::kF32 || type == DType::kI32 ? 4 : 8;
-}
-
-bool is_float(DType type) { return type == DType::kF32 || type == DType::kF64; }
-
-DType promote_types(DType a, DType b) {
-  auto rank = [](DType t) {
-    switch (t) {
-      case DType::kI32: return 0;
-      case DType::kI64: return 1;
-      case DType::kF32: return 2;
-      case DType::kF64: return 3;
-    }
-    return 0;
-  };
-  return rank(a) >= rank(b) ? a : b;
-}
-
-bool is_comparison(Op op) {
-  return op == Op::kLt || op == Op::kLe || op == Op::kGt || op == Op::kGe || op == Op::kEq ||
-         op == Op::kNe;
-}
-
 std::string comment_safe(std::string_view text) {
   std::string out;
   for (size_t i = 0; i < text.size(); ++i) {

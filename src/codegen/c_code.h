@@ -17,11 +17,8 @@ namespace kiln::codegen::internal {
 
 // ---- Small local tables (type names are ir::dtype_name) --------------------------------------
 
-int64_t type_size(ir::DType type);
-bool is_float(ir::DType type);
-// i32 < i64 < f32 < f64.
-ir::DType promote_types(ir::DType a, ir::DType b);
-bool is_comparison(ir::Op op);
+inline int64_t type_size(ir::DType type) { return static_cast<int64_t>(ir::dtype_size(type)); }
+inline bool is_float(ir::DType type) { return ir::is_float_type(type); }
 // Text that is safe inside /* ... */: no comment delimiters, trigraphs or line breaks.
 std::string comment_safe(std::string_view text);
 

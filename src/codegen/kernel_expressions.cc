@@ -123,11 +123,11 @@ Code KernelEmitter::int_neg(const Code& a, DType t) {
 }
 
 Result<Code> KernelEmitter::condition(const LExprRef& c) {
-  if (c->kind == LExpr::Kind::kOp && is_comparison(c->op)) {
+  if (c->kind == LExpr::Kind::kOp && ir::is_comparison(c->op)) {
     // (T)(a < b) != 0 is a < b.
     KILN_ASSIGN_OR_RETURN(Code a, expr(c->args[0]));
     KILN_ASSIGN_OR_RETURN(Code b, expr(c->args[1]));
-    DType t = promote_types(c->args[0]->type, c->args[1]->type);
+    DType t = ir::promote(c->args[0]->type, c->args[1]->type);
     a = convert(a, c->args[0]->type, t);
     b = convert(b, c->args[1]->type, t);
     int prec = c->op == Op::kEq || c->op == Op::kNe ? kPrecEquality : kPrecRelational;
@@ -258,7 +258,7 @@ Result<Code> KernelEmitter::op(const LExpr& e) {
     case Op::kEq:
     case Op::kNe: {
       // 1 or 0 in the result type; compared in the operands' (promoted) type.
-      DType ct = promote_types(e.args[0]->type, e.args[1]->type);
+      DType ct = ir::promote(e.args[0]->type, e.args[1]->type);
       int prec = e.op == Op::kEq || e.op == Op::kNe ? kPrecEquality : kPrecRelational;
       Code cmp = infix(arg(0, ct), ir::op_name(e.op), arg(1, ct), prec);
       return with_range(Code{"(" + std::string(tname(t)) + ")(" + cmp.text + ")", kPrecUnary},

@@ -12,39 +12,101 @@
 
 namespace kiln::ir {
 
-std::string_view dtype_name(DType type) {
-  switch (type) {
-    case DType::kF32: return "f32";
-    case DType::kF64: return "f64";
-    case DType::kI32: return "i32";
-    case DType::kI64: return "i64";
+namespace {
+
+struct DTypeInfo {
+  DType type;
+  std::string_view name;
+  int bits;
+};
+
+// In the order of kAllDTypes.
+constexpr DTypeInfo kDTypes[] = {
+    {DType::kBool, "bool", 1}, {DType::kI8, "i8", 8},    {DType::kU8, "u8", 8},
+    {DType::kI16, "i16", 16},  {DType::kU16, "u16", 16}, {DType::kI32, "i32", 32},
+    {DType::kU32, "u32", 32},  {DType::kI64, "i64", 64}, {DType::kU64, "u64", 64},
+    {DType::kF16, "f16", 16},  {DType::kBF16, "bf16", 16}, {DType::kF32, "f32", 32},
+    {DType::kF64, "f64", 64},
+};
+
+const DTypeInfo* info(DType type) {
+  for (const DTypeInfo& i : kDTypes) {
+    if (i.type == type) return &i;
   }
-  return "?";
+  return nullptr;
+}
+
+}  // namespace
+
+std::string_view dtype_name(DType type) {
+  const DTypeInfo* i = info(type);
+  return i ? i->name : "?";
+}
+
+std::optional<DType> dtype_from_name(std::string_view name) {
+  for (const DTypeInfo& i : kDTypes) {
+    if (i.name == name) return i.type;
+  }
+  return std::nullopt;
+}
+
+std::string_view dtype_list() { return "bool, i8, u8, i16, u16, i32, u32, i64, u64, f16, bf16, f32, f64"; }
+
+int dtype_bits(DType type) {
+  const DTypeInfo* i = info(type);
+  return i ? i->bits : 0;
 }
 
 size_t dtype_size(DType type) {
-  switch (type) {
-    case DType::kF32: return 4;
-    case DType::kF64: return 8;
-    case DType::kI32: return 4;
-    case DType::kI64: return 8;
-  }
-  return 0;
+  const int bits = dtype_bits(type);
+  return bits == 1 ? 1 : static_cast<size_t>(bits / 8);
 }
+
+bool is_float_type(DType type) {
+  return type == DType::kF16 || type == DType::kBF16 || type == DType::kF32 || type == DType::kF64;
+}
+bool is_narrow_float(DType type) { return type == DType::kF16 || type == DType::kBF16; }
+bool is_unsigned_type(DType type) {
+  return type == DType::kU8 || type == DType::kU16 || type == DType::kU32 || type == DType::kU64;
+}
+bool is_integer_type(DType type) { return !is_float_type(type) && type != DType::kBool; }
 
 namespace {
-int type_rank(DType type) {
-  switch (type) {
-    case DType::kI32: return 0;
-    case DType::kI64: return 1;
-    case DType::kF32: return 2;
-    case DType::kF64: return 3;
-  }
-  return 0;
+
+DType signed_of_bits(int bits) {
+  return bits <= 8 ? DType::kI8 : bits <= 16 ? DType::kI16 : bits <= 32 ? DType::kI32 : DType::kI64;
 }
+
 }  // namespace
 
-DType promote(DType a, DType b) { return type_rank(a) >= type_rank(b) ? a : b; }
+std::optional<DType> promote_types(DType a, DType b) {
+  if (a == b) return a;
+  if (a == DType::kBool) return b;
+  if (b == DType::kBool) return a;
+  const bool fa = is_float_type(a), fb = is_float_type(b);
+  if (fa != fb) return fa ? a : b;  // an integer with a float gives the float
+  if (fa) {
+    if (is_narrow_float(a) && is_narrow_float(b)) return DType::kF32;  // f16 with bf16
+    return dtype_bits(a) >= dtype_bits(b) ? a : b;
+  }
+  if (is_unsigned_type(a) == is_unsigned_type(b)) return dtype_bits(a) >= dtype_bits(b) ? a : b;
+  if (a == DType::kU64 || b == DType::kU64) return std::nullopt;
+  if (dtype_bits(a) != dtype_bits(b)) return dtype_bits(a) > dtype_bits(b) ? a : b;
+  return signed_of_bits(dtype_bits(a) * 2);
+}
+
+DType promote(DType a, DType b) {
+  if (std::optional<DType> t = promote_types(a, b)) return *t;
+  return DType::kU64;
+}
+
+bool integer_value_fits(DType type, double value) {
+  if (value != std::trunc(value)) return false;
+  if (type == DType::kBool) return value == 0 || value == 1;
+  const int bits = dtype_bits(type);
+  if (is_unsigned_type(type)) return value >= 0 && value < std::ldexp(1.0, bits);
+  return value >= -std::ldexp(1.0, bits - 1) && value < std::ldexp(1.0, bits - 1);
+}
 
 std::string_view role_name(Role role) {
   switch (role) {
@@ -89,24 +151,56 @@ int Affine::bare_index() const {
   return -1;
 }
 
+namespace {
+
+constexpr std::pair<Op, DType> kCasts[] = {
+    {Op::kCastBool, DType::kBool}, {Op::kCastI8, DType::kI8},   {Op::kCastU8, DType::kU8},
+    {Op::kCastI16, DType::kI16},   {Op::kCastU16, DType::kU16}, {Op::kCastI32, DType::kI32},
+    {Op::kCastU32, DType::kU32},   {Op::kCastI64, DType::kI64}, {Op::kCastU64, DType::kU64},
+    {Op::kCastF16, DType::kF16},   {Op::kCastBF16, DType::kBF16}, {Op::kCastF32, DType::kF32},
+    {Op::kCastF64, DType::kF64},
+};
+
+}  // namespace
+
+Op cast_op(DType type) {
+  for (const auto& [op, t] : kCasts) {
+    if (t == type) return op;
+  }
+  return Op::kCastF32;
+}
+
+std::optional<DType> cast_target(Op op) {
+  for (const auto& [o, t] : kCasts) {
+    if (o == op) return t;
+  }
+  return std::nullopt;
+}
+
+bool is_comparison(Op op) {
+  return op == Op::kLt || op == Op::kLe || op == Op::kGt || op == Op::kGe || op == Op::kEq || op == Op::kNe;
+}
+
 int op_arity(Op op) {
+  if (cast_target(op)) return 1;
   switch (op) {
     case Op::kNeg: case Op::kExp: case Op::kLog: case Op::kSqrt: case Op::kRsqrt:
     case Op::kTanh: case Op::kSigmoid: case Op::kRelu: case Op::kAbs: case Op::kSin:
-    case Op::kCos: case Op::kFloor: case Op::kCeil: case Op::kCastF32: case Op::kCastF64:
-    case Op::kCastI32: case Op::kErf:
+    case Op::kCos: case Op::kFloor: case Op::kCeil: case Op::kErf: case Op::kBitNot:
       return 1;
     case Op::kAdd: case Op::kSub: case Op::kMul: case Op::kDiv: case Op::kLt: case Op::kLe:
     case Op::kGt: case Op::kGe: case Op::kEq: case Op::kNe: case Op::kMax: case Op::kMin:
-    case Op::kPow:
+    case Op::kPow: case Op::kBitAnd: case Op::kBitOr: case Op::kBitXor: case Op::kShl: case Op::kShr:
       return 2;
     case Op::kSelect: case Op::kFma:
       return 3;
+    default:
+      return 0;
   }
-  return 0;
 }
 
 std::string_view op_name(Op op) {
+  if (std::optional<DType> t = cast_target(op)) return dtype_name(*t);
   switch (op) {
     case Op::kNeg: return "-";
     case Op::kExp: return "exp";
@@ -122,9 +216,7 @@ std::string_view op_name(Op op) {
     case Op::kErf: return "erf";
     case Op::kFloor: return "floor";
     case Op::kCeil: return "ceil";
-    case Op::kCastF32: return "f32";
-    case Op::kCastF64: return "f64";
-    case Op::kCastI32: return "i32";
+    case Op::kBitNot: return "~";
     case Op::kAdd: return "+";
     case Op::kSub: return "-";
     case Op::kMul: return "*";
@@ -138,27 +230,66 @@ std::string_view op_name(Op op) {
     case Op::kMax: return "max";
     case Op::kMin: return "min";
     case Op::kPow: return "pow";
+    case Op::kBitAnd: return "&";
+    case Op::kBitOr: return "|";
+    case Op::kBitXor: return "^";
+    case Op::kShl: return "<<";
+    case Op::kShr: return ">>";
     case Op::kSelect: return "select";
     case Op::kFma: return "fma";
+    default: return "?";
   }
-  return "?";
 }
 
-DType op_result_type(Op op, const std::vector<DType>& a) {
-  if (static_cast<int>(a.size()) != op_arity(op)) return DType::kI64;
+std::optional<DType> op_result_type(Op op, const std::vector<DType>& a) {
+  if (static_cast<int>(a.size()) != op_arity(op)) return std::nullopt;
+  if (std::optional<DType> t = cast_target(op)) return t;
+  // Arithmetic on bool computes in i32, as C does (`(x > 0) + (y > 0)` counts).
+  auto arithmetic = [](DType t) { return t == DType::kBool ? DType::kI32 : t; };
   switch (op) {
-    case Op::kCastF32: return DType::kF32;
-    case Op::kCastF64: return DType::kF64;
-    case Op::kCastI32: return DType::kI32;
     case Op::kExp: case Op::kLog: case Op::kSqrt: case Op::kRsqrt: case Op::kTanh:
     case Op::kSigmoid: case Op::kSin: case Op::kCos: case Op::kErf:
-      return a[0] == DType::kI32 || a[0] == DType::kI64 ? DType::kF32 : a[0];
+      return is_float_type(a[0]) ? a[0] : DType::kF32;
     case Op::kNeg: case Op::kAbs: case Op::kRelu: case Op::kFloor: case Op::kCeil:
+      return arithmetic(a[0]);
+    case Op::kBitNot:
+      if (is_float_type(a[0])) return std::nullopt;
       return a[0];
-    case Op::kSelect: return promote(a[1], a[2]);
-    case Op::kFma: return promote(promote(a[0], a[1]), a[2]);
-    default: return promote(a[0], a[1]);
+    case Op::kShl: case Op::kShr:
+      if (!is_integer_type(a[0]) || !is_integer_type(a[1])) return std::nullopt;
+      return a[0];  // a shift keeps its operand's type
+    case Op::kBitAnd: case Op::kBitOr: case Op::kBitXor: {
+      std::optional<DType> t = promote_types(a[0], a[1]);
+      if (!t || is_float_type(*t)) return std::nullopt;
+      return t;
+    }
+    case Op::kLt: case Op::kLe: case Op::kGt: case Op::kGe: case Op::kEq: case Op::kNe:
+      if (!promote_types(a[0], a[1])) return std::nullopt;
+      return DType::kBool;
+    case Op::kMax: case Op::kMin:
+      return promote_types(a[0], a[1]);
+    case Op::kSelect: return promote_types(a[1], a[2]);
+    case Op::kFma: {
+      std::optional<DType> t = promote_types(a[0], a[1]);
+      if (t) t = promote_types(*t, a[2]);
+      if (t) t = arithmetic(*t);
+      return t;
+    }
+    default: {
+      std::optional<DType> t = promote_types(a[0], a[1]);
+      if (t) t = arithmetic(*t);
+      return t;
+    }
   }
+}
+
+DType accumulation_type(Reduce reduce, DType arg) {
+  const bool sums = reduce == Reduce::kSum || reduce == Reduce::kProd;
+  if (!sums && reduce != Reduce::kMean) return arg;
+  if (is_narrow_float(arg)) return DType::kF32;
+  if (is_float_type(arg)) return arg;
+  if (reduce == Reduce::kMean) return DType::kF64;
+  return is_unsigned_type(arg) ? DType::kU64 : DType::kI64;
 }
 
 std::string_view accum_name(Accum accum) {
@@ -220,7 +351,8 @@ int Program::find_size(std::string_view name) const { return size_number(sizes, 
 
 bool is_keyword(std::string_view name) {
   static constexpr std::string_view kKeywords[] = {"input", "output", "param", "tensor",
-                                                   "const", "routine", "where", "call"};
+                                                   "const", "routine", "where", "call",
+                                                   "true",  "false"};
   return std::find(std::begin(kKeywords), std::end(kKeywords), name) != std::end(kKeywords);
 }
 
@@ -320,12 +452,10 @@ Status StatementValidator::check_expr(const Expr& e, int depth) {
   const int node_count = static_cast<int>(p_.nodes.size());
   switch (e.kind) {
     case Expr::Kind::kLiteral:
-      // Float literals may be inf, -inf or nan (the predeclared names); i32 ones are checked below.
-      if (e.type == DType::kI64) return error("a literal has type i64");
-      if (e.type == DType::kI32 &&
-          (e.literal != std::trunc(e.literal) || e.literal < -2147483648.0 ||
-           e.literal > 2147483647.0)) {
-        return error("i32 literal " + std::to_string(e.literal) + " is not an i32 value");
+      // Float literals may be inf, -inf or nan (the predeclared names); integer ones are checked.
+      if (!is_float_type(e.type) && !integer_value_fits(e.type, e.literal)) {
+        return error(std::string(dtype_name(e.type)) + " literal " + std::to_string(e.literal) + " is not a " +
+                     std::string(dtype_name(e.type)) + " value");
       }
       return Status();
     case Expr::Kind::kIndex:
@@ -372,7 +502,9 @@ Status StatementValidator::check_expr(const Expr& e, int depth) {
                        " is not the gather of exactly one subscript");
         }
         KILN_RETURN_IF_ERROR(check_expr(*e.args[g], depth + 1));
-        if (e.args[g]->type != DType::kI32) return error("a gathered subscript of " + quoted(node.name) + " is not i32");
+        if (e.args[g]->type != DType::kI32 && e.args[g]->type != DType::kI64) {
+          return error("a gathered subscript of " + quoted(node.name) + " is not i32 or i64");
+        }
       }
       return Status();
     }
@@ -387,11 +519,16 @@ Status StatementValidator::check_expr(const Expr& e, int depth) {
         KILN_RETURN_IF_ERROR(check_expr(*a, depth + 1));
         types.push_back(a->type);
       }
-      DType expected = op_result_type(e.op, types);
-      if (e.type != expected) {
+      std::optional<DType> expected = op_result_type(e.op, types);
+      if (!expected) {
+        std::string names;
+        for (DType t : types) names += (names.empty() ? "" : ", ") + std::string(dtype_name(t));
+        return error("op " + quoted(op_name(e.op)) + " does not take arguments of types " + names);
+      }
+      if (e.type != *expected) {
         return error("op " + quoted(op_name(e.op)) + " has type " +
                      std::string(dtype_name(e.type)) + " but its arguments give " +
-                     std::string(dtype_name(expected)));
+                     std::string(dtype_name(*expected)));
       }
       return Status();
     }
@@ -515,7 +652,7 @@ Status validate_node(const Program& p, size_t position, std::set<std::string>& n
   }
   if (n.name.empty()) return error("has no name");
   if (!names.insert(n.name).second) return error("the name is declared twice");
-  if (n.dtype == DType::kI64) return error("i64 is internal; declare f32, f64 or i32");
+  if (!dtype_from_name(dtype_name(n.dtype))) return error("has no valid element type");
   for (size_t d = 0; d < n.dims.size(); ++d) {
     if (n.dims[d] < 0) {
       return error("dimension " + std::to_string(d) + " has size " + std::to_string(n.dims[d]) +
@@ -530,8 +667,8 @@ Status validate_node(const Program& p, size_t position, std::set<std::string>& n
   if (n.role == Role::kConst && n.init.kind != Init::Kind::kValue) {
     return error("a const needs a value initializer");
   }
-  // A float value may be inf, -inf or nan; random initializers and i32 values are finite.
-  const bool may_be_infinite = n.init.kind == Init::Kind::kValue && n.dtype != DType::kI32;
+  // A float value may be inf, -inf or nan; random initializers and integer values are finite.
+  const bool may_be_infinite = n.init.kind == Init::Kind::kValue && is_float_type(n.dtype);
   if (has_init && !may_be_infinite && (!std::isfinite(n.init.a) || !std::isfinite(n.init.b))) {
     return error("the initializer is not finite");
   }

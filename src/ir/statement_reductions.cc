@@ -184,8 +184,7 @@ Completer::Typed Completer::type_inner_reduction(const RawExpr& e) {
   // `y[i] = sum(select(k < 3, 1, 0))`.
   if (arg.weak) settle(arg.expr, target_ ? target_->dtype : DType::kF32);
   const DType type = e.reduce == Reduce::kArgmax || e.reduce == Reduce::kArgmin ? DType::kI32
-                     : e.reduce == Reduce::kMean                                 ? promote(arg.expr->type, DType::kF32)
-                                                                                 : arg.expr->type;
+                                                                                 : accumulation_type(e.reduce, arg.expr->type);
   auto read = std::make_shared<Expr>();
   read->kind = Expr::Kind::kTensor;
   read->type = type;

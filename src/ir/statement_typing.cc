@@ -1,10 +1,10 @@
-// Typing of a statement's right side (kiln/ir/statement.h): i32 < f32 < f64, weak literals.
+// Typing of a statement's right side (kiln/ir/statement.h): promote_types(), weak literals.
 //
-// A subexpression made only of literals is "weak": its type is not decided until it meets a
-// typed operand (or a cast, or the target). Then it is settled: an integer literal takes the
-// context type, a float literal f32 unless the context is f64, and each op inside is retyped by
-// op_result_type(). While weak, a literal's provisional type records which kind it is (i32 for
-// an integer literal, f32 for a float literal).
+// A subexpression made only of number literals is "weak": its type is not decided until it
+// meets a typed operand (or a cast, or the target). Then it is settled (settled_literal_type)
+// and each op inside is retyped by op_result_type(). While weak, a literal's provisional type
+// records which kind it is (i32 for an integer literal, f32 for a float literal). `true` and
+// `false` are bool, not weak.
 #include <cfloat>
 #include <cmath>
 #include <string>
@@ -18,10 +18,19 @@ namespace {
 
 std::string number_text(double v) { return format_number(v, false); }
 
-bool is_cast(Op op) { return op == Op::kCastF32 || op == Op::kCastF64 || op == Op::kCastI32; }
+// The type a weak literal takes in a context of type `context`: an integer one the context's
+// type (i32 next to a bool), a float one the context's float type (f32 next to an integer or
+// bool); in an f16 or bf16 context both are f32, as values of those types are computed in f32.
+DType settled_literal_type(bool is_float, DType context) {
+  if (is_narrow_float(context)) return DType::kF32;
+  if (is_float) return is_float_type(context) ? context : DType::kF32;
+  return context == DType::kBool ? DType::kI32 : context;
+}
 
-DType cast_type(Op op) {
-  return op == Op::kCastF32 ? DType::kF32 : op == Op::kCastF64 ? DType::kF64 : DType::kI32;
+std::string type_names(const std::vector<DType>& types) {
+  std::string out;
+  for (DType t : types) out += (out.empty() ? "" : " and ") + std::string(dtype_name(t));
+  return out;
 }
 
 }  // namespace
@@ -32,11 +41,13 @@ void Completer::settle(const ExprRef& ref, DType context) {
   // Every weak node was made by this completer as a non-const Expr.
   Expr& e = const_cast<Expr&>(*ref);
   if (e.kind == Expr::Kind::kLiteral) {
-    bool is_float = e.type != DType::kI32;
-    e.type = !is_float ? context : context == DType::kF64 ? DType::kF64 : DType::kF32;
-    if (e.type == DType::kI32 && (e.literal < -2147483648.0 || e.literal > 2147483647.0)) {
-      error(e.loc, "integer literal " + number_text(e.literal) +
-                       " does not fit in i32; write it as a float (with '.') if it is meant as one");
+    const bool is_float = e.type != DType::kI32;
+    e.type = settled_literal_type(is_float, context);
+    if (!is_float_type(e.type) && !integer_value_fits(e.type, e.literal)) {
+      const std::string type(dtype_name(e.type));
+      error(e.loc, "integer literal " + number_text(e.literal) + " does not fit in " + type +
+                       (e.type == DType::kI32 ? "; write it as a float (with '.') if it is meant as one"
+                                              : ", the type of the operand beside it; cast that operand (i64(...), f32(...))"));
     } else if (e.type == DType::kF32 && std::isfinite(e.literal) && std::fabs(e.literal) > FLT_MAX) {
       error(e.loc, "literal " + number_text(e.literal) + " is out of range for f32; use f64(...)");
     }
@@ -47,7 +58,8 @@ void Completer::settle(const ExprRef& ref, DType context) {
     settle(a, context);
     types.push_back(a->type);
   }
-  e.type = op_result_type(e.op, types);
+  // Literals alone always have a type (numbers, and ops on numbers).
+  e.type = op_result_type(e.op, types).value_or(context);
 }
 
 Completer::Typed Completer::type_op(const RawExpr& e) {
@@ -82,26 +94,53 @@ Completer::Typed Completer::type_op(const RawExpr& e) {
   out->loc = e.loc;
   for (const Typed& a : args) out->args.push_back(a.expr);
 
-  if (is_cast(e.op)) {
-    settle(out->args[0], cast_type(e.op));
-    out->type = cast_type(e.op);
+  if (std::optional<DType> to = cast_target(e.op)) {
+    settle(out->args[0], *to);
+    out->type = *to;
     return {out, false};
   }
-  // The operands that decide the type: all, except select's condition.
+  // The operands that decide the type: all, except select's condition and a shift's amount.
   const size_t first = e.op == Op::kSelect ? 1 : 0;
+  const size_t last = e.op == Op::kShl || e.op == Op::kShr ? 1 : args.size();
   bool any_strong = false;
   DType strong = DType::kI32;
-  for (size_t i = first; i < args.size(); ++i) {
+  for (size_t i = first; i < last; ++i) {
     if (args[i].weak) continue;
-    strong = any_strong ? promote(strong, args[i].expr->type) : args[i].expr->type;
+    if (any_strong) {
+      std::optional<DType> t = promote_types(strong, args[i].expr->type);
+      if (!t) {
+        error(e.loc, "'" + std::string(op_name(e.op)) + "' of " + type_names({strong, args[i].expr->type}) +
+                         ": u64 and a signed integer type have no common type; cast one of them (i64(...) or u64(...))");
+        return {};
+      }
+      strong = *t;
+    } else {
+      strong = args[i].expr->type;
+    }
     any_strong = true;
   }
-  if (any_strong) {
-    for (const ExprRef& a : out->args) settle(a, strong);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].weak) continue;
+    if (i < first || i >= last) {
+      settle(out->args[i], i < first ? DType::kBool : DType::kI32);  // a condition, an amount
+    } else if (any_strong) {
+      settle(out->args[i], strong);
+    }
   }
   std::vector<DType> types;
   for (const ExprRef& a : out->args) types.push_back(a->type);
-  out->type = op_result_type(e.op, types);
+  std::optional<DType> type = op_result_type(e.op, types);
+  if (!type && !any_strong) type = types.back();  // settled later, with the context
+  if (!type) {
+    const bool bitwise = e.op == Op::kBitAnd || e.op == Op::kBitOr || e.op == Op::kBitXor || e.op == Op::kBitNot;
+    const bool shift = e.op == Op::kShl || e.op == Op::kShr;
+    error(e.loc, "'" + std::string(op_name(e.op)) + "' does not apply to " + type_names(types) +
+                     (bitwise ? ": it takes bool or integer operands (compare a float first, or cast it)"
+                      : shift ? ": it takes integer operands (cast with i32(...) or another integer type)"
+                              : ": u64 and a signed integer type have no common type; cast one of them"));
+    return {};
+  }
+  out->type = *type;
   if (!any_strong) weak_.insert(out.get());
   return {out, !any_strong};
 }
@@ -139,6 +178,12 @@ Completer::Typed Completer::type_expr(const RawExpr& e) {
         out->kind = Expr::Kind::kIndex;
         out->index = it->second;
         out->type = DType::kI32;
+        return {out, false};
+      }
+      if (e.name == "true" || e.name == "false") {  // keywords: nothing declared hides them
+        out->kind = Expr::Kind::kLiteral;
+        out->type = DType::kBool;
+        out->literal = e.name == "true" ? 1 : 0;
         return {out, false};
       }
       const TensorNode* node = find(e.name);
@@ -222,14 +267,30 @@ ExprRef Completer::type_gather(const NamedAffine& a, const std::string& tensor) 
     Typed t = type_expr(*term);
     if (!t.expr) return nullptr;
     if (t.weak) settle(t.expr, DType::kI32);
-    if (t.expr->type != DType::kI32) {
+    if (!is_integer_type(t.expr->type)) {
       error(term->loc, "a subscript of '" + tensor + "' reads a " + std::string(dtype_name(t.expr->type)) +
-                           " value; a gathered subscript reads i32 values (convert with i32(...))");
+                           " value; a gathered subscript reads integer values (convert with i32(...))");
+      return nullptr;
+    }
+    // Gathers add in i32, or in i64 for the types i32 cannot hold (lowering adds in i64).
+    const DType sum_type = dtype_bits(t.expr->type) < 32 || t.expr->type == DType::kI32 ? DType::kI32 : DType::kI64;
+    if (t.expr->type != sum_type) {
+      auto cast = std::make_shared<Expr>();
+      cast->kind = Expr::Kind::kOp;
+      cast->op = cast_op(sum_type);
+      cast->type = sum_type;
+      cast->loc = t.expr->loc;
+      cast->args = {t.expr};
+      t.expr = cast;
+    }
+    if (sum && sum->type != t.expr->type) {
+      error(term->loc, "a subscript of '" + tensor + "' adds gathered values of types " +
+                           type_names({sum->type, t.expr->type}) + "; cast them to one type");
       return nullptr;
     }
     auto op = std::make_shared<Expr>();
     op->kind = Expr::Kind::kOp;
-    op->type = DType::kI32;
+    op->type = t.expr->type;
     op->loc = term->loc;
     if (!sum) {
       if (!negative) {

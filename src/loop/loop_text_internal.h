@@ -34,6 +34,13 @@ constexpr OpText kOpTexts[] = {
     {Op::kEq, "==", 2},           {Op::kNe, "!=", 2},           {Op::kMax, "max", 2},
     {Op::kMin, "min", 2},         {Op::kPow, "pow", 2},         {Op::kSelect, "select", 3},
     {Op::kFma, "fma", 3},         {Op::kErf, "erf", 1},
+    // language version 3
+    {Op::kCastBool, "bool", 1},   {Op::kCastI8, "i8", 1},       {Op::kCastU8, "u8", 1},
+    {Op::kCastI16, "i16", 1},     {Op::kCastU16, "u16", 1},     {Op::kCastU32, "u32", 1},
+    {Op::kCastI64, "i64", 1},     {Op::kCastU64, "u64", 1},     {Op::kCastF16, "f16", 1},
+    {Op::kCastBF16, "bf16", 1},   {Op::kBitNot, "~", 1},        {Op::kBitAnd, "&", 2},
+    {Op::kBitOr, "|", 2},         {Op::kBitXor, "^", 2},        {Op::kShl, "<<", 2},
+    {Op::kShr, ">>", 2},
 };
 
 inline const OpText* find_op(Op op) {
@@ -50,34 +57,14 @@ inline const OpText* find_op(std::string_view name) {
   return nullptr;
 }
 
-inline std::string_view type_text(DType type) {
-  switch (type) {
-    case DType::kF32: return "f32";
-    case DType::kF64: return "f64";
-    case DType::kI32: return "i32";
-    case DType::kI64: return "i64";
-  }
-  return "?";
-}
+// The type names are the language's (dtype_name).
+inline std::string_view type_text(DType type) { return dtype_name(type); }
 
-inline std::optional<DType> parse_type(std::string_view text) {
-  if (text == "f32") return DType::kF32;
-  if (text == "f64") return DType::kF64;
-  if (text == "i32") return DType::kI32;
-  if (text == "i64") return DType::kI64;
-  return std::nullopt;
-}
+inline std::optional<DType> parse_type(std::string_view text) { return dtype_from_name(text); }
 
-inline bool is_cast(Op op) { return op == Op::kCastF32 || op == Op::kCastF64 || op == Op::kCastI32; }
+inline bool is_cast(Op op) { return cast_target(op).has_value(); }
 
-inline DType cast_type(Op op) {
-  return op == Op::kCastF32 ? DType::kF32 : op == Op::kCastF64 ? DType::kF64 : DType::kI32;
-}
-
-inline bool is_comparison(Op op) {
-  return op == Op::kLt || op == Op::kLe || op == Op::kGt || op == Op::kGe || op == Op::kEq ||
-         op == Op::kNe;
-}
+inline DType cast_type(Op op) { return cast_target(op).value_or(DType::kF32); }
 
 // Text helpers both directions need.
 inline std::optional<int64_t> exact_integer(double value) {

@@ -51,22 +51,9 @@ LExprRef conjunction(const std::vector<LExprRef>& conditions) {
   return all;
 }
 
-namespace {
-
-Op cast_op(DType type) {
-  switch (type) {
-    case DType::kF32: return Op::kCastF32;
-    case DType::kF64: return Op::kCastF64;
-    default: return Op::kCastI32;
-  }
-}
-
-}  // namespace
-
 double convert_constant(double v, DType type) {
-  if (type == DType::kF32) return round_f32(v);
-  if (type == DType::kI32) return static_cast<double>(saturate_int(type, v));
-  return v;
+  const Scalar s = const_scalar(type, v);
+  return is_float_type(type) ? s.f : int_to_double(type, s.i);
 }
 
 LExprRef cast_to(LExprRef e, DType type) {
@@ -102,13 +89,13 @@ std::vector<LExprRef> strides_of(const TensorNode& node) {
 }
 
 double neutral(Reduce reduce, DType type) {
-  bool integer = type == DType::kI32;
+  const bool integer = !is_float_type(type);
+  if (type == DType::kBool && (reduce == Reduce::kMax || reduce == Reduce::kMin)) return reduce == Reduce::kMin ? 1 : 0;
+  const double inf = std::numeric_limits<double>::infinity();
   switch (reduce) {
     case Reduce::kProd: return 1;
-    case Reduce::kMax:
-      return integer ? -2147483648.0 : -std::numeric_limits<double>::infinity();
-    case Reduce::kMin:
-      return integer ? 2147483647.0 : std::numeric_limits<double>::infinity();
+    case Reduce::kMax: return integer ? convert_constant(-inf, type) : -inf;  // the type's least value
+    case Reduce::kMin: return integer ? convert_constant(inf, type) : inf;    // its greatest
     default: return 0;
   }
 }

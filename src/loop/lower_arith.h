@@ -38,7 +38,7 @@ LExprRef element_count_value(const TensorNode& node);
 // Row-major element strides of a node.
 std::vector<LExprRef> strides_of(const TensorNode& node);
 
-// The neutral element of a reduction in `type` (0, 1, -inf, +inf; INT32_MIN/MAX for i32).
+// The neutral element of a reduction in `type` (0, 1, -inf, +inf; an integer type's limits).
 double neutral(Reduce reduce, DType type);
 // The op that folds one term into a reduction (sum and mean: +).
 Op fold_op(Reduce reduce);

@@ -213,14 +213,14 @@ Result<LExprRef> Lowerer::lower_expr(const Expr& e, Scope& scope) {
       return cast_to(v, e.type);
     }
     case Expr::Kind::kOp: {
-      const bool is_comparison = e.op == Op::kLt || e.op == Op::kLe || e.op == Op::kGt ||
-                                 e.op == Op::kGe || e.op == Op::kEq || e.op == Op::kNe;
-      const bool is_cast = e.op == Op::kCastF32 || e.op == Op::kCastF64 || e.op == Op::kCastI32;
+      const bool is_comparison = ir::is_comparison(e.op);
+      const bool is_cast = cast_target(e.op).has_value();
       std::vector<LExprRef> args;
       for (size_t i = 0; i < e.args.size(); ++i) {
         KILN_ASSIGN_OR_RETURN(LExprRef a, lower_expr(*e.args[i], scope));
-        const bool is_condition = e.op == Op::kSelect && i == 0;
-        if (!is_cast && !is_condition && !is_comparison) a = cast_to(a, e.type);
+        // Neither select's condition nor a shift's amount takes the op's type.
+        const bool own_type = (e.op == Op::kSelect && i == 0) || ((e.op == Op::kShl || e.op == Op::kShr) && i == 1);
+        if (!is_cast && !own_type && !is_comparison) a = cast_to(a, e.type);
         args.push_back(std::move(a));
       }
       if (is_comparison) {
@@ -375,6 +375,7 @@ Result<std::vector<LStmtRef>> Lowerer::lower_statement(const Routine& routine, s
     std::vector<LExprRef> conditions;
     scope.skip_conditions = &conditions;
     KILN_ASSIGN_OR_RETURN(LExprRef term, lower_expr(*s.rhs, scope));
+    term = cast_to(term, accumulation_type(s.reduce, term->type));
     std::vector<LStmtRef> in_place =
         accumulate_in_place(s, target, reduced, loop_vars, term, conditions, checks, note, scope);
     if (!in_place.empty()) return in_place;

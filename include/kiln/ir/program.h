@@ -19,13 +19,38 @@
 
 namespace kiln::ir {
 
-// kI64 is internal: loop variables and element offsets of the loop IR; programs never declare it.
-enum class DType : uint8_t { kF32, kF64, kI32, kI64 };
-// "f32", "f64", "i32", "i64"
+// Element types (language version 3). The first four keep their numbers from earlier versions.
+// f16 (IEEE binary16) and bf16 (bfloat16) are storage types: values of them are computed in
+// f32 and rounded to nearest even where they are stored or cast (docs/language.md).
+enum class DType : uint8_t {
+  kF32, kF64, kI32, kI64,
+  kBool, kI8, kU8, kI16, kU16, kU32, kU64, kF16, kBF16,
+};
+inline constexpr DType kAllDTypes[] = {DType::kBool, DType::kI8,  DType::kU8,  DType::kI16, DType::kU16,
+                                       DType::kI32,  DType::kU32, DType::kI64, DType::kU64, DType::kF16,
+                                       DType::kBF16, DType::kF32, DType::kF64};
+// "f32", "f64", "i32", "i64", "bool", "i8", ... "bf16"
 std::string_view dtype_name(DType type);
+// The type named `name` ("u8"), if any.
+std::optional<DType> dtype_from_name(std::string_view name);
+// "bool, i8, u8, ..., f64": every type, for messages.
+std::string_view dtype_list();
 size_t dtype_size(DType type);
-// i32 < f32 < f64 (and i64 below f32, above i32).
+bool is_float_type(DType type);     // f16 bf16 f32 f64
+bool is_integer_type(DType type);   // i8 ... u64 (not bool)
+bool is_unsigned_type(DType type);  // u8 u16 u32 u64
+bool is_narrow_float(DType type);   // f16 bf16: stored narrow, computed in f32
+int dtype_bits(DType type);         // 1 for bool
+// The promotion of two tensor operands' types (docs/language.md, "Promotion"): bool <
+// integers < floats; within a kind the wider wins; a signed and an unsigned integer of one width
+// give the next wider signed type; f16 with bf16 gives f32. nullopt for u64 with a signed
+// integer (the user must cast).
+std::optional<DType> promote_types(DType a, DType b);
+// promote_types, with u64 and a signed type giving u64 (for code past typing, where
+// promote_types has already been checked).
 DType promote(DType a, DType b);
+// Whether `value` is a value of the integer (or bool) type `type`: integral and in its range.
+bool integer_value_fits(DType type, double value);
 
 enum class Role : uint8_t { kInput, kOutput, kParam, kTensor, kConst };
 // "input", "output", "param", "tensor", "const"
@@ -145,26 +170,37 @@ enum class Op : uint8_t {
   kNeg, kExp, kLog, kSqrt, kRsqrt, kTanh, kSigmoid, kRelu, kAbs, kSin, kCos, kFloor, kCeil,
   kCastF32, kCastF64, kCastI32,
   kErf,  // the error function
+  // language version 3: casts to the other types, and bitwise not (logical on bool)
+  kCastBool, kCastI8, kCastU8, kCastI16, kCastU16, kCastU32, kCastI64, kCastU64, kCastF16, kCastBF16,
+  kBitNot,
   // binary
   kAdd, kSub, kMul, kDiv, kLt, kLe, kGt, kGe, kEq, kNe, kMax, kMin, kPow,
+  kBitAnd, kBitOr, kBitXor, kShl, kShr,  // language version 3: & | ^ << >>
   // ternary
   kSelect,  // select(c, a, b): a where c != 0, else b
   kFma,     // fma(a, b, c) = a * b + c; made by the optimizer, never parsed
 };
 int op_arity(Op op);
+// The cast op to `type`, and the type a cast op converts to (nullopt for other ops).
+Op cast_op(DType type);
+std::optional<DType> cast_target(Op op);
+bool is_comparison(Op op);  // < <= > >= == !=
 // The name used in the language: "exp", "+", "select", "f32", ... (kNeg and kSub are both "-").
 std::string_view op_name(Op op);
 // The type of `op` applied to arguments of these types (the typing rule that statement
 // completion applies and validate_program checks):
 //  - casts: their type;
-//  - exp log sqrt rsqrt tanh sigmoid sin cos erf: the argument's type, f32 for an i32 argument;
-//  - neg abs relu floor ceil: the argument's type;
-//  - binary ops (comparisons included), max, min, pow: promote(a, b);
+//  - exp log sqrt rsqrt tanh sigmoid sin cos erf: the argument's type if a float, else f32;
+//  - neg abs relu floor ceil: the argument's type (i32 for bool);
+//  - + - * / pow: promote(a, b) (i32 where that is bool: arithmetic on bool counts);
+//  - max, min: promote(a, b); & | ^: promote(a, b), bool or integers; ~: bool or integers;
+//  - << >>: the left operand's type, both integers;
+//  - comparisons: bool (they compare in promote(a, b));
 //  - select(c, a, b): promote(a, b) (the condition may have any type); fma: promote of all three.
-// Arguments are converted to the op's type before it applies, except casts, select's condition
-// and comparisons (which compare in the promoted type and give 1 or 0 in it).
-// Returns kI64 (never a valid result) for a wrong number of arguments.
-DType op_result_type(Op op, const std::vector<DType>& arg_types);
+// Arguments are converted to the op's type before it applies, except casts, select's condition,
+// shifts' amounts and comparisons. nullopt for a wrong number of arguments or types the op does
+// not take (a float in `&`, u64 with a signed type).
+std::optional<DType> op_result_type(Op op, const std::vector<DType>& arg_types);
 
 struct Expr;
 using ExprRef = std::shared_ptr<const Expr>;
@@ -195,6 +231,11 @@ enum class Accum : uint8_t { kAssign, kAdd, kSub, kMul };  // = += -= *=
 // largest / smallest value over exactly one reduced index; ties give the lowest position, a NaN
 // counts as beyond every number (the first NaN wins), and an empty range gives -1.
 enum class Reduce : uint8_t { kNone, kSum, kProd, kMax, kMin, kMean, kArgmax, kArgmin };
+// The type a reduction accumulates in over arguments of `arg` (docs/language.md): sum and prod
+// of bool and of integers narrower than 64 bits in i64 (u64 for unsigned ones), of f16 and bf16
+// in f32; mean of bool and integers in f64, of f16 and bf16 in f32; otherwise `arg` (max, min,
+// and the arg reductions, whose positions are i64 in lowering).
+DType accumulation_type(Reduce reduce, DType arg);
 std::string_view accum_name(Accum accum);    // "=", "+=", ...
 std::string_view reduce_name(Reduce reduce);  // "", "sum", ...
 

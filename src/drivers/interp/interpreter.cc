@@ -148,8 +148,11 @@ class Frame {
         const Value x = eval(v.get());
         char text[40];
         switch (v->type) {
-          case DType::kF32: std::snprintf(text, sizeof text, " %.9g", ir::round_f32(x.f)); break;
+          case DType::kF16:
+          case DType::kBF16:
+          case DType::kF32: std::snprintf(text, sizeof text, " %.9g", ir::round_float(v->type, x.f)); break;
           case DType::kF64: std::snprintf(text, sizeof text, " %.17g", x.f); break;
+          case DType::kU64: std::snprintf(text, sizeof text, " %llu", static_cast<unsigned long long>(x.i)); break;
           default: std::snprintf(text, sizeof text, " %lld", static_cast<long long>(x.i)); break;
         }
         line += text;
@@ -222,45 +225,15 @@ class Frame {
     const DType t = s->value->type;
     unsigned char* p = element(s->node, t, offset, /*is_store=*/true);
     if (!p) return;
-    switch (t) {
-      case DType::kF32: {
-        float x = static_cast<float>(v.f);
-        std::memcpy(p, &x, sizeof(x));
-        return;
-      }
-      case DType::kF64: std::memcpy(p, &v.f, sizeof(v.f)); return;
-      case DType::kI32: {
-        int32_t x = static_cast<int32_t>(v.i);
-        std::memcpy(p, &x, sizeof(x));
-        return;
-      }
-      case DType::kI64: std::memcpy(p, &v.i, sizeof(v.i)); return;
-    }
+    ir::store_scalar(t, v, p);
   }
 
   Value load(const LExpr* e) {
     const int64_t offset = eval_offset(e->offset);
     if (error_) return Value();
     const unsigned char* p = element(e->node, e->type, offset, /*is_store=*/false);
-    Value r;
-    if (!p) return r;
-    switch (e->type) {
-      case DType::kF32: {
-        float x;
-        std::memcpy(&x, p, sizeof(x));
-        r.f = x;
-        break;
-      }
-      case DType::kF64: std::memcpy(&r.f, p, sizeof(r.f)); break;
-      case DType::kI32: {
-        int32_t x;
-        std::memcpy(&x, p, sizeof(x));
-        r.i = x;
-        break;
-      }
-      case DType::kI64: std::memcpy(&r.i, p, sizeof(r.i)); break;
-    }
-    return r;
+    if (!p) return Value();
+    return ir::load_scalar(e->type, p);
   }
 
   void declare_local(const LStmt* s) {
@@ -287,7 +260,8 @@ class Frame {
     if (error_) return;
     std::vector<Value>* array = local_array(s->local, offset, "store to");
     if (!array) return;
-    if (local_types_[static_cast<size_t>(s->local)] == DType::kF32) v.f = ir::round_f32(v.f);
+    const DType type = local_types_[static_cast<size_t>(s->local)];
+    if (ir::is_float_type(type)) v.f = ir::round_float(type, v.f);
     (*array)[static_cast<size_t>(offset)] = v;
   }
 
