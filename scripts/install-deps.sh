@@ -15,6 +15,8 @@ packages=(
   libbenchmark-dev                 # benchmarks
   libopenblas-dev                  # the cpu device's gemm (RAL) and the sgemm baseline of the benchmarks
   libclblast-dev                   # the opencl device's gemm (RAL; loaded at run time, optional)
+  libdnnl2                         # the cpu device's products of bf16 and i8 operands (oneDNN; RAL,
+                                   # loaded at run time, optional)
   openmpi-bin libopenmpi-dev       # collectives across processes (RAL; optional: without it, worlds of one)
   pocl-opencl-icd ocl-icd-libopencl1 clinfo  # an OpenCL platform on the CPU (PoCL) and the ICD
                                    # loader, so the OpenCL driver's tests run without a GPU

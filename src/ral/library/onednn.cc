@@ -1,0 +1,74 @@
+#include "ral/library/onednn.h"
+
+#include <string>
+
+#include "kiln/base/shared_library.h"
+
+namespace kiln::ral::library {
+
+namespace {
+
+// dnnl.h's declarations (oneDNN 2.x, whose C API is stable), here so that kiln builds without
+// its headers. dnnl_dim_t is int64_t; dnnl_status_t 0 is success.
+using dnnl_dim_t = int64_t;
+using GemmBf16Fn = int (*)(char transa, char transb, dnnl_dim_t m, dnnl_dim_t n, dnnl_dim_t k, float alpha,
+                           const uint16_t* a, dnnl_dim_t lda, const uint16_t* b, dnnl_dim_t ldb, float beta,
+                           float* c, dnnl_dim_t ldc);
+using GemmS8Fn = int (*)(char transa, char transb, char offsetc, dnnl_dim_t m, dnnl_dim_t n, dnnl_dim_t k,
+                         float alpha, const int8_t* a, dnnl_dim_t lda, int8_t ao, const int8_t* b, dnnl_dim_t ldb,
+                         int8_t bo, float beta, int32_t* c, dnnl_dim_t ldc, const int32_t* co);
+
+struct OneDnn {
+  GemmBf16Fn gemm_bf16 = nullptr;
+  GemmS8Fn gemm_s8 = nullptr;
+  Status status;
+};
+
+// Loaded once per process and never unloaded (its thread pool outlives any kiln object).
+const OneDnn& onednn() {
+  static const OneDnn loaded = [] {
+    OneDnn out;
+    Result<void*> handle = load_shared_library({"libdnnl.so.2", "libdnnl.so.3", "libdnnl.so"});
+    if (!handle.ok()) {
+      out.status = unavailable_error("a product of bf16 or i8 operands on the host needs oneDNN, which was not found (" +
+                                     handle.status().message() + "); install libdnnl2");
+      return out;
+    }
+    SymbolBinder binder(*handle);
+    binder.bind(out.gemm_bf16, "dnnl_gemm_bf16bf16f32");
+    binder.bind(out.gemm_s8, "dnnl_gemm_s8s8s32");
+    if (!binder.missing().empty()) out.status = unavailable_error("the oneDNN library lacks " + binder.missing());
+    return out;
+  }();
+  return loaded;
+}
+
+Status checked(int status, const char* what) {
+  if (status == 0) return Status();
+  return internal_error(std::string("oneDNN's ") + what + " failed with dnnl_status_t " + std::to_string(status));
+}
+
+}  // namespace
+
+Status onednn_gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
+                        const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, float* c,
+                        int64_t ldc) {
+  const OneDnn& dnnl = onednn();
+  KILN_RETURN_IF_ERROR(dnnl.status);
+  return checked(dnnl.gemm_bf16(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
+                                beta, c, ldc),
+                 "dnnl_gemm_bf16bf16f32");
+}
+
+Status onednn_gemm_s8(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
+                      const int8_t* a, int64_t lda, const int8_t* b, int64_t ldb, float beta, int32_t* c,
+                      int64_t ldc) {
+  const OneDnn& dnnl = onednn();
+  KILN_RETURN_IF_ERROR(dnnl.status);
+  const int32_t no_offset = 0;
+  return checked(dnnl.gemm_s8(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', 'F', m, n, k, alpha, a, lda, 0, b,
+                              ldb, 0, beta, c, ldc, &no_offset),
+                 "dnnl_gemm_s8s8s32");
+}
+
+}  // namespace kiln::ral::library

@@ -1,0 +1,27 @@
+// oneDNN (Debian's libdnnl2), loaded with dlopen when the first product of narrow operands runs,
+// like OpenBLAS (openblas.h): its bf16 x bf16 -> f32 and i8 x i8 -> i32 products use the CPU's
+// AVX-512 BF16, VNNI and AMX instructions where it has them, which OpenBLAS 0.3.21 as Debian
+// builds it does not (it has no sbgemm).
+#pragma once
+
+#include <cstdint>
+
+#include "kiln/base/status.h"
+
+namespace kiln::ral::library {
+
+// c = alpha * op(a) @ op(b) + beta * c, row-major, on the host: bf16 operands (their bits), f32
+// c. m, n > 0; lda, ldb and ldc are the stored row lengths. UNAVAILABLE, saying how to install
+// it, when oneDNN cannot be loaded; INTERNAL with oneDNN's status when it refuses the call.
+Status onednn_gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
+                        const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, float* c,
+                        int64_t ldc);
+
+// The same with i8 operands and an i32 c: c = alpha * op(a) @ op(b) + beta * c, where alpha and
+// beta are applied in f32 and the result is rounded to the nearest i32 and saturated (oneDNN's
+// rule; with alpha 1 and beta 0 or 1 the sum is exact while it fits in i32).
+Status onednn_gemm_s8(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
+                      const int8_t* a, int64_t lda, const int8_t* b, int64_t ldb, float beta, int32_t* c,
+                      int64_t ldc);
+
+}  // namespace kiln::ral::library
