@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kiln/loop/loop.h"
+#include "kiln/loop/op_eval.h"
 
 #include "loop/loop_text_internal.h"
 #include "loop/sexpr_reader.h"
@@ -31,6 +32,27 @@ std::optional<int64_t> parse_int64(std::string_view text) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
   return value;
+}
+
+// An integer of any type's range: an int64, or (u64) an unsigned one above INT64_MAX.
+std::optional<__int128> parse_integer(std::string_view text) {
+  if (std::optional<int64_t> i = parse_int64(text)) return *i;
+  uint64_t u = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), u);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return u;
+}
+
+// The least and greatest value of an integer type (bool: 0 and 1).
+std::pair<__int128, __int128> integer_limits(DType t) {
+  if (t == DType::kBool) return {0, 1};
+  const int bits = dtype_bits(t);
+  if (is_unsigned_type(t)) return {0, (static_cast<__int128>(1) << bits) - 1};
+  return {-(static_cast<__int128>(1) << (bits - 1)), (static_cast<__int128>(1) << (bits - 1)) - 1};
+}
+
+std::string integer_text(__int128 v) {
+  return v < 0 ? std::to_string(static_cast<int64_t>(v)) : std::to_string(static_cast<uint64_t>(v));
 }
 
 class KernelBuilder {
@@ -127,7 +149,7 @@ class KernelBuilder {
     if (node.kind == SNode::Kind::kAtom) {
       if (std::optional<DType> t = parse_type(node.text)) return *t;
     }
-    return error_at(node, "expected a type (f32, f64, i32 or i64), got " + describe(node));
+    return error_at(node, "expected a type (one of " + std::string(dtype_list()) + "), got " + describe(node));
   }
 
   // "vN": a loop variable of this kernel.
@@ -216,17 +238,20 @@ class KernelBuilder {
     if (value.kind != SNode::Kind::kAtom) {
       return error_at(value, "expected a number, got " + describe(value));
     }
-    if (t == DType::kI32 || t == DType::kI64) {
-      std::optional<int64_t> i = parse_int64(value.text);
-      int64_t lo = t == DType::kI32 ? INT32_MIN : INT64_MIN;
-      int64_t hi = t == DType::kI32 ? INT32_MAX : INT64_MAX;
+    if (!is_float_type(t)) {
+      // An integer of the type's range (bool: 0 or 1; u64 up to 2^64 - 1), held as the double
+      // that evaluates to it (const_scalar), so one whose double reads back as another integer
+      // is refused.
+      const std::optional<__int128> i = parse_integer(value.text);
+      const auto [lo, hi] = integer_limits(t);
       if (!i || *i < lo || *i > hi) {
-        return error_at(value, "expected an " + std::string(type_text(t)) +
-                                   " constant (an integer in [" + std::to_string(lo) + ", " +
-                                   std::to_string(hi) + "]), got " + describe(value));
+        return error_at(value, "expected " + std::string(type_text(t)[0] == 'i' ? "an " : "a ") +
+                                   std::string(type_text(t)) + " constant (an integer in [" + integer_text(lo) +
+                                   ", " + integer_text(hi) + "]), got " + describe(value));
       }
-      double d = static_cast<double>(*i);
-      if (exact_integer(d) != *i) {
+      const double d = static_cast<double>(*i);
+      const int64_t back = const_scalar(t, d).i;
+      if ((t == DType::kU64 ? static_cast<__int128>(static_cast<uint64_t>(back)) : back) != *i) {
         return error_at(value, "integer constant " + value.text +
                                    " is not exactly representable (constants are held as f64; "
                                    "use one within +-2^53)");
@@ -259,8 +284,20 @@ class KernelBuilder {
       if (args[1]->type != args[0]->type) return mismatch(1, args[0]->type);
       return Status();
     }
-    size_t first = op == Op::kSelect ? 1 : 0;  // select's condition may have any type
-    for (size_t i = first; i < args.size(); ++i) {
+    const bool bitwise = op == Op::kBitNot || op == Op::kBitAnd || op == Op::kBitOr || op == Op::kBitXor;
+    const bool shift = op == Op::kShl || op == Op::kShr;
+    if ((bitwise || shift) && is_float_type(t)) {
+      return error_at(at, "'" + std::string(name) + "' takes bool or integers (shifts: integers), not " +
+                              std::string(type_text(t)));
+    }
+    if (shift && (t == DType::kBool || is_float_type(args[1]->type) || args[1]->type == DType::kBool)) {
+      return error_at(at, "'" + std::string(name) + "' shifts an integer by an integer, got " +
+                              std::string(type_text(t)) + " and " + std::string(type_text(args[1]->type)));
+    }
+    // select's condition and a shift's amount may have any (integer) type.
+    size_t first = op == Op::kSelect ? 1 : 0;
+    const size_t last = shift ? 1 : args.size();
+    for (size_t i = first; i < last; ++i) {
       if (args[i]->type != t) return mismatch(i, t);
     }
     return Status();

@@ -12,6 +12,7 @@
 
 #include "kiln/ir/printer.h"
 #include "kiln/loop/loop.h"
+#include "kiln/loop/op_eval.h"
 
 #include "loop/loop_text_internal.h"
 
@@ -36,11 +37,15 @@ void append_double(std::string& out, double value) {
   out.append(buffer, end);
 }
 
-// The value as an integer when it is one that an int64 holds exactly.
+// An integer constant as the integer it evaluates to (a u64 unsigned), when that reads back as
+// the same double (2^63 is INT64_MAX's, 2^64 UINT64_MAX's: the doubles nearest them); any other
+// value as a double (which the parser refuses for an integer type).
 void append_const_value(std::string& out, DType type, double value) {
-  if (type == DType::kI32 || type == DType::kI64) {
-    if (std::optional<int64_t> i = exact_integer(value)) {
-      append_integer(out, *i);
+  if (!is_float_type(type)) {
+    const Scalar v = const_scalar(type, value);
+    double back = 0;
+    if (scalar_to_const(type, v, &back) && back == value) {
+      out += type == DType::kU64 ? std::to_string(static_cast<uint64_t>(v.i)) : std::to_string(v.i);
       return;
     }
   }

@@ -236,53 +236,52 @@ TEST(LoopTextTest, TraceStatementsRoundTrip) {
   EXPECT_NE(print_kernel(k).find("(trace 2 16 (load i32 5 0) v0 (load f32 3 v0))"), std::string::npos);
 }
 
+// Every op applied to operands of every type it takes (the parser refuses bitwise ops and
+// shifts of floats), each operand a load of a node of its type.
 TEST(LoopTextTest, EveryOpInEveryType) {
-  const DType types[] = {DType::kF32, DType::kF64, DType::kI32, DType::kI64};
-  auto operand = [](DType t) -> LExprRef {
-    switch (t) {
-      case DType::kF32: return lload(0, DType::kF32, lvar(0));
-      case DType::kF64: return lload(1, DType::kF64, lvar(0));
-      case DType::kI32: return lload(2, DType::kI32, lvar(0));
-      case DType::kI64: return lop(Op::kAdd, DType::kI64, {lvar(0), i64(1)});
-    }
-    return nullptr;
+  std::vector<DType> types(std::begin(kAllDTypes), std::end(kAllDTypes));
+  auto operand = [&](DType t) -> LExprRef {
+    if (t == DType::kI64) return lop(Op::kAdd, DType::kI64, {lvar(0), i64(1)});
+    const int node = static_cast<int>(std::find(types.begin(), types.end(), t) - types.begin());
+    return lload(node, t, lvar(0));
+  };
+  auto other = [&](DType t, int k) {
+    const size_t at = static_cast<size_t>(std::find(types.begin(), types.end(), t) - types.begin());
+    return types[(at + static_cast<size_t>(k)) % types.size()];
   };
   std::vector<LStmtRef> stores;
-  int store_node = 10;
+  int store_node = 100;
   for (int o = 0; o <= static_cast<int>(Op::kFma); ++o) {
     const Op op = static_cast<Op>(o);
     for (DType t : types) {
+      const bool bitwise = op == Op::kBitNot || op == Op::kBitAnd || op == Op::kBitOr || op == Op::kBitXor;
+      if ((bitwise || op == Op::kShl || op == Op::kShr) && is_float_type(t)) continue;
+      if ((op == Op::kShl || op == Op::kShr) && t == DType::kBool) continue;
       LExprRef e;
-      switch (op) {
-        case Op::kCastF32: case Op::kCastF64: case Op::kCastI32: {
-          DType to = op == Op::kCastF32 ? DType::kF32 : op == Op::kCastF64 ? DType::kF64 : DType::kI32;
-          e = lop(op, to, {operand(t)});  // every operand type
-          break;
-        }
-        case Op::kAdd: case Op::kSub: case Op::kMul: case Op::kDiv: case Op::kMax: case Op::kMin:
-        case Op::kPow:
-          e = lop(op, t, {operand(t), operand(t)});
-          break;
-        case Op::kLt: case Op::kLe: case Op::kGt: case Op::kGe: case Op::kEq: case Op::kNe:
-          // operands of type t, the result in another type
-          e = lop(op, types[(static_cast<int>(t) + 1) % 4], {operand(t), operand(t)});
-          break;
-        case Op::kSelect:
-          e = lop(op, t, {operand(types[(static_cast<int>(t) + 2) % 4]), operand(t), operand(t)});
-          break;
-        case Op::kFma:
-          e = lop(op, t, {operand(t), operand(t), operand(t)});
-          break;
-        default:
-          e = lop(op, t, {operand(t)});
+      if (std::optional<DType> to = cast_target(op)) {
+        e = lop(op, *to, {operand(t)});  // every operand type
+      } else if (is_comparison(op)) {
+        e = lop(op, other(t, 1), {operand(t), operand(t)});  // the result in another type
+      } else if (op == Op::kShl || op == Op::kShr) {
+        DType amount = other(t, 3);
+        while (!is_integer_type(amount)) amount = other(amount, 1);
+        e = lop(op, t, {operand(t), operand(amount)});  // the amount in its own type
+      } else if (op == Op::kSelect) {
+        e = lop(op, t, {operand(other(t, 2)), operand(t), operand(t)});
+      } else if (op_arity(op) == 3) {
+        e = lop(op, t, {operand(t), operand(t), operand(t)});
+      } else if (op_arity(op) == 2) {
+        e = lop(op, t, {operand(t), operand(t)});
+      } else {
+        e = lop(op, t, {operand(t)});
       }
       stores.push_back(store(store_node++, lvar(0), e));
     }
   }
   Kernel k;
   k.name = "ops";
-  k.nodes = {0, 1, 2};
-  for (int n = 10; n < store_node; ++n) k.nodes.push_back(n);
+  for (size_t n = 0; n < types.size(); ++n) k.nodes.push_back(static_cast<int>(n));
+  for (int n = 100; n < store_node; ++n) k.nodes.push_back(n);
   k.var_count = 1;
   k.body = for_(0, 16, std::move(stores));
   expect_round_trip(k);
@@ -292,7 +291,9 @@ TEST(LoopTextTest, EveryOpInEveryType) {
                            "(relu", "(abs", "(sin", "(cos", "(floor", "(ceil", "(f32 (load",
                            "(f64 (load", "(i32 (load", "(+ f32", "(- f64", "(* i32", "(/ (+",
                            "(< f64", "(<=", "(> ", "(>=", "(==", "(!=", "(max", "(min", "(pow",
-                           "(select f32", "(fma f64"}) {
+                           "(select f32", "(fma f64", "(bool (load f16", "(u8 (load", "(bf16 (load f64",
+                           "(i64 (load", "(u64 (", "(~ bool", "(& u16", "(| i8", "(^ u32", "(<< i8 (load i8 1 v0) (load",
+                           "(>> u64", "(+ f16", "(* bf16"}) {
     EXPECT_NE(text.find(name), std::string::npos) << name;
   }
 }
@@ -306,7 +307,17 @@ TEST(LoopTextTest, ConstantsRoundTripExactly) {
                            std::numeric_limits<double>::quiet_NaN(), 16777217.0, 123456789.125};
   const double i32s[] = {0, 1, -1, 2147483647.0, -2147483648.0, 1000};
   const double i64s[] = {0, -1, 9007199254740992.0, -9007199254740992.0, 4611686018427387904.0,
-                         -9223372036854775808.0, 1e18};
+                         -9223372036854775808.0, 1e18, 9223372036854775808.0 /* INT64_MAX's */};
+  // Every other integer type at its limits; u64 above 2^63 and at 2^64 (UINT64_MAX's double).
+  const std::pair<DType, std::vector<double>> others[] = {
+      {DType::kBool, {0, 1}},
+      {DType::kI8, {-128, 127, -1}},
+      {DType::kU8, {0, 255}},
+      {DType::kI16, {-32768, 32767}},
+      {DType::kU16, {0, 65535}},
+      {DType::kU32, {0, 4294967295.0}},
+      {DType::kU64, {0, 9223372036854775808.0, 18446744073709549568.0, 18446744073709551616.0}},
+  };
   std::vector<LStmtRef> stores;
   int node = 0;
   std::vector<int> nodes;
@@ -320,6 +331,13 @@ TEST(LoopTextTest, ConstantsRoundTripExactly) {
   }
   for (double v : i32s) add(DType::kI32, v);
   for (double v : i64s) add(DType::kI64, v);
+  for (double v : floats) {
+    add(DType::kF16, v);
+    add(DType::kBF16, v);
+  }
+  for (const auto& [type, values] : others) {
+    for (double v : values) add(type, v);
+  }
   Kernel k;
   k.name = "consts";
   k.nodes = nodes;
@@ -334,6 +352,13 @@ TEST(LoopTextTest, ConstantsRoundTripExactly) {
   EXPECT_NE(text.find("(const i32 -2147483648)"), std::string::npos);
   EXPECT_NE(text.find(" -9223372036854775808)"), std::string::npos);  // a bare i64
   EXPECT_NE(text.find(" 9007199254740992)"), std::string::npos);
+  EXPECT_NE(text.find("(const i64 9223372036854775807)"), std::string::npos);
+  EXPECT_NE(text.find("(const u64 18446744073709551615)"), std::string::npos);
+  EXPECT_NE(text.find("(const u64 9223372036854775808)"), std::string::npos);
+  EXPECT_NE(text.find("(const i8 -128)"), std::string::npos);
+  EXPECT_NE(text.find("(const bool 1)"), std::string::npos);
+  EXPECT_NE(text.find("(const f16 0.1)"), std::string::npos);
+  EXPECT_NE(text.find("(const bf16 -inf)"), std::string::npos);
 }
 
 TEST(LoopTextTest, CommentsAreEscaped) {
@@ -501,7 +526,21 @@ TEST(LoopTextTest, UnknownOpsAndBadNumbers) {
   expect_error(body("(store 0 0 (const i32 3000000000))"), "2:23", "i32 constant");
   expect_error(body("(store 0 0 (const i64 99999999999999999999))"), "2:23", "i64 constant");
   expect_error(body("(store 0 0 (const i64 9007199254740993))"), "2:23", "exactly representable");
-  expect_error(body("(store 0 0 (const f16 1))"), "2:19", "expected a type");
+  expect_error(body("(store 0 0 (const f8 1))"), "2:19", "expected a type (one of bool, i8,");
+  expect_error(body("(store 0 0 (const u8 256))"), "2:22", "u8 constant (an integer in [0, 255])");
+  expect_error(body("(store 0 0 (const i8 -129))"), "2:22", "an i8 constant");
+  expect_error(body("(store 0 0 (const bool 2))"), "2:24", "bool constant (an integer in [0, 1])");
+  expect_error(body("(store 0 0 (const u16 -1))"), "2:23", "u16 constant");
+  expect_error(body("(store 0 0 (const u32 4294967296))"), "2:23", "u32 constant");
+  expect_error(body("(store 0 0 (const u64 18446744073709551616))"), "2:23", "u64 constant");
+  expect_error(body("(store 0 0 (const u64 18446744073709551614))"), "2:23", "exactly representable");
+  expect_error(body("(store 0 0 (const u64 -1))"), "2:23", "[0, 18446744073709551615]");
+  expect_error(body("(store 0 0 (const u8 1.0))"), "2:22", "u8 constant");
+  expect_error(body("(store 0 0 (& f32 (const f32 1) (const f32 2)))"), "2:12", "'&' takes bool or integers");
+  expect_error(body("(store 0 0 (~ f64 (const f64 1)))"), "2:12", "'~' takes bool or integers");
+  expect_error(body("(store 0 0 (<< i32 (const i32 1) (const f32 2)))"), "2:12", "shifts an integer by an integer");
+  expect_error(body("(store 0 0 (>> bool (const bool 1) (const i32 2)))"), "2:12", "shifts an integer");
+  expect_error(body("(store 0 0 (<< u8 (const i8 1) (const i32 2)))"), "2:12", "operand 1 of type u8");
   expect_error(body("(store 0 0 (const f32))"), "2:12", "(const TYPE VALUE)");
   expect_error(body("(store 0 1.5 (const f32 1))"), "2:10", "i64 integer");
   expect_error(body("(store 0 +1 (const f32 1))"), "2:10", "expected an expression");

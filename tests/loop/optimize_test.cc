@@ -93,12 +93,12 @@ TEST(FoldConstantsTest, IntegerArithmeticWrapsAndDividesLikeTheReference) {
       op(Op::kCastI32, kI32, {c(kF32, 3e9)}),                      // saturates
       op(Op::kCastI32, kI32, {c(kF64, -2.7)}),                     // truncates
       op(Op::kCastI32, kI32, {c(kF64, kNaN)}),                     // NaN becomes 0
-      op(Op::kCastI32, kI32, {c(kI64, -1e12)}),                    // i64 saturates too
+      op(Op::kCastI32, kI32, {c(kI64, -1e12)}),                    // integers wrap (2^32 - 10^12 % 2^32)
       op(Op::kLt, kI32, {c(kI32, -1), c(kI32, 0)}),                // comparisons give 1 / 0
   });
   const std::vector<double> expected = {-2147483648.0, 0, 0, -2147483648.0, -3, -2147483648.0,
                                         -2147483648.0, 2147483647.0, -9223372036854775808.0,
-                                        2147483647.0, -2, 0, -2147483648.0, 1};
+                                        2147483647.0, -2, 0, 727379968.0, 1};
   for (size_t i = 0; i < expected.size(); ++i) {
     LExprRef e = folded_value(k, i);
     ASSERT_EQ(e->kind, LExpr::Kind::kConst) << "statement " << i;
@@ -213,6 +213,39 @@ TEST(FoldConstantsTest, IntegerIdentities) {
             "    (store 0 4 (load i32 1 0))\n"
             "    (store 0 5 (const i32 0))\n"
             "    (store 0 6 (+ i32 (* i32 (load i32 1 0) (const i32 2)) (const i32 2147483647)))))\n");
+}
+
+// Language version 3: every integer width folds modulo its own 2^bits, a coefficient or
+// constant that reads negative in the type subtracted (x - 1 in u8, not x + 255); bool is no
+// ring (its + is op_eval's or), so it is left as written; casts, shifts and bitwise ops of
+// constants fold like the reference.
+TEST(FoldConstantsTest, NarrowIntegersFoldModuloTheirWidth) {
+  const DType u8 = DType::kU8, i8 = DType::kI8, u16 = DType::kU16, u64 = DType::kU64, b = DType::kBool;
+  Kernel k = kernel({0, 1, 2, 3, 4, 5}, 0, 0, lblock({
+      lstore(0, i64(0), add(add(load(1, u8, i64(0)), c(u8, 200), u8), c(u8, 100), u8)),
+      lstore(0, i64(1), add(load(1, u8, i64(0)), c(u8, 255), u8)),
+      lstore(2, i64(0), sub(c(i8, 127), sub(c(i8, -128), load(2, i8, i64(1)), i8), i8)),
+      lstore(3, i64(0), mul(mul(load(3, u16, i64(0)), c(u16, 256), u16), c(u16, 256), u16)),
+      lstore(4, i64(0), add(load(4, u64, i64(0)), c(u64, 18446744073709551616.0), u64)),
+      lstore(5, i64(0), add(load(5, b, i64(0)), load(5, b, i64(0)), b)),
+      lstore(5, i64(1), op(Op::kBitNot, b, {c(b, 1)})),
+      lstore(2, i64(1), op(Op::kShr, i8, {c(i8, -128), c(DType::kU8, 9)})),
+      lstore(0, i64(2), op(Op::kCastU8, u8, {c(DType::kF32, -3.5)})),
+      lstore(0, i64(3), op(Op::kCastU8, u8, {c(DType::kI32, 1000)})),
+  }));
+  EXPECT_EQ(after(fold_constants, k),
+            "(kernel k (nodes 0 1 2 3 4 5) (vars 0) (locals 0)\n"
+            "  (block\n"
+            "    (store 0 0 (+ u8 (load u8 1 0) (const u8 44)))\n"
+            "    (store 0 1 (- u8 (load u8 1 0) (const u8 1)))\n"
+            "    (store 2 0 (- i8 (load i8 2 1) (const i8 1)))\n"
+            "    (store 3 0 (const u16 0))\n"
+            "    (store 4 0 (- u64 (load u64 4 0) (const u64 1)))\n"
+            "    (store 5 0 (+ bool (load bool 5 0) (load bool 5 0)))\n"
+            "    (store 5 1 (const bool 0))\n"
+            "    (store 2 1 (const i8 -1))\n"
+            "    (store 0 2 (const u8 0))\n"
+            "    (store 0 3 (const u8 232))))\n");
 }
 
 TEST(FoldConstantsTest, OffsetArithmeticCombinesConstants) {
@@ -450,6 +483,18 @@ TEST(SplitReductionsTest, StrictFloatsStayInOrderAndIntegersSplitAnyway) {
   // Wrapping integer arithmetic is associative: the same bits in any order.
   EXPECT_NE(split(reduction(Op::kAdd, kI32, 100), false).find("(local 1 i32 32\n"), std::string::npos);
   EXPECT_NE(split(reduction(Op::kMul, kI64, 100), false).find("(local 1 i64 16\n"), std::string::npos);
+}
+
+// Language version 3: every integer type and bool splits (wrapping arithmetic, or or and and on
+// bool, in any order); 1- and 2-byte types into 32 lanes; f16 and bf16 only as floats may.
+TEST(SplitReductionsTest, EveryTypeSplitsWhereItsOrderDoesNotMatter) {
+  EXPECT_NE(split(reduction(Op::kAdd, DType::kU8, 100), false).find("(local 1 u8 32\n"), std::string::npos);
+  EXPECT_NE(split(reduction(Op::kMax, DType::kBool, 100), false).find("(local 1 bool 32\n"), std::string::npos);
+  EXPECT_NE(split(reduction(Op::kMul, DType::kU64, 100), false).find("(local 1 u64 16\n"), std::string::npos);
+  const Kernel max_f16 = reduction(Op::kMax, DType::kF16, 100), sum_bf16 = reduction(Op::kAdd, DType::kBF16, 100);
+  EXPECT_EQ(split(max_f16, false), print_kernel(max_f16));
+  EXPECT_EQ(split(sum_bf16, false), print_kernel(sum_bf16));
+  EXPECT_NE(split(sum_bf16, true).find("(local 1 bf16 32\n"), std::string::npos);
 }
 
 TEST(SplitReductionsTest, LeavesWhatIsNotAReduction) {

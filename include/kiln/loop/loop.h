@@ -9,9 +9,16 @@
 // Semantics every backend implements identically (the interpreter is the reference):
 //  - Loop variables and offsets are i64. `for v in [0, extent)`; a kernel whose body is a
 //    parallel `for` may run that loop's iterations concurrently (split over workgroups).
-//  - Arithmetic is in the expression's type; i32 wraps around (two's complement); i32 division
-//    truncates toward zero, and x / 0 == 0 and INT32_MIN / -1 == INT32_MIN for i32.
-//  - Casts to i32 truncate toward zero and saturate; NaN becomes 0.
+//  - Arithmetic is in the expression's type (kiln/loop/op_eval.h has every op on every type);
+//    integers wrap around at their width (two's complement); integer division truncates toward
+//    zero, and x / 0 == 0 and MIN / -1 == MIN. bool is 0 or 1. f16 and bf16 values are computed
+//    in f32 (a backend) or f64 (the reference) and rounded to nearest even by a cast, a constant
+//    or a store.
+//  - Casts from floats to integers truncate toward zero and saturate; NaN becomes 0. Casts
+//    between integer types wrap; a cast to bool is != 0.
+//  - & | ^ ~ on bool and integers; << >> shift an integer by an amount of any integer type
+//    (not converted to the operand's); an amount below 0 or at least the width gives 0 (-1 for
+//    >> of a negative signed value); >> of a signed value is arithmetic.
 //  - Comparisons give 1 or 0 in their result type; select(c, a, b) is a where c != 0, else b.
 //  - max/min of floats: if either operand is NaN the result is NaN. relu(x) = max(x, 0).
 //    sigmoid(x) = 1 / (1 + exp(-x)); rsqrt(x) = 1 / sqrt(x).
@@ -278,16 +285,18 @@ std::optional<int64_t> var_coefficient(const LExpr& e, int var);
 //   EXPR   := vI                                 loop variable I (i64)
 //           | sI                                 size I (i64), I < the kernel's (sizes N)
 //           | INTEGER                            an i64 constant, e.g. 32 or -1
-//           | (const TYPE VALUE)                 other constants; integers for i32/i64,
-//                                                shortest round-trip form for floats (1.5,
-//                                                1e+20, inf, -inf, nan)
+//           | (const TYPE VALUE)                 other constants; integers in the type's range
+//                                                for bool and the integer types (u64 up to
+//                                                18446744073709551615), shortest round-trip
+//                                                form for floats (1.5, 1e+20, inf, -inf, nan)
 //           | (load TYPE ID OFFSET) | (local_load TYPE L OFFSET)
 //           | (OP [TYPE] EXPR...)                TYPE omitted means i64; casts take none:
-//                                                (f32 X) (f64 X) (i32 X), except (i32 i64 X),
+//                                                (f32 X) (u8 X) (bf16 X), except (i32 i64 X),
 //                                                an i32 value widened into an offset (a gather)
-//   OP     := neg exp log sqrt rsqrt tanh sigmoid relu abs sin cos erf floor ceil f32 f64 i32
-//             + - * / < <= > >= == != max min pow select fma
-//   TYPE   := f32 | f64 | i32 | i64
+//   OP     := neg exp log sqrt rsqrt tanh sigmoid relu abs sin cos erf floor ceil
+//             + - * / < <= > >= == != max min pow select fma ~ & | ^ << >>
+//             bool i8 u8 i16 u16 i32 u32 i64 u64 f16 bf16 f32 f64   (casts)
+//   TYPE   := bool | i8 | u8 | i16 | u16 | i32 | u32 | i64 | u64 | f16 | bf16 | f32 | f64
 // ID is a node id (what LExpr::node and LStmt::node hold), which must be listed in `(nodes
 // ...)` (binding i is nodes[i]); L is a local number < local_count; I < var_count. The parser
 // validates everything above (ids, scoping, op arity and operand types, i64 offsets, one type

@@ -24,10 +24,12 @@ bool is_one(const LExprRef& e) {
   return is_float_type(e->type) ? v.f == 1.0 : v.i == 1;
 }
 
-// Two's complement wrap-around into i32 or i64.
-int64_t wrap(DType type, uint64_t v) {
-  if (type == DType::kI32) return static_cast<int32_t>(static_cast<uint32_t>(v));
-  return static_cast<int64_t>(v);
+// A value modulo 2^bits of an integer type, read signed (two's complement, from the type's
+// lowest bits): -1 for all ones in u8 as in i8. A coefficient or constant that reads negative is
+// printed subtracted (x - 1, not x + 255), whatever the type's signedness.
+int64_t signed_bits(DType type, uint64_t v) {
+  const int shift = 64 - dtype_bits(type);
+  return static_cast<int64_t>(v << shift) >> shift;
 }
 
 // An integer expression as constant + sum(coefficient * term), all modulo 2^bits.
@@ -36,8 +38,9 @@ struct Linear {
   std::vector<std::pair<uint64_t, LExprRef>> terms;  // distinct terms, in first-seen order
 };
 
+// Integers only: arithmetic on bool (which op_eval keeps 0 or 1) is no ring.
 bool is_linear_op(const LExprRef& e, DType type) {
-  if (!e || e->kind != LExpr::Kind::kOp || e->type != type) return false;
+  if (!e || e->kind != LExpr::Kind::kOp || e->type != type || !is_integer_type(type)) return false;
   switch (e->op) {
     case Op::kAdd:
     case Op::kSub:
@@ -87,11 +90,14 @@ void linearize(const LExprRef& e, uint64_t scale, DType type, Linear* out) {
   out->terms.emplace_back(scale, e);
 }
 
-// An integer constant of `type`, or null when an i64 value has no exact double.
+// An integer constant of `type` holding `v` read in the type (its low bits, a u64 unsigned), or
+// null when a 64-bit value has no exact double.
 LExprRef int_const(DType type, int64_t v) {
   double value = 0;
   Scalar s;
-  s.i = v;
+  s.i = is_unsigned_type(type) && type != DType::kU64
+            ? static_cast<int64_t>(static_cast<uint64_t>(v) & ((uint64_t{1} << dtype_bits(type)) - 1))
+            : signed_bits(type, static_cast<uint64_t>(v));
   if (!scalar_to_const(type, s, &value)) return nullptr;
   return lconst(type, value);
 }
@@ -100,15 +106,14 @@ LExprRef int_const(DType type, int64_t v) {
 // nonzero coefficient in first-seen order (the first positive one leading), each `t` or
 // `t * c`, then `+ k` or `- k`. Null when a constant cannot be written (huge i64 values).
 LExprRef rebuild(const Linear& lin, DType type) {
-  const int64_t min = type == DType::kI32 ? std::numeric_limits<int32_t>::min()
-                                          : std::numeric_limits<int64_t>::min();
+  const int64_t min = signed_bits(type, uint64_t{1} << (dtype_bits(type) - 1));  // the least signed value
   struct Piece {
     bool negative;
     LExprRef expr;
   };
   std::vector<Piece> pieces;
   for (const auto& [raw, term] : lin.terms) {
-    const int64_t c = wrap(type, raw);
+    const int64_t c = signed_bits(type, raw);
     if (c == 0) continue;
     const bool negative = c < 0 && c != min;
     const int64_t magnitude = negative ? -c : c;
@@ -120,7 +125,7 @@ LExprRef rebuild(const Linear& lin, DType type) {
     }
     pieces.push_back({negative, std::move(piece)});
   }
-  int64_t constant = wrap(type, lin.constant);
+  int64_t constant = signed_bits(type, lin.constant);
   if (pieces.empty()) return int_const(type, constant);
   // Lead with the first positive piece; a sum of only negative ones starts from the constant.
   LExprRef acc;

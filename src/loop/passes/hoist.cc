@@ -32,7 +32,7 @@ bool is_costly(const LExpr& e) {
     case Op::kPow:
       return true;
     case Op::kDiv:
-      return e.type == DType::kF32 || e.type == DType::kF64;
+      return is_float_type(e.type);
     default:
       return false;
   }

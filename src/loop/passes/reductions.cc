@@ -16,11 +16,10 @@ using internal::i64_const;
 using internal::rewrite_expr;
 using internal::with_body;
 
-bool is_float(DType t) { return t == DType::kF32 || t == DType::kF64; }
-
 // 32 lanes of 4 bytes or 16 of 8: four 256-bit vectors of accumulators, enough independent
-// additions in flight to hide the adder's latency.
-int64_t lanes_of(DType t) { return t == DType::kF64 || t == DType::kI64 ? 16 : 32; }
+// additions in flight to hide the adder's latency. Narrower types get 32 too (f16 and bf16 are
+// computed in f32; 1- and 2-byte integers fill fewer vectors, which costs nothing).
+int64_t lanes_of(DType t) { return dtype_size(t) == 8 ? 16 : 32; }
 
 // `for v in [0, N): acc = op(acc, x(v))` (or op(x(v), acc)), acc a fixed element of a local.
 struct Reduction {
@@ -39,8 +38,9 @@ std::optional<Reduction> match(const LStmt& loop, bool reassociate_floats) {
   const LExpr& v = *s->value;
   if (v.kind != LExpr::Kind::kOp || v.args.size() != 2) return {};
   if (v.op != Op::kAdd && v.op != Op::kMul && v.op != Op::kMax && v.op != Op::kMin) return {};
-  // Integer arithmetic wraps, so any order gives the same bits; floats only when allowed.
-  if (is_float(v.type) && !reassociate_floats) return {};
+  // Integer arithmetic wraps (and bool's + and * are or and and), so any order gives the same
+  // bits; floats only when allowed.
+  if (is_float_type(v.type) && !reassociate_floats) return {};
   if (v.type != s->type || v.args[0]->type != v.type || v.args[1]->type != v.type) return {};
   // A loop over a size is split too, behind a check of its extent when it runs (split()).
   if (!loop.extent_expr && loop.extent < 2 * lanes_of(v.type)) return {};

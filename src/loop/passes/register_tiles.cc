@@ -147,10 +147,10 @@ constexpr int64_t kMaxStepRows = 264;
 bool safe_on_padding(Op op) {
   switch (op) {
     case Op::kAdd: case Op::kSub: case Op::kMul: case Op::kNeg: case Op::kFma: case Op::kMax:
-    case Op::kMin: case Op::kCastF32: case Op::kCastF64: case Op::kCastI32:
+    case Op::kMin:
       return true;
     default:
-      return false;
+      return cast_target(op).has_value();  // every cast is defined on every value
   }
 }
 
