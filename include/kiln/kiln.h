@@ -68,9 +68,25 @@ enum kiln_status_code {
   KILN_DATA_LOSS = 15
 };
 
-/* Element types of tensors. */
+/* Element types of tensors (docs/language.md, "Element types"). Values are stored as C stores
+ * them, in host byte order: KILN_BOOL one byte holding 0 or 1, KILN_F16 the 16 bits of an IEEE
+ * binary16, KILN_BF16 the 16 bits of a bfloat16 (the top half of an f32; uint16_t in C). */
 typedef int32_t kiln_dtype;
-enum kiln_dtype_code { KILN_F32 = 0, KILN_F64 = 1, KILN_I32 = 2, KILN_I64 = 3 };
+enum kiln_dtype_code {
+  KILN_F32 = 0,
+  KILN_F64 = 1,
+  KILN_I32 = 2,
+  KILN_I64 = 3,
+  KILN_BOOL = 4,
+  KILN_I8 = 5,
+  KILN_U8 = 6,
+  KILN_I16 = 7,
+  KILN_U16 = 8,
+  KILN_U32 = 9,
+  KILN_U64 = 10,
+  KILN_F16 = 11,
+  KILN_BF16 = 12
+};
 
 /* Where kiln_device_to_device puts the source's array (docs/runtime.md, "Transfers"). */
 typedef int32_t kiln_merge;
@@ -281,8 +297,9 @@ KILN_API kiln_status kiln_compile_kernels(kiln_backend* backend, const kiln_prog
  * A function of the host program that `call` statements can call (docs/ral.md, "Custom
  * functions"). kiln_register_call registers `fn` for `device` ("cpu", "interp", "opencl") under
  * the full name NAME___DEVICE___pvoid_ARGUMENTS___void: `arguments` are the type codes of what
- * follows the context, joined by "_" (a memref of rank N and type T is mNdT, an attribute f64),
- * so `call my_clip(x, limit=6) -> y` on f32 vectors is ("my_clip", "cpu", "m1df32_m1df32_f64").
+ * follows the context, joined by "_" (a memref of rank N and type T is mNdT, an attribute f64;
+ * T is i1 for bool, i8 ui8 i16 ui16 i32 ui32 i64 ui64, f16 bf16 f32 f64), so
+ * `call my_clip(x, limit=6) -> y` on f32 vectors is ("my_clip", "cpu", "m1df32_m1df32_f64").
  * KILN_ALREADY_EXISTS for a full name registered before; registrations last for the process.
  *
  * When the routine runs, fn(call, args, user) gets `args` as compiled code passes them

@@ -58,11 +58,9 @@ Result<runtime::KernelDispatch> to_dispatch(const kiln_kernel_dispatch& c, const
 }  // namespace
 
 Result<ir::DType> to_dtype(kiln_dtype dtype) {
-  switch (dtype) {
-    case KILN_F32: return ir::DType::kF32;
-    case KILN_F64: return ir::DType::kF64;
-    case KILN_I32: return ir::DType::kI32;
-    case KILN_I64: return ir::DType::kI64;
+  // kiln_dtype's values are ir::DType's numbers (kiln.cc checks them).
+  for (ir::DType type : ir::kAllDTypes) {
+    if (static_cast<int>(type) == dtype) return type;
   }
   return invalid_argument_error("dtype " + std::to_string(static_cast<int>(dtype)) +
                                 " is not a kiln_dtype");

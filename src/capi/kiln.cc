@@ -65,7 +65,12 @@ namespace {
 
 // kiln.h's enums are the C++ ones, value for value.
 static_assert(KILN_F32 == static_cast<int>(ir::DType::kF32) && KILN_F64 == static_cast<int>(ir::DType::kF64) &&
-              KILN_I32 == static_cast<int>(ir::DType::kI32) && KILN_I64 == static_cast<int>(ir::DType::kI64));
+              KILN_I32 == static_cast<int>(ir::DType::kI32) && KILN_I64 == static_cast<int>(ir::DType::kI64) &&
+              KILN_BOOL == static_cast<int>(ir::DType::kBool) && KILN_I8 == static_cast<int>(ir::DType::kI8) &&
+              KILN_U8 == static_cast<int>(ir::DType::kU8) && KILN_I16 == static_cast<int>(ir::DType::kI16) &&
+              KILN_U16 == static_cast<int>(ir::DType::kU16) && KILN_U32 == static_cast<int>(ir::DType::kU32) &&
+              KILN_U64 == static_cast<int>(ir::DType::kU64) && KILN_F16 == static_cast<int>(ir::DType::kF16) &&
+              KILN_BF16 == static_cast<int>(ir::DType::kBF16));
 static_assert(KILN_INVALID_ARGUMENT == static_cast<int>(StatusCode::kInvalidArgument) &&
               KILN_NOT_FOUND == static_cast<int>(StatusCode::kNotFound) &&
               KILN_DATA_LOSS == static_cast<int>(StatusCode::kDataLoss));

@@ -1,12 +1,11 @@
 #include "runtime/initial_value.h"
 
-#include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <exception>
 #include <string>
 
 #include "kiln/base/random.h"
+#include "kiln/loop/op_eval.h"
 
 namespace kiln::runtime {
 
@@ -35,15 +34,15 @@ Status fill_initial_value(const ir::TensorNode& node, uint64_t seed, HostBytes& 
       case ir::Init::Kind::kNormal: v = random.normal(node.init.a, node.init.b); break;
     }
     std::byte* at = bytes.data() + i * ir::dtype_size(node.dtype);
-    if (node.dtype == ir::DType::kF32) {
-      float f = static_cast<float>(v);
-      std::memcpy(at, &f, sizeof f);
-    } else if (node.dtype == ir::DType::kF64) {
-      std::memcpy(at, &v, sizeof v);
+    ir::Scalar value;
+    if (ir::is_float_type(node.dtype)) {
+      value.f = v;  // rounded to the type (f32, f16, bf16: to nearest even) as it is stored
     } else {
-      int32_t n = static_cast<int32_t>(std::clamp(std::floor(v), -2147483648.0, 2147483647.0));
-      std::memcpy(at, &n, sizeof n);
+      // A value fits its type (declarations check it); a draw (i32's only) is rounded down and
+      // clamped to the type's range.
+      value.i = ir::saturate_int(node.dtype, node.init.kind == ir::Init::Kind::kValue ? v : std::floor(v));
     }
+    ir::store_scalar(node.dtype, value, at);
   }
   return Status();
 }

@@ -103,6 +103,20 @@ Status check_no_arrays(const Node& node, const char* what) {
   return Status();
 }
 
+// A bool element is one byte, 0 or 1 (what every device's loads and stores assume): other bytes
+// are refused, naming the tensor and the element.
+Status check_bool_data(const NodeDesc& desc, std::span<const std::byte> data) {
+  if (desc.dtype != ir::DType::kBool) return Status();
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (static_cast<unsigned>(data[i]) > 1) {
+      return invalid_argument_error("tensor '" + desc.name + "' is bool, but element " + std::to_string(i) +
+                                    " of the data is " + std::to_string(static_cast<unsigned>(data[i])) +
+                                    "; a bool is 0 (false) or 1 (true)");
+    }
+  }
+  return Status();
+}
+
 }  // namespace
 
 Status NodeTable::set_hosted_kind(std::string_view name, HostedKind kind) {
@@ -425,6 +439,7 @@ Status NodeTable::write_shaped(std::span<const ShapedWrite> writes, const std::m
         return invalid_argument_error("tensor '" + writes[w].name + "': " + std::to_string(writes[w].data.size()) +
                                       " bytes for a shape of " + std::to_string(bytes));
       }
+      KILN_RETURN_IF_ERROR(check_bool_data(tensors[w].desc(), writes[w].data));
     }
     KILN_RETURN_IF_ERROR(set_sizes_locked(values));
     for (size_t s = 0; s < bound_by.size(); ++s) {
@@ -446,6 +461,7 @@ Status HostTensor::write(std::span<const std::byte> data) const {
     return invalid_argument_error("node '" + desc().name + "' holds " + std::to_string(desc().bytes) +
                                   " bytes, got " + std::to_string(data.size()));
   }
+  KILN_RETURN_IF_ERROR(check_bool_data(desc(), data));
   std::unique_lock<std::mutex> lock(scheduling_mutex());
   while (node_->host_pending && !point_passed(*node_->host_pending)) {
     const hal::SemaphoreValue pending = node_->host_pending->at;

@@ -19,10 +19,11 @@
 
 namespace kiln::runtime {
 
-// One line a kernel printed: its site and its values as printed.
+// One line a kernel printed: its site and its values as printed (text, so that an i64 or u64
+// beyond 2^53 keeps every digit).
 struct ValueTrace::Point {
   int site = -1;
-  std::vector<double> values;
+  std::vector<std::string> values;
 };
 
 struct ValueTrace::Run {
@@ -130,14 +131,40 @@ bool take_integer(std::string_view& text, int64_t& value) {
 }
 
 // A value as printf printed it: a decimal number, or nan / inf with a sign (glibc writes "-nan").
-bool take_value(std::string_view& text, double& value) {
+bool take_value(std::string_view& text, std::string& token) {
   size_t end = text.find(' ');
-  std::string token(text.substr(0, end));
+  token = std::string(text.substr(0, end));
   text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
   if (token.empty()) return false;
   char* stop = nullptr;
-  value = std::strtod(token.c_str(), &stop);
+  (void)std::strtod(token.c_str(), &stop);
   return stop == token.c_str() + token.size();
+}
+
+// `token` as an integer of any width a kernel prints (i64, u64), if it is one.
+template <typename T>
+bool integer_text(const std::string& token, T& value) {
+  auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
+  return ec == std::errc() && end == token.data() + token.size();
+}
+
+// A printed value as JSON: an integer with all its digits, else a number (nan and inf as strings).
+void append_printed_value(std::string& out, const std::string& token) {
+  int64_t i = 0;
+  uint64_t u = 0;
+  if (integer_text(token, i)) {
+    out += std::to_string(i);
+  } else if (integer_text(token, u)) {
+    out += std::to_string(u);
+  } else {
+    append_json_number(out, std::strtod(token.c_str(), nullptr));
+  }
+}
+
+// An index as printed (an integer; anything else, which a kernel never prints, as its double).
+int64_t printed_index(const std::string& token) {
+  int64_t i = 0;
+  return integer_text(token, i) ? i : static_cast<int64_t>(std::strtod(token.c_str(), nullptr));
 }
 
 }  // namespace
@@ -164,7 +191,7 @@ void ValueTrace::add_line(std::string_view line) {
   }
   const ir::TraceSite& s = r.program->trace_sites[static_cast<size_t>(site)];
   Point point{static_cast<int>(site), {}};
-  double value = 0;
+  std::string value;
   while (!line.empty()) {
     if (!take_value(line, value)) {
       ++stray_lines_;
@@ -285,18 +312,18 @@ Result<std::string> ValueTrace::json_lines_locked() {
         for (size_t i = 0; i < s.indices.size(); ++i, ++v) {
           if (i) out += ", ";
           append_json_string(out, s.indices[i]);
-          out += ": " + std::to_string(static_cast<int64_t>(p.values[v]));
+          out += ": " + std::to_string(printed_index(p.values[v]));
         }
         out += "}, \"reads\": [";
         for (size_t i = 0; i < s.reads.size(); ++i, ++v) {
           out += i ? ", {\"ref\": " : "{\"ref\": ";
           append_json_string(out, s.reads[i]);
           out += ", \"value\": ";
-          append_json_number(out, p.values[v]);
+          append_printed_value(out, p.values[v]);
           out += "}";
         }
         out += "], \"value\": ";
-        append_json_number(out, p.values[v]);
+        append_printed_value(out, p.values[v]);
         out += "}";
       }
       out += "]";

@@ -1,22 +1,26 @@
 #include "runtime/value_trace_steps.h"
 
+#include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
+
+#include "kiln/loop/op_eval.h"
 
 namespace kiln::runtime {
 
 namespace {
 
-template <typename T>
-void accumulate(const unsigned char* data, int64_t count, ValueTrace::TensorSummary& s) {
+// Min, max and mean over the finite elements of any type (each read as its value in double: a
+// u64 unsigned, an f16 or bf16 exactly).
+void accumulate(ir::DType type, const unsigned char* data, int64_t count, ValueTrace::TensorSummary& s) {
   double sum = 0;
   s.min = std::numeric_limits<double>::infinity();
   s.max = -s.min;
+  const size_t size = ir::dtype_size(type);
+  const bool is_float = ir::is_float_type(type);
   for (int64_t i = 0; i < count; ++i) {
-    T element;
-    std::memcpy(&element, data + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
-    const double v = static_cast<double>(element);
+    const ir::Scalar element = ir::load_scalar(type, data + static_cast<size_t>(i) * size);
+    const double v = is_float ? element.f : ir::int_to_double(type, element.i);
     if (std::isnan(v)) {
       ++s.nans;
     } else if (std::isinf(v)) {
@@ -42,12 +46,7 @@ Result<ValueTrace::TensorSummary> summarize_tensor(const ir::TensorNode& node, h
   const auto* data = static_cast<const unsigned char*>(mapping.data());
   const int64_t count = std::min<int64_t>(node.element_count(),
                                           static_cast<int64_t>(buffer.byte_length() / ir::dtype_size(node.dtype)));
-  switch (node.dtype) {
-    case ir::DType::kF32: accumulate<float>(data, count, s); break;
-    case ir::DType::kF64: accumulate<double>(data, count, s); break;
-    case ir::DType::kI32: accumulate<int32_t>(data, count, s); break;
-    case ir::DType::kI64: accumulate<int64_t>(data, count, s); break;
-  }
+  accumulate(node.dtype, data, count, s);
   return s;
 }
 

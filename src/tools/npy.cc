@@ -3,7 +3,8 @@
 #include <cctype>
 #include <charconv>
 #include <cstring>
-
+#include <optional>
+#include <utility>
 
 namespace kiln::tools {
 
@@ -11,12 +12,50 @@ namespace {
 
 constexpr std::string_view kMagic = "\x93NUMPY";
 
+// The descr kiln writes for each type: NumPy's for its dtype of the same name, `'<V2'` for bf16
+// (what NumPy writes for an ml_dtypes.bfloat16 array).
 const char* descr_of(ir::DType dtype) {
   switch (dtype) {
+    case ir::DType::kBool: return "|b1";
+    case ir::DType::kI8: return "|i1";
+    case ir::DType::kU8: return "|u1";
+    case ir::DType::kI16: return "<i2";
+    case ir::DType::kU16: return "<u2";
+    case ir::DType::kI32: return "<i4";
+    case ir::DType::kU32: return "<u4";
+    case ir::DType::kI64: return "<i8";
+    case ir::DType::kU64: return "<u8";
+    case ir::DType::kF16: return "<f2";
+    case ir::DType::kBF16: return "<V2";
     case ir::DType::kF32: return "<f4";
     case ir::DType::kF64: return "<f8";
-    default: return "<i4";
   }
+  return "?";
+}
+
+// The type of a descr: a byte order ('<', '|', or '=', which is little-endian on every host kiln
+// runs on; for one-byte types any), a kind and a size. nullopt for anything else, with `why` set
+// when the reason is the byte order.
+std::optional<ir::DType> dtype_of_descr(const std::string& descr, std::string* why) {
+  if (descr.size() < 3) return std::nullopt;
+  const char order = descr[0];
+  const std::string body = descr.substr(1);
+  static constexpr std::pair<std::string_view, ir::DType> kBodies[] = {
+      {"b1", ir::DType::kBool}, {"i1", ir::DType::kI8},  {"u1", ir::DType::kU8},   {"i2", ir::DType::kI16},
+      {"u2", ir::DType::kU16},  {"i4", ir::DType::kI32}, {"u4", ir::DType::kU32},  {"i8", ir::DType::kI64},
+      {"u8", ir::DType::kU64},  {"f2", ir::DType::kF16}, {"V2", ir::DType::kBF16}, {"f4", ir::DType::kF32},
+      {"f8", ir::DType::kF64},
+  };
+  for (const auto& [text, type] : kBodies) {
+    if (body != text) continue;
+    if (order == '<' || order == '=' || order == '|' || (order == '>' && ir::dtype_size(type) == 1)) return type;
+    if (order == '>') {
+      *why = "holds dtype '" + descr + "' (big-endian); kiln reads little-endian files: save the array as '<" + body +
+             "' (a.astype(a.dtype.newbyteorder('<')))";
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 // A tiny reader for the header: a Python dict literal with the three keys numpy writes.
@@ -76,6 +115,21 @@ class HeaderReader {
 };
 
 }  // namespace
+
+bool npy_holds(ir::DType file, ir::DType declared) {
+  return file == declared || (file == ir::DType::kU16 && declared == ir::DType::kBF16);
+}
+
+Status check_npy_bools(std::span<const std::byte> data, std::string_view name) {
+  for (size_t i = 0; i < data.size(); ++i) {
+    const auto byte = static_cast<unsigned>(data[i]);
+    if (byte > 1) {
+      return invalid_argument_error(std::string(name) + ": element " + std::to_string(i) + " of the bool array is " +
+                                    std::to_string(byte) + "; a bool is 0 (false) or 1 (true)");
+    }
+  }
+  return Status();
+}
 
 std::string describe(ir::DType dtype, const std::vector<int64_t>& shape) {
   std::string s = std::string(ir::dtype_name(dtype)) + " [";
@@ -177,10 +231,14 @@ Result<NpyHeader> parse_header(std::string_view text, const Preamble& preamble, 
   if (!have_descr || !have_order || !have_shape) {
     return bad("header lacks descr, fortran_order or shape");
   }
-  if (descr == "<f4" || descr == "=f4") out.dtype = ir::DType::kF32;
-  else if (descr == "<f8" || descr == "=f8") out.dtype = ir::DType::kF64;
-  else if (descr == "<i4" || descr == "=i4") out.dtype = ir::DType::kI32;
-  else return bad("holds dtype '" + descr + "'; kiln reads only '<f4', '<f8' and '<i4'");
+  std::string why;
+  if (std::optional<ir::DType> type = dtype_of_descr(descr, &why)) {
+    out.dtype = *type;
+  } else {
+    if (!why.empty()) return bad(why);
+    return bad("holds dtype '" + descr + "'; kiln reads '|b1' (bool), '|i1', '|u1', '<i2', '<u2', '<i4', '<u4', "
+               "'<i8', '<u8', '<f2' (f16), '<V2' (bf16, as ml_dtypes writes it), '<f4' and '<f8'");
+  }
   if (fortran) return bad("holds a Fortran-order array; save it in C order (np.ascontiguousarray)");
 
   uint64_t count = 1;

@@ -1,5 +1,7 @@
 // Reading and writing NumPy .npy files (format versions 1.0, 2.0 and 3.0): the arrays of
-// `kiln run --input/--output`. Only little-endian f4, f8 and i4 in C order are accepted.
+// `kiln run --input/--output`, of every element type (docs/cli.md, ".npy files"): little-endian
+// (any order for one-byte types), C order. bf16 is written '<V2', as NumPy writes an
+// ml_dtypes.bfloat16 array, and read from '<V2' or from '<u2' bit patterns.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +25,14 @@ struct NpyArray {
 
 // "f32 [3, 4]", the way messages name what a file holds or a tensor expects.
 std::string describe(ir::DType dtype, const std::vector<int64_t>& shape);
+
+// Whether a file whose header says `file` holds the values of a tensor of type `declared`: the
+// same type, or u16 ('<u2') bit patterns for a bf16 tensor. Nothing else converts.
+bool npy_holds(ir::DType file, ir::DType declared);
+
+// INVALID_ARGUMENT naming `name` and the element when a byte of a bool array is neither 0 nor 1
+// (what the kernels' bool loads assume).
+Status check_npy_bools(std::span<const std::byte> data, std::string_view name);
 
 // The most header bytes kiln reads from a .npy file. numpy writes a few hundred (its own reader
 // refuses more than 10000 unless told otherwise); a longer header is refused, not read.

@@ -3,45 +3,63 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
+#include <cstdlib>
+#include <string>
 
+#include "kiln/loop/op_eval.h"
 #include "tools/npy.h"
 
 namespace kiln::tools {
 
 namespace {
 
-// Element i of a tensor's bytes, as a double, for printing.
-double value_at(ir::DType dtype, std::span<const std::byte> bytes, size_t i) {
-  if (dtype == ir::DType::kF32) {
-    float f;
-    std::memcpy(&f, bytes.data() + 4 * i, 4);
-    return f;
-  }
-  if (dtype == ir::DType::kF64) {
-    double d;
-    std::memcpy(&d, bytes.data() + 8 * i, 8);
-    return d;
-  }
-  int32_t v;
-  std::memcpy(&v, bytes.data() + 4 * i, 4);
-  return v;
-}
-
 // NaN prints as `nan` whatever its sign bit (printf's `-nan`), as value traces print it.
-std::string format_value(ir::DType dtype, double v) {
+std::string format_double(double v, int digits) {
   if (std::isnan(v)) return "nan";
   char buf[64];
-  if (dtype == ir::DType::kI32) std::snprintf(buf, sizeof buf, "%.0f", v);
-  else std::snprintf(buf, sizeof buf, "%.6g", v);
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
   return buf;
+}
+
+// An f16 or bf16 value with the fewest digits that read back as it (5 at most for f16, 4 for
+// bf16): 0.1 rounded to f16 prints 0.1, not 0.0999755859375. An exponent only where %g with 6
+// digits would write one (65504, not 6.55e+04).
+std::string format_narrow(ir::DType dtype, double v) {
+  if (!std::isfinite(v)) return format_double(v, 6);
+  const bool exponent = format_double(v, 6).find('e') != std::string::npos;
+  for (int digits = 1; digits < 17; ++digits) {
+    const std::string text = format_double(v, digits);
+    if ((exponent || text.find('e') == std::string::npos) &&
+        ir::round_float(dtype, std::strtod(text.c_str(), nullptr)) == v) {
+      return text;
+    }
+  }
+  return format_double(v, 17);
+}
+
+// One element: bool as false / true, integers exactly (u64 unsigned), f16 and bf16 as above, f32
+// and f64 with 6 significant digits.
+std::string format_element(ir::DType dtype, ir::Scalar v) {
+  if (dtype == ir::DType::kBool) return v.i != 0 ? "true" : "false";
+  if (ir::is_unsigned_type(dtype)) return std::to_string(static_cast<uint64_t>(v.i));
+  if (ir::is_integer_type(dtype)) return std::to_string(v.i);
+  if (ir::is_narrow_float(dtype)) return format_narrow(dtype, v.f);
+  return format_double(v.f, 6);
+}
+
+// Whether a < b as values of `dtype` (for the summary's min and max; NaNs are skipped).
+bool less(ir::DType dtype, ir::Scalar a, ir::Scalar b) {
+  if (ir::is_float_type(dtype)) return a.f < b.f;
+  if (ir::is_unsigned_type(dtype)) return static_cast<uint64_t>(a.i) < static_cast<uint64_t>(b.i);
+  return a.i < b.i;
 }
 
 }  // namespace
 
 void print_tensor(const ir::TensorNode& node, std::span<const std::byte> bytes) {
-  const size_t n = bytes.size() / ir::dtype_size(node.dtype);
-  auto v = [&](size_t i) { return value_at(node.dtype, bytes, i); };
+  const size_t size = ir::dtype_size(node.dtype);
+  const size_t n = bytes.size() / size;
+  auto v = [&](size_t i) { return ir::load_scalar(node.dtype, bytes.data() + i * size); };
   std::printf("%s : %s\n", node.name.c_str(), describe(node.dtype, node.dims).c_str());
   const size_t row = node.dims.empty() ? 1 : std::max<size_t>(1, static_cast<size_t>(node.dims.back()));
   if (n <= 64) {
@@ -49,23 +67,27 @@ void print_tensor(const ir::TensorNode& node, std::span<const std::byte> bytes) 
       std::string line = " ";
       for (size_t j = i; j < std::min(n, i + row); ++j) {
         line += ' ';
-        line += format_value(node.dtype, v(j));
+        line += format_element(node.dtype, v(j));
       }
       std::printf("%s\n", line.c_str());
     }
     return;
   }
-  double lo = v(0), hi = v(0), sum = 0;
+  // Min and max in the tensor's type (exact for integers), as std::min and std::max keep them (a
+  // comparison with NaN is false); the mean in f64.
+  const bool is_float = ir::is_float_type(node.dtype);
+  ir::Scalar lo = v(0), hi = v(0);
+  double sum = 0;
   for (size_t i = 0; i < n; ++i) {
-    lo = std::min(lo, v(i));
-    hi = std::max(hi, v(i));
-    sum += v(i);
+    const ir::Scalar x = v(i);
+    if (less(node.dtype, x, lo)) lo = x;
+    if (less(node.dtype, hi, x)) hi = x;
+    sum += is_float ? x.f : ir::int_to_double(node.dtype, x.i);
   }
   std::string head = "  ";
-  for (size_t i = 0; i < 8; ++i) head += format_value(node.dtype, v(i)) + " ";
-  std::printf("%s... (%zu values) min %s max %s mean %s\n", head.c_str(), n,
-              format_value(ir::DType::kF64, lo).c_str(), format_value(ir::DType::kF64, hi).c_str(),
-              format_value(ir::DType::kF64, sum / double(n)).c_str());
+  for (size_t i = 0; i < 8; ++i) head += format_element(node.dtype, v(i)) + " ";
+  std::printf("%s... (%zu values) min %s max %s mean %s\n", head.c_str(), n, format_element(node.dtype, lo).c_str(),
+              format_element(node.dtype, hi).c_str(), format_double(sum / double(n), 6).c_str());
 }
 
 std::string milliseconds_text(double ms) {

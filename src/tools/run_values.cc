@@ -5,34 +5,37 @@
 #include <optional>
 
 #include "kiln/base/random.h"
+#include "kiln/loop/op_eval.h"
 #include "kiln/runtime/transfer.h"
 
 namespace kiln::tools {
 
 namespace {
 
-// The seed's values of an input that no --input gives: uniform in [-1, 1) for floats, integers
-// in [-8, 8] for i32, drawn in element order from a stream named after the input.
+// The seed's values of an input that no --input gives, drawn in element order from a stream
+// named after the input: uniform in [-1, 1) for floats (rounded to the type), integers in
+// [-8, 8] for signed types and [0, 16] for unsigned ones, false or true for bool.
 void fill_random(const ir::TensorNode& node, uint64_t seed, std::span<std::byte> out) {
   Random random = Random::for_name(seed, "input:" + node.name);
   const int64_t n = node.element_count();
+  const size_t size = ir::dtype_size(node.dtype);
   for (int64_t i = 0; i < n; ++i) {
-    if (node.dtype == ir::DType::kF32) {
-      float f = static_cast<float>(random.uniform(-1, 1));
-      std::memcpy(&out[4 * i], &f, 4);
-    } else if (node.dtype == ir::DType::kF64) {
-      double d = random.uniform(-1, 1);
-      std::memcpy(&out[8 * i], &d, 8);
-    } else {
-      int32_t k = static_cast<int32_t>(random.next_u64() % 17) - 8;
-      std::memcpy(&out[4 * i], &k, 4);
-    }
+    ir::Scalar v;
+    if (ir::is_float_type(node.dtype)) v.f = random.uniform(-1, 1);
+    else if (node.dtype == ir::DType::kBool) v.i = static_cast<int64_t>(random.next_u64() % 2);
+    else if (ir::is_unsigned_type(node.dtype)) v.i = static_cast<int64_t>(random.next_u64() % 17);
+    else v.i = static_cast<int64_t>(random.next_u64() % 17) - 8;
+    ir::store_scalar(node.dtype, v, &out[static_cast<size_t>(i) * size]);
   }
 }
 
 Status fill_input(RunInput& input, uint64_t seed, std::span<std::byte> out) {
-  if (input.file) return input.file->read_data_into(out);
-  fill_random(*input.node, seed, out);
+  if (!input.file) {
+    fill_random(*input.node, seed, out);
+    return Status();
+  }
+  KILN_RETURN_IF_ERROR(input.file->read_data_into(out));
+  if (input.node->dtype == ir::DType::kBool) return check_npy_bools(out, input.file->path());
   return Status();
 }
 
@@ -66,7 +69,7 @@ Result<RunInput> open_run_input(const ir::TensorNode& node, const std::string& f
 
 Result<RunInput> run_input(const ir::TensorNode& node, NpyReader reader) {
   const std::string& file = reader.path();
-  if (reader.header().dtype != node.dtype || reader.header().shape != node.dims) {
+  if (!npy_holds(reader.header().dtype, node.dtype) || reader.header().shape != node.dims) {
     return invalid_argument_error(file + " holds " + describe(reader.header().dtype, reader.header().shape) +
                                   ", but " + std::string(ir::role_name(node.role)) + " '" + node.name + "' is " +
                                   describe(node.dtype, node.dims));

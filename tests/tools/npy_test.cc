@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <utility>
 
 namespace kiln::tools {
 namespace {
@@ -14,7 +15,7 @@ NpyArray make(ir::DType dtype, std::vector<int64_t> shape, size_t elements) {
 }
 
 TEST(NpyTest, RoundTripsEveryDtypeAndRank) {
-  for (ir::DType dtype : {ir::DType::kF32, ir::DType::kF64, ir::DType::kI32}) {
+  for (ir::DType dtype : ir::kAllDTypes) {
     for (auto shape : std::vector<std::vector<int64_t>>{{}, {5}, {3, 4}, {2, 1, 3}, {0, 2}}) {
       size_t n = 1;
       for (int64_t d : shape) n *= static_cast<size_t>(d);
@@ -56,6 +57,53 @@ TEST(NpyTest, ReadsNumpyHeadersOfVersions1And2) {
   EXPECT_TRUE(c->shape.empty());
 }
 
+// The descr NumPy writes for each dtype (np.dtype(T).str; ml_dtypes.bfloat16 arrays are saved as
+// '<V2'), and what else means the same type: '=' (native: little-endian here), and for one-byte
+// types any byte order.
+TEST(NpyTest, ReadsTheDescrOfEveryType) {
+  const std::pair<const char*, ir::DType> table[] = {
+      {"|b1", ir::DType::kBool}, {"|i1", ir::DType::kI8},   {"|u1", ir::DType::kU8},   {"<i2", ir::DType::kI16},
+      {"<u2", ir::DType::kU16},  {"<i4", ir::DType::kI32},  {"<u4", ir::DType::kU32},  {"<i8", ir::DType::kI64},
+      {"<u8", ir::DType::kU64},  {"<f2", ir::DType::kF16},  {"<V2", ir::DType::kBF16}, {"<f4", ir::DType::kF32},
+      {"<f8", ir::DType::kF64},  {"|V2", ir::DType::kBF16}, {"=i8", ir::DType::kI64},  {"<b1", ir::DType::kBool},
+      {">u1", ir::DType::kU8},   {"=f2", ir::DType::kF16},
+  };
+  for (const auto& [descr, dtype] : table) {
+    const std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (3,), }";
+    Result<NpyArray> a = parse_npy(numpy_file(dict, 3 * ir::dtype_size(dtype)), "a.npy");
+    ASSERT_TRUE(a.ok()) << descr << ": " << a.status();
+    EXPECT_EQ(a->dtype, dtype) << descr;
+  }
+  // What kiln writes is what NumPy writes.
+  const std::pair<ir::DType, const char*> written[] = {
+      {ir::DType::kBool, "'|b1'"}, {ir::DType::kU8, "'|u1'"},  {ir::DType::kI8, "'|i1'"},
+      {ir::DType::kU64, "'<u8'"},  {ir::DType::kF16, "'<f2'"}, {ir::DType::kBF16, "'<V2'"},
+  };
+  for (const auto& [dtype, descr] : written) {
+    EXPECT_NE(npy_header(dtype, {2}).find(std::string("'descr': ") + descr), std::string::npos) << descr;
+  }
+}
+
+// A file holds a tensor's values only in the tensor's own type; a bf16 tensor also takes u16 bit
+// patterns (NumPy without ml_dtypes: np.save("w.npy", bits.view(np.uint16))).
+TEST(NpyTest, OnlyTheDeclaredTypeOrBf16Bits) {
+  for (ir::DType file : ir::kAllDTypes) {
+    for (ir::DType declared : ir::kAllDTypes) {
+      EXPECT_EQ(npy_holds(file, declared), file == declared || (file == ir::DType::kU16 && declared == ir::DType::kBF16))
+          << ir::dtype_name(file) << " into " << ir::dtype_name(declared);
+    }
+  }
+}
+
+TEST(NpyTest, BoolArraysHoldZerosAndOnes) {
+  const std::byte good[] = {std::byte{0}, std::byte{1}, std::byte{1}};
+  EXPECT_TRUE(check_npy_bools(good, "m.npy").ok());
+  const std::byte bad[] = {std::byte{0}, std::byte{1}, std::byte{2}};
+  Status s = check_npy_bools(bad, "m.npy");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("m.npy: element 2 of the bool array is 2"), std::string::npos) << s;
+}
+
 void expect_refused(const std::string& bytes, const std::string& fragment) {
   Result<NpyArray> r = parse_npy(bytes, "bad.npy");
   ASSERT_FALSE(r.ok());
@@ -66,8 +114,11 @@ void expect_refused(const std::string& bytes, const std::string& fragment) {
 
 TEST(NpyTest, RefusesWhatKilnCannotRead) {
   expect_refused("hello", "not a .npy file");
-  expect_refused(numpy_file("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", 8), "'>f4'");
-  expect_refused(numpy_file("{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }", 4), "'<f2'");
+  expect_refused(numpy_file("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", 8), "'>f4' (big-endian)");
+  expect_refused(numpy_file("{'descr': '>i2', 'fortran_order': False, 'shape': (2,), }", 4), "save the array as '<i2'");
+  expect_refused(numpy_file("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", 16), "'<c8'; kiln reads '|b1'");
+  expect_refused(numpy_file("{'descr': '<V4', 'fortran_order': False, 'shape': (2,), }", 8), "'<V4'");
+  expect_refused(numpy_file("{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }", 6), "f16 [2]");
   expect_refused(numpy_file("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", 16), "Fortran");
   expect_refused(numpy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 20), "f32 [2, 3]");
   expect_refused(numpy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 28), "instead of 24");

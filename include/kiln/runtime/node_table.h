@@ -33,6 +33,7 @@
 #include "kiln/base/status.h"
 #include "kiln/base/time.h"
 #include "kiln/ir/program.h"
+#include "kiln/ral/element_types.h"
 #include "kiln/runtime/stream.h"
 
 namespace kiln::runtime {
@@ -146,7 +147,9 @@ class HostTensor {
  public:
   const NodeDesc& desc() const { return node_->desc(); }
   // `out` / `data` must hold exactly desc().bytes bytes (INVALID_ARGUMENT otherwise). read_as and
-  // write_from with float, double or int32_t also require the tensor's dtype to match.
+  // write_from with an element type (float, double, int8_t ... uint64_t, ral::Half,
+  // ral::BFloat16: kiln/ral/element_types.h) also require the tensor's dtype to be that type's;
+  // a bool tensor is read and written as uint8_t (std::vector<bool> holds bits, not bytes).
   Status read(std::span<std::byte> out, Timeout timeout = Timeout::infinite()) const;
   Status write(std::span<const std::byte> data) const;
   // `data` of shape `dims`, which binds the sizes the node's dimensions name: any shape that fits
@@ -263,19 +266,13 @@ class NodeTable : public std::enable_shared_from_this<NodeTable> {
 };
 
 namespace internal {
-// The tensor dtype whose elements are a T, if any (std::byte and the like read raw bytes).
-template <typename T>
-constexpr std::optional<ir::DType> element_dtype() {
-  if constexpr (std::is_same_v<T, float>) return ir::DType::kF32;
-  if constexpr (std::is_same_v<T, double>) return ir::DType::kF64;
-  if constexpr (std::is_same_v<T, int32_t>) return ir::DType::kI32;
-  return std::nullopt;
-}
-
 template <typename T>
 Status check_element_type(const NodeDesc& desc) {
-  constexpr std::optional<ir::DType> want = element_dtype<T>();
-  if (want && *want != desc.dtype) {
+  static_assert(!std::is_same_v<T, bool>, "read and write bool tensors as uint8_t");
+  // The tensor dtype whose elements are a T, if any (std::byte and char read raw bytes).
+  constexpr std::optional<ir::DType> want = ral::dtype_of<T>();
+  const bool bool_bytes = std::is_same_v<T, uint8_t> && desc.dtype == ir::DType::kBool;
+  if (want && *want != desc.dtype && !bool_bytes) {
     return invalid_argument_error("tensor '" + desc.name + "' holds " + std::string(ir::dtype_name(desc.dtype)) +
                                   " elements, not " + std::string(ir::dtype_name(*want)));
   }
