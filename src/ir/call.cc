@@ -90,7 +90,12 @@ class BuiltinChecker {
     const bool ranks = rank_between(a, arg_loc(0), 2, kGemmMaxRank);
     const bool b_rank = rank_between(b, arg_loc(1), 2, kGemmMaxRank);
     const bool c_rank = rank_between(c, out_loc(0), 2, kGemmMaxRank);
-    const bool type = type_in(a, arg_loc(0), {DType::kF32, DType::kF64});
+    // The products of the other types (bf16 and f16 operands, i8 x i8 -> i32) are not there yet.
+    const bool type = a.dtype == DType::kF32 || a.dtype == DType::kF64;
+    if (!type) {
+      error(arg_loc(0), "'" + a.name + "' is " + std::string(dtype_name(a.dtype)) +
+                            "; gemm takes f32 or f64 (a product of other types is written as a sum, or cast to f32)");
+    }
     if (!(ranks && b_rank && c_rank && type)) return;
     if (b.dtype != a.dtype) return error(arg_loc(1), "'" + b.name + "' is " + std::string(dtype_name(b.dtype)) + " and '" + a.name + "' is " + std::string(dtype_name(a.dtype)) + "; gemm takes one element type");
     if (c.dtype != a.dtype) return error(out_loc(0), "'" + c.name + "' is " + std::string(dtype_name(c.dtype)) + " and '" + a.name + "' is " + std::string(dtype_name(a.dtype)) + "; gemm takes one element type");
@@ -127,7 +132,7 @@ class BuiltinChecker {
 
   void sort(bool indices) {
     const TensorNode &x = arg(0), &y = out(0);
-    if (!rank_between(x, arg_loc(0), 1, 4) || !type_in(x, arg_loc(0), {DType::kF32, DType::kF64, DType::kI32})) return;
+    if (!rank_between(x, arg_loc(0), 1, 4)) return;
     if (indices) {
       if (type_in(y, out_loc(0), {DType::kI32})) same_shape(x, y, out_loc(0), false);
     } else {
@@ -137,7 +142,7 @@ class BuiltinChecker {
 
   void topk() {
     const TensorNode &x = arg(0), &values = out(0), &indices = out(1);
-    if (!rank_between(x, arg_loc(0), 1, 4) || !type_in(x, arg_loc(0), {DType::kF32, DType::kF64, DType::kI32})) return;
+    if (!rank_between(x, arg_loc(0), 1, 4)) return;
     if (values.dtype != x.dtype || values.dims.size() != x.dims.size()) {
       return error(out_loc(0), "'" + values.name + "' is " + shape_string(values) + "; it must be " +
                                    std::string(dtype_name(x.dtype)) + " of rank " + std::to_string(x.dims.size()) +
@@ -159,16 +164,16 @@ class BuiltinChecker {
   void random() {
     const TensorNode& r = out(0);
     if (!rank_between(r, out_loc(0), 1, 4)) return;
-    type_in(r, out_loc(0), {DType::kF32, DType::kF64});
+    type_in(r, out_loc(0), {DType::kF32, DType::kF64, DType::kF16, DType::kBF16});
     if (call_.function == "random_uniform" && call_attribute(call_, "lo") > call_attribute(call_, "hi")) {
       error(call_.loc, "lo = " + std::to_string(call_attribute(call_, "lo")) + " is above hi = " +
                            std::to_string(call_attribute(call_, "hi")));
     }
   }
 
-  // Collectives (docs/language.md, "Collectives"): y like x, of f32, f64 or i32, rank 0 to 4.
+  // Collectives (docs/language.md, "Collectives"): y like x, of any element type, rank 0 to 4.
   bool collective_operand(const TensorNode& x, SourceLoc loc, size_t lowest_rank) {
-    return rank_between(x, loc, lowest_rank, 4) && type_in(x, loc, {DType::kF32, DType::kF64, DType::kI32});
+    return rank_between(x, loc, lowest_rank, 4);
   }
   void op_attribute() {
     const double op = call_attribute(call_, "op");

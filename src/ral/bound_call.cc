@@ -6,14 +6,15 @@
 
 #include "base/suggest.h"
 #include "kiln/ir/call.h"
+#include "kiln/ral/element_types.h"
 
 namespace kiln::ral {
 
 namespace {
 
-// The memref code of a node: mNdT (kiln/ral/mangle.h).
+// The memref code of a node: mNdT, T its element type's code (kiln/ral/element_types.h).
 std::string memref_code(const ir::TensorNode& node) {
-  return "m" + std::to_string(node.dims.size()) + "d" + std::string(ir::dtype_name(node.dtype));
+  return "m" + std::to_string(node.dims.size()) + "d" + std::string(dtype_code(node.dtype));
 }
 
 // Whether `name` is a function or a reduction of the language's expressions (sum, max, exp, ...),

@@ -1,5 +1,7 @@
 #include "ral/mpi_collectives.h"
 
+#include "ral/collective_types.h"
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -16,12 +18,25 @@ std::string mpi_error_text(int code) {
   return std::string(text, static_cast<size_t>(length));
 }
 
+// The MPI datatype of an element type: bool as bytes of 0 and 1 (combined by max and min), f16
+// and bf16 as their 16 bits (moved, never combined: their reductions are staged in f32).
 MPI_Datatype mpi_type(ir::DType type) {
   switch (type) {
+    case ir::DType::kBool: return MPI_UINT8_T;
+    case ir::DType::kI8: return MPI_INT8_T;
+    case ir::DType::kU8: return MPI_UINT8_T;
+    case ir::DType::kI16: return MPI_INT16_T;
+    case ir::DType::kU16: return MPI_UINT16_T;
+    case ir::DType::kI32: return MPI_INT32_T;
+    case ir::DType::kU32: return MPI_UINT32_T;
+    case ir::DType::kI64: return MPI_INT64_T;
+    case ir::DType::kU64: return MPI_UINT64_T;
+    case ir::DType::kF16: return MPI_UINT16_T;
+    case ir::DType::kBF16: return MPI_UINT16_T;
     case ir::DType::kF32: return MPI_FLOAT;
     case ir::DType::kF64: return MPI_DOUBLE;
-    default: return MPI_INT32_T;
   }
+  return MPI_DATATYPE_NULL;
 }
 
 MPI_Op mpi_op(CollectiveOp op) {
@@ -30,21 +45,6 @@ MPI_Op mpi_op(CollectiveOp op) {
     case CollectiveOp::kMin: return MPI_MIN;
     default: return MPI_SUM;  // mean: the sum, divided afterwards
   }
-}
-
-template <typename T>
-void divide(void* data, int64_t count, int ranks) {
-  T* v = static_cast<T*>(data);
-  for (int64_t i = 0; i < count; ++i) v[i] = static_cast<T>(v[i] / static_cast<T>(ranks));
-}
-
-// mean: the sum over the ranks divided by their number, in the element type.
-void finish_mean(const Collective& c, int ranks) {
-  if (c.op != CollectiveOp::kMean) return;
-  if (c.kind != CollectiveKind::kAllreduce && c.kind != CollectiveKind::kReduceScatter) return;
-  if (c.type == ir::DType::kF32) divide<float>(c.out, c.count, ranks);
-  else if (c.type == ir::DType::kF64) divide<double>(c.out, c.count, ranks);
-  else divide<int32_t>(c.out, c.count, ranks);
 }
 
 // What a rank tells the others before a collective (sent as bytes: every rank runs the same
@@ -96,6 +96,10 @@ struct MpiCollectives::Pending {
   std::vector<int> peers;            // those ranks
   std::vector<MPI_Request> exchange;  // the receives (peers' order), then the sends
   MPI_Request data = MPI_REQUEST_NULL;
+  // A reduction staged in another type (collective_types.h): the values converted into it, and
+  // for reduce_scatter this rank's part of the combination.
+  Combination how;
+  std::vector<std::byte> staged_in, staged_out;
   bool posted = false;
   Clock::time_point deadline;
 };
@@ -175,19 +179,34 @@ Status MpiCollectives::post(Pending& p) {
   const Collective& c = p.c;
   const int n = static_cast<int>(c.count);
   const std::string what = "posting " + c.describe();
+  const bool reduces = c.kind == CollectiveKind::kAllreduce || c.kind == CollectiveKind::kReduceScatter;
+  p.how = reduces ? combination_of(c) : Combination{c.type};
+  const void* in = c.in;
+  void* out = c.out;
+  if (p.how.staged) {
+    const int64_t in_count = c.kind == CollectiveKind::kReduceScatter ? c.count * size_ : c.count;
+    KILN_ASSIGN_OR_RETURN(p.staged_in, staging_buffer(c, p.how.type, in_count));
+    convert_elements(c.type, p.how.type, c.in, p.staged_in.data(), in_count);
+    in = p.staged_in.data();
+    if (c.kind == CollectiveKind::kReduceScatter) {
+      KILN_ASSIGN_OR_RETURN(p.staged_out, staging_buffer(c, p.how.type, c.count));
+      out = p.staged_out.data();
+    } else {
+      out = p.staged_in.data();
+    }
+  }
+  const MPI_Datatype type = mpi_type(p.how.type);
   switch (c.kind) {
     case CollectiveKind::kAllreduce:
-      return mpi_status(MPI_Iallreduce(c.in == c.out ? MPI_IN_PLACE : c.in, c.out, n, mpi_type(c.type), mpi_op(c.op),
-                                       data_, &p.data),
+      return mpi_status(MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, n, type, mpi_op(p.how.op), data_, &p.data),
                         what);
     case CollectiveKind::kAllgather:
-      return mpi_status(MPI_Iallgather(c.in, n, mpi_type(c.type), c.out, n, mpi_type(c.type), data_, &p.data), what);
+      return mpi_status(MPI_Iallgather(c.in, n, type, c.out, n, type, data_, &p.data), what);
     case CollectiveKind::kReduceScatter:
-      return mpi_status(MPI_Ireduce_scatter_block(c.in, c.out, n, mpi_type(c.type), mpi_op(c.op), data_, &p.data),
-                        what);
+      return mpi_status(MPI_Ireduce_scatter_block(in, out, n, type, mpi_op(p.how.op), data_, &p.data), what);
     case CollectiveKind::kBroadcast:
       if (rank_ == c.root && c.in != c.out && n > 0) std::memmove(c.out, c.in, c.count * ir::dtype_size(c.type));
-      return mpi_status(MPI_Ibcast(c.out, n, mpi_type(c.type), c.root, data_, &p.data), what);
+      return mpi_status(MPI_Ibcast(c.out, n, type, c.root, data_, &p.data), what);
   }
   return internal_error(what + ": an unknown kind of collective");
 }
@@ -262,7 +281,10 @@ bool MpiCollectives::advance(std::deque<std::unique_ptr<Pending>>& ended) {
       return true;
     }
     if (complete) {
-      finish_mean(p.c, size_);
+      if (p.c.kind == CollectiveKind::kAllreduce || p.c.kind == CollectiveKind::kReduceScatter) {
+        void* combined = p.how.staged ? (p.staged_out.empty() ? p.staged_in.data() : p.staged_out.data()) : p.c.out;
+        finish_combination(p.c, p.how, combined, size_);
+      }
       ended.push_back(std::move(*it));
       it = active_.erase(it);
       moved = true;

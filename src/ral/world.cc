@@ -7,9 +7,11 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "kiln/base/settings.h"
 
+#include "ral/collective_types.h"
 #include "ral/world_internal.h"
 
 namespace kiln::ral {
@@ -76,18 +78,29 @@ Status World::run(Collective collective) {
 
 namespace {
 
-// One rank: every collective is a copy (a reduction over one rank is its input; mean divides by 1).
+// One rank: every collective is a copy (a reduction over one rank is its input; mean divides by
+// 1), except that a reduction staged in another type goes through it as it would over many ranks.
 class WorldOfOne final : public World {
  public:
   WorldOfOne() : World(0, 1) {}
   std::string describe() const override { return "a world of one (not started by mpirun)"; }
 
-  void start(Collective c, CollectiveDone done) override {
-    Status checked = check(c);
-    if (checked.ok() && c.in != c.out && c.count > 0) {
-      std::memmove(c.out, c.in, static_cast<size_t>(c.count) * ir::dtype_size(c.type));
+  void start(Collective c, CollectiveDone done) override { done(run_alone(c)); }
+
+ private:
+  Status run_alone(const Collective& c) const {
+    KILN_RETURN_IF_ERROR(check(c));
+    if (c.count <= 0) return Status();
+    const bool reduces = c.kind == CollectiveKind::kAllreduce || c.kind == CollectiveKind::kReduceScatter;
+    const internal::Combination how = reduces ? internal::combination_of(c) : internal::Combination{c.type};
+    if (!how.staged) {
+      if (c.in != c.out) std::memmove(c.out, c.in, static_cast<size_t>(c.count) * ir::dtype_size(c.type));
+      return Status();
     }
-    done(std::move(checked));
+    KILN_ASSIGN_OR_RETURN(std::vector<std::byte> staged, internal::staging_buffer(c, how.type, c.count));
+    internal::convert_elements(c.type, how.type, c.in, staged.data(), c.count);
+    internal::finish_combination(c, how, staged.data(), 1);
+    return Status();
   }
 };
 

@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "kiln/drivers/drivers.h"
 #include "kiln/lang/parser.h"
+#include "kiln/loop/op_eval.h"
 #include "kiln/ral/world.h"
 #include "kiln/runtime/program_instance.h"
 #include "runtime/e2e_util.h"
@@ -105,6 +108,124 @@ TEST(MpiCollectivesTest, ShapesForAnotherNumberOfRanksAreRefusedWhenLinked) {
                                              std::to_string(R) + " ranks"),
             std::string::npos)
       << instance.status();
+}
+
+// Every element type across the ranks (docs/distributed.md, "Element types"): integers combine in
+// their own type and wrap (u8), a mean of integers goes through f64, bool sums and maxima are a
+// logical or and minima an and, f16 and bf16 combine in f32 and are rounded back, u64 compares
+// unsigned; allgather, reduce_scatter and broadcast move every type. On interp: what crosses
+// between the ranks is the RAL's, the same for every device.
+TEST(MpiCollectivesTest, EveryElementTypeCombines) {
+  Result<ral::World*> world = ral::world();
+  ASSERT_TRUE(world.ok()) << world.status();
+  const int R = (*world)->size(), me = (*world)->rank();
+  ASSERT_GT(R, 1) << "run under mpirun -np 2 or more: " << (*world)->describe();
+  const std::string r3 = std::to_string(3 * R), rn = std::to_string(R);
+  Result<ir::Program> program = lang::parse_program(
+      "input a : u8[3]\ninput b : i64[3]\ninput c : bool[3]\ninput h : f16[3]\ninput g : bf16[3]\n"
+      "input w : u64[3]\ninput s : i8[" + rn + "]\ninput v : u16[3]\n"
+      "output a_sum : u8[3]\noutput b_mean : i64[3]\noutput c_sum : bool[3]\noutput c_min : bool[3]\n"
+      "output h_sum : f16[3]\noutput h_mean : f16[3]\noutput g_max : bf16[3]\noutput g_all : bf16[" + r3 + "]\n"
+      "output w_max : u64[3]\noutput w_min : u64[3]\noutput s_part : i8[1]\noutput v_root : u16[3]\n"
+      "call allreduce(a) -> a_sum\ncall allreduce(b, op=1) -> b_mean\ncall allreduce(c) -> c_sum\n"
+      "call allreduce(c, op=3) -> c_min\ncall allreduce(h) -> h_sum\ncall allreduce(h, op=1) -> h_mean\n"
+      "call allreduce(g, op=2) -> g_max\ncall allgather(g) -> g_all\ncall allreduce(w, op=2) -> w_max\n"
+      "call allreduce(w, op=3) -> w_min\ncall reduce_scatter(s) -> s_part\n"
+      "call broadcast(v, root=" + std::to_string(R - 1) + ") -> v_root\n",
+      "types.kiln");
+  ASSERT_TRUE(program.ok()) << program.status();
+  // Each rank's inputs, as element values (f16 and bf16 as bits).
+  auto a_of = [](int r) { return std::vector<double>{200.0 + r, double(r), 255}; };
+  auto b_of = [](int r) { return std::vector<double>{double(r), -3.0 * r - 1, 9223372036854775807.0}; };
+  auto c_of = [](int r) { return std::vector<double>{0, r == 0 ? 1.0 : 0.0, 1}; };
+  auto h_of = [](int r) { return std::vector<uint16_t>{0x2e66, ir::f16_bits(1000.0 * (r + 1)), 0x7bff}; };
+  auto g_of = [](int r) { return std::vector<uint16_t>{ir::bf16_bits(r), ir::bf16_bits(-r), ir::bf16_bits(1.5)}; };
+  auto w_of = [](int r) { return std::vector<uint64_t>{UINT64_MAX - uint64_t(r), uint64_t(r), uint64_t{1} << 63}; };
+  auto s_of = [&](int r) {
+    std::vector<double> v;
+    for (int i = 0; i < R; ++i) v.push_back(100 + r + i);
+    return v;
+  };
+  auto v_of = [](int r) { return std::vector<double>{60000.0 + r, double(r), 7}; };
+  auto tensor = [&](const char* name) { return empty_tensor(*program->find_node(name)); };
+  auto with = [&](const char* name, const std::vector<double>& values) {
+    HostTensor t = tensor(name);
+    for (size_t i = 0; i < values.size(); ++i) t.set(static_cast<int64_t>(i), values[i]);
+    return t;
+  };
+  auto with_bits = [&](const char* name, const auto& values) {
+    HostTensor t = tensor(name);
+    std::memcpy(t.bytes.data(), values.data(), t.bytes.size());
+    return t;
+  };
+  // What every rank must receive.
+  std::vector<double> a_sum(3, 0), b_sum(3, 0), b_mean(3), c_sum(3, 0), c_min(3, 1);
+  std::vector<float> h_sum(3, 0);
+  std::vector<uint16_t> h_sum_bits(3), h_mean_bits(3), g_max(3), g_all;
+  std::vector<uint64_t> w_max(3, 0), w_min(3, UINT64_MAX);
+  double s_part = 0;
+  for (int r = 0; r < R; ++r) {
+    for (int i = 0; i < 3; ++i) {
+      a_sum[i] = std::fmod(a_sum[i] + a_of(r)[i], 256);
+      b_sum[i] += b_of(r)[i];
+      c_sum[i] = std::max(c_sum[i], c_of(r)[i]);
+      c_min[i] = std::min(c_min[i], c_of(r)[i]);
+      h_sum[i] += static_cast<float>(ir::f16_value(h_of(r)[i]));
+      w_max[i] = std::max(w_max[i], w_of(r)[i]);
+      w_min[i] = std::min(w_min[i], w_of(r)[i]);
+    }
+    s_part += s_of(r)[me];
+    for (uint16_t bits : g_of(r)) g_all.push_back(bits);
+  }
+  for (int i = 0; i < 3; ++i) {
+    b_mean[i] = static_cast<double>(ir::saturate_int(ir::DType::kI64, b_sum[i] / R));
+    h_sum_bits[i] = ir::f16_bits(h_sum[i]);
+    h_mean_bits[i] = ir::f16_bits(h_sum[i] / static_cast<float>(R));
+    g_max[i] = g_of(i == 1 ? 0 : R - 1)[i];
+  }
+  const double s_wrapped = static_cast<double>(static_cast<int8_t>(static_cast<uint8_t>(static_cast<int64_t>(s_part) & 0xff)));
+
+  TempDir cache;
+  Result<hal::DeviceRef> dev = open_device("interp", cache.path());
+  ASSERT_TRUE(dev.ok()) << dev.status();
+  auto instance = runtime::ProgramInstance::create(*dev, *program);
+  ASSERT_TRUE(instance.ok()) << instance.status();
+  ASSERT_TRUE(write_tensor(**instance, "a", with("a", a_of(me))).ok());
+  ASSERT_TRUE(write_tensor(**instance, "b", with("b", b_of(me))).ok());
+  ASSERT_TRUE(write_tensor(**instance, "c", with("c", c_of(me))).ok());
+  ASSERT_TRUE(write_tensor(**instance, "h", with_bits("h", h_of(me))).ok());
+  ASSERT_TRUE(write_tensor(**instance, "g", with_bits("g", g_of(me))).ok());
+  ASSERT_TRUE(write_tensor(**instance, "w", with_bits("w", w_of(me))).ok());
+  ASSERT_TRUE(write_tensor(**instance, "s", with("s", s_of(me))).ok());
+  ASSERT_TRUE(write_tensor(**instance, "v", with("v", v_of(me))).ok());
+  Status ran = (*instance)->run("main");
+  ASSERT_TRUE(ran.ok()) << ran;
+  auto read = [&](const char* name) { return *read_tensor(**instance, *program->find_node(name)); };
+  auto bits_of = [&](const char* name) {
+    const HostTensor t = read(name);
+    std::vector<uint16_t> bits(t.bytes.size() / 2);
+    std::memcpy(bits.data(), t.bytes.data(), t.bytes.size());
+    return bits;
+  };
+  auto u64_of = [&](const char* name) {
+    const HostTensor t = read(name);
+    std::vector<uint64_t> v(t.bytes.size() / 8);
+    std::memcpy(v.data(), t.bytes.data(), t.bytes.size());
+    return v;
+  };
+  SCOPED_TRACE("rank " + std::to_string(me) + " of " + std::to_string(R));
+  EXPECT_EQ(read("a_sum").values(), a_sum);
+  EXPECT_EQ(read("b_mean").values(), b_mean);
+  EXPECT_EQ(read("c_sum").values(), c_sum);
+  EXPECT_EQ(read("c_min").values(), c_min);
+  EXPECT_EQ(bits_of("h_sum"), h_sum_bits);
+  EXPECT_EQ(bits_of("h_mean"), h_mean_bits);
+  EXPECT_EQ(bits_of("g_max"), g_max);
+  EXPECT_EQ(bits_of("g_all"), g_all);
+  EXPECT_EQ(u64_of("w_max"), w_max);
+  EXPECT_EQ(u64_of("w_min"), w_min);
+  EXPECT_EQ(read("s_part").values(), std::vector<double>{s_wrapped});
+  EXPECT_EQ(read("v_root").values(), v_of(R - 1));
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "kiln/drivers/drivers.h"
 #include "kiln/ir/program.h"
 #include "kiln/loop/lower.h"
+#include "kiln/loop/op_eval.h"
 #include "kiln/runtime/program_instance.h"
 
 namespace kiln::e2e {
@@ -58,41 +59,18 @@ struct HostTensor {
   std::string bytes;
 
   int64_t size() const { return static_cast<int64_t>(bytes.size() / ir::dtype_size(dtype)); }
+  // Element i as a double (exact for every type but i64 / u64 beyond 2^53; a u64 unsigned).
   double at(int64_t i) const {
-    switch (dtype) {
-      case ir::DType::kF32: {
-        float f;
-        std::memcpy(&f, bytes.data() + 4 * i, 4);
-        return f;
-      }
-      case ir::DType::kF64: {
-        double d;
-        std::memcpy(&d, bytes.data() + 8 * i, 8);
-        return d;
-      }
-      default: {
-        int32_t v;
-        std::memcpy(&v, bytes.data() + 4 * i, 4);
-        return v;
-      }
-    }
+    const ir::Scalar v = ir::load_scalar(dtype, bytes.data() + static_cast<size_t>(i) * ir::dtype_size(dtype));
+    return ir::is_float_type(dtype) ? v.f : ir::int_to_double(dtype, v.i);
   }
+  // Element i as stored: floats rounded to the type (f16, bf16: to nearest even), integers
+  // truncated toward zero and saturated at the type's range, bool != 0.
   void set(int64_t i, double v) {
-    switch (dtype) {
-      case ir::DType::kF32: {
-        float f = static_cast<float>(v);
-        std::memcpy(bytes.data() + 4 * i, &f, 4);
-        break;
-      }
-      case ir::DType::kF64:
-        std::memcpy(bytes.data() + 8 * i, &v, 8);
-        break;
-      default: {
-        int32_t n = static_cast<int32_t>(v);
-        std::memcpy(bytes.data() + 4 * i, &n, 4);
-        break;
-      }
-    }
+    ir::Scalar s;
+    if (ir::is_float_type(dtype)) s.f = v;
+    else s.i = ir::saturate_int(dtype, v);
+    ir::store_scalar(dtype, s, bytes.data() + static_cast<size_t>(i) * ir::dtype_size(dtype));
   }
   std::vector<double> values() const {
     std::vector<double> out(static_cast<size_t>(size()));
@@ -105,15 +83,20 @@ inline HostTensor empty_tensor(const ir::TensorNode& node) {
   return HostTensor{node.dtype, node.dims, std::string(byte_size(node), '\0')};
 }
 
-// Deterministic pseudo-random values for an input: floats uniform in [-1, 1), i32 in [-8, 8].
+// Deterministic pseudo-random values for an input, as `kiln run` draws them: floats uniform in
+// [-1, 1), signed integers in [-8, 8], unsigned ones in [0, 16], bools 0 or 1.
 inline HostTensor random_tensor(const ir::TensorNode& node, uint64_t seed) {
   HostTensor t = empty_tensor(node);
   Random random = Random::for_name(seed, "input:" + node.name);
   for (int64_t i = 0; i < t.size(); ++i) {
-    if (node.dtype == ir::DType::kI32) {
-      t.set(i, static_cast<double>(static_cast<int64_t>(random.next_u64() % 17) - 8));
-    } else {
+    if (ir::is_float_type(node.dtype)) {
       t.set(i, random.uniform(-1, 1));
+    } else if (node.dtype == ir::DType::kBool) {
+      t.set(i, static_cast<double>(random.next_u64() % 2));
+    } else if (ir::is_unsigned_type(node.dtype)) {
+      t.set(i, static_cast<double>(random.next_u64() % 17));
+    } else {
+      t.set(i, static_cast<double>(static_cast<int64_t>(random.next_u64() % 17) - 8));
     }
   }
   return t;
@@ -142,8 +125,8 @@ inline bool close_enough(double expected, double actual, Tolerance tol) {
   return std::fabs(expected - actual) <= tol.abs + tol.rel * std::fabs(expected);
 }
 
-// The first element where `actual` differs from `expected` (exactly for i32, within `tol` for
-// floats), described; nullopt when they agree.
+// The first element where `actual` differs from `expected` (exactly for integers and bool, within
+// `tol` for floats), described; nullopt when they agree.
 inline std::optional<std::string> first_difference(const std::string& name, const HostTensor& expected,
                                                    const HostTensor& actual, Tolerance tol = {}) {
   if (expected.bytes.size() != actual.bytes.size() || expected.dtype != actual.dtype) {
@@ -154,7 +137,10 @@ inline std::optional<std::string> first_difference(const std::string& name, cons
   std::optional<std::string> first;
   for (int64_t i = 0; i < expected.size(); ++i) {
     const double e = expected.at(i), a = actual.at(i);
-    const bool ok = expected.dtype == ir::DType::kI32 ? e == a : close_enough(e, a, tol);
+    const size_t width = ir::dtype_size(expected.dtype), at = static_cast<size_t>(i) * width;
+    const bool ok = !ir::is_float_type(expected.dtype)
+                        ? std::memcmp(expected.bytes.data() + at, actual.bytes.data() + at, width) == 0
+                        : close_enough(e, a, tol);
     if (ok) continue;
     if (!first) {
       std::ostringstream os;

@@ -47,7 +47,8 @@ struct kiln_ral_context_t {
   }
 
 /* A memref of any rank and element type, for functions that take every shape (code `buf`):
- * recv_input and send_output. `dtype` is 0 f32, 1 f64, 2 i32. */
+ * recv_input and send_output. `dtype` is kiln.h's kiln_dtype: 0 f32, 1 f64, 2 i32, 3 i64, 4 bool,
+ * 5 i8, 6 u8, 7 i16, 8 u16, 9 u32, 10 u64, 11 f16, 12 bf16. */
 typedef struct kiln_ral_buffer_t {
   void* data;
   int32_t dtype;

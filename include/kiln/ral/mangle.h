@@ -6,7 +6,8 @@
 //
 // Type codes: i1 (bool), i8 i16 i32 i64, ui8 ui16 ui32 ui64, f32 f64, pvoid (any object pointer
 // that is not a tensor: the context first of all), p + code for a pointer to a scalar (pf32),
-// mNdT for MemRef<T, N> (m2df32; m0df64 for rank 0), buf for kiln_ral_buffer_t, and void for no
+// f16 and bf16 for Half and BFloat16 (element_types.h), mNdT for MemRef<T, N> (m2df32; m0df64
+// for rank 0; T is dtype_code() of the element type), buf for kiln_ral_buffer_t, and void for no
 // result (a function returning Status or void). A Result<T> return has T's code. docs/ral.md
 // lists them with examples.
 #pragma once
@@ -18,6 +19,7 @@
 
 #include "kiln/base/status.h"
 #include "kiln/ral/abi.h"
+#include "kiln/ral/element_types.h"
 #include "kiln/ral/memref.h"
 
 namespace kiln::ral {
@@ -79,6 +81,8 @@ constexpr auto integer_code() {
 template <typename T>
 constexpr auto scalar_code() {
   if constexpr (std::is_same_v<T, bool>) return FixedString("i1");
+  else if constexpr (std::is_same_v<T, Half>) return FixedString("f16");
+  else if constexpr (std::is_same_v<T, BFloat16>) return FixedString("bf16");
   else if constexpr (std::is_same_v<T, float>) return FixedString("f32");
   else if constexpr (std::is_same_v<T, double>) return FixedString("f64");
   else if constexpr (std::is_integral_v<T>) return integer_code<T>();
@@ -87,7 +91,10 @@ constexpr auto scalar_code() {
 
 template <typename T>
 constexpr bool has_scalar_code() {
-  if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, float> || std::is_same_v<T, double>) return true;
+  if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    return true;
+  }
   else if constexpr (std::is_integral_v<T>) return sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8;
   else return false;
 }

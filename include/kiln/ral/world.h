@@ -32,14 +32,15 @@
 namespace kiln::ral {
 
 // How allreduce and reduce_scatter combine: the language's `op` attribute (0 sum, 1 mean,
-// 2 max, 3 min). mean is the sum divided by the number of ranks, in the element type.
+// 2 max, 3 min). mean is the sum divided by the number of ranks. Each element type combines as
+// docs/distributed.md says: f16 and bf16 in f32, a mean of integers in f64, bool as or / and.
 enum class CollectiveOp : int { kSum = 0, kMean = 1, kMax = 2, kMin = 3 };
 std::string_view collective_op_name(CollectiveOp op);
 
 enum class CollectiveKind : int { kAllreduce = 0, kAllgather = 1, kReduceScatter = 2, kBroadcast = 3 };
 std::string_view collective_kind_name(CollectiveKind kind);
 
-// One collective over host memory: `count` elements of `type` (f32, f64, i32) from `in` to `out`
+// One collective over host memory: `count` elements of `type` (any) from `in` to `out`
 // (the same pointer: in place). allgather's `out` holds size() × count elements; reduce_scatter's
 // `in` holds size() × count and `out` count. `op` is allreduce's and reduce_scatter's, `root`
 // broadcast's. `site` names the call statement in messages ("routine 'step', line 4").

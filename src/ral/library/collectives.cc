@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "kiln/ral/element_types.h"
 #include "kiln/ral/execution_context.h"
 #include "kiln/ral/world.h"
 #include "ral/library/library.h"
@@ -14,13 +15,6 @@
 namespace kiln::ral::library {
 
 namespace {
-
-template <typename T>
-constexpr ir::DType dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return ir::DType::kF32;
-  else if constexpr (std::is_same_v<T, double>) return ir::DType::kF64;
-  else return ir::DType::kI32;
-}
 
 template <typename T, int N>
 std::string shape_text(const MemRef<T, N>& m) {
@@ -44,7 +38,7 @@ Collective make_collective(CollectiveKind kind, const MemRef<T, N>& x, const Mem
   c.in = x.data;
   c.out = y.data;
   c.count = count;
-  c.type = dtype_of<T>();
+  c.type = *dtype_of<T>();
   return c;
 }
 
@@ -156,11 +150,18 @@ Status add_ranks(Registry& registry) {
   return add_typed<Device, T, 4>(registry);
 }
 
+template <FixedString Device, typename... Types>
+Status add_types(Registry& registry) {
+  Status status;
+  ((status = status.ok() ? add_ranks<Device, Types>(registry) : status), ...);
+  return status;
+}
+
 template <FixedString Device>
 Status add_device(Registry& registry) {
-  KILN_RETURN_IF_ERROR((add_ranks<Device, float>(registry)));
-  KILN_RETURN_IF_ERROR((add_ranks<Device, double>(registry)));
-  KILN_RETURN_IF_ERROR((add_ranks<Device, int32_t>(registry)));
+  // Every element type (kiln/ral/element_types.h); how each combines: ral/collective_types.h.
+  KILN_RETURN_IF_ERROR((add_types<Device, bool, int8_t, uint8_t, int16_t, uint16_t, int32_t, uint32_t, int64_t,
+                                  uint64_t, Half, BFloat16, float, double>(registry)));
   KILN_RETURN_IF_ERROR(registry.add(make_function<"rank", Device, &rank>()));
   return registry.add(make_function<"world_size", Device, &world_size>());
 }

@@ -1,6 +1,7 @@
 // random_uniform and random_normal: Philox4x32-10 words mapped to numbers as docs/ral.md says.
 // The numbers depend only on (seed, call site, run, element), so the host devices register this
-// same code and get the same bits; cuda runs the same mapping as a kernel (cuda_kernels.h).
+// same code and get the same bits; cuda runs the same mapping as a kernel (cuda_kernels.h). f16
+// and bf16 take the f32 numbers of the same stream, rounded to nearest even.
 #include <algorithm>
 #include <cmath>
 #include <numbers>
@@ -57,13 +58,14 @@ void box_muller(double u1, double u2, double* z0, double* z1) {
   *z1 = radius * std::sin(angle);
 }
 
-template <typename T, int N>
-Status normal(ExecutionContext* context, MemRef<T, N> r, T mean, T std_dev, int64_t call_site) {
-  KILN_RETURN_IF_ERROR(check_normal_parameters(mean, std_dev));
+// The normal numbers of T (float or double: the words a pair takes) in element order, each
+// handed to store(i, value) in double.
+template <typename T, typename Store>
+void normal_numbers(const ExecutionContext& context, uint64_t count, T mean, T std_dev, int64_t call_site,
+                    Store&& store) {
   constexpr uint64_t kWordsPerPair = 2 * sizeof(T) / 4;
-  const uint64_t count = static_cast<uint64_t>(r.element_count());
   const uint64_t pairs = (count + 1) / 2;
-  for_each_chunk(stream_of(*context, call_site), pairs * kWordsPerPair,
+  for_each_chunk(stream_of(context, call_site), pairs * kWordsPerPair,
                  [&](uint64_t at, const uint32_t* words, uint64_t n) {
                    for (uint64_t p = 0; p < n / kWordsPerPair; ++p) {
                      const uint32_t* w = words + p * kWordsPerPair;
@@ -78,15 +80,61 @@ Status normal(ExecutionContext* context, MemRef<T, N> r, T mean, T std_dev, int6
                      double z0, z1;
                      box_muller(u1, u2, &z0, &z1);
                      const uint64_t j = at / kWordsPerPair + p;
-                     r.data[2 * j] = static_cast<T>(mean + std_dev * z0);
-                     if (2 * j + 1 < count) r.data[2 * j + 1] = static_cast<T>(mean + std_dev * z1);
+                     store(2 * j, mean + std_dev * z0);
+                     if (2 * j + 1 < count) store(2 * j + 1, mean + std_dev * z1);
                    }
+                 });
+}
+
+template <typename T, int N>
+Status normal(ExecutionContext* context, MemRef<T, N> r, T mean, T std_dev, int64_t call_site) {
+  KILN_RETURN_IF_ERROR(check_normal_parameters(mean, std_dev));
+  normal_numbers(*context, static_cast<uint64_t>(r.element_count()), mean, std_dev, call_site,
+                 [&](uint64_t i, double v) { r.data[i] = static_cast<T>(v); });
+  return Status();
+}
+
+// f16 and bf16 (T is Half or BFloat16): the f32 numbers of the same stream, each rounded to
+// nearest even; lo, hi, mean and std are f32.
+template <typename T>
+void store_narrow(const float* from, uint64_t count, T* to) {
+  for (uint64_t i = 0; i < count; ++i) {
+    to[i].bits = std::is_same_v<T, Half> ? ir::f16_bits(from[i]) : ir::bf16_bits(from[i]);
+  }
+}
+
+template <typename T, int N>
+Status uniform_narrow(ExecutionContext* context, MemRef<T, N> r, float lo, float hi, int64_t call_site) {
+  KILN_RETURN_IF_ERROR(check_uniform_range(lo, hi));
+  const uint64_t count = static_cast<uint64_t>(r.element_count());
+  constexpr uint64_t kChunk = 4096;  // a multiple of 4: chunks start on a block
+  float numbers[kChunk];
+  const PhiloxStream stream = stream_of(*context, call_site);
+  for (uint64_t at = 0; at < count; at += kChunk) {
+    const uint64_t n = std::min(kChunk, count - at);
+    stream.fill_uniform(at / 4, numbers, n, lo, hi);
+    store_narrow(numbers, n, r.data + at);
+  }
+  return Status();
+}
+
+template <typename T, int N>
+Status normal_narrow(ExecutionContext* context, MemRef<T, N> r, float mean, float std_dev, int64_t call_site) {
+  KILN_RETURN_IF_ERROR(check_normal_parameters(mean, std_dev));
+  normal_numbers(*context, static_cast<uint64_t>(r.element_count()), mean, std_dev, call_site,
+                 [&](uint64_t i, double v) {
+                   const float f = static_cast<float>(v);
+                   store_narrow(&f, 1, r.data + i);
                  });
   return Status();
 }
 
 template <FixedString Device>
 Status add_random(Registry& registry) {
+  KILN_RETURN_IF_ERROR((for_each_type_and_rank<Half, BFloat16>([&]<typename T, int N>() {
+    KILN_RETURN_IF_ERROR(registry.add(make_function<"random_uniform", Device, &uniform_narrow<T, N>>()));
+    return registry.add(make_function<"random_normal", Device, &normal_narrow<T, N>>());
+  })));
   return for_each_type_and_rank<float, double>([&]<typename T, int N>() {
     KILN_RETURN_IF_ERROR(registry.add(make_function<"random_uniform", Device, &uniform<T, N>>()));
     return registry.add(make_function<"random_normal", Device, &normal<T, N>>());

@@ -78,7 +78,7 @@ Status topk_rows(ExecutionContext*, MemRef<T, N> x, MemRef<T, N> values, MemRef<
 }  // namespace
 
 Status register_reference_sorting(Registry& registry) {
-  return for_each_sorting_type([&]<typename T, int N>() {
+  return for_each_element_type([&]<typename T, int N>() {
     KILN_RETURN_IF_ERROR(registry.add(make_function<"sort", "interp", &sort_rows<T, N>>()));
     KILN_RETURN_IF_ERROR(registry.add(make_function<"argsort", "interp", &argsort_rows<T, N>>()));
     return registry.add(make_function<"topk", "interp", &topk_rows<T, N>>());

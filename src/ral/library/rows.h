@@ -12,6 +12,8 @@
 #include "kiln/base/settings.h"
 #include "kiln/base/status.h"
 #include "kiln/hal/buffer.h"
+#include "kiln/loop/op_eval.h"
+#include "kiln/ral/element_types.h"
 #include "kiln/ral/memref.h"
 
 namespace kiln::ral::library {
@@ -85,10 +87,12 @@ Status for_each_type_and_rank(Add&& add) {
   return status;
 }
 
-// The same over the element types of the sorting functions (f32, f64, i32).
+// The same over every element type (kiln/ral/element_types.h): the host's sorting functions and
+// collectives take them all.
 template <typename Add>
-Status for_each_sorting_type(Add&& add) {
-  return for_each_type_and_rank<float, double, int32_t>(std::forward<Add>(add));
+Status for_each_element_type(Add&& add) {
+  return for_each_type_and_rank<bool, int8_t, uint8_t, int16_t, uint16_t, int32_t, uint32_t, int64_t, uint64_t, Half,
+                                BFloat16, float, double>(std::forward<Add>(add));
 }
 
 // The buffer a memref of a device-memory function (Memory::kDevice) stands for.
@@ -135,18 +139,37 @@ Status check_normal_parameters(T mean, T std_dev) {
   return Status();
 }
 
+// What an element is ordered by: its value, in f32 for f16 and bf16 (docs/ral.md).
+template <typename T>
+auto order_key(T v) {
+  if constexpr (std::is_same_v<T, Half>) return static_cast<float>(ir::f16_value(v.bits));
+  else if constexpr (std::is_same_v<T, BFloat16>) return static_cast<float>(ir::bf16_value(v.bits));
+  else return v;
+}
+template <typename T>
+using OrderKey = decltype(order_key(T{}));
+// Whether elements of T are 16-bit floats, ordered by keys made once per row rather than per
+// comparison.
+template <typename T>
+inline constexpr bool kNarrowFloat = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
 template <typename T>
 bool is_nan(T v) {
   if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
   else return false;
 }
 
-// Strict weak orders with NaNs after every number, ascending or descending.
+// Strict weak orders with NaNs after every number, ascending or descending (elements of f16 and
+// bf16 by their keys).
 template <typename T>
 bool before(T a, T b, bool descending) {
-  if (is_nan(a)) return false;
-  if (is_nan(b)) return true;
-  return descending ? b < a : a < b;
+  if constexpr (kNarrowFloat<T>) {
+    return before(order_key(a), order_key(b), descending);
+  } else {
+    if (is_nan(a)) return false;
+    if (is_nan(b)) return true;
+    return descending ? b < a : a < b;
+  }
 }
 
 }  // namespace kiln::ral::library
