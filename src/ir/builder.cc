@@ -57,6 +57,12 @@ Value operator-(const Value& a, const Value& b) { return op(Op::kSub, {a, b}); }
 Value operator*(const Value& a, const Value& b) { return op(Op::kMul, {a, b}); }
 Value operator/(const Value& a, const Value& b) { return op(Op::kDiv, {a, b}); }
 Value operator-(const Value& a) { return op(Op::kNeg, {a}); }
+Value operator&(const Value& a, const Value& b) { return op(Op::kBitAnd, {a, b}); }
+Value operator|(const Value& a, const Value& b) { return op(Op::kBitOr, {a, b}); }
+Value operator^(const Value& a, const Value& b) { return op(Op::kBitXor, {a, b}); }
+Value operator~(const Value& a) { return op(Op::kBitNot, {a}); }
+Value operator<<(const Value& a, const Value& b) { return op(Op::kShl, {a, b}); }
+Value operator>>(const Value& a, const Value& b) { return op(Op::kShr, {a, b}); }
 Value lt(const Value& a, const Value& b) { return op(Op::kLt, {a, b}); }
 Value le(const Value& a, const Value& b) { return op(Op::kLe, {a, b}); }
 Value gt(const Value& a, const Value& b) { return op(Op::kGt, {a, b}); }
@@ -80,13 +86,7 @@ Value pow(const Value& a, const Value& b) { return op(Op::kPow, {a, b}); }
 Value max(const Value& a, const Value& b) { return op(Op::kMax, {a, b}); }
 Value min(const Value& a, const Value& b) { return op(Op::kMin, {a, b}); }
 Value select(const Value& c, const Value& a, const Value& b) { return op(Op::kSelect, {c, a, b}); }
-Value cast(const Value& a, DType type) {
-  switch (type) {
-    case DType::kF32: return f32(a);
-    case DType::kF64: return f64(a);
-    default: return i32(a);  // i64 is internal; programs compute in i32
-  }
-}
+Value cast(const Value& a, DType type) { return op(cast_op(type), {a}); }
 Value f32(const Value& a) { return op(Op::kCastF32, {a}); }
 Value f64(const Value& a) { return op(Op::kCastF64, {a}); }
 Value i32(const Value& a) { return op(Op::kCastI32, {a}); }

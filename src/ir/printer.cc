@@ -3,6 +3,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <memory>
+#include <optional>
 #include <set>
 
 #include "kiln/ir/sizes.h"
@@ -26,7 +28,9 @@ std::string format_number(double value, bool as_float) {
 
 namespace {
 
-constexpr int kPrecCompare = 1, kPrecAdd = 2, kPrecMul = 3, kPrecUnary = 4, kPrecPrimary = 5;
+// Precedence levels, loosest first, as the parser reads them (docs/language.md, "Expressions").
+constexpr int kPrecOr = 1, kPrecXor = 2, kPrecAnd = 3, kPrecCompare = 4, kPrecShift = 5, kPrecAdd = 6,
+              kPrecMul = 7, kPrecUnary = 8, kPrecPrimary = 9;
 // Hand-made programs may be deeper than kMaxExprDepth; print a marker rather than recurse on.
 constexpr int kMaxPrintDepth = 4 * kMaxExprDepth;
 
@@ -36,8 +40,25 @@ int binary_prec(Op op) {
     case Op::kMul: case Op::kDiv: return kPrecMul;
     case Op::kLt: case Op::kLe: case Op::kGt: case Op::kGe: case Op::kEq: case Op::kNe:
       return kPrecCompare;
+    case Op::kShl: case Op::kShr: return kPrecShift;
+    case Op::kBitAnd: return kPrecAnd;
+    case Op::kBitXor: return kPrecXor;
+    case Op::kBitOr: return kPrecOr;
     default: return 0;  // not an infix operator
   }
+}
+
+// A literal of `type` as text that reads back as that literal: `true` / `false` for bool; an
+// integer type's value without '.' or exponent, all its digits (a weak integer literal takes the
+// context's type again; `1e+18` would read as a float); a float type's with one.
+std::string literal_text(double value, DType type) {
+  if (type == DType::kBool) return value != 0 ? "true" : "false";
+  if (is_float_type(type) || !std::isfinite(value) || std::fabs(value) < 1e18) {
+    return format_number(value, is_float_type(type));
+  }
+  char buf[400];
+  auto r = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed, 0);
+  return std::string(buf, r.ptr);
 }
 
 class ExprPrinter {
@@ -88,7 +109,8 @@ class ExprPrinter {
       std::string text = affine(a);
       if (a.gather >= 0) {
         const bool valid = read && static_cast<size_t>(a.gather) < read->args.size() && read->args[a.gather];
-        std::string gathered = valid ? print(*read->args[a.gather], binary_prec(Op::kAdd), depth + 1) : "<gather>";
+        std::string gathered =
+            valid ? print(*as_written(read->args[a.gather], depth), binary_prec(Op::kAdd), depth + 1) : "<gather>";
         if (text != "0") gathered += text[0] == '-' ? " - " + text.substr(1) : " + " + text;
         text = gathered;
       }
@@ -98,11 +120,28 @@ class ExprPrinter {
   }
 
  private:
+  // A gathered subscript's terms as written: typing converts each term of a narrower integer type
+  // to i32 (u32 and u64 to i64) before adding them, and reading the term back does that again.
+  static ExprRef as_written(const ExprRef& e, int depth) {
+    if (!e || e->kind != Expr::Kind::kOp || depth > kMaxPrintDepth) return e;
+    if (e->op == Op::kAdd || e->op == Op::kSub || e->op == Op::kNeg) {  // the chain of terms
+      auto copy = std::make_shared<Expr>(*e);
+      for (ExprRef& a : copy->args) a = as_written(a, depth + 1);
+      return copy;
+    }
+    const std::optional<DType> to = cast_target(e->op);
+    if (!to || e->args.size() != 1 || !e->args[0]) return e;
+    const DType from = e->args[0]->type;
+    const bool implicit = (*to == DType::kI32 && is_integer_type(from) && dtype_bits(from) < 32) ||
+                          (*to == DType::kI64 && (from == DType::kU32 || from == DType::kU64));
+    return implicit ? e->args[0] : e;
+  }
+
   std::string render(const Expr& e, int* prec, int depth) {
     if (depth > kMaxPrintDepth) return "<too deep>";
     switch (e.kind) {
       case Expr::Kind::kLiteral: {
-        std::string s = format_number(e.literal, e.type != DType::kI32);
+        std::string s = literal_text(e.literal, e.type);
         if (!s.empty() && s[0] == '-') *prec = kPrecUnary;
         return s;
       }
@@ -122,9 +161,9 @@ class ExprPrinter {
       if (i >= e.args.size() || !e.args[i]) return "<missing>";
       return print(*e.args[i], min_prec, depth + 1);
     };
-    if (e.op == Op::kNeg && e.args.size() == 1) {
+    if ((e.op == Op::kNeg || e.op == Op::kBitNot) && e.args.size() == 1) {
       *prec = kPrecUnary;
-      return "-" + arg(0, kPrecPrimary);
+      return std::string(op_name(e.op)) + arg(0, kPrecPrimary);
     }
     int p = binary_prec(e.op);
     if (p > 0 && e.args.size() == 2) {
@@ -185,10 +224,13 @@ std::string limit_text(const Program& p, const Assignment& s, const IndexLimit& 
   return out;
 }
 
-std::string print_init(const Init& init) {
+std::string print_init(const TensorNode& node) {
+  const Init& init = node.init;
   switch (init.kind) {
     case Init::Kind::kNone: return "";
-    case Init::Kind::kValue: return " = " + format_number(init.a, false);
+    case Init::Kind::kValue:
+      return " = " + (node.dtype == DType::kBool && (init.a == 0 || init.a == 1) ? literal_text(init.a, DType::kBool)
+                                                                                  : format_number(init.a, false));
     case Init::Kind::kUniform:
       return " = uniform(" + format_number(init.a, false) + ", " + format_number(init.b, false) + ")";
     case Init::Kind::kNormal:
@@ -212,7 +254,7 @@ std::string print_declaration(const TensorNode& node, const std::vector<SizeDecl
   role.resize(6, ' ');
   std::string out = role + " " + node.name + " : " + std::string(dtype_name(node.dtype));
   if (!node.dims.empty()) out += dims_text(node, sizes);
-  out += print_init(node.init);
+  out += print_init(node);
   switch (node.memory) {  // a request, as written in text (docs/language.md, "Memory modes")
     case MemoryMode::kUnset: break;
     case MemoryMode::kVirtual: out += " @virtual"; break;

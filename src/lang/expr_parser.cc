@@ -1,9 +1,15 @@
-// The expression grammar of `.kiln` (lowest precedence first, binary operators left-associative):
-//   expr           := additive { ('<' | '<=' | '>' | '>=' | '==' | '!=') additive }
+// The expression grammar of `.kiln`. Binary operators, lowest precedence first, each level
+// left-associative (C's order, but with one level for every comparison; language version 3
+// added the bitwise levels and shifts):
+//   expr           := bit_xor { '|' bit_xor }
+//   bit_xor        := bit_and { '^' bit_and }
+//   bit_and        := comparison { '&' comparison }
+//   comparison     := shift { ('<' | '<=' | '>' | '>=' | '==' | '!=') shift }
+//   shift          := additive { ('<<' | '>>') additive }
 //   additive       := multiplicative { ('+' | '-') multiplicative }
 //   multiplicative := unary { ('*' | '/') unary }
-//   unary          := '-' unary | primary
-//   primary        := NUMBER | '(' expr ')' | NAME | NAME '[' [expr {',' expr}] ']'
+//   unary          := ('-' | '~') unary | primary
+//   primary        := NUMBER | 'true' | 'false' | '(' expr ')' | NAME | NAME '[' [expr {',' expr}] ']'
 //                   | NAME '.' 'merge' ['[' ... ']'] | NAME '(' [expr {',' expr}] ')'
 // Names are resolved later, by ir::complete_statement(); calls are resolved here. A constant
 // expression (an INIT, language version 2) is the additive grammar, evaluated when parsed.
@@ -20,25 +26,40 @@ namespace {
 
 using ir::Op;
 
-bool comparison(TokenKind kind, Op* op) {
-  switch (kind) {
-    case TokenKind::kLt: *op = Op::kLt; return true;
-    case TokenKind::kLe: *op = Op::kLe; return true;
-    case TokenKind::kGt: *op = Op::kGt; return true;
-    case TokenKind::kGe: *op = Op::kGe; return true;
-    case TokenKind::kEq: *op = Op::kEq; return true;
-    case TokenKind::kNe: *op = Op::kNe; return true;
-    default: return false;
+// The binary operator `kind` stands for at precedence `level` (kBinaryLevels in parser_impl.h:
+// 0 is `|`, the lowest), if any.
+bool binary_operator(int level, TokenKind kind, Op* op) {
+  static constexpr struct {
+    int level;
+    TokenKind kind;
+    Op op;
+  } kOperators[] = {
+      {0, TokenKind::kPipe, Op::kBitOr},  {1, TokenKind::kCaret, Op::kBitXor}, {2, TokenKind::kAmp, Op::kBitAnd},
+      {3, TokenKind::kLt, Op::kLt},       {3, TokenKind::kLe, Op::kLe},        {3, TokenKind::kGt, Op::kGt},
+      {3, TokenKind::kGe, Op::kGe},       {3, TokenKind::kEq, Op::kEq},        {3, TokenKind::kNe, Op::kNe},
+      {4, TokenKind::kShl, Op::kShl},     {4, TokenKind::kShr, Op::kShr},      {5, TokenKind::kPlus, Op::kAdd},
+      {5, TokenKind::kMinus, Op::kSub},   {6, TokenKind::kStar, Op::kMul},     {6, TokenKind::kSlash, Op::kDiv},
+  };
+  for (const auto& o : kOperators) {
+    if (o.level == level && o.kind == kind) {
+      *op = o.op;
+      return true;
+    }
   }
+  return false;
 }
 
-// The functions callable by name (fma is made by the optimizer, never written).
+// The functions callable by name besides the casts, which are the type names (fma is made by
+// the optimizer, never written).
 constexpr Op kFunctions[] = {Op::kExp, Op::kLog, Op::kSqrt, Op::kRsqrt, Op::kTanh, Op::kSigmoid,
                              Op::kRelu, Op::kAbs, Op::kSin, Op::kCos, Op::kErf, Op::kFloor, Op::kCeil,
-                             Op::kCastF32, Op::kCastF64, Op::kCastI32, Op::kMax, Op::kMin,
-                             Op::kPow, Op::kSelect};
+                             Op::kMax, Op::kMin, Op::kPow, Op::kSelect};
 
 bool function(std::string_view name, Op* op) {
+  if (std::optional<ir::DType> type = ir::dtype_from_name(name)) {  // a cast, `u8(e)`
+    *op = ir::cast_op(*type);
+    return true;
+  }
   for (Op f : kFunctions) {
     if (ir::op_name(f) == name) {
       *op = f;
@@ -82,47 +103,34 @@ PExpr Parser::parse_expr() {
     --nesting_;
     return {};
   }
-  PExpr left = parse_additive();
-  Op op;
-  while (left && comparison(cur_.kind, &op)) {
-    ir::SourceLoc loc = cur_.loc;
-    advance();
-    left = combine(op, left, parse_additive(), loc);
-  }
+  PExpr e = parse_binary(0);
   --nesting_;
-  return left;
+  return e;
 }
 
-PExpr Parser::parse_additive() {
-  PExpr left = parse_multiplicative();
-  while (left && (at(TokenKind::kPlus) || at(TokenKind::kMinus))) {
-    Op op = at(TokenKind::kPlus) ? Op::kAdd : Op::kSub;
-    ir::SourceLoc loc = cur_.loc;
-    advance();
-    left = combine(op, left, parse_multiplicative(), loc);
-  }
-  return left;
-}
+PExpr Parser::parse_additive() { return parse_binary(kAdditiveLevel); }
 
-PExpr Parser::parse_multiplicative() {
-  PExpr left = parse_unary();
-  while (left && (at(TokenKind::kStar) || at(TokenKind::kSlash))) {
-    Op op = at(TokenKind::kStar) ? Op::kMul : Op::kDiv;
+PExpr Parser::parse_binary(int level) {
+  if (level == kBinaryLevels) return parse_unary();
+  PExpr left = parse_binary(level + 1);
+  Op op;
+  while (left && binary_operator(level, cur_.kind, &op)) {
     ir::SourceLoc loc = cur_.loc;
     advance();
-    left = combine(op, left, parse_unary(), loc);
+    left = combine(op, left, parse_binary(level + 1), loc);
   }
   return left;
 }
 
 PExpr Parser::parse_unary() {
-  if (!at(TokenKind::kMinus)) return parse_primary();
+  if (!at(TokenKind::kMinus) && !at(TokenKind::kTilde)) return parse_primary();
   if (++nesting_ > ir::kMaxExprDepth) {
     error(cur_.loc, "expression nested too deeply (more than " + std::to_string(ir::kMaxExprDepth) +
                         " levels); simplify it");
     --nesting_;
     return {};
   }
+  const Op op = at(TokenKind::kMinus) ? Op::kNeg : Op::kBitNot;
   ir::SourceLoc loc = cur_.loc;
   advance();
   PExpr operand = parse_unary();
@@ -133,7 +141,7 @@ PExpr Parser::parse_unary() {
                    " levels of operations); split it into several statements");
     return {};
   }
-  return PExpr{ir::raw_op(Op::kNeg, {operand.expr}, loc), operand.depth + 1};
+  return PExpr{ir::raw_op(op, {operand.expr}, loc), operand.depth + 1};
 }
 
 bool Parser::parse_subscripts(std::vector<ir::RawExprRef>* out, int* depth) {
@@ -178,6 +186,10 @@ PExpr Parser::parse_primary() {
   if (token.text == "where") {
     unexpected("an expression");
     return {};
+  }
+  if (token.text == "true" || token.text == "false") {  // keywords (version 3): typing makes them bool
+    advance();
+    return PExpr{ir::raw_name(std::string(token.text), token.loc), 1};
   }
   if (ir::is_keyword(token.text)) {
     error(token.loc, "'" + std::string(token.text) + "' is a keyword and cannot be used as a value");
@@ -260,10 +272,14 @@ PExpr Parser::parse_call(const Token& name_token) {
   } else if (declared(name)) {
     error(loc, "'" + name + "' is a tensor, not a function: read it with brackets, " + name + "[...]");
   } else {
+    std::vector<std::string> names = dtype_names();
+    for (Op f : kFunctions) names.emplace_back(ir::op_name(f));
+    for (const char* r : {"sum", "prod", "mean", "argmax", "argmin"}) names.emplace_back(r);
     error(loc, "unknown function '" + name +
                    "'; the functions are exp, log, sqrt, rsqrt, tanh, sigmoid, relu, abs, sin, "
-                   "cos, erf, floor, ceil, max, min, pow, select, the casts f32, f64, i32, and the "
-                   "reductions sum, prod, max, min, mean");
+                   "cos, erf, floor, ceil, max, min, pow, select, the casts to each type (" +
+                   std::string(ir::dtype_list()) + "), and the reductions sum, prod, max, min, mean, argmax, argmin" +
+                   did_you_mean(name, names));
   }
   return {};
 }
@@ -286,6 +302,7 @@ std::optional<double> Parser::constant_value(const ir::RawExpr& e) {
     case ir::RawExpr::Kind::kNumber:
       return e.number;
     case ir::RawExpr::Kind::kName: {
+      if (e.name == "true" || e.name == "false") return e.name == "true" ? 1.0 : 0.0;
       std::vector<std::string> consts;
       for (const ir::TensorNode& n : nodes_) {
         const bool value = n.role == ir::Role::kConst && n.init.kind == ir::Init::Kind::kValue;

@@ -115,7 +115,7 @@ Token Lexer::unknown(size_t start) {
     return error(start, start + 1, "unexpected byte 0x" + hex + "; remove it");
   }
   std::string message = "unexpected character '" + std::string(1, static_cast<char>(c)) + "'";
-  if (c == '!') message += "; did you mean '!='?";
+  if (c == '!') message += "; did you mean '!='? (the logical not of a bool is '~')";
   else if (c == '"' || c == '\'') message += "; the language has no strings";
   else message += "; remove it";
   return error(start, start + 1, message);
@@ -189,8 +189,17 @@ Token Lexer::next() {
                      : c1 == '>' ? op(TokenKind::kArrow, 2)
                                  : op(TokenKind::kMinus, 1);
     case '*': return c1 == '=' ? op(TokenKind::kStarAssign, 2) : op(TokenKind::kStar, 1);
-    case '<': return c1 == '=' ? op(TokenKind::kLe, 2) : op(TokenKind::kLt, 1);
-    case '>': return c1 == '=' ? op(TokenKind::kGe, 2) : op(TokenKind::kGt, 1);
+    case '<': return c1 == '=' ? op(TokenKind::kLe, 2) : c1 == '<' ? op(TokenKind::kShl, 2) : op(TokenKind::kLt, 1);
+    case '>': return c1 == '=' ? op(TokenKind::kGe, 2) : c1 == '>' ? op(TokenKind::kShr, 2) : op(TokenKind::kGt, 1);
+    case '^': return op(TokenKind::kCaret, 1);
+    case '~': return op(TokenKind::kTilde, 1);
+    // C's && and || would otherwise read as two operators, with a puzzling error at the second.
+    case '&':
+      if (c1 == '&') return error(start, start + 2, "'&&' is not an operator; write '&' (on bool values it is the logical and)");
+      return op(TokenKind::kAmp, 1);
+    case '|':
+      if (c1 == '|') return error(start, start + 2, "'||' is not an operator; write '|' (on bool values it is the logical or)");
+      return op(TokenKind::kPipe, 1);
     case '!':
       if (c1 == '=') return op(TokenKind::kNe, 2);
       break;

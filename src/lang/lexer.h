@@ -27,6 +27,7 @@ enum class TokenKind : uint8_t {
   kAssign, kPlusAssign, kMinusAssign, kStarAssign,  // = += -= *=
   kPlus, kMinus, kStar, kSlash,
   kLt, kLe, kGt, kGe, kEq, kNe,
+  kAmp, kPipe, kCaret, kTilde, kShl, kShr,  // & | ^ ~ << >> (language version 3)
   kArrow,  // -> of a call statement
   kError,  // already reported
 };

@@ -150,11 +150,14 @@ bool Parser::parse_declaration_rest(ir::TensorNode* node, std::optional<ir::Sour
                       node->name + " : f32[4]`");
   }
   advance();
-  if (!at(TokenKind::kIdent)) return unexpected("a type (f32, f64 or i32)");
-  if (cur_.text == "f32") node->dtype = ir::DType::kF32;
-  else if (cur_.text == "f64") node->dtype = ir::DType::kF64;
-  else if (cur_.text == "i32") node->dtype = ir::DType::kI32;
-  else error(cur_.loc, "unknown type '" + std::string(cur_.text) + "'; the types are f32, f64 and i32");
+  const std::string types(ir::dtype_list());
+  if (!at(TokenKind::kIdent)) return unexpected("a type (" + types + ")");
+  if (std::optional<ir::DType> type = ir::dtype_from_name(cur_.text)) {
+    node->dtype = *type;
+  } else {
+    error(cur_.loc, "unknown type '" + std::string(cur_.text) + "'; the types are " + types +
+                        did_you_mean(cur_.text, dtype_names()));
+  }
   advance();
   if (at(TokenKind::kLBracket)) {
     open();

@@ -19,6 +19,13 @@
 
 namespace kiln::lang::internal {
 
+// Every type's name, for "did you mean" (ir::dtype_list() is the same names as one string).
+inline std::vector<std::string> dtype_names() {
+  std::vector<std::string> names;
+  for (ir::DType t : ir::kAllDTypes) names.emplace_back(ir::dtype_name(t));
+  return names;
+}
+
 // A parsed expression and the depth of its tree.
 struct PExpr {
   ir::RawExprRef expr;  // null after an error (already reported)
@@ -70,9 +77,12 @@ class Parser {
   const ir::TensorNode* declared(std::string_view name) const;
 
   // Expressions (expr_parser.cc).
+  // The binary operators' precedence levels (expr_parser.cc), `|` at 0 to `* /` at 6.
+  static constexpr int kBinaryLevels = 7;
+  static constexpr int kAdditiveLevel = 5;
   PExpr parse_expr();
-  PExpr parse_additive();
-  PExpr parse_multiplicative();
+  PExpr parse_additive();  // + - and tighter: dimensions, bounds, constant expressions
+  PExpr parse_binary(int level);
   PExpr parse_unary();
   PExpr parse_primary();
   PExpr parse_call(const Token& name);

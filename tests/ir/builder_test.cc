@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "kiln/ir/printer.h"
 
@@ -39,6 +40,37 @@ TEST(Builder, MatmulBiasRelu) {
   EXPECT_EQ(s.reduce, Reduce::kSum);
   EXPECT_EQ(s.indices.size(), 3u);
   EXPECT_EQ(s.indices[2].extent, 128);
+}
+
+// Language version 3: cast() reaches every type, a C++ bool is the literal `true` / `false`, and
+// the bitwise operators and shifts build the language's.
+TEST(Builder, ElementTypesCastsBoolLiteralsAndBitwiseOperators) {
+  ProgramBuilder b;
+  Tensor x = b.input("x", DType::kF32, {4});
+  Tensor n = b.input("n", DType::kI16, {4});
+  std::vector<Tensor> outputs;
+  for (DType t : kAllDTypes) outputs.push_back(b.output("y_" + std::string(dtype_name(t)), t, {4}));
+  Tensor z = b.output("z", DType::kBool, {4});
+  Index i("i");
+  for (size_t t = 0; t < std::size(kAllDTypes); ++t) b.main().assign(outputs[t](i), cast(x(i), kAllDTypes[t]));
+  b.main()
+      .assign(z(i), Value(true) ^ (lt(x(i), 0) | false))
+      .assign(outputs[3](i), (~n(i) & 7) << 1 >> n(i));
+  Result<Program> p = b.build();
+  ASSERT_TRUE(p.ok()) << p.status();
+  const std::vector<Assignment>& st = p->routines[0].statements;
+  ASSERT_EQ(st.size(), std::size(kAllDTypes) + 2);
+  for (size_t t = 0; t < std::size(kAllDTypes); ++t) {
+    EXPECT_EQ(st[t].rhs->op, cast_op(kAllDTypes[t])) << dtype_name(kAllDTypes[t]);
+    EXPECT_EQ(st[t].rhs->type, kAllDTypes[t]);
+  }
+  const Expr& literal = *st[std::size(kAllDTypes)].rhs->args[0];
+  EXPECT_EQ(literal.kind, Expr::Kind::kLiteral);
+  EXPECT_EQ(literal.type, DType::kBool);
+  EXPECT_EQ(literal.literal, 1);
+  EXPECT_EQ(print_statement(*p, st[std::size(kAllDTypes)]), "z[i] = true ^ (x[i] < 0.0 | false)");
+  EXPECT_EQ(print_statement(*p, st.back()), "y_i16[i] = (~n[i] & 7) << 1 >> n[i]");
+  EXPECT_EQ(st.back().rhs->type, DType::kI16);
 }
 
 TEST(Builder, CallsKeepTheirPlaceAmongStatements) {

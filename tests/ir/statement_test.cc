@@ -215,9 +215,11 @@ TEST_F(CompletionTest, WeakLiteralTyping) {
   e = rhs_of("y", op(Op::kCastF64, {flt(0.1)}));
   EXPECT_EQ(e->type, DType::kF64);
   EXPECT_EQ(e->args[0]->type, DType::kF64);
-  // Comparisons give the promoted operand type; select the promoted branch type.
+  // Comparisons give bool (language version 3) and compare in the promoted operand type; select
+  // has the promoted branch type.
   e = rhs_of("y", op(Op::kLt, {name("i"), num(2)}));
-  EXPECT_EQ(e->type, DType::kI32);
+  EXPECT_EQ(e->type, DType::kBool);
+  EXPECT_EQ(e->args[1]->type, DType::kI32);
   e = rhs_of("y", op(Op::kSelect, {op(Op::kLt, {name("i"), num(2)}), ref("d", {name("i")}), num(0)}));
   EXPECT_EQ(e->type, DType::kF64);
   EXPECT_EQ(e->args[2]->type, DType::kF64);
@@ -325,7 +327,7 @@ TEST_F(CompletionTest, SubscriptRules) {
   bad(op(Op::kDiv, {name("i"), num(2)}, loc(1, 9)), "1:9: a subscript cannot divide");
   bad(flt(1.0, loc(1, 9)), "1:9: a subscript must be an integer, not a float literal");
   bad(op(Op::kExp, {name("i")}, loc(1, 9)), "1:9: 'exp' cannot be used in a subscript");
-  bad(ref("d", {name("i")}, loc(1, 9)), "1:9: a subscript of 'y' reads a f64 value; a gathered subscript reads i32 values");
+  bad(ref("d", {name("i")}, loc(1, 9)), "1:9: a subscript of 'y' reads a f64 value; a gathered subscript reads integer values");
   bad(name("s", loc(1, 9)), "1:9: 's' is a tensor, so it cannot be an index");
   bad(name("half", loc(1, 9)), "1:9: const 'half' is not an integer");
   bad(op(Op::kAdd, {name("i"), name("late", loc(1, 9))}), "1:9: 'late' is a tensor, so it cannot be an index");
@@ -390,7 +392,7 @@ TEST(CheckDeclaration, Rules) {
   EXPECT_EQ(problems(node("x", Role::kParam, DType::kF32, {2}, Init{Init::Kind::kNormal, 0, 1})), "");
   EXPECT_NE(problems(node("where", Role::kInput, DType::kF32, {})).find("'where' is a keyword"), std::string::npos);
   EXPECT_NE(problems(node("1x", Role::kInput, DType::kF32, {})).find("is not a valid name"), std::string::npos);
-  EXPECT_NE(problems(node("x", Role::kInput, DType::kI64, {})).find("i64 is internal"), std::string::npos);
+  EXPECT_EQ(problems(node("x", Role::kInput, DType::kI64, {})), "");  // language version 3: every type
   EXPECT_NE(problems(node("x", Role::kInput, DType::kF32, {2, -1})).find("has a dimension of -1"), std::string::npos);
   EXPECT_NE(problems(node("x", Role::kInput, DType::kF32, {int64_t{1} << 31, int64_t{1} << 31, 2})).find("too large"), std::string::npos);
   EXPECT_NE(problems(node("x", Role::kInput, DType::kF32, {}, Init{Init::Kind::kValue, 1, 0})).find("input 'x' cannot have an initializer"), std::string::npos);

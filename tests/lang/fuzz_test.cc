@@ -34,6 +34,10 @@ const char* const kSeeds[] = {
     "input x : f64[3]\nconst k : i32 = 2\nparam g : f64[3] = normal(0, 1)\noutput y : i32[3]\n"
     "y[i] = select(x[i] < 0.5, i32(x[i] * 2), i * k) + g.merge[i]\n"
     "g[i] += sum(x[i + q] * (q != 1)) where q < 2\n",
+    "input a : u8[4]\ninput m : bool[4]\ninput t : i64[4]\nparam h : bf16[4] = 0.5\noutput y : u8[4]\n"
+    "output z : bool[4]\noutput w : f16[4]\n"
+    "y[i] = (a[i] << 2 | a[i] >> 1) & ~a[i] ^ 7\nz[i] = m[i] & true | a[i] > 3 ^ false\n"
+    "w[i] = f16(h[t[i]] * 2.0) + bf16(i8(a[i]))\n",
 };
 
 const char* const kVocabulary[] = {
@@ -42,6 +46,8 @@ const char* const kVocabulary[] = {
     "normal", "0", "1", "2", "-1", "0.5", "1e3", "1e", "(", ")", "[", "]", "{", "}", ",", ":", ".",
     "=", "+=", "-=", "*=", "+", "-", "*", "/", "<", "<=", ">", ">=", "==", "!=", "\n", "\n", "\n",
     " ", "#", "$", "\t", "é",
+    // language version 3
+    "u8", "bool", "f16", "bf16", "i64", "u64", "true", "false", "&", "|", "^", "~", "<<", ">>", "&&", "300",
 };
 
 struct Stats {

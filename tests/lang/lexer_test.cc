@@ -44,6 +44,23 @@ TEST(Lexer, Punctuation) {
             (std::vector<K>{K::kIdent, K::kDot, K::kIdent, K::kLBracket, K::kIdent, K::kRBracket, K::kEnd}));
 }
 
+// Language version 3: bitwise operators and shifts, which do not change how `>`, `>=`, `<=` and
+// `->` read; C's && and || are one error each.
+TEST(Lexer, BitwiseOperatorsAndShifts) {
+  EXPECT_EQ(kinds("& | ^ ~ << >>"), (std::vector<K>{K::kAmp, K::kPipe, K::kCaret, K::kTilde, K::kShl, K::kShr, K::kEnd}));
+  EXPECT_EQ(kinds("a>>b>=c<<d<=e->f"), (std::vector<K>{K::kIdent, K::kShr, K::kIdent, K::kGe, K::kIdent, K::kShl,
+                                                       K::kIdent, K::kLe, K::kIdent, K::kArrow, K::kIdent, K::kEnd}));
+  EXPECT_EQ(kinds(">>= <<= > > ~~"), (std::vector<K>{K::kShr, K::kAssign, K::kShl, K::kAssign, K::kGt, K::kGt,
+                                                     K::kTilde, K::kTilde, K::kEnd}));
+  Lexed l = lex("a && b || c");
+  ASSERT_EQ(l.diagnostics.size(), 2u);
+  EXPECT_EQ(l.diagnostics[0].loc.column, 3);
+  EXPECT_EQ(l.diagnostics[0].message, "'&&' is not an operator; write '&' (on bool values it is the logical and)");
+  EXPECT_EQ(l.diagnostics[1].loc.column, 8);
+  EXPECT_EQ(l.diagnostics[1].message, "'||' is not an operator; write '|' (on bool values it is the logical or)");
+  EXPECT_EQ(kinds("a && b"), (std::vector<K>{K::kIdent, K::kError, K::kIdent, K::kEnd}));
+}
+
 TEST(Lexer, NewlinesCommentsAndLocations) {
   Lexed l = lex("a # comment, with $ and é\n\n  b_1\t= 2 # more\r\nc");
   ASSERT_TRUE(l.diagnostics.empty());
@@ -99,7 +116,7 @@ TEST(Lexer, UnknownCharacters) {
   for (const ir::Diagnostic& d : l.diagnostics) messages.push_back(std::to_string(d.loc.column) + ": " + d.message);
   EXPECT_EQ(messages, (std::vector<std::string>{
                           "3: unexpected character '$'; remove it",
-                          "7: unexpected character '!'; did you mean '!='?",
+                          "7: unexpected character '!'; did you mean '!='? (the logical not of a bool is '~')",
                           "11: unexpected character '\"'; the language has no strings",
                           "13: unexpected character '\"'; the language has no strings",
                           "15: unexpected byte 0x01; remove it",

@@ -64,8 +64,10 @@ TEST(ParserErrors, LexicalErrors) {
 }
 
 TEST(ParserErrors, DeclarationErrors) {
-  check({"unknown dtype", "input a : f16[3]\n", 1, 11, "unknown type 'f16'; the types are f32, f64 and i32"});
-  check({"i64 is not declarable", "input a : i64[3]\n", 1, 11, "unknown type 'i64'"});
+  check({"unknown dtype", "input a : f8[3]\n", 1, 11,
+         "unknown type 'f8'; the types are bool, i8, u8, i16, u16, i32, u32, i64, u64, f16, bf16, f32, f64"});
+  check({"misspelt dtype", "input a : unt8[3]\n", 1, 11, "unknown type 'unt8'; the types are bool, i8, "});
+  check({"misspelt dtype suggestion", "input a : f23[3]\n", 1, 11, "did you mean 'f32'?"});
   check({"zero dim", "input a : f32[3, 0]\n", 1, 18, "dimension sizes must be positive integers, found 0"});
   check({"negative dim", "input a : f32[-2]\n", 1, 15, "dimension sizes must be positive integers, found -2"});
   check({"float dim", "input a : f32[2.5]\n", 1, 15, "dimension sizes must be positive integers, found 2.5"});
@@ -88,6 +90,64 @@ TEST(ParserErrors, DeclarationErrors) {
   check({"keyword as routine name", "routine const {\n}\n", 1, 9, "'const' is a keyword and cannot be used as a name"});
   check({"missing colon", "input a f32\n", 1, 9, "expected ':' after the name, as in `input a : f32[4]`, found 'f32'"});
   check({"missing name", "input : f32\n", 1, 7, "expected a name after 'input', found ':'"});
+}
+
+// Language version 3: the types' rules, each error at its place with what to do. Declarations on
+// the lines before each case's statement (line 5).
+TEST(ParserErrors, ElementTypeErrors) {
+  const std::string decls =
+      "input a : u64[4]\ninput n : i32[4]\ninput f : f32[4]\ninput m : bool[4]\n";
+  auto typing = [&](const char* name, const std::string& statement, int column, const char* fragment) {
+    const std::string text = decls + "output o : i32[4]\n" + statement + "\n";
+    check({name, text.c_str(), 6, column, fragment}, false);
+  };
+  typing("u64 and a signed type", "o[i] = i32(a[i] + n[i])", 17,
+         "'+' of u64 and i32: u64 and a signed integer type have no common type; cast one of them (i64(...) or u64(...))");
+  typing("a comparison of u64 and i32", "o[i] = i32(a[i] < n[i])", 17, "'<' of u64 and i32");
+  typing("float in &", "o[i] = i32(f[i] & n[i])", 17,
+         "'&' does not apply to f32 and i32: it takes bool or integer operands (compare a float first, or cast it)");
+  typing("float in ~", "o[i] = i32(~f[i])", 12, "'~' does not apply to f32: it takes bool or integer operands");
+  typing("float shift", "o[i] = i32(f[i] >> 1)", 17,
+         "'>>' does not apply to f32 and i32: it takes integer operands (cast with i32(...) or another integer type)");
+  typing("shift by a float", "o[i] = n[i] << f[i]", 13, "'<<' does not apply to i32 and f32: it takes integer operands");
+  typing("bool shift", "o[i] = i32(m[i] << 1)", 17, "'<<' does not apply to bool and i32");
+  typing("literal beyond u8", "o[i] = i32(u8(n[i]) + 300)", 23,
+         "integer literal 300 does not fit in u8, the type of the operand beside it; cast that operand");
+  typing("negative literal beside u64", "o[i] = i32(a[i] * -1)", 19, "integer literal -1 does not fit in u64");
+  typing("literal beyond i64", "o[i] = i32(i64(n[i]) + 9223372036854775808)", 24,
+         "integer literal 9223372036854775808 does not fit in i64");
+  typing("gather of a float", "o[i] = n[f[i]]", 10,
+         "a subscript of 'n' reads a f32 value; a gathered subscript reads integer values (convert with i32(...))");
+  typing("gather of a bool", "o[i] = n[m[i]]", 10, "a subscript of 'n' reads a bool value");
+  typing("unknown cast", "o[i] = uint8(n[i])", 8,
+         "unknown function 'uint8'; the functions are exp, log, sqrt, rsqrt, tanh, sigmoid, relu, abs, sin, cos, erf, "
+         "floor, ceil, max, min, pow, select, the casts to each type (bool, i8, u8, i16, u16, i32, u32, i64, u64, f16, "
+         "bf16, f32, f64), and the reductions sum, prod, max, min, mean, argmax, argmin");
+  typing("misspelt function", "o[i] = i32(floot(f[i]))", 12, "unknown function 'floot'; the functions are exp,");
+  typing("misspelt function suggestion", "o[i] = i32(floot(f[i]))", 12, "; did you mean 'floor'?");
+  typing("C's and", "o[i] = n[i] && n[i]", 13, "'&&' is not an operator; write '&' (on bool values it is the logical and)");
+  typing("C's or", "o[i] = n[i] || n[i]", 13, "'||' is not an operator; write '|' (on bool values it is the logical or)");
+  typing("C's not", "o[i] = i32(!m[i])", 12, "unexpected character '!'; did you mean '!='? (the logical not of a bool is '~')");
+  typing("true is a keyword", "true = 1", 1, "'true' cannot start a statement");
+  typing("a compound shift", "o[i] >>= 1", 6, "expected '=', '+=', '-=' or '*=' after the target 'o', found '>>'");
+
+  check({"input named false", "input false : bool\n", 1, 7, "'false' is a keyword and cannot be used as a name"});
+  check({"u8 beyond its range", "param p : u8[4] = 300\n", 1, 17,
+         "u8 'p' cannot be initialized with 300; use an integer in the u8 range (0 to 255)"});
+  check({"i8 below its range", "param q : i8 = -129\n", 1, 14, "use an integer in the i8 range (-128 to 127)"});
+  check({"u64 negative", "const w : u64 = -1\n", 1, 15, "use an integer in the u64 range (0 to 18446744073709551615)"});
+  check({"i64 beyond its range", "const w : i64 = 9223372036854775808\n", 1, 15,
+         "use an integer in the i64 range (-9223372036854775808 to 9223372036854775807)"});
+  check({"u16 fraction", "param p : u16 = 1.5\n", 1, 15, "u16 'p' cannot be initialized with 1.5"});
+  check({"bool beyond 1", "const b : bool = 2\n", 1, 16, "bool 'b' cannot be initialized with 2; use true, false, 1 or 0"});
+  check({"f16 beyond its range", "param h : f16[2] = 65520\n", 1, 18,
+         "f16 'h' cannot be initialized with 65520: it is beyond the f16 range and would be infinite (write inf if that is meant)"});
+  check({"bf16 beyond its range", "param h : bf16 = -3.4e38\n", 1, 16, "beyond the bf16 range"});
+  check({"f32 beyond its range", "const h : f32 = 1e39\n", 1, 15, "beyond the f32 range"});
+  check({"random u8", "param r : u8[4] = uniform(0, 10)\n", 1, 17,
+         "uniform(...) cannot initialize u8 'r': random initializers are for float types and i32 (draw into a float "
+         "tensor and convert it with u8(...) in a routine)"});
+  check({"random bool", "param r : bool[4] = normal(0, 1)\n", 1, 19, "normal(...) cannot initialize bool 'r'"});
 }
 
 // Sizes (language version 2): each misuse at its place, with what to do.
@@ -214,7 +274,7 @@ TEST(ParserErrors, SubscriptErrors) {
   check({"non-affine", "y[i] = sum(x[i, i * j])\n", 1, 19, "subscript is not affine: it multiplies index 'i' by index 'j'"});
   check({"division", "y[i] = x[i, i / 2]\n", 1, 15, "a subscript cannot divide"});
   check({"float subscript", "y[i] = v[0.5]\n", 1, 10, "a subscript must be an integer, not a float literal"});
-  check({"gather of a float", "y[i] = v[c + y[i]]\n", 1, 14, "a subscript of 'v' reads a f32 value; a gathered subscript reads i32 values (convert with i32(...))"});
+  check({"gather of a float", "y[i] = v[c + y[i]]\n", 1, 14, "a subscript of 'v' reads a f32 value; a gathered subscript reads integer values (convert with i32(...))"});
   check({"target not bare", "y[i + 1] = 1\n", 1, 5, "target subscripts must be bare index names, one per dimension"});
   check({"target const", "y[c] = 1\n", 1, 3, "target subscripts must be index names, but 'c' is a const"});
   check({"target repeated", "z[i, i] = 1\n", 1, 6, "index 'i' appears twice in the target"});

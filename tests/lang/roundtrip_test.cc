@@ -15,11 +15,13 @@
 #include "kiln/ir/printer.h"
 #include "kiln/lang/diagnostics.h"
 #include "kiln/lang/parser.h"
+#include "lang/round_trip.h"
 
 namespace kiln::lang {
 namespace {
 
 using ir::testing::programs_equal;
+using testing::check_round_trip;
 
 // The first four worked examples of docs/language.md, verbatim.
 const char* const kSpecExamples[] = {
@@ -69,18 +71,6 @@ routine total {
 }
 )",
 };
-
-// Checks the round trip of a valid program; returns its printed text.
-std::string check_round_trip(const ir::Program& p, const std::string& what) {
-  std::string printed = ir::print_program(p);
-  ParseResult again = parse(printed, "printed.kiln");
-  EXPECT_TRUE(again.program.has_value())
-      << what << "\n" << printed << format_diagnostics("printed.kiln", printed, again.diagnostics);
-  if (!again.program) return printed;
-  EXPECT_TRUE(programs_equal(p, *again.program)) << what << "\n" << printed;
-  EXPECT_EQ(ir::print_program(*again.program), printed) << what;
-  return printed;
-}
 
 // Sizes (language version 2): declarations, sized dimensions, sized bounds and size values
 // parse into the IR's size expressions and print back as written.

@@ -13,9 +13,10 @@
 // Sizes (language version 2): `Size n = b.size("N"); b.input("x", DType::kF32, {n, 10});`.
 //
 // Index expressions are affine (`i + 1`, `2*k - 1`, `i - j`) and serve as subscripts and, where a
-// Value is expected, as the index's value (i32). Values combine with + - * / and unary -, and
-// with the functions below; numbers convert to weak literals (an int to an integer literal, a
-// double to a float literal). Errors (bad names, a reduction in the wrong place, an unbounded
+// Value is expected, as the index's value (i32). Values combine with + - * / and unary -, the
+// bitwise & | ^ << >> and ~ (language version 3), and with the functions below; numbers convert
+// to weak literals (an int to an integer literal, a double to a float literal) and a C++ bool to
+// the bool literal `true` / `false`. Errors (bad names, a reduction in the wrong place, an unbounded
 // index, ...) are reported by build(), all of them, each naming its routine and statement.
 #pragma once
 
@@ -116,6 +117,7 @@ class Value {
   Value(T v) : raw_(raw_number(static_cast<double>(v), false)) {}  // NOLINT: implicit
   template <std::floating_point T>
   Value(T v) : raw_(raw_number(static_cast<double>(v), true)) {}  // NOLINT: implicit
+  Value(bool v) : raw_(raw_name(v ? "true" : "false")) {}  // NOLINT: implicit; `true`, `false`
   Value(const Tensor& scalar);  // NOLINT: implicit; a scalar tensor or const
   Value(const Size& size) : raw_(size.raw()) {}  // NOLINT: implicit; a size's value (i32)
   explicit Value(RawExprRef raw) : raw_(std::move(raw)) {}
@@ -131,8 +133,15 @@ Value operator-(const Value& a, const Value& b);
 Value operator*(const Value& a, const Value& b);
 Value operator/(const Value& a, const Value& b);
 Value operator-(const Value& a);
+// Language version 3: bitwise (logical on bool) and shifts, on bool and integer values.
+Value operator&(const Value& a, const Value& b);
+Value operator|(const Value& a, const Value& b);
+Value operator^(const Value& a, const Value& b);
+Value operator~(const Value& a);
+Value operator<<(const Value& a, const Value& b);
+Value operator>>(const Value& a, const Value& b);
 
-// Comparisons give 1 or 0.
+// Comparisons give bool.
 Value lt(const Value& a, const Value& b);
 Value le(const Value& a, const Value& b);
 Value gt(const Value& a, const Value& b);
@@ -157,7 +166,7 @@ Value pow(const Value& a, const Value& b);
 Value max(const Value& a, const Value& b);  // elementwise
 Value min(const Value& a, const Value& b);  // elementwise
 Value select(const Value& c, const Value& a, const Value& b);  // a where c != 0, else b
-Value cast(const Value& a, DType type);
+Value cast(const Value& a, DType type);  // `u8(a)`, `bf16(a)`, ...: a cast to any type
 Value f32(const Value& a);
 Value f64(const Value& a);
 Value i32(const Value& a);

@@ -5,8 +5,8 @@
 // locations aside, which the language does not express): print(parse(print(p))) == print(p).
 //
 // Numbers print so that they read back exactly (shortest round-trip form); a float-typed literal
-// always has a '.' or an exponent, an i32 one never does, so literals keep their types when
-// parsed again. Parentheses appear only where precedence needs them. Indices that never stand
+// always has a '.' or an exponent, an integer-typed one never does, so literals keep their types
+// when parsed again; bool literals print as `true` and `false`. Parentheses appear only where precedence needs them. Indices that never stand
 // alone as a whole subscript get their extent back as a `where` bound.
 //
 // The printer never fails: malformed parts of a hand-made Program print as `<...>` markers.
