@@ -185,5 +185,25 @@ TEST_F(CliElementTypesTest, TheSeedGivesEveryTypeValues) {
   }
 }
 
+// A value trace keeps every digit of i64 and u64 values (a double would round 2^64 - 1 and
+// 2^53 + 3), and `kiln trace-values` prints them so.
+TEST_F(CliElementTypesTest, ValueTracesKeepEveryDigitOfWideIntegers) {
+  const std::string trace = dir_.file("trace.jsonl");
+  std::vector<std::string> args = {"run", program(), "--device", "interp", "--trace-values", trace};
+  for (const std::string& a : inputs()) args.push_back(a);
+  ProcessResult r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << describe_run(args, r);
+  Result<std::string> text = read_file(trace);
+  ASSERT_TRUE(text.ok()) << text.status();
+  for (const char* value : {"\"value\": 18446744073709551615", "\"value\": 9007199254740993",
+                            "\"value\": -9223372036854775808", "\"value\": 9223372036854775807"}) {
+    EXPECT_NE(text->find(value), std::string::npos) << value << " in\n" << *text;
+  }
+  ProcessResult shown = run({"trace-values", trace});
+  ASSERT_EQ(shown.exit_code, 0) << shown.output;
+  EXPECT_NE(shown.output.find("xu64[i]=18446744073709551615  -> 18446744073709551615"), std::string::npos)
+      << shown.output;
+}
+
 }  // namespace
 }  // namespace kiln::tools
