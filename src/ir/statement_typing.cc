@@ -53,12 +53,18 @@ void Completer::settle(const ExprRef& ref, DType context) {
     }
     return;
   }
+  // Bitwise ops and shifts of literals compute in an integer type: i32 beside a float or bool
+  // (`x + ~3`), which the op around them then promotes. A shift's amount is i32.
+  const bool integer_op = e.op == Op::kBitAnd || e.op == Op::kBitOr || e.op == Op::kBitXor ||
+                          e.op == Op::kBitNot || e.op == Op::kShl || e.op == Op::kShr;
+  const DType arg_context = integer_op && !is_integer_type(context) ? DType::kI32 : context;
   std::vector<DType> types;
-  for (const ExprRef& a : e.args) {
-    settle(a, context);
-    types.push_back(a->type);
+  for (size_t i = 0; i < e.args.size(); ++i) {
+    const bool amount = (e.op == Op::kShl || e.op == Op::kShr) && i == 1;
+    settle(e.args[i], amount ? DType::kI32 : arg_context);
+    types.push_back(e.args[i]->type);
   }
-  // Literals alone always have a type (numbers, and ops on numbers).
+  // Literals alone always have a type (numbers, and ops on numbers: type_op refused the rest).
   e.type = op_result_type(e.op, types).value_or(context);
 }
 
@@ -95,6 +101,13 @@ Completer::Typed Completer::type_op(const RawExpr& e) {
   for (const Typed& a : args) out->args.push_back(a.expr);
 
   if (std::optional<DType> to = cast_target(e.op)) {
+    const Expr& arg = *out->args[0];
+    if (args[0].weak && arg.kind == Expr::Kind::kLiteral && arg.type == DType::kI32 && !is_float_type(*to) &&
+        !integer_value_fits(*to, arg.literal)) {
+      error(e.loc, std::string(dtype_name(*to)) + "(" + number_text(arg.literal) + "): " + number_text(arg.literal) +
+                       " is not a " + std::string(dtype_name(*to)) + " value; a literal is cast only within its range");
+      return {};
+    }
     settle(out->args[0], *to);
     out->type = *to;
     return {out, false};
@@ -130,7 +143,6 @@ Completer::Typed Completer::type_op(const RawExpr& e) {
   std::vector<DType> types;
   for (const ExprRef& a : out->args) types.push_back(a->type);
   std::optional<DType> type = op_result_type(e.op, types);
-  if (!type && !any_strong) type = types.back();  // settled later, with the context
   if (!type) {
     const bool bitwise = e.op == Op::kBitAnd || e.op == Op::kBitOr || e.op == Op::kBitXor || e.op == Op::kBitNot;
     const bool shift = e.op == Op::kShl || e.op == Op::kShr;
