@@ -7,6 +7,8 @@
 #include <nanobind/ndarray.h>
 
 #include "drivers/huge_pages.h"
+#include "kiln/loop/op_eval.h"
+#include "python/dtypes.h"
 #include "python/errors.h"
 #include "python/python_release.h"
 #include "python/tensor.h"
@@ -16,37 +18,40 @@ namespace nb = nanobind;
 namespace kiln::python {
 namespace {
 
-nb::dlpack::dtype to_nanobind(ir::DType dtype) {
-  switch (dtype) {
-    case ir::DType::kF32: return nb::dtype<float>();
-    case ir::DType::kF64: return nb::dtype<double>();
-    case ir::DType::kI32: return nb::dtype<int32_t>();
-    case ir::DType::kI64: return nb::dtype<int64_t>();
-  }
-  return nb::dtype<float>();
-}
-
-std::string nanobind_type_name(nb::dlpack::dtype t) {
-  const char* kind = t.code == uint8_t(nb::dlpack::dtype_code::Float)  ? "float"
-                     : t.code == uint8_t(nb::dlpack::dtype_code::Int)  ? "int"
-                     : t.code == uint8_t(nb::dlpack::dtype_code::UInt) ? "uint"
-                     : t.code == uint8_t(nb::dlpack::dtype_code::Bool) ? "bool"
-                                                                       : "complex";
-  return kind + std::to_string(t.bits);
-}
-
 // Whether a value of shape `dims` may be written into the tensor: its shape, or for a tensor whose
 // dimensions name sizes any of its rank (the write binds the sizes and checks the rest).
 bool fits(const runtime::NodeDesc& desc, const std::vector<int64_t>& dims) {
   return desc.sized_dims.empty() ? dims == desc.dims : dims.size() == desc.dims.size();
 }
 
-// The kiln dtype of a NanoBind dtype, where there is one.
-std::optional<ir::DType> from_nanobind(nb::dlpack::dtype t) {
-  for (ir::DType d : {ir::DType::kF32, ir::DType::kF64, ir::DType::kI32, ir::DType::kI64}) {
-    if (t == to_nanobind(d)) return d;
+// Whether memory of type `got` is taken for a tensor of `want`: the same type, or for bf16 uint16
+// bit patterns (as .npy files of bf16 are: nothing is converted, the bits are the values).
+bool takes(ir::DType want, std::optional<ir::DType> got) {
+  return got == want || (want == ir::DType::kBF16 && got == ir::DType::kU16);
+}
+
+// A Python number or list (or tuple) as a NumPy array of the memory of `dtype`, or nullopt where
+// it is no value of an integer (or bool) type: a number out of its range or not whole. Floats
+// round: f16 and bf16 by kiln's own rule (to nearest even, overflowing to infinity, as a cast to
+// them does), bf16 into uint16 bits, with or without ml_dtypes.
+std::optional<nb::object> converted_array(ir::DType dtype, nb::handle value) {
+  nb::object numpy = nb::module_::import_("numpy");
+  if (ir::is_narrow_float(dtype)) {
+    nb::object values = numpy.attr("ascontiguousarray")(value, "float64");
+    nb::object bits = numpy.attr("empty")(values.attr("shape"), "uint16");
+    auto in = nb::cast<nb::ndarray<const double, nb::c_contig>>(values);
+    auto out = nb::cast<nb::ndarray<uint16_t, nb::c_contig>>(bits);
+    const bool f16 = dtype == ir::DType::kF16;
+    for (size_t i = 0; i < in.size(); ++i) out.data()[i] = f16 ? ir::f16_bits(in.data()[i]) : ir::bf16_bits(in.data()[i]);
+    return bits.attr("view")(storage_dtype(dtype));
   }
-  return std::nullopt;
+  if (ir::is_float_type(dtype)) return numpy.attr("asarray")(value, storage_dtype(dtype));
+  // The numbers as Python has them (exact, however large), converted (OverflowError where NumPy
+  // sees it is out of range; NumPy 1.x wraps some), which must not change them.
+  nb::object exact = numpy.attr("asarray")(value, nb::arg("dtype") = "object");
+  nb::object converted = exact.attr("astype")(storage_dtype(dtype));
+  if (!nb::cast<bool>(numpy.attr("array_equal")(exact, converted))) return std::nullopt;
+  return converted;
 }
 
 // Copies the elements of a strided array into `out` in row-major order.
@@ -97,9 +102,7 @@ void InputBytes::mismatch(const runtime::NodeDesc& desc, const std::string& got,
                           std::optional<ir::DType> got_dtype) const {
   std::string message = "tensor '" + desc.name + "': expects " + numpy_dtype_name(desc.dtype) +
                         table_.declared_dims_text(desc) + ", got " + got;
-  if (got_dtype && *got_dtype != desc.dtype) {
-    message += std::string("; convert it: a.astype(numpy.") + numpy_dtype_name(desc.dtype) + ")";
-  }
+  if (got_dtype && !takes(desc.dtype, got_dtype)) message += "; convert it: " + astype_hint(desc.dtype);
   throw nb::value_error(message.c_str());
 }
 
@@ -112,7 +115,7 @@ InputBytes::InputBytes(const runtime::NodeDesc& desc, nb::handle value, const ru
       return;
     }
     const HostArray& a = tensor.host();
-    if (a.dtype != desc.dtype || !fits(desc, a.dims)) {
+    if (!takes(desc.dtype, a.dtype) || !fits(desc, a.dims)) {
       mismatch(desc, "kiln.Tensor " + array_type_text(a.dtype, a.dims), a.dtype);
     }
     keep_ = nb::borrow(value);
@@ -140,23 +143,53 @@ std::shared_ptr<void> InputBytes::keep_alive() const {
 void InputBytes::take(const runtime::NodeDesc& desc, nb::handle value, bool converted) {
   if (!converted) refuse_tensor_requiring_grad(desc, value);
   nb::ndarray<nb::ro> array;
+  bool writable = false;
   // Writable first: an array kiln may bind (NanoBind refuses read-only memory for it).
-  const bool writable = !converted && nb::try_cast(value, writable_, false);
-  if (writable) {
-    array = nb::ndarray<nb::ro>(writable_);
-  } else if (!nb::try_cast(value, array, false)) {
-    const bool plain = PyFloat_Check(value.ptr()) || PyLong_Check(value.ptr()) ||
-                       PyBool_Check(value.ptr()) || PyList_Check(value.ptr()) ||
-                       PyTuple_Check(value.ptr());
-    if (!plain || converted) {
-      throw nb::type_error(("tensor '" + desc.name + "': expects an array of " +
-                            numpy_dtype_name(desc.dtype) + table_.declared_dims_text(desc) + ", got a " +
-                            nb::type_name(value.type()).c_str())
-                               .c_str());
+  auto import = [&](nb::handle v) {
+    writable = !converted && nb::try_cast(v, writable_, false);
+    if (writable) {
+      array = nb::ndarray<nb::ro>(writable_);
+      return true;
     }
-    nb::object numpy = nb::module_::import_("numpy");
-    take(desc, numpy.attr("asarray")(value, numpy_dtype_name(desc.dtype)), true);
-    return;
+    return nb::try_cast(v, array, false);
+  };
+  // The type of the array's memory where the array says another (readable_array: bf16 NumPy
+  // arrays, bool torch tensors).
+  std::optional<ir::DType> memory_type;
+  if (!import(value)) {
+    ReadableArray readable = readable_array(value);
+    if (readable.dtype && import(readable.array)) {
+      memory_type = readable.dtype;
+    } else {
+      const bool plain = PyFloat_Check(value.ptr()) || PyLong_Check(value.ptr()) ||
+                         PyBool_Check(value.ptr()) || PyList_Check(value.ptr()) ||
+                         PyTuple_Check(value.ptr());
+      if (!plain || converted) {
+        // An array of a type nanobind has no code for (object, float8, strings) is an array all
+        // the same: a wrong dtype, named.
+        if (std::optional<std::string> text = foreign_array_text(value)) mismatch(desc, *text, std::nullopt);
+        throw nb::type_error(("tensor '" + desc.name + "': expects an array of " +
+                              numpy_dtype_name(desc.dtype) + table_.declared_dims_text(desc) + ", got a " +
+                              nb::type_name(value.type()).c_str())
+                                 .c_str());
+      }
+      std::optional<nb::object> array_of_value;
+      std::string why;
+      try {
+        array_of_value = converted_array(desc.dtype, value);
+      } catch (nb::python_error& error) {  // NumPy's OverflowError for 256 into uint8, NaN into int32
+        if (!error.matches(PyExc_OverflowError) && !error.matches(PyExc_ValueError)) throw;
+        why = std::string(": ") + nb::str(error.value()).c_str();
+      }
+      if (!array_of_value) {
+        throw nb::value_error(("tensor '" + desc.name + "': the value is no " + numpy_dtype_name(desc.dtype) +
+                               " value (a number out of its range or not whole: kiln converts numbers to an "
+                               "integer type only exactly)" + why)
+                                  .c_str());
+      }
+      take(desc, *array_of_value, true);
+      return;
+    }
   }
   if (array.device_type() != nb::device::cpu::value) {
     throw nb::value_error(("tensor '" + desc.name + "': the array is not in host memory (DLPack device type " +
@@ -165,8 +198,9 @@ void InputBytes::take(const runtime::NodeDesc& desc, nb::handle value, bool conv
   }
   std::vector<int64_t> dims(array.ndim());
   for (size_t i = 0; i < array.ndim(); ++i) dims[i] = static_cast<int64_t>(array.shape(i));
-  if (array.dtype() != to_nanobind(desc.dtype) || !fits(desc, dims)) {
-    mismatch(desc, nanobind_type_name(array.dtype()) + dims_text(dims), from_nanobind(array.dtype()));
+  const std::optional<ir::DType> got = memory_type ? memory_type : dtype_of(array.dtype());
+  if (!takes(desc.dtype, got) || !fits(desc, dims)) {
+    mismatch(desc, (got ? numpy_dtype_name(*got) : nanobind_type_name(array.dtype())) + dims_text(dims), got);
   }
   keep_ = nb::borrow(value);
   const size_t item = ir::dtype_size(desc.dtype);
@@ -218,15 +252,27 @@ nb::dict sizes_dict(const runtime::NodeTable& table) {
 
 nb::object numpy_view(const HostArray& array) { return numpy_view(array, owner_of(array.keep_alive)); }
 
+namespace {
+
+// `array` (of the memory's NumPy type) as the type's NumPy dtype: ml_dtypes.bfloat16 for bf16
+// where ml_dtypes is installed (NumPy makes and exports no such memory itself; a view is free).
+nb::object shown_as(nb::object array, ir::DType dtype) {
+  if (dtype != ir::DType::kBF16 || !have_ml_dtypes()) return array;
+  return array.attr("view")(numpy_dtype(dtype));
+}
+
+}  // namespace
+
 nb::object numpy_view(const HostArray& array, nb::handle owner) {
   std::vector<size_t> shape(array.dims.begin(), array.dims.end());
+  // The memory's type: bf16 as uint16 (nanobind makes NumPy arrays through the buffer protocol).
+  const nb::dlpack::dtype memory = nanobind_dtype(array.dtype == ir::DType::kBF16 ? ir::DType::kU16 : array.dtype);
   if (array.read_only) {
-    nb::ndarray<nb::numpy, nb::ro> view(array.data, shape.size(), shape.data(), owner, nullptr,
-                                        to_nanobind(array.dtype));
-    return view.cast(nb::rv_policy::reference);
+    nb::ndarray<nb::numpy, nb::ro> view(array.data, shape.size(), shape.data(), owner, nullptr, memory);
+    return shown_as(view.cast(nb::rv_policy::reference), array.dtype);
   }
-  nb::ndarray<nb::numpy> view(array.data, shape.size(), shape.data(), owner, nullptr, to_nanobind(array.dtype));
-  return view.cast(nb::rv_policy::reference);
+  nb::ndarray<nb::numpy> view(array.data, shape.size(), shape.data(), owner, nullptr, memory);
+  return shown_as(view.cast(nb::rv_policy::reference), array.dtype);
 }
 
 nb::object new_numpy(const runtime::NodeDesc& desc, void** data) {
@@ -247,9 +293,7 @@ nb::object new_numpy(const runtime::NodeDesc& desc, void** data) {
   // buffer protocol and its format string, a third of a tiny routine's added cost in Python.
   // numpy.empty and the dtypes are looked up once and kept for the process's life.
   static PyObject* empty = nb::object(nb::module_::import_("numpy").attr("empty")).release().ptr();
-  static PyObject* dtypes[4] = {};
-  PyObject*& type = dtypes[static_cast<size_t>(dtype)];
-  if (!type) type = nb::module_::import_("numpy").attr("dtype")(numpy_dtype_name(dtype)).release().ptr();
+  PyObject* type = storage_dtype(dtype).ptr();
   nb::object shape = nb::steal(PyTuple_New(static_cast<Py_ssize_t>(dims.size())));
   if (!shape) throw nb::python_error();
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -264,7 +308,7 @@ nb::object new_numpy(const runtime::NodeDesc& desc, void** data) {
   if (PyObject_GetBuffer(array.ptr(), &view, PyBUF_WRITABLE) != 0) throw nb::python_error();
   *data = view.buf;  // the array owns its memory: valid while it lives
   PyBuffer_Release(&view);
-  return array;
+  return shown_as(std::move(array), dtype);
 }
 
 }  // namespace kiln::python

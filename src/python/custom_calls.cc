@@ -18,6 +18,7 @@
 #include <nanobind/stl/string.h>
 
 #include "kiln/drivers/drivers.h"
+#include "kiln/ral/element_types.h"
 #include "kiln/ral/registry.h"
 #include "python/arrays.h"
 #include "python/errors.h"
@@ -102,13 +103,6 @@ struct PythonCall {
   std::vector<std::string> attributes;
 };
 
-std::optional<ir::DType> dtype_of(std::string_view code) {
-  for (ir::DType t : {ir::DType::kF32, ir::DType::kF64, ir::DType::kI32, ir::DType::kI64}) {
-    if (ir::dtype_name(t) == code) return t;
-  }
-  return std::nullopt;
-}
-
 // The call a full name describes: "pvoid", an mNdT code per tensor, "f64" per attribute
 // (ral::BoundCall::describe writes it so).
 Result<PythonCall> call_of(const ral::CallSite& site, std::shared_ptr<const PythonFunction> function) {
@@ -128,14 +122,14 @@ Result<PythonCall> call_of(const ral::CallSite& site, std::shared_ptr<const Pyth
       continue;
     }
     const size_t d = code.find('d');
-    if (code.size() > 2 && code[0] == 'm' && d != std::string_view::npos && d > 1 && dtype_of(code.substr(d + 1))) {
+    if (code.size() > 2 && code[0] == 'm' && d != std::string_view::npos && d > 1 && ral::dtype_from_code(code.substr(d + 1))) {
       if (scalars) return internal_error("'" + site.full_name + "' passes a tensor after an attribute");
       size_t rank = 0;
       for (char c : code.substr(1, d - 1)) {
         if (c < '0' || c > '9') return internal_error("'" + site.full_name + "': a malformed memref code");
         rank = rank * 10 + static_cast<size_t>(c - '0');
       }
-      call.tensors.push_back({*dtype_of(code.substr(d + 1)), rank});
+      call.tensors.push_back({*ral::dtype_from_code(code.substr(d + 1)), rank});
     } else if (code == "f64") {
       ++scalars;
     } else {

@@ -5,6 +5,7 @@
 #include <string>
 #include <type_traits>
 
+#include "python/dtypes.h"
 #include "runtime/dlpack.h"
 
 namespace nb = nanobind;
@@ -56,29 +57,11 @@ void check_host_device(int32_t device_type) {
                              .c_str());
 }
 
-// A DLPack dtype by the name frameworks give it (float16, bfloat16, uint8, ...), so that the
-// refusal names what the user passed; the codes are dlpack.h's DLDataTypeCode.
-std::string dlpack_type_text(DLDataType t) {
-  static constexpr const char* kKinds[] = {"int", "uint", "float", nullptr, "bfloat", "complex", "bool"};
-  std::string name;
-  if (t.code < std::size(kKinds) && kKinds[t.code]) {
-    name = kKinds[t.code];
-    if (t.code != 6) name += std::to_string(t.bits);  // bool: its width is not part of its name
-    if (t.lanes != 1) name += "x" + std::to_string(t.lanes);
-    name += " ";
-  }
-  return name + "(DLPack code " + std::to_string(t.code) + ", " + std::to_string(t.bits) + " bits, " +
-         std::to_string(t.lanes) + (t.lanes == 1 ? " lane)" : " lanes)");
-}
-
 ir::DType from_dlpack_type(DLDataType t) {
-  if (t.lanes == 1) {
-    if (t.code == 2 && t.bits == 32) return ir::DType::kF32;
-    if (t.code == 2 && t.bits == 64) return ir::DType::kF64;
-    if (t.code == 0 && t.bits == 32) return ir::DType::kI32;
-  }
-  throw nb::value_error(
-      ("kiln.from_dlpack: DLPack dtype " + dlpack_type_text(t) + " is none of float32, float64 and int32").c_str());
+  if (std::optional<ir::DType> dtype = dlpack::dtype_of(t)) return *dtype;
+  throw nb::value_error(("kiln.from_dlpack: DLPack dtype " + dlpack::type_text(t) + " is no kiln element type (" +
+                         numpy_dtype_list() + ")")
+                            .c_str());
 }
 
 }  // namespace
@@ -176,6 +159,16 @@ nb::object export_dlpack(const HostArray& array, bool versioned, const Placement
 }
 
 HostArray import_dlpack(nb::handle source) {
+  // A producer that cannot export the type itself (bf16 NumPy arrays, bool torch tensors) is
+  // imported through a view of its memory as another type, then named by its own.
+  if (!PyCapsule_CheckExact(source.ptr())) {
+    ReadableArray readable = readable_array(source);
+    if (readable.dtype) {
+      HostArray array = import_dlpack(readable.array);
+      array.dtype = *readable.dtype;
+      return array;
+    }
+  }
   nb::object capsule;
   if (PyCapsule_CheckExact(source.ptr())) {
     capsule = nb::borrow(source);
@@ -190,10 +183,20 @@ HostArray import_dlpack(nb::handle source) {
       check_host_device(nb::cast<int32_t>(device[0]));
     }
     try {
-      capsule = source.attr("__dlpack__")(nb::arg("max_version") = nb::make_tuple(1, 0));
+      try {
+        capsule = source.attr("__dlpack__")(nb::arg("max_version") = nb::make_tuple(1, 0));
+      } catch (nb::python_error& e) {
+        if (!e.matches(PyExc_TypeError)) throw;  // a producer older than DLPack 1.0
+        capsule = source.attr("__dlpack__")();
+      }
     } catch (nb::python_error& e) {
-      if (!e.matches(PyExc_TypeError)) throw;  // a producer older than DLPack 1.0
-      capsule = source.attr("__dlpack__")();
+      // A producer that cannot export its type (NumPy's float8 arrays of ml_dtypes, say): name it.
+      std::optional<std::string> text = e.matches(PyExc_BufferError) ? foreign_array_text(source) : std::nullopt;
+      if (!text || dtype_named(text->substr(0, text->find('[')))) throw;  // refused for another reason
+      throw nb::value_error(("kiln.from_dlpack: an array of " + *text + ", which its producer cannot export (" +
+                             nb::str(e.value()).c_str() + "): its dtype is no kiln element type (" +
+                             numpy_dtype_list() + ")")
+                                .c_str());
     }
   }
   if (PyCapsule_IsValid(capsule.ptr(), CapsuleKind<DLManagedTensor>::kUsedName) ||

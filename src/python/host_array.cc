@@ -5,6 +5,7 @@
 #include <new>
 
 #include "drivers/huge_pages.h"
+#include "python/dtypes.h"
 
 namespace kiln::python {
 
@@ -33,16 +34,6 @@ HostArray allocate_host_array(ir::DType dtype, std::vector<int64_t> dims) {
   array.data = storage.get();
   array.keep_alive = std::move(storage);
   return array;
-}
-
-const char* numpy_dtype_name(ir::DType dtype) {
-  switch (dtype) {
-    case ir::DType::kF32: return "float32";
-    case ir::DType::kF64: return "float64";
-    case ir::DType::kI32: return "int32";
-    case ir::DType::kI64: return "int64";
-  }
-  return "unknown";
 }
 
 std::string array_type_text(ir::DType dtype, const std::vector<int64_t>& dims) {

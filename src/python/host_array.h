@@ -1,5 +1,5 @@
 // HostArray: an array in host memory as the Python package hands it around (a kiln tensor's
-// view, an imported DLPack tensor), and the dtype names and codes it is exchanged under.
+// view, an imported DLPack tensor). Its types' names and codes are python/dtypes.h's.
 #pragma once
 
 #include <cstdint>
@@ -25,8 +25,6 @@ struct HostArray {
 // A new, uninitialized host array of `dtype` and `dims` that owns its memory.
 HostArray allocate_host_array(ir::DType dtype, std::vector<int64_t> dims);
 
-// NumPy's name of a program dtype: "float32", "float64", "int32".
-const char* numpy_dtype_name(ir::DType dtype);
 // "[4, 10]" ("[]" for a scalar).
 std::string dims_text(const std::vector<int64_t>& dims);
 // "float32[4, 10]": what a tensor expects, in NumPy's words.

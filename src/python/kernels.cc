@@ -7,6 +7,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include "python/dtypes.h"
 #include "python/host_array.h"
 
 namespace nb = nanobind;
@@ -15,16 +16,21 @@ using namespace nb::literals;
 namespace kiln::python {
 namespace {
 
-constexpr ir::DType kDTypes[] = {ir::DType::kF32, ir::DType::kF64, ir::DType::kI32, ir::DType::kI64};
-
-// Anything numpy.dtype() takes ("float32", numpy.float32, an array's dtype) as a program dtype.
+// Anything numpy.dtype() takes ("float32", numpy.float32, an array's dtype) as a program dtype;
+// NumPy's names of the types too ("bfloat16" without ml_dtypes, which numpy.dtype() refuses).
 ir::DType dtype_of(nb::handle value, const std::string& node) {
-  const std::string name = nb::cast<std::string>(nb::module_::import_("numpy").attr("dtype")(value).attr("name"));
-  for (ir::DType d : kDTypes) {
-    if (name == numpy_dtype_name(d)) return d;
+  std::string name;
+  if (nb::isinstance<nb::str>(value)) name = nb::cast<std::string>(value);
+  if (!dtype_named(name)) {
+    try {
+      name = nb::cast<std::string>(nb::module_::import_("numpy").attr("dtype")(value).attr("name"));
+    } catch (nb::python_error& error) {
+      if (!error.matches(PyExc_TypeError)) throw;
+      name = nb::cast<std::string>(nb::repr(value));
+    }
   }
-  throw nb::value_error(("kernel binding of '" + node + "': dtype " + name +
-                         " is none of float32, float64, int32, int64").c_str());
+  if (std::optional<ir::DType> d = dtype_named(name)) return *d;
+  throw nb::value_error(("kernel binding of '" + node + "': dtype " + name + " is none of " + numpy_dtype_list()).c_str());
 }
 
 runtime::KernelAccess access_of(const std::string& access, const std::string& node) {

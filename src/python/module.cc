@@ -14,6 +14,7 @@
 #include "python/arrays.h"
 #include "python/compiled_program.h"
 #include "python/dlpack.h"
+#include "python/dtypes.h"
 #include "python/errors.h"
 #include "python/kernels.h"
 #include "python/program.h"
@@ -190,7 +191,9 @@ NB_MODULE(_kiln, m) {
         "source"_a,
         "A kiln.Tensor over another framework's host array (anything with __dlpack__, or a DLPack "
         "capsule), without a copy. BufferError for device memory (kiln's own OpenCL tensors too); "
-        "ValueError for strided arrays, dtypes other than float32/float64/int32, or a capsule consumed already.");
+        "ValueError for strided arrays, dtypes kiln has not (complex, float8, ...), or a capsule consumed already. "
+        "A bool torch tensor and an ml_dtypes.bfloat16 NumPy array, which cannot export themselves through "
+        "DLPack everywhere, are imported through a view of their memory, without a copy too.");
 
   bind_kernels(m);
   bind_runtime(m);

@@ -4,6 +4,7 @@
 
 #include "python/arrays.h"
 #include "python/compiled_program.h"
+#include "python/dtypes.h"
 #include "python/dlpack.h"
 
 namespace nb = nanobind;
@@ -27,9 +28,7 @@ nb::tuple Tensor::shape() const {
   return nb::tuple(dims);
 }
 
-nb::object Tensor::dtype() const {
-  return nb::module_::import_("numpy").attr("dtype")(numpy_dtype_name(host_.dtype));
-}
+nb::object Tensor::dtype() const { return nb::borrow(numpy_dtype(host_.dtype)); }
 
 nb::object Tensor::numpy() const {
   if (host_.data) return numpy_view(host_);

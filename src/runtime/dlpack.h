@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "kiln/base/status.h"
@@ -31,8 +32,20 @@ struct DLDevice {
   int32_t device_type;
   int32_t device_id;
 };
+// DLDataTypeCode values.
+enum DataTypeCode : uint8_t {
+  kDLInt = 0,
+  kDLUInt = 1,
+  kDLFloat = 2,
+  kDLOpaqueHandle = 3,
+  kDLBfloat = 4,
+  kDLComplex = 5,
+  kDLBool = 6,
+  // 7 to 17: DLPack 1.1's narrow floats, named in type_text: float8 kinds (7 to 14), float6
+  // (15, 16) and float4 (17). kiln has none of them.
+};
 struct DLDataType {
-  uint8_t code;  // kDLInt 0, kDLUInt 1, kDLFloat 2
+  uint8_t code;  // DataTypeCode
   uint8_t bits;
   uint16_t lanes;
 };
@@ -64,7 +77,15 @@ struct DLManagedTensorVersioned {
 };
 inline constexpr uint64_t kDLPackFlagReadOnly = 1u << 0;
 
+// Every kiln element type has one: bool is kDLBool of 8 bits (one byte, 0 or 1, as NumPy's and
+// PyTorch's), f16 kDLFloat of 16 bits, bf16 kDLBfloat of 16 bits.
 DLDataType data_type(ir::DType dtype);
+// The kiln type of a DLPack type: the inverse of data_type; nullopt for any other (complex,
+// float8, vectors of several lanes, widths kiln has not).
+std::optional<ir::DType> dtype_of(DLDataType type);
+// "bfloat16 (DLPack code 4, 16 bits, 1 lane)", "complex64 (DLPack code 5, ...)", "float8_e4m3fn
+// (DLPack code 10, ...)": a DLPack type by the name frameworks give it, for messages.
+std::string type_text(DLDataType type);
 
 // Where an array that starts `offset` bytes into `memory` is, in DLTensor's fields. dlpack.h:
 // `data` is "a CUDA device pointer or cl_mem handle in OpenCL", the array starting

@@ -47,6 +47,59 @@ def test_torch_views_kiln_tensors(host_device, torch_dtype, kiln_type, np_dtype)
     np.testing.assert_array_equal(y.numpy(), 2 * (x + 1))
 
 
+# Every type PyTorch and kiln share, with values at its edges.
+EVERY_TYPE = [
+    (torch.bool, "bool", [True, False, True, False, True, True]),
+    (torch.uint8, "u8", [0, 255, 128, 1, 127, 2]),
+    (torch.int8, "i8", [-128, 127, 0, -1, 1, 2]),
+    (torch.int16, "i16", [-32768, 32767, 0, -1, 1, 2]),
+    (torch.int32, "i32", [-2**31, 2**31 - 1, 0, -1, 1, 2]),
+    (torch.int64, "i64", [-2**63, 2**63 - 1, 0, -1, 1, 2]),
+    (torch.float16, "f16", [65504, -float("inf"), 2.0**-24, -0.0, 1.5, 2]),
+    (torch.bfloat16, "bf16", [3.3895313892515355e38, float("inf"), 9.183549615799121e-41, -0.0, 1.5, 2]),
+    (torch.float32, "f32", [3.4028235e38, -float("inf"), 1e-45, -0.0, 1.5, 2]),
+    (torch.float64, "f64", [1.7976931348623157e308, float("inf"), 5e-324, -0.0, 1.5, 2]),
+]
+
+
+def torch_reads_bool_through_dlpack():
+    """PyTorch before 2 has no bool in DLPack (its export says so; its import: 'Unsupported code 6')."""
+    try:
+        torch.zeros(1, dtype=torch.bool).__dlpack__()
+        return True
+    except RuntimeError:
+        return False
+
+
+def torch_view(t):
+    """A torch tensor over a kiln.Tensor's memory: through DLPack, or for bool where PyTorch reads
+    no bool through DLPack, through NumPy's bool view (torch.from_numpy shares memory too)."""
+    if t.dtype == np.bool_ and not torch_reads_bool_through_dlpack():
+        with pytest.raises(RuntimeError, match="Unsupported code 6"):  # kDLBool, which kiln exports
+            torch.from_dlpack(t)
+        return torch.from_numpy(t.numpy())
+    return torch.from_dlpack(t)
+
+
+@pytest.mark.parametrize("torch_dtype, kiln_type, values", EVERY_TYPE, ids=[t[1] for t in EVERY_TYPE])
+def test_every_type_is_exchanged_both_ways_without_a_copy(host_device, torch_dtype, kiln_type, values):
+    run = kiln.Program.from_text(f"input x : {kiln_type}[2, 3]\noutput y : {kiln_type}[2, 3]\ny[i, j] = x[i, j]\n"
+                                 ).compile(device=host_device)
+    x = torch.tensor(values, dtype=torch_dtype).reshape(2, 3)
+    run(x=x)  # torch -> kiln: x is the tensor's array itself
+    assert address(run.tensor("x")) == x.data_ptr()
+    t = run.tensor("y")
+    y = torch_view(t)  # kiln -> torch: the device's array itself
+    assert y.dtype == torch_dtype and tuple(y.shape) == (2, 3) and y.data_ptr() == address(t)
+    assert torch.equal(y, x) and torch.equal(torch.signbit(y.float()), torch.signbit(x.float()))  # -0.0 too
+    x2 = torch.flip(x, [1]).contiguous()
+    run(x=x2)  # kiln's next write is in torch's tensor
+    assert torch.equal(y, x2)
+    imported = kiln.from_dlpack(x2)  # kiln.from_dlpack: the same memory, the same type
+    assert address(imported) == x2.data_ptr() and imported.shape == (2, 3)
+    assert torch.equal(torch_view(imported), x2) and torch_view(imported).data_ptr() == x2.data_ptr()
+
+
 def test_torch_writes_are_read_by_kiln(host_device):
     run = kiln.Program.from_text(AFFINE).compile(device=host_device)
     w = torch.from_dlpack(run.tensor("w"))
@@ -145,15 +198,30 @@ def test_kiln_refuses_what_it_cannot_import():
         kiln.from_dlpack(torch.zeros(3, 4).t())
     with pytest.raises(ValueError, match="not contiguous"):
         kiln.from_dlpack(torch.zeros(3, 4)[:, ::2])
-    for dtype, name in [(torch.float16, "float16"), (torch.bfloat16, "bfloat16"), (torch.int64, "int64"),
-                        (torch.uint8, "uint8"), (torch.complex64, "complex64")]:
-        with pytest.raises(ValueError, match=rf"DLPack dtype {name} \(DLPack code \d, \d+ bits, 1 lane\) "
-                                             r"is none of float32, float64 and int32"):
+    for dtype, name in [(torch.complex64, "complex64"), (torch.complex128, "complex128")]:
+        with pytest.raises(ValueError, match=rf"DLPack dtype {name} \(DLPack code 5, \d+ bits, 1 lane\) "
+                                             r"is no kiln element type \(bool, int8, .*, float64\)"):
             kiln.from_dlpack(torch.zeros(3, dtype=dtype))
+        # Handed to a run, the message names the tensor and both types.
+        run = kiln.Program.from_text(AFFINE).compile()
+        with pytest.raises(ValueError, match=rf"tensor 'x': expects float32\[4, 10\], got {name}\[4, 10\]$"):
+            run(x=torch.zeros(4, 10, dtype=dtype))
     # A wrong shape for the program's tensor is named like a NumPy array's.
     run = kiln.Program.from_text(AFFINE).compile()
     with pytest.raises(ValueError, match=r"tensor 'x': expects float32\[4, 10\], got kiln.Tensor float32\[10\]"):
         run(x=kiln.from_dlpack(torch.ones(10)))
+    with pytest.raises(ValueError, match=r"tensor 'x': expects float32\[4, 10\], got float16\[4, 10\]; "
+                                         r"convert it: a\.astype\(numpy\.float32\)"):
+        run(x=torch.ones(4, 10, dtype=torch.float16))
+
+
+@pytest.mark.skipif(not hasattr(torch, "float8_e4m3fn"), reason="this PyTorch has no float8")
+def test_float8_tensors_are_refused_by_name():
+    run = kiln.Program.from_text(AFFINE).compile()
+    with pytest.raises(ValueError, match=r"tensor 'x': expects float32\[4, 10\], got (torch\.)?float8_e4m3fn\[4, 10\]"):
+        run(x=torch.zeros(4, 10, dtype=torch.float8_e4m3fn))
+    with pytest.raises(ValueError, match=r"float8_e4m3fn.* is no kiln element type"):
+        kiln.from_dlpack(torch.zeros(4, dtype=torch.float8_e4m3fn))
 
 
 def test_a_tensor_that_requires_grad_is_refused_and_autograd_stays_right(host_device):
