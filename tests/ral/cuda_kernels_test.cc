@@ -16,6 +16,8 @@
 
 #include "common/cuda_host_kernels.h"
 #include "kiln/base/random.h"
+#include "kiln/loop/op_eval.h"
+#include "kiln/ral/element_types.h"
 #include "kiln/ral/execution_context.h"
 #include "ral/library/cuda_kernels.h"
 
@@ -43,11 +45,10 @@ class CudaKernelsTest : public ::testing::Test {
 HostKernels* CudaKernelsTest::kernels_ = nullptr;
 Status* CudaKernelsTest::status_ = nullptr;
 
+// T's RAL code: the suffix of its kernels and the element code of the cpu functions' names.
 template <typename T>
-constexpr const char* code() {
-  if constexpr (std::is_same_v<T, float>) return "f32";
-  else if constexpr (std::is_same_v<T, double>) return "f64";
-  else return "i32";
+std::string code() {
+  return std::string(dtype_code(*dtype_of<T>()));
 }
 
 // One call of the cpu device's function `name` in an execution with this seed and run.
@@ -65,18 +66,23 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
-template <typename T>
-void check_random(HostKernels& kernels, const char* function, u64 count, T p, T q) {
+// T: the element type (f16 and bf16 as Half and BFloat16, passed to the kernel as their bits); P:
+// the type of the parameters (f32 for f16 and bf16).
+template <typename T, typename P = T>
+void check_random(HostKernels& kernels, const char* function, u64 count, P p, P q) {
   const uint64_t seed = 0x0123456789ABCDEFull, run = 3;
   const int64_t site = 5;
-  std::vector<T> expected(count, -1), got(count, -1);
+  std::vector<T> expected(count), got(count);
+  std::memset(expected.data(), 0xa5, count * sizeof(T));
+  std::memset(got.data(), 0x5a, count * sizeof(T));
   MemRef<T, 1> r{expected.data(), {static_cast<int64_t>(count)}};
-  call_cpu(std::string(function) + "___cpu___pvoid_m1d" + code<T>() + "_" + code<T>() + "_" + code<T>() + "_i64___void",
+  const std::string pc = code<P>();
+  call_cpu(std::string(function) + "___cpu___pvoid_m1d" + code<T>() + "_" + pc + "_" + pc + "_i64___void",
            {&r, &p, &q, const_cast<int64_t*>(&site)}, seed, run);
-  kernels.launch(std::string("kiln_") + function + "_" + code<T>(), got.data(), count, static_cast<unsigned>(seed),
-                 static_cast<unsigned>(seed >> 32), static_cast<unsigned>(site), static_cast<unsigned>(run), p, q);
-  EXPECT_TRUE(same_bits(got, expected)) << function << " " << code<T>() << " of " << count << " elements: element 0 is "
-                                        << got[0] << ", expected " << expected[0];
+  kernels.launch(std::string("kiln_") + function + "_" + code<T>(), static_cast<void*>(got.data()), count,
+                 static_cast<unsigned>(seed), static_cast<unsigned>(seed >> 32), static_cast<unsigned>(site),
+                 static_cast<unsigned>(run), p, q);
+  EXPECT_TRUE(same_bits(got, expected)) << function << " " << code<T>() << " of " << count << " elements";
 }
 
 TEST_F(CudaKernelsTest, RandomNumbersAreTheCpuDevicesBitForBit) {
@@ -85,7 +91,15 @@ TEST_F(CudaKernelsTest, RandomNumbersAreTheCpuDevicesBitForBit) {
     check_random<double>(*kernels_, "random_uniform", count, -2.5, 4.0);
     check_random<float>(*kernels_, "random_normal", count, 1.5f, 0.25f);
     check_random<double>(*kernels_, "random_normal", count, 1.5, 0.25);
+    check_random<Half, float>(*kernels_, "random_uniform", count, -2.5f, 4.0f);
+    check_random<BFloat16, float>(*kernels_, "random_uniform", count, -2.5f, 4.0f);
+    check_random<Half, float>(*kernels_, "random_normal", count, 1.5f, 0.25f);
+    check_random<BFloat16, float>(*kernels_, "random_normal", count, 1.5f, 0.25f);
   }
+  // f16's range ends at 65504: beyond it, inf; small numbers become subnormals.
+  check_random<Half, float>(*kernels_, "random_uniform", 1001, 60000.0f, 70000.0f);
+  check_random<Half, float>(*kernels_, "random_uniform", 1001, -1e-5f, 1e-5f);
+  check_random<BFloat16, float>(*kernels_, "random_normal", 1001, 0.0f, 3e38f);
   // A range so narrow that rounding reaches hi: the largest value below it instead.
   check_random<float>(*kernels_, "random_uniform", 64, 1.0f, std::nextafter(1.0f, 2.0f));
 }
@@ -102,16 +116,18 @@ void emulate_sort(HostKernels& kernels, const std::vector<T>& x, u64 rows, u64 n
   const u64 padded = std::bit_ceil(n);
   std::vector<T> keys(rows * padded);
   std::vector<unsigned> idx(rows * padded);
-  values->assign(rows * count, T(-7));
+  values->assign(rows * count, T{});
   indices->assign(rows * count, -7);
   const std::string s = code<T>();
-  kernels.launch("kiln_sort_load_" + s, x.data(), keys.data(), idx.data(), rows, n, padded);
+  const void* in = x.data();
+  void* k_data = keys.data();
+  kernels.launch("kiln_sort_load_" + s, in, k_data, idx.data(), rows, n, padded);
   for (const auto& [k, j] : bitonic_stages(padded)) {
-    kernels.launch("kiln_sort_step_" + s, keys.data(), idx.data(), rows, n, padded, static_cast<u64>(k),
+    kernels.launch("kiln_sort_step_" + s, k_data, idx.data(), rows, n, padded, static_cast<u64>(k),
                    static_cast<u64>(j), descending);
   }
-  kernels.launch("kiln_sort_store_" + s, static_cast<const T*>(keys.data()), static_cast<const unsigned*>(idx.data()),
-                 values->data(), indices->data(), rows, padded, count);
+  kernels.launch("kiln_sort_store_" + s, static_cast<const void*>(keys.data()), static_cast<const unsigned*>(idx.data()),
+                 static_cast<void*>(values->data()), indices->data(), rows, padded, count);
 }
 
 // Rows with NaNs, both zeros, ties, and for integers the extremes.
@@ -121,11 +137,17 @@ std::vector<T> sample(int64_t count, uint64_t seed) {
   std::vector<T> x(static_cast<size_t>(count));
   for (T& v : x) {
     const double u = random.uniform(0, 1);
+    const double tie = std::round(random.normal(0, 3));
     if constexpr (std::is_floating_point_v<T>) {
-      v = u < 0.1 ? std::numeric_limits<T>::quiet_NaN() : u < 0.15 ? T(-0.0) : u < 0.2 ? T(0) :
-          static_cast<T>(std::round(random.normal(0, 3)));
+      v = u < 0.1 ? std::numeric_limits<T>::quiet_NaN() : u < 0.15 ? T(-0.0) : u < 0.2 ? T(0) : static_cast<T>(tie);
+    } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      uint16_t (*bits)(double) = std::is_same_v<T, Half> ? &ir::f16_bits : &ir::bf16_bits;
+      // NaNs of both signs and payloads, both zeros, both infinities, ties.
+      v.bits = u < 0.05 ? 0x7e01 : u < 0.1 ? 0xffc1 : u < 0.15 ? 0x8000 : u < 0.2 ? 0 : u < 0.25 ? 0xfc00 :
+               u < 0.3 ? bits(INFINITY) : bits(tie / 4);
+      if (u < 0.1 && std::is_same_v<T, BFloat16>) v.bits = u < 0.05 ? 0x7fc1 : 0xffc1;
     } else {
-      v = u < 0.05 ? INT32_MIN : u < 0.1 ? INT32_MAX : static_cast<int32_t>(std::round(random.normal(0, 3)));
+      v = u < 0.05 ? std::numeric_limits<T>::min() : u < 0.1 ? std::numeric_limits<T>::max() : static_cast<T>(tie);
     }
   }
   return x;
@@ -165,6 +187,15 @@ TEST_F(CudaKernelsTest, SortArgsortAndTopkAreTheCpuDevicesBitForBit) {
     check_sorting<float>(*kernels_, rows, n);
     check_sorting<double>(*kernels_, rows, n);
     check_sorting<int32_t>(*kernels_, rows, n);
+    check_sorting<int8_t>(*kernels_, rows, n);
+    check_sorting<uint8_t>(*kernels_, rows, n);
+    check_sorting<int16_t>(*kernels_, rows, n);
+    check_sorting<uint16_t>(*kernels_, rows, n);
+    check_sorting<uint32_t>(*kernels_, rows, n);
+    check_sorting<int64_t>(*kernels_, rows, n);
+    check_sorting<uint64_t>(*kernels_, rows, n);
+    check_sorting<Half>(*kernels_, rows, n);
+    check_sorting<BFloat16>(*kernels_, rows, n);
   }
 }
 

@@ -322,14 +322,21 @@ q[i] = q[perm[i]]
 }
 
 // A gathered subscript reads i32 values; a target's subscripts never gather.
-TEST(LanguageSemanticsTest, GathersReadI32ValuesOnly) {
+// Language version 3: a gather reads any integer type (i64 indices, u8 labels), never a float.
+TEST(LanguageSemanticsTest, GathersReadIntegerValuesOnly) {
   Result<ir::Program> f32_position =
       lang::parse_program("input x : f32[4, 5]\ninput v : f32[5]\noutput z : f32[4, 5]\nz[i, j] = x[i, v[j]]\n", "g.kiln");
   ASSERT_FALSE(f32_position.ok());
   EXPECT_NE(f32_position.status().message().find("g.kiln:4:16: error: a subscript of 'x' reads a f32 value; a gathered "
-                                                 "subscript reads i32 values (convert with i32(...))"),
+                                                 "subscript reads integer values (convert with i32(...))"),
             std::string::npos)
       << f32_position.status();
+  for (const char* type : {"i64", "u8", "i16", "u64"}) {
+    Result<ir::Program> integer = lang::parse_program(
+        std::string("input x : f32[4, 5]\ninput v : ") + type + "[5]\noutput z : f32[4, 5]\nz[i, j] = x[i, v[j]]\n",
+        "g.kiln");
+    EXPECT_TRUE(integer.ok()) << type << ": " << integer.status();
+  }
   Result<ir::Program> target = lang::parse_program("input t : i32[4]\noutput z : f32[4]\nz[t[i]] = 1\n", "g.kiln");
   ASSERT_FALSE(target.ok());
   EXPECT_NE(target.status().message().find("g.kiln:3:3: error: target subscripts must be bare index names"), std::string::npos)

@@ -56,14 +56,75 @@ __device__ __forceinline__ void kiln_box_muller(double u1, double u2, double* z0
   *z1 = radius * sin(angle);
 }
 
-extern "C" __global__ void kiln_random_uniform_f32(float* out, kiln_u64 count, unsigned key0, unsigned key1,
-                                                   unsigned site, unsigned run, float lo, float hi) {
-  KILN_GRID_LOOP(b, (count + 3) / 4) {
-    unsigned w[4];
-    kiln_philox_block(w, b, key0, key1, site, run);
-    for (int i = 0; i < 4 && 4 * b + i < count; ++i) out[4 * b + i] = kiln_scale(kiln_uniform_f32(w[i]), lo, hi);
-  }
+// f16 and bf16 as their bits (no cuda_fp16.h: NVRTC builds this alone, and the host tests too):
+// their values in f32, and an f32 rounded to them to nearest even (kiln/loop/op_eval.h's rules;
+// NaN becomes the quiet NaN of its sign).
+__device__ __forceinline__ unsigned kiln_float_bits(float f) {
+  union { float f; unsigned u; } c;
+  c.f = f;
+  return c.u;
 }
+__device__ __forceinline__ float kiln_bits_float(unsigned u) {
+  union { float f; unsigned u; } c;
+  c.u = u;
+  return c.f;
+}
+__device__ __forceinline__ float kiln_f16_value(unsigned short h) {
+  const unsigned sign = ((unsigned)h & 0x8000u) << 16, exponent = ((unsigned)h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  if (exponent == 0x1f) return kiln_bits_float(sign | 0x7f800000u | (mantissa << 13));
+  if (exponent != 0) return kiln_bits_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+  const float small = (float)mantissa * 5.9604644775390625e-8f;  // a subnormal: mantissa * 2^-24
+  return sign ? -small : small;
+}
+__device__ __forceinline__ float kiln_bf16_value(unsigned short h) { return kiln_bits_float((unsigned)h << 16); }
+__device__ __forceinline__ unsigned short kiln_f16_bits(float f) {
+  const unsigned x = kiln_float_bits(f), sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+  if (a > 0x7f800000u) return (unsigned short)(sign | 0x7e00u);
+  if (a >= 0x477ff000u) return (unsigned short)(sign | 0x7c00u);  // 65520 and up round to inf
+  if (a < 0x38800000u) {
+    // Below 2^-14: a subnormal f16, the value in units of 2^-24 rounded to nearest even.
+    return (unsigned short)(sign | (unsigned)rintf(kiln_bits_float(a) * 16777216.0f));
+  }
+  const unsigned m = a - 0x38000000u;  // the exponent rebiased from 127 to 15
+  return (unsigned short)(sign | ((m + 0xfffu + ((m >> 13) & 1u)) >> 13));
+}
+__device__ __forceinline__ unsigned short kiln_bf16_bits(float f) {
+  const unsigned x = kiln_float_bits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16 & 0x8000u) | 0x7fc0u);
+  return (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+// The f32 numbers, stored as T by STORE (nothing for f32; rounded to f16 or bf16): f16 and bf16
+// take the f32 numbers of the same stream.
+#define KILN_RANDOM_F32_KERNELS(S, T, STORE)                                                                   \
+  extern "C" __global__ void kiln_random_uniform_##S(T* out, kiln_u64 count, unsigned key0, unsigned key1,      \
+                                                     unsigned site, unsigned run, float lo, float hi) {         \
+    KILN_GRID_LOOP(b, (count + 3) / 4) {                                                                       \
+      unsigned w[4];                                                                                           \
+      kiln_philox_block(w, b, key0, key1, site, run);                                                          \
+      for (int i = 0; i < 4 && 4 * b + i < count; ++i) out[4 * b + i] = STORE(kiln_scale(kiln_uniform_f32(w[i]), lo, hi)); \
+    }                                                                                                          \
+  }                                                                                                            \
+  /* Pair j takes words 2j and 2j + 1: a block holds pairs 2b and 2b + 1. */                                   \
+  extern "C" __global__ void kiln_random_normal_##S(T* out, kiln_u64 count, unsigned key0, unsigned key1,       \
+                                                    unsigned site, unsigned run, float mean, float sd) {        \
+    KILN_GRID_LOOP(b, (count + 3) / 4) {                                                                       \
+      unsigned w[4];                                                                                           \
+      kiln_philox_block(w, b, key0, key1, site, run);                                                          \
+      for (int p = 0; p < 2; ++p) {                                                                            \
+        double z[2];                                                                                           \
+        kiln_box_muller(1.0 - kiln_uniform_f32(w[2 * p]), kiln_uniform_f32(w[2 * p + 1]), &z[0], &z[1]);       \
+        for (int e = 0; e < 2; ++e) {                                                                          \
+          const kiln_u64 i = 4 * b + 2 * p + e;                                                                \
+          if (i < count) out[i] = STORE((float)((double)mean + (double)sd * z[e]));                            \
+        }                                                                                                      \
+      }                                                                                                        \
+    }                                                                                                          \
+  }
+
+KILN_RANDOM_F32_KERNELS(f32, float, )
+KILN_RANDOM_F32_KERNELS(f16, unsigned short, kiln_f16_bits)
+KILN_RANDOM_F32_KERNELS(bf16, unsigned short, kiln_bf16_bits)
 
 extern "C" __global__ void kiln_random_uniform_f64(double* out, kiln_u64 count, unsigned key0, unsigned key1,
                                                    unsigned site, unsigned run, double lo, double hi) {
@@ -72,23 +133,6 @@ extern "C" __global__ void kiln_random_uniform_f64(double* out, kiln_u64 count, 
     kiln_philox_block(w, b, key0, key1, site, run);
     out[2 * b] = kiln_scale(kiln_uniform_f64(w[0], w[1]), lo, hi);
     if (2 * b + 1 < count) out[2 * b + 1] = kiln_scale(kiln_uniform_f64(w[2], w[3]), lo, hi);
-  }
-}
-
-// Pair j of an f32 tensor takes words 2j and 2j + 1: a block holds pairs 2b and 2b + 1.
-extern "C" __global__ void kiln_random_normal_f32(float* out, kiln_u64 count, unsigned key0, unsigned key1,
-                                                  unsigned site, unsigned run, float mean, float sd) {
-  KILN_GRID_LOOP(b, (count + 3) / 4) {
-    unsigned w[4];
-    kiln_philox_block(w, b, key0, key1, site, run);
-    for (int p = 0; p < 2; ++p) {
-      double z[2];
-      kiln_box_muller(1.0 - kiln_uniform_f32(w[2 * p]), kiln_uniform_f32(w[2 * p + 1]), &z[0], &z[1]);
-      for (int e = 0; e < 2; ++e) {
-        const kiln_u64 i = 4 * b + 2 * p + e;
-        if (i < count) out[i] = (float)((double)mean + (double)sd * z[e]);
-      }
-    }
   }
 }
 
@@ -106,16 +150,18 @@ extern "C" __global__ void kiln_random_normal_f64(double* out, kiln_u64 count, u
 }
 
 // Whether (a, ia) goes before (b, ib): positions >= n are padding and go last; NaNs go after
-// every number; equal keys keep their positions' order.
-#define KILN_SORT_KERNELS(S, T)                                                                             \
+// every number; equal keys keep their positions' order. Elements are compared as KEY makes them
+// (nothing: as they are; f16 and bf16: their values in f32), and moved as they are.
+#define KILN_SORT_KERNELS(S, T, KEY)                                                                        \
   __device__ __forceinline__ bool kiln_sort_before_##S(T a, unsigned ia, T b, unsigned ib, kiln_u64 n,     \
                                                        int descending) {                                   \
     const bool pad_a = ia >= n, pad_b = ib >= n;                                                           \
     if (pad_a || pad_b) return pad_a == pad_b ? ia < ib : pad_b;                                           \
-    const bool nan_a = a != a, nan_b = b != b;                                                             \
+    const auto ka = KEY(a), kb = KEY(b);                                                                   \
+    const bool nan_a = ka != ka, nan_b = kb != kb;                                                         \
     if (nan_a || nan_b) return nan_a == nan_b ? ia < ib : nan_b;                                           \
-    if (descending ? b < a : a < b) return true;                                                           \
-    if (descending ? a < b : b < a) return false;                                                          \
+    if (descending ? kb < ka : ka < kb) return true;                                                       \
+    if (descending ? ka < kb : kb < ka) return false;                                                      \
     return ia < ib;                                                                                        \
   }                                                                                                        \
   extern "C" __global__ void kiln_sort_load_##S(const T* x, T* keys, unsigned* idx, kiln_u64 rows,         \
@@ -155,9 +201,19 @@ extern "C" __global__ void kiln_random_normal_f64(double* out, kiln_u64 count, u
     }                                                                                                      \
   }
 
-KILN_SORT_KERNELS(f32, float)
-KILN_SORT_KERNELS(f64, double)
-KILN_SORT_KERNELS(i32, int)
+KILN_SORT_KERNELS(i1, bool, )
+KILN_SORT_KERNELS(i8, signed char, )
+KILN_SORT_KERNELS(ui8, unsigned char, )
+KILN_SORT_KERNELS(i16, short, )
+KILN_SORT_KERNELS(ui16, unsigned short, )
+KILN_SORT_KERNELS(i32, int, )
+KILN_SORT_KERNELS(ui32, unsigned, )
+KILN_SORT_KERNELS(i64, long long, )
+KILN_SORT_KERNELS(ui64, unsigned long long, )
+KILN_SORT_KERNELS(f16, unsigned short, kiln_f16_value)
+KILN_SORT_KERNELS(bf16, unsigned short, kiln_bf16_value)
+KILN_SORT_KERNELS(f32, float, )
+KILN_SORT_KERNELS(f64, double, )
 )CU";
 
 }  // namespace

@@ -5,13 +5,15 @@
 // is why it uses no CUDA feature beyond the launch indices: no shared memory, no barriers, and
 // every launch's threads touch disjoint elements.
 //
-// Kernels (T is f32, f64 or i32 as the suffix says; counts are unsigned long long; every kernel
+// Kernels (T is the element type the suffix names, its RAL code: i1 i8 ui8 i16 ui16 i32 ui32 i64
+// ui64 f16 bf16 f32 f64, f16 and bf16 as their bits; counts are unsigned long long; every kernel
 // loops over its range with a grid-sized stride, so any grid and block size is correct):
 //
-//   kiln_random_uniform_{f32,f64}(T* out, count, key0, key1, call_site, run, T lo, T hi)
-//   kiln_random_normal_{f32,f64}(T* out, count, key0, key1, call_site, run, T mean, T std)
+//   kiln_random_uniform_{f32,f64,f16,bf16}(T* out, count, key0, key1, call_site, run, P lo, P hi)
+//   kiln_random_normal_{f32,f64,f16,bf16}(T* out, count, key0, key1, call_site, run, P mean, P std)
 //       The numbers docs/ral.md specifies, from the Philox4x32-10 stream with key (key0, key1)
 //       and block b's counter (b, b >> 32, call_site, run); one thread per block of four words.
+//       P is f64 for f64, else f32; f16 and bf16 are the f32 numbers rounded to nearest even.
 //       Uniforms are bit-identical to the host's; normals use the device's log, sin and cos.
 //
 //   kiln_sort_load_T(const T* x, T* keys, unsigned* idx, rows, n, padded)
@@ -20,7 +22,8 @@
 //   kiln_sort_step_T(T* keys, unsigned* idx, rows, n, padded, k, j, int descending)
 //       One compare-exchange stage (k, j) of the bitonic network, for k = 2, 4, .., padded and
 //       j = k/2, .., 1. The order: NaNs after every number, ascending or descending, then the
-//       lower position first, so the result is the stable sort.
+//       lower position first, so the result is the stable sort. f16 and bf16 compare by their
+//       values in f32 and move as their bits.
 //   kiln_sort_store_T(const T* keys, const unsigned* idx, T* values, int* indices, rows,
 //                     padded, count)
 //       Writes the first `count` of each sorted row to values and/or indices (either may be null).

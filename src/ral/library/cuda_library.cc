@@ -193,11 +193,10 @@ template Status cublas_gemm<double>(ExecutionContext*, const hal::Buffer&, const
 
 namespace {
 
+// The suffix of T's kernels: its RAL code (kiln/ral/element_types.h).
 template <typename T>
-constexpr const char* type_suffix() {
-  if constexpr (std::is_same_v<T, float>) return "f32";
-  else if constexpr (std::is_same_v<T, double>) return "f64";
-  else return "i32";
+constexpr std::string_view type_suffix() {
+  return dtype_code(*dtype_of<T>());
 }
 
 // Sorts each of `rows` rows of x (length n) through the bitonic network and writes the first
@@ -225,7 +224,7 @@ Status sort_on_device(ExecutionContext* execution, const char* function, const h
     return invalid_argument_error(std::string(function) + ": the tensor is too large to sort");
   }
   const int flag = descending ? 1 : 0;
-  const std::string suffix = type_suffix<T>();
+  const std::string suffix(type_suffix<T>());
   const std::string load = "kiln_sort_load_" + suffix, step = "kiln_sort_step_" + suffix,
                     store = "kiln_sort_store_" + suffix;
   return library->run(std::string(function) + " on cuda", [&]() -> Status {
@@ -263,10 +262,10 @@ Status topk_cuda(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, N> value
                            &buffer_of(indices), true, row_count(x), row_length(x), k);
 }
 
-// Fills r with the numbers of `kernel` (kiln_random_{uniform,normal}_{f32,f64}), whose last two
-// arguments are `p` and `q`.
-template <typename T, int N>
-Status random_on_device(ExecutionContext* execution, const char* function, MemRef<T, N> r, T p, T q,
+// Fills r with the numbers of `kernel` (kiln_random_{uniform,normal}_{f32,f64,f16,bf16}), whose
+// last two arguments are `p` and `q` (P: f64 for f64, else f32).
+template <typename T, typename P, int N>
+Status random_on_device(ExecutionContext* execution, const char* function, MemRef<T, N> r, P p, P q,
                         int64_t call_site) {
   const uint64_t count = static_cast<uint64_t>(r.element_count());
   if (count == 0) return Status();
@@ -275,9 +274,9 @@ Status random_on_device(ExecutionContext* execution, const char* function, MemRe
   KILN_ASSIGN_OR_RETURN(CudaLibrary * library, CudaLibrary::of(execution, buffer, function));
   const uint32_t key0 = static_cast<uint32_t>(execution->seed()), key1 = static_cast<uint32_t>(execution->seed() >> 32);
   const uint32_t site = static_cast<uint32_t>(call_site), run = static_cast<uint32_t>(execution->run());
-  // One thread per Philox block: four f32 or two f64 elements.
-  const uint64_t threads = std::is_same_v<T, float> ? (count + 3) / 4 : (count + 1) / 2;
-  const std::string kernel = std::string("kiln_") + function + "_" + type_suffix<T>();
+  // One thread per Philox block: four f32 (f16, bf16) or two f64 elements.
+  const uint64_t threads = std::is_same_v<P, float> ? (count + 3) / 4 : (count + 1) / 2;
+  const std::string kernel = std::string("kiln_") + function + "_" + std::string(type_suffix<T>());
   return library->run(std::string(function) + " on cuda", [&]() {
     return library->launch(kernel.c_str(), threads, {&out, &count, &key0, &key1, &site, &run, &p, &q});
   });
@@ -286,22 +285,39 @@ Status random_on_device(ExecutionContext* execution, const char* function, MemRe
 template <typename T, int N>
 Status uniform_cuda(ExecutionContext* execution, MemRef<T, N> r, T lo, T hi, int64_t call_site) {
   KILN_RETURN_IF_ERROR(check_uniform_range(lo, hi));
-  return random_on_device<T, N>(execution, "random_uniform", r, lo, hi, call_site);
+  return random_on_device<T, T, N>(execution, "random_uniform", r, lo, hi, call_site);
+}
+
+template <typename T, int N>
+Status uniform_cuda_narrow(ExecutionContext* execution, MemRef<T, N> r, float lo, float hi, int64_t call_site) {
+  KILN_RETURN_IF_ERROR(check_uniform_range(lo, hi));
+  return random_on_device<T, float, N>(execution, "random_uniform", r, lo, hi, call_site);
+}
+
+template <typename T, int N>
+Status normal_cuda_narrow(ExecutionContext* execution, MemRef<T, N> r, float mean, float std_dev, int64_t call_site) {
+  KILN_RETURN_IF_ERROR(check_normal_parameters(mean, std_dev));
+  return random_on_device<T, float, N>(execution, "random_normal", r, mean, std_dev, call_site);
 }
 
 template <typename T, int N>
 Status normal_cuda(ExecutionContext* execution, MemRef<T, N> r, T mean, T std_dev, int64_t call_site) {
   KILN_RETURN_IF_ERROR(check_normal_parameters(mean, std_dev));
-  return random_on_device<T, N>(execution, "random_normal", r, mean, std_dev, call_site);
+  return random_on_device<T, T, N>(execution, "random_normal", r, mean, std_dev, call_site);
 }
 
 }  // namespace
 
 Status register_cuda_library(Registry& registry) {
-  KILN_RETURN_IF_ERROR((for_each_type_and_rank<float, double, int32_t>([&]<typename T, int N>() {
+  KILN_RETURN_IF_ERROR((for_each_element_type([&]<typename T, int N>() {
     KILN_RETURN_IF_ERROR(registry.add(make_function<"sort", "cuda", &sort_cuda<T, N>, Memory::kDevice>()));
     KILN_RETURN_IF_ERROR(registry.add(make_function<"argsort", "cuda", &argsort_cuda<T, N>, Memory::kDevice>()));
     return registry.add(make_function<"topk", "cuda", &topk_cuda<T, N>, Memory::kDevice>());
+  })));
+  KILN_RETURN_IF_ERROR((for_each_type_and_rank<Half, BFloat16>([&]<typename T, int N>() {
+    KILN_RETURN_IF_ERROR(
+        registry.add(make_function<"random_uniform", "cuda", &uniform_cuda_narrow<T, N>, Memory::kDevice>()));
+    return registry.add(make_function<"random_normal", "cuda", &normal_cuda_narrow<T, N>, Memory::kDevice>());
   })));
   return for_each_type_and_rank<float, double>([&]<typename T, int N>() {
     KILN_RETURN_IF_ERROR(registry.add(make_function<"random_uniform", "cuda", &uniform_cuda<T, N>, Memory::kDevice>()));
