@@ -7,9 +7,12 @@
 // a GPU; tests/runtime/cuda_codegen_test.cc builds the same text with NVRTC and ptxas.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -197,6 +200,60 @@ TEST_F(CudaKernelsTest, SortArgsortAndTopkAreTheCpuDevicesBitForBit) {
     check_sorting<Half>(*kernels_, rows, n);
     check_sorting<BFloat16>(*kernels_, rows, n);
   }
+}
+
+// The kernels' f16 and bf16 conversions (no cuda_fp16.h) against the reference's (op_eval.h): every
+// f16 and bf16 value to f32, and f32 to f16 and bf16 at every tie between two neighbours (and one
+// f32 step either side), at the limits, and over a spread of every f32 exponent.
+TEST(CudaKernelConversionsTest, F16AndBf16AreTheReferences) {
+  test::TempDir dir("kiln-cuda-conversions");
+  const std::string source = dir.file("conversions.cc"), object = dir.file("conversions.so");
+  std::ofstream(source) << test::kHostPrelude << cuda_library_source() << R"(
+extern "C" float test_f16_value(unsigned short h) { return kiln_f16_value(h); }
+extern "C" float test_bf16_value(unsigned short h) { return kiln_bf16_value(h); }
+extern "C" unsigned short test_f16_bits(float f) { return kiln_f16_bits(f); }
+extern "C" unsigned short test_bf16_bits(float f) { return kiln_bf16_bits(f); }
+)";
+  Result<ProcessResult> built = run_process(
+      {KILN_CXX_COMPILER, "-std=c++17", "-O1", "-fPIC", "-shared", "-ffp-contract=off", "-w", source, "-o", object},
+      120000);
+  ASSERT_TRUE(built.ok() && built->exit_code == 0) << (built.ok() ? built->output : built.status().to_string());
+  void* handle = ::dlopen(object.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << ::dlerror();
+  using Value = float (*)(unsigned short);
+  using Bits = unsigned short (*)(float);
+  const auto f16_value = reinterpret_cast<Value>(::dlsym(handle, "test_f16_value"));
+  const auto bf16_value = reinterpret_cast<Value>(::dlsym(handle, "test_bf16_value"));
+  const auto f16_bits = reinterpret_cast<Bits>(::dlsym(handle, "test_f16_bits"));
+  const auto bf16_bits = reinterpret_cast<Bits>(::dlsym(handle, "test_bf16_bits"));
+  ASSERT_TRUE(f16_value && bf16_value && f16_bits && bf16_bits);
+  auto same = [](double a, double b) { return std::isnan(a) ? std::isnan(b) : std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); };
+  int wrong = 0;
+  auto expect_bits = [&](float f) {
+    if (f16_bits(f) != ir::f16_bits(f) && ++wrong < 10) ADD_FAILURE() << "f16 of " << f << " (" << std::bit_cast<uint32_t>(f) << ")";
+    if (bf16_bits(f) != ir::bf16_bits(f) && ++wrong < 10) ADD_FAILURE() << "bf16 of " << f;
+  };
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const auto bits = static_cast<unsigned short>(h);
+    if (!same(f16_value(bits), ir::f16_value(bits)) && ++wrong < 10) ADD_FAILURE() << "f16 bits " << h;
+    if (!same(bf16_value(bits), ir::bf16_value(bits)) && ++wrong < 10) ADD_FAILURE() << "bf16 bits " << h;
+    // The ties between this value and the next, in f16 and in bf16, and one f32 step either side.
+    for (double (*value)(uint16_t) : {&ir::f16_value, &ir::bf16_value}) {
+      const double a = value(bits), b = value(static_cast<uint16_t>(h + 1));
+      if (!std::isfinite(a) || !std::isfinite(b) || h == 0x7fff || h == 0xffff) continue;
+      const float tie = static_cast<float>((a + b) / 2);
+      expect_bits(tie);
+      expect_bits(std::nextafter(tie, INFINITY));
+      expect_bits(std::nextafter(tie, -INFINITY));
+    }
+  }
+  for (float f : {65504.0f, 65519.99f, 65520.0f, -65520.0f, 1e-8f, 2.9802322e-8f, 5.9604645e-8f, 3.4028235e38f,
+                  -0.0f, INFINITY, -INFINITY, NAN, -NAN, 1e-45f}) {
+    expect_bits(f);
+  }
+  for (uint64_t b = 0; b < 0x100000000ull; b += 65521) expect_bits(std::bit_cast<float>(static_cast<uint32_t>(b)));
+  EXPECT_EQ(wrong, 0);
+  ::dlclose(handle);
 }
 
 TEST(BitonicStagesTest, CoverTheNetwork) {
