@@ -90,15 +90,21 @@ class BuiltinChecker {
     const bool ranks = rank_between(a, arg_loc(0), 2, kGemmMaxRank);
     const bool b_rank = rank_between(b, arg_loc(1), 2, kGemmMaxRank);
     const bool c_rank = rank_between(c, out_loc(0), 2, kGemmMaxRank);
-    // The products of the other types (bf16 and f16 operands, i8 x i8 -> i32) are not there yet.
-    const bool type = a.dtype == DType::kF32 || a.dtype == DType::kF64;
+    // f32 and f64 products keep one type; bf16 and f16 operands give f32 or their own type, i8
+    // operands i32 (language version 3).
+    const bool type = a.dtype == DType::kF32 || a.dtype == DType::kF64 || is_narrow_float(a.dtype) || a.dtype == DType::kI8;
     if (!type) {
       error(arg_loc(0), "'" + a.name + "' is " + std::string(dtype_name(a.dtype)) +
-                            "; gemm takes f32 or f64 (a product of other types is written as a sum, or cast to f32)");
+                            "; gemm takes f32, f64, bf16, f16 or i8 operands (a product of other types is written as a "
+                            "sum, or cast to one of these)");
     }
     if (!(ranks && b_rank && c_rank && type)) return;
-    if (b.dtype != a.dtype) return error(arg_loc(1), "'" + b.name + "' is " + std::string(dtype_name(b.dtype)) + " and '" + a.name + "' is " + std::string(dtype_name(a.dtype)) + "; gemm takes one element type");
-    if (c.dtype != a.dtype) return error(out_loc(0), "'" + c.name + "' is " + std::string(dtype_name(c.dtype)) + " and '" + a.name + "' is " + std::string(dtype_name(a.dtype)) + "; gemm takes one element type");
+    if (b.dtype != a.dtype) return error(arg_loc(1), "'" + b.name + "' is " + std::string(dtype_name(b.dtype)) + " and '" + a.name + "' is " + std::string(dtype_name(a.dtype)) + "; gemm's operands have one element type");
+    const bool c_type = c.dtype == a.dtype ? a.dtype != DType::kI8 : (is_narrow_float(a.dtype) && c.dtype == DType::kF32) || (a.dtype == DType::kI8 && c.dtype == DType::kI32);
+    if (!c_type) {
+      const std::string want = a.dtype == DType::kI8 ? "i32" : is_narrow_float(a.dtype) ? "f32 or " + std::string(dtype_name(a.dtype)) : std::string(dtype_name(a.dtype));
+      return error(out_loc(0), "'" + c.name + "' is " + std::string(dtype_name(c.dtype)) + "; a product of " + std::string(dtype_name(a.dtype)) + " operands gives " + want);
+    }
     const bool ta = call_attribute(call_, "transpose_a") != 0, tb = call_attribute(call_, "transpose_b") != 0;
     const int64_t batch = static_cast<int64_t>(call_attribute(call_, "batch"));
     const std::optional<GemmGroups> g = gemm_groups(static_cast<int64_t>(a.dims.size()), static_cast<int64_t>(b.dims.size()),

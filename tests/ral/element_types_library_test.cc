@@ -267,8 +267,11 @@ TEST(ElementTypesRalTest, CallChecksOfEveryType) {
     if (!r.empty()) EXPECT_NE(r[0].message.find("'y' is " + name + "; it must be f32 or f64 or f16 or bf16"), std::string::npos) << r[0].message;
     ir::Call gemm{"gemm", {ir::CallArg{0}, ir::CallArg{0}}, {1}};
     const std::vector<ir::Diagnostic> g = ir::check_call(gemm, nodes);
-    EXPECT_EQ(g.empty(), type == ir::DType::kF32 || type == ir::DType::kF64) << name;
-    if (!g.empty()) EXPECT_NE(g[0].message.find("gemm: 'x' is " + name + "; gemm takes f32 or f64"), std::string::npos) << g[0].message;
+    // A product keeps its operands' type for f32, f64, f16 and bf16; i8 gives i32 (below).
+    EXPECT_EQ(g.empty(), type == ir::DType::kF32 || type == ir::DType::kF64 || ir::is_narrow_float(type)) << name;
+    const std::string refusal = type == ir::DType::kI8 ? "gemm: 'y' is i8; a product of i8 operands gives i32"
+                                                       : "gemm: 'x' is " + name + "; gemm takes f32, f64, bf16, f16 or i8";
+    if (!g.empty()) EXPECT_NE(g[0].message.find(refusal), std::string::npos) << g[0].message;
     ir::Call allreduce{"allreduce", {ir::CallArg{0}}, {1}};
     EXPECT_TRUE(ir::check_call(allreduce, nodes).empty()) << name;
   }

@@ -1,0 +1,205 @@
+// gemm of narrow operands (language version 3): bf16 or f16 operands into an f32 c or one of
+// their own type, and i8 x i8 into an i32 c; alpha and beta are f32. The cpu device runs bf16
+// and i8 products through oneDNN (onednn.h: AVX-512 BF16, VNNI and AMX where the CPU has them)
+// and f16 ones through OpenBLAS's sgemm over f32 copies of the operands (neither library has an
+// f16 product on the CPU); the opencl device runs the same over mapped buffers; interp has plain
+// loops, the reference: f32 sums for bf16/f16, i64 sums saturated to i32 for i8. Where oneDNN is
+// missing, cpu and opencl fall back to the reference loops and say so once. cuda has none yet:
+// a call is refused when the routine is linked.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "kiln/base/log.h"
+#include "kiln/hal/buffer.h"
+#include "kiln/ir/gemm_groups.h"
+#include "kiln/loop/op_eval.h"
+#include "kiln/ral/element_types.h"
+#include "kiln/ral/execution_context.h"
+#include "ral/library/gemm_shape.h"
+#include "ral/library/library.h"
+#include "ral/library/onednn.h"
+#include "ral/library/openblas.h"
+#include "ral/library/rows.h"
+
+namespace kiln::ral::library {
+
+namespace {
+
+// An element's value as the f32 (or i32) it computes in, and a result stored into an element.
+float value_of(BFloat16 x) { return static_cast<float>(ir::bf16_value(x.bits)); }
+float value_of(Half x) { return static_cast<float>(ir::f16_value(x.bits)); }
+float value_of(float x) { return x; }
+void store(float v, BFloat16* out) { out->bits = ir::bf16_bits(v); }
+void store(float v, Half* out) { out->bits = ir::f16_bits(v); }
+void store(float v, float* out) { *out = v; }
+
+// i32 from an f32-scaled i64 sum: rounded to nearest and saturated (oneDNN's rule).
+int32_t saturated(double v) {
+  if (std::isnan(v)) return 0;
+  v = std::nearbyint(v);
+  return static_cast<int32_t>(std::clamp(v, -2147483648.0, 2147483647.0));
+}
+
+// The reference: plain loops over one product.
+template <typename TA, typename TC>
+void reference_product(const GemmShape& s, const TA* a, const TA* b, TC* c, float alpha, float beta) {
+  auto at = [&](int64_t i, int64_t p) { return s.transpose_a ? a[p * s.m + i] : a[i * s.k + p]; };
+  auto bt = [&](int64_t p, int64_t j) { return s.transpose_b ? b[j * s.k + p] : b[p * s.n + j]; };
+  for (int64_t i = 0; i < s.m; ++i) {
+    for (int64_t j = 0; j < s.n; ++j) {
+      TC& out = c[i * s.n + j];
+      if constexpr (std::is_same_v<TA, int8_t>) {
+        int64_t sum = 0;
+        for (int64_t p = 0; p < s.k; ++p) sum += int64_t{at(i, p)} * int64_t{bt(p, j)};
+        // beta = 0 ignores c, as BLAS does.
+        const double scaled = double{alpha} * static_cast<double>(sum);
+        out = saturated(beta == 0 ? scaled : scaled + double{beta} * out);
+      } else {
+        float sum = 0;
+        for (int64_t p = 0; p < s.k; ++p) sum += value_of(at(i, p)) * value_of(bt(p, j));
+        store(beta == 0 ? alpha * sum : alpha * sum + beta * value_of(out), &out);
+      }
+    }
+  }
+}
+
+// The values of `count` narrow floats as f32, into `out`.
+template <typename T>
+void widen(const T* in, int64_t count, float* out) {
+  for (int64_t i = 0; i < count; ++i) out[i] = value_of(in[i]);
+}
+
+void warn_reference(const Status& why) {
+  static std::once_flag warned;
+  std::call_once(warned, [&] { KILN_LOG(kWarn, "gemm of narrow operands runs as plain loops: " + why.message()); });
+}
+
+// One product on the host through the libraries, into an f32 c (`c32`, which holds c's values
+// when beta != 0).
+template <typename TA>
+Status library_product(const GemmShape& s, const TA* a, const TA* b, float* c32, float alpha, float beta) {
+  if constexpr (std::is_same_v<TA, BFloat16>) {
+    return onednn_gemm_bf16(s.transpose_a, s.transpose_b, s.m, s.n, s.k, alpha, reinterpret_cast<const uint16_t*>(a),
+                            s.lda(), reinterpret_cast<const uint16_t*>(b), s.ldb(), beta, c32, s.ldc());
+  } else {
+    std::vector<float> a32(static_cast<size_t>(s.stride_a())), b32(static_cast<size_t>(s.stride_b()));
+    widen(a, s.stride_a(), a32.data());
+    widen(b, s.stride_b(), b32.data());
+    return openblas_gemm<float>(s.transpose_a, s.transpose_b, s.m, s.n, s.k, alpha, a32.data(), s.lda(), b32.data(),
+                                s.ldb(), beta, c32, s.ldc());
+  }
+}
+
+// Every product of `s` on the host: the libraries, or the reference where they are missing.
+template <typename TA, typename TC>
+Status host_products(const GemmShape& s, const TA* a, const TA* b, TC* c, float alpha, float beta) {
+  if (s.m == 0 || s.n == 0) return Status();
+  for (int64_t p = 0; p < s.batch; ++p) {
+    const TA* pa = a + p * s.stride_a();
+    const TA* pb = b + p * s.stride_b();
+    TC* pc = c + p * s.stride_c();
+    Status done;
+    if constexpr (std::is_same_v<TA, int8_t>) {
+      done = onednn_gemm_s8(s.transpose_a, s.transpose_b, s.m, s.n, s.k, alpha, pa, s.lda(), pb, s.ldb(), beta, pc,
+                            s.ldc());
+    } else if constexpr (std::is_same_v<TC, float>) {
+      done = library_product(s, pa, pb, pc, alpha, beta);
+    } else {
+      // c of the operands' type: the product in f32, rounded once where it is stored.
+      std::vector<float> c32(static_cast<size_t>(s.stride_c()));
+      if (beta != 0) widen(pc, s.stride_c(), c32.data());
+      done = library_product(s, pa, pb, c32.data(), alpha, beta);
+      if (done.ok()) {
+        for (int64_t i = 0; i < s.stride_c(); ++i) store(c32[static_cast<size_t>(i)], pc + i);
+      }
+    }
+    if (done.code() == StatusCode::kUnavailable) {
+      warn_reference(done);
+      reference_product(s, pa, pb, pc, alpha, beta);
+    } else if (!done.ok()) {
+      return done;
+    }
+  }
+  return Status();
+}
+
+template <typename TA, typename TC, int RA, int RB, int RC>
+Result<GemmShape> narrow_shape(const MemRef<TA, RA>& a, const MemRef<TA, RB>& b, const MemRef<TC, RC>& c,
+                               int64_t transpose_a, int64_t transpose_b, int64_t batch) {
+  return gemm_shape(a.sizes, b.sizes, c.sizes, transpose_a, transpose_b, batch);
+}
+
+template <typename TA, typename TC, int RA, int RB, int RC>
+Status gemm_host(ExecutionContext*, MemRef<TA, RA> a, MemRef<TA, RB> b, MemRef<TC, RC> c, int64_t transpose_a,
+                 int64_t transpose_b, float alpha, float beta, int64_t batch) {
+  KILN_ASSIGN_OR_RETURN(GemmShape s, narrow_shape(a, b, c, transpose_a, transpose_b, batch));
+  return host_products(s, a.data, b.data, c.data, alpha, beta);
+}
+
+// opencl: the same over mapped buffers (each memref's data is the tensor's hal::Buffer).
+template <typename TA, typename TC, int RA, int RB, int RC>
+Status gemm_mapped(ExecutionContext*, MemRef<TA, RA> a, MemRef<TA, RB> b, MemRef<TC, RC> c, int64_t transpose_a,
+                   int64_t transpose_b, float alpha, float beta, int64_t batch) {
+  KILN_ASSIGN_OR_RETURN(GemmShape s, narrow_shape(a, b, c, transpose_a, transpose_b, batch));
+  if (s.m == 0 || s.n == 0 || s.batch == 0) return Status();
+  std::array<hal::Mapping, 3> mapped;
+  const hal::Buffer* buffers[3] = {&buffer_of(a), &buffer_of(b), &buffer_of(c)};
+  for (size_t i = 0; i < 3; ++i) {
+    Result<hal::Mapping> m =
+        const_cast<hal::Buffer*>(buffers[i])->map(i == 2 ? hal::MapAccess::kReadWrite : hal::MapAccess::kRead);
+    if (!m.ok()) return m.status().annotate("gemm: mapping its tensors");
+    mapped[i] = std::move(*m);
+  }
+  return host_products(s, static_cast<const TA*>(mapped[0].data()), static_cast<const TA*>(mapped[1].data()),
+                       static_cast<TC*>(mapped[2].data()), alpha, beta);
+}
+
+template <typename TA, typename TC, int RA, int RB, int RC>
+Status gemm_reference(ExecutionContext*, MemRef<TA, RA> a, MemRef<TA, RB> b, MemRef<TC, RC> c, int64_t transpose_a,
+                      int64_t transpose_b, float alpha, float beta, int64_t batch) {
+  KILN_ASSIGN_OR_RETURN(GemmShape s, narrow_shape(a, b, c, transpose_a, transpose_b, batch));
+  for (int64_t p = 0; p < s.batch; ++p) {
+    reference_product(s, a.data + p * s.stride_a(), b.data + p * s.stride_b(), c.data + p * s.stride_c(), alpha, beta);
+  }
+  return Status();
+}
+
+template <typename TA, typename TC, int RA, int RB, int RC>
+Status register_ranks(Registry& registry) {
+  if constexpr (!ir::gemm_ranks_possible(RA, RB, RC)) {
+    return Status();
+  } else {
+    KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "cpu", &gemm_host<TA, TC, RA, RB, RC>>()));
+    KILN_RETURN_IF_ERROR(
+        registry.add(make_function<"gemm", "opencl", &gemm_mapped<TA, TC, RA, RB, RC>, Memory::kDevice>()));
+    return registry.add(make_function<"gemm", "interp", &gemm_reference<TA, TC, RA, RB, RC>>());
+  }
+}
+
+template <typename TA, typename TC>
+Status register_all_ranks(Registry& registry) {
+  static_assert(ir::kGemmMaxRank == 4, "the ranks below run from 2 to kGemmMaxRank");
+  Status status;
+  [&]<int... I>(std::integer_sequence<int, I...>) {
+    ((status = status.ok() ? register_ranks<TA, TC, 2 + I / 9, 2 + I / 3 % 3, 2 + I % 3>(registry) : status), ...);
+  }(std::make_integer_sequence<int, 27>{});
+  return status;
+}
+
+}  // namespace
+
+Status register_narrow_gemm(Registry& registry) {
+  KILN_RETURN_IF_ERROR((register_all_ranks<BFloat16, float>(registry)));
+  KILN_RETURN_IF_ERROR((register_all_ranks<BFloat16, BFloat16>(registry)));
+  KILN_RETURN_IF_ERROR((register_all_ranks<Half, float>(registry)));
+  KILN_RETURN_IF_ERROR((register_all_ranks<Half, Half>(registry)));
+  return register_all_ranks<int8_t, int32_t>(registry);
+}
+
+}  // namespace kiln::ral::library
