@@ -119,8 +119,8 @@ static void description_errors(kiln_backend* backend, const kiln_program* progra
   reverse_bindings[1].node = NULL;
   REFUSED(KILN_INVALID_ARGUMENT, "dispatch 0 (kernel 'reverse_scale'), binding 1: node is NULL");
   reverse_bindings[1].node = "b";
-  reverse_bindings[0].dtype = 9;
-  REFUSED(KILN_INVALID_ARGUMENT, "node 'a'): dtype 9 is not a kiln_dtype");
+  reverse_bindings[0].dtype = 13; /* one past KILN_BF16 */
+  REFUSED(KILN_INVALID_ARGUMENT, "node 'a'): dtype 13 is not a kiln_dtype");
   reverse_bindings[0].dtype = KILN_F32;
   reverse_bindings[0].access = 7;
   REFUSED(KILN_INVALID_ARGUMENT, "access 7 is not a kiln_access");

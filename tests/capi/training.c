@@ -310,7 +310,7 @@ static void bad_input(void) {
   ERROR_SAYS("768 bytes, got 100");
   CHECK(kiln_tensor_write(tensors, "x", KILN_F32, good, 2, NULL, sizeof x) == KILN_INVALID_ARGUMENT);
   ERROR_SAYS("data is NULL");
-  CHECK(kiln_tensor_write(tensors, "x", (kiln_dtype)9, good, 2, x, sizeof x) == KILN_INVALID_ARGUMENT);
+  CHECK(kiln_tensor_write(tensors, "x", (kiln_dtype)13, good, 2, x, sizeof x) == KILN_INVALID_ARGUMENT);
   ERROR_SAYS("not a kiln_dtype");
   CHECK(kiln_tensor_read(tensors, "nope", KILN_F32, good, 2, x, sizeof x) != KILN_OK);
   ERROR_SAYS("nope");
