@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "kiln/loop/op_eval.h"
+
 namespace kiln::codegen::internal {
 
 using ir::DType;
@@ -29,10 +31,11 @@ std::string comment_safe(std::string_view text) {
 }
 
 Range type_range(DType type) {
-  if (type == DType::kI32) {
-    return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
-  }
-  return {};
+  if (type == DType::kI64 || type == DType::kU64 || ir::is_float_type(type)) return {};
+  if (type == DType::kBool) return {0, 1};
+  const int bits = ir::dtype_bits(type);
+  if (ir::is_unsigned_type(type)) return {0, (int64_t{1} << bits) - 1};
+  return {-(int64_t{1} << (bits - 1)), (int64_t{1} << (bits - 1)) - 1};
 }
 
 bool fits(Wide lo, Wide hi, DType type) {
@@ -104,13 +107,14 @@ Code float_literal(double value, DType type, const DialectSyntax& d) {
 
 Code int_constant(int64_t value, DType type, const DialectSyntax& d) {
   Code code;
-  const Range limits = type_range(type);
-  if (value == limits.lo) {
-    code = {d.int_limit(type, false), kPrecPrimary};
-  } else if (value == limits.hi) {
+  if ((type == DType::kI32 || type == DType::kI64) && value == type_range(type).lo) {
+    code = {d.int_limit(type, false), kPrecPrimary};  // -2147483648 would be a long
+  } else if ((type == DType::kI32 || type == DType::kI64) && value == type_range(type).hi) {
     code = {d.int_limit(type, true), kPrecPrimary};
+  } else if (type == DType::kU64) {
+    code = {std::to_string(static_cast<uint64_t>(value)) + std::string(d.literal_suffix(type)), kPrecPrimary};
   } else {
-    code = with_sign(std::to_string(value));
+    code = with_sign(std::to_string(value) + std::string(d.literal_suffix(type)));
   }
   code.range = {value, value};
   code.narrow = type == DType::kI64 && fits(value, value, DType::kI32);
@@ -118,20 +122,10 @@ Code int_constant(int64_t value, DType type, const DialectSyntax& d) {
 }
 
 Code literal(double value, DType type, const DialectSyntax& d) {
+  const ir::Scalar v = ir::const_scalar(type, value);
+  if (ir::is_narrow_float(type)) return float_literal(v.f, DType::kF32, d);  // exact in f32
   if (is_float(type)) return float_literal(value, type, d);
-  // The cast semantics: truncate toward zero, saturate, NaN -> 0.
-  const Range limits = type_range(type);
-  int64_t v = 0;
-  if (std::isnan(value)) {
-    v = 0;
-  } else if (value >= static_cast<double>(limits.hi)) {  // 2^63 for i64: saturates
-    v = limits.hi;
-  } else if (value <= static_cast<double>(limits.lo)) {
-    v = limits.lo;
-  } else {
-    v = static_cast<int64_t>(value);
-  }
-  return int_constant(v, type, d);
+  return int_constant(v.i, type, d);
 }
 
 }  // namespace kiln::codegen::internal

@@ -26,21 +26,28 @@ std::string comment_safe(std::string_view text);
 
 enum Precedence : int {
   kPrecCond = 3,      // c ? a : b
+  kPrecBitOr = 6,     // |
+  kPrecBitXor = 7,    // ^
+  kPrecBitAnd = 8,    // &
   kPrecEquality = 9,  // == !=
   kPrecRelational = 10,
+  kPrecShift = 11,    // << >>
   kPrecAdditive = 12,
   kPrecMultiplicative = 13,
   kPrecUnary = 14,  // -x, (T)x
   kPrecPrimary = 16,
 };
 
-// Where an integer value can lie (inclusive). Plain C arithmetic is printed where the exact
-// result provably stays in its type; elsewhere the wrapping helpers.
+// Where an integer value can lie (inclusive), as its 64 bits read as an int64: a u64 value
+// above INT64_MAX is negative here (u64 + - * and conversions between u64 and i64 act on those
+// bits as on i64's). Plain C arithmetic is printed where the exact result provably stays in its
+// type; elsewhere the wrapping helpers.
 struct Range {
   int64_t lo = std::numeric_limits<int64_t>::min();
   int64_t hi = std::numeric_limits<int64_t>::max();
 };
 
+// Every value of the type (bool: 0 and 1; i64 and u64: any int64).
 Range type_range(ir::DType type);
 
 using Wide = __int128;
@@ -64,7 +71,11 @@ Code call(std::string_view fn, std::initializer_list<Code> args);
 Code negate(const Code& x);
 Code with_sign(std::string text);
 Code float_literal(double value, ir::DType type, const DialectSyntax& d);
+// An integer of `type` (a u64 as its bits), with the dialect's suffix where C's default type of
+// the literal is not the type's (u32, u64).
 Code int_constant(int64_t value, ir::DType type, const DialectSyntax& d);
+// A constant of `type` holding `value` as the loop IR evaluates it (op_eval's const_scalar: f16
+// and bf16 rounded, printed as f32; integers saturated).
 Code literal(double value, ir::DType type, const DialectSyntax& d);
 
 }  // namespace kiln::codegen::internal

@@ -30,22 +30,43 @@ Result<std::unique_ptr<DialectSyntax>> make_dialect(Dialect dialect) {
 std::string_view DialectSyntax::helper_qualifier() const { return "static inline"; }
 
 std::string DialectSyntax::infinity(DType type, bool negative) const {
-  std::string text = type == DType::kF32 ? "INFINITY" : "(double)INFINITY";
+  std::string text = type == DType::kF64 ? "(double)INFINITY" : "INFINITY";
   return negative ? "-" + text : text;
 }
 
 std::string DialectSyntax::nan(DType type) const {
-  return type == DType::kF32 ? "NAN" : "(double)NAN";
+  return type == DType::kF64 ? "(double)NAN" : "NAN";
 }
 
-std::string_view scalar_type_name(DType type, std::string_view i32, std::string_view i64) {
+std::string_view scalar_type_name(DType type, const IntegerNames& names) {
   switch (type) {
+    case DType::kF16:
+    case DType::kBF16:
     case DType::kF32: return "float";
     case DType::kF64: return "double";
-    case DType::kI32: return i32;
-    case DType::kI64: return i64;
+    case DType::kBool:
+    case DType::kU8: return names.u8;
+    case DType::kI8: return names.i8;
+    case DType::kI16: return names.i16;
+    case DType::kU16: return names.u16;
+    case DType::kI32: return names.i32;
+    case DType::kU32: return names.u32;
+    case DType::kI64: return names.i64;
+    case DType::kU64: return names.u64;
   }
   return "?";
+}
+
+std::string_view DialectSyntax::storage_name(DType type) const {
+  return ir::is_narrow_float(type) ? type_name(DType::kU16) : type_name(type);
+}
+
+std::string_view DialectSyntax::unsigned_name(DType type) const {
+  return type_name(ir::dtype_size(type) == 8 ? DType::kU64 : DType::kU32);
+}
+
+std::string_view DialectSyntax::literal_suffix(DType type) const {
+  return type == DType::kU32 ? "u" : type == DType::kU64 ? "ull" : "";
 }
 
 bool is_c99_keyword(std::string_view identifier) {
@@ -113,21 +134,20 @@ void emit_binding_pointers(Printer& out, const KernelFrame& frame,
 
 std::string DialectSyntax::print_argument(ir::DType type, const std::string& value,
                                           std::string* conversion) const {
+  auto as = [&](const char* format, const char* cast) {
+    if (conversion) *conversion = format;
+    return std::string(cast) + "(" + value + ")";
+  };
   switch (type) {
-    case ir::DType::kF32:
-      if (conversion) *conversion = "%.9g";
-      return "(double)(" + value + ")";
-    case ir::DType::kF64:
-      if (conversion) *conversion = "%.17g";
-      return "(" + value + ")";
-    case ir::DType::kI32:
-      if (conversion) *conversion = "%d";
-      return "(int)(" + value + ")";
-    case ir::DType::kI64:
-      break;
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kF32: return as("%.9g", "(double)");
+    case DType::kF64: return as("%.17g", "");
+    case DType::kU32: return as("%u", "(unsigned)");
+    case DType::kI64: return as("%lld", "(long long)");
+    case DType::kU64: return as("%llu", "(unsigned long long)");
+    default: return as("%d", "(int)");  // bool and the integers up to 32 bits, promoted to int
   }
-  if (conversion) *conversion = "%lld";
-  return "(long long)(" + value + ")";
 }
 
 }  // namespace kiln::codegen::internal

@@ -69,9 +69,22 @@ class DialectSyntax {
   // For comments: "C", "OpenCL C", "CUDA C".
   virtual std::string_view name() const = 0;
 
-  // Type spellings: f32, f64, i32, i64 and the unsigned type of the same width as an integer type.
+  // Type spellings. type_name: a value of the type in expressions, locals and helpers (bool: the
+  // 8-bit unsigned type, holding 0 or 1; f16 and bf16: float, as their values are computed in
+  // f32). storage_name: an element in memory, what binding pointers point to (by default
+  // type_name, but f16 and bf16 are their 16-bit patterns: the 16-bit unsigned type).
   virtual std::string_view type_name(ir::DType type) const = 0;
-  virtual std::string_view unsigned_name(ir::DType type) const = 0;
+  virtual std::string_view storage_name(ir::DType type) const;
+  // The unsigned type that integer arithmetic of `type` wraps in without undefined behaviour:
+  // u32's for types of up to 32 bits (C promotes narrower ones to int), u64's for 64-bit ones.
+  std::string_view unsigned_name(ir::DType type) const;
+  // The suffix that gives an integer literal of `type` its type where C's default (int, or a
+  // wider signed type) is not it: "u" for u32, "ull" for u64 (OpenCL: "ul"); "" otherwise.
+  virtual std::string_view literal_suffix(ir::DType type) const;
+  // Whether f16 elements are loaded and stored with OpenCL's vload_half / vstore_half_rte
+  // (storage_name(kF16) is then "half"), rather than as bit patterns through the prelude's
+  // conversions.
+  virtual bool half_loads() const { return false; }
   // How the prelude's helper functions are declared ("static inline" by default).
   virtual std::string_view helper_qualifier() const;
   // The math builtin `base` ("exp", "fabs", "pow", ...) for f32 or f64 arguments.
@@ -110,7 +123,8 @@ class DialectSyntax {
   virtual void emit_file_begin(Printer& out, bool uses_heap, bool uses_print) const = 0;
   // printf's argument for `value` of `type` in a trace line, and its conversion ("%.9g") in
   // `*conversion` when not null: floats with the digits that read back to the same value.
-  // By default C's (float promoted to double, long long for i64).
+  // By default C's (float promoted to double, narrow integers as int, unsigned ones unsigned,
+  // long long for i64). f16 and bf16 are printed as f32 (the emitter rounds them first).
   virtual std::string print_argument(ir::DType type, const std::string& value, std::string* conversion) const;
   // Lines that enable language extensions the source needs (OpenCL C: cl_khr_fp64 when f64 is
   // used); first in the file. Nothing by default.
@@ -173,8 +187,13 @@ class StatusAbiDialect : public DialectSyntax {
 
 // Shared by the dialects (dialect.cc).
 
-// "float" and "double" for the float types, else the dialect's names of i32 and i64.
-std::string_view scalar_type_name(ir::DType type, std::string_view i32, std::string_view i64);
+// A dialect's names of the integer types.
+struct IntegerNames {
+  std::string_view i8, u8, i16, u16, i32, u32, i64, u64;
+};
+// "float" and "double" for f32 and f64, and for f16 and bf16 (computed in f32) "float"; else the
+// dialect's name of the integer type (bool: u8's).
+std::string_view scalar_type_name(ir::DType type, const IntegerNames& names);
 // The keywords of C99, which no dialect's kernel may be named.
 bool is_c99_keyword(std::string_view identifier);
 // The names kiln's own code uses: kiln_* and KILN_*.

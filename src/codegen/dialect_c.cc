@@ -16,11 +16,8 @@ class CDialect final : public DialectSyntax {
   std::string_view name() const override { return "C"; }
 
   std::string_view type_name(DType type) const override {
-    return scalar_type_name(type, "int32_t", "int64_t");
-  }
-
-  std::string_view unsigned_name(DType type) const override {
-    return type == DType::kI64 ? "uint64_t" : "uint32_t";
+    return scalar_type_name(type, {"int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t",
+                                   "int64_t", "uint64_t"});
   }
 
   std::string math_function(std::string_view base, DType type) const override {
@@ -76,7 +73,7 @@ class CDialect final : public DialectSyntax {
     out.line(std::string(frame.parallel ? "if (id->x >= s->workgroup_count[0]" : "if (id->x != 0u") +
              " || id->y != 0u || id->z != 0u) " + return_ok());
     emit_binding_pointers(out, frame, [&](const BindingInfo& b) {
-      std::string pointee = std::string(b.written ? "" : "const ") + std::string(type_name(b.type));
+      std::string pointee = std::string(b.written ? "" : "const ") + std::string(storage_name(b.type));
       return pointee + "* restrict " + b.var + " = (" + pointee + "*)s->bindings[" +
              std::to_string(b.index) + "];";
     });

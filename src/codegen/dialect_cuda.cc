@@ -22,11 +22,8 @@ class CudaDialect final : public StatusAbiDialect {
   std::string_view name() const override { return "CUDA C"; }
 
   std::string_view type_name(DType type) const override {
-    return scalar_type_name(type, "int", "long long");
-  }
-
-  std::string_view unsigned_name(DType type) const override {
-    return type == DType::kI64 ? "unsigned long long" : "unsigned int";
+    return scalar_type_name(type, {"signed char", "unsigned char", "short", "unsigned short", "int",
+                                   "unsigned int", "long long", "unsigned long long"});
   }
 
   std::string_view helper_qualifier() const override { return "static __device__ __forceinline__"; }
@@ -39,13 +36,13 @@ class CudaDialect final : public StatusAbiDialect {
   }
 
   std::string infinity(DType type, bool negative) const override {
-    if (type == DType::kF32) return negative ? "__int_as_float(0xff800000)" : "__int_as_float(0x7f800000)";
+    if (type != DType::kF64) return negative ? "__int_as_float(0xff800000)" : "__int_as_float(0x7f800000)";
     return negative ? "__longlong_as_double(0xfff0000000000000ll)"
                     : "__longlong_as_double(0x7ff0000000000000ll)";
   }
 
   std::string nan(DType type) const override {
-    return type == DType::kF32 ? "__int_as_float(0x7fc00000)"
+    return type != DType::kF64 ? "__int_as_float(0x7fc00000)"
                                : "__longlong_as_double(0x7ff8000000000000ll)";
   }
 
@@ -64,7 +61,7 @@ class CudaDialect final : public StatusAbiDialect {
                                         : "if (blockIdx.x != 0 || threadIdx.x != 0") +
              " || blockIdx.y != 0 || blockIdx.z != 0) " + return_ok());
     emit_binding_pointers(out, frame, [&](const BindingInfo& b) {
-      const std::string type(type_name(b.type));
+      const std::string type(storage_name(b.type));
       std::string pointee = std::string(b.written ? "" : "const ") + type;
       return pointee + "* __restrict__ " + b.var + " = (" + pointee + "*)KILN_BINDING(" + type +
              ", " + std::to_string(b.index) + ");";

@@ -21,11 +21,18 @@ class OpenCLDialect final : public StatusAbiDialect {
   std::string_view name() const override { return "OpenCL C"; }
 
   std::string_view type_name(DType type) const override {
-    return scalar_type_name(type, "int", "long");
+    return scalar_type_name(type, {"char", "uchar", "short", "ushort", "int", "uint", "long", "ulong"});
   }
 
-  std::string_view unsigned_name(DType type) const override {
-    return type == DType::kI64 ? "ulong" : "uint";
+  // f16 elements through vload_half / vstore_half_rte, which need no cl_khr_fp16 (a `half`
+  // pointer is allowed without it); bf16 ones as their bits.
+  std::string_view storage_name(DType type) const override {
+    return type == DType::kF16 ? "half" : DialectSyntax::storage_name(type);
+  }
+  bool half_loads() const override { return true; }
+
+  std::string_view literal_suffix(DType type) const override {
+    return type == DType::kU64 ? "ul" : DialectSyntax::literal_suffix(type);
   }
 
   // OpenCL C's math builtins are overloaded for float and double.
@@ -40,13 +47,21 @@ class OpenCLDialect final : public StatusAbiDialect {
 
   void emit_file_begin(Printer&, bool, bool) const override {}
 
-  // OpenCL's printf takes float and long as they are (double needs cl_khr_fp64).
+  // OpenCL's printf takes float and long as they are (double needs cl_khr_fp64); narrower
+  // integers are passed as int.
   std::string print_argument(ir::DType type, const std::string& value, std::string* conversion) const override {
-    if (conversion) {
-      *conversion = type == ir::DType::kF32 ? "%.9g" : type == ir::DType::kF64 ? "%.17g"
-                  : type == ir::DType::kI32 ? "%d" : "%ld";
+    const char* format = "%d";
+    const char* cast = "(int)";
+    switch (type) {
+      case DType::kF64: format = "%.17g", cast = ""; break;
+      case DType::kF32: case DType::kF16: case DType::kBF16: format = "%.9g", cast = "(float)"; break;
+      case DType::kU32: format = "%u", cast = "(uint)"; break;
+      case DType::kI64: format = "%ld", cast = "(long)"; break;
+      case DType::kU64: format = "%lu", cast = "(ulong)"; break;
+      default: break;
     }
-    return "(" + value + ")";
+    if (conversion) *conversion = format;
+    return std::string(cast) + "(" + value + ")";
   }
 
   void emit_extensions(Printer& out, bool uses_f64) const override {
@@ -60,7 +75,7 @@ class OpenCLDialect final : public StatusAbiDialect {
                                         : "if (get_group_id(0) != 0 || get_local_id(0) != 0") +
              " || get_group_id(1) != 0 || get_group_id(2) != 0) " + return_ok());
     emit_binding_pointers(out, frame, [&](const BindingInfo& b) {
-      const std::string type(type_name(b.type));
+      const std::string type(storage_name(b.type));
       std::string pointee = std::string(b.written ? "" : "const ") + type;
       return "__global " + pointee + "* restrict " + b.var + " = (__global " + pointee +
              "*)KILN_BINDING(" + type + ", " + std::to_string(b.index) + ");";

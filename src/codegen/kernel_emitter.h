@@ -96,14 +96,29 @@ class KernelEmitter {
   // A C truth value for `c != 0`.
   Result<Code> condition(const LExprRef& c);
   Code convert(const Code& code, DType from, DType to);
+  // An element of node binding `b` at `index` as a value of `type` (bool normalized to 0 or 1,
+  // f16 / bf16 converted to float), and the statement that stores `value` there.
+  Code load_element(const BindingInfo& b, DType type, const Code& index);
+  std::string store_element(const BindingInfo& b, DType type, const Code& index, const Code& value);
+  // A float value rounded to f16 / bf16 (what a store or a local of that type keeps).
+  Code round_narrow_float(const Code& x, DType type);
+  // The value a store of `value` writes, before a store of f16 / bf16 rounds it: expr(value),
+  // without a cast to that type, which the store's rounding makes (and which would round twice).
+  Result<Code> narrow_float_stored(const LExprRef& value);
   Code unary_float(Op op, const Code& x, DType type);
   // Integer + - * / and neg in type `type`, with the wrap-around / division rules.
   Code int_arith(Op op, Code a, Code b, DType type);
   Code int_neg(const Code& a, DType type);
+  // & | ^ ~ << >> of bool and integers.
+  Code bitwise(Op op, const Code& a, const Code& b, DType type);
+  Code shift(Op op, const Code& a, const Code& amount, DType type);
   Code int_const(int64_t value, DType type) const { return int_constant(value, type, d_); }
+  // The prelude's helper kiln_BASE_TYPE, of f32 for f16 and bf16 (their values are floats).
   std::string helper(std::string_view base, DType type) {
-    return helpers_.use("kiln_" + std::string(base) + "_" + std::string(ir::dtype_name(type)));
+    return helpers_.use("kiln_" + std::string(base) + "_" + std::string(ir::dtype_name(computed_in(type))));
   }
+  // The type a value of `type` is computed in: f32 for f16 and bf16, else itself.
+  static DType computed_in(DType type) { return ir::is_narrow_float(type) ? DType::kF32 : type; }
   std::string_view tname(DType type) const { return d_.type_name(type); }
   std::string var_name(int var) const { return "v" + std::to_string(var); }
   std::string local_name(int local) const {

@@ -323,11 +323,11 @@ Status KernelEmitter::statement_body(const LStmt& stmt, Printer& out, bool tail)
       // make_frame() checked that the value has the node's type.
       const BindingInfo& b = bindings_[binding_of_node_.at(stmt.node)];
       KILN_ASSIGN_OR_RETURN(Code at, offset(stmt.offset));
-      KILN_ASSIGN_OR_RETURN(Code value, expr(stmt.value));
+      KILN_ASSIGN_OR_RETURN(Code value, narrow_float_stored(stmt.value));
       // With shared rows, work item 0 stores for the workgroup (kernel_work_groups.cc).
       const std::string guard =
           in_group_mode_ ? "if (" + d_.work_item_index() + " == 0) " : std::string();
-      out.line(guard + b.var + "[" + at.text + "] = " + value.text + ";");
+      out.line(guard + store_element(b, stmt.value->type, at, value));
       return Status();
     }
     case LStmt::Kind::kLocalDecl:
@@ -340,7 +340,9 @@ Status KernelEmitter::statement_body(const LStmt& stmt, Printer& out, bool tail)
                      std::to_string(stmt.local) + " (" + std::string(ir::dtype_name(*type)) + ")");
       }
       KILN_ASSIGN_OR_RETURN(Code at, offset(stmt.offset));
-      KILN_ASSIGN_OR_RETURN(Code value, expr(stmt.value));
+      KILN_ASSIGN_OR_RETURN(Code value, narrow_float_stored(stmt.value));
+      // A local of f16 / bf16 keeps floats rounded to the type, as a store to memory would.
+      if (ir::is_narrow_float(*type)) value = round_narrow_float(value, *type);
       out.line(local_name(stmt.local) + "[" + at.text + "] = " + value.text + ";");
       return Status();
     }
@@ -388,6 +390,8 @@ Status KernelEmitter::trace(const LStmt& stmt, Printer& out) {
   const std::string more = "printf(\"" + format + " more\\n\"" + args + ");";
   for (const LExprRef& v : stmt.values) {
     KILN_ASSIGN_OR_RETURN(Code value, expr(v));
+    // f16 / bf16 values as the type holds them (the interpreter prints them so).
+    if (ir::is_narrow_float(v->type)) value = round_narrow_float(value, v->type);
     std::string conversion;
     args += ", " + d_.print_argument(v->type, value.text, &conversion);
     format += " " + conversion;

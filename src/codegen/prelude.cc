@@ -1,10 +1,15 @@
 // The helper functions of generated code: the parts of the loop IR's semantics (ir/loop.h) that
-// plain C operators do not give, written once in C syntax with the dialect's spellings.
+// plain C operators do not give, written once in C syntax with the dialect's spellings. This file
+// holds the set of helpers a file uses and the float helpers; prelude_halves.cc and
+// prelude_integers.cc hold the others (prelude_texts.h).
 #include <cctype>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 
 #include "codegen/dialect.h"
+#include "codegen/prelude_texts.h"
 
 namespace kiln::codegen::internal {
 
@@ -12,87 +17,26 @@ namespace {
 
 using ir::DType;
 
-struct HelperText {
-  const char* name;
-  const char* deps;  // space-separated
-  const char* text;  // with $tokens (see substitute())
-};
-
-// In dependency order. `$Q` is the helper qualifier, `$i32` etc. type names, `$u32` / `$u64`
-// unsigned types, `$I32MIN` etc. limits, `$expf` / `$exp` / `$sqrtf` / `$sqrt` math builtins.
-// Conversions of out-of-range unsigned values to signed types wrap (two's complement) in every
-// compiler kiln supports; signed arithmetic is never allowed to overflow.
-const HelperText kHelpers[] = {
-    // Conversions to integers: truncate toward zero, saturate, NaN -> 0.
-    {"kiln_f64_to_i32", "",
-     "$Q $i32 kiln_f64_to_i32($f64 x) {\n"
-     "  if (x != x) return 0;\n"
-     "  if (x >= 2147483648.0) return $I32MAX;\n"
-     "  if (x <= -2147483649.0) return $I32MIN;\n"
-     "  return ($i32)x;\n"
-     "}\n"},
-    {"kiln_f32_to_i32", "kiln_f64_to_i32",
-     "$Q $i32 kiln_f32_to_i32($f32 x) { return kiln_f64_to_i32(($f64)x); }\n"},
-    {"kiln_i64_to_i32", "",
-     "$Q $i32 kiln_i64_to_i32($i64 x) { return x > $I32MAX ? $I32MAX : x < $I32MIN ? $I32MIN : ($i32)x; }\n"},
-    {"kiln_f64_to_i64", "",
-     "$Q $i64 kiln_f64_to_i64($f64 x) {\n"
-     "  if (x != x) return 0;\n"
-     "  if (x >= 9223372036854775808.0) return $I64MAX;\n"
-     "  if (x < -9223372036854775808.0) return $I64MIN;\n"
-     "  return ($i64)x;\n"
-     "}\n"},
-    {"kiln_f32_to_i64", "kiln_f64_to_i64",
-     "$Q $i64 kiln_f32_to_i64($f32 x) { return kiln_f64_to_i64(($f64)x); }\n"},
-    // i32 arithmetic wraps around: computed in unsigned arithmetic.
-    {"kiln_add_i32", "",
-     "$Q $i32 kiln_add_i32($i32 a, $i32 b) { return ($i32)(($u32)a + ($u32)b); }\n"},
-    {"kiln_sub_i32", "",
-     "$Q $i32 kiln_sub_i32($i32 a, $i32 b) { return ($i32)(($u32)a - ($u32)b); }\n"},
-    {"kiln_mul_i32", "",
-     "$Q $i32 kiln_mul_i32($i32 a, $i32 b) { return ($i32)(($u32)a * ($u32)b); }\n"},
-    {"kiln_neg_i32", "", "$Q $i32 kiln_neg_i32($i32 a) { return ($i32)(0u - ($u32)a); }\n"},
-    {"kiln_abs_i32", "kiln_neg_i32",
-     "$Q $i32 kiln_abs_i32($i32 a) { return a < 0 ? kiln_neg_i32(a) : a; }\n"},
-    // Division truncates toward zero; x / 0 == 0 and MIN / -1 == MIN (never a trap).
-    {"kiln_div_i32", "kiln_neg_i32",
-     "$Q $i32 kiln_div_i32($i32 a, $i32 b) {\n"
-     "  if (b == 0) return 0;\n"
-     "  if (b == -1) return kiln_neg_i32(a);\n"
-     "  return a / b;\n"
-     "}\n"},
-    // i64 likewise (only where the emitter cannot show that plain C arithmetic stays in range).
-    {"kiln_add_i64", "",
-     "$Q $i64 kiln_add_i64($i64 a, $i64 b) { return ($i64)(($u64)a + ($u64)b); }\n"},
-    {"kiln_sub_i64", "",
-     "$Q $i64 kiln_sub_i64($i64 a, $i64 b) { return ($i64)(($u64)a - ($u64)b); }\n"},
-    {"kiln_mul_i64", "",
-     "$Q $i64 kiln_mul_i64($i64 a, $i64 b) { return ($i64)(($u64)a * ($u64)b); }\n"},
-    {"kiln_neg_i64", "", "$Q $i64 kiln_neg_i64($i64 a) { return ($i64)(0u - ($u64)a); }\n"},
-    {"kiln_abs_i64", "kiln_neg_i64",
-     "$Q $i64 kiln_abs_i64($i64 a) { return a < 0 ? kiln_neg_i64(a) : a; }\n"},
-    {"kiln_div_i64", "kiln_neg_i64",
-     "$Q $i64 kiln_div_i64($i64 a, $i64 b) {\n"
-     "  if (b == 0) return 0;\n"
-     "  if (b == -1) return kiln_neg_i64(a);\n"
-     "  return a / b;\n"
-     "}\n"},
+// In dependency order. `$Q` is the helper qualifier, `$f32` etc. type names (`$u16` / `$u32` /
+// `$u64` the unsigned ones), `$I32MIN` etc. limits, `$expf` / `$exp` / `$sqrtf` / `$sqrt` math
+// builtins, `$INF32` / `$NINF32` / `$NAN32` special floats.
+const HelperText kFloatHelpers[] = {
     // 32-byte vectors of small inner loops (kernel_vectors.cc), loaded and stored through
     // memcpy: any alignment, no aliasing assumption.
-    {"kiln_vf32", "", "typedef $f32 kiln_vf32 __attribute__((vector_size(32)));\n"},
-    {"kiln_vld_f32", "kiln_vf32",
+    {"kiln_vf32", "", "", "typedef $f32 kiln_vf32 __attribute__((vector_size(32)));\n"},
+    {"kiln_vld_f32", "", "kiln_vf32",
      "$Q kiln_vf32 kiln_vld_f32(const $f32* p) { kiln_vf32 v; __builtin_memcpy(&v, p, sizeof v); return v; }\n"},
-    {"kiln_vst_f32", "kiln_vf32",
+    {"kiln_vst_f32", "", "kiln_vf32",
      "$Q void kiln_vst_f32($f32* p, kiln_vf32 v) { __builtin_memcpy(p, &v, sizeof v); }\n"},
-    {"kiln_vf64", "", "typedef $f64 kiln_vf64 __attribute__((vector_size(32)));\n"},
-    {"kiln_vld_f64", "kiln_vf64",
+    {"kiln_vf64", "", "", "typedef $f64 kiln_vf64 __attribute__((vector_size(32)));\n"},
+    {"kiln_vld_f64", "", "kiln_vf64",
      "$Q kiln_vf64 kiln_vld_f64(const $f64* p) { kiln_vf64 v; __builtin_memcpy(&v, p, sizeof v); return v; }\n"},
-    {"kiln_vst_f64", "kiln_vf64",
+    {"kiln_vst_f64", "", "kiln_vf64",
      "$Q void kiln_vst_f64($f64* p, kiln_vf64 v) { __builtin_memcpy(p, &v, sizeof v); }\n"},
     // b where `pick` is non-zero, else a: bits selected by a mask instead of a jump, so that a
     // loop of max / min / relu vectorizes (GCC needs if-conversion for `?:` on floats, which
     // the cpu driver turns off; see cpu_compiler.cc).
-    {"kiln_pick_f32", "",
+    {"kiln_pick_f32", "", "",
      "$Q $f32 kiln_pick_f32(int pick, $f32 a, $f32 b) {\n"
      "  union { $f32 f; $u32 u; } x, y;\n"
      "  x.f = a;\n"
@@ -101,7 +45,7 @@ const HelperText kHelpers[] = {
      "  x.u = (x.u & ~m) | (y.u & m);\n"
      "  return x.f;\n"
      "}\n"},
-    {"kiln_pick_f64", "",
+    {"kiln_pick_f64", "", "",
      "$Q $f64 kiln_pick_f64(int pick, $f64 a, $f64 b) {\n"
      "  union { $f64 f; $u64 u; } x, y;\n"
      "  x.f = a;\n"
@@ -112,25 +56,19 @@ const HelperText kHelpers[] = {
      "}\n"},
     // max / min: NaN if either operand is NaN (a if both are); otherwise like std::max /
     // std::min (a on a tie).
-    {"kiln_max_f32", "kiln_pick_f32",
+    {"kiln_max_f32", "", "kiln_pick_f32",
      "$Q $f32 kiln_max_f32($f32 a, $f32 b) { return kiln_pick_f32((a == a) & ((b != b) | (a < b)), a, b); }\n"},
-    {"kiln_min_f32", "kiln_pick_f32",
+    {"kiln_min_f32", "", "kiln_pick_f32",
      "$Q $f32 kiln_min_f32($f32 a, $f32 b) { return kiln_pick_f32((a == a) & ((b != b) | (b < a)), a, b); }\n"},
-    {"kiln_max_f64", "kiln_pick_f64",
+    {"kiln_max_f64", "", "kiln_pick_f64",
      "$Q $f64 kiln_max_f64($f64 a, $f64 b) { return kiln_pick_f64((a == a) & ((b != b) | (a < b)), a, b); }\n"},
-    {"kiln_min_f64", "kiln_pick_f64",
+    {"kiln_min_f64", "", "kiln_pick_f64",
      "$Q $f64 kiln_min_f64($f64 a, $f64 b) { return kiln_pick_f64((a == a) & ((b != b) | (b < a)), a, b); }\n"},
-    {"kiln_max_i32", "", "$Q $i32 kiln_max_i32($i32 a, $i32 b) { return a < b ? b : a; }\n"},
-    {"kiln_min_i32", "", "$Q $i32 kiln_min_i32($i32 a, $i32 b) { return b < a ? b : a; }\n"},
-    {"kiln_max_i64", "", "$Q $i64 kiln_max_i64($i64 a, $i64 b) { return a < b ? b : a; }\n"},
-    {"kiln_min_i64", "", "$Q $i64 kiln_min_i64($i64 a, $i64 b) { return b < a ? b : a; }\n"},
     // relu(x) = max(x, 0): NaN stays NaN, -0 becomes +0.
-    {"kiln_relu_f32", "kiln_pick_f32",
+    {"kiln_relu_f32", "", "kiln_pick_f32",
      "$Q $f32 kiln_relu_f32($f32 x) { return kiln_pick_f32(x <= 0.0f, x, 0.0f); }\n"},
-    {"kiln_relu_f64", "kiln_pick_f64",
+    {"kiln_relu_f64", "", "kiln_pick_f64",
      "$Q $f64 kiln_relu_f64($f64 x) { return kiln_pick_f64(x <= 0.0, x, 0.0); }\n"},
-    {"kiln_relu_i32", "", "$Q $i32 kiln_relu_i32($i32 x) { return x < 0 ? 0 : x; }\n"},
-    {"kiln_relu_i64", "", "$Q $i64 kiln_relu_i64($i64 x) { return x < 0 ? 0 : x; }\n"},
     // exp, log, tanh and erf of f32 for dialects with DialectSyntax::own_math_f32 (C), each within a
     // stated number of ulps of the correctly rounded value (tests/codegen/math_accuracy_test.cc
     // sweeps them against libm; docs/language.md), and exactly libm's value at the special
@@ -139,10 +77,11 @@ const HelperText kHelpers[] = {
     // exp(x) = 2^n exp(r) with
     // n = round(x / ln 2) and r = x - n ln 2 (ln 2 in two parts, so r is exact), exp(r) by its
     // Taylor polynomial of degree 7 on |r| <= ln 2 / 2, and 2^n applied in two halves so that
-    // subnormal results and n = 128 come out right. At most 1 ulp.
-    {"kiln_exp_f32", "kiln_pick_f32",
+    // subnormal results and n = 128 come out right. At most 1 ulp. NaN is clamped too (to -104),
+    // so that no NaN is converted to an integer (undefined in C), and picked at the end.
+    {"kiln_exp_f32", "", "kiln_pick_f32",
      "$Q $f32 kiln_exp_f32($f32 x) {\n"
-     "  const $f32 c = kiln_pick_f32(x < -104.0f, kiln_pick_f32(x > 89.0f, x, 89.0f), -104.0f);\n"
+     "  const $f32 c = kiln_pick_f32(!(x >= -104.0f), kiln_pick_f32(x > 89.0f, x, 89.0f), -104.0f);\n"
      "  const $f32 n = (c * 1.44269504f + 12582912.0f) - 12582912.0f;\n"
      "  const $f32 r = (c - n * 0.693359375f) - n * -2.12194440e-4f;\n"
      "  $f32 p = 1.98412698e-4f;\n"
@@ -164,7 +103,7 @@ const HelperText kHelpers[] = {
     // log(x) = e ln 2 + log(m) with x = m 2^e, m in [sqrt(1/2), sqrt(2)) (subnormal x scaled by
     // 2^23 first), log(m) = log(1 + f) = 2 atanh(s) with s = f / (2 + f), by its series to s^11
     // (|s| < 0.172). At most 1 ulp.
-    {"kiln_log_f32", "kiln_pick_f32",
+    {"kiln_log_f32", "", "kiln_pick_f32",
      "$Q $f32 kiln_log_f32($f32 x) {\n"
      "  const $i32 sub = x < 1.17549435e-38f;\n"
      "  union { $f32 f; $u32 u; } b;\n"
@@ -187,7 +126,7 @@ const HelperText kHelpers[] = {
      "}\n"},
     // tanh(x) = sign(x) (1 - 2 / (exp(2|x|) + 1)) for |x| >= 0.55, and its odd Taylor polynomial
     // to x^19 below (where the first form would cancel). At most 2 ulp.
-    {"kiln_tanh_f32", "kiln_pick_f32 kiln_exp_f32",
+    {"kiln_tanh_f32", "", "kiln_pick_f32 kiln_exp_f32",
      "$Q $f32 kiln_tanh_f32($f32 x) {\n"
      "  const $f32 a = $fabsf(x), s = a * a;\n"
      "  $f32 p = -2.391291142e-4f;\n"
@@ -208,7 +147,7 @@ const HelperText kHelpers[] = {
     // (1 - exp(g(t))) with g(t) = log(erfc(t)) by a polynomial of degree 7 on t = min(|x|, 4) in
     // [0.9, 4] (erfc(4) < 2^-25, so 4 and beyond round to 1). Both fitted minimax in double and
     // rounded to f32. At most 1 ulp over every f32 (checked exhaustively, with and without fma).
-    {"kiln_erf_f32", "kiln_pick_f32 kiln_exp_f32",
+    {"kiln_erf_f32", "", "kiln_pick_f32 kiln_exp_f32",
      "$Q $f32 kiln_erf_f32($f32 x) {\n"
      "  const $f32 a = $fabsf(x), s = x * x, t = kiln_pick_f32(a > 4.0f, a, 4.0f);\n"
      "  $f32 p = 8.538839029e-05f;\n"
@@ -230,23 +169,60 @@ const HelperText kHelpers[] = {
      "  return kiln_pick_f32(a < 0.9f, $copysignf(big, x), small);\n"
      "}\n"},
     // sigmoid(x) = 1 / (1 + exp(-x)); rsqrt(x) = 1 / sqrt(x).
-    {"kiln_sigmoid_f32", "",
+    {"kiln_sigmoid_f32", "", "",
      "$Q $f32 kiln_sigmoid_f32($f32 x) { return 1.0f / (1.0f + $expf(-x)); }\n"},
-    {"kiln_sigmoid_f64", "",
+    {"kiln_sigmoid_f64", "", "",
      "$Q $f64 kiln_sigmoid_f64($f64 x) { return 1.0 / (1.0 + $exp(-x)); }\n"},
-    {"kiln_rsqrt_f32", "", "$Q $f32 kiln_rsqrt_f32($f32 x) { return 1.0f / $sqrtf(x); }\n"},
-    {"kiln_rsqrt_f64", "", "$Q $f64 kiln_rsqrt_f64($f64 x) { return 1.0 / $sqrt(x); }\n"},
+    {"kiln_rsqrt_f32", "", "", "$Q $f32 kiln_rsqrt_f32($f32 x) { return 1.0f / $sqrtf(x); }\n"},
+    {"kiln_rsqrt_f64", "", "", "$Q $f64 kiln_rsqrt_f64($f64 x) { return 1.0 / $sqrt(x); }\n"},
 };
 
-std::string substitute(std::string_view text, const DialectSyntax& d) {
-  const std::map<std::string, std::string, std::less<>> tokens = {
+// A float literal of 2^exponent (exact), with `suffix` ("f" for f32).
+std::string power_of_two(int exponent, bool negative, std::string_view suffix) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%s%.1f", negative ? "-" : "", std::ldexp(1.0, exponent));
+  return text + std::string(suffix);
+}
+
+// The tokens of a typed helper of type `t` (see prelude_integers.cc), or none for "".
+std::map<std::string, std::string, std::less<>> type_tokens(std::string_view name, const DialectSyntax& d) {
+  std::map<std::string, std::string, std::less<>> tokens;
+  if (name.empty()) return tokens;
+  const DType t = *ir::dtype_from_name(name);
+  tokens["t"] = std::string(name);
+  tokens["T"] = std::string(d.type_name(t));
+  tokens["U"] = std::string(d.unsigned_name(t));
+  const int bits = ir::dtype_bits(t);
+  tokens["BITS"] = std::to_string(bits);
+  const std::string suffix(d.literal_suffix(t));
+  if (!ir::is_integer_type(t)) return tokens;
+  if (ir::is_unsigned_type(t)) {
+    tokens["MIN"] = "0";
+    tokens["MAX"] = (bits == 64 ? std::string("18446744073709551615") : std::to_string((uint64_t{1} << bits) - 1)) + suffix;
+    tokens["LO"] = "0.0";
+    tokens["HI"] = power_of_two(bits, false, "");
+  } else {
+    tokens["MIN"] = bits >= 32 ? d.int_limit(t, false) : std::to_string(-(int64_t{1} << (bits - 1)));
+    tokens["MAX"] = bits >= 32 ? d.int_limit(t, true) : std::to_string((int64_t{1} << (bits - 1)) - 1);
+    tokens["LO"] = power_of_two(bits - 1, true, "");
+    tokens["HI"] = power_of_two(bits - 1, false, "");
+  }
+  tokens["LOf"] = tokens["LO"] + "f";
+  tokens["HIf"] = tokens["HI"] + "f";
+  return tokens;
+}
+
+// `text` with its $tokens replaced: the dialect's, then those of the helper's type (if typed).
+std::string substitute(std::string_view text, const DialectSyntax& d, std::string_view type = "") {
+  std::map<std::string, std::string, std::less<>> tokens = {
       {"Q", std::string(d.helper_qualifier())},
       {"f32", std::string(d.type_name(DType::kF32))},
       {"f64", std::string(d.type_name(DType::kF64))},
       {"i32", std::string(d.type_name(DType::kI32))},
       {"i64", std::string(d.type_name(DType::kI64))},
-      {"u32", std::string(d.unsigned_name(DType::kI32))},
-      {"u64", std::string(d.unsigned_name(DType::kI64))},
+      {"u16", std::string(d.type_name(DType::kU16))},
+      {"u32", std::string(d.type_name(DType::kU32))},
+      {"u64", std::string(d.type_name(DType::kU64))},
       {"I32MIN", d.int_limit(DType::kI32, false)},
       {"I32MAX", d.int_limit(DType::kI32, true)},
       {"I64MIN", d.int_limit(DType::kI64, false)},
@@ -261,6 +237,7 @@ std::string substitute(std::string_view text, const DialectSyntax& d) {
       {"sqrtf", d.math_function("sqrt", DType::kF32)},
       {"sqrt", d.math_function("sqrt", DType::kF64)},
   };
+  tokens.merge(type_tokens(type, d));
   std::string out;
   for (size_t i = 0; i < text.size();) {
     if (text[i] != '$') {
@@ -279,22 +256,35 @@ std::string substitute(std::string_view text, const DialectSyntax& d) {
 
 }  // namespace
 
+std::span<const HelperText> float_helpers() { return kFloatHelpers; }
+
 HelperSet::HelperSet(const DialectSyntax& dialect) {
-  for (const HelperText& h : kHelpers) {
+  auto add = [&](const HelperText& h, std::string_view type) {
     Helper helper;
-    helper.name = h.name;
+    helper.name = substitute(h.name, dialect, type);
     std::string_view deps = h.deps;
     while (!deps.empty()) {
       size_t space = deps.find(' ');
-      helper.deps.emplace_back(deps.substr(0, space));
+      helper.deps.push_back(substitute(deps.substr(0, space), dialect, type));
       deps = space == std::string_view::npos ? std::string_view() : deps.substr(space + 1);
     }
     // A helper that calls exp of f32 calls kiln's own where the dialect has it.
     if (dialect.own_math_f32() && std::string_view(h.text).find("$expf(") != std::string_view::npos) {
       helper.deps.emplace_back("kiln_exp_f32");
     }
-    helper.text = substitute(h.text, dialect);
+    helper.text = substitute(h.text, dialect, type);
     helpers_.push_back(std::move(helper));
+  };
+  for (std::span<const HelperText> list : {half_helpers(), integer_helpers(), float_helpers()}) {
+    for (const HelperText& h : list) {
+      std::string_view types = h.types;
+      if (types.empty()) add(h, "");
+      while (!types.empty()) {
+        const size_t space = types.find(' ');
+        add(h, types.substr(0, space));
+        types = space == std::string_view::npos ? std::string_view() : types.substr(space + 1);
+      }
+    }
   }
 }
 

@@ -6,10 +6,15 @@
 static inline int32_t kiln_f64_to_i32(double x) {
   if (x != x) return 0;
   if (x >= 2147483648.0) return INT32_MAX;
-  if (x <= -2147483649.0) return INT32_MIN;
+  if (x <= -2147483648.0) return INT32_MIN;
   return (int32_t)x;
 }
-static inline int32_t kiln_f32_to_i32(float x) { return kiln_f64_to_i32((double)x); }
+static inline int32_t kiln_f32_to_i32(float x) {
+  if (x != x) return 0;
+  if (x >= 2147483648.0f) return INT32_MAX;
+  if (x <= -2147483648.0f) return INT32_MIN;
+  return (int32_t)x;
+}
 static inline int32_t kiln_add_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
 static inline int32_t kiln_sub_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a - (uint32_t)b); }
 static inline int32_t kiln_mul_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a * (uint32_t)b); }
@@ -20,6 +25,9 @@ static inline int32_t kiln_div_i32(int32_t a, int32_t b) {
   if (b == -1) return kiln_neg_i32(a);
   return a / b;
 }
+static inline int32_t kiln_max_i32(int32_t a, int32_t b) { return a < b ? b : a; }
+static inline int32_t kiln_min_i32(int32_t a, int32_t b) { return b < a ? b : a; }
+static inline int32_t kiln_relu_i32(int32_t x) { return x < 0 ? 0 : x; }
 static inline float kiln_pick_f32(int pick, float a, float b) {
   union { float f; uint32_t u; } x, y;
   x.f = a;
@@ -40,13 +48,10 @@ static inline float kiln_max_f32(float a, float b) { return kiln_pick_f32((a == 
 static inline float kiln_min_f32(float a, float b) { return kiln_pick_f32((a == a) & ((b != b) | (b < a)), a, b); }
 static inline double kiln_max_f64(double a, double b) { return kiln_pick_f64((a == a) & ((b != b) | (a < b)), a, b); }
 static inline double kiln_min_f64(double a, double b) { return kiln_pick_f64((a == a) & ((b != b) | (b < a)), a, b); }
-static inline int32_t kiln_max_i32(int32_t a, int32_t b) { return a < b ? b : a; }
-static inline int32_t kiln_min_i32(int32_t a, int32_t b) { return b < a ? b : a; }
 static inline float kiln_relu_f32(float x) { return kiln_pick_f32(x <= 0.0f, x, 0.0f); }
 static inline double kiln_relu_f64(double x) { return kiln_pick_f64(x <= 0.0, x, 0.0); }
-static inline int32_t kiln_relu_i32(int32_t x) { return x < 0 ? 0 : x; }
 static inline float kiln_exp_f32(float x) {
-  const float c = kiln_pick_f32(x < -104.0f, kiln_pick_f32(x > 89.0f, x, 89.0f), -104.0f);
+  const float c = kiln_pick_f32(!(x >= -104.0f), kiln_pick_f32(x > 89.0f, x, 89.0f), -104.0f);
   const float n = (c * 1.44269504f + 12582912.0f) - 12582912.0f;
   const float r = (c - n * 0.693359375f) - n * -2.12194440e-4f;
   float p = 1.98412698e-4f;
