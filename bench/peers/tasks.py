@@ -19,6 +19,11 @@ TASKS = {
     "softmax": {"what": "row softmax 4096×1024", "inputs": [(4096, 1024)], "reps": 20},
     "rowsum": {"what": "row sum 4096×1024", "inputs": [(4096, 1024)], "reps": 50},
     "relu_fma": {"what": "relu(a·b + c) over 2^24 f32", "inputs": [(1 << 24,)] * 3, "reps": 10},
+    # Element types (language version 3): `dtype` bf16 makes the peers' inputs bf16 (kiln's come
+    # from `kiln run`'s random inputs of the declared types); peers without bf16 skip the row.
+    "matmul1024_bf16": {"what": "1024³ product, bf16 operands (kiln: f32 result through gemm; PyTorch: torch.matmul "
+                                "of bf16)", "inputs": [(1024, 1024), (1024, 1024)], "reps": 10, "dtype": "bf16"},
+    "relu_fma_bf16": {"what": "relu(a·b + c) over 2^24 bf16", "inputs": [(1 << 24,)] * 3, "reps": 10, "dtype": "bf16"},
     "tiny_add": {"what": "launch: y = a + b on 256 f32, run to completion", "inputs": [(256,), (256,)],
                  "reps": 2000},
     # `int_inputs`: which inputs are i32 positions into dimension 0 of the first input; kiln reads
@@ -52,6 +57,13 @@ def kiln_program(task):
     if task == "embedding":
         return ("input e : f32[32768, 128]\ninput t : i32[65536]\noutput out : f32[65536, 128]\n"
                 "out[i, j] = e[t[i], j]\n")
+    if task == "matmul1024_bf16":
+        return ("input a : bf16[1024, 1024]\ninput b : bf16[1024, 1024]\noutput c : f32[1024, 1024]\n"
+                "call gemm(a, b) -> c\n")
+    if task == "relu_fma_bf16":
+        n = 1 << 24
+        return (f"input a : bf16[{n}]\ninput b : bf16[{n}]\ninput c : bf16[{n}]\noutput y : bf16[{n}]\n"
+                "y[i] = relu(a[i] * b[i] + c[i])\n")
     if task.startswith("matmul"):
         n = 512 if task == "matmul512" else 1024
         return (f"input a : f32[{n}, {n}]\ninput b : f32[{n}, {n}]\noutput c : f32[{n}, {n}]\n"

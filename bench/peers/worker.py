@@ -140,6 +140,8 @@ class Skip(Exception):
 
 
 def make_numpy(task):
+    if TASKS[task].get("dtype") == "bf16":
+        raise Skip("bf16 is not written for this peer here")
     if task == "mlp_epoch":
         return numpy_epoch_fn()
     if task == "digits":
@@ -201,6 +203,20 @@ def make_torch(task):
     if task == "digits":
         return torch_digits_fn(torch)
     ins = [torch.from_numpy(a) for a in inputs(task)]
+    if TASKS[task].get("dtype") == "bf16":
+        ins = [a.bfloat16() for a in ins]
+    if task == "matmul1024_bf16":
+        a, b = ins
+        out = torch.empty_like(a)
+        return lambda: torch.matmul(a, b, out=out)
+    if task == "relu_fma_bf16":
+        a, b, c = ins
+        out = torch.empty_like(a)
+
+        def relu_fma_bf16():
+            torch.addcmul(c, a, b, out=out)
+            out.relu_()
+        return relu_fma_bf16
     if task.startswith("matmul"):
         a, b = ins
         out = torch.empty_like(a)
@@ -244,6 +260,8 @@ def make_torch(task):
 def make_iree(task):
     import iree.compiler as compiler
     import iree.runtime as rt
+    if TASKS[task].get("dtype") == "bf16":
+        raise Skip("bf16 is not written for this peer here")
     if task in TRAINING:
         raise Skip("training is not written for IREE here")
     if task == "embedding":
@@ -264,6 +282,8 @@ def make_iree(task):
 def make_tinygrad(task):
     os.environ.setdefault("DEV", "CPU")  # tinygrad's CPU backend (C through clang), before import
     from tinygrad import Device, Tensor, TinyJit
+    if TASKS[task].get("dtype") == "bf16":
+        raise Skip("bf16 is not written for this peer here")
     if task in TRAINING:
         raise Skip("training is not written for tinygrad here")
     if task == "embedding":
