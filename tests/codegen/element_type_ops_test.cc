@@ -101,8 +101,6 @@ struct Case {
   bool approximate = false;    // library math: close, not the same bits
 };
 
-bool is_bitwise(Op op) { return op == Op::kBitNot || op == Op::kBitAnd || op == Op::kBitOr || op == Op::kBitXor; }
-
 std::vector<Case> cases_of(DType t) {
   std::vector<Case> cases;
   const bool is_float = ir::is_float_type(t);

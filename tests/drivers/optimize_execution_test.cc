@@ -19,6 +19,7 @@
 #include "kiln/hal/device.h"
 #include "kiln/hal/queue.h"
 #include "kiln/loop/loop.h"
+#include "kiln/loop/op_eval.h"
 #include "kiln/loop/optimize.h"
 
 namespace kiln {
@@ -46,13 +47,13 @@ std::vector<unsigned char> bytes_of(const NodeBuffer& b) {
   const size_t size = ir::dtype_size(b.type);
   std::vector<unsigned char> out(b.values.size() * size);
   for (size_t i = 0; i < b.values.size(); ++i) {
-    unsigned char* p = out.data() + i * size;
-    switch (b.type) {
-      case DType::kF32: { float x = static_cast<float>(b.values[i]); std::memcpy(p, &x, 4); break; }
-      case DType::kF64: std::memcpy(p, &b.values[i], 8); break;
-      case DType::kI32: { int32_t x = static_cast<int32_t>(b.values[i]); std::memcpy(p, &x, 4); break; }
-      case DType::kI64: { int64_t x = static_cast<int64_t>(b.values[i]); std::memcpy(p, &x, 8); break; }
+    ir::Scalar v;
+    if (ir::is_float_type(b.type)) {
+      v.f = b.values[i];
+    } else {
+      v.i = static_cast<int64_t>(b.values[i]);
     }
+    ir::store_scalar(b.type, v, out.data() + i * size);
   }
   return out;
 }
@@ -60,13 +61,8 @@ std::vector<unsigned char> bytes_of(const NodeBuffer& b) {
 void read_back(const std::vector<unsigned char>& bytes, NodeBuffer* b) {
   const size_t size = ir::dtype_size(b->type);
   for (size_t i = 0; i < b->values.size(); ++i) {
-    const unsigned char* p = bytes.data() + i * size;
-    switch (b->type) {
-      case DType::kF32: { float x; std::memcpy(&x, p, 4); b->values[i] = x; break; }
-      case DType::kF64: std::memcpy(&b->values[i], p, 8); break;
-      case DType::kI32: { int32_t x; std::memcpy(&x, p, 4); b->values[i] = x; break; }
-      case DType::kI64: { int64_t x; std::memcpy(&x, p, 8); b->values[i] = static_cast<double>(x); break; }
-    }
+    const ir::Scalar v = ir::load_scalar(b->type, bytes.data() + i * size);
+    b->values[i] = ir::is_float_type(b->type) ? v.f : ir::int_to_double(b->type, v.i);
   }
 }
 
