@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstring>
 #include <mutex>
+#include <new>
 
 #include "kiln/base/log.h"
 #include "kiln/ir/call.h"
@@ -69,7 +70,14 @@ Registry::Registry() : id_(next_registry_id.fetch_add(1, std::memory_order_relax
 Registry& Registry::global() {
   static Registry* registry = [] {
     auto* r = new Registry();  // never destroyed: functions may be called until the process ends
-    Status status = register_builtins(*r);
+    Status status;
+    try {
+      status = register_builtins(*r);
+    } catch (const std::bad_alloc&) {
+      // Under a small address-space limit (ulimit -v): the built-ins registered so far stay, and
+      // a call of a missing one fails naming it; nothing ends the process.
+      status = resource_exhausted_error("no memory to register every built-in function");
+    }
     if (!status.ok()) KILN_LOG(kError, "registering the RAL built-ins: " + status.to_string());
     return r;
   }();

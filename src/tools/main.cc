@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 #include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,12 @@ constexpr size_t kThreadStackBytes = size_t{16} << 20;
 int run_guarded(const std::vector<std::string>& args) {
   try {
     return kiln::tools::run_cli(args);
+  } catch (const std::bad_alloc&) {
+    // The standard library's containers throw where the host has no memory left: not a bug of
+    // kiln's, but the limit the user set or the machine's.
+    std::fprintf(stderr, "kiln: out of memory: the host could not allocate what kiln needs (an address-space "
+                         "limit such as ulimit -v, or the machine's memory used up)\n");
+    return kiln::tools::kExitRuntime;
   } catch (const std::exception& e) {  // every failure is a Status; this is a last resort
     std::fprintf(stderr, "kiln: internal error: %s\n", e.what());
     return kiln::tools::kExitRuntime;
