@@ -29,6 +29,7 @@ class BuiltinChecker {
   void run() {
     const std::string& f = call_.function;
     if (f == "gemm") gemm();
+    else if (f == "qgemm") qgemm();
     else if (f == "sort" || f == "argsort") sort(f == "argsort");
     else if (f == "topk") topk();
     else if (f == "random_uniform" || f == "random_normal") random();
@@ -136,6 +137,34 @@ class BuiltinChecker {
     }
   }
 
+  // qgemm(a, b, scale_a, scale_b) -> c: i8 operands (2-D), f32 scales of op(a)'s rows and op(b)'s
+  // columns, an f32 c.
+  void qgemm() {
+    const TensorNode &a = arg(0), &b = arg(1), &sa = arg(2), &sb = arg(3), &c = out(0);
+    bool ok = rank_between(a, arg_loc(0), 2, 2) & rank_between(b, arg_loc(1), 2, 2) &
+              rank_between(sa, arg_loc(2), 1, 1) & rank_between(sb, arg_loc(3), 1, 1) & rank_between(c, out_loc(0), 2, 2);
+    ok = type_in(a, arg_loc(0), {DType::kI8}) & type_in(b, arg_loc(1), {DType::kI8}) & type_in(sa, arg_loc(2), {DType::kF32}) &
+         type_in(sb, arg_loc(3), {DType::kF32}) & type_in(c, out_loc(0), {DType::kF32}) & ok;
+    if (!ok) return;
+    const bool ta = call_attribute(call_, "transpose_a") != 0, tb = call_attribute(call_, "transpose_b") != 0;
+    const SizeExpr m = a.dimension(ta ? 1 : 0), k = a.dimension(ta ? 0 : 1);
+    const SizeExpr kb = b.dimension(tb ? 1 : 0), n = b.dimension(tb ? 0 : 1);
+    auto text = [](const SizeExpr& e) { return e.is_constant() ? std::to_string(e.offset) : size_expr_text(e, {}); };
+    if (k != kb) {
+      return error(arg_loc(1), "op(" + a.name + ") is " + text(m) + "×" + text(k) + " and op(" + b.name + ") " +
+                                   text(kb) + "×" + text(n) + ": their inner dimensions differ");
+    }
+    if (c.dimension(0) != m || c.dimension(1) != n) {
+      return error(out_loc(0), "'" + c.name + "' is " + shape_string(c) + "; it must be f32[" + text(m) + ", " + text(n) + "]");
+    }
+    if (sa.dimension(0) != m) {
+      return error(arg_loc(2), "'" + sa.name + "' is " + shape_string(sa) + "; it must be f32[" + text(m) + "], a scale per row of op(" + a.name + ")");
+    }
+    if (sb.dimension(0) != n) {
+      return error(arg_loc(3), "'" + sb.name + "' is " + shape_string(sb) + "; it must be f32[" + text(n) + "], a scale per column of op(" + b.name + ")");
+    }
+  }
+
   void sort(bool indices) {
     const TensorNode &x = arg(0), &y = out(0);
     if (!rank_between(x, arg_loc(0), 1, 4)) return;
@@ -231,6 +260,7 @@ class BuiltinChecker {
 const std::vector<BuiltinCall>& builtin_calls() {
   static const std::vector<BuiltinCall> calls = {
       {"gemm", 2, 1, {{"transpose_a", 0, Rule::kFlag}, {"transpose_b", 0, Rule::kFlag}, {"alpha", 1, Rule::kFinite}, {"beta", 0, Rule::kFinite}, {"batch", 0, Rule::kCount}}},
+      {"qgemm", 4, 1, {{"transpose_a", 0, Rule::kFlag}, {"transpose_b", 0, Rule::kFlag}}},
       {"sort", 1, 1, {{"descending", 0, Rule::kFlag}}},
       {"argsort", 1, 1, {{"descending", 0, Rule::kFlag}}},
       {"topk", 1, 2, {}},

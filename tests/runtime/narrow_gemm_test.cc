@@ -114,6 +114,55 @@ TEST_P(NarrowGemmTest, I8SumsBeyondI8) {
   EXPECT_EQ(c[4], 40 * 127 * 127);
 }
 
+// qgemm: the i8 product's i32 sums, times a scale per row of op(a) and per column of op(b).
+TEST_P(NarrowGemmTest, QuantizedProductWithScales) {
+  for (const bool tb : {false, true}) {
+    const std::string b_dims = tb ? "[17, 40]" : "[40, 17]";
+    auto p = compile("input a : i8[33, 40]\ninput b : i8" + b_dims +
+                     "\ninput sa : f32[33]\ninput sb : f32[17]\noutput c : f32[33, 17]\ncall qgemm(a, b, sa, sb, transpose_b=" +
+                     (tb ? "1" : "0") + ") -> c\n");
+    ASSERT_TRUE(p);
+    const std::vector<unsigned char> a = matrix(ir::DType::kI8, kM, kK, false, a_value);
+    const std::vector<unsigned char> b = matrix(ir::DType::kI8, kK, kN, tb, b_value);
+    std::vector<float> sa(kM), sb(kN);
+    for (int i = 0; i < kM; ++i) sa[static_cast<size_t>(i)] = 0.125f * static_cast<float>(i + 1);
+    for (int j = 0; j < kN; ++j) sb[static_cast<size_t>(j)] = 1.0f / static_cast<float>(j + 3);
+    ASSERT_TRUE(p->write("a", a.data(), a.size()).ok());
+    ASSERT_TRUE(p->write("b", b.data(), b.size()).ok());
+    ASSERT_TRUE(p->write("sa", sa.data(), sa.size() * 4).ok());
+    ASSERT_TRUE(p->write("sb", sb.data(), sb.size() * 4).ok());
+    const Status ran = p->run("main");
+    ASSERT_TRUE(ran.ok()) << ran.message();
+    std::vector<float> c(static_cast<size_t>(kM * kN));
+    ASSERT_TRUE(p->read("c", c.data(), c.size() * 4).ok());
+    for (int i = 0; i < kM; ++i) {
+      for (int j = 0; j < kN; ++j) {
+        const float want = static_cast<float>(product(i, j, 1)) * sa[static_cast<size_t>(i)] * sb[static_cast<size_t>(j)];
+        EXPECT_EQ(c[static_cast<size_t>(i * kN + j)], want) << i << ", " << j;
+      }
+    }
+  }
+}
+
+TEST(NarrowGemmCheckTest, QgemmShapesAndTypesAreChecked) {
+  struct Case {
+    const char* declarations;
+    const char* message;
+  };
+  for (const Case t : {Case{"input a : i8[4, 8]\ninput b : i8[8, 3]\ninput sa : f32[3]\ninput sb : f32[3]\noutput c : f32[4, 3]\n",
+                            "'sa' is f32[3]; it must be f32[4], a scale per row of op(a)"},
+                       Case{"input a : u8[4, 8]\ninput b : i8[8, 3]\ninput sa : f32[4]\ninput sb : f32[3]\noutput c : f32[4, 3]\n",
+                            "'a' is u8; it must be i8"},
+                       Case{"input a : i8[4, 8]\ninput b : i8[7, 3]\ninput sa : f32[4]\ninput sb : f32[3]\noutput c : f32[4, 3]\n",
+                            "op(a) is 4×8 and op(b) 7×3: their inner dimensions differ"},
+                       Case{"input a : i8[4, 8]\ninput b : i8[8, 3]\ninput sa : f32[4]\ninput sb : f32[3]\noutput c : i32[4, 3]\n",
+                            "'c' is i32; it must be f32"}}) {
+    Result<ir::Program> program = lang::parse_program(std::string(t.declarations) + "call qgemm(a, b, sa, sb) -> c\n", "q.kiln");
+    ASSERT_FALSE(program.ok()) << t.message;
+    EXPECT_NE(program.status().message().find(t.message), std::string::npos) << program.status().message();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, NarrowGemmTest, ::testing::Values("cpu", "interp", "opencl"));
 
 }  // namespace

@@ -1,5 +1,7 @@
 // gemm of narrow operands (language version 3): bf16 or f16 operands into an f32 c or one of
-// their own type, and i8 x i8 into an i32 c; alpha and beta are f32. The cpu device runs bf16
+// their own type, and i8 x i8 into an i32 c; alpha and beta are f32. qgemm, the quantized
+// product: i8 x i8 with f32 scales of op(a)'s rows and op(b)'s columns, into an f32 c
+// (c[i, j] = f32(sum) * scale_a[i] * scale_b[j], in that order). The cpu device runs bf16
 // and i8 products through oneDNN (onednn.h: AVX-512 BF16, VNNI and AMX where the CPU has them)
 // and f16 ones through OpenBLAS's sgemm over f32 copies of the operands (neither library has an
 // f16 product on the CPU); the opencl device runs the same over mapped buffers; interp has plain
@@ -170,6 +172,53 @@ Status gemm_reference(ExecutionContext*, MemRef<TA, RA> a, MemRef<TA, RB> b, Mem
   return Status();
 }
 
+// qgemm: the i32 products through host_products, then scaled into c.
+Status scaled_products(const GemmShape& s, const int8_t* a, const int8_t* b, const float* scale_a,
+                       const float* scale_b, float* c, bool reference) {
+  std::vector<int32_t> sums(static_cast<size_t>(s.m * s.n));
+  if (reference) {
+    reference_product(s, a, b, sums.data(), 1.0f, 0.0f);
+  } else {
+    KILN_RETURN_IF_ERROR(host_products(s, a, b, sums.data(), 1.0f, 0.0f));
+  }
+  for (int64_t i = 0; i < s.m; ++i) {
+    for (int64_t j = 0; j < s.n; ++j) {
+      c[i * s.n + j] = static_cast<float>(sums[static_cast<size_t>(i * s.n + j)]) * scale_a[i] * scale_b[j];
+    }
+  }
+  return Status();
+}
+
+Result<GemmShape> qgemm_shape(const MemRef<int8_t, 2>& a, const MemRef<int8_t, 2>& b, const MemRef<float, 2>& c,
+                              int64_t transpose_a, int64_t transpose_b) {
+  return gemm_shape(a.sizes, b.sizes, c.sizes, transpose_a, transpose_b, 0);
+}
+
+template <bool kReference>
+Status qgemm_host(ExecutionContext*, MemRef<int8_t, 2> a, MemRef<int8_t, 2> b, MemRef<float, 1> scale_a,
+                  MemRef<float, 1> scale_b, MemRef<float, 2> c, int64_t transpose_a, int64_t transpose_b) {
+  KILN_ASSIGN_OR_RETURN(GemmShape s, qgemm_shape(a, b, c, transpose_a, transpose_b));
+  if (s.m == 0 || s.n == 0) return Status();
+  return scaled_products(s, a.data, b.data, scale_a.data, scale_b.data, c.data, kReference);
+}
+
+Status qgemm_mapped(ExecutionContext*, MemRef<int8_t, 2> a, MemRef<int8_t, 2> b, MemRef<float, 1> scale_a,
+                    MemRef<float, 1> scale_b, MemRef<float, 2> c, int64_t transpose_a, int64_t transpose_b) {
+  KILN_ASSIGN_OR_RETURN(GemmShape s, qgemm_shape(a, b, c, transpose_a, transpose_b));
+  if (s.m == 0 || s.n == 0) return Status();
+  std::array<hal::Mapping, 5> mapped;
+  const void* data[5] = {a.data, b.data, scale_a.data, scale_b.data, c.data};
+  for (size_t i = 0; i < 5; ++i) {
+    auto* buffer = const_cast<hal::Buffer*>(reinterpret_cast<const hal::Buffer*>(data[i]));
+    Result<hal::Mapping> m = buffer->map(i == 4 ? hal::MapAccess::kReadWrite : hal::MapAccess::kRead);
+    if (!m.ok()) return m.status().annotate("qgemm: mapping its tensors");
+    mapped[i] = std::move(*m);
+  }
+  return scaled_products(s, static_cast<const int8_t*>(mapped[0].data()), static_cast<const int8_t*>(mapped[1].data()),
+                         static_cast<const float*>(mapped[2].data()), static_cast<const float*>(mapped[3].data()),
+                         static_cast<float*>(mapped[4].data()), false);
+}
+
 template <typename TA, typename TC, int RA, int RB, int RC>
 Status register_ranks(Registry& registry) {
   if constexpr (!ir::gemm_ranks_possible(RA, RB, RC)) {
@@ -199,7 +248,10 @@ Status register_narrow_gemm(Registry& registry) {
   KILN_RETURN_IF_ERROR((register_all_ranks<BFloat16, BFloat16>(registry)));
   KILN_RETURN_IF_ERROR((register_all_ranks<Half, float>(registry)));
   KILN_RETURN_IF_ERROR((register_all_ranks<Half, Half>(registry)));
-  return register_all_ranks<int8_t, int32_t>(registry);
+  KILN_RETURN_IF_ERROR((register_all_ranks<int8_t, int32_t>(registry)));
+  KILN_RETURN_IF_ERROR(registry.add(make_function<"qgemm", "cpu", &qgemm_host<false>>()));
+  KILN_RETURN_IF_ERROR(registry.add(make_function<"qgemm", "opencl", &qgemm_mapped, Memory::kDevice>()));
+  return registry.add(make_function<"qgemm", "interp", &qgemm_host<true>>());
 }
 
 }  // namespace kiln::ral::library

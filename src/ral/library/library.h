@@ -17,7 +17,8 @@ Status register_reference_sorting(Registry& registry);
 // "cuda" (each with OpenBLAS over mapped buffers as the fallback); a plain triple loop for
 // "interp".
 Status register_gemm(Registry& registry);
-// gemm of bf16/f16 operands into f32 or their own type, and of i8 into i32 (gemm_narrow.cc).
+// gemm of bf16/f16 operands into f32 or their own type, and of i8 into i32, and qgemm
+// (gemm_narrow.cc).
 Status register_narrow_gemm(Registry& registry);
 // random_uniform, random_normal: the same numbers on "cpu", "opencl" and "interp".
 Status register_random(Registry& registry);
