@@ -1,7 +1,9 @@
 #include "ral/library/onednn.h"
 
+#include <optional>
 #include <string>
 
+#include "kiln/base/settings.h"
 #include "kiln/base/shared_library.h"
 
 namespace kiln::ral::library {
@@ -21,6 +23,8 @@ using GemmS8Fn = int (*)(char transa, char transb, char offsetc, dnnl_dim_t m, d
 struct OneDnn {
   GemmBf16Fn gemm_bf16 = nullptr;
   GemmS8Fn gemm_s8 = nullptr;
+  // OpenMP's, from the runtime Debian's oneDNN is built with (libgomp); null with another one.
+  void (*set_num_threads)(int) = nullptr;
   Status status;
 };
 
@@ -38,9 +42,19 @@ const OneDnn& onednn() {
     binder.bind(out.gemm_bf16, "dnnl_gemm_bf16bf16f32");
     binder.bind(out.gemm_s8, "dnnl_gemm_s8s8s32");
     if (!binder.missing().empty()) out.status = unavailable_error("the oneDNN library lacks " + binder.missing());
+    SymbolBinder optional(*handle);
+    optional.bind(out.set_num_threads, "omp_set_num_threads");
     return out;
   }();
   return loaded;
+}
+
+// KILN_CPU_THREADS bounds oneDNN's threads as it does OpenBLAS's. OpenMP keeps the number per
+// calling thread, so it is set before each call, on the thread that makes it.
+Status apply_thread_limit(const OneDnn& dnnl) {
+  KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> limit, setting_uint("KILN_CPU_THREADS"));
+  if (limit && *limit > 0 && dnnl.set_num_threads) dnnl.set_num_threads(static_cast<int>(*limit));
+  return Status();
 }
 
 Status checked(int status, const char* what) {
@@ -55,6 +69,7 @@ Status onednn_gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n
                         int64_t ldc) {
   const OneDnn& dnnl = onednn();
   KILN_RETURN_IF_ERROR(dnnl.status);
+  KILN_RETURN_IF_ERROR(apply_thread_limit(dnnl));
   return checked(dnnl.gemm_bf16(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
                                 beta, c, ldc),
                  "dnnl_gemm_bf16bf16f32");
@@ -65,6 +80,7 @@ Status onednn_gemm_s8(bool transpose_a, bool transpose_b, int64_t m, int64_t n, 
                       int64_t ldc) {
   const OneDnn& dnnl = onednn();
   KILN_RETURN_IF_ERROR(dnnl.status);
+  KILN_RETURN_IF_ERROR(apply_thread_limit(dnnl));
   const int32_t no_offset = 0;
   return checked(dnnl.gemm_s8(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', 'F', m, n, k, alpha, a, lda, 0, b,
                               ldb, 0, beta, c, ldc, &no_offset),
