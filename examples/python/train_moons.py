@@ -12,9 +12,13 @@ shard's number of points, bound by the shape of the data set: the last batch of 
 smaller, and after training `evaluate` counts the whole data set in one run of the same code.
 
     train_moons.py [--streams N] [--epochs N] [--device NAME[,NAME...]] [--workgroups N] [--seed N]
+                   [--dtype f32|bf16]
 
 With --streams 1 the shards run one after the other on one stream: the same arithmetic in the
-same order, so the same parameters as with 2 streams.
+same order, so the same parameters as with 2 streams. With --dtype bf16 it trains
+examples/kiln/moons_mlp_bf16.kiln instead: the same MLP with bf16 weights, computed and
+accumulated in f32, from f32 master weights (the program's comment says why), to the same
+accuracy (tests/python/test_train_moons_bf16.py compares the two).
 """
 
 import argparse
@@ -37,7 +41,15 @@ PARAMETERS = ["w1", "b1", "w2", "b2", "w3", "b3"]
 # What each shard contributes to shard 0: the gradients and the loss / accuracy counts.
 MERGED = ["gw1", "gb1", "gw2", "gb2", "gw3", "gb3", "loss", "correct"]
 
-PROGRAM = Path(__file__).resolve().parent.parent / "kiln" / "moons_mlp.kiln"
+# The program of each --dtype: where the weights are f32, or bf16 (with f32 masters).
+PROGRAMS = {
+    "f32": Path(__file__).resolve().parent.parent / "kiln" / "moons_mlp.kiln",
+    "bf16": Path(__file__).resolve().parent.parent / "kiln" / "moons_mlp_bf16.kiln",
+}
+PROGRAM = PROGRAMS["f32"]
+# moons_mlp_bf16.kiln: the bf16 copy of each parameter that `grad` and `evaluate` read, which
+# `round_weights` and `update` write from the f32 parameter (the master).
+BF16_SUFFIX = "_bf16"
 
 _U64 = (1 << 64) - 1
 
@@ -92,14 +104,19 @@ def make_moons(count, noise, seed):
     return np.ascontiguousarray(x[order].astype(np.float32)), np.ascontiguousarray(y[order])
 
 
-def train(streams, epochs, devices, max_workgroups, seed, on_epoch):
+def train(streams, epochs, devices, max_workgroups, seed, on_epoch, dtype="f32"):
     """examples/train_moons/trainer.cc's train(): returns (loss, accuracy, seconds, parameters,
-    final_accuracy)."""
-    program = kiln.Program.from_file(str(PROGRAM))
+    final_accuracy). `dtype` picks the program (PROGRAMS); under either the parameters start from
+    the same draws for the same seed (the bf16 program's f32 masters have the f32 one's names and
+    INITs), and `parameters` are the f32 ones."""
+    program = kiln.Program.from_file(str(PROGRAMS[dtype]))
     tensors = kiln.Tensors(program, seed)  # the host copies, shared by every shard's context
+    # The weights every shard's `grad` reads: the parameters, or under bf16 their bf16 copies (the
+    # f32 masters are shard 0's `update`'s alone).
+    shared = [p + BF16_SUFFIX for p in PARAMETERS] if dtype == "bf16" else PARAMETERS
     # The shards of one device read one array of each parameter, written by shard 0's `update`
     # (the scheduler orders their next `grad` after it); shards on other devices get copies.
-    for p in PARAMETERS:
+    for p in shared:
         tensors.set_sharing(p, "shared")
 
     # A backend per device, streams round-robin over them.
@@ -134,6 +151,12 @@ def train(streams, epochs, devices, max_workgroups, seed, on_epoch):
             routines["grad"].run()
             first += points
 
+    def share_parameters():
+        # To shards on other devices; on shard 0's device they share its arrays (nothing moves).
+        for context, _ in shards[1:]:
+            for p in shared:
+                kiln.device_to_device(p, context, context0, merge="no")
+
     def run_update():
         for context, _ in shards[1:]:
             for g in MERGED:
@@ -143,12 +166,12 @@ def train(streams, epochs, devices, max_workgroups, seed, on_epoch):
                 kiln.device_to_device(g, context0, context, merge="streaming")
                 routines0["merge_" + g].run()
         routines0["update"].run()
-        # To shards on other devices; on shard 0's device they share its arrays (nothing moves).
-        for context, _ in shards[1:]:
-            for p in PARAMETERS:
-                kiln.device_to_device(p, context, context0, merge="no")
+        share_parameters()
 
     start = time.perf_counter()
+    if "round_weights" in routines0:  # bf16: the copies of the masters' first values
+        routines0["round_weights"].run()
+        share_parameters()
     tensors.set("epoch_loss", zero)
     tensors.set("epoch_correct", zero)
     run_grads(0)
@@ -244,17 +267,22 @@ def exit_status(script, accuracy, epochs, demo_run=True):
 
 
 def main():
-    args = training_parser(
+    parser = training_parser(
         "train_moons.py", "Trains the half-moons MLP of examples/train_moons on kiln streams from Python.",
-        epochs=DEMO_EPOCHS).parse_args()
+        epochs=DEMO_EPOCHS)
+    parser.add_argument("--dtype", choices=sorted(PROGRAMS), default="f32",
+                        help="the weights' element type: f32 (moons_mlp.kiln) or bf16 with f32 master "
+                             "weights (moons_mlp_bf16.kiln) (default f32)")
+    args = parser.parse_args()
 
     last = POINTS % BATCH or BATCH
     print(f"training a 2-16-16-1 MLP on {POINTS} half-moons points, batch {BATCH} in {SHARDS} shards "
-          f"(the last batch {last}), on {args.streams} stream{'' if args.streams == 1 else 's'}", flush=True)
+          f"(the last batch {last}), on {args.streams} stream{'' if args.streams == 1 else 's'}"
+          f"{', bf16 weights' if args.dtype == 'bf16' else ''}", flush=True)
     try:
         _, _, seconds, _, final_accuracy = train(
             args.streams, args.epochs, args.device, args.workgroups, args.seed,
-            lambda epoch, loss, acc: progress(epoch, args.epochs, loss, acc))
+            lambda epoch, loss, acc: progress(epoch, args.epochs, loss, acc), dtype=args.dtype)
     except (kiln.Error, ValueError, OSError) as e:
         print(f"\ntrain_moons.py: {e}", file=sys.stderr)
         return 1
