@@ -196,17 +196,26 @@ std::map<std::string, std::string, std::less<>> type_tokens(std::string_view nam
   tokens["BITS"] = std::to_string(bits);
   const std::string suffix(d.literal_suffix(t));
   if (!ir::is_integer_type(t)) return tokens;
+  const int hi_exponent = ir::is_unsigned_type(t) ? bits : bits - 1;
   if (ir::is_unsigned_type(t)) {
     tokens["MIN"] = "0";
     tokens["MAX"] = (bits == 64 ? std::string("18446744073709551615") : std::to_string((uint64_t{1} << bits) - 1)) + suffix;
     tokens["LO"] = "0.0";
-    tokens["HI"] = power_of_two(bits, false, "");
   } else {
     tokens["MIN"] = bits >= 32 ? d.int_limit(t, false) : std::to_string(-(int64_t{1} << (bits - 1)));
     tokens["MAX"] = bits >= 32 ? d.int_limit(t, true) : std::to_string((int64_t{1} << (bits - 1)) - 1);
     tokens["LO"] = power_of_two(bits - 1, true, "");
-    tokens["HI"] = power_of_two(bits - 1, false, "");
   }
+  tokens["HI"] = power_of_two(hi_exponent, false, "");
+  // The greatest double and float not above the type's largest value (2^hi_exponent - 1 where
+  // that is exact, else the one below 2^hi_exponent), integers that print exactly.
+  const double hi = std::ldexp(1.0, hi_exponent);
+  char top[64];
+  std::snprintf(top, sizeof top, "%.1f", hi_exponent <= 53 ? hi - 1 : std::nextafter(hi, 0.0));
+  tokens["TOP"] = top;
+  std::snprintf(top, sizeof top, "%.1ff",
+                hi_exponent <= 24 ? hi - 1 : static_cast<double>(std::nextafter(static_cast<float>(hi), 0.0f)));
+  tokens["TOPf"] = top;
   tokens["LOf"] = tokens["LO"] + "f";
   tokens["HIf"] = tokens["HI"] + "f";
   return tokens;
@@ -275,7 +284,7 @@ HelperSet::HelperSet(const DialectSyntax& dialect) {
     helper.text = substitute(h.text, dialect, type);
     helpers_.push_back(std::move(helper));
   };
-  for (std::span<const HelperText> list : {half_helpers(), integer_helpers(), float_helpers()}) {
+  for (std::span<const HelperText> list : {half_helpers(), float_helpers(), integer_helpers()}) {
     for (const HelperText& h : list) {
       std::string_view types = h.types;
       if (types.empty()) add(h, "");

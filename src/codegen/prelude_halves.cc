@@ -1,8 +1,12 @@
 // The prelude's f16 and bf16 conversions: values of those types are computed as float and
 // stored as their 16-bit patterns, rounded to nearest even (overflow to infinity, NaN kept,
 // subnormals exact), bit for bit what kiln/loop/op_eval.h's f16_bits / bf16_bits give. They are
-// written without jumps (bits selected by masks) so that a loop of them vectorizes: GCC
-// vectorizes no `?:` with the CPU driver's -fno-tree-loop-if-convert (cpu_compiler.cc).
+// written without jumps so that a loop of them vectorizes: GCC vectorizes no `?:` with the CPU
+// driver's -fno-tree-loop-if-convert (cpu_compiler.cc), and it turns a comparison used as a
+// number (`(uint32_t)(a > b) << 9`) into one; so every condition is a mask of all ones or none,
+// the sign of a difference spread by an arithmetic shift (a difference of values below 2^31,
+// which cannot overflow). A loop of f16 loads, f32 arithmetic and f16 stores then runs at about
+// the speed of the same loop with F16C's conversions (docs/optimize.md).
 #include "codegen/prelude_texts.h"
 
 namespace kiln::codegen::internal {
@@ -24,8 +28,9 @@ const HelperText kHalfHelpers[] = {
      "  d.f = v.f + 0.5f;\n"
      "  const $u32 small = d.u - 0x3f000000u;\n"
      "  const $u32 normal = (a + 0xc8000fffu + ((a >> 13) & 1u)) >> 13;\n"
-     "  const $u32 special = 0x7c00u | (($u32)(a > 0x7f800000u) << 9);\n"
-     "  const $u32 is_small = 0u - ($u32)(a < 0x38800000u), is_special = 0u - ($u32)(a >= 0x47800000u);\n"
+     "  const $u32 is_nan = ($u32)(($i32)(0x7f800000u - a) >> 31);\n"
+     "  const $u32 special = 0x7c00u | (is_nan & 0x200u);\n"
+     "  const $u32 is_small = ($u32)(($i32)(a - 0x38800000u) >> 31), is_special = ~($u32)(($i32)(a - 0x47800000u) >> 31);\n"
      "  return ($u16)(sign | (special & is_special) | (~is_special & ((small & is_small) | (normal & ~is_small))));\n"
      "}\n"},
     // f16 bits -> float: exact. The exponent rebiased (twice for infinity and NaN); a subnormal
@@ -34,10 +39,10 @@ const HelperText kHalfHelpers[] = {
      "$Q $f32 kiln_f16_value($u16 h) {\n"
      "  union { $f32 f; $u32 u; } o, s;\n"
      "  const $u32 a = ($u32)h & 0x7fffu, e = a & 0x7c00u;\n"
-     "  o.u = (a << 13) + 0x38000000u + ($u32)(e == 0x7c00u) * 0x38000000u;\n"
+     "  const $u32 is_special = ($u32)(($i32)((e + 0x400u) << 16) >> 31), is_subnormal = ($u32)(($i32)(e - 1u) >> 31);\n"
+     "  o.u = (a << 13) + 0x38000000u + (is_special & 0x38000000u);\n"
      "  s.u = o.u + 0x00800000u;\n"
      "  s.f -= 6.103515625e-05f;\n"
-     "  const $u32 is_subnormal = 0u - ($u32)(e == 0u);\n"
      "  o.u = ((s.u & is_subnormal) | (o.u & ~is_subnormal)) | ((($u32)h & 0x8000u) << 16);\n"
      "  return o.f;\n"
      "}\n"},
@@ -47,7 +52,7 @@ const HelperText kHalfHelpers[] = {
      "$Q $u16 kiln_bf16_bits($f32 x) {\n"
      "  union { $f32 f; $u32 u; } v;\n"
      "  v.f = x;\n"
-     "  const $u32 is_nan = 0u - ($u32)((v.u & 0x7fffffffu) > 0x7f800000u);\n"
+     "  const $u32 is_nan = ($u32)(($i32)(0x7f800000u - (v.u & 0x7fffffffu)) >> 31);\n"
      "  const $u32 rounded = (v.u + 0x7fffu + ((v.u >> 16) & 1u)) >> 16;\n"
      "  const $u32 nan = ((v.u >> 16) & 0x8000u) | 0x7fc0u;\n"
      "  return ($u16)((nan & is_nan) | (rounded & ~is_nan));\n"

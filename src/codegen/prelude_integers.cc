@@ -16,24 +16,24 @@ namespace {
 #define KILN_INTEGERS KILN_SIGNED " " KILN_UNSIGNED
 
 // Tokens of a typed helper: $T its type, $t its name, $U the unsigned type it wraps in, $BITS
-// its width, $MIN / $MAX its limits, and $LO / $HI its range as floats: a float x converts
-// exactly when $LO < x < $HI ($HI is 2^bits, or 2^(bits-1) when signed; $LO is the least value),
-// with $LOf / $HIf their f32 spellings.
+// its width, $MIN / $MAX its limits, and as f64 literals $LO its least value, $HI the least
+// value above its range (2^bits, or 2^(bits-1) when signed) and $TOP the greatest f64 not above
+// $MAX; $LOf, $HIf and $TOPf are f32 literals of the same for f32.
 const HelperText kIntegerHelpers[] = {
-    // Conversions from floats: truncate toward zero, saturate, NaN -> 0.
-    {"kiln_f64_to_$t", KILN_INTEGERS, "",
+    // Conversions from floats: truncate toward zero, saturate, NaN -> 0. Without jumps, so that
+    // a loop of them vectorizes: x clamped (as a float) to [$LO, $TOP], the floats that convert
+    // exactly, and $MAX where x reaches 2^bits (past $TOP, where $MAX has no float).
+    {"kiln_f64_to_$t", KILN_INTEGERS, "kiln_pick_f64",
      "$Q $T kiln_f64_to_$t($f64 x) {\n"
-     "  if (x != x) return 0;\n"
-     "  if (x >= $HI) return $MAX;\n"
-     "  if (x <= $LO) return $MIN;\n"
-     "  return ($T)x;\n"
+     "  const $f64 c = kiln_pick_f64(x == x, 0.0, kiln_pick_f64(x > $LO, $LO, kiln_pick_f64(x < $TOP, $TOP, x)));\n"
+     "  const $U m = ($U)0 - ($U)(x >= $HI);\n"
+     "  return ($T)((($U)($T)c & ~m) | (($U)$MAX & m));\n"
      "}\n"},
-    {"kiln_f32_to_$t", KILN_INTEGERS, "",
+    {"kiln_f32_to_$t", KILN_INTEGERS, "kiln_pick_f32",
      "$Q $T kiln_f32_to_$t($f32 x) {\n"
-     "  if (x != x) return 0;\n"
-     "  if (x >= $HIf) return $MAX;\n"
-     "  if (x <= $LOf) return $MIN;\n"
-     "  return ($T)x;\n"
+     "  const $f32 c = kiln_pick_f32(x == x, 0.0f, kiln_pick_f32(x > $LOf, $LOf, kiln_pick_f32(x < $TOPf, $TOPf, x)));\n"
+     "  const $U m = ($U)0 - ($U)(x >= $HIf);\n"
+     "  return ($T)((($U)($T)c & ~m) | (($U)$MAX & m));\n"
      "}\n"},
     // + - * and negation wrap around: computed in unsigned arithmetic.
     {"kiln_add_$t", KILN_INTEGERS, "",

@@ -15,8 +15,8 @@ struct HelperText {
   const char* text;
 };
 
-// Each list is in dependency order; prelude.cc prints them in this order: halves, integers,
-// floats.
+// Each list is in dependency order; prelude.cc prints them in this order: halves, floats,
+// integers (whose conversions from floats select with the float helpers' kiln_pick_f32/f64).
 // f16 and bf16 to and from float and double (prelude_halves.cc).
 std::span<const HelperText> half_helpers();
 // Integer arithmetic, shifts and conversions from floats, per integer type (prelude_integers.cc).

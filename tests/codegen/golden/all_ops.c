@@ -3,31 +3,6 @@
 #include <stdint.h>
 
 /* Helpers: the semantics of the loop IR (kiln/loop/loop.h). */
-static inline int32_t kiln_f64_to_i32(double x) {
-  if (x != x) return 0;
-  if (x >= 2147483648.0) return INT32_MAX;
-  if (x <= -2147483648.0) return INT32_MIN;
-  return (int32_t)x;
-}
-static inline int32_t kiln_f32_to_i32(float x) {
-  if (x != x) return 0;
-  if (x >= 2147483648.0f) return INT32_MAX;
-  if (x <= -2147483648.0f) return INT32_MIN;
-  return (int32_t)x;
-}
-static inline int32_t kiln_add_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
-static inline int32_t kiln_sub_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a - (uint32_t)b); }
-static inline int32_t kiln_mul_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a * (uint32_t)b); }
-static inline int32_t kiln_neg_i32(int32_t a) { return (int32_t)(0u - (uint32_t)a); }
-static inline int32_t kiln_abs_i32(int32_t a) { return a < 0 ? kiln_neg_i32(a) : a; }
-static inline int32_t kiln_div_i32(int32_t a, int32_t b) {
-  if (b == 0) return 0;
-  if (b == -1) return kiln_neg_i32(a);
-  return a / b;
-}
-static inline int32_t kiln_max_i32(int32_t a, int32_t b) { return a < b ? b : a; }
-static inline int32_t kiln_min_i32(int32_t a, int32_t b) { return b < a ? b : a; }
-static inline int32_t kiln_relu_i32(int32_t x) { return x < 0 ? 0 : x; }
 static inline float kiln_pick_f32(int pick, float a, float b) {
   union { float f; uint32_t u; } x, y;
   x.f = a;
@@ -129,6 +104,29 @@ static inline float kiln_sigmoid_f32(float x) { return 1.0f / (1.0f + kiln_exp_f
 static inline double kiln_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
 static inline float kiln_rsqrt_f32(float x) { return 1.0f / sqrtf(x); }
 static inline double kiln_rsqrt_f64(double x) { return 1.0 / sqrt(x); }
+static inline int32_t kiln_f64_to_i32(double x) {
+  const double c = kiln_pick_f64(x == x, 0.0, kiln_pick_f64(x > -2147483648.0, -2147483648.0, kiln_pick_f64(x < 2147483647.0, 2147483647.0, x)));
+  const uint32_t m = (uint32_t)0 - (uint32_t)(x >= 2147483648.0);
+  return (int32_t)(((uint32_t)(int32_t)c & ~m) | ((uint32_t)INT32_MAX & m));
+}
+static inline int32_t kiln_f32_to_i32(float x) {
+  const float c = kiln_pick_f32(x == x, 0.0f, kiln_pick_f32(x > -2147483648.0f, -2147483648.0f, kiln_pick_f32(x < 2147483520.0f, 2147483520.0f, x)));
+  const uint32_t m = (uint32_t)0 - (uint32_t)(x >= 2147483648.0f);
+  return (int32_t)(((uint32_t)(int32_t)c & ~m) | ((uint32_t)INT32_MAX & m));
+}
+static inline int32_t kiln_add_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
+static inline int32_t kiln_sub_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a - (uint32_t)b); }
+static inline int32_t kiln_mul_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a * (uint32_t)b); }
+static inline int32_t kiln_neg_i32(int32_t a) { return (int32_t)(0u - (uint32_t)a); }
+static inline int32_t kiln_abs_i32(int32_t a) { return a < 0 ? kiln_neg_i32(a) : a; }
+static inline int32_t kiln_div_i32(int32_t a, int32_t b) {
+  if (b == 0) return 0;
+  if (b == -1) return kiln_neg_i32(a);
+  return a / b;
+}
+static inline int32_t kiln_max_i32(int32_t a, int32_t b) { return a < b ? b : a; }
+static inline int32_t kiln_min_i32(int32_t a, int32_t b) { return b < a ? b : a; }
+static inline int32_t kiln_relu_i32(int32_t x) { return x < 0 ? 0 : x; }
 
 /* kernel all_ops: 12 bindings, parallel over 16 iterations */
 int all_ops(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {

@@ -3,7 +3,6 @@
 #include <stdint.h>
 
 /* Helpers: the semantics of the loop IR (kiln/loop/loop.h). */
-static inline int32_t kiln_add_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
 static inline float kiln_pick_f32(int pick, float a, float b) {
   union { float f; uint32_t u; } x, y;
   x.f = a;
@@ -13,6 +12,7 @@ static inline float kiln_pick_f32(int pick, float a, float b) {
   return x.f;
 }
 static inline float kiln_max_f32(float a, float b) { return kiln_pick_f32((a == a) & ((b != b) | (a < b)), a, b); }
+static inline int32_t kiln_add_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
 
 /* kernel sum_rows: 2 bindings, parallel over 6 iterations */
 int sum_rows(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {

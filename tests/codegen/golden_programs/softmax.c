@@ -13,7 +13,7 @@ static inline float kiln_pick_f32(int pick, float a, float b) {
 }
 static inline float kiln_max_f32(float a, float b) { return kiln_pick_f32((a == a) & ((b != b) | (a < b)), a, b); }
 static inline float kiln_exp_f32(float x) {
-  const float c = kiln_pick_f32(x < -104.0f, kiln_pick_f32(x > 89.0f, x, 89.0f), -104.0f);
+  const float c = kiln_pick_f32(!(x >= -104.0f), kiln_pick_f32(x > 89.0f, x, 89.0f), -104.0f);
   const float n = (c * 1.44269504f + 12582912.0f) - 12582912.0f;
   const float r = (c - n * 0.693359375f) - n * -2.12194440e-4f;
   float p = 1.98412698e-4f;
