@@ -145,6 +145,26 @@ TEST(FoldConstantsTest, FloatResultsFollowTheReferenceAndRoundToF32) {
   after(fold_constants, k);
 }
 
+// f16 and bf16 values are computed in f32 and rounded only where they are stored or cast, but a
+// constant of those types holds a rounded value: only results the type holds exactly fold
+// (sin(1.5) folded into a bf16 constant would be 0.99609375 instead of 0.997495).
+TEST(FoldConstantsTest, NarrowFloatResultsFoldOnlyWhereTheTypeHoldsThem) {
+  constexpr DType kF16 = DType::kF16, kBF16 = DType::kBF16;
+  Kernel k = kernel({0, 1}, 0, 0, lblock({
+      lstore(0, i64(0), op(Op::kSin, kBF16, {c(kBF16, 1.5)})),
+      lstore(1, i64(1), mul(c(kF16, 1.5), c(kF16, 1.5), kF16)),           // 2.25
+      lstore(1, i64(2), op(Op::kDiv, kF16, {c(kF16, 1), c(kF16, 3)})),    // 1/3: not an f16
+      lstore(0, i64(3), op(Op::kCastBF16, kBF16, {c(kF32, 1.0 / 3.0)})),  // a cast rounds
+  }));
+  EXPECT_EQ(folded_value(k, 0)->kind, LExpr::Kind::kOp);
+  EXPECT_EQ(folded_value(k, 1)->kind, LExpr::Kind::kConst);
+  EXPECT_EQ(folded_value(k, 1)->value, 2.25);
+  EXPECT_EQ(folded_value(k, 2)->kind, LExpr::Kind::kOp);
+  EXPECT_EQ(folded_value(k, 3)->kind, LExpr::Kind::kConst);
+  EXPECT_EQ(folded_value(k, 3)->value, 0.333984375);
+  after(fold_constants, k);
+}
+
 TEST(FoldConstantsTest, NaNRules) {
   Kernel k = stores({
       op(Op::kMax, kF32, {c(kF32, kNaN), c(kF32, 1)}),

@@ -179,6 +179,9 @@ LExprRef fold(const LExprRef& e) {
     }
     const Scalar r = eval_op(e->op, e->type, std::span<const DType>(types, args.size()),
                              std::span<const Scalar>(values, args.size()));
+    // An f16 / bf16 value is computed in f32 and rounded only where it is stored or cast, but a
+    // constant of its type holds a rounded value: fold only what the type holds exactly.
+    if (is_narrow_float(e->type) && round_float(e->type, r.f) != r.f) return e;
     double value = 0;
     if (scalar_to_const(e->type, r, &value)) return lconst(e->type, value);
     return e;
