@@ -175,6 +175,22 @@ TEST(CEmitter, DialectsOtherThanC) {
                                             : out->find("cl_khr_fp64"))
         << *out;
   }
+  {
+    // A cast of f32 to an integer (and f16 / bf16 elements) needs no fp64: the helpers convert
+    // in float.
+    Kernel k = elementwise_kernel();
+    k.nodes = {0, 1, 2};
+    k.var_count = 1;
+    k.body = ploop(0, 8, {store(1, v(0), ir::lop(Op::kCastI32, DType::kI32, {ir::lload(0, DType::kF32, v(0))})),
+                          store(2, v(0), ir::lop(Op::kCastBF16, DType::kBF16, {ir::lload(0, DType::kF32, v(0))}))});
+    std::vector<Kernel> one = {k};
+    EmitOptions options;
+    options.dialect = Dialect::kOpenCL;
+    Result<std::string> out = emit_kernels(one, nullptr, options);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(out->find("double"), std::string::npos) << *out;
+    EXPECT_EQ(out->find("cl_khr_fp64"), std::string::npos) << *out;
+  }
   EXPECT_EQ(codegen::dialect_format(Dialect::kC), "c");
   EXPECT_EQ(codegen::dialect_format(Dialect::kOpenCL), "opencl-c");
   EXPECT_EQ(codegen::dialect_format(Dialect::kCuda), "cuda-c");
