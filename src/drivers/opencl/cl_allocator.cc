@@ -13,6 +13,14 @@ namespace {
 // buffer has one (no command ever touches its bytes).
 constexpr size_t kMinimumBytes = 16;
 
+cl_map_flags map_flags(hal::MapAccess access) {
+  if (access == hal::MapAccess::kDiscardWrite) return CL_MAP_WRITE_INVALIDATE_REGION;
+  cl_map_flags flags = 0;
+  if (static_cast<uint32_t>(access) & static_cast<uint32_t>(hal::MapAccess::kRead)) flags |= CL_MAP_READ;
+  if (static_cast<uint32_t>(access) & static_cast<uint32_t>(hal::MapAccess::kWrite)) flags |= CL_MAP_WRITE;
+  return flags;
+}
+
 }  // namespace
 
 ClStorage::~ClStorage() {
@@ -30,30 +38,52 @@ hal::NativeMemory ClStorage::native_memory() {
   return native;
 }
 
+ClStorage::ClMapping* ClStorage::find_mapping(size_t offset, size_t length, cl_map_flags flags,
+                                              const void* mapped) {
+  for (ClMapping& m : mappings_) {
+    if (m.flags == flags && m.offset <= offset && offset + length <= m.offset + m.length &&
+        (!mapped || m.host + (offset - m.offset) == mapped)) {
+      return &m;
+    }
+  }
+  return nullptr;
+}
+
 Status ClStorage::map(size_t offset, size_t length, hal::MapAccess access, void** out) {
-  cl_map_flags flags = 0;
-  if (access == hal::MapAccess::kDiscardWrite) {
-    flags = CL_MAP_WRITE_INVALIDATE_REGION;
-  } else {
-    if (static_cast<uint32_t>(access) & static_cast<uint32_t>(hal::MapAccess::kRead)) flags |= CL_MAP_READ;
-    if (static_cast<uint32_t>(access) & static_cast<uint32_t>(hal::MapAccess::kWrite)) flags |= CL_MAP_WRITE;
+  const cl_map_flags flags = map_flags(access);
+  std::lock_guard<std::mutex> lock(map_mutex_);
+  if (flags == CL_MAP_READ) {
+    if (ClMapping* shared = find_mapping(offset, length, flags, nullptr)) {
+      ++shared->users;
+      *out = shared->host + (offset - shared->offset);
+      return Status();
+    }
   }
   cl_int err = CL_SUCCESS;
   void* data = context_->api().EnqueueMapBuffer(context_->host_queue(), mem_, CL_TRUE, flags,
                                                 offset, length, 0, nullptr, nullptr, &err);
   if (!data || err != CL_SUCCESS) return cl_error("clEnqueueMapBuffer", err, "map");
+  mappings_.push_back({offset, length, flags, static_cast<char*>(data), 1});
   *out = data;
   return Status();
 }
 
-void ClStorage::unmap(size_t, size_t, hal::MapAccess, void* mapped) {
+void ClStorage::unmap(size_t offset, size_t length, hal::MapAccess access, void* mapped) {
+  std::lock_guard<std::mutex> lock(map_mutex_);
+  ClMapping* m = find_mapping(offset, length, map_flags(access), mapped);
+  if (!m) {
+    KILN_LOG(kError, "unmap: no mapping of this OpenCL buffer holds the address given");
+    return;
+  }
+  if (--m->users > 0) return;
   const Api& api = context_->api();
   cl_event done = nullptr;
-  cl_int err = api.EnqueueUnmapMemObject(context_->host_queue(), mem_, mapped, 0, nullptr, &done);
+  cl_int err = api.EnqueueUnmapMemObject(context_->host_queue(), mem_, m->host, 0, nullptr, &done);
   // Unmapping is synchronous for the HAL: written bytes are visible to queue work after it.
   if (err == CL_SUCCESS) err = api.WaitForEvents(1, &done);
   if (done) api.ReleaseEvent(done);
   if (err != CL_SUCCESS) KILN_LOG(kError, cl_error("clEnqueueUnmapMemObject", err, "unmap").to_string());
+  mappings_.erase(mappings_.begin() + (m - mappings_.data()));
 }
 
 Result<hal::BufferRef> ClAllocator::allocate(const hal::BufferParams& params, size_t size) {
