@@ -116,6 +116,14 @@ TEST(CEmitterGolden, EveryOp) {
   check_output("all_ops", kernels, &program);
 }
 
+// Language version 3: what each element type's code looks like (c_emitter's other dialects and
+// element_type_ops_test.cc run them).
+TEST(CEmitterGolden, ElementTypes) {
+  ir::Program program = element_types_program();
+  std::vector<Kernel> kernels = {element_types_kernel()};
+  check_output("element_types", kernels, &program);
+}
+
 TEST(CEmitterGolden, CommentsUnusedBindingAndHeapLocals) {
   std::vector<Kernel> kernels = {comments_kernel()};
   check_output("comments", kernels, nullptr);

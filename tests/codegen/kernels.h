@@ -333,4 +333,54 @@ inline Kernel constants_kernel() {
   return k;
 }
 
+// ---- element types (language version 3): one store per kind of code each type gets -------------
+
+// Node 0 of each type's row: u8 a, b; i8 c; u64 d; bool m; f16 h; bf16 g; f64 x; f32 f; then the
+// results: u8, i8, u64, bool, f16, bf16, u16, i16 (nodes 9..16).
+inline ir::Program element_types_program() {
+  ir::Program p;
+  p.file = "<codegen test>";
+  const std::pair<const char*, DType> nodes[] = {
+      {"a", DType::kU8},    {"b", DType::kU8},    {"c", DType::kI8},   {"d", DType::kU64},  {"m", DType::kBool},
+      {"h", DType::kF16},   {"g", DType::kBF16},  {"x", DType::kF64},  {"f", DType::kF32},  {"r_u8", DType::kU8},
+      {"r_i8", DType::kI8}, {"r_u64", DType::kU64}, {"r_bool", DType::kBool}, {"r_f16", DType::kF16},
+      {"r_bf16", DType::kBF16}, {"r_u16", DType::kU16}, {"r_i16", DType::kI16}};
+  for (int i = 0; i < static_cast<int>(std::size(nodes)); ++i) {
+    const bool result = i >= 9;
+    p.nodes.push_back(make_node(i, nodes[i].first, result ? ir::Role::kOutput : ir::Role::kInput, nodes[i].second,
+                                {8}));
+  }
+  return p;
+}
+
+inline Kernel element_types_kernel() {
+  Kernel k;
+  k.name = "element_types";
+  for (int n = 0; n < 17; ++n) k.nodes.push_back(n);
+  k.var_count = 1;
+  auto in = [](int node, DType t) { return ir::lload(node, t, v(0)); };
+  auto op = [](Op o, DType t, std::vector<LExprRef> args) { return ir::lop(o, t, std::move(args)); };
+  const DType u8 = DType::kU8, i8 = DType::kI8, u64 = DType::kU64, b = DType::kBool, h = DType::kF16,
+              g = DType::kBF16, f32 = DType::kF32;
+  k.body = ploop(0, 8, {
+      comment("u8 + u8 wraps at 8 bits; a u8 * u8 would overflow int in C"),
+      store(9, v(0), op(Op::kAdd, u8, {op(Op::kMul, u8, {in(0, u8), in(1, u8)}), ir::lconst(u8, 3)})),
+      comment("i8 >> by an i64 amount; / by a value that may be 0 or -1"),
+      store(10, v(0), op(Op::kDiv, i8, {op(Op::kShr, i8, {in(2, i8), ir::lvar(0)}), in(2, i8)})),
+      comment("u64 divides and compares unsigned; its literals are suffixed"),
+      store(11, v(0), op(Op::kSelect, u64, {op(Op::kLt, u64, {in(3, u64), ir::lconst(u64, 9223372036854775808.0)}),
+                                           op(Op::kDiv, u64, {in(3, u64), ir::lconst(u64, 3)}), in(3, u64)})),
+      comment("bool: a load is != 0, ~ is not, & is and"),
+      store(12, v(0), op(Op::kBitAnd, b, {op(Op::kBitNot, b, {in(4, b)}), op(Op::kCastBool, b, {in(8, f32)})})),
+      comment("f16 computed in float and rounded at the store"),
+      store(13, v(0), op(Op::kCastF16, h, {op(Op::kFma, f32, {op(Op::kCastF32, f32, {in(5, h)}), in(8, f32), ir::lconst(f32, 1)})})),
+      comment("f64 to bf16 rounded once"),
+      store(14, v(0), op(Op::kCastBF16, g, {in(7, DType::kF64)})),
+      comment("float to integer casts saturate"),
+      store(15, v(0), op(Op::kCastU16, DType::kU16, {op(Op::kCastF32, f32, {in(6, g)})})),
+      store(16, v(0), op(Op::kCastI16, DType::kI16, {in(7, DType::kF64)})),
+  });
+  return k;
+}
+
 }  // namespace kiln::codegen_test
