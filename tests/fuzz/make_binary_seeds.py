@@ -36,6 +36,20 @@ def main():
     write("npy", "fortran_f32_2x2.npy", npy("<f4", [2, 2], struct.pack("<4f", 1, 2, 3, 4), fortran=True))
     write("npy", "big_endian_f4.npy", npy(">f4", [2], struct.pack(">2f", 1, 2)))
     write("npy", "truncated_data.npy", npy("<f8", [3], struct.pack("<2d", 1, 2)))
+    # Language version 3: a file of every element type (bf16 as NumPy writes ml_dtypes.bfloat16,
+    # '<V2', and as '<u2' bit patterns), bool bytes other than 0 / 1, byte orders.
+    write("npy", "b1_2x2.npy", npy("|b1", [2, 2], bytes([0, 1, 1, 0])))
+    write("npy", "b1_not_0_or_1.npy", npy("|b1", [3], bytes([0, 2, 1])))
+    write("npy", "i1_4.npy", npy("|i1", [4], struct.pack("<4b", -128, -1, 0, 127)))
+    write("npy", "u1_3_big_endian.npy", npy(">u1", [3], bytes([0, 128, 255])))
+    write("npy", "i2_3.npy", npy("<i2", [3], struct.pack("<3h", -32768, -1, 32767)))
+    write("npy", "u2_bf16_bits_2.npy", npy("<u2", [2], struct.pack("<2H", 0x3F80, 0xC000)))
+    write("npy", "u4_2.npy", npy("<u4", [2], struct.pack("<2I", 0, 0xFFFFFFFF)))
+    write("npy", "i8_2.npy", npy("<i8", [2], struct.pack("<2q", -(1 << 63), (1 << 63) - 1)))
+    write("npy", "u8_scalar.npy", npy("<u8", [], struct.pack("<Q", (1 << 64) - 1)))
+    write("npy", "f2_3.npy", npy("<f2", [3], struct.pack("<3e", 1, -65504, float("inf"))))
+    write("npy", "V2_bf16_2x1.npy", npy("<V2", [2, 1], struct.pack("<2H", 0x3F80, 0x7FC0)))
+    write("npy", "big_endian_i2.npy", npy(">i2", [1], struct.pack(">h", 1)))
     # Disk-cache entries in today's format: payload | "KILNCAC1" | length (u64 LE) | SHA-256.
     for name, payload in [("empty.entry", b""), ("text.entry", b"int kernel(void) { return 0; }\n"),
                           ("binary.entry", bytes(range(256)))]:

@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check(d >= 0, "a negative dimension");
     elements *= static_cast<uint64_t>(d);
   }
-  const uint64_t element_size = array->dtype == kiln::ir::DType::kF64 ? 8 : 4;
+  const uint64_t element_size = kiln::ir::dtype_size(array->dtype);  // every element type: 1 to 8 bytes
   check(array->data.size() == elements * element_size, "the data does not hold shape's elements",
         kiln::tools::describe(array->dtype, array->shape));
   const std::string written = kiln::tools::format_npy(*array);
