@@ -377,6 +377,13 @@ TEST(ElementTypeOps, EveryOpOnEveryTypeInOpenCLMatchesTheReference) {
   EXPECT_EQ(check(s, data, "opencl"), 0);
 }
 
+// The suite's generated C as the CPU driver compiles it: kernel_abi.h first.
+Result<std::string> c_program(const Suite& s) {
+  KILN_ASSIGN_OR_RETURN(std::string source, codegen::emit_kernels(s.kernels, nullptr, {}));
+  std::ifstream abi(std::string(KILN_SOURCE_DIR) + "/include/kiln/kernel_abi.h");
+  return std::string(std::istreambuf_iterator<char>(abi), {}) + "\n" + source;
+}
+
 // The generated C of every case compiles without a warning (-Wall -Wextra), as the golden
 // kernels do (c_emitter_test.cc): no comparison always true of an unsigned value, no operator
 // precedence a reader could misread.
@@ -384,15 +391,11 @@ TEST(ElementTypeOps, GeneratedCCompilesWithoutWarnings) {
   Result<std::string> cc = find_program("cc");
   if (!cc.ok()) GTEST_SKIP() << "no C compiler: " << cc.status();
   const Suite s = make_suite();
-  Result<std::string> source = codegen::emit_kernels(s.kernels, nullptr, {});
-  ASSERT_TRUE(source.ok()) << source.status();
   test::TempDir dir;
   ASSERT_FALSE(dir.path().empty());
-  std::ifstream abi(std::string(KILN_SOURCE_DIR) + "/include/kiln/kernel_abi.h");
-  {
-    std::ofstream out(dir.file("ops.c"), std::ios::binary);
-    out << std::string(std::istreambuf_iterator<char>(abi), {}) << "\n" << *source;
-  }
+  Result<std::string> program = c_program(s);
+  ASSERT_TRUE(program.ok()) << program.status();
+  std::ofstream(dir.file("ops.c"), std::ios::binary) << *program;
   Result<ProcessResult> built = run_process({*cc, "-std=gnu11", "-O2", "-fPIC", "-Wall", "-Wextra", "-Werror", "-c", "-o",
                                              dir.file("ops.o"), dir.file("ops.c")},
                                             300000);
@@ -408,7 +411,7 @@ TEST(ElementTypeOps, GeneratedCHasNoUndefinedBehaviour) {
   Result<std::string> cc = find_program("cc");
   if (!cc.ok()) GTEST_SKIP() << "no C compiler: " << cc.status();
   const Suite s = make_suite();
-  Result<std::string> source = codegen::emit_kernels(s.kernels, nullptr, {});
+  Result<std::string> source = c_program(s);
   ASSERT_TRUE(source.ok()) << source.status();
   test::TempDir dir;
   ASSERT_FALSE(dir.path().empty());
@@ -428,9 +431,7 @@ TEST(ElementTypeOps, GeneratedCHasNoUndefinedBehaviour) {
     out.write(reinterpret_cast<const char*>(all.data()), static_cast<std::streamsize>(all.size()));
   };
   write_file();
-  std::ifstream abi(std::string(KILN_SOURCE_DIR) + "/include/kiln/kernel_abi.h");
-  std::string program(std::istreambuf_iterator<char>(abi), {});
-  program += "\n" + *source + "\n#include <stdio.h>\n#include <stdlib.h>\n";
+  std::string program = *source + "\n#include <stdio.h>\n#include <stdlib.h>\n";
   std::string body;
   for (const Kernel& k : s.kernels) {
     std::string pointers, lengths;

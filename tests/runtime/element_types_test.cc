@@ -119,6 +119,12 @@ Value element(const HostTensor& t, int64_t i) {
   return integer(t.dtype == DType::kU64 ? static_cast<__int128>(static_cast<uint64_t>(s.i)) : s.i);
 }
 
+std::vector<Value> ints(const std::vector<int>& v) {
+  std::vector<Value> out;
+  for (int x : v) out.push_back(integer(x));
+  return out;
+}
+
 std::string text_of(const Value& v) {
   if (v.is_float) {
     char text[64];
@@ -342,11 +348,6 @@ negated[i] = -p[i]
   HostTensor p = tensor_of(DType::kBool, {integer(0), integer(0), integer(1), integer(1)});
   p.bytes[3] = 7;  // any non-zero byte reads as true
   const HostTensor q = tensor_of(DType::kBool, {integer(0), integer(1), integer(0), integer(1)});
-  auto ints = [](std::vector<int> v) {
-    std::vector<Value> out;
-    for (int x : v) out.push_back(integer(x));
-    return out;
-  };
   expect_everywhere(text, {{"p", p}, {"q", q}},
                     {{"band", ints({0, 0, 0, 1})},
                      {"bor", ints({0, 1, 1, 1})},
@@ -650,11 +651,6 @@ by_compare[i] = select(a[i] > b[i], a[i], b[i])
 by_float[i] = select(f[i], a[i], b[i])
 by_literal[i] = select(false, a[i], b[i])
 )";
-  auto ints = [](std::vector<int> v) {
-    std::vector<Value> out;
-    for (int x : v) out.push_back(integer(x));
-    return out;
-  };
   expect_everywhere(text,
                     {{"c", tensor_of(DType::kBool, ints({1, 0, 1, 0}))},
                      {"f", tensor_of(DType::kF32, {number(0.0), number(-0.0), number(kNaN), number(0.5)})},
