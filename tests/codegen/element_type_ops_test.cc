@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -22,6 +23,7 @@
 #include "codegen/kernels.h"
 #include "common/temp_dir.h"
 #include "drivers/cpu/cpu_compiler.h"
+#include "drivers/cuda/cuda_kernel_abi.h"
 #include "kiln/base/time.h"
 #include "kiln/codegen/c_emitter.h"
 #include "kiln/drivers/drivers.h"
@@ -403,6 +405,61 @@ TEST(ElementTypeOps, GeneratedCCompilesWithoutWarnings) {
   EXPECT_EQ(built->exit_code, 0) << built->output;
 }
 
+// Runs the suite's kernels in a program of their own: `source` (the kernels, with everything
+// they need before them) and a main() that reads every node's bytes from a file, calls each
+// kernel over 16 workgroups (`call`: the statements that call kernel `k` of workgroup `x`, given
+// the C expressions of its bindings' pointers and lengths, returning 3 on a failure), and writes
+// the bytes back. `compile`: the compiler's command, to which the source file, `-o` and the
+// program are appended. The nodes' bytes come back in *data.
+using CallText = std::function<std::string(const Kernel& k, const std::vector<std::string>& pointers,
+                                           const std::vector<std::string>& lengths)>;
+void run_standalone(const Suite& s, const std::string& source, const std::string& file_name,
+                    std::vector<std::string> compile, const CallText& call, std::map<int, Bytes>* data) {
+  test::TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  // One file of every node's bytes, in node order, each at an offset aligned for any element.
+  size_t total = 0;
+  std::map<int, size_t> offset_of;
+  for (const auto& [node, bytes] : *data) {
+    offset_of[node] = total;
+    total += (bytes.size() + 63) / 64 * 64;
+  }
+  Bytes all(total);
+  for (const auto& [node, bytes] : *data) std::memcpy(all.data() + offset_of[node], bytes.data(), bytes.size());
+  std::ofstream(dir.file("data.bin"), std::ios::binary)
+      .write(reinterpret_cast<const char*>(all.data()), static_cast<std::streamsize>(all.size()));
+  std::string body;
+  for (const Kernel& k : s.kernels) {
+    std::vector<std::string> pointers, lengths;
+    for (int node : k.nodes) {
+      pointers.push_back("data + " + std::to_string(offset_of[node]) + "u");
+      lengths.push_back(std::to_string(data->at(node).size()) + "u");
+    }
+    body += "  for (unsigned x = 0; x < 16; ++x) {\n" + call(k, pointers, lengths) + "  }\n";
+  }
+  const std::string program =
+      source + "\n#include <stdio.h>\n#include <stdlib.h>\nint main(int argc, char** argv) {\n  (void)argc;\n" +
+      "  static unsigned char data[" + std::to_string(total) + "] __attribute__((aligned(64)));\n" +
+      "  FILE* in = fopen(argv[1], \"rb\");\n  if (!in || fread(data, 1, sizeof data, in) != sizeof data) return 2;\n"
+      "  fclose(in);\n" + body +
+      "  FILE* out = fopen(argv[1], \"wb\");\n  if (!out || fwrite(data, 1, sizeof data, out) != sizeof data) return 4;\n"
+      "  fclose(out);\n  return 0;\n}\n";
+  std::ofstream(dir.file(file_name), std::ios::binary) << program;
+  compile.insert(compile.end(), {dir.file(file_name), "-o", dir.file("ops"), "-lm"});
+  Result<ProcessResult> built = run_process(compile, 300000);
+  ASSERT_TRUE(built.ok()) << built.status();
+  ASSERT_EQ(built->exit_code, 0) << built->output;
+  Result<ProcessResult> ran = run_process({dir.file("ops"), dir.file("data.bin")}, 120000);
+  ASSERT_TRUE(ran.ok()) << ran.status();
+  EXPECT_FALSE(ran->signalled);
+  ASSERT_EQ(ran->exit_code, 0) << ran->output;
+  EXPECT_EQ(ran->output.find("runtime error"), std::string::npos) << ran->output;
+  std::ifstream back(dir.file("data.bin"), std::ios::binary);
+  back.read(reinterpret_cast<char*>(all.data()), static_cast<std::streamsize>(all.size()));
+  ASSERT_TRUE(back.good());
+  for (auto& [node, bytes] : *data) std::memcpy(bytes.data(), all.data() + offset_of[node], bytes.size());
+}
+
 // The generated C of every case, compiled at the CPU driver's own code flags plus the undefined-
 // behaviour sanitizer (float-to-integer overflow included; it is not part of `undefined` in GCC),
 // into a program that runs each kernel over the same data and must finish without a report
@@ -413,67 +470,69 @@ TEST(ElementTypeOps, GeneratedCHasNoUndefinedBehaviour) {
   const Suite s = make_suite();
   Result<std::string> source = c_program(s);
   ASSERT_TRUE(source.ok()) << source.status();
-  test::TempDir dir;
-  ASSERT_FALSE(dir.path().empty());
-  std::map<int, Bytes> data = initial_data(s);
-  // One file of every node's bytes, in node order, each at an offset aligned for any element;
-  // the program reads it, runs the kernels over it and writes it back.
-  size_t total = 0;
-  std::map<int, size_t> offset_of;
-  for (const auto& [node, bytes] : data) {
-    offset_of[node] = total;
-    total += (bytes.size() + 63) / 64 * 64;
-  }
-  auto write_file = [&] {
-    Bytes all(total);
-    for (const auto& [node, bytes] : data) std::memcpy(all.data() + offset_of[node], bytes.data(), bytes.size());
-    std::ofstream out(dir.file("data.bin"), std::ios::binary);
-    out.write(reinterpret_cast<const char*>(all.data()), static_cast<std::streamsize>(all.size()));
-  };
-  write_file();
-  std::string program = *source + "\n#include <stdio.h>\n#include <stdlib.h>\n";
-  std::string body;
-  for (const Kernel& k : s.kernels) {
-    std::string pointers, lengths;
-    for (int node : k.nodes) {
-      pointers += "data + " + std::to_string(offset_of[node]) + "u, ";
-      lengths += std::to_string(data[node].size()) + "u, ";
-    }
-    body += "  {\n    void* const bindings[] = {" + pointers + "};\n    const size_t lengths[] = {" + lengths +
-            "};\n    const kiln_dispatch_state_t s = {KILN_KERNEL_ABI_VERSION, {16, 1, 1}, " +
-            std::to_string(k.nodes.size()) + "u, 0, bindings, lengths, 0, 0};\n" +
-            "    for (uint32_t x = 0; x < 16; ++x) {\n      const kiln_workgroup_id_t id = {x, 0, 0};\n" +
-            "      if (" + k.name + "(&s, &id) != 0) return 3;\n    }\n  }\n";
-  }
-  program += "int main(int argc, char** argv) {\n  (void)argc;\n  static unsigned char data[" + std::to_string(total) +
-             "] __attribute__((aligned(64)));\n  FILE* in = fopen(argv[1], \"rb\");\n  if (!in || fread(data, 1, sizeof data, in) != sizeof data) return 2;\n"
-             "  fclose(in);\n" + body +
-             "  FILE* out = fopen(argv[1], \"wb\");\n  if (!out || fwrite(data, 1, sizeof data, out) != sizeof data) return 4;\n"
-             "  fclose(out);\n  return 0;\n}\n";
-  {
-    std::ofstream out(dir.file("ops.c"), std::ios::binary);
-    out << program;
-  }
-  std::vector<std::string> argv = {*cc};
+  std::vector<std::string> compile = {*cc};
   for (const std::string& flag : cpu::CpuCompiler::base_flags()) {
-    if (flag != "-shared" && flag != "-fPIC") argv.push_back(flag);
+    if (flag != "-shared" && flag != "-fPIC") compile.push_back(flag);
   }
-  argv.insert(argv.end(), {"-fsanitize=undefined,float-cast-overflow", "-fno-sanitize-recover=all", dir.file("ops.c"),
-                           "-o", dir.file("ops"), "-lm"});
-  Result<ProcessResult> built = run_process(argv, 300000);
-  ASSERT_TRUE(built.ok()) << built.status();
-  ASSERT_EQ(built->exit_code, 0) << built->output;
-  Result<ProcessResult> ran = run_process({dir.file("ops"), dir.file("data.bin")}, 120000);
-  ASSERT_TRUE(ran.ok()) << ran.status();
-  EXPECT_FALSE(ran->signalled);
-  ASSERT_EQ(ran->exit_code, 0) << ran->output;
-  EXPECT_EQ(ran->output.find("runtime error"), std::string::npos) << ran->output;
-  std::ifstream back(dir.file("data.bin"), std::ios::binary);
-  Bytes all(total);
-  back.read(reinterpret_cast<char*>(all.data()), static_cast<std::streamsize>(all.size()));
-  ASSERT_TRUE(back.good());
-  for (auto& [node, bytes] : data) std::memcpy(bytes.data(), all.data() + offset_of[node], bytes.size());
+  compile.insert(compile.end(), {"-fsanitize=undefined,float-cast-overflow", "-fno-sanitize-recover=all"});
+  std::map<int, Bytes> data = initial_data(s);
+  run_standalone(s, *source, "ops.c", compile,
+                 [](const Kernel& k, const std::vector<std::string>& pointers, const std::vector<std::string>& lengths) {
+                   std::string p, l;
+                   for (size_t i = 0; i < pointers.size(); ++i) p += pointers[i] + ", ", l += lengths[i] + ", ";
+                   return "    void* const bindings[] = {" + p + "};\n    const size_t lengths[] = {" + l +
+                          "};\n    const kiln_dispatch_state_t s = {KILN_KERNEL_ABI_VERSION, {16, 1, 1}, " +
+                          std::to_string(k.nodes.size()) + "u, 0, bindings, lengths, 0, 0};\n" +
+                          "    const kiln_workgroup_id_t id = {x, 0, 0};\n    if (" + k.name + "(&s, &id) != 0) return 3;\n";
+                 },
+                 &data);
   EXPECT_EQ(check(s, data, "cc -fsanitize=undefined"), 0);
+}
+
+// What CUDA C needs from CUDA, in host C++: the launch indices as globals (a launch runs its
+// blocks and threads one after another), the qualifiers, and the intrinsics the ABI and the
+// dialect use.
+constexpr const char* kCudaOnTheHost = R"(#include <math.h>
+#include <string.h>
+struct KilnDim { unsigned x, y, z; };
+static KilnDim blockIdx, threadIdx, blockDim, gridDim;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+static inline unsigned atomicExch(unsigned* p, unsigned v) { unsigned old = *p; *p = v; return old; }
+static inline void __syncthreads() {}
+static inline float __int_as_float(int x) { float f; memcpy(&f, &x, sizeof f); return f; }
+static inline double __longlong_as_double(long long x) { double d; memcpy(&d, &x, sizeof d); return d; }
+)";
+
+// The CUDA C of every case, built as C++ by the host's compiler with the kernel ABI the CUDA
+// driver prepends, and run on the host (4 threads a block, so grid-stride loops stride), under
+// the undefined-behaviour sanitizer: the CUDA dialect's types and helpers compute what op_eval
+// does, where no GPU is at hand (NVRTC builds the same source: tests/runtime). Library math is
+// the host's, so only the exact ops say anything about CUDA's (the close ones are close anyway).
+TEST(ElementTypeOps, CudaCRunOnTheHostMatchesTheReference) {
+  Result<std::string> cxx = find_program("c++");
+  if (!cxx.ok()) GTEST_SKIP() << "no C++ compiler: " << cxx.status();
+  const Suite s = make_suite();
+  codegen::EmitOptions options;
+  options.dialect = codegen::Dialect::kCuda;
+  Result<std::string> source = codegen::emit_kernels(s.kernels, nullptr, options);
+  ASSERT_TRUE(source.ok()) << source.status();
+  // NVRTC builds with --fmad=false: no contraction on the host either.
+  const std::vector<std::string> compile = {*cxx, "-std=c++17", "-O1", "-ffp-contract=off", "-w",
+                                            "-fsanitize=undefined,float-cast-overflow", "-fno-sanitize-recover=all"};
+  std::map<int, Bytes> data = initial_data(s);
+  run_standalone(s, std::string(kCudaOnTheHost) + cuda::kKernelAbiText + *source, "ops.cc", compile,
+                 [](const Kernel& k, const std::vector<std::string>& pointers, const std::vector<std::string>& lengths) {
+                   std::string args = "ring, 1u, 0u";
+                   for (size_t i = 0; i < pointers.size(); ++i) args += ", " + pointers[i] + ", 0ull, " + lengths[i];
+                   return "    static unsigned ring[256 * 8];\n    gridDim = {16, 1, 1};\n    blockDim = {4, 1, 1};\n"
+                          "    blockIdx = {x, 0, 0};\n    for (unsigned t = 0; t < 4; ++t) {\n      threadIdx = {t, 0, 0};\n"
+                          "      " + k.name + "(" + args + ");\n    }\n    if (ring[8] == 1u) return 3;\n";
+                 },
+                 &data);
+  EXPECT_EQ(check(s, data, "CUDA C on the host"), 0);
 }
 
 }  // namespace
