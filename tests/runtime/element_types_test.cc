@@ -322,6 +322,41 @@ TEST(ElementTypesTest, BitwiseOpsAndShiftsByAnyAmount) {
   expect_everywhere(text, inputs, want);
 }
 
+// Comparisons give bool for every type: floats (f16 and bf16 compared as the values they hold)
+// with NaN unordered, -0 equal to +0, infinities; bool with bool; and u64 against i64's order.
+TEST(ElementTypesTest, ComparisonsOfEveryTypeGiveBool) {
+  const std::vector<std::pair<double, double>> pairs = {{1, 2}, {2, 1}, {-0.0, 0.0}, {kNaN, 1}, {1, kNaN}, {kNaN, kNaN},
+                                                        {-kInf, kInf}, {kInf, kInf}, {0.1, 0.1000001}, {65504, 65520}};
+  std::string text;
+  Tensors inputs;
+  std::map<std::string, std::vector<Value>> want;
+  const std::pair<const char*, std::function<bool(double, double)>> ops[] = {
+      {"<", [](double x, double y) { return x < y; }},   {"<=", [](double x, double y) { return x <= y; }},
+      {">", [](double x, double y) { return x > y; }},   {">=", [](double x, double y) { return x >= y; }},
+      {"==", [](double x, double y) { return x == y; }}, {"!=", [](double x, double y) { return x != y; }}};
+  for (DType t : {DType::kF16, DType::kBF16, DType::kF32, DType::kF64, DType::kBool}) {
+    const std::string T = name_of(t), n = "[" + std::to_string(pairs.size()) + "]";
+    std::vector<Value> a, b;
+    for (auto [x, y] : pairs) {
+      // What a tensor of the type holds (bool: != 0).
+      a.push_back(t == DType::kBool ? integer(x != 0) : number(round_to(t, x)));
+      b.push_back(t == DType::kBool ? integer(y != 0) : number(round_to(t, y)));
+    }
+    inputs["a_" + T] = tensor_of(t, a);
+    inputs["b_" + T] = tensor_of(t, b);
+    text += "input a_" + T + " : " + T + n + "\ninput b_" + T + " : " + T + n + "\n";
+    for (size_t k = 0; k < std::size(ops); ++k) {
+      const std::string out = "c" + std::to_string(k) + "_" + T;
+      text += "output " + out + " : bool" + n + "\n" + out + "[i] = a_" + T + "[i] " + ops[k].first + " b_" + T + "[i]\n";
+      for (size_t i = 0; i < pairs.size(); ++i) {
+        const double x = a[i].is_float ? a[i].f : static_cast<double>(a[i].i), y = b[i].is_float ? b[i].f : static_cast<double>(b[i].i);
+        want[out].push_back(integer(ops[k].second(x, y)));
+      }
+    }
+  }
+  expect_everywhere(text, inputs, want);
+}
+
 // bool: & | ^ ~ are logical, true and false are bool literals, arithmetic on bool counts in i32,
 // and a bool read from memory holding any non-zero byte is true.
 TEST(ElementTypesTest, BoolIsLogicalAndCountsInI32) {
