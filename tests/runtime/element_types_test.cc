@@ -15,12 +15,18 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "kiln/lang/parser.h"
 #include "kiln/loop/op_eval.h"
+#include "kiln/runtime/backend.h"
+#include "kiln/runtime/node_table.h"
 #include "kiln/runtime/program_instance.h"
+#include "kiln/runtime/value_trace.h"
 #include "runtime/cuda_build.h"
 #include "runtime/e2e_util.h"
 
@@ -695,6 +701,85 @@ by_literal[i] = select(false, a[i], b[i])
                      {"by_compare", ints({1, 6, 7, 32767})},
                      {"by_float", ints({1, 6, 7, 32767})},
                      {"by_literal", ints({1, 6, -7, -1})}});
+}
+
+// Value tracing logs every type as the interpreter does (kiln/loop/loop.h, "Value tracing"): a
+// u64 above 2^63 unsigned, f16 as the value it holds (an overflow as inf), bool as 0 or 1, the
+// same lines on every device.
+TEST(ElementTypesTest, ValueTracesOfEveryTypeAgreeAcrossDevices) {
+  const std::string text = R"(input a : u64[3]
+input h : f16[3]
+input m : bool[3]
+input s : i8[3]
+output c : u64[3]
+output e : f16[3]
+output f : bool[3]
+output g : u32[3]
+routine step {
+  c[i] = a[i] + a[i]
+  e[i] = h[i] * 3
+  f[i] = ~m[i]
+  g[i] = u32(s[i])
+}
+)";
+  Result<ir::Program> program = lang::parse_program(text, "trace.kiln");
+  ASSERT_TRUE(program.ok()) << program.status();
+  const Tensors inputs = {
+      {"a", tensor_of(DType::kU64, {integer((static_cast<__int128>(1) << 63) + 5), integer(greatest(DType::kU64)), integer(7)})},
+      {"h", tensor_of(DType::kF16, {number(65504), number(1), number(-2.5)})},
+      {"m", tensor_of(DType::kBool, ints({1, 0, 1}))},
+      {"s", tensor_of(DType::kI8, ints({-1, 127, -128}))}};
+  std::map<std::string, nlohmann::json> entries;  // per device: the run's entries
+  for (const std::string& device : present_devices()) {
+    SCOPED_TRACE(device);
+    Result<std::shared_ptr<runtime::ValueTrace>> trace = runtime::ValueTrace::start();
+    ASSERT_TRUE(trace.ok()) << trace.status();
+    TempDir cache;
+    Result<hal::DeviceRef> dev = open_device(device, cache.path());
+    ASSERT_TRUE(dev.ok()) << dev.status();
+    runtime::BackendOptions backend_options;
+    backend_options.value_trace = *trace;
+    Result<std::shared_ptr<runtime::Backend>> backend = runtime::Backend::create(*dev, backend_options);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    Result<std::shared_ptr<runtime::NodeTable>> nodes = runtime::NodeTable::create(*program, 1);
+    ASSERT_TRUE(nodes.ok()) << nodes.status();
+    for (const auto& [name, t] : inputs) {
+      Result<runtime::HostTensor> tensor = (*nodes)->tensor(name);
+      ASSERT_TRUE(tensor.ok()) << tensor.status();
+      ASSERT_TRUE(tensor->write(std::as_bytes(std::span<const char>(t.bytes.data(), t.bytes.size()))).ok());
+    }
+    runtime::CompileOptions compile;
+    compile.lower.trace_values = true;
+    Result<runtime::StreamRef> stream = (*backend)->new_stream("s0");
+    ASSERT_TRUE(stream.ok()) << stream.status();
+    Result<runtime::ContextRef> root = (*backend)->make_context(*stream, *nodes, "root");
+    ASSERT_TRUE(root.ok()) << root.status();
+    Result<runtime::CodeRef> code = (*backend)->compile(*program, "step", compile);
+    ASSERT_TRUE(code.ok()) << code.status();
+    Result<runtime::Linked> linked = (*backend)->link(*root, *code, "step");
+    ASSERT_TRUE(linked.ok()) << linked.status();
+    ASSERT_TRUE(linked->routine->run().ok());
+    ASSERT_TRUE((*backend)->await(Timeout::after_ms(120000)).ok());
+    Result<std::string> lines = (*trace)->json_lines();
+    ASSERT_TRUE(lines.ok()) << lines.status();
+    ASSERT_TRUE((*trace)->stop().ok());
+    std::istringstream in(*lines);
+    for (std::string line; std::getline(in, line);) {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      if (j.contains("entries")) entries[device] = j["entries"];
+    }
+    ASSERT_TRUE(entries.count(device)) << *lines;
+  }
+  const nlohmann::json& reference = entries.at("interp");
+  for (const auto& [device, e] : entries) EXPECT_EQ(e, reference) << device << ": " << e.dump() << "\n  interp: " << reference.dump();
+  // The statements' values: u64 2^63 + 5 doubled wraps to 10, 2^64 - 1 doubled is 2^64 - 2; f16
+  // 65504 * 3 overflows; bool's ~; i8 -128 is 2^32 - 128 in u32.
+  std::vector<std::string> values;
+  for (const nlohmann::json& statement : reference) {
+    for (const nlohmann::json& l : statement["lines"]) values.push_back(l["value"].dump());
+  }
+  EXPECT_EQ(values, (std::vector<std::string>{"10", "18446744073709551614", "14", "\"inf\"", "3", "-7.5", "0", "1",
+                                              "0", "4294967295", "127", "4294967168"}));
 }
 
 }  // namespace
