@@ -3,6 +3,7 @@
 # scripts/cuda-device-pack.sh built .device/pack.tar.xz here and it travelled along: the device's
 # conformance suite, the CUDA driver's and library's tests, the examples and differential tests
 # against the interpreter (a kernel that faults, in a child process, among the drivers' tests),
+# the element types' tests,
 # `kiln run` and `train_moons` on cuda, a value trace of traced kernels, a 2^24-element elementwise
 # kernel beside PyTorch's (where python3 has torch), and bench/cuda_bench (3 repetitions,
 # aggregates). Each step has a time limit, a failure does not stop the next, and the
@@ -42,6 +43,9 @@ step "$bin/kiln_drivers_test" --gtest_filter='*Cuda*:*cuda*:*Staging*:*EventPool
 step "$bin/kiln_hal_test" --gtest_filter='*/cuda:*Cuda*'
 step "$bin/kiln_ral_test"
 step "$bin/kiln_runtime_test" --gtest_filter='*/cuda:*Cuda*:ExamplesTest.*Cuda*:CollectivesTest.*'
+# Every element type's ops, casts, reductions and gathers on cuda against the rules (language
+# version 3; the test adds cuda to its devices where the driver starts).
+step "$bin/kiln_runtime_test" --gtest_filter='ElementTypesTest.*'
 step "$bin/kiln" run "$root/examples/kiln/mlp.kiln" --device cuda
 step "$bin/train_moons" --device cuda --epochs 20
 # Value tracing on the GPU: device printf, flushed before each traced action signals.
