@@ -375,7 +375,13 @@ Result<std::vector<LStmtRef>> Lowerer::lower_statement(const Routine& routine, s
     std::vector<LExprRef> conditions;
     scope.skip_conditions = &conditions;
     KILN_ASSIGN_OR_RETURN(LExprRef term, lower_expr(*s.rhs, scope));
-    term = cast_to(term, accumulation_type(s.reduce, term->type));
+    // Sums and products of integers (or bool) into an integer target no wider than their
+    // accumulation type give the same bits when they accumulate in the target's type, which
+    // wraps alike: that keeps such a reduction in place (and register-tiled where it is a product).
+    const DType accumulate = accumulation_type(s.reduce, term->type);
+    const bool wraps_alike = (s.reduce == Reduce::kSum || s.reduce == Reduce::kProd) && is_integer_type(target.dtype) &&
+                             !is_float_type(term->type) && dtype_bits(target.dtype) <= dtype_bits(accumulate);
+    term = cast_to(term, wraps_alike ? target.dtype : accumulate);
     std::vector<LStmtRef> in_place =
         accumulate_in_place(s, target, reduced, loop_vars, term, conditions, checks, note, scope);
     if (!in_place.empty()) return in_place;

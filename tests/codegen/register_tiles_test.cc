@@ -159,9 +159,10 @@ INSTANTIATE_TEST_SUITE_P(
                                "c[i, j] = sum(a[i, k] * b[k, j])\n"},
         ProductCase{"f64", "input a : f64[66, 4]\ninput b : f64[4, 9]\noutput c : f64[66, 9]\n"
                            "c[i, j] = sum(a[i, k] * b[k, j])\n"},
-        // Integers: i64 (since language version 3 a sum of i32 accumulates in i64, which
-        // lowering writes with an accumulator rather than in place: i32 products do not tile;
-        // docs/optimize.md).
+        // Integers: an i32 sum accumulates in i32 in place, which wraps as its i64 accumulation
+        // type would (language version 3), so it tiles; and i64.
+        ProductCase{"i32", "input a : i32[64, 3]\ninput b : i32[3, 16]\noutput c : i32[64, 16]\n"
+                           "c[i, j] = sum(a[i, k] * b[k, j])\n"},
         ProductCase{"i64", "input a : i64[64, 3]\ninput b : i64[3, 16]\noutput c : i64[64, 16]\n"
                            "c[i, j] = sum(a[i, k] * b[k, j])\n"},
         // A product fused with a statement that reads it (run for the block's rows after its

@@ -141,7 +141,9 @@ TEST(OpEvalTest, EveryF16AndBf16PatternReadsBackToItself) {
   for (uint32_t b = 0; b < 0x10000; ++b) {
     const auto bits = static_cast<uint16_t>(b);
     const double f = f16_value(bits), g = bf16_value(bits);
-    if (!std::isnan(f)) EXPECT_EQ(f16_bits(f), bits) << std::hex << b;
+    if (!std::isnan(f)) {
+      EXPECT_EQ(f16_bits(f), bits) << std::hex << b;
+    }
     if (std::isnan(g)) continue;
     EXPECT_EQ(bf16_bits(g), bits) << std::hex << b;
     // bf16 is the upper half of an f32.
