@@ -149,7 +149,9 @@ void bind_runtime(nb::module_& m) {
                       "The host copies of a program's tensors, shared by every context made over them: "
                       "params start from their initializers, the rest from zeros. set() replaces a host "
                       "copy (uploaded before the next routine that reads it); get() waits for the last "
-                      "routine that writes the tensor and copies its value back.")
+                      "routine that writes the tensor and copies its value back, also once the context and "
+                      "backend that ran it are gone (the device array holding a tensor's newest value is "
+                      "kept until it is read back, set, or written again).")
       .def(nb::new_([](const Program& p, uint64_t seed) {
              return Tensors{value_or_throw(runtime::NodeTable::create(p.program, seed))};
            }), "program"_a, "seed"_a = 0)

@@ -22,7 +22,7 @@ Status unbind_locked(DeviceArray& array) {
   replace_buffer_locked(array, std::move(*own), false);
   array.stale = array.node != nullptr;
   array.newer = false;
-  if (array.node && array.node->newer_on_device.lock().get() == &array) array.node->newer_on_device.reset();
+  if (array.node && array.node->newer_on_device.get() == &array) array.node->newer_on_device.reset();
   return Status();
 }
 

@@ -71,6 +71,13 @@ Result<std::shared_ptr<NodeTable>> NodeTable::create(const ir::Program& program,
   return table;
 }
 
+NodeTable::~NodeTable() {
+  // Without the scheduling mutex: the last reference to a table may go while it is held (a
+  // context released there), and once the table is gone nothing reaches its nodes' newest
+  // arrays (every context holds its table).
+  for (auto& [name, node] : nodes_) node->newer_on_device.reset();
+}
+
 Result<std::shared_ptr<Node>> NodeTable::find(std::string_view name) const {
   auto it = nodes_.find(name);
   if (it == nodes_.end()) {
@@ -93,8 +100,12 @@ std::vector<std::string> NodeTable::names() const {
 namespace {
 
 Status check_no_arrays(const Node& node, const char* what) {
-  for (const auto& a : node.arrays) {
-    if (!a.expired()) {
+  for (const auto& weak : node.arrays) {
+    std::shared_ptr<DeviceArray> a = weak.lock();
+    // The newest value kept after its context went (Node::newer_on_device), held by nothing
+    // else, is no context's array: modes only decide where contexts' arrays live.
+    const bool kept_value_only = a && a == node.newer_on_device && a.use_count() == 2;
+    if (a && !kept_value_only) {
       return failed_precondition_error("cannot change the " + std::string(what) + " of node '" +
                                        node.desc().name +
                                        "': it already has a device array (change it before linking)");
@@ -291,14 +302,19 @@ Status HostTensor::read(std::span<std::byte> out, Timeout timeout) const {
     return invalid_argument_error("node '" + desc().name + "' holds " + std::to_string(desc().bytes) +
                                   " bytes, asked for " + std::to_string(out.size()));
   }
+  // The arrays downloaded, kept until the downloads are waited for and the lock released: one
+  // may be all that holds its stream (its context and backend gone), whose queue must not go
+  // while the download runs, nor under the scheduling mutex.
+  std::vector<std::shared_ptr<DeviceArray>> downloaded;
   std::unique_lock<std::mutex> lock(scheduling_mutex());
   const DeviceArray* downloaded_bound = nullptr;  // a bound array stays newer: fetched once
   for (;;) {
     if (table_->automatic_) {
-      std::shared_ptr<DeviceArray> newer = node_->newer_on_device.lock();
+      std::shared_ptr<DeviceArray> newer = node_->newer_on_device;
       if (newer && newer.get() != downloaded_bound) {
         KILN_RETURN_IF_ERROR(download_locked(*newer).status());
         if (newer->bound) downloaded_bound = newer.get();
+        downloaded.push_back(std::move(newer));
       }
     }
     if (!node_->host_pending) break;
@@ -327,7 +343,7 @@ Status NodeTable::check_inputs_given(const std::vector<std::string>& nodes, std:
     auto it = nodes_.find(name);
     if (it == nodes_.end()) continue;
     const Node& node = *it->second;
-    if (node.desc().hosted != HostedKind::kVolatile || !node.host_zeros || !node.newer_on_device.expired()) continue;
+    if (node.desc().hosted != HostedKind::kVolatile || !node.host_zeros || node.newer_on_device) continue;
     return failed_precondition_error("input '" + name + "' was never given a value, and routine '" + std::string(routine) +
                                      "' reads it: set it before running (run(" + name + "=...) in Python, "
                                      "kiln_tensor_write in C, HostTensor::write in C++)");

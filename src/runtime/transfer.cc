@@ -60,7 +60,7 @@ Result<StreamPoint> upload_locked(Stream& stream, DeviceArray& array) {
   }
   array.stale = false;
   array.newer = false;
-  if (node.newer_on_device.lock().get() == &array) node.newer_on_device.reset();
+  if (node.newer_on_device.get() == &array) node.newer_on_device.reset();
   return done;
 }
 
@@ -82,7 +82,7 @@ Result<StreamPoint> download_locked(DeviceArray& array) {
   keep_alive_until(stream, *done, array.node);
   if (array.bound) return done;  // the caller may write its memory again at any time
   array.newer = false;
-  if (node.newer_on_device.lock().get() == &array) node.newer_on_device.reset();
+  if (node.newer_on_device.get() == &array) node.newer_on_device.reset();
   return done;
 }
 

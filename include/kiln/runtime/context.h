@@ -4,8 +4,10 @@
 //
 // A caller may rely on:
 //  - finalize() frees the arrays this context owns, not its ancestors', once (a second call does
-//    nothing); afterwards linking into it, running routines linked into it or its descendants,
-//    and transfers involving it are FAILED_PRECONDITION; work already scheduled completes;
+//    nothing), but for one holding its node's newest value, which the node table keeps until it
+//    is read back (kiln/runtime/node_table.h); afterwards linking into it, running routines
+//    linked into it or its descendants, and transfers involving it are FAILED_PRECONDITION; work
+//    already scheduled completes;
 //  - a context keeps its backend, stream, node table and parent alive.
 #pragma once
 

@@ -119,7 +119,11 @@ class Node {
   // write.
   std::vector<std::weak_ptr<DeviceArray>> arrays;
   // The array written on a device after the host copy was last brought up to date, if any.
-  std::weak_ptr<DeviceArray> newer_on_device;
+  // Held, not only pointed at: the newest value outlives the context that computed it (its
+  // context finalized or dropped, its backend too), so that a read still returns it; the array
+  // goes when the value is read back, the host copy is written, another array is written later,
+  // or the table goes (~NodeTable).
+  std::shared_ptr<DeviceArray> newer_on_device;
   // The last device action that reads or writes the host copy asynchronously (a to_host, or an
   // upload that could not snapshot it): the host waits for it before touching the copy.
   std::optional<StreamPoint> host_pending;
@@ -137,7 +141,10 @@ std::string shape_text(ir::DType dtype, const std::vector<int64_t>& dims);
 // A host-side handle of one node: the automatic host transfers.
 //  - read() waits for the node's pending device writers and copies the newest device data back
 //    first when a device holds newer data than the host; when that copy failed (its writer
-//    failed, or its stream did), read() returns the failure, never the stale host copy;
+//    failed, or its stream did), read() returns the failure, never the stale host copy. This
+//    holds after the context that computed the value, and its backend, are gone (finalized or
+//    dropped): the table keeps the array holding a node's newest value (Node::newer_on_device)
+//    until that value is read back, written over, or superseded;
 //  - write() replaces the host copy and marks every device array stale, so that the next routine
 //    or transfer that reads an array uploads the host copy first; a const's is refused
 //    (INVALID_ARGUMENT: its value is compiled into the code).
@@ -174,6 +181,8 @@ class NodeTable : public std::enable_shared_from_this<NodeTable> {
   // kConstant, inputs kVolatile, everything else kChangedOnDevices; a node no routine writes
   // that is kConstant, or a param no routine writes, is kShared; everything else kPerStream.
   static Result<std::shared_ptr<NodeTable>> create(const ir::Program& program, uint64_t seed = 0);
+  // Lets go of the arrays its nodes hold (Node::newer_on_device), which hold their nodes.
+  ~NodeTable();
 
   // NOT_FOUND naming the node.
   Result<std::shared_ptr<Node>> find(std::string_view name) const;
