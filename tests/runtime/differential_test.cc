@@ -2,7 +2,9 @@
 // interpreter (`interp`, with every intermediate stored and no optimization passes:
 // LowerOptions::inline_virtual and optimize off) and on the CPU (`cpu`, generated C, default
 // lowering with single-use intermediates inlined and the kernels optimized), and every
-// output and param must agree within a tolerance (relative 1e-4 plus absolute 1e-5; i32 exactly).
+// output and param must agree: integers and bool exactly, f32 and f64 within a tolerance
+// (relative 1e-4 plus absolute 1e-5), f16 and bf16 within one unit in the last place of their
+// type (or 1e-5: narrow_close).
 // The reference also runs one kernel per statement (fusion, collapsing of leading dims and local
 // arrays off), the CPU the default grouping; the generator writes "row blocks" for fusion to find
 // (statements sharing a leading dim, intermediates read row by row, small rows).
@@ -20,8 +22,11 @@
 //
 // Programs are valid by construction (1-3 routines of 2-6 statements; tensors of rank 0-3 with
 // dims 1-7, now and then 8 or 16, and row blocks of 64-71 rows, where the C dialect writes
-// vector loops and products run in register tiles; f32 mostly, some f64 and i32; elementwise expressions with broadcasting, every
-// function, casts, comparisons and select; reductions with every accumulation; compound
+// vector loops and products run in register tiles; every element type of language version 3,
+// f32 about half the tensors; elementwise expressions with broadcasting, every function, casts
+// to every type, comparisons (bool), select, & | ^ ~ << >> on integers and bool, true and false;
+// reductions with every accumulation (sum, prod, max, min, mean of narrow integers and bool,
+// argmax / argmin into integers of any type); compound
 // subscripts with `where` bounds, triangular ones too (`where k < i + 2`); reads of the target at
 // shifted points; intermediates; params
 // shared by routines; consts in values, subscripts and bounds). They also avoid values that two
@@ -29,13 +34,26 @@
 //  - magnitudes stay bounded: a float tensor is either "bounded" (every write keeps it within
 //    [-2, 2], so reads use it as is) or "free" (any size, even +-inf from an empty max/min; every
 //    read squashes it through tanh or sigmoid);
-//  - discontinuous operations (floor, ceil, comparisons, select's condition, casts to i32, and
-//    the conversion on assignment to an i32 target) only see exact values: inputs, literals,
-//    index values, i32 arithmetic (which wraps identically everywhere);
-//  - division only by (1 + x * x), log only of abs(x) + 1, pow only of a base in (0.5, 1.5).
+//  - discontinuous operations (floor, ceil, comparisons, select's condition, casts to integers
+//    and to f16 / bf16, argmax / argmin, and the conversion on assignment to an integer target)
+//    only see exact values: inputs, literals, index values, integer arithmetic of any type
+//    (which wraps identically everywhere: program_generator_integers.cc), exact f16 / bf16
+//    tensors;
+//  - integer values are tracked as ranges; one that may be large reaches a float expression
+//    squashed (tanh(f32(n) * 0.125)); integer inputs are drawn now and then across their whole
+//    range (input_values: the type's limits, all ones, the sign bit, random bit patterns), and
+//    the programs build values at the limits (`~u64(0)`, `i8(1) << 7`), shift by amounts out of
+//    range and divide by zero;
+//  - an f16 / bf16 tensor other than an input is written either only with exact values (then
+//    its rounding is the same everywhere and later statements may read it) or with anything,
+//    by `=` only, and never read (one rounding apart between devices is allowed for it, and
+//    reading it could magnify that);
+//  - division of floats only by (1 + x * x), log only of abs(x) + 1, pow only of a base in
+//    (0.5, 1.5), pow of integers only of values whose square is exact.
 // Some programs hold a gather through select with an integer comparison,
 //   p[a, b] = sum(select(t[a, b] == g, x[g, a, b], 0))
-// with an i32 index input t holding -8..8 (some values out of range): GCC 12 at -O3
+// with an integer index input t (i32, i8, u8, i16 or i64) holding -8..8 or 0..16 (some values
+// out of range): GCC 12 at -O3
 // -march=native once miscompiled that shape; others the gather itself (language version 2),
 // `p[a, b] = x[t[a, b], a, b]` and variants, and reductions inside expressions, nested ones too.
 // Several programs are concatenated into one file (names prefixed pN_) so that one C compiler run
@@ -47,6 +65,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <regex>
 #include <set>
@@ -104,7 +123,92 @@ struct Generated {
   std::string text;
   ir::Program program;  // parsed alone
   bool devices = false;  // also run on the other devices present (opencl, cuda)
+  std::set<std::string> wide_inputs;  // integer inputs drawn across their whole range
 };
+
+// The program of a seed (not yet parsed).
+Generated generated(uint64_t seed, std::string prefix, bool allow_main) {
+  Generated g;
+  g.seed = seed;
+  g.prefix = std::move(prefix);
+  ProgramGenerator generator(seed, g.prefix, allow_main);
+  g.text = generator.generate();
+  g.wide_inputs = generator.wide_inputs();
+  return g;
+}
+
+// An input's values: as `kiln run` draws them (random_tensor: floats in [-1, 1), integers in
+// [-8, 8] or [0, 16], bools 0 or 1), or for a wide integer input across its type's whole range:
+// about a third at or next to its limits (0, all ones, the sign bit alone and its neighbours),
+// the rest random bit patterns.
+HostTensor input_values(const ir::TensorNode& node, uint64_t seed, bool wide) {
+  if (!wide || !ir::is_integer_type(node.dtype)) return random_tensor(node, seed);
+  HostTensor t = empty_tensor(node);
+  Random random = Random::for_name(seed, "wide input:" + node.name);
+  const int bits = ir::dtype_bits(node.dtype);
+  const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  const uint64_t sign = uint64_t{1} << (bits - 1);
+  for (int64_t i = 0; i < t.size(); ++i) {
+    uint64_t v = random.next_u64();
+    switch (v % 12) {
+      case 0: v = 0; break;
+      case 1: v = mask; break;          // -1, or the greatest unsigned value
+      case 2: v = sign; break;          // the least signed value
+      case 3: v = sign - 1; break;      // the greatest signed value
+      case 4: v = sign + 1; break;
+      default: v = random.next_u64(); break;
+    }
+    ir::Scalar scalar;
+    scalar.i = static_cast<int64_t>(v & mask);  // store_scalar wraps it to the type
+    ir::store_scalar(node.dtype, scalar, t.bytes.data() + static_cast<size_t>(i) * ir::dtype_size(node.dtype));
+  }
+  return t;
+}
+
+// f16 / bf16 values that two correct devices may both compute: the same, adjacent values of the
+// type (one unit in the last place: each computes in f32 and rounds once, and the reference
+// computes in double, so a value near a rounding tie may round either way), or within 1e-5 of
+// each other (what f32 arithmetic may differ by near 0 after cancellation, first_difference's
+// absolute tolerance). NaN matches NaN; infinities match only themselves.
+bool narrow_close(ir::DType type, uint16_t expected, uint16_t actual) {
+  const double e = type == ir::DType::kF16 ? ir::f16_value(expected) : ir::bf16_value(expected);
+  const double a = type == ir::DType::kF16 ? ir::f16_value(actual) : ir::bf16_value(actual);
+  if (std::isnan(e) || std::isnan(a)) return std::isnan(e) && std::isnan(a);
+  if (std::isinf(e) || std::isinf(a)) return e == a;
+  // The bit patterns in the order of the values they stand for (+0 and -0 alike).
+  auto ordered = [](uint16_t bits) { return bits & 0x8000 ? -int{bits & 0x7fff} : int{bits & 0x7fff}; };
+  return std::abs(ordered(expected) - ordered(actual)) <= 1 || std::fabs(e - a) <= 1e-5;
+}
+
+// The first element where a device's result differs from the reference's beyond what two
+// correct devices may: integers and bool exactly, f32 and f64 within first_difference's
+// tolerance, f16 and bf16 within narrow_close; nullopt when they agree.
+std::optional<std::string> difference(const std::string& name, const HostTensor& expected, const HostTensor& actual) {
+  if (!ir::is_narrow_float(expected.dtype) || expected.dtype != actual.dtype ||
+      expected.bytes.size() != actual.bytes.size()) {
+    return first_difference(name, expected, actual);
+  }
+  int mismatches = 0;
+  std::optional<std::string> first;
+  for (int64_t i = 0; i < expected.size(); ++i) {
+    uint16_t e = 0, a = 0;
+    std::memcpy(&e, expected.bytes.data() + 2 * i, 2);
+    std::memcpy(&a, actual.bytes.data() + 2 * i, 2);
+    if (narrow_close(expected.dtype, e, a)) continue;
+    if (!first) {
+      char bits[64];
+      std::snprintf(bits, sizeof bits, " (bits 0x%04x, got 0x%04x)", e, a);
+      std::ostringstream os;
+      os.precision(9);
+      os << name << index_string(expected.dims, i) << " (element " << i << " of " << expected.size()
+         << "): expected " << expected.at(i) << ", got " << actual.at(i) << bits;
+      first = os.str();
+    }
+    ++mismatches;
+  }
+  if (first) *first += " (" + std::to_string(mismatches) + " elements differ)";
+  return first;
+}
 
 std::string numbered(const std::string& text) {
   std::istringstream in(text);
@@ -141,7 +245,7 @@ DeviceRun start(const hal::DeviceRef& device, const ir::Program& program,
   for (const Generated* g : parts) {
     for (const ir::TensorNode& node : g->program.nodes) {
       if (node.role != Role::kInput) continue;
-      Status st = write_tensor(*run.instance, node.name, random_tensor(node, g->seed));
+      Status st = write_tensor(*run.instance, node.name, input_values(node, g->seed, g->wide_inputs.count(node.name) > 0));
       if (!st.ok()) {
         run.status = st.annotate("writing input " + node.name);
         return run;
@@ -264,7 +368,7 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
               stats_.nonfinite += !std::isfinite(v);
             }
           }
-          if (auto diff = first_difference(node->name, *expected, *actual)) {
+          if (auto diff = difference(node->name, *expected, *actual)) {
             ADD_FAILURE() << "cpu differs from interp after pass " << pass << " of the routines: " << *diff
                           << "\n" << describe(*g);
             failed.insert(g);
@@ -274,7 +378,7 @@ class DifferentialTest : public ::testing::TestWithParam<int> {
           for (size_t d = 0; d < others.size() && !differs; ++d) {
             Result<HostTensor> device = read_tensor(*others[d].instance, *node);
             std::optional<std::string> diff =
-                device.ok() ? first_difference(node->name, *expected, *device)
+                device.ok() ? difference(node->name, *expected, *device)
                             : std::optional<std::string>(device.status().to_string());
             if (diff) {
               ADD_FAILURE() << devices_[d].first << " differs from interp after pass " << pass << " of the routines: "
@@ -328,11 +432,8 @@ TEST_P(DifferentialTest, RandomProgramsAgreeOnInterpAndCpu) {
   // those that also run on opencl are batched apart from the others.
   std::vector<Generated> mains, others;
   for (uint64_t n = static_cast<uint64_t>(shard); n < s.count; n += kShards) {
-    Generated g;
-    g.seed = s.seed + n;
+    Generated g = generated(s.seed + n, "s" + std::to_string(s.seed + n) + "_", allows_main(s.seed + n));
     g.devices = !devices_.empty() && opencl_every_ > 0 && (n / kShards) % opencl_every_ == 0;
-    g.prefix = "s" + std::to_string(g.seed) + "_";
-    g.text = ProgramGenerator(g.seed, g.prefix, allows_main(g.seed)).generate();
     if (env_string("KILN_DIFF_PRINT")) std::printf("# seed %llu\n%s\n", static_cast<unsigned long long>(g.seed), g.text.c_str());
     Result<ir::Program> parsed = lang::parse_program(g.text, "seed" + std::to_string(g.seed) + ".kiln");
     if (!parsed.ok()) {
@@ -387,10 +488,7 @@ TEST_P(DifferentialDeviceTest, AgreesWithTheInterpreterWherePresent) {
   ASSERT_TRUE(interp.ok()) << interp.status();
   ASSERT_TRUE(device.ok()) << device.status();
   for (uint64_t seed = 500; seed < 504; ++seed) {
-    Generated g;
-    g.seed = seed;
-    g.prefix = "d" + std::to_string(seed) + "_";
-    g.text = ProgramGenerator(seed, g.prefix, allows_main(seed)).generate();
+    Generated g = generated(seed, "d" + std::to_string(seed) + "_", allows_main(seed));
     Result<ir::Program> parsed = lang::parse_program(g.text, "device.kiln");
     ASSERT_TRUE(parsed.ok()) << parsed.status();
     g.program = std::move(*parsed);
@@ -406,7 +504,7 @@ TEST_P(DifferentialDeviceTest, AgreesWithTheInterpreterWherePresent) {
       Result<HostTensor> expected = read_tensor(*reference.instance, *node);
       Result<HostTensor> actual = read_tensor(*run.instance, *node);
       ASSERT_TRUE(expected.ok() && actual.ok()) << expected.status() << "; " << actual.status();
-      if (auto diff = first_difference(node->name, *expected, *actual)) ADD_FAILURE() << *diff << "\n" << describe(g);
+      if (auto diff = difference(node->name, *expected, *actual)) ADD_FAILURE() << *diff << "\n" << describe(g);
     }
   }
 }
@@ -482,11 +580,9 @@ TEST(DifferentialSizesTest, SizedProgramsAgreeAtRandomSizes) {
   // Seeds in turn until `count` programs could be sized (most can), or four times as many tried.
   int checked = 0, skipped = 0, runs = 0, sized_programs = 0;
   for (uint64_t n = 0; static_cast<uint64_t>(sized_programs) < count && n < 4 * count; ++n) {
-    Generated g;
-    g.seed = s.seed + 7919 + n;
-    g.prefix = "z" + std::to_string(g.seed) + "_";
+    Generated g = generated(s.seed + 7919 + n, "z" + std::to_string(s.seed + 7919 + n) + "_", false);
     int64_t original = 0;
-    std::optional<std::string> sized = with_size(ProgramGenerator(g.seed, g.prefix, false).generate(), &original);
+    std::optional<std::string> sized = with_size(g.text, &original);
     Result<ir::Program> parsed = sized ? lang::parse_program(*sized, "sized.kiln")
                                        : Result<ir::Program>(invalid_argument_error("no dimension to size"));
     if (!parsed.ok()) {
@@ -520,7 +616,7 @@ TEST(DifferentialSizesTest, SizedProgramsAgreeAtRandomSizes) {
           Result<HostTensor> expected = read_tensor(*reference.instance, *node);
           Result<HostTensor> actual = read_tensor(*run.instance, *node);
           ASSERT_TRUE(expected.ok() && actual.ok()) << expected.status() << "; " << actual.status();
-          if (auto diff = first_difference(node->name, *expected, *actual)) {
+          if (auto diff = difference(node->name, *expected, *actual)) {
             ADD_FAILURE() << name << " at N = " << value << " (general build) differs from interp: " << *diff << "\n"
                           << describe(g);
             ok = false;
@@ -555,6 +651,67 @@ TEST(DifferentialGeneratorTest, IsDeterministicAndVaried) {
   }
   EXPECT_TRUE(std::regex_search(all, std::regex(R"(where (.*, )?[a-z]+ < [a-z]+ \+ [1-3])")))
       << "no generated program has a triangular bound";
+}
+
+// Language version 3: the programs use every element type in declarations and casts, the
+// bitwise operators and shifts, bool literals, argmax / argmin, gathers through index tensors of
+// several integer types, f16 / bf16 intermediates that lowering inlines, and wide inputs.
+TEST(DifferentialGeneratorTest, CoversEveryElementType) {
+  std::string all;
+  int wide = 0, exact_narrow = 0, unread_narrow = 0;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    ProgramGenerator generator(seed, "p_", true);
+    all += generator.generate();
+    wide += static_cast<int>(generator.wide_inputs().size());
+    for (const GenTensor& t : generator.tensors()) {
+      exact_narrow += t.narrow_exact;
+      unread_narrow += t.unread();
+    }
+  }
+  for (ir::DType type : ir::kAllDTypes) {
+    const std::string name(ir::dtype_name(type));
+    EXPECT_TRUE(std::regex_search(all, std::regex("input +p_x[0-9]+ : " + name + "\\b")))
+        << "no generated program has an input of type " << name;
+    EXPECT_TRUE(std::regex_search(all, std::regex("(output|tensor|param) +p_[a-z]+[0-9]+ : " + name + "\\b")))
+        << "no generated program writes a tensor of type " << name;
+    EXPECT_NE(all.find(name + "("), std::string::npos) << "no generated program casts to " << name;
+  }
+  for (const char* feature : {" & ", " | ", " ^ ", "~", " << ", " >> ", "true", "false", "argmax(", "argmin(",
+                              "~u64(0)", "i8(1) << 7", "(i64(1) << 63)"}) {
+    EXPECT_NE(all.find(feature), std::string::npos) << "no generated program uses '" << feature << "'";
+  }
+  EXPECT_TRUE(std::regex_search(all, std::regex(R"((<<|>>) (3[23]|6[45]|100)\b)")))
+      << "no generated program shifts by as much as 32 (or 64)";
+  for (const char* index : {"i32", "i8", "u8", "i16", "i64"}) {
+    EXPECT_TRUE(std::regex_search(all, std::regex(std::string("input +p_gi[0-9]+ : ") + index + "\\[")))
+        << "no generated program gathers through an index tensor of type " << index;
+  }
+  EXPECT_TRUE(std::regex_search(all, std::regex(R"(tensor +p_v[0-9]+ : b?f16)"))) << "no f16 / bf16 intermediate to inline";
+  EXPECT_GT(wide, 20);
+  EXPECT_GT(exact_narrow, 20);
+  EXPECT_GT(unread_narrow, 20);
+}
+
+// f16 / bf16 results agree when they are equal or one unit in the last place apart (or within
+// 1e-5), never two units.
+TEST(DifferentialGeneratorTest, NarrowFloatsAgreeWithinOneUnitInTheLastPlace) {
+  for (ir::DType type : {ir::DType::kF16, ir::DType::kBF16}) {
+    auto bits = [&](double v) { return type == ir::DType::kF16 ? ir::f16_bits(v) : ir::bf16_bits(v); };
+    const uint16_t one = bits(1.0), minus = bits(-0.75), tiny = bits(0.0);
+    EXPECT_TRUE(narrow_close(type, one, one));
+    EXPECT_TRUE(narrow_close(type, one, static_cast<uint16_t>(one + 1)));
+    EXPECT_TRUE(narrow_close(type, one, static_cast<uint16_t>(one - 1)));  // below 1.0: a finer step
+    EXPECT_FALSE(narrow_close(type, one, static_cast<uint16_t>(one + 2)));
+    EXPECT_FALSE(narrow_close(type, one, static_cast<uint16_t>(one - 2)));
+    EXPECT_TRUE(narrow_close(type, minus, static_cast<uint16_t>(minus + 1)));
+    EXPECT_FALSE(narrow_close(type, minus, static_cast<uint16_t>(minus + 2)));
+    EXPECT_FALSE(narrow_close(type, one, minus));
+    EXPECT_TRUE(narrow_close(type, tiny, bits(-0.0)));
+    EXPECT_TRUE(narrow_close(type, tiny, bits(4e-6)));  // near 0: f32's absolute tolerance
+    EXPECT_FALSE(narrow_close(type, bits(INFINITY), bits(65504)));
+    EXPECT_FALSE(narrow_close(type, bits(NAN), one));
+    EXPECT_TRUE(narrow_close(type, bits(NAN), bits(NAN)));
+  }
 }
 
 // The row blocks give lowering something to fuse and to keep in local arrays.
@@ -594,10 +751,11 @@ TEST(DifferentialGeneratorTest, ReductionsInsideExpressions) {
       }
     }
   }
-  // The generator's programs differ between compilers (the order in which a call's arguments draw
-  // their random numbers): over these 100 seeds Clang's build gets 48 temporaries.
+  // Over these 100 seeds: 59 temporaries, 9 nested. The generator draws its random numbers in
+  // sequence (never two in the arguments of one call, whose order C++ leaves to the compiler), so
+  // GCC's and Clang's builds generate the same programs; the margins leave room for changes.
   EXPECT_GT(temporaries, 30);
-  EXPECT_GT(nested, 5);
+  EXPECT_GT(nested, 4);
 }
 
 TEST(DifferentialGeneratorTest, ProgramsParse) {

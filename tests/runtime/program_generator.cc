@@ -64,13 +64,44 @@ GenTensor& ProgramGenerator::add(Role role, const std::string& stem, DType dtype
   t.dims = std::move(dims);
   t.bounded = role == Role::kInput || role == Role::kConst || chance(0.5);
   t.written = false;
+  // Integer inputs hold values across their whole range now and then; f16 / bf16 tensors that
+  // are written are exact (readable) or rounded (unread), half and half.
+  if (role == Role::kInput && ir::is_integer_type(dtype)) t.wide = chance(0.3);
+  if (t.is_narrow() && role != Role::kInput && role != Role::kConst) t.narrow_exact = chance(0.5);
   tensors_.push_back(std::move(t));
   return tensors_.back();
 }
 
-DType ProgramGenerator::float_or_int(double p_f64, double p_i32) {
-  double u = rng_.uniform();
-  return u < p_i32 ? DType::kI32 : u < p_i32 + p_f64 ? DType::kF64 : DType::kF32;
+std::set<std::string> ProgramGenerator::wide_inputs() const {
+  std::set<std::string> out;
+  for (const GenTensor& t : tensors_) {
+    if (t.wide) out.insert(t.name);
+  }
+  return out;
+}
+
+DType ProgramGenerator::any_type(double ints) {
+  // Weights in percent at ints = 1: f32 48, f64 8, f16 6, bf16 6, i32 8, and 3 each for bool,
+  // i8, u8, i16, u16, u32, i64, u64.
+  struct Weighted { DType type; double weight; bool integer; };
+  static const Weighted table[] = {
+      {DType::kF32, 48, false}, {DType::kF64, 8, false}, {DType::kF16, 6, false}, {DType::kBF16, 6, false},
+      {DType::kI32, 8, true},   {DType::kBool, 3, true}, {DType::kI8, 3, true},   {DType::kU8, 3, true},
+      {DType::kI16, 3, true},   {DType::kU16, 3, true},  {DType::kU32, 3, true},  {DType::kI64, 3, true},
+      {DType::kU64, 3, true}};
+  double total = 0;
+  for (const Weighted& w : table) total += w.weight * (w.integer ? ints : 1);
+  double u = rng_.uniform() * total;
+  for (const Weighted& w : table) {
+    u -= w.weight * (w.integer ? ints : 1);
+    if (u < 0) return w.type;
+  }
+  return DType::kF32;
+}
+
+DType ProgramGenerator::index_type() {
+  static const std::vector<DType> others = {DType::kI8, DType::kU8, DType::kI16, DType::kI64};
+  return chance(0.5) ? DType::kI32 : one_of(others);
 }
 
 std::vector<int64_t> ProgramGenerator::shape() {
@@ -96,20 +127,37 @@ void ProgramGenerator::declare() {
   tensors_.reserve(32);  // references into tensors_ stay valid
 
   const int inputs = 1 + pick(4), params = pick(4), outputs = 1 + pick(3), temps = pick(4);
-  for (int i = 0; i < inputs; ++i) add(Role::kInput, "x", float_or_int(0.15, 0.15), shape());
+  for (int i = 0; i < inputs; ++i) {
+    const DType type = any_type();
+    std::vector<int64_t> dims = shape();
+    GenTensor& x = add(Role::kInput, "x", type, std::move(dims));
+    if (i == 0) x.wide = false;  // float_input's last resort: an input that is not wide
+  }
   for (int i = 0; i < params; ++i) {
-    GenTensor& p = add(Role::kParam, "w", float_or_int(0.15, 0.15), shape());
+    const DType type = any_type();
+    std::vector<int64_t> dims = shape();
+    GenTensor& p = add(Role::kParam, "w", type, std::move(dims));
     p.init = initializer(p);
   }
-  for (int i = 0; i < outputs; ++i) add(Role::kOutput, "y", float_or_int(0.1, 0.15), shape());
+  for (int i = 0; i < outputs; ++i) {
+    const DType type = any_type();
+    add(Role::kOutput, "y", type, shape());
+  }
   for (int i = 0; i < temps; ++i) {
-    GenTensor& t = add(Role::kTensor, "t", float_or_int(0.1, 0.15), shape());
+    const DType type = any_type();
+    std::vector<int64_t> dims = shape();
+    GenTensor& t = add(Role::kTensor, "t", type, std::move(dims));
     if (chance(0.2)) t.init = initializer(t);
   }
   for (int i = pick(3); i > 0; --i) {
-    GenTensor& t = add(Role::kTensor, "v", chance(0.85) ? DType::kF32 : DType::kF64, shape());
+    // An intermediate for one reader, which lowering inlines: f16 / bf16 ones exact, so that
+    // the inlined value must be rounded as the stored one is.
+    const double u = rng_.uniform();
+    const DType type = u < 0.75 ? DType::kF32 : u < 0.87 ? DType::kF64 : u < 0.94 ? DType::kF16 : DType::kBF16;
+    GenTensor& t = add(Role::kTensor, "v", type, shape());
     t.pipe = true;
     t.bounded = true;
+    t.narrow_exact = t.is_narrow();
   }
   if (chance(0.6)) {
     // The row block: 2-4 intermediates and an output sharing dimension 0.
@@ -132,8 +180,10 @@ void ProgramGenerator::declare() {
     for (int d = 1 + pick(2); d > 0; --d) dims.push_back(dim());
     std::vector<int64_t> choices = {2 + pick(6)};
     choices.insert(choices.end(), dims.begin(), dims.end());
-    add(Role::kInput, "gi", DType::kI32, dims);
-    add(Role::kInput, "gx", chance(0.8) ? DType::kF32 : DType::kF64, choices);
+    const DType index = index_type();
+    add(Role::kInput, "gi", index, dims);
+    const double u = rng_.uniform();
+    add(Role::kInput, "gx", u < 0.7 ? DType::kF32 : u < 0.8 ? DType::kF64 : u < 0.9 ? DType::kF16 : DType::kBF16, choices);
     GenTensor& out = add(Role::kOutput, "gp", chance(0.85) ? DType::kF32 : DType::kF64, dims);
     out.gather = true;
     out.bounded = true;
@@ -142,12 +192,15 @@ void ProgramGenerator::declare() {
   }
   // Consts: an integer one (for subscripts and bounds), a float scalar, a filled tensor.
   if (chance(0.5)) {
-    GenTensor& c = add(Role::kConst, "n", DType::kI32, {});
+    static const std::vector<DType> types = {DType::kI32, DType::kI32, DType::kI64, DType::kU8, DType::kI16, DType::kU16};
+    GenTensor& c = add(Role::kConst, "n", one_of(types), {});
     c.value = 1 + pick(3);
     c.init = std::to_string(static_cast<int>(c.value));
   }
   if (chance(0.4)) {
-    GenTensor& c = add(Role::kConst, "c", chance(0.8) ? DType::kF32 : DType::kF64, {});
+    static const std::vector<DType> types = {DType::kF32, DType::kF32, DType::kF32, DType::kF32, DType::kF32,
+                                             DType::kF32, DType::kF64, DType::kF64, DType::kF16, DType::kBF16};
+    GenTensor& c = add(Role::kConst, "c", one_of(types), {});
     c.value = one_of(std::vector<double>{0.5, 0.25, 1.5, -0.75});
     c.init = format_number(c.value);
   }
@@ -181,6 +234,10 @@ std::string ProgramGenerator::initializer(const GenTensor& t) {
       default: return "normal(0, 2)";
     }
   }
+  // Random INITs are for floats and i32 only: the other integer types and bool get a number.
+  if (t.dtype == DType::kBool) return one_of(std::vector<std::string>{"true", "false", "1", "0"});
+  if (ir::is_unsigned_type(t.dtype)) return std::to_string(pick(4));
+  if (ir::is_integer_type(t.dtype)) return std::to_string(pick(5) - 2);
   switch (pick(4)) {
     case 0: return one_of(std::vector<std::string>{"0", "1", "0.5", "-0.25", "1e-1"});
     case 1: return "uniform(-1, 1)";
@@ -214,12 +271,15 @@ std::string ProgramGenerator::statement(GenTensor* pipe_target, const GenTensor*
   GenTensor* row_target = row_block ? pipe_target : nullptr;
   if (row_block) pipe_target = nullptr;
   GenTensor* chosen = row_target ? row_target : pipe_target ? pipe_target : &choose_target();
-  for (int tries = 0; must_read && !chosen->is_float() && tries < 20; ++tries) chosen = &choose_target();
+  for (int tries = 0; must_read && !chosen->is_wide_float() && tries < 20; ++tries) chosen = &choose_target();
   GenTensor& target = *chosen;
+  if (!pipe_target && !row_target && !must_read && ir::is_integer_type(target.dtype) && chance(0.12)) {
+    return arg_reduction_statement(target);
+  }
   StatementCtx ctx;
   ctx.target = &target;
   ctx.row_mode = row_block;
-  if (target.is_float()) ctx.must_read = must_read;
+  if (target.is_wide_float()) ctx.must_read = must_read;
   // Index names: target indices first, then candidates for reduced indices.
   std::vector<std::string> names = {"i", "j", "k", "l", "m", "n", "ky", "kx", "co"};
   for (size_t i = names.size(); i > 1; --i) std::swap(names[i - 1], names[static_cast<size_t>(pick(static_cast<int>(i)))]);
@@ -240,8 +300,11 @@ std::string ProgramGenerator::statement(GenTensor* pipe_target, const GenTensor*
   if (is_float && target.may_inf && accum == ir::Accum::kMul) accum = ir::Accum::kAdd;
 
   if (pipe_target || (row_target && chance(0.85))) accum = ir::Accum::kAssign;
+  // An f16 / bf16 target is never combined with its own value, which may be a rounding apart
+  // between devices already: `=` only (and no reduction for an exact one).
+  if (target.is_narrow()) accum = ir::Accum::kAssign;
   ir::Reduce reduce = ir::Reduce::kNone;
-  if (!pipe_target && chance(0.45)) {
+  if (!pipe_target && !target.narrow_exact && chance(0.45)) {
     std::vector<ir::Reduce> allowed = {ir::Reduce::kSum, ir::Reduce::kProd, ir::Reduce::kMax,
                                        ir::Reduce::kMin, ir::Reduce::kMean};
     if (is_float && (target.bounded || accum == ir::Accum::kMul)) {
@@ -263,8 +326,15 @@ std::string ProgramGenerator::statement(GenTensor* pipe_target, const GenTensor*
   std::string rhs;
   if (!is_float) {
     Gen e = chance(0.15) && reduce == ir::Reduce::kNone ? exact_float(ctx) : int_expr(ctx, 3);
-    if (reduce != ir::Reduce::kNone && e.literal) e = binary(e, "*", nonliteral_int(ctx), INFINITY);
+    if (reduce != ir::Reduce::kNone && e.literal) {
+      Gen n = nonliteral_int(ctx);
+      e = int_binary(e, "*", n);
+    }
+    // The mean of integers is computed in f64: exact only while the sum stays below 2^53.
+    if (reduce == ir::Reduce::kMean && e.bound > 0x1p40) reduce = ir::Reduce::kSum;
     rhs = e.text;
+  } else if (target.narrow_exact) {
+    rhs = narrow_exact_value(ctx).text;
   } else {
     double limit = 8;  // bound of the right side (of the reduced expression for a reduction)
     bool bounded = target.bounded;
@@ -308,7 +378,7 @@ std::string ProgramGenerator::statement(GenTensor* pipe_target, const GenTensor*
       // An integer const of the same value may stand for the bound.
       std::string limit = std::to_string(index.extent);
       for (const GenTensor& t : tensors_) {
-        if (t.role == Role::kConst && t.dtype == DType::kI32 && t.value == double(index.extent) && chance(0.5)) {
+        if (t.role == Role::kConst && ir::is_integer_type(t.dtype) && t.value == double(index.extent) && chance(0.5)) {
           limit = t.name;
         }
       }
@@ -360,6 +430,50 @@ std::string ProgramGenerator::gather_statement() {
   return out.name + at + " = " + (chance(0.8) ? "sum(" : "max(") + rhs + ")";
 }
 
+std::string ProgramGenerator::arg_reduction_statement(GenTensor& target) {
+  StatementCtx ctx;
+  ctx.target = &target;
+  static const char* const names[] = {"i", "j", "k"};
+  for (size_t d = 0; d < target.dims.size(); ++d) ctx.indices.push_back({names[d], target.dims[d], true, true, true, true});
+  // Exact tensors of any type: integer and bool ones, float inputs, exact f16 / bf16 ones.
+  std::vector<const GenTensor*> sources;
+  for (bool floats : {false, true}) {
+    for (const GenTensor* t : readable(ctx, floats, true)) {
+      if (t->rank() > 0 && t->role != Role::kConst) sources.push_back(t);
+    }
+  }
+  if (sources.empty()) return statement();
+  const GenTensor& source = *one_of(sources);
+  const int along = pick(source.rank());
+  std::string read = source.name + "[";
+  for (int d = 0; d < source.rank(); ++d) {
+    const int64_t extent = source.dims[static_cast<size_t>(d)];
+    std::string sub = d == along ? "r" : std::to_string(pick(static_cast<int>(extent)));
+    if (d != along) {
+      for (const Index& index : ctx.indices) {
+        if (index.extent == extent && chance(0.7)) sub = index.name;
+      }
+    }
+    read += (d ? ", " : "") + sub;
+  }
+  read += "]";
+  // Ties (small integers, bools) give the first position; -x of an unsigned value wraps, which
+  // reorders it.
+  switch (pick(4)) {
+    case 0: read = "-" + read; break;
+    case 1: read = "abs(" + read + ")"; break;
+    default: break;
+  }
+  target.written = true;
+  std::string text = target.name;
+  if (target.rank() > 0) {
+    text += "[";
+    for (int d = 0; d < target.rank(); ++d) text += (d ? ", " : "") + std::string(names[d]);
+    text += "]";
+  }
+  return text + " = " + (chance(0.5) ? "argmax(" : "argmin(") + read + ")";
+}
+
 std::vector<size_t> ProgramGenerator::usable_indices(const StatementCtx& ctx) const {
   std::vector<size_t> out;
   for (size_t i = 0; i < ctx.indices.size(); ++i) out.push_back(i);
@@ -383,7 +497,7 @@ std::string ProgramGenerator::plus_offset(std::string text, int64_t offset) {
 const GenTensor* ProgramGenerator::int_const() {
   std::vector<const GenTensor*> consts;
   for (const GenTensor& t : tensors_) {
-    if (t.role == Role::kConst && t.dtype == DType::kI32) consts.push_back(&t);
+    if (t.role == Role::kConst && ir::is_integer_type(t.dtype)) consts.push_back(&t);
   }
   return consts.empty() ? nullptr : one_of(consts);
 }
@@ -452,11 +566,12 @@ std::vector<const GenTensor*> ProgramGenerator::readable(const StatementCtx& ctx
   std::vector<const GenTensor*> out;
   for (const GenTensor& t : tensors_) {
     if (t.is_float() != want_float) continue;
-    if (t.role == Role::kConst && t.dtype == DType::kI32) continue;  // used in subscripts
+    if (t.role == Role::kConst && ir::is_integer_type(t.dtype)) continue;  // used in subscripts
     if (t.role == Role::kTensor && !t.written && &t != ctx.target) continue;
     if (t.pipe && !t.pipe_open) continue;
     if (ctx.row_mode && &t == ctx.target && t.row) continue;  // would need a snapshot
-    if (exact_only && t.is_float() && t.role != Role::kInput && t.role != Role::kConst) continue;
+    if (t.unread()) continue;
+    if (exact_only && t.is_float() && t.role != Role::kInput && t.role != Role::kConst && !t.narrow_exact) continue;
     out.push_back(&t);
   }
   return out;

@@ -39,19 +39,20 @@ Gen ProgramGenerator::shape_bound(const Gen& e, double limit) {
 }
 
 Gen ProgramGenerator::float_input(StatementCtx& ctx) {
-  std::vector<const GenTensor*> floats, ints;
+  std::vector<const GenTensor*> floats, ints, narrow;
   for (const GenTensor& t : tensors_) {
-    if (t.role == Role::kInput) (t.is_float() ? floats : ints).push_back(&t);
+    if (t.role == Role::kInput && t.is_float()) floats.push_back(&t);
+    if (t.role == Role::kInput && !t.is_float() && !t.wide) ints.push_back(&t);
   }
+  for (const GenTensor* t : readable(ctx, true, true)) {
+    if (t->narrow_exact) narrow.push_back(t);
+  }
+  if (!narrow.empty() && chance(0.25)) return atom(reference(ctx, *one_of(narrow), false), kNarrowExactBound);
   if (!floats.empty()) return atom(reference(ctx, *one_of(floats), false), 1);
-  return atom(reference(ctx, *one_of(ints), false), 8);
-}
-
-Gen ProgramGenerator::nonliteral_int(StatementCtx& ctx) {
-  for (const GenTensor& t : tensors_) {
-    if (t.role == Role::kInput && !t.is_float()) return atom(reference(ctx, t, false), 8);
-  }
-  return call("i32", {call("floor", {binary(float_input(ctx), "*", atom("4", 4, true), 4)}, 4)}, 4);
+  const GenTensor& t = *one_of(ints);
+  Gen read = int_read(ctx, t, false);
+  if (t.dtype == DType::kI32) return read;
+  return call("f32", {read}, read.bound);  // i8 * 8 would wrap
 }
 
 Gen ProgramGenerator::negate(const Gen& a) {
@@ -61,82 +62,122 @@ Gen ProgramGenerator::negate(const Gen& a) {
 }
 
 Gen ProgramGenerator::condition(StatementCtx& ctx, int depth) {
+  switch (pick(5)) {
+    case 0: return int_expr(ctx, depth);  // any integer type: non-zero is true
+    case 1: return truth(ctx, depth);
+    default: return truth(ctx, 0);
+  }
+}
+
+Gen ProgramGenerator::truth(StatementCtx& ctx, int depth) {
   static const std::vector<std::string> cmp = {"<", "<=", ">", ">=", "==", "!="};
-  switch (pick(4)) {
+  auto boolean = [](Gen g) {
+    g.type = DType::kBool, g.lo = 0, g.hi = 1, g.bound = 1;
+    return g;
+  };
+  switch (pick(depth > 0 ? 7 : 5)) {
     case 0: {
-      Gen a = int_expr(ctx, depth), b = int_expr(ctx, depth);
-      return binary(a, one_of(cmp), b, 1);
+      Gen a = int_expr(ctx, depth);
+      Gen b = int_expr(ctx, depth);
+      const std::string op = one_of(cmp);
+      return int_binary(a, op, b);
     }
     case 1: {
       Gen x = float_input(ctx);
-      return binary(x, one_of(cmp), atom(one_of(std::vector<std::string>{"0", "0.25", "-0.5"}), 1, true), 1);
+      const std::string op = one_of(cmp);
+      Gen literal = atom(one_of(std::vector<std::string>{"0", "0.25", "-0.5"}), 1, true);
+      return boolean(binary(x, op, literal, 1));
     }
-    case 2: return binary(float_input(ctx), one_of(cmp), float_input(ctx), 1);
-    default: return int_expr(ctx, depth);
+    case 2: {
+      Gen x = float_input(ctx);
+      const std::string op = one_of(cmp);
+      Gen y = float_input(ctx);
+      return boolean(binary(x, op, y, 1));
+    }
+    case 3: {
+      // A bool tensor, or a bool literal.
+      std::vector<const GenTensor*> bools;
+      for (const GenTensor* t : readable(ctx, false, true)) {
+        if (t->dtype == DType::kBool) bools.push_back(t);
+      }
+      if (!bools.empty()) return int_read(ctx, *one_of(bools), false);
+      const bool v = chance(0.5);
+      Gen g = typed(v ? "true" : "false", DType::kBool, v, v, true);
+      g.literal = true;
+      return g;
+    }
+    case 4: {
+      Gen x = float_input(ctx);
+      Gen zero = atom("0", 0, true);
+      return boolean(binary(x, one_of(cmp), zero, 1));
+    }
+    case 5: {
+      // & | ^ of bools are the logical operators.
+      Gen a = truth(ctx, depth - 1);
+      Gen b = truth(ctx, depth - 1);
+      const std::string op = one_of(std::vector<std::string>{"&", "|", "^"});
+      return int_binary(a, op, b);
+    }
+    default: {
+      Gen a = truth(ctx, depth - 1);
+      return typed("~" + operand(a), DType::kBool, 0, 1, false);
+    }
   }
 }
 
 Gen ProgramGenerator::exact_float(StatementCtx& ctx) {
-  switch (pick(3)) {
-    case 0: return condition(ctx, 1);
+  switch (pick(4)) {
+    case 0: return truth(ctx, 1);
     case 1: {
       Gen x = float_input(ctx);
       Gen scaled = binary(x, "*", atom(one_of(std::vector<std::string>{"2", "4", "8", "0.5"}), 8, true), 8 * x.bound);
       return call(chance(0.5) ? "floor" : "ceil", {scaled}, 8 * x.bound + 1);
     }
-    default: {
+    case 2: {
       Gen x = float_input(ctx);
-      return call("select", {condition(ctx, 1), x, atom("0.5", 0.5, true)}, 1);
+      Gen c = condition(ctx, 1);
+      return call("select", {c, x, atom("0.5", 0.5, true)}, x.bound);
+    }
+    default: {
+      // Rounding an exact value to f16 / bf16 rounds alike everywhere. (Every Gen made is
+      // used: making one marks the indices it reads as used.)
+      Gen v;
+      switch (pick(3)) {
+        case 0: v = float_input(ctx); break;
+        case 1: {
+          Gen x = float_input(ctx);
+          v = binary(x, "*", atom(one_of(std::vector<std::string>{"0.5", "2", "4", "8"}), 8, true), 8 * x.bound);
+          break;
+        }
+        default: {
+          // An integer (through f32), its low byte where it could overflow f16.
+          v = int_expr(ctx, 1);
+          if (v.bound > 65504) {
+            Gen mask = typed("255", DType::kI32, 255, 255, true);
+            mask.literal = mask.weak = true;
+            v = int_binary(v, "&", mask);
+          }
+          break;
+        }
+      }
+      const DType to = chance(0.5) ? DType::kF16 : DType::kBF16;
+      Gen out = call(std::string(ir::dtype_name(to)), {v}, v.bound);
+      out.type = to;
+      return out;
     }
   }
 }
 
-Gen ProgramGenerator::int_expr(StatementCtx& ctx, int depth) {
-  if (depth <= 0 || chance(0.35)) {
-    std::vector<const GenTensor*> ints = readable(ctx, false, true);
-    switch (pick(6)) {
-      case 0:
-      case 1:
-        if (!ints.empty()) {
-          const GenTensor& t = *one_of(ints);
-          const bool self = &t == ctx.target && chance(0.5);
-          return atom(reference(ctx, t, self), t.role == Role::kInput ? 8 : INFINITY);
-        }
-        [[fallthrough]];
-      case 2: return atom(std::to_string(pick(6)), 5, true);
-      case 3:
-        if (Index* index = value_index(ctx)) return atom(index->name, double(index->extent));
-        return atom("3", 3, true);
-      case 4: {
-        Gen x = float_input(ctx);
-        Gen scaled = binary(x, "*", atom(one_of(std::vector<std::string>{"2", "4", "8"}), 8, true), 8 * x.bound);
-        if (chance(0.5)) scaled = call(chance(0.5) ? "floor" : "ceil", {scaled}, 8 * x.bound + 1);
-        return call("i32", {scaled}, 8 * x.bound + 1);
-      }
-      default: return call("i32", {condition(ctx, 0)}, 1);
-    }
+Gen ProgramGenerator::narrow_exact_value(StatementCtx& ctx) {
+  Gen e = chance(0.25) ? int_expr(ctx, 1) : exact_float(ctx);
+  if (e.bound <= kNarrowExactBound) return e;
+  // Kept within the bound exactly: the low bits of an integer, a float clamped.
+  if (e.is_int()) {
+    Gen mask = typed("15", DType::kI32, 15, 15, true);
+    mask.literal = mask.weak = true;
+    return int_binary(e, "&", mask);
   }
-  Gen a = int_expr(ctx, depth - 1);
-  auto second = [&] {
-    Gen b = int_expr(ctx, depth - 1);
-    for (int tries = 0; a.literal && b.literal && tries < 8; ++tries) b = int_expr(ctx, depth - 1);
-    if (a.literal && b.literal) b = nonliteral_int(ctx);
-    return b;
-  };
-  switch (pick(12)) {
-    case 0: { Gen b = second(); return binary(a, "+", b, a.bound + b.bound); }
-    case 1: { Gen b = second(); return binary(a, "-", b, a.bound + b.bound); }
-    case 2: { Gen b = second(); return binary(a, "*", b, a.bound * b.bound); }
-    case 3: { Gen b = second(); return binary(a, "/", b, a.bound); }
-    case 4: return negate(a);
-    case 5: return call("abs", {a}, a.bound);
-    case 6: return call("relu", {a}, a.bound);
-    case 7: { Gen b = second(); return call(chance(0.5) ? "max" : "min", {a, b}, std::max(a.bound, b.bound)); }
-    case 8: { Gen b = second(); return call("select", {condition(ctx, depth - 1), a, b}, std::max(a.bound, b.bound)); }
-    case 9: { Gen b = second(); return binary(a, one_of(std::vector<std::string>{"<", ">=", "!="}), b, 1); }
-    case 10: return call("pow", {a, atom("2", 2, true)}, a.bound * a.bound);
-    default: return call(chance(0.5) ? "floor" : "ceil", {a}, a.bound);
-  }
+  return call("min", {call("max", {e, atom("-16", 16, true)}, kNarrowExactBound), atom("16", 16, true)}, kNarrowExactBound);
 }
 
 Index* ProgramGenerator::value_index(StatementCtx& ctx) {
@@ -159,18 +200,19 @@ Gen ProgramGenerator::squash(const std::string& ref) {
 Gen ProgramGenerator::float_leaf(StatementCtx& ctx) {
   if (const GenTensor* t = ctx.must_read) {
     ctx.must_read = nullptr;
-    return atom(reference(ctx, *t, false), 2);
+    return atom(reference(ctx, *t, false), t->narrow_exact ? kNarrowExactBound : 2);
   }
   std::vector<const GenTensor*> floats = readable(ctx, true, false);
   const int kind = pick(12);
   if (kind < 6 && !floats.empty()) {
     // Prefer the target itself now and then (a read at a shifted point).
     const GenTensor* t = one_of(floats);
-    if (ctx.target->is_float() && chance(0.15)) t = ctx.target;
+    if (ctx.target->is_wide_float() && chance(0.15)) t = ctx.target;
     const bool self = t == ctx.target && chance(0.7);
     std::string ref = reference(ctx, *t, self);
     if (t->role == Role::kConst) return atom(ref, std::fabs(t->value));
     if (t->role == Role::kInput) return atom(ref, 1);
+    if (t->narrow_exact) return atom(ref, kNarrowExactBound);
     if (t->bounded) return atom(ref, 2);
     return squash(ref);
   }
@@ -190,20 +232,11 @@ Gen ProgramGenerator::float_leaf(StatementCtx& ctx) {
                       atom("0.25", 0.25, true), double(index->extent) * 0.25);
       }
       return atom("0.5", 0.5, true);
-    case 9: {
-      Gen e = int_expr(ctx, 2);
-      if (e.bound <= 16) return e;
-      return call("tanh", {binary(call("f32", {e}, INFINITY), "*", atom("0.125", 0.125, true), INFINITY)}, 1);
-    }
+    case 9: return int_as_float(int_expr(ctx, 2));
     case 10: {
-      // Non-input i32 tensors: squashed.
+      // Integer and bool tensors: inputs as they are, others (any value) squashed.
       std::vector<const GenTensor*> ints = readable(ctx, false, false);
-      if (!ints.empty()) {
-        const GenTensor& t = *one_of(ints);
-        std::string ref = reference(ctx, t, false);
-        if (t.role == Role::kInput) return atom(ref, 8);
-        return call("tanh", {binary(call("f32", {atom(ref, INFINITY)}, INFINITY), "*", atom("0.125", 0.125, true), INFINITY)}, 1);
-      }
+      if (!ints.empty()) return int_as_float(int_read(ctx, *one_of(ints), false));
       return float_input(ctx);
     }
     default: {
@@ -271,7 +304,11 @@ Gen ProgramGenerator::float_expr(StatementCtx& ctx, int depth) {
     }
     case 20: { Gen b = second(); out = call("select", {condition(ctx, 1), a, b}, std::max(a.bound, b.bound)); break; }
     case 21: out = call(chance(0.5) ? "f64" : "f32", {a}, a.bound); break;
-    case 22: out = binary(a, "*", exact_float(ctx), a.bound * 9); break;
+    case 22: {
+      Gen e = exact_float(ctx);
+      out = binary(a, "*", e, a.bound * e.bound);
+      break;
+    }
     case 23: {
       // floor / ceil of an exact value, scaled back.
       Gen x = float_input(ctx);
@@ -293,10 +330,13 @@ Gen ProgramGenerator::float_expr(StatementCtx& ctx, int depth) {
 }
 
 Gen ProgramGenerator::inner_reduction(StatementCtx& ctx, int nesting) {
-  std::vector<const GenTensor*> inputs;
+  std::vector<const GenTensor*> inputs, ints;
   for (const GenTensor& t : tensors_) {
     if (t.role == Role::kInput && t.is_float() && t.rank() > 0) inputs.push_back(&t);
+    if (t.role == Role::kInput && !t.is_float() && !t.wide && t.rank() > 0) ints.push_back(&t);
   }
+  // Now and then one of an integer or bool input (accumulated in i64 / u64 or f64).
+  if (!ints.empty() && (inputs.empty() || chance(0.25))) inputs = ints;
   if (inputs.empty()) return float_input(ctx);
   const GenTensor& t = *one_of(inputs);
   const std::string fresh = "u" + std::to_string(fresh_indices_++);
@@ -313,18 +353,44 @@ Gen ProgramGenerator::inner_reduction(StatementCtx& ctx, int nesting) {
     read += (d ? ", " : "") + sub;
   }
   read += "]";
-  Gen arg = atom(read, 1);
-  if (nesting == 0 && chance(0.3)) {
-    Gen nested = shape_bound(inner_reduction(ctx, 1), 1);
-    arg = binary(arg, one_of(std::vector<std::string>{"-", "*", "+"}), nested, 2);
-  }
   const int64_t extent = t.dims[static_cast<size_t>(along)];
-  switch (pick(5)) {
+  // argmax / argmin (an i32 temporary, -1 for no point) of the exact read alone.
+  auto position = [&] {
+    const std::string f = chance(0.5) ? "argmax" : "argmin";
+    return int_as_float(typed(f + "(" + read + ")", DType::kI32, -1, double(extent - 1), true));
+  };
+  if (!t.is_float()) {
+    // sum and prod accumulate in i64 (u64 for unsigned types), mean in f64, max and min keep
+    // the type.
+    const double lo = ir::is_unsigned_type(t.dtype) || t.dtype == DType::kBool ? 0 : -8;
+    const double hi = t.dtype == DType::kBool ? 1 : ir::is_unsigned_type(t.dtype) ? 16 : 8;
+    const DType wide = ir::is_unsigned_type(t.dtype) ? DType::kU64 : DType::kI64;
+    const double n = static_cast<double>(extent);
+    switch (pick(6)) {
+      case 0: return int_as_float(typed("sum(" + read + ")", wide, lo * n, hi * n, true));
+      case 1: return call("mean", {atom(read, hi)}, hi);
+      case 2: return int_as_float(typed("max(" + read + ")", t.dtype, lo, hi, true));
+      case 3: return int_as_float(typed("min(" + read + ")", t.dtype, lo, hi, true));
+      case 4: {
+        const double most = std::pow(hi, n);  // |product| <= 16^extent
+        return int_as_float(typed("prod(" + read + ")", wide, lo < 0 ? -most : 0, most, true));
+      }
+      default: return position();
+    }
+  }
+  Gen arg = atom(read, 1);
+  const bool nested = nesting == 0 && chance(0.3);
+  if (nested) {
+    Gen inner = shape_bound(inner_reduction(ctx, 1), 1);
+    arg = binary(arg, one_of(std::vector<std::string>{"-", "*", "+"}), inner, 2);
+  }
+  switch (pick(nested ? 5 : 6)) {
     case 0: return call("sum", {arg}, arg.bound * static_cast<double>(extent));
     case 1: return call("mean", {arg}, arg.bound);
     case 2: return call("max", {arg}, arg.bound);
     case 3: return call("min", {arg}, arg.bound);
-    default: return call("prod", {shape_bound(arg, 1)}, 1);
+    case 4: return call("prod", {shape_bound(arg, 1)}, 1);
+    default: return position();
   }
 }
 
