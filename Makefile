@@ -92,13 +92,14 @@ TSAN_TEST_LAYERS = base;hal;drivers;ral;runtime
 
 # OPENBLAS_NUM_THREADS=1: OpenBLAS's worker threads hand results back through spin-waits in its
 # uninstrumented code, which TSan cannot see as synchronization; the cpu device's gemm then looks
-# like a race on the result. kiln's own threads are all still checked.
+# like a race on the result. OMP_NUM_THREADS=1 likewise for oneDNN's OpenMP threads (the
+# products of bf16 and i8 operands). kiln's own threads are all still checked.
 test-tsan: deps
 	@CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DKILN_SANITIZE=thread -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCHMARKS=OFF \
 	  -DKILN_BUILD_TOOLS=OFF -DKILN_TEST_LAYERS="$(TSAN_TEST_LAYERS)" \
 	  -DKILN_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(CURDIR)/$(PYTHON_VENV)/bin/python $(SANITIZER_FLAGS) $(CMAKE_FLAGS) >/dev/null
 	@$(TIMED) build-tsan cmake --build build-tsan -j $(JOBS)
-	cd build-tsan && KILN_OPENCL_DEVICE_WAITS=1 OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:allocator_may_return_null=1 $(CURDIR)/$(TIMED) ctest-tsan $(CTEST)
+	cd build-tsan && KILN_OPENCL_DEVICE_WAITS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:allocator_may_return_null=1 $(CURDIR)/$(TIMED) ctest-tsan $(CTEST)
 
 # The fuzz targets and only the libraries they need (Clang, libFuzzer, ASan + UBSan).
 fuzz-build: deps
