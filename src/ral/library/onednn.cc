@@ -69,9 +69,11 @@ const OneDnn& onednn() {
   return loaded;
 }
 
-// KILN_CPU_THREADS bounds oneDNN's threads as it does OpenBLAS's. OpenMP keeps the number per
-// calling thread, so it is set before each call, on the thread that makes it.
+// KILN_CPU_THREADS bounds oneDNN's threads as it does OpenBLAS's, unless the user configures
+// OpenMP itself (OMP_NUM_THREADS). OpenMP keeps the number per calling thread, so it is set
+// before each call, on the thread that makes it.
 Status apply_thread_limit(const OneDnn& dnnl) {
+  if (::getenv("OMP_NUM_THREADS")) return Status();
   KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> limit, setting_uint("KILN_CPU_THREADS"));
   if (limit && *limit > 0 && dnnl.set_num_threads) dnnl.set_num_threads(static_cast<int>(*limit));
   return Status();
