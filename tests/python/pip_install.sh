@@ -1,7 +1,8 @@
 #!/bin/sh
 # `pip install .` the way a user does: from SOURCE_DIR into a fresh virtual environment under
 # WORK_DIR, with the build tools that pyproject.toml pins fetched by pip. Then, from outside the
-# source tree, checks that numpy is the package's only run-time dependency and runs the
+# source tree, checks that numpy is the package's only run-time dependency (ml_dtypes, for bf16
+# arrays, is the optional extra `kiln[bfloat16]`) and runs the
 # README's Python snippet (the first ```python block after "From Python"), which checks itself.
 # Usage: pip_install.sh SOURCE_DIR WORK_DIR
 set -eu
@@ -15,8 +16,8 @@ CMAKE_BUILD_PARALLEL_LEVEL=${JOBS:-$(nproc)} \
   "$work/venv/bin/pip" install -q --disable-pip-version-check "$source_dir"
 
 requires=$("$work/venv/bin/python" -c 'import importlib.metadata as m; print(m.requires("kiln"))')
-if [ "$requires" != "['numpy>=1.22']" ]; then
-  echo "pip_install.sh: kiln requires $requires, expected numpy alone" >&2
+if [ "$requires" != "['numpy>=1.22', 'ml_dtypes>=0.5; extra == \"bfloat16\"']" ]; then
+  echo "pip_install.sh: kiln requires $requires, expected numpy alone (and ml_dtypes for the extra bfloat16)" >&2
   exit 1
 fi
 
