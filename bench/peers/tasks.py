@@ -11,6 +11,11 @@ DIGITS_EPOCHS = 10
 # examples/digits/digits_data.py: the data, initial weights and batch order that PyTorch shares
 # with examples/digits/train_digits.py.
 DIGITS_EXAMPLE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../examples/digits"))
+# examples/transformer: decoder_block.kiln, and decoder_reference.py, which writes the same block
+# for PyTorch.
+TRANSFORMER_EXAMPLE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                    "../../examples/transformer"))
+DECODER_LENGTH = 32
 
 # name: what the row says, input shapes, repetitions per round (about 0.1–1 s of work).
 TASKS = {
@@ -37,6 +42,14 @@ TASKS = {
     **{f"sized_dense_{b}": {"what": f"sized program (`size B`): dense layer relu(x·w + b), 256 → 256, B = {b}",
                             "inputs": [(b, 256), (256, 256), (256,)], "reps": reps, "sizes": {"B": b}}
        for b, reps in ((1, 2000), (64, 1000), (4096, 20))},
+    # One GPT-style decoder block's forward pass (a program with two sizes, B and T), at batch 1
+    # and 8: kiln runs examples/transformer/decoder_block.kiln with its initial parameters,
+    # PyTorch the same block written as nanoGPT writes it, with parameters of the same shapes.
+    **{f"decoder_block_{b}": {"what": f"decoder block (examples/transformer: width 64, 4 heads, MLP 256, causal), "
+                                      f"forward pass, B = {b}, T = {DECODER_LENGTH}",
+                              "inputs": [(b, DECODER_LENGTH, 64)], "reps": reps,
+                              "sizes": {"B": b, "T": DECODER_LENGTH}}
+       for b, reps in ((1, 500), (8, 100))},
     # reps: epochs per round, each round training afresh; the accuracy is the test set's after them.
     "digits": {"what": f"digits CNN (examples/digits), one training epoch (1437 images, batch 64; kiln on "
                        f"2 streams), test accuracy after {DIGITS_EPOCHS} epochs", "inputs": [],
@@ -80,6 +93,9 @@ def kiln_program(task):
                 "y[i] = relu(a[i] * b[i] + c[i])\n")
     if task == "tiny_add":
         return "input a : f32[256]\ninput b : f32[256]\noutput y : f32[256]\ny[i] = a[i] + b[i]\n"
+    if task.startswith("decoder_block_"):
+        with open(os.path.join(TRANSFORMER_EXAMPLE, "decoder_block.kiln")) as f:
+            return f.read()
     if task.startswith("sized_dense_"):
         # The product is a statement of its own, so that it becomes a `gemm` call.
         return ("size B\ninput x : f32[B, 256]\ninput w : f32[256, 256]\ninput b : f32[256]\n"

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from tasks import DIGITS_EXAMPLE, MLP_POINTS, TASKS, mlir, moons, task_inputs
+from tasks import DIGITS_EXAMPLE, MLP_POINTS, TASKS, TRANSFORMER_EXAMPLE, mlir, moons, task_inputs
 
 # Tasks that train; "digits" trains afresh each round to report an accuracy as well.
 TRAINING = {"mlp_epoch", "digits"}
@@ -146,6 +146,8 @@ def make_numpy(task):
         return numpy_epoch_fn()
     if task == "digits":
         raise Skip("training is not written for NumPy here")
+    if task.startswith("decoder_block_"):
+        raise Skip("the decoder block is not written for NumPy here (NumPy has no erf for exact GELU)")
     ins = inputs(task)
     if task.startswith("matmul"):
         a, b = ins
@@ -202,6 +204,13 @@ def make_torch(task):
         return torch_epoch_fn(torch)
     if task == "digits":
         return torch_digits_fn(torch)
+    if task.startswith("decoder_block_"):
+        sys.path.insert(0, TRANSFORMER_EXAMPLE)
+        import decoder_reference
+        (x,) = inputs(task)
+        forward = decoder_reference.torch_block(torch, decoder_reference.random_parameters())
+        x = torch.from_numpy(x)
+        return lambda: forward(x)
     ins = [torch.from_numpy(a) for a in inputs(task)]
     if TASKS[task].get("dtype") == "bf16":
         ins = [a.bfloat16() for a in ins]
@@ -266,7 +275,7 @@ def make_iree(task):
         raise Skip("training is not written for IREE here")
     if task == "embedding":
         raise Skip("gathers are not written for IREE here")
-    if task.startswith("sized_dense_"):
+    if task.startswith("sized_dense_") or task.startswith("decoder_block_"):
         raise Skip("sized programs (dynamic shapes) are not written for IREE here")
     rt.flags.parse_flags(f"--task_topology_max_group_count={THREADS}")
     vmfb = compiler.compile_str(mlir(task), target_backends=["llvm-cpu"],
@@ -288,7 +297,7 @@ def make_tinygrad(task):
         raise Skip("training is not written for tinygrad here")
     if task == "embedding":
         raise Skip("gathers are not written for tinygrad here")
-    if task.startswith("sized_dense_"):
+    if task.startswith("sized_dense_") or task.startswith("decoder_block_"):
         raise Skip("sized programs are not written for tinygrad here")
     ins = [Tensor(a).realize() for a in inputs(task)]
     body = {
