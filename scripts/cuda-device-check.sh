@@ -3,7 +3,7 @@
 # scripts/cuda-device-pack.sh built .device/pack.tar.xz here and it travelled along: the device's
 # conformance suite, the CUDA driver's and library's tests, the examples and differential tests
 # against the interpreter (a kernel that faults, in a child process, among the drivers' tests),
-# the element types' tests,
+# the element types' tests, the narrow products (bf16, f16, i8, qgemm),
 # `kiln run` and `train_moons` on cuda, a value trace of traced kernels, a 2^24-element elementwise
 # kernel beside PyTorch's (where python3 has torch), and bench/cuda_bench (3 repetitions,
 # aggregates). Each step has a time limit, a failure does not stop the next, and the
@@ -42,7 +42,10 @@ step "$bin/kiln" devices
 step "$bin/kiln_drivers_test" --gtest_filter='*Cuda*:*cuda*:*Staging*:*EventPool*:*Timepoint*'
 step "$bin/kiln_hal_test" --gtest_filter='*/cuda:*Cuda*'
 step "$bin/kiln_ral_test"
-step "$bin/kiln_runtime_test" --gtest_filter='*/cuda:*Cuda*:ExamplesTest.*Cuda*:CollectivesTest.*'
+step "$bin/kiln_runtime_test" --gtest_filter='*/cuda:*Cuda*:ExamplesTest.*Cuda*:CollectivesTest.*:-*NarrowGemmTest*'
+# gemm of bf16, f16 and i8 operands and qgemm on cuda (cuBLAS's cublasGemmEx, kiln's i8 and
+# scaling kernels) against exact products and against interp; never run on a GPU before this.
+step "$bin/kiln_runtime_test" --gtest_filter='*NarrowGemmTest*/cuda'
 # Every element type's ops, casts, reductions and gathers on cuda against the rules (language
 # version 3; the test adds cuda to its devices where the driver starts).
 step "$bin/kiln_runtime_test" --gtest_filter='ElementTypesTest.*'

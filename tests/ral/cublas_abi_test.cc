@@ -13,6 +13,7 @@
 
 #include "common/abi_same.h"
 #include "ral/library/cublas.h"
+#include "ral/library/cuda_narrow_gemm.h"
 
 #if KILN_HAVE_CUDA_H
 #include <cublas_api.h>
@@ -21,11 +22,40 @@ namespace {
 #define KILN_CHECK_FUNCTION(member, symbol)                                                                  \
   static_assert(kiln::test::AbiSame<decltype(kiln::ral::library::Cublas::member), decltype(&::symbol)>::value, \
                 "Cublas::" #member " does not match cublas_api.h's " #symbol);
-KILN_CUBLAS_FUNCTIONS(KILN_CHECK_FUNCTION)
+KILN_CUBLAS_UNIQUE_FUNCTIONS(KILN_CHECK_FUNCTION)
 #undef KILN_CHECK_FUNCTION
+// cublasGemmEx at the C signature: the header's C++ overload (an older compute type) has another
+// type, so this cast compiles only if the C function has exactly this one (unevaluated, so that
+// the test does not link cuBLAS).
+using HeaderGemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                        const void*, const void*, cudaDataType, int, const void*, cudaDataType, int,
+                                        const void*, void*, cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+static_assert(std::is_same_v<decltype(static_cast<HeaderGemmEx>(&::cublasGemmEx)), HeaderGemmEx>);
+static_assert(kiln::test::AbiSame<decltype(kiln::ral::library::Cublas::GemmEx), HeaderGemmEx>::value,
+              "Cublas::GemmEx does not match cublas_api.h's cublasGemmEx");
 static_assert(kiln::ral::library::kCublasOpN == CUBLAS_OP_N);
 static_assert(kiln::ral::library::kCublasOpT == CUBLAS_OP_T);
+static_assert(kiln::ral::library::kCublasPedanticMath == CUBLAS_PEDANTIC_MATH);
+static_assert(kiln::ral::library::kCublasDefaultMath == CUBLAS_DEFAULT_MATH);
+static_assert(kiln::ral::library::kCudaR32F == CUDA_R_32F && kiln::ral::library::kCudaR16F == CUDA_R_16F &&
+              kiln::ral::library::kCudaR16BF == CUDA_R_16BF && kiln::ral::library::kCudaR8I == CUDA_R_8I &&
+              kiln::ral::library::kCudaR32I == CUDA_R_32I);
+static_assert(kiln::ral::library::kCublasCompute32F == CUBLAS_COMPUTE_32F &&
+              kiln::ral::library::kCublasCompute32I == CUBLAS_COMPUTE_32I);
+static_assert(kiln::ral::library::kCublasGemmDefault == CUBLAS_GEMM_DEFAULT);
 static_assert(std::is_same_v<kiln::ral::library::cublasHandle_t, ::cublasHandle_t>);
+
+// The types each narrow product passes to cublasGemmEx.
+template <typename TA, typename TC>
+constexpr bool gemm_ex_types_are(cudaDataType operands, cudaDataType result, cublasComputeType_t compute) {
+  constexpr kiln::ral::library::GemmExTypes t = kiln::ral::library::gemm_ex_types<TA, TC>();
+  return t.operands == operands && t.result == result && t.compute == compute;
+}
+static_assert(gemm_ex_types_are<kiln::ral::BFloat16, float>(CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F));
+static_assert(gemm_ex_types_are<kiln::ral::BFloat16, kiln::ral::BFloat16>(CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F));
+static_assert(gemm_ex_types_are<kiln::ral::Half, float>(CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F));
+static_assert(gemm_ex_types_are<kiln::ral::Half, kiln::ral::Half>(CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F));
+static_assert(gemm_ex_types_are<int8_t, int32_t>(CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I));
 }  // namespace
 #endif
 
@@ -96,6 +126,36 @@ TEST(CublasTest, ColumnMajorArgumentsGiveTheRowMajorProduct) {
       EXPECT_EQ(c, expected) << "transpose_a " << ta << ", transpose_b " << tb;
     }
   }
+}
+
+// Which i8 products go to cublasGemmEx: only those it computes as the reference does (alpha 1,
+// beta 0, k below 2^17) and that meet its demands on i8 operands (row lengths and addresses in
+// multiples of 4); kiln_gemm_i8 takes the rest.
+TEST(CublasTest, I8ProductsGoToCublasOnlyWhereItComputesTheReference) {
+  GemmShape s;
+  s.m = 5;
+  s.n = 8;
+  s.k = 12;
+  EXPECT_TRUE(i8_product_fits_cublas(s, 1, 0, 256, 1024));
+  EXPECT_TRUE(i8_product_fits_cublas(s, 1, -0.0f, 256, 1024));
+  EXPECT_FALSE(i8_product_fits_cublas(s, 2, 0, 256, 1024));      // cuBLAS's i32 alpha
+  EXPECT_FALSE(i8_product_fits_cublas(s, 0.5f, 0, 256, 1024));
+  EXPECT_FALSE(i8_product_fits_cublas(s, 1, 1, 256, 1024));      // i32 c + sum would wrap, not saturate
+  EXPECT_FALSE(i8_product_fits_cublas(s, 1, 0, 258, 1024));      // a at an odd offset
+  EXPECT_FALSE(i8_product_fits_cublas(s, 1, 0, 256, 1025));
+  s.transpose_a = true;  // a's rows are m = 5 long
+  EXPECT_FALSE(i8_product_fits_cublas(s, 1, 0, 256, 1024));
+  s.m = 12;
+  EXPECT_TRUE(i8_product_fits_cublas(s, 1, 0, 256, 1024));
+  s.n = 6;  // b's rows are n = 6 long
+  EXPECT_FALSE(i8_product_fits_cublas(s, 1, 0, 256, 1024));
+  s.transpose_b = true;  // now k = 12
+  EXPECT_TRUE(i8_product_fits_cublas(s, 1, 0, 256, 1024));
+  // 131071 products of -128 * -128 is 2^31 - 2^14, the largest sum that stays in i32.
+  s.k = 131068;
+  EXPECT_TRUE(i8_product_fits_cublas(s, 1, 0, 256, 1024));
+  s.k = 131072;
+  EXPECT_FALSE(i8_product_fits_cublas(s, 1, 0, 256, 1024));
 }
 
 }  // namespace

@@ -54,14 +54,19 @@ std::string code() {
   return std::string(dtype_code(*dtype_of<T>()));
 }
 
-// One call of the cpu device's function `name` in an execution with this seed and run.
-void call_cpu(const std::string& name, std::vector<void*> args, uint64_t seed = 0, uint64_t run = 0) {
-  Context context("cpu");
+// One call of `device`'s function `name` in an execution with this seed and run.
+void call_on(const char* device, const std::string& name, std::vector<void*> args, uint64_t seed = 0,
+             uint64_t run = 0) {
+  Context context(device);
   ExecutionContext execution(context, seed, run);
   args.insert(args.begin(), nullptr);
   execution.call(name.c_str(), args.data());
   const Status finished = execution.finish();
   ASSERT_TRUE(finished.ok()) << name << ": " << finished;
+}
+
+void call_cpu(const std::string& name, std::vector<void*> args, uint64_t seed = 0, uint64_t run = 0) {
+  call_on("cpu", name, std::move(args), seed, run);
 }
 
 template <typename T>
@@ -199,6 +204,62 @@ TEST_F(CudaKernelsTest, SortArgsortAndTopkAreTheCpuDevicesBitForBit) {
     check_sorting<uint64_t>(*kernels_, rows, n);
     check_sorting<Half>(*kernels_, rows, n);
     check_sorting<BFloat16>(*kernels_, rows, n);
+  }
+}
+
+// The i8 values of a test product: every eighth one at i8's ends, the rest spread over its range.
+std::vector<int8_t> i8_values(size_t count, unsigned salt) {
+  std::vector<int8_t> v(count);
+  for (size_t i = 0; i < count; ++i) {
+    v[i] = static_cast<int8_t>(i % 8 == 0 ? (i % 16 == 0 ? -128 : 127) : static_cast<int>((i * 37 + salt) % 256) - 128);
+  }
+  return v;
+}
+
+// kiln_gemm_i8 (the i8 products cuBLAS does not take) and kiln_qgemm_scale against the reference,
+// the interp device's gemm and qgemm, bit for bit: every transpose, a batch of two, f32 alpha and
+// beta whose products round, NaN, and results beyond i32 that saturate.
+TEST_F(CudaKernelsTest, I8ProductsAndQgemmScalesAreTheReferences) {
+  const int64_t batch = 2, m = 5, n = 7, k = 3;
+  const std::vector<int8_t> a = i8_values(batch * m * k, 11), b = i8_values(batch * k * n, 5);
+  std::vector<int32_t> c0(static_cast<size_t>(batch * m * n));
+  for (size_t i = 0; i < c0.size(); ++i) c0[i] = i % 9 == 0 ? INT32_MAX : static_cast<int32_t>(i * 7919 % 100000) - 50000;
+  const std::pair<float, float> scalars[] = {{1, 0}, {2.5f, 0.5f}, {-1.75f, 1}, {3e5f, 0}, {1, -3e4f}, {NAN, 0}};
+  for (int64_t ta : {0, 1}) {
+    for (int64_t tb : {0, 1}) {
+      for (auto [alpha, beta] : scalars) {
+        std::vector<int32_t> want = c0, got = c0;
+        MemRef<int8_t, 3> am{const_cast<int8_t*>(a.data()), {batch, ta ? k : m, ta ? m : k}};
+        MemRef<int8_t, 3> bm{const_cast<int8_t*>(b.data()), {batch, tb ? n : k, tb ? k : n}};
+        MemRef<int32_t, 3> cm{want.data(), {batch, m, n}};
+        int64_t one = 1;
+        call_on("interp", "gemm___interp___pvoid_m3di8_m3di8_m3di32_i64_i64_f32_f32_i64___void",
+                {&am, &bm, &cm, &ta, &tb, &alpha, &beta, &one});
+        kernels_->launch("kiln_gemm_i8", static_cast<const signed char*>(static_cast<const void*>(a.data())),
+                         static_cast<const signed char*>(static_cast<const void*>(b.data())), got.data(),
+                         static_cast<u64>(batch), static_cast<u64>(m), static_cast<u64>(n), static_cast<u64>(k),
+                         static_cast<int>(ta), static_cast<int>(tb), alpha, beta);
+        EXPECT_EQ(got, want) << "transpose " << ta << tb << ", alpha " << alpha << ", beta " << beta;
+      }
+      // qgemm of the first product: its sums from kiln_gemm_i8, then the scales.
+      std::vector<float> scale_a(m), scale_b(n), want(static_cast<size_t>(m * n)), got(want.size());
+      for (int64_t i = 0; i < m; ++i) scale_a[static_cast<size_t>(i)] = 0.1f * static_cast<float>(i + 1);
+      for (int64_t j = 0; j < n; ++j) scale_b[static_cast<size_t>(j)] = 1.0f / static_cast<float>(j + 3);
+      MemRef<int8_t, 2> am{const_cast<int8_t*>(a.data()), {ta ? k : m, ta ? m : k}};
+      MemRef<int8_t, 2> bm{const_cast<int8_t*>(b.data()), {tb ? n : k, tb ? k : n}};
+      MemRef<float, 1> sam{scale_a.data(), {m}}, sbm{scale_b.data(), {n}};
+      MemRef<float, 2> cm{want.data(), {m, n}};
+      call_on("interp", "qgemm___interp___pvoid_m2di8_m2di8_m1df32_m1df32_m2df32_i64_i64___void",
+              {&am, &bm, &sam, &sbm, &cm, &ta, &tb});
+      std::vector<int32_t> sums(want.size());
+      kernels_->launch("kiln_gemm_i8", static_cast<const signed char*>(static_cast<const void*>(a.data())),
+                       static_cast<const signed char*>(static_cast<const void*>(b.data())), sums.data(), u64{1},
+                       static_cast<u64>(m), static_cast<u64>(n), static_cast<u64>(k), static_cast<int>(ta),
+                       static_cast<int>(tb), 1.0f, 0.0f);
+      kernels_->launch("kiln_qgemm_scale", static_cast<const int*>(sums.data()), static_cast<const float*>(scale_a.data()),
+                       static_cast<const float*>(scale_b.data()), got.data(), static_cast<u64>(m), static_cast<u64>(n));
+      EXPECT_TRUE(same_bits(got, want)) << "qgemm, transpose " << ta << tb;
+    }
   }
 }
 

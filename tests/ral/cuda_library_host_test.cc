@@ -23,6 +23,7 @@
 #include "drivers/cuda/cu_api.h"
 #include "drivers/cuda/nvrtc.h"
 #include "kiln/ral/execution_context.h"
+#include "ral/library/cublas.h"
 #include "ral/library/cuda_kernels.h"
 
 namespace kiln::ral::library {
@@ -56,6 +57,14 @@ void add_sort_kernels(test::HostKernels* kernels, const std::string& s) {
       host_kernel<const T*, const unsigned*, T*, int*, u64, u64, u64>(kernels, "kiln_sort_store_" + s);
 }
 
+void add_gemm_kernels(test::HostKernels* kernels) {
+  Fake::extra_kernels["kiln_gemm_i8"] =
+      host_kernel<const signed char*, const signed char*, int*, u64, u64, u64, u64, int, int, float, float>(
+          kernels, "kiln_gemm_i8");
+  Fake::extra_kernels["kiln_qgemm_scale"] =
+      host_kernel<const int*, const float*, const float*, float*, u64, u64>(kernels, "kiln_qgemm_scale");
+}
+
 template <typename T>
 void add_random_kernels(test::HostKernels* kernels, const std::string& s) {
   for (const std::string f : {"kiln_random_uniform_", "kiln_random_normal_"}) {
@@ -73,6 +82,7 @@ class CudaLibraryHostTest : public ::testing::Test {
     add_sort_kernels<int>(kernels_, "i32");
     add_random_kernels<float>(kernels_, "f32");
     add_random_kernels<double>(kernels_, "f64");
+    add_gemm_kernels(kernels_);
   }
   static void TearDownTestSuite() {
     Fake::extra_kernels.clear();
@@ -133,7 +143,12 @@ class CudaLibraryHostTest : public ::testing::Test {
     return status;
   }
   static void call_cpu(const std::string& name, std::vector<void*> args, uint64_t seed = 0, uint64_t run = 0) {
-    Context context("cpu");
+    call_on("cpu", name, std::move(args), seed, run);
+  }
+  // One call of `device`'s function `name` (host memory), which must succeed.
+  static void call_on(const char* device, const std::string& name, std::vector<void*> args, uint64_t seed = 0,
+                      uint64_t run = 0) {
+    Context context(device);
     ExecutionContext execution(context, seed, run);
     args.insert(args.begin(), nullptr);
     execution.call(name.c_str(), args.data());
@@ -172,6 +187,109 @@ TEST_F(CudaLibraryHostTest, GemmFallsBackToTheHostWhereCublasCannotStart) {
   Status refused = call(gemm, {&am, &bm, &cm, &no, &no, &alpha, &beta, &no});
   EXPECT_EQ(refused.code(), StatusCode::kUnavailable) << refused;
   EXPECT_NE(refused.message().find("cuBLAS"), std::string::npos) << refused;
+}
+
+// The same for the narrow products, which need cuBLAS too: bf16 operands (cublasGemmEx) and a
+// qgemm whose i8 product cuBLAS would take (rows of 4), on the host with the reference's results.
+TEST_F(CudaLibraryHostTest, NarrowProductsFallBackToTheHostWhereCublasCannotStart) {
+  if (cuda::driver_version().ok()) GTEST_SKIP() << "a CUDA driver is present: there cuBLAS starts on the real device";
+  const std::vector<BFloat16> a = {{0x3f80}, {0x4000}, {0x4040}, {0x4080}, {0x40a0}, {0x40c0}};  // 1 to 6
+  const std::vector<BFloat16> b = {{0x3f80}, {0}, {0}, {0x3f80}, {0x3f80}, {0x3f80}};           // 1 0; 0 1; 1 1
+  hal::BufferRef ab = buffer(a), bb = buffer(b), cb = buffer(std::vector<float>(4, -1.0f));
+  MemRef<BFloat16, 2> am{reinterpret_cast<BFloat16*>(ab.get()), {2, 3}}, bm{reinterpret_cast<BFloat16*>(bb.get()), {3, 2}};
+  MemRef<float, 2> cm{reinterpret_cast<float*>(cb.get()), {2, 2}};
+  int64_t no = 0;
+  float alpha = 1, beta = 0;
+  const std::string gemm = "gemm___cuda___pvoid_m2dbf16_m2dbf16_m2df32_i64_i64_f32_f32_i64___void";
+  Status done = call(gemm, {&am, &bm, &cm, &no, &no, &alpha, &beta, &no});
+  ASSERT_TRUE(done.ok()) << done;
+  EXPECT_EQ(contents<float>(cb, 4), (std::vector<float>{4, 5, 10, 11}));
+
+  const int64_t m = 3, n = 4, k = 8;
+  std::vector<int8_t> qa(m * k), qb(k * n);
+  for (size_t i = 0; i < qa.size(); ++i) qa[i] = static_cast<int8_t>(static_cast<int>(i * 29 % 255) - 127);
+  for (size_t i = 0; i < qb.size(); ++i) qb[i] = static_cast<int8_t>(static_cast<int>(i * 53 % 255) - 127);
+  std::vector<float> sa = {0.5f, 0.25f, 3.0f}, sb = {0.1f, 0.2f, 0.3f, 0.7f}, want(m * n);
+  hal::BufferRef qab = buffer(qa), qbb = buffer(qb), sab = buffer(sa), sbb = buffer(sb), qcb = buffer(want);
+  MemRef<int8_t, 2> qam{reinterpret_cast<int8_t*>(qab.get()), {m, k}}, qbm{reinterpret_cast<int8_t*>(qbb.get()), {k, n}};
+  MemRef<float, 1> sam{reinterpret_cast<float*>(sab.get()), {m}}, sbm{reinterpret_cast<float*>(sbb.get()), {n}};
+  MemRef<float, 2> qcm{reinterpret_cast<float*>(qcb.get()), {m, n}};
+  const std::string qgemm = "qgemm___cuda___pvoid_m2di8_m2di8_m1df32_m1df32_m2df32_i64_i64___void";
+  const int launches_before = Fake::launches;
+  done = call(qgemm, {&qam, &qbm, &sam, &sbm, &qcm, &no, &no});
+  ASSERT_TRUE(done.ok()) << done;
+  EXPECT_EQ(Fake::launches, launches_before);
+  MemRef<int8_t, 2> ham{qa.data(), {m, k}}, hbm{qb.data(), {k, n}};
+  MemRef<float, 1> hsa{sa.data(), {m}}, hsb{sb.data(), {n}};
+  MemRef<float, 2> hcm{want.data(), {m, n}};
+  call_on("interp", "qgemm___interp___pvoid_m2di8_m2di8_m1df32_m1df32_m2df32_i64_i64___void",
+          {&ham, &hbm, &hsa, &hsb, &hcm, &no, &no});
+  EXPECT_TRUE(same_bits(contents<float>(qcb, want.size()), want));
+
+  test::ScopedEnv asked("KILN_CUDA_GEMM", "cublas");
+  Status refused = call(gemm, {&am, &bm, &cm, &no, &no, &alpha, &beta, &no});
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable) << refused;
+  refused = call(qgemm, {&qam, &qbm, &sam, &sbm, &qcm, &no, &no});
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable) << refused;
+}
+
+// i8 products that cuBLAS does not take (here rows of a of 3 elements, and alpha != 1) run on the
+// device as kiln_gemm_i8, without cuBLAS; qgemm's sums too, then its scales as kiln_qgemm_scale.
+// The reference's results bit for bit; KILN_CUDA_GEMM=host runs them over mapped buffers instead.
+TEST_F(CudaLibraryHostTest, I8ProductsCublasDoesNotTakeRunAsKilnsKernels) {
+  if (!cublas().status.ok()) GTEST_SKIP() << "without cuBLAS, gemm on cuda runs on the host: " << cublas().status;
+  const int64_t batch = 2, m = 5, n = 7, k = 3;
+  std::vector<int8_t> a(batch * m * k), b(batch * k * n);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<int8_t>(i % 5 == 0 ? -128 : static_cast<int>(i * 37 % 256) - 128);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<int8_t>(i % 4 == 0 ? 127 : static_cast<int>(i * 91 % 256) - 128);
+  std::vector<int32_t> c0(batch * m * n);
+  for (size_t i = 0; i < c0.size(); ++i) c0[i] = static_cast<int32_t>(i * 7919 % 20000) - 10000;
+  std::vector<int32_t> want = c0;
+  // Integers, so that nothing rounds: the cpu device (oneDNN, KILN_CUDA_GEMM=host) rounds ties
+  // away from zero where the reference and kiln_gemm_i8 round them to even (CudaKernelsTest).
+  float alpha = 3, beta = -2;
+  int64_t no = 0, one = 1;
+  MemRef<int8_t, 3> ham{a.data(), {batch, m, k}}, hbm{b.data(), {batch, k, n}};
+  MemRef<int32_t, 3> hcm{want.data(), {batch, m, n}};
+  call_on("interp", "gemm___interp___pvoid_m3di8_m3di8_m3di32_i64_i64_f32_f32_i64___void",
+          {&ham, &hbm, &hcm, &no, &no, &alpha, &beta, &one});
+  for (const char* place : {"", "host"}) {
+    std::optional<test::ScopedEnv> asked;
+    if (*place) asked.emplace("KILN_CUDA_GEMM", place);
+    hal::BufferRef ab = buffer(a), bb = buffer(b), cb = buffer(c0);
+    MemRef<int8_t, 3> am{reinterpret_cast<int8_t*>(ab.get()), {batch, m, k}}, bm{reinterpret_cast<int8_t*>(bb.get()), {batch, k, n}};
+    MemRef<int32_t, 3> cm{reinterpret_cast<int32_t*>(cb.get()), {batch, m, n}};
+    const int launches_before = Fake::launches;
+    Status done = call("gemm___cuda___pvoid_m3di8_m3di8_m3di32_i64_i64_f32_f32_i64___void",
+                       {&am, &bm, &cm, &no, &no, &alpha, &beta, &one});
+    ASSERT_TRUE(done.ok()) << done;
+    EXPECT_EQ(Fake::launches - launches_before, *place ? 0 : 1) << place;
+    EXPECT_EQ(contents<int32_t>(cb, c0.size()), want) << place;
+  }
+
+  // qgemm of the first product, transposed b.
+  std::vector<int8_t> bt(static_cast<size_t>(n * k));
+  for (int64_t p = 0; p < k; ++p) {
+    for (int64_t j = 0; j < n; ++j) bt[static_cast<size_t>(j * k + p)] = b[static_cast<size_t>(p * n + j)];
+  }
+  std::vector<float> sa(m), sb(n), scaled(m * n);
+  for (int64_t i = 0; i < m; ++i) sa[static_cast<size_t>(i)] = 0.1f * static_cast<float>(i + 1);
+  for (int64_t j = 0; j < n; ++j) sb[static_cast<size_t>(j)] = 1.0f / static_cast<float>(j + 3);
+  MemRef<int8_t, 2> qam{a.data(), {m, k}}, qbm{bt.data(), {n, k}};
+  MemRef<float, 1> sam{sa.data(), {m}}, sbm{sb.data(), {n}};
+  MemRef<float, 2> qcm{scaled.data(), {m, n}};
+  call_on("interp", "qgemm___interp___pvoid_m2di8_m2di8_m1df32_m1df32_m2df32_i64_i64___void",
+          {&qam, &qbm, &sam, &sbm, &qcm, &no, &one});
+  hal::BufferRef ab = buffer(a), bb = buffer(bt), sab = buffer(sa), sbb = buffer(sb), cb = buffer(std::vector<float>(m * n));
+  MemRef<int8_t, 2> am{reinterpret_cast<int8_t*>(ab.get()), {m, k}}, bm{reinterpret_cast<int8_t*>(bb.get()), {n, k}};
+  MemRef<float, 1> dsa{reinterpret_cast<float*>(sab.get()), {m}}, dsb{reinterpret_cast<float*>(sbb.get()), {n}};
+  MemRef<float, 2> cm{reinterpret_cast<float*>(cb.get()), {m, n}};
+  const int launches_before = Fake::launches;
+  Status done = call("qgemm___cuda___pvoid_m2di8_m2di8_m1df32_m1df32_m2df32_i64_i64___void",
+                     {&am, &bm, &dsa, &dsb, &cm, &no, &one});
+  ASSERT_TRUE(done.ok()) << done;
+  EXPECT_EQ(Fake::launches - launches_before, 2);  // the sums, the scales
+  EXPECT_TRUE(same_bits(contents<float>(cb, scaled.size()), scaled));
 }
 
 TEST_F(CudaLibraryHostTest, SortArgsortAndTopkAreTheCpuDevicesBitForBit) {

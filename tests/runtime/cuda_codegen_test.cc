@@ -104,10 +104,15 @@ TEST_F(CudaCodegenTest, GeneratedProgramsBuild) {
   expect_builds(text, "generated.kiln (plain lowering)", plain);
 }
 
-// The library kernels the cuda device runs for sort, argsort, topk and the random numbers
-// (tests/ral/cuda_kernels_test.cc runs the same text on the host).
+// The library kernels the cuda device runs for sort, argsort, topk, the random numbers, the i8
+// products cuBLAS does not take and qgemm's scales (tests/ral/cuda_kernels_test.cc runs the same
+// text on the host).
 TEST_F(CudaCodegenTest, LibraryKernelsBuild) {
-  Status built = check_cuda_source_builds(std::string(ral::library::cuda_library_source()), "kiln library kernels");
+  const std::string source(ral::library::cuda_library_source());
+  for (const char* kernel : {"kiln_gemm_i8(", "kiln_qgemm_scale("}) {
+    EXPECT_NE(source.find(std::string("extern \"C\" __global__ void ") + kernel), std::string::npos) << kernel;
+  }
+  Status built = check_cuda_source_builds(source, "kiln library kernels");
   EXPECT_TRUE(built.ok()) << built;
 }
 

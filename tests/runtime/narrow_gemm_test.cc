@@ -1,10 +1,15 @@
 // gemm of narrow operands (ral/library/gemm_narrow.cc) on cpu (oneDNN for bf16 and i8, OpenBLAS
-// over f32 copies for f16), opencl (the same over mapped buffers) and interp (the reference
-// loops), against products computed here. The operands are small integers and halves, so every
-// product and sum is exact in f32 and the results must match exactly.
+// over f32 copies for f16), opencl (the same over mapped buffers), cuda where its driver starts
+// (cuBLAS's cublasGemmEx and kiln's kernels: scripts/cuda-device-check.sh runs this suite on a
+// GPU) and interp (the reference loops), against products computed here. The operands are small
+// integers and halves, so every product and sum is exact in f32 and the results must match
+// exactly; GeneralValuesMatchInterp compares products of other values with interp's within f32
+// rounding.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,13 +23,17 @@ class NarrowGemmTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (GetParam() == "opencl" && !driver_availability("opencl").ok()) GTEST_SKIP() << "no OpenCL platform";
+    if (GetParam() == "cuda") {
+      if (Status cuda = driver_availability("cuda"); !cuda.ok()) GTEST_SKIP() << "no CUDA device: " << cuda;
+    }
   }
 
-  std::unique_ptr<runtime::ProgramInstance> compile(const std::string& text) {
+  std::unique_ptr<runtime::ProgramInstance> compile(const std::string& text) { return compile_on(GetParam(), text); }
+  std::unique_ptr<runtime::ProgramInstance> compile_on(const std::string& device_name, const std::string& text) {
     Result<ir::Program> program = lang::parse_program(text, "gemm.kiln");
     EXPECT_TRUE(program.ok()) << program.status().message();
     if (!program.ok()) return nullptr;
-    Result<hal::DeviceRef> device = open_device(GetParam(), dir_.path());
+    Result<hal::DeviceRef> device = open_device(device_name, dir_.path());
     EXPECT_TRUE(device.ok()) << device.status().message();
     if (!device.ok()) return nullptr;
     Result<std::unique_ptr<runtime::ProgramInstance>> p = runtime::ProgramInstance::create(*device, *program);
@@ -144,6 +153,104 @@ TEST_P(NarrowGemmTest, QuantizedProductWithScales) {
   }
 }
 
+// Values that round (sines in bf16 and f16; i8 across its range), in products that cuBLAS takes
+// on cuda (rows of a multiple of 4, alpha 1 for i8) and ones it leaves to kiln's kernel (K = 30,
+// alpha 2): each device's results against interp's, the f32 results within the rounding of 96
+// f32 additions in any order, the bf16 and f16 ones within one step of their type besides, the
+// i8 products and qgemm exactly.
+TEST_P(NarrowGemmTest, GeneralValuesMatchInterp) {
+  if (GetParam() == "interp") GTEST_SKIP() << "interp is the reference";
+  const std::string text = R"(input ab : bf16[64, 96]
+input bb : bf16[96, 48]
+input ah : f16[96, 64]
+input bh : f16[96, 48]
+input ai : i8[64, 96]
+input bi : i8[96, 48]
+input aj : i8[30, 33]
+input bj : i8[17, 30]
+input sa : f32[64]
+input sb : f32[48]
+input sj : f32[33]
+input tj : f32[17]
+output c_bf : f32[64, 48]
+output c_bb : bf16[64, 48]
+output c_hf : f32[64, 48]
+output c_hh : f16[64, 48]
+output c_i : i32[64, 48]
+output c_j : i32[33, 17]
+output q_i : f32[64, 48]
+output q_j : f32[33, 17]
+call gemm(ab, bb, alpha=0.75) -> c_bf
+call gemm(ab, bb) -> c_bb
+call gemm(ah, bh, transpose_a=1) -> c_hf
+call gemm(ah, bh, transpose_a=1, alpha=-1.5) -> c_hh
+call gemm(ai, bi) -> c_i
+call gemm(aj, bj, transpose_a=1, transpose_b=1, alpha=2) -> c_j
+call qgemm(ai, bi, sa, sb) -> q_i
+call qgemm(aj, bj, sj, tj, transpose_a=1, transpose_b=1) -> q_j
+)";
+  auto wave = [](int r, int c) { return std::sin(0.37 * r + 1.13 * c); };
+  auto bytes_of = [&](ir::DType type, int rows, int cols) {
+    std::vector<unsigned char> out(static_cast<size_t>(rows * cols) * ir::dtype_size(type));
+    for (int r = 0; r < rows; ++r) {
+      for (int c = 0; c < cols; ++c) {
+        const double v = wave(r, c);
+        ir::store_scalar(type, type == ir::DType::kI8 ? ir::Scalar{0, static_cast<int64_t>(std::lround(127.5 * v - 0.5))}
+                                                      : ir::Scalar{type == ir::DType::kF32 ? 0.5 + 0.25 * v : v, 0},
+                         &out[static_cast<size_t>(r * cols + c) * ir::dtype_size(type)]);
+      }
+    }
+    return out;
+  };
+  struct Tensor {
+    const char* name;
+    ir::DType type;
+    int rows, cols;
+  };
+  const Tensor inputs[] = {{"ab", ir::DType::kBF16, 64, 96}, {"bb", ir::DType::kBF16, 96, 48},
+                           {"ah", ir::DType::kF16, 96, 64},  {"bh", ir::DType::kF16, 96, 48},
+                           {"ai", ir::DType::kI8, 64, 96},   {"bi", ir::DType::kI8, 96, 48},
+                           {"aj", ir::DType::kI8, 30, 33},   {"bj", ir::DType::kI8, 17, 30},
+                           {"sa", ir::DType::kF32, 64, 1},   {"sb", ir::DType::kF32, 48, 1},
+                           {"sj", ir::DType::kF32, 33, 1},   {"tj", ir::DType::kF32, 17, 1}};
+  const Tensor outputs[] = {{"c_bf", ir::DType::kF32, 64, 48}, {"c_bb", ir::DType::kBF16, 64, 48},
+                            {"c_hf", ir::DType::kF32, 64, 48}, {"c_hh", ir::DType::kF16, 64, 48},
+                            {"c_i", ir::DType::kI32, 64, 48},  {"c_j", ir::DType::kI32, 33, 17},
+                            {"q_i", ir::DType::kF32, 64, 48},  {"q_j", ir::DType::kF32, 33, 17}};
+  std::map<std::string, std::vector<unsigned char>> results[2];
+  const std::string devices[2] = {"interp", GetParam()};
+  for (int d = 0; d < 2; ++d) {
+    auto p = compile_on(devices[d], text);
+    ASSERT_TRUE(p);
+    for (const Tensor& t : inputs) {
+      const std::vector<unsigned char> bytes = bytes_of(t.type, t.rows, t.cols);
+      ASSERT_TRUE(p->write(t.name, bytes.data(), bytes.size()).ok()) << t.name;
+    }
+    const Status ran = p->run("main");
+    ASSERT_TRUE(ran.ok()) << devices[d] << ": " << ran.message();
+    for (const Tensor& t : outputs) {
+      std::vector<unsigned char>& out = results[d][t.name];
+      out.resize(static_cast<size_t>(t.rows * t.cols) * ir::dtype_size(t.type));
+      ASSERT_TRUE(p->read(t.name, out.data(), out.size()).ok()) << t.name;
+    }
+  }
+  for (const Tensor& t : outputs) {
+    const size_t size = ir::dtype_size(t.type);
+    const bool exact = t.type == ir::DType::kI32 || t.name[0] == 'q';
+    // The sums are of 96 products of magnitude at most 1.5 (alpha included): in another order, f32
+    // sums differ by at most 96 * 2^-24 * 96 * 1.5.
+    const double step = t.type == ir::DType::kBF16 ? 0x1p-8 : t.type == ir::DType::kF16 ? 0x1p-11 : 0;
+    int wrong = 0;
+    for (int i = 0; i < t.rows * t.cols; ++i) {
+      const ir::Scalar got = ir::load_scalar(t.type, &results[1][t.name][static_cast<size_t>(i) * size]);
+      const ir::Scalar want = ir::load_scalar(t.type, &results[0][t.name][static_cast<size_t>(i) * size]);
+      const bool same = exact ? (got.i == want.i && (got.f == want.f || (std::isnan(got.f) && std::isnan(want.f))))
+                              : std::fabs(got.f - want.f) <= 96 * 96 * 1.5 * 0x1p-24 + std::fabs(want.f) * step * 2;
+      if (!same && ++wrong <= 4) ADD_FAILURE() << t.name << "[" << i << "]: " << got.f << " / " << got.i << ", interp " << want.f << " / " << want.i;
+    }
+  }
+}
+
 TEST(NarrowGemmCheckTest, QgemmShapesAndTypesAreChecked) {
   struct Case {
     const char* declarations;
@@ -163,7 +270,8 @@ TEST(NarrowGemmCheckTest, QgemmShapesAndTypesAreChecked) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, NarrowGemmTest, ::testing::Values("cpu", "interp", "opencl"));
+INSTANTIATE_TEST_SUITE_P(Devices, NarrowGemmTest, ::testing::Values("cpu", "interp", "opencl", "cuda"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
 }  // namespace kiln::e2e

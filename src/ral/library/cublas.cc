@@ -30,6 +30,7 @@ const Cublas& cublas() {
     out.GetProperty(kMajorVersion, &major);
     out.GetProperty(kMinorVersion, &minor);
     out.GetProperty(kPatchLevel, &patch);
+    out.major = major;
     out.version = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
     if (Result<int> driver = cuda::driver_version(); driver.ok() && major > *driver / 1000) {
       out.status = unavailable_error("cuBLAS " + out.version + " is newer than the CUDA driver (CUDA " +

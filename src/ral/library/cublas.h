@@ -24,32 +24,57 @@ using CublasGemmFn = cublasStatus_t (*)(cublasHandle_t handle, int transa, int t
                                         const T* alpha, const T* a, int lda, const T* b, int ldb, const T* beta,
                                         T* c, int ldc);
 
+// cublasGemmEx: c = alpha * op(a) @ op(b) + beta * c with each matrix's element type given
+// (cudaDataType_t), the arithmetic by compute_type (cublasComputeType_t) and the algorithm by
+// algo (cublasGemmAlgo_t); alpha and beta point to values of the compute type.
+using CublasGemmExFn = cublasStatus_t (*)(cublasHandle_t handle, int transa, int transb, int m, int n, int k,
+                                          const void* alpha, const void* a, int a_type, int lda, const void* b,
+                                          int b_type, int ldb, const void* beta, void* c, int c_type, int ldc,
+                                          int compute_type, int algo);
+
 struct Cublas {
   cublasStatus_t (*Create)(cublasHandle_t* handle) = nullptr;
   cublasStatus_t (*Destroy)(cublasHandle_t handle) = nullptr;
   cublasStatus_t (*SetStream)(cublasHandle_t handle, cuda::CUstream stream) = nullptr;
   CublasGemmFn<float> Sgemm = nullptr;
   CublasGemmFn<double> Dgemm = nullptr;
+  CublasGemmExFn GemmEx = nullptr;
   cublasStatus_t (*SetMathMode)(cublasHandle_t handle, int mode) = nullptr;
   cublasStatus_t (*GetProperty)(int type, int* value) = nullptr;  // libraryPropertyType
   Status status;  // UNAVAILABLE saying why when the library or a symbol is missing, or too new
   std::string version;  // "13.1.0" once loaded
+  int major = 0;        // 13 once loaded
 };
 
 inline constexpr int kMajorVersion = 0, kMinorVersion = 1, kPatchLevel = 2;  // libraryPropertyType
 // cublasMath_t: CUBLAS_PEDANTIC_MATH keeps f32 products in f32 (no TF32, whatever
 // NVIDIA_TF32_OVERRIDE says), as on every other kiln device.
 inline constexpr int kCublasPedanticMath = 2;
+// CUBLAS_DEFAULT_MATH: tensor cores wherever the types allow, for the narrow products (their
+// compute type keeps f32 sums: kCublasCompute32F below).
+inline constexpr int kCublasDefaultMath = 0;
 
-// Every Cublas function member with the symbol it is bound to, X(member, symbol).
-#define KILN_CUBLAS_FUNCTIONS(X) \
-  X(Create, cublasCreate_v2)     \
-  X(Destroy, cublasDestroy_v2)   \
-  X(SetStream, cublasSetStream_v2) \
-  X(Sgemm, cublasSgemm_v2)       \
-  X(Dgemm, cublasDgemm_v2)       \
-  X(SetMathMode, cublasSetMathMode) \
+// The values of cublasGemmEx's enums that kiln passes, as the toolkit's headers define them
+// (library_types.h's cudaDataType_t; cublas_api.h's cublasComputeType_t and cublasGemmAlgo_t).
+// They have kept these values since cuBLAS 11 brought cublasComputeType_t, which is why narrow
+// products ask for cuBLAS 11 or newer (kGemmExMajor).
+inline constexpr int kCudaR32F = 0, kCudaR16F = 2, kCudaR8I = 3, kCudaR32I = 10, kCudaR16BF = 14;
+inline constexpr int kCublasCompute32F = 68, kCublasCompute32I = 72;
+inline constexpr int kCublasGemmDefault = -1;
+inline constexpr int kGemmExMajor = 11;
+
+// Every Cublas function member with the symbol it is bound to, X(member, symbol). cublasGemmEx
+// comes apart (KILN_CUBLAS_FUNCTIONS has both): cublas_api.h overloads it in C++ with an inline
+// wrapper of the older form, so a test takes its address only at a given type.
+#define KILN_CUBLAS_UNIQUE_FUNCTIONS(X) \
+  X(Create, cublasCreate_v2)            \
+  X(Destroy, cublasDestroy_v2)          \
+  X(SetStream, cublasSetStream_v2)      \
+  X(Sgemm, cublasSgemm_v2)              \
+  X(Dgemm, cublasDgemm_v2)              \
+  X(SetMathMode, cublasSetMathMode)     \
   X(GetProperty, cublasGetProperty)
+#define KILN_CUBLAS_FUNCTIONS(X) KILN_CUBLAS_UNIQUE_FUNCTIONS(X) X(GemmEx, cublasGemmEx)
 
 // Loaded on first use, once per process, and never unloaded.
 const Cublas& cublas();

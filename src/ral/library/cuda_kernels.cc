@@ -214,6 +214,37 @@ KILN_SORT_KERNELS(f16, unsigned short, kiln_f16_value)
 KILN_SORT_KERNELS(bf16, unsigned short, kiln_bf16_value)
 KILN_SORT_KERNELS(f32, float, )
 KILN_SORT_KERNELS(f64, double, )
+
+// An i32 from an f32-scaled i64 sum: rounded to nearest even and saturated, NaN to 0 (the cpu
+// device's rule, oneDNN's).
+__device__ __forceinline__ int kiln_saturated_i32(double v) {
+  if (v != v) return 0;
+  v = rint(v);
+  return v <= -2147483648.0 ? (int)(-2147483647 - 1) : v >= 2147483647.0 ? 2147483647 : (int)v;
+}
+
+// The i8 products that cuBLAS does not take: one thread per element of c, its sum in i64.
+extern "C" __global__ void kiln_gemm_i8(const signed char* a, const signed char* b, int* c, kiln_u64 batch,
+                                        kiln_u64 m, kiln_u64 n, kiln_u64 k, int transpose_a, int transpose_b,
+                                        float alpha, float beta) {
+  KILN_GRID_LOOP(t, batch * m * n) {
+    const kiln_u64 p = t / (m * n), i = t / n % m, j = t % n;
+    const signed char* pa = a + p * m * k;
+    const signed char* pb = b + p * k * n;
+    long long sum = 0;
+    for (kiln_u64 q = 0; q < k; ++q) {
+      sum += (long long)pa[transpose_a ? q * m + i : i * k + q] * (long long)pb[transpose_b ? j * k + q : q * n + j];
+    }
+    const double scaled = (double)alpha * (double)sum;
+    c[t] = kiln_saturated_i32(beta == 0.0f ? scaled : scaled + (double)beta * (double)c[t]);
+  }
+}
+
+// qgemm's last step: c = f32(sum) * scale_a[row] * scale_b[column], in that order.
+extern "C" __global__ void kiln_qgemm_scale(const int* sums, const float* scale_a, const float* scale_b, float* c,
+                                            kiln_u64 m, kiln_u64 n) {
+  KILN_GRID_LOOP(t, m * n) c[t] = (float)sums[t] * scale_a[t / n] * scale_b[t % n];
+}
 )CU";
 
 }  // namespace

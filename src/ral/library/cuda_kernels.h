@@ -1,5 +1,6 @@
 // The CUDA C of the library functions that run on the cuda device as kiln's own kernels:
-// Philox random numbers and sorting (sort, argsort and topk through one bitonic network). The
+// Philox random numbers, sorting (sort, argsort and topk through one bitonic network), the i8
+// products cuBLAS does not take and qgemm's scaling. The
 // text is built by NVRTC like generated code (cuda_library.h loads it once per context); the
 // tests also build it with ptxas and run it on the host (tests/ral/cuda_kernels_test.cc), which
 // is why it uses no CUDA feature beyond the launch indices: no shared memory, no barriers, and
@@ -27,6 +28,14 @@
 //   kiln_sort_store_T(const T* keys, const unsigned* idx, T* values, int* indices, rows,
 //                     padded, count)
 //       Writes the first `count` of each sorted row to values and/or indices (either may be null).
+//
+//   kiln_gemm_i8(const signed char* a, const signed char* b, int* c, batch, m, n, k,
+//                int transpose_a, int transpose_b, float alpha, float beta)
+//       gemm of i8 operands into i32, `batch` row-major products one after another (gemm_shape.h),
+//       as the reference computes it: i64 sums, alpha * sum + beta * c in f64 (c unread when
+//       beta = 0), rounded to nearest even and saturated to i32. One thread per element of c.
+//   kiln_qgemm_scale(const int* sums, const float* scale_a, const float* scale_b, float* c, m, n)
+//       c[i, j] = f32(sums[i, j]) * scale_a[i] * scale_b[j], in f32 and in that order.
 #pragma once
 
 #include <cstdint>

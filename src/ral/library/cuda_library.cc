@@ -22,14 +22,14 @@ using cuda::CUdeviceptr;
 constexpr uint64_t kBlockThreads = 256;
 constexpr uint64_t kMaxBlocks = 65536;
 
+}  // namespace
+
 Result<CUdeviceptr> device_pointer(const hal::Buffer& buffer, const char* function, const char* operand) {
   if (!cuda::cu_storage(buffer)) {
     return invalid_argument_error(std::string(function) + ": " + operand + " is not CUDA memory");
   }
   return cuda::buffer_pointer(buffer);
 }
-
-}  // namespace
 
 Result<CudaLibrary*> CudaLibrary::of(ExecutionContext* execution, const hal::Buffer& buffer,
                                      std::string_view function) {
@@ -127,7 +127,7 @@ Result<CUdeviceptr> CudaLibrary::scratch(size_t slot, size_t bytes) {
   return pointer;
 }
 
-Result<cublasHandle_t> CudaLibrary::blas() {
+Result<cublasHandle_t> CudaLibrary::blas(int math) {
   const Cublas& lib = cublas();
   KILN_RETURN_IF_ERROR(lib.status);
   if (!blas_) {
@@ -137,10 +137,15 @@ Result<cublasHandle_t> CudaLibrary::blas() {
                                cublas_status_name(made));
     }
     blas_ = handle;
-    // f32 products in f32, as on every other device, whatever NVIDIA_TF32_OVERRIDE says.
-    if (const cublasStatus_t set = lib.SetMathMode(blas_, kCublasPedanticMath); set != 0) {
+  }
+  // Pedantic keeps f32 products in f32, as on every other device, whatever
+  // NVIDIA_TF32_OVERRIDE says; the narrow products take the default.
+  if (math != math_) {
+    if (const cublasStatus_t set = lib.SetMathMode(blas_, math); set != 0) {
+      math_ = -1;
       return internal_error("cublasSetMathMode failed: " + cublas_status_name(set));
     }
+    math_ = math;
   }
   if (const cublasStatus_t bound = lib.SetStream(blas_, stream_); bound != 0) {
     return internal_error("cublasSetStream failed: " + cublas_status_name(bound));
@@ -154,13 +159,22 @@ Result<GemmPlace> cuda_gemm(const hal::Buffer&) {
   return asked.value_or(loaded.ok() ? GemmPlace::kLibraryElseHost : GemmPlace::kHost);
 }
 
+Result<GemmOperands> gemm_operands(ExecutionContext* execution, const hal::Buffer& a, const hal::Buffer& b,
+                                   const hal::Buffer& c, const char* function) {
+  GemmOperands out;
+  KILN_ASSIGN_OR_RETURN(out.a, device_pointer(a, function, "a"));
+  KILN_ASSIGN_OR_RETURN(out.b, device_pointer(b, function, "b"));
+  KILN_ASSIGN_OR_RETURN(out.c, device_pointer(c, function, "c"));
+  KILN_ASSIGN_OR_RETURN(out.library, CudaLibrary::of(execution, c, function));
+  return out;
+}
+
 template <typename T>
 Status cublas_gemm(ExecutionContext* execution, const hal::Buffer& a, const hal::Buffer& b, const hal::Buffer& c,
                    const GemmShape& s, T alpha, T beta) {
-  KILN_ASSIGN_OR_RETURN(CUdeviceptr a_ptr, device_pointer(a, "gemm", "a"));
-  KILN_ASSIGN_OR_RETURN(CUdeviceptr b_ptr, device_pointer(b, "gemm", "b"));
-  KILN_ASSIGN_OR_RETURN(CUdeviceptr c_ptr, device_pointer(c, "gemm", "c"));
-  KILN_ASSIGN_OR_RETURN(CudaLibrary * library, CudaLibrary::of(execution, c, "gemm"));
+  KILN_ASSIGN_OR_RETURN(const GemmOperands on, gemm_operands(execution, a, b, c, "gemm"));
+  CudaLibrary* library = on.library;
+  const CUdeviceptr a_ptr = on.a, b_ptr = on.b, c_ptr = on.c;
   const ColumnMajorGemm g = column_major_gemm(s.transpose_a, s.transpose_b, s.m, s.n, s.k, s.lda(), s.ldb());
   return library->run("gemm on cuda", [&]() -> Status {
     KILN_ASSIGN_OR_RETURN(cublasHandle_t handle, library->blas());

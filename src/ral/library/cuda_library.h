@@ -42,8 +42,10 @@ class CudaLibrary final : public Resource {
   // At least `bytes` of device memory in scratch slot `slot` (0 or 1), kept for later calls and
   // grown when too small: cuMemFree synchronizes the whole device, so it is not done per call.
   Result<cuda::CUdeviceptr> scratch(size_t slot, size_t bytes);
-  // The context's cuBLAS handle, bound to the stream (made on first use).
-  Result<cublasHandle_t> blas();
+  // The context's cuBLAS handle, bound to the stream (made on first use), in math mode `math`
+  // (cublasMath_t): pedantic for f32 and f64, so that f32 products stay f32 (no TF32), the
+  // default (tensor cores) for the narrow products, whose compute type keeps their f32 sums.
+  Result<cublasHandle_t> blas(int math = kCublasPedanticMath);
 
  private:
   Result<cuda::CUfunction> kernel(const char* name);
@@ -54,12 +56,27 @@ class CudaLibrary final : public Resource {
   cuda::CUmodule module_ = nullptr;
   std::unordered_map<std::string, cuda::CUfunction> functions_;  // of module_, by name
   cublasHandle_t blas_ = nullptr;
+  int math_ = -1;  // blas_'s math mode, -1 before it is set
   struct Scratch {
     cuda::CUdeviceptr pointer = 0;
     size_t bytes = 0;
   };
   Scratch scratch_[2];
 };
+
+// The device address of `buffer`; INVALID_ARGUMENT naming `function` and `operand` when it is
+// not CUDA memory.
+Result<cuda::CUdeviceptr> device_pointer(const hal::Buffer& buffer, const char* function, const char* operand);
+
+// The device addresses of a product's a, b and c, and the library of c's CUDA context, for
+// `function` (gemm, qgemm): INVALID_ARGUMENT naming the function and the operand that is not CUDA
+// memory.
+struct GemmOperands {
+  cuda::CUdeviceptr a = 0, b = 0, c = 0;
+  CudaLibrary* library = nullptr;
+};
+Result<GemmOperands> gemm_operands(ExecutionContext* execution, const hal::Buffer& a, const hal::Buffer& b,
+                                   const hal::Buffer& c, const char* function);
 
 // Where gemm runs for the cuda device: KILN_CUDA_GEMM (`cublas` or `host`) when set, else cuBLAS
 // where it loads and the host otherwise. INVALID_ARGUMENT naming the variable for another value;

@@ -7,10 +7,8 @@
 // is small beside it.
 #include <algorithm>
 #include <array>
-#include <mutex>
 #include <utility>
 
-#include "kiln/base/log.h"
 #include "kiln/hal/buffer.h"
 #include "kiln/ir/gemm_groups.h"
 #include "kiln/ral/execution_context.h"
@@ -71,14 +69,9 @@ Status gemm_on_device(MemRef<T, RA> a, MemRef<T, RB> b, MemRef<T, RC> c, int64_t
   KILN_ASSIGN_OR_RETURN(GemmShape s, check_gemm(a, b, c, transpose_a, transpose_b, batch));
   if (s.m == 0 || s.n == 0 || s.batch == 0) return Status();
   KILN_ASSIGN_OR_RETURN(GemmPlace where, place(buffer_of(c)));
-  if (where == GemmPlace::kHost || s.k == 0) return gemm_mapped<T>(s, a.data, b.data, c.data, alpha, beta);
-  Status done = library(s);
-  if (where == GemmPlace::kLibraryElseHost && done.code() == StatusCode::kUnavailable) {
-    static std::once_flag warned;
-    std::call_once(warned, [&] { KILN_LOG(kWarn, "gemm runs on the host: " + done.message()); });
-    return gemm_mapped<T>(s, a.data, b.data, c.data, alpha, beta);
-  }
-  return done;
+  return run_gemm_at(
+      "gemm", s.k == 0 ? GemmPlace::kHost : where, [&] { return library(s); },
+      [&] { return gemm_mapped<T>(s, a.data, b.data, c.data, alpha, beta); });
 }
 
 template <typename T, int RA, int RB, int RC>

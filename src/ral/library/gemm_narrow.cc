@@ -6,8 +6,10 @@
 // and f16 ones through OpenBLAS's sgemm over f32 copies of the operands (neither library has an
 // f16 product on the CPU); the opencl device runs the same over mapped buffers; interp has plain
 // loops, the reference: f32 sums for bf16/f16, i64 sums saturated to i32 for i8. Where oneDNN is
-// missing, cpu and opencl fall back to the reference loops and say so once. cuda has none yet:
-// a call is refused when the routine is linked.
+// missing, cpu and opencl fall back to the reference loops and say so once. cuda runs them on
+// the device (cuda_narrow_gemm.h: cuBLAS's cublasGemmEx, and kiln's kernels for the i8 products
+// cuBLAS does not take and for qgemm's scales) where cuda_gemm places gemm, else over mapped
+// buffers as opencl does.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -23,6 +25,8 @@
 #include "kiln/loop/op_eval.h"
 #include "kiln/ral/element_types.h"
 #include "kiln/ral/execution_context.h"
+#include "ral/library/cuda_library.h"
+#include "ral/library/cuda_narrow_gemm.h"
 #include "ral/library/gemm_shape.h"
 #include "ral/library/library.h"
 #include "ral/library/onednn.h"
@@ -162,6 +166,20 @@ Status gemm_mapped(ExecutionContext*, MemRef<TA, RA> a, MemRef<TA, RB> b, MemRef
                        static_cast<TC*>(mapped[2].data()), alpha, beta);
 }
 
+// cuda: on the device where cuda_gemm places gemm, else over mapped buffers; k = 0 (c = beta *
+// c) on the host, as for f32.
+template <typename TA, typename TC, int RA, int RB, int RC>
+Status gemm_cuda(ExecutionContext* execution, MemRef<TA, RA> a, MemRef<TA, RB> b, MemRef<TC, RC> c,
+                 int64_t transpose_a, int64_t transpose_b, float alpha, float beta, int64_t batch) {
+  KILN_ASSIGN_OR_RETURN(GemmShape s, narrow_shape(a, b, c, transpose_a, transpose_b, batch));
+  if (s.m == 0 || s.n == 0 || s.batch == 0) return Status();
+  KILN_ASSIGN_OR_RETURN(GemmPlace where, cuda_gemm(buffer_of(c)));
+  return run_gemm_at(
+      "gemm", s.k == 0 ? GemmPlace::kHost : where,
+      [&] { return cuda_narrow_gemm<TA, TC>(execution, buffer_of(a), buffer_of(b), buffer_of(c), s, alpha, beta); },
+      [&] { return gemm_mapped(execution, a, b, c, transpose_a, transpose_b, alpha, beta, batch); });
+}
+
 template <typename TA, typename TC, int RA, int RB, int RC>
 Status gemm_reference(ExecutionContext*, MemRef<TA, RA> a, MemRef<TA, RB> b, MemRef<TC, RC> c, int64_t transpose_a,
                       int64_t transpose_b, float alpha, float beta, int64_t batch) {
@@ -219,6 +237,20 @@ Status qgemm_mapped(ExecutionContext*, MemRef<int8_t, 2> a, MemRef<int8_t, 2> b,
                          static_cast<float*>(mapped[4].data()), false);
 }
 
+Status qgemm_cuda(ExecutionContext* execution, MemRef<int8_t, 2> a, MemRef<int8_t, 2> b, MemRef<float, 1> scale_a,
+                  MemRef<float, 1> scale_b, MemRef<float, 2> c, int64_t transpose_a, int64_t transpose_b) {
+  KILN_ASSIGN_OR_RETURN(GemmShape s, qgemm_shape(a, b, c, transpose_a, transpose_b));
+  if (s.m == 0 || s.n == 0) return Status();
+  KILN_ASSIGN_OR_RETURN(GemmPlace where, cuda_gemm(buffer_of(c)));
+  return run_gemm_at(
+      "qgemm", s.k == 0 ? GemmPlace::kHost : where,
+      [&] {
+        return cuda_qgemm(execution, buffer_of(a), buffer_of(b), buffer_of(scale_a), buffer_of(scale_b), buffer_of(c),
+                          s);
+      },
+      [&] { return qgemm_mapped(execution, a, b, scale_a, scale_b, c, transpose_a, transpose_b); });
+}
+
 template <typename TA, typename TC, int RA, int RB, int RC>
 Status register_ranks(Registry& registry) {
   if constexpr (!ir::gemm_ranks_possible(RA, RB, RC)) {
@@ -227,6 +259,8 @@ Status register_ranks(Registry& registry) {
     KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "cpu", &gemm_host<TA, TC, RA, RB, RC>>()));
     KILN_RETURN_IF_ERROR(
         registry.add(make_function<"gemm", "opencl", &gemm_mapped<TA, TC, RA, RB, RC>, Memory::kDevice>()));
+    KILN_RETURN_IF_ERROR(
+        registry.add(make_function<"gemm", "cuda", &gemm_cuda<TA, TC, RA, RB, RC>, Memory::kDevice>()));
     return registry.add(make_function<"gemm", "interp", &gemm_reference<TA, TC, RA, RB, RC>>());
   }
 }
@@ -251,6 +285,7 @@ Status register_narrow_gemm(Registry& registry) {
   KILN_RETURN_IF_ERROR((register_all_ranks<int8_t, int32_t>(registry)));
   KILN_RETURN_IF_ERROR(registry.add(make_function<"qgemm", "cpu", &qgemm_host<false>>()));
   KILN_RETURN_IF_ERROR(registry.add(make_function<"qgemm", "opencl", &qgemm_mapped, Memory::kDevice>()));
+  KILN_RETURN_IF_ERROR(registry.add(make_function<"qgemm", "cuda", &qgemm_cuda, Memory::kDevice>()));
   return registry.add(make_function<"qgemm", "interp", &qgemm_host<true>>());
 }
 

@@ -4,11 +4,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <utility>
 
+#include "kiln/base/log.h"
 #include "kiln/base/settings.h"
 #include "kiln/base/status.h"
 #include "kiln/hal/buffer.h"
@@ -118,6 +121,26 @@ inline Result<std::optional<GemmPlace>> gemm_place_asked(const char* variable, c
   if (*asked != library) return internal_error(std::string(variable) + " has no choice '" + *asked + "'");
   if (!loaded.ok()) return loaded.annotate(std::string(variable) + "=" + library);
   return std::optional<GemmPlace>(GemmPlace::kLibrary);
+}
+
+// Warns that `function` runs on the host because of `why`, once per process for each reason.
+inline void warn_gemm_on_host(const char* function, const Status& why) {
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (said.insert(why.message()).second) KILN_LOG(kWarn, std::string(function) + " runs on the host: " + why.message());
+}
+
+// Runs a device's `function` (gemm, qgemm) where `where` places it: `host` (over mapped buffers)
+// for kHost, else `library`, and `host` after all when the library is UNAVAILABLE under
+// kLibraryElseHost, saying why (warn_gemm_on_host).
+template <typename Library, typename Host>
+Status run_gemm_at(const char* function, GemmPlace where, Library&& library, Host&& host) {
+  if (where == GemmPlace::kHost) return host();
+  Status done = library();
+  if (where != GemmPlace::kLibraryElseHost || done.code() != StatusCode::kUnavailable) return done;
+  warn_gemm_on_host(function, done);
+  return host();
 }
 
 // The checks of random_uniform's range and random_normal's parameters.
