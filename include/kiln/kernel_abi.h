@@ -37,6 +37,13 @@ typedef struct kiln_workgroup_id_t {
 typedef int (*kiln_kernel_fn_t)(const kiln_dispatch_state_t* state,
                                 const kiln_workgroup_id_t* workgroup_id);
 
+/* In an executable's C source (format "c"), a line holding exactly this comment begins a
+ * translation unit: the text before the first such line (includes, static helpers,
+ * declarations) belongs to every unit, and each stretch from one such line to the next is a
+ * unit of its own. The CPU driver may compile units separately, in parallel, and link them into
+ * one shared object; the whole text is valid C as it is. */
+#define KILN_UNIT_BOUNDARY "/* kiln: translation unit */"
+
 #ifdef __cplusplus
 }
 #endif

@@ -17,6 +17,7 @@ const std::vector<Setting>& settings() {
       {"KILN_CC", "the cpu device's C compiler (default cc)"},
       {"KILN_CFLAGS", "extra flags for the cpu device's C compiler"},
       {"KILN_CC_TIMEOUT", "seconds before a C compile is stopped (default 600)", 1, 86400},
+      {"KILN_CC_JOBS", "C compiles of one program's kernels run side by side (default: the cores)", 1, 256},
       {"KILN_CPU_THREADS", "threads of the cpu device, OpenBLAS's included (default: the cores)", 1, 1024},
       {"KILN_CPU_AFFINITY", "spread: once a cpu device has two queues, its queue threads pinned round-robin "
                             "over the process's cores; none: where the system puts them (default none)", 0, 0,

@@ -10,6 +10,7 @@
 
 #include "codegen/dialect.h"
 #include "codegen/kernel_emitter.h"
+#include "kiln/kernel_abi.h"
 
 namespace kiln::codegen {
 
@@ -43,6 +44,24 @@ bool mentions_outside_comments(std::string_view text, std::string_view word) {
     ++i;
   }
   return false;
+}
+
+// A kernel's text with its /* */ comments taken out and its name (where it is defined) made
+// anonymous: two kernels with the same result compute the same thing.
+std::string code_without_name(std::string_view text, std::string_view name) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    if (text.compare(i, 2, "/*") == 0) {
+      const size_t end = text.find("*/", i + 2);
+      if (end == std::string_view::npos) break;
+      i = end + 2;
+      continue;
+    }
+    out += text[i++];
+  }
+  const std::string defined = " " + std::string(name) + "(";
+  if (const size_t at = out.find(defined); at != std::string::npos) out.replace(at, defined.size(), " (");
+  return out;
 }
 
 }  // namespace
@@ -129,16 +148,33 @@ Result<std::string> emit_kernels(std::span<const ir::Kernel> kernels, const ir::
   bool uses_print = false;
   bool fails = false;
   std::set<std::string> names;
+  // Each kernel's code without its name and comments, and the first kernel that has it.
+  std::map<std::string, std::string> first_with_code;
+  const bool units = dialect->separate_units();
   for (const Kernel& kernel : kernels) {
     if (!names.insert(kernel.name).second) {
       return invalid_argument_error("two kernels are named '" + kernel.name + "'");
     }
-    body.blank();
+    Printer text;
     KernelEmitter emitter(*dialect, helpers, kernel, program, options);
-    KILN_RETURN_IF_ERROR(emitter.emit(body));
+    KILN_RETURN_IF_ERROR(emitter.emit(text));
     uses_heap = uses_heap || emitter.uses_heap();
     uses_print = uses_print || emitter.uses_print();
     fails = fails || emitter.fails();
+    body.blank();
+    if (units) body.line(KILN_UNIT_BOUNDARY);
+    // Routines often repeat a kernel (a forward pass in training and in evaluation): its code is
+    // emitted once and the copies call it.
+    auto [same, inserted] = first_with_code.try_emplace(code_without_name(text.text(), kernel.name), kernel.name);
+    if (!inserted) {
+      Printer alias;
+      if (options.comments) alias.line("/* kernel " + kernel.name + ": the code of " + same->second + " */");
+      if (dialect->emit_kernel_alias(alias, kernel.name, same->second)) {
+        body.append(alias.text());
+        continue;
+      }
+    }
+    body.append(text.text());
   }
 
   Printer helper_text;
@@ -163,6 +199,13 @@ Result<std::string> emit_kernels(std::span<const ir::Kernel> kernels, const ir::
   if (fails) {
     out.blank();
     dialect->emit_failure_support(out);
+    Printer definitions;
+    dialect->emit_failure_definitions(definitions);
+    if (!definitions.text().empty()) {
+      out.blank();
+      if (units) out.line(KILN_UNIT_BOUNDARY);
+      out.append(definitions.text());
+    }
   }
   out.append(body.text());
   return out.text();

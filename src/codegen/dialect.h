@@ -142,6 +142,19 @@ class DialectSyntax {
   virtual std::string fail(int code, const std::string& value) const = 0;
   // File-level lines the failures need (after the helpers), when a kernel of the file has one.
   virtual void emit_failure_support(Printer& out) const {}
+  // Where the file may be split into translation units (kiln/kernel_abi.h, KILN_UNIT_BOUNDARY):
+  // the failures' definitions, in a unit of their own after the boundary; emit_failure_support
+  // then only declares them.
+  virtual void emit_failure_definitions(Printer& out) const {}
+  // Whether the file's kernels may be built as separate translation units: a boundary line
+  // before each, which the CPU driver may split at to compile them in parallel.
+  virtual bool separate_units() const { return false; }
+  // A kernel `name` whose code is that of the kernel `same` emitted before it, as a call of that
+  // one, so that the C compiler optimizes the code once; false where the dialect cannot (then
+  // the kernel is emitted whole).
+  virtual bool emit_kernel_alias(Printer& out, const std::string& name, const std::string& same) const {
+    return false;
+  }
   // This workgroup's index in x, and the number of workgroups in x, as expressions.
   virtual std::string workgroup_index() const = 0;
   // Push constant j of the dispatch (a 32-bit unsigned value), as an expression.

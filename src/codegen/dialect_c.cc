@@ -101,9 +101,23 @@ class CDialect final : public DialectSyntax {
 
   // The value of the calling thread's last failed workgroup, which the CPU driver asks for right
   // after a kernel returns a failure (the kernel ABI returns only the code).
+  // Declared for every unit, defined in one (hidden: one per shared object, reached without the
+  // global offset table).
   void emit_failure_support(Printer& out) const override {
-    out.line("static _Thread_local int64_t kiln_failure_tls;");
+    out.line("extern __attribute__((visibility(\"hidden\"))) _Thread_local int64_t kiln_failure_tls;");
+  }
+  void emit_failure_definitions(Printer& out) const override {
+    out.line("__attribute__((visibility(\"hidden\"))) _Thread_local int64_t kiln_failure_tls;");
     out.line("int64_t kiln_failure_value(void) { return kiln_failure_tls; }");
+  }
+
+  bool separate_units() const override { return true; }
+
+  bool emit_kernel_alias(Printer& out, const std::string& name, const std::string& same) const override {
+    const std::string params = "(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id)";
+    out.line("int " + same + params + ";");
+    out.line("int " + name + params + " { return " + same + "(s, id); }");
+    return true;
   }
 
   std::string return_ok() const override { return "return 0;"; }

@@ -40,6 +40,13 @@ struct ExecutableSource {
   std::string label = "executable";
 };
 
+// One step of building an executable, as its driver took it: a compile (or a part of one), a
+// link, a cache lookup. What `kiln compile --timings` and the trace report.
+struct BuildStep {
+  std::string what;
+  double seconds = 0;
+};
+
 class Executable {
  public:
   Executable(const void* device_tag, std::vector<ExportInfo> exports)
@@ -52,10 +59,15 @@ class Executable {
   // INVALID_ARGUMENT for an ordinal past the end (a malformed argument, as in a dispatch).
   Result<const ExportInfo*> export_info(uint32_t ordinal) const;
   const void* device_tag() const { return device_tag_; }
+  // How the driver built it (empty where the driver does not say). Set by the driver before it
+  // hands the executable out.
+  const std::vector<BuildStep>& build_steps() const { return build_steps_; }
+  void set_build_steps(std::vector<BuildStep> steps) { build_steps_ = std::move(steps); }
 
  private:
   const void* device_tag_;
   std::vector<ExportInfo> exports_;
+  std::vector<BuildStep> build_steps_;
 };
 
 using ExecutableRef = std::shared_ptr<Executable>;

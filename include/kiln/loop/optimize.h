@@ -66,7 +66,8 @@ void split_reductions(Kernel& kernel, bool reassociate_floats);
 //   for k in [0, EK): for j in [0, EJ): X[off(i, j)] = v(i, k, j)
 // where v reads X only at off(i, j) (outside select operands), off does not depend on k and is
 // affine in j with a non-zero coefficient, and EJ is at least one tile width W (64 bytes of the
-// element type: 16 f32) or a size, is computed in tiles of 6 rows × W columns: 6 local
+// element type: 16 f32) or a size, and v loads an operand that a tile reuses (one whose offset
+// does not depend on i, or not on j), is computed in tiles of 6 rows × W columns: 6 local
 // accumulators of W elements, loaded from X, updated for every k, stored back. The parallel loop
 // becomes one over steps of whole tiles (at most 264 rows, an even number of steps; computed when
 // the kernel runs for rows over a size); every other statement of its body runs for the step's

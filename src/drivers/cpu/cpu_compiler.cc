@@ -7,15 +7,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <filesystem>
+#include <thread>
 #include <cstdio>
 #include <sstream>
 #include <vector>
 
 #include "base/process.h"
 #include "base/sha256.h"
+#include "drivers/cpu/c_units.h"
 #include "drivers/cpu/kernel_abi_text.h"
 #include "kiln/base/log.h"
+#include "kiln/base/time.h"
 
 namespace kiln::cpu {
 
@@ -31,6 +36,12 @@ namespace {
 // one, and the values held through the loops cost a 1024^3 product 13% of its time.
 const char* const kBaseFlags[] = {"-std=gnu11", "-O3", "-march=native", "-fPIC", "-shared",
                                   "-fno-strict-aliasing", "-fno-tree-loop-if-convert", "-fno-code-hoisting"};
+
+// Units of generated C (c_units.h) are compiled side by side only in parts of at least this
+// much: each part parses the common text (includes, helpers) again and starts a compiler.
+constexpr size_t kMinUnitBytes = 32 * 1024;
+
+double seconds_since(int64_t start_ns) { return static_cast<double>(now_ns() - start_ns) * 1e-9; }
 
 // The processor's model and feature flags, as /proc/cpuinfo reports them for the first CPU.
 const std::string& host_processor() {
@@ -59,10 +70,11 @@ std::vector<std::string> split_flags(const std::string& flags) {
   return out;
 }
 
+// Removes a private build directory (make_work_dir's) and what the build wrote there.
 Status remove_tree(const std::string& dir) {
-  std::vector<std::string> names = {"kernel.c", "kernel.so"};
-  for (const std::string& name : names) ::unlink((dir + "/" + name).c_str());
-  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) return errno_error(errno, "removing " + dir);
+  std::error_code error;
+  std::filesystem::remove_all(dir, error);
+  if (error) return errno_error(error.value(), "removing " + dir);
   return Status();
 }
 
@@ -155,11 +167,12 @@ Result<void*> LoadedLibrary::symbol(const std::string& name) const {
 }
 
 CpuCompiler::CpuCompiler(std::string compiler, std::string flags, DiskCache cache,
-                         int64_t timeout_ms)
+                         int64_t timeout_ms, size_t jobs)
     : compiler_(std::move(compiler)),
       flags_(std::move(flags)),
       cache_(std::move(cache)),
-      timeout_ms_(timeout_ms) {}
+      timeout_ms_(timeout_ms),
+      jobs_(jobs) {}
 
 CompilerStats CpuCompiler::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -199,15 +212,17 @@ Result<std::string> CpuCompiler::identity() {
                            "' was not found (set KILN_CC or DeviceOptions::c_compiler)");
 }
 
-Result<std::shared_ptr<LoadedLibrary>> CpuCompiler::build(const std::string& source,
-                                                          const std::string& label) {
+Result<std::shared_ptr<LoadedLibrary>> CpuCompiler::build(const std::string& source, const std::string& label,
+                                                          std::vector<hal::BuildStep>* steps) {
+  std::vector<hal::BuildStep> ignored;
+  if (!steps) steps = &ignored;
+  const int64_t start = now_ns();
   KILN_ASSIGN_OR_RETURN(std::string id, identity());
   std::string line_name = label;
   for (char& c : line_name) {
     if (c == '"' || c == '\\' || c == '\n' || c == '\r') c = '_';
   }
-  std::string full_source =
-      std::string(kKernelAbiText) + "\n#line 1 \"" + line_name + "\"\n" + source;
+  const std::string head = std::string(kKernelAbiText) + "\n#line 1 \"" + line_name + "\"\n";
   // The key is what is compiled, not where it came from: the #line (the program's path as given)
   // only names the file in the compiler's messages, so a copied or renamed program, or the same
   // text from Python and the command line, finds the same entry.
@@ -225,6 +240,7 @@ Result<std::shared_ptr<LoadedLibrary>> CpuCompiler::build(const std::string& sou
   if (auto it = loaded_.find(key); it != loaded_.end()) {
     if (std::shared_ptr<LoadedLibrary> library = it->second.lock()) {
       ++stats_.memory_hits;
+      steps->push_back({"found in memory (built before by this process)", seconds_since(start)});
       return library;
     }
   }
@@ -251,7 +267,7 @@ Result<std::shared_ptr<LoadedLibrary>> CpuCompiler::build(const std::string& sou
   }
   if (!from_disk) {
     std::string work_dir;
-    KILN_ASSIGN_OR_RETURN(std::string object_path, compile_to_file(full_source, key, label, &work_dir));
+    KILN_ASSIGN_OR_RETURN(std::string object_path, compile_to_file(head, source, key, label, &work_dir, steps));
     Result<std::string> object = read_file(object_path);
     remove_tree(work_dir).ignore();
     if (!object.ok()) return object.status().annotate("reading the compiled object of '" + label + "'");
@@ -265,6 +281,7 @@ Result<std::shared_ptr<LoadedLibrary>> CpuCompiler::build(const std::string& sou
     }
     KILN_ASSIGN_OR_RETURN(opened, dlopen_object(*object, label));
   }
+  if (from_disk) steps->push_back({"loaded from the disk cache", seconds_since(start)});
   auto library = std::make_shared<LoadedLibrary>(opened.handle, load_path, opened.fd);
   lock.lock();
   if (from_disk) ++stats_.disk_hits; else ++stats_.compiles;
@@ -272,9 +289,9 @@ Result<std::shared_ptr<LoadedLibrary>> CpuCompiler::build(const std::string& sou
   return library;
 }
 
-Result<std::string> CpuCompiler::compile_to_file(const std::string& full_source,
+Result<std::string> CpuCompiler::compile_to_file(const std::string& head, const std::string& source,
                                                  const std::string& key, const std::string& label,
-                                                 std::string* work_dir) {
+                                                 std::string* work_dir, std::vector<hal::BuildStep>* steps) {
   std::string compiler;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -285,43 +302,90 @@ Result<std::string> CpuCompiler::compile_to_file(const std::string& full_source,
                              "' is not in the kernel cache (set KILN_CC or DeviceOptions::c_compiler)");
   }
   KILN_ASSIGN_OR_RETURN(*work_dir, make_work_dir());
-  const std::string source_path = *work_dir + "/kernel.c";
+  const std::vector<std::string> sources = group_units(source, jobs_, kMinUnitBytes);
+  const bool split = sources.size() > 1;
+  std::vector<std::string> flags = {compiler};
+  for (const char* flag : kBaseFlags) flags.push_back(flag);
+  for (std::string& flag : split_flags(flags_)) flags.push_back(std::move(flag));
   const std::string object_path = *work_dir + "/kernel.so";
-  Status written = write_file_atomic(source_path, full_source);
-  if (!written.ok()) {
-    remove_tree(*work_dir).ignore();
-    return written;
-  }
-  std::vector<std::string> argv = {compiler};
-  for (const char* flag : kBaseFlags) argv.push_back(flag);
-  for (std::string& flag : split_flags(flags_)) argv.push_back(std::move(flag));
-  argv.insert(argv.end(), {"-o", object_path, source_path, "-lm"});
-  Result<ProcessResult> run = run_process(argv, timeout_ms_);
 
-  auto keep_source = [&]() -> std::string {
+  // One compile per source, side by side; a single source is built into the shared object at
+  // once, several into objects linked below.
+  struct Compile {
+    std::string source_path, output_path;
+    Result<ProcessResult> run = internal_error("not run");
+    double seconds = 0;
+  };
+  std::vector<Compile> compiles(sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const std::string stem = *work_dir + "/kernel" + (split ? "-" + std::to_string(i) : "");
+    compiles[i].source_path = stem + ".c";
+    compiles[i].output_path = split ? stem + ".o" : object_path;
+    Status written = write_file_atomic(compiles[i].source_path, head + sources[i]);
+    if (!written.ok()) {
+      remove_tree(*work_dir).ignore();
+      return written;
+    }
+  }
+  auto run = [&](Compile& c) {
+    std::vector<std::string> argv = flags;
+    argv.insert(argv.end(), {"-o", c.output_path, c.source_path});
+    argv.push_back(split ? "-c" : "-lm");
+    const int64_t begin = now_ns();
+    c.run = run_process(argv, timeout_ms_);
+    c.seconds = seconds_since(begin);
+  };
+  std::vector<std::thread> others;
+  for (size_t i = 1; i < compiles.size(); ++i) others.emplace_back(run, std::ref(compiles[i]));
+  run(compiles[0]);
+  for (std::thread& t : others) t.join();
+  if (split) {
+    Compile link;
+    std::vector<std::string> argv = flags;
+    argv.insert(argv.end(), {"-o", object_path});
+    for (const Compile& c : compiles) argv.push_back(c.output_path);
+    argv.push_back("-lm");
+    link.source_path = compiles[0].source_path;  // a failed link keeps the first unit
+    const int64_t begin = now_ns();
+    link.run = run_process(argv, timeout_ms_);
+    link.seconds = seconds_since(begin);
+    compiles.push_back(std::move(link));
+  }
+  for (size_t i = 0; i < compiles.size(); ++i) {
+    const std::string lines = std::to_string(std::count(head.begin(), head.end(), '\n') +
+                                             (i < sources.size() ? std::count(sources[i].begin(), sources[i].end(), '\n') : 0));
+    steps->push_back({i == sources.size() ? "link (" + compiler + ")"
+                      : split ? compiler + " -c, part " + std::to_string(i + 1) + " of " +
+                                    std::to_string(sources.size()) + " (" + lines + " lines, side by side)"
+                              : compiler + " (" + lines + " lines)",
+                      compiles[i].seconds});
+  }
+
+  for (size_t i = 0; i < compiles.size(); ++i) {
+    const Result<ProcessResult>& result = compiles[i].run;
+    const bool failed = !result.ok() || result->signalled || result->exit_code != 0;
+    if (!failed) continue;
     // Keep the failing source where the message points, so the user can open it: in the cache's
     // failed/ when the cache is trusted and writable, else in the build directory, which stays.
+    const std::string& text = i < sources.size() ? sources[i] : sources[0];
+    std::string kept = compiles[i].source_path;
     if (cache_.enabled()) {
-      if (Result<std::string> kept = cache_.keep_file("failed", key + ".c", full_source); kept.ok()) {
+      const std::string name = key + (split ? "-" + std::to_string(std::min(i, sources.size() - 1)) : "") + ".c";
+      if (Result<std::string> k = cache_.keep_file("failed", name, head + text); k.ok()) {
         remove_tree(*work_dir).ignore();
-        return *kept;
+        kept = *k;
       }
     }
-    ::unlink(object_path.c_str());
-    return source_path;
-  };
-  if (!run.ok()) {
-    std::string kept = keep_source();
-    return Status(run.status().code() == StatusCode::kNotFound ? StatusCode::kUnavailable
-                                                                : run.status().code(),
-                  "compiling '" + label + "': " + run.status().message() + "; source kept at " + kept);
-  }
-  if (run->signalled || run->exit_code != 0) {
-    std::string how = run->signalled ? "was killed by signal " + std::to_string(run->term_signal)
-                                     : "exited with status " + std::to_string(run->exit_code);
-    std::string kept = keep_source();
-    return invalid_argument_error("compiling '" + label + "' with " + compiler + " failed (it " +
-                                  how + "); source kept at " + kept + "\n" + run->output);
+    const std::string what = i < sources.size() ? (split ? "compiling part " + std::to_string(i + 1) + " of '" : "compiling '")
+                                                : "linking '";
+    if (!result.ok()) {
+      return Status(result.status().code() == StatusCode::kNotFound ? StatusCode::kUnavailable : result.status().code(),
+                    what + label + "': " + result.status().message() + "; source kept at " + kept);
+    }
+    std::string how = result->signalled ? "was killed by signal " + std::to_string(result->term_signal)
+                                        : "exited with status " + std::to_string(result->exit_code);
+    return invalid_argument_error(what + label + "' with " + compiler + " failed (it " + how + "); source kept at " +
+                                  kept + "\n" + result->output);
   }
   return object_path;
 }

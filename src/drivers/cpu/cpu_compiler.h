@@ -16,6 +16,7 @@
 
 #include "base/disk_cache.h"
 #include "kiln/base/status.h"
+#include "kiln/hal/executable.h"
 
 namespace kiln::cpu {
 
@@ -46,24 +47,32 @@ struct CompilerStats {
 
 class CpuCompiler {
  public:
-  // `compiler`: a program name or path; `flags`: extra flags, split on spaces.
-  CpuCompiler(std::string compiler, std::string flags, DiskCache cache, int64_t timeout_ms);
+  // `compiler`: a program name or path; `flags`: extra flags, split on spaces; `jobs`: how many
+  // compiles of one source may run side by side.
+  CpuCompiler(std::string compiler, std::string flags, DiskCache cache, int64_t timeout_ms, size_t jobs = 1);
 
-  // Builds (or finds) the shared object for `source`. `label` names it in diagnostics.
-  Result<std::shared_ptr<LoadedLibrary>> build(const std::string& source, const std::string& label);
+  // Builds (or finds) the shared object for `source`. `label` names it in diagnostics. A large
+  // source with translation units (kiln/kernel_abi.h, KILN_UNIT_BOUNDARY) is compiled in up to
+  // `jobs` parts at once, which are then linked; the cache holds the linked object.
+  // `steps`, when given, receives what the build took (kiln/hal/executable.h, BuildStep).
+  Result<std::shared_ptr<LoadedLibrary>> build(const std::string& source, const std::string& label,
+                                               std::vector<hal::BuildStep>* steps = nullptr);
   CompilerStats stats() const;
   // The flags every kernel is built with, before the user's (KILN_CFLAGS).
   static std::vector<std::string> base_flags();
 
  private:
   Result<std::string> identity();
-  Result<std::string> compile_to_file(const std::string& full_source, const std::string& key,
-                                      const std::string& label, std::string* work_dir);
+  // `head` (the kernel ABI) goes before every part of `source`.
+  Result<std::string> compile_to_file(const std::string& head, const std::string& source, const std::string& key,
+                                      const std::string& label, std::string* work_dir,
+                                      std::vector<hal::BuildStep>* steps);
 
   std::string compiler_;
   std::string flags_;
   DiskCache cache_;
   int64_t timeout_ms_;
+  size_t jobs_;
   mutable std::mutex mutex_;
   std::optional<std::string> identity_;  // guarded by mutex_
   std::string resolved_;                 // guarded by mutex_; empty when not found

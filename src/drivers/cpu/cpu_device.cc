@@ -1,5 +1,6 @@
 #include "drivers/cpu/cpu_device.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,8 +37,24 @@ hal::DeviceInfo CpuDevice::host_info(const std::string& driver, std::string desc
   return info;
 }
 
+namespace {
+
+// How many compiles of one program's parts run side by side: KILN_CC_JOBS, else the cores this
+// process may run on.
+Result<size_t> compile_jobs() {
+  KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> jobs, setting_uint("KILN_CC_JOBS"));
+  if (jobs) return static_cast<size_t>(*jobs);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return static_cast<size_t>(std::max(1, CPU_COUNT(&set)));
+  return static_cast<size_t>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+}  // namespace
+
 Status CpuDevice::check_settings() {
   KILN_RETURN_IF_ERROR(setting_uint("KILN_CPU_THREADS").status());
+  KILN_RETURN_IF_ERROR(setting_uint("KILN_CC_JOBS").status());
   KILN_RETURN_IF_ERROR(setting_choice("KILN_CPU_AFFINITY").status());
   return setting_uint("KILN_CC_TIMEOUT").status();
 }
@@ -78,8 +95,9 @@ Result<std::shared_ptr<CpuDevice>> CpuDevice::create(hal::DeviceInfo info,
   std::string compiler = options.c_compiler.value_or(env_string("KILN_CC").value_or("cc"));
   std::string flags = env_string("KILN_CFLAGS").value_or("");
   KILN_ASSIGN_OR_RETURN(DiskCache cache, DiskCache::configured(options.cache_dir));
+  KILN_ASSIGN_OR_RETURN(size_t jobs, compile_jobs());
   auto cc = std::make_unique<CpuCompiler>(std::move(compiler), std::move(flags), std::move(cache),
-                                          static_cast<int64_t>(timeout_s.value_or(600)) * 1000);
+                                          static_cast<int64_t>(timeout_s.value_or(600)) * 1000, jobs);
   return std::make_shared<CpuDevice>(std::move(info), std::move(pool),
                                      std::make_unique<CCompiler>(std::move(cc)), options.spread_queues);
 }

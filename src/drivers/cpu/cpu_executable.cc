@@ -35,10 +35,12 @@ Result<std::shared_ptr<HostExecutable>> CCompiler::compile(const hal::Executable
                                     info.name + "' is not a C identifier");
     }
   }
+  std::vector<hal::BuildStep> steps;
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<LoadedLibrary> library,
-                        compiler_->build(source.source, source.label));
+                        compiler_->build(source.source, source.label, &steps));
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<CpuExecutable> executable,
                         CpuExecutable::load(device_tag, source.exports, std::move(library)));
+  executable->set_build_steps(std::move(steps));
   return std::shared_ptr<HostExecutable>(std::move(executable));
 }
 

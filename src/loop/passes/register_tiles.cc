@@ -78,7 +78,24 @@ struct Contraction {
   const LStmt* store;
 };
 
-std::optional<Contraction> match(const LStmt& s) {
+// Whether some load of `e`, of a node other than `x`, is shared by a tile's rows (its offset
+// does not depend on the row variable) or by its columns (not on the column variable): what a
+// tile keeps in registers and reuses. Without one (a reduction along the last axis, such as a
+// mean over a row) a tile only reorders strided loads, and the C compiler's work on the kernel
+// grows tenfold.
+bool reuses_a_load(const LExpr* e, int x, int row, int column) {
+  if (!e) return false;
+  if (e->kind == LExpr::Kind::kLoad && e->node != x &&
+      (!uses_var(e->offset.get(), row) || !uses_var(e->offset.get(), column))) {
+    return true;
+  }
+  for (const LExprRef& a : e->args) {
+    if (reuses_a_load(a.get(), x, row, column)) return true;
+  }
+  return false;
+}
+
+std::optional<Contraction> match(const LStmt& s, int row) {
   // The reduction and the columns may be over sizes (their loops then run when they are not 0).
   if (s.kind != LStmt::Kind::kFor || s.parallel || (!s.extent_expr && s.extent < 1) || s.body.size() != 1) return {};
   const LStmt* j = s.body[0].get();
@@ -93,6 +110,7 @@ std::optional<Contraction> match(const LStmt& s) {
   NodeLoads l;
   node_loads(st->value.get(), st->node, &off, false, &l);
   if (!l.any || !l.all_at_offset_unconditional) return {};
+  if (!reuses_a_load(st->value.get(), st->node, row, j->var)) return {};
   return Contraction{&s, j, st};
 }
 
@@ -195,7 +213,7 @@ class Tiler {
     // a tile would need a loop of their own each. Such kernels are left as they are.
     if (has_triangular_loop(kernel_.body)) return false;
     int contractions = 0;
-    for (const LStmtRef& s : top->body) contractions += s && match(*s) ? 1 : 0;
+    for (const LStmtRef& s : top->body) contractions += s && match(*s, top->var) ? 1 : 0;
     if (contractions == 0 || kernel_.var_count + 9 > kMaxKernelVars ||
         kernel_.local_count + (kTileRows + 2 * static_cast<int>(kMaxPackedLoads)) * contractions > kMaxKernelLocals) {
       return false;
@@ -522,7 +540,7 @@ void Tiler::jam(const LStmtRef& s, std::vector<LStmtRef>* out) {
     if (s) out->push_back(s);
     return;
   }
-  std::optional<Contraction> c = match(*s);
+  std::optional<Contraction> c = match(*s, row_);
   if (!c) {
     out->push_back(each_row(s));
     return;

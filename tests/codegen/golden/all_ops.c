@@ -128,6 +128,7 @@ static inline int32_t kiln_max_i32(int32_t a, int32_t b) { return a < b ? b : a;
 static inline int32_t kiln_min_i32(int32_t a, int32_t b) { return b < a ? b : a; }
 static inline int32_t kiln_relu_i32(int32_t x) { return x < 0 ? 0 : x; }
 
+/* kiln: translation unit */
 /* kernel all_ops: 12 bindings, parallel over 16 iterations */
 int all_ops(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
   /* the dispatch must match the kernel */

@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+/* kiln: translation unit */
 /* kernel commented: 2 bindings, one workgroup */
 int commented(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
   /* the dispatch must match the kernel */

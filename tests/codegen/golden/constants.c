@@ -7,6 +7,7 @@ static inline int64_t kiln_add_i64(int64_t a, int64_t b) { return (int64_t)((uin
 static inline int64_t kiln_sub_i64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
 static inline int64_t kiln_mul_i64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
 
+/* kiln: translation unit */
 /* kernel constants: 3 bindings, parallel over 4 iterations */
 int constants(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
   /* the dispatch must match the kernel */

@@ -84,6 +84,7 @@ static inline int8_t kiln_div_i8(int8_t a, int8_t b) {
 }
 static inline int8_t kiln_shr_i8(int8_t a, int64_t n) { return n < 0 || n >= 8 ? (a < 0 ? -1 : 0) : (int8_t)(a >> n); }
 
+/* kiln: translation unit */
 /* kernel element_types: 17 bindings, parallel over 8 iterations */
 int element_types(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
   /* the dispatch must match the kernel */

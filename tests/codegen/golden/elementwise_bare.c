@@ -11,6 +11,7 @@ static inline float kiln_pick_f32(int pick, float a, float b) {
 }
 static inline float kiln_relu_f32(float x) { return kiln_pick_f32(x <= 0.0f, x, 0.0f); }
 
+/* kiln: translation unit */
 int main_0(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
   if (s->binding_count < 3u) return 1;
   if (id->x >= s->workgroup_count[0] || id->y != 0u || id->z != 0u) return 0;

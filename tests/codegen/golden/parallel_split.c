@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdint.h>
 
+/* kiln: translation unit */
 /* kernel stencil: 2 bindings, parallel over 37 iterations */
 int stencil(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
   /* the dispatch must match the kernel */

@@ -14,6 +14,7 @@ static inline float kiln_pick_f32(int pick, float a, float b) {
 static inline float kiln_max_f32(float a, float b) { return kiln_pick_f32((a == a) & ((b != b) | (a < b)), a, b); }
 static inline int32_t kiln_add_i32(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
 
+/* kiln: translation unit */
 /* kernel sum_rows: 2 bindings, parallel over 6 iterations */
 int sum_rows(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
   /* the dispatch must match the kernel */
@@ -39,6 +40,7 @@ int sum_rows(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
   return 0;
 }
 
+/* kiln: translation unit */
 /* kernel max_rows: 2 bindings, parallel over 6 iterations */
 int max_rows(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
   /* the dispatch must match the kernel */
@@ -64,6 +66,7 @@ int max_rows(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
   return 0;
 }
 
+/* kiln: translation unit */
 /* kernel sum_rows_i32: 2 bindings, parallel over 6 iterations */
 int sum_rows_i32(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
   /* the dispatch must match the kernel */
