@@ -25,6 +25,7 @@
 #include "kiln/ral/library_versions.h"
 #include "kiln/runtime/backend.h"
 #include "kiln/runtime/transfer.h"
+#include "tools/compile_timings.h"
 #include "tools/npy.h"
 #include "tools/options.h"
 #include "tools/print.h"
@@ -444,7 +445,9 @@ hal::DeviceInfo target_device_info(const std::string& target) {
 
 int command_compile(const Options& o) {
   if (auto f = check_outputs(o)) return report(*f);
+  const int64_t parse_start = now_ns();
   auto loaded = load_program(o.program);
+  const double parse_seconds = static_cast<double>(now_ns() - parse_start) * 1e-9;
   if (auto* f = std::get_if<Failure>(&loaded)) return report(*f);
   // A program with sizes compiles as it is, for every size (its kernels read the sizes); with
   // --size, it is specialized to those values first.
@@ -455,7 +458,17 @@ int command_compile(const Options& o) {
   }
   const ir::Program& program = std::get<ir::Program>(loaded);
   std::string text;
-  if (o.emit == "ir") {
+  if (o.timings) {
+    auto opened = open_device(o.device);
+    if (auto* f = std::get_if<Failure>(&opened)) return report(*f);
+    Result<std::string> timings =
+        compile_timings(program, lower_options(o), std::get<hal::DeviceRef>(opened), parse_seconds);
+    if (!timings.ok()) {
+      if (timings.status().code() == StatusCode::kInvalidArgument) return report(lowering_failure(o.program, timings.status()));
+      return report(runtime(timings.status(), "compiling " + o.program));
+    }
+    text = *timings;
+  } else if (o.emit == "ir") {
     text = ir::print_program(o.auto_calls ? ir::with_library_calls(program) : program);
   } else {
     Result<ir::LoweredProgram> lowered = ir::lower_program(program, lower_options(o));

@@ -175,6 +175,12 @@ const std::vector<CommandSpec>& commands() {
            {"--size", "", "NAME=VALUE",
             "the value of a size (language version 2) for --emit lowered, source\n"
             "and ptx, which compile the program at those sizes; repeatable"},
+           {"--timings", "", "",
+            "build the program for the device (through the kernel cache, as 'kiln\n"
+            "run' would) and print where the time went instead of the program:\n"
+            "parsing, lowering, passes, emitting, the device compiler's steps (each\n"
+            "part compiled side by side, the link), and per kernel its passes,\n"
+            "emitting and lines of source. Not with --emit or --target"},
            {"-o", "", "FILE",
             "write to FILE instead of standard output (written like the outputs\n"
             "of 'kiln run'; it may not be the program)"},
@@ -405,12 +411,19 @@ std::variant<Options, Failure> parse_options(const std::vector<std::string>& arg
         return usage_error(cmd, "--emit takes ir, lowered, source or ptx, got '" + value + "'");
       }
       o.emit = value;
+      o.emit_given = true;
+    } else if (name == "--timings") {
+      o.timings = true;
     } else if (name == "-o") {
       o.out_file = value;
     }
   }
   if (o.device_given && !o.target.empty()) {
     return usage_error(cmd, "--device and --target are exclusive: --device needs the device present, --target does not");
+  }
+  if (o.timings && (o.emit_given || !o.target.empty())) {
+    return usage_error(cmd, std::string("--timings builds the program for a present device and prints the times, not ") +
+                                (o.emit_given ? "what --emit asks for" : "for a --target (use --device)"));
   }
   if (o.emit == "ptx" && (o.target != "cuda" || o.cuda_arch == 0)) {
     return usage_error(cmd, "--emit ptx needs a CUDA architecture: --target cuda:sm_NN (e.g. cuda:sm_90)");

@@ -50,6 +50,8 @@ struct Options {
   std::string trace;
   std::string trace_values;  // run --trace-values FILE: where the values computed inside routines go
   std::string emit = "ir";
+  bool emit_given = false;  // --emit was given (compile: exclusive with --timings)
+  bool timings = false;     // compile --timings: build for the device and report the times
   std::string out_file;
   // `trace-values FILE`: the value trace to print (o.routines filters its runs).
   std::string values_file;

@@ -48,7 +48,7 @@ TEST_F(CliHelpTest, HelpDescribesEveryOptionThatIsAccepted) {
   const std::map<std::string, std::vector<std::string>> expected = {
       {"run", {"--device", "--routine", "--input", "--output", "--size", "--seed", "--repeat", "--streams", "--print",
                "--trace", "--trace-values", "--no-auto-calls", "--strict-fp", "--check-bounds", "--help"}},
-      {"compile", {"--device", "--target", "--emit", "--no-auto-calls", "--strict-fp", "--check-bounds", "--size", "-o",
+      {"compile", {"--device", "--target", "--emit", "--no-auto-calls", "--strict-fp", "--check-bounds", "--size", "--timings", "-o",
                    "--help"}},
       {"devices", {"--help"}},
       {"trace-values", {"--routine", "--statement", "--first-nan", "--help"}},

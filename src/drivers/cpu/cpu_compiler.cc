@@ -39,7 +39,7 @@ const char* const kBaseFlags[] = {"-std=gnu11", "-O3", "-march=native", "-fPIC",
 
 // Units of generated C (c_units.h) are compiled side by side only in parts of at least this
 // much: each part parses the common text (includes, helpers) again and starts a compiler.
-constexpr size_t kMinUnitBytes = 32 * 1024;
+constexpr size_t kMinUnitBytes = 16 * 1024;
 
 double seconds_since(int64_t start_ns) { return static_cast<double>(now_ns() - start_ns) * 1e-9; }
 
