@@ -155,7 +155,8 @@ TEST_P(NarrowGemmTest, QuantizedProductWithScales) {
 
 // Values that round (sines in bf16 and f16; i8 across its range), in products that cuBLAS takes
 // on cuda (rows of a multiple of 4, alpha 1 for i8) and ones it leaves to kiln's kernel (K = 30,
-// alpha 2): each device's results against interp's, the f32 results within the rounding of 96
+// alpha 2, and alpha 2.5, whose odd sums are ties that oneDNN alone would round away from zero):
+// each device's results against interp's, the f32 results within the rounding of 96
 // f32 additions in any order, the bf16 and f16 ones within one step of their type besides, the
 // i8 products and qgemm exactly.
 TEST_P(NarrowGemmTest, GeneralValuesMatchInterp) {
@@ -178,6 +179,7 @@ output c_hf : f32[64, 48]
 output c_hh : f16[64, 48]
 output c_i : i32[64, 48]
 output c_j : i32[33, 17]
+output c_k : i32[64, 48]
 output q_i : f32[64, 48]
 output q_j : f32[33, 17]
 call gemm(ab, bb, alpha=0.75) -> c_bf
@@ -186,6 +188,7 @@ call gemm(ah, bh, transpose_a=1) -> c_hf
 call gemm(ah, bh, transpose_a=1, alpha=-1.5) -> c_hh
 call gemm(ai, bi) -> c_i
 call gemm(aj, bj, transpose_a=1, transpose_b=1, alpha=2) -> c_j
+call gemm(ai, bi, alpha=2.5) -> c_k
 call qgemm(ai, bi, sa, sb) -> q_i
 call qgemm(aj, bj, sj, tj, transpose_a=1, transpose_b=1) -> q_j
 )";
@@ -216,6 +219,7 @@ call qgemm(aj, bj, sj, tj, transpose_a=1, transpose_b=1) -> q_j
   const Tensor outputs[] = {{"c_bf", ir::DType::kF32, 64, 48}, {"c_bb", ir::DType::kBF16, 64, 48},
                             {"c_hf", ir::DType::kF32, 64, 48}, {"c_hh", ir::DType::kF16, 64, 48},
                             {"c_i", ir::DType::kI32, 64, 48},  {"c_j", ir::DType::kI32, 33, 17},
+                            {"c_k", ir::DType::kI32, 64, 48},
                             {"q_i", ir::DType::kF32, 64, 48},  {"q_j", ir::DType::kF32, 33, 17}};
   std::map<std::string, std::vector<unsigned char>> results[2];
   const std::string devices[2] = {"interp", GetParam()};

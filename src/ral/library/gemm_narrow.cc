@@ -102,6 +102,27 @@ Status library_product(const GemmShape& s, const TA* a, const TA* b, float* c32,
   }
 }
 
+// One i8 product through oneDNN with the reference's rounding. oneDNN scales its i32 sums in f32
+// and rounds ties away from zero (alpha 2.5 on an odd sum), where kiln rounds the exact value in
+// f64 to nearest even, as the reference does: so oneDNN gives the exact sums (alpha 1, beta 0;
+// its i32 sums cannot overflow below 2^17 terms of at most 2^14) and kiln scales them.
+Status s8_product(const GemmShape& s, const int8_t* a, const int8_t* b, int32_t* c, float alpha, float beta) {
+  if (s.k >= (int64_t{1} << 17)) {
+    return unavailable_error("an i8 product of 2^17 or more terms can overflow oneDNN's i32 sums");
+  }
+  if (alpha == 1 && beta == 0) {
+    return onednn_gemm_s8(s.transpose_a, s.transpose_b, s.m, s.n, s.k, 1.0f, a, s.lda(), b, s.ldb(), 0.0f, c, s.ldc());
+  }
+  std::vector<int32_t> sums(static_cast<size_t>(s.m * s.n));
+  KILN_RETURN_IF_ERROR(
+      onednn_gemm_s8(s.transpose_a, s.transpose_b, s.m, s.n, s.k, 1.0f, a, s.lda(), b, s.ldb(), 0.0f, sums.data(), s.n));
+  for (int64_t i = 0; i < s.m * s.n; ++i) {
+    const double scaled = double{alpha} * static_cast<double>(sums[static_cast<size_t>(i)]);
+    c[i] = saturated(beta == 0 ? scaled : scaled + double{beta} * c[i]);
+  }
+  return Status();
+}
+
 // Every product of `s` on the host: the libraries, or the reference where they are missing.
 template <typename TA, typename TC>
 Status host_products(const GemmShape& s, const TA* a, const TA* b, TC* c, float alpha, float beta) {
@@ -112,8 +133,7 @@ Status host_products(const GemmShape& s, const TA* a, const TA* b, TC* c, float 
     TC* pc = c + p * s.stride_c();
     Status done;
     if constexpr (std::is_same_v<TA, int8_t>) {
-      done = onednn_gemm_s8(s.transpose_a, s.transpose_b, s.m, s.n, s.k, alpha, pa, s.lda(), pb, s.ldb(), beta, pc,
-                            s.ldc());
+      done = s8_product(s, pa, pb, pc, alpha, beta);
     } else if constexpr (std::is_same_v<TC, float>) {
       done = library_product(s, pa, pb, pc, alpha, beta);
     } else {
