@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdint.h>
 
+/* kiln: translation unit */
 /* kernel main_0: 4 bindings, parallel over 128 iterations */
 int main_0(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
   /* the dispatch must match the kernel */

@@ -5,6 +5,7 @@
 /* Helpers: the semantics of the loop IR (kiln/loop/loop.h). */
 static inline float kiln_rsqrt_f32(float x) { return 1.0f / sqrtf(x); }
 
+/* kiln: translation unit */
 /* kernel main_0: 4 bindings, parallel over 8 iterations */
 int main_0(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
   /* the dispatch must match the kernel */

@@ -13,6 +13,7 @@ static inline float kiln_pick_f32(int pick, float a, float b) {
 }
 static inline float kiln_relu_f32(float x) { return kiln_pick_f32(x <= 0.0f, x, 0.0f); }
 
+/* kiln: translation unit */
 /* kernel main_0: 3 bindings, parallel over 64 iterations */
 int main_0(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
   /* the dispatch must match the kernel */

@@ -33,6 +33,7 @@ static inline float kiln_exp_f32(float x) {
                        kiln_pick_f32(x < -103.972084f, y, 0.0f), INFINITY), x);
 }
 
+/* kiln: translation unit */
 /* kernel main_0: 2 bindings, parallel over 4 iterations */
 int main_0(const kiln_dispatch_state_t* s, const kiln_workgroup_id_t* id) {
   /* the dispatch must match the kernel */
