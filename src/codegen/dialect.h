@@ -98,6 +98,12 @@ class DialectSyntax {
   // kernel_vectors.cc), or 0 for none. C: 32 (AVX2's registers; a compiler without such
   // registers splits them). OpenCL: 0.
   virtual int vector_bytes() const { return 0; }
+  // Whether an inner loop of stores that loads or stores f16 at consecutive elements is printed
+  // in blocks whose f16 elements F16C's vector instructions convert, under `#if
+  // defined(__F16C__)`, with the plain loop for the rest (kernel_half_blocks.cc). C: yes (the
+  // prelude's conversions cost about 20 instructions an element each way). OpenCL, CUDA: no
+  // (their devices' own conversions).
+  virtual bool half_blocks() const { return false; }
   // Whether a kernel over sizes gets a second copy of its statements, printed for sizes below a
   // bound that makes their index arithmetic plain (kernel_statements.cc, sized_body). C: yes
   // (GCC strength-reduces plain index arithmetic, and the CPU driver builds without code

@@ -30,6 +30,8 @@ class CDialect final : public DialectSyntax {
 
   int vector_bytes() const override { return 32; }
 
+  bool half_blocks() const override { return true; }
+
   bool plain_sized_copy() const override { return true; }
 
   std::string int_limit(DType type, bool max) const override {

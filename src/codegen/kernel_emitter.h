@@ -32,6 +32,18 @@ using ir::Op;
 // fills a split reduction's lanes). Returns the local, or -1 (kernel_work_groups.cc).
 int lane_loop_target(const LStmt& s);
 
+// A node (a binding) or local that a loop stores, and the offset it stores at
+// (kernel_vectors.cc, kernel_half_blocks.cc).
+struct StoreTarget {
+  bool node;
+  int id;
+  const LExpr* offset;
+};
+
+// Whether `offset` is affine in loop variable `var` with coefficient 1 and loads nothing, so that
+// consecutive iterations touch consecutive elements (kernel_vectors.cc).
+bool unit_stride(const LExpr* offset, int var);
+
 class KernelEmitter {
  public:
   KernelEmitter(const DialectSyntax& dialect, HelperSet& helpers, const ir::Kernel& kernel,
@@ -80,6 +92,14 @@ class KernelEmitter {
   // kernel_vectors.cc writes with vectors; else prints nothing and returns false.
   Result<bool> vector_loop(const LStmt& loop, Printer& out);
   Result<std::string> vector_expr(const LExprRef& e, int var);
+  // Prints `loop` over [from, to) (C expressions) with its f16 loads and stores converted in
+  // blocks by the processor's vector instructions where the compiler targets F16C, and returns
+  // true, if it is a loop of stores that kernel_half_blocks.cc writes so; else prints nothing
+  // and returns false.
+  Result<bool> half_block_loop(const LStmt& loop, const std::string& from, const std::string& to,
+                               Printer& out);
+  // What a loop's variable can be at most, plus one (its extent, or the value range's top).
+  Result<int64_t> loop_extent_bound(const LStmt& loop);
   Status local_decl(const LStmt& stmt, Printer& out, bool tail);
   void trace_declarations(Printer& out);
   Status trace(const LStmt& stmt, Printer& out);
@@ -156,6 +176,12 @@ class KernelEmitter {
   std::set<const LStmt*> lane_loops_;      // loops that fill them, shared by the work-items
   bool in_group_mode_ = false;             // printing the several-work-items version
   bool in_lane_loop_ = false;              // inside one of lane_loops_
+
+  // While half_block_loop prints a block's statement: the loop variable, which then counts
+  // blocks (the statement's own iteration is it plus kiln_j), and the f16 loads whose values the
+  // block has converted already (each with its array).
+  int block_var_ = -1;
+  std::vector<std::pair<const LExpr*, std::string>> block_loads_;
 };
 
 }  // namespace kiln::codegen::internal

@@ -260,7 +260,8 @@ Result<Code> KernelEmitter::expr(const LExprRef& e) {
       if (!extent) {
         return error("loop variable v" + std::to_string(e->var) + " is used outside its loop");
       }
-      Code v{var_name(e->var), kPrecPrimary};
+      // In a block of half_block_loop (kernel_half_blocks.cc), the iteration kiln_j of the block.
+      Code v{e->var == block_var_ ? "(" + var_name(e->var) + " + kiln_j)" : var_name(e->var), kPrecPrimary};
       v.range = {0, std::max<int64_t>(0, *extent - 1)};
       return convert(v, DType::kI64, e->type);
     }
@@ -272,6 +273,9 @@ Result<Code> KernelEmitter::expr(const LExprRef& e) {
       return v;
     }
     case LExpr::Kind::kLoad: {
+      for (const auto& [load, block] : block_loads_) {
+        if (ir::same_expr(load, e.get())) return Code{block + "[kiln_j]", kPrecPrimary};
+      }
       const BindingInfo& b = bindings_[binding_of_node_.at(e->node)];
       KILN_ASSIGN_OR_RETURN(Code at, offset(e->offset));
       return load_element(b, e->type, at);

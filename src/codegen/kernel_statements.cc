@@ -181,6 +181,12 @@ Status KernelEmitter::for_loop(const LStmt& stmt, Printer& out, bool split) {
     out.line("const " + i64 + " begin = (" + i64 + ")" + d_.workgroup_index() + " * chunk;");
     out.line("const " + i64 + " end = begin + chunk < " + extent + " ? begin + chunk : " + extent +
              ";");
+  }
+  if (d_.half_blocks() && !in_group_mode_) {
+    KILN_ASSIGN_OR_RETURN(bool blocked, half_block_loop(stmt, split ? "begin" : "0", split ? "end" : extent, out));
+    if (blocked) return Status();
+  }
+  if (split) {
     if (d_.work_item_index().empty() || in_group_mode_) {
       // One work item, or all of them together (each row's lanes are shared).
       out.line("for (" + i64 + " " + v + " = begin; " + v + " < end; ++" + v + ") {");
@@ -201,13 +207,7 @@ Status KernelEmitter::for_loop(const LStmt& stmt, Printer& out, bool split) {
     out.line("for (" + i64 + " " + v + " = 0; " + v + " < " + extent + "; ++" + v + ") {");
   }
   out.indent();
-  // A loop over a size runs as far as its extent's value range allows.
-  if (stmt.extent_expr) {
-    KILN_ASSIGN_OR_RETURN(Code extent_code, expr(stmt.extent_expr));
-    var_extent_[stmt.var] = std::max<int64_t>(1, extent_code.range.hi);
-  } else {
-    var_extent_[stmt.var] = stmt.extent;
-  }
+  KILN_ASSIGN_OR_RETURN(var_extent_[stmt.var], loop_extent_bound(stmt));
   const bool lanes = in_group_mode_ && lane_loops_.count(&stmt);
   if (lanes) in_lane_loop_ = true;
   Status status = statements(stmt.body, out, /*tail=*/true);
@@ -217,6 +217,13 @@ Status KernelEmitter::for_loop(const LStmt& stmt, Printer& out, bool split) {
   out.dedent();
   out.line("}");
   return Status();
+}
+
+Result<int64_t> KernelEmitter::loop_extent_bound(const LStmt& loop) {
+  if (!loop.extent_expr) return loop.extent;
+  // A loop over a size runs as far as its extent's value range allows.
+  KILN_ASSIGN_OR_RETURN(Code extent, expr(loop.extent_expr));
+  return std::max<int64_t>(1, extent.range.hi);
 }
 
 Result<std::string> KernelEmitter::extent_text(const LStmt& loop) {

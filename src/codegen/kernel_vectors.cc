@@ -26,20 +26,13 @@ namespace {
 // Longer loops are left to the C compiler, which vectorizes them well and unrolls them.
 constexpr int64_t kMaxVectorLoopExtent = 64;
 
-// The stored node (a binding) or local of the loop's one statement.
-struct Target {
-  bool node;
-  int id;
-  const LExpr* offset;
-};
-
-bool targets(const LExpr& e, const Target& t) {
+bool targets(const LExpr& e, const StoreTarget& t) {
   return t.node ? e.kind == LExpr::Kind::kLoad && e.node == t.id
                 : e.kind == LExpr::Kind::kLocalLoad && e.local == t.id;
 }
 
 // `e` reads the target anywhere.
-bool reads_target(const LExpr* e, const Target& t) {
+bool reads_target(const LExpr* e, const StoreTarget& t) {
   if (!e) return false;
   if (targets(*e, t)) return true;
   if (reads_target(e->offset.get(), t)) return true;
@@ -49,13 +42,7 @@ bool reads_target(const LExpr* e, const Target& t) {
   return false;
 }
 
-bool unit_stride(const LExpr* offset, int var) {
-  if (!offset || ir::loads(offset, ir::kAnything)) return false;
-  const std::optional<int64_t> c = ir::var_coefficient(*offset, var);
-  return c && *c == 1;
-}
-
-bool vectorizable(const LExpr& e, int var, DType type, const Target& t) {
+bool vectorizable(const LExpr& e, int var, DType type, const StoreTarget& t) {
   if (e.type != type) return false;
   if (!ir::uses_var(&e, var)) return !reads_target(&e, t);
   switch (e.kind) {
@@ -75,6 +62,12 @@ bool vectorizable(const LExpr& e, int var, DType type, const Target& t) {
 }
 
 }  // namespace
+
+bool unit_stride(const LExpr* offset, int var) {
+  if (!offset || ir::loads(offset, ir::kAnything)) return false;
+  const std::optional<int64_t> c = ir::var_coefficient(*offset, var);
+  return c && *c == 1;
+}
 
 Result<std::string> KernelEmitter::vector_expr(const LExprRef& e, int var) {
   if (!ir::uses_var(e.get(), var)) {
@@ -111,8 +104,8 @@ Result<bool> KernelEmitter::vector_loop(const LStmt& loop, Printer& out) {
   if (type != DType::kF32 && type != DType::kF64) return false;
   const int64_t lanes = bytes / static_cast<int64_t>(ir::dtype_size(type));
   if (loop.extent < lanes || loop.extent % lanes != 0 || loop.extent > kMaxVectorLoopExtent) return false;
-  const Target target{st.kind == LStmt::Kind::kStore,
-                      st.kind == LStmt::Kind::kStore ? st.node : st.local, st.offset.get()};
+  const StoreTarget target{st.kind == LStmt::Kind::kStore,
+                           st.kind == LStmt::Kind::kStore ? st.node : st.local, st.offset.get()};
   // A plain copy is left to the C compiler too: written as vectors, the copies into and out of
   // a tile's accumulators kept GCC from holding them in registers.
   if (st.value->kind != LExpr::Kind::kOp) return false;

@@ -5,8 +5,9 @@
 // driver's -fno-tree-loop-if-convert (cpu_compiler.cc), and it turns a comparison used as a
 // number (`(uint32_t)(a > b) << 9`) into one; so every condition is a mask of all ones or none,
 // the sign of a difference spread by an arithmetic shift (a difference of values below 2^31,
-// which cannot overflow). A loop of f16 loads, f32 arithmetic and f16 stores then runs at about
-// the speed of the same loop with F16C's conversions (docs/optimize.md).
+// which cannot overflow). A loop of f16 loads, f32 arithmetic and f16 stores then runs faster
+// than with F16C's scalar conversions (docs/optimize.md); where the compiler targets F16C,
+// kernel_half_blocks.cc converts whole blocks with its vector ones (kiln_f16_*_x32 below).
 #include "codegen/prelude_texts.h"
 
 namespace kiln::codegen::internal {
@@ -46,6 +47,100 @@ const HelperText kHalfHelpers[] = {
      "  o.u = ((s.u & is_subnormal) | (o.u & ~is_subnormal)) | ((($u32)h & 0x8000u) << 16);\n"
      "  return o.f;\n"
      "}\n"},
+    // Blocks of 32 f16 elements to and from floats by F16C's vcvtph2ps / vcvtps2ph, 8 elements
+    // an instruction (16 with AVX-512F, whose 64-byte results GCC's loops over the block then
+    // read whole: a read of two 32-byte writes waits for them to reach the cache), for the loops
+    // that kernel_half_blocks.cc prints in blocks; defined, like those blocks, only where the
+    // compiler targets F16C. Through the compilers' builtins (GCC's and Clang's names) and vector
+    // types rather than <immintrin.h>, which takes longer to parse than a kernel file takes to
+    // compile. They give the bits of kiln_f16_value / kiln_f16_bits: vcvtph2ps is exact but
+    // makes a signalling NaN quiet, which kiln_f16_value keeps as it is (and powf tells apart),
+    // so the elements of a vector holding one (never, in practice) go through kiln_f16_value;
+    // vcvtps2ph rounds to nearest even like kiln_f16_bits (immediate 0) but keeps the top of a
+    // NaN's payload, so each NaN becomes the quiet NaN 0x7e00 of its sign. kiln_f16_quiet_x32 is
+    // vcvtph2ps alone, for statements that cannot tell a quiet NaN from a signalling one
+    // (kernel_half_blocks.cc says which).
+    {"kiln_f16c_types", "", "",
+     "#if defined(__F16C__)\n"
+     "typedef short kiln_v8h __attribute__((vector_size(16)));\n"
+     "typedef short kiln_v16h __attribute__((vector_size(32)));\n"
+     "typedef $f32 kiln_v8f __attribute__((vector_size(32)));\n"
+     "typedef $f32 kiln_v16f __attribute__((vector_size(64)));\n"
+     "typedef long long kiln_v2q __attribute__((vector_size(16)));\n"
+     "typedef long long kiln_v4q __attribute__((vector_size(32)));\n"
+     "#endif\n"},
+    {"kiln_f16_quiet_x32", "", "kiln_f16c_types",
+     "#if defined(__F16C__)\n"
+     "$Q void kiln_f16_quiet_x32($f32* out, const $u16* in) {\n"
+     "#if defined(__AVX512F__)\n"
+     "  for (int k = 0; k < 32; k += 16) {\n"
+     "    kiln_v16h h;\n"
+     "    __builtin_memcpy(&h, in + k, sizeof h);\n"
+     "    const kiln_v16f x = __builtin_ia32_vcvtph2ps512_mask(h, (kiln_v16f){0}, (unsigned short)0xffff, 4);\n"
+     "    __builtin_memcpy(out + k, &x, sizeof x);\n"
+     "  }\n"
+     "#else\n"
+     "  for (int k = 0; k < 32; k += 8) {\n"
+     "    kiln_v8h h;\n"
+     "    __builtin_memcpy(&h, in + k, sizeof h);\n"
+     "    const kiln_v8f x = __builtin_ia32_vcvtph2ps256(h);\n"
+     "    __builtin_memcpy(out + k, &x, sizeof x);\n"
+     "  }\n"
+     "#endif\n"
+     "}\n"
+     "#endif\n"},
+    {"kiln_f16_value_x32", "", "kiln_f16c_types kiln_f16_value",
+     "#if defined(__F16C__)\n"
+     "$Q void kiln_f16_value_x32($f32* out, const $u16* in) {\n"
+     "#if defined(__AVX512F__)\n"
+     "  for (int k = 0; k < 32; k += 16) {\n"
+     "    kiln_v16h h;\n"
+     "    __builtin_memcpy(&h, in + k, sizeof h);\n"
+     "    const kiln_v16h a = h & 0x7fff, signalling = (a > 0x7c00) & (a < 0x7e00);\n"
+     "    if (__builtin_ia32_ptestz256((kiln_v4q)signalling, (kiln_v4q)signalling)) {\n"
+     "      const kiln_v16f x = __builtin_ia32_vcvtph2ps512_mask(h, (kiln_v16f){0}, (unsigned short)0xffff, 4);\n"
+     "      __builtin_memcpy(out + k, &x, sizeof x);\n"
+     "    } else {\n"
+     "      for (int j = k; j < k + 16; ++j) out[j] = kiln_f16_value(in[j]);\n"
+     "    }\n"
+     "  }\n"
+     "#else\n"
+     "  for (int k = 0; k < 32; k += 8) {\n"
+     "    kiln_v8h h;\n"
+     "    __builtin_memcpy(&h, in + k, sizeof h);\n"
+     "    const kiln_v8h a = h & 0x7fff, signalling = (a > 0x7c00) & (a < 0x7e00);\n"
+     "    if (__builtin_ia32_ptestz128((kiln_v2q)signalling, (kiln_v2q)signalling)) {\n"
+     "      const kiln_v8f x = __builtin_ia32_vcvtph2ps256(h);\n"
+     "      __builtin_memcpy(out + k, &x, sizeof x);\n"
+     "    } else {\n"
+     "      for (int j = k; j < k + 8; ++j) out[j] = kiln_f16_value(in[j]);\n"
+     "    }\n"
+     "  }\n"
+     "#endif\n"
+     "}\n"
+     "#endif\n"},
+    {"kiln_f16_bits_x32", "", "kiln_f16c_types",
+     "#if defined(__F16C__)\n"
+     "$Q void kiln_f16_bits_x32($u16* out, const $f32* in) {\n"
+     "#if defined(__AVX512F__)\n"
+     "  for (int k = 0; k < 32; k += 16) {\n"
+     "    kiln_v16f x;\n"
+     "    __builtin_memcpy(&x, in + k, sizeof x);\n"
+     "    kiln_v16h h = __builtin_ia32_vcvtps2ph512_mask(x, 0, (kiln_v16h){0}, (unsigned short)0xffff);\n"
+     "    h &= ~(((h & 0x7fff) > 0x7c00) & 0x1ff);\n"
+     "    __builtin_memcpy(out + k, &h, sizeof h);\n"
+     "  }\n"
+     "#else\n"
+     "  for (int k = 0; k < 32; k += 8) {\n"
+     "    kiln_v8f x;\n"
+     "    __builtin_memcpy(&x, in + k, sizeof x);\n"
+     "    kiln_v8h h = __builtin_ia32_vcvtps2ph256(x, 0);\n"
+     "    h &= ~(((h & 0x7fff) > 0x7c00) & 0x1ff);\n"
+     "    __builtin_memcpy(out + k, &h, sizeof h);\n"
+     "  }\n"
+     "#endif\n"
+     "}\n"
+     "#endif\n"},
     // float -> bf16 bits: the upper half of the float, rounded to nearest even (a carry up to
     // infinity is right); NaN the quiet NaN of its sign.
     {"kiln_bf16_bits", "", "",
