@@ -245,6 +245,21 @@ const Function* Registry::lookup(const char* full_name) const {
   return *found;
 }
 
+namespace registry_detail {
+
+Function function_of(std::string_view nickname, std::string_view device, std::string_view codes, Invoker invoke,
+                     Memory memory) {
+  Function f;
+  f.full_name = std::string(nickname) + "___" + std::string(device) + "___" + std::string(codes);
+  f.nickname = nickname;
+  f.device = device;
+  f.invoke = invoke;
+  f.memory = memory;
+  return f;
+}
+
+}  // namespace registry_detail
+
 Function function_for_site(const CallSite& site, Invoker invoke, std::shared_ptr<void> data) {
   Function f;
   f.full_name = site.full_name;

@@ -54,6 +54,28 @@ TEST(RegistryTest, FindsByFullNameAndNickname) {
   EXPECT_NE(no_nick.status().message().find("'cpu'"), std::string::npos);
 }
 
+// make_function_for (the device at run time) makes what make_function makes for that device: one
+// instantiation registers the library's host functions on several devices.
+TEST(RegistryTest, MakesAFunctionForADeviceChosenAtRunTime) {
+  Registry registry;
+  for (const char* device : {"cpu", "interp"}) {
+    Function f = make_function_for<"scale", &scale, Memory::kDevice>(device);
+    EXPECT_EQ(f.full_name, std::string("scale___") + device + "___pvoid_m1df32_f32___void");
+    EXPECT_EQ(f.nickname, "scale");
+    EXPECT_EQ(f.device, device);
+    EXPECT_EQ(f.memory, Memory::kDevice);
+    EXPECT_EQ(f.invoke, (make_function<"scale", "cpu", &scale, Memory::kDevice>().invoke));
+    ASSERT_TRUE(registry.add(std::move(f)).ok());
+  }
+  const Function compile_time = make_function<"scale", "interp", &scale>();
+  const Function run_time = make_function_for<"scale", &scale>("interp");
+  EXPECT_EQ(run_time.full_name, compile_time.full_name);
+  EXPECT_EQ(run_time.memory, Memory::kHost);
+
+  ASSERT_TRUE(registry.find("scale___interp___pvoid_m1df32_f32___void").ok());
+  EXPECT_EQ(registry.add(make_function_for<"scale", &scale>(std::string("cpu"))).code(), StatusCode::kAlreadyExists);
+}
+
 TEST(RegistryTest, RefusesDuplicatesAndMalformedNames) {
   Registry registry;
   ASSERT_TRUE(registry.add(make_function<"twice", "cpu", &twice>()).ok());

@@ -184,6 +184,11 @@ struct Adapter<Fn, R (*)(ExecutionContext*, A...)> {
   }
 };
 
+// The Function NICKNAME___DEVICE___CODES with this invoker and memory, built out of line so that
+// each make_function below stays a call with constants (the library registers thousands).
+Function function_of(std::string_view nickname, std::string_view device, std::string_view codes, Invoker invoke,
+                     Memory memory);
+
 }  // namespace registry_detail
 
 // The Function for `Fn` registered as (Name, Device): full name from Fn's type, its invoker, and
@@ -191,14 +196,16 @@ struct Adapter<Fn, R (*)(ExecutionContext*, A...)> {
 // Fn is `R fn(ExecutionContext*, A...)` with R void, Status, a value or Result of a value.
 template <FixedString Name, FixedString Device, auto Fn, Memory M = Memory::kHost>
 Function make_function() {
-  static constexpr auto kFullName = mangled_name<Name, Device, decltype(Fn)>();
-  Function function;
-  function.full_name = kFullName.view();
-  function.nickname = Name.view();
-  function.device = Device.view();
-  function.invoke = &registry_detail::Adapter<Fn>::invoke;
-  function.memory = M;
-  return function;
+  return registry_detail::function_of(Name.view(), Device.view(), Signature<decltype(Fn)>::codes.view(),
+                                      &registry_detail::Adapter<Fn>::invoke, M);
+}
+
+// The same with the device chosen at run time: one instantiation of Fn's registration serves
+// every device that runs the same code (the library's host functions on cpu, opencl, interp).
+template <FixedString Name, auto Fn, Memory M = Memory::kHost>
+Function make_function_for(std::string_view device) {
+  return registry_detail::function_of(Name.view(), device, Signature<decltype(Fn)>::codes.view(),
+                                      &registry_detail::Adapter<Fn>::invoke, M);
 }
 
 // Registers Fn in Registry::global() when the program starts; a failure (a name registered
