@@ -1,10 +1,11 @@
 // The interp device's sort, argsort and topk: one plain stable merge sort of positions, written
 // out rather than taken from the standard library, so that it is an independent reference for
 // the other devices' versions.
+#include <algorithm>
 #include <vector>
 
-#include "kiln/ral/execution_context.h"
 #include "ral/library/library.h"
+#include "ral/library/row_sorting.h"
 #include "ral/library/rows.h"
 
 namespace kiln::ral::library {
@@ -36,53 +37,41 @@ std::vector<int64_t> stable_order(const T* row, int64_t n, bool descending) {
   return order;
 }
 
-template <typename T, int N>
-Status sort_rows(ExecutionContext*, MemRef<T, N> x, MemRef<T, N> y, int64_t descending) {
-  KILN_RETURN_IF_ERROR(check_rows("sort", x, "x", y, "y", true));
-  const int64_t n = row_length(x);
-  for (int64_t r = 0; r < row_count(x); ++r) {
-    std::vector<int64_t> order = stable_order(x.data + r * n, n, descending != 0);
-    std::vector<T> row(x.data + r * n, x.data + (r + 1) * n);  // x and y may be the same memory
-    for (int64_t i = 0; i < n; ++i) y.data[r * n + i] = row[static_cast<size_t>(order[static_cast<size_t>(i)])];
-  }
-  return Status();
-}
-
-template <typename T, int N>
-Status argsort_rows(ExecutionContext*, MemRef<T, N> x, MemRef<int32_t, N> idx, int64_t descending) {
-  KILN_RETURN_IF_ERROR(check_argsort(x, idx));
-  const int64_t n = row_length(x);
-  for (int64_t r = 0; r < row_count(x); ++r) {
-    std::vector<int64_t> order = stable_order(x.data + r * n, n, descending != 0);
-    for (int64_t i = 0; i < n; ++i) idx.data[r * n + i] = static_cast<int32_t>(order[static_cast<size_t>(i)]);
-  }
-  return Status();
-}
-
-template <typename T, int N>
-Status topk_rows(ExecutionContext*, MemRef<T, N> x, MemRef<T, N> values, MemRef<int32_t, N> indices) {
-  KILN_ASSIGN_OR_RETURN(const int64_t k, check_topk(x, values, indices));
-  const int64_t n = row_length(x);
-  for (int64_t r = 0; r < row_count(x); ++r) {
-    // A stable descending order puts the lower position first among equal elements.
-    std::vector<int64_t> order = stable_order(x.data + r * n, n, true);
-    for (int64_t i = 0; i < k; ++i) {
-      const int64_t at = order[static_cast<size_t>(i)];
-      values.data[r * k + i] = x.data[r * n + at];
-      indices.data[r * k + i] = static_cast<int32_t>(at);
+// The row functions of RowSorting (row_sorting.h).
+struct ReferenceRows {
+  template <typename T>
+  static void sort(const T* x, T* y, int64_t rows, int64_t n, bool descending) {
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<int64_t> order = stable_order(x + r * n, n, descending);
+      std::vector<T> row(x + r * n, x + (r + 1) * n);  // x and y may be the same memory
+      for (int64_t i = 0; i < n; ++i) y[r * n + i] = row[static_cast<size_t>(order[static_cast<size_t>(i)])];
     }
   }
-  return Status();
-}
+
+  template <typename T>
+  static void argsort(const T* x, int32_t* idx, int64_t rows, int64_t n, bool descending) {
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<int64_t> order = stable_order(x + r * n, n, descending);
+      for (int64_t i = 0; i < n; ++i) idx[r * n + i] = static_cast<int32_t>(order[static_cast<size_t>(i)]);
+    }
+  }
+
+  template <typename T>
+  static void topk(const T* x, T* values, int32_t* indices, int64_t rows, int64_t n, int64_t k) {
+    for (int64_t r = 0; r < rows; ++r) {
+      // A stable descending order puts the lower position first among equal elements.
+      std::vector<int64_t> order = stable_order(x + r * n, n, true);
+      for (int64_t i = 0; i < k; ++i) {
+        const int64_t at = order[static_cast<size_t>(i)];
+        values[r * k + i] = x[r * n + at];
+        indices[r * k + i] = static_cast<int32_t>(at);
+      }
+    }
+  }
+};
 
 }  // namespace
 
-Status register_reference_sorting(Registry& registry) {
-  return for_each_element_type([&]<typename T, int N>() {
-    KILN_RETURN_IF_ERROR(registry.add(make_function<"sort", "interp", &sort_rows<T, N>>()));
-    KILN_RETURN_IF_ERROR(registry.add(make_function<"argsort", "interp", &argsort_rows<T, N>>()));
-    return registry.add(make_function<"topk", "interp", &topk_rows<T, N>>());
-  });
-}
+Status register_reference_sorting(Registry& registry) { return add_row_sorting<ReferenceRows>(registry, "interp"); }
 
 }  // namespace kiln::ral::library

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -33,46 +34,38 @@ int64_t row_count(const MemRef<T, N>& m) {
   return rows;
 }
 
+// The shape checks below work on the sizes alone, out of line (rows.cc), so that a function of
+// every element type and rank instantiates only the one-line forwarders.
+std::string shape_string(std::span<const int64_t> sizes);
+// INVALID_ARGUMENT unless a and b (of one rank) agree on every axis but the last, and on the
+// last too when `last_too`.
+Status check_row_shapes(const char* function, std::span<const int64_t> a, const char* a_name,
+                        std::span<const int64_t> b, const char* b_name, bool last_too);
+Result<int64_t> check_topk_shapes(std::span<const int64_t> x, std::span<const int64_t> values,
+                                  std::span<const int64_t> indices);
+Status check_argsort_shapes(std::span<const int64_t> x, std::span<const int64_t> idx);
+
 template <typename T, int N>
 std::string shape_string(const MemRef<T, N>& m) {
-  std::string s = "[";
-  for (int d = 0; d < N; ++d) s += (d ? ", " : "") + std::to_string(m.sizes[static_cast<size_t>(d)]);
-  return s + "]";
+  return shape_string(std::span<const int64_t>(m.sizes));
 }
 
-// INVALID_ARGUMENT unless a and b agree on every axis but the last, and on the last too when
-// `last_too`.
+// check_row_shapes of two memrefs.
 template <typename A, typename B, int N>
 Status check_rows(const char* function, const MemRef<A, N>& a, const char* a_name, const MemRef<B, N>& b,
                   const char* b_name, bool last_too) {
-  for (int d = 0; d < N; ++d) {
-    if ((d + 1 < N || last_too) && a.sizes[static_cast<size_t>(d)] != b.sizes[static_cast<size_t>(d)]) {
-      return invalid_argument_error(std::string(function) + ": " + b_name + " has shape " + shape_string(b) +
-                                    ", " + a_name + " has shape " + shape_string(a));
-    }
-  }
-  return Status();
+  return check_row_shapes(function, a.sizes, a_name, b.sizes, b_name, last_too);
 }
 
 // The checks of topk(x) -> values, indices: k (the outputs' last axis) is returned.
 template <typename T, int N>
 Result<int64_t> check_topk(const MemRef<T, N>& x, const MemRef<T, N>& values, const MemRef<int32_t, N>& indices) {
-  KILN_RETURN_IF_ERROR(check_rows("topk", x, "x", values, "values", false));
-  KILN_RETURN_IF_ERROR(check_rows("topk", values, "values", indices, "indices", true));
-  const int64_t n = row_length(x), k = row_length(values);
-  if (k > n) {
-    return invalid_argument_error("topk: k = " + std::to_string(k) + " is larger than the row length " +
-                                  std::to_string(n));
-  }
-  if (n > INT32_MAX) return invalid_argument_error("topk: rows longer than 2^31 - 1");
-  return k;
+  return check_topk_shapes(x.sizes, values.sizes, indices.sizes);
 }
 
 template <typename T, int N>
 Status check_argsort(const MemRef<T, N>& x, const MemRef<int32_t, N>& idx) {
-  KILN_RETURN_IF_ERROR(check_rows("argsort", x, "x", idx, "idx", true));
-  if (row_length(x) > INT32_MAX) return invalid_argument_error("argsort: rows longer than 2^31 - 1");
-  return Status();
+  return check_argsort_shapes(x.sizes, idx.sizes);
 }
 
 // Calls add.template operator()<T, N>() for every element type T of `Types` and rank 1 to 4,
@@ -98,10 +91,12 @@ Status for_each_element_type(Add&& add) {
                                 BFloat16, float, double>(std::forward<Add>(add));
 }
 
-// The buffer a memref of a device-memory function (Memory::kDevice) stands for.
+// The buffer a memref of a device-memory function (Memory::kDevice) stands for, or its data
+// pointer.
+inline const hal::Buffer& buffer_at(const void* data) { return *static_cast<const hal::Buffer*>(data); }
 template <typename T, int N>
 const hal::Buffer& buffer_of(const MemRef<T, N>& m) {
-  return *reinterpret_cast<const hal::Buffer*>(m.data);
+  return buffer_at(m.data);
 }
 
 // Where a device's gemm runs: its BLAS library on the device (CLBlast, cuBLAS), or OpenBLAS on
