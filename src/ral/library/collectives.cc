@@ -4,7 +4,9 @@
 // world of one.
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "kiln/ral/element_types.h"
 #include "kiln/ral/execution_context.h"
@@ -16,10 +18,25 @@ namespace kiln::ral::library {
 
 namespace {
 
+// A collective's tensor, whatever its element type and rank: the functions of each type and rank
+// below only describe their tensors this way, so that what checks and starts a collective is
+// compiled once, and their registration once for every device.
+struct Tensor {
+  void* data = nullptr;
+  std::span<const int64_t> sizes;  // empty for a scalar
+  ir::DType type = ir::DType::kF32;
+
+  int64_t element_count() const {
+    int64_t n = 1;
+    for (int64_t s : sizes) n *= s;
+    return n;
+  }
+};
+
 template <typename T, int N>
-std::string shape_text(const MemRef<T, N>& m) {
-  if constexpr (N == 0) return "[]";
-  else return shape_string(m);
+Tensor tensor_of(const MemRef<T, N>& m) {
+  if constexpr (N == 0) return Tensor{m.data, {}, *dtype_of<T>()};
+  else return Tensor{m.data, m.sizes, *dtype_of<T>()};
 }
 
 Result<CollectiveOp> collective_op(int64_t op, const char* call) {
@@ -30,15 +47,14 @@ Result<CollectiveOp> collective_op(int64_t op, const char* call) {
   return static_cast<CollectiveOp>(op);
 }
 
-// A collective of `kind` from x's data to y's; `count` elements of T (per rank where they differ).
-template <typename T, int N, int M>
-Collective make_collective(CollectiveKind kind, const MemRef<T, N>& x, const MemRef<T, M>& y, int64_t count) {
+// A collective of `kind` from x's data to y's; `count` elements (per rank where they differ).
+Collective make_collective(CollectiveKind kind, const Tensor& x, const Tensor& y, int64_t count) {
   Collective c;
   c.kind = kind;
   c.in = x.data;
   c.out = y.data;
   c.count = count;
-  c.type = *dtype_of<T>();
+  c.type = x.type;
   return c;
 }
 
@@ -53,11 +69,11 @@ Status run_on_world(ExecutionContext* execution, World* w, Collective c) {
   return w->run(std::move(c));
 }
 
-template <typename T, int N>
-Status allreduce(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, N> y, int64_t op) {
+Status allreduce_tensors(ExecutionContext* execution, const Tensor& x, const Tensor& y, int64_t op) {
   KILN_ASSIGN_OR_RETURN(CollectiveOp how, collective_op(op, "allreduce"));
   if (x.element_count() != y.element_count()) {
-    return invalid_argument_error("allreduce: y has shape " + shape_text(y) + ", x has shape " + shape_text(x));
+    return invalid_argument_error("allreduce: y has shape " + shape_string(y.sizes) + ", x has shape " +
+                                  shape_string(x.sizes));
   }
   KILN_ASSIGN_OR_RETURN(World * w, world());
   Collective c = make_collective(CollectiveKind::kAllreduce, x, y, x.element_count());
@@ -65,10 +81,10 @@ Status allreduce(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, N> y, in
   return run_on_world(execution, w, std::move(c));
 }
 
-template <typename T, int N>
-Status broadcast(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, N> y, int64_t root) {
+Status broadcast_tensors(ExecutionContext* execution, const Tensor& x, const Tensor& y, int64_t root) {
   if (x.element_count() != y.element_count()) {
-    return invalid_argument_error("broadcast: y has shape " + shape_text(y) + ", x has shape " + shape_text(x));
+    return invalid_argument_error("broadcast: y has shape " + shape_string(y.sizes) + ", x has shape " +
+                                  shape_string(x.sizes));
   }
   if (root < 0 || root > INT32_MAX) {
     return invalid_argument_error("broadcast: root " + std::to_string(root) + " is not a rank");
@@ -80,33 +96,52 @@ Status broadcast(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, N> y, in
 }
 
 // y's first dimension is R × x's (a scalar x: y is [R]); the rest agree.
-template <typename T, int N, int M>
-Status allgather(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, M> y) {
+Status allgather_tensors(ExecutionContext* execution, const Tensor& x, const Tensor& y) {
   KILN_ASSIGN_OR_RETURN(World * w, world());
   const int64_t ranks = w->size();
   bool fits = y.element_count() == ranks * x.element_count();
-  if constexpr (N > 0) fits = fits && y.sizes[0] == ranks * x.sizes[0];
+  if (!x.sizes.empty()) fits = fits && y.sizes[0] == ranks * x.sizes[0];
   if (!fits) {
-    return invalid_argument_error("allgather: y has shape " + shape_text(y) + ", but " + std::to_string(ranks) +
-                                  " rank(s) gathering x of shape " + shape_text(x) +
+    return invalid_argument_error("allgather: y has shape " + shape_string(y.sizes) + ", but " +
+                                  std::to_string(ranks) + " rank(s) gathering x of shape " + shape_string(x.sizes) +
                                   " make a first dimension of R × x's (R = " + std::to_string(ranks) + ")");
   }
   return run_on_world(execution, w, make_collective(CollectiveKind::kAllgather, x, y, x.element_count()));
 }
 
 // x's first dimension is R × y's: rank r gets part r of the combination.
-template <typename T, int N>
-Status reduce_scatter(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, N> y, int64_t op) {
+Status reduce_scatter_tensors(ExecutionContext* execution, const Tensor& x, const Tensor& y, int64_t op) {
   KILN_ASSIGN_OR_RETURN(CollectiveOp how, collective_op(op, "reduce_scatter"));
   KILN_ASSIGN_OR_RETURN(World * w, world());
   const int64_t ranks = w->size();
   if (x.element_count() != ranks * y.element_count() || x.sizes[0] != ranks * y.sizes[0]) {
-    return invalid_argument_error("reduce_scatter: x has shape " + shape_text(x) + " and y " + shape_text(y) +
-                                  "; x's first dimension must be R × y's, R = " + std::to_string(ranks) + " rank(s)");
+    return invalid_argument_error("reduce_scatter: x has shape " + shape_string(x.sizes) + " and y " +
+                                  shape_string(y.sizes) + "; x's first dimension must be R × y's, R = " +
+                                  std::to_string(ranks) + " rank(s)");
   }
   Collective c = make_collective(CollectiveKind::kReduceScatter, x, y, y.element_count());
   c.op = how;
   return run_on_world(execution, w, std::move(c));
+}
+
+template <typename T, int N>
+Status allreduce(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, N> y, int64_t op) {
+  return allreduce_tensors(execution, tensor_of(x), tensor_of(y), op);
+}
+
+template <typename T, int N>
+Status broadcast(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, N> y, int64_t root) {
+  return broadcast_tensors(execution, tensor_of(x), tensor_of(y), root);
+}
+
+template <typename T, int N, int M>
+Status allgather(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, M> y) {
+  return allgather_tensors(execution, tensor_of(x), tensor_of(y));
+}
+
+template <typename T, int N>
+Status reduce_scatter(ExecutionContext* execution, MemRef<T, N> x, MemRef<T, N> y, int64_t op) {
+  return reduce_scatter_tensors(execution, tensor_of(x), tensor_of(y), op);
 }
 
 Status rank(ExecutionContext*, MemRef<int32_t, 0> r) {
@@ -121,59 +156,54 @@ Status world_size(ExecutionContext*, MemRef<int32_t, 0> n) {
   return Status();
 }
 
-// Registers Fn as (Name, Device), a collective (Function::collective).
-template <FixedString Name, FixedString Device, auto Fn>
-Status add_collective(Registry& registry) {
-  Function f = make_function<Name, Device, Fn>();
+// Registers `f` as a collective (Function::collective).
+Status add_collective(Registry& registry, Function f) {
   f.collective = true;
   return registry.add(std::move(f));
 }
 
-template <FixedString Device, typename T, int N>
-Status add_typed(Registry& registry) {
-  KILN_RETURN_IF_ERROR((add_collective<"allreduce", Device, &allreduce<T, N>>(registry)));
-  KILN_RETURN_IF_ERROR((add_collective<"broadcast", Device, &broadcast<T, N>>(registry)));
+template <typename T, int N>
+Status add_typed(Registry& registry, std::string_view device) {
+  KILN_RETURN_IF_ERROR(add_collective(registry, make_function_for<"allreduce", &allreduce<T, N>>(device)));
+  KILN_RETURN_IF_ERROR(add_collective(registry, make_function_for<"broadcast", &broadcast<T, N>>(device)));
   if constexpr (N == 0) {
-    return add_collective<"allgather", Device, &allgather<T, 0, 1>>(registry);
+    return add_collective(registry, make_function_for<"allgather", &allgather<T, 0, 1>>(device));
   } else {
-    KILN_RETURN_IF_ERROR((add_collective<"allgather", Device, &allgather<T, N, N>>(registry)));
-    return add_collective<"reduce_scatter", Device, &reduce_scatter<T, N>>(registry);
+    KILN_RETURN_IF_ERROR(add_collective(registry, make_function_for<"allgather", &allgather<T, N, N>>(device)));
+    return add_collective(registry, make_function_for<"reduce_scatter", &reduce_scatter<T, N>>(device));
   }
 }
 
-template <FixedString Device, typename T>
-Status add_ranks(Registry& registry) {
-  KILN_RETURN_IF_ERROR((add_typed<Device, T, 0>(registry)));
-  KILN_RETURN_IF_ERROR((add_typed<Device, T, 1>(registry)));
-  KILN_RETURN_IF_ERROR((add_typed<Device, T, 2>(registry)));
-  KILN_RETURN_IF_ERROR((add_typed<Device, T, 3>(registry)));
-  return add_typed<Device, T, 4>(registry);
+template <typename T>
+Status add_ranks(Registry& registry, std::string_view device) {
+  KILN_RETURN_IF_ERROR((add_typed<T, 0>(registry, device)));
+  KILN_RETURN_IF_ERROR((add_typed<T, 1>(registry, device)));
+  KILN_RETURN_IF_ERROR((add_typed<T, 2>(registry, device)));
+  KILN_RETURN_IF_ERROR((add_typed<T, 3>(registry, device)));
+  return add_typed<T, 4>(registry, device);
 }
 
-template <FixedString Device, typename... Types>
-Status add_types(Registry& registry) {
+template <typename... Types>
+Status add_types(Registry& registry, std::string_view device) {
   Status status;
-  ((status = status.ok() ? add_ranks<Device, Types>(registry) : status), ...);
+  ((status = status.ok() ? add_ranks<Types>(registry, device) : status), ...);
   return status;
 }
 
-template <FixedString Device>
-Status add_device(Registry& registry) {
+Status add_device(Registry& registry, std::string_view device) {
   // Every element type (kiln/ral/element_types.h); how each combines: ral/collective_types.h.
-  KILN_RETURN_IF_ERROR((add_types<Device, bool, int8_t, uint8_t, int16_t, uint16_t, int32_t, uint32_t, int64_t,
-                                  uint64_t, Half, BFloat16, float, double>(registry)));
-  KILN_RETURN_IF_ERROR(registry.add(make_function<"rank", Device, &rank>()));
-  return registry.add(make_function<"world_size", Device, &world_size>());
+  KILN_RETURN_IF_ERROR((add_types<bool, int8_t, uint8_t, int16_t, uint16_t, int32_t, uint32_t, int64_t, uint64_t, Half,
+                                  BFloat16, float, double>(registry, device)));
+  KILN_RETURN_IF_ERROR(registry.add(make_function_for<"rank", &rank>(device)));
+  return registry.add(make_function_for<"world_size", &world_size>(device));
 }
 
 }  // namespace
 
 // On opencl and cuda the data crosses through mapped host memory (NCCL on cuda is not done).
 Status register_collectives(Registry& registry) {
-  KILN_RETURN_IF_ERROR(add_device<"cpu">(registry));
-  KILN_RETURN_IF_ERROR(add_device<"interp">(registry));
-  KILN_RETURN_IF_ERROR(add_device<"opencl">(registry));
-  return add_device<"cuda">(registry);
+  for (std::string_view device : {"cpu", "interp", "opencl", "cuda"}) KILN_RETURN_IF_ERROR(add_device(registry, device));
+  return Status();
 }
 
 }  // namespace kiln::ral::library
