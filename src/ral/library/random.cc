@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <string_view>
 
 #include "kiln/ral/execution_context.h"
 #include "ral/library/library.h"
@@ -33,17 +34,18 @@ void for_each_chunk(const PhiloxStream& stream, uint64_t words, Consume&& consum
   }
 }
 
-template <typename T, int N>
-Status uniform(ExecutionContext* context, MemRef<T, N> r, T lo, T hi, int64_t call_site) {
+// The functions below fill `count` elements at `data`, whatever the tensor's rank: the functions
+// of each rank (at the end) only pass those on, so that each is compiled once per element type.
+template <typename T>
+Status uniform_of(ExecutionContext* context, T* data, uint64_t count, T lo, T hi, int64_t call_site) {
   KILN_RETURN_IF_ERROR(check_uniform_range(lo, hi));
-  const uint64_t count = static_cast<uint64_t>(r.element_count());
   if constexpr (std::is_same_v<T, float>) {
     // The numbers are made as the words are, in vector registers, with no buffer of words between.
-    stream_of(*context, call_site).fill_uniform(0, r.data, count, lo, hi);
+    stream_of(*context, call_site).fill_uniform(0, data, count, lo, hi);
   } else {
     for_each_chunk(stream_of(*context, call_site), 2 * count, [&](uint64_t at, const uint32_t* words, uint64_t n) {
       for (uint64_t i = 0; i < n / 2; ++i) {
-        r.data[at / 2 + i] = scale_uniform(uniform_f64(words[2 * i], words[2 * i + 1]), lo, hi);
+        data[at / 2 + i] = scale_uniform(uniform_f64(words[2 * i], words[2 * i + 1]), lo, hi);
       }
     });
   }
@@ -86,11 +88,10 @@ void normal_numbers(const ExecutionContext& context, uint64_t count, T mean, T s
                  });
 }
 
-template <typename T, int N>
-Status normal(ExecutionContext* context, MemRef<T, N> r, T mean, T std_dev, int64_t call_site) {
+template <typename T>
+Status normal_of(ExecutionContext* context, T* data, uint64_t count, T mean, T std_dev, int64_t call_site) {
   KILN_RETURN_IF_ERROR(check_normal_parameters(mean, std_dev));
-  normal_numbers(*context, static_cast<uint64_t>(r.element_count()), mean, std_dev, call_site,
-                 [&](uint64_t i, double v) { r.data[i] = static_cast<T>(v); });
+  normal_numbers(*context, count, mean, std_dev, call_site, [&](uint64_t i, double v) { data[i] = static_cast<T>(v); });
   return Status();
 }
 
@@ -103,50 +104,55 @@ void store_narrow(const float* from, uint64_t count, T* to) {
   }
 }
 
-template <typename T, int N>
-Status uniform_narrow(ExecutionContext* context, MemRef<T, N> r, float lo, float hi, int64_t call_site) {
+template <typename T>
+Status uniform_narrow_of(ExecutionContext* context, T* data, uint64_t count, float lo, float hi, int64_t call_site) {
   KILN_RETURN_IF_ERROR(check_uniform_range(lo, hi));
-  const uint64_t count = static_cast<uint64_t>(r.element_count());
   constexpr uint64_t kChunk = 4096;  // a multiple of 4: chunks start on a block
   float numbers[kChunk];
   const PhiloxStream stream = stream_of(*context, call_site);
   for (uint64_t at = 0; at < count; at += kChunk) {
     const uint64_t n = std::min(kChunk, count - at);
     stream.fill_uniform(at / 4, numbers, n, lo, hi);
-    store_narrow(numbers, n, r.data + at);
+    store_narrow(numbers, n, data + at);
   }
   return Status();
 }
 
-template <typename T, int N>
-Status normal_narrow(ExecutionContext* context, MemRef<T, N> r, float mean, float std_dev, int64_t call_site) {
+template <typename T>
+Status normal_narrow_of(ExecutionContext* context, T* data, uint64_t count, float mean, float std_dev,
+                        int64_t call_site) {
   KILN_RETURN_IF_ERROR(check_normal_parameters(mean, std_dev));
-  normal_numbers(*context, static_cast<uint64_t>(r.element_count()), mean, std_dev, call_site,
-                 [&](uint64_t i, double v) {
-                   const float f = static_cast<float>(v);
-                   store_narrow(&f, 1, r.data + i);
-                 });
+  normal_numbers(*context, count, mean, std_dev, call_site, [&](uint64_t i, double v) {
+    const float f = static_cast<float>(v);
+    store_narrow(&f, 1, data + i);
+  });
   return Status();
 }
 
-template <FixedString Device>
-Status add_random(Registry& registry) {
+// random_uniform or random_normal of rank N through `Fill` (one of the functions above); P is the
+// parameters' type (f32 for f16 and bf16).
+template <auto Fill, typename T, typename P, int N>
+Status fill_rank(ExecutionContext* context, MemRef<T, N> r, P a, P b, int64_t call_site) {
+  return Fill(context, r.data, static_cast<uint64_t>(r.element_count()), a, b, call_site);
+}
+
+Status add_random(Registry& registry, std::string_view device) {
   KILN_RETURN_IF_ERROR((for_each_type_and_rank<Half, BFloat16>([&]<typename T, int N>() {
-    KILN_RETURN_IF_ERROR(registry.add(make_function<"random_uniform", Device, &uniform_narrow<T, N>>()));
-    return registry.add(make_function<"random_normal", Device, &normal_narrow<T, N>>());
+    KILN_RETURN_IF_ERROR(registry.add(
+        make_function_for<"random_uniform", &fill_rank<&uniform_narrow_of<T>, T, float, N>>(device)));
+    return registry.add(make_function_for<"random_normal", &fill_rank<&normal_narrow_of<T>, T, float, N>>(device));
   })));
   return for_each_type_and_rank<float, double>([&]<typename T, int N>() {
-    KILN_RETURN_IF_ERROR(registry.add(make_function<"random_uniform", Device, &uniform<T, N>>()));
-    return registry.add(make_function<"random_normal", Device, &normal<T, N>>());
+    KILN_RETURN_IF_ERROR(registry.add(make_function_for<"random_uniform", &fill_rank<&uniform_of<T>, T, T, N>>(device)));
+    return registry.add(make_function_for<"random_normal", &fill_rank<&normal_of<T>, T, T, N>>(device));
   });
 }
 
 }  // namespace
 
 Status register_random(Registry& registry) {
-  KILN_RETURN_IF_ERROR(add_random<"cpu">(registry));
-  KILN_RETURN_IF_ERROR(add_random<"opencl">(registry));
-  return add_random<"interp">(registry);
+  for (std::string_view device : {"cpu", "opencl", "interp"}) KILN_RETURN_IF_ERROR(add_random(registry, device));
+  return Status();
 }
 
 }  // namespace kiln::ral::library
