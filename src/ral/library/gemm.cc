@@ -7,6 +7,7 @@
 // is small beside it.
 #include <algorithm>
 #include <array>
+#include <span>
 #include <utility>
 
 #include "kiln/hal/buffer.h"
@@ -35,15 +36,16 @@ Status blas_products(const GemmShape& s, const T* a, const T* b, T* c, T alpha, 
   return Status();
 }
 
-template <typename T, int RA, int RB, int RC>
-Status gemm_blas(ExecutionContext*, MemRef<T, RA> a, MemRef<T, RB> b, MemRef<T, RC> c, int64_t transpose_a,
-                 int64_t transpose_b, T alpha, T beta, int64_t batch) {
-  KILN_ASSIGN_OR_RETURN(GemmShape s, check_gemm(a, b, c, transpose_a, transpose_b, batch));
-  return blas_products<T>(s, a.data, b.data, c.data, alpha, beta);
+// The devices' gemm once its shape is known, for one element type: the functions of each
+// combination of ranks (gemm_of_ranks, below) only find the shape, so that these are compiled
+// once per type rather than once per type and ranks. a, b and c are the tensors' data.
+template <typename T>
+Status gemm_blas(ExecutionContext*, const GemmShape& s, T* a, T* b, T* c, T alpha, T beta) {
+  return blas_products<T>(s, a, b, c, alpha, beta);
 }
 
 // OpenBLAS over mapped buffers: gemm on a device whose memory the host maps, where the device's
-// own library does not run it. Each memref's data is the tensor's hal::Buffer.
+// own library does not run it. a, b and c are the tensors' hal::Buffers.
 template <typename T>
 Status gemm_mapped(const GemmShape& s, T* a, T* b, T* c, T alpha, T beta) {
   std::array<hal::Mapping, 3> mapped;
@@ -63,41 +65,35 @@ Status gemm_mapped(const GemmShape& s, T* a, T* b, T* c, T alpha, T beta) {
 // gemm_mapped does (on a CPU device, without the library, or when KILN_OPENCL_GEMM /
 // KILN_CUDA_GEMM asks for the host). k = 0 (c = beta * c) is always left to the host: CLBlast
 // refuses a zero dimension.
-template <typename T, int RA, int RB, int RC, typename Place, typename Library>
-Status gemm_on_device(MemRef<T, RA> a, MemRef<T, RB> b, MemRef<T, RC> c, int64_t transpose_a, int64_t transpose_b,
-                      T alpha, T beta, int64_t batch, Place&& place, Library&& library) {
-  KILN_ASSIGN_OR_RETURN(GemmShape s, check_gemm(a, b, c, transpose_a, transpose_b, batch));
+template <typename T, typename Place, typename Library>
+Status gemm_on_device(const GemmShape& s, T* a, T* b, T* c, T alpha, T beta, Place&& place, Library&& library) {
   if (s.m == 0 || s.n == 0 || s.batch == 0) return Status();
-  KILN_ASSIGN_OR_RETURN(GemmPlace where, place(buffer_of(c)));
+  KILN_ASSIGN_OR_RETURN(GemmPlace where, place(buffer_at(c)));
   return run_gemm_at(
       "gemm", s.k == 0 ? GemmPlace::kHost : where, [&] { return library(s); },
-      [&] { return gemm_mapped<T>(s, a.data, b.data, c.data, alpha, beta); });
+      [&] { return gemm_mapped<T>(s, a, b, c, alpha, beta); });
 }
 
-template <typename T, int RA, int RB, int RC>
-Status gemm_opencl(ExecutionContext*, MemRef<T, RA> a, MemRef<T, RB> b, MemRef<T, RC> c, int64_t transpose_a,
-                   int64_t transpose_b, T alpha, T beta, int64_t batch) {
-  return gemm_on_device<T>(a, b, c, transpose_a, transpose_b, alpha, beta, batch, opencl_gemm, [&](const GemmShape& s) {
-    return clblast_gemm<T>(buffer_of(a), buffer_of(b), buffer_of(c), s, alpha, beta);
+template <typename T>
+Status gemm_opencl(ExecutionContext*, const GemmShape& s, T* a, T* b, T* c, T alpha, T beta) {
+  return gemm_on_device<T>(s, a, b, c, alpha, beta, opencl_gemm, [&](const GemmShape& shape) {
+    return clblast_gemm<T>(buffer_at(a), buffer_at(b), buffer_at(c), shape, alpha, beta);
   });
 }
 
-template <typename T, int RA, int RB, int RC>
-Status gemm_cuda(ExecutionContext* context, MemRef<T, RA> a, MemRef<T, RB> b, MemRef<T, RC> c, int64_t transpose_a,
-                 int64_t transpose_b, T alpha, T beta, int64_t batch) {
-  return gemm_on_device<T>(a, b, c, transpose_a, transpose_b, alpha, beta, batch, cuda_gemm, [&](const GemmShape& s) {
-    return cublas_gemm<T>(context, buffer_of(a), buffer_of(b), buffer_of(c), s, alpha, beta);
+template <typename T>
+Status gemm_cuda(ExecutionContext* context, const GemmShape& s, T* a, T* b, T* c, T alpha, T beta) {
+  return gemm_on_device<T>(s, a, b, c, alpha, beta, cuda_gemm, [&](const GemmShape& shape) {
+    return cublas_gemm<T>(context, buffer_at(a), buffer_at(b), buffer_at(c), shape, alpha, beta);
   });
 }
 
-template <typename T, int RA, int RB, int RC>
-Status gemm_reference(ExecutionContext*, MemRef<T, RA> a_ref, MemRef<T, RB> b_ref, MemRef<T, RC> c_ref,
-                      int64_t transpose_a, int64_t transpose_b, T alpha, T beta, int64_t batch) {
-  KILN_ASSIGN_OR_RETURN(GemmShape s, check_gemm(a_ref, b_ref, c_ref, transpose_a, transpose_b, batch));
+template <typename T>
+Status gemm_reference(ExecutionContext*, const GemmShape& s, T* a_data, T* b_data, T* c_data, T alpha, T beta) {
   for (int64_t q = 0; q < s.batch; ++q) {
-    const T* a = a_ref.data + q * s.stride_a();
-    const T* b = b_ref.data + q * s.stride_b();
-    T* c = c_ref.data + q * s.stride_c();
+    const T* a = a_data + q * s.stride_a();
+    const T* b = b_data + q * s.stride_b();
+    T* c = c_data + q * s.stride_c();
     auto at = [&](int64_t i, int64_t p) { return s.transpose_a ? a[p * s.m + i] : a[i * s.k + p]; };
     auto bt = [&](int64_t p, int64_t j) { return s.transpose_b ? b[j * s.k + p] : b[p * s.n + j]; };
     for (int64_t i = 0; i < s.m; ++i) {
@@ -113,16 +109,36 @@ Status gemm_reference(ExecutionContext*, MemRef<T, RA> a_ref, MemRef<T, RB> b_re
   return Status();
 }
 
+// The shape, then `Products` (one of the functions above): out of the functions of each rank,
+// which would otherwise each compile their own copy.
+template <auto Products, typename T>
+[[gnu::noinline]] Status gemm_of_sizes(ExecutionContext* context, std::span<const int64_t> a_sizes, T* a,
+                                       std::span<const int64_t> b_sizes, T* b, std::span<const int64_t> c_sizes, T* c,
+                                       int64_t transpose_a, int64_t transpose_b, T alpha, T beta, int64_t batch) {
+  KILN_ASSIGN_OR_RETURN(GemmShape s, gemm_shape(a_sizes, b_sizes, c_sizes, transpose_a, transpose_b, batch));
+  return Products(context, s, a, b, c, alpha, beta);
+}
+
+// gemm(a, b) -> c of these ranks through `Products`.
+template <auto Products, typename T, int RA, int RB, int RC>
+Status gemm_of_ranks(ExecutionContext* context, MemRef<T, RA> a, MemRef<T, RB> b, MemRef<T, RC> c, int64_t transpose_a,
+                     int64_t transpose_b, T alpha, T beta, int64_t batch) {
+  return gemm_of_sizes<Products, T>(context, a.sizes, a.data, b.sizes, b.data, c.sizes, c.data, transpose_a,
+                                    transpose_b, alpha, beta, batch);
+}
+
 // gemm on every device for tensors of these ranks, where some batch makes them a product.
 template <typename T, int RA, int RB, int RC>
 Status register_ranks(Registry& registry) {
   if constexpr (!ir::gemm_ranks_possible(RA, RB, RC)) {
     return Status();
   } else {
-    KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "cpu", &gemm_blas<T, RA, RB, RC>>()));
-    KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "opencl", &gemm_opencl<T, RA, RB, RC>, Memory::kDevice>()));
-    KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "cuda", &gemm_cuda<T, RA, RB, RC>, Memory::kDevice>()));
-    return registry.add(make_function<"gemm", "interp", &gemm_reference<T, RA, RB, RC>>());
+    KILN_RETURN_IF_ERROR(registry.add(make_function<"gemm", "cpu", &gemm_of_ranks<&gemm_blas<T>, T, RA, RB, RC>>()));
+    KILN_RETURN_IF_ERROR(registry.add(
+        make_function<"gemm", "opencl", &gemm_of_ranks<&gemm_opencl<T>, T, RA, RB, RC>, Memory::kDevice>()));
+    KILN_RETURN_IF_ERROR(registry.add(
+        make_function<"gemm", "cuda", &gemm_of_ranks<&gemm_cuda<T>, T, RA, RB, RC>, Memory::kDevice>()));
+    return registry.add(make_function<"gemm", "interp", &gemm_of_ranks<&gemm_reference<T>, T, RA, RB, RC>>());
   }
 }
 
