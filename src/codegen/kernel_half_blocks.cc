@@ -26,7 +26,8 @@
 // bits (prelude_halves.cc; kiln_f16_quiet_x32 only where nothing tells a signalling NaN from a
 // quiet one, see below), so the results are the same bit for bit. The processor is part of the
 // CPU driver's cache key, so the test of __F16C__ is made for the processor that runs the
-// kernel (-march=native).
+// kernel (-march=native). A statement that only converts such a load to f32
+// (`y[i] = f32(x[i])`) converts the block straight into its target.
 //
 // A loop qualifies when its body is stores (and comments), each at an offset affine in the
 // variable with coefficient 1 that loads nothing, and:
@@ -35,7 +36,7 @@
 //    and writes what the loop did iteration by iteration;
 //  - it stores an f16 node, or loads one it does not store at such an offset outside the operands
 //    that a select picks between (a select evaluates only the one it picks, so a load there may be
-//    guarded: the block loads only those that every iteration makes);
+//    guarded: the block loads only those that every iteration makes), or converts one to f32;
 //  - its extent is at least a block, or not known until the kernel runs.
 #include "codegen/kernel_emitter.h"
 
@@ -86,6 +87,17 @@ void block_loads(const LExpr* e, int var, const std::vector<StoreTarget>& list, 
   for (size_t i = 0; i < evaluated; ++i) block_loads(e->args[i].get(), var, list, out);
 }
 
+// The f16 load whose value `s` stores unchanged as f32, if it is one block_loads would take (a
+// conversion: the block converts it into the target directly); else null.
+const LExpr* converted_load(const LStmt& s, int var, const std::vector<StoreTarget>& list) {
+  if (s.kind != LStmt::Kind::kStore || s.value->type != DType::kF32) return nullptr;
+  const LExpr* e = s.value.get();
+  if (e->kind == LExpr::Kind::kOp && e->op == Op::kCastF32) e = e->args[0].get();
+  std::vector<const LExpr*> load;
+  if (e->kind == LExpr::Kind::kLoad) block_loads(e, var, list, &load);
+  return load.empty() ? nullptr : load[0];
+}
+
 bool calls_pow(const LExpr* e) {
   if (!e) return false;
   if (e->kind == LExpr::Kind::kOp && e->op == Op::kPow) return true;
@@ -119,23 +131,26 @@ Result<bool> KernelEmitter::half_block_loop(const LStmt& loop, const std::string
     stores_f16 = stores_f16 || (node && s->value->type == DType::kF16);
   }
   if (stores.empty()) return false;
+  // The loads of the statements other than conversions, and whether those statements could tell
+  // a signalling NaN from a quiet one: vcvtph2ps makes it quiet, where kiln_f16_value keeps it,
+  // and two things tell them apart, an f32 store of the value as it was loaded (an f16 or bf16
+  // store makes every NaN the quiet NaN of its sign, a conversion to f64 makes it quiet, to an
+  // integer 0, and arithmetic makes it quiet) and powf (of 1 and a quiet NaN, or a quiet NaN and
+  // 0, 1; of a signalling one, NaN). Without either, the loads need not look for one
+  // (kiln_f16_quiet_x32).
   std::vector<const LExpr*> loads;
+  bool conversions = false, signalling_seen = false;
   for (const LStmtRef& s : loop.body) {
     if (s->kind == LStmt::Kind::kComment) continue;
     if (!loads_at_stores(s->value.get(), stores)) return false;
+    if (converted_load(*s, loop.var, stores)) {
+      conversions = true;
+      continue;
+    }
     block_loads(s->value.get(), loop.var, stores, &loads);
-  }
-  if (loads.empty() && !stores_f16) return false;
-  // vcvtph2ps makes a signalling NaN quiet, where kiln_f16_value keeps it. Two things tell them
-  // apart: an f32 store of the value as it was loaded (an f16 or bf16 store makes every NaN the
-  // quiet NaN of its sign, a conversion to f64 makes it quiet, to an integer 0, and arithmetic
-  // makes it quiet), and powf (of 1 and a quiet NaN, or a quiet NaN and 0, 1; of a signalling
-  // one, NaN). Without either, the loads need not look for one (kiln_f16_quiet_x32).
-  bool signalling_seen = false;
-  for (const LStmtRef& s : loop.body) {
-    if (s->kind == LStmt::Kind::kComment) continue;
     signalling_seen = signalling_seen || s->value->type == DType::kF32 || calls_pow(s->value.get());
   }
+  if (loads.empty() && !stores_f16 && !conversions) return false;
   const std::string convert = signalling_seen ? "kiln_f16_value_x" : "kiln_f16_quiet_x";
 
   const std::string v = var_name(loop.var), i64(tname(DType::kI64)), f32(tname(DType::kF32));
@@ -166,6 +181,14 @@ Result<bool> KernelEmitter::half_block_loop(const LStmt& loop, const std::string
   }
   int f16_stores = 0;
   for (const LStmtRef& s : loop.body) {
+    if (const LExpr* load = s->kind == LStmt::Kind::kComment ? nullptr : converted_load(*s, loop.var, stores)) {
+      // A conversion: straight into the target.
+      KILN_ASSIGN_OR_RETURN(Code to_at, offset(s->offset));
+      KILN_ASSIGN_OR_RETURN(Code from_at, offset(load->offset));
+      out.line(helpers_.use("kiln_f16_value_x" + block) + "(&" + bindings_[binding_of_node_.at(s->node)].var + "[" +
+               to_at.text + "], &" + bindings_[binding_of_node_.at(load->node)].var + "[" + from_at.text + "]);");
+      continue;
+    }
     if (s->kind == LStmt::Kind::kComment || s->kind == LStmt::Kind::kLocalStore || s->value->type != DType::kF16) {
       // Over the block as in the plain loop.
       block_var_ = loop.var;
