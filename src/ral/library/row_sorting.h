@@ -1,8 +1,9 @@
 // sort, argsort and topk as RAL functions of every element type and rank 1 to 4, over a device's
 // row functions (the work on rows along the last axis, which does not depend on the rank): the
-// function of each rank only checks the shapes and passes the data pointers, the row count and
-// the row length, so that what sorts is instantiated once per element type, not once per type
-// and rank, and the registration once for every device that runs the same code.
+// function of each rank only passes the data pointers and the sizes to one function per element
+// type, which checks the shapes and hands the row count and length to the row function, so that
+// what sorts is compiled once per element type, not once per type and rank, and the
+// registration once for every device that runs the same code.
 #pragma once
 
 #include <cstdint>
