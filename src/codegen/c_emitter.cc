@@ -24,41 +24,42 @@ using ir::DType;
 using ir::Kernel;
 using ir::LStmt;
 
-// Whether `word` occurs as a whole identifier in C source outside /* */ comments (the emitter
-// prints no other comments), e.g. whether a type name is used.
-bool mentions_outside_comments(std::string_view text, std::string_view word) {
-  auto ident = [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-  };
-  for (size_t i = 0; i < text.size();) {
-    if (text.compare(i, 2, "/*") == 0) {
-      size_t end = text.find("*/", i + 2);
-      if (end == std::string_view::npos) return false;
-      i = end + 2;
-      continue;
-    }
-    if (text.compare(i, word.size(), word) == 0 && (i == 0 || !ident(text[i - 1])) &&
-        (i + word.size() == text.size() || !ident(text[i + word.size()]))) {
-      return true;
-    }
-    ++i;
-  }
-  return false;
-}
-
-// A kernel's text with its /* */ comments taken out and its name (where it is defined) made
-// anonymous: two kernels with the same result compute the same thing.
-std::string code_without_name(std::string_view text, std::string_view name) {
+// C source with each /* */ comment made one space (the emitter prints no other comments; an
+// unterminated one ends the text).
+std::string without_comments(std::string_view text) {
   std::string out;
   for (size_t i = 0; i < text.size();) {
     if (text.compare(i, 2, "/*") == 0) {
       const size_t end = text.find("*/", i + 2);
       if (end == std::string_view::npos) break;
+      out += ' ';
       i = end + 2;
       continue;
     }
     out += text[i++];
   }
+  return out;
+}
+
+// Whether `word` occurs as a whole identifier in C source outside comments, e.g. whether a type
+// name is used.
+bool mentions_outside_comments(std::string_view text, std::string_view word) {
+  auto ident = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  };
+  const std::string code = without_comments(text);
+  for (size_t i = code.find(word); i != std::string::npos; i = code.find(word, i + 1)) {
+    if ((i == 0 || !ident(code[i - 1])) && (i + word.size() == code.size() || !ident(code[i + word.size()]))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A kernel's text without its comments and with its name (where it is defined) made anonymous:
+// two kernels with the same result compute the same thing.
+std::string code_without_name(std::string_view text, std::string_view name) {
+  std::string out = without_comments(text);
   const std::string defined = " " + std::string(name) + "(";
   if (const size_t at = out.find(defined); at != std::string::npos) out.replace(at, defined.size(), " (");
   return out;

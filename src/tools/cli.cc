@@ -447,7 +447,7 @@ int command_compile(const Options& o) {
   if (auto f = check_outputs(o)) return report(*f);
   const int64_t parse_start = now_ns();
   auto loaded = load_program(o.program);
-  const double parse_seconds = static_cast<double>(now_ns() - parse_start) * 1e-9;
+  const double parse_seconds = seconds_since(parse_start);
   if (auto* f = std::get_if<Failure>(&loaded)) return report(*f);
   // A program with sizes compiles as it is, for every size (its kernels read the sizes); with
   // --size, it is specialized to those values first.

@@ -14,8 +14,6 @@ namespace kiln::tools {
 
 namespace {
 
-double seconds_since(int64_t start_ns) { return static_cast<double>(now_ns() - start_ns) * 1e-9; }
-
 std::string row(const std::string& what, double seconds) {
   char line[64];
   std::snprintf(line, sizeof line, "%10.3f s  ", seconds);

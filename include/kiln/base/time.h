@@ -9,6 +9,9 @@ namespace kiln {
 // Nanoseconds on the monotonic clock (CLOCK_MONOTONIC).
 int64_t now_ns();
 
+// Seconds from `start_ns` (a now_ns() value) to now.
+inline double seconds_since(int64_t start_ns) { return static_cast<double>(now_ns() - start_ns) * 1e-9; }
+
 // When a wait gives up. Relative timeouts are turned into a deadline when the wait starts.
 class Timeout {
  public:

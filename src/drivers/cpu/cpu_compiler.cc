@@ -41,8 +41,6 @@ const char* const kBaseFlags[] = {"-std=gnu11", "-O3", "-march=native", "-fPIC",
 // much: each part parses the common text (includes, helpers) again and starts a compiler.
 constexpr size_t kMinUnitBytes = 16 * 1024;
 
-double seconds_since(int64_t start_ns) { return static_cast<double>(now_ns() - start_ns) * 1e-9; }
-
 // The processor's model and feature flags, as /proc/cpuinfo reports them for the first CPU.
 const std::string& host_processor() {
   static const std::string signature = [] {
@@ -312,80 +310,80 @@ Result<std::string> CpuCompiler::compile_to_file(const std::string& head, const 
   // One compile per source, side by side; a single source is built into the shared object at
   // once, several into objects linked below.
   struct Compile {
+    std::string step;    // what the build step is called (--timings)
+    std::string action;  // what failed, for the message: "compiling part 2 of 'LABEL'"
+    std::string text;    // the source kept when it fails
     std::string source_path, output_path;
     Result<ProcessResult> run = internal_error("not run");
     double seconds = 0;
   };
+  const size_t head_lines = static_cast<size_t>(std::count(head.begin(), head.end(), '\n'));
   std::vector<Compile> compiles(sources.size());
   for (size_t i = 0; i < sources.size(); ++i) {
+    Compile& c = compiles[i];
     const std::string stem = *work_dir + "/kernel" + (split ? "-" + std::to_string(i) : "");
-    compiles[i].source_path = stem + ".c";
-    compiles[i].output_path = split ? stem + ".o" : object_path;
-    Status written = write_file_atomic(compiles[i].source_path, head + sources[i]);
+    const std::string lines =
+        std::to_string(head_lines + static_cast<size_t>(std::count(sources[i].begin(), sources[i].end(), '\n')));
+    const std::string part = std::to_string(i + 1) + " of " + std::to_string(sources.size());
+    c.step = split ? compiler + " -c, part " + part + " (" + lines + " lines, side by side)"
+                   : compiler + " (" + lines + " lines)";
+    c.action = split ? "compiling part " + std::to_string(i + 1) + " of '" + label + "'" : "compiling '" + label + "'";
+    c.text = head + sources[i];
+    c.source_path = stem + ".c";
+    c.output_path = split ? stem + ".o" : object_path;
+    Status written = write_file_atomic(c.source_path, c.text);
     if (!written.ok()) {
       remove_tree(*work_dir).ignore();
       return written;
     }
   }
-  auto run = [&](Compile& c) {
-    std::vector<std::string> argv = flags;
-    argv.insert(argv.end(), {"-o", c.output_path, c.source_path});
-    argv.push_back(split ? "-c" : "-lm");
+  auto run = [&](Compile& c, std::vector<std::string> argv) {
     const int64_t begin = now_ns();
     c.run = run_process(argv, timeout_ms_);
     c.seconds = seconds_since(begin);
   };
+  auto compile_argv = [&](const Compile& c) {
+    std::vector<std::string> argv = flags;
+    argv.insert(argv.end(), {"-o", c.output_path, c.source_path, split ? "-c" : "-lm"});
+    return argv;
+  };
   std::vector<std::thread> others;
-  for (size_t i = 1; i < compiles.size(); ++i) others.emplace_back(run, std::ref(compiles[i]));
-  run(compiles[0]);
+  for (size_t i = 1; i < compiles.size(); ++i) others.emplace_back(run, std::ref(compiles[i]), compile_argv(compiles[i]));
+  run(compiles[0], compile_argv(compiles[0]));
   for (std::thread& t : others) t.join();
-  if (split) {
-    Compile link;
+  auto failed = [](const Compile& c) { return !c.run.ok() || c.run->signalled || c.run->exit_code != 0; };
+  if (split && std::none_of(compiles.begin(), compiles.end(), failed)) {
+    Compile link{"link (" + compiler + ")", "linking '" + label + "'", compiles[0].text, compiles[0].source_path};
     std::vector<std::string> argv = flags;
     argv.insert(argv.end(), {"-o", object_path});
     for (const Compile& c : compiles) argv.push_back(c.output_path);
     argv.push_back("-lm");
-    link.source_path = compiles[0].source_path;  // a failed link keeps the first unit
-    const int64_t begin = now_ns();
-    link.run = run_process(argv, timeout_ms_);
-    link.seconds = seconds_since(begin);
+    run(link, std::move(argv));
     compiles.push_back(std::move(link));
   }
-  for (size_t i = 0; i < compiles.size(); ++i) {
-    const std::string lines = std::to_string(std::count(head.begin(), head.end(), '\n') +
-                                             (i < sources.size() ? std::count(sources[i].begin(), sources[i].end(), '\n') : 0));
-    steps->push_back({i == sources.size() ? "link (" + compiler + ")"
-                      : split ? compiler + " -c, part " + std::to_string(i + 1) + " of " +
-                                    std::to_string(sources.size()) + " (" + lines + " lines, side by side)"
-                              : compiler + " (" + lines + " lines)",
-                      compiles[i].seconds});
-  }
+  for (const Compile& c : compiles) steps->push_back({c.step, c.seconds});
 
   for (size_t i = 0; i < compiles.size(); ++i) {
-    const Result<ProcessResult>& result = compiles[i].run;
-    const bool failed = !result.ok() || result->signalled || result->exit_code != 0;
-    if (!failed) continue;
+    const Compile& c = compiles[i];
+    if (!failed(c)) continue;
     // Keep the failing source where the message points, so the user can open it: in the cache's
     // failed/ when the cache is trusted and writable, else in the build directory, which stays.
-    const std::string& text = i < sources.size() ? sources[i] : sources[0];
-    std::string kept = compiles[i].source_path;
+    std::string kept = c.source_path;
     if (cache_.enabled()) {
       const std::string name = key + (split ? "-" + std::to_string(std::min(i, sources.size() - 1)) : "") + ".c";
-      if (Result<std::string> k = cache_.keep_file("failed", name, head + text); k.ok()) {
+      if (Result<std::string> k = cache_.keep_file("failed", name, c.text); k.ok()) {
         remove_tree(*work_dir).ignore();
         kept = *k;
       }
     }
-    const std::string what = i < sources.size() ? (split ? "compiling part " + std::to_string(i + 1) + " of '" : "compiling '")
-                                                : "linking '";
-    if (!result.ok()) {
-      return Status(result.status().code() == StatusCode::kNotFound ? StatusCode::kUnavailable : result.status().code(),
-                    what + label + "': " + result.status().message() + "; source kept at " + kept);
+    if (!c.run.ok()) {
+      return Status(c.run.status().code() == StatusCode::kNotFound ? StatusCode::kUnavailable : c.run.status().code(),
+                    c.action + ": " + c.run.status().message() + "; source kept at " + kept);
     }
-    std::string how = result->signalled ? "was killed by signal " + std::to_string(result->term_signal)
-                                        : "exited with status " + std::to_string(result->exit_code);
-    return invalid_argument_error(what + label + "' with " + compiler + " failed (it " + how + "); source kept at " +
-                                  kept + "\n" + result->output);
+    std::string how = c.run->signalled ? "was killed by signal " + std::to_string(c.run->term_signal)
+                                       : "exited with status " + std::to_string(c.run->exit_code);
+    return invalid_argument_error(c.action + " with " + compiler + " failed (it " + how + "); source kept at " + kept +
+                                  "\n" + c.run->output);
   }
   return object_path;
 }
