@@ -394,7 +394,9 @@ int command_run(const Options& given) {
   StagedFiles files;
   Status staged;
   std::string staging;  // what failed to stage
-  for (const auto& [name, file] : o.outputs) {
+  for (const auto& output : o.outputs) {
+    const std::string& name = output.first;
+    const std::string& file = output.second;  // a named reference: Clang 14 cannot capture a structured binding
     const ir::TensorNode* node = program.find_node(name);
     staged = with_run_output(copies.front().context, **nodes, *node, [&](std::span<const std::byte> bytes) {
       return stage_npy(files, file, node->dtype, node->dims, bytes);

@@ -332,11 +332,13 @@ TEST(ElementTypes, RandomProgramsOfEveryTypeRoundTrip) {
   for (uint64_t seed = 0; seed < 400; ++seed) {
     Result<ir::Program> p = RandomTypedPrograms(seed).make();
     if (!p.ok()) {
-      // Only the typing rules of version 3 may refuse one.
+      // Only the typing rules of version 3 may refuse one. (Which programs the seeds make
+      // depends on the compiler's order of evaluating arguments: Clang's make bool(252).)
       const std::string& m = p.status().message();
       EXPECT_TRUE(m.find("does not apply to") != std::string::npos ||
                   m.find("have no common type") != std::string::npos ||
-                  m.find("does not fit in") != std::string::npos)
+                  m.find("does not fit in") != std::string::npos ||
+                  m.find("is not a bool value") != std::string::npos)
           << "seed " << seed << ": " << m;
       continue;
     }

@@ -155,7 +155,10 @@ std::vector<T> sample(int64_t count, uint64_t seed) {
                u < 0.3 ? bits(INFINITY) : bits(tie / 4);
       if (u < 0.1 && std::is_same_v<T, BFloat16>) v.bits = u < 0.05 ? 0x7fc1 : 0xffc1;
     } else {
-      v = u < 0.05 ? std::numeric_limits<T>::min() : u < 0.1 ? std::numeric_limits<T>::max() : static_cast<T>(tie);
+      // Through i64: a negative tie wraps into an unsigned T (a double would be out of its range).
+      v = u < 0.05  ? std::numeric_limits<T>::min()
+          : u < 0.1 ? std::numeric_limits<T>::max()
+                    : static_cast<T>(static_cast<int64_t>(tie));
     }
   }
   return x;
