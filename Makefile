@@ -1,8 +1,8 @@
 # The two commands of the README. Everything else is CMake.
 #   make demo   installs what is missing, builds, runs the main job (data-parallel training: the
 #               half-moons MLP in C++, the digits CNN from Python)
-#   make test   installs what is missing, builds, runs every test: plain and ASan+UBSan builds
-#               with GCC, a TSan build with Clang (so both compilers build kiln on every run),
+#   make test   installs what is missing, builds, runs every test: a plain build with GCC, ASan+UBSan
+#               and TSan builds with Clang (so both compilers build kiln on every run),
 #               `pip install .` into a fresh virtual environment, then each libFuzzer target for
 #               FUZZ_TEST_SECONDS (docs/fuzzing.md)
 #   make fuzz   the libFuzzer targets only, FUZZ_SECONDS each (FUZZ_TARGETS to pick some)
@@ -13,7 +13,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST = ctest --output-on-failure --no-tests=error -j $(JOBS) --timeout 600
 
-FUZZ_TEST_SECONDS ?= 60
+FUZZ_TEST_SECONDS ?= 40
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS ?=
 
@@ -79,8 +79,11 @@ test-python-install: deps
 # on everywhere; only the dynamic TLS of dlopen()ed libraries is no longer scanned for pointers.
 ASAN_TEST_OPTIONS = detect_leaks=1:abort_on_error=1:allocator_may_return_null=1:intercept_tls_get_addr=0
 
+# Clang builds kiln with ASan+UBSan in a third of GCC's time (2026-11-29: 10.5 CPU minutes against
+# 30) and its UBSan checks more (function types, vptr, float casts in every build type).
 test-asan: deps
-	@cmake -S . -B build-asan -G Ninja -DKILN_SANITIZE=address -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCHMARKS=OFF $(SANITIZER_FLAGS) $(CMAKE_FLAGS) >/dev/null
+	@grep -qs '^CMAKE_CXX_COMPILER:.*clang' build-asan/CMakeCache.txt || rm -rf build-asan  # was GCC's
+	@CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DKILN_SANITIZE=address -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCHMARKS=OFF $(SANITIZER_FLAGS) $(CMAKE_FLAGS) >/dev/null
 	@$(TIMED) build-asan cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=$(ASAN_TEST_OPTIONS) LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CURDIR)/$(TIMED) ctest-asan $(CTEST)
 
