@@ -68,23 +68,22 @@ void interpret(const Kernel& kernel, NodeData* data, uint32_t workgroups) {
   }
 }
 
+template <typename T>
+bool close_values(const Bytes& a, const Bytes& b) {
+  const std::vector<T> x = values_of<T>(a), y = values_of<T>(b);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double u = x[i], v = y[i];
+    if (!(std::abs(u - v) <= 1e-5 + 1e-5 * std::abs(u))) return false;
+  }
+  return true;
+}
+
 // Whether two buffers of `type` agree within a relative and absolute 1e-5 (integers exactly).
 bool close(ir::DType type, const Bytes& a, const Bytes& b) {
   if (a.size() != b.size()) return false;
-  if (type != ir::DType::kF32 && type != ir::DType::kF64) return a == b;
-  const size_t n = a.size() / ir::dtype_size(type);
-  for (size_t i = 0; i < n; ++i) {
-    double x, y;
-    if (type == ir::DType::kF32) {
-      x = values_of<float>(a)[i];
-      y = values_of<float>(b)[i];
-    } else {
-      x = values_of<double>(a)[i];
-      y = values_of<double>(b)[i];
-    }
-    if (!(std::abs(x - y) <= 1e-5 + 1e-5 * std::abs(x))) return false;
-  }
-  return true;
+  if (type == ir::DType::kF32) return close_values<float>(a, b);
+  if (type == ir::DType::kF64) return close_values<double>(a, b);
+  return a == b;
 }
 
 struct ProductCase {

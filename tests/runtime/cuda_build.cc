@@ -30,12 +30,16 @@ Status cuda_toolchain_available() {
   return ptxas_path().status();
 }
 
-Status check_cuda_builds(const ir::LoweredProgram& lowered, std::string_view label) {
+Result<std::string> cuda_source_of(const ir::LoweredProgram& lowered) {
   hal::DeviceInfo cuda;
   cuda.driver = "cuda";
   cuda.capabilities.executable_formats = {"cuda-c"};
   std::string format;
-  KILN_ASSIGN_OR_RETURN(std::string source, runtime::generate_source(lowered, cuda, &format));
+  return runtime::generate_source(lowered, cuda, &format);
+}
+
+Status check_cuda_builds(const ir::LoweredProgram& lowered, std::string_view label) {
+  KILN_ASSIGN_OR_RETURN(std::string source, cuda_source_of(lowered));
   return check_cuda_source_builds(source, label);
 }
 

@@ -19,9 +19,21 @@ inline constexpr int kCudaTestArchs[] = {90};
 inline constexpr int kCudaTestArchs[] = {80, 90};
 #endif
 
+// Of the programs a test builds, every kCudaBuildEvery-th goes through NVRTC and ptxas; the
+// others' CUDA C is generated only. Sanitizer builds check kiln's code, the emitter, on every
+// program, and sample the uninstrumented compiler, which takes most of the time.
+#ifdef KILN_SANITIZED
+inline constexpr int kCudaBuildEvery = 4;
+#else
+inline constexpr int kCudaBuildEvery = 1;
+#endif
+
 // OK when NVRTC loads and ptxas is found (on PATH, or where CMake found the toolkit); else why
 // not, for a skip message.
 Status cuda_toolchain_available();
+
+// The CUDA C that the cuda device's compiler gets for `lowered`.
+Result<std::string> cuda_source_of(const ir::LoweredProgram& lowered);
 
 // Generates the CUDA C of `lowered`, builds it with NVRTC for each of kCudaTestArchs and
 // assembles the PTX with ptxas, warnings as errors. The error names the step and the
