@@ -62,7 +62,8 @@ std::shared_ptr<CompiledProgram> CompiledProgram::create(const ir::Program& prog
   }();
   throw_if_error(status);
   for (const ir::TensorNode& node : program.nodes) {
-    self->entries_.emplace(node.name, Entry{value_or_throw(self->nodes_->tensor(node.name)), node.role, node.temporary});
+    self->entries_.emplace(node.name,
+                           Entry{value_or_throw(self->nodes_->tensor(node.name)), node.role, node.temporary, false, {}});
   }
   for (const auto& [name, routine] : self->routines_) {
     std::vector<std::string>& outputs = self->outputs_[name];

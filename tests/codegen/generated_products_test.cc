@@ -53,8 +53,12 @@ void expect_product(const hal::DeviceRef& device, const Shape& s, int sized) {
   auto instance = runtime::ProgramInstance::create(device, *program, options);
   ASSERT_TRUE(instance.ok()) << instance.status();
   const std::vector<float> a = values(s.m * s.k, 1), b = values(s.k * s.n, 5);
-  if (!a.empty()) ASSERT_TRUE((*instance)->write("a", a.data(), a.size() * sizeof(float)).ok());
-  if (!b.empty()) ASSERT_TRUE((*instance)->write("b", b.data(), b.size() * sizeof(float)).ok());
+  if (!a.empty()) {
+    ASSERT_TRUE((*instance)->write("a", a.data(), a.size() * sizeof(float)).ok());
+  }
+  if (!b.empty()) {
+    ASSERT_TRUE((*instance)->write("b", b.data(), b.size() * sizeof(float)).ok());
+  }
   Status ran = (*instance)->run("main");
   ASSERT_TRUE(ran.ok()) << ran;
   std::vector<float> c(static_cast<size_t>(s.m * s.n), -7.0f);
