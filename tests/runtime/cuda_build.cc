@@ -1,6 +1,8 @@
 #include "runtime/cuda_build.h"
 
 #include <fstream>
+#include <iterator>
+#include <span>
 
 #include "base/process.h"
 #include "common/temp_dir.h"
@@ -38,15 +40,16 @@ Result<std::string> cuda_source_of(const ir::LoweredProgram& lowered) {
   return runtime::generate_source(lowered, cuda, &format);
 }
 
-Status check_cuda_builds(const ir::LoweredProgram& lowered, std::string_view label) {
+Status check_cuda_builds(const ir::LoweredProgram& lowered, std::string_view label, bool every_arch) {
   KILN_ASSIGN_OR_RETURN(std::string source, cuda_source_of(lowered));
-  return check_cuda_source_builds(source, label);
+  return check_cuda_source_builds(source, label, every_arch);
 }
 
-Status check_cuda_source_builds(const std::string& source, std::string_view label) {
+Status check_cuda_source_builds(const std::string& source, std::string_view label, bool every_arch) {
   KILN_ASSIGN_OR_RETURN(std::string ptxas, ptxas_path());
   test::TempDir dir("kiln-cuda-build");
-  for (int arch : kCudaTestArchs) {
+  const std::span<const int> archs(kCudaTestArchs, every_arch ? std::size(kCudaTestArchs) : 1);
+  for (int arch : archs) {
     const std::string sm = "sm_" + std::to_string(arch);
     Result<std::string> ptx = drivers::compile_cuda_ptx(source, arch, label);
     if (!ptx.ok()) return Status(ptx.status().code(), ptx.status().message() + "\nsource:\n" + source);
