@@ -106,7 +106,7 @@ Result<CodeRef> Backend::compile_lowered(ir::LoweredProgram lowered,
   code->shared_ = options.shared;
   code->compiled_by_ = this;
   // Shared code is built now, so that its errors surface here; other code at its first link.
-  if (options.shared) KILN_RETURN_IF_ERROR(code->executable_for(device_).status());
+  if (options.shared) KILN_RETURN_IF_ERROR(code->executable_for(device_, options_.trace.get()).status());
   return CodeRef(std::move(code));
 }
 
@@ -122,7 +122,7 @@ Result<CodeRef> Backend::compile_kernels(const ir::Program& program, KernelSet k
   code->compiled_by_ = this;
   // Built now, shared or not: an error in the caller's source belongs to this call, not to a
   // later link.
-  KILN_RETURN_IF_ERROR(code->executable_for(device_).status());
+  KILN_RETURN_IF_ERROR(code->executable_for(device_, options_.trace.get()).status());
   return CodeRef(std::move(code));
 }
 

@@ -1,11 +1,14 @@
 #include "kiln/runtime/code.h"
 
 #include <algorithm>
+#include <cstdio>
 
+#include "kiln/base/time.h"
 #include "kiln/codegen/c_emitter.h"
 #include "kiln/codegen/call_kernel.h"
 #include "kiln/ir/sizes.h"
 #include "kiln/ral/bound_call.h"
+#include "kiln/runtime/trace.h"
 
 namespace kiln::runtime {
 
@@ -134,8 +137,25 @@ Result<std::string> Code::source_for(const hal::DeviceRef& device) const {
   return generate_source(lowered_, device->info(), &format);
 }
 
-Result<hal::ExecutableRef> Code::executable_for(const hal::DeviceRef& device) {
-  if (general_) return general_->executable_for(device);
+namespace {
+
+// A build of `executable` for the device `device_name`, from `begin_ns` to now, as a trace event
+// with the driver's steps as its arguments.
+void record_build(Trace& trace, const hal::Executable& executable, const std::string& device_name, int64_t begin_ns) {
+  Trace::Event event{"compile for " + device_name, "compile", "compiler", Trace::kCompilerThread,
+                     begin_ns, now_ns(), {}};
+  char seconds[32];
+  for (const hal::BuildStep& step : executable.build_steps()) {
+    std::snprintf(seconds, sizeof seconds, "%.3f s", step.seconds);
+    event.args.emplace_back(step.what, seconds);
+  }
+  trace.record(std::move(event));
+}
+
+}  // namespace
+
+Result<hal::ExecutableRef> Code::executable_for(const hal::DeviceRef& device, Trace* trace) {
+  if (general_) return general_->executable_for(device, trace);
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = executables_.begin(); it != executables_.end();) {
     std::shared_ptr<hal::Device> d = it->first.lock();
@@ -148,8 +168,10 @@ Result<hal::ExecutableRef> Code::executable_for(const hal::DeviceRef& device) {
   }
   // The caller's source is built as it is: the driver's errors (a format the device does not
   // build, a compile error with the compiler's output) reach the caller unchanged but for where.
+  const int64_t begin_ns = now_ns();
   Result<hal::ExecutableRef> built =
       kernels_ ? device->compile_executable(kernels_->source) : build_executable(lowered_, device);
+  if (trace && built.ok()) record_build(*trace, **built, device->info().name, begin_ns);
   if (!built.ok()) {
     if (!kernels_) return built.status();
     return built.status().annotate("compiling the kernels of '" + kernels_->source.label + "' for device '" +

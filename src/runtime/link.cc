@@ -82,7 +82,7 @@ Result<LinkedBatch> Backend::link_routines(const ContextRef& parent, const CodeR
     }
   }
   // Building may run a compiler: not under the scheduling mutex.
-  KILN_ASSIGN_OR_RETURN(hal::ExecutableRef executable, code->executable_for(device_));
+  KILN_ASSIGN_OR_RETURN(hal::ExecutableRef executable, code->executable_for(device_, options_.trace.get()));
 
   std::lock_guard<std::mutex> lock(scheduling_mutex());
   KILN_RETURN_IF_ERROR(parent->check_usable().annotate("link"));

@@ -164,7 +164,7 @@ Status start_collective(const CallStep& step, Execution& execution, const Routin
   Trace::Event event;
   if (trace) {
     event = {call.function(), "collective", "collectives of " + run.stream, kCollectiveTrack + run.stream_ordinal,
-             now_ns(), 0};
+             now_ns(), 0, {}};
   }
   // The completion owns the mappings (a std::function must be copyable: through a shared_ptr).
   auto held = std::make_shared<std::vector<hal::Mapping>>(std::move(mappings));

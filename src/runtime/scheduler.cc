@@ -86,7 +86,7 @@ Result<StreamPoint> schedule(Stream& stream, std::span<const ArrayAccess> access
     span = std::make_shared<TraceSpan>();
     span->trace = state.trace;
     span->event = {std::string(label.name), std::string(label.category), stream.name(),
-                   stream.ordinal(), 0, 0};
+                   stream.ordinal(), 0, 0, {}};
     KILN_RETURN_IF_ERROR(stream.queue()->host_call(waits, {{stream.timeline(), value + 1}},
                                                    [span](const hal::SemaphoreList&) {
                                                      span->event.begin_ns = now_ns();

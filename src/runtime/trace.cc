@@ -41,9 +41,20 @@ std::string Trace::json() const {
     out += ", \"cat\": ";
     append_json_string(out, e.category);
     // Chrome's trace format counts in microseconds; keep sub-microsecond precision.
-    std::snprintf(buf, sizeof buf, ", \"ph\": \"X\", \"pid\": 1, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f}",
+    std::snprintf(buf, sizeof buf, ", \"ph\": \"X\", \"pid\": 1, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f",
                   e.thread, (e.begin_ns - origin) / 1e3, (e.end_ns - e.begin_ns) / 1e3);
     out += buf;
+    if (!e.args.empty()) {
+      out += ", \"args\": {";
+      for (size_t i = 0; i < e.args.size(); ++i) {
+        if (i) out += ", ";
+        append_json_string(out, e.args[i].first);
+        out += ": ";
+        append_json_string(out, e.args[i].second);
+      }
+      out += "}";
+    }
+    out += "}";
   }
   for (const auto& [tid, name] : threads) {
     separator();

@@ -199,7 +199,17 @@ TEST(StreamEquivalence, TraceRecordsBothStreams) {
   std::set<std::string> stream_names;
   std::map<int, int> grads;  // per stream
   int updates = 0;
+  int compiles = 0;
   for (const runtime::Trace::Event& e : events) {
+    if (e.category == "compile") {  // the program's build, with the driver's steps
+      ++compiles;
+      EXPECT_EQ(e.thread, runtime::Trace::kCompilerThread);
+      EXPECT_EQ(e.stream, "compiler");
+      EXPECT_EQ(e.name.rfind("compile for ", 0), 0u) << e.name;
+      EXPECT_FALSE(e.args.empty());
+      EXPECT_LE(e.begin_ns, e.end_ns);
+      continue;
+    }
     threads.insert(e.thread);
     stream_names.insert(e.stream);
     EXPECT_TRUE(e.category == "routine" || e.category == "transfer") << e.category;
@@ -216,11 +226,14 @@ TEST(StreamEquivalence, TraceRecordsBothStreams) {
   EXPECT_EQ(grads[0], 2);
   EXPECT_EQ(grads[1], 2);
   EXPECT_EQ(updates, 2);
+  EXPECT_GE(compiles, 1);
 
   const std::string json = trace->json();
   EXPECT_NE(json.find("\"traceEvents\""), std::string::npos);
   EXPECT_TRUE(balanced_json(json)) << json.substr(0, 2000);
-  EXPECT_EQ(count_of(json, "\"thread_name\""), 2u);
+  EXPECT_EQ(count_of(json, "\"thread_name\""), 3u);  // the streams and the compiler
+  EXPECT_NE(json.find("\"cat\": \"compile\""), std::string::npos);
+  EXPECT_NE(json.find("\"args\": {\""), std::string::npos);
   EXPECT_EQ(count_of(json, "\"ph\": \"X\""), events.size());
   EXPECT_NE(json.find("\"stream 0\""), std::string::npos);
   EXPECT_NE(json.find("\"stream 1\""), std::string::npos);

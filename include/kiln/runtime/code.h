@@ -23,6 +23,7 @@
 namespace kiln::runtime {
 
 class Backend;
+class Trace;
 
 struct CompileOptions {
   bool shared = false;
@@ -55,7 +56,8 @@ class Code {
 
   // The executable of every routine for `device`, built on the first call per device; its
   // exports are the kernels of every routine, in order (for own kernels: the source's exports).
-  Result<hal::ExecutableRef> executable_for(const hal::DeviceRef& device);
+  // A build (not a reuse) is recorded in `trace` when given (a "compile" event, trace.h).
+  Result<hal::ExecutableRef> executable_for(const hal::DeviceRef& device, Trace* trace = nullptr);
   // The generated source for `device` (what executable_for builds).
   Result<std::string> source_for(const hal::DeviceRef& device) const;
 

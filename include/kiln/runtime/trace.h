@@ -2,13 +2,16 @@
 // (the JSON "traceEvents" format; open it in ui.perfetto.dev or chrome://tracing).
 //
 // A backend with a trace records every routine and transfer when it runs on its stream (times
-// taken on the device's queue, not when it was scheduled). Recording is thread-safe.
+// taken on the device's queue, not when it was scheduled), and each build of a program for its
+// device (a "compile" event on the thread "compiler", with the driver's build steps as its
+// arguments). Recording is thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kiln/base/status.h"
@@ -19,12 +22,15 @@ class Trace {
  public:
   struct Event {
     std::string name;      // the routine or transfer
-    std::string category;  // "routine", "transfer"
+    std::string category;  // "routine", "transfer", "collective", "compile"
     std::string stream;    // the stream's name (a thread of the trace)
-    int thread = 0;        // the stream's ordinal
+    int thread = 0;        // the stream's ordinal; kCompilerThread for builds
     int64_t begin_ns = 0;  // monotonic clock
     int64_t end_ns = 0;
+    // Shown with the event ("args"): a build's steps and their seconds.
+    std::vector<std::pair<std::string, std::string>> args;
   };
+  static constexpr int kCompilerThread = -1;
 
   void record(Event event);
   std::vector<Event> events() const;
