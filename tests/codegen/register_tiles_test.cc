@@ -135,7 +135,15 @@ TEST_P(RegisterTilesTest, TiledKernelsStoreTheSameBitsAndTheCpuAgrees) {
 TEST(RegisterTilesShapes, EdgesOfTilesStepsAndBlocks) {
   const int64_t shapes[][3] = {{64, 1, 16}, {96, 2, 17}, {97, 9, 48}, {101, 5, 33}, {144, 3, 16}, {65, 520, 16},
                                {133, 300, 47}, {269, 257, 35}, {531, 3, 21}};
-  for (const auto& [rows, k, cols] : shapes) {
+#ifdef KILN_SANITIZED
+  // The sanitizers check the pass's code and the interpreter, which every shape runs through;
+  // the interpreter under them takes most of the time: the small shapes and one over two blocks.
+  const std::vector<size_t> picked = {0, 1, 3, 5};
+#else
+  const std::vector<size_t> picked = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+#endif
+  for (size_t s : picked) {
+    const auto& [rows, k, cols] = shapes[s];
     SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(k) + " x " + std::to_string(cols));
     const std::string m = std::to_string(rows), n = std::to_string(cols), r = std::to_string(k);
     expect_tiles_keep_results("input a : f32[" + m + ", " + r + "]\ninput b : f32[" + r + ", " + n + "]\n" +
