@@ -2,8 +2,9 @@
 // tracing), the fuzzer's corpus of programs and a batch of the differential test's generated
 // programs are lowered, emitted in the CUDA dialect, built by NVRTC (loaded as the CUDA driver
 // loads it) to PTX for sm_90 (every fourth program for sm_80 too), and assembled by ptxas with
-// warnings as errors (cuda_build.h: and what sanitizer builds sample). The language semantics test builds its programs the same way. Skipped, with
-// the reason, where NVRTC or ptxas is missing.
+// warnings as errors (cuda_build.h, which also says what sanitizer builds sample). The language
+// semantics test builds its programs the same way. Skipped, with the reason, where NVRTC or
+// ptxas is missing.
 #include <gtest/gtest.h>
 
 #include <algorithm>
