@@ -394,12 +394,11 @@ int command_run(const Options& given) {
   StagedFiles files;
   Status staged;
   std::string staging;  // what failed to stage
-  for (const auto& output : o.outputs) {
-    const std::string& name = output.first;
-    const std::string& file = output.second;  // a named reference: Clang 14 cannot capture a structured binding
+  for (const auto& [name, file] : o.outputs) {
     const ir::TensorNode* node = program.find_node(name);
-    staged = with_run_output(copies.front().context, **nodes, *node, [&](std::span<const std::byte> bytes) {
-      return stage_npy(files, file, node->dtype, node->dims, bytes);
+    // An init-capture of the path: Clang 14 cannot capture a structured binding itself.
+    staged = with_run_output(copies.front().context, **nodes, *node, [&, &path = file](std::span<const std::byte> bytes) {
+      return stage_npy(files, path, node->dtype, node->dims, bytes);
     });
     staging = "writing " + name + " to " + file;
     if (!staged.ok()) break;
