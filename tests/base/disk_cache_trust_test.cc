@@ -27,7 +27,7 @@ namespace {
 using test::ScopedEnv;
 using test::TempDir;
 
-const std::string kKey = sha256_hex("a kernel of the trust tests");
+const std::string kTrustKey = sha256_hex("a kernel of the trust tests");
 
 mode_t mode_of(const std::string& path) {
   struct stat st;
@@ -35,7 +35,7 @@ mode_t mode_of(const std::string& path) {
   return st.st_mode & 07777;
 }
 
-bool exists(const std::string& path) {
+bool lexists(const std::string& path) {
   struct stat st;
   return ::lstat(path.c_str(), &st) == 0;
 }
@@ -44,7 +44,7 @@ class DiskCacheTrustTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_FALSE(root_.path().empty()); }
 
-  // A cache directory of this user's (0700) holding a valid entry of kKey whose payload is
+  // A cache directory of this user's (0700) holding a valid entry of kTrustKey whose payload is
   // `payload`: what someone who can write there could plant.
   std::string planted_cache(const std::string& name, const std::string& payload) {
     const std::string dir = root_.file(name);
@@ -53,13 +53,13 @@ class DiskCacheTrustTest : public ::testing::Test {
     return dir;
   }
   static void plant(const std::string& dir, const std::string& payload) {
-    const std::string name = kKey + ".so";
+    const std::string name = kTrustKey + ".so";
     ASSERT_TRUE(write_file_atomic(dir + "/" + name, DiskCache::make_entry(name, payload)).ok());
   }
 
-  // The payload load() returns for kKey, "" on a miss.
+  // The payload load() returns for kTrustKey, "" on a miss.
   static std::string loaded(const DiskCache& cache) {
-    Result<std::optional<std::string>> found = cache.load(kKey, "so");
+    Result<std::optional<std::string>> found = cache.load(kTrustKey, "so");
     EXPECT_TRUE(found.ok()) << found.status();
     return found.ok() && found->has_value() ? **found : "";
   }
@@ -68,7 +68,7 @@ class DiskCacheTrustTest : public ::testing::Test {
   // goes to a private directory, where it is found; returns where it went.
   static std::string expect_refused(const DiskCache& cache) {
     EXPECT_EQ(loaded(cache), "");
-    Result<std::string> stored = cache.store(kKey, "so", "ours");
+    Result<std::string> stored = cache.store(kTrustKey, "so", "ours");
     EXPECT_TRUE(stored.ok()) << stored.status();
     if (!stored.ok()) return "";
     EXPECT_NE(stored->rfind(cache.dir() + "/", 0), 0u) << *stored;
@@ -81,7 +81,7 @@ class DiskCacheTrustTest : public ::testing::Test {
 
 TEST_F(DiskCacheTrustTest, MadeDirectoriesAre0700AndEntries0600) {
   DiskCache cache(root_.file("a/b"));
-  Result<std::string> stored = cache.store(kKey, "so", "ours");
+  Result<std::string> stored = cache.store(kTrustKey, "so", "ours");
   ASSERT_TRUE(stored.ok()) << stored.status();
   EXPECT_EQ(mode_of(root_.file("a")), 0700u);
   EXPECT_EQ(mode_of(root_.file("a/b")), 0700u);
@@ -107,7 +107,7 @@ TEST_F(DiskCacheTrustTest, PlantedEntryInAnotherUsersDirectoryIsNotLoaded) {
   // What this process builds is cached elsewhere, privately, and found there; their directory
   // is left as it was.
   expect_refused(DiskCache(dir));
-  const std::string name = kKey + ".so";
+  const std::string name = kTrustKey + ".so";
   EXPECT_EQ(read_file(dir + "/" + name).value(), DiskCache::make_entry(name, "planted"));
 }
 
@@ -133,19 +133,19 @@ TEST_F(DiskCacheTrustTest, LinkForAnEntryIsNotFollowed) {
   // The user's own cache, where an entry is a link to a valid entry somewhere else.
   const std::string dir = planted_cache("linked-entry", "own");
   const std::string elsewhere = planted_cache("elsewhere", "planted");
-  const std::string entry = dir + "/" + kKey + ".so";
+  const std::string entry = dir + "/" + kTrustKey + ".so";
   ASSERT_EQ(::unlink(entry.c_str()), 0);
-  ASSERT_EQ(::symlink((elsewhere + "/" + kKey + ".so").c_str(), entry.c_str()), 0);
+  ASSERT_EQ(::symlink((elsewhere + "/" + kTrustKey + ".so").c_str(), entry.c_str()), 0);
   EXPECT_EQ(loaded(DiskCache(dir)), "");
   EXPECT_EQ(loaded(DiskCache(elsewhere)), "planted");  // the link's target is untouched
 }
 
 TEST_F(DiskCacheTrustTest, EntryOfAnotherUserOrWritableByOthersIsNotLoaded) {
   const std::string dir = planted_cache("entries", "planted");
-  const std::string entry = dir + "/" + kKey + ".so";
+  const std::string entry = dir + "/" + kTrustKey + ".so";
   ASSERT_EQ(::chmod(entry.c_str(), 0666), 0);
   EXPECT_EQ(loaded(DiskCache(dir)), "");
-  EXPECT_FALSE(exists(entry));  // removed as invalid, rebuilt by the caller
+  EXPECT_FALSE(lexists(entry));  // removed as invalid, rebuilt by the caller
   if (::geteuid() != 0) return;
   plant(dir, "planted");
   ASSERT_TRUE(test::give_to_other_user(entry));
@@ -175,9 +175,9 @@ TEST(DiskCacheTrustChildTest, UsesARefusedDirectory) {
   std::string stored_at;
   for (int i = 0; i < 3; ++i) {
     DiskCache cache(dir);
-    Result<std::optional<std::string>> found = cache.load(kKey, "so");
+    Result<std::optional<std::string>> found = cache.load(kTrustKey, "so");
     ASSERT_TRUE(found.ok()) << found.status();
-    Result<std::string> stored = cache.store(kKey, "so", "ours");
+    Result<std::string> stored = cache.store(kTrustKey, "so", "ours");
     ASSERT_TRUE(stored.ok()) << stored.status();
     stored_at = *stored;
   }
@@ -205,7 +205,7 @@ TEST_F(DiskCacheTrustTest, RefusalIsSaidOnceAndThePrivateDirectoryGoesAtExit) {
   ASSERT_TRUE(std::regex_search(output, match, std::regex("stored at (\\S+)"))) << output;
   const std::string stored = match[1];
   EXPECT_EQ(stored.rfind(root_.file("kiln-private-"), 0), 0u) << stored;
-  EXPECT_FALSE(exists(stored.substr(0, stored.rfind('/')))) << "the private directory outlived the process";
+  EXPECT_FALSE(lexists(stored.substr(0, stored.rfind('/')))) << "the private directory outlived the process";
 }
 
 // A cache shared on purpose (KILN_CACHE_SHARED=1): a directory its group may write is used,
@@ -271,14 +271,14 @@ TEST_F(DiskCacheTrustTest, KeptFilesArePrivateAndOnlyInATrustedCache) {
   ASSERT_EQ(::chmod(refused.c_str(), 0777), 0);
   Result<std::string> not_kept = DiskCache(refused).keep_file("failed", "k.c", "int x = ;");
   EXPECT_EQ(not_kept.status().code(), StatusCode::kFailedPrecondition) << not_kept.status();
-  EXPECT_FALSE(exists(refused + "/failed"));
+  EXPECT_FALSE(lexists(refused + "/failed"));
 
   // Nor through a link where the subdirectory should be.
   const std::string linked = planted_cache("linked", "ours");
   ASSERT_EQ(::symlink(refused.c_str(), (linked + "/failed").c_str()), 0);
   not_kept = DiskCache(linked).keep_file("failed", "k.c", "int x = ;");
   EXPECT_EQ(not_kept.status().code(), StatusCode::kFailedPrecondition) << not_kept.status();
-  EXPECT_FALSE(exists(refused + "/k.c"));
+  EXPECT_FALSE(lexists(refused + "/k.c"));
 }
 
 }  // namespace

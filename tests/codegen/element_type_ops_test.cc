@@ -38,9 +38,9 @@ namespace kiln::codegen_test {
 namespace {
 
 using ir::Scalar;
-using Bytes = std::vector<unsigned char>;
+using RawBytes = std::vector<unsigned char>;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kDoubleInf = std::numeric_limits<double>::infinity();
 constexpr int kTypeCount = static_cast<int>(std::size(ir::kAllDTypes));
 
 int type_index(DType t) {
@@ -59,7 +59,7 @@ int type_index(DType t) {
 const double kFloats[] = {0.0, -0.0, 1.0, -1.0, 0.5, 2.5, -2.5, 3.5, 0.1, -7.75, 100.3, 255.9, -128.5,
                           65504.0, 65519.0, 65520.0, 1e-7, 0x1p-24, 0x1p-25, 0x3p-25, 1.0 + 0x1p-11,
                           1.0 + 0x3p-11, 1.0 + 0x1p-8, 1.0 + 0x3p-8, 3e9, -3e9, 0x1p63, -0x1p63, 0x1p64,
-                          1e20, 1e-40, 3.4e38, kInf, -kInf, std::numeric_limits<double>::quiet_NaN()};
+                          1e20, 1e-40, 3.4e38, kDoubleInf, -kDoubleInf, std::numeric_limits<double>::quiet_NaN()};
 
 // Integers around every type's limits (each type keeps their values wrapped to it, distinct).
 const int64_t kIntegers[] = {INT64_MIN, INT64_MIN + 1, -(int64_t{1} << 32), -2147483649LL, -2147483648LL,
@@ -69,13 +69,13 @@ const int64_t kIntegers[] = {INT64_MIN, INT64_MIN + 1, -(int64_t{1} << 32), -214
 
 // One element of `type` per edge value, as bytes in memory. bool also gets bytes 2 and 255,
 // which a load reads as 1.
-std::vector<Bytes> edge_elements(DType type) {
-  std::vector<Bytes> out;
+std::vector<RawBytes> edge_elements(DType type) {
+  std::vector<RawBytes> out;
   const size_t size = ir::dtype_size(type);
   auto add = [&](Scalar v) {
-    Bytes b(size);
+    RawBytes b(size);
     ir::store_scalar(type, v, b.data());
-    for (const Bytes& seen : out) {
+    for (const RawBytes& seen : out) {
       if (seen == b) return;
     }
     out.push_back(b);
@@ -145,14 +145,14 @@ struct Suite {
   std::vector<std::vector<Case>> cases;          // per kernel
   std::vector<std::vector<int64_t>> slots;       // per kernel and case: its slot in its result node
   std::map<int, std::pair<DType, int64_t>> nodes;  // id -> type, elements
-  std::map<int, Bytes> inputs;                   // the operands' and amounts' bytes
+  std::map<int, RawBytes> inputs;                   // the operands' and amounts' bytes
   int64_t points = 0;                            // elements each case computes
 };
 
 Suite make_suite() {
   Suite s;
   size_t most = 0;
-  std::vector<std::vector<Bytes>> edges;
+  std::vector<std::vector<RawBytes>> edges;
   for (DType t : ir::kAllDTypes) {
     edges.push_back(edge_elements(t));
     most = std::max(most, edges.back().size());
@@ -160,9 +160,9 @@ Suite make_suite() {
   // Every pair (i, j) of edge indices: a = edge i, b = edge j, c = edge (i + j); the amounts by j.
   s.points = static_cast<int64_t>(most * most);
   for (DType t : ir::kAllDTypes) {
-    const std::vector<Bytes>& e = edges[static_cast<size_t>(type_index(t))];
+    const std::vector<RawBytes>& e = edges[static_cast<size_t>(type_index(t))];
     for (int which = 0; which < 3; ++which) {
-      Bytes bytes;
+      RawBytes bytes;
       for (size_t i = 0; i < most; ++i) {
         for (size_t j = 0; j < most; ++j) {
           const size_t k = which == 0 ? i : which == 1 ? j : i + j;
@@ -174,9 +174,9 @@ Suite make_suite() {
     }
   }
   for (auto [node, type] : {std::pair{kAmountI64, DType::kI64}, std::pair{kAmountU8, DType::kU8}}) {
-    Bytes bytes;
+    RawBytes bytes;
     for (int64_t p = 0; p < s.points; ++p) {
-      Bytes b(ir::dtype_size(type));
+      RawBytes b(ir::dtype_size(type));
       ir::store_scalar(type, Scalar{0, kAmounts[static_cast<size_t>(p) % std::size(kAmounts)]}, b.data());
       bytes.insert(bytes.end(), b.begin(), b.end());
     }
@@ -221,17 +221,17 @@ Suite make_suite() {
 }
 
 // Every node's bytes before a run: the inputs, and results filled with 0xab.
-std::map<int, Bytes> initial_data(const Suite& s) {
-  std::map<int, Bytes> data = s.inputs;
+std::map<int, RawBytes> initial_data(const Suite& s) {
+  std::map<int, RawBytes> data = s.inputs;
   for (const auto& [node, shape] : s.nodes) {
-    if (!data.count(node)) data[node] = Bytes(static_cast<size_t>(shape.second) * ir::dtype_size(shape.first), 0xab);
+    if (!data.count(node)) data[node] = RawBytes(static_cast<size_t>(shape.second) * ir::dtype_size(shape.first), 0xab);
   }
   return data;
 }
 
 // ---- The reference: op_eval on the loaded operands, stored as the interpreter stores ------------
 
-Bytes reference(const Suite& s, size_t kernel, size_t index, int64_t point) {
+RawBytes reference(const Suite& s, size_t kernel, size_t index, int64_t point) {
   const Case& c = s.cases[kernel][index];
   std::vector<DType> types;
   std::vector<Scalar> args;
@@ -251,7 +251,7 @@ Bytes reference(const Suite& s, size_t kernel, size_t index, int64_t point) {
   } else {
     r = ir::eval_op(c.op, c.out, types, args);
   }
-  Bytes out(ir::dtype_size(c.out));
+  RawBytes out(ir::dtype_size(c.out));
   ir::store_scalar(c.out, r, out.data());
   return out;
 }
@@ -282,15 +282,15 @@ bool close(DType type, const unsigned char* got, const unsigned char* want) {
 
 // Checks every case's results in `data` against the reference; returns the number of wrong
 // elements (reporting the first few).
-int check(const Suite& s, const std::map<int, Bytes>& data, const std::string& where) {
+int check(const Suite& s, const std::map<int, RawBytes>& data, const std::string& where) {
   int wrong = 0;
   for (size_t k = 0; k < s.kernels.size(); ++k) {
     for (size_t i = 0; i < s.cases[k].size(); ++i) {
       const Case& c = s.cases[k][i];
       const size_t size = ir::dtype_size(c.out);
-      const Bytes& result = data.at(result_node(c.out));
+      const RawBytes& result = data.at(result_node(c.out));
       for (int64_t p = 0; p < s.points; ++p) {
-        const Bytes want = reference(s, k, i, p);
+        const RawBytes want = reference(s, k, i, p);
         const unsigned char* got = result.data() + static_cast<size_t>(s.slots[k][i] * s.points + p) * size;
         bool ok = std::memcmp(got, want.data(), size) == 0;
         if (!ok && ir::is_float_type(c.out)) {
@@ -325,7 +325,7 @@ Result<hal::DeviceRef> device(const std::string& name) {
   return drivers::builtin_registry().create_device(name, options);
 }
 
-Status run_on(const hal::DeviceRef& dev, codegen::Dialect dialect, const Suite& s, std::map<int, Bytes>* data) {
+Status run_on(const hal::DeviceRef& dev, codegen::Dialect dialect, const Suite& s, std::map<int, RawBytes>* data) {
   hal::ExecutableSource source;
   source.format = std::string(codegen::dialect_format(dialect));
   codegen::EmitOptions options;
@@ -363,7 +363,7 @@ TEST(ElementTypeOps, EveryOpOnEveryTypeInCMatchesTheReference) {
   const Suite s = make_suite();
   Result<hal::DeviceRef> cpu = device("cpu");
   ASSERT_TRUE(cpu.ok()) << cpu.status();
-  std::map<int, Bytes> data = initial_data(s);
+  std::map<int, RawBytes> data = initial_data(s);
   Status status = run_on(*cpu, codegen::Dialect::kC, s, &data);
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(check(s, data, "cpu"), 0);
@@ -373,7 +373,7 @@ TEST(ElementTypeOps, EveryOpOnEveryTypeInOpenCLMatchesTheReference) {
   const Suite s = make_suite();
   Result<hal::DeviceRef> cl = device("opencl");
   if (!cl.ok()) GTEST_SKIP() << "no OpenCL device: " << cl.status();
-  std::map<int, Bytes> data = initial_data(s);
+  std::map<int, RawBytes> data = initial_data(s);
   Status status = run_on(*cl, codegen::Dialect::kOpenCL, s, &data);
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(check(s, data, "opencl"), 0);
@@ -414,7 +414,7 @@ TEST(ElementTypeOps, GeneratedCCompilesWithoutWarnings) {
 using CallText = std::function<std::string(const Kernel& k, const std::vector<std::string>& pointers,
                                            const std::vector<std::string>& lengths)>;
 void run_standalone(const Suite& s, const std::string& source, const std::string& file_name,
-                    std::vector<std::string> compile, const CallText& call, std::map<int, Bytes>* data) {
+                    std::vector<std::string> compile, const CallText& call, std::map<int, RawBytes>* data) {
   test::TempDir dir;
   ASSERT_FALSE(dir.path().empty());
   // One file of every node's bytes, in node order, each at an offset aligned for any element.
@@ -424,7 +424,7 @@ void run_standalone(const Suite& s, const std::string& source, const std::string
     offset_of[node] = total;
     total += (bytes.size() + 63) / 64 * 64;
   }
-  Bytes all(total);
+  RawBytes all(total);
   for (const auto& [node, bytes] : *data) std::memcpy(all.data() + offset_of[node], bytes.data(), bytes.size());
   std::ofstream(dir.file("data.bin"), std::ios::binary)
       .write(reinterpret_cast<const char*>(all.data()), static_cast<std::streamsize>(all.size()));
@@ -475,7 +475,7 @@ TEST(ElementTypeOps, GeneratedCHasNoUndefinedBehaviour) {
     if (flag != "-shared" && flag != "-fPIC") compile.push_back(flag);
   }
   compile.insert(compile.end(), {"-fsanitize=undefined,float-cast-overflow", "-fno-sanitize-recover=all"});
-  std::map<int, Bytes> data = initial_data(s);
+  std::map<int, RawBytes> data = initial_data(s);
   run_standalone(s, *source, "ops.c", compile,
                  [](const Kernel& k, const std::vector<std::string>& pointers, const std::vector<std::string>& lengths) {
                    std::string p, l;
@@ -522,7 +522,7 @@ TEST(ElementTypeOps, CudaCRunOnTheHostMatchesTheReference) {
   // NVRTC builds with --fmad=false: no contraction on the host either.
   const std::vector<std::string> compile = {*cxx, "-std=c++17", "-O1", "-ffp-contract=off", "-w",
                                             "-fsanitize=undefined,float-cast-overflow", "-fno-sanitize-recover=all"};
-  std::map<int, Bytes> data = initial_data(s);
+  std::map<int, RawBytes> data = initial_data(s);
   run_standalone(s, std::string(kCudaOnTheHost) + cuda::kKernelAbiText + *source, "ops.cc", compile,
                  [](const Kernel& k, const std::vector<std::string>& pointers, const std::vector<std::string>& lengths) {
                    std::string args = "ring, 1u, 0u";

@@ -18,8 +18,8 @@
 namespace kiln::codegen_test {
 namespace {
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kFloatInf = std::numeric_limits<float>::infinity();
+constexpr float kFloatNaN = std::numeric_limits<float>::quiet_NaN();
 
 // Floats in an order where neighbours differ by one: the ulp distance is a difference.
 int64_t ordinal(float f) {
@@ -73,7 +73,7 @@ void expect_within(const char* fn, double (*reference)(double), const std::vecto
 }
 
 TEST(MathAccuracy, ExpIsWithinOneUlp) {
-  std::vector<float> x = {0.0f, -0.0f, kInf, -kInf, kNaN, 88.7228394f, 88.72283f, -103.972084f,
+  std::vector<float> x = {0.0f, -0.0f, kFloatInf, -kFloatInf, kFloatNaN, 88.7228394f, 88.72283f, -103.972084f,
                           -103.9f, -87.5f, std::numeric_limits<float>::max(),
                           -std::numeric_limits<float>::max(), std::numeric_limits<float>::denorm_min()};
   sweep(&x, -110.0, 95.0, 1 << 20);  // past both ends of the finite results
@@ -85,7 +85,7 @@ TEST(MathAccuracy, ExpIsWithinOneUlp) {
 }
 
 TEST(MathAccuracy, LogIsWithinOneUlp) {
-  std::vector<float> x = {0.0f, -0.0f, kInf, -kInf, kNaN, -1.0f, 1.0f, 2.0f, 0.5f,
+  std::vector<float> x = {0.0f, -0.0f, kFloatInf, -kFloatInf, kFloatNaN, -1.0f, 1.0f, 2.0f, 0.5f,
                           std::numeric_limits<float>::max(), std::numeric_limits<float>::min(),
                           std::numeric_limits<float>::denorm_min()};
   sweep(&x, 1e-3, 100.0, 1 << 19);
@@ -99,7 +99,7 @@ TEST(MathAccuracy, LogIsWithinOneUlp) {
 }
 
 TEST(MathAccuracy, TanhIsWithinTwoUlps) {
-  std::vector<float> x = {0.0f, -0.0f, kInf, -kInf, kNaN, 0.55f, -0.55f, 9.0f, 50.0f, 1e-30f};
+  std::vector<float> x = {0.0f, -0.0f, kFloatInf, -kFloatInf, kFloatNaN, 0.55f, -0.55f, 9.0f, 50.0f, 1e-30f};
   sweep(&x, -12.0, 12.0, 1 << 20);
   sweep(&x, -1.0, 1.0, 1 << 19);  // both sides of the switch at |x| = 0.55
   for (float f = 1e-30f; f < 1e-2f; f *= 1.5f) x.insert(x.end(), {f, -f});
@@ -115,7 +115,7 @@ TEST(MathAccuracy, TanhIsWithinTwoUlps) {
 // and without fma contraction); here dense sweeps of both regions (|x| < 0.9: x + x q(x^2);
 // above: 1 - exp(log erfc), up to 4 where it rounds to 1) and the special values.
 TEST(MathAccuracy, ErfIsWithinOneUlp) {
-  std::vector<float> x = {0.0f, -0.0f, kInf, -kInf, kNaN, 0.9f, -0.9f, std::nextafter(0.9f, 0.0f), 4.0f, -4.0f,
+  std::vector<float> x = {0.0f, -0.0f, kFloatInf, -kFloatInf, kFloatNaN, 0.9f, -0.9f, std::nextafter(0.9f, 0.0f), 4.0f, -4.0f,
                           3.9f, 10.0f, -50.0f, std::numeric_limits<float>::max(),
                           std::numeric_limits<float>::min(), std::numeric_limits<float>::denorm_min()};
   sweep(&x, -6.0, 6.0, 1 << 21);
@@ -125,7 +125,7 @@ TEST(MathAccuracy, ErfIsWithinOneUlp) {
   for (float f = 1e-30f; f < 1e-2f; f *= 1.1f) x.insert(x.end(), {f, -f});
   expect_within("erf", [](double v) { return std::erf(v); }, x, 1);
   // Odd: erf(-0.0) is -0.0; +-1 from 4 on, and at the infinities.
-  const std::vector<float> special = on_cpu("erf", {0.0f, -0.0f, kInf, -kInf, 4.0f, -1e30f});
+  const std::vector<float> special = on_cpu("erf", {0.0f, -0.0f, kFloatInf, -kFloatInf, 4.0f, -1e30f});
   ASSERT_EQ(special.size(), 6u);
   EXPECT_FALSE(std::signbit(special[0]));
   EXPECT_TRUE(std::signbit(special[1]) && special[1] == 0.0f);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/scoped_env.h"
+#include "common/wait_limit.h"
 #include "kiln/base/log.h"
 #include "kiln/base/status.h"
 #include "kiln/base/time.h"
@@ -31,7 +32,7 @@ namespace {
 namespace fs = std::filesystem;
 using test::ScopedEnv;
 
-constexpr int64_t kWaitMs = 10000;
+using test::kWaitMs;
 constexpr const char* kMissingCompiler = "/nonexistent/kiln-cts/no-such-cc";
 
 // out[linear] = linear * 3 + constants[0]; `tag` makes the source (and its cache key) unique.

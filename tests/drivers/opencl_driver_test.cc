@@ -13,29 +13,25 @@
 #include <string>
 #include <vector>
 
-#include "drivers/opencl/cl_device.h"
+#include "base/disk_cache.h"
+#include "common/driver_availability.h"
 #include "common/other_user.h"
 #include "common/scoped_env.h"
 #include "common/temp_dir.h"
-#include "base/disk_cache.h"
 #include "common/test_child.h"
+#include "common/wait_limit.h"
+#include "drivers/opencl/cl_device.h"
 #include "kiln/drivers/drivers.h"
 
 namespace kiln {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr int64_t kWaitMs = 10000;
-
-Status opencl_availability() {
-  Result<hal::DriverRef> driver = drivers::builtin_registry().find("opencl");
-  if (!driver.ok()) return driver.status();
-  return (*driver)->availability();
-}
+using test::kWaitMs;
 
 #define REQUIRE_OPENCL()                                                   \
   do {                                                                     \
-    Status available_ = opencl_availability();                             \
+    Status available_ = test::driver_availability("opencl");                             \
     if (!available_.ok()) GTEST_SKIP() << "no OpenCL: " << available_;     \
   } while (0)
 
@@ -52,7 +48,7 @@ hal::DeviceRef open_device(const std::string& cache_dir) {
 // Child mode: run by NoPlatformIsUnavailable with OCL_ICD_VENDORS naming an empty directory.
 TEST(OpenCLChildTest, ReportsNoPlatform) {
   if (!std::getenv("KILN_OPENCL_TEST_CHILD")) GTEST_SKIP() << "runs only as a child process";
-  Status status = opencl_availability();
+  Status status = test::driver_availability("opencl");
   EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status;
   auto device = drivers::builtin_registry().create_device("opencl");
   EXPECT_FALSE(device.ok());

@@ -13,13 +13,15 @@
 #include <cstring>
 #include <vector>
 
+#include "common/driver_availability.h"
+#include "common/wait_limit.h"
 #include "drivers/opencl/cl_queue.h"
 #include "kiln/drivers/drivers.h"
 
 namespace kiln {
 namespace {
 
-constexpr int64_t kWaitMs = 60000;
+using test::kWaitMs;
 
 // Holds a queue's OpenCL command queue behind a user event: everything enqueued on it after
 // hold() stays on the device, neither run nor finished, until release(). This is what keeps a
@@ -50,12 +52,6 @@ class DeviceHold {
   opencl::cl_event event_ = nullptr;
 };
 
-Status opencl_availability() {
-  Result<hal::DriverRef> driver = drivers::builtin_registry().find("opencl");
-  if (!driver.ok()) return driver.status();
-  return (*driver)->availability();
-}
-
 // Queues hand waits to the device whatever the default of the device type.
 Result<hal::DeviceRef> opencl_device() {
   hal::DeviceOptions options;
@@ -65,7 +61,7 @@ Result<hal::DeviceRef> opencl_device() {
 }
 
 TEST(OpenCLQueueTest, MalformedDeviceWaitsSettingFailsQueueCreation) {
-  Status available = opencl_availability();
+  Status available = test::driver_availability("opencl");
   if (!available.ok()) GTEST_SKIP() << "no OpenCL: " << available;
   hal::DeviceOptions options;
   options.cache_dir = "";
@@ -82,7 +78,7 @@ TEST(OpenCLQueueTest, MalformedDeviceWaitsSettingFailsQueueCreation) {
 }
 
 TEST(OpenCLQueueTest, HostFailureOfAHandedWaitFailsTheSignalsAtOnce) {
-  Status available = opencl_availability();
+  Status available = test::driver_availability("opencl");
   if (!available.ok()) GTEST_SKIP() << "no OpenCL: " << available;
   auto device = opencl_device();
   ASSERT_TRUE(device.ok()) << device.status();
@@ -187,7 +183,7 @@ struct HandedWaitFixture {
 };
 
 TEST(OpenCLQueueTest, FailedKernelStopsTheKernelsThatWaitOnTheDevice) {
-  Status available = opencl_availability();
+  Status available = test::driver_availability("opencl");
   if (!available.ok()) GTEST_SKIP() << "no OpenCL: " << available;
   HandedWaitFixture f;
   ASSERT_TRUE(f.set_up().ok());
@@ -206,7 +202,7 @@ TEST(OpenCLQueueTest, FailedKernelStopsTheKernelsThatWaitOnTheDevice) {
 }
 
 TEST(OpenCLQueueTest, HandedWaitsKeepOneTimelineInOrder) {
-  Status available = opencl_availability();
+  Status available = test::driver_availability("opencl");
   if (!available.ok()) GTEST_SKIP() << "no OpenCL: " << available;
   HandedWaitFixture f;
   ASSERT_TRUE(f.set_up().ok());

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/wait_limit.h"
 #include "kiln/base/status.h"
 #include "kiln/base/time.h"
 #include "kiln/codegen/c_emitter.h"
@@ -28,7 +29,7 @@ namespace {
 using ir::DType;
 using ir::Kernel;
 
-constexpr int64_t kWaitMs = 60000;
+using test::kWaitMs;
 
 // A node's buffer: its element type and values (integers kept in `f` too, exactly).
 struct NodeBuffer {

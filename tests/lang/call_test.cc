@@ -16,7 +16,7 @@ namespace kiln::lang {
 namespace {
 
 // Declarations shared by the cases (lines 1-10); a case's text starts on line 11.
-constexpr const char* kPrelude =
+constexpr const char* kCallPrelude =
     "input  a : f32[4, 8]\n"
     "input  b : f32[8, 3]\n"
     "output c : f32[4, 3]\n"
@@ -27,11 +27,11 @@ constexpr const char* kPrelude =
     "output at : i32[5, 2]\n"
     "const  k : f32 = 1\n"
     "param  r : f64[6, 2]\n";
-constexpr int kFirstLine = 11;
+constexpr int kCallFirstLine = 11;
 
 // The diagnostics of `text` after `prelude`, each as "LINE:COL: message" with the lines of `text`
 // counted from 1.
-std::vector<std::string> errors(const std::string& text, const std::string& prelude = kPrelude) {
+std::vector<std::string> call_errors(const std::string& text, const std::string& prelude = kCallPrelude) {
   ParseResult r = parse(prelude + text, "c.kiln");
   const int first_line = 1 + static_cast<int>(std::count(prelude.begin(), prelude.end(), '\n'));
   std::vector<std::string> out;
@@ -52,7 +52,7 @@ TEST(CallParse, ValidCallsRoundTripInOrder) {
       "call topk(y) -> best, at\n"
       "call random_normal(mean=-1, std=0.25) -> r\n"
       "call my_kernel(x, a, scale=3) -> y, c\n";  // a host function: checked at link time
-  ParseResult r = parse(std::string(kPrelude) + text, "c.kiln");
+  ParseResult r = parse(std::string(kCallPrelude) + text, "c.kiln");
   ASSERT_TRUE(r.program.has_value()) << (r.diagnostics.empty() ? "" : r.diagnostics[0].message);
   const ir::Routine& main = r.program->routines[0];
   ASSERT_EQ(main.statements.size(), 2u);
@@ -63,7 +63,7 @@ TEST(CallParse, ValidCallsRoundTripInOrder) {
   EXPECT_EQ(main.calls[5].position, 2);
   EXPECT_EQ(ir::call_attribute(main.calls[2], "alpha"), 0.5);
   EXPECT_EQ(ir::call_attribute(main.calls[2], "transpose_a"), 0);  // the default
-  EXPECT_EQ(main.calls[0].loc.line, kFirstLine + 1);
+  EXPECT_EQ(main.calls[0].loc.line, kCallFirstLine + 1);
   EXPECT_EQ(main.calls[0].loc.column, 1);
 
   const std::string printed = ir::print_program(*r.program);
@@ -76,22 +76,22 @@ TEST(CallParse, ValidCallsRoundTripInOrder) {
   EXPECT_EQ(ir::print_program(*again.program), printed);
 
   // Calls inside a routine block, and spread over lines inside the parentheses.
-  ParseResult block = parse(std::string(kPrelude) + "routine step {\n  call sort(x,\n    descending=0) -> y\n}\n", "b.kiln");
+  ParseResult block = parse(std::string(kCallPrelude) + "routine step {\n  call sort(x,\n    descending=0) -> y\n}\n", "b.kiln");
   ASSERT_TRUE(block.program.has_value()) << block.diagnostics[0].message;
   EXPECT_NE(ir::print_program(*block.program).find("routine step {\n  call sort(x, descending=0) -> y\n}"),
             std::string::npos);
 }
 
-struct Case {
+struct CallCase {
   const char* text;
   const char* where;     // "LINE:COL" relative to the case
   const char* fragment;  // in the message
 };
 
 // Each case's first diagnostic is at its place and says its fragment.
-void expect_first_errors(std::span<const Case> cases, const std::string& prelude = kPrelude) {
-  for (const Case& c : cases) {
-    std::vector<std::string> e = errors(c.text, prelude);
+void expect_first_errors(std::span<const CallCase> cases, const std::string& prelude = kCallPrelude) {
+  for (const CallCase& c : cases) {
+    std::vector<std::string> e = call_errors(c.text, prelude);
     ASSERT_FALSE(e.empty()) << c.text;
     EXPECT_EQ(e[0].rfind(std::string(c.where) + ": ", 0), 0u) << c.text << e[0];
     EXPECT_NE(e[0].find(c.fragment), std::string::npos) << c.text << e[0];
@@ -99,7 +99,7 @@ void expect_first_errors(std::span<const Case> cases, const std::string& prelude
 }
 
 TEST(CallParse, EveryErrorClassAtItsPosition) {
-  const Case cases[] = {
+  const CallCase cases[] = {
       // syntax
       {"call (x) -> y\n", "1:6", "a function name after 'call'"},
       {"call sort x -> y\n", "1:11", "'(' after the function name"},
@@ -158,10 +158,10 @@ TEST(CallParse, GemmOfHigherRanksGroupsWholeDimensions) {
       "output r5 : f32[2, 3, 5, 1, 1]\n";
   for (const char* valid : {"call gemm(h, wd) -> z\n", "call gemm(p, q, batch=1, beta=1) -> r\n",
                             "call gemm(wd, h, transpose_a=1, transpose_b=1) -> zt\n"}) {
-    std::vector<std::string> e = errors(valid, prelude);
+    std::vector<std::string> e = call_errors(valid, prelude);
     EXPECT_TRUE(e.empty()) << valid << e[0];
   }
-  const Case cases[] = {
+  const CallCase cases[] = {
       {"call gemm(p, q) -> r\n", "1:6", "'p' (rank 3), 'q' (rank 3) and 'r' (rank 3) make no product with batch=0"},
       {"call gemm(h, wd, batch=1) -> z\n", "1:6", "make no product with batch=1"},
       {"call gemm(h, wt) -> z\n", "1:14", "inner dimensions differ: op('h') is 6x(2·3·3), op('wt') is (3·2·3)x10"},
@@ -174,7 +174,7 @@ TEST(CallParse, GemmOfHigherRanksGroupsWholeDimensions) {
 }
 
 TEST(CallParse, CallIsAKeyword) {
-  std::vector<std::string> e = errors("tensor call : f32\n");
+  std::vector<std::string> e = call_errors("tensor call : f32\n");
   ASSERT_FALSE(e.empty());
   EXPECT_NE(e[0].find("'call' is a keyword"), std::string::npos) << e[0];
 }

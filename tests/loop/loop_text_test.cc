@@ -14,30 +14,12 @@
 #include <vector>
 
 #include "kiln/loop/loop.h"
+#include "loop/loop_builders.h"
 
 namespace kiln::ir {
 namespace {
 
-// ---------------------------------------------------------------------------------------------
-// Building statements: short names for the constructors of kiln/loop/loop.h.
-
-LStmtRef block(std::vector<LStmtRef> body) { return lblock(std::move(body)); }
-LStmtRef for_(int var, int64_t extent, std::vector<LStmtRef> body, bool parallel = false) {
-  return lfor(var, extent, parallel, std::move(body));
-}
-LStmtRef if_(LExprRef cond, std::vector<LStmtRef> body) { return lif(std::move(cond), std::move(body)); }
-LStmtRef store(int node, LExprRef offset, LExprRef value) {
-  return lstore(node, std::move(offset), std::move(value));
-}
-LStmtRef local_decl(int local, DType type, int64_t size, std::vector<LStmtRef> body) {
-  return llocal_decl(local, type, size, std::move(body));
-}
-LStmtRef local_store(int local, LExprRef offset, LExprRef value) {
-  return llocal_store(local, std::move(offset), std::move(value));
-}
-LStmtRef comment(std::string text) { return lcomment(std::move(text)); }
-
-LExprRef i64(int64_t v) { return lconst(DType::kI64, static_cast<double>(v)); }
+using namespace loop_builders;
 
 // ---------------------------------------------------------------------------------------------
 // Field-by-field comparison; returns where the first difference is, or "".

@@ -14,6 +14,7 @@
 
 #include "kiln/loop/loop.h"
 #include "kiln/loop/optimize.h"
+#include "loop/loop_builders.h"
 
 namespace kiln::ir {
 namespace {
@@ -24,15 +25,7 @@ constexpr DType kF64 = DType::kF64;
 constexpr DType kI32 = DType::kI32;
 constexpr DType kI64 = DType::kI64;
 
-// Short names for the constructors of kiln/loop/loop.h.
-LExprRef i64(int64_t v) { return lconst(kI64, static_cast<double>(v)); }
-LExprRef c(DType t, double v) { return lconst(t, v); }
-LExprRef v(int var) { return lvar(var); }
-LExprRef load(int node, DType t, LExprRef offset) { return lload(node, t, std::move(offset)); }
-LExprRef op(Op o, DType t, std::vector<LExprRef> args) { return lop(o, t, std::move(args)); }
-LExprRef add(LExprRef a, LExprRef b, DType t = kI64) { return lop(Op::kAdd, t, {a, b}); }
-LExprRef mul(LExprRef a, LExprRef b, DType t = kI64) { return lop(Op::kMul, t, {a, b}); }
-LExprRef sub(LExprRef a, LExprRef b, DType t = kI64) { return lop(Op::kSub, t, {a, b}); }
+using namespace loop_builders;
 
 Kernel kernel(std::vector<int> nodes, int vars, int locals, LStmtRef body) {
   Kernel k;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/cuda_host_kernels.h"
+#include "common/same_bits.h"
 #include "kiln/base/random.h"
 #include "kiln/loop/op_eval.h"
 #include "kiln/ral/element_types.h"
@@ -69,10 +70,7 @@ void call_cpu(const std::string& name, std::vector<void*> args, uint64_t seed = 
   call_on("cpu", name, std::move(args), seed, run);
 }
 
-template <typename T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
+using test::same_bits;
 
 // T: the element type (f16 and bf16 as Half and BFloat16, passed to the kernel as their bits); P:
 // the type of the parameters (f32 for f16 and bf16).

@@ -18,6 +18,7 @@
 
 #include "common/cuda_fake_api.h"
 #include "common/cuda_host_kernels.h"
+#include "common/same_bits.h"
 #include "common/scoped_env.h"
 #include "drivers/cuda/cu_allocator.h"
 #include "drivers/cuda/cu_api.h"
@@ -164,10 +165,7 @@ class CudaLibraryHostTest : public ::testing::Test {
 test::HostKernels* CudaLibraryHostTest::kernels_ = nullptr;
 Status* CudaLibraryHostTest::built_ = nullptr;
 
-template <typename T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
+using test::same_bits;
 
 // cuBLAS that loads but cannot start (here: no CUDA driver for it to start on) leaves gemm to the
 // host over mapped buffers, with a warning, unless KILN_CUDA_GEMM=cublas asked for cuBLAS.

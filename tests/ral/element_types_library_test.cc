@@ -18,29 +18,10 @@
 #include "kiln/loop/op_eval.h"
 #include "kiln/ral/execution_context.h"
 #include "kiln/ral/mangle.h"
+#include "ral/library_call.h"
 
 namespace kiln::ral {
 namespace {
-
-const char* const kDevices[] = {"cpu", "interp"};
-
-std::string full_name(const std::string& nickname, const std::string& device, const std::string& args) {
-  return nickname + "___" + device + "___pvoid_" + args + "___void";
-}
-
-Status call(const std::string& device, const std::string& name, std::vector<void*> args, uint64_t seed = 0,
-            uint64_t run = 0) {
-  Context context(device);
-  ExecutionContext execution(context, seed, run);
-  args.insert(args.begin(), nullptr);
-  (void)execution.call(name.c_str(), args.data());
-  return execution.finish();
-}
-
-template <typename T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
 
 // The code a call statement's node of type D gets (dtype_code) is the one a function registered
 // with MemRef<Element<D>, N> has (mangle.h), so that every type binds.
@@ -93,7 +74,7 @@ void expect_sorts(const std::string& code, const std::vector<T>& x, int64_t rows
         want_idx[static_cast<size_t>(r * n + i)] = order[static_cast<size_t>(i)];
       }
     }
-    for (const char* device : kDevices) {
+    for (const char* device : kLibraryDevices) {
       const std::string where = code + " on " + device + (descending ? " descending" : "");
       std::vector<T> y(x.size());
       std::vector<int32_t> idx(x.size(), -1);
@@ -152,7 +133,7 @@ TEST(ElementTypesRalTest, SortsEveryIntegerType) {
   MemRef<bool, 1> xm{flags, {7}};
   MemRef<int32_t, 1> im{idx.data(), {7}};
   int64_t desc = 0;
-  for (const char* device : kDevices) {
+  for (const char* device : kLibraryDevices) {
     ASSERT_TRUE(call(device, full_name("argsort", device, "m1di1_m1di32_i64"), {&xm, &im, &desc}).ok());
     EXPECT_EQ(idx, (std::vector<int32_t>{1, 4, 5, 0, 2, 3, 6})) << device;
   }
@@ -189,7 +170,7 @@ void expect_narrow_random(const std::string& code, uint16_t (*bits)(double)) {
     MemRef<float, 1> fm{f32.data(), {count}};
     float p = std::string(function) == "random_uniform" ? -2.0f : 1.0f, q = 3.0f;
     ASSERT_TRUE(call("cpu", full_name(function, "cpu", "m1df32_f32_f32_i64"), {&fm, &p, &q, &site}, 42, 7).ok());
-    for (const char* device : kDevices) {
+    for (const char* device : kLibraryDevices) {
       std::vector<T> r(static_cast<size_t>(count));
       MemRef<T, 1> rm{r.data(), {count}};
       ASSERT_TRUE(
@@ -217,7 +198,7 @@ TEST(ElementTypesRalTest, RandomNumbersIntoF16AndBf16) {
 // where the combination goes through another type (a mean of integers through f64).
 TEST(ElementTypesRalTest, CollectivesOfEveryTypeInAWorldOfOne) {
   const uint16_t half[] = {0x3c00, 0x7bff, 0xfc00};  // 1, 65504, -inf
-  for (const char* device : kDevices) {
+  for (const char* device : kLibraryDevices) {
     for (int64_t op : {0, 1, 2, 3}) {
       std::vector<Half> x = {Half{half[0]}, Half{half[1]}, Half{half[2]}}, y(3);
       MemRef<Half, 1> xm{x.data(), {3}}, ym{y.data(), {3}};

@@ -15,35 +15,13 @@
 #include "kiln/base/random.h"
 #include "kiln/ral/execution_context.h"
 #include "ral/library/philox.h"
+#include "ral/library_call.h"
 
 namespace kiln::ral {
 namespace {
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-const char* const kDevices[] = {"cpu", "interp"};
 const PhiloxCode kPhiloxCodes[] = {PhiloxCode::kPortable, PhiloxCode::kAvx2, PhiloxCode::kAvx512};
-
-std::string full_name(const std::string& nickname, const std::string& device, const std::string& args) {
-  return nickname + "___" + device + "___pvoid_" + args + "___void";
-}
-
-// Runs one call in a fresh execution of `device`; the execution's status.
-Status call(const std::string& device, const std::string& name, std::vector<void*> args, uint64_t seed = 0,
-            uint64_t run = 0) {
-  Context context(device);
-  ExecutionContext execution(context, seed, run);
-  args.insert(args.begin(), nullptr);
-  if (execution.call(name.c_str(), args.data()) == 0) {
-    EXPECT_TRUE(execution.status().ok());
-  }
-  return execution.finish();
-}
-
-// Bitwise equality, so NaNs compare equal to NaNs and -0 differs from 0.
-template <typename T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
 
 // What sort must give: each row sorted with NaNs last, by an obviously correct method.
 std::vector<float> expected_sort(std::vector<float> x, int64_t n, bool descending) {
@@ -72,7 +50,7 @@ struct Shape {
 const Shape kShapes[] = {{1, 1}, {7, 13}, {3, 1}, {1, 97}, {0, 5}, {4, 0}, {5, 64}};
 
 TEST(LibraryTest, SortAndArgsortRows) {
-  for (const char* device : kDevices) {
+  for (const char* device : kLibraryDevices) {
     for (const Shape& s : kShapes) {
       for (bool descending : {false, true}) {
         const std::vector<float> x = random_row_data(s.rows * s.n, static_cast<uint64_t>(s.rows * 31 + s.n), true, true);
@@ -108,7 +86,7 @@ TEST(LibraryTest, SortAndArgsortRows) {
 }
 
 TEST(LibraryTest, TopkTakesTheLargestWithLowerPositionsFirst) {
-  for (const char* device : kDevices) {
+  for (const char* device : kLibraryDevices) {
     // Ties and a NaN, which is never among the largest while numbers remain.
     std::vector<float> x = {1, 5, kNaN, 5, 3, 5, -2};
     std::vector<float> values(4);
@@ -153,7 +131,7 @@ TEST(LibraryTest, TopkTakesTheLargestWithLowerPositionsFirst) {
 }
 
 TEST(LibraryTest, ShapeErrorsNameTheFunctionAndTheOperand) {
-  for (const char* device : kDevices) {
+  for (const char* device : kLibraryDevices) {
     std::vector<float> x(12), y(12);
     std::vector<int32_t> idx(12);
     MemRef<float, 2> xm{x.data(), {3, 4}}, ym{y.data(), {4, 3}}, km{y.data(), {3, 5}};
@@ -214,7 +192,7 @@ void check_gemm_case(const char* device, int64_t m, int64_t n, int64_t k, bool t
 }
 
 TEST(LibraryTest, GemmAgainstAWideReference) {
-  for (const char* device : kDevices) {
+  for (const char* device : kLibraryDevices) {
     for (bool ta : {false, true}) {
       for (bool tb : {false, true}) {
         check_gemm_case<float>(device, 1, 1, 1, ta, tb, 1.0f, 0.0f);
@@ -243,7 +221,7 @@ TEST(LibraryTest, GemmAgainstAWideReference) {
 // a [2, 3, 4] @ b [2, 4, 5] with batch=1 is two 3x4 @ 4x5 products; a [3, 2, 2] @ b [5, 2, 2]ᵀ
 // flattens the summed dimensions. Dimensions that agree only in their products are refused.
 TEST(LibraryTest, GemmOfHigherRanksIsTheProductOfTheirMatrices) {
-  for (const char* device : kDevices) {
+  for (const char* device : kLibraryDevices) {
     SCOPED_TRACE(device);
     Random random(5);
     auto fill = [&](size_t count) {
@@ -357,7 +335,7 @@ TEST(RandomTest, UniformIsTheStreamScaledAndTheSameOnEveryDevice) {
   const int64_t count = 1001;  // not a multiple of the block
   int64_t site = 5;
   std::vector<std::vector<float>> results;
-  for (const char* device : kDevices) {
+  for (const char* device : kLibraryDevices) {
     std::vector<float> r(static_cast<size_t>(count));
     MemRef<float, 1> rm{r.data(), {count}};
     float lo = -2, hi = 3;
@@ -420,7 +398,7 @@ TEST(RandomTest, F64UniformsAndF32NormalsAreTheirWordsAsDocumented) {
 }
 
 TEST(RandomTest, NormalHasItsMomentsAndRefusesBadParameters) {
-  for (const char* device : kDevices) {
+  for (const char* device : kLibraryDevices) {
     std::vector<double> r(20001);
     MemRef<double, 1> rm{r.data(), {20001}};
     double mean = 1.5, std_dev = 2;

@@ -13,7 +13,7 @@ namespace kiln::runtime_test {
 namespace {
 
 // `small` stores 8 elements; `large` 2^15 (more than the cpu device's 8192).
-constexpr const char kProgram[] = R"(
+constexpr const char kCallerPlacementProgram[] = R"(
 input  x : f32[8]
 output y : f32[8]
 input  u : f32[32768]
@@ -34,7 +34,7 @@ struct TwoRoutines {
 };
 
 void make(TwoRoutines& s, hal::DeviceOptions options) {
-  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kProgram));
+  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kCallerPlacementProgram));
   KILN_ASSERT_OK_AND_ASSIGN(s.nodes, NodeTable::create(program));
   KILN_ASSERT_OK_AND_ASSIGN(hal::DeviceRef device, cpu_device(options));
   KILN_ASSERT_OK_AND_ASSIGN(s.backend, Backend::create(device));

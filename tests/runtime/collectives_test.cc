@@ -26,7 +26,7 @@ std::vector<std::string> devices() {
   return names;
 }
 
-constexpr const char* kProgram = R"(
+constexpr const char* kCollectivesProgram = R"(
 input  x : f32[4, 3]
 input  k : i32[2]
 output sum : f32[4, 3]
@@ -53,7 +53,7 @@ TEST(CollectivesTest, AWorldOfOneCopies) {
   ral::World* world = *ral::world();
   ASSERT_EQ(world->size(), 1) << world->describe();
   ASSERT_EQ(world->rank(), 0);
-  Result<ir::Program> program = lang::parse_program(kProgram, "collectives.kiln");
+  Result<ir::Program> program = lang::parse_program(kCollectivesProgram, "collectives.kiln");
   ASSERT_TRUE(program.ok()) << program.status();
   std::vector<double> x;
   for (int i = 0; i < 12; ++i) x.push_back(i * 0.5 - 2);

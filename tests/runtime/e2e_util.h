@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/driver_availability.h"
 #include "common/temp_dir.h"
 #include "kiln/base/random.h"
 #include "kiln/drivers/drivers.h"
@@ -40,13 +41,7 @@ inline Result<hal::DeviceRef> open_device(const std::string& name, const std::st
   return drivers::builtin_registry().create_device(name, options);
 }
 
-// The driver's availability: why a device of driver `name` cannot be opened here (OpenCL
-// without a platform), as a status; OK when it can.
-inline Status driver_availability(const std::string& name) {
-  Result<hal::DriverRef> driver = drivers::builtin_registry().find(name);
-  if (!driver.ok()) return driver.status();
-  return (*driver)->availability();
-}
+using test::driver_availability;
 
 inline size_t byte_size(const ir::TensorNode& node) {
   return static_cast<size_t>(node.element_count()) * ir::dtype_size(node.dtype);

@@ -18,7 +18,7 @@
 namespace kiln::runtime_test {
 namespace {
 
-constexpr const char kProgram[] = R"(
+constexpr const char kHostBindingProgram[] = R"(
 input  x : f32[8]
 param  w : f32[8] = 1
 output y : f32[8]
@@ -46,7 +46,7 @@ class HostBindingTest : public ::testing::TestWithParam<std::string> {
     if (Status available = (*driver)->availability(); !available.ok()) {
       GTEST_SKIP() << GetParam() << " is not available here: " << available;
     }
-    KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kProgram));
+    KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kHostBindingProgram));
     KILN_ASSERT_OK_AND_ASSIGN(nodes_, NodeTable::create(program));
     KILN_ASSERT_OK_AND_ASSIGN(hal::DeviceRef device, drivers::builtin_registry().create_device(GetParam()));
     KILN_ASSERT_OK_AND_ASSIGN(backend_, Backend::create(device));

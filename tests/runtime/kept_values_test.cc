@@ -13,7 +13,7 @@
 namespace kiln::runtime_test {
 namespace {
 
-constexpr const char kProgram[] = R"(
+constexpr const char kKeptValuesProgram[] = R"(
 input x : f32[8]
 output g : f32[8]
 routine main {
@@ -32,7 +32,7 @@ class KeptValuesTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     Result<hal::DriverRef> driver = drivers::builtin_registry().find(GetParam());
     if (!driver.ok() || !(*driver)->availability().ok()) GTEST_SKIP() << "no " << GetParam() << " device";
-    KILN_ASSERT_OK_AND_ASSIGN(program_, parse(kProgram));
+    KILN_ASSERT_OK_AND_ASSIGN(program_, parse(kKeptValuesProgram));
     KILN_ASSERT_OK_AND_ASSIGN(nodes_, NodeTable::create(program_));
   }
 

@@ -14,7 +14,7 @@
 namespace kiln::runtime_test {
 namespace {
 
-constexpr const char kProgram[] = R"(
+constexpr const char kMergeTransferProgram[] = R"(
 param g : f32[8]
 param big : f32[4096]
 param c : f32[8] = uniform(-4, 4)
@@ -53,7 +53,7 @@ void PrintTo(Placement placement, std::ostream* os) {
 class MergeTransferTest : public ::testing::TestWithParam<Placement> {
  protected:
   void SetUp() override {
-    KILN_ASSERT_OK_AND_ASSIGN(program_, parse(kProgram));
+    KILN_ASSERT_OK_AND_ASSIGN(program_, parse(kMergeTransferProgram));
     KILN_ASSERT_OK_AND_ASSIGN(nodes_, NodeTable::create(program_, 3));
     nodes_->set_automatic_transfers(false);
     const int devices = GetParam() == Placement::kTwoDevices ? 2 : 1;

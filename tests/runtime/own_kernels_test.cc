@@ -21,7 +21,7 @@ constexpr int kN = 16;
 
 // b is written only by the hand-written kernel; kiln's routines write a before it and read b
 // after it.
-constexpr const char kProgram[] = R"(
+constexpr const char kOwnKernelsProgram[] = R"(
 input  x : f32[16]
 param  a : f32[16]
 param  b : f32[16]
@@ -147,7 +147,7 @@ class OwnKernelsTest : public ::testing::TestWithParam<std::string> {
     if (Status available = (*driver)->availability(); !available.ok()) {
       GTEST_SKIP() << GetParam() << " is not available here: " << available;
     }
-    KILN_ASSERT_OK_AND_ASSIGN(program_, parse(kProgram));
+    KILN_ASSERT_OK_AND_ASSIGN(program_, parse(kOwnKernelsProgram));
     KILN_ASSERT_OK_AND_ASSIGN(nodes_, NodeTable::create(program_, 3));
     KILN_ASSERT_OK_AND_ASSIGN(device_, drivers::builtin_registry().create_device(GetParam()));
     KILN_ASSERT_OK_AND_ASSIGN(backend_, Backend::create(device_));

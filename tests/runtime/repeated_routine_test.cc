@@ -10,7 +10,7 @@
 namespace kiln::runtime_test {
 namespace {
 
-constexpr const char kProgram[] = R"(
+constexpr const char kRepeatedRoutineProgram[] = R"(
 input  x : f32[4]
 param  w : f32[4] = 1
 output s : f32
@@ -30,7 +30,7 @@ std::vector<std::string> devices_here() {
 }
 
 TEST(RepeatedRoutineTest, ARoutineNamedTwiceIsCompiledAndLinkedOnce) {
-  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kProgram));
+  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kRepeatedRoutineProgram));
   for (const std::string& device_name : devices_here()) {
     SCOPED_TRACE(device_name);
     KILN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<NodeTable> nodes, NodeTable::create(program, 0));
@@ -61,7 +61,7 @@ TEST(RepeatedRoutineTest, ARoutineNamedTwiceIsCompiledAndLinkedOnce) {
 }
 
 TEST(RepeatedRoutineTest, LoweredCodeAndSharedCodeAlsoHoldEachRoutineOnce) {
-  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kProgram));
+  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kRepeatedRoutineProgram));
   KILN_ASSERT_OK_AND_ASSIGN(hal::DeviceRef device, cpu_device());
   KILN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<Backend> backend, Backend::create(device));
   KILN_ASSERT_OK_AND_ASSIGN(ir::LoweredProgram lowered, ir::lower_program(program));

@@ -12,7 +12,7 @@
 namespace kiln::runtime_test {
 namespace {
 
-constexpr const char kProgram[] = R"(
+constexpr const char kRuntimeApiProgram[] = R"(
 input  x : f32[8]
 param  w : f32[8] = uniform(-1, 1)
 param  y : f32[8]
@@ -30,7 +30,7 @@ routine total {
 class RuntimeApiTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    KILN_ASSERT_OK_AND_ASSIGN(program_, parse(kProgram));
+    KILN_ASSERT_OK_AND_ASSIGN(program_, parse(kRuntimeApiProgram));
     KILN_ASSERT_OK_AND_ASSIGN(nodes_, NodeTable::create(program_, 7));
     KILN_ASSERT_OK_AND_ASSIGN(device_, cpu_device());
     KILN_ASSERT_OK_AND_ASSIGN(backend_, Backend::create(device_));
@@ -425,7 +425,7 @@ TEST_F(RuntimeApiTest, AwaitAndIdle) {
 }
 
 TEST(RuntimeApi, CompilerFailureIsAStatusAndLeavesTheContextUsable) {
-  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kProgram));
+  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kRuntimeApiProgram));
   KILN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<NodeTable> nodes, NodeTable::create(program));
   hal::DeviceOptions options;
   options.c_compiler = "kiln-runtime-test-no-such-compiler";

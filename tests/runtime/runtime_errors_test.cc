@@ -10,7 +10,7 @@
 namespace kiln::runtime_test {
 namespace {
 
-constexpr const char kProgram[] = R"(
+constexpr const char kRuntimeErrorsProgram[] = R"(
 param g : f32[8]
 param h : f32[4]
 routine grad {
@@ -29,7 +29,7 @@ routine merge_h {
 class RuntimeErrorsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    KILN_ASSERT_OK_AND_ASSIGN(program_, parse(kProgram));
+    KILN_ASSERT_OK_AND_ASSIGN(program_, parse(kRuntimeErrorsProgram));
     KILN_ASSERT_OK_AND_ASSIGN(nodes_, NodeTable::create(program_));
     KILN_ASSERT_OK_AND_ASSIGN(device_, cpu_device());
     trace_ = std::make_shared<runtime::Trace>();

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/sanitized.h"
 #include "kiln/base/status.h"
 #include "kiln/base/time.h"
 #include "kiln/drivers/drivers.h"
@@ -34,12 +35,7 @@ using runtime::StreamRef;
 // Long enough for a sanitizer build on a loaded machine, short enough that a hang fails.
 inline Timeout wait_limit() { return Timeout::after_ms(120000); }
 
-// Whether this build runs under a sanitizer (the stress tests do less work there).
-#ifdef KILN_SANITIZED  // set by CMakeLists.txt for sanitizer builds
-inline constexpr bool kSanitized = true;
-#else
-inline constexpr bool kSanitized = false;
-#endif
+using test::kSanitized;  // the stress tests do less work under a sanitizer
 
 #define KILN_ASSERT_OK(expr)                            \
   do {                                                  \

@@ -17,7 +17,7 @@ namespace {
 constexpr int kRows = 32, kInner = 16, kCols = 16;
 
 // w is a param no routine writes: one array on the device, which both streams read.
-constexpr const char kProgram[] = R"(
+constexpr const char kSharedGemmStreamsProgram[] = R"(
 param w : f32[16, 16]
 param x : f32[32, 16]
 param y : f32[32, 16]
@@ -35,7 +35,7 @@ float w_value(int p, int j) { return static_cast<float>((3 * p + j) % 3 - 1); }
 TEST(SharedGemmStreamsTest, TwoStreamsMapOneSharedParameter) {
   Result<hal::DeviceRef> device = drivers::builtin_registry().create_device("opencl");
   if (!device.ok()) GTEST_SKIP() << "no OpenCL device: " << device.status();
-  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kProgram));
+  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kSharedGemmStreamsProgram));
   KILN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<NodeTable> nodes, NodeTable::create(program));
   KILN_ASSERT_OK_AND_ASSIGN(runtime::HostTensor w_tensor, nodes->tensor("w"));
   ASSERT_EQ(w_tensor.desc().sharing, Sharing::kShared);

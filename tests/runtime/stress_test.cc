@@ -31,7 +31,7 @@ constexpr int kN = 256;
 constexpr int kStreams = 3;
 constexpr int kReader = kStreams;  // the reader context's index (on stream 0)
 
-constexpr const char kProgram[] = R"(
+constexpr const char kStressProgram[] = R"(
 param a : f32[256]
 param b : f32[256]
 param c : f32[256]
@@ -445,7 +445,7 @@ std::optional<std::string> difference(const Log& want, const Log& got, bool exac
 class StressTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    KILN_ASSERT_OK_AND_ASSIGN(program_, parse(kProgram, "stress.kiln"));
+    KILN_ASSERT_OK_AND_ASSIGN(program_, parse(kStressProgram, "stress.kiln"));
     KILN_ASSERT_OK_AND_ASSIGN(device_, cpu_device());
     KILN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<Backend> compiler, Backend::create(device_));
     std::vector<std::string> names;

@@ -30,7 +30,7 @@ using runtime::CompileOptions;
 using runtime::ValueTrace;
 
 // h is inlined into z's statement; x[1] = 0 makes z[1] = log(0) = -inf; y is a reduction.
-constexpr const char kProgram[] = R"(input x : f32[4]
+constexpr const char kValueTraceProgram[] = R"(input x : f32[4]
 param w : f32[4, 3] = 0.5
 tensor h : f32[4]
 output z : f32[4]
@@ -88,7 +88,7 @@ std::vector<json> parse_lines(const std::string& text) {
 // Runs `step` `runs` times on `device` with x = [1, 0, 2, 3], tracing; returns the trace's lines.
 void trace_runs(const std::string& device, int runs, std::vector<json>* lines) {
   KILN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<ValueTrace> trace, ValueTrace::start());
-  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kProgram, "trace.kiln"));
+  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kValueTraceProgram, "trace.kiln"));
   KILN_ASSERT_OK_AND_ASSIGN(auto nodes, NodeTable::create(program, 1));
   KILN_ASSERT_OK(write_floats(*nodes, "x", {1, 0, 2, 3}));
   KILN_ASSERT_OK_AND_ASSIGN(TracedRoutine linked, traced_routine(device, trace, program, nodes, "step", 16));
@@ -182,7 +182,7 @@ TEST(ValueTraceTest, EveryDeviceLogsTheSameEntries) {
 
 TEST(ValueTraceTest, LimitsTheLinesOfAStatement) {
   KILN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<ValueTrace> trace, ValueTrace::start());
-  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kProgram, "trace.kiln"));
+  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kValueTraceProgram, "trace.kiln"));
   KILN_ASSERT_OK_AND_ASSIGN(auto nodes, NodeTable::create(program, 1));
   KILN_ASSERT_OK_AND_ASSIGN(TracedRoutine linked, traced_routine("cpu", trace, program, nodes, "step", 3));
   const std::shared_ptr<Backend>& backend = linked.backend;
@@ -198,7 +198,7 @@ TEST(ValueTraceTest, LimitsTheLinesOfAStatement) {
 }
 
 TEST(ValueTraceTest, RunningTracedCodeNeedsAValueTrace) {
-  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kProgram));
+  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kValueTraceProgram));
   KILN_ASSERT_OK_AND_ASSIGN(auto nodes, NodeTable::create(program, 1));
   KILN_ASSERT_OK_AND_ASSIGN(TracedRoutine linked, traced_routine("cpu", nullptr, program, nodes, "step", 16));
   EXPECT_TRUE(has_error(linked.routine->run(), StatusCode::kFailedPrecondition, {"value tracing", "ValueTrace"}));
@@ -206,7 +206,7 @@ TEST(ValueTraceTest, RunningTracedCodeNeedsAValueTrace) {
 
 TEST(ValueTraceTest, RunningTracedCodeAfterTheTraceStoppedFails) {
   KILN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<ValueTrace> trace, ValueTrace::start());
-  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kProgram));
+  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kValueTraceProgram));
   KILN_ASSERT_OK_AND_ASSIGN(auto nodes, NodeTable::create(program, 1));
   KILN_ASSERT_OK_AND_ASSIGN(TracedRoutine linked, traced_routine("cpu", trace, program, nodes, "step", 16));
   const std::shared_ptr<Backend>& backend = linked.backend;
@@ -220,7 +220,7 @@ TEST(ValueTraceTest, RunningTracedCodeAfterTheTraceStoppedFails) {
 
 // Tracing off: no trace code at all, whatever the other trace option says; on: printf.
 TEST(ValueTraceTest, UntracedSourceHasNoTraceCode) {
-  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kProgram));
+  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kValueTraceProgram));
   KILN_ASSERT_OK_AND_ASSIGN(hal::DeviceRef dev, cpu_device());
   KILN_ASSERT_OK_AND_ASSIGN(auto backend, Backend::create(dev));
   CompileOptions off;
@@ -269,7 +269,7 @@ TEST(ValueTraceTest, SeveralStreamsAndDevicesAtOnceLoseAndMixNothing) {
   {
     StdoutToFile redirect(out_path);
     KILN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<ValueTrace> trace, ValueTrace::start());
-    KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kProgram, "trace.kiln"));
+    KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(kValueTraceProgram, "trace.kiln"));
     KILN_ASSERT_OK_AND_ASSIGN(auto nodes, NodeTable::create(program, 1));
     KILN_ASSERT_OK(write_floats(*nodes, "x", {1, 0, 2, 3}));
     std::vector<std::shared_ptr<Backend>> backends;

@@ -10,7 +10,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kProgram =
+constexpr const char* kCliCacheKeyProgram =
     "input  x : f32[4, 8]\n"
     "output y : f32[4, 8]\n"
     "tensor m : f32[4]\n"
@@ -36,7 +36,7 @@ TEST_F(CliCacheKeyTest, ACopiedOrRenamedProgramCompilesNothingAgain) {
     Env e = env();
     e["KILN_CACHE_DIR"] = dir_.file("cache-" + device);
     const std::string first = dir_.file("first.kiln");
-    ASSERT_TRUE(write_bytes(first, kProgram).ok());
+    ASSERT_TRUE(write_bytes(first, kCliCacheKeyProgram).ok());
     ProcessResult r = kiln({"run", first, "--device", device}, e);
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const size_t entries = cache_files(e["KILN_CACHE_DIR"]);
@@ -45,7 +45,7 @@ TEST_F(CliCacheKeyTest, ACopiedOrRenamedProgramCompilesNothingAgain) {
     // The same text under another name, in another directory, and through a path with `..` in it.
     fs::create_directories(dir_.file("elsewhere/deeper"));
     const std::string renamed = dir_.file("elsewhere/renamed.kiln");
-    ASSERT_TRUE(write_bytes(renamed, kProgram).ok());
+    ASSERT_TRUE(write_bytes(renamed, kCliCacheKeyProgram).ok());
     for (const std::string& path : {renamed, dir_.file("elsewhere/deeper/../renamed.kiln")}) {
       r = kiln({"run", path, "--device", device}, e);
       ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -57,8 +57,8 @@ TEST_F(CliCacheKeyTest, ACopiedOrRenamedProgramCompilesNothingAgain) {
 TEST_F(CliCacheKeyTest, TheGeneratedSourceDoesNotNameTheFile) {
   const std::string a = dir_.file("a.kiln");
   const std::string b = dir_.file("b_with_another_name.kiln");
-  ASSERT_TRUE(write_bytes(a, kProgram).ok());
-  ASSERT_TRUE(write_bytes(b, kProgram).ok());
+  ASSERT_TRUE(write_bytes(a, kCliCacheKeyProgram).ok());
+  ASSERT_TRUE(write_bytes(b, kCliCacheKeyProgram).ok());
   for (const std::string target : {"cpu", "opencl", "cuda:sm_80"}) {
     ProcessResult ra = kiln({"compile", a, "--target", target, "--emit", "source"}, env(), Captured::kStdout,
                             dir_.file("stderr"));
@@ -73,7 +73,7 @@ TEST_F(CliCacheKeyTest, TheGeneratedSourceDoesNotNameTheFile) {
 
 TEST_F(CliCacheKeyTest, AnIntermediateAskedForAsAnOutputSaysHowToSeeIt) {
   const std::string program = dir_.file("p.kiln");
-  ASSERT_TRUE(write_bytes(program, kProgram).ok());
+  ASSERT_TRUE(write_bytes(program, kCliCacheKeyProgram).ok());
   ProcessResult r = run({"run", program, "--output", "m=" + dir_.file("m.npy")});
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("'m' is an intermediate (`tensor`)"), std::string::npos) << r.output;

@@ -8,7 +8,7 @@
 namespace kiln::tools {
 namespace {
 
-constexpr const char* kProgram =
+constexpr const char* kCliCompileTimingsProgram =
     "size N\n"
     "input  x : f32[N, 8]\n"
     "output y : f32[N, 8]\n"
@@ -22,7 +22,7 @@ TEST_F(CliCompileTimingsTest, ReportsEveryPhaseAndKernelThenACacheHit) {
   Env e = env();
   e["KILN_CACHE_DIR"] = dir_.file("cache");
   const std::string program = dir_.file("softmax.kiln");
-  ASSERT_TRUE(write_bytes(program, kProgram).ok());
+  ASSERT_TRUE(write_bytes(program, kCliCompileTimingsProgram).ok());
   ProcessResult r = kiln({"compile", program, "--timings"}, e);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* phase : {"compile timings on cpu:0 (c, ", "parsing", "lowering", "passes", "emitting",
@@ -38,7 +38,7 @@ TEST_F(CliCompileTimingsTest, ReportsEveryPhaseAndKernelThenACacheHit) {
 
 TEST_F(CliCompileTimingsTest, NotWithEmitOrTarget) {
   const std::string program = dir_.file("softmax.kiln");
-  ASSERT_TRUE(write_bytes(program, kProgram).ok());
+  ASSERT_TRUE(write_bytes(program, kCliCompileTimingsProgram).ok());
   for (const std::vector<std::string>& extra :
        {std::vector<std::string>{"--emit", "source"}, std::vector<std::string>{"--target", "cpu"}}) {
     std::vector<std::string> args = {"compile", program, "--timings"};

@@ -12,11 +12,7 @@
 namespace kiln::tools {
 namespace {
 
-#ifdef KILN_SANITIZED
-constexpr bool kSanitized = true;  // shadow memory and quarantines change what a process holds
-#else
-constexpr bool kSanitized = false;
-#endif
+using test::kSanitized;  // shadow memory and quarantines change what a process holds
 
 class CliLargeDataTest : public CliTest {
  protected:

@@ -13,11 +13,7 @@ namespace {
 
 // Sanitizers reserve terabytes of shadow address space and need a normal stack of their own, so
 // the ulimit cases run only in the plain build (the size checks run everywhere).
-#ifdef KILN_SANITIZED
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
+using test::kSanitized;
 
 class CliResourceLimitsTest : public CliTest {
  protected:

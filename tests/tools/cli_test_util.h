@@ -18,6 +18,7 @@
 
 #include "base/disk_cache.h"
 #include "base/process.h"
+#include "common/sanitized.h"
 #include "common/temp_dir.h"
 #include "kiln/drivers/drivers.h"
 #include "tools/npy.h"
