@@ -244,9 +244,11 @@ const char* const kSizesKernel =
     "  out[get_group_id(0) * 256 + get_local_id(0)] = (uint)get_local_size(0);\n"
     "}\n";
 
-Result<std::vector<uint32_t>> run_sizes(const hal::DeviceRef& device, bool any_local_size) {
-  KILN_ASSIGN_OR_RETURN(hal::ExecutableRef exe,
-                        device->compile_executable({"opencl-c", kSizesKernel, {{"sizes", 1, 0, any_local_size}}, "sizes.cl"}));
+Result<hal::ExecutableRef> compile_sizes(const hal::DeviceRef& device, bool any_local_size) {
+  return device->compile_executable({"opencl-c", kSizesKernel, {{"sizes", 1, 0, any_local_size}}, "sizes.cl"});
+}
+
+Result<std::vector<uint32_t>> run_sizes(const hal::DeviceRef& device, const hal::ExecutableRef& exe) {
   std::vector<uint32_t> words(3 * 256, 0);
   KILN_ASSIGN_OR_RETURN(hal::BufferRef out, device->allocator().allocate({}, words.size() * 4));
   KILN_RETURN_IF_ERROR(out->write_data(0, words.data(), words.size() * 4));
@@ -260,6 +262,11 @@ Result<std::vector<uint32_t>> run_sizes(const hal::DeviceRef& device, bool any_l
   KILN_RETURN_IF_ERROR(s->wait(1, Timeout::after_ms(kWaitMs)));
   KILN_RETURN_IF_ERROR(out->read_data(0, words.data(), words.size() * 4));
   return words;
+}
+
+Result<std::vector<uint32_t>> run_sizes(const hal::DeviceRef& device, bool any_local_size) {
+  KILN_ASSIGN_OR_RETURN(hal::ExecutableRef exe, compile_sizes(device, any_local_size));
+  return run_sizes(device, exe);
 }
 
 // Every work item of every workgroup ran once, with `local` items per workgroup.
@@ -299,6 +306,53 @@ TEST(OpenCLDriverTest, AnyLocalSizeExportsRunSeveralWorkItemsPerWorkgroup) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << refused.status();
   EXPECT_NE(refused.status().message().find("KILN_OPENCL_WORK_ITEMS"), std::string::npos) << refused.status();
+}
+
+// The files under `dir` and its subdirectories (0 where it does not exist).
+size_t files_under(const std::string& dir) {
+  std::error_code ec;
+  size_t count = 0;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_regular_file(ec)) ++count;
+  }
+  return count;
+}
+
+// In a fresh process with PoCL's own kernel cache in a directory of its own: kiln's compile
+// leaves PoCL nothing to compile at the first dispatch (which would show as new files there).
+TEST(OpenCLChildTest, DispatchCompilesNothing) {
+  if (!std::getenv("KILN_OPENCL_TEST_CHILD")) GTEST_SKIP() << "runs only as a child process";
+  REQUIRE_OPENCL();
+  hal::DeviceRef device = open_device("");  // no kiln cache: compile() still builds everything
+  ASSERT_TRUE(device);
+  const std::string platform = dynamic_cast<opencl::ClDevice&>(*device).record().platform_name;
+  if (platform.find("Portable Computing Language") == std::string::npos) {
+    GTEST_SKIP() << "the platform is " << platform << ", not PoCL";
+  }
+  const char* set = std::getenv("POCL_WORK_GROUP_SPECIALIZATION");
+  EXPECT_STREQ(set ? set : "(unset)", "0") << "kiln sets it when it loads OpenCL";
+  const std::string kcache = std::string(std::getenv("XDG_CACHE_HOME")) + "/pocl/kcache";
+  Result<hal::ExecutableRef> exe = compile_sizes(device, true);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  const size_t compiled = files_under(kcache);
+  EXPECT_GT(compiled, 0u) << "PoCL's kernel cache is not where this test looks: " << kcache;
+  Result<std::vector<uint32_t>> words = run_sizes(device, *exe);
+  ASSERT_TRUE(words.ok()) << words.status();
+  expect_workgroups_of(*words, (*words)[0]);
+  EXPECT_EQ(files_under(kcache), compiled) << "PoCL compiled at the dispatch";
+  std::printf("child: %zu files in PoCL's cache after compile, none added by the dispatch\n", compiled);
+}
+
+TEST(OpenCLDriverTest, CompileLeavesNothingToCompileAtTheFirstDispatch) {
+  REQUIRE_OPENCL();
+  TempDir home;
+  ASSERT_FALSE(home.path().empty());
+  const std::string output = test::run_test_child(
+      {"-u", "POCL_WORK_GROUP_SPECIALIZATION", "XDG_CACHE_HOME=" + home.path(), "POCL_KERNEL_CACHE=1",
+       "KILN_OPENCL_TEST_CHILD=1"},
+      "OpenCLChildTest.DispatchCompilesNothing");
+  EXPECT_TRUE(output.find("child: ") != std::string::npos || output.find("not PoCL") != std::string::npos)
+      << output;
 }
 
 }  // namespace

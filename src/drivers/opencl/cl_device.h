@@ -28,6 +28,7 @@ class ClDevice final : public hal::Device {
   Result<hal::QueueRef> create_queue(const std::string& name) override;
   Result<hal::ExecutableRef> compile_executable(const hal::ExecutableSource& source) override;
   const ClCompiler& compiler() const { return compiler_; }
+  const ClDeviceRecord& record() const { return context_->record(); }
 
  private:
   std::shared_ptr<ClContext> context_;

@@ -88,6 +88,19 @@ std::string build_log(const ClContext& context, cl_program program) {
   return log;
 }
 
+// The program's binary for its one device (clGetProgramInfo(CL_PROGRAM_BINARIES)).
+Result<std::string> program_binary(const Api& api, cl_program program) {
+  size_t size = 0;
+  cl_int err = api.GetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr);
+  if (err != CL_SUCCESS) return cl_error("clGetProgramInfo(CL_PROGRAM_BINARY_SIZES)", err);
+  if (size == 0) return unavailable_error("the OpenCL driver gives no binary of the program");
+  std::string binary(size, '\0');
+  unsigned char* target = reinterpret_cast<unsigned char*>(binary.data());
+  err = api.GetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof target, &target, nullptr);
+  if (err != CL_SUCCESS) return cl_error("clGetProgramInfo(CL_PROGRAM_BINARIES)", err);
+  return binary;
+}
+
 }  // namespace
 
 Result<cl_program> build_program_from_source(const ClContext& context, const std::string& full_source,
@@ -183,18 +196,14 @@ Result<std::shared_ptr<ClProgram>> ClCompiler::build(const hal::ExecutableSource
   }
   if (!program) {
     KILN_ASSIGN_OR_RETURN(program, build_program_from_source(*context_, full_source, source.label));
-    if (cache_.enabled()) {
-      const Api& api = context_->api();
-      size_t size = 0;
-      cl_int err = api.GetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr);
-      std::string binary(size, '\0');
-      unsigned char* target = reinterpret_cast<unsigned char*>(binary.data());
-      if (err == CL_SUCCESS && size > 0) {
-        err = api.GetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof target, &target, nullptr);
-      }
-      if (err != CL_SUCCESS || size == 0) {
-        KILN_LOG(kWarn, cl_error("clGetProgramInfo(CL_PROGRAM_BINARIES)", err).to_string());
-      } else if (Result<std::string> stored = cache_.store(key, "clbin", binary); !stored.ok()) {
+    // Asked for even without a cache: PoCL generates its kernels' machine code (work-group
+    // functions) only when its binary is asked for or at the first dispatch, and compile() is
+    // where a caller expects to wait for the compiler.
+    Result<std::string> binary = program_binary(context_->api(), program);
+    if (!binary.ok()) {
+      KILN_LOG(kWarn, binary.status().to_string());
+    } else if (cache_.enabled()) {
+      if (Result<std::string> stored = cache_.store(key, "clbin", *binary); !stored.ok()) {
         KILN_LOG(kWarn, "cannot store the OpenCL binary: " + stored.status().to_string());
       }
     }
