@@ -3,8 +3,11 @@
 //    registered function) against a plain indirect call of an empty function;
 //  - the library's sort of 2^22 f32 (stable, NaNs last) against std::sort of the same data;
 //  - random_uniform of 2^24 f32 against memcpy of the same bytes, and the same numbers from each
-//    kind of Philox code this processor runs (the library takes the widest).
+//    kind of Philox code this processor runs (the library takes the widest);
+//  - gemm of a few rows (a dense layer at batch 1 to 8), which the library runs in its own loops,
+//    against cblas_sgemm of the same product called directly.
 #include <benchmark/benchmark.h>
+#include <cblas.h>
 
 #include <algorithm>
 #include <cstring>
@@ -132,6 +135,40 @@ void BM_PhiloxUniformByCode(benchmark::State& state) {
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(kRandomCount * sizeof(float)));
 }
 BENCHMARK(BM_PhiloxUniformByCode)->DenseRange(0, 2)->UseRealTime();
+
+// c (m x n) = a (m x k) @ b (k x n), f32, as compiled code calls gemm on the cpu device.
+void BM_RalSmallGemm(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  std::vector<float> a(size_t(m * k), 0.5f), b(size_t(k * n), 0.25f), c(size_t(m * n));
+  Context context("cpu");
+  ExecutionContext execution(context);
+  kiln_ral_context_t* ctx = execution.abi();
+  MemRef<float, 2> am{a.data(), {m, k}}, bm{b.data(), {k, n}}, cm{c.data(), {m, n}};
+  int64_t no = 0;
+  float alpha = 1, beta = 0;
+  void* args[] = {&ctx, &am, &bm, &cm, &no, &no, &alpha, &beta, &no};
+  static const char kName[] = "gemm___cpu___pvoid_m2df32_m2df32_m2df32_i64_i64_f32_f32_i64___void";
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(ctx->call(ctx, kName, args));
+    benchmark::ClobberMemory();
+  }
+  if (!execution.finish().ok()) state.SkipWithError("gemm failed");
+}
+BENCHMARK(BM_RalSmallGemm)->Args({1, 256, 256})->Args({4, 256, 256})->Args({8, 512, 64})->Args({1, 1024, 256})
+    ->UseRealTime();
+
+void BM_OpenBlasSmallGemm(benchmark::State& state) {
+  const int m = static_cast<int>(state.range(0)), n = static_cast<int>(state.range(1)),
+            k = static_cast<int>(state.range(2));
+  std::vector<float> a(size_t(m) * k, 0.5f), b(size_t(k) * n, 0.25f), c(size_t(m) * n);
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(),
+                n);
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_OpenBlasSmallGemm)->Args({1, 256, 256})->Args({4, 256, 256})->Args({8, 512, 64})->Args({1, 1024, 256})
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace kiln::ral

@@ -217,6 +217,39 @@ TEST(LibraryTest, GemmAgainstAWideReference) {
   }
 }
 
+// Products of a few rows run in kiln's own loops on cpu (ral/library/small_gemm.h), others in
+// OpenBLAS: both sides of the line, every transpose, and shapes that fill the loops' column
+// blocks (64 f32), single vectors and scalar tails, and dot products with and without a tail.
+TEST(LibraryTest, GemmOfAFewRowsOnBothSidesOfTheLine) {
+  for (const char* device : kLibraryDevices) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        for (int64_t m : {1, 3, 8, 9}) {
+          for (int64_t n : {1, 7, 91, 300}) {
+            for (int64_t k : {5, 37, 256}) check_gemm_case<float>(device, m, n, k, ta, tb, 1.0f, 0.0f);
+          }
+        }
+        check_gemm_case<float>(device, 2, 130, 17, ta, tb, -0.5f, 1.5f);
+        check_gemm_case<double>(device, 4, 45, 33, ta, tb, 2.0, -1.0);
+        check_gemm_case<float>(device, 1, 1024, 256, ta, tb, 1.0f, 0.0f);  // m·n·k = 2^18: the last in the loops
+        check_gemm_case<float>(device, 1, 1025, 256, ta, tb, 1.0f, 0.0f);  // one column more: OpenBLAS
+      }
+    }
+    // alpha = 0 reads neither a nor b (c = beta * c), k = 0 likewise, as BLAS.
+    std::vector<float> a = {kNaN, kNaN}, b = {kNaN, kNaN}, c = {4, 6};
+    MemRef<float, 2> am{a.data(), {1, 2}}, bm{b.data(), {2, 2}}, cm{c.data(), {1, 2}};
+    int64_t no = 0;
+    float alpha = 0, beta = 0.5f;
+    const std::string name = full_name("gemm", device, "m2df32_m2df32_m2df32_i64_i64_f32_f32_i64");
+    ASSERT_TRUE(call(device, name, {&am, &bm, &cm, &no, &no, &alpha, &beta, &no}).ok());
+    EXPECT_EQ(c, (std::vector<float>{2, 3})) << device;
+    MemRef<float, 2> empty_a{a.data(), {1, 0}}, empty_b{b.data(), {0, 2}};
+    alpha = 1;
+    ASSERT_TRUE(call(device, name, {&empty_a, &empty_b, &cm, &no, &no, &alpha, &beta, &no}).ok());
+    EXPECT_EQ(c, (std::vector<float>{1, 1.5f})) << device;
+  }
+}
+
 // Tensors of rank 3 and 4 are their products' matrices in row-major order (kiln/ir/gemm_groups.h):
 // a [2, 3, 4] @ b [2, 4, 5] with batch=1 is two 3x4 @ 4x5 products; a [3, 2, 2] @ b [5, 2, 2]ᵀ
 // flattens the summed dimensions. Dimensions that agree only in their products are refused.

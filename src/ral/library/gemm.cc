@@ -1,6 +1,7 @@
 // gemm: c = alpha * op(a) @ op(b) + beta * c, for each of the products its tensors hold
 // (gemm_shape.h). The cpu device calls OpenBLAS's cblas (the library a user would otherwise
-// call, loaded when the first gemm runs: openblas.h); opencl calls CLBlast on the device
+// call, loaded when the first gemm runs: openblas.h), except for products of a few rows that
+// kiln's own loops run faster (small_gemm.h); opencl calls CLBlast on the device
 // (ral/library/clblast.h) and cuda cuBLAS (cuda_library.h), or OpenBLAS over mapped buffers;
 // interp has a plain triple loop, the reference. A batch is a loop of products over strided
 // pointers: each product is large (the automatic calls ask for M·N·K ≥ 16³), so the loop's cost
@@ -19,15 +20,24 @@
 #include "ral/library/library.h"
 #include "ral/library/openblas.h"
 #include "ral/library/rows.h"
+#include "ral/library/small_gemm.h"
 
 namespace kiln::ral::library {
 
 namespace {
 
-// Every product of `s` through OpenBLAS, over host memory.
+// Every product of `s` through OpenBLAS, over host memory, or kiln's own loops where they are
+// small enough that OpenBLAS's packing and threads would cost more than the product.
 template <typename T>
 Status blas_products(const GemmShape& s, const T* a, const T* b, T* c, T alpha, T beta) {
   if (s.m == 0 || s.n == 0) return Status();
+  if (small_gemm_fits(s.m, s.n, s.k)) {
+    for (int64_t p = 0; p < s.batch; ++p) {
+      small_gemm<T>(s.transpose_a, s.transpose_b, s.m, s.n, s.k, alpha, a + p * s.stride_a(), s.lda(),
+                    b + p * s.stride_b(), s.ldb(), beta, c + p * s.stride_c(), s.ldc());
+    }
+    return Status();
+  }
   for (int64_t p = 0; p < s.batch; ++p) {
     KILN_RETURN_IF_ERROR(openblas_gemm<T>(s.transpose_a, s.transpose_b, s.m, s.n, s.k, alpha, a + p * s.stride_a(),
                                           s.lda(), b + p * s.stride_b(), s.ldb(), beta, c + p * s.stride_c(),
@@ -99,7 +109,9 @@ Status gemm_reference(ExecutionContext*, const GemmShape& s, T* a_data, T* b_dat
     for (int64_t i = 0; i < s.m; ++i) {
       for (int64_t j = 0; j < s.n; ++j) {
         T sum = 0;
-        for (int64_t p = 0; p < s.k; ++p) sum += at(i, p) * bt(p, j);
+        if (alpha != 0) {  // alpha = 0 reads neither a nor b (they may hold NaNs), as BLAS
+          for (int64_t p = 0; p < s.k; ++p) sum += at(i, p) * bt(p, j);
+        }
         T& out = c[i * s.n + j];
         // beta = 0 ignores c (it may hold NaNs), as BLAS does.
         out = beta == 0 ? alpha * sum : alpha * sum + beta * out;
