@@ -283,14 +283,17 @@ Result<LoweredProgram> lower_program(const Program& program, const LowerOptions&
     with_calls = with_library_calls(program, options.library_calls);
   }
   KILN_ASSIGN_OR_RETURN(LoweredProgram lowered, lowering::Lowerer(options.auto_calls ? with_calls : program, options).run());
-  if (options.optimize && !options.trace_values) {
-    for (LoweredRoutine& routine : lowered.routines) {
-      for (Kernel& kernel : routine.kernels) {
-        optimize_kernel(kernel, OptimizeOptions{.reassociate = options.reassociate});
-      }
+  optimize_lowered(lowered, options);
+  return lowered;
+}
+
+void optimize_lowered(LoweredProgram& lowered, const LowerOptions& options) {
+  if (!options.optimize || options.trace_values) return;
+  for (LoweredRoutine& routine : lowered.routines) {
+    for (Kernel& kernel : routine.kernels) {
+      optimize_kernel(kernel, OptimizeOptions{.reassociate = options.reassociate});
     }
   }
-  return lowered;
 }
 
 int merge_node_of(const LoweredProgram& lowered, int node) {

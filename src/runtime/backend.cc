@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kiln/base/time.h"
 #include "kiln/ral/context.h"
 #include "runtime/device_array.h"
 #include "runtime/scheduler.h"
@@ -72,6 +73,22 @@ Result<CodeRef> Backend::compile(const ir::Program& program, std::string_view ro
   return compile_batch(program, {&name, 1}, options);
 }
 
+Result<ir::LoweredProgram> lower_traced(const ir::Program& program, const ir::LowerOptions& options, Trace* trace) {
+  if (!trace) return ir::lower_program(program, options);
+  ir::LowerOptions unoptimized = options;
+  unoptimized.optimize = false;
+  const int64_t begin_ns = now_ns();
+  KILN_ASSIGN_OR_RETURN(ir::LoweredProgram lowered, ir::lower_program(program, unoptimized));
+  const int64_t lowered_ns = now_ns();
+  ir::optimize_lowered(lowered, options);
+  size_t kernels = 0;
+  for (const ir::LoweredRoutine& r : lowered.routines) kernels += r.kernels.size();
+  const std::vector<std::pair<std::string, std::string>> args = {{"kernels", std::to_string(kernels)}};
+  trace->record({"lowering", "compile", "compiler", Trace::kCompilerThread, begin_ns, lowered_ns, args});
+  trace->record({"passes", "compile", "compiler", Trace::kCompilerThread, lowered_ns, now_ns(), args});
+  return lowered;
+}
+
 Result<CodeRef> Backend::compile_batch(const ir::Program& program,
                                        std::span<const std::string> routines,
                                        const CompileOptions& options) {
@@ -80,7 +97,7 @@ Result<CodeRef> Backend::compile_batch(const ir::Program& program,
       return not_found_error("the program has no routine named '" + r + "'");
     }
   }
-  KILN_ASSIGN_OR_RETURN(ir::LoweredProgram lowered, ir::lower_program(program, options.lower));
+  KILN_ASSIGN_OR_RETURN(ir::LoweredProgram lowered, lower_traced(program, options.lower, options_.trace.get()));
   return compile_lowered(std::move(lowered), routines, options);
 }
 

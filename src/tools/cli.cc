@@ -307,7 +307,9 @@ int command_run(const Options& given) {
     lower.trace_lines = value_trace->lines_per_statement();
   }
   // Lowered here, so that an error in the program is told apart from a device's (exit 2, not 1).
-  Result<ir::LoweredProgram> lowered = ir::lower_program(general.has_sizes() ? general : program, lower);
+  auto trace = o.trace.empty() ? nullptr : std::make_shared<runtime::Trace>();
+  Result<ir::LoweredProgram> lowered =
+      runtime::lower_traced(general.has_sizes() ? general : program, lower, trace.get());
   if (!lowered.ok()) return report(lowering_failure(o.program, lowered.status()));
 
   // The host copies: initializers from --seed; inputs no file gives get the seed's values.
@@ -320,7 +322,6 @@ int command_run(const Options& given) {
   }
 
   // N copies of the routine sequence, each in its own context on its own stream.
-  auto trace = o.trace.empty() ? nullptr : std::make_shared<runtime::Trace>();
   runtime::BackendOptions backend_options;
   backend_options.trace = trace;
   backend_options.value_trace = value_trace;

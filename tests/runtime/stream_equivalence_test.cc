@@ -200,14 +200,22 @@ TEST(StreamEquivalence, TraceRecordsBothStreams) {
   std::map<int, int> grads;  // per stream
   int updates = 0;
   int compiles = 0;
+  std::vector<std::string> phases;  // the compiler thread's events in order
+  int64_t phase_end_ns = 0;
   for (const runtime::Trace::Event& e : events) {
-    if (e.category == "compile") {  // the program's build, with the driver's steps
-      ++compiles;
+    if (e.category == "compile") {  // lowering, the passes, the device's build with its steps
       EXPECT_EQ(e.thread, runtime::Trace::kCompilerThread);
       EXPECT_EQ(e.stream, "compiler");
-      EXPECT_EQ(e.name.rfind("compile for ", 0), 0u) << e.name;
-      EXPECT_FALSE(e.args.empty());
+      EXPECT_FALSE(e.args.empty()) << e.name;
       EXPECT_LE(e.begin_ns, e.end_ns);
+      EXPECT_LE(phase_end_ns, e.begin_ns) << e.name << " began before the phase before it ended";
+      phase_end_ns = e.end_ns;
+      if (e.name.rfind("compile for ", 0) == 0) {
+        ++compiles;
+        phases.push_back("build");
+      } else {
+        phases.push_back(e.name);
+      }
       continue;
     }
     threads.insert(e.thread);
@@ -227,6 +235,9 @@ TEST(StreamEquivalence, TraceRecordsBothStreams) {
   EXPECT_EQ(grads[1], 2);
   EXPECT_EQ(updates, 2);
   EXPECT_GE(compiles, 1);
+  ASSERT_GE(phases.size(), 3u);
+  EXPECT_EQ(std::vector<std::string>(phases.begin(), phases.begin() + 3),
+            (std::vector<std::string>{"lowering", "passes", "build"}));
 
   const std::string json = trace->json();
   EXPECT_NE(json.find("\"traceEvents\""), std::string::npos);

@@ -154,6 +154,22 @@ TEST_F(CliOutputFilesTest, AFailedOutputLeavesNoOtherOutputWritten) {
   }
 }
 
+// The trace has the compiler's phases on its thread: lowering, the passes, then the build.
+TEST_F(CliOutputFilesTest, TheTraceHasTheCompilersPhasesInOrder) {
+  const std::string trace = dir_.file("trace.json");
+  ProcessResult r = run({"run", example("softmax"), "--trace", trace});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  Result<std::string> json = read_file(trace);
+  ASSERT_TRUE(json.ok()) << json.status();
+  const size_t lowering = json->find("\"name\": \"lowering\""), passes = json->find("\"name\": \"passes\""),
+               build = json->find("\"name\": \"compile for ");
+  ASSERT_NE(lowering, std::string::npos) << *json;
+  ASSERT_NE(passes, std::string::npos) << *json;
+  ASSERT_NE(build, std::string::npos) << *json;
+  EXPECT_LT(lowering, passes);
+  EXPECT_LT(passes, build);
+}
+
 TEST_F(CliOutputFilesTest, AnOutputThatIsTheProgramOrAnInputIsRefused) {
   const std::string program = dir_.file("softmax.kiln");
   ASSERT_TRUE(write_bytes(program, *read_file(example("softmax"))).ok());

@@ -71,6 +71,10 @@ struct LowerOptions {
 };
 
 Result<LoweredProgram> lower_program(const Program& program, const LowerOptions& options = {});
+// The optimization passes of lower_program on every kernel of `lowered`, as lower_program runs
+// them last: nothing unless options.optimize is set and no values are traced. Lowering with
+// optimize off and then this gives what lower_program gives, in two phases a caller can time.
+void optimize_lowered(LoweredProgram& lowered, const LowerOptions& options);
 
 // The node a merge read of `node` refers to in a lowered program, or -1 if there is none.
 int merge_node_of(const LoweredProgram& lowered, int node);

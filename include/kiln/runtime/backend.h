@@ -61,6 +61,11 @@ struct Linked {
   ContextRef context;  // a child of the context linked into
 };
 
+// ir::lower_program, with its two phases recorded in `trace` when one is given: "lowering" (the
+// program to kernels, with the automatic library calls) and "passes" (the loop-IR optimizations),
+// category "compile" on the compiler's thread, each with the number of kernels.
+Result<ir::LoweredProgram> lower_traced(const ir::Program& program, const ir::LowerOptions& options, Trace* trace);
+
 struct LinkedBatch {
   std::vector<RoutineRef> routines;  // in the code's order, each routine once
   ContextRef context;
