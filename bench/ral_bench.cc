@@ -4,8 +4,9 @@
 //  - the library's sort of 2^22 f32 (stable, NaNs last) against std::sort of the same data;
 //  - random_uniform of 2^24 f32 against memcpy of the same bytes, and the same numbers from each
 //    kind of Philox code this processor runs (the library takes the widest);
-//  - gemm of a few rows (a dense layer at batch 1 to 8), which the library runs in its own loops,
-//    against cblas_sgemm of the same product called directly.
+//  - gemm of a few rows (a dense layer at batch 1 to 8) as compiled code calls it, against
+//    cblas_sgemm of the same product called directly. This program loads OpenBLAS before kiln
+//    can name its kernels (openblas.cc): set OPENBLAS_CORETYPE to compare the kernels kiln runs.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -137,7 +138,7 @@ void BM_PhiloxUniformByCode(benchmark::State& state) {
 BENCHMARK(BM_PhiloxUniformByCode)->DenseRange(0, 2)->UseRealTime();
 
 // c (m x n) = a (m x k) @ b (k x n), f32, as compiled code calls gemm on the cpu device.
-void BM_RalSmallGemm(benchmark::State& state) {
+void BM_RalGemmFewRows(benchmark::State& state) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   std::vector<float> a(size_t(m * k), 0.5f), b(size_t(k * n), 0.25f), c(size_t(m * n));
   Context context("cpu");
@@ -154,10 +155,10 @@ void BM_RalSmallGemm(benchmark::State& state) {
   }
   if (!execution.finish().ok()) state.SkipWithError("gemm failed");
 }
-BENCHMARK(BM_RalSmallGemm)->Args({1, 256, 256})->Args({4, 256, 256})->Args({8, 512, 64})->Args({1, 1024, 256})
+BENCHMARK(BM_RalGemmFewRows)->Args({1, 256, 256})->Args({4, 256, 256})->Args({8, 512, 64})->Args({1, 1024, 256})
     ->UseRealTime();
 
-void BM_OpenBlasSmallGemm(benchmark::State& state) {
+void BM_OpenBlasGemmFewRows(benchmark::State& state) {
   const int m = static_cast<int>(state.range(0)), n = static_cast<int>(state.range(1)),
             k = static_cast<int>(state.range(2));
   std::vector<float> a(size_t(m) * k, 0.5f), b(size_t(k) * n, 0.25f), c(size_t(m) * n);
@@ -167,7 +168,7 @@ void BM_OpenBlasSmallGemm(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
 }
-BENCHMARK(BM_OpenBlasSmallGemm)->Args({1, 256, 256})->Args({4, 256, 256})->Args({8, 512, 64})->Args({1, 1024, 256})
+BENCHMARK(BM_OpenBlasGemmFewRows)->Args({1, 256, 256})->Args({4, 256, 256})->Args({8, 512, 64})->Args({1, 1024, 256})
     ->UseRealTime();
 
 }  // namespace

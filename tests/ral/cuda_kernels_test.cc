@@ -79,8 +79,8 @@ void check_random(HostKernels& kernels, const char* function, u64 count, P p, P 
   const uint64_t seed = 0x0123456789ABCDEFull, run = 3;
   const int64_t site = 5;
   std::vector<T> expected(count), got(count);
-  std::memset(expected.data(), 0xa5, count * sizeof(T));
-  std::memset(got.data(), 0x5a, count * sizeof(T));
+  std::memset(static_cast<void*>(expected.data()), 0xa5, count * sizeof(T));  // bytes no kernel writes
+  std::memset(static_cast<void*>(got.data()), 0x5a, count * sizeof(T));
   MemRef<T, 1> r{expected.data(), {static_cast<int64_t>(count)}};
   const std::string pc = code<P>();
   call_cpu(std::string(function) + "___cpu___pvoid_m1d" + code<T>() + "_" + pc + "_" + pc + "_i64___void",

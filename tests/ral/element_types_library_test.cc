@@ -234,26 +234,39 @@ TEST(ElementTypesRalTest, CallChecksOfEveryType) {
     n.dims = {4, 4};
     return n;
   };
+  // FUNCTION(nodes `args`) -> nodes `outputs`.
+  auto call_of = [](std::string function, std::vector<int> args, std::vector<int> outputs) {
+    ir::Call call;
+    call.function = std::move(function);
+    for (int a : args) call.args.emplace_back().node = a;
+    call.outputs = std::move(outputs);
+    return call;
+  };
   for (ir::DType type : ir::kAllDTypes) {
     const std::vector<ir::TensorNode> nodes = {node(0, "x", type, ir::Role::kInput), node(1, "y", type, ir::Role::kOutput),
                                                node(2, "idx", ir::DType::kI32, ir::Role::kOutput)};
     const std::string name(ir::dtype_name(type));
-    ir::Call sort{"sort", {ir::CallArg{0}}, {1}};
+    ir::Call sort = call_of("sort", {0}, {1});
     EXPECT_TRUE(ir::check_call(sort, nodes).empty()) << name;
-    ir::Call topk{"topk", {ir::CallArg{0}}, {1, 2}};
+    ir::Call topk = call_of("topk", {0}, {1, 2});
     EXPECT_TRUE(ir::check_call(topk, nodes).empty()) << name;
-    ir::Call random{"random_uniform", {}, {1}};
+    ir::Call random = call_of("random_uniform", {}, {1});
     const std::vector<ir::Diagnostic> r = ir::check_call(random, nodes);
     EXPECT_EQ(r.empty(), ir::is_float_type(type)) << name;
-    if (!r.empty()) EXPECT_NE(r[0].message.find("'y' is " + name + "; it must be f32 or f64 or f16 or bf16"), std::string::npos) << r[0].message;
-    ir::Call gemm{"gemm", {ir::CallArg{0}, ir::CallArg{0}}, {1}};
+    if (!r.empty()) {
+      EXPECT_NE(r[0].message.find("'y' is " + name + "; it must be f32 or f64 or f16 or bf16"), std::string::npos)
+          << r[0].message;
+    }
+    ir::Call gemm = call_of("gemm", {0, 0}, {1});
     const std::vector<ir::Diagnostic> g = ir::check_call(gemm, nodes);
     // A product keeps its operands' type for f32, f64, f16 and bf16; i8 gives i32 (below).
     EXPECT_EQ(g.empty(), type == ir::DType::kF32 || type == ir::DType::kF64 || ir::is_narrow_float(type)) << name;
     const std::string refusal = type == ir::DType::kI8 ? "gemm: 'y' is i8; a product of i8 operands gives i32"
                                                        : "gemm: 'x' is " + name + "; gemm takes f32, f64, bf16, f16 or i8";
-    if (!g.empty()) EXPECT_NE(g[0].message.find(refusal), std::string::npos) << g[0].message;
-    ir::Call allreduce{"allreduce", {ir::CallArg{0}}, {1}};
+    if (!g.empty()) {
+      EXPECT_NE(g[0].message.find(refusal), std::string::npos) << g[0].message;
+    }
+    ir::Call allreduce = call_of("allreduce", {0}, {1});
     EXPECT_TRUE(ir::check_call(allreduce, nodes).empty()) << name;
   }
 }

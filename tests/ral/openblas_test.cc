@@ -64,6 +64,37 @@ TEST(OpenBlasTest, KilnCpuThreadsBoundsItsThreads) {
   EXPECT_EQ(*now, 2);
 }
 
+// Child mode: the kernels OpenBLAS runs, as kiln loaded it.
+TEST(OpenBlasChild, NamesItsKernels) {
+  if (!std::getenv("KILN_OPENBLAS_TEST_CHILD")) GTEST_SKIP() << "runs only as a child process";
+  Result<std::string> core = library::openblas_core();
+  ASSERT_TRUE(core.ok()) << core.status();
+  std::printf("kernels %s\n", core->c_str());
+}
+
+// On an Intel processor OpenBLAS runs the kernels of the processor's features (OpenBLAS 0.3.21
+// alone falls back to SSE3 on models newer than itself); OPENBLAS_CORETYPE, when set, is kept.
+TEST(OpenBlasTest, KernelsOfTheProcessorsFeatures) {
+  if (Result<std::string> core = library::openblas_core(); !core.ok()) GTEST_SKIP() << core.status();
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  const std::string out =
+      test::run_test_child({"-u", "OPENBLAS_CORETYPE", "KILN_OPENBLAS_TEST_CHILD=1"}, "OpenBlasChild.NamesItsKernels");
+  ASSERT_NE(out.find("kernels "), std::string::npos) << out;
+  if (__builtin_cpu_is("intel") && avx512) {
+    EXPECT_NE(out.find("kernels SkylakeX"), std::string::npos) << out;
+  } else if (__builtin_cpu_is("intel") && avx2) {
+    EXPECT_NE(out.find("kernels Haswell"), std::string::npos) << out;
+  }
+  if (avx2) {  // the user's choice (Haswell's kernels need AVX2 and FMA)
+    const std::string chosen = test::run_test_child({"OPENBLAS_CORETYPE=Haswell", "KILN_OPENBLAS_TEST_CHILD=1"},
+                                                    "OpenBlasChild.NamesItsKernels");
+    EXPECT_NE(chosen.find("kernels Haswell"), std::string::npos) << chosen;
+  }
+}
+
 TEST(OpenBlasTest, AMalformedSettingIsAnError) {
   test::ScopedEnv bad("KILN_CPU_THREADS", "abc");
   std::vector<float> a(1, 1.0f), b(1, 1.0f), c(1, 0.0f);

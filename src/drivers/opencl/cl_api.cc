@@ -15,13 +15,17 @@ struct Loaded {
   Status status;
 };
 
+// PoCL compiles each kernel again at its first dispatch for the work-group shape it is given,
+// unless told not to: kiln's kernels then compile once, when they are built (compile()), and load
+// from kiln's disk cache without compiling (docs/opencl.md). PoCL reads it when it starts, after
+// this; set when kiln is loaded (before main, or while a host dlopens kiln), not at the first
+// OpenCL call, where other threads may be reading the environment. A value the user set is kept.
+[[gnu::constructor]] void default_pocl_specialization() {
+  ::setenv("POCL_WORK_GROUP_SPECIALIZATION", "0", /*overwrite=*/0);
+}
+
 Loaded load() {
   Loaded out;
-  // PoCL compiles each kernel again at its first dispatch for the work-group shape it is given,
-  // unless told not to: kiln's kernels then compile once, when they are built (compile()), and
-  // load from kiln's disk cache without compiling (docs/opencl.md). Read when PoCL starts, so set
-  // before the ICD loader loads it; a value the user set is kept.
-  ::setenv("POCL_WORK_GROUP_SPECIALIZATION", "0", /*overwrite=*/0);
   Result<void*> loaded = load_shared_library({"libOpenCL.so.1", "libOpenCL.so"});
   if (!loaded.ok()) {
     out.status = unavailable_error("the OpenCL library was not found (" + loaded.status().message() +

@@ -1,7 +1,6 @@
 // gemm: c = alpha * op(a) @ op(b) + beta * c, for each of the products its tensors hold
 // (gemm_shape.h). The cpu device calls OpenBLAS's cblas (the library a user would otherwise
-// call, loaded when the first gemm runs: openblas.h), except for products of a few rows that
-// kiln's own loops run faster (small_gemm.h); opencl calls CLBlast on the device
+// call, loaded when the first gemm runs: openblas.h); opencl calls CLBlast on the device
 // (ral/library/clblast.h) and cuda cuBLAS (cuda_library.h), or OpenBLAS over mapped buffers;
 // interp has a plain triple loop, the reference. A batch is a loop of products over strided
 // pointers: each product is large (the automatic calls ask for M·N·K ≥ 16³), so the loop's cost
@@ -20,22 +19,17 @@
 #include "ral/library/library.h"
 #include "ral/library/openblas.h"
 #include "ral/library/rows.h"
-#include "ral/library/small_gemm.h"
 
 namespace kiln::ral::library {
 
 namespace {
 
-// Every product of `s` through OpenBLAS, over host memory, or kiln's own loops where they are
-// small enough that OpenBLAS's packing and threads would cost more than the product.
+// Every product of `s` through OpenBLAS, over host memory.
 template <typename T>
 Status blas_products(const GemmShape& s, const T* a, const T* b, T* c, T alpha, T beta) {
   if (s.m == 0 || s.n == 0) return Status();
-  if (small_gemm_fits(s.m, s.n, s.k)) {
-    for (int64_t p = 0; p < s.batch; ++p) {
-      small_gemm<T>(s.transpose_a, s.transpose_b, s.m, s.n, s.k, alpha, a + p * s.stride_a(), s.lda(),
-                    b + p * s.stride_b(), s.ldb(), beta, c + p * s.stride_c(), s.ldc());
-    }
+  if (alpha == 0 || s.k == 0) {  // c = beta * c without reading a or b, as BLAS (OpenBLAS reads them)
+    for (int64_t i = 0; i < s.batch * s.m * s.n; ++i) c[i] = beta == 0 ? T(0) : beta * c[i];
     return Status();
   }
   for (int64_t p = 0; p < s.batch; ++p) {

@@ -1,5 +1,6 @@
 #include "ral/library/openblas.h"
 
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -34,6 +35,7 @@ struct OpenBlas {
   GemmFn<double> dgemm = nullptr;
   void (*set_num_threads)(int) = nullptr;
   int (*get_num_threads)() = nullptr;
+  char* (*get_corename)() = nullptr;  // optional: OpenBLAS's own, not part of cblas
   Status status;
 };
 
@@ -74,6 +76,24 @@ std::optional<uint64_t> address_space_left() {
 [[gnu::constructor]] void default_thread_timeout() {
   if (!::getenv("OPENBLAS_THREAD_TIMEOUT") && !::getenv("GOTO_THREAD_TIMEOUT")) {
     ::setenv("OPENBLAS_THREAD_TIMEOUT", "16", 0);
+  }
+}
+
+// OpenBLAS picks its kernels by the processor's model, and 0.3.21 (Debian 12) does not know the
+// Intel models released after it (Sapphire Rapids): it falls back to its Prescott kernels (SSE3),
+// and a 1024³ sgemm took 63 ms there instead of 10.8 ms (docs/performance.md). On an Intel
+// processor kiln names the kernels by the processor's features instead, as OpenBLAS does for the
+// models it knows (SkylakeX for AVX-512, Haswell for AVX2 and FMA), unless OPENBLAS_CORETYPE is
+// set. Other vendors keep OpenBLAS's own choice. At load, like the timeout above.
+[[gnu::constructor]] void default_core_type() {
+  if (::getenv("OPENBLAS_CORETYPE")) return;
+  __builtin_cpu_init();  // a constructor may run before the compiler's own that fills these in
+  if (!__builtin_cpu_is("intel")) return;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+    ::setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    ::setenv("OPENBLAS_CORETYPE", "Haswell", 0);
   }
 }
 
@@ -137,6 +157,7 @@ const OpenBlas& openblas() {
     binder.bind(out.set_num_threads, "openblas_set_num_threads");
     binder.bind(out.get_num_threads, "openblas_get_num_threads");
     if (!binder.missing().empty()) out.status = unavailable_error("the OpenBLAS library lacks " + binder.missing());
+    out.get_corename = reinterpret_cast<char* (*)()>(::dlsym(*handle, "openblas_get_corename"));
     return out;
   }();
   return loaded;
@@ -194,6 +215,13 @@ Result<int> openblas_threads() {
   KILN_RETURN_IF_ERROR(blas.status);
   KILN_RETURN_IF_ERROR(apply_thread_limit(blas));
   return blas.get_num_threads();
+}
+
+Result<std::string> openblas_core() {
+  const OpenBlas& blas = openblas();
+  KILN_RETURN_IF_ERROR(blas.status);
+  if (!blas.get_corename) return unavailable_error("the OpenBLAS library does not name its kernels");
+  return std::string(blas.get_corename());
 }
 
 }  // namespace kiln::ral::library

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "kiln/base/status.h"
 
@@ -21,5 +22,9 @@ Status openblas_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, i
 
 // The number of threads OpenBLAS runs gemm on now; UNAVAILABLE when it cannot be loaded.
 Result<int> openblas_threads();
+// The name of the kernels OpenBLAS runs ("SkylakeX", "Haswell", ...): its own choice, or on an
+// Intel processor kiln's by the processor's features unless OPENBLAS_CORETYPE is set (openblas.cc);
+// UNAVAILABLE when it cannot be loaded or does not say.
+Result<std::string> openblas_core();
 
 }  // namespace kiln::ral::library
