@@ -15,6 +15,7 @@
 
 #include "base/disk_cache.h"
 #include "common/driver_availability.h"
+#include "common/files_under.h"
 #include "common/other_user.h"
 #include "common/scoped_env.h"
 #include "common/temp_dir.h"
@@ -31,7 +32,7 @@ using test::kWaitMs;
 
 #define REQUIRE_OPENCL()                                                   \
   do {                                                                     \
-    Status available_ = test::driver_availability("opencl");                             \
+    Status available_ = test::driver_availability("opencl");               \
     if (!available_.ok()) GTEST_SKIP() << "no OpenCL: " << available_;     \
   } while (0)
 
@@ -308,16 +309,6 @@ TEST(OpenCLDriverTest, AnyLocalSizeExportsRunSeveralWorkItemsPerWorkgroup) {
   EXPECT_NE(refused.status().message().find("KILN_OPENCL_WORK_ITEMS"), std::string::npos) << refused.status();
 }
 
-// The files under `dir` and its subdirectories (0 where it does not exist).
-size_t files_under(const std::string& dir) {
-  std::error_code ec;
-  size_t count = 0;
-  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->is_regular_file(ec)) ++count;
-  }
-  return count;
-}
-
 // In a fresh process with PoCL's own kernel cache in a directory of its own: kiln's compile
 // leaves PoCL nothing to compile at the first dispatch (which would show as new files there).
 TEST(OpenCLChildTest, DispatchCompilesNothing) {
@@ -330,16 +321,16 @@ TEST(OpenCLChildTest, DispatchCompilesNothing) {
     GTEST_SKIP() << "the platform is " << platform << ", not PoCL";
   }
   const char* set = std::getenv("POCL_WORK_GROUP_SPECIALIZATION");
-  EXPECT_STREQ(set ? set : "(unset)", "0") << "kiln sets it when it loads OpenCL";
+  EXPECT_STREQ(set ? set : "(unset)", "0") << "kiln sets it when it is loaded";
   const std::string kcache = std::string(std::getenv("XDG_CACHE_HOME")) + "/pocl/kcache";
   Result<hal::ExecutableRef> exe = compile_sizes(device, true);
   ASSERT_TRUE(exe.ok()) << exe.status();
-  const size_t compiled = files_under(kcache);
+  const size_t compiled = test::files_under(kcache);
   EXPECT_GT(compiled, 0u) << "PoCL's kernel cache is not where this test looks: " << kcache;
   Result<std::vector<uint32_t>> words = run_sizes(device, *exe);
   ASSERT_TRUE(words.ok()) << words.status();
   expect_workgroups_of(*words, (*words)[0]);
-  EXPECT_EQ(files_under(kcache), compiled) << "PoCL compiled at the dispatch";
+  EXPECT_EQ(test::files_under(kcache), compiled) << "PoCL compiled at the dispatch";
   std::printf("child: %zu files in PoCL's cache after compile, none added by the dispatch\n", compiled);
 }
 

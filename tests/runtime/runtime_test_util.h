@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/same_bits.h"
 #include "common/sanitized.h"
 #include "kiln/base/status.h"
 #include "kiln/base/time.h"
@@ -97,10 +98,6 @@ inline std::vector<float> ramp(size_t n, float start, float step) {
   return v;
 }
 
-// Bitwise equality of float vectors (NaNs with the same bits compare equal).
-inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-}
+using test::same_bits;  // bitwise equality of vectors (NaNs with the same bits compare equal)
 
 }  // namespace kiln::runtime_test

@@ -3,6 +3,7 @@
 // (docs/cli.md, "The compile cache"). And an intermediate asked for with --output says how to see it.
 #include <filesystem>
 
+#include "common/files_under.h"
 #include "tools/cli_test_util.h"
 
 namespace kiln::tools {
@@ -17,15 +18,7 @@ constexpr const char* kCliCacheKeyProgram =
     "m[i] = max(x[i, j])\n"
     "y[i, j] = exp(x[i, j] - m[i])\n";
 
-// Every file under the cache directory: each compiled executable is one entry.
-size_t cache_files(const std::string& dir) {
-  size_t n = 0;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); ++it) {
-    if (it->is_regular_file()) ++n;
-  }
-  return n;
-}
+// Every file under the cache directory is one compiled executable (test::files_under).
 
 class CliCacheKeyTest : public CliTest {};
 
@@ -39,7 +32,7 @@ TEST_F(CliCacheKeyTest, ACopiedOrRenamedProgramCompilesNothingAgain) {
     ASSERT_TRUE(write_bytes(first, kCliCacheKeyProgram).ok());
     ProcessResult r = kiln({"run", first, "--device", device}, e);
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    const size_t entries = cache_files(e["KILN_CACHE_DIR"]);
+    const size_t entries = test::files_under(e["KILN_CACHE_DIR"]);
     ASSERT_GT(entries, 0u);
 
     // The same text under another name, in another directory, and through a path with `..` in it.
@@ -49,7 +42,7 @@ TEST_F(CliCacheKeyTest, ACopiedOrRenamedProgramCompilesNothingAgain) {
     for (const std::string& path : {renamed, dir_.file("elsewhere/deeper/../renamed.kiln")}) {
       r = kiln({"run", path, "--device", device}, e);
       ASSERT_EQ(r.exit_code, 0) << r.output;
-      EXPECT_EQ(cache_files(e["KILN_CACHE_DIR"]), entries) << "compiled again for " << path;
+      EXPECT_EQ(test::files_under(e["KILN_CACHE_DIR"]), entries) << "compiled again for " << path;
     }
   }
 }
