@@ -1,17 +1,22 @@
 #!/bin/sh
 # Builds, on this machine, what scripts/cuda-device-check.sh runs on a machine with an NVIDIA GPU
 # that has the CUDA driver but none of kiln's build dependencies: a Release build in
-# build-device/, then .device/pack.tar.xz (ignored by git; about 10 MB, inside the device tool's
+# build-device/, then .device/pack.tar.xz (ignored by git; about 13 MB, inside the device tool's
 # 64 MiB): the stripped test binaries, kiln, train_moons and cuda_bench, the shared libraries
 # they need beyond the C and C++ runtimes (OpenBLAS, Google Benchmark, ...), and this
 # checkout's path, which the tests read example programs from. Run `make deps` first.
-# Usage: scripts/cuda-device-pack.sh
+# BUILD_DIR, when given, is an existing build folder with tests, benchmarks and examples (such as
+# `make`'s build/, RelWithDebInfo) to build in as it is configured: a GPU is sometimes lent for
+# less time than a fresh Release build takes on a small machine.
+# Usage: scripts/cuda-device-pack.sh [BUILD_DIR]
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build-device
+build=${1:-$root/build-device}
 out=$root/.device
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_TESTS=ON \
-  -DKILN_BUILD_BENCHMARKS=ON -DKILN_BUILD_EXAMPLES=ON -DKILN_BUILD_PYTHON=OFF >/dev/null
+if [ $# -eq 0 ]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_TESTS=ON \
+    -DKILN_BUILD_BENCHMARKS=ON -DKILN_BUILD_EXAMPLES=ON -DKILN_BUILD_PYTHON=OFF >/dev/null
+fi
 cmake --build "$build" --target kiln_hal_test kiln_drivers_test kiln_ral_test kiln_runtime_test kiln_cli \
   train_moons cuda_bench
 stage=$build/pack
