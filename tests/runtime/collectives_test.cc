@@ -15,17 +15,6 @@
 namespace kiln::e2e {
 namespace {
 
-// The devices present: interp and cpu always, opencl and cuda (over mapped host memory) where
-// their drivers find a device (cuda: scripts/cuda-device-check.sh runs these tests on a GPU).
-std::vector<std::string> devices() {
-  std::vector<std::string> names = {"interp", "cpu"};
-  for (const char* driver : {"opencl", "cuda"}) {
-    auto found = drivers::builtin_registry().find(driver);
-    if (found.ok() && (*found)->availability().ok()) names.push_back(driver);
-  }
-  return names;
-}
-
 constexpr const char* kCollectivesProgram = R"(
 input  x : f32[4, 3]
 input  k : i32[2]
@@ -57,7 +46,7 @@ TEST(CollectivesTest, AWorldOfOneCopies) {
   ASSERT_TRUE(program.ok()) << program.status();
   std::vector<double> x;
   for (int i = 0; i < 12; ++i) x.push_back(i * 0.5 - 2);
-  for (const std::string& device : devices()) {
+  for (const std::string& device : present_devices()) {
     SCOPED_TRACE(device);
     TempDir cache;
     Result<hal::DeviceRef> dev = open_device(device, cache.path());

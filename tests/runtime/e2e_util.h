@@ -171,10 +171,12 @@ inline std::vector<std::string> default_routines(const ir::Program& program) {
   return out;
 }
 
-// The devices end-to-end tests run on: interp, cpu, and opencl where a platform is present.
+// The devices end-to-end tests run on: interp, cpu, opencl where a platform is present, and cuda
+// where its driver starts (a GPU machine: scripts/cuda-device-check.sh runs these suites there).
 inline std::vector<std::string> present_devices() {
   std::vector<std::string> names = {"interp", "cpu"};
   if (driver_availability("opencl").ok()) names.push_back("opencl");
+  if (driver_availability("cuda").ok()) names.push_back("cuda");
   return names;
 }
 

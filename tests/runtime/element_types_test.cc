@@ -150,14 +150,6 @@ bool same(const Value& got, const Value& want) {
 
 // ---- Running ------------------------------------------------------------------------------
 
-// The devices every program runs on: interp, cpu, opencl where a platform is, and cuda where its
-// driver starts (a GPU machine: scripts/cuda-device-check.sh runs this suite there).
-std::vector<std::string> type_test_devices() {
-  std::vector<std::string> names = present_devices();
-  if (driver_availability("cuda").ok()) names.push_back("cuda");
-  return names;
-}
-
 Result<Tensors> run_program(const std::string& device_name, const std::string& text, const ir::LowerOptions& lower,
                             const Tensors& inputs) {
   KILN_ASSIGN_OR_RETURN(ir::Program program, lang::parse_program(text, "types.kiln"));
@@ -181,7 +173,7 @@ Result<Tensors> run_program(const std::string& device_name, const std::string& t
 // sm_90 where NVRTC and ptxas are present (no GPU needed).
 void expect_everywhere(const std::string& text, const Tensors& inputs,
                        const std::map<std::string, std::vector<Value>>& expected) {
-  for (const std::string& device : type_test_devices()) {
+  for (const std::string& device : present_devices()) {
     for (const ir::LowerOptions& lower : {ir::LowerOptions{}, plain_lowering()}) {
       SCOPED_TRACE(device + (lower.optimize ? ", default lowering" : ", plain lowering"));
       Result<Tensors> got = run_program(device, text, lower, inputs);
@@ -740,7 +732,7 @@ routine step {
       {"m", tensor_of(DType::kBool, ints({1, 0, 1}))},
       {"s", tensor_of(DType::kI8, ints({-1, 127, -128}))}};
   std::map<std::string, nlohmann::json> entries;  // per device: the run's entries
-  for (const std::string& device : type_test_devices()) {
+  for (const std::string& device : present_devices()) {
     SCOPED_TRACE(device);
     Result<std::shared_ptr<runtime::ValueTrace>> trace = runtime::ValueTrace::start();
     ASSERT_TRUE(trace.ok()) << trace.status();

@@ -162,7 +162,7 @@ TEST_P(GatherSelectTest, SoftmaxCrossEntropyPerElement) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, GatherSelectTest, ::testing::Values("interp", "cpu", "opencl"),
+INSTANTIATE_TEST_SUITE_P(Devices, GatherSelectTest, ::testing::Values("interp", "cpu", "opencl", "cuda"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

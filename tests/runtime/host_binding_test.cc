@@ -62,7 +62,7 @@ class HostBindingTest : public ::testing::TestWithParam<std::string> {
   void TearDown() override {
     if (stream_) KILN_EXPECT_OK(stream_->await(wait_limit()));
   }
-  bool host_memory() const { return GetParam() != "opencl"; }
+  bool host_memory() const { return GetParam() == "cpu" || GetParam() == "interp"; }
 
   // Binds `owned` as `node`, holding it through a handle whose release counts into `released`.
   Result<bool> bind(const std::string& node, const std::shared_ptr<Owned>& owned, std::atomic<int>* released = nullptr) {
@@ -95,7 +95,7 @@ TEST_P(HostBindingTest, RoutinesReadAndWriteTheCallersMemory) {
   auto w = std::make_shared<Owned>(std::vector<float>(8, 3));
   KILN_ASSERT_OK_AND_ASSIGN(bool bound, bind("w", w));
   if (!host_memory()) {
-    EXPECT_FALSE(bound) << "OpenCL kernels cannot use host memory in place";
+    EXPECT_FALSE(bound) << "OpenCL and CUDA kernels cannot use host memory in place";
     return;
   }
   ASSERT_TRUE(bound);
@@ -220,7 +220,7 @@ TEST_P(HostBindingTest, AFailedSemaphoreFailsTheStreamThatWaitsForIt) {
   stream_.reset();  // failed: TearDown has nothing to wait for
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, HostBindingTest, ::testing::Values("cpu", "interp", "opencl"),
+INSTANTIATE_TEST_SUITE_P(Devices, HostBindingTest, ::testing::Values("cpu", "interp", "opencl", "cuda"),
                          [](const auto& info) { return info.param; });
 // The binding itself, on the devices whose memory is host memory.
 INSTANTIATE_TEST_SUITE_P(Devices, HostMemoryBindingTest, ::testing::Values("cpu", "interp"),

@@ -107,7 +107,7 @@ TEST_P(KeptValuesTest, LaterValueFromAnotherContextReplacesAKeptOne) {
   EXPECT_EQ(g, doubled(second));
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, KeptValuesTest, ::testing::Values("cpu", "interp", "opencl"),
+INSTANTIATE_TEST_SUITE_P(Devices, KeptValuesTest, ::testing::Values("cpu", "interp", "opencl", "cuda"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -1,4 +1,5 @@
-// A framework's own kernels (Backend::compile_kernels) on the cpu and opencl devices: run between
+// A framework's own kernels (Backend::compile_kernels) on the cpu, opencl and cuda devices (cuda
+// where a GPU is; their CUDA C builds with NVRTC everywhere it loads): run between
 // kiln's routines on one stream, read by another stream, and the errors of describing them.
 #include <gtest/gtest.h>
 
@@ -90,7 +91,40 @@ __kernel void add_merge(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0), KILN_BINDING
 }
 )CL";
 
-std::string format_of(const std::string& device) { return device == "opencl" ? "opencl-c" : "c"; }
+// The same kernels in CUDA C: the CUDA kernel ABI has OpenCL's parameters; one thread per block.
+constexpr const char kCudaKernels[] = R"CU(
+extern "C" __global__ void reverse_scale(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0), KILN_BINDING_PARAMS(1),
+                                         KILN_CONSTANT_PARAM(0), KILN_CONSTANT_PARAM(1)) {
+  KILN_ENTRY();
+  const float* a = KILN_BINDING(const float, 0);
+  float* b = KILN_BINDING(float, 1);
+  unsigned n = (unsigned)(KILN_BINDING_LENGTH(1) / sizeof(float));
+  unsigned i = blockIdx.x;
+  if (i == 0) {
+    for (volatile unsigned k = 0; k < KILN_CONSTANT(1); ++k) {
+    }
+  }
+  b[i] = a[n - 1 - i] * (float)KILN_CONSTANT(0);
+}
+extern "C" __global__ void fail(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0)) {
+  KILN_ENTRY();
+  KILN_FAIL(7);
+}
+extern "C" __global__ void add_merge(KILN_STATUS_PARAMS, KILN_BINDING_PARAMS(0), KILN_BINDING_PARAMS(1)) {
+  KILN_ENTRY();
+  float* b = KILN_BINDING(float, 0);
+  const float* merged = KILN_BINDING(const float, 1);
+  for (unsigned long long i = 0; i < KILN_BINDING_LENGTH(0) / sizeof(float); ++i) b[i] += merged[i];
+}
+)CU";
+
+std::string format_of(const std::string& device) {
+  return device == "opencl" ? "opencl-c" : device == "cuda" ? "cuda-c" : "c";
+}
+
+const char* kernels_of(const std::string& device) {
+  return device == "opencl" ? kOpenCLKernels : device == "cuda" ? kCudaKernels : kCKernels;
+}
 
 KernelBinding binding(const std::string& node, KernelAccess access, std::vector<int64_t> dims = {kN}) {
   KernelBinding b;
@@ -112,7 +146,7 @@ KernelBinding merge_binding(const std::string& node) {
 KernelSet kernel_set(const std::string& device, uint32_t scale = 3, uint32_t spin = 0) {
   KernelSet set;
   set.source.format = format_of(device);
-  set.source.source = device == "opencl" ? kOpenCLKernels : kCKernels;
+  set.source.source = kernels_of(device);
   set.source.exports = {{"reverse_scale", 2, 2}, {"fail", 1, 0}, {"add_merge", 2, 0}};
   set.source.label = "framework_kernels";
   KernelDispatch reverse;
@@ -361,7 +395,21 @@ TEST_P(OwnKernelsTest, SourceErrorsComeFromTheDevice) {
   broken.source.source += "\nint this is not a kernel;\n";
   const Status status = compile(broken).status();
   EXPECT_TRUE(has_error(status, StatusCode::kInvalidArgument, {"compiling the kernels of 'framework_kernels'"}));
-  EXPECT_NE(status.message().find(GetParam() == "opencl" ? "clBuildProgram" : "failed"), std::string::npos) << status;
+  const char* compiler = GetParam() == "opencl" ? "clBuildProgram" : GetParam() == "cuda" ? "NVRTC could not build" : "failed";
+  EXPECT_NE(status.message().find(compiler), std::string::npos) << status;
+}
+
+// The CUDA kernels build for sm_80 and sm_90 wherever NVRTC loads, so that on a GPU the suite
+// fails only for what the device does.
+TEST(OwnKernelsCudaTest, TheKernelsBuildWithNvrtc) {
+  if (Status nvrtc = drivers::check_cuda_arch(80); !nvrtc.ok()) GTEST_SKIP() << "no NVRTC: " << nvrtc;
+  for (int arch : {80, 90}) {
+    Result<std::string> ptx = drivers::compile_cuda_ptx(kCudaKernels, arch, "framework_kernels");
+    ASSERT_TRUE(ptx.ok()) << "sm_" << arch << ": " << ptx.status();
+    for (const char* name : {"reverse_scale", "fail", "add_merge"}) {
+      EXPECT_NE(ptx->find(std::string(".entry ") + name + "("), std::string::npos) << name << " for sm_" << arch;
+    }
+  }
 }
 
 TEST_P(OwnKernelsTest, LinkChecksTheContextsNodeTable) {
@@ -387,7 +435,7 @@ TEST_P(OwnKernelsTest, LinkChecksTheContextsNodeTable) {
                         {"reverse_scale", "'c'", "constant"}));
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, OwnKernelsTest, ::testing::Values("cpu", "opencl"),
+INSTANTIATE_TEST_SUITE_P(Devices, OwnKernelsTest, ::testing::Values("cpu", "opencl", "cuda"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace

@@ -50,7 +50,7 @@ TEST(SharedGemmStreamsTest, TwoStreamsMapOneSharedParameter) {
   KILN_ASSERT_OK(write_floats(*nodes, "w", w));
 
   KILN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<Backend> backend, Backend::create(*device));
-  KILN_ASSERT_OK_AND_ASSIGN(CodeRef code, backend->compile(program, "step", {.shared = true}));
+  KILN_ASSERT_OK_AND_ASSIGN(CodeRef code, backend->compile(program, "step", {.shared = true, .lower = {}}));
   std::vector<ContextRef> contexts;
   std::vector<RoutineRef> steps;
   for (int s = 0; s < 2; ++s) {
