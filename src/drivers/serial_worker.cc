@@ -4,6 +4,8 @@
 #include <system_error>
 #include <string>
 
+#include "base/futex.h"
+#include "kiln/base/time.h"
 #include "kiln/hal/queue.h"
 
 namespace kiln::drivers {
@@ -26,6 +28,7 @@ void SerialWorker::push(std::function<void()> task) {
   }
   std::lock_guard<std::mutex> lock(mutex_);
   tasks_.push_back(std::move(task));
+  pushed_.fetch_add(1, std::memory_order_release);
   ready_.notify_one();
 }
 
@@ -34,6 +37,7 @@ void SerialWorker::stop() {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
+  pushed_.fetch_add(1, std::memory_order_release);  // ends a spin
   ready_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
@@ -41,6 +45,12 @@ void SerialWorker::stop() {
 void SerialWorker::main() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
+    if (tasks_.empty() && !stopping_ && spin_ns_ > 0) {
+      const uint64_t seen = pushed_.load(std::memory_order_relaxed);
+      lock.unlock();
+      spin_for_task(seen);
+      lock.lock();
+    }
     ready_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
     if (tasks_.empty()) return;  // stopping, and everything pushed has run
     std::function<void()> task = std::move(tasks_.front());
@@ -49,6 +59,15 @@ void SerialWorker::main() {
     task();
     task = nullptr;  // what the task holds goes before the lock is taken again
     lock.lock();
+  }
+}
+
+bool SerialWorker::spin_for_task(uint64_t seen) {
+  const int64_t until = now_ns() + spin_ns_;
+  for (uint32_t step = 1;; ++step) {
+    if (pushed_.load(std::memory_order_acquire) != seen) return true;
+    if (now_ns() >= until) return false;
+    spin_pause(step);
   }
 }
 

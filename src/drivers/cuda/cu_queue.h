@@ -53,6 +53,8 @@ class CuQueue final : public hal::Queue {
   static constexpr size_t kStagingChunkBytes = size_t{4} << 20;
   // The most staging blocks one transfer holds at a time (see for_each_staged_chunk).
   static constexpr size_t kStagingRingBlocks = 16;
+  // How long the completion worker polls for the next flight before it sleeps.
+  static constexpr int64_t kCompletionSpinNs = 50000;
 
  private:
   struct Flight;
@@ -99,7 +101,9 @@ class CuQueue final : public hal::Queue {
   std::condition_variable inflight_idle_;
   size_t inflight_ = 0;  // guarded by inflight_mutex_
 
-  drivers::SerialWorker completions_;
+  // Spins a while after each completion: the next action of a stream of short ones is usually
+  // pushed within microseconds, and a sleeping worker's wake-up would add to its latency.
+  drivers::SerialWorker completions_{kCompletionSpinNs};
   drivers::SerialWorker host_calls_;
 };
 
