@@ -27,7 +27,7 @@ Result<UpdateCommand> make_update(const void* source, const BufferRef& target, s
   // Check the range before copying, so that a bogus length is an error, not a huge allocation.
   if (target) KILN_RETURN_IF_ERROR(target->check_range(offset, length, "update").status());
   const auto* bytes = static_cast<const uint8_t*>(source);
-  return UpdateCommand{std::vector<uint8_t>(bytes, bytes + length), target, offset};
+  return UpdateCommand{HostMemoryBytes(bytes, length), target, offset};
 }
 
 Status CommandBuffer::record(Command command) {

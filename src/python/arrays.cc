@@ -6,7 +6,7 @@
 
 #include <nanobind/ndarray.h>
 
-#include "drivers/huge_pages.h"
+#include "kiln/base/host_memory.h"
 #include "kiln/loop/op_eval.h"
 #include "python/dtypes.h"
 #include "python/errors.h"
@@ -278,7 +278,7 @@ nb::object numpy_view(const HostArray& array, nb::handle owner) {
 nb::object new_numpy(const runtime::NodeDesc& desc, void** data) {
   const ir::DType dtype = desc.dtype;
   const std::vector<int64_t>& dims = desc.dims;
-  if (desc.bytes >= drivers::kHugePageMinimum) {  // huge pages of kiln's own (allocate_host_array)
+  if (desc.bytes >= kHugePageMinimum) {  // huge pages of kiln's own (allocate_host_array)
     HostArray array;
     try {
       array = allocate_host_array(dtype, dims);

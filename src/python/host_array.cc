@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <new>
 
-#include "drivers/huge_pages.h"
+#include "kiln/base/host_memory.h"
 #include "python/dtypes.h"
 
 namespace kiln::python {
@@ -20,14 +20,14 @@ HostArray allocate_host_array(ir::DType dtype, std::vector<int64_t> dims) {
   array.dtype = dtype;
   array.dims = std::move(dims);
   const size_t bytes = array.bytes();
-  if (bytes >= drivers::kHugePageMinimum) {
+  if (bytes >= kHugePageMinimum) {
     // Fresh huge pages, as NumPy's own large arrays: writing a 64 MiB output into 4 KiB pages
     // took 16,384 page faults, four times the kernel's time.
-    const size_t rounded = drivers::huge_page_bytes(bytes);
-    void* data = drivers::map_huge_pages(rounded);
+    const size_t rounded = huge_page_bytes(bytes);
+    void* data = map_huge_pages(rounded);
     if (!data) throw std::bad_alloc();
     array.data = data;
-    array.keep_alive = std::shared_ptr<void>(data, [rounded](void* p) { drivers::unmap_huge_pages(p, rounded); });
+    array.keep_alive = std::shared_ptr<void>(data, [rounded](void* p) { unmap_huge_pages(p, rounded); });
     return array;
   }
   auto storage = std::shared_ptr<std::byte[]>(new std::byte[std::max<size_t>(bytes, 1)]);

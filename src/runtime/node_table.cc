@@ -259,7 +259,8 @@ Status NodeTable::set_sizes_locked(const std::vector<int64_t>& values) {
     const bool pending = node->host_pending && !point_passed(*node->host_pending);
     if (pending || r.bytes > node->host.capacity()) {
       try {
-        r.grown.emplace(r.bytes);
+        // Not zeroed: host_zeros stands for its zeros until it is written.
+        r.grown.emplace(r.bytes, HostMemoryAllocator<std::byte>(false));
       } catch (const std::bad_alloc&) {
         return resource_exhausted_error("tensor '" + name + "': its host copy of " + std::to_string(r.bytes) +
                                         " bytes (" + shape_text(desc.dtype, r.dims) +

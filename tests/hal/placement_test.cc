@@ -16,7 +16,9 @@ class PlacementTest : public CtsTest {
   bool runs_on_caller() { return device().info().capabilities.max_caller_stores > 0; }
   // After a submission with met waits: where the device runs it on the caller, it is done now.
   void expect_done_at_return(const SemaphoreRef& done, uint64_t value) {
-    if (runs_on_caller()) EXPECT_EQ(value_of(done), value) << "not run on the submitting thread";
+    if (runs_on_caller()) {
+      EXPECT_EQ(value_of(done), value) << "not run on the submitting thread";
+    }
     CTS_EXPECT_OK(wait(done, value));
   }
 };

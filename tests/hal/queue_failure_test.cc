@@ -230,7 +230,7 @@ TEST_P(ValidationTest, UpdateReadWriteRanges) {
   EXPECT_EQ(bad_update.status().code(), StatusCode::kInvalidArgument);
   auto update = hal::make_update(host.data(), buffer, 60, 4);
   ASSERT_TRUE(update.ok()) << update.status().to_string();
-  EXPECT_EQ(update->data, std::vector<uint8_t>(4, 0xAB));
+  EXPECT_EQ(std::vector<uint8_t>(update->data.begin(), update->data.end()), std::vector<uint8_t>(4, 0xAB));
   EXPECT_EQ(update->offset, 60u);
   expect_nothing_signalled();
   EXPECT_EQ(read_bytes(buffer), std::vector<uint8_t>(64, 4));

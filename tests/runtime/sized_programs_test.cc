@@ -301,6 +301,58 @@ TEST(SizedProgramsTest, RoutinesFollowSizesThatComeBack) {
   }
 }
 
+// A host copy grown for new sizes may take the memory of one released before (large copies
+// reuse huge-page mappings, kiln/base/host_memory.h), holding old values: until it is written it
+// must still read as zeros and upload zeros.
+TEST(SizedProgramsTest, AHostCopyInReusedMemoryReadsAsZerosUntilWritten) {
+  Result<ir::Program> program = lang::parse_program(
+      "size N\ninput x: f32[N]\noutput y: f32[N]\ny[i] += x[i]\n", "reuse.kiln");
+  ASSERT_TRUE(program.ok()) << program.status();
+  const int64_t n = int64_t{3} << 20;  // 12 MiB host copies: huge pages
+  std::vector<float> sevens(static_cast<size_t>(n), 7.0f), ones(static_cast<size_t>(n), 1.0f);
+  for (int round = 0; round < 3; ++round) {
+    // A table whose host copies hold sevens, released; then a fresh one at the same size.
+    {
+      auto old_nodes = NodeTable::create(*program);
+      ASSERT_TRUE(old_nodes.ok());
+      for (const char* name : {"x", "y"}) {
+        ASSERT_TRUE((*old_nodes)->tensor(name)->write(std::as_bytes(std::span<const float>(sevens)), {n}).ok());
+      }
+    }
+    auto nodes = NodeTable::create(*program);
+    ASSERT_TRUE(nodes.ok());
+    ASSERT_TRUE((*nodes)->set_sizes({{"N", n}}).ok());
+    for (const char* name : {"x", "y"}) {
+      auto values = (*nodes)->tensor(name)->read_as<float>();
+      ASSERT_TRUE(values.ok()) << values.status();
+      ASSERT_EQ(values->size(), sevens.size());
+      size_t nonzero = 0;
+      for (float v : *values) nonzero += v != 0.0f;
+      ASSERT_EQ(nonzero, 0u) << name << ", round " << round;
+    }
+    // Run on cpu: y's unwritten copy is uploaded as zeros, and the run adds x to it.
+    ASSERT_TRUE((*nodes)->tensor("x")->write(std::as_bytes(std::span<const float>(ones)), {n}).ok());
+    TempDir dir;
+    Result<hal::DeviceRef> device = open_device("cpu", dir.path() + "/cache");
+    ASSERT_TRUE(device.ok()) << device.status();
+    auto backend = Backend::create(*device);
+    ASSERT_TRUE(backend.ok());
+    auto code = (*backend)->compile(*program, "main");
+    auto stream = (*backend)->new_stream();
+    ASSERT_TRUE(code.ok() && stream.ok()) << code.status();
+    auto root = (*backend)->make_context(*stream, *nodes);
+    ASSERT_TRUE(root.ok());
+    auto linked = (*backend)->link(*root, *code, "main");
+    ASSERT_TRUE(linked.ok()) << linked.status();
+    ASSERT_TRUE(linked->routine->run().ok());
+    auto y = (*nodes)->tensor("y")->read_as<float>();
+    ASSERT_TRUE(y.ok()) << y.status();
+    size_t wrong = 0;
+    for (float v : *y) wrong += v != 1.0f;
+    ASSERT_EQ(wrong, 0u) << "round " << round;
+  }
+}
+
 // A sized gradient summed across two streams through the merge buffer (streaming and copied), and
 // a copy between contexts whose tables bind N to other values refused, naming both shapes.
 TEST(SizedProgramsTest, MergesAndTransfersOfSizedTensors) {

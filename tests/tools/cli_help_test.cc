@@ -102,7 +102,9 @@ TEST_F(CliHelpTest, HelpGivesTheRangesTheVariablesAccept) {
     SCOPED_TRACE(name + " in\n" + help);
     EXPECT_EQ(status_with(name, std::to_string(low)), 0);
     EXPECT_EQ(status_with(name, std::to_string(high)), 0);
-    if (low > 0) EXPECT_EQ(status_with(name, std::to_string(low - 1)), 2);
+    if (low > 0) {
+      EXPECT_EQ(status_with(name, std::to_string(low - 1)), 2);
+    }
     EXPECT_EQ(status_with(name, std::to_string(high + 1)), 2);
     ++ranges;
   }

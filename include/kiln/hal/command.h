@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "kiln/base/host_memory.h"
 #include "kiln/base/status.h"
 #include "kiln/hal/buffer.h"
 #include "kiln/hal/executable.h"
@@ -39,7 +40,7 @@ struct FillCommand {
 
 // Host bytes captured when the command is made.
 struct UpdateCommand {
-  std::vector<uint8_t> data;
+  HostMemoryBytes data;  // large captures in reused huge pages (kiln/base/host_memory.h)
   BufferRef target;
   size_t offset = 0;
 };

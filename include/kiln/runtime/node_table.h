@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "kiln/base/host_memory.h"
 #include "kiln/base/status.h"
 #include "kiln/base/time.h"
 #include "kiln/ir/program.h"
@@ -71,35 +72,12 @@ struct NodeDesc {
   std::vector<ir::SizeExpr> sized_dims;
 };
 
-namespace internal {
-// Host copies come from calloc and are never written to zero them: a large copy's pages stay the
-// kernel's zero pages until written, so that a host copy nobody uses (an output read in place
-// through host_view, an intermediate) costs address space, not memory.
-template <typename T>
-struct ZeroedAllocator {
-  using value_type = T;
-  ZeroedAllocator() = default;
-  template <typename U>
-  ZeroedAllocator(const ZeroedAllocator<U>&) noexcept {}
-  T* allocate(size_t n) {
-    void* p = n ? std::calloc(n, sizeof(T)) : nullptr;
-    if (n && !p) throw std::bad_alloc();
-    return static_cast<T*>(p);
-  }
-  void deallocate(T* p, size_t) noexcept { std::free(p); }
-  // Value-initialization writes nothing: calloc's memory is zeros already.
-  template <typename U>
-  void construct(U*) noexcept {}
-  template <typename U, typename... Args>
-  void construct(U* p, Args&&... args) {
-    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
-  }
-  friend bool operator==(const ZeroedAllocator&, const ZeroedAllocator&) { return true; }
-};
-}  // namespace internal
-
-// The bytes of a host copy, zeros when made (see ZeroedAllocator).
-using HostBytes = std::vector<std::byte, internal::ZeroedAllocator<std::byte>>;
+// The bytes of a host copy, zeros when made and never written to zero them where they come as
+// zeros: a large copy in fresh pages stays the kernel's zero pages until written, so that a host
+// copy nobody uses (an output read in place through host_view, an intermediate) costs address
+// space, not memory; a large copy in the reused pages of a released one (host_memory.h) is
+// zeroed once, which costs less than faulting in fresh pages where it is written.
+using HostBytes = std::vector<std::byte, HostMemoryAllocator<std::byte>>;
 
 // A node with its host copy. Beyond desc(), its members are the runtime's bookkeeping, guarded
 // by the scheduling mutex; use HostTensor to read or write the host copy.

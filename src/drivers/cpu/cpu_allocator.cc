@@ -4,14 +4,13 @@
 #include <cstdlib>
 #include <string>
 
-#include "drivers/huge_pages.h"
+#include "kiln/base/host_memory.h"
 
 namespace kiln::cpu {
 
 namespace {
 
 constexpr size_t kAlignment = 64;
-using drivers::kHugePageMinimum;
 
 class HostStorage final : public hal::BufferStorage {
  public:
@@ -46,10 +45,12 @@ Result<hal::BufferRef> CpuAllocator::allocate(const hal::BufferParams& params, s
   void* data = nullptr;
   std::shared_ptr<HostStorage> storage;
   if (size >= kHugePageMinimum) {
-    const size_t rounded = drivers::huge_page_bytes(size);
-    data = drivers::map_huge_pages(rounded);
+    const size_t rounded = huge_page_bytes(size);
+    bool zeroed = false;
+    data = map_huge_pages(rounded, &zeroed);
     if (data) {
-      storage = std::make_shared<HostStorage>(data, [rounded](void* p) { drivers::unmap_huge_pages(p, rounded); }, true);
+      storage =
+          std::make_shared<HostStorage>(data, [rounded](void* p) { unmap_huge_pages(p, rounded); }, zeroed);
     }
   } else if (size > 0) {
     data = std::aligned_alloc(kAlignment, (size + kAlignment - 1) / kAlignment * kAlignment);

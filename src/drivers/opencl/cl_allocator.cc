@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "drivers/huge_pages.h"
+#include "kiln/base/host_memory.h"
 #include "kiln/base/log.h"
 
 namespace kiln::opencl {
@@ -94,22 +94,22 @@ Result<hal::BufferRef> ClAllocator::allocate(const hal::BufferParams& params, si
                                     context_->record().info.name +
                                     ": CL_DEVICE_MAX_MEM_ALLOC_SIZE is " + std::to_string(max));
   }
-  if (context_->record().cpu && size >= drivers::kHugePageMinimum) {
+  if (context_->record().cpu && size >= kHugePageMinimum) {
     // A CPU device's memory is the host's: large buffers live in huge pages of our own, which
     // PoCL uses in place. With PoCL's own (small) pages a row sum of 16 MiB took 1.4x as long,
     // missing the TLB on every 4 KiB row.
-    const size_t rounded = drivers::huge_page_bytes(size);
-    if (void* host = drivers::map_huge_pages(rounded)) {
+    const size_t rounded = huge_page_bytes(size);
+    if (void* host = map_huge_pages(rounded)) {
       cl_int err = CL_SUCCESS;
       cl_mem mem = context_->api().CreateBuffer(context_->context(), CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR,
                                                 size, host, &err);
       if (mem && err == CL_SUCCESS) {
         auto storage = std::make_shared<ClStorage>(context_, mem, host,
-                                                   [rounded](void* p) { drivers::unmap_huge_pages(p, rounded); });
+                                                   [rounded](void* p) { unmap_huge_pages(p, rounded); });
         return std::make_shared<hal::Buffer>(std::move(storage), device_tag_, params.memory_type, params.usage, size,
                                              0, size);
       }
-      drivers::unmap_huge_pages(host, rounded);  // the runtime's own allocation below says why not
+      unmap_huge_pages(host, rounded);  // the runtime's own allocation below says why not
     }
   }
   cl_mem_flags flags = CL_MEM_READ_WRITE;
