@@ -124,6 +124,15 @@ Result<BoundCall> BoundCall::bind(const ir::Call& call, const ir::Program& progr
                          ")" + hint);
 }
 
+std::optional<int64_t> BoundCall::multiply_adds(const ir::Program& program) const {
+  if (function_ != "gemm" || tensors_.size() < 3) return std::nullopt;
+  const ir::TensorNode& a = program.nodes[static_cast<size_t>(tensors_.front())];
+  const ir::TensorNode& c = program.nodes[static_cast<size_t>(tensors_.back())];
+  const int64_t n = c.dims.empty() ? 0 : c.dims.back();
+  if (n <= 0) return 0;
+  return a.element_count() > INT64_MAX / n ? INT64_MAX : a.element_count() * n;
+}
+
 Status BoundCall::invoke(ExecutionContext& execution, std::span<void* const> data) const {
   if (data.size() != tensors_.size()) {
     return internal_error("call " + function_ + ": " + std::to_string(data.size()) + " data pointers for " +
@@ -156,7 +165,7 @@ codegen::CallKernel BoundCall::kernel(std::string name) const {
   codegen::CallKernel k;
   k.name = std::move(name);
   k.function = full_name_;
-  for (size_t t = 0; t < tensors_.size(); ++t) k.tensors.push_back({sizes_[t], bytes_[t]});
+  for (size_t t = 0; t < tensors_.size(); ++t) k.tensors.push_back({sizes_[t], bytes_[t], {}});
   for (const Scalar& s : scalars_) {
     using Type = codegen::CallKernel::Scalar::Type;
     k.scalars.push_back({s.type == Scalar::Type::kI64   ? Type::kI64

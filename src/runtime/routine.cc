@@ -37,6 +37,7 @@ struct PreparedRun {
     std::vector<int64_t> sizes;
     std::vector<Routine::Dispatch> dispatches;
     std::vector<std::shared_ptr<const ral::BoundCall>> calls;
+    std::optional<int64_t> call_multiply_adds = 0;  // of `calls`, where kiln knows them all
     std::optional<hal::Placement> placement;  // once steps were recorded at these sizes
   };
   static constexpr size_t kSizedPlans = 4;
@@ -49,13 +50,19 @@ struct PreparedRun {
   hal::Placement placement = hal::Placement::kQueued;
 
   // Where a run may go (PreparedRun::placement): on the caller's thread for one command buffer of
-  // the routine's own generated kernels (no calls, whose work kiln cannot bound) storing at most
-  // the device's max_caller_stores in all.
+  // the routine's own generated kernels and of calls whose work kiln knows (`call_multiply_adds`,
+  // counted as a store per kMultiplyAddsPerStore; nullopt for a call it cannot bound), storing at
+  // most the device's max_caller_stores in all. A batch-1 dense layer's product is such a call:
+  // handing it to the queue's thread cost more than the product.
+  static constexpr int64_t kMultiplyAddsPerStore = 16;  // one AVX-512 f32 fused multiply-add
   static hal::Placement placement_of(const std::vector<RoutineStep>& steps, const std::vector<Routine::Dispatch>& dispatches,
-                                      const std::vector<int64_t>& sizes, const hal::DeviceCapabilities& caps) {
+                                      const std::vector<int64_t>& sizes, const hal::DeviceCapabilities& caps,
+                                      std::optional<int64_t> call_multiply_adds) {
     const auto* kernels = steps.size() == 1 ? std::get_if<KernelStep>(&steps.front()) : nullptr;
-    if (!kernels || kernels->calls_runtime || caps.max_caller_stores <= 0) return hal::Placement::kQueued;
-    int64_t stores = 0;
+    if (!kernels || caps.max_caller_stores <= 0) return hal::Placement::kQueued;
+    if (kernels->calls_runtime && !call_multiply_adds) return hal::Placement::kQueued;
+    int64_t stores = kernels->calls_runtime ? *call_multiply_adds / kMultiplyAddsPerStore : 0;
+    if (stores > caps.max_caller_stores) return hal::Placement::kQueued;
     for (const Routine::Dispatch& d : dispatches) {
       if (!d.kernel) return hal::Placement::kQueued;
       stores += d.kernel->size_count > 0 ? codegen::estimated_stores(ir::kernel_at_sizes(*d.kernel, sizes))
@@ -68,6 +75,19 @@ struct PreparedRun {
 
 namespace {
 std::atomic<uint64_t> next_routine_id{1};
+
+// The multiply-adds of `calls` at `program`'s shapes, or nullopt where one's work is unknown.
+std::optional<int64_t> multiply_adds_of(const std::vector<std::shared_ptr<const ral::BoundCall>>& calls,
+                                        const ir::Program& program) {
+  int64_t total = 0;
+  for (const auto& call : calls) {
+    if (call->collective()) return std::nullopt;
+    std::optional<int64_t> work = call->multiply_adds(program);
+    if (!work) return std::nullopt;
+    total = *work > INT64_MAX - total ? INT64_MAX : total + *work;
+  }
+  return total;
+}
 }  // namespace
 
 void forget_recorded_steps_locked(PreparedRun& run) { run.steps.reset(); }
@@ -120,6 +140,7 @@ Status Routine::use_plan_at(PreparedRun& prepared, const std::vector<int64_t>& v
     // Calls take the tensors' shapes at these sizes: bound again.
     KILN_ASSIGN_OR_RETURN(ir::Program at, ir::specialize_sizes(code_->lowered().program, values));
     KILN_ASSIGN_OR_RETURN(plan.calls, bind_routine_calls(*lowered_, at, device));
+    plan.call_multiply_adds = multiply_adds_of(plan.calls, at);
   }
   if (prepared.plans.size() == PreparedRun::kSizedPlans) prepared.plans.erase(prepared.plans.begin());
   prepared.plans.push_back(std::move(plan));
@@ -308,10 +329,14 @@ Status Routine::run_in(const ContextRef& context) const {
     if (sized_) {
       // The same at the same sizes: estimating the kernels' stores at sizes takes a while too.
       PreparedRun::SizedPlan& plan = prepared.plans.back();
-      if (!plan.placement) plan.placement = PreparedRun::placement_of(*prepared.steps, plan.dispatches, plan.sizes, caps);
+      if (!plan.placement) {
+        plan.placement =
+            PreparedRun::placement_of(*prepared.steps, plan.dispatches, plan.sizes, caps, plan.call_multiply_adds);
+      }
       prepared.placement = *plan.placement;
     } else {
-      prepared.placement = PreparedRun::placement_of(*prepared.steps, dispatches_, code_->sizes(), caps);
+      prepared.placement = PreparedRun::placement_of(*prepared.steps, dispatches_, code_->sizes(), caps,
+                                                     multiply_adds_of(calls_, code_->lowered().program));
     }
   }
   const RoutineRun run{context->backend().ral_context(), context->nodes()->seed(), run_number,

@@ -103,5 +103,46 @@ TEST(CallerPlacement, SmallRoutineAfterQueuedWorkWaitsForIt) {
   }
 }
 
+// A batch-1 dense layer: its product is a `gemm` call, whose work kiln knows (256 x 256
+// multiply-adds per row), so at B = 1 the routine runs on the caller's thread like generated
+// kernels of that size; at B = 64 it goes through the queue. The results are the same.
+TEST(CallerPlacement, ASmallProductCallIsDoneWhenRunReturns) {
+  KILN_ASSERT_OK_AND_ASSIGN(ir::Program program, parse(R"(
+size B
+input  x : f32[B, 256]
+input  w : f32[256, 256]
+output y : f32[B, 256]
+tensor z : f32[B, 256]
+z[n, j] = sum(x[n, i] * w[i, j])
+y[n, j] = relu(z[n, j])
+)"));
+  KILN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<NodeTable> nodes, NodeTable::create(program));
+  KILN_ASSERT_OK_AND_ASSIGN(hal::DeviceRef device, cpu_device());
+  KILN_ASSERT_OK_AND_ASSIGN(std::shared_ptr<Backend> backend, Backend::create(device));
+  KILN_ASSERT_OK_AND_ASSIGN(StreamRef stream, backend->new_stream());
+  KILN_ASSERT_OK_AND_ASSIGN(ContextRef root, backend->make_context(stream, nodes));
+  KILN_ASSERT_OK_AND_ASSIGN(CodeRef code, backend->compile(program, "main"));
+  ASSERT_EQ(code->lowered().routines.at(0).calls.size(), 1u) << "the product became a gemm call";
+  KILN_ASSERT_OK_AND_ASSIGN(runtime::Linked linked, backend->link(root, code, "main"));
+  // w = identity scaled by 2: y = relu(2x).
+  std::vector<float> w(256 * 256, 0.0f);
+  for (size_t i = 0; i < 256; ++i) w[i * 256 + i] = 2.0f;
+  KILN_ASSERT_OK(nodes->tensor("w")->write(std::as_bytes(std::span<const float>(w)), {256, 256}));
+  for (int64_t b : {int64_t{1}, int64_t{64}, int64_t{1}}) {
+    for (int round = 0; round < 3; ++round) {
+      KILN_ASSERT_OK(backend->await(wait_limit()));  // every wait met: w's upload included
+      std::vector<float> x = ramp(static_cast<size_t>(b) * 256, -100, 0.75f + round);
+      KILN_ASSERT_OK(nodes->tensor("x")->write(std::as_bytes(std::span<const float>(x)), {b, 256}));
+      KILN_ASSERT_OK(linked.routine->run());
+      if (b == 1 && round > 0) {  // the first run at a size records its steps, on the caller too
+        EXPECT_TRUE(stream->is_idle()) << "B = 1, round " << round << ": not run on the caller's thread";
+      }
+      KILN_ASSERT_OK_AND_ASSIGN(std::vector<float> y, nodes->tensor("y")->read_as<float>());
+      ASSERT_EQ(y.size(), x.size());
+      for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], std::max(0.0f, 2 * x[i])) << "B = " << b << " at " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln::runtime_test

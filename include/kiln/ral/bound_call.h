@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -47,6 +48,12 @@ class BoundCall {
   Memory memory() const { return memory_; }
   // Whether the function is a collective (Function::collective; false until bound).
   bool collective() const { return collective_; }
+
+  // The multiply-adds the call does at `program`'s shapes (the program it was bound for, or that
+  // program at its sizes) where kiln knows the function's work: gemm's op(a) (M x K) times op(b)
+  // (K x N), batched, is a's elements times N. nullopt for every other function (a custom
+  // function's work is the caller's to know).
+  std::optional<int64_t> multiply_adds(const ir::Program& program) const;
 
   // Runs the function in `execution` with one data pointer per tensor (tensors() order). OK, or
   // the function's error annotated with the function and the device; the execution keeps the
