@@ -53,6 +53,8 @@ void free_host_memory(void* data, size_t bytes);
 // costs no pass over it). Memory of one allocator may be freed by any other.
 template <typename T>
 struct HostMemoryAllocator {
+  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_default_constructible_v<T>,
+                "value-initialization writes nothing: for bytes and numbers only");
   using value_type = T;
   using is_always_equal = std::true_type;
   HostMemoryAllocator() = default;
