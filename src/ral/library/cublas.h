@@ -39,7 +39,6 @@ struct Cublas {
   CublasGemmFn<float> Sgemm = nullptr;
   CublasGemmFn<double> Dgemm = nullptr;
   CublasGemmExFn GemmEx = nullptr;
-  cublasStatus_t (*SetMathMode)(cublasHandle_t handle, int mode) = nullptr;
   cublasStatus_t (*GetProperty)(int type, int* value) = nullptr;  // libraryPropertyType
   Status status;  // UNAVAILABLE saying why when the library or a symbol is missing, or too new
   std::string version;  // "13.1.0" once loaded
@@ -47,12 +46,6 @@ struct Cublas {
 };
 
 inline constexpr int kMajorVersion = 0, kMinorVersion = 1, kPatchLevel = 2;  // libraryPropertyType
-// cublasMath_t: CUBLAS_PEDANTIC_MATH keeps f32 products in f32 (no TF32, whatever
-// NVIDIA_TF32_OVERRIDE says), as on every other kiln device.
-inline constexpr int kCublasPedanticMath = 2;
-// CUBLAS_DEFAULT_MATH: tensor cores wherever the types allow, for the narrow products (their
-// compute type keeps f32 sums: kCublasCompute32F below).
-inline constexpr int kCublasDefaultMath = 0;
 
 // The values of cublasGemmEx's enums that kiln passes, as the toolkit's headers define them
 // (library_types.h's cudaDataType_t; cublas_api.h's cublasComputeType_t and cublasGemmAlgo_t).
@@ -72,7 +65,6 @@ inline constexpr int kGemmExMajor = 11;
   X(SetStream, cublasSetStream_v2)      \
   X(Sgemm, cublasSgemm_v2)              \
   X(Dgemm, cublasDgemm_v2)              \
-  X(SetMathMode, cublasSetMathMode)     \
   X(GetProperty, cublasGetProperty)
 #define KILN_CUBLAS_FUNCTIONS(X) KILN_CUBLAS_UNIQUE_FUNCTIONS(X) X(GemmEx, cublasGemmEx)
 

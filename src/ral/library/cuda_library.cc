@@ -127,7 +127,7 @@ Result<CUdeviceptr> CudaLibrary::scratch(size_t slot, size_t bytes) {
   return pointer;
 }
 
-Result<cublasHandle_t> CudaLibrary::blas(int math) {
+Result<cublasHandle_t> CudaLibrary::blas() {
   const Cublas& lib = cublas();
   KILN_RETURN_IF_ERROR(lib.status);
   if (!blas_) {
@@ -137,15 +137,6 @@ Result<cublasHandle_t> CudaLibrary::blas(int math) {
                                cublas_status_name(made));
     }
     blas_ = handle;
-  }
-  // Pedantic keeps f32 products in f32, as on every other device, whatever
-  // NVIDIA_TF32_OVERRIDE says; the narrow products take the default.
-  if (math != math_) {
-    if (const cublasStatus_t set = lib.SetMathMode(blas_, math); set != 0) {
-      math_ = -1;
-      return internal_error("cublasSetMathMode failed: " + cublas_status_name(set));
-    }
-    math_ = math;
   }
   if (const cublasStatus_t bound = lib.SetStream(blas_, stream_); bound != 0) {
     return internal_error("cublasSetStream failed: " + cublas_status_name(bound));

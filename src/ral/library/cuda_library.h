@@ -42,10 +42,11 @@ class CudaLibrary final : public Resource {
   // At least `bytes` of device memory in scratch slot `slot` (0 or 1), kept for later calls and
   // grown when too small: cuMemFree synchronizes the whole device, so it is not done per call.
   Result<cuda::CUdeviceptr> scratch(size_t slot, size_t bytes);
-  // The context's cuBLAS handle, bound to the stream (made on first use), in math mode `math`
-  // (cublasMath_t): pedantic for f32 and f64, so that f32 products stay f32 (no TF32), the
-  // default (tensor cores) for the narrow products, whose compute type keeps their f32 sums.
-  Result<cublasHandle_t> blas(int math = kCublasPedanticMath);
+  // The context's cuBLAS handle, bound to the stream (made on first use), in cuBLAS's default
+  // math mode: f32 products stay f32 (TF32 only where NVIDIA_TF32_OVERRIDE=1 asks for it, NVIDIA's
+  // switch for every library in the process), and the narrow products use the tensor cores with
+  // the f32 sums their compute type keeps.
+  Result<cublasHandle_t> blas();
 
  private:
   Result<cuda::CUfunction> kernel(const char* name);
@@ -56,7 +57,6 @@ class CudaLibrary final : public Resource {
   cuda::CUmodule module_ = nullptr;
   std::unordered_map<std::string, cuda::CUfunction> functions_;  // of module_, by name
   cublasHandle_t blas_ = nullptr;
-  int math_ = -1;  // blas_'s math mode, -1 before it is set
   struct Scratch {
     cuda::CUdeviceptr pointer = 0;
     size_t bytes = 0;

@@ -32,7 +32,7 @@ Result<cublasHandle_t> gemm_ex_handle(CudaLibrary& library) {
     return unavailable_error("cuBLAS " + lib.version + " predates cublasGemmEx's compute types (cuBLAS " +
                              std::to_string(kGemmExMajor) + ")");
   }
-  return library.blas(kCublasDefaultMath);
+  return library.blas();
 }
 
 // Product p of `s` through cublasGemmEx; alpha and beta point to values of the compute type, and
