@@ -87,16 +87,14 @@ void unmap_huge_pages(void* data, size_t size) {
   for (const auto& [old, bytes] : evicted) ::munmap(old, bytes);
 }
 
-void* allocate_host_memory(size_t bytes, bool zero) {
+void* allocate_host_memory(size_t bytes, bool zero, bool* zeroed) {
   constexpr size_t kAlignment = 64;
-  if (bytes >= kHugePageMinimum) {
-    bool zeroed = false;
-    void* data = map_huge_pages(huge_page_bytes(bytes), &zeroed);
-    if (data && zero && !zeroed) std::memset(data, 0, bytes);
-    return data;
-  }
-  void* data = std::aligned_alloc(kAlignment, (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment);
-  if (data && zero) std::memset(data, 0, bytes);
+  bool fresh = false;
+  void* data = bytes >= kHugePageMinimum
+                   ? map_huge_pages(huge_page_bytes(bytes), &fresh)
+                   : std::aligned_alloc(kAlignment, (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment);
+  if (data && zero && !fresh) std::memset(data, 0, bytes);
+  if (zeroed) *zeroed = data && (zero || fresh);
   return data;
 }
 

@@ -62,11 +62,9 @@ void SerialWorker::main() {
   }
 }
 
-bool SerialWorker::spin_for_task(uint64_t seen) {
+void SerialWorker::spin_for_task(uint64_t seen) {
   const int64_t until = now_ns() + spin_ns_;
-  for (uint32_t step = 1;; ++step) {
-    if (pushed_.load(std::memory_order_acquire) != seen) return true;
-    if (now_ns() >= until) return false;
+  for (uint32_t step = 1; pushed_.load(std::memory_order_acquire) == seen && now_ns() < until; ++step) {
     spin_pause(step);
   }
 }

@@ -40,8 +40,8 @@ class SerialWorker {
  private:
   void main();
   // Polls for up to spin_ns_, with the mutex released, until a task is pushed after the `seen`th
-  // (true) or the time is up (false).
-  bool spin_for_task(uint64_t seen);
+  // or the time is up.
+  void spin_for_task(uint64_t seen);
 
   const int64_t spin_ns_ = 0;
   std::atomic<uint64_t> pushed_{0};          // tasks pushed so far, polled by the spin

@@ -1,6 +1,5 @@
 #include "python/host_array.h"
 
-#include <algorithm>
 #include <cstddef>
 #include <new>
 
@@ -20,19 +19,12 @@ HostArray allocate_host_array(ir::DType dtype, std::vector<int64_t> dims) {
   array.dtype = dtype;
   array.dims = std::move(dims);
   const size_t bytes = array.bytes();
-  if (bytes >= kHugePageMinimum) {
-    // Fresh huge pages, as NumPy's own large arrays: writing a 64 MiB output into 4 KiB pages
-    // took 16,384 page faults, four times the kernel's time.
-    const size_t rounded = huge_page_bytes(bytes);
-    void* data = map_huge_pages(rounded);
-    if (!data) throw std::bad_alloc();
-    array.data = data;
-    array.keep_alive = std::shared_ptr<void>(data, [rounded](void* p) { unmap_huge_pages(p, rounded); });
-    return array;
-  }
-  auto storage = std::shared_ptr<std::byte[]>(new std::byte[std::max<size_t>(bytes, 1)]);
-  array.data = storage.get();
-  array.keep_alive = std::move(storage);
+  // Large arrays in huge pages, as NumPy's own: writing a 64 MiB output into 4 KiB pages took
+  // 16,384 page faults, four times the kernel's time.
+  void* data = allocate_host_memory(bytes, false);
+  if (!data) throw std::bad_alloc();
+  array.data = data;
+  array.keep_alive = std::shared_ptr<void>(data, [bytes](void* p) { free_host_memory(p, bytes); });
   return array;
 }
 

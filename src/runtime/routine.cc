@@ -81,7 +81,6 @@ std::optional<int64_t> multiply_adds_of(const std::vector<std::shared_ptr<const 
                                         const ir::Program& program) {
   int64_t total = 0;
   for (const auto& call : calls) {
-    if (call->collective()) return std::nullopt;
     std::optional<int64_t> work = call->multiply_adds(program);
     if (!work) return std::nullopt;
     total = *work > INT64_MAX - total ? INT64_MAX : total + *work;

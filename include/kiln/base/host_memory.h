@@ -42,9 +42,10 @@ void unmap_huge_pages(void* data, size_t size);
 size_t idle_huge_page_bytes();
 
 // `bytes` of host memory, 64-byte aligned: huge pages (map_huge_pages) from kHugePageMinimum up,
-// else the C heap; zeros when `zero`. nullptr when there is no room. Freed with
-// free_host_memory(data, bytes), the same `bytes`.
-void* allocate_host_memory(size_t bytes, bool zero);
+// else the C heap; zeros when `zero`. `*zeroed` (when given) says whether it holds zeros (asked
+// for, or fresh pages). nullptr when there is no room. Freed with free_host_memory(data, bytes),
+// the same `bytes`.
+void* allocate_host_memory(size_t bytes, bool zero, bool* zeroed = nullptr);
 void free_host_memory(void* data, size_t bytes);
 
 // A standard allocator over allocate_host_memory. Value-initialization writes nothing: the memory
@@ -70,12 +71,9 @@ struct HostMemoryAllocator {
   void deallocate(T* p, size_t n) noexcept {
     if (p) free_host_memory(p, n * sizeof(T));
   }
+  // Value-initialization only; construction from values is allocator_traits' own.
   template <typename U>
   void construct(U*) noexcept {}
-  template <typename U, typename... Args>
-  void construct(U* p, Args&&... args) {
-    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
-  }
   friend bool operator==(const HostMemoryAllocator&, const HostMemoryAllocator&) { return true; }
 
   bool zero = true;

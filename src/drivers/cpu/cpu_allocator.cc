@@ -10,8 +10,6 @@ namespace kiln::cpu {
 
 namespace {
 
-constexpr size_t kAlignment = 64;
-
 class HostStorage final : public hal::BufferStorage {
  public:
   HostStorage(void* data, hal::HostReleaseFn release, bool zeroed = false)
@@ -42,19 +40,13 @@ Result<hal::BufferRef> CpuAllocator::allocate(const hal::BufferParams& params, s
                                     " bytes: the CPU device allows at most " +
                                     std::to_string(max_allocation_size_) + " per buffer");
   }
-  void* data = nullptr;
   std::shared_ptr<HostStorage> storage;
-  if (size >= kHugePageMinimum) {
-    const size_t rounded = huge_page_bytes(size);
+  if (size > 0) {
+    // Large buffers in huge pages, zeros where they are fresh (kiln/base/host_memory.h).
     bool zeroed = false;
-    data = map_huge_pages(rounded, &zeroed);
-    if (data) {
-      storage =
-          std::make_shared<HostStorage>(data, [rounded](void* p) { unmap_huge_pages(p, rounded); }, zeroed);
+    if (void* data = allocate_host_memory(size, false, &zeroed)) {
+      storage = std::make_shared<HostStorage>(data, [size](void* p) { free_host_memory(p, size); }, zeroed);
     }
-  } else if (size > 0) {
-    data = std::aligned_alloc(kAlignment, (size + kAlignment - 1) / kAlignment * kAlignment);
-    if (data) storage = std::make_shared<HostStorage>(data, [](void* p) { std::free(p); });
   } else {
     storage = std::make_shared<HostStorage>(nullptr, nullptr);
   }
