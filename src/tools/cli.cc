@@ -365,7 +365,7 @@ int command_run(const Options& given) {
   if (Status st = set_run_inputs(inputs, o.seed, **nodes, contexts); !st.ok()) return report(input_failure(st));
 
   std::vector<double> times;
-  for (uint64_t rep = 0; rep < o.repeat; ++rep) {
+  for (uint64_t rep = 0; rep < o.warmup + o.repeat; ++rep) {
     int64_t t0 = now_ns();
     for (size_t c = 0; c < copies.size(); ++c) {
       for (const runtime::RoutineRef& r : copies[c].schedule) {
@@ -382,7 +382,7 @@ int command_run(const Options& given) {
     }
     Status st = (*backend)->await();
     if (!st.ok()) return report(runtime(st, "running " + o.program));
-    times.push_back(double(now_ns() - t0) / 1e6);
+    if (rep >= o.warmup) times.push_back(double(now_ns() - t0) / 1e6);
   }
   if (o.repeat > 1 && rank->rank == 0) {
     std::sort(times.begin(), times.end());

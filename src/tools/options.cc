@@ -114,6 +114,9 @@ const std::vector<CommandSpec>& commands() {
            {"--repeat", "", "N",
             "run the routine sequence N times (at most 1000000); prints the\n"
             "min/median/max time per run"},
+           {"--warmup", "", "N",
+            "first run the routine sequence N more times, untimed (default 0; at\n"
+            "most 1000000): the first run of a program pays for its one-time setup"},
            {"--streams", "", "N",
             "run N copies of the routine sequence on N streams of the device\n"
             "(at most 256)"},
@@ -377,14 +380,16 @@ std::variant<Options, Failure> parse_options(const std::vector<std::string>& arg
       if (!o.sizes.emplace(value.substr(0, eq), static_cast<int64_t>(size)).second) {
         return usage_error(cmd, "--size " + value.substr(0, eq) + " is given twice");
       }
-    } else if (name == "--seed" || name == "--repeat" || name == "--streams") {
-      const bool seed = name == "--seed", streams = name == "--streams";
-      uint64_t* target = seed ? &o.seed : streams ? &o.streams : &o.repeat;
+    } else if (name == "--seed" || name == "--repeat" || name == "--streams" || name == "--warmup") {
+      const bool seed = name == "--seed", streams = name == "--streams", warmup = name == "--warmup";
+      uint64_t* target = seed ? &o.seed : streams ? &o.streams : warmup ? &o.warmup : &o.repeat;
       const uint64_t most = seed ? UINT64_MAX : streams ? kMaxStreams : kMaxCount;
-      if (!parse_count(value, most, target) || (!seed && *target == 0)) {
+      const bool zero_allowed = seed || warmup;
+      if (!parse_count(value, most, target) || (!zero_allowed && *target == 0)) {
         const bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
         const std::string range = seed ? "an integer from 0 to 18446744073709551615 (2^64 - 1)"
-                                       : "an integer from 1 to " + std::to_string(most);
+                                       : "an integer from " + std::string(zero_allowed ? "0" : "1") + " to " +
+                                             std::to_string(most);
         return usage_error(cmd, std::string(name) + " needs " + range + ", got '" + value + "'" +
                                     (digits && value.find_first_not_of('0') != std::string::npos ? " (too large)" : ""));
       }

@@ -42,6 +42,7 @@ struct Options {
   std::map<std::string, int64_t, std::less<>> sizes;  // --size NAME=VALUE
   uint64_t seed = 0;
   uint64_t repeat = 1;
+  uint64_t warmup = 0;  // --warmup N: untimed runs before the timed ones
   uint64_t streams = 1;
   bool print = false;
   bool auto_calls = true;  // --no-auto-calls turns it off

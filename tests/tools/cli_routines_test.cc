@@ -95,6 +95,30 @@ TEST_F(CliRoutinesTest, RepeatedRoutinesRunInTheOrderGiven) {
   }
 }
 
+// --warmup N runs the sequence N more times before the timed --repeat runs: real runs (w takes
+// every step), left out of the timing line's count.
+TEST_F(CliRoutinesTest, WarmupRunsAreRealRunsLeftOutOfTheTiming) {
+  for (const std::string& device : devices()) {
+    const std::string w = dir_.file("w_" + device + ".npy");
+    std::vector<std::string> args = {"run", program_, "--device", device, "--input", "x=" + dir_.file("x.npy"),
+                                     "--routine", "step", "--warmup", "2", "--repeat", "3", "--output", "w=" + w};
+    ProcessResult r = run(args);
+    ASSERT_EQ(r.exit_code, 0) << describe_run(args, r);
+    EXPECT_NE(r.output.find("3 runs: min"), std::string::npos) << describe_run(args, r);
+    Result<NpyArray> w_file = read_npy(w);
+    ASSERT_TRUE(w_file.ok()) << w_file.status();
+    EXPECT_EQ(f32_values(*w_file), w_after(5)) << device;
+  }
+  // --warmup 0 is no warm-up; a count that is not one is a usage error naming the option.
+  ProcessResult none = run({"run", program_, "--routine", "step", "--warmup", "0"});
+  EXPECT_EQ(none.exit_code, 0) << none.output;
+  for (const char* bad : {"-1", "abc", "1000001"}) {
+    ProcessResult r = run({"run", program_, "--warmup", bad});
+    EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.output;
+    EXPECT_NE(r.output.find("--warmup needs an integer from 0 to 1000000"), std::string::npos) << r.output;
+  }
+}
+
 // An input that no routine being run reads has no device array: its --input file (or its random
 // values) only sets its host copy, on every device and with several streams.
 TEST_F(CliRoutinesTest, InputsOfRoutinesNotRunAreSetWithoutAnArray) {

@@ -102,6 +102,26 @@ Status library_product(const GemmShape& s, const TA* a, const TA* b, float* c32,
   }
 }
 
+// One product into a c of the operands' type: oneDNN rounds its f32 sums into a bf16 c itself
+// where it can; otherwise the product is made in f32 and rounded once where it is stored.
+template <typename TA, typename TC>
+Status narrow_result_product(const GemmShape& s, const TA* a, const TA* b, TC* c, float alpha, float beta) {
+  if constexpr (std::is_same_v<TA, BFloat16> && std::is_same_v<TC, BFloat16>) {
+    if (alpha == 1 && beta == 0) {
+      Status done = onednn_gemm_bf16_to_bf16(s.transpose_a, s.transpose_b, s.m, s.n, s.k,
+                                             reinterpret_cast<const uint16_t*>(a), s.lda(),
+                                             reinterpret_cast<const uint16_t*>(b), s.ldb(),
+                                             reinterpret_cast<uint16_t*>(c), s.ldc());
+      if (done.code() != StatusCode::kUnimplemented) return done;
+    }
+  }
+  std::vector<float> c32(static_cast<size_t>(s.stride_c()));
+  if (beta != 0) widen(c, s.stride_c(), c32.data());
+  KILN_RETURN_IF_ERROR(library_product(s, a, b, c32.data(), alpha, beta));
+  for (int64_t i = 0; i < s.stride_c(); ++i) store(c32[static_cast<size_t>(i)], c + i);
+  return Status();
+}
+
 // One i8 product through oneDNN with the reference's rounding. oneDNN scales its i32 sums in f32
 // and rounds ties away from zero (alpha 2.5 on an odd sum), where kiln rounds the exact value in
 // f64 to nearest even, as the reference does: so oneDNN gives the exact sums (alpha 1, beta 0;
@@ -137,13 +157,7 @@ Status host_products(const GemmShape& s, const TA* a, const TA* b, TC* c, float 
     } else if constexpr (std::is_same_v<TC, float>) {
       done = library_product(s, pa, pb, pc, alpha, beta);
     } else {
-      // c of the operands' type: the product in f32, rounded once where it is stored.
-      std::vector<float> c32(static_cast<size_t>(s.stride_c()));
-      if (beta != 0) widen(pc, s.stride_c(), c32.data());
-      done = library_product(s, pa, pb, c32.data(), alpha, beta);
-      if (done.ok()) {
-        for (int64_t i = 0; i < s.stride_c(); ++i) store(c32[static_cast<size_t>(i)], pc + i);
-      }
+      done = narrow_result_product(s, pa, pb, pc, alpha, beta);
     }
     if (done.code() == StatusCode::kUnavailable) {
       warn_reference(done);

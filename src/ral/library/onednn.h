@@ -1,7 +1,8 @@
 // oneDNN (Debian's libdnnl2), loaded with dlopen when the first product of narrow operands runs,
 // like OpenBLAS (openblas.h): its bf16 x bf16 -> f32 and i8 x i8 -> i32 products use the CPU's
 // AVX-512 BF16, VNNI and AMX instructions where it has them, which OpenBLAS 0.3.21 as Debian
-// builds it does not (it has no sbgemm).
+// builds it does not (it has no sbgemm). Those bf16 instructions treat subnormal operands as
+// zero and flush subnormal bf16 results to zero, where kiln's generated loops keep them.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,13 @@ namespace kiln::ral::library {
 Status onednn_gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
                         const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, float* c,
                         int64_t ldc);
+
+// c = op(a) @ op(b) with bf16 operands and a bf16 c (their bits), the f32 sums rounded to
+// nearest even once. UNIMPLEMENTED where oneDNN has no matmul primitive for it (a library of
+// another major version than 2, k = 0): then the caller computes in f32 and rounds.
+Status onednn_gemm_bf16_to_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
+                                const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, uint16_t* c,
+                                int64_t ldc);
 
 // The same with i8 operands and an i32 c: c = alpha * op(a) @ op(b) + beta * c, where alpha and
 // beta are applied in f32 and the result is rounded to the nearest i32 and saturated (oneDNN's
