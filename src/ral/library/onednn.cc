@@ -180,7 +180,8 @@ struct Matmul {
 const Matmul* matmul_for(const OneDnn& dnnl, const MatmulKey& key) {
   constexpr size_t kMaxMatmuls = 256;
   static std::mutex mutex;
-  static std::map<MatmulKey, Matmul> made;
+  // Never destroyed: the primitives outlive every caller, and stay reachable to leak checkers.
+  static std::map<MatmulKey, Matmul>& made = *new std::map<MatmulKey, Matmul>;
   std::lock_guard<std::mutex> lock(mutex);
   if (auto found = made.find(key); found != made.end()) return found->second.primitive ? &found->second : nullptr;
   if (made.size() >= kMaxMatmuls) return nullptr;
