@@ -33,13 +33,19 @@ TIMED = scripts/timed.sh $(PHASES)
 DEBUG_FLAGS = -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
 SANITIZER_FLAGS = -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
 
+# Every build compiles its sources in unity batches of 8 (CMake's UNITY_BUILD): the headers are
+# parsed once a batch, which halves a build from nothing (2026-11-30, 2 cores: 8 of the runtime's
+# files in 11.5 s instead of 23.5; the plain build 5.0 minutes instead of 7.3). A file's
+# internal names must therefore differ from those of the other files of its layer.
+UNITY_FLAGS = -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8
+
 deps:
 	@$(TIMED) deps scripts/install-deps.sh
 	@$(TIMED) python-venv scripts/python-venv.sh $(CURDIR)/$(PYTHON_VENV)
 
 build: deps
 	@cmake -S . -B build -G Ninja -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCHMARKS=ON -DKILN_BUILD_EXAMPLES=ON \
-	  -DKILN_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(CURDIR)/$(PYTHON_VENV)/bin/python $(DEBUG_FLAGS) $(CMAKE_FLAGS) >/dev/null
+	  -DKILN_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(CURDIR)/$(PYTHON_VENV)/bin/python $(DEBUG_FLAGS) $(UNITY_FLAGS) $(CMAKE_FLAGS) >/dev/null
 	@$(TIMED) build cmake --build build -j $(JOBS)
 
 demo: build
@@ -83,7 +89,7 @@ ASAN_TEST_OPTIONS = detect_leaks=1:abort_on_error=1:allocator_may_return_null=1:
 # minutes, where GCC took 14.8 and 16.8), and its UBSan checks more (function types, float casts).
 test-asan: deps
 	@grep -qs '^CMAKE_CXX_COMPILER:.*clang' build-asan/CMakeCache.txt || rm -rf build-asan  # was GCC's
-	@CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DKILN_SANITIZE=address -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCHMARKS=OFF $(SANITIZER_FLAGS) $(CMAKE_FLAGS) >/dev/null
+	@CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DKILN_SANITIZE=address -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCHMARKS=OFF $(SANITIZER_FLAGS) $(UNITY_FLAGS) $(CMAKE_FLAGS) >/dev/null
 	@$(TIMED) build-asan cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=$(ASAN_TEST_OPTIONS) LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 $(CURDIR)/$(TIMED) ctest-asan $(CTEST)
 
@@ -104,13 +110,13 @@ TSAN_SKIP_TESTS = DifferentialTest|DifferentialSizesTest|CudaCodegenTest|Lowerin
 test-tsan: deps
 	@CC=clang CXX=clang++ cmake -S . -B build-tsan -G Ninja -DKILN_SANITIZE=thread -DKILN_BUILD_TESTS=ON -DKILN_BUILD_BENCHMARKS=OFF \
 	  -DKILN_BUILD_TOOLS=OFF -DKILN_TEST_LAYERS="$(TSAN_TEST_LAYERS)" \
-	  -DKILN_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(CURDIR)/$(PYTHON_VENV)/bin/python $(SANITIZER_FLAGS) $(CMAKE_FLAGS) >/dev/null
+	  -DKILN_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(CURDIR)/$(PYTHON_VENV)/bin/python $(SANITIZER_FLAGS) $(UNITY_FLAGS) $(CMAKE_FLAGS) >/dev/null
 	@$(TIMED) build-tsan cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && KILN_OPENCL_DEVICE_WAITS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:allocator_may_return_null=1 $(CURDIR)/$(TIMED) ctest-tsan $(CTEST) -E '$(TSAN_SKIP_TESTS)'
 
 # The fuzz targets and only the libraries they need (Clang, libFuzzer, ASan + UBSan).
 fuzz-build: deps
-	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DKILN_FUZZ=ON -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_BENCHMARKS=OFF -DKILN_BUILD_EXAMPLES=OFF $(SANITIZER_FLAGS) $(CMAKE_FLAGS) >/dev/null
+	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DKILN_FUZZ=ON -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_BENCHMARKS=OFF -DKILN_BUILD_EXAMPLES=OFF $(SANITIZER_FLAGS) $(UNITY_FLAGS) $(CMAKE_FLAGS) >/dev/null
 	@$(TIMED) build-fuzz cmake --build build-fuzz -j $(JOBS) --target kiln_fuzzers
 
 test-fuzz: fuzz-build

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "lang/lexer.h"
+
 namespace kiln::lang {
 
 namespace {
@@ -10,17 +12,11 @@ namespace {
 // Quoted lines longer than this are cut to a window around the column.
 constexpr size_t kMaxQuote = 160;
 
-// Length of the valid UTF-8 sequence of a printable character at s[0], or 0.
-size_t utf8_length(std::string_view s) {
-  auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
-  unsigned char c = byte(0);
-  size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
-  if (n == 0 || s.size() < n) return 0;
-  for (size_t i = 1; i < n; ++i) {
-    if ((byte(i) & 0xC0) != 0x80) return 0;
-  }
-  // C1 control characters (U+0080..U+009F) are not printable.
-  if (n == 2 && c == 0xC2 && byte(1) < 0xA0) return 0;
+// Length of the valid UTF-8 sequence of a printable character at s[0], or 0: C1 control
+// characters (U+0080..U+009F) are not printable.
+size_t printable_utf8_length(std::string_view s) {
+  const size_t n = utf8_length(s);
+  if (n == 2 && static_cast<unsigned char>(s[0]) == 0xC2 && static_cast<unsigned char>(s[1]) < 0xA0) return 0;
   return n;
 }
 
@@ -72,7 +68,7 @@ std::string format_diagnostic(std::string_view file_name, std::string_view text,
       shown = "\t";
     } else if (c >= 0x20 && c < 0x7F) {
       shown = std::string(1, static_cast<char>(c));
-    } else if (c >= 0x80 && (n = utf8_length(line.substr(i))) > 0) {
+    } else if (c >= 0x80 && (n = printable_utf8_length(line.substr(i))) > 0) {
       shown = std::string(line.substr(i, n));
     } else {
       n = 1;

@@ -13,19 +13,19 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_alnum(char c) { return is_alpha(c) || is_digit(c); }
 
-// Length of the valid UTF-8 sequence starting at s[0], or 0.
+}  // namespace
+
 size_t utf8_length(std::string_view s) {
+  if (s.empty()) return 0;
   auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
   unsigned char c = byte(0);
-  size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+  size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
   if (n == 0 || s.size() < n) return 0;
   for (size_t i = 1; i < n; ++i) {
     if ((byte(i) & 0xC0) != 0x80) return 0;
   }
   return n;
 }
-
-}  // namespace
 
 std::string describe(const Token& token) {
   switch (token.kind) {

@@ -13,6 +13,9 @@
 
 namespace kiln::lang {
 
+// The length of the valid UTF-8 sequence at s[0] (2 to 4 bytes), or 0 where none starts there.
+size_t utf8_length(std::string_view s);
+
 // Lines longer than this are refused (their diagnostic would be unreadable anyway).
 inline constexpr size_t kMaxLineLength = 65536;
 
