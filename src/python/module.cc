@@ -31,7 +31,7 @@ constexpr size_t kMaxProgramBytes = size_t{64} << 20;
 Program parse(const std::string& text, const std::string& file_name) {
   Result<ir::Program> program = lang::parse_program(text, file_name);
   if (!program.ok()) throw ProgramError(program.status().message());
-  return Program{std::move(*program)};
+  return Program{std::move(*program), {}};
 }
 
 Program load(const std::string& path) {
@@ -41,6 +41,22 @@ Program load(const std::string& path) {
     throw nb::python_error();
   }
   return parse(value_or_throw(std::move(text)), path);
+}
+
+void set_param_value(Program& p, const std::string& name, nb::object value) {
+  const ir::TensorNode* node = p.program.find_node(name);
+  if (!node || node->role != ir::Role::kParam) {
+    throw nb::value_error(("set_param_value: the program has no param '" + name + "'" +
+                           (node ? " ('" + name + "' is " + std::string(ir::role_name(node->role)) + ")" : ""))
+                              .c_str());
+  }
+  for (auto& [have, held] : p.param_values) {
+    if (have == name) {
+      held = std::move(value);
+      return;
+    }
+  }
+  p.param_values.emplace_back(name, std::move(value));
 }
 
 nb::dict declarations(const Program& p) {
@@ -84,7 +100,8 @@ NB_MODULE(_kiln, m) {
   m.def("devices", [] { return drivers::usable_device_names(); },
         "The names of the devices usable here (\"cpu\", \"interp\", \"opencl\", \"opencl:1\", ...).");
 
-  nb::class_<Program>(m, "Program", "A program in kiln's language, parsed and checked.")
+  // dynamic_attr: an importer keeps what it knows on the program (kiln.onnx: onnx_names).
+  nb::class_<Program>(m, "Program", nb::dynamic_attr(), "A program in kiln's language, parsed and checked.")
       .def_static("from_text", &parse, "text"_a, "file_name"_a = "<string>",
                   "Parses program text. Raises ProgramError with every diagnostic as "
                   "FILE:LINE:COL: error: ... (FILE is file_name).")
@@ -103,11 +120,30 @@ NB_MODULE(_kiln, m) {
             for (const ir::SizeDecl& s : p.program.sizes) names.push_back(s.name);
             return names;
           }, "The sizes the program declares (language version 2), in order.")
+      .def("set_param_value", &set_param_value, "name"_a, "value"_a,
+           "The value param `name` starts from in every program compile() makes from now on, instead of "
+           "its initializer: an array of its dtype and shape (checked by compile(), which sets a copy). "
+           "ValueError when the program has no param of that name.")
+      .def_prop_ro("param_values", [](const Program& p) {
+            nb::dict out;
+            for (const auto& [name, value] : p.param_values) out[name.c_str()] = value;
+            return out;
+          }, "The values set with set_param_value: name -> value.")
       .def("compile", [](const Program& p, const std::string& device, uint64_t seed,
                          std::shared_ptr<runtime::ValueTrace> trace, bool check_bounds) {
-            return CompiledProgram::create(p.program, device, seed, std::move(trace), check_bounds);
+            std::shared_ptr<CompiledProgram> compiled =
+                CompiledProgram::create(p.program, device, seed, std::move(trace), check_bounds);
+            // A copy of each value: on cpu and interp set() binds the array it gets, which the
+            // program's routines may then write, and another compile() must start from the same.
+            nb::object numpy = nb::module_::import_("numpy");
+            for (const auto& [name, value] : p.param_values) {
+              nb::object copy = nb::isinstance(value, numpy.attr("ndarray")) ? value.attr("copy")() : value;
+              compiled->set(name, copy);
+            }
+            return compiled;
           }, "device"_a = "cpu", "seed"_a = 0, "trace"_a.none() = nb::none(), "check_bounds"_a = false,
-          "Compiles every routine for `device` and links them on one stream. `seed` seeds the random "
+          "Compiles every routine for `device` and links them on one stream; params start from the values "
+          "set_param_value gave, the others from their initializers. `seed` seeds the random "
           "initializers and the routines' random calls. With `trace` (a kiln.ValueTrace) the routines "
           "are compiled with value tracing and every run logs what it computed into it. With "
           "`check_bounds`, a gathered subscript outside its dimension (e[t[i], j]) makes the run raise "

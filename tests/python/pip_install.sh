@@ -2,7 +2,7 @@
 # `pip install .` the way a user does: from SOURCE_DIR into a fresh virtual environment under
 # WORK_DIR, with the build tools that pyproject.toml pins fetched by pip. Then, from outside the
 # source tree, checks that numpy is the package's only run-time dependency (ml_dtypes, for bf16
-# arrays, is the optional extra `kiln[bfloat16]`) and runs the
+# arrays, is the optional extra `kiln[bfloat16]`, onnx for kiln.onnx `kiln[onnx]`) and runs the
 # README's Python snippet (the first ```python block after "From Python"), which checks itself.
 # Usage: pip_install.sh SOURCE_DIR WORK_DIR
 set -eu
@@ -21,8 +21,8 @@ CMAKE_BUILD_PARALLEL_LEVEL=${JOBS:-$(nproc)} \
   --config-settings=cmake.define.CMAKE_CXX_FLAGS_RELEASE=-O0 "$source_dir"
 
 requires=$("$work/venv/bin/python" -c 'import importlib.metadata as m; print(m.requires("kiln"))')
-if [ "$requires" != "['numpy>=1.22', 'ml_dtypes>=0.5; extra == \"bfloat16\"']" ]; then
-  echo "pip_install.sh: kiln requires $requires, expected numpy alone (and ml_dtypes for the extra bfloat16)" >&2
+if [ "$requires" != "['numpy>=1.22', 'ml_dtypes>=0.5; extra == \"bfloat16\"', 'onnx>=1.16; extra == \"onnx\"']" ]; then
+  echo "pip_install.sh: kiln requires $requires, expected numpy alone (and ml_dtypes for the extra bfloat16, onnx for the extra onnx)" >&2
   exit 1
 fi
 

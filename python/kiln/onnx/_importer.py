@@ -1,0 +1,294 @@
+"""ONNX model -> kiln program: loading and checking the model, folding what is known at import
+(initializers, Constant nodes, shape arithmetic), and the operators of `_ops.py` for the rest."""
+
+import os
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from ._graph import KILN_TYPES, Graph, OnnxImportError, Value, kiln_type_of
+from ._ops import OPS
+
+# The default domain's opsets the operators are written for; a model outside them is refused.
+MIN_OPSET, MAX_OPSET = 7, 22
+
+class Converter:
+    def __init__(self, model, sizes, source_name):
+        self.model, self.source_name = model, source_name
+        self.graph = Graph()
+        self.sizes = dict(sizes or {})
+        self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+        self.values = {}  # ONNX name -> Value
+        self.constants = 0  # params of the importer's own (folded BatchNormalization, pool counts)
+        self.outputs = {o.name for o in model.graph.output}
+        self.read = self.outputs | {name for node in model.graph.node for name in node.input}
+
+    # --- what the operators call ---------------------------------------------------------------
+
+    def unsupported(self, node, why):
+        raise OnnxImportError(f"{self.source_name}: node '{node.name or node.output[0]}' ({node.op_type}, opset "
+                              f"{self.opset}): {why}")
+
+    def used(self, node, i):
+        """Whether output `i` of `node` is read by another node or is an output of the graph."""
+        return len(node.output) > i and node.output[i] in self.read
+
+    def kiln_type(self, node, onnx_type):
+        if onnx_type not in KILN_TYPES:
+            name = onnx.TensorProto.DataType.Name(onnx_type) if onnx_type in onnx.TensorProto.DataType.values() \
+                else str(onnx_type)
+            self.unsupported(node, f"element type {name}, which kiln has not")
+        return KILN_TYPES[onnx_type]
+
+    def known(self, node, value, what, symbolic=False):
+        """The value of an input that must be known at import (a shape, axes, pads)."""
+        if value is None or value.const is None:
+            self.unsupported(node, f"its input '{what}' is computed by the model; kiln needs it known at import")
+        if value.const.dtype == object and not symbolic:
+            self.unsupported(node, f"its input '{what}' depends on a dimension that is a size")
+        return value.const
+
+    def constant(self, array, hint):
+        """A param holding `array`, which the importer computed (folded BatchNormalization)."""
+        self.constants += 1
+        value = Value(f"kiln_{hint}_{self.constants}", kiln_type_of(array), array.shape, array)
+        self.graph.declare("param", value)
+        return value
+
+    def output(self, node, i, dtype, shape):
+        name = node.output[i]
+        value = Value(name, dtype, shape)
+        self.graph.declare("output" if name in self.outputs else "tensor", value)
+        self.values[name] = value
+        return value
+
+    def emit(self, text):
+        self.graph.emit(text)
+
+    # --- the graph -------------------------------------------------------------------------------
+
+    def run(self):
+        if self.opset is None or not MIN_OPSET <= self.opset <= MAX_OPSET:
+            raise OnnxImportError(f"{self.source_name}: opset {self.opset} of the default domain; kiln imports "
+                                  f"opsets {MIN_OPSET} to {MAX_OPSET}")
+        graph = self.model.graph
+        for init in graph.initializer:
+            try:
+                array = numpy_helper.to_array(init)
+            except Exception as e:  # data shorter than the shape, an unknown type
+                raise OnnxImportError(f"{self.source_name}: initializer '{init.name}' cannot be read: {e}") from None
+            self.values[init.name] = Value(init.name, kiln_type_of(array), array.shape, array)
+        for inp in graph.input:
+            if inp.name in self.values:
+                continue  # an initializer listed as an input too (IR version < 4)
+            self.values[inp.name] = self.graph_input(inp)
+        for node in graph.node:
+            self.convert(node)
+        for out in graph.output:
+            value = self.values.get(out.name)
+            if value is None:
+                raise OnnxImportError(f"{self.source_name}: output '{out.name}' is computed by no node")
+            if value.kname is None or self.graph.declared.get(value.kname, (None,))[0] != "output":
+                value = self.copy_to_output(value)
+            self.graph.outputs[out.name] = value.kname
+        return self.graph
+
+    def graph_input(self, inp):
+        kind = inp.type.WhichOneof("value")
+        if kind != "tensor_type":
+            raise OnnxImportError(f"{self.source_name}: input '{inp.name}' is a {kind}; kiln imports tensors")
+        t = inp.type.tensor_type
+        if t.elem_type not in KILN_TYPES:
+            raise OnnxImportError(f"{self.source_name}: input '{inp.name}' has element type "
+                                  f"{onnx.TensorProto.DataType.Name(t.elem_type)}, which kiln has not")
+        if not t.HasField("shape"):
+            raise OnnxImportError(f"{self.source_name}: input '{inp.name}' has no shape")
+        shape = []
+        for d, dim in enumerate(t.shape.dim):
+            if dim.HasField("dim_value") and dim.dim_value > 0:
+                shape.append(dim.dim_value)
+            elif dim.HasField("dim_param") and dim.dim_param:
+                shape.append(self.size(dim.dim_param))
+            else:
+                raise OnnxImportError(f"{self.source_name}: dimension {d} of input '{inp.name}' has neither an "
+                                      "extent nor a name; name it in the model or pass sizes=")
+        value = Value(inp.name, KILN_TYPES[t.elem_type], shape)
+        self.graph.declare("input", value)
+        return value
+
+    def size(self, dim_param):
+        """A named dimension: the number `sizes` gives it, else a kiln size of that name."""
+        if dim_param in self.sizes:
+            return int(self.sizes[dim_param])
+        name = self.graph.kiln_name(dim_param)
+        if name not in self.graph.sizes:
+            self.graph.sizes.append(name)
+        return name
+
+    def copy_to_output(self, value):
+        """An output the graph passes through (an input, a constant, another output): a copy
+        into an output of its own, which `Graph.outputs` names."""
+        out = Value(value.name + "__out", value.dtype, value.shape)
+        self.graph.declare("output", out)
+        subs = [f"i{d}" for d in range(value.rank)]
+        src = self.graph.ref(value)
+        rd = f"{src}[{', '.join(subs)}]" if value.rank else src
+        self.emit(f"{out.kname}[{', '.join(subs)}] = {rd}" if value.rank else f"{out.kname} = {rd}")
+        return out
+
+    def inputs_of(self, node):
+        ins = []
+        for name in node.input:
+            if not name:
+                ins.append(None)
+            elif name not in self.values:
+                raise OnnxImportError(f"{self.source_name}: node '{node.name or node.output[0]}' ({node.op_type}) "
+                                      f"reads '{name}', which no node before it computes")
+            else:
+                ins.append(self.values[name])
+        return ins
+
+    def convert(self, node):
+        if node.domain not in ("", "ai.onnx"):
+            self.unsupported(node, f"domain '{node.domain}'; kiln imports the default domain")
+        ins = self.inputs_of(node)
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        folded = self.fold(node, ins, attrs)
+        if folded is not None:
+            for name, array in zip(node.output, folded):
+                if name:
+                    self.values[name] = Value(name, kiln_type_of(array) if array.dtype != object else "i64",
+                                              array.shape, array)
+            return
+        handler = OPS.get(node.op_type)
+        if handler is None:
+            self.unsupported(node, "this operator is not supported (docs/onnx.md lists those that are)")
+        for i, v in enumerate(ins):
+            if v is not None and v.view is not None and not (node.op_type == "Gemm" and i == 0):
+                self.unsupported(node, f"it reads '{v.name}', a flattening of the computed tensor '{v.view[0].name}' "
+                                       "that kiln imports only as the first operand of a Gemm")
+        handler(self, node, ins, attrs)
+
+    # --- folding ---------------------------------------------------------------------------------
+
+    def fold(self, node, ins, attrs):
+        """The node's outputs where the importer can compute them now, else None."""
+        op = node.op_type
+        if op == "Constant":
+            return [self.constant_attribute(node, attrs)]
+        if op in ("Shape", "Size") and ins[0] is not None:
+            shape = list(ins[0].shape)
+            if op == "Size":
+                total = 1
+                for d in shape:
+                    if not isinstance(d, int):
+                        return None
+                    total *= d
+                return [np.array(total, np.int64)]
+            start, end = attrs.get("start", 0), attrs.get("end", len(shape))
+            dims = shape[start:end] if end is not None else shape[start:]
+            if all(isinstance(d, int) for d in dims):
+                return [np.array(dims, np.int64)]
+            return [np.array(dims, dtype=object)]
+        present = [v for v in ins if v is not None]
+        if not present or any(v.const is None for v in present):
+            return None
+        if op == "ConstantOfShape" and ins[0].const.dtype != object:
+            # Directly: the reference implementation takes seconds for a model's worth of weights.
+            fill = numpy_helper.to_array(attrs["value"]) if "value" in attrs else np.zeros(1, np.float32)
+            return [np.full(tuple(int(d) for d in ins[0].const), fill.reshape(-1)[0], dtype=fill.dtype)]
+        if any(v.const.dtype == object for v in present):
+            return self.fold_symbolic(node, ins, attrs)
+        return self.fold_reference(node, ins)
+
+    def constant_attribute(self, node, attrs):
+        for key in ("value", "value_float", "value_int", "value_floats", "value_ints"):
+            if key in attrs:
+                v = attrs[key]
+                if key == "value":
+                    return numpy_helper.to_array(v)
+                return np.array(v, np.float32 if "float" in key else np.int64)
+        self.unsupported(node, f"a Constant with {sorted(attrs)}")
+
+    def fold_reference(self, node, ins):
+        """Runs the node in onnx's reference implementation over the known inputs."""
+        from onnx.reference import ReferenceEvaluator
+        names = [f"in{i}" if v is not None else "" for i, v in enumerate(ins)]
+        inputs = [onnx.helper.make_tensor_value_info(n, onnx.helper.np_dtype_to_tensor_dtype(v.const.dtype),
+                                                     v.const.shape) for n, v in zip(names, ins) if v is not None]
+        outs = [f"out{i}" if name else "" for i, name in enumerate(node.output)]
+        single = onnx.helper.make_node(node.op_type, names, outs, domain=node.domain)
+        single.attribute.extend(node.attribute)
+        graph = onnx.helper.make_graph([single], "fold", inputs,
+                                       [onnx.helper.make_empty_tensor_value_info(o) for o in outs if o])
+        model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", self.opset)])
+        try:
+            results = ReferenceEvaluator(model).run(None, {n: v.const for n, v in zip(names, ins) if v is not None})
+        except Exception as e:
+            if node.op_type in OPS:
+                return None  # left to the operator's statement, which says what is wrong if anything
+            self.unsupported(node, f"folding it failed: {e}")
+        results = iter(results)
+        return [np.asarray(next(results)) if o else None for o in outs]
+
+    def fold_symbolic(self, node, ins, attrs):
+        """Shape arithmetic over dimensions that are sizes: arrays of ints and size names."""
+        op = node.op_type
+        x = ins[0].const
+        if op in ("Identity", "Cast"):
+            return [x]
+        if op == "Gather":
+            return [np.asarray(np.take(x, ins[1].const.astype(np.int64), axis=attrs.get("axis", 0)), dtype=object)]
+        if op == "Concat":
+            return [np.concatenate([v.const.astype(object) for v in ins if v is not None], axis=attrs["axis"])]
+        if op == "Unsqueeze":
+            axes = attrs.get("axes") if self.opset < 13 else ins[1].const
+            for a in sorted(int(a) for a in axes):
+                x = np.expand_dims(x, a)
+            return [x]
+        if op == "Squeeze":
+            axes = attrs.get("axes") if self.opset < 13 else (ins[1].const if len(ins) > 1 and ins[1] else None)
+            return [np.squeeze(x, axis=None if axes is None else tuple(int(a) for a in axes))]
+        if op == "Slice" and self.opset >= 10:
+            starts, ends = ins[1].const, ins[2].const
+            if x.ndim == 1 and len(starts) == 1 and (len(ins) < 4 or ins[3] is None or int(ins[3].const[0]) == 0):
+                step = int(ins[4].const[0]) if len(ins) > 4 and ins[4] is not None else 1
+                return [x[slice(int(starts[0]), int(ends[0]), step)]]
+        self.unsupported(node, "shape arithmetic on a dimension that is a size (only Shape, Gather, Concat, "
+                               "Unsqueeze, Squeeze, Slice and Cast of shapes are folded with sizes)")
+
+
+def load(model):
+    """A ModelProto from a path, bytes or a ModelProto, checked; OnnxImportError when it is none."""
+    if isinstance(model, onnx.ModelProto):
+        source = model.graph.name or "model"
+    else:
+        source = os.path.basename(str(model)) if isinstance(model, (str, os.PathLike)) else "model"
+        try:
+            model = onnx.load_model_from_string(model) if isinstance(model, bytes) else onnx.load(model)
+        except FileNotFoundError:
+            raise
+        except Exception as e:
+            raise OnnxImportError(f"{source}: not an ONNX model ({type(e).__name__}: {e})") from None
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as e:
+        raise OnnxImportError(f"{source}: the model is not valid ONNX: {str(e).splitlines()[0]}") from None
+    return model, source
+
+
+def import_model(model, sizes=None):
+    """The model as a kiln.Program (docs/onnx.md): its inputs, outputs and initializers keep
+    their names where they are kiln identifiers (`program.onnx_names` maps each ONNX name to
+    kiln's), initializers are params whose values come with the program, and named dimensions
+    become sizes unless `sizes` gives them a number. OnnxImportError names what it cannot do."""
+    program, _ = import_text(model, sizes)
+    return program
+
+
+def import_text(model, sizes=None):
+    """import_model, also returning the program's text."""
+    model, source = load(model)
+    graph = Converter(model, sizes, source).run()
+    return graph.make_program(os.path.splitext(source)[0])

@@ -1,0 +1,271 @@
+"""kiln.onnx (docs/onnx.md): ONNX models imported into kiln, their outputs against ONNX Runtime's
+on every device here, and the errors a model kiln cannot take gets."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import kiln  # noqa: E402
+import kiln.onnx  # noqa: E402
+
+from conftest import DEVICES  # noqa: E402
+
+RNG = np.random.default_rng(0)
+LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+
+
+def weights(name, shape, scale=0.3):
+    return numpy_helper.from_array((RNG.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def ints(name, values):
+    return numpy_helper.from_array(np.array(values, np.int64), name)
+
+
+def model(nodes, inputs, outputs, initializers=(), opset=17):
+    graph = helper.make_graph(nodes, "test", inputs, outputs, list(initializers))
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    onnx.checker.check_model(m)
+    return m
+
+
+def f32(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def onnxruntime_outputs(m, feeds):
+    session = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in m.graph.output], session.run(None, feeds)))
+
+
+def assert_matches_onnxruntime(m, feeds, devices=DEVICES, rtol=1e-4):
+    want = onnxruntime_outputs(m, feeds)
+    for device in devices:
+        got = kiln.onnx.compile(m, device=device)(**feeds)
+        assert sorted(got) == sorted(want)
+        for name in want:
+            scale = max(1.0, float(np.abs(want[name]).max())) if want[name].size else 1.0
+            np.testing.assert_allclose(got[name], want[name], rtol=rtol, atol=rtol * scale,
+                                       err_msg=f"{name} on {device}")
+
+
+def small_cnn():
+    """Convolutions (padded, strided, depthwise, grouped), BatchNormalization, pools, a slice, a
+    concatenation, a flatten into Gemm and a softmax, over a batch that is a size."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c1", "s", "bb", "m", "v"], ["bn"]),
+        helper.make_node("Relu", ["bn"], ["r1"]),
+        helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p1", "w2"], ["c2"], strides=[2, 2], group=8),
+        helper.make_node("Conv", ["c2", "w3"], ["c3"], pads=[1, 1, 1, 1], group=2),
+        helper.make_node("AveragePool", ["c3"], ["a2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Slice", ["p1", "st", "en", "ax"], ["p1s"]),
+        helper.make_node("Concat", ["a2", "p1s"], ["cat"], axis=1),
+        helper.make_node("Flatten", ["cat"], ["f"], axis=1),
+        helper.make_node("Gemm", ["f", "wd", "bd"], ["z"], transB=1),
+        helper.make_node("Softmax", ["z"], ["y"], axis=1),
+    ]
+    positive = numpy_helper.from_array(np.abs(RNG.standard_normal(8)).astype(np.float32) + 0.5, "s")
+    variance = numpy_helper.from_array(np.abs(RNG.standard_normal(8)).astype(np.float32) + 0.5, "v")
+    inits = [weights("w1", (8, 3, 3, 3)), weights("b1", (8,)), weights("w2", (8, 1, 3, 3)),
+             weights("w3", (8, 4, 3, 3)), weights("wd", (10, 12 * 9)), weights("bd", (10,)), positive,
+             weights("bb", (8,)), weights("m", (8,)), variance, ints("st", [0, 0, 0]), ints("en", [4, 3, 3]),
+             ints("ax", [1, 2, 3])]
+    return model(nodes, [f32("x", ["batch", 3, 16, 16])], [f32("y", ["batch", 10])], inits)
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_a_small_cnn_matches_onnxruntime_at_every_batch(batch):
+    x = RNG.standard_normal((batch, 3, 16, 16)).astype(np.float32)
+    assert_matches_onnxruntime(small_cnn(), {"x": x})
+
+
+def test_one_compiled_model_runs_at_several_batches():
+    cnn = small_cnn()
+    run = kiln.onnx.compile(cnn)
+    for batch in (2, 5):
+        x = RNG.standard_normal((batch, 3, 16, 16)).astype(np.float32)
+        np.testing.assert_allclose(run(x=x)["y"], onnxruntime_outputs(cnn, {"x": x})["y"], rtol=1e-4, atol=1e-6)
+
+
+def single(op, inputs, output_shape, initializers=(), output_type=TensorProto.FLOAT, **attrs):
+    names = [i.name for i in inputs] + [i.name for i in initializers]
+    node = helper.make_node(op, names, ["y"], **attrs)
+    return model([node], inputs, [helper.make_tensor_value_info("y", output_type, output_shape)], initializers)
+
+
+OPERATOR_CASES = {
+    "matmul_broadcast": lambda: (single("MatMul", [f32("a", [2, 1, 3, 4]), f32("b", [5, 4, 6])], [2, 5, 3, 6]),
+                                 {"a": (2, 1, 3, 4), "b": (5, 4, 6)}),
+    "transpose": lambda: (single("Transpose", [f32("a", [2, 3, 4])], [4, 2, 3], perm=[2, 0, 1]), {"a": (2, 3, 4)}),
+    "reshape_split": lambda: (single("Reshape", [f32("a", [2, 12])], [2, 3, 1, 4], [ints("shape", [2, 3, 1, -1])]),
+                              {"a": (2, 12)}),
+    "reduce_mean": lambda: (single("ReduceMean", [f32("a", [2, 3, 4])], [2, 1, 4], axes=[1]), {"a": (2, 3, 4)}),
+    "leaky_relu_clip": lambda: (model([helper.make_node("LeakyRelu", ["a"], ["t"], alpha=0.2),
+                                       helper.make_node("Clip", ["t", "lo", "hi"], ["y"])],
+                                      [f32("a", [3, 4])], [f32("y", [3, 4])],
+                                      [numpy_helper.from_array(np.array(-0.1, np.float32), "lo"),
+                                       numpy_helper.from_array(np.array(0.5, np.float32), "hi")]), {"a": (3, 4)}),
+    "pad": lambda: (single("Pad", [f32("a", [2, 3])], [4, 6], [ints("pads", [1, 2, 1, 1])]), {"a": (2, 3)}),
+    "lrn": lambda: (single("LRN", [f32("a", [1, 5, 3, 3])], [1, 5, 3, 3], size=3, alpha=1e-2, beta=0.75),
+                    {"a": (1, 5, 3, 3)}),
+    "softmax_opset11": lambda: (model([helper.make_node("Softmax", ["a"], ["y"], axis=1)], [f32("a", [2, 3, 4])],
+                                      [f32("y", [2, 3, 4])], opset=11), {"a": (2, 3, 4)}),
+    "where_compare_cast": lambda: (model([helper.make_node("Greater", ["a", "b"], ["c"]),
+                                          helper.make_node("Where", ["c", "a", "b"], ["t"]),
+                                          helper.make_node("Cast", ["c"], ["k"], to=TensorProto.FLOAT),
+                                          helper.make_node("Add", ["t", "k"], ["y"])],
+                                         [f32("a", [3, 4]), f32("b", [4])], [f32("y", [3, 4])]),
+                                   {"a": (3, 4), "b": (4,)}),
+    "expand_sum": lambda: (model([helper.make_node("Expand", ["a", "shape"], ["t"]),
+                                  helper.make_node("Sum", ["t", "a", "a"], ["y"])],
+                                 [f32("a", [3, 1])], [f32("y", [2, 3, 4])], [ints("shape", [2, 3, 4])]), {"a": (3, 1)}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OPERATOR_CASES))
+def test_operators_match_onnxruntime(case):
+    m, shapes = OPERATOR_CASES[case]()
+    assert_matches_onnxruntime(m, {n: RNG.standard_normal(s).astype(np.float32) for n, s in shapes.items()})
+
+
+def test_embedding_gather_counts_negative_positions_from_the_end():
+    m = single("Gather", [helper.make_tensor_value_info("t", TensorProto.INT64, [5])], [5, 3],
+               [weights("e", (7, 3))], axis=0)
+    m.graph.node[0].input[:] = ["e", "t"]
+    assert_matches_onnxruntime(m, {"t": np.array([0, 6, -1, -7, 3], np.int64)})
+
+
+def test_shape_arithmetic_over_a_dynamic_batch_is_folded():
+    """x.view(x.size(0), -1) as PyTorch exports it: Shape, Gather, Unsqueeze, Concat, Reshape."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+             helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+             helper.make_node("Concat", ["n1", "minus1"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["x", "shape"], ["f"]),
+             helper.make_node("Gemm", ["f", "w"], ["y"], transB=1)]
+    m = model(nodes, [f32("x", ["N", 2, 3, 3])], [f32("y", ["N", 4])],
+              [ints("zero", 0), ints("axes", [0]), ints("minus1", [-1]), weights("w", (4, 18))])
+    assert_matches_onnxruntime(m, {"x": RNG.standard_normal((3, 2, 3, 3)).astype(np.float32)})
+
+
+def test_an_input_passed_through_to_an_output_stays_an_input():
+    m = model([helper.make_node("Relu", ["a"], ["r"])], [f32("a", [2])], [f32("r", [2]), f32("a", [2])])
+    got = kiln.onnx.compile(m)(a=np.array([-1, 3], np.float32))
+    np.testing.assert_array_equal(got["r"], [0, 3])
+    np.testing.assert_array_equal(got["a"], [-1, 3])
+
+
+def test_names_that_are_not_kiln_identifiers_are_mapped_both_ways():
+    m = model([helper.make_node("Relu", ["gpu_0/data:0"], ["1st output"])], [f32("gpu_0/data:0", [2])],
+              [f32("1st output", [2])])
+    program = kiln.onnx.import_model(m)
+    names = program.onnx_names
+    assert set(names) == {"gpu_0/data:0", "1st output"}
+    assert all(name.isidentifier() for name in names.values())
+    out = kiln.onnx.compile(m)(**{"gpu_0/data:0": np.array([-1, 2], np.float32)})
+    np.testing.assert_array_equal(out["1st output"], [0, 2])
+
+
+@pytest.mark.parametrize("name", ["squeezenet", "resnet50"])
+def test_the_onnx_wheels_light_models_match_onnxruntime(name):
+    path = os.path.join(LIGHT, f"light_{name}.onnx")
+    if not os.path.exists(path):
+        pytest.skip(f"this onnx wheel has no {path}")
+    m = onnx.load(path)
+    initializers = {t.name for t in m.graph.initializer}
+    (inp,) = [i for i in m.graph.input if i.name not in initializers]
+    shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+    assert_matches_onnxruntime(m, {inp.name: RNG.standard_normal(shape).astype(np.float32)}, devices=["cpu"])
+
+
+# --- what kiln cannot import -----------------------------------------------------------------
+
+def test_a_file_that_is_not_onnx_is_refused(tmp_path):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x08\x07this is not a model\xff\xff")
+    with pytest.raises(kiln.onnx.OnnxImportError, match="bad.onnx"):
+        kiln.onnx.import_model(str(bad))
+    truncated = tmp_path / "truncated.onnx"
+    truncated.write_bytes(small_cnn().SerializeToString()[:200])
+    with pytest.raises(kiln.onnx.OnnxImportError, match="truncated.onnx"):
+        kiln.onnx.import_model(str(truncated))
+    with pytest.raises(FileNotFoundError):
+        kiln.onnx.import_model(str(tmp_path / "missing.onnx"))
+
+
+def test_an_unsupported_operator_is_named_with_its_node_and_opset():
+    m = model([helper.make_node("Hardmax", ["a"], ["y"], name="pick")], [f32("a", [2, 3])], [f32("y", [2, 3])])
+    with pytest.raises(kiln.onnx.OnnxImportError, match=r"node 'pick' \(Hardmax, opset 17\).*not supported"):
+        kiln.onnx.import_model(m)
+
+
+def test_an_opset_outside_kilns_range_is_refused():
+    m = model([helper.make_node("Relu", ["a"], ["y"])], [f32("a", [2])], [f32("y", [2])], opset=6)
+    with pytest.raises(kiln.onnx.OnnxImportError, match="opset 6"):
+        kiln.onnx.import_model(m)
+
+
+def test_a_graph_out_of_order_is_refused():
+    nodes = [helper.make_node("Relu", ["t"], ["y"]), helper.make_node("Relu", ["a"], ["t"])]
+    graph = helper.make_graph(nodes, "cycle", [f32("a", [2])], [f32("y", [2])])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(kiln.onnx.OnnxImportError, match="topologically sorted"):
+        kiln.onnx.import_model(m)
+
+
+def test_an_initializer_shorter_than_its_shape_is_refused():
+    short = TensorProto(name="w", dims=[4], data_type=TensorProto.FLOAT, raw_data=b"\x00" * 8)
+    graph = helper.make_graph([helper.make_node("Add", ["a", "w"], ["y"])], "short", [f32("a", [4])], [f32("y", [4])],
+                              [short])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(kiln.onnx.OnnxImportError, match="tensor name: w|'w'"):
+        kiln.onnx.import_model(m)
+
+
+def test_an_input_of_the_wrong_shape_or_type_is_refused_at_run_time():
+    run = kiln.onnx.compile(small_cnn())
+    with pytest.raises(ValueError, match="x"):
+        run(x=np.zeros((2, 3, 15, 16), np.float32))
+    with pytest.raises(ValueError, match="float64"):
+        run(x=np.zeros((2, 3, 16, 16), np.float64))
+    with pytest.raises(ValueError, match="no input 'z'"):
+        run(z=np.zeros(3, np.float32))
+
+
+def test_the_command_line_writes_a_model_that_kiln_run_runs(tmp_path):
+    out = tmp_path / "model"
+    path = tmp_path / "cnn.onnx"
+    cnn = small_cnn()
+    onnx.save(cnn, str(path))
+    env = dict(os.environ)
+    r = subprocess.run([sys.executable, "-m", "kiln.onnx", str(path), "-o", str(out)], capture_output=True, text=True,
+                       env=env)
+    assert r.returncode == 0, r.stderr
+    assert (out / "model.kiln").exists() and len(list((out / "params").glob("*.npy"))) >= 5
+    command = r.stdout.strip().splitlines()[-1].split()
+    assert command[:3] == ["kiln", "run", str(out / "model.kiln")]
+    binary = os.environ.get("KILN_BINARY")
+    if binary:
+        x = RNG.standard_normal((2, 3, 16, 16)).astype(np.float32)
+        np.save(tmp_path / "x.npy", x)
+        ran = subprocess.run([binary, *command[1:], "--input", f"x={tmp_path / 'x.npy'}", "--output",
+                              f"y={tmp_path / 'y.npy'}"], capture_output=True, text=True)
+        assert ran.returncode == 0, ran.stderr
+        np.testing.assert_allclose(np.load(tmp_path / "y.npy"), onnxruntime_outputs(cnn, {"x": x})["y"],
+                                   rtol=1e-4, atol=1e-6)
+    # A second import into the same, now full, folder is refused and changes nothing.
+    before = sorted(p.name for p in out.rglob("*"))
+    again = subprocess.run([sys.executable, "-m", "kiln.onnx", str(path), "-o", str(out)], capture_output=True,
+                           text=True, env=env)
+    assert again.returncode == 1 and "not an empty folder" in again.stderr
+    assert sorted(p.name for p in out.rglob("*")) == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".kiln-onnx-")]
