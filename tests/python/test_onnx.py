@@ -82,6 +82,51 @@ def small_cnn():
     return model(nodes, [f32("x", ["batch", 3, 16, 16])], [f32("y", ["batch", 10])], inits)
 
 
+def residual_block():
+    """Convolutions over 16 and more channels, which become one product per kernel tap: padded
+    3x3 from the graph's input, a 1x1 over channels-first activations (no copy), strided 3x3
+    and a strided 1x1 projection, a residual Add, and the flatten after a global pool."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"]),
+        helper.make_node("BatchNormalization", ["c2", "s", "bb", "m", "v"], ["n2"]),
+        helper.make_node("Relu", ["n2"], ["r2"]),
+        helper.make_node("Conv", ["r2", "w3", "b3"], ["c3"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Conv", ["r1", "wp"], ["proj"], strides=[2, 2]),
+        helper.make_node("Add", ["c3", "proj"], ["sum"]),
+        helper.make_node("Relu", ["sum"], ["r3"]),
+        helper.make_node("GlobalAveragePool", ["r3"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Gemm", ["f", "wd"], ["y"], transB=1),
+    ]
+    positive = numpy_helper.from_array(np.abs(RNG.standard_normal(32)).astype(np.float32) + 0.5, "s")
+    variance = numpy_helper.from_array(np.abs(RNG.standard_normal(32)).astype(np.float32) + 0.5, "v")
+    inits = [weights("w1", (16, 16, 3, 3), 0.1), weights("b1", (16,)), weights("w2", (32, 16, 1, 1), 0.2),
+             positive, weights("bb", (32,)), weights("m", (32,)), variance, weights("w3", (32, 32, 3, 3), 0.1),
+             weights("b3", (32,)), weights("wp", (32, 16, 1, 1), 0.2), weights("wd", (5, 32))]
+    return model(nodes, [f32("x", ["batch", 16, 9, 9])], [f32("y", ["batch", 5])], inits)
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_convolutions_as_products_match_onnxruntime(batch):
+    x = RNG.standard_normal((batch, 16, 9, 9)).astype(np.float32)
+    assert_matches_onnxruntime(residual_block(), {"x": x})
+
+
+def test_convolutions_over_many_channels_become_gemm_calls(tmp_path):
+    program, text = kiln.onnx.import_text(residual_block())
+    assert program.tensors[program.onnx_names["c1"]][2] == (16, "batch", 9, 9)  # channels first
+    assert text.count("+= sum(kiln_conv_tap") == 9 + 9  # the two 3x3s with a bias: 9 taps each
+    binary = os.environ.get("KILN_BINARY")
+    if binary:
+        (tmp_path / "block.kiln").write_text(text)
+        ir = subprocess.run([binary, "compile", str(tmp_path / "block.kiln"), "--emit", "ir"], capture_output=True,
+                            text=True, check=True).stdout
+        # Every tap of the four convolutions, and the final Gemm.
+        assert ir.count("call gemm(") == 9 + 1 + 9 + 1 + 1, ir
+
+
 @pytest.mark.parametrize("batch", [1, 3])
 def test_a_small_cnn_matches_onnxruntime_at_every_batch(batch):
     x = RNG.standard_normal((batch, 3, 16, 16)).astype(np.float32)

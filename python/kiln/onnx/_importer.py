@@ -21,6 +21,7 @@ class Converter:
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
         self.values = {}  # ONNX name -> Value
         self.constants = 0  # params of the importer's own (folded BatchNormalization, pool counts)
+        self.scratches = {}
         self.outputs = {o.name for o in model.graph.output}
         self.read = self.outputs | {name for node in model.graph.node for name in node.input}
 
@@ -56,12 +57,27 @@ class Converter:
         self.graph.declare("param", value)
         return value
 
-    def output(self, node, i, dtype, shape):
+    def output(self, node, i, dtype, shape, like=None):
+        """Output `i` of `node`: in the layout of `like` (a Value of the same rank, or a perm)
+        unless it is an output of the graph, which keeps ONNX's."""
         name = node.output[i]
         value = Value(name, dtype, shape)
+        perm = like.perm if isinstance(like, Value) else like
+        if name not in self.outputs and perm is not None and len(perm) == len(shape):
+            value.perm = tuple(perm)
         self.graph.declare("output" if name in self.outputs else "tensor", value)
         self.values[name] = value
         return value
+
+    def scratch(self, dtype, shape, perm=None):
+        """A temporary tensor that every caller asking for this type, shape and layout shares:
+        each fills it before reading it, and statements run in order, so one serves them all."""
+        key = (dtype, tuple(shape), perm)
+        if key not in self.scratches:
+            value = self.graph.temporary(dtype, shape, "scratch")
+            value.perm = perm
+            self.scratches[key] = value
+        return self.scratches[key]
 
     def emit(self, text):
         self.graph.emit(text)

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ._graph import FLOAT_TYPES, Value
+from ._graph import CHANNELS_FIRST, FLOAT_TYPES, Value
 
 OPS = {}
 
@@ -30,12 +30,13 @@ def indices(rank, prefix="i"):
 
 
 def read(cx, value, subscripts):
+    """`value` read at `subscripts`, written in ONNX's order of its dimensions."""
     name = cx.graph.ref(value)
-    return f"{name}[{', '.join(subscripts)}]" if value.rank else name
+    return f"{name}[{', '.join(value.in_kiln_order(subscripts))}]" if value.rank else name
 
 
 def target(cx, value, subscripts):
-    return f"{value.kname}[{', '.join(subscripts)}]" if value.rank else value.kname
+    return f"{value.kname}[{', '.join(value.in_kiln_order(subscripts))}]" if value.rank else value.kname
 
 
 def affine(terms, constant=0):
@@ -94,7 +95,9 @@ def broadcast_read(cx, value, out_shape, subscripts):
 def elementwise(cx, node, inputs, dtype, expression):
     """out[I] = expression(reads of `inputs` at I), broadcast."""
     shape = broadcast_shape(cx, node, [v.shape for v in inputs])
-    out = cx.output(node, 0, dtype, shape)
+    # In the layout of an input of the output's shape: channels first stays channels first.
+    like = next((v for v in inputs if v.perm is not None and v.shape == shape), None)
+    out = cx.output(node, 0, dtype, shape, like)
     subs = indices(len(shape))
     cx.emit(f"{target(cx, out, subs)} = {expression(*[broadcast_read(cx, v, shape, subs) for v in inputs])}")
     return [out]
@@ -258,7 +261,15 @@ def flattened_product_reads(cx, node, a, b, trans_b):
     weights = b.const.T if trans_b else b.const
     weights = np.ascontiguousarray(weights).reshape(*split, weights.shape[-1])
     reduced = [f"r{k}" for k in range(len(merged))]
-    x_subs = ["0" if x.shape[d] == 1 else "i0" for d in range(x.rank)]
+    if x.perm is not None:
+        # Channels first puts the batch between the channels and the rows: a copy in ONNX's
+        # order makes the product's columns one run of dimensions, so that it is a gemm call.
+        copy = cx.graph.temporary(x.dtype, x.shape, "flat")
+        subs = indices(x.rank)
+        cx.emit(f"{target(cx, copy, subs)} = {read(cx, x, subs)}")
+        x = copy
+    # The rows: x's first dimension; the dimensions between it and the merged ones have extent 1.
+    x_subs = ["i0" if d == 0 else "0" for d in range(x.rank)]
     for d, r in zip(merged, reduced):
         x_subs[d] = r
     w = cx.constant(weights, "flat_weights")
@@ -333,7 +344,10 @@ def conv(cx, node, ins, attrs):
     group = attrs.get("group", 1)
     kernel = list(w.shape[2:])
     strides, dilations, pads, spatial = _window(cx, node, x, kernel, attrs)
-    out = cx.output(node, 0, x.dtype, (x.shape[0], w.shape[0], *spatial))
+    out = cx.output(node, 0, x.dtype, (x.shape[0], w.shape[0], *spatial), CHANNELS_FIRST if x.rank == 4 else None)
+    if group == 1 and x.rank == 4 and w.const is not None:
+        conv_products(cx, x, w.const, b, strides, dilations, pads, out)
+        return [out]
     n = x.rank - 2
     o_subs = indices(2 + n)
     reads = [affine([(strides[d], f"i{2 + d}"), (dilations[d], f"r{1 + d}")], -pads[d]) for d in range(n)]
@@ -345,7 +359,7 @@ def conv(cx, node, ins, attrs):
         x_read = read(cx, x, ["i0", "i1", *reads])  # depthwise: output channel o reads channel o
         w_read = read(cx, w, ["i1", "0", *w_window])
     else:
-        return grouped_conv(cx, node, x, w, b, group, out, reads, w_window)
+        return grouped_conv(cx, node, x, w, b, group, out, (strides, dilations, pads), w_window)
     text = f"sum({x_read} * {w_read})"
     if b is not None:
         text += f" + {read(cx, b, ['i1'])}"
@@ -353,27 +367,71 @@ def conv(cx, node, ins, attrs):
     return [out]
 
 
+def conv_products(cx, x, weights, bias, strides, dilations, pads, out, first_channel=0):
+    """out = the 2-D convolution of x's channels from `first_channel` on (as many as the known
+    `weights` take) as one product per kernel tap (kn2row): for each (kh, kw) the input points
+    that tap reads are copied into a [C, N, OH, OW] scratch tensor (zero where the window leaves
+    the input, the stride applied), and out += weights[:, :, kh, kw] @ scratch, which the
+    compiler turns into a gemm call over the columns (n, h, w). A 1x1 convolution with stride 1
+    and no padding over all of a channels-first input multiplies the input itself."""
+    channels, spatial = weights.shape[1], out.shape[2:]
+    whole = channels == x.shape[1]
+    subs = indices(4)
+    op = "="
+    if bias is not None:
+        cx.emit(f"{target(cx, out, subs)} = {read(cx, bias, ['i1'])}")
+        op = "+="
+    for kh in range(weights.shape[2]):
+        for kw in range(weights.shape[3]):
+            tap = cx.constant(np.ascontiguousarray(weights[:, :, kh, kw]), "conv_tap")
+            if weights.shape[2:] == (1, 1) and strides == [1, 1] and pads == [0, 0] and whole \
+                    and x.perm == CHANNELS_FIRST:
+                src = x
+            else:
+                src = cx.scratch(x.dtype, (x.shape[0], channels, *spatial), CHANNELS_FIRST)
+                rows = affine([(strides[0], "i2")], dilations[0] * kh - pads[0])
+                cols = affine([(strides[1], "i3")], dilations[1] * kw - pads[1])
+                if whole:
+                    cx.emit(f"{target(cx, src, subs)} = {read(cx, x, ['i0', 'i1', rows, cols])}")
+                else:  # a group's channels, read at their offset through a sum over one point
+                    channel = affine([(1, "i1"), (-1, "q0")], first_channel)
+                    cx.emit(f"{target(cx, src, subs)} = sum({read(cx, x, ['i0', channel, rows, cols])}) "
+                            "where q0 < 1")
+            cx.emit(f"{target(cx, out, subs)} {op} sum({read(cx, tap, ['i1', 'r0'])} * "
+                    f"{read(cx, src, ['i0', 'r0', 'i2', 'i3'])})")
+            op = "+="
+
+
 def grouped_conv(cx, node, x, w, b, group, out, reads, w_window):
     """A convolution in `group` groups: each group's output channels into a tensor of their
-    own, from the group's slice of the (known) weights and its input channels (read at the
-    group's offset through a sum over one point, q0 < 1, as Concat reads its parts), then those
-    placed side by side as Concat places its parts."""
+    own, from the group's slice of the (known) weights and its input channels, then those
+    placed side by side as Concat places its parts. In 2-D each group is products
+    (conv_products); otherwise a loop nest whose input channels are read at the group's offset
+    through a sum over one point (q0 < 1), as Concat reads its parts."""
     per_in, per_out = x.shape[1] // group, w.shape[0] // group
     if x.shape[1] % group or w.shape[0] % group or w.shape[1] != per_in:
         cx.unsupported(node, f"group={group} with {x.shape[1]} input and {w.shape[0]} output channels")
     if w.const is None or (b is not None and b.const is None):
         cx.unsupported(node, f"group={group} with weights the model computes")
+    strides, dilations, pads = reads
     subs = indices(out.rank)
     parts = []
     for g in range(group):
         part = cx.graph.temporary(x.dtype, (out.shape[0], per_out, *out.shape[2:]), "group")
-        w_g = cx.constant(np.ascontiguousarray(w.const[g * per_out:(g + 1) * per_out]), "group_weights")
-        x_read = read(cx, x, ["i0", affine([(1, "r0"), (-1, "q0")], g * per_in), *reads])
-        text = f"sum({x_read} * {read(cx, w_g, ['i1', 'r0', *w_window])})"
-        if b is not None:
-            b_g = cx.constant(np.ascontiguousarray(b.const[g * per_out:(g + 1) * per_out]), "group_bias")
-            text += f" + {read(cx, b_g, ['i1'])}"
-        cx.emit(f"{target(cx, part, subs)} = {text} where q0 < 1")
+        part.perm = out.perm
+        w_g = np.ascontiguousarray(w.const[g * per_out:(g + 1) * per_out])
+        b_g = None if b is None else cx.constant(np.ascontiguousarray(b.const[g * per_out:(g + 1) * per_out]),
+                                                 "group_bias")
+        if x.rank == 4:
+            conv_products(cx, x, w_g, b_g, strides, dilations, pads, part, g * per_in)
+        else:
+            window = [affine([(strides[d], f"i{2 + d}"), (dilations[d], f"r{1 + d}")], -pads[d])
+                      for d in range(x.rank - 2)]
+            x_read = read(cx, x, ["i0", affine([(1, "r0"), (-1, "q0")], g * per_in), *window])
+            text = f"sum({x_read} * {read(cx, cx.constant(w_g, 'group_weights'), ['i1', 'r0', *w_window])})"
+            if b_g is not None:
+                text += f" + {read(cx, b_g, ['i1'])}"
+            cx.emit(f"{target(cx, part, subs)} = {text} where q0 < 1")
         parts.append(part)
     place_side_by_side(cx, out, parts, 1)
     return [out]
@@ -386,7 +444,7 @@ def pool(cx, node, ins, attrs):
         cx.unsupported(node, "its Indices output")
     kernel = list(attrs["kernel_shape"])
     strides, dilations, pads, spatial = _window(cx, node, x, kernel, attrs)
-    out = cx.output(node, 0, x.dtype, (*x.shape[:2], *spatial))
+    out = cx.output(node, 0, x.dtype, (*x.shape[:2], *spatial), x)
     n = x.rank - 2
     o_subs = indices(2 + n)
     reads = [affine([(strides[d], f"i{2 + d}"), (dilations[d], f"r{d}")], -pads[d]) for d in range(n)]
@@ -441,7 +499,7 @@ def batch_norm(cx, node, ins, attrs):
     b = bias.astype(np.float64) - mean.astype(np.float64) * a
     dt = np.float64 if x.dtype == "f64" else np.float32
     av, bv = cx.constant(a.astype(dt), "bn_scale"), cx.constant(b.astype(dt), "bn_shift")
-    out = cx.output(node, 0, x.dtype, x.shape)
+    out = cx.output(node, 0, x.dtype, x.shape, x)
     subs = indices(x.rank)
     cx.emit(f"{target(cx, out, subs)} = {read(cx, x, subs)} * {read(cx, av, ['i1'])} + {read(cx, bv, ['i1'])}")
     return [out]
@@ -452,7 +510,7 @@ def lrn(cx, node, ins, attrs):
     x = ins[0]
     size = attrs["size"]
     alpha, beta, bias = attrs.get("alpha", 1e-4), attrs.get("beta", 0.75), attrs.get("bias", 1.0)
-    out = cx.output(node, 0, x.dtype, x.shape)
+    out = cx.output(node, 0, x.dtype, x.shape, x)
     subs = indices(x.rank)
     half = (size - 1) // 2
     window = [subs[0], affine([(1, "i1"), (1, "r0")], -half), *subs[2:]]
@@ -662,7 +720,7 @@ def concat(cx, node, ins, attrs):
         cx.unsupported(node, "concatenating along a dimension that is a size")
     shape = list(ins[0].shape)
     shape[axis] = sum(v.shape[axis] for v in ins)
-    out = cx.output(node, 0, ins[0].dtype, tuple(shape))
+    out = cx.output(node, 0, ins[0].dtype, tuple(shape), ins[0])
     place_side_by_side(cx, out, ins, axis)
     return [out]
 
