@@ -109,6 +109,10 @@ const std::vector<CommandSpec>& commands() {
            {"--output", "", "NAME=FILE.npy",
             "write the value of an output or param after the last run; repeatable.\n"
             "{rank} in FILE is the process's rank (see Under mpirun)"},
+           {"--params", "", "DIR",
+            "start each param that has a file DIR/NAME.npy from it, as --input\n"
+            "NAME=DIR/NAME.npy would (an --input of the same name wins); every .npy\n"
+            "in DIR must name a param"},
            kSizeOption,
            {"--seed", "", "N", "seed for random inputs and random initializers (default 0)"},
            {"--repeat", "", "N",
@@ -401,6 +405,9 @@ std::variant<Options, Failure> parse_options(const std::vector<std::string>& arg
       o.strict_fp = true;
     } else if (name == "--check-bounds") {
       o.check_bounds = true;
+    } else if (name == "--params") {
+      if (!o.params.empty()) return usage_error(cmd, "--params is given twice");
+      o.params = value;
     } else if (name == "--trace") {
       o.trace = value;
     } else if (name == "--trace-values") {

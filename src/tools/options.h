@@ -48,6 +48,7 @@ struct Options {
   bool auto_calls = true;  // --no-auto-calls turns it off
   bool strict_fp = false;  // --strict-fp: float reductions in program order
   bool check_bounds = false;  // --check-bounds: an out-of-range gather fails the run
+  std::string params;  // --params DIR: a NAME.npy in DIR for each param it starts
   std::string trace;
   std::string trace_values;  // run --trace-values FILE: where the values computed inside routines go
   std::string emit = "ir";

@@ -1,6 +1,7 @@
 // `kiln run --routine`: which routines run, in which order, and a routine named more than once
 // (compiled and linked once, run as often as it is named).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "cli_test_util.h"
 
@@ -117,6 +118,45 @@ TEST_F(CliRoutinesTest, WarmupRunsAreRealRunsLeftOutOfTheTiming) {
     EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.output;
     EXPECT_NE(r.output.find("--warmup needs an integer from 0 to 1000000"), std::string::npos) << r.output;
   }
+}
+
+// --params DIR starts each param from DIR/NAME.npy; an --input of the same name wins; a file that
+// names no param and a DIR that is no folder are errors that name them.
+TEST_F(CliRoutinesTest, ParamsStartFromTheFilesOfAFolder) {
+  const std::string dir = dir_.file("params");
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  std::vector<float> w(8, 3.0f), other(8, 5.0f);
+  ASSERT_TRUE(write_npy(dir + "/w.npy", f32_array({8}, w)).ok());
+  ASSERT_TRUE(write_npy(dir_.file("other.npy"), f32_array({8}, other)).ok());
+  const std::string x = "x=" + dir_.file("x.npy"), out = dir_.file("w_out.npy");
+  auto w_after_one_step_from = [&](float start) {
+    std::vector<float> want(8);
+    for (int i = 0; i < 8; ++i) want[i] = start * 0.5f + x_[i];
+    return want;
+  };
+  std::vector<std::string> args = {"run", program_, "--input", x, "--routine", "step", "--params", dir, "--output",
+                                    "w=" + out};
+  ProcessResult r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << describe_run(args, r);
+  Result<NpyArray> got = read_npy(out);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(f32_values(*got), w_after_one_step_from(3.0f));
+  // An --input of the param wins over the folder's file.
+  args = {"run", program_, "--input", x, "--routine", "step", "--params", dir, "--input", "w=" + dir_.file("other.npy"),
+          "--output", "w=" + out};
+  r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << describe_run(args, r);
+  got = read_npy(out);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(f32_values(*got), w_after_one_step_from(5.0f));
+  // A file that names no param, and a folder that is not there.
+  ASSERT_TRUE(write_npy(dir + "/wx.npy", f32_array({8}, w)).ok());
+  r = run({"run", program_, "--params", dir});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("wx.npy names no param"), std::string::npos) << r.output;
+  r = run({"run", program_, "--params", dir_.file("missing")});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("not a folder"), std::string::npos) << r.output;
 }
 
 // An input that no routine being run reads has no device array: its --input file (or its random

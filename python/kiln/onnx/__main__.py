@@ -1,10 +1,11 @@
 """python -m kiln.onnx MODEL.onnx -o DIR: the model as DIR/model.kiln and its params' values as
-DIR/params/NAME.npy, for `kiln run` and the C API (docs/onnx.md). Prints the command that runs
-it. Nothing is written when the import fails."""
+DIR/params/NAME.npy, for `kiln run --params DIR/params` and the C API (docs/onnx.md). Prints the
+command that runs it. Nothing is written when the import fails."""
 
 import argparse
 import os
 import shlex
+import shutil
 import sys
 import tempfile
 
@@ -38,20 +39,19 @@ def main(argv=None):
     os.makedirs(os.path.join(staging, "params"))
     with open(os.path.join(staging, "model.kiln"), "w") as f:
         f.write(text)
-    flags = []
-    for name, value in program.param_values.items():
+    values = program.param_values
+    for name, value in values.items():
         np.save(os.path.join(staging, "params", name + ".npy"), value)
-        flags.append(f"--input {name}={shlex.quote(os.path.join(args.output, 'params', name + '.npy'))}")
     if os.path.exists(args.output):
         if not os.path.isdir(args.output) or os.listdir(args.output):
             print(f"python -m kiln.onnx: {args.output} exists and is not an empty folder", file=sys.stderr)
-            import shutil
             shutil.rmtree(staging)
             return 1
         os.rmdir(args.output)
     os.rename(staging, args.output)
-    print(f"wrote {os.path.join(args.output, 'model.kiln')} and {len(flags)} params; run it with:")
-    print(f"kiln run {shlex.quote(os.path.join(args.output, 'model.kiln'))} " + " ".join(flags))
+    print(f"wrote {os.path.join(args.output, 'model.kiln')} and {len(values)} params; run it with:")
+    print(f"kiln run {shlex.quote(os.path.join(args.output, 'model.kiln'))} "
+          f"--params {shlex.quote(os.path.join(args.output, 'params'))}")
     return 0
 
 

@@ -71,15 +71,10 @@ def broadcast_shape(cx, node, shapes):
     out = []
     for d in range(rank):
         dims = [s[d - rank + len(s)] for s in shapes if d - rank + len(s) >= 0]
-        known = [x for x in dims if x != 1]
-        if not known:
-            out.append(1)
-            continue
-        ints = {x for x in known if isinstance(x, int)}
-        if len(ints) > 1 or len(set(known)) > 1 and ints:
-            if len(set(known)) > 1:
-                cx.unsupported(node, f"shapes {[list(s) for s in shapes]} do not broadcast")
-        out.append(known[0] if not ints else ints.pop())
+        known = set(x for x in dims if x != 1)
+        if len(known) > 1:  # two extents, or an extent and a size, or two sizes
+            cx.unsupported(node, f"shapes {[list(s) for s in shapes]} do not broadcast")
+        out.append(known.pop() if known else 1)
     return tuple(out)
 
 
