@@ -24,12 +24,22 @@ class Converter:
         self.scratches = {}
         self.outputs = {o.name for o in model.graph.output}
         self.read = self.outputs | {name for node in model.graph.node for name in node.input}
+        self.readers = {}  # name -> [(op_type, input position)] of the nodes that read it
+        for node in model.graph.node:
+            for i, name in enumerate(node.input):
+                self.readers.setdefault(name, []).append((node.op_type, i))
 
     # --- what the operators call ---------------------------------------------------------------
 
     def unsupported(self, node, why):
         raise OnnxImportError(f"{self.source_name}: node '{node.name or node.output[0]}' ({node.op_type}, opset "
                               f"{self.opset}): {why}")
+
+    def read_only_as(self, name, op_type, position):
+        """Whether every reader of `name` is an `op_type` node taking it at `position` (and the
+        graph does not output it)."""
+        readers = self.readers.get(name, [])
+        return bool(readers) and name not in self.outputs and all(r == (op_type, position) for r in readers)
 
     def used(self, node, i):
         """Whether output `i` of `node` is read by another node or is an output of the graph."""

@@ -610,32 +610,43 @@ def reshape_to(cx, node, x, shape):
     """out = x in `shape`, the same elements in row-major order. Where each dimension of x
     becomes one or several of the output's (a split, extents of 1 inserted or removed), a copy
     that reads x at affine subscripts. Where several of x's trailing dimensions become the
-    output's last (a flatten), a view that a Gemm or MatMul reads through x's own dimensions
-    (`Value.view`); any other reshape of a computed tensor is not done yet."""
+    output's last (a flatten) and only Gemms read it, a view that each Gemm reads through x's
+    own dimensions (`Value.view`). Otherwise each dimension of x that several of the output's
+    make is read through a gather: a known table of its index at each of their points."""
     kept_in = [d for d in range(x.rank) if x.shape[d] != 1]
     kept_out = [d for d in range(len(shape)) if shape[d] != 1]
     groups = _groups([x.shape[d] for d in kept_in], [shape[d] for d in kept_out])
-    if groups is not None and all(len(gi) == 1 for gi, _ in groups):
-        out = cx.output(node, 0, x.dtype, shape)
-        subs = indices(len(shape))
-        x_subs = ["0"] * x.rank
-        for gi, gj in groups:
-            terms, stride = [], 1
-            for k in reversed(gj):
-                terms.append((stride, subs[kept_out[k]]))
-                stride *= shape[kept_out[k]]
-            x_subs[kept_in[gi[0]]] = affine(list(reversed(terms)))
-        cx.emit(f"{target(cx, out, subs)} = {read(cx, x, x_subs)}")
-        return [out]
-    if groups is not None and all(len(gj) == 1 for _, gj in groups) and all(len(gi) == 1 for gi, _ in groups[:-1]):
-        # A flatten of x's trailing dimensions into the last: a view, computed by no statement.
+    if groups is None:
+        cx.unsupported(node, f"a reshape of a computed tensor from {list(x.shape)} to {list(shape)} that does not "
+                             "keep its sizes in place")
+    flatten = all(len(gj) == 1 for _, gj in groups) and all(len(gi) == 1 for gi, _ in groups[:-1])
+    if flatten and len(groups[-1][0]) > 1 and cx.read_only_as(node.output[0], "Gemm", 0):
         out = Value(node.output[0], x.dtype, shape)
         out.view = (x, [kept_in[d] for d in groups[-1][0]])
         cx.values[node.output[0]] = out
         return [out]
-    cx.unsupported(node, f"a reshape of a computed tensor from {list(x.shape)} to {list(shape)}: kiln imports "
-                         "splits of dimensions, dimensions of extent 1 inserted or removed, and flattening before "
-                         "Gemm or MatMul (other reshapes are not done yet)")
+    out = cx.output(node, 0, x.dtype, shape)
+    subs = indices(len(shape))
+    x_subs = ["0"] * x.rank
+    for gi, gj in groups:
+        out_dims = [kept_out[k] for k in gj]
+        if len(gi) == 1:
+            terms, stride = [], 1
+            for d in reversed(out_dims):
+                terms.append((stride, subs[d]))
+                stride *= shape[d]
+            x_subs[kept_in[gi[0]]] = affine(list(reversed(terms)))
+            continue
+        extents = [shape[d] for d in out_dims]
+        flat = np.arange(int(np.prod(extents)), dtype=np.int64).reshape(extents)
+        stride = int(np.prod([x.shape[kept_in[k]] for k in gi]))
+        for k in gi:
+            extent = x.shape[kept_in[k]]
+            stride //= extent
+            table = cx.constant(((flat // stride) % extent).astype(np.int32), "reshape_index")
+            x_subs[kept_in[k]] = read(cx, table, [subs[d] for d in out_dims])
+    cx.emit(f"{target(cx, out, subs)} = {read(cx, x, x_subs)}")
+    return [out]
 
 
 def reshaped(cx, node, x, target_shape, allowzero=0):
