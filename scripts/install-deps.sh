@@ -18,6 +18,8 @@ packages=(
   libdnnl2                         # the cpu device's products of bf16 and i8 operands (oneDNN; RAL,
                                    # loaded at run time, optional)
   openmpi-bin libopenmpi-dev       # collectives across processes (RAL; optional: without it, worlds of one)
+  libonnx-testdata                 # the ONNX backend's node tests, run through kiln.onnx
+                                   # (tests/python/onnx_node_tests.py)
   pocl-opencl-icd ocl-icd-libopencl1 clinfo  # an OpenCL platform on the CPU (PoCL) and the ICD
                                    # loader, so the OpenCL driver's tests run without a GPU
   "$@"

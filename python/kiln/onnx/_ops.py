@@ -164,6 +164,8 @@ def clip(cx, node, ins, attrs):
 def dropout(cx, node, ins, attrs):
     if cx.used(node, 1):
         cx.unsupported(node, "its mask output is used (kiln imports models for inference)")
+    if len(ins) > 2 and ins[2] is not None and bool(np.asarray(cx.known(node, ins[2], "training_mode")).any()):
+        cx.unsupported(node, "training mode (kiln imports models for inference)")
     return elementwise(cx, node, ins[:1], ins[0].dtype, lambda x: x)
 
 
@@ -620,7 +622,7 @@ def reshape_to(cx, node, x, shape):
         cx.unsupported(node, f"a reshape of a computed tensor from {list(x.shape)} to {list(shape)} that does not "
                              "keep its sizes in place")
     flatten = all(len(gj) == 1 for _, gj in groups) and all(len(gi) == 1 for gi, _ in groups[:-1])
-    if flatten and len(groups[-1][0]) > 1 and cx.read_only_as(node.output[0], "Gemm", 0):
+    if groups and flatten and len(groups[-1][0]) > 1 and cx.read_only_as(node.output[0], "Gemm", 0):
         out = Value(node.output[0], x.dtype, shape)
         out.view = (x, [kept_in[d] for d in groups[-1][0]])
         cx.values[node.output[0]] = out
