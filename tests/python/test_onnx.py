@@ -220,6 +220,23 @@ def test_an_input_passed_through_to_an_output_stays_an_input():
     np.testing.assert_array_equal(got["a"], [-1, 3])
 
 
+def test_arithmetic_on_a_size_needs_the_size_given_a_number():
+    """Shape(x)[0] * 2 as a Reshape target: refused while N is a size, folded once sizes= fixes it."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+             helper.make_node("Mul", ["n", "two"], ["n2"]),
+             helper.make_node("Unsqueeze", ["n2", "axes"], ["n2u"]),
+             helper.make_node("Concat", ["n2u", "two_1"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["x", "shape"], ["y"])]
+    m = model(nodes, [f32("x", ["N", 4])], [f32("y", ["M", 2])],
+              [ints("zero", 0), ints("two", 2), ints("axes", [0]), ints("two_1", [2])])
+    with pytest.raises(kiln.onnx.OnnxImportError, match=r"Mul.*a dimension that is a size"):
+        kiln.onnx.import_model(m)
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    got = kiln.onnx.compile(m, sizes={"N": 3})(x=x)["y"]
+    np.testing.assert_array_equal(got, onnxruntime_outputs(m, {"x": x})["y"])
+
+
 def test_names_that_are_not_kiln_identifiers_are_mapped_both_ways():
     m = model([helper.make_node("Relu", ["gpu_0/data:0"], ["1st output"])], [f32("gpu_0/data:0", [2])],
               [f32("1st output", [2])])

@@ -225,6 +225,11 @@ class Converter:
             fill = numpy_helper.to_array(attrs["value"]) if "value" in attrs else np.zeros(1, np.float32)
             return [np.full(tuple(int(d) for d in ins[0].const), fill.reshape(-1)[0], dtype=fill.dtype)]
         if any(v.const.dtype == object for v in present):
+            if all(isinstance(e, (int, np.integer)) for v in present if v.const.dtype == object for e in v.const.flat):
+                # Shape arithmetic whose sizes were all given numbers: plain integers again.
+                ins = [v if v is None or v.const.dtype != object else
+                       Value(v.name, "i64", v.shape, v.const.astype(np.int64)) for v in ins]
+                return self.fold_reference(node, ins)
             return self.fold_symbolic(node, ins, attrs)
         return self.fold_reference(node, ins)
 
