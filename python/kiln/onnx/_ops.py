@@ -279,6 +279,8 @@ def gemm(cx, node, ins, attrs):
     c = ins[2] if len(ins) > 2 else None
     alpha, beta = attrs.get("alpha", 1.0), attrs.get("beta", 1.0)
     trans_a, trans_b = attrs.get("transA", 0), attrs.get("transB", 0)
+    if a.dtype not in FLOAT_TYPES and (alpha != int(alpha) or beta != int(beta)):
+        cx.unsupported(node, f"alpha {alpha} and beta {beta} that are not whole, on {a.dtype} operands")
     m = a.shape[1] if trans_a else a.shape[0]
     n = b.shape[0] if trans_b else b.shape[1]
     out = cx.output(node, 0, a.dtype, (m, n))
