@@ -1,0 +1,227 @@
+"""Convolutions, pooling and the normalizations around them (docs/onnx.md, "Convolutions")."""
+
+import numpy as np
+
+from ._emit import affine, indices, literal, op, read, target
+from ._graph import CHANNELS_FIRST
+from ._movement import place_side_by_side
+
+# --- convolutions and pooling ----------------------------------------------------------------
+
+def _window(cx, node, x, kernel, attrs):
+    """Strides, dilations, begin pads and the output's spatial extents of a convolution or pool
+    over `x`'s dimensions 2... with `kernel`'s extents."""
+    spatial = x.rank - 2
+    if any(not isinstance(d, int) for d in x.shape[2:]):
+        cx.unsupported(node, "spatial dimensions that are sizes")
+    strides = list(attrs.get("strides", [1] * spatial))
+    dilations = list(attrs.get("dilations", [1] * spatial))
+    pads = list(attrs.get("pads", [0] * (2 * spatial)))
+    auto_pad = attrs.get("auto_pad", b"NOTSET")
+    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
+    ceil_mode = attrs.get("ceil_mode", 0)
+    out = []
+    for d in range(spatial):
+        size, k, s, dl = x.shape[2 + d], kernel[d], strides[d], dilations[d]
+        reach = dl * (k - 1) + 1
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            o = -(-size // s)
+            total = max(0, (o - 1) * s + reach - size)
+            pads[d] = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+            pads[d + spatial] = total - pads[d]
+        elif auto_pad == "VALID":
+            pads[d] = pads[d + spatial] = 0
+        span = size + pads[d] + pads[d + spatial] - reach
+        o = (-(-span // s) if ceil_mode else span // s) + 1
+        if ceil_mode and (o - 1) * s >= size + pads[d]:
+            o -= 1  # a last window that would start in the end padding is dropped (ONNX's rule)
+        if o < 1:
+            cx.unsupported(node, f"an empty output along spatial dimension {d}")
+        out.append(o)
+    return strides, dilations, pads[:spatial], out
+
+
+@op("Conv")
+def conv(cx, node, ins, attrs):
+    x, w = ins[:2]
+    b = ins[2] if len(ins) > 2 else None
+    if x.rank < 3:
+        cx.unsupported(node, f"an input of rank {x.rank}")
+    group = attrs.get("group", 1)
+    kernel = list(w.shape[2:])
+    strides, dilations, pads, spatial = _window(cx, node, x, kernel, attrs)
+    out = cx.output(node, 0, x.dtype, (x.shape[0], w.shape[0], *spatial), CHANNELS_FIRST if x.rank == 4 else None)
+    if group == 1 and x.rank == 4 and w.const is not None:
+        conv_products(cx, x, w.const, b, strides, dilations, pads, out)
+        return [out]
+    n = x.rank - 2
+    o_subs = indices(2 + n)
+    reads = [affine([(strides[d], f"i{2 + d}"), (dilations[d], f"r{1 + d}")], -pads[d]) for d in range(n)]
+    w_window = [f"r{1 + d}" for d in range(n)]
+    if group == 1:
+        x_read = read(cx, x, ["i0", "r0", *reads])
+        w_read = read(cx, w, ["i1", "r0", *w_window])
+    elif group == x.shape[1] and w.shape[0] == group and w.shape[1] == 1:
+        x_read = read(cx, x, ["i0", "i1", *reads])  # depthwise: output channel o reads channel o
+        w_read = read(cx, w, ["i1", "0", *w_window])
+    else:
+        return grouped_conv(cx, node, x, w, b, group, out, (strides, dilations, pads), w_window)
+    text = f"sum({x_read} * {w_read})"
+    if b is not None:
+        text += f" + {read(cx, b, ['i1'])}"
+    cx.emit(f"{target(cx, out, o_subs)} = {text}")
+    return [out]
+
+
+def conv_products(cx, x, weights, bias, strides, dilations, pads, out, first_channel=0):
+    """out = the 2-D convolution of x's channels from `first_channel` on (as many as the known
+    `weights` take) as one product per kernel tap (kn2row): for each (kh, kw) the input points
+    that tap reads are copied into a [C, N, OH, OW] scratch tensor (zero where the window leaves
+    the input, the stride applied), and out += weights[:, :, kh, kw] @ scratch, which the
+    compiler turns into a gemm call over the columns (n, h, w). A 1x1 convolution with stride 1
+    and no padding over all of a channels-first input multiplies the input itself."""
+    channels, spatial = weights.shape[1], out.shape[2:]
+    whole = channels == x.shape[1]
+    subs = indices(4)
+    op = "="
+    if bias is not None:
+        cx.emit(f"{target(cx, out, subs)} = {read(cx, bias, ['i1'])}")
+        op = "+="
+    for kh in range(weights.shape[2]):
+        for kw in range(weights.shape[3]):
+            tap = cx.constant(np.ascontiguousarray(weights[:, :, kh, kw]), "conv_tap")
+            if weights.shape[2:] == (1, 1) and strides == [1, 1] and pads == [0, 0] and whole \
+                    and x.perm == CHANNELS_FIRST:
+                src = x
+            else:
+                src = cx.scratch(x.dtype, (x.shape[0], channels, *spatial), CHANNELS_FIRST)
+                rows = affine([(strides[0], "i2")], dilations[0] * kh - pads[0])
+                cols = affine([(strides[1], "i3")], dilations[1] * kw - pads[1])
+                if whole:
+                    cx.emit(f"{target(cx, src, subs)} = {read(cx, x, ['i0', 'i1', rows, cols])}")
+                else:  # a group's channels, read at their offset through a sum over one point
+                    channel = affine([(1, "i1"), (-1, "q0")], first_channel)
+                    cx.emit(f"{target(cx, src, subs)} = sum({read(cx, x, ['i0', channel, rows, cols])}) "
+                            "where q0 < 1")
+            cx.emit(f"{target(cx, out, subs)} {op} sum({read(cx, tap, ['i1', 'r0'])} * "
+                    f"{read(cx, src, ['i0', 'r0', 'i2', 'i3'])})")
+            op = "+="
+
+
+def grouped_conv(cx, node, x, w, b, group, out, reads, w_window):
+    """A convolution in `group` groups: each group's output channels into a tensor of their
+    own, from the group's slice of the (known) weights and its input channels, then those
+    placed side by side as Concat places its parts. In 2-D each group is products
+    (conv_products); otherwise a loop nest whose input channels are read at the group's offset
+    through a sum over one point (q0 < 1), as Concat reads its parts."""
+    per_in, per_out = x.shape[1] // group, w.shape[0] // group
+    if x.shape[1] % group or w.shape[0] % group or w.shape[1] != per_in:
+        cx.unsupported(node, f"group={group} with {x.shape[1]} input and {w.shape[0]} output channels")
+    if w.const is None or (b is not None and b.const is None):
+        cx.unsupported(node, f"group={group} with weights the model computes")
+    strides, dilations, pads = reads
+    subs = indices(out.rank)
+    parts = []
+    for g in range(group):
+        part = cx.graph.temporary(x.dtype, (out.shape[0], per_out, *out.shape[2:]), "group")
+        part.perm = out.perm
+        w_g = np.ascontiguousarray(w.const[g * per_out:(g + 1) * per_out])
+        b_g = None if b is None else cx.constant(np.ascontiguousarray(b.const[g * per_out:(g + 1) * per_out]),
+                                                 "group_bias")
+        if x.rank == 4:
+            conv_products(cx, x, w_g, b_g, strides, dilations, pads, part, g * per_in)
+        else:
+            window = [affine([(strides[d], f"i{2 + d}"), (dilations[d], f"r{1 + d}")], -pads[d])
+                      for d in range(x.rank - 2)]
+            x_read = read(cx, x, ["i0", affine([(1, "r0"), (-1, "q0")], g * per_in), *window])
+            text = f"sum({x_read} * {read(cx, cx.constant(w_g, 'group_weights'), ['i1', 'r0', *w_window])})"
+            if b_g is not None:
+                text += f" + {read(cx, b_g, ['i1'])}"
+            cx.emit(f"{target(cx, part, subs)} = {text} where q0 < 1")
+        parts.append(part)
+    place_side_by_side(cx, out, parts, 1)
+    return [out]
+
+
+@op("MaxPool", "AveragePool")
+def pool(cx, node, ins, attrs):
+    x = ins[0]
+    if cx.used(node, 1):
+        cx.unsupported(node, "its Indices output")
+    kernel = list(attrs["kernel_shape"])
+    strides, dilations, pads, spatial = _window(cx, node, x, kernel, attrs)
+    out = cx.output(node, 0, x.dtype, (*x.shape[:2], *spatial), x)
+    n = x.rank - 2
+    o_subs = indices(2 + n)
+    reads = [affine([(strides[d], f"i{2 + d}"), (dilations[d], f"r{d}")], -pads[d]) for d in range(n)]
+    x_read = read(cx, x, ["i0", "i1", *reads])
+    bounds = " where " + ", ".join(f"r{d} < {kernel[d]}" for d in range(n))
+    if node.op_type == "MaxPool":
+        cx.emit(f"{target(cx, out, o_subs)} = max({x_read}){bounds}")
+        return [out]
+    # The points each window covers: the whole kernel where padded points count
+    # (count_include_pad=1, within the padded input), else only the input's own.
+    include_pad = attrs.get("count_include_pad", 0)
+    counts = np.ones(spatial, dtype=np.float64)
+    for d in range(n):
+        size = x.shape[2 + d]
+        lo, hi = (-pads[d], size + pads[d]) if include_pad else (0, size)
+        if include_pad:
+            end_pad = max(0, (spatial[d] - 1) * strides[d] + dilations[d] * (kernel[d] - 1) + 1 - size - pads[d])
+            hi = size + end_pad
+        per = np.array([sum(1 for k in range(kernel[d]) if lo <= o * strides[d] + k * dilations[d] - pads[d] < hi)
+                        for o in range(spatial[d])], dtype=np.float64)
+        counts = counts * per.reshape([-1 if e == d else 1 for e in range(n)])
+    if np.all(counts == counts.flat[0]):
+        text = f"sum({x_read}) / {literal(counts.flat[0], x.dtype)}"
+    else:
+        count = cx.constant(counts.astype(np.float32 if x.dtype != "f64" else np.float64), "pool_count")
+        text = f"sum({x_read}) / {read(cx, count, o_subs[2:])}"
+    cx.emit(f"{target(cx, out, o_subs)} = {text}{bounds}")
+    return [out]
+
+
+@op("GlobalAveragePool", "GlobalMaxPool")
+def global_pool(cx, node, ins, attrs):
+    x = ins[0]
+    n = x.rank - 2
+    out = cx.output(node, 0, x.dtype, (*x.shape[:2], *([1] * n)))
+    fn = "mean" if node.op_type == "GlobalAveragePool" else "max"
+    x_read = read(cx, x, ["i0", "i1", *[f"r{d}" for d in range(n)]])
+    cx.emit(f"{target(cx, out, indices(2 + n))} = {fn}({x_read})")
+    return [out]
+
+
+@op("BatchNormalization")
+def batch_norm(cx, node, ins, attrs):
+    x = ins[0]
+    if any(cx.used(node, i) for i in range(1, len(node.output))):
+        cx.unsupported(node, "training outputs (kiln imports models for inference)")
+    scale, bias, mean, var = (cx.known(node, v, name) for v, name in
+                              zip(ins[1:5], ("scale", "B", "input_mean", "input_var")))
+    eps = attrs.get("epsilon", 1e-5)
+    # y = (x - mean) / sqrt(var + eps) * scale + B, folded into one multiply and add per channel.
+    a = (scale.astype(np.float64) / np.sqrt(var.astype(np.float64) + eps))
+    b = bias.astype(np.float64) - mean.astype(np.float64) * a
+    dt = np.float64 if x.dtype == "f64" else np.float32
+    av, bv = cx.constant(a.astype(dt), "bn_scale"), cx.constant(b.astype(dt), "bn_shift")
+    out = cx.output(node, 0, x.dtype, x.shape, x)
+    subs = indices(x.rank)
+    cx.emit(f"{target(cx, out, subs)} = {read(cx, x, subs)} * {read(cx, av, ['i1'])} + {read(cx, bv, ['i1'])}")
+    return [out]
+
+
+@op("LRN")
+def lrn(cx, node, ins, attrs):
+    x = ins[0]
+    size = attrs["size"]
+    alpha, beta, bias = attrs.get("alpha", 1e-4), attrs.get("beta", 0.75), attrs.get("bias", 1.0)
+    out = cx.output(node, 0, x.dtype, x.shape, x)
+    subs = indices(x.rank)
+    half = (size - 1) // 2
+    window = [subs[0], affine([(1, "i1"), (1, "r0")], -half), *subs[2:]]
+    sq = read(cx, x, window)
+    t = x.dtype
+    cx.emit(f"{target(cx, out, subs)} = {read(cx, x, subs)} / pow({literal(bias, t)} + "
+            f"{literal(alpha / size, t)} * sum({sq} * {sq}), {literal(beta, t)}) where r0 < {size}")
+    return [out]

@@ -1,0 +1,92 @@
+"""Writing kiln statements for ONNX nodes: the operator registry (OPS, filled by `_ops.py`,
+`_conv.py` and `_movement.py`) and the helpers every operator uses to read, write and broadcast
+its tensors (docs/onnx.md)."""
+
+import math
+
+from ._graph import FLOAT_TYPES
+
+OPS = {}
+
+
+def op(*names):
+    def register(fn):
+        for name in names:
+            OPS[name] = fn
+        return fn
+    return register
+
+
+# --- writing statements ----------------------------------------------------------------------
+
+def indices(rank, prefix="i"):
+    return [f"{prefix}{d}" for d in range(rank)]
+
+
+def read(cx, value, subscripts):
+    """`value` read at `subscripts`, written in ONNX's order of its dimensions."""
+    name = cx.graph.ref(value)
+    return f"{name}[{', '.join(value.in_kiln_order(subscripts))}]" if value.rank else name
+
+
+def target(cx, value, subscripts):
+    return f"{value.kname}[{', '.join(value.in_kiln_order(subscripts))}]" if value.rank else value.kname
+
+
+def affine(terms, constant=0):
+    """`terms` (coefficient, index) and a constant as a subscript: "2*i2 + r1 - 1"."""
+    text = ""
+    for coef, name in terms:
+        if coef == 0:
+            continue
+        part = name if abs(coef) == 1 else f"{abs(coef)}*{name}"
+        text += (" - " if coef < 0 else " + ") + part if text else ("-" if coef < 0 else "") + part
+    if constant or not text:
+        text += (f" - {-constant}" if constant < 0 else f" + {constant}") if text else str(constant)
+    return text
+
+
+def literal(x, dtype):
+    """A number as the language writes it, exactly in `dtype`."""
+    if dtype == "bool":
+        return "true" if x else "false"
+    if dtype not in FLOAT_TYPES:
+        return str(int(x))
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return repr(x)
+
+
+def broadcast_shape(cx, node, shapes):
+    rank = max(len(s) for s in shapes)
+    out = []
+    for d in range(rank):
+        dims = [s[d - rank + len(s)] for s in shapes if d - rank + len(s) >= 0]
+        known = set(x for x in dims if x != 1)
+        if len(known) > 1:  # two extents, or an extent and a size, or two sizes
+            cx.unsupported(node, f"shapes {[list(s) for s in shapes]} do not broadcast")
+        out.append(known.pop() if known else 1)
+    return tuple(out)
+
+
+def broadcast_read(cx, value, out_shape, subscripts):
+    """`value` read at the output's point under NumPy broadcasting: its dimensions align to the
+    right, and one of extent 1 against a longer one is read at 0."""
+    offset = len(out_shape) - value.rank
+    subs = [("0" if value.shape[d] == 1 and out_shape[d + offset] != 1 else subscripts[d + offset])
+            for d in range(value.rank)]
+    return read(cx, value, subs)
+
+
+def elementwise(cx, node, inputs, dtype, expression):
+    """out[I] = expression(reads of `inputs` at I), broadcast."""
+    shape = broadcast_shape(cx, node, [v.shape for v in inputs])
+    # In the layout of an input of the output's shape: channels first stays channels first.
+    like = next((v for v in inputs if v.perm is not None and v.shape == shape), None)
+    out = cx.output(node, 0, dtype, shape, like)
+    subs = indices(len(shape))
+    cx.emit(f"{target(cx, out, subs)} = {expression(*[broadcast_read(cx, v, shape, subs) for v in inputs])}")
+    return [out]

@@ -1,0 +1,274 @@
+"""Operators that move data: transposes, reshapes, concatenation, slices, padding, gathers
+(docs/onnx.md)."""
+
+import numpy as np
+
+from ._emit import affine, broadcast_read, broadcast_shape, indices, op, read, target
+from ._graph import Value
+
+# --- moving data -----------------------------------------------------------------------------
+
+@op("Transpose")
+def transpose(cx, node, ins, attrs):
+    x = ins[0]
+    perm = list(attrs.get("perm", reversed(range(x.rank))))
+    out = cx.output(node, 0, x.dtype, tuple(x.shape[p] for p in perm))
+    subs = indices(x.rank)
+    x_subs = [None] * x.rank
+    for j, p in enumerate(perm):
+        x_subs[p] = subs[j]
+    cx.emit(f"{target(cx, out, subs)} = {read(cx, x, x_subs)}")
+    return [out]
+
+
+def _groups(a, b):
+    """Pairs (dims of a, dims of b) whose extents multiply to the same, in order, over shapes
+    without dimensions of extent 1; a size matches only itself. None where there are none."""
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        if isinstance(a[i], str) or isinstance(b[j], str):
+            if a[i] != b[j]:
+                return None
+            out.append(([i], [j]))
+            i, j = i + 1, j + 1
+            continue
+        gi, gj, pa, pb = [i], [j], a[i], b[j]
+        i, j = i + 1, j + 1
+        while pa != pb:
+            if pa < pb:
+                if i >= len(a) or isinstance(a[i], str):
+                    return None
+                pa, i = pa * a[i], i + 1
+                gi.append(i - 1)
+            else:
+                if j >= len(b) or isinstance(b[j], str):
+                    return None
+                pb, j = pb * b[j], j + 1
+                gj.append(j - 1)
+        out.append((gi, gj))
+    return out if i == len(a) and j == len(b) else None
+
+
+def reshape_to(cx, node, x, shape):
+    """out = x in `shape`, the same elements in row-major order. Where each dimension of x
+    becomes one or several of the output's (a split, extents of 1 inserted or removed), a copy
+    that reads x at affine subscripts. Where several of x's trailing dimensions become the
+    output's last (a flatten) and only Gemms read it, a view that each Gemm reads through x's
+    own dimensions (`Value.view`). Otherwise each dimension of x that several of the output's
+    make is read through a gather: a known table of its index at each of their points."""
+    kept_in = [d for d in range(x.rank) if x.shape[d] != 1]
+    kept_out = [d for d in range(len(shape)) if shape[d] != 1]
+    groups = _groups([x.shape[d] for d in kept_in], [shape[d] for d in kept_out])
+    if groups is None:
+        cx.unsupported(node, f"a reshape of a computed tensor from {list(x.shape)} to {list(shape)} that does not "
+                             "keep its sizes in place")
+    flatten = all(len(gj) == 1 for _, gj in groups) and all(len(gi) == 1 for gi, _ in groups[:-1])
+    if groups and flatten and len(groups[-1][0]) > 1 and cx.read_only_as(node.output[0], "Gemm", 0):
+        out = Value(node.output[0], x.dtype, shape)
+        out.view = (x, [kept_in[d] for d in groups[-1][0]])
+        cx.values[node.output[0]] = out
+        return [out]
+    out = cx.output(node, 0, x.dtype, shape)
+    subs = indices(len(shape))
+    x_subs = ["0"] * x.rank
+    for gi, gj in groups:
+        out_dims = [kept_out[k] for k in gj]
+        if len(gi) == 1:
+            terms, stride = [], 1
+            for d in reversed(out_dims):
+                terms.append((stride, subs[d]))
+                stride *= shape[d]
+            x_subs[kept_in[gi[0]]] = affine(list(reversed(terms)))
+            continue
+        extents = [shape[d] for d in out_dims]
+        flat = np.arange(int(np.prod(extents)), dtype=np.int64).reshape(extents)
+        stride = int(np.prod([x.shape[kept_in[k]] for k in gi]))
+        for k in gi:
+            extent = x.shape[kept_in[k]]
+            stride //= extent
+            table = cx.constant(((flat // stride) % extent).astype(np.int32), "reshape_index")
+            x_subs[kept_in[k]] = read(cx, table, [subs[d] for d in out_dims])
+    cx.emit(f"{target(cx, out, subs)} = {read(cx, x, x_subs)}")
+    return [out]
+
+
+def reshaped(cx, node, x, target_shape, allowzero=0):
+    """ONNX Reshape's output shape: 0 copies the input's dimension (unless allowzero), -1 is
+    what the other dimensions leave."""
+    shape = []
+    for d, t in enumerate(target_shape):
+        shape.append(x.shape[d] if t == 0 and not allowzero else t)
+    if -1 in shape:
+        known = [s for s in shape if s != -1]
+        total = _element_count(cx, node, x.shape)
+        rest = _element_count(cx, node, known)
+        if isinstance(total, int) and isinstance(rest, int):
+            shape[shape.index(-1)] = total // rest
+        elif not isinstance(total, int) and not isinstance(rest, int) and total[1] == rest[1]:
+            shape[shape.index(-1)] = total[0] // rest[0]  # the same sizes on both sides
+        else:
+            cx.unsupported(node, f"a -1 in {list(target_shape)} against a shape with sizes {list(x.shape)}")
+    return tuple(shape)
+
+
+def _element_count(cx, node, shape):
+    count, symbols = 1, []
+    for d in shape:
+        if isinstance(d, int):
+            count *= d
+        else:
+            symbols.append(d)
+    return count if not symbols else (count, tuple(sorted(symbols)))
+
+
+@op("Reshape")
+def reshape(cx, node, ins, attrs):
+    target_shape = [x if isinstance(x, str) else int(x) for x in cx.known(node, ins[1], "shape", symbolic=True)]
+    return reshape_to(cx, node, ins[0], reshaped(cx, node, ins[0], target_shape, attrs.get("allowzero", 0)))
+
+
+@op("Flatten")
+def flatten(cx, node, ins, attrs):
+    x = ins[0]
+    axis = attrs.get("axis", 1)
+    axis += x.rank if axis < 0 else 0
+    lead, rest = _element_count(cx, node, x.shape[:axis]), _element_count(cx, node, x.shape[axis:])
+    if not isinstance(lead, int) and lead[0] == 1 and len(lead[1]) == 1:
+        lead = lead[1][0]  # one size and extents of 1: that size
+    if not isinstance(lead, (int, str)) or not isinstance(rest, int):
+        cx.unsupported(node, f"flattening a shape with sizes {list(x.shape)}")
+    return reshape_to(cx, node, x, (lead, rest))
+
+
+@op("Squeeze")
+def squeeze(cx, node, ins, attrs):
+    x = ins[0]
+    axes = attrs.get("axes") if cx.opset < 13 else (cx.known(node, ins[1], "axes") if len(ins) > 1 else None)
+    axes = [d for d in range(x.rank) if x.shape[d] == 1] if axes is None else \
+        [int(a) + (x.rank if a < 0 else 0) for a in axes]
+    return reshape_to(cx, node, x, tuple(x.shape[d] for d in range(x.rank) if d not in axes))
+
+
+@op("Unsqueeze")
+def unsqueeze(cx, node, ins, attrs):
+    x = ins[0]
+    axes = attrs.get("axes") if cx.opset < 13 else cx.known(node, ins[1], "axes")
+    rank = x.rank + len(axes)
+    axes = sorted(int(a) + (rank if a < 0 else 0) for a in axes)
+    shape, it = [], iter(x.shape)
+    for d in range(rank):
+        shape.append(1 if d in axes else next(it))
+    return reshape_to(cx, node, x, tuple(shape))
+
+
+@op("Concat")
+def concat(cx, node, ins, attrs):
+    ins = [v for v in ins if v is not None and (v.rank == 0 or v.shape[attrs["axis"]] != 0)]
+    axis = attrs["axis"] + (ins[0].rank if attrs["axis"] < 0 else 0)
+    if any(not isinstance(v.shape[axis], int) for v in ins):
+        cx.unsupported(node, "concatenating along a dimension that is a size")
+    shape = list(ins[0].shape)
+    shape[axis] = sum(v.shape[axis] for v in ins)
+    out = cx.output(node, 0, ins[0].dtype, tuple(shape), ins[0])
+    place_side_by_side(cx, out, ins, axis)
+    return [out]
+
+
+def place_side_by_side(cx, out, parts, axis):
+    """out = the parts one after another along `axis`. Each part reads the output's point
+    shifted by its offset. The language has no slice of a target, so each read is a sum over one
+    point (q0 < 1): a point outside the part's extent then contributes nothing, which places
+    every part where it belongs and 0 elsewhere."""
+    subs = indices(out.rank)
+    texts, offset = [], 0
+    for v in parts:
+        v_subs = list(subs)
+        v_subs[axis] = affine([(1, subs[axis]), (-1, "q0")], -offset)
+        texts.append(f"sum({read(cx, v, v_subs)})")
+        offset += v.shape[axis]
+    cx.emit(f"{target(cx, out, subs)} = {' + '.join(texts)} where q0 < 1")
+
+
+@op("Slice")
+def slice_(cx, node, ins, attrs):
+    x = ins[0]
+    if cx.opset < 10:
+        starts, ends, axes, steps = attrs["starts"], attrs["ends"], attrs.get("axes"), None
+    else:
+        starts, ends = cx.known(node, ins[1], "starts"), cx.known(node, ins[2], "ends")
+        axes = cx.known(node, ins[3], "axes") if len(ins) > 3 and ins[3] is not None else None
+        steps = cx.known(node, ins[4], "steps") if len(ins) > 4 and ins[4] is not None else None
+    axes = list(range(len(starts))) if axes is None else [int(a) + (x.rank if a < 0 else 0) for a in axes]
+    steps = [1] * len(starts) if steps is None else [int(s) for s in steps]
+    begin, step, shape = [0] * x.rank, [1] * x.rank, list(x.shape)
+    for a, s, e, st in zip(axes, starts, ends, steps):
+        if not isinstance(x.shape[a], int):
+            cx.unsupported(node, "slicing a dimension that is a size")
+        first, last, count = _slice_range(x.shape[a], int(s), int(e), st)
+        begin[a], step[a], shape[a] = first, st, count
+    out = cx.output(node, 0, x.dtype, tuple(shape))
+    subs = indices(x.rank)
+    # A dimension read from 0 in steps of 1 but not to its end would stand alone in two extents,
+    # which the language refuses: it is read through a sum over one point, as Concat's parts.
+    short = [d for d in range(x.rank) if begin[d] == 0 and step[d] == 1 and shape[d] != x.shape[d]]
+    x_subs = [affine([(step[d], subs[d])] + ([(-1, "q0")] if d in short else []), begin[d]) for d in range(x.rank)]
+    text = f"sum({read(cx, x, x_subs)}) where q0 < 1" if short else read(cx, x, x_subs)
+    cx.emit(f"{target(cx, out, subs)} = {text}")
+    return [out]
+
+
+def _slice_range(size, start, end, step):
+    first, stop, stride = slice(start, end, step).indices(size)
+    count = max(0, -(-(stop - first) // stride))
+    return first, stop, count
+
+
+@op("Pad")
+def pad(cx, node, ins, attrs):
+    x = ins[0]
+    mode = attrs.get("mode", b"constant")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    pads = attrs.get("pads") if cx.opset < 11 else cx.known(node, ins[1], "pads")
+    value = attrs.get("value", 0.0) if cx.opset < 11 else (
+        cx.known(node, ins[2], "constant_value").item() if len(ins) > 2 and ins[2] is not None else 0)
+    if mode != "constant" or value != 0 or (len(ins) > 3 and ins[3] is not None):
+        cx.unsupported(node, "padding other than with zeros on every axis")
+    pads = [int(p) for p in pads]
+    if any(p < 0 for p in pads):
+        cx.unsupported(node, "negative pads")
+    shape = tuple(x.shape[d] + pads[d] + pads[d + x.rank] for d in range(x.rank))
+    out = cx.output(node, 0, x.dtype, shape)
+    subs = indices(x.rank)
+    # A compound subscript outside its dimension reads 0: the padding itself.
+    cx.emit(f"{target(cx, out, subs)} = {read(cx, x, [affine([(1, subs[d])], -pads[d]) for d in range(x.rank)])}")
+    return [out]
+
+
+@op("Gather")
+def gather(cx, node, ins, attrs):
+    data, idx = ins[:2]
+    axis = attrs.get("axis", 0) + (data.rank if attrs.get("axis", 0) < 0 else 0)
+    if idx.dtype not in ("i32", "i64"):
+        cx.unsupported(node, f"{idx.dtype} indices")
+    shape = data.shape[:axis] + idx.shape + data.shape[axis + 1:]
+    out = cx.output(node, 0, data.dtype, shape)
+    subs = indices(len(shape))
+    i_subs = subs[axis:axis + idx.rank]
+    at = read(cx, idx, i_subs)
+    extent = data.shape[axis]
+    # ONNX counts negative positions from the end.
+    position = f"{at} + {extent} * {idx.dtype}({at} < 0)" if isinstance(extent, int) else at
+    d_subs = subs[:axis] + [position] + subs[axis + idx.rank:]
+    cx.emit(f"{target(cx, out, subs)} = {read(cx, data, d_subs)}")
+    return [out]
+
+
+@op("Expand")
+def expand(cx, node, ins, attrs):
+    x = ins[0]
+    wanted = tuple(int(d) for d in cx.known(node, ins[1], "shape"))
+    shape = broadcast_shape(cx, node, [x.shape, wanted])
+    out = cx.output(node, 0, x.dtype, shape)
+    subs = indices(len(shape))
+    cx.emit(f"{target(cx, out, subs)} = {broadcast_read(cx, x, shape, subs)}")
+    return [out]
