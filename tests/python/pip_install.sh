@@ -33,5 +33,11 @@ if [ ! -s "$work/readme_snippet.py" ]; then
   exit 1
 fi
 cd "$work"
+# Without the extra, kiln.onnx says what to install.
+if venv/bin/python -c 'import kiln.onnx' 2> onnx_error.txt || ! grep -q "kiln\[onnx\]" onnx_error.txt; then
+  echo "pip_install.sh: import kiln.onnx without the onnx package did not say to install kiln[onnx]:" >&2
+  cat onnx_error.txt >&2
+  exit 1
+fi
 venv/bin/python readme_snippet.py
 echo "pip_install.sh: kiln $(venv/bin/python -c 'import kiln; print(kiln.__version__)') installed and the README snippet ran"

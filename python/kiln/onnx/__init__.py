@@ -11,8 +11,14 @@ Needs the `onnx` package (`pip install ".[onnx]"`). A model kiln cannot import r
 OnnxImportError (a ValueError) naming the node, its operator and why.
 """
 
-from ._graph import OnnxImportError
-from ._importer import import_model, import_text
+import importlib.util
+
+if importlib.util.find_spec("onnx") is None:
+    raise ImportError("kiln.onnx needs the onnx package: pip install onnx, or install kiln with the extra "
+                      "kiln[onnx]")
+
+from ._graph import OnnxImportError  # noqa: E402
+from ._importer import import_model, import_text  # noqa: E402
 
 __all__ = ["OnnxImportError", "import_model", "import_text", "compile", "CompiledModel"]
 

@@ -1,5 +1,6 @@
 """ONNX model -> kiln program: loading and checking the model, folding what is known at import
-(initializers, Constant nodes, shape arithmetic), and the operators of `_ops.py` for the rest."""
+(initializers, Constant nodes, shape arithmetic), and the operators of `_ops.py`, `_conv.py` and
+`_movement.py` for the rest."""
 
 import os
 
