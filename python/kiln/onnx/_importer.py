@@ -9,6 +9,7 @@ import onnx
 from onnx import numpy_helper
 
 from ._graph import KILN_TYPES, Graph, OnnxImportError, Value, kiln_type_of
+from ._emit import indices, read, target
 from ._ops import OPS
 
 # The default domain's opsets the operators are written for; a model outside them is refused.
@@ -24,7 +25,6 @@ class Converter:
         self.constants = 0  # params of the importer's own (folded BatchNormalization, pool counts)
         self.scratches = {}
         self.outputs = {o.name for o in model.graph.output}
-        self.read = self.outputs | {name for node in model.graph.node for name in node.input}
         self.readers = {}  # name -> [(op_type, input position)] of the nodes that read it
         for node in model.graph.node:
             for i, name in enumerate(node.input):
@@ -44,7 +44,7 @@ class Converter:
 
     def used(self, node, i):
         """Whether output `i` of `node` is read by another node or is an output of the graph."""
-        return len(node.output) > i and node.output[i] in self.read
+        return len(node.output) > i and (node.output[i] in self.readers or node.output[i] in self.outputs)
 
     def kiln_type(self, node, onnx_type):
         if onnx_type not in KILN_TYPES:
@@ -158,10 +158,8 @@ class Converter:
         into an output of its own, which `Graph.outputs` names."""
         out = Value(value.name + "__out", value.dtype, value.shape)
         self.graph.declare("output", out)
-        subs = [f"i{d}" for d in range(value.rank)]
-        src = self.graph.ref(value)
-        rd = f"{src}[{', '.join(subs)}]" if value.rank else src
-        self.emit(f"{out.kname}[{', '.join(subs)}] = {rd}" if value.rank else f"{out.kname} = {rd}")
+        subs = indices(value.rank)
+        self.emit(f"{target(self, out, subs)} = {read(self, value, subs)}")
         return out
 
     def inputs_of(self, node):

@@ -153,6 +153,14 @@ Status apply_thread_limit(const OneDnn& dnnl) {
   return Status();
 }
 
+// oneDNN, loaded, with the calling thread's thread limit applied; why not where it cannot load.
+Result<const OneDnn*> ready() {
+  const OneDnn& dnnl = onednn();
+  KILN_RETURN_IF_ERROR(dnnl.status);
+  KILN_RETURN_IF_ERROR(apply_thread_limit(dnnl));
+  return &dnnl;
+}
+
 Status checked(int status, const char* what) {
   if (status == 0) return Status();
   return internal_error(std::string("oneDNN's ") + what + " failed with dnnl_status_t " + std::to_string(status));
@@ -246,9 +254,8 @@ Result<bool> run_matmul(const OneDnn& dnnl, MatmulKey key, const void* a, const 
 Status onednn_gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
                         const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, float* c,
                         int64_t ldc) {
-  const OneDnn& dnnl = onednn();
-  KILN_RETURN_IF_ERROR(dnnl.status);
-  KILN_RETURN_IF_ERROR(apply_thread_limit(dnnl));
+  KILN_ASSIGN_OR_RETURN(const OneDnn* ready_dnnl, ready());
+  const OneDnn& dnnl = *ready_dnnl;
   if (alpha == 1 && beta == 0) {
     KILN_ASSIGN_OR_RETURN(bool ran, run_matmul(dnnl, {kBf16, kF32, transpose_a, transpose_b, m, n, k, lda, ldb, ldc, 0},
                                                a, b, c));
@@ -262,9 +269,8 @@ Status onednn_gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n
 Status onednn_gemm_bf16_to_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
                                 const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, uint16_t* c,
                                 int64_t ldc) {
-  const OneDnn& dnnl = onednn();
-  KILN_RETURN_IF_ERROR(dnnl.status);
-  KILN_RETURN_IF_ERROR(apply_thread_limit(dnnl));
+  KILN_ASSIGN_OR_RETURN(const OneDnn* ready_dnnl, ready());
+  const OneDnn& dnnl = *ready_dnnl;
   KILN_ASSIGN_OR_RETURN(bool ran, run_matmul(dnnl, {kBf16, kBf16, transpose_a, transpose_b, m, n, k, lda, ldb, ldc, 0},
                                              a, b, c));
   return ran ? Status() : unimplemented_error("oneDNN has no matmul primitive for this bf16 product");
@@ -273,9 +279,8 @@ Status onednn_gemm_bf16_to_bf16(bool transpose_a, bool transpose_b, int64_t m, i
 Status onednn_gemm_s8(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
                       const int8_t* a, int64_t lda, const int8_t* b, int64_t ldb, float beta, int32_t* c,
                       int64_t ldc) {
-  const OneDnn& dnnl = onednn();
-  KILN_RETURN_IF_ERROR(dnnl.status);
-  KILN_RETURN_IF_ERROR(apply_thread_limit(dnnl));
+  KILN_ASSIGN_OR_RETURN(const OneDnn* ready_dnnl, ready());
+  const OneDnn& dnnl = *ready_dnnl;
   if (alpha == 1 && beta == 0) {
     KILN_ASSIGN_OR_RETURN(bool ran, run_matmul(dnnl, {kS8, kS32, transpose_a, transpose_b, m, n, k, lda, ldb, ldc, 0},
                                                a, b, c));
