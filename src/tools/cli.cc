@@ -225,32 +225,6 @@ std::vector<std::string> node_names(const ir::Program& program, ir::Role a, ir::
   return names;
 }
 
-// --params DIR: an --input NAME=DIR/NAME.npy for each param with a file there and no --input of
-// its own. A file in DIR that names no param is an error (a misspelt name would otherwise leave
-// its param at its initializer without a word), as is a DIR that is not a folder.
-std::optional<Failure> add_param_files(const ir::Program& program, Options* o) {
-  namespace fs = std::filesystem;
-  std::error_code error;
-  if (!fs::is_directory(o->params, error)) return invalid_input("--params " + o->params + ": not a folder");
-  std::vector<std::string> files;
-  for (const fs::directory_entry& entry : fs::directory_iterator(o->params, error)) {
-    if (entry.path().extension() == ".npy") files.push_back(entry.path().stem().string());
-  }
-  if (error) return runtime(errno_error(error.value(), o->params), "reading --params");
-  std::sort(files.begin(), files.end());
-  const std::vector<std::string> params = node_names(program, ir::Role::kParam, ir::Role::kParam);
-  for (const std::string& name : files) {
-    const ir::TensorNode* node = program.find_node(name);
-    if (!node || node->role != ir::Role::kParam) {
-      return invalid_input("--params " + o->params + ": " + name + ".npy names no param of " + o->program +
-                           did_you_mean(name, params));
-    }
-    const bool given = std::any_of(o->inputs.begin(), o->inputs.end(), [&](const auto& in) { return in.first == name; });
-    if (!given) o->inputs.push_back({name, (fs::path(o->params) / (name + ".npy")).string()});
-  }
-  return std::nullopt;
-}
-
 int command_run(const Options& given) {
   // Under mpirun, this rank's paths ({rank}) and outputs; outside it, rank 0 of 1.
   Result<RunRank> rank = run_rank();
@@ -259,7 +233,13 @@ int command_run(const Options& given) {
   auto loaded = load_program(o.program);
   if (auto* f = std::get_if<Failure>(&loaded)) return report(*f);
   if (!o.params.empty()) {
-    if (auto f = add_param_files(std::get<ir::Program>(loaded), &o)) return report(*f);
+    // An --input of the param's own wins over its file in the folder.
+    Result<ParamFiles> files = param_files(std::get<ir::Program>(loaded), o.program, o.params);
+    if (!files.ok()) return report(input_failure(files.status()));
+    for (auto& [name, path] : *files) {
+      auto given_too = [&](const auto& in) { return in.first == name; };
+      if (std::none_of(o.inputs.begin(), o.inputs.end(), given_too)) o.inputs.push_back({name, std::move(path)});
+    }
   }
   // Sizes are bound before anything else is checked: the checks see the shapes of this run.
   std::map<std::string, NpyReader, std::less<>> readers;

@@ -1,9 +1,12 @@
 #include "tools/run_values.h"
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <optional>
 
+#include "base/suggest.h"
 #include "kiln/base/random.h"
 #include "kiln/loop/op_eval.h"
 #include "kiln/runtime/transfer.h"
@@ -76,6 +79,31 @@ Result<RunInput> run_input(const ir::TensorNode& node, NpyReader reader) {
   }
   KILN_RETURN_IF_ERROR(reader.check_file_size());
   return RunInput{&node, std::move(reader)};
+}
+
+Result<ParamFiles> param_files(const ir::Program& program, const std::string& program_path, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (!fs::is_directory(dir, error)) return invalid_argument_error("--params " + dir + ": not a folder");
+  std::vector<std::string> names;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
+    if (entry.path().extension() == ".npy") names.push_back(entry.path().stem().string());
+  }
+  if (error) return errno_error(error.value(), "reading --params " + dir);
+  std::sort(names.begin(), names.end());
+  std::vector<std::string> params;
+  for (const ir::TensorNode& n : program.nodes) {
+    if (n.role == ir::Role::kParam) params.push_back(n.name);
+  }
+  ParamFiles files;
+  for (const std::string& name : names) {
+    if (std::find(params.begin(), params.end(), name) == params.end()) {
+      return invalid_argument_error("--params " + dir + ": " + name + ".npy names no param of " + program_path +
+                                    did_you_mean(name, params));
+    }
+    files.push_back({name, (fs::path(dir) / (name + ".npy")).string()});
+  }
+  return files;
 }
 
 Status set_run_inputs(std::vector<RunInput>& inputs, uint64_t seed, runtime::NodeTable& nodes,

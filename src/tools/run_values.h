@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/base/status.h"
@@ -33,6 +34,13 @@ Result<RunInput> open_run_input(const ir::TensorNode& node, const std::string& f
 // The same for a file already open (its header read, as binding sizes reads it: a FIFO cannot be
 // opened twice).
 Result<RunInput> run_input(const ir::TensorNode& node, NpyReader reader);
+
+// --params DIR: (param, DIR/NAME.npy) for each param of `program` (read from `program_path`)
+// with a file there, in name order. INVALID_ARGUMENT where DIR is not a folder or holds a
+// NAME.npy that names no param (a misspelt name would otherwise leave its param at its
+// initializer without a word).
+using ParamFiles = std::vector<std::pair<std::string, std::string>>;
+Result<ParamFiles> param_files(const ir::Program& program, const std::string& program_path, const std::string& dir);
 
 // Writes each input into every context's array of it, after linking: in place where the device's
 // memory is host memory, else through the host copy and from_host. INVALID_ARGUMENT where a
