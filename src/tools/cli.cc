@@ -236,9 +236,9 @@ int command_run(const Options& given) {
     // An --input of the param's own wins over its file in the folder.
     Result<ParamFiles> files = param_files(std::get<ir::Program>(loaded), o.program, o.params);
     if (!files.ok()) return report(input_failure(files.status()));
-    for (auto& [name, path] : *files) {
-      auto given_too = [&](const auto& in) { return in.first == name; };
-      if (std::none_of(o.inputs.begin(), o.inputs.end(), given_too)) o.inputs.push_back({name, std::move(path)});
+    for (auto& file : *files) {
+      auto given_too = [&](const auto& in) { return in.first == file.first; };
+      if (std::none_of(o.inputs.begin(), o.inputs.end(), given_too)) o.inputs.push_back(std::move(file));
     }
   }
   // Sizes are bound before anything else is checked: the checks see the shapes of this run.
