@@ -48,9 +48,13 @@ build: deps
 	  -DKILN_BUILD_PYTHON=ON -DPython_EXECUTABLE=$(CURDIR)/$(PYTHON_VENV)/bin/python $(DEBUG_FLAGS) $(UNITY_FLAGS) $(CMAKE_FLAGS) >/dev/null
 	@$(TIMED) build cmake --build build -j $(JOBS)
 
+# examples/onnx exports a torchvision model with Debian's python3-torch and python3-torchvision,
+# installed for the interpreter the virtual environment was made from (as for test-plain).
 demo: build
 	./build/examples/train_moons/train_moons --trace build/train_moons.trace.json
 	PYTHONPATH=build/python $(PYTHON_VENV)/bin/python examples/digits/train_digits.py
+	scripts/install-deps.sh python3-torch python3-torchvision
+	PYTHONPATH=build/python $(PYTHON_VENV)/bin/python examples/onnx/classify.py
 	./build/kiln run examples/kiln/softmax.kiln --print
 
 test: test-start test-plain test-python-install test-asan test-tsan test-fuzz
@@ -66,9 +70,10 @@ test-start:
 # the TSan run (PoCL's default keeps them on the host; the ASan run keeps that), likewise.
 # PyTorch for the ctest python.torch (tests/python/test_torch.py): Debian's python3-torch (CPU) and
 # python3-pytest for the interpreter the virtual environment was made from, installed here only,
-# where the tests use them (the environment itself pins NumPy 2, which that PyTorch predates).
+# where the tests use them (the environment itself pins NumPy 2, which that PyTorch predates); and
+# python3-torchvision, whose models tests/python/test_onnx.py exports to ONNX with that interpreter.
 test-plain: build
-	@$(TIMED) deps-torch scripts/install-deps.sh python3-torch python3-pytest
+	@$(TIMED) deps-torch scripts/install-deps.sh python3-torch python3-pytest python3-torchvision
 	cd build && KILN_OPENCL_WORK_ITEMS=64 KILN_OPENCL_DEVICE_WAITS=1 $(CURDIR)/$(TIMED) ctest-plain $(CTEST)
 
 # `pip install .` from this tree into a fresh virtual environment, then the README's Python

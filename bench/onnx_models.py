@@ -1,16 +1,25 @@
-"""kiln.onnx against ONNX Runtime on the architectures the `onnx` wheel ships with constant
-weights (onnx/backend/test/data/light): import and compile times, the median of 5 runs after
-one at batch 1 on cpu (KILN_CPU_THREADS threads, 2 by default) and ONNX Runtime's with as many
-intra-op threads, in the same process, and the largest difference relative to ONNX Runtime's
-largest output. Prints the table of docs/onnx.md.
+"""kiln.onnx against ONNX Runtime on real architectures: the nine the `onnx` wheel ships with
+constant weights (onnx/backend/test/data/light, batch 1), and with --torchvision torchvision's
+ResNet-18, MobileNet-V2 and SqueezeNet-1.1 (random weights, dynamic batch, exported by
+examples/onnx/export_torchvision.py under an interpreter with PyTorch) at each --batches. For
+each: import and compile times, the median of 5 runs after one on cpu (KILN_CPU_THREADS
+threads, 2 by default) and ONNX Runtime's with as many intra-op threads, in the same process,
+and the largest difference relative to ONNX Runtime's largest output. Prints the tables of
+docs/onnx.md.
 
     build/python-venv/bin/python bench/onnx_models.py --build build [MODEL ...]
+    build/python-venv/bin/python bench/onnx_models.py --build build --torchvision [--batches 1,16]
 """
 
 import argparse
 import os
+import subprocess
 import sys
+import tempfile
 import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXPORTER = os.path.join(HERE, "..", "examples", "onnx", "export_torchvision.py")
 
 
 def median_ms(fn, runs=5):
@@ -23,10 +32,27 @@ def median_ms(fn, runs=5):
     return sorted(times)[len(times) // 2] * 1e3
 
 
+def light_models(onnx, names):
+    light = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+    names = names or sorted(f[len("light_"):-len(".onnx")] for f in os.listdir(light) if f.endswith(".onnx"))
+    return [(name, os.path.join(light, f"light_{name}.onnx"), None) for name in names]
+
+
+def torchvision_models(folder, names, batches):
+    """Exports the models with the interpreter this environment was made from (Debian's
+    python3-torch and python3-torchvision live there, not here)."""
+    base = os.path.join(sys.base_prefix, "bin", "python%d.%d" % sys.version_info[:2])
+    command = [base, EXPORTER, folder] + (["--models", ",".join(names)] if names else [])
+    exported = subprocess.run(command, check=True, capture_output=True, text=True).stdout.split()
+    return [(os.path.basename(p)[:-len(".onnx")], p, b) for p in exported for b in batches]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default="build", help="the build folder whose python/ holds kiln")
-    parser.add_argument("models", nargs="*", help="light model names (default: every one)")
+    parser.add_argument("--torchvision", action="store_true", help="torchvision's models instead of the light ones")
+    parser.add_argument("--batches", default="1,16", help="--torchvision's batch sizes (comma-separated)")
+    parser.add_argument("models", nargs="*", help="model names (default: every one)")
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(os.path.abspath(args.build), "python"))
     threads = int(os.environ.setdefault("KILN_CPU_THREADS", "2"))
@@ -36,16 +62,16 @@ def main():
 
     import kiln.onnx
 
-    light = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
-    names = args.models or sorted(f[len("light_"):-len(".onnx")] for f in os.listdir(light) if f.endswith(".onnx"))
-    print("| model | import / compile | kiln | ONNX Runtime | ratio | largest difference |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for name in names:
-        path = os.path.join(light, f"light_{name}.onnx")
+    folder = tempfile.TemporaryDirectory()
+    cases = (torchvision_models(folder.name, args.models, [int(b) for b in args.batches.split(",")])
+             if args.torchvision else light_models(onnx, args.models))
+    print("| model | batch | import / compile | kiln | ONNX Runtime | ratio | largest difference |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name, path, batch in cases:
         model = onnx.load(path)
         initializers = {t.name for t in model.graph.initializer}
         (inp,) = [i for i in model.graph.input if i.name not in initializers]
-        shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+        shape = [d.dim_value if d.HasField("dim_value") else batch for d in inp.type.tensor_type.shape.dim]
         feeds = {inp.name: np.random.default_rng(0).standard_normal(shape).astype(np.float32)}
         try:
             start = time.perf_counter()
@@ -54,7 +80,7 @@ def main():
             run = kiln.onnx.CompiledModel(program, "cpu")
             compiled = time.perf_counter()
         except kiln.onnx.OnnxImportError as e:
-            print(f"| {name} | refused: {e} | | | | |")
+            print(f"| {name} | {shape[0]} | refused: {e} | | | | |")
             continue
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
@@ -65,7 +91,7 @@ def main():
                          for o, w in zip(model.graph.output, want))
         kiln_ms = median_ms(lambda: run(**feeds))
         ort_ms = median_ms(lambda: session.run(None, feeds))
-        print(f"| {name} | {imported - start:.2f} s / {compiled - imported:.2f} s | {kiln_ms:.1f} ms | "
+        print(f"| {name} | {shape[0]} | {imported - start:.2f} s / {compiled - imported:.2f} s | {kiln_ms:.1f} ms | "
               f"{ort_ms:.1f} ms | {kiln_ms / ort_ms:.1f}× | {difference:.1e} |", flush=True)
 
 

@@ -21,6 +21,30 @@ bool reads_merge_of(const Expr& e, int node) {
   return std::any_of(e.args.begin(), e.args.end(), [&](const ExprRef& a) { return reads_merge_of(*a, node); });
 }
 
+// The subscripts of every read of `node` in `e`.
+void collect_read_points(const Expr& e, int node, std::vector<const std::vector<Affine>*>* out) {
+  count_lowering_work(1);
+  if (e.kind == Expr::Kind::kTensor && e.node == node) out->push_back(&e.subscripts);
+  for (const ExprRef& a : e.args) collect_read_points(*a, node, out);
+}
+
+bool same_subscript(const Affine& a, const Affine& b) {
+  return a.gather < 0 && b.gather < 0 && a.offset == b.offset && a.terms == b.terms;
+}
+
+// Whether `e` reads `node` at two different points (x[i - 1] and x[i + 1]; a gather counts as
+// different from everything).
+bool reads_at_several_points(const Expr& e, int node) {
+  std::vector<const std::vector<Affine>*> points;
+  collect_read_points(e, node, &points);
+  for (size_t i = 1; i < points.size(); ++i) {
+    const std::vector<Affine>& a = *points[0];
+    const std::vector<Affine>& b = *points[i];
+    if (a.size() != b.size() || !std::equal(a.begin(), a.end(), b.begin(), same_subscript)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<int> InlineCandidates::read_nodes(const Assignment& s) {
@@ -43,6 +67,7 @@ InlineCandidates::InlineCandidates(const Program& program) {
         Uses& u = uses_[node];
         u.readers.push_back({&r, i});
         u.merge_read = u.merge_read || reads_merge_of(*s.rhs, node);
+        u.several_points = u.several_points || reads_at_several_points(*s.rhs, node);
       }
     }
   }
@@ -75,6 +100,11 @@ bool InlineCandidates::inlinable(int node, const Routine& routine, size_t def, s
   }
   *reader = at;
   return true;
+}
+
+bool InlineCandidates::read_at_several_points(int node) const {
+  auto u = uses_.find(node);
+  return u != uses_.end() && u->second.several_points;
 }
 
 int InlinedDepths::expr_depth(const Expr& e, const InlineDefs& inlined) const {

@@ -26,6 +26,10 @@ class InlineCandidates {
   // Whether statement `def` of `routine` (which writes `node`) can be inlined; if so, *reader
   // is the position of its one reader in the routine.
   bool inlinable(int node, const Routine& routine, size_t def, size_t* reader) const;
+  // Whether the statement that reads `node` reads it at two different points (x[i - 1] and
+  // x[i + 1]; a gather differs from every point): inlined, its definition would be computed once
+  // per point, so lowering inlines such a node only where the user asked for it (kVirtual).
+  bool read_at_several_points(int node) const;
   // The nodes a statement's right side reads (tensor and merge reads), without repeats.
   static std::vector<int> read_nodes(const Assignment& s);
 
@@ -33,6 +37,7 @@ class InlineCandidates {
   struct Uses {
     int writers = 0;          // statements writing it, all routines
     bool merge_read = false;  // read as node.merge anywhere
+    bool several_points = false;  // read at two different points by one statement
     std::vector<std::pair<const Routine*, size_t>> readers;  // statements reading it, once each
   };
 

@@ -108,6 +108,9 @@ Status Lowerer::decide_memory() {
       if (n.role != Role::kTensor || inline_def_.count(s.target)) continue;
       // A request for a buffer or a local array is never inlined; kVirtual always is tried.
       if (n.memory != MemoryMode::kVirtual && (n.memory != MemoryMode::kUnset || !options_.inline_virtual)) continue;
+      // The taps of a window written out (x[i - 1] * w0 + x[i] * w1 + x[i + 1] * w2) would compute
+      // an inlined x three times per result: stored, it is computed once.
+      if (n.memory == MemoryMode::kUnset && candidates.read_at_several_points(s.target)) continue;
       size_t reader = 0;
       if (candidates.inlinable(s.target, routine, i, &reader)) {
         inline_def_[s.target] = &s;

@@ -12,8 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/run_kernels.h"
-#include "drivers/interp/interpreter.h"
+#include "codegen/reference_runs.h"
 #include "kiln/lang/parser.h"
 #include "kiln/loop/lower.h"
 #include "kiln/loop/optimize.h"
@@ -22,70 +21,6 @@ namespace kiln::codegen_test {
 namespace {
 
 using ir::Kernel;
-
-template <typename T, typename Distribution>
-Bytes random_bytes(int64_t count, Distribution d, std::mt19937* rng) {
-  std::vector<T> v(static_cast<size_t>(count));
-  for (T& x : v) x = d(*rng);
-  return bytes_of(v);
-}
-
-// One buffer per node of `kernel`, random: floats (f32, f64) in [-1, 1], integers (i32, i64) in
-// [-50, 50].
-NodeData random_data(const ir::Program& program, const Kernel& kernel, uint32_t seed) {
-  std::mt19937 rng(seed);
-  NodeData data;
-  for (int node : kernel.nodes) {
-    const ir::TensorNode& n = program.nodes.at(static_cast<size_t>(node));
-    const int64_t count = n.element_count();
-    data[node] = n.dtype == ir::DType::kF32   ? random_bytes<float>(count, std::uniform_real_distribution<float>(-1, 1), &rng)
-                 : n.dtype == ir::DType::kF64 ? random_bytes<double>(count, std::uniform_real_distribution<double>(-1, 1), &rng)
-                 : n.dtype == ir::DType::kI64 ? random_bytes<int64_t>(count, std::uniform_int_distribution<int64_t>(-50, 50), &rng)
-                                              : random_bytes<int32_t>(count, std::uniform_int_distribution<int32_t>(-50, 50), &rng);
-  }
-  return data;
-}
-
-// Runs `kernel` on the reference interpreter over `data` with `workgroups` workgroups in x.
-void interpret(const Kernel& kernel, NodeData* data, uint32_t workgroups) {
-  interp::Interpreter interpreter(kernel);
-  std::vector<void*> bindings;
-  std::vector<size_t> lengths;
-  for (int node : kernel.nodes) {
-    bindings.push_back(data->at(node).data());
-    lengths.push_back(data->at(node).size());
-  }
-  kiln_dispatch_state_t state{};
-  state.abi_version = KILN_KERNEL_ABI_VERSION;
-  state.workgroup_count[0] = workgroups;
-  state.workgroup_count[1] = state.workgroup_count[2] = 1;
-  state.binding_count = static_cast<uint32_t>(bindings.size());
-  state.bindings = bindings.data();
-  state.binding_lengths = lengths.data();
-  for (uint32_t x = 0; x < workgroups; ++x) {
-    const kiln_workgroup_id_t id{x, 0, 0};
-    ASSERT_EQ(interpreter.run_workgroup(&state, &id), interp::kInterpOk)
-        << interp::interp_code_name(interpreter.run_workgroup(&state, &id));
-  }
-}
-
-template <typename T>
-bool close_values(const Bytes& a, const Bytes& b) {
-  const std::vector<T> x = values_of<T>(a), y = values_of<T>(b);
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double u = x[i], v = y[i];
-    if (!(std::abs(u - v) <= 1e-5 + 1e-5 * std::abs(u))) return false;
-  }
-  return true;
-}
-
-// Whether two buffers of `type` agree within a relative and absolute 1e-5 (integers exactly).
-bool close(ir::DType type, const Bytes& a, const Bytes& b) {
-  if (a.size() != b.size()) return false;
-  if (type == ir::DType::kF32) return close_values<float>(a, b);
-  if (type == ir::DType::kF64) return close_values<double>(a, b);
-  return a == b;
-}
 
 struct ProductCase {
   const char* what;
@@ -107,19 +42,7 @@ void expect_tiles_keep_results(const std::string& text) {
     Kernel tiled = original;
     if (!ir::tile_contractions(tiled)) continue;
     ++tiled_count;
-    SCOPED_TRACE(ir::print_kernel(tiled));
-    const NodeData inputs = random_data(lowered->program, original, 7);
-    NodeData expected = inputs, got = inputs;
-    interpret(original, &expected, 3);
-    interpret(tiled, &got, 2);
-    EXPECT_TRUE(got == expected) << "the tiled kernel stores other bits than the original";
-    NodeData cpu = inputs;
-    const std::vector<Kernel> kernels = {tiled};
-    ASSERT_TRUE(compile_and_run(kernels, &lowered->program, &cpu, 2).ok());
-    for (const auto& [node, bytes] : expected) {
-      EXPECT_TRUE(close(lowered->program.nodes.at(static_cast<size_t>(node)).dtype, bytes, cpu.at(node)))
-          << "node " << node << " differs on the cpu device";
-    }
+    expect_same_bits_and_cpu_agrees(*lowered, original, tiled, 7);
   }
   EXPECT_GE(tiled_count, 1) << ir::print_lowered(*lowered);
 }

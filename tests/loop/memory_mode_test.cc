@@ -86,6 +86,37 @@ Result<LoweredProgram> lower_with(const std::string& node, MemoryMode mode) {
   return lower_program(p, o);
 }
 
+// h read by one statement at two points (the taps of a window written out) is stored, so that it
+// is computed once rather than once per point; one read at one point stays inlined; @virtual
+// (a request) inlines it anyway.
+TEST(MemoryMode, ATensorReadAtTwoPointsIsStoredUnlessAskedVirtual) {
+  auto lowered = [](bool two_points, MemoryMode request) -> Result<LoweredProgram> {
+    ProgramBuilder b;
+    Tensor x = b.input("x", DType::kF32, {64, 32});
+    Tensor h = b.tensor("h", DType::kF32, {64, 32});
+    Tensor y = b.output("y", DType::kF32, {64, 32});
+    Index i("i"), j("j");
+    b.main().assign(h(i, j), max(x(i, j), 0.0));
+    if (two_points) {
+      b.main().assign(y(i, j), h(i, j - 1) * 2.0 + h(i, j + 1));
+    } else {
+      b.main().assign(y(i, j), h(i, j) * 2.0 + h(i, j));
+    }
+    KILN_ASSIGN_OR_RETURN(Program p, b.build());
+    if (request != MemoryMode::kUnset) KILN_RETURN_IF_ERROR(set_memory_mode(p, "h", request));
+    return lower_program(p);
+  };
+  Result<LoweredProgram> stored = lowered(true, MemoryMode::kUnset);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_NE(stored->program.find_node("h")->memory, MemoryMode::kVirtual);
+  Result<LoweredProgram> one_point = lowered(false, MemoryMode::kUnset);
+  ASSERT_TRUE(one_point.ok()) << one_point.status();
+  EXPECT_EQ(one_point->program.find_node("h")->memory, MemoryMode::kVirtual);
+  Result<LoweredProgram> asked = lowered(true, MemoryMode::kVirtual);
+  ASSERT_TRUE(asked.ok()) << asked.status();
+  EXPECT_EQ(asked->program.find_node("h")->memory, MemoryMode::kVirtual);
+}
+
 TEST(MemoryMode, LoweringHonoursRequests) {
   // By default t is inlined and u is a local scalar of the one fused kernel.
   Result<LoweredProgram> plain = lower_program(small_program());

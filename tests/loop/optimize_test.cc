@@ -298,6 +298,49 @@ TEST(FoldConstantsTest, SelectAndIfWithConstantConditions) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// split_borders
+
+// split_borders, then the folding that removes the checks it decided.
+void split_and_fold(Kernel& k) {
+  split_borders(k);
+  fold_constants(k);
+}
+
+TEST(SplitBordersTest, TheInteriorLosesItsRangeChecks) {
+  // y[c, j] = x[c, j + 1] where that is inside x, else 0: the last column reads past the row.
+  LExprRef inside = op(Op::kLt, kI64, {add(v(1), i64(1)), i64(16)});
+  LExprRef at = add(mul(v(0), i64(16)), add(v(1), i64(1)));
+  Kernel k = kernel({0, 1}, 2, 0, for_(0, 4, {for_(1, 16, {
+      store(0, add(mul(v(0), i64(16)), v(1)),
+            op(Op::kSelect, kF32, {inside, load(1, kF32, op(Op::kSelect, kI64, {inside, at, i64(0)})), c(kF32, 0)})),
+  })}, /*parallel=*/true));
+  EXPECT_EQ(after(split_and_fold, k),
+            "(kernel k (nodes 0 1) (vars 2) (locals 0)\n"
+            "  (for v0 4 parallel\n"
+            "    (block\n"
+            "      (for v1 15\n"
+            "        (store 0 (+ (* v0 16) v1) (load f32 1 (+ (+ (* v0 16) v1) 1))))\n"
+            "      (for v1 1\n"
+            "        (store 0 (+ (+ (* v0 16) v1) 15) (select f32 (< (+ v1 16) 16) "
+            "(load f32 1 (select (< (+ v1 16) 16) (+ (+ (* v0 16) v1) 16) 0)) (const f32 0)))))))\n");
+}
+
+TEST(SplitBordersTest, LeavesShortInteriorsParallelLoopsAndChecksOfTwoVariables) {
+  // The parallel loop itself; an interior of 3 in 8; a check that also reads v2.
+  LExprRef parallel_check = op(Op::kLt, kI64, {v(0), i64(60)});
+  LExprRef short_check = op(Op::kGe, kI64, {sub(v(1), i64(5)), i64(0)});
+  LExprRef two_vars = op(Op::kLt, kI64, {add(v(1), v(2)), i64(16)});
+  Kernel k = kernel({0}, 3, 0, for_(0, 64, {
+      for_(1, 8, {store(0, v(1), op(Op::kSelect, kF32, {short_check, c(kF32, 1), c(kF32, 2)}))}),
+      for_(1, 16, {for_(2, 4, {store(0, v(1), op(Op::kSelect, kF32, {two_vars, c(kF32, 1), c(kF32, 2)}))})}),
+      store(0, v(0), op(Op::kSelect, kF32, {parallel_check, c(kF32, 1), c(kF32, 2)})),
+  }, /*parallel=*/true));
+  Kernel split = k;
+  EXPECT_FALSE(split_borders(split));
+  EXPECT_EQ(print_kernel(split), print_kernel(k));
+}
+
+// ---------------------------------------------------------------------------------------------
 // form_fma
 
 TEST(FormFmaTest, FloatMultiplyAddsBecomeFma) {

@@ -260,6 +260,34 @@ def test_the_onnx_wheels_light_models_match_onnxruntime(name):
     assert_matches_onnxruntime(m, {inp.name: RNG.standard_normal(shape).astype(np.float32)}, devices=["cpu"])
 
 
+# torchvision's models, exported by PyTorch (examples/onnx/export_torchvision.py) under the
+# interpreter this environment was made from, which has Debian's python3-torch and
+# python3-torchvision where `make test` installed them (this environment has neither).
+BASE_PYTHON = os.path.join(sys.base_prefix, "bin", "python%d.%d" % sys.version_info[:2])
+EXPORTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "onnx",
+                        "export_torchvision.py")
+
+
+@pytest.fixture(scope="module")
+def torchvision_models(tmp_path_factory):
+    """The three models at 32x32 images (so that interp runs them in seconds), exported once."""
+    probe = subprocess.run([BASE_PYTHON, "-c", "import torch, torchvision"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"{BASE_PYTHON} has no PyTorch or torchvision (Debian's python3-torch and "
+                    "python3-torchvision; `make test` installs them)")
+    folder = tmp_path_factory.mktemp("torchvision")
+    subprocess.run([BASE_PYTHON, EXPORTER, str(folder), "--size", "32"], check=True, capture_output=True)
+    return folder
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "squeezenet1_1"])
+def test_torchvisions_models_match_onnxruntime_at_two_batches(torchvision_models, name):
+    m = onnx.load(str(torchvision_models / f"{name}.onnx"))
+    for batch, devices in ((1, DEVICES), (3, ["cpu"])):
+        x = RNG.standard_normal((batch, 3, 32, 32)).astype(np.float32)
+        assert_matches_onnxruntime(m, {"input": x}, devices=devices)
+
+
 # --- what kiln cannot import -----------------------------------------------------------------
 
 def test_a_file_that_is_not_onnx_is_refused(tmp_path):

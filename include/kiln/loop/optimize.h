@@ -61,6 +61,17 @@ void drop_unused_bindings(Kernel& kernel);
 // are float max and min (equal up to which of -0.0 and +0.0 wins a tie).
 void split_reductions(Kernel& kernel, bool reassociate_floats);
 
+// Border splitting. A loop of known extent (not the kernel's parallel loop) whose body compares
+// its variable v with constants, `c * v + k OP 0` for OP one of < <= > >= (the range checks of a
+// read at an offset, as in a padded window, or a `where` bound), runs as up to three loops: the
+// iterations before the interior, the interior, and those after it. The interior is where every
+// comparison that fails only at one end of the loop holds; it must be at least 4 iterations and
+// half of the loop. In the interior's copy each comparison over v alone that is constant there is
+// that constant (fold_constants then removes the checks). Splits nest at most 2 deep, and a body
+// over 4000 expression nodes is not copied. Every iteration runs the same operations as before,
+// in the same order, so results are identical. Returns whether the kernel changed.
+bool split_borders(Kernel& kernel);
+
 // Register tiles for contractions. In a kernel whose body is a parallel loop over rows i (at
 // least 6, or a size), a statement of that loop's body of the form
 //   for k in [0, EK): for j in [0, EJ): X[off(i, j)] = v(i, k, j)
@@ -89,7 +100,8 @@ struct OptimizeOptions {
   bool reassociate = true;
 };
 
-// split_reductions, fold_constants, tile_contractions (folding its offsets again when it tiled),
+// split_borders (then fold_constants where it split), split_reductions, fold_constants,
+// tile_contractions (folding its offsets again when it tiled),
 // hoist_invariants (before fma, so that an invariant product is hoisted whole), form_fma, then
 // drop_unused_bindings. A kernel with kTrace statements (value tracing) is left as it is.
 void optimize_kernel(Kernel& kernel, const OptimizeOptions& options = {});

@@ -1,10 +1,15 @@
 """Convolutions, pooling and the normalizations around them (docs/onnx.md, "Convolutions")."""
 
+import math
+
 import numpy as np
 
 from ._emit import affine, indices, literal, op, read, target
 from ._graph import CHANNELS_FIRST
 from ._movement import place_side_by_side
+
+# A depthwise window of at most this many taps is written out term by term (depthwise_taps).
+_MAX_WRITTEN_TAPS = 49
 
 # --- convolutions and pooling ----------------------------------------------------------------
 
@@ -62,6 +67,8 @@ def conv(cx, node, ins, attrs):
         x_read = read(cx, x, ["i0", "r0", *reads])
         w_read = read(cx, w, ["i1", "r0", *w_window])
     elif group == x.shape[1] and w.shape[0] == group and w.shape[1] == 1:
+        if x.rank == 4 and math.prod(kernel) <= _MAX_WRITTEN_TAPS:
+            return depthwise_taps(cx, x, w, b, strides, dilations, pads, out)
         x_read = read(cx, x, ["i0", "i1", *reads])  # depthwise: output channel o reads channel o
         w_read = read(cx, w, ["i1", "0", *w_window])
     else:
@@ -70,6 +77,23 @@ def conv(cx, node, ins, attrs):
     if b is not None:
         text += f" + {read(cx, b, ['i1'])}"
     cx.emit(f"{target(cx, out, o_subs)} = {text}")
+    return [out]
+
+
+def depthwise_taps(cx, x, w, b, strides, dilations, pads, out):
+    """A 2-D depthwise convolution (output channel o reads input channel o) as one sum written
+    out tap by tap: each term reads the input at offsets that are constants of the tap, so the
+    compiler's border splitting leaves the interior without range checks (docs/optimize.md);
+    a `sum` over the window would check the range at every tap."""
+    terms = []
+    for kh in range(w.shape[2]):
+        for kw in range(w.shape[3]):
+            rows = affine([(strides[0], "i2")], dilations[0] * kh - pads[0])
+            cols = affine([(strides[1], "i3")], dilations[1] * kw - pads[1])
+            terms.append(f"{read(cx, x, ['i0', 'i1', rows, cols])} * {read(cx, w, ['i1', '0', str(kh), str(kw)])}")
+    if b is not None:
+        terms.append(read(cx, b, ["i1"]))
+    cx.emit(f"{target(cx, out, indices(4))} = {' + '.join(terms)}")
     return [out]
 
 

@@ -96,6 +96,7 @@ bool contains_trace(const LStmtRef& s) {
 void optimize_kernel(Kernel& kernel, const OptimizeOptions& options) {
   // A traced kernel logs its points in the order lowering wrote them: it stays as it is.
   if (contains_trace(kernel.body)) return;
+  if (split_borders(kernel)) fold_constants(kernel);
   split_reductions(kernel, options.reassociate);
   fold_constants(kernel);
   if (tile_contractions(kernel)) fold_constants(kernel);
