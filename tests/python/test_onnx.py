@@ -181,6 +181,13 @@ OPERATOR_CASES = {
                                           helper.make_node("Add", ["t", "k"], ["y"])],
                                          [f32("a", [3, 4]), f32("b", [4])], [f32("y", [3, 4])]),
                                    {"a": (3, 4), "b": (4,)}),
+    # Windows inside the input at stride 1 (the output smaller than the input), and asymmetric
+    # padding at stride 2 that reaches past its end.
+    "conv_unpadded": lambda: (single("Conv", [f32("a", [2, 3, 9, 8])], [2, 4, 7, 6], [weights("w", (4, 3, 3, 3))]),
+                              {"a": (2, 3, 9, 8)}),
+    "conv_asymmetric_pads": lambda: (single("Conv", [f32("a", [2, 3, 9, 8])], [2, 4, 10, 4],
+                                            [weights("w", (4, 3, 3, 3))], pads=[1, 0, 2, 1], strides=[1, 2]),
+                                     {"a": (2, 3, 9, 8)}),
     "expand_sum": lambda: (model([helper.make_node("Expand", ["a", "shape"], ["t"]),
                                   helper.make_node("Sum", ["t", "a", "a"], ["y"])],
                                  [f32("a", [3, 1])], [f32("y", [2, 3, 4])], [ints("shape", [2, 3, 4])]), {"a": (3, 1)}),

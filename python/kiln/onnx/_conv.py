@@ -100,35 +100,58 @@ def depthwise_taps(cx, x, w, b, strides, dilations, pads, out):
 def conv_products(cx, x, weights, bias, strides, dilations, pads, out, first_channel=0):
     """out = the 2-D convolution of x's channels from `first_channel` on (as many as the known
     `weights` take) as one product per kernel tap (kn2row): for each (kh, kw) the input points
-    that tap reads are copied into a [C, N, OH, OW] scratch tensor (zero where the window leaves
-    the input, the stride applied), and out += weights[:, :, kh, kw] @ scratch, which the
-    compiler turns into a gemm call over the columns (n, h, w). A 1x1 convolution with stride 1
-    and no padding over all of a channels-first input multiplies the input itself."""
+    that tap reads are copied into a [C, N, OH, OW] scratch tensor (the stride applied), and
+    out += weights[:, :, kh, kw] @ scratch, which the compiler turns into a gemm call over the
+    columns (n, h, w). The taps read a channels-first source: the input itself where that is
+    one and the windows stay inside it, else a copy made once, with a border of zeros where the
+    windows reach past the input (its range checks are in that one copy, which the compiler
+    splits at its borders, not in every tap's) and a group's channels only. A tap that reads the
+    source exactly as it is (a 1x1 convolution, the centre of a padded window at stride 1)
+    multiplies the source itself."""
     channels, spatial = weights.shape[1], out.shape[2:]
     whole = channels == x.shape[1]
+    kernel = weights.shape[2:]
     subs = indices(4)
+    windows = list(zip(pads, spatial, strides, dilations, kernel, x.shape[2:]))
+    # Tap (kh, kw) of output point (h, w) reads x at (s*h + d*kh - p, s*w + d*kw - p). A bare
+    # index must range over one extent in every tensor it stands alone in, so where the windows
+    # reach past x, or a tap at stride 1 reads an input of another extent than the output's, the
+    # copy gets one more row and column of zeros in front: then neither the copy nor a tap reads
+    # at a bare index.
+    leaves = any(p > 0 or (o - 1) * st + dl * (k - 1) - p >= size for p, o, st, dl, k, size in windows)
+    bordered = leaves or any(st == 1 and o != size for p, o, st, dl, k, size in windows)
+    if whole and not bordered and x.perm == CHANNELS_FIRST:
+        src, shift = x, [0, 0]
+    else:
+        shift = [p + (1 if bordered else 0) for p, o, st, dl, k, size in windows]
+        extent = [sh + max(size, (o - 1) * st + dl * (k - 1) - p + 1)
+                  for sh, (p, o, st, dl, k, size) in zip(shift, windows)]
+        src = cx.scratch(x.dtype, (x.shape[0], channels, *extent), CHANNELS_FIRST)
+        rows, cols = (affine([(1, f"i{2 + d}")], -shift[d]) for d in range(2))
+        if whole:
+            cx.emit(f"{target(cx, src, subs)} = {read(cx, x, ['i0', 'i1', rows, cols])}")
+        else:  # a group's channels, read at their offset through a sum over one point
+            channel = affine([(1, "i1"), (-1, "q0")], first_channel)
+            cx.emit(f"{target(cx, src, subs)} = sum({read(cx, x, ['i0', channel, rows, cols])}) where q0 < 1")
     op = "="
     if bias is not None:
         cx.emit(f"{target(cx, out, subs)} = {read(cx, bias, ['i1'])}")
         op = "+="
-    for kh in range(weights.shape[2]):
-        for kw in range(weights.shape[3]):
+    for kh in range(kernel[0]):
+        for kw in range(kernel[1]):
             tap = cx.constant(np.ascontiguousarray(weights[:, :, kh, kw]), "conv_tap")
-            if weights.shape[2:] == (1, 1) and strides == [1, 1] and pads == [0, 0] and whole \
-                    and x.perm == CHANNELS_FIRST:
-                src = x
-            else:
-                src = cx.scratch(x.dtype, (x.shape[0], channels, *spatial), CHANNELS_FIRST)
-                rows = affine([(strides[0], "i2")], dilations[0] * kh - pads[0])
-                cols = affine([(strides[1], "i3")], dilations[1] * kw - pads[1])
-                if whole:
-                    cx.emit(f"{target(cx, src, subs)} = {read(cx, x, ['i0', 'i1', rows, cols])}")
-                else:  # a group's channels, read at their offset through a sum over one point
-                    channel = affine([(1, "i1"), (-1, "q0")], first_channel)
-                    cx.emit(f"{target(cx, src, subs)} = sum({read(cx, x, ['i0', channel, rows, cols])}) "
-                            "where q0 < 1")
+            at = [dilations[0] * kh - pads[0] + shift[0], dilations[1] * kw - pads[1] + shift[1]]
+            operand = src
+            if (whole and x.perm == CHANNELS_FIRST and strides == [1, 1] and list(spatial) == list(x.shape[2:])
+                    and [a - sh for a, sh in zip(at, shift)] == [0, 0]):
+                operand = x  # the centre of a padded window at stride 1 reads x as it is
+            elif at != [0, 0] or strides != [1, 1] or list(spatial) != list(src.shape[2:]):
+                operand = cx.scratch(x.dtype, (x.shape[0], channels, *spatial), CHANNELS_FIRST)
+                rows = affine([(strides[0], "i2")], at[0])
+                cols = affine([(strides[1], "i3")], at[1])
+                cx.emit(f"{target(cx, operand, subs)} = {read(cx, src, ['i0', 'i1', rows, cols])}")
             cx.emit(f"{target(cx, out, subs)} {op} sum({read(cx, tap, ['i1', 'r0'])} * "
-                    f"{read(cx, src, ['i0', 'r0', 'i2', 'i3'])})")
+                    f"{read(cx, operand, ['i0', 'r0', 'i2', 'i3'])})")
             op = "+="
 
 
