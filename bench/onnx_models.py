@@ -1,7 +1,7 @@
 """kiln.onnx against ONNX Runtime on real architectures: the nine the `onnx` wheel ships with
 constant weights (onnx/backend/test/data/light, batch 1), and with --torchvision torchvision's
 ResNet-18, MobileNet-V2 and SqueezeNet-1.1 (random weights, dynamic batch, exported by
-examples/onnx/export_torchvision.py under an interpreter with PyTorch) at each --batches. For
+examples/onnx/export_models.py under an interpreter with PyTorch) at each --batches. For
 each: import and compile times, the median of 5 runs after one on cpu (KILN_CPU_THREADS
 threads, 2 by default) and ONNX Runtime's with as many intra-op threads, in the same process,
 and the largest difference relative to ONNX Runtime's largest output. Prints the tables of
@@ -19,7 +19,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-EXPORTER = os.path.join(HERE, "..", "examples", "onnx", "export_torchvision.py")
+EXPORTER = os.path.join(HERE, "..", "examples", "onnx", "export_models.py")
 
 
 def median_ms(fn, runs=5):

@@ -5,7 +5,7 @@ Runtime, and prints both top-5s side by side.
     classify.py [--model resnet18|mobilenet_v2|squeezenet1_1] [--onnx MODEL.onnx] [--batch N]
                 [--device cpu|interp|opencl] [--seed N]
 
-Without --onnx the model is exported first by export_torchvision.py beside this file, with
+Without --onnx the model is exported first by export_models.py beside this file, with
 random weights (seeded: this machine cannot download torchvision's trained ones), under the
 interpreter this environment was made from, which has Debian's python3-torch and
 python3-torchvision (`make demo` installs them). The images are random too, normalized as
@@ -30,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def export(model, folder):
     base = os.path.join(sys.base_prefix, "bin", "python%d.%d" % sys.version_info[:2])
-    done = subprocess.run([base, os.path.join(HERE, "export_torchvision.py"), folder, "--models", model],
+    done = subprocess.run([base, os.path.join(HERE, "export_models.py"), folder, "--models", model],
                           capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"classify.py: exporting {model} failed:\n{done.stderr.strip()}")

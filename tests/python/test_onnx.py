@@ -267,32 +267,52 @@ def test_the_onnx_wheels_light_models_match_onnxruntime(name):
     assert_matches_onnxruntime(m, {inp.name: RNG.standard_normal(shape).astype(np.float32)}, devices=["cpu"])
 
 
-# torchvision's models, exported by PyTorch (examples/onnx/export_torchvision.py) under the
-# interpreter this environment was made from, which has Debian's python3-torch and
-# python3-torchvision where `make test` installed them (this environment has neither).
+# Models exported by PyTorch (examples/onnx/export_models.py) under the interpreter this
+# environment was made from, which has Debian's python3-torch and python3-torchvision where `make
+# test` installed them (this environment has neither).
 BASE_PYTHON = os.path.join(sys.base_prefix, "bin", "python%d.%d" % sys.version_info[:2])
 EXPORTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "onnx",
-                        "export_torchvision.py")
+                        "export_models.py")
 
 
 @pytest.fixture(scope="module")
-def torchvision_models(tmp_path_factory):
-    """The three models at 32x32 images (so that interp runs them in seconds), exported once."""
+def exported_models(tmp_path_factory):
+    """torchvision's three models at 32x32 images (so that interp runs them in seconds) and the
+    GPT-style decoder, exported once."""
     probe = subprocess.run([BASE_PYTHON, "-c", "import torch, torchvision"], capture_output=True)
     if probe.returncode != 0:
         pytest.skip(f"{BASE_PYTHON} has no PyTorch or torchvision (Debian's python3-torch and "
                     "python3-torchvision; `make test` installs them)")
-    folder = tmp_path_factory.mktemp("torchvision")
-    subprocess.run([BASE_PYTHON, EXPORTER, str(folder), "--size", "32"], check=True, capture_output=True)
+    folder = tmp_path_factory.mktemp("exported")
+    subprocess.run([BASE_PYTHON, EXPORTER, str(folder), "--size", "32", "--models",
+                    "resnet18,mobilenet_v2,squeezenet1_1,gpt"], check=True, capture_output=True)
     return folder
 
 
+# PoCL takes 20-55 s to build each of these (cold, on 2 cores): opencl runs MobileNet-V2, whose
+# operators include the others' but for Concat and MaxPool, which the small CNN above covers there.
 @pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "squeezenet1_1"])
-def test_torchvisions_models_match_onnxruntime_at_two_batches(torchvision_models, name):
-    m = onnx.load(str(torchvision_models / f"{name}.onnx"))
-    for batch, devices in ((1, DEVICES), (3, ["cpu"])):
+def test_torchvisions_models_match_onnxruntime_at_two_batches(exported_models, name):
+    m = onnx.load(str(exported_models / f"{name}.onnx"))
+    devices = DEVICES if name == "mobilenet_v2" else [d for d in DEVICES if d != "opencl"]
+    for batch, devices in ((1, devices), (3, ["cpu"])):
         x = RNG.standard_normal((batch, 3, 32, 32)).astype(np.float32)
         assert_matches_onnxruntime(m, {"input": x}, devices=devices)
+
+
+def test_a_gpt_style_decoder_runs_every_batch_and_sequence_from_one_compiled_program(exported_models):
+    """int64 tokens, embeddings, causal self-attention whose mask is a slice of a buffer to the
+    sequence's length, LayerNorm, GELU: batch and sequence are sizes."""
+    m = onnx.load(str(exported_models / "gpt.onnx"))
+    session = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for device in DEVICES:
+        run = kiln.onnx.compile(m, device=device)
+        for batch, seq in ((1, 1), (2, 16), (3, 7)):
+            tokens = RNG.integers(0, 512, (batch, seq)).astype(np.int64)
+            want = session.run(None, {"tokens": tokens})[0]
+            got = run(tokens=tokens)["logits"]
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()),
+                                       err_msg=f"batch {batch}, sequence {seq} on {device}")
 
 
 # --- what kiln cannot import -----------------------------------------------------------------

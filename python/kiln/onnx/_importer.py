@@ -280,13 +280,16 @@ class Converter:
         if op == "Squeeze":
             axes = attrs.get("axes") if self.opset < 13 else (ins[1].const if len(ins) > 1 and ins[1] else None)
             return [np.squeeze(x, axis=None if axes is None else tuple(int(a) for a in axes))]
+        if op == "Range" or (op == "Slice" and x.dtype != object):
+            return None  # a tensor whose extent is a size (Range's, a slice's): the operator writes it
         if op == "Slice" and self.opset >= 10:
             starts, ends = ins[1].const, ins[2].const
             if x.ndim == 1 and len(starts) == 1 and (len(ins) < 4 or ins[3] is None or int(ins[3].const[0]) == 0):
                 step = int(ins[4].const[0]) if len(ins) > 4 and ins[4] is not None else 1
                 return [x[slice(int(starts[0]), int(ends[0]), step)]]
         self.unsupported(node, "shape arithmetic on a dimension that is a size (only Shape, Gather, Concat, "
-                               "Unsqueeze, Squeeze, Slice and Cast of shapes are folded with sizes)")
+                               "Unsqueeze, Squeeze, Slice and Cast of shapes are folded with sizes, and a Range "
+                               "from 0 in steps of 1 is computed)")
 
 
 def load(model):

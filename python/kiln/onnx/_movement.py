@@ -195,7 +195,7 @@ def slice_(cx, node, ins, attrs):
     if cx.opset < 10:
         starts, ends, axes, steps = attrs["starts"], attrs["ends"], attrs.get("axes"), None
     else:
-        starts, ends = cx.known(node, ins[1], "starts"), cx.known(node, ins[2], "ends")
+        starts, ends = cx.known(node, ins[1], "starts"), cx.known(node, ins[2], "ends", symbolic=True)
         axes = cx.known(node, ins[3], "axes") if len(ins) > 3 and ins[3] is not None else None
         steps = cx.known(node, ins[4], "steps") if len(ins) > 4 and ins[4] is not None else None
     axes = list(range(len(starts))) if axes is None else [int(a) + (x.rank if a < 0 else 0) for a in axes]
@@ -204,17 +204,57 @@ def slice_(cx, node, ins, attrs):
     for a, s, e, st in zip(axes, starts, ends, steps):
         if not isinstance(x.shape[a], int):
             cx.unsupported(node, "slicing a dimension that is a size")
+        if isinstance(e, str):
+            # The first `size` elements (a causal mask's [:T, :T]): past the dimension's end they
+            # read 0, where ONNX would stop at its end.
+            if int(s) != 0 or st != 1:
+                cx.unsupported(node, "a slice to a size that does not start at 0 in steps of 1")
+            shape[a] = e
+            continue
         first, last, count = _slice_range(x.shape[a], int(s), int(e), st)
         begin[a], step[a], shape[a] = first, st, count
-    out = cx.output(node, 0, x.dtype, tuple(shape))
+    return [slice_into(cx, x, cx.output(node, 0, x.dtype, tuple(shape)), begin, step)]
+
+
+def slice_into(cx, x, out, begin, step):
+    """out = x from `begin` in steps of `step` along each dimension, as many as out's extents."""
     subs = indices(x.rank)
     # A dimension read from 0 in steps of 1 but not to its end would stand alone in two extents,
     # which the language refuses: it is read through a sum over one point, as Concat's parts.
-    short = [d for d in range(x.rank) if begin[d] == 0 and step[d] == 1 and shape[d] != x.shape[d]]
+    short = [d for d in range(x.rank) if begin[d] == 0 and step[d] == 1 and isinstance(out.shape[d], int)
+             and out.shape[d] != x.shape[d]]
     x_subs = [affine([(step[d], subs[d])] + ([(-1, "q0")] if d in short else []), begin[d]) for d in range(x.rank)]
     text = f"sum({read(cx, x, x_subs)}) where q0 < 1" if short else read(cx, x, x_subs)
     cx.emit(f"{target(cx, out, subs)} = {text}")
-    return [out]
+    return out
+
+
+@op("Split")
+def split(cx, node, ins, attrs):
+    x = ins[0]
+    axis = attrs.get("axis", 0)
+    axis += x.rank if axis < 0 else 0
+    if not isinstance(x.shape[axis], int):
+        cx.unsupported(node, "splitting a dimension that is a size")
+    if cx.opset >= 13 and len(ins) > 1 and ins[1] is not None:
+        parts = [int(p) for p in cx.known(node, ins[1], "split")]
+    elif "split" in attrs:
+        parts = [int(p) for p in attrs["split"]]
+    else:  # equal parts, the last one smaller where they do not divide (opset 18's num_outputs)
+        n = attrs.get("num_outputs", len(node.output))
+        each = -(-x.shape[axis] // n)
+        parts = [min(each, x.shape[axis] - each * i) for i in range(n)]
+    if sum(parts) != x.shape[axis] or len(parts) != len(node.output):
+        cx.unsupported(node, f"parts {parts} of a dimension of {x.shape[axis]}")
+    outs, offset = [], 0
+    for i, part in enumerate(parts):
+        shape = list(x.shape)
+        shape[axis] = part
+        begin = [0] * x.rank
+        begin[axis] = offset
+        outs.append(slice_into(cx, x, cx.output(node, i, x.dtype, tuple(shape), x), begin, [1] * x.rank))
+        offset += part
+    return outs
 
 
 def _slice_range(size, start, end, step):

@@ -260,8 +260,21 @@ def reduce(cx, node, ins, attrs):
     return [out]
 
 
+@op("Range")
+def range_(cx, node, ins, attrs):
+    """A Range whose limit is a size (PyTorch's arange(T) over a dynamic sequence): from 0 in
+    steps of 1, out[i] = i. A Range of known numbers was folded at import."""
+    start, limit, delta = (cx.known(node, v, name, symbolic=True) for v, name in zip(ins, ("start", "limit", "delta")))
+    if start.reshape(-1)[0] != 0 or delta.reshape(-1)[0] != 1 or not isinstance(limit.reshape(-1)[0], str):
+        cx.unsupported(node, "a Range over a size that does not start at 0 in steps of 1")
+    out = cx.output(node, 0, ins[0].dtype, (limit.reshape(-1)[0],))
+    cx.emit(f"{target(cx, out, ['i0'])} = {ins[0].dtype}(i0)")
+    return [out]
+
+
 # The operators of the other modules register themselves in OPS when imported.
 from . import _conv, _movement  # noqa: E402
 
 REGISTERED_ELSEWHERE = (_conv, _movement)
 __all__ = ["OPS"]
+
