@@ -1,7 +1,8 @@
 """kiln.onnx against ONNX Runtime on real architectures: the nine the `onnx` wheel ships with
 constant weights (onnx/backend/test/data/light, batch 1), and with --torchvision torchvision's
-ResNet-18, MobileNet-V2 and SqueezeNet-1.1 (random weights, dynamic batch, exported by
-examples/onnx/export_models.py under an interpreter with PyTorch) at each --batches. For
+ResNet-18, MobileNet-V2 and SqueezeNet-1.1 and the GPT-style decoder (random weights, exported by
+examples/onnx/export_models.py under an interpreter with PyTorch) at each --batches (the
+decoder's sequences 64 tokens long). For
 each: import and compile times, the median of 5 runs after one on cpu (KILN_CPU_THREADS
 threads, 2 by default) and ONNX Runtime's with as many intra-op threads, in the same process,
 and the largest difference relative to ONNX Runtime's largest output. Prints the tables of
@@ -19,6 +20,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+GPT_SEQUENCE = 64  # the GPT-style decoder's tokens per sequence: all the positions it has
 EXPORTER = os.path.join(HERE, "..", "examples", "onnx", "export_models.py")
 
 
@@ -38,11 +40,12 @@ def light_models(onnx, names):
     return [(name, os.path.join(light, f"light_{name}.onnx"), None) for name in names]
 
 
-def torchvision_models(folder, names, batches):
+def exported_models(folder, names, batches):
     """Exports the models with the interpreter this environment was made from (Debian's
     python3-torch and python3-torchvision live there, not here)."""
     base = os.path.join(sys.base_prefix, "bin", "python%d.%d" % sys.version_info[:2])
-    command = [base, EXPORTER, folder] + (["--models", ",".join(names)] if names else [])
+    names = names or ["resnet18", "mobilenet_v2", "squeezenet1_1", "gpt"]
+    command = [base, EXPORTER, folder, "--models", ",".join(names)]
     exported = subprocess.run(command, check=True, capture_output=True, text=True).stdout.split()
     return [(os.path.basename(p)[:-len(".onnx")], p, b) for p in exported for b in batches]
 
@@ -50,7 +53,8 @@ def torchvision_models(folder, names, batches):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default="build", help="the build folder whose python/ holds kiln")
-    parser.add_argument("--torchvision", action="store_true", help="torchvision's models instead of the light ones")
+    parser.add_argument("--torchvision", action="store_true",
+                        help="the models PyTorch exports (torchvision's, the GPT-style decoder) instead of the light ones")
     parser.add_argument("--batches", default="1,16", help="--torchvision's batch sizes (comma-separated)")
     parser.add_argument("models", nargs="*", help="model names (default: every one)")
     args = parser.parse_args()
@@ -63,7 +67,7 @@ def main():
     import kiln.onnx
 
     folder = tempfile.TemporaryDirectory()
-    cases = (torchvision_models(folder.name, args.models, [int(b) for b in args.batches.split(",")])
+    cases = (exported_models(folder.name, args.models, [int(b) for b in args.batches.split(",")])
              if args.torchvision else light_models(onnx, args.models))
     print("| model | batch | import / compile | kiln | ONNX Runtime | ratio | largest difference |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
@@ -71,8 +75,13 @@ def main():
         model = onnx.load(path)
         initializers = {t.name for t in model.graph.initializer}
         (inp,) = [i for i in model.graph.input if i.name not in initializers]
-        shape = [d.dim_value if d.HasField("dim_value") else batch for d in inp.type.tensor_type.shape.dim]
-        feeds = {inp.name: np.random.default_rng(0).standard_normal(shape).astype(np.float32)}
+        rng = np.random.default_rng(0)
+        if inp.type.tensor_type.elem_type == onnx.TensorProto.INT64:  # the GPT-style decoder's tokens
+            shape = [batch, GPT_SEQUENCE]
+            feeds = {inp.name: rng.integers(0, 512, shape).astype(np.int64)}
+        else:
+            shape = [d.dim_value if d.HasField("dim_value") else batch for d in inp.type.tensor_type.shape.dim]
+            feeds = {inp.name: rng.standard_normal(shape).astype(np.float32)}
         try:
             start = time.perf_counter()
             program = kiln.onnx.import_model(model)

@@ -278,6 +278,22 @@ TEST(FoldConstantsTest, OffsetArithmeticCombinesConstants) {
             "      (store 1 (neg v1) (load f32 0 v1)))))\n");
 }
 
+TEST(FoldConstantsTest, FloatSquaresBecomeProducts) {
+  LExprRef x = load(4, kF32, i64(0));
+  LExprRef n = load(5, kI32, i64(0));
+  Kernel k = kernel({0, 1, 2, 3, 4, 5}, 0, 0, lblock({
+      lstore(0, i64(0), op(Op::kPow, kF32, {x, c(kF32, 2)})),
+      lstore(0, i64(1), op(Op::kPow, kF32, {x, c(kF32, 3)})),   // not one rounding: kept
+      lstore(2, i64(0), op(Op::kPow, kI32, {n, c(kI32, 2)})),   // integers saturate: kept
+  }));
+  EXPECT_EQ(after(fold_constants, k),
+            "(kernel k (nodes 0 1 2 3 4 5) (vars 0) (locals 0)\n"
+            "  (block\n"
+            "    (store 0 0 (* f32 (load f32 4 0) (load f32 4 0)))\n"
+            "    (store 0 1 (pow f32 (load f32 4 0) (const f32 3)))\n"
+            "    (store 2 0 (pow i32 (load i32 5 0) (const i32 2)))))\n");
+}
+
 TEST(FoldConstantsTest, SelectAndIfWithConstantConditions) {
   LExprRef a = load(1, kF32, i64(0));
   LExprRef b = load(1, kF32, i64(99));  // out of range: must stay unevaluated

@@ -88,5 +88,11 @@ def elementwise(cx, node, inputs, dtype, expression):
     like = next((v for v in inputs if v.perm is not None and v.shape == shape), None)
     out = cx.output(node, 0, dtype, shape, like)
     subs = indices(len(shape))
-    cx.emit(f"{target(cx, out, subs)} = {expression(*[broadcast_read(cx, v, shape, subs) for v in inputs])}")
+    # A known single value beside a computed tensor is written as a literal, which the compiler
+    # folds (PyTorch's LayerNorm squares with Pow by a constant 2: x * x, not a call to pow).
+    computed = any(v.const is None for v in inputs)
+    reads = [literal(v.const.reshape(-1)[0].item(), v.dtype)
+             if computed and v.const is not None and v.const.size == 1 and v.const.dtype != object
+             else broadcast_read(cx, v, shape, subs) for v in inputs]
+    cx.emit(f"{target(cx, out, subs)} = {expression(*reads)}")
     return [out]

@@ -199,6 +199,9 @@ LExprRef fold(const LExprRef& e) {
   if (e->op == Op::kMul && is_one(args[1])) return args[0];
   if (e->op == Op::kMul && is_one(args[0])) return args[1];
   if (e->op == Op::kDiv && is_one(args[1])) return args[0];
+  // x^2 is x * x rounded once (NaN, infinities and -0.0 alike), without a call to pow: a
+  // LayerNorm's variance as PyTorch exports it squares every element with Pow.
+  if (e->op == Op::kPow && is_const(args[1]) && args[1]->value == 2.0) return lop(Op::kMul, e->type, {args[0], args[0]});
   return e;
 }
 
