@@ -1,6 +1,8 @@
 """Exports models to ONNX with PyTorch, random weights (seeded): torchvision's ResNet-18,
 MobileNet-V2 and SqueezeNet-1.1 (a dynamic batch), and a GPT-style decoder (a dynamic batch and
-sequence). For classify.py beside it, the ONNX importer's tests (tests/python/test_onnx.py) and
+sequence), also with bf16 weights and activations ("gpt_bf16", which ONNX Runtime does not run on
+the CPU: beside it, NAME.reference.npz holds PyTorch's outputs for a batch of tokens). For
+classify.py beside it, the ONNX importer's tests (tests/python/test_onnx.py) and
 its benchmark (bench/onnx_models.py).
 
 Runs under an interpreter with PyTorch and torchvision (Debian's python3-torch and
@@ -24,7 +26,7 @@ import os
 import sys
 
 TORCHVISION = ("resnet18", "mobilenet_v2", "squeezenet1_1")
-MODELS = TORCHVISION + ("gpt",)
+MODELS = TORCHVISION + ("gpt", "gpt_bf16")
 
 
 def gpt_model(torch):
@@ -74,9 +76,12 @@ def gpt_model(torch):
 
 def export(torch, torchvision, name, size, path):
     torch.manual_seed(0)
-    if name == "gpt":
+    if name.startswith("gpt"):
         model, example = gpt_model(torch).eval(), torch.randint(0, 512, (2, 16))
         names, axes = ["tokens"], {"tokens": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}}
+        if name == "gpt_bf16":
+            model = model.to(torch.bfloat16)
+            reference_outputs(torch, model, path[:-len(".onnx")] + ".reference.npz")
     else:
         model, example = getattr(torchvision.models, name)(weights=None).eval(), torch.randn(2, 3, size, size)
         names, axes = ["input"], {"input": {0: "batch"}, "logits": {0: "batch"}}
@@ -84,6 +89,19 @@ def export(torch, torchvision, name, size, path):
         torch.onnx.export(model, example, path + ".part", input_names=names, output_names=["logits"],
                           dynamic_axes=axes, opset_version=13)
     os.replace(path + ".part", path)
+
+
+def reference_outputs(torch, model, path):
+    """What PyTorch computes for the bf16 model, which ONNX Runtime does not run on the CPU:
+    tokens (2 x 16), and the logits with its bf16 weights computed in f32 ("f32") and in bf16 as
+    eager PyTorch rounds every operation ("bf16")."""
+    import copy
+
+    import numpy as np
+    tokens = torch.from_numpy(np.random.default_rng(1).integers(0, 512, (2, 16)).astype(np.int64))
+    with torch.no_grad():
+        wide = copy.deepcopy(model).float()
+        np.savez(path, tokens=tokens.numpy(), f32=wide(tokens).numpy(), bf16=model(tokens).float().numpy())
 
 
 def main():

@@ -278,14 +278,14 @@ EXPORTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", 
 @pytest.fixture(scope="module")
 def exported_models(tmp_path_factory):
     """torchvision's three models at 32x32 images (so that interp runs them in seconds) and the
-    GPT-style decoder, exported once."""
+    GPT-style decoder in f32 and in bf16, exported once."""
     probe = subprocess.run([BASE_PYTHON, "-c", "import torch, torchvision"], capture_output=True)
     if probe.returncode != 0:
         pytest.skip(f"{BASE_PYTHON} has no PyTorch or torchvision (Debian's python3-torch and "
                     "python3-torchvision; `make test` installs them)")
     folder = tmp_path_factory.mktemp("exported")
     subprocess.run([BASE_PYTHON, EXPORTER, str(folder), "--size", "32", "--models",
-                    "resnet18,mobilenet_v2,squeezenet1_1,gpt"], check=True, capture_output=True)
+                    "resnet18,mobilenet_v2,squeezenet1_1,gpt,gpt_bf16"], check=True, capture_output=True)
     return folder
 
 
@@ -313,6 +313,24 @@ def test_a_gpt_style_decoder_runs_every_batch_and_sequence_from_one_compiled_pro
             got = run(tokens=tokens)["logits"]
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()),
                                        err_msg=f"batch {batch}, sequence {seq} on {device}")
+
+
+def test_a_bf16_model_matches_pytorch(exported_models):
+    """The decoder with bf16 weights and activations, against PyTorch (ONNX Runtime does not run
+    bf16 on the CPU): kiln computes each statement in f32 and rounds once where it stores, so it
+    is as close to the same weights computed in f32 as PyTorch's eager bf16, which rounds every
+    operation (docs/language.md)."""
+    m = onnx.load(str(exported_models / "gpt_bf16.onnx"))
+    reference = np.load(str(exported_models / "gpt_bf16.reference.npz"))
+    for device in DEVICES:
+        got = kiln.onnx.compile(m, device=device)(tokens=reference["tokens"])["logits"]
+        assert got.dtype.name == "bfloat16", got.dtype
+        got = got.astype(np.float32)
+        scale = float(np.abs(reference["f32"]).max())
+        eager = float(np.abs(reference["bf16"] - reference["f32"]).max()) / scale
+        ours = float(np.abs(got - reference["f32"]).max()) / scale
+        assert ours <= max(2e-2, 1.5 * eager), (device, ours, eager)
+        assert float(np.abs(got - reference["bf16"]).max()) / scale <= 4e-2, device
 
 
 # --- what kiln cannot import -----------------------------------------------------------------
