@@ -5,11 +5,13 @@ examples/onnx/export_models.py under an interpreter with PyTorch) at each --batc
 decoder's sequences 64 tokens long). For
 each: import and compile times, the median of 5 runs after one on cpu (KILN_CPU_THREADS
 threads, 2 by default) and ONNX Runtime's with as many intra-op threads, in the same process,
-and the largest difference relative to ONNX Runtime's largest output. Prints the tables of
-docs/onnx.md.
+and the largest difference relative to ONNX Runtime's largest output; with --peak-memory, the
+peak resident memory of a process that loads the model and runs it once, kiln's against ONNX
+Runtime's. Prints the tables of docs/onnx.md.
 
     build/python-venv/bin/python bench/onnx_models.py --build build [MODEL ...]
     build/python-venv/bin/python bench/onnx_models.py --build build --torchvision [--batches 1,16]
+    build/python-venv/bin/python bench/onnx_models.py --build build [--torchvision] --peak-memory
 """
 
 import argparse
@@ -50,16 +52,59 @@ def exported_models(folder, names, batches):
     return [(os.path.basename(p)[:-len(".onnx")], p, b) for p in exported for b in batches]
 
 
+def feeds_for(np, onnx, model, batch):
+    """Random inputs for the model's one input: images, or the GPT-style decoder's tokens."""
+    initializers = {t.name for t in model.graph.initializer}
+    (inp,) = [i for i in model.graph.input if i.name not in initializers]
+    rng = np.random.default_rng(0)
+    if inp.type.tensor_type.elem_type == onnx.TensorProto.INT64:
+        return {inp.name: rng.integers(0, 512, [batch, GPT_SEQUENCE]).astype(np.int64)}
+    shape = [d.dim_value if d.HasField("dim_value") else batch for d in inp.type.tensor_type.shape.dim]
+    return {inp.name: rng.standard_normal(shape).astype(np.float32)}
+
+
+def peak_kib(build, who, path, batch):
+    """The peak resident memory (ru_maxrss) of a process that loads the model with `who` (kiln
+    or ort) and runs it once: a process of its own, so that neither counts the other's."""
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--build", build, "--measure-peak", who,
+                           path, str(batch or 0)], check=True, capture_output=True, text=True)
+    return int(done.stdout.split()[-1])
+
+
+def measure_peak(who, path, batch):
+    import resource
+
+    import numpy as np
+    import onnx
+    model = onnx.load(path)
+    feeds = feeds_for(np, onnx, model, batch or None)
+    if who == "kiln":
+        import kiln.onnx
+        kiln.onnx.compile(model, "cpu")(**feeds)
+    else:
+        import onnxruntime as ort
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = int(os.environ["KILN_CPU_THREADS"])
+        ort.InferenceSession(path, options, providers=["CPUExecutionProvider"]).run(None, feeds)
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default="build", help="the build folder whose python/ holds kiln")
     parser.add_argument("--torchvision", action="store_true",
                         help="the models PyTorch exports (torchvision's, the GPT-style decoder) instead of the light ones")
     parser.add_argument("--batches", default="1,16", help="--torchvision's batch sizes (comma-separated)")
+    parser.add_argument("--peak-memory", action="store_true",
+                        help="instead of times, each one's peak resident memory with the model loaded and run once")
+    parser.add_argument("--measure-peak", nargs=3, metavar=("WHO", "MODEL", "BATCH"), help=argparse.SUPPRESS)
     parser.add_argument("models", nargs="*", help="model names (default: every one)")
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(os.path.abspath(args.build), "python"))
     threads = int(os.environ.setdefault("KILN_CPU_THREADS", "2"))
+    if args.measure_peak:
+        who, path, batch = args.measure_peak
+        return measure_peak(who, path, int(batch))
     import numpy as np
     import onnx
     import onnxruntime as ort
@@ -69,19 +114,20 @@ def main():
     folder = tempfile.TemporaryDirectory()
     cases = (exported_models(folder.name, args.models, [int(b) for b in args.batches.split(",")])
              if args.torchvision else light_models(onnx, args.models))
+    if args.peak_memory:
+        print("| model | batch | kiln's peak memory | ONNX Runtime's | ratio |")
+        print("| --- | --- | --- | --- | --- |")
+        for name, path, batch in cases:
+            peaks = [peak_kib(args.build, who, path, batch) for who in ("kiln", "ort")]
+            print(f"| {name} | {batch or 1} | {peaks[0] / 1024:.0f} MiB | {peaks[1] / 1024:.0f} MiB | "
+                  f"{peaks[0] / peaks[1]:.2f}× |", flush=True)
+        return
     print("| model | batch | import / compile | kiln | ONNX Runtime | ratio | largest difference |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, path, batch in cases:
         model = onnx.load(path)
-        initializers = {t.name for t in model.graph.initializer}
-        (inp,) = [i for i in model.graph.input if i.name not in initializers]
-        rng = np.random.default_rng(0)
-        if inp.type.tensor_type.elem_type == onnx.TensorProto.INT64:  # the GPT-style decoder's tokens
-            shape = [batch, GPT_SEQUENCE]
-            feeds = {inp.name: rng.integers(0, 512, shape).astype(np.int64)}
-        else:
-            shape = [d.dim_value if d.HasField("dim_value") else batch for d in inp.type.tensor_type.shape.dim]
-            feeds = {inp.name: rng.standard_normal(shape).astype(np.float32)}
+        feeds = feeds_for(np, onnx, model, batch)
+        shape = next(iter(feeds.values())).shape
         try:
             start = time.perf_counter()
             program = kiln.onnx.import_model(model)
