@@ -260,6 +260,39 @@ def reduce(cx, node, ins, attrs):
     return [out]
 
 
+@op("LayerNormalization")
+def layer_norm(cx, node, ins, attrs):
+    """Opset 17's LayerNormalization over the dimensions from `axis` on: the mean, the variance
+    (the mean of squared differences), InvStdDev = 1 / sqrt(variance + epsilon), then
+    Y = (X - mean) * InvStdDev * Scale + B. Mean and InvStdDev are outputs where the model reads
+    them, in the stash type (f32 for narrower floats), else temporaries."""
+    x, scale = ins[0], ins[1]
+    bias = ins[2] if len(ins) > 2 else None
+    axis = attrs.get("axis", -1)
+    axis += x.rank if axis < 0 else 0
+    eps = attrs.get("epsilon", 1e-5)
+    stash = "f32" if attrs.get("stash_type", 1) == 1 and x.dtype in ("f16", "bf16") else x.dtype
+    kept = tuple(x.shape[d] if d < axis else 1 for d in range(x.rank))
+    stats = [cx.output(node, i, stash, kept) if cx.used(node, i) else cx.graph.temporary(stash, kept, "layer_norm")
+             for i in (1, 2)]
+    mean, inv = stats
+    subs = indices(x.rank)
+    reduced = [f"r{d}" if d >= axis else f"i{d}" for d in range(x.rank)]
+    at_stats = [f"i{d}" if d < axis else "0" for d in range(x.rank)]
+    x_r, m = read(cx, x, reduced), read(cx, mean, subs)
+    cx.emit(f"{target(cx, mean, subs)} = mean({x_r})")
+    variance = cx.graph.temporary(stash, kept, "layer_norm_variance")
+    cx.emit(f"{target(cx, variance, subs)} = mean(({x_r} - {m}) * ({x_r} - {m}))")
+    cx.emit(f"{target(cx, inv, subs)} = {literal(1.0, stash)} / sqrt({read(cx, variance, subs)} + {literal(eps, stash)})")
+    y = cx.output(node, 0, x.dtype, x.shape, x)
+    text = (f"({read(cx, x, subs)} - {read(cx, mean, at_stats)}) * {read(cx, inv, at_stats)} * "
+            f"{broadcast_read(cx, scale, x.shape, subs)}")
+    if bias is not None:
+        text += f" + {broadcast_read(cx, bias, x.shape, subs)}"
+    cx.emit(f"{target(cx, y, subs)} = {text}")
+    return [y] + [v if cx.used(node, i) else None for i, v in zip((1, 2), stats)]
+
+
 @op("Range")
 def range_(cx, node, ins, attrs):
     """A Range whose limit is a size (PyTorch's arange(T) over a dynamic sequence): from 0 in
