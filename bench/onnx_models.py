@@ -23,7 +23,6 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GPT_SEQUENCE = 64  # the GPT-style decoder's tokens per sequence: all the positions it has
-EXPORTER = os.path.join(HERE, "..", "examples", "onnx", "export_models.py")
 
 
 def median_ms(fn, runs=5):
@@ -45,10 +44,9 @@ def light_models(onnx, names):
 def exported_models(folder, names, batches):
     """Exports the models with the interpreter this environment was made from (Debian's
     python3-torch and python3-torchvision live there, not here)."""
-    base = os.path.join(sys.base_prefix, "bin", "python%d.%d" % sys.version_info[:2])
-    names = names or ["resnet18", "mobilenet_v2", "squeezenet1_1", "gpt"]
-    command = [base, EXPORTER, folder, "--models", ",".join(names)]
-    exported = subprocess.run(command, check=True, capture_output=True, text=True).stdout.split()
+    sys.path.insert(0, os.path.join(HERE, "..", "examples", "onnx"))
+    from export_models import export_with_base_python
+    exported = export_with_base_python(folder, names or ["resnet18", "mobilenet_v2", "squeezenet1_1", "gpt"])
     return [(os.path.basename(p)[:-len(".onnx")], p, b) for p in exported for b in batches]
 
 

@@ -15,8 +15,6 @@ it runs your own model (input [batch, 3, H, W], one output of class scores).
 """
 
 import argparse
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,17 +22,7 @@ import time
 import numpy as np
 
 import kiln.onnx
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def export(model, folder):
-    base = os.path.join(sys.base_prefix, "bin", "python%d.%d" % sys.version_info[:2])
-    done = subprocess.run([base, os.path.join(HERE, "export_models.py"), folder, "--models", model],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"classify.py: exporting {model} failed:\n{done.stderr.strip()}")
-    return done.stdout.split()[0]
+from export_models import export_with_base_python
 
 
 def top5(scores):
@@ -54,7 +42,10 @@ def main():
     import onnxruntime as ort
 
     with tempfile.TemporaryDirectory() as folder:
-        path = args.onnx or export(args.model, folder)
+        try:
+            path = args.onnx or export_with_base_python(folder, [args.model])[0]
+        except RuntimeError as e:
+            sys.exit(f"classify.py: {e}")
         model = onnx.load(path)
         initializers = {t.name for t in model.graph.initializer}
         (inp,) = [i for i in model.graph.input if i.name not in initializers]

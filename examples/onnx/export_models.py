@@ -23,6 +23,7 @@ positions.
 import argparse
 import math
 import os
+import subprocess
 import sys
 
 TORCHVISION = ("resnet18", "mobilenet_v2", "squeezenet1_1")
@@ -102,6 +103,23 @@ def reference_outputs(torch, model, path):
     with torch.no_grad():
         wide = copy.deepcopy(model).float()
         np.savez(path, tokens=tokens.numpy(), f32=wide(tokens).numpy(), bf16=model(tokens).float().numpy())
+
+
+def base_python():
+    """The interpreter the running virtual environment was made from, where Debian's PyTorch and
+    torchvision live (itself outside an environment)."""
+    return os.path.join(sys.base_prefix, "bin", "python%d.%d" % sys.version_info[:2])
+
+
+def export_with_base_python(folder, models, size=None):
+    """Runs this script under base_python() for `models` into `folder` and returns the paths it
+    wrote; RuntimeError with its message where it fails. For callers inside the environment,
+    which has no PyTorch."""
+    command = [base_python(), os.path.abspath(__file__), folder, "--models", ",".join(models)]
+    done = subprocess.run(command + (["--size", str(size)] if size else []), capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"exporting {', '.join(models)} failed:\n{done.stderr.strip()}")
+    return done.stdout.split()
 
 
 def main():

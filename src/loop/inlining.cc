@@ -3,6 +3,8 @@
 #include "loop/work_count.h"
 
 #include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "loop/access.h"
 
@@ -21,28 +23,24 @@ bool reads_merge_of(const Expr& e, int node) {
   return std::any_of(e.args.begin(), e.args.end(), [&](const ExprRef& a) { return reads_merge_of(*a, node); });
 }
 
-// The subscripts of every read of `node` in `e`.
-void collect_read_points(const Expr& e, int node, std::vector<const std::vector<Affine>*>* out) {
-  count_lowering_work(1);
-  if (e.kind == Expr::Kind::kTensor && e.node == node) out->push_back(&e.subscripts);
-  for (const ExprRef& a : e.args) collect_read_points(*a, node, out);
-}
-
 bool same_subscript(const Affine& a, const Affine& b) {
   return a.gather < 0 && b.gather < 0 && a.offset == b.offset && a.terms == b.terms;
 }
 
-// Whether `e` reads `node` at two different points (x[i - 1] and x[i + 1]; a gather counts as
-// different from everything).
-bool reads_at_several_points(const Expr& e, int node) {
-  std::vector<const std::vector<Affine>*> points;
-  collect_read_points(e, node, &points);
-  for (size_t i = 1; i < points.size(); ++i) {
-    const std::vector<Affine>& a = *points[0];
-    const std::vector<Affine>& b = *points[i];
-    if (a.size() != b.size() || !std::equal(a.begin(), a.end(), b.begin(), same_subscript)) return true;
+// The nodes `e` reads at two different points (x[i - 1] and x[i + 1]; a gather counts as
+// different from everything), into `several`; `first` holds each node's first point seen.
+void collect_several_points(const Expr& e, std::unordered_map<int, const std::vector<Affine>*>* first,
+                            std::unordered_set<int>* several) {
+  count_lowering_work(1);
+  if (e.kind == Expr::Kind::kTensor) {
+    auto [at, inserted] = first->emplace(e.node, &e.subscripts);
+    const std::vector<Affine>& a = *at->second;
+    if (!inserted && (a.size() != e.subscripts.size() ||
+                      !std::equal(a.begin(), a.end(), e.subscripts.begin(), same_subscript))) {
+      several->insert(e.node);
+    }
   }
-  return false;
+  for (const ExprRef& a : e.args) collect_several_points(*a, first, several);
 }
 
 }  // namespace
@@ -63,11 +61,14 @@ InlineCandidates::InlineCandidates(const Program& program) {
       const Assignment& s = r.statements[i];
       ++uses_[s.target].writers;
       writes[s.target].push_back(i);
+      std::unordered_map<int, const std::vector<Affine>*> first_points;
+      std::unordered_set<int> several_points;
+      collect_several_points(*s.rhs, &first_points, &several_points);
       for (int node : read_nodes(s)) {
         Uses& u = uses_[node];
         u.readers.push_back({&r, i});
         u.merge_read = u.merge_read || reads_merge_of(*s.rhs, node);
-        u.several_points = u.several_points || reads_at_several_points(*s.rhs, node);
+        u.several_points = u.several_points || several_points.count(node);
       }
     }
   }

@@ -274,27 +274,22 @@ def test_the_onnx_wheels_light_models_match_onnxruntime(name):
 # Models exported by PyTorch (examples/onnx/export_models.py) under the interpreter this
 # environment was made from, which has Debian's python3-torch and python3-torchvision where `make
 # test` installed them (this environment has neither).
-BASE_PYTHON = os.path.join(sys.base_prefix, "bin", "python%d.%d" % sys.version_info[:2])
-EXPORTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "onnx",
-                        "export_models.py")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "onnx"))
+from export_models import base_python, export_with_base_python  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def exported_models(tmp_path_factory):
     """torchvision's three models at 32x32 images (so that interp runs them in seconds) and the
     GPT-style decoder in f32 and in bf16, exported once."""
-    probe = subprocess.run([BASE_PYTHON, "-c", "import torch, torchvision"], capture_output=True)
-    if probe.returncode != 0:
-        pytest.skip(f"{BASE_PYTHON} has no PyTorch or torchvision (Debian's python3-torch and "
+    if subprocess.run([base_python(), "-c", "import torch, torchvision"], capture_output=True).returncode != 0:
+        pytest.skip(f"{base_python()} has no PyTorch or torchvision (Debian's python3-torch and "
                     "python3-torchvision; `make test` installs them)")
     folder = tmp_path_factory.mktemp("exported")
-    subprocess.run([BASE_PYTHON, EXPORTER, str(folder), "--size", "32", "--models",
-                    "resnet18,mobilenet_v2,squeezenet1_1,gpt,gpt_bf16"], check=True, capture_output=True)
+    export_with_base_python(str(folder), ["resnet18", "mobilenet_v2", "squeezenet1_1", "gpt", "gpt_bf16"], size=32)
     return folder
 
 
-# PoCL takes 20-55 s to build each of these (cold, on 2 cores): opencl runs MobileNet-V2, whose
-# operators include the others' but for Concat and MaxPool, which the small CNN above covers there.
 @pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "squeezenet1_1"])
 def test_torchvisions_models_match_onnxruntime_at_two_batches(exported_models, name):
     m = onnx.load(str(exported_models / f"{name}.onnx"))

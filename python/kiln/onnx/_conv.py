@@ -118,14 +118,14 @@ def conv_products(cx, x, weights, bias, strides, dilations, pads, out, first_cha
     # reach past x, or a tap at stride 1 reads an input of another extent than the output's, the
     # copy gets one more row and column of zeros in front: then neither the copy nor a tap reads
     # at a bare index.
-    leaves = any(p > 0 or (o - 1) * st + dl * (k - 1) - p >= size for p, o, st, dl, k, size in windows)
+    last = [(o - 1) * st + dl * (k - 1) - p for p, o, st, dl, k, size in windows]  # the last point read
+    leaves = any(p > 0 or end >= size for (p, o, st, dl, k, size), end in zip(windows, last))
     bordered = leaves or any(st == 1 and o != size for p, o, st, dl, k, size in windows)
     if whole and not bordered and x.perm == CHANNELS_FIRST:
         src, shift = x, [0, 0]
     else:
         shift = [p + (1 if bordered else 0) for p, o, st, dl, k, size in windows]
-        extent = [sh + max(size, (o - 1) * st + dl * (k - 1) - p + 1)
-                  for sh, (p, o, st, dl, k, size) in zip(shift, windows)]
+        extent = [sh + max(size, end + 1) for sh, end, (p, o, st, dl, k, size) in zip(shift, last, windows)]
         src = cx.scratch(x.dtype, (x.shape[0], channels, *extent), CHANNELS_FIRST)
         rows, cols = (affine([(1, f"i{2 + d}")], -shift[d]) for d in range(2))
         if whole:
@@ -140,10 +140,11 @@ def conv_products(cx, x, weights, bias, strides, dilations, pads, out, first_cha
     for kh in range(kernel[0]):
         for kw in range(kernel[1]):
             tap = cx.constant(np.ascontiguousarray(weights[:, :, kh, kw]), "conv_tap")
-            at = [dilations[0] * kh - pads[0] + shift[0], dilations[1] * kw - pads[1] + shift[1]]
+            in_x = [dilations[0] * kh - pads[0], dilations[1] * kw - pads[1]]  # where the tap reads x
+            at = [a + sh for a, sh in zip(in_x, shift)]  # and the source
             operand = src
             if (whole and x.perm == CHANNELS_FIRST and strides == [1, 1] and list(spatial) == list(x.shape[2:])
-                    and [a - sh for a, sh in zip(at, shift)] == [0, 0]):
+                    and in_x == [0, 0]):
                 operand = x  # the centre of a padded window at stride 1 reads x as it is
             elif at != [0, 0] or strides != [1, 1] or list(spatial) != list(src.shape[2:]):
                 operand = cx.scratch(x.dtype, (x.shape[0], channels, *spatial), CHANNELS_FIRST)

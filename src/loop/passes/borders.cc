@@ -5,6 +5,7 @@
 // compiler sees plain, vectorizable loads.
 #include <algorithm>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "kiln/loop/optimize.h"
@@ -45,9 +46,9 @@ struct VarComparison {
   }
 };
 
-// `e` with the loop variable `var` replaced by `by`.
-LExprRef with_var(const LExprRef& e, int var, const LExprRef& by) {
-  return rewrite_expr(e, [&](const LExprRef& x) { return x->kind == LExpr::Kind::kVar && x->var == var ? by : x; });
+// The rewrite that replaces loop variable `var` by `by`.
+internal::ExprRewrite replacing_var(int var, LExprRef by) {
+  return [var, by = std::move(by)](const LExprRef& x) { return x->kind == LExpr::Kind::kVar && x->var == var ? by : x; };
 }
 
 // `cmp` as c * var + k compared with 0, where its operands are i64 expressions of `var` and
@@ -58,7 +59,7 @@ std::optional<VarComparison> as_var_comparison(const LExpr& cmp, int var) {
   const LExprRef diff = lop(Op::kSub, DType::kI64, {cmp.args[0], cmp.args[1]});
   const std::optional<int64_t> c = var_coefficient(*diff, var);
   if (!c || *c == 0) return std::nullopt;
-  const std::optional<int64_t> k = evaluate_extent(*with_var(diff, var, i64_const(0)), {});
+  const std::optional<int64_t> k = evaluate_extent(*rewrite_expr(diff, replacing_var(var, i64_const(0))), {});
   if (!k) return std::nullopt;
   return VarComparison{cmp.op, *c, *k};
 }
@@ -109,12 +110,8 @@ LStmtRef decide_comparisons(const LStmtRef& body, int var, int64_t begin, int64_
 // The loop's body run for iterations [begin, end) of the original loop.
 LStmtRef shifted_loop(const LStmt& loop, const std::vector<LStmtRef>& body, int64_t begin, int64_t end) {
   std::vector<LStmtRef> shifted;
-  const LExprRef by = lop(Op::kAdd, DType::kI64, {lvar(loop.var), i64_const(begin)});
-  for (const LStmtRef& s : body) {
-    shifted.push_back(begin == 0 ? s : rewrite_stmt_exprs(s, [&](const LExprRef& x) {
-      return x->kind == LExpr::Kind::kVar && x->var == loop.var ? by : x;
-    }));
-  }
+  const internal::ExprRewrite shift = replacing_var(loop.var, lop(Op::kAdd, DType::kI64, {lvar(loop.var), i64_const(begin)}));
+  for (const LStmtRef& s : body) shifted.push_back(begin == 0 ? s : rewrite_stmt_exprs(s, shift));
   return lfor(loop.var, end - begin, false, std::move(shifted));
 }
 
@@ -151,10 +148,12 @@ LStmtRef split(const LStmtRef& s, int depth, bool& changed) {
   changed = true;
   std::vector<LStmtRef> middle;
   for (const LStmtRef& child : s->body) middle.push_back(decide_comparisons(child, s->var, begin, end));
+  // Both ends run the same body (shared: trees are immutable), split once.
+  const std::vector<LStmtRef> ends = split_all(s->body, depth + 1, changed);
   std::vector<LStmtRef> loops;
-  if (begin > 0) loops.push_back(shifted_loop(*s, split_all(s->body, depth + 1, changed), 0, begin));
+  if (begin > 0) loops.push_back(shifted_loop(*s, ends, 0, begin));
   loops.push_back(shifted_loop(*s, split_all(middle, depth + 1, changed), begin, end));
-  if (end < s->extent) loops.push_back(shifted_loop(*s, split_all(s->body, depth + 1, changed), end, s->extent));
+  if (end < s->extent) loops.push_back(shifted_loop(*s, ends, end, s->extent));
   return lblock(std::move(loops));
 }
 
