@@ -100,8 +100,9 @@ Status Queue::execute(const SemaphoreList& waits, const SemaphoreList& signals,
   return submit(ExecuteCommand{std::move(command_buffer), std::move(context)}, waits, signals, placement);
 }
 
-Status Queue::host_call(const SemaphoreList& waits, const SemaphoreList& signals, HostCallFn fn) {
-  return submit(HostCallCommand{std::move(fn)}, waits, signals);
+Status Queue::host_call(const SemaphoreList& waits, const SemaphoreList& signals, HostCallFn fn,
+                        Placement placement) {
+  return submit(HostCallCommand{std::move(fn)}, waits, signals, placement);
 }
 
 Status Queue::barrier(const SemaphoreList& waits, const SemaphoreList& signals) {

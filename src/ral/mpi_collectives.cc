@@ -2,12 +2,29 @@
 
 #include "ral/collective_types.h"
 
+#include "base/futex.h"
+
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <string>
 #include <vector>
 
 namespace kiln::ral::internal {
+
+// What a rank tells the others about each collective (sent as bytes: every rank runs the same
+// build). Ranks agree when every field but the text is equal; the text is for messages. Outside
+// the unnamed namespace: MpiCollectives::Pending, declared in the header, holds some.
+struct Description {
+  uint64_t number = 0;  // the collective's place in its process's sequence, from 1
+  int64_t count = 0;
+  int32_t kind = 0, type = 0, op = 0, root = 0;
+  char text[160] = {};
+
+  bool agrees(const Description& o) const { return number == o.number && call() == o.call(); }
+  // What a call is, apart from its place in the sequence.
+  std::array<int64_t, 5> call() const { return {count, kind, type, op, root}; }
+};
 
 namespace {
 
@@ -47,19 +64,6 @@ MPI_Op mpi_op(CollectiveOp op) {
   }
 }
 
-// What a rank tells the others before a collective (sent as bytes: every rank runs the same
-// build). Ranks agree when every field but the text is equal; the text is for messages.
-struct Description {
-  uint64_t number = 0;  // the collective's place in its process's sequence, from 1
-  int64_t count = 0;
-  int32_t kind = 0, type = 0, op = 0, root = 0;
-  char text[160] = {};
-
-  bool agrees(const Description& o) const {
-    return number == o.number && count == o.count && kind == o.kind && type == o.type && op == o.op && root == o.root;
-  }
-};
-
 Description describe(const Collective& c, uint64_t number) {
   Description d;
   d.number = number;
@@ -87,6 +91,17 @@ Status mpi_status(int code, std::string_view what) {
   return unavailable_error(std::string(what) + ": " + mpi_error_text(code));
 }
 
+namespace {
+
+// mpi_status() for a call about `c`, its message ("DOING" and c's description) built only for an
+// error: these calls run in polling loops.
+Status mpi_call_status(int code, const char* doing, const Collective& c) {
+  if (code == MPI_SUCCESS) return Status();
+  return mpi_status(code, std::string(doing) + c.describe());
+}
+
+}  // namespace
+
 struct MpiCollectives::Pending {
   Collective c;
   CollectiveDone done;
@@ -100,7 +115,11 @@ struct MpiCollectives::Pending {
   // for reduce_scatter this rank's part of the combination.
   Combination how;
   std::vector<std::byte> staged_in, staged_out;
-  bool posted = false;
+  bool begun = false;      // its descriptions are on their way
+  bool checked = false;    // every description arrived and agrees
+  bool posted = false;     // the data's collective is posted
+  bool data_done = false;  // ... and MPI completed it
+  Status data_error;       // ... or failed it: reported once the descriptions agree
   Clock::time_point deadline;
 };
 
@@ -136,14 +155,62 @@ void MpiCollectives::start(Collective c, CollectiveDone done) {
     return;
   }
   p->mine = describe(p->c, ++started_);
-  in_flight_.fetch_add(1);
+  // Nothing else in flight: this thread posts it and waits a little for it (see the header).
+  if (in_flight_.fetch_add(1) == 0 && !stopping_) {
+    caller_posting_ = true;
+    lock.unlock();
+    run_on_caller(std::move(p));
+    return;
+  }
   incoming_.push_back(std::move(p));
-  if (!thread_.joinable()) thread_ = std::thread([this] { main(); });
+  start_thread();
   lock.unlock();
   wake_.notify_all();
 }
 
+void MpiCollectives::start_thread() {
+  if (!thread_.joinable() && !stopping_) thread_ = std::thread([this] { main(); });
+}
+
+void MpiCollectives::run_on_caller(std::unique_ptr<Pending> p) {
+  Status failed = begin(*p);
+  bool complete = false;
+  const Clock::time_point until = Clock::now() + kCallerPoll;
+  for (uint32_t step = 1; failed.ok(); ++step) {
+    failed = progress(*p, /*earlier_unposted=*/false, complete);
+    if (complete || Clock::now() > until) break;
+    spin_pause(step);
+  }
+  std::deque<std::unique_ptr<Pending>> ended;
+  bool handed_over = false;
+  if (!failed.ok()) {
+    p->outcome = failed;
+    ended.push_back(std::move(p));
+    std::deque<std::unique_ptr<Pending>> none;
+    break_world(failed, none, ended);  // also ends those started meanwhile
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (complete) ended.push_back(std::move(p));
+    else if (p) incoming_.push_front(std::move(p));  // first in start order: the thread goes on with it
+    caller_posting_ = false;
+    handed_over = !incoming_.empty();
+    if (handed_over) start_thread();
+  }
+  if (handed_over) wake_.notify_all();
+  end(ended);
+}
+
+void MpiCollectives::end(std::deque<std::unique_ptr<Pending>>& ended) {
+  for (auto& p : ended) {
+    p->done(p->outcome);
+    in_flight_.fetch_sub(1);
+  }
+  ended.clear();
+}
+
 Status MpiCollectives::begin(Pending& p) {
+  p.begun = true;
   p.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout_);
   for (int r = 0; r < size_; ++r) {
     if (r != rank_) p.peers.push_back(r);
@@ -152,11 +219,11 @@ Status MpiCollectives::begin(Pending& p) {
   p.exchange.assign(2 * p.peers.size(), MPI_REQUEST_NULL);
   const int bytes = static_cast<int>(sizeof(Description));
   for (size_t i = 0; i < p.peers.size(); ++i) {
-    KILN_RETURN_IF_ERROR(mpi_status(MPI_Irecv(&p.theirs[i], bytes, MPI_BYTE, p.peers[i], 0, check_, &p.exchange[i]),
-                                    "MPI_Irecv for " + p.c.describe()));
-    KILN_RETURN_IF_ERROR(mpi_status(
+    KILN_RETURN_IF_ERROR(mpi_call_status(MPI_Irecv(&p.theirs[i], bytes, MPI_BYTE, p.peers[i], 0, check_, &p.exchange[i]),
+                                    "MPI_Irecv for ", p.c));
+    KILN_RETURN_IF_ERROR(mpi_call_status(
         MPI_Isend(&p.mine, bytes, MPI_BYTE, p.peers[i], 0, check_, &p.exchange[p.peers.size() + i]),
-        "MPI_Isend for " + p.c.describe()));
+        "MPI_Isend for ", p.c));
   }
   return Status();
 }
@@ -178,7 +245,7 @@ Status MpiCollectives::check_descriptions(const Pending& p) const {
 Status MpiCollectives::post(Pending& p) {
   const Collective& c = p.c;
   const int n = static_cast<int>(c.count);
-  const std::string what = "posting " + c.describe();
+  const char* what = "posting ";
   const bool reduces = c.kind == CollectiveKind::kAllreduce || c.kind == CollectiveKind::kReduceScatter;
   p.how = reduces ? combination_of(c) : Combination{c.type};
   const void* in = c.in;
@@ -198,24 +265,24 @@ Status MpiCollectives::post(Pending& p) {
   const MPI_Datatype type = mpi_type(p.how.type);
   switch (c.kind) {
     case CollectiveKind::kAllreduce:
-      return mpi_status(MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, n, type, mpi_op(p.how.op), data_, &p.data),
-                        what);
+      return mpi_call_status(MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, n, type, mpi_op(p.how.op), data_, &p.data),
+                        what, c);
     case CollectiveKind::kAllgather:
-      return mpi_status(MPI_Iallgather(c.in, n, type, c.out, n, type, data_, &p.data), what);
+      return mpi_call_status(MPI_Iallgather(c.in, n, type, c.out, n, type, data_, &p.data), what, c);
     case CollectiveKind::kReduceScatter:
-      return mpi_status(MPI_Ireduce_scatter_block(in, out, n, type, mpi_op(p.how.op), data_, &p.data), what);
+      return mpi_call_status(MPI_Ireduce_scatter_block(in, out, n, type, mpi_op(p.how.op), data_, &p.data), what, c);
     case CollectiveKind::kBroadcast:
       if (rank_ == c.root && c.in != c.out && n > 0) std::memmove(c.out, c.in, c.count * ir::dtype_size(c.type));
-      return mpi_status(MPI_Ibcast(c.out, n, type, c.root, data_, &p.data), what);
+      return mpi_call_status(MPI_Ibcast(c.out, n, type, c.root, data_, &p.data), what, c);
   }
-  return internal_error(what + ": an unknown kind of collective");
+  return internal_error(what + c.describe() + ": an unknown kind of collective");
 }
 
 Status MpiCollectives::timed_out(Pending& p) const {
   const std::string limit = std::to_string(static_cast<int64_t>(timeout_.count() + 0.5)) + " s";
   const std::string what = p.c.describe() + " (collective #" + std::to_string(p.mine.number) + " of rank " +
                            std::to_string(rank_) + " of " + std::to_string(size_) + ")";
-  if (p.posted) {
+  if (p.checked) {
     return deadline_exceeded_error(what + ": every rank arrived, but it did not complete within " + limit +
                                    " (KILN_COLLECTIVE_TIMEOUT); a rank may have died during it");
   }
@@ -229,65 +296,84 @@ Status MpiCollectives::timed_out(Pending& p) const {
                                  " (KILN_COLLECTIVE_TIMEOUT)");
 }
 
-void MpiCollectives::break_world(const Status& why, std::deque<std::unique_ptr<Pending>>& ended) {
+void MpiCollectives::break_world(const Status& why, std::deque<std::unique_ptr<Pending>>& in_flight,
+                                 std::deque<std::unique_ptr<Pending>>& ended) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (broken_.ok()) broken_ = why.annotate("an earlier collective failed");
     failed_ = true;
     // Started but not seen yet: they end too (their exchange was never posted).
     while (!incoming_.empty()) {
-      active_.push_back(std::move(incoming_.front()));
+      in_flight.push_back(std::move(incoming_.front()));
       incoming_.pop_front();
     }
   }
-  for (auto& p : active_) {
+  for (auto& p : in_flight) {
     if (p->outcome.ok()) p->outcome = why.annotate(p->c.describe() + ": not run, an earlier collective failed");
     ended.push_back(std::move(p));
   }
-  active_.clear();
+  in_flight.clear();
+}
+
+Status MpiCollectives::progress(Pending& p, bool earlier_unposted, bool& complete, bool* moved) {
+  complete = false;
+  auto step = [&] {
+    if (moved) *moved = true;
+  };
+  if (!p.checked) {
+    int exchanged = 0;
+    KILN_RETURN_IF_ERROR(mpi_call_status(
+        MPI_Testall(static_cast<int>(p.exchange.size()), p.exchange.data(), &exchanged, MPI_STATUSES_IGNORE),
+        "exchanging descriptions for ", p.c));
+    if (exchanged) {
+      KILN_RETURN_IF_ERROR(check_descriptions(p));
+      p.checked = true;
+      agreed_.insert(p.mine.call());
+      step();
+    }
+  }
+  // A call the ranks agreed on before goes to MPI with its check; another one after it.
+  if (!p.posted && !earlier_unposted && (p.checked || agreed_.count(p.mine.call()))) {
+    KILN_RETURN_IF_ERROR(post(p));
+    p.posted = true;
+    step();
+  }
+  if (p.posted && !p.data_done && p.data_error.ok()) {
+    int done = 0;
+    p.data_error = mpi_call_status(MPI_Test(&p.data, &done, MPI_STATUS_IGNORE), "completing ", p.c);
+    p.data_done = done != 0;
+  }
+  // Data posted before the check may fail because the ranks' calls differ: that says more.
+  if (!p.data_error.ok() && p.checked) return p.data_error;
+  if (p.checked && p.data_done) {
+    if (p.c.kind == CollectiveKind::kAllreduce || p.c.kind == CollectiveKind::kReduceScatter) {
+      void* combined = p.how.staged ? (p.staged_out.empty() ? p.staged_in.data() : p.staged_out.data()) : p.c.out;
+      finish_combination(p.c, p.how, combined, size_);
+    }
+    complete = true;
+    step();
+    return Status();
+  }
+  if (Clock::now() > p.deadline) return p.data_error.ok() ? timed_out(p) : p.data_error;
+  return Status();
 }
 
 bool MpiCollectives::advance(std::deque<std::unique_ptr<Pending>>& ended) {
   bool moved = false;
   bool earlier_unposted = false;  // collectives reach MPI in start order
-  const Clock::time_point now = Clock::now();
   for (auto it = active_.begin(); it != active_.end();) {
     Pending& p = **it;
-    Status failed;
     bool complete = false;
-    if (!p.posted) {
-      int exchanged = 0;
-      failed = mpi_status(MPI_Testall(static_cast<int>(p.exchange.size()), p.exchange.data(), &exchanged,
-                                      MPI_STATUSES_IGNORE),
-                          "exchanging descriptions for " + p.c.describe());
-      if (failed.ok() && exchanged && !earlier_unposted) {
-        failed = check_descriptions(p);
-        if (failed.ok()) failed = post(p);
-        p.posted = failed.ok();
-        moved = true;
-      }
-    }
-    if (failed.ok() && p.posted) {
-      int done = 0;
-      failed = mpi_status(MPI_Test(&p.data, &done, MPI_STATUS_IGNORE), "completing " + p.c.describe());
-      complete = failed.ok() && done;
-    }
-    if (failed.ok() && !complete && now > p.deadline) failed = timed_out(p);
-    if (!failed.ok()) {
+    if (Status failed = progress(p, earlier_unposted, complete, &moved); !failed.ok()) {
       p.outcome = failed;
       ended.push_back(std::move(*it));
       active_.erase(it);
-      break_world(failed, ended);
+      break_world(failed, active_, ended);
       return true;
     }
     if (complete) {
-      if (p.c.kind == CollectiveKind::kAllreduce || p.c.kind == CollectiveKind::kReduceScatter) {
-        void* combined = p.how.staged ? (p.staged_out.empty() ? p.staged_in.data() : p.staged_out.data()) : p.c.out;
-        finish_combination(p.c, p.how, combined, size_);
-      }
       ended.push_back(std::move(*it));
       it = active_.erase(it);
-      moved = true;
       continue;
     }
     earlier_unposted = earlier_unposted || !p.posted;
@@ -300,7 +386,8 @@ void MpiCollectives::main() {
   // Polls without pause for the first 200 µs of a wait, and for as long as a collective's data is
   // in flight (MPI progresses it only inside its calls; sched_yield between polls measured 15 µs
   // a collective here); while every collective waits for other ranks to arrive, backs off to naps
-  // of up to a millisecond, so that waiting for a late rank costs little CPU.
+  // of up to a millisecond, so that waiting for a late rank costs little CPU. While a caller's
+  // thread posts one (run_on_caller), this thread leaves MPI to it.
   auto idle_since = Clock::now();
   for (;;) {
     std::deque<std::unique_ptr<Pending>> ended;
@@ -309,16 +396,17 @@ void MpiCollectives::main() {
       std::unique_lock<std::mutex> lock(mutex_);
       const bool moving = std::any_of(active_.begin(), active_.end(), [](const auto& p) { return p->posted; });
       const auto idle = Clock::now() - idle_since;
-      auto woken = [&] { return stopping_ || !incoming_.empty(); };
+      auto woken = [&] { return stopping_ || (!incoming_.empty() && !caller_posting_); };
       if (active_.empty()) {
         wake_.wait(lock, woken);
       } else if (!moving && idle > std::chrono::microseconds(200)) {
         wake_.wait_for(lock, std::min<Clock::duration>(idle / 8, std::chrono::milliseconds(1)), woken);
       }
       if (stopping_) return;
-      while (!incoming_.empty() && failed.ok()) {
+      while (!incoming_.empty() && !caller_posting_ && failed.ok()) {
         active_.push_back(std::move(incoming_.front()));
         incoming_.pop_front();
+        if (active_.back()->begun) continue;
         lock.unlock();
         failed = begin(*active_.back());
         lock.lock();
@@ -329,14 +417,11 @@ void MpiCollectives::main() {
       active_.back()->outcome = failed;
       ended.push_back(std::move(active_.back()));
       active_.pop_back();
-      break_world(failed, ended);
+      break_world(failed, active_, ended);
     } else if (advance(ended)) {
       idle_since = Clock::now();
     }
-    for (auto& p : ended) {
-      p->done(p->outcome);
-      in_flight_.fetch_sub(1);
-    }
+    end(ended);
   }
 }
 

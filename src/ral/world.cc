@@ -78,6 +78,72 @@ Status World::run(Collective collective) {
 
 namespace {
 
+// Whether start_all may send `c` with others: a small allreduce combined in its own type.
+bool fusable(const Collective& c) {
+  return c.kind == CollectiveKind::kAllreduce && !internal::combination_of(c).staged &&
+         c.count * static_cast<int64_t>(ir::dtype_size(c.type)) <= World::kFusedPartBytes;
+}
+
+}  // namespace
+
+void World::start_all(std::vector<Started> group) {
+  for (size_t first = 0; first < group.size();) {
+    // The run of parts that go as one: same type and op, kFusedBytes in all.
+    size_t end = first + 1;
+    int64_t count = group[first].collective.count;
+    if (fusable(group[first].collective)) {
+      const Collective& c = group[first].collective;
+      const int64_t element = static_cast<int64_t>(ir::dtype_size(c.type));
+      for (; end < group.size(); ++end) {
+        const Collective& next = group[end].collective;
+        if (!fusable(next) || next.type != c.type || next.op != c.op || (count + next.count) * element > kFusedBytes) break;
+        count += next.count;
+      }
+    }
+    if (end == first + 1) {
+      start(std::move(group[first].collective), std::move(group[first].done));
+      first = end;
+      continue;
+    }
+    // One allreduce, in place, over a buffer holding every part's input in turn.
+    struct Fused {
+      std::vector<std::byte> buffer;
+      std::vector<Started> parts;
+    };
+    auto fused = std::make_shared<Fused>();
+    fused->parts.assign(std::make_move_iterator(group.begin() + first), std::make_move_iterator(group.begin() + end));
+    first = end;
+    Collective all = fused->parts.front().collective;
+    all.count = count;
+    all.site += " and the " + std::to_string(fused->parts.size() - 1) + " calls after it, sent as one";
+    Result<std::vector<std::byte>> buffer = internal::staging_buffer(all, all.type, count);
+    if (!buffer.ok()) {
+      for (Started& part : fused->parts) part.done(buffer.status());
+      continue;
+    }
+    fused->buffer = std::move(*buffer);
+    const size_t element = ir::dtype_size(all.type);
+    size_t offset = 0;
+    for (const Started& part : fused->parts) {
+      const size_t bytes = static_cast<size_t>(part.collective.count) * element;
+      if (bytes) std::memcpy(fused->buffer.data() + offset, part.collective.in, bytes);
+      offset += bytes;
+    }
+    all.in = all.out = fused->buffer.data();
+    start(std::move(all), [fused, element](Status outcome) {
+      size_t at = 0;
+      for (Started& part : fused->parts) {
+        const size_t bytes = static_cast<size_t>(part.collective.count) * element;
+        if (outcome.ok() && bytes) std::memcpy(part.collective.out, fused->buffer.data() + at, bytes);
+        at += bytes;
+        part.done(outcome);
+      }
+    });
+  }
+}
+
+namespace {
+
 // One rank: every collective is a copy (a reduction over one rank is its input; mean divides by
 // 1), except that a reduction staged in another type goes through it as it would over many ranks.
 class WorldOfOne final : public World {

@@ -151,11 +151,12 @@ Status run_call(const CallStep& step, Execution& execution) {
   return step.call->invoke(*execution.context, data);
 }
 
-// Starts a collective: it is offered a completion that releases the mappings and then calls
-// `ended`; when it takes it the result is kDeferred, and `ended` runs once the other ranks have
-// taken part. Otherwise it ended (or failed) before returning.
-Status start_collective(const CallStep& step, Execution& execution, const RoutineRun& run,
-                        std::function<void(Status)> ended) {
+// Invokes a collective call: it is offered a completion that releases the mappings and then calls
+// `ended`, and that gathers the collective into `gathered` for the caller to start; when it takes
+// it the result is kDeferred, and `ended` runs once the other ranks have taken part. Otherwise it
+// ended (or failed) before returning.
+Status gather_collective(const CallStep& step, Execution& execution, const RoutineRun& run,
+                         std::function<void(Status)> ended, std::vector<ral::World::Started>& gathered) {
   const ral::BoundCall& call = *step.call;
   std::vector<hal::Mapping> mappings;
   std::vector<void*> data;
@@ -176,7 +177,10 @@ Status start_collective(const CallStep& step, Execution& execution, const Routin
                                          }
                                          ended(std::move(outcome));
                                        },
-                                       step.site});
+                                       step.site,
+                                       [&gathered](ral::Collective c, std::function<void(Status)> done) {
+                                         gathered.push_back({std::move(c), std::move(done)});
+                                       }});
   Status invoked = call.invoke(*execution.context, data);
   if (execution.context->take_completion() || !invoked.ok()) return invoked;
   return Status(StatusCode::kDeferred, "call " + call.function() + " ends when the other ranks take part");
@@ -200,21 +204,32 @@ struct CollectiveGroup {
   hal::SemaphoreList signals;
 };
 
-// Starts `calls` (collectives, in order: every rank starts them in the same order) and returns
-// kDeferred: the group ends the step. After a call that fails to start, the rest are not started.
+// Starts `calls` (collectives, in order: every rank starts them in the same order) together
+// (World::start_all, which sends small allreduces as one) and returns kDeferred: the group ends
+// the step. After a call that fails to start, the rest are not started.
 Status run_collectives(std::span<const CallStep> calls, Execution& execution, const hal::SemaphoreList& signals,
                        const RoutineRun& run) {
   auto group = std::make_shared<CollectiveGroup>(calls.size(), signals);
+  std::vector<ral::World::Started> gathered;
   Status failed;
   for (const CallStep& c : calls) {
     if (!failed.ok()) {
       group->end(failed.annotate("call " + c.call->function() + " not started"));
       continue;
     }
-    Status started = start_collective(c, execution, run, [group](Status outcome) { group->end(std::move(outcome)); });
+    Status started =
+        gather_collective(c, execution, run, [group](Status outcome) { group->end(std::move(outcome)); }, gathered);
     if (started.code() == StatusCode::kDeferred) continue;
     failed = started;
     group->end(std::move(started));  // it ended before returning (or never started)
+  }
+  if (gathered.empty()) return Status(StatusCode::kDeferred, "collectives end when the other ranks take part");
+  // The functions found the world before gathering: this cannot fail now.
+  Result<ral::World*> world = ral::world();
+  if (!world.ok()) {
+    for (ral::World::Started& s : gathered) s.done(world.status());
+  } else {
+    (*world)->start_all(std::move(gathered));
   }
   return Status(StatusCode::kDeferred, "collectives end when the other ranks take part");
 }
@@ -287,10 +302,13 @@ Status submit_routine_steps(hal::Device& device, hal::Queue& queue, const hal::S
     } else if (joins_collectives(first, {})) {
       std::vector<CallStep> calls;
       for (const RoutineStep& c : submission) calls.push_back(std::get<CallStep>(c));
+      // Collectives that can start at once start on this thread: they hand what does not end
+      // within a few round trips to the world's progress thread (ral/mpi_collectives.h).
       submitted = queue.host_call(step_waits, step_signals,
                                   [calls = std::move(calls), execution, run](const hal::SemaphoreList& signals) {
                                     return run_collectives(calls, *execution, signals, run);
-                                  });
+                                  },
+                                  k == 0 ? hal::Placement::kCallerWhenReady : hal::Placement::kQueued);
     } else {
       submitted = queue.host_call(step_waits, step_signals,
                                   [step = std::get<CallStep>(first), execution](const hal::SemaphoreList&) {

@@ -2,6 +2,7 @@
 // whose waits are met runs on the submitting thread and has signalled when the call returns;
 // otherwise, and on every device when a wait is unmet, it is queued as usual. Either way every
 // ordering and failure rule of the queue holds.
+#include <thread>
 #include <vector>
 
 #include "hal/cts.h"
@@ -159,16 +160,42 @@ TEST_P(PlacementTest, CommandBufferOnTheCaller) {
   EXPECT_EQ(read_u32(data), std::vector<uint32_t>(32, 15));
 }
 
-TEST_P(PlacementTest, HostCallsAreNeverOnTheCaller) {
-  // A host call may block; the queue runs it on its own thread even when asked otherwise. The
-  // placement is not a host call's to choose: submit() takes it for any command.
+TEST_P(PlacementTest, HostCallsAreQueuedUnlessAskedOnTheCaller) {
+  // A host call may block: queued by default, it runs on the queue's thread, and the caller may
+  // let it finish there (it would otherwise wait for `release` until its timeout and fail).
   SemaphoreRef release = semaphore(), done = semaphore();
-  CTS_ASSERT_OK(queue_->submit(hal::HostCallCommand{[release](const SemaphoreList&) {
-                                 return release->wait(1, wait_timeout());
-                               }},
-                               {}, {{done, 1}}, Placement::kCallerWhenReady));
-  // Had the call run here, it would have waited for `release` until its timeout and failed.
+  CTS_ASSERT_OK(queue_->host_call({}, {{done, 1}}, [release](const SemaphoreList&) {
+    return release->wait(1, wait_timeout());
+  }));
   CTS_ASSERT_OK(release->signal(1));
+  CTS_EXPECT_OK(wait(done, 1));
+}
+
+TEST_P(PlacementTest, AHostCallAskedOnTheCallerRunsThereWhenItsWaitsAreMet) {
+  // What a submitter knows returns soon (a collective's start: ral/mpi_collectives.h) may run on
+  // its own thread, like a small dispatch.
+  SemaphoreRef done = semaphore();
+  std::thread::id ran_on;
+  CTS_ASSERT_OK(queue_->host_call({}, {{done, 1}}, [&ran_on](const SemaphoreList&) {
+    ran_on = std::this_thread::get_id();
+    return Status();
+  }, Placement::kCallerWhenReady));
+  expect_done_at_return(done, 1);
+  if (runs_on_caller()) EXPECT_EQ(ran_on, std::this_thread::get_id());
+}
+
+TEST_P(PlacementTest, AHostCallOnTheCallerMaySignalLater) {
+  // A host call that defers its signals (kDeferred) ends when its work does, also on the caller.
+  if (!runs_on_caller()) GTEST_SKIP() << "this device queues every action";
+  SemaphoreRef done = semaphore();
+  SemaphoreList taken;
+  CTS_ASSERT_OK(queue_->host_call({}, {{done, 1}}, [&taken](const SemaphoreList& signals) {
+    taken = signals;
+    return Status(StatusCode::kDeferred, "ends later");
+  }, Placement::kCallerWhenReady));
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(value_of(done), 0u);
+  hal::Queue::complete(taken, Status());
   CTS_EXPECT_OK(wait(done, 1));
 }
 

@@ -7,6 +7,10 @@
 //                                        (mpiexec --enable-recovery keeps rank 0 running)
 //   collective_faults_mpi_test mismatch  rank 0 runs an allreduce where rank 1 runs a broadcast:
 //                                        both fail, naming both calls
+//   collective_faults_mpi_test mismatch-after-agreeing
+//                                        the same after both ranks ran both calls in step, so
+//                                        that each posts its data before the check (the check
+//                                        still runs, and names both calls)
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -54,7 +58,12 @@ int run(const std::string& mode) {
   if (!device.ok()) return stop(rank, device.status());
   auto instance = runtime::ProgramInstance::create(*device, *program);
   if (!instance.ok()) return stop(rank, instance.status());
-  if (mode == "mismatch") {
+  if (mode == "mismatch-after-agreeing") {
+    for (const char* routine : {"step", "other"}) {
+      if (Status ran = (*instance)->run(routine); !ran.ok()) return stop(rank, ran);
+    }
+  }
+  if (mode == "mismatch" || mode == "mismatch-after-agreeing") {
     Status ran = (*instance)->run(rank == 0 ? "step" : "other");
     return stop(rank, ran.ok() ? internal_error("the mismatched collectives completed") : ran);
   }
@@ -71,8 +80,8 @@ int run(const std::string& mode) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc == 2 ? argv[1] : "";
-  if (mode != "killed" && mode != "mismatch") {
-    std::fprintf(stderr, "usage: %s killed|mismatch\n", argv[0]);
+  if (mode != "killed" && mode != "mismatch" && mode != "mismatch-after-agreeing") {
+    std::fprintf(stderr, "usage: %s killed|mismatch|mismatch-after-agreeing\n", argv[0]);
     return 2;
   }
   return kiln::e2e::run(mode);

@@ -19,6 +19,14 @@
 namespace kiln::e2e {
 namespace {
 
+// interp, cpu, and opencl where a platform is installed.
+std::vector<std::string> devices_here() {
+  std::vector<std::string> devices = {"interp", "cpu"};
+  auto opencl = drivers::builtin_registry().find("opencl");
+  if (opencl.ok() && (*opencl)->availability().ok()) devices.push_back("opencl");
+  return devices;
+}
+
 // Rank r's x: element i is (r + 1) * (i - 2), exact in f32.
 double x_of(int r, int i) { return (r + 1) * (i - 2.0); }
 
@@ -54,10 +62,7 @@ TEST(MpiCollectivesTest, EveryRankGetsTheCombination) {
   for (int r = 0; r < R; ++r) {
     for (int i = 0; i < count; ++i) all.push_back(x_of(r, i));
   }
-  std::vector<std::string> devices = {"interp", "cpu"};
-  auto opencl = drivers::builtin_registry().find("opencl");
-  if (opencl.ok() && (*opencl)->availability().ok()) devices.push_back("opencl");
-  for (const std::string& device : devices) {
+  for (const std::string& device : devices_here()) {
     SCOPED_TRACE(device + ", rank " + std::to_string(me) + " of " + std::to_string(R));
     TempDir cache;
     Result<hal::DeviceRef> dev = open_device(device, cache.path());
@@ -85,6 +90,69 @@ TEST(MpiCollectivesTest, EveryRankGetsTheCombination) {
     EXPECT_EQ(read("keys"), (std::vector<double>{10.0 * (R - 1), 10.0 * (R - 1) + 1, 10.0 * (R - 1) + 2}));
     EXPECT_EQ(read("r"), (std::vector<double>{static_cast<double>(me)}));
     EXPECT_EQ(read("n"), (std::vector<double>{static_cast<double>(R)}));
+  }
+}
+
+// Small allreduces started together are sent as one per element type and op (World::start_all):
+// a, b and d (f32 sums) go as one, the large c alone between them ends that run, the means m and
+// q as one (divided once they are combined), the i32 sums e and f as one; every output must hold
+// its own combination, on every device.
+TEST(MpiCollectivesTest, SmallAllreducesStartedTogetherAreSentAsOne) {
+  Result<ral::World*> world = ral::world();
+  ASSERT_TRUE(world.ok()) << world.status();
+  const int R = (*world)->size(), me = (*world)->rank();
+  ASSERT_GT(R, 1) << "run under mpirun -np 2 or more: " << (*world)->describe();
+  // c is past World::kFusedPartBytes.
+  const int64_t large = ral::World::kFusedPartBytes / 4 + 5;
+  struct Input {
+    const char* name;
+    const char* type;
+    int64_t count;
+    int op;
+  };
+  const std::vector<Input> inputs = {{"a", "f32", 3, 0}, {"b", "f32", 8, 0}, {"c", "f32", large, 0},
+                                     {"d", "f32", 5, 0}, {"m", "f32", 2, 1}, {"q", "f32", 4, 1},
+                                     {"e", "i32", 4, 0}, {"f", "i32", 1, 0}};
+  std::string text;
+  for (const Input& in : inputs) {
+    const std::string shape = std::string(in.type) + "[" + std::to_string(in.count) + "]";
+    text += "input " + std::string(in.name) + " : " + shape + "\noutput " + in.name + "_all : " + shape + "\n";
+  }
+  for (const Input& in : inputs) {
+    text += "call allreduce(" + std::string(in.name) + (in.op ? ", op=" + std::to_string(in.op) : "") + ") -> " +
+            in.name + "_all\n";
+  }
+  Result<ir::Program> program = lang::parse_program(text, "fused.kiln");
+  ASSERT_TRUE(program.ok()) << program.status();
+  // Rank r's element i of input k: exact in f32 and i32.
+  auto value = [](int r, size_t k, int64_t i) { return (r + 1.0) * static_cast<double>(i % 97 - 3) + 10.0 * k; };
+  for (const std::string& device : devices_here()) {
+    SCOPED_TRACE(device + ", rank " + std::to_string(me) + " of " + std::to_string(R));
+    TempDir cache;
+    Result<hal::DeviceRef> dev = open_device(device, cache.path());
+    ASSERT_TRUE(dev.ok()) << dev.status();
+    auto instance = runtime::ProgramInstance::create(*dev, *program);
+    ASSERT_TRUE(instance.ok()) << instance.status();
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      HostTensor t = empty_tensor(*program->find_node(inputs[k].name));
+      for (int64_t i = 0; i < inputs[k].count; ++i) t.set(i, value(me, k, i));
+      ASSERT_TRUE(write_tensor(**instance, inputs[k].name, t).ok());
+    }
+    // Twice: the second run's calls were agreed on in the first (mpi_collectives.h).
+    for (int run = 0; run < 2; ++run) {
+      Status ran = (*instance)->run("main");
+      ASSERT_TRUE(ran.ok()) << ran;
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        std::vector<double> expected;
+        for (int64_t i = 0; i < inputs[k].count; ++i) {
+          double sum = 0;
+          for (int r = 0; r < R; ++r) sum += value(r, k, i);
+          expected.push_back(inputs[k].op == 1 ? static_cast<float>(sum / R) : sum);
+        }
+        const std::string out = std::string(inputs[k].name) + "_all";
+        EXPECT_EQ(read_tensor(**instance, *program->find_node(out))->values(), expected) << out;
+      }
+    }
   }
 }
 

@@ -119,8 +119,9 @@ enum class Placement {
   kQueued,  // on the queue's own threads: the submitting call returns at once
   // When every wait is met at submission, a queue that runs its work on host threads (cpu,
   // interp) runs the action to completion on the submitting thread, and its signals have fired
-  // when the call returns; otherwise, and on every other queue, as kQueued. For work shorter than
-  // a hand-off to another thread, where the caller would wait for it anyway.
+  // when the call returns (a host call's, unless it deferred them: they fire when its work ends);
+  // otherwise, and on every other queue, as kQueued. For work shorter than a hand-off to another
+  // thread, where the caller would wait for it anyway: a host call submitted so must not block.
   kCallerWhenReady,
 };
 

@@ -59,7 +59,9 @@ class Queue {
                  std::shared_ptr<const CommandBuffer> command_buffer,
                  std::shared_ptr<DispatchContext> context = nullptr,
                  Placement placement = Placement::kQueued);
-  Status host_call(const SemaphoreList& waits, const SemaphoreList& signals, HostCallFn fn);
+  // kCallerWhenReady for a function that returns soon (it may defer its signals: command.h).
+  Status host_call(const SemaphoreList& waits, const SemaphoreList& signals, HostCallFn fn,
+                   Placement placement = Placement::kQueued);
   // Signals once the waits are met; does nothing else.
   Status barrier(const SemaphoreList& waits, const SemaphoreList& signals);
 

@@ -23,6 +23,7 @@
 #include "kiln/base/status.h"
 #include "kiln/ral/abi.h"
 #include "kiln/ral/context.h"
+#include "kiln/ral/world.h"
 
 namespace kiln::ral {
 
@@ -78,6 +79,9 @@ class ExecutionContext {
   struct Completion {
     std::function<void(Status)> done;
     std::string site;  // the call statement, for messages: "routine 'step', line 4"
+    // Set where the runtime starts several collectives together (World::start_all): the function
+    // hands its collective (with `done`) here instead of starting it.
+    std::function<void(Collective, std::function<void(Status)>)> gather;
   };
   void offer_completion(Completion completion);
   // The completion offered and not yet taken, taken; nullopt when there is none.

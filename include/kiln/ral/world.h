@@ -6,8 +6,8 @@
 //  - A process started by mpirun / mpiexec (the launcher's rank and size variables are set) is
 //    rank r of R. kiln initializes MPI the first time the world is asked for, unless the host
 //    program already has, asking for MPI_THREAD_MULTIPLE (kiln's MPI calls come from its own
-//    progress thread); a library that gives less than MPI_THREAD_SERIALIZED is an error that
-//    says so. kiln finalizes only an MPI it initialized, at exit, and not after a collective
+//    progress thread, or from the thread that starts one, never two at once); a library that
+//    gives less than MPI_THREAD_SERIALIZED is an error that says so. kiln finalizes only an MPI it initialized, at exit, and not after a collective
 //    failed (MPI_Finalize would wait for the ranks that did not arrive).
 //  - A process started alone (no launcher variables, no communicator handed in) is a world of one
 //    rank that never touches MPI: every collective is a copy.
@@ -15,9 +15,10 @@
 //    the world is first asked for.
 //  - kiln built without MPI (CMake found none) runs worlds of one; under a launcher with more than
 //    one rank, world() fails with a message saying that kiln was built without MPI.
-//  - Every rank must issue the same collectives in the same order. Before each collective the
-//    ranks exchange what they are about to run (a small message to each other rank), so a
-//    mismatch is an error naming both calls, not a hang or wrong numbers.
+//  - Every rank must issue the same collectives in the same order. With each collective the
+//    ranks exchange what they run (a small message to each other rank), so a mismatch is an
+//    error naming both calls, not a hang or wrong numbers (a new call's data waits for the
+//    check; one agreed on before goes with it, and may have written its output when it fails).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kiln/base/status.h"
 #include "kiln/ir/program.h"
@@ -86,6 +88,21 @@ class World {
 
   // start(), then waits for `done`.
   Status run(Collective collective);
+
+  // Starts collectives issued together, in order, as start() each would, but sends consecutive
+  // small allreduces of one element type and op as one (as PyTorch's DDP buckets gradients):
+  // their inputs are copied into a buffer of kiln's, combined by one collective, and copied out
+  // to each output, and their `done`s run with its outcome. A message names the first call and
+  // how many were sent with it. Every rank must start the same groups (it does when it runs the
+  // same routines).
+  struct Started {
+    Collective collective;
+    CollectiveDone done;
+  };
+  void start_all(std::vector<Started> group);
+  // What start_all sends as one: parts of at most kFusedPartBytes, kFusedBytes in all.
+  static constexpr int64_t kFusedPartBytes = int64_t{256} << 10;
+  static constexpr int64_t kFusedBytes = int64_t{1} << 20;
 
  protected:
   World(int rank, int size) : rank_(rank), size_(size) {}

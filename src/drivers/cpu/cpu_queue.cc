@@ -91,10 +91,10 @@ CpuQueue::~CpuQueue() {
 }
 
 void CpuQueue::issue(std::unique_ptr<hal::Action> action) {
-  // Host calls may block (on other queues, on the network): never on the caller's thread.
-  if (on_caller_ && action->placement == hal::Placement::kCallerWhenReady &&
-      !std::holds_alternative<hal::HostCallCommand>(action->command)) {
-    complete(*action, run_blocking(action->command));
+  // A host call comes here only from a submitter that knows it does not block (command.h).
+  if (on_caller_ && action->placement == hal::Placement::kCallerWhenReady) {
+    if (std::holds_alternative<hal::HostCallCommand>(action->command)) drivers::run_host_call(*action);
+    else complete(*action, run_blocking(action->command));
     return;
   }
   {

@@ -63,7 +63,8 @@ Collective make_collective(CollectiveKind kind, const Tensor& x, const Tensor& y
 Status run_on_world(ExecutionContext* execution, World* w, Collective c) {
   if (std::optional<ExecutionContext::Completion> later = execution->take_completion()) {
     c.site = std::move(later->site);
-    w->start(std::move(c), std::move(later->done));
+    if (later->gather) later->gather(std::move(c), std::move(later->done));
+    else w->start(std::move(c), std::move(later->done));
     return Status(StatusCode::kDeferred, "a collective in flight");
   }
   return w->run(std::move(c));
