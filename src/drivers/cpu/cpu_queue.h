@@ -1,8 +1,9 @@
 // A CPU queue: one worker thread runs the actions whose waits are met, in the order they became
-// ready; dispatches spread their workgroups over the device's thread pool, and the thread that
-// finishes the last workgroup signals. The worker parks on a futex when there is nothing to do.
-// An action submitted with Placement::kCallerWhenReady whose waits are met (other than a host
-// call) runs on the submitting thread instead: no hand-off, no wake-up.
+// ready; dispatches spread their workgroups over the device's thread pool, or run them alone
+// where that measured faster (thread_choice.h), and the thread that finishes the last workgroup
+// signals. The worker parks on a futex when there is nothing to do. An action submitted with
+// Placement::kCallerWhenReady whose waits are met runs on the submitting thread instead: no
+// hand-off, no wake-up.
 #pragma once
 
 #include <atomic>
@@ -11,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "drivers/cpu/thread_choice.h"
 #include "drivers/cpu/thread_pool.h"
 #include "kiln/hal/queue.h"
 
@@ -45,6 +47,8 @@ class CpuQueue final : public hal::Queue {
   Status run_blocking(const hal::Command& command, hal::DispatchContext* context = nullptr);
 
   std::shared_ptr<ThreadPool> pool_;
+  // Shared with the callbacks that time dispatches, which may end after the queue.
+  std::shared_ptr<ThreadChoice> thread_choice_ = std::make_shared<ThreadChoice>();
   const bool on_caller_;
   std::mutex mutex_;
   std::vector<std::unique_ptr<hal::Action>> ready_;  // guarded by mutex_

@@ -1,0 +1,69 @@
+// How many threads a dispatch of the cpu device runs on, chosen by measurement: its workgroups
+// shared with the device's thread pool, or run alone by the thread that dispatches them. Sharing
+// pays where the work is large and the other cores are free; where the work is small, bound by
+// memory that one core already saturates, or the other cores are busy with someone else's work,
+// the hand-offs and the wait for the slowest thread cost more than they bring.
+//
+// What a caller may rely on: the choice changes only which threads run the workgroups, never
+// which workgroups run or what they compute, so results are the same either way. For each kernel
+// and grid (Key), the first dispatches alternate between the two ways (kWarmup, then kSamples of
+// each); after that every dispatch goes the way whose median time was lower, sharing unless
+// running alone took at most kAloneWins of its time. The measurement starts over after
+// kRecheckDispatches dispatches once kRecheckNs have passed, so a choice follows a machine whose
+// load changes.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace kiln::cpu {
+
+class ThreadChoice {
+ public:
+  enum class Way { kShared, kAlone };
+  struct Key {
+    const void* executable = nullptr;
+    uint32_t ordinal = 0;
+    uint64_t workgroups = 0;
+    bool operator==(const Key&) const = default;
+  };
+
+  static constexpr int kWarmup = 1;   // dispatches not counted (first touches of memory)
+  static constexpr int kSamples = 3;  // of each way
+  static constexpr double kAloneWins = 0.9;
+  static constexpr uint64_t kRecheckDispatches = 1024;
+  static constexpr int64_t kRecheckNs = 2'000'000'000;
+  static constexpr size_t kMaxKeys = 4096;  // past this many kernels, everything is forgotten
+
+  struct Plan {
+    Way way = Way::kShared;
+    bool timed = false;  // whether to record() how long it took
+  };
+  // How to run the next dispatch of `key`, at time `now_ns`.
+  Plan next(const Key& key, int64_t now_ns);
+  // A timed dispatch of `key` run `way` took `ns`; it ended at `now_ns`.
+  void record(const Key& key, Way way, int64_t ns, int64_t now_ns);
+
+ private:
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<const void*>()(k.executable) ^ (std::hash<uint64_t>()(k.workgroups) * 31 + k.ordinal);
+    }
+  };
+  struct Stats {
+    int started = 0;  // dispatches handed out while measuring
+    std::array<std::vector<int64_t>, 2> times;  // by Way
+    bool chosen = false;
+    Way way = Way::kShared;  // once chosen
+    uint64_t since_choice = 0;
+    int64_t chosen_at_ns = 0;
+  };
+  std::mutex mutex_;
+  std::unordered_map<Key, Stats, KeyHash> stats_;
+};
+
+}  // namespace kiln::cpu
