@@ -33,7 +33,7 @@ class ThreadChoice {
   };
 
   static constexpr int kWarmup = 1;   // dispatches not counted (first touches of memory)
-  static constexpr int kSamples = 3;  // of each way
+  static constexpr int kSamples = 5;  // of each way
   static constexpr double kAloneWins = 0.9;
   static constexpr uint64_t kRecheckDispatches = 1024;
   static constexpr int64_t kRecheckNs = 2'000'000'000;
