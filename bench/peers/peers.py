@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """kiln against what a user would use instead, side by side in one run: PyTorch (CPU, eager),
-NumPy, IREE (llvm-cpu, the same computation in linalg MLIR) and tinygrad (CPU), on the rows of
+NumPy, IREE (llvm-cpu, the same computation in linalg MLIR), tinygrad (CPU) and ONNX Runtime
+(CPU, the same operators in an ONNX model), on the rows of
 bench/peers/tasks.py. Contenders alternate within each round (the first of a round changes from
 round to round); a row's figure is the median over rounds of each round's median; every peer is
 given the same thread count, and starts after a pause of PAUSE_S, so that no contender runs beside
@@ -146,6 +147,7 @@ def main():
         "NumPy": Worker("numpy", args.venv_python, args.threads),
         "IREE": Worker("iree", args.venv_python, args.threads),
         "tinygrad": Worker("tinygrad", args.venv_python, args.threads),
+        "ONNX Runtime": Worker("onnxruntime", args.venv_python, args.threads),
     }
     names = list(contenders)
     versions = {n: version_of(c) for n, c in contenders.items()}

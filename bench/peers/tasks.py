@@ -172,6 +172,50 @@ func.func @main(%x: tensor<4096x1024xf32>) -> tensor<4096xf32> {
     raise ValueError(task)
 
 
+def onnx_model(task):
+    """The task for ONNX Runtime: a model of its operators at the task's shapes (a sized task's
+    batch dimension named, as an exporter writes a dynamic one), or None where it is not written."""
+    from onnx import TensorProto, helper
+    shapes = TASKS[task]["inputs"]
+    names = "x" if len(shapes) == 1 else "abc"
+
+    def tensor(name, shape, elem=TensorProto.FLOAT):
+        return helper.make_tensor_value_info(name, elem, list(shape))
+
+    inputs = [tensor(n, s) for n, s in zip(names, shapes)]
+    if task.startswith("matmul") and "dtype" not in TASKS[task]:
+        nodes, out = [helper.make_node("MatMul", ["a", "b"], ["y"])], shapes[0]
+    elif task == "softmax":
+        nodes, out = [helper.make_node("Softmax", ["x"], ["y"], axis=1)], shapes[0]
+    elif task == "rowsum":
+        axes = helper.make_tensor("axes", TensorProto.INT64, [1], [1])
+        return _onnx(task, [helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)], inputs,
+                     [tensor("y", shapes[0][:1])], [axes])
+    elif task == "relu_fma":
+        nodes = [helper.make_node("Mul", ["a", "b"], ["p"]), helper.make_node("Add", ["p", "c"], ["s"]),
+                 helper.make_node("Relu", ["s"], ["y"])]
+        out = shapes[0]
+    elif task == "tiny_add":
+        nodes, out = [helper.make_node("Add", ["a", "b"], ["y"])], shapes[0]
+    elif task == "embedding":
+        inputs = [tensor("e", shapes[0]), tensor("t", shapes[1], TensorProto.INT32)]
+        nodes, out = [helper.make_node("Gather", ["e", "t"], ["y"], axis=0)], (shapes[1][0], shapes[0][1])
+    elif task.startswith("sized_dense_"):
+        inputs = [tensor("a", ("B", 256)), tensor("b", (256, 256)), tensor("c", (256,))]
+        nodes = [helper.make_node("MatMul", ["a", "b"], ["p"]), helper.make_node("Add", ["p", "c"], ["s"]),
+                 helper.make_node("Relu", ["s"], ["y"])]
+        out = ("B", 256)
+    else:
+        return None
+    return _onnx(task, nodes, inputs, [tensor("y", out)])
+
+
+def _onnx(task, nodes, inputs, outputs, initializers=()):
+    from onnx import helper
+    graph = helper.make_graph(nodes, task, inputs, outputs, list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def moons(count, noise=0.1, seed=0):
     """Two interleaved half circles with Gaussian noise, shuffled; labels 0/1 (as train_moons makes them)."""
     rng = np.random.default_rng(seed)

@@ -6,7 +6,7 @@
 outside the timing; every timed call leaves its result complete (synchronized) and writes into
 preallocated output where the library lets it.
 
-    worker.py torch|numpy|iree|tinygrad THREADS
+    worker.py torch|numpy|iree|tinygrad|onnxruntime THREADS
 """
 import json
 import os
@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from tasks import DIGITS_EXAMPLE, MLP_POINTS, TASKS, TRANSFORMER_EXAMPLE, mlir, moons, task_inputs
+from tasks import DIGITS_EXAMPLE, MLP_POINTS, TASKS, TRANSFORMER_EXAMPLE, mlir, moons, onnx_model, task_inputs
 
 # Tasks that train; "digits" trains afresh each round to report an accuracy as well.
 TRAINING = {"mlp_epoch", "digits"}
@@ -316,6 +316,30 @@ def make_tinygrad(task):
     return run
 
 
+def make_onnxruntime(task):
+    import onnxruntime as ort
+    if TASKS[task].get("dtype") == "bf16":
+        raise Skip("ONNX Runtime has no bf16 kernels on the CPU")
+    if task in TRAINING:
+        raise Skip("training is not written for ONNX Runtime here")
+    m = onnx_model(task)
+    if m is None:
+        raise Skip("not written as an ONNX model here")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = THREADS
+    options.inter_op_num_threads = 1
+    session = ort.InferenceSession(m.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    # Inputs bound once and the output preallocated, as the other peers write into theirs.
+    names = [i.name for i in session.get_inputs()]
+    ins = inputs(task)
+    binding = session.io_binding()
+    for name, a in zip(names, ins):
+        binding.bind_cpu_input(name, a)
+    out = np.empty_like(session.run(None, dict(zip(names, ins)))[0])
+    binding.bind_ortvalue_output("y", ort.OrtValue.ortvalue_from_numpy(out))
+    return lambda: session.run_with_iobinding(binding)
+
+
 def version():
     try:
         if PEER == "torch":
@@ -327,12 +351,16 @@ def version():
         if PEER == "tinygrad":
             from importlib.metadata import version as v
             return f"tinygrad {v('tinygrad')} (CPU)"
+        if PEER == "onnxruntime":
+            import onnxruntime
+            return f"ONNX Runtime {onnxruntime.__version__} (CPU)"
         return f"NumPy {np.__version__}"
     except Exception as e:  # reported in the table's header instead of a version
         return f"{PEER}: not available ({type(e).__name__}: {e})"[:200]
 
 
-MAKERS = {"numpy": make_numpy, "torch": make_torch, "iree": make_iree, "tinygrad": make_tinygrad}
+MAKERS = {"numpy": make_numpy, "torch": make_torch, "iree": make_iree, "tinygrad": make_tinygrad,
+          "onnxruntime": make_onnxruntime}
 
 
 def main():
