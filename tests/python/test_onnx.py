@@ -332,6 +332,58 @@ def test_a_bf16_model_matches_pytorch(exported_models):
         assert float(np.abs(got - reference["bf16"]).max()) / scale <= 4e-2, device
 
 
+def with_float_type(m, elem):
+    """A copy of model `m` whose f32 and f16 tensors are all of `elem` (TensorProto.FLOAT16 or
+    FLOAT), converted with the onnx package's helpers: initializers, inputs, outputs, value_info,
+    the tensors of Constant and ConstantOfShape, and Cast's target."""
+    out = onnx.ModelProto()
+    out.CopyFrom(m)
+    floats = (TensorProto.FLOAT, TensorProto.FLOAT16)
+    np_type = np.float16 if elem == TensorProto.FLOAT16 else np.float32
+
+    def convert(t):
+        if t.data_type in floats and t.data_type != elem:
+            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np_type), t.name))
+
+    for t in out.graph.initializer:
+        convert(t)
+    for v in list(out.graph.input) + list(out.graph.output) + list(out.graph.value_info):
+        if v.type.tensor_type.elem_type in floats:
+            v.type.tensor_type.elem_type = elem
+    for node in out.graph.node:
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.TENSOR:
+                convert(a.t)
+            elif node.op_type == "Cast" and a.name == "to" and a.i in floats:
+                a.i = elem
+    return out
+
+
+def test_an_f16_model_matches_onnxruntime(exported_models):
+    """The decoder converted to f16 weights and activations, against ONNX Runtime running the same
+    f16 model, and both against its weights computed in f32. kiln rounds every tensor the model
+    declares f16 (docs/onnx.md); ONNX Runtime rounds the outputs of the operators it does not fuse.
+    Both stay within a small part of the largest logit (2026-11-30: kiln 7.2e-4, ONNX Runtime
+    3.9e-4, kiln from ONNX Runtime 8.8e-4)."""
+    m16 = with_float_type(onnx.load(str(exported_models / "gpt.onnx")), TensorProto.FLOAT16)
+    m32 = with_float_type(m16, TensorProto.FLOAT)  # the same (rounded) weights, in f32
+    tokens = RNG.integers(0, 512, (2, 16)).astype(np.int64)
+    run = {name: ort.InferenceSession(x.SerializeToString(), providers=["CPUExecutionProvider"])
+           for name, x in (("f16", m16), ("f32", m32))}
+    wide = run["f32"].run(None, {"tokens": tokens})[0]
+    theirs = run["f16"].run(None, {"tokens": tokens})[0]
+    assert theirs.dtype == np.float16
+    scale = float(np.abs(wide).max())
+    theirs_off = float(np.abs(theirs.astype(np.float32) - wide).max()) / scale
+    for device in DEVICES:
+        got = kiln.onnx.compile(m16, device=device)(tokens=tokens)["logits"]
+        assert got.dtype == np.float16, got.dtype
+        got = got.astype(np.float32)
+        ours_off = float(np.abs(got - wide).max()) / scale
+        assert ours_off <= max(5e-3, 4 * theirs_off), (device, ours_off, theirs_off)
+        assert float(np.abs(got - theirs.astype(np.float32)).max()) / scale <= 1e-2, device
+
+
 # --- what kiln cannot import -----------------------------------------------------------------
 
 def test_a_file_that_is_not_onnx_is_refused(tmp_path):
