@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,17 @@ std::vector<std::string> devices_here() {
   auto opencl = drivers::builtin_registry().find("opencl");
   if (opencl.ok() && (*opencl)->availability().ok()) devices.push_back("opencl");
   return devices;
+}
+
+// `program` compiled for `device`, its kernels cached in `cache`.
+std::unique_ptr<runtime::ProgramInstance> compiled(const std::string& device, const ir::Program& program,
+                                                   const TempDir& cache) {
+  Result<hal::DeviceRef> dev = open_device(device, cache.path());
+  EXPECT_TRUE(dev.ok()) << dev.status();
+  if (!dev.ok()) return nullptr;
+  auto instance = runtime::ProgramInstance::create(*dev, program);
+  EXPECT_TRUE(instance.ok()) << instance.status();
+  return instance.ok() ? std::move(*instance) : nullptr;
 }
 
 // Rank r's x: element i is (r + 1) * (i - 2), exact in f32.
@@ -65,18 +77,16 @@ TEST(MpiCollectivesTest, EveryRankGetsTheCombination) {
   for (const std::string& device : devices_here()) {
     SCOPED_TRACE(device + ", rank " + std::to_string(me) + " of " + std::to_string(R));
     TempDir cache;
-    Result<hal::DeviceRef> dev = open_device(device, cache.path());
-    ASSERT_TRUE(dev.ok()) << dev.status();
-    auto instance = runtime::ProgramInstance::create(*dev, *program);
-    ASSERT_TRUE(instance.ok()) << instance.status();
+    std::unique_ptr<runtime::ProgramInstance> instance = compiled(device, *program, cache);
+    ASSERT_NE(instance, nullptr);
     HostTensor x = empty_tensor(*program->find_node("x")), k = empty_tensor(*program->find_node("k"));
     for (int i = 0; i < count; ++i) x.set(i, x_of(me, i));
     for (int i = 0; i < 3; ++i) k.set(i, 10 * me + i);
-    ASSERT_TRUE(write_tensor(**instance, "x", x).ok());
-    ASSERT_TRUE(write_tensor(**instance, "k", k).ok());
-    Status ran = (*instance)->run("main");
+    ASSERT_TRUE(write_tensor(*instance, "x", x).ok());
+    ASSERT_TRUE(write_tensor(*instance, "k", k).ok());
+    Status ran = instance->run("main");
     ASSERT_TRUE(ran.ok()) << ran;
-    auto read = [&](const char* name) { return read_tensor(**instance, *program->find_node(name))->values(); };
+    auto read = [&](const char* name) { return read_tensor(*instance, *program->find_node(name))->values(); };
     EXPECT_EQ(read("sum"), sum);
     // Read what the collective before it wrote: started after it, not with it.
     std::vector<double> again;
@@ -129,18 +139,16 @@ TEST(MpiCollectivesTest, SmallAllreducesStartedTogetherAreSentAsOne) {
   for (const std::string& device : devices_here()) {
     SCOPED_TRACE(device + ", rank " + std::to_string(me) + " of " + std::to_string(R));
     TempDir cache;
-    Result<hal::DeviceRef> dev = open_device(device, cache.path());
-    ASSERT_TRUE(dev.ok()) << dev.status();
-    auto instance = runtime::ProgramInstance::create(*dev, *program);
-    ASSERT_TRUE(instance.ok()) << instance.status();
+    std::unique_ptr<runtime::ProgramInstance> instance = compiled(device, *program, cache);
+    ASSERT_NE(instance, nullptr);
     for (size_t k = 0; k < inputs.size(); ++k) {
       HostTensor t = empty_tensor(*program->find_node(inputs[k].name));
       for (int64_t i = 0; i < inputs[k].count; ++i) t.set(i, value(me, k, i));
-      ASSERT_TRUE(write_tensor(**instance, inputs[k].name, t).ok());
+      ASSERT_TRUE(write_tensor(*instance, inputs[k].name, t).ok());
     }
     // Twice: the second run's calls were agreed on in the first (mpi_collectives.h).
     for (int run = 0; run < 2; ++run) {
-      Status ran = (*instance)->run("main");
+      Status ran = instance->run("main");
       ASSERT_TRUE(ran.ok()) << ran;
       for (size_t k = 0; k < inputs.size(); ++k) {
         std::vector<double> expected;
@@ -150,7 +158,7 @@ TEST(MpiCollectivesTest, SmallAllreducesStartedTogetherAreSentAsOne) {
           expected.push_back(inputs[k].op == 1 ? static_cast<float>(sum / R) : sum);
         }
         const std::string out = std::string(inputs[k].name) + "_all";
-        EXPECT_EQ(read_tensor(**instance, *program->find_node(out))->values(), expected) << out;
+        EXPECT_EQ(read_tensor(*instance, *program->find_node(out))->values(), expected) << out;
       }
     }
   }
