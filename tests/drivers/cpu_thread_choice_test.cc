@@ -12,15 +12,15 @@ namespace {
 
 using Way = ThreadChoice::Way;
 
-// Runs the measuring dispatches of `key` with `shared_ns` and `alone_ns` as their times; returns
-// the ways they were told to take (the untimed warm-up included).
+// Runs the measuring dispatches of `key`, one after the other, with `shared_ns` and `alone_ns` as
+// their times (the first, shared, too); returns the ways they were told to take.
 std::vector<Way> measure(ThreadChoice& choice, const ThreadChoice::Key& key, int64_t shared_ns, int64_t alone_ns,
                          int64_t now = 0) {
   std::vector<Way> ways;
   for (int i = 0; i < ThreadChoice::kWarmup + 2 * ThreadChoice::kSamples; ++i) {
     const ThreadChoice::Plan plan = choice.next(key, now);
     ways.push_back(plan.way);
-    EXPECT_EQ(plan.timed, i >= ThreadChoice::kWarmup) << "dispatch " << i;
+    EXPECT_TRUE(plan.timed) << "dispatch " << i;
     if (plan.timed) choice.record(key, plan.way, plan.way == Way::kShared ? shared_ns : alone_ns, now);
   }
   return ways;
@@ -32,6 +32,32 @@ TEST(ThreadChoiceTest, WarmsUpThenAlternatesSharingFirst) {
   std::vector<Way> expected(ThreadChoice::kWarmup, Way::kShared);
   for (int i = 0; i < ThreadChoice::kSamples; ++i) expected.insert(expected.end(), {Way::kShared, Way::kAlone});
   EXPECT_EQ(ways, expected);
+}
+
+TEST(ThreadChoiceTest, UntilTheFirstTimeIsBackDispatchesShareUntimed) {
+  ThreadChoice choice;
+  const ThreadChoice::Key key{&choice, 0, 8};
+  EXPECT_TRUE(choice.next(key, 0).timed);
+  for (int i = 0; i < 3; ++i) {
+    const ThreadChoice::Plan plan = choice.next(key, 0);
+    EXPECT_EQ(plan.way, Way::kShared);
+    EXPECT_FALSE(plan.timed);
+  }
+  choice.record(key, Way::kShared, 1000, 0);
+  EXPECT_TRUE(choice.next(key, 0).timed);  // the measurement begins
+}
+
+TEST(ThreadChoiceTest, LongWorkSharesWithoutRunningAlone) {
+  ThreadChoice choice;
+  const ThreadChoice::Key key{&choice, 0, 8};
+  const ThreadChoice::Plan first = choice.next(key, 0);
+  ASSERT_TRUE(first.timed);
+  choice.record(key, first.way, ThreadChoice::kLongNs, 0);
+  for (int i = 0; i < 20; ++i) {
+    const ThreadChoice::Plan plan = choice.next(key, 0);
+    EXPECT_EQ(plan.way, Way::kShared);
+    EXPECT_FALSE(plan.timed);
+  }
 }
 
 TEST(ThreadChoiceTest, RunsAloneOnlyWhereThatIsClearlyFaster) {
@@ -53,8 +79,8 @@ TEST(ThreadChoiceTest, KernelsAndGridsAreChosenApart) {
   int other = 0;
   measure(choice, {&choice, 0, 8}, 1000, 100);
   // The same export over another grid, and another executable, start measuring afresh.
-  EXPECT_EQ(choice.next({&choice, 0, 16}, 0).timed, false);  // its warm-up
-  EXPECT_EQ(choice.next({&other, 0, 8}, 0).timed, false);
+  EXPECT_TRUE(choice.next({&choice, 0, 16}, 0).timed);  // its first dispatch, timed
+  EXPECT_TRUE(choice.next({&other, 0, 8}, 0).timed);
   EXPECT_EQ(choice.next({&choice, 0, 8}, 0).way, Way::kAlone);
 }
 

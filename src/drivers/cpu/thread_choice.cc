@@ -21,11 +21,16 @@ ThreadChoice::Plan ThreadChoice::next(const Key& key, int64_t now_ns) {
     if (++s.since_choice < kRecheckDispatches || now_ns - s.chosen_at_ns < kRecheckNs) return {s.way, false};
     s = Stats{};  // measure again
   }
-  // The warm-up shares, untimed; then the ways alternate, sharing first, until each has its
-  // samples (dispatches handed out past that, before the last time came back, are not timed).
-  const int n = s.started++;
-  if (n < kWarmup) return {Way::kShared, false};
-  if (n >= kWarmup + 2 * kSamples) return {Way::kShared, false};
+  // The first dispatch shares, timed; until its time is back the others share untimed. Then
+  // the ways alternate, sharing first, until each has its samples (dispatches handed out past
+  // that, before the last time came back, are not timed).
+  const int n = s.started;
+  if (n == 0) {
+    s.started = 1;
+    return {Way::kShared, true};
+  }
+  if (!s.warmed_up || n >= kWarmup + 2 * kSamples) return {Way::kShared, false};
+  s.started++;
   return {(n - kWarmup) % 2 == 0 ? Way::kShared : Way::kAlone, true};
 }
 
@@ -34,12 +39,22 @@ void ThreadChoice::record(const Key& key, Way way, int64_t ns, int64_t now_ns) {
   auto it = stats_.find(key);
   if (it == stats_.end() || it->second.chosen) return;
   Stats& s = it->second;
+  if (!s.warmed_up) {
+    s.warmed_up = true;
+    if (ns >= kLongNs) choose(s, Way::kShared, now_ns);  // long work: not run alone to see
+    return;
+  }
   std::vector<int64_t>& times = s.times[way == Way::kShared ? 0 : 1];
   if (static_cast<int>(times.size()) < kSamples) times.push_back(ns);
   if (static_cast<int>(s.times[0].size()) < kSamples || static_cast<int>(s.times[1].size()) < kSamples) return;
   const int64_t shared = median_ns(s.times[0]), alone = median_ns(s.times[1]);
+  choose(s, static_cast<double>(alone) <= kAloneWins * static_cast<double>(shared) ? Way::kAlone : Way::kShared,
+         now_ns);
+}
+
+void ThreadChoice::choose(Stats& s, Way way, int64_t now_ns) {
   s.chosen = true;
-  s.way = static_cast<double>(alone) <= kAloneWins * static_cast<double>(shared) ? Way::kAlone : Way::kShared;
+  s.way = way;
   s.since_choice = 0;
   s.chosen_at_ns = now_ns;
 }

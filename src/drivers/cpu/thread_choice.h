@@ -6,11 +6,13 @@
 //
 // What a caller may rely on: the choice changes only which threads run the workgroups, never
 // which workgroups run or what they compute, so results are the same either way. For each kernel
-// and grid (Key), the first dispatches alternate between the two ways (kWarmup, then kSamples of
-// each); after that every dispatch goes the way whose median time was lower, sharing unless
-// running alone took at most kAloneWins of its time. The measurement starts over after
-// kRecheckDispatches dispatches once kRecheckNs have passed, so a choice follows a machine whose
-// load changes.
+// and grid (Key), the first dispatch shares; where it took kLongNs or more, the hand-offs are
+// nothing beside the work and every dispatch shares (a long kernel is not run alone to find out,
+// which would cost a few of its runs). Otherwise the next ones alternate between the two ways
+// (kSamples of each), and every dispatch after them goes the way whose median time was lower,
+// sharing unless running alone took at most kAloneWins of its time. The measurement starts over
+// after kRecheckDispatches dispatches once kRecheckNs have passed, so a choice follows a machine
+// whose load changes.
 #pragma once
 
 #include <array>
@@ -32,8 +34,8 @@ class ThreadChoice {
     bool operator==(const Key&) const = default;
   };
 
-  static constexpr int kWarmup = 1;   // dispatches not counted (first touches of memory)
   static constexpr int kSamples = 5;  // of each way
+  static constexpr int64_t kLongNs = 1'000'000;
   static constexpr double kAloneWins = 0.9;
   static constexpr uint64_t kRecheckDispatches = 1024;
   static constexpr int64_t kRecheckNs = 2'000'000'000;
@@ -43,6 +45,7 @@ class ThreadChoice {
     Way way = Way::kShared;
     bool timed = false;  // whether to record() how long it took
   };
+  static constexpr int kWarmup = 1;  // the first dispatch: timed, but not a sample of its way
   // How to run the next dispatch of `key`, at time `now_ns`.
   Plan next(const Key& key, int64_t now_ns);
   // A timed dispatch of `key` run `way` took `ns`; it ended at `now_ns`.
@@ -56,12 +59,15 @@ class ThreadChoice {
   };
   struct Stats {
     int started = 0;  // dispatches handed out while measuring
+    bool warmed_up = false;  // the first one's time came back
     std::array<std::vector<int64_t>, 2> times;  // by Way
     bool chosen = false;
     Way way = Way::kShared;  // once chosen
     uint64_t since_choice = 0;
     int64_t chosen_at_ns = 0;
   };
+  static void choose(Stats& s, Way way, int64_t now_ns);
+
   std::mutex mutex_;
   std::unordered_map<Key, Stats, KeyHash> stats_;
 };
