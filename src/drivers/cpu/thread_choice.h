@@ -27,6 +27,8 @@ namespace kiln::cpu {
 class ThreadChoice {
  public:
   enum class Way { kShared, kAlone };
+  // A kernel over a grid. An executable freed and another loaded at its address inherit its
+  // choices until the next measurement: only speed, never results, can suffer.
   struct Key {
     const void* executable = nullptr;
     uint32_t ordinal = 0;
