@@ -7,7 +7,7 @@
 #               FUZZ_TEST_SECONDS (docs/fuzzing.md)
 #   make fuzz   the libFuzzer targets only, FUZZ_SECONDS each (FUZZ_TARGETS to pick some)
 #   make bench  builds and runs the benchmarks
-#   make bench-peers  kiln against PyTorch, NumPy, IREE and tinygrad on the same work (bench/peers)
+#   make bench-peers  kiln against PyTorch, NumPy, IREE, tinygrad and ONNX Runtime on the same work (bench/peers)
 
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
