@@ -315,11 +315,8 @@ void MpiCollectives::break_world(const Status& why, std::deque<std::unique_ptr<P
   in_flight.clear();
 }
 
-Status MpiCollectives::progress(Pending& p, bool earlier_unposted, bool& complete, bool* moved) {
+Status MpiCollectives::progress(Pending& p, bool earlier_unposted, bool& complete) {
   complete = false;
-  auto step = [&] {
-    if (moved) *moved = true;
-  };
   if (!p.checked) {
     int exchanged = 0;
     KILN_RETURN_IF_ERROR(mpi_call_status(
@@ -329,14 +326,12 @@ Status MpiCollectives::progress(Pending& p, bool earlier_unposted, bool& complet
       KILN_RETURN_IF_ERROR(check_descriptions(p));
       p.checked = true;
       agreed_.insert(p.mine.call());
-      step();
     }
   }
   // A call the ranks agreed on before goes to MPI with its check; another one after it.
   if (!p.posted && !earlier_unposted && (p.checked || agreed_.count(p.mine.call()))) {
     KILN_RETURN_IF_ERROR(post(p));
     p.posted = true;
-    step();
   }
   if (p.posted && !p.data_done && p.data_error.ok()) {
     int done = 0;
@@ -351,7 +346,6 @@ Status MpiCollectives::progress(Pending& p, bool earlier_unposted, bool& complet
       finish_combination(p.c, p.how, combined, size_);
     }
     complete = true;
-    step();
     return Status();
   }
   if (Clock::now() > p.deadline) return p.data_error.ok() ? timed_out(p) : p.data_error;
@@ -364,13 +358,15 @@ bool MpiCollectives::advance(std::deque<std::unique_ptr<Pending>>& ended) {
   for (auto it = active_.begin(); it != active_.end();) {
     Pending& p = **it;
     bool complete = false;
-    if (Status failed = progress(p, earlier_unposted, complete, &moved); !failed.ok()) {
+    const bool was_checked = p.checked, was_posted = p.posted;
+    if (Status failed = progress(p, earlier_unposted, complete); !failed.ok()) {
       p.outcome = failed;
       ended.push_back(std::move(*it));
       active_.erase(it);
       break_world(failed, active_, ended);
       return true;
     }
+    moved = moved || complete || p.checked != was_checked || p.posted != was_posted;
     if (complete) {
       ended.push_back(std::move(*it));
       it = active_.erase(it);

@@ -77,8 +77,8 @@ class MpiCollectives {
   Status begin(Pending& p);
   // Moves `p` on as far as it goes without waiting: its descriptions checked once all arrived,
   // its data posted (not while `earlier_unposted`: MPI needs every rank's collectives in one
-  // order), its completion seen. An error breaks the world; `moved` says whether anything changed.
-  Status progress(Pending& p, bool earlier_unposted, bool& complete, bool* moved = nullptr);
+  // order), its completion seen. An error breaks the world.
+  Status progress(Pending& p, bool earlier_unposted, bool& complete);
   // Advances every collective in flight; moves the ended ones to `ended`. Whether anything moved.
   bool advance(std::deque<std::unique_ptr<Pending>>& ended);
   Status check_descriptions(const Pending& p) const;

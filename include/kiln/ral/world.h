@@ -7,8 +7,9 @@
 //    rank r of R. kiln initializes MPI the first time the world is asked for, unless the host
 //    program already has, asking for MPI_THREAD_MULTIPLE (kiln's MPI calls come from its own
 //    progress thread, or from the thread that starts one, never two at once); a library that
-//    gives less than MPI_THREAD_SERIALIZED is an error that says so. kiln finalizes only an MPI it initialized, at exit, and not after a collective
-//    failed (MPI_Finalize would wait for the ranks that did not arrive).
+//    gives less than MPI_THREAD_SERIALIZED is an error that says so. kiln finalizes only an MPI
+//    it initialized, at exit, and not after a collective failed (MPI_Finalize would wait for the
+//    ranks that did not arrive).
 //  - A process started alone (no launcher variables, no communicator handed in) is a world of one
 //    rank that never touches MPI: every collective is a copy.
 //  - A framework that manages MPI itself hands its communicator in with use_communicator() before

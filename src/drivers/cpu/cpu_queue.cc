@@ -148,7 +148,8 @@ void CpuQueue::run(std::unique_ptr<hal::Action> action) {
 
 void CpuQueue::run_dispatch(const hal::DispatchCommand& d, DispatchJob::DoneFn done,
                             hal::DispatchContext* context) {
-  if (uint64_t{d.workgroups[0]} * d.workgroups[1] * d.workgroups[2] == 0) {
+  const uint64_t total = uint64_t{d.workgroups[0]} * d.workgroups[1] * d.workgroups[2];
+  if (total == 0) {
     done(Status());  // nothing to run; the signals still fire
     return;
   }
@@ -167,27 +168,24 @@ void CpuQueue::run_dispatch(const hal::DispatchCommand& d, DispatchJob::DoneFn d
   // More are shared with the pool, this thread working on the job too instead of waiting for it
   // (spinning while the pool runs it would take a core from the pool where threads outnumber
   // cores), or run here alone where that measured faster (thread_choice.h).
-  if (uint64_t{d.workgroups[0]} * d.workgroups[1] * d.workgroups[2] == 1) {
-    DispatchJob job(std::move(executable), d.export_ordinal, d.workgroups, std::move(bindings),
-                    std::move(lengths), d.constants, context, std::move(done));
-    job.run(0, 1);
-    return;
+  ThreadChoice::Way way = ThreadChoice::Way::kAlone;
+  if (total > 1) {
+    const ThreadChoice::Key key{executable.get(), d.export_ordinal, total};
+    const int64_t start = now_ns();
+    const ThreadChoice::Plan plan = thread_choice_->next(key, start);
+    way = plan.way;
+    if (plan.timed) {
+      done = [choice = thread_choice_, key, way, start, done = std::move(done)](const Status& s) {
+        const int64_t end = now_ns();
+        choice->record(key, way, end - start, end);
+        done(s);
+      };
+    }
   }
-  const ThreadChoice::Key key{executable.get(), d.export_ordinal,
-                              uint64_t{d.workgroups[0]} * d.workgroups[1] * d.workgroups[2]};
-  const int64_t start = now_ns();
-  const ThreadChoice::Plan plan = thread_choice_->next(key, start);
-  if (plan.timed) {
-    done = [choice = thread_choice_, key, way = plan.way, start, done = std::move(done)](const Status& s) {
-      const int64_t end = now_ns();
-      choice->record(key, way, end - start, end);
-      done(s);
-    };
-  }
-  if (plan.way == ThreadChoice::Way::kAlone) {
+  if (way == ThreadChoice::Way::kAlone) {
     DispatchJob job(std::move(executable), d.export_ordinal, d.workgroups, std::move(bindings), std::move(lengths),
                     d.constants, context, std::move(done));
-    job.run(0, job.total());
+    job.run(0, total);
     return;
   }
   pool_->submit_and_help(std::make_shared<DispatchJob>(std::move(executable), d.export_ordinal, d.workgroups,
