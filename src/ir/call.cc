@@ -14,9 +14,10 @@ namespace {
 
 using Rule = CallAttribute::Rule;
 
+// "f32[4, 3]"; a dimension that is a size shows as "?" (the checks do not know the sizes' names).
 std::string shape_string(const TensorNode& n) {
   std::string s = std::string(dtype_name(n.dtype)) + "[";
-  for (size_t d = 0; d < n.dims.size(); ++d) s += (d ? ", " : "") + std::to_string(n.dims[d]);
+  for (size_t d = 0; d < n.dims.size(); ++d) s += (d ? ", " : "") + size_expr_text(n.dimension(d), {});
   return s + "]";
 }
 
@@ -29,6 +30,7 @@ class BuiltinChecker {
   void run() {
     const std::string& f = call_.function;
     if (f == "gemm") gemm();
+    else if (f == "conv2d") conv2d();
     else if (f == "qgemm") qgemm();
     else if (f == "sort" || f == "argsort") sort(f == "argsort");
     else if (f == "topk") topk();
@@ -134,6 +136,73 @@ class BuiltinChecker {
     if (!same_block(a, a_rows, c, g->batch, g->rows) || !same_block(b, b_cols, c, g->batch + g->rows, g->cols)) {
       error(out_loc(0), "'" + c.name + "' is " + shape_string(c) + "; the product is " + m + "x" + n +
                             (g->batch ? ", batched over " + block_text(c, 0, g->batch) : ""));
+    }
+  }
+
+  // conv2d(x, w, b) -> y over NCHW tensors of one float type: x [N, C, H, W], w [O, C/groups, KH,
+  // KW], b [O], y [N, O, OH, OW] with OH = (H + pad_top + pad_bottom - dilation_h·(KH - 1) - 1) /
+  // stride_h + 1 (and the same across). Dimensions that are sizes are checked when the call runs.
+  void conv2d() {
+    const TensorNode &x = arg(0), &w = arg(1), &b = arg(2), &y = out(0);
+    bool ok = rank_between(x, arg_loc(0), 4, 4) & rank_between(w, arg_loc(1), 4, 4) & rank_between(b, arg_loc(2), 1, 1) &
+              rank_between(y, out_loc(0), 4, 4);
+    ok = type_in(x, arg_loc(0), {DType::kF32, DType::kF64}) & ok;
+    if (!ok) return;
+    for (const auto& [n, loc] : {std::pair{&w, arg_loc(1)}, std::pair{&b, arg_loc(2)}, std::pair{&y, out_loc(0)}}) {
+      if (n->dtype != x.dtype) {
+        return error(loc, "'" + n->name + "' is " + std::string(dtype_name(n->dtype)) + " and '" + x.name + "' is " +
+                              std::string(dtype_name(x.dtype)) + "; conv2d's tensors have one element type");
+      }
+    }
+    for (const char* name : {"stride_h", "stride_w", "dilation_h", "dilation_w", "groups"}) {
+      if (call_attribute(call_, name) < 1) return error(call_.loc, std::string(name) + " must be at least 1");
+    }
+    const auto groups = static_cast<int64_t>(call_attribute(call_, "groups"));
+    auto known = [](const TensorNode& n, size_t d) -> std::optional<int64_t> {
+      const SizeExpr e = n.dimension(d);
+      return e.is_constant() ? std::optional<int64_t>(e.offset) : std::nullopt;
+    };
+    const std::optional<int64_t> channels = known(x, 1), outs = known(w, 0), per_group = known(w, 1);
+    if (channels && *channels % groups) {
+      return error(arg_loc(0), "'" + x.name + "' is " + shape_string(x) + "; its " + std::to_string(*channels) +
+                                   " channels do not split into groups=" + std::to_string(groups));
+    }
+    if (channels && per_group && *channels != *per_group * groups) {
+      return error(arg_loc(1), "'" + w.name + "' is " + shape_string(w) + "; its second dimension must be " +
+                                   std::to_string(*channels / groups) + ", the channels of '" + x.name + "' per group");
+    }
+    if (outs && *outs % groups) {
+      return error(arg_loc(1), "'" + w.name + "' is " + shape_string(w) + "; its " + std::to_string(*outs) +
+                                   " output channels do not split into groups=" + std::to_string(groups));
+    }
+    if (b.dimension(0) != w.dimension(0)) {
+      return error(arg_loc(2), "'" + b.name + "' is " + shape_string(b) + "; it must hold a bias per output channel, " +
+                                   block_text(w, 0, 1) + " like the first dimension of '" + w.name + "'");
+    }
+    std::string want = block_text(x, 0, 1) + ", " + block_text(w, 0, 1);
+    bool fits = y.dimension(0) == x.dimension(0) && y.dimension(1) == w.dimension(0);
+    static constexpr const char* kAcross[2][4] = {{"stride_h", "pad_top", "pad_bottom", "dilation_h"},
+                                                  {"stride_w", "pad_left", "pad_right", "dilation_w"}};
+    for (size_t d = 0; d < 2; ++d) {
+      const std::optional<int64_t> in = known(x, 2 + d), window = known(w, 2 + d), got = known(y, 2 + d);
+      if (!in || !window) {
+        want += ", ?";
+        continue;
+      }
+      const double stride = call_attribute(call_, kAcross[d][0]), dilation = call_attribute(call_, kAcross[d][3]);
+      const double span = static_cast<double>(*in) + call_attribute(call_, kAcross[d][1]) + call_attribute(call_, kAcross[d][2]) -
+                          dilation * static_cast<double>(*window - 1) - 1;
+      if (span < 0) {
+        return error(arg_loc(1), "'" + w.name + "' is " + shape_string(w) + "; its window (dilated) is larger than '" +
+                                     x.name + "' " + shape_string(x) + " with its padding");
+      }
+      const auto extent = static_cast<int64_t>(std::floor(span / stride)) + 1;
+      want += ", " + std::to_string(extent);
+      fits = fits && (!got || *got == extent);
+    }
+    if (!fits) {
+      error(out_loc(0), "'" + y.name + "' is " + shape_string(y) + "; the convolution gives " +
+                            std::string(dtype_name(x.dtype)) + "[" + want + "]");
     }
   }
 
@@ -260,6 +329,7 @@ class BuiltinChecker {
 const std::vector<BuiltinCall>& builtin_calls() {
   static const std::vector<BuiltinCall> calls = {
       {"gemm", 2, 1, {{"transpose_a", 0, Rule::kFlag}, {"transpose_b", 0, Rule::kFlag}, {"alpha", 1, Rule::kFinite}, {"beta", 0, Rule::kFinite}, {"batch", 0, Rule::kCount}}},
+      {"conv2d", 3, 1, {{"stride_h", 1, Rule::kCount}, {"stride_w", 1, Rule::kCount}, {"pad_top", 0, Rule::kCount}, {"pad_left", 0, Rule::kCount}, {"pad_bottom", 0, Rule::kCount}, {"pad_right", 0, Rule::kCount}, {"dilation_h", 1, Rule::kCount}, {"dilation_w", 1, Rule::kCount}, {"groups", 1, Rule::kCount}, {"relu", 0, Rule::kFlag}}},
       {"qgemm", 4, 1, {{"transpose_a", 0, Rule::kFlag}, {"transpose_b", 0, Rule::kFlag}}},
       {"sort", 1, 1, {{"descending", 0, Rule::kFlag}}},
       {"argsort", 1, 1, {{"descending", 0, Rule::kFlag}}},

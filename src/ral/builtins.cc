@@ -27,6 +27,7 @@ Status register_builtins(Registry& registry) {
   KILN_RETURN_IF_ERROR(library::register_reference_sorting(registry));
   KILN_RETURN_IF_ERROR(library::register_gemm(registry));
   KILN_RETURN_IF_ERROR(library::register_narrow_gemm(registry));
+  KILN_RETURN_IF_ERROR(library::register_conv(registry));
   KILN_RETURN_IF_ERROR(library::register_cuda_library(registry));
   KILN_RETURN_IF_ERROR(library::register_collectives(registry));
   return library::register_random(registry);

@@ -14,6 +14,7 @@ Result<std::shared_ptr<Backend>> Backend::create(hal::DeviceRef device, BackendO
   if (!device) return invalid_argument_error("Backend::create: no device");
   std::shared_ptr<Backend> backend(new Backend(std::move(device), std::move(options)));
   backend->ral_ = std::make_shared<ral::Context>(backend->device_->info().driver);
+  backend->ral_->set_host_device(backend->device_);
   return backend;
 }
 

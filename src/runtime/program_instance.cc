@@ -55,6 +55,7 @@ Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef 
 
   // Per routine: its kernels in command buffers, a barrier between them, split at its calls.
   instance->ral_ = std::make_shared<ral::Context>(device->info().driver);
+  instance->ral_->set_host_device(device);
   instance->seed_ = options.seed;
   uint32_t ordinal = 0;
   for (const ir::LoweredRoutine& r : lowered.routines) {

@@ -12,16 +12,10 @@
 #include <vector>
 
 #include "kiln/drivers/drivers.h"
+#include "opencl_test_device.h"
 
 namespace kiln {
 namespace {
-
-hal::DeviceRef open_opencl() {
-  Result<hal::DriverRef> driver = drivers::builtin_registry().find("opencl");
-  if (!driver.ok() || !(*driver)->availability().ok()) return nullptr;
-  auto device = drivers::builtin_registry().create_device("opencl");
-  return device.ok() ? *device : nullptr;
-}
 
 // The words 0, 1, 2, ... of a buffer of `count` u32.
 hal::BufferRef counting_buffer(hal::Device& device, uint32_t count) {

@@ -9,16 +9,10 @@
 #include <thread>
 
 #include "kiln/drivers/drivers.h"
+#include "opencl_test_device.h"
 
 namespace kiln {
 namespace {
-
-hal::DeviceRef open_opencl() {
-  Result<hal::DriverRef> driver = drivers::builtin_registry().find("opencl");
-  if (!driver.ok() || !(*driver)->availability().ok()) return nullptr;
-  auto device = drivers::builtin_registry().create_device("opencl");
-  return device.ok() ? *device : nullptr;
-}
 
 TEST(OpenCLStressTest, ChainedActionsSignalTheirTimelineInOrder) {
   hal::DeviceRef device = open_opencl();

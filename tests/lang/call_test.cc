@@ -173,6 +173,41 @@ TEST(CallParse, GemmOfHigherRanksGroupsWholeDimensions) {
   expect_first_errors(cases, prelude);
 }
 
+// conv2d over NCHW tensors: the valid forms, and each disagreement at the tensor or attribute
+// concerned, with the shape the convolution gives.
+TEST(CallParse, Conv2dChecksTheConvolutionsShape) {
+  const std::string prelude =
+      "size   N\n"
+      "input  x : f32[N, 6, 9, 11]\n"
+      "param  w : f32[8, 3, 3, 2]\n"
+      "param  b : f32[8]\n"
+      "output y : f32[N, 8, 5, 6]\n"
+      "output y1 : f32[N, 8, 7, 10]\n"
+      "param  w6 : f32[8, 6, 3, 2]\n"
+      "param  wd : f64[8, 3, 3, 2]\n"
+      "input  xi : i32[2, 6, 9, 11]\n"
+      "param  b7 : f32[7]\n";
+  for (const char* valid :
+       {"call conv2d(x, w, b, stride_h=2, stride_w=2, pad_top=1, pad_left=1, pad_bottom=1, groups=2, relu=1) -> y\n",
+        "call conv2d(x, w6, b) -> y1\n"}) {
+    std::vector<std::string> e = call_errors(valid, prelude);
+    EXPECT_TRUE(e.empty()) << valid << e[0];
+  }
+  const CallCase cases[] = {
+      {"call conv2d(x, w6, b) -> y\n", "1:26", "'y' is f32[?, 8, 5, 6]; the convolution gives f32[?, 8, 7, 10]"},
+      {"call conv2d(x, w, b) -> y1\n", "1:16", "its second dimension must be 6, the channels of 'x' per group"},
+      {"call conv2d(x, w6, b, groups=4) -> y1\n", "1:13", "its 6 channels do not split into groups=4"},
+      {"call conv2d(x, w6, b7) -> y1\n", "1:20", "'b7' is f32[7]; it must hold a bias per output channel, 8"},
+      {"call conv2d(x, wd, b, groups=2) -> y1\n", "1:16", "'wd' is f64 and 'x' is f32"},
+      {"call conv2d(xi, w, b) -> y\n", "1:13", "'xi' is i32; it must be f32 or f64"},
+      {"call conv2d(x, w6, b, stride_h=0) -> y1\n", "1:1", "stride_h must be at least 1"},
+      {"call conv2d(x, w6, b, relu=2) -> y1\n", "1:23", "attribute 'relu' is 0 or 1"},
+      {"call conv2d(x, w6, b, dilation_h=5) -> y1\n", "1:16", "its window (dilated) is larger than 'x'"},
+      {"call conv2d(x, w6) -> y1\n", "1:6", "takes 3 tensor argument(s) and 1 output(s)"},
+  };
+  expect_first_errors(cases, prelude);
+}
+
 TEST(CallParse, CallIsAKeyword) {
   std::vector<std::string> e = call_errors("tensor call : f32\n");
   ASSERT_FALSE(e.empty());

@@ -83,9 +83,9 @@ def small_cnn():
 
 
 def residual_block():
-    """Convolutions over 16 and more channels, which become one product per kernel tap: padded
-    3x3 from the graph's input, a 1x1 over channels-first activations (no copy), strided 3x3
-    and a strided 1x1 projection, a residual Add, and the flatten after a global pool."""
+    """Convolutions that become conv2d calls: a padded 3x3 from the graph's input with its Relu,
+    a 1x1 with its BatchNormalization and Relu, a strided 3x3 and a strided 1x1 projection, a
+    residual Add, and the flatten after a global pool."""
     nodes = [
         helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c1"], ["r1"]),
@@ -114,17 +114,22 @@ def test_convolutions_as_products_match_onnxruntime(batch):
     assert_matches_onnxruntime(residual_block(), {"x": x})
 
 
-def test_convolutions_over_many_channels_become_gemm_calls(tmp_path):
+def test_convolutions_become_conv2d_calls_with_the_normalization_and_relu_folded_in(tmp_path):
     program, text = kiln.onnx.import_text(residual_block())
-    assert program.tensors[program.onnx_names["c1"]][2] == (16, "batch", 9, 9)  # channels first
-    assert text.count("+= sum(kiln_conv_tap") == 9 + 9  # the two 3x3s with a bias: 9 taps each
+    assert "c1" not in program.onnx_names and "n2" not in program.onnx_names  # computed by the calls
+    assert program.tensors[program.onnx_names["r1"]][2] == ("batch", 16, 9, 9)  # ONNX's order
+    calls = [line for line in text.splitlines() if line.startswith("call conv2d(")]
+    assert len(calls) == 4, text
+    names = program.onnx_names
+    assert [c.split(" -> ")[1] for c in calls] == [names["r1"], names["r2"], names["c3"], names["proj"]], calls
+    assert sum("relu=1" in c for c in calls) == 2 and "pad_top=1" in calls[0] and "stride_h=2" in calls[2], calls
+    assert "bn_scale" not in text and "kiln_conv_weights" in text  # the normalization is in w2's weights
     binary = os.environ.get("KILN_BINARY")
     if binary:
         (tmp_path / "block.kiln").write_text(text)
         ir = subprocess.run([binary, "compile", str(tmp_path / "block.kiln"), "--emit", "ir"], capture_output=True,
                             text=True, check=True).stdout
-        # Every tap of the four convolutions, and the final Gemm.
-        assert ir.count("call gemm(") == 9 + 1 + 9 + 1 + 1, ir
+        assert ir.count("call conv2d(") == 4 and ir.count("call gemm(") == 1, ir
 
 
 @pytest.mark.parametrize("batch", [1, 3])

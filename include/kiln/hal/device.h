@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -73,6 +74,18 @@ class Device {
   virtual Result<QueueRef> create_queue(const std::string& name = "") = 0;
   // Builds an executable with the device's compiler (cached by content where the driver can).
   virtual Result<ExecutableRef> compile_executable(const ExecutableSource& source) = 0;
+
+  // Runs part(0) ... part(parts - 1), each once, on the threads with which this device computes
+  // on the host (the cpu device's workgroup threads, the calling thread among them), and returns
+  // when every one has run; a device that computes elsewhere runs them in order on the caller.
+  // For library functions that compute on the host (ral::ExecutionContext::host_parallel): they
+  // then share the device's threads instead of starting their own beside them. Parts must not
+  // depend on each other's order.
+  virtual void host_parallel(uint64_t parts, const std::function<void(uint64_t)>& part) {
+    for (uint64_t i = 0; i < parts; ++i) part(i);
+  }
+  // The number of threads host_parallel spreads parts over.
+  virtual uint32_t host_threads() const { return 1; }
 
   std::shared_ptr<Semaphore> create_semaphore(uint64_t initial_value = 0) {
     return Semaphore::create(initial_value);

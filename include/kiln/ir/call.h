@@ -30,7 +30,7 @@ struct BuiltinCall {
   std::vector<CallAttribute> attributes;
 };
 
-// The built-in of that name, or nullptr: gemm, qgemm, sort, argsort, topk, random_uniform,
+// The built-in of that name, or nullptr: gemm, conv2d, qgemm, sort, argsort, topk, random_uniform,
 // random_normal, and the collectives allreduce, allgather, reduce_scatter, broadcast, rank and
 // world_size.
 const BuiltinCall* find_builtin_call(std::string_view name);

@@ -51,7 +51,8 @@ class BoundCall {
 
   // The multiply-adds the call does at `program`'s shapes (the program it was bound for, or that
   // program at its sizes) where kiln knows the function's work: gemm's op(a) (M x K) times op(b)
-  // (K x N), batched, is a's elements times N. nullopt for every other function (a custom
+  // (K x N), batched, is a's elements times N; conv2d's is y's elements times a window's
+  // (C / groups) · KH · KW. nullopt for every other function (a custom
   // function's work is the caller's to know).
   std::optional<int64_t> multiply_adds(const ir::Program& program) const;
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kiln/base/status.h"
+#include "kiln/hal/device.h"
 #include "kiln/ral/registry.h"
 
 namespace kiln::ral {
@@ -52,6 +53,12 @@ class Context {
   const std::string& device() const { return device_; }
   Registry& registry() const { return registry_; }
 
+  // The device whose threads library functions share for their work on the host
+  // (ExecutionContext::host_parallel); without one they run it on the calling thread. Set before
+  // the first execution.
+  void set_host_device(std::shared_ptr<hal::Device> device) { host_device_ = std::move(device); }
+  hal::Device* host_device() const { return host_device_.get(); }
+
   // Runs the context-finish hooks and destroys the context resources; idempotent. Executions
   // must have finished.
   void finish();
@@ -69,6 +76,7 @@ class Context {
 
   const std::string device_;
   Registry& registry_;
+  std::shared_ptr<hal::Device> host_device_;
   std::mutex create_mutex_;  // serializes factories, so each resource is made once
   std::mutex mutex_;         // guards resources_, order_ and finished_; never held while calling out
   std::unordered_map<std::string, std::unique_ptr<Resource>> resources_;

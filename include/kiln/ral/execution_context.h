@@ -43,6 +43,17 @@ class ExecutionContext {
     return *static_cast<ExecutionContext*>(abi->impl);
   }
   Context& context() const { return context_; }
+  // Runs part(0) ... part(parts - 1) on the threads of the context's host device
+  // (hal::Device::host_parallel), or in order on the calling thread where it has none; returns
+  // when every one has run. host_threads() is how many threads that is.
+  void host_parallel(uint64_t parts, const std::function<void(uint64_t)>& part) const {
+    if (hal::Device* device = context_.host_device()) return device->host_parallel(parts, part);
+    for (uint64_t i = 0; i < parts; ++i) part(i);
+  }
+  uint32_t host_threads() const {
+    hal::Device* device = context_.host_device();
+    return device ? device->host_threads() : 1;
+  }
   const std::string& device() const { return context_.device(); }
   uint64_t seed() const { return seed_; }
   uint64_t run() const { return run_; }

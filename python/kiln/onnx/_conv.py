@@ -5,7 +5,6 @@ import math
 import numpy as np
 
 from ._emit import affine, indices, literal, op, read, target
-from ._graph import CHANNELS_FIRST
 from ._movement import place_side_by_side
 
 # A depthwise window of at most this many taps is written out term by term (depthwise_taps).
@@ -55,10 +54,10 @@ def conv(cx, node, ins, attrs):
     group = attrs.get("group", 1)
     kernel = list(w.shape[2:])
     strides, dilations, pads, spatial = _window(cx, node, x, kernel, attrs)
-    out = cx.output(node, 0, x.dtype, (x.shape[0], w.shape[0], *spatial), CHANNELS_FIRST if x.rank == 4 else None)
-    if group == 1 and x.rank == 4 and w.const is not None:
-        conv_products(cx, x, w.const, b, strides, dilations, pads, out)
-        return [out]
+    depthwise = group == x.shape[1] and w.shape[0] == group and w.shape[1] == 1
+    if x.rank == 4 and x.dtype in ("f32", "f64") and not (depthwise and math.prod(kernel) <= _MAX_WRITTEN_TAPS):
+        return conv2d_call(cx, node, x, w, b, group, (strides, dilations, pads, spatial))
+    out = cx.output(node, 0, x.dtype, (x.shape[0], w.shape[0], *spatial))
     n = x.rank - 2
     o_subs = indices(2 + n)
     reads = [affine([(strides[d], f"i{2 + d}"), (dilations[d], f"r{1 + d}")], -pads[d]) for d in range(n)]
@@ -66,8 +65,8 @@ def conv(cx, node, ins, attrs):
     if group == 1:
         x_read = read(cx, x, ["i0", "r0", *reads])
         w_read = read(cx, w, ["i1", "r0", *w_window])
-    elif group == x.shape[1] and w.shape[0] == group and w.shape[1] == 1:
-        if x.rank == 4 and math.prod(kernel) <= _MAX_WRITTEN_TAPS:
+    elif depthwise:
+        if x.rank == 4:
             return depthwise_taps(cx, x, w, b, strides, dilations, pads, out)
         x_read = read(cx, x, ["i0", "i1", *reads])  # depthwise: output channel o reads channel o
         w_read = read(cx, w, ["i1", "0", *w_window])
@@ -77,6 +76,49 @@ def conv(cx, node, ins, attrs):
     if b is not None:
         text += f" + {read(cx, b, ['i1'])}"
     cx.emit(f"{target(cx, out, o_subs)} = {text}")
+    return [out]
+
+
+def conv2d_call(cx, node, x, w, b, group, window):
+    """A 2-D convolution of f32 or f64 tensors as kiln's conv2d call (docs/onnx.md,
+    "Convolutions"), with the BatchNormalization and the Relu that alone read its output folded
+    into it where the weights are known: the normalization into the weights and the bias, the
+    Relu into the call's relu=1."""
+    strides, dilations, pads, spatial = window
+    last, norm = node, None
+    if w.const is not None and (b is None or b.const is not None):
+        weights = w.const.astype(np.float64)
+        bias = np.zeros(w.shape[0]) if b is None else b.const.astype(np.float64)
+        norm = cx.only_reader(node, "BatchNormalization")
+        if norm is not None and not all(cx.values.get(v) is not None and cx.values[v].const is not None
+                                    for v in norm.input[1:5]):
+            norm = None  # statistics the model computes: the normalization stays a statement of its own
+        if norm is not None:
+            scale, shift, mean, var = (cx.values[v].const.astype(np.float64) for v in norm.input[1:5])
+            eps = next((a.f for a in norm.attribute if a.name == "epsilon"), 1e-5)
+            factor = scale / np.sqrt(var + eps)
+            weights = weights * factor.reshape(-1, 1, 1, 1)
+            bias = (bias - mean) * factor + shift
+            last = norm
+        dt = np.float64 if x.dtype == "f64" else np.float32
+        w = cx.constant(np.ascontiguousarray(weights.astype(dt)), "conv_weights") if last is not node else w
+        b = cx.constant(bias.astype(dt), "conv_bias") if last is not node or b is None else b
+    elif b is None:
+        b = cx.constant(np.zeros(w.shape[0], np.float64 if x.dtype == "f64" else np.float32), "conv_bias")
+    relu = cx.only_reader(last, "Relu")
+    if relu is not None:
+        last = relu
+    out = cx.output(last, 0, x.dtype, (x.shape[0], w.shape[0], *spatial))
+    cx.absorb(n for n in (norm, relu) if n is not None)
+    # The end pads the windows reach into (ONNX's may be larger, with points no window reads).
+    ends = [max(0, (o - 1) * st + dl * (k - 1) + 1 - size - p)
+            for o, st, dl, k, size, p in zip(spatial, strides, dilations, w.shape[2:], x.shape[2:], pads)]
+    attributes = [("stride_h", strides[0], 1), ("stride_w", strides[1], 1), ("pad_top", pads[0], 0),
+                  ("pad_left", pads[1], 0), ("pad_bottom", ends[0], 0), ("pad_right", ends[1], 0),
+                  ("dilation_h", dilations[0], 1), ("dilation_w", dilations[1], 1), ("groups", group, 1),
+                  ("relu", 1 if relu is not None else 0, 0)]
+    args = [cx.graph.ref(v) for v in (x, w, b)] + [f"{name}={v}" for name, v, default in attributes if v != default]
+    cx.emit(f"call conv2d({', '.join(args)}) -> {out.kname}")
     return [out]
 
 
@@ -97,71 +139,12 @@ def depthwise_taps(cx, x, w, b, strides, dilations, pads, out):
     return [out]
 
 
-def conv_products(cx, x, weights, bias, strides, dilations, pads, out, first_channel=0):
-    """out = the 2-D convolution of x's channels from `first_channel` on (as many as the known
-    `weights` take) as one product per kernel tap (kn2row): for each (kh, kw) the input points
-    that tap reads are copied into a [C, N, OH, OW] scratch tensor (the stride applied), and
-    out += weights[:, :, kh, kw] @ scratch, which the compiler turns into a gemm call over the
-    columns (n, h, w). The taps read a channels-first source: the input itself where that is
-    one and the windows stay inside it, else a copy made once, with a border of zeros where the
-    windows reach past the input (its range checks are in that one copy, which the compiler
-    splits at its borders, not in every tap's) and a group's channels only. A tap that reads the
-    source exactly as it is (a 1x1 convolution, the centre of a padded window at stride 1)
-    multiplies the source itself."""
-    channels, spatial = weights.shape[1], out.shape[2:]
-    whole = channels == x.shape[1]
-    kernel = weights.shape[2:]
-    subs = indices(4)
-    windows = list(zip(pads, spatial, strides, dilations, kernel, x.shape[2:]))
-    # Tap (kh, kw) of output point (h, w) reads x at (s*h + d*kh - p, s*w + d*kw - p). A bare
-    # index must range over one extent in every tensor it stands alone in, so where the windows
-    # reach past x, or a tap at stride 1 reads an input of another extent than the output's, the
-    # copy gets one more row and column of zeros in front: then neither the copy nor a tap reads
-    # at a bare index.
-    last = [(o - 1) * st + dl * (k - 1) - p for p, o, st, dl, k, size in windows]  # the last point read
-    leaves = any(p > 0 or end >= size for (p, o, st, dl, k, size), end in zip(windows, last))
-    bordered = leaves or any(st == 1 and o != size for p, o, st, dl, k, size in windows)
-    if whole and not bordered and x.perm == CHANNELS_FIRST:
-        src, shift = x, [0, 0]
-    else:
-        shift = [p + (1 if bordered else 0) for p, o, st, dl, k, size in windows]
-        extent = [sh + max(size, end + 1) for sh, end, (p, o, st, dl, k, size) in zip(shift, last, windows)]
-        src = cx.scratch(x.dtype, (x.shape[0], channels, *extent), CHANNELS_FIRST)
-        rows, cols = (affine([(1, f"i{2 + d}")], -shift[d]) for d in range(2))
-        if whole:
-            cx.emit(f"{target(cx, src, subs)} = {read(cx, x, ['i0', 'i1', rows, cols])}")
-        else:  # a group's channels, read at their offset through a sum over one point
-            channel = affine([(1, "i1"), (-1, "q0")], first_channel)
-            cx.emit(f"{target(cx, src, subs)} = sum({read(cx, x, ['i0', channel, rows, cols])}) where q0 < 1")
-    op = "="
-    if bias is not None:
-        cx.emit(f"{target(cx, out, subs)} = {read(cx, bias, ['i1'])}")
-        op = "+="
-    for kh in range(kernel[0]):
-        for kw in range(kernel[1]):
-            tap = cx.constant(np.ascontiguousarray(weights[:, :, kh, kw]), "conv_tap")
-            in_x = [dilations[0] * kh - pads[0], dilations[1] * kw - pads[1]]  # where the tap reads x
-            at = [a + sh for a, sh in zip(in_x, shift)]  # and the source
-            operand = src
-            if (whole and x.perm == CHANNELS_FIRST and strides == [1, 1] and list(spatial) == list(x.shape[2:])
-                    and in_x == [0, 0]):
-                operand = x  # the centre of a padded window at stride 1 reads x as it is
-            elif at != [0, 0] or strides != [1, 1] or list(spatial) != list(src.shape[2:]):
-                operand = cx.scratch(x.dtype, (x.shape[0], channels, *spatial), CHANNELS_FIRST)
-                rows = affine([(strides[0], "i2")], at[0])
-                cols = affine([(strides[1], "i3")], at[1])
-                cx.emit(f"{target(cx, operand, subs)} = {read(cx, src, ['i0', 'i1', rows, cols])}")
-            cx.emit(f"{target(cx, out, subs)} {op} sum({read(cx, tap, ['i1', 'r0'])} * "
-                    f"{read(cx, operand, ['i0', 'r0', 'i2', 'i3'])})")
-            op = "+="
-
-
 def grouped_conv(cx, node, x, w, b, group, out, reads, w_window):
-    """A convolution in `group` groups: each group's output channels into a tensor of their
-    own, from the group's slice of the (known) weights and its input channels, then those
-    placed side by side as Concat places its parts. In 2-D each group is products
-    (conv_products); otherwise a loop nest whose input channels are read at the group's offset
-    through a sum over one point (q0 < 1), as Concat reads its parts."""
+    """A convolution in `group` groups that conv2d does not take (not 2-D, or of a narrow float
+    type): each group's output channels into a tensor of their own, as a loop nest over the
+    group's slice of the (known) weights whose input channels are read at the group's offset
+    through a sum over one point (q0 < 1), as Concat reads its parts; then those placed side by
+    side as Concat places its parts."""
     per_in, per_out = x.shape[1] // group, w.shape[0] // group
     if x.shape[1] % group or w.shape[0] % group or w.shape[1] != per_in:
         cx.unsupported(node, f"group={group} with {x.shape[1]} input and {w.shape[0]} output channels")
@@ -172,20 +155,16 @@ def grouped_conv(cx, node, x, w, b, group, out, reads, w_window):
     parts = []
     for g in range(group):
         part = cx.graph.temporary(x.dtype, (out.shape[0], per_out, *out.shape[2:]), "group")
-        part.perm = out.perm
         w_g = np.ascontiguousarray(w.const[g * per_out:(g + 1) * per_out])
         b_g = None if b is None else cx.constant(np.ascontiguousarray(b.const[g * per_out:(g + 1) * per_out]),
                                                  "group_bias")
-        if x.rank == 4:
-            conv_products(cx, x, w_g, b_g, strides, dilations, pads, part, g * per_in)
-        else:
-            window = [affine([(strides[d], f"i{2 + d}"), (dilations[d], f"r{1 + d}")], -pads[d])
-                      for d in range(x.rank - 2)]
-            x_read = read(cx, x, ["i0", affine([(1, "r0"), (-1, "q0")], g * per_in), *window])
-            text = f"sum({x_read} * {read(cx, cx.constant(w_g, 'group_weights'), ['i1', 'r0', *w_window])})"
-            if b_g is not None:
-                text += f" + {read(cx, b_g, ['i1'])}"
-            cx.emit(f"{target(cx, part, subs)} = {text} where q0 < 1")
+        window = [affine([(strides[d], f"i{2 + d}"), (dilations[d], f"r{1 + d}")], -pads[d])
+                  for d in range(x.rank - 2)]
+        x_read = read(cx, x, ["i0", affine([(1, "r0"), (-1, "q0")], g * per_in), *window])
+        text = f"sum({x_read} * {read(cx, cx.constant(w_g, 'group_weights'), ['i1', 'r0', *w_window])})"
+        if b_g is not None:
+            text += f" + {read(cx, b_g, ['i1'])}"
+        cx.emit(f"{target(cx, part, subs)} = {text} where q0 < 1")
         parts.append(part)
     place_side_by_side(cx, out, parts, 1)
     return [out]
@@ -198,7 +177,7 @@ def pool(cx, node, ins, attrs):
         cx.unsupported(node, "its Indices output")
     kernel = list(attrs["kernel_shape"])
     strides, dilations, pads, spatial = _window(cx, node, x, kernel, attrs)
-    out = cx.output(node, 0, x.dtype, (*x.shape[:2], *spatial), x)
+    out = cx.output(node, 0, x.dtype, (*x.shape[:2], *spatial))
     n = x.rank - 2
     o_subs = indices(2 + n)
     reads = [affine([(strides[d], f"i{2 + d}"), (dilations[d], f"r{d}")], -pads[d]) for d in range(n)]
@@ -253,7 +232,7 @@ def batch_norm(cx, node, ins, attrs):
     b = bias.astype(np.float64) - mean.astype(np.float64) * a
     dt = np.float64 if x.dtype == "f64" else np.float32
     av, bv = cx.constant(a.astype(dt), "bn_scale"), cx.constant(b.astype(dt), "bn_shift")
-    out = cx.output(node, 0, x.dtype, x.shape, x)
+    out = cx.output(node, 0, x.dtype, x.shape)
     subs = indices(x.rank)
     cx.emit(f"{target(cx, out, subs)} = {read(cx, x, subs)} * {read(cx, av, ['i1'])} + {read(cx, bv, ['i1'])}")
     return [out]
@@ -264,7 +243,7 @@ def lrn(cx, node, ins, attrs):
     x = ins[0]
     size = attrs["size"]
     alpha, beta, bias = attrs.get("alpha", 1e-4), attrs.get("beta", 0.75), attrs.get("bias", 1.0)
-    out = cx.output(node, 0, x.dtype, x.shape, x)
+    out = cx.output(node, 0, x.dtype, x.shape)
     subs = indices(x.rank)
     half = (size - 1) // 2
     window = [subs[0], affine([(1, "i1"), (1, "r0")], -half), *subs[2:]]

@@ -24,13 +24,13 @@ def indices(rank, prefix="i"):
 
 
 def read(cx, value, subscripts):
-    """`value` read at `subscripts`, written in ONNX's order of its dimensions."""
+    """`value` read at `subscripts`."""
     name = cx.graph.ref(value)
-    return f"{name}[{', '.join(value.in_kiln_order(subscripts))}]" if value.rank else name
+    return f"{name}[{', '.join(subscripts)}]" if value.rank else name
 
 
 def target(cx, value, subscripts):
-    return f"{value.kname}[{', '.join(value.in_kiln_order(subscripts))}]" if value.rank else value.kname
+    return f"{value.kname}[{', '.join(subscripts)}]" if value.rank else value.kname
 
 
 def affine(terms, constant=0):
@@ -84,9 +84,7 @@ def broadcast_read(cx, value, out_shape, subscripts):
 def elementwise(cx, node, inputs, dtype, expression):
     """out[I] = expression(reads of `inputs` at I), broadcast."""
     shape = broadcast_shape(cx, node, [v.shape for v in inputs])
-    # In the layout of an input of the output's shape: channels first stays channels first.
-    like = next((v for v in inputs if v.perm is not None and v.shape == shape), None)
-    out = cx.output(node, 0, dtype, shape, like)
+    out = cx.output(node, 0, dtype, shape)
     subs = indices(len(shape))
     # A known single value beside a computed tensor is written as a literal, which the compiler
     # folds (PyTorch's LayerNorm squares with Pow by a constant 2: x * x, not a call to pow).

@@ -50,10 +50,6 @@ def kiln_type_of(array):
 
 FLOAT_TYPES = ("f16", "bf16", "f32", "f64")
 
-# [N, C, H, W] kept as [C, N, H, W]: a convolution's product over channels is then one gemm whose
-# columns are (n, h, w) (docs/onnx.md, "Convolutions").
-CHANNELS_FIRST = (1, 0, 2, 3)
-
 # Names a kiln tensor cannot take: the language's keywords, its functions and types, and the
 # names the importer gives indices (i0, r0, ...).
 _RESERVED = {
@@ -75,17 +71,6 @@ class Value:
         # A reshape that no statement computes: (x, the dimensions of x merged into this
         # value's last), read through x by the one operator that takes it (Gemm).
         self.view = None
-        # The kiln tensor's dimensions as ONNX's, where they differ: kiln's dimension k is
-        # ONNX's perm[k] (CHANNELS_FIRST keeps a convolution's activations as [C, N, H, W]).
-        self.perm = None
-
-    @property
-    def kiln_shape(self):
-        return self.shape if self.perm is None else tuple(self.shape[p] for p in self.perm)
-
-    def in_kiln_order(self, subscripts):
-        """Subscripts written in ONNX's order of dimensions, in the kiln tensor's."""
-        return list(subscripts) if self.perm is None else [subscripts[p] for p in self.perm]
 
     @property
     def rank(self):
@@ -152,7 +137,7 @@ class Graph:
         lines += [f"size {s}" for s in self.sizes]
         for kname in self.order:
             role, value = self.declared[kname]
-            dims = ", ".join(str(d) for d in value.kiln_shape)
+            dims = ", ".join(str(d) for d in value.shape)
             lines.append(f"{role} {kname} : {value.dtype}[{dims}]")
         lines += self.statements
         return "\n".join(lines) + "\n"

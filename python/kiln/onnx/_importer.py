@@ -23,12 +23,15 @@ class Converter:
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
         self.values = {}  # ONNX name -> Value
         self.constants = 0  # params of the importer's own (folded BatchNormalization, pool counts)
-        self.scratches = {}
         self.outputs = {o.name for o in model.graph.output}
         self.readers = {}  # name -> [(op_type, input position)] of the nodes that read it
+        self.reader_nodes = {}  # name -> the nodes that read it
         for node in model.graph.node:
             for i, name in enumerate(node.input):
                 self.readers.setdefault(name, []).append((node.op_type, i))
+                if node not in self.reader_nodes.setdefault(name, []):
+                    self.reader_nodes[name].append(node)
+        self.absorbed = set()  # the first outputs of nodes an earlier node computes (absorb)
 
     # --- what the operators call ---------------------------------------------------------------
 
@@ -41,6 +44,23 @@ class Converter:
         graph does not output it)."""
         readers = self.readers.get(name, [])
         return bool(readers) and name not in self.outputs and all(r == (op_type, position) for r in readers)
+
+    def only_reader(self, node, op_type):
+        """The one node that reads `node`'s first output, if it is an `op_type` node that reads it
+        as its first input only and whose other outputs nothing reads, and the graph does not
+        output it; else None. An operator may then compute that node with its own (absorb)."""
+        name = node.output[0]
+        readers = self.reader_nodes.get(name, [])
+        if len(readers) != 1 or name in self.outputs:
+            return None
+        reader = readers[0]
+        if reader.op_type != op_type or list(reader.input).count(name) != 1 or reader.input[0] != name:
+            return None
+        return None if any(self.used(reader, i) for i in range(1, len(reader.output))) else reader
+
+    def absorb(self, nodes):
+        """Marks `nodes` computed: the operator that absorbed them wrote their first outputs."""
+        self.absorbed.update(n.output[0] for n in nodes)
 
     def used(self, node, i):
         """Whether output `i` of `node` is read by another node or is an output of the graph."""
@@ -68,27 +88,13 @@ class Converter:
         self.graph.declare("param", value)
         return value
 
-    def output(self, node, i, dtype, shape, like=None):
-        """Output `i` of `node`: in the layout of `like` (a Value of the same rank, or a perm)
-        unless it is an output of the graph, which keeps ONNX's."""
+    def output(self, node, i, dtype, shape):
+        """Output `i` of `node`: a tensor, or an output where the graph outputs it."""
         name = node.output[i]
         value = Value(name, dtype, shape)
-        perm = like.perm if isinstance(like, Value) else like
-        if name not in self.outputs and perm is not None and len(perm) == len(shape):
-            value.perm = tuple(perm)
         self.graph.declare("output" if name in self.outputs else "tensor", value)
         self.values[name] = value
         return value
-
-    def scratch(self, dtype, shape, perm=None):
-        """A temporary tensor that every caller asking for this type, shape and layout shares:
-        each fills it before reading it, and statements run in order, so one serves them all."""
-        key = (dtype, tuple(shape), perm)
-        if key not in self.scratches:
-            value = self.graph.temporary(dtype, shape, "scratch")
-            value.perm = perm
-            self.scratches[key] = value
-        return self.scratches[key]
 
     def emit(self, text):
         self.graph.emit(text)
@@ -175,6 +181,8 @@ class Converter:
         return ins
 
     def convert(self, node):
+        if node.output and node.output[0] in self.absorbed:
+            return
         if node.domain not in ("", "ai.onnx"):
             self.unsupported(node, f"domain '{node.domain}'; kiln imports the default domain")
         ins = self.inputs_of(node)

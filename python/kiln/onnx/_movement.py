@@ -169,7 +169,7 @@ def concat(cx, node, ins, attrs):
         cx.unsupported(node, "concatenating along a dimension that is a size")
     shape = list(ins[0].shape)
     shape[axis] = sum(v.shape[axis] for v in ins)
-    out = cx.output(node, 0, ins[0].dtype, tuple(shape), ins[0])
+    out = cx.output(node, 0, ins[0].dtype, tuple(shape))
     place_side_by_side(cx, out, ins, axis)
     return [out]
 
@@ -252,7 +252,7 @@ def split(cx, node, ins, attrs):
         shape[axis] = part
         begin = [0] * x.rank
         begin[axis] = offset
-        outs.append(slice_into(cx, x, cx.output(node, i, x.dtype, tuple(shape), x), begin, [1] * x.rank))
+        outs.append(slice_into(cx, x, cx.output(node, i, x.dtype, tuple(shape)), begin, [1] * x.rank))
         offset += part
     return outs
 

@@ -172,13 +172,6 @@ def flattened_product_reads(cx, node, a, b, trans_b):
     weights = b.const.T if trans_b else b.const
     weights = np.ascontiguousarray(weights).reshape(*split, weights.shape[-1])
     reduced = [f"r{k}" for k in range(len(merged))]
-    if x.perm is not None:
-        # Channels first puts the batch between the channels and the rows: a copy in ONNX's
-        # order makes the product's columns one run of dimensions, so that it is a gemm call.
-        copy = cx.graph.temporary(x.dtype, x.shape, "flat")
-        subs = indices(x.rank)
-        cx.emit(f"{target(cx, copy, subs)} = {read(cx, x, subs)}")
-        x = copy
     # The rows: x's first dimension; the dimensions between it and the merged ones have extent 1.
     x_subs = ["i0" if d == 0 else "0" for d in range(x.rank)]
     for d, r in zip(merged, reduced):
@@ -284,7 +277,7 @@ def layer_norm(cx, node, ins, attrs):
     variance = cx.graph.temporary(stash, kept, "layer_norm_variance")
     cx.emit(f"{target(cx, variance, subs)} = mean(({x_r} - {m}) * ({x_r} - {m}))")
     cx.emit(f"{target(cx, inv, subs)} = {literal(1.0, stash)} / sqrt({read(cx, variance, subs)} + {literal(eps, stash)})")
-    y = cx.output(node, 0, x.dtype, x.shape, x)
+    y = cx.output(node, 0, x.dtype, x.shape)
     text = (f"({read(cx, x, subs)} - {read(cx, mean, at_stats)}) * {read(cx, inv, at_stats)} * "
             f"{broadcast_read(cx, scale, x.shape, subs)}")
     if bias is not None:

@@ -38,6 +38,11 @@ class CpuDevice final : public hal::Device {
   hal::Allocator& allocator() override { return allocator_; }
   Result<hal::QueueRef> create_queue(const std::string& name) override;
   Result<hal::ExecutableRef> compile_executable(const hal::ExecutableSource& source) override;
+  // On the workgroup pool, the caller helping.
+  void host_parallel(uint64_t parts, const std::function<void(uint64_t)>& part) override {
+    pool_->run_parts(parts, part);
+  }
+  uint32_t host_threads() const override { return pool_->thread_count() + 1; }
 
   // `info.capabilities.executable_formats` is taken from the compiler; `spread_queues` is
   // DeviceOptions::spread_queues.

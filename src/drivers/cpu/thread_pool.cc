@@ -31,6 +31,9 @@ DispatchJob::DispatchJob(std::shared_ptr<const HostExecutable> executable, uint3
   state_.context = context ? context->abi() : nullptr;
 }
 
+DispatchJob::DispatchJob(uint64_t parts, const std::function<void(uint64_t)>* part, DoneFn done)
+    : part_(part), context_(nullptr), total_(parts), done_(std::move(done)) {}
+
 bool DispatchJob::claim(uint64_t chunk, uint64_t* begin, uint64_t* end) {
   uint64_t first = next_.fetch_add(chunk, std::memory_order_relaxed);
   if (first >= total_) return false;
@@ -40,6 +43,12 @@ bool DispatchJob::claim(uint64_t chunk, uint64_t* begin, uint64_t* end) {
 }
 
 void DispatchJob::run(uint64_t begin, uint64_t end) {
+  if (part_) {
+    for (uint64_t i = begin; i < end; ++i) (*part_)(i);
+    const uint64_t count = end - begin;
+    if (finished_.fetch_add(count, std::memory_order_acq_rel) + count == total_) done_(Status());
+    return;
+  }
   const uint64_t cx = state_.workgroup_count[0], cy = state_.workgroup_count[1];
   for (uint64_t i = begin; i < end; ++i) {
     // After a failure the remaining workgroups are skipped but still counted as finished.
@@ -142,6 +151,19 @@ void ThreadPool::worker_main() {
 void ThreadPool::submit_and_help(const std::shared_ptr<DispatchJob>& job) {
   submit(job);
   drain(job);
+}
+
+void ThreadPool::run_parts(uint64_t parts, const std::function<void(uint64_t)>& part) {
+  if (parts == 0) return;
+  // The word outlives this call: the thread that runs the last part wakes it after storing.
+  auto ended = std::make_shared<std::atomic<uint32_t>>(0);
+  submit_and_help(std::make_shared<DispatchJob>(parts, &part, [ended](const Status&) {
+    ended->store(1, std::memory_order_release);
+    futex_wake(ended.get(), 1);
+  }));
+  while (ended->load(std::memory_order_acquire) == 0) {
+    if (!spin_while_equal(ended.get(), 0)) futex_wait(ended.get(), 0, Timeout::kInfiniteNs);
+  }
 }
 
 void ThreadPool::drain(const std::shared_ptr<DispatchJob>& job) {

@@ -28,6 +28,8 @@ class DispatchJob {
               std::array<uint32_t, 3> workgroups,
               std::vector<void*> bindings, std::vector<size_t> binding_lengths,
               std::vector<uint32_t> constants, hal::DispatchContext* context, DoneFn done);
+  // A job of `parts` calls part(0) ... part(parts - 1) (ThreadPool::run_parts), which cannot fail.
+  DispatchJob(uint64_t parts, const std::function<void(uint64_t)>* part, DoneFn done);
 
   uint64_t total() const { return total_; }
   // Claims the next chunk of workgroups; false when none are left.
@@ -36,6 +38,7 @@ class DispatchJob {
   void run(uint64_t begin, uint64_t end);
 
  private:
+  const std::function<void(uint64_t)>* part_ = nullptr;  // a host function's job: the caller's
   std::shared_ptr<const HostExecutable> executable_;
   uint32_t ordinal_;
   std::vector<void*> bindings_;
@@ -72,6 +75,9 @@ class ThreadPool {
   // job: on a machine with as many busy threads as cores, a waiter that spins takes a core
   // from the workers.
   void submit_and_help(const std::shared_ptr<DispatchJob>& job);
+  // Runs part(0) ... part(parts - 1) on the pool, the calling thread helping, and returns when
+  // every one has run (hal::Device::host_parallel).
+  void run_parts(uint64_t parts, const std::function<void(uint64_t)>& part);
 
  private:
   void worker_main();

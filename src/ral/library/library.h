@@ -17,6 +17,9 @@ Status register_reference_sorting(Registry& registry);
 // "cuda" (each with OpenBLAS over mapped buffers as the fallback); a plain triple loop for
 // "interp".
 Status register_gemm(Registry& registry);
+// conv2d over NCHW f32 and f64 tensors: im2col and a gemm (oneDNN, OpenBLAS) for "cpu" (and over mapped
+// buffers for "opencl" and "cuda"), the direct loops for "interp" (conv.cc).
+Status register_conv(Registry& registry);
 // gemm of bf16/f16 operands into f32 or their own type, and of i8 into i32, and qgemm
 // (gemm_narrow.cc).
 Status register_narrow_gemm(Registry& registry);

@@ -22,6 +22,8 @@ using dnnl_dim_t = int64_t;
 using GemmBf16Fn = int (*)(char transa, char transb, dnnl_dim_t m, dnnl_dim_t n, dnnl_dim_t k, float alpha,
                            const uint16_t* a, dnnl_dim_t lda, const uint16_t* b, dnnl_dim_t ldb, float beta,
                            float* c, dnnl_dim_t ldc);
+using SgemmFn = int (*)(char transa, char transb, dnnl_dim_t m, dnnl_dim_t n, dnnl_dim_t k, float alpha, const float* a,
+                       dnnl_dim_t lda, const float* b, dnnl_dim_t ldb, float beta, float* c, dnnl_dim_t ldc);
 using GemmS8Fn = int (*)(char transa, char transb, char offsetc, dnnl_dim_t m, dnnl_dim_t n, dnnl_dim_t k,
                          float alpha, const int8_t* a, dnnl_dim_t lda, int8_t ao, const int8_t* b, dnnl_dim_t ldb,
                          int8_t bo, float beta, int32_t* c, dnnl_dim_t ldc, const int32_t* co);
@@ -68,6 +70,7 @@ struct Primitives {
 struct OneDnn {
   GemmBf16Fn gemm_bf16 = nullptr;
   GemmS8Fn gemm_s8 = nullptr;
+  SgemmFn sgemm = nullptr;
   // OpenMP's, from the runtime Debian's oneDNN is built with (libgomp); null with another one.
   void (*set_num_threads)(int) = nullptr;
   int (*max_threads)() = nullptr;
@@ -133,6 +136,7 @@ const OneDnn& onednn() {
     SymbolBinder binder(*handle);
     binder.bind(out.gemm_bf16, "dnnl_gemm_bf16bf16f32");
     binder.bind(out.gemm_s8, "dnnl_gemm_s8s8s32");
+    binder.bind(out.sgemm, "dnnl_sgemm");
     if (!binder.missing().empty()) out.status = unavailable_error("the oneDNN library lacks " + binder.missing());
     SymbolBinder optional(*handle);
     optional.bind(out.set_num_threads, "omp_set_num_threads");
@@ -290,6 +294,14 @@ Status onednn_gemm_s8(bool transpose_a, bool transpose_b, int64_t m, int64_t n, 
   return checked(dnnl.gemm_s8(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', 'F', m, n, k, alpha, a, lda, 0, b,
                               ldb, 0, beta, c, ldc, &no_offset),
                  "dnnl_gemm_s8s8s32");
+}
+
+Status onednn_sgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                    int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  KILN_ASSIGN_OR_RETURN(const OneDnn* ready_dnnl, ready());
+  return checked(ready_dnnl->sgemm(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
+                                   beta, c, ldc),
+                 "dnnl_sgemm");
 }
 
 }  // namespace kiln::ral::library

@@ -1,0 +1,168 @@
+// conv2d: y = relu?(conv(x, w) + b) over NCHW tensors (docs/language.md, "Calls"). The cpu
+// device runs f32 through kiln's own product where the processor has AVX-512 (conv_avx512.h);
+// otherwise, and for f64, it lowers each image and group to one gemm (oneDNN's sgemm or
+// OpenBLAS): the input points every output point reads are copied into the columns of a
+// [C/groups · KH · KW, OH · OW] matrix (im2col; a 1x1 window at stride 1 without padding reads the
+// input as it is), y's rows start as the bias, the gemm adds the weights' product to them, and
+// the ReLU is a pass over what it wrote. opencl and cuda run the same over mapped buffers; interp
+// has the direct loops, the reference.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "kiln/ral/execution_context.h"
+#include "ral/library/conv_avx512.h"
+#include "ral/library/conv_shape.h"
+#include "ral/library/library.h"
+#include "ral/library/onednn.h"
+#include "ral/library/openblas.h"
+
+namespace kiln::ral::library {
+
+namespace {
+
+template <typename T>
+T relu_of(T v) {
+  return v < 0 ? T(0) : v;  // NaN stays NaN, as PyTorch's and ONNX's Relu
+}
+
+// The columns of image n's group g: col[(ch · kh + a) · kw + e][i · ow + j] is the input point
+// output point (i, j) reads through tap (a, e) of channel ch, 0 in the padding.
+template <typename T>
+void im2col(const ConvShape& s, const T* x, T* col) {
+  for (int64_t ch = 0; ch < s.group_channels(); ++ch) {
+    for (int64_t a = 0; a < s.kh; ++a) {
+      for (int64_t e = 0; e < s.kw; ++e) {
+        T* row = col + ((ch * s.kh + a) * s.kw + e) * s.points();
+        const auto [offset, first, end] = s.columns_read(e);
+        for (int64_t i = 0; i < s.oh; ++i) {
+          T* out = row + i * s.ow;
+          const int64_t ih = i * s.sh + a * s.dh - s.pt;
+          if (ih < 0 || ih >= s.h) {
+            std::fill(out, out + s.ow, T(0));
+            continue;
+          }
+          const T* in = x + (ch * s.h + ih) * s.w;
+          std::fill(out, out + first, T(0));
+          if (s.sw == 1) {
+            std::memcpy(out + first, in + first + offset, static_cast<size_t>(end - first) * sizeof(T));
+          } else {
+            for (int64_t j = first; j < end; ++j) out[j] = in[j * s.sw + offset];
+          }
+          std::fill(out + end, out + s.ow, T(0));
+        }
+      }
+    }
+  }
+}
+
+// c (m x n) += a (m x k) @ b (k x n), row-major. f32 goes through oneDNN's sgemm where oneDNN
+// loads: on ResNet-50's convolutions at batch 1 a run took 61 ms with it against 69 ms through
+// OpenBLAS (medians of 20, alternating, 2026-11-30). f64, and f32 without oneDNN, through OpenBLAS.
+template <typename T>
+Status product(int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) {
+  if constexpr (std::is_same_v<T, float>) {
+    Status through_onednn = onednn_sgemm(false, false, m, n, k, 1.0f, a, k, b, n, 1.0f, c, n);
+    if (through_onednn.code() != StatusCode::kUnavailable) return through_onednn;
+  }
+  return openblas_gemm<T>(false, false, m, n, k, T(1), a, k, b, n, T(1), c, n);
+}
+
+// conv2d through a gemm library: per image and group, im2col and one OpenBLAS product into y's rows,
+// which start as the bias.
+template <typename T>
+Status conv_products(const ConvShape& s, const T* x, const T* w, const T* b, T* y) {
+  thread_local std::vector<T> columns;  // kept between calls: a fresh one would fault its pages in each time
+  const bool as_is = s.reads_input_as_is();
+  if (!as_is && columns.size() < static_cast<size_t>(s.depth() * s.points())) {
+    columns.resize(static_cast<size_t>(s.depth() * s.points()));
+  }
+  const int64_t og = s.group_outputs(), p = s.points();
+  for (int64_t img = 0; img < s.n; ++img) {
+    for (int64_t g = 0; g < s.groups; ++g) {
+      const T* xg = x + (img * s.c + g * s.group_channels()) * s.h * s.w;
+      T* yg = y + (img * s.o + g * og) * p;
+      for (int64_t r = 0; r < og; ++r) std::fill(yg + r * p, yg + (r + 1) * p, b[g * og + r]);
+      if (s.depth() > 0) {
+        if (!as_is) im2col(s, xg, columns.data());
+        KILN_RETURN_IF_ERROR(product(og, p, s.depth(), w + g * og * s.depth(), as_is ? xg : columns.data(), yg));
+      }
+      if (s.relu) {
+        for (int64_t e = 0; e < og * p; ++e) yg[e] = relu_of(yg[e]);
+      }
+    }
+  }
+  return Status();
+}
+
+// The cpu device's conv2d: kiln's own product where the processor has AVX-512 (conv_avx512.h),
+// else conv_products.
+template <typename T>
+Status conv_host(const ExecutionContext& context, const ConvShape& s, const T* x, const T* w, const T* b, T* y) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (conv_avx512_supported()) return conv_avx512(context, s, x, w, b, y);
+  }
+  return conv_products(s, x, w, b, y);
+}
+
+// interp's conv2d: the definition, point by point, summing over (channel, row, column) of the
+// window in that order.
+template <typename T>
+Status conv_reference(const ExecutionContext&, const ConvShape& s, const T* x, const T* w, const T* b, T* y) {
+  const int64_t cg = s.group_channels(), og = s.group_outputs();
+  for (int64_t img = 0; img < s.n; ++img) {
+    for (int64_t oc = 0; oc < s.o; ++oc) {
+      const int64_t first_channel = oc / og * cg;
+      for (int64_t i = 0; i < s.oh; ++i) {
+        for (int64_t j = 0; j < s.ow; ++j) {
+          T sum = 0;
+          for (int64_t ch = 0; ch < cg; ++ch) {
+            for (int64_t a = 0; a < s.kh; ++a) {
+              const int64_t ih = i * s.sh + a * s.dh - s.pt;
+              if (ih < 0 || ih >= s.h) continue;
+              for (int64_t e = 0; e < s.kw; ++e) {
+                const int64_t iw = j * s.sw + e * s.dw - s.pl;
+                if (iw < 0 || iw >= s.w) continue;
+                sum += x[((img * s.c + first_channel + ch) * s.h + ih) * s.w + iw] * w[((oc * cg + ch) * s.kh + a) * s.kw + e];
+              }
+            }
+          }
+          const T v = sum + b[oc];
+          y[((img * s.o + oc) * s.oh + i) * s.ow + j] = s.relu ? relu_of(v) : v;
+        }
+      }
+    }
+  }
+  return Status();
+}
+
+template <auto Run, typename T>
+Status conv2d(ExecutionContext* context, MemRef<T, 4> x, MemRef<T, 4> w, MemRef<T, 1> b, MemRef<T, 4> y, int64_t stride_h,
+              int64_t stride_w, int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
+              int64_t dilation_h, int64_t dilation_w, int64_t groups, int64_t relu) {
+  KILN_ASSIGN_OR_RETURN(ConvShape s, conv_shape(x.sizes.data(), w.sizes.data(), b.sizes.data(), y.sizes.data(), stride_h,
+                                                stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h,
+                                                dilation_w, groups, relu));
+  if (y.element_count() == 0) return Status();
+  return Run(*context, s, x.data, w.data, b.data, y.data);
+}
+
+template <typename T>
+Status register_type(Registry& registry) {
+  // opencl and cuda: the runtime maps the tensors for the call (Memory::kHost).
+  for (std::string_view device : {"cpu", "opencl", "cuda"}) {
+    KILN_RETURN_IF_ERROR(registry.add(make_function_for<"conv2d", &conv2d<&conv_host<T>, T>>(device)));
+  }
+  return registry.add(make_function_for<"conv2d", &conv2d<&conv_reference<T>, T>>("interp"));
+}
+
+}  // namespace
+
+Status register_conv(Registry& registry) {
+  KILN_RETURN_IF_ERROR(register_type<float>(registry));
+  return register_type<double>(registry);
+}
+
+}  // namespace kiln::ral::library

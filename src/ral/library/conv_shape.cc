@@ -1,0 +1,49 @@
+#include "ral/library/conv_shape.h"
+
+#include <algorithm>
+#include <string>
+
+namespace kiln::ral::library {
+
+namespace {
+
+std::string dims_text(const int64_t* d, int rank) {
+  std::string s = "[";
+  for (int i = 0; i < rank; ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+ConvShape::Columns ConvShape::columns_read(int64_t e) const {
+  const int64_t offset = e * dw - pl;
+  const int64_t first = offset >= 0 ? 0 : std::min(ow, (-offset + sw - 1) / sw);
+  const int64_t end = w - offset <= 0 ? first : std::clamp((w - offset + sw - 1) / sw, first, ow);
+  return {offset, first, end};
+}
+
+Result<ConvShape> conv_shape(const int64_t* x, const int64_t* w, const int64_t* b, const int64_t* y, int64_t sh,
+                             int64_t sw, int64_t pt, int64_t pl, int64_t pb, int64_t pr, int64_t dh, int64_t dw,
+                             int64_t groups, int64_t relu) {
+  ConvShape s{x[0], x[1], x[2], x[3], w[0], w[2], w[3], y[2], y[3], sh, sw, pt, pl, dh, dw, groups, relu != 0};
+  auto fail = [&](const std::string& why) {
+    return invalid_argument_error("conv2d: x " + dims_text(x, 4) + ", w " + dims_text(w, 4) + ", b " + dims_text(b, 1) +
+                                  ", y " + dims_text(y, 4) + ": " + why);
+  };
+  if (sh < 1 || sw < 1 || dh < 1 || dw < 1 || groups < 1 || pt < 0 || pl < 0 || pb < 0 || pr < 0) {
+    return fail("strides, dilations and groups must be at least 1 and pads at least 0");
+  }
+  if (s.c % groups || s.o % groups || w[1] != s.c / groups) {
+    return fail("with groups=" + std::to_string(groups) + ", x's channels and w's first dimension split into the groups "
+                "and w's second dimension is x's channels per group");
+  }
+  if (b[0] != s.o || y[0] != s.n || y[1] != s.o) return fail("b must be [O] and y [N, O, OH, OW] (w is [O, ...])");
+  const int64_t span_h = s.h + pt + pb - dh * (s.kh - 1) - 1, span_w = s.w + pl + pr - dw * (s.kw - 1) - 1;
+  if (span_h < 0 || span_w < 0 || s.oh != span_h / sh + 1 || s.ow != span_w / sw + 1) {
+    return fail("y's last two dimensions must be the windows' count (x's extent with the pads, less the dilated "
+                "window, over the stride, plus 1)");
+  }
+  return s;
+}
+
+}  // namespace kiln::ral::library

@@ -1,0 +1,42 @@
+// conv2d's tensors as one convolution (docs/language.md, "Calls"): x [n, c, h, w], w [o, c /
+// groups, kh, kw], b [o], y [n, o, oh, ow], NCHW, with the call's strides, pads and dilations.
+#pragma once
+
+#include <cstdint>
+
+#include "kiln/base/status.h"
+
+namespace kiln::ral::library {
+
+struct ConvShape {
+  int64_t n, c, h, w;  // x
+  int64_t o, kh, kw;   // w: [o, c / groups, kh, kw]
+  int64_t oh, ow;      // y: [n, o, oh, ow]
+  int64_t sh, sw, pt, pl, dh, dw, groups;
+  bool relu;
+
+  int64_t group_channels() const { return c / groups; }
+  int64_t group_outputs() const { return o / groups; }
+  int64_t depth() const { return group_channels() * kh * kw; }  // one image's group as a product: its k
+  int64_t points() const { return oh * ow; }                     // and its n
+  // A 1x1 window at stride 1 without padding: the input is the product's right operand as it is.
+  bool reads_input_as_is() const {
+    return kh == 1 && kw == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0 && oh == h && ow == w;
+  }
+
+  // The input columns that tap column e reads: output column j reads input column j · sw +
+  // offset, which lies inside x for j in [first, end) (first <= end <= ow).
+  struct Columns {
+    int64_t offset, first, end;
+  };
+  Columns columns_read(int64_t e) const;
+};
+
+// The shape of a call with these sizes and attributes, or INVALID_ARGUMENT naming the four shapes
+// and what disagrees: the compiler checks what it knows, and this catches dimensions that were
+// sizes.
+Result<ConvShape> conv_shape(const int64_t* x, const int64_t* w, const int64_t* b, const int64_t* y, int64_t sh,
+                             int64_t sw, int64_t pt, int64_t pl, int64_t pb, int64_t pr, int64_t dh, int64_t dw,
+                             int64_t groups, int64_t relu);
+
+}  // namespace kiln::ral::library

@@ -1,0 +1,158 @@
+// conv2d (ral/library/conv.cc) on cpu (im2col and a gemm), opencl and cuda (the same over mapped
+// buffers; cuda where its driver starts) and interp (the direct loops), against the definition
+// computed here in double: padding on every side, strides, dilations, groups, the ReLU, a 1x1
+// window that reads the input as it is, f64, and a batch that is a size. Values are small
+// integers times powers of two, so every product and sum is exact and results must match exactly.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "e2e_util.h"
+#include "kiln/lang/parser.h"
+
+namespace kiln::e2e {
+namespace {
+
+struct Conv {
+  int n, c, h, w, o, kh, kw;
+  int sh = 1, sw = 1, pt = 0, pl = 0, pb = 0, pr = 0, dh = 1, dw = 1, groups = 1, relu = 0;
+  const char* type = "f32";
+
+  int oh() const { return (h + pt + pb - dh * (kh - 1) - 1) / sh + 1; }
+  int ow() const { return (w + pl + pr - dw * (kw - 1) - 1) / sw + 1; }
+  std::string text(bool sized) const {
+    auto dims = [&](const std::string& first, int a, int b, int d) {
+      return "[" + first + ", " + std::to_string(a) + ", " + std::to_string(b) + ", " + std::to_string(d) + "]";
+    };
+    const std::string batch = sized ? "N" : std::to_string(n);
+    std::string s = sized ? "size N\n" : "";
+    s += "input x : " + std::string(type) + dims(batch, c, h, w) + "\n";
+    s += "input wt : " + std::string(type) + dims(std::to_string(o), c / groups, kh, kw) + "\n";
+    s += "input b : " + std::string(type) + "[" + std::to_string(o) + "]\n";
+    s += "output y : " + std::string(type) + dims(batch, o, oh(), ow()) + "\n";
+    s += "call conv2d(x, wt, b, stride_h=" + std::to_string(sh) + ", stride_w=" + std::to_string(sw) +
+         ", pad_top=" + std::to_string(pt) + ", pad_left=" + std::to_string(pl) + ", pad_bottom=" + std::to_string(pb) +
+         ", pad_right=" + std::to_string(pr) + ", dilation_h=" + std::to_string(dh) + ", dilation_w=" +
+         std::to_string(dw) + ", groups=" + std::to_string(groups) + ", relu=" + std::to_string(relu) + ") -> y\n";
+    return s;
+  }
+};
+
+double x_value(int i) { return ((i * 7) % 11 - 5) * 0.5; }
+double w_value(int i) { return ((i * 5) % 9 - 4) * 0.25; }
+double b_value(int i) { return (i % 3 - 1) * 0.125; }
+
+// y by the definition: out-of-range input points read 0.
+std::vector<double> expected(const Conv& k) {
+  const int cg = k.c / k.groups, og = k.o / k.groups;
+  std::vector<double> y(static_cast<size_t>(k.n * k.o * k.oh() * k.ow()));
+  for (int n = 0; n < k.n; ++n)
+    for (int o = 0; o < k.o; ++o)
+      for (int i = 0; i < k.oh(); ++i)
+        for (int j = 0; j < k.ow(); ++j) {
+          double sum = b_value(o);
+          for (int ch = 0; ch < cg; ++ch)
+            for (int a = 0; a < k.kh; ++a)
+              for (int e = 0; e < k.kw; ++e) {
+                const int ih = i * k.sh + a * k.dh - k.pt, iw = j * k.sw + e * k.dw - k.pl;
+                if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
+                sum += x_value(((n * k.c + o / og * cg + ch) * k.h + ih) * k.w + iw) *
+                       w_value(((o * cg + ch) * k.kh + a) * k.kw + e);
+              }
+          y[static_cast<size_t>(((n * k.o + o) * k.oh() + i) * k.ow() + j)] = k.relu && sum < 0 ? 0 : sum;
+        }
+  return y;
+}
+
+class Conv2dTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "opencl" && !driver_availability("opencl").ok()) GTEST_SKIP() << "no OpenCL platform";
+    if (GetParam() == "cuda") {
+      if (Status cuda = driver_availability("cuda"); !cuda.ok()) GTEST_SKIP() << "no CUDA device: " << cuda;
+    }
+  }
+
+  // Runs `k` and compares y with the definition, element by element.
+  void check(const Conv& k, bool sized = false) {
+    const std::string text = k.text(sized);
+    SCOPED_TRACE(text);
+    Result<ir::Program> program = lang::parse_program(text, "conv.kiln");
+    ASSERT_TRUE(program.ok()) << program.status().message();
+    Result<hal::DeviceRef> device = open_device(GetParam(), dir_.path());
+    ASSERT_TRUE(device.ok()) << device.status().message();
+    runtime::ProgramOptions options;
+    if (sized) options.sizes = {k.n};
+    Result<std::unique_ptr<runtime::ProgramInstance>> p = runtime::ProgramInstance::create(*device, *program, options);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    const ir::DType type = *ir::dtype_from_name(k.type);
+    auto bytes_of = [&](int count, double (*f)(int)) {
+      std::vector<unsigned char> out(static_cast<size_t>(count) * ir::dtype_size(type));
+      for (int i = 0; i < count; ++i) ir::store_scalar(type, ir::Scalar{f(i), 0}, &out[static_cast<size_t>(i) * ir::dtype_size(type)]);
+      return out;
+    };
+    const std::vector<unsigned char> x = bytes_of(k.n * k.c * k.h * k.w, x_value);
+    const std::vector<unsigned char> w = bytes_of(k.o * (k.c / k.groups) * k.kh * k.kw, w_value);
+    const std::vector<unsigned char> b = bytes_of(k.o, b_value);
+    ASSERT_TRUE((*p)->write("x", x.data(), x.size()).ok());
+    ASSERT_TRUE((*p)->write("wt", w.data(), w.size()).ok());
+    ASSERT_TRUE((*p)->write("b", b.data(), b.size()).ok());
+    const Status ran = (*p)->run("main");
+    ASSERT_TRUE(ran.ok()) << ran.message();
+    const std::vector<double> want = expected(k);
+    std::vector<unsigned char> y(want.size() * ir::dtype_size(type));
+    ASSERT_TRUE((*p)->read("y", y.data(), y.size()).ok());
+    int wrong = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      const double got = ir::load_scalar(type, &y[i * ir::dtype_size(type)]).f;
+      if (got != want[i] && ++wrong <= 4) ADD_FAILURE() << "y[" << i << "] = " << got << ", want " << want[i];
+    }
+  }
+
+  TempDir dir_;
+};
+
+TEST_P(Conv2dTest, PaddedWindowsAtStrideOne) { check({.n = 1, .c = 3, .h = 7, .w = 9, .o = 4, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1}); }
+
+TEST_P(Conv2dTest, UnevenPadsStridesAndDilations) {
+  check({.n = 2, .c = 4, .h = 11, .w = 10, .o = 6, .kh = 3, .kw = 2, .sh = 2, .sw = 3, .pt = 2, .pl = 0, .pb = 1, .pr = 3, .dh = 2, .dw = 1});
+  check({.n = 1, .c = 3, .h = 9, .w = 40, .o = 5, .kh = 3, .kw = 3, .sh = 2, .sw = 1, .pt = 1, .pl = 2, .pb = 1, .pr = 1});  // rows strided only
+}
+
+TEST_P(Conv2dTest, GroupsAndTheRelu) {
+  check({.n = 2, .c = 6, .h = 5, .w = 6, .o = 9, .kh = 3, .kw = 3, .pt = 1, .pl = 2, .pb = 0, .pr = 1, .groups = 3, .relu = 1});
+  check({.n = 1, .c = 4, .h = 6, .w = 6, .o = 4, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .groups = 4, .relu = 1});  // depthwise
+}
+
+TEST_P(Conv2dTest, OneByOneReadsTheInputAsItIs) {
+  check({.n = 3, .c = 5, .h = 4, .w = 7, .o = 8, .kh = 1, .kw = 1});
+  check({.n = 2, .c = 5, .h = 5, .w = 9, .o = 13, .kh = 1, .kw = 1});  // 45 points: 32 in place, 13 copied
+  check({.n = 1, .c = 5, .h = 4, .w = 7, .o = 8, .kh = 1, .kw = 1, .sh = 2, .sw = 2});  // strided: a copy
+}
+
+TEST_P(Conv2dTest, WindowsWiderThanTheInputReachIntoThePadding) {
+  check({.n = 1, .c = 2, .h = 3, .w = 2, .o = 3, .kh = 5, .kw = 5, .pt = 2, .pl = 3, .pb = 2, .pr = 3});
+}
+
+TEST_P(Conv2dTest, DilatedWindowsAtStrideOne) {
+  check({.n = 1, .c = 3, .h = 9, .w = 12, .o = 5, .kh = 3, .kw = 2, .pt = 2, .pl = 0, .pb = 1, .pr = 3, .dh = 2, .dw = 3});
+}
+
+// Products deeper than the 256 rows the cpu device sums at a time (conv_avx512.cc), at stride 1
+// and 2, with more output channels than one register tile and more points than one panel.
+TEST_P(Conv2dTest, DeepProductsSumInBlocks) {
+  check({.n = 1, .c = 40, .h = 9, .w = 10, .o = 27, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .relu = 1});
+  check({.n = 2, .c = 40, .h = 9, .w = 10, .o = 13, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1});
+}
+
+TEST_P(Conv2dTest, F64) { check({.n = 2, .c = 3, .h = 6, .w = 5, .o = 4, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .type = "f64"}); }
+
+TEST_P(Conv2dTest, TheBatchIsASize) { check({.n = 3, .c = 3, .h = 6, .w = 5, .o = 4, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1}, true); }
+
+INSTANTIATE_TEST_SUITE_P(Devices, Conv2dTest, ::testing::Values("cpu", "interp", "opencl", "cuda"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace
+}  // namespace kiln::e2e
