@@ -147,6 +147,13 @@ TEST_P(Conv2dTest, DeepProductsSumInBlocks) {
   check({.n = 2, .c = 40, .h = 9, .w = 10, .o = 13, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1});
 }
 
+// Convolutions of several million multiply-adds, which the cpu device splits into parts across
+// its threads: at stride 1 (the padded input read in place) and 2 (packed columns).
+TEST_P(Conv2dTest, LargeConvolutionsSplitAcrossThreads) {
+  check({.n = 1, .c = 64, .h = 16, .w = 16, .o = 64, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .relu = 1});
+  check({.n = 1, .c = 64, .h = 24, .w = 24, .o = 96, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1});
+}
+
 TEST_P(Conv2dTest, F64) { check({.n = 2, .c = 3, .h = 6, .w = 5, .o = 4, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .type = "f64"}); }
 
 TEST_P(Conv2dTest, TheBatchIsASize) { check({.n = 3, .c = 3, .h = 6, .w = 5, .o = 4, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1}, true); }

@@ -154,7 +154,10 @@ void ThreadPool::submit_and_help(const std::shared_ptr<DispatchJob>& job) {
 }
 
 void ThreadPool::run_parts(uint64_t parts, const std::function<void(uint64_t)>& part) {
-  if (parts == 0) return;
+  if (parts <= 1) {  // nothing to share: no thread to wake
+    if (parts == 1) part(0);
+    return;
+  }
   // The word outlives this call: the thread that runs the last part wakes it after storing.
   auto ended = std::make_shared<std::atomic<uint32_t>>(0);
   submit_and_help(std::make_shared<DispatchJob>(parts, &part, [ended](const Status&) {
