@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <set>
 
+#include "kiln/ir/conv_windows.h"
 #include "kiln/ir/gemm_groups.h"
 #include "kiln/ir/sizes.h"
 
@@ -189,16 +190,14 @@ class BuiltinChecker {
         want += ", ?";
         continue;
       }
-      const double stride = call_attribute(call_, kAcross[d][0]), dilation = call_attribute(call_, kAcross[d][3]);
-      const double span = static_cast<double>(*in) + call_attribute(call_, kAcross[d][1]) + call_attribute(call_, kAcross[d][2]) -
-                          dilation * static_cast<double>(*window - 1) - 1;
-      if (span < 0) {
+      auto attribute = [&](int which) { return static_cast<int64_t>(call_attribute(call_, kAcross[d][which])); };
+      const std::optional<int64_t> extent = conv_windows(*in, attribute(1), attribute(2), *window, attribute(0), attribute(3));
+      if (!extent) {
         return error(arg_loc(1), "'" + w.name + "' is " + shape_string(w) + "; its window (dilated) is larger than '" +
                                      x.name + "' " + shape_string(x) + " with its padding");
       }
-      const auto extent = static_cast<int64_t>(std::floor(span / stride)) + 1;
-      want += ", " + std::to_string(extent);
-      fits = fits && (!got || *got == extent);
+      want += ", " + std::to_string(*extent);
+      fits = fits && (!got || *got == *extent);
     }
     if (!fits) {
       error(out_loc(0), "'" + y.name + "' is " + shape_string(y) + "; the convolution gives " +

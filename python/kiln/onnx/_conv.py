@@ -5,6 +5,7 @@ import math
 import numpy as np
 
 from ._emit import affine, indices, literal, op, read, target
+from ._graph import numpy_type
 from ._movement import place_side_by_side
 
 # A depthwise window of at most this many taps is written out term by term (depthwise_taps).
@@ -85,26 +86,21 @@ def conv2d_call(cx, node, x, w, b, group, window):
     into it where the weights are known: the normalization into the weights and the bias, the
     Relu into the call's relu=1."""
     strides, dilations, pads, spatial = window
-    last, norm = node, None
-    if w.const is not None and (b is None or b.const is not None):
-        weights = w.const.astype(np.float64)
-        bias = np.zeros(w.shape[0]) if b is None else b.const.astype(np.float64)
-        norm = cx.only_reader(node, "BatchNormalization")
-        if norm is not None and not all(cx.values.get(v) is not None and cx.values[v].const is not None
+    known = w.const is not None and (b is None or b.const is not None)
+    norm = cx.only_reader(node, "BatchNormalization") if known else None
+    if norm is not None and not all(cx.values.get(v) is not None and cx.values[v].const is not None
                                     for v in norm.input[1:5]):
-            norm = None  # statistics the model computes: the normalization stays a statement of its own
-        if norm is not None:
-            scale, shift, mean, var = (cx.values[v].const.astype(np.float64) for v in norm.input[1:5])
-            eps = next((a.f for a in norm.attribute if a.name == "epsilon"), 1e-5)
-            factor = scale / np.sqrt(var + eps)
-            weights = weights * factor.reshape(-1, 1, 1, 1)
-            bias = (bias - mean) * factor + shift
-            last = norm
-        dt = np.float64 if x.dtype == "f64" else np.float32
-        w = cx.constant(np.ascontiguousarray(weights.astype(dt)), "conv_weights") if last is not node else w
-        b = cx.constant(bias.astype(dt), "conv_bias") if last is not node or b is None else b
+        norm = None  # statistics the model computes: the normalization stays a statement of its own
+    dt = numpy_type(x.dtype)
+    if norm is not None:
+        factor, shift = normalization_affine(*(cx.values[v].const for v in norm.input[1:5]), cx.attributes(norm))
+        bias = np.zeros(w.shape[0]) if b is None else b.const.astype(np.float64)
+        w = cx.constant(np.ascontiguousarray((w.const.astype(np.float64) * factor.reshape(-1, 1, 1, 1)).astype(dt)),
+                        "conv_weights")
+        b = cx.constant((bias * factor + shift).astype(dt), "conv_bias")
     elif b is None:
-        b = cx.constant(np.zeros(w.shape[0], np.float64 if x.dtype == "f64" else np.float32), "conv_bias")
+        b = cx.constant(np.zeros(w.shape[0], dt), "conv_bias")
+    last = norm if norm is not None else node
     relu = cx.only_reader(last, "Relu")
     if relu is not None:
         last = relu
@@ -219,17 +215,20 @@ def global_pool(cx, node, ins, attrs):
     return [out]
 
 
+def normalization_affine(scale, bias, mean, var, attrs):
+    """BatchNormalization's y = (x - mean) / sqrt(var + epsilon) * scale + B as one multiply and
+    add per channel, y = x * factor + shift: (factor, shift) in f64."""
+    factor = scale.astype(np.float64) / np.sqrt(var.astype(np.float64) + attrs.get("epsilon", 1e-5))
+    return factor, bias.astype(np.float64) - mean.astype(np.float64) * factor
+
+
 @op("BatchNormalization")
 def batch_norm(cx, node, ins, attrs):
     x = ins[0]
     if any(cx.used(node, i) for i in range(1, len(node.output))):
         cx.unsupported(node, "training outputs (kiln imports models for inference)")
-    scale, bias, mean, var = (cx.known(node, v, name) for v, name in
-                              zip(ins[1:5], ("scale", "B", "input_mean", "input_var")))
-    eps = attrs.get("epsilon", 1e-5)
-    # y = (x - mean) / sqrt(var + eps) * scale + B, folded into one multiply and add per channel.
-    a = (scale.astype(np.float64) / np.sqrt(var.astype(np.float64) + eps))
-    b = bias.astype(np.float64) - mean.astype(np.float64) * a
+    a, b = normalization_affine(*(cx.known(node, v, name) for v, name in
+                                  zip(ins[1:5], ("scale", "B", "input_mean", "input_var"))), attrs)
     dt = np.float64 if x.dtype == "f64" else np.float32
     av, bv = cx.constant(a.astype(dt), "bn_scale"), cx.constant(b.astype(dt), "bn_shift")
     out = cx.output(node, 0, x.dtype, x.shape)

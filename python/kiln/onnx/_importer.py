@@ -58,6 +58,10 @@ class Converter:
             return None
         return None if any(self.used(reader, i) for i in range(1, len(reader.output))) else reader
 
+    def attributes(self, node):
+        """The node's attributes by name, as Python values."""
+        return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
     def absorb(self, nodes):
         """Marks `nodes` computed: the operator that absorbed them wrote their first outputs."""
         self.absorbed.update(n.output[0] for n in nodes)
@@ -186,7 +190,7 @@ class Converter:
         if node.domain not in ("", "ai.onnx"):
             self.unsupported(node, f"domain '{node.domain}'; kiln imports the default domain")
         ins = self.inputs_of(node)
-        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        attrs = self.attributes(node)
         folded = self.fold(node, ins, attrs)
         if folded is not None:
             for name, array in zip(node.output, folded):

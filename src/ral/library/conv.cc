@@ -7,7 +7,6 @@
 // the ReLU is a pass over what it wrote. opencl and cuda run the same over mapped buffers; interp
 // has the direct loops, the reference.
 #include <algorithm>
-#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -28,33 +27,12 @@ T relu_of(T v) {
   return v < 0 ? T(0) : v;  // NaN stays NaN, as PyTorch's and ONNX's Relu
 }
 
-// The columns of image n's group g: col[(ch · kh + a) · kw + e][i · ow + j] is the input point
-// output point (i, j) reads through tap (a, e) of channel ch, 0 in the padding.
+// The columns of one image's group: col[k][i · ow + j] is the input point that output point
+// (i, j) reads through row k's tap (ConvShape::tap), 0 in the padding.
 template <typename T>
 void im2col(const ConvShape& s, const T* x, T* col) {
-  for (int64_t ch = 0; ch < s.group_channels(); ++ch) {
-    for (int64_t a = 0; a < s.kh; ++a) {
-      for (int64_t e = 0; e < s.kw; ++e) {
-        T* row = col + ((ch * s.kh + a) * s.kw + e) * s.points();
-        const auto [offset, first, end] = s.columns_read(e);
-        for (int64_t i = 0; i < s.oh; ++i) {
-          T* out = row + i * s.ow;
-          const int64_t ih = i * s.sh + a * s.dh - s.pt;
-          if (ih < 0 || ih >= s.h) {
-            std::fill(out, out + s.ow, T(0));
-            continue;
-          }
-          const T* in = x + (ch * s.h + ih) * s.w;
-          std::fill(out, out + first, T(0));
-          if (s.sw == 1) {
-            std::memcpy(out + first, in + first + offset, static_cast<size_t>(end - first) * sizeof(T));
-          } else {
-            for (int64_t j = first; j < end; ++j) out[j] = in[j * s.sw + offset];
-          }
-          std::fill(out + end, out + s.ow, T(0));
-        }
-      }
-    }
+  for (int64_t k = 0; k < s.depth(); ++k) {
+    for (int64_t i = 0; i < s.oh; ++i) s.read_window_row(x, k, i, 0, s.ow, col + k * s.points() + i * s.ow);
   }
 }
 
@@ -70,8 +48,8 @@ Status product(int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) {
   return openblas_gemm<T>(false, false, m, n, k, T(1), a, k, b, n, T(1), c, n);
 }
 
-// conv2d through a gemm library: per image and group, im2col and one OpenBLAS product into y's rows,
-// which start as the bias.
+// conv2d through a gemm library: per image and group, im2col and one product (`product`) into
+// y's rows, which start as the bias.
 template <typename T>
 Status conv_products(const ConvShape& s, const T* x, const T* w, const T* b, T* y) {
   thread_local std::vector<T> columns;  // kept between calls: a fresh one would fault its pages in each time
@@ -125,7 +103,8 @@ Status conv_reference(const ExecutionContext&, const ConvShape& s, const T* x, c
               for (int64_t e = 0; e < s.kw; ++e) {
                 const int64_t iw = j * s.sw + e * s.dw - s.pl;
                 if (iw < 0 || iw >= s.w) continue;
-                sum += x[((img * s.c + first_channel + ch) * s.h + ih) * s.w + iw] * w[((oc * cg + ch) * s.kh + a) * s.kw + e];
+                sum += x[((img * s.c + first_channel + ch) * s.h + ih) * s.w + iw] *
+                       w[((oc * cg + ch) * s.kh + a) * s.kw + e];
               }
             }
           }

@@ -27,44 +27,16 @@ float* panel_at(float* packed, const ConvShape& s, int64_t k, int64_t point) {
   return packed + ((point / kPanel) * s.depth() + k) * kPanel + point % kPanel;
 }
 
-// out[0, run) = 0 ... 0, src[0, hi - lo), 0 ... 0 with the source from lo on (run <= 32): the
-// lanes of [lo, hi) are filled from consecutive memory by expanding loads, in four instructions
-// rather than a fill, a copy and a fill of a few floats each.
-[[gnu::target("avx512f")]] void put_run(float* out, int64_t run, int64_t lo, int64_t hi, const float* src) {
-  const uint64_t count = static_cast<uint64_t>(hi - lo);
-  const auto valid = static_cast<uint32_t>(((count >= 32 ? ~uint64_t{0} : (uint64_t{1} << count) - 1)) << lo);
-  const auto all = static_cast<uint32_t>(run >= 32 ? ~uint64_t{0} : (uint64_t{1} << run) - 1);
-  const auto first = static_cast<__mmask16>(valid & 0xFFFF), second = static_cast<__mmask16>(valid >> 16);
-  const __m512 v0 = _mm512_maskz_expandloadu_ps(first, src);
-  const __m512 v1 = _mm512_maskz_expandloadu_ps(second, src + __builtin_popcount(first));
-  _mm512_mask_storeu_ps(out, static_cast<__mmask16>(all & 0xFFFF), v0);
-  _mm512_mask_storeu_ps(out + 16, static_cast<__mmask16>(all >> 16), v1);
-}
-
 // Writes rows [k_begin, k_end) of the product's right operand for input x (the group's
 // channels) into `packed`.
 void pack_rows(const ConvShape& s, const float* x, float* packed, int64_t k_begin, int64_t k_end) {
   const int64_t points = s.points();
   for (int64_t k = k_begin; k < k_end; ++k) {
-    const int64_t ch = k / (s.kh * s.kw), a = k / s.kw % s.kh, e = k % s.kw;
-    const auto [offset, first, end] = s.columns_read(e);
     for (int64_t i = 0; i < s.oh; ++i) {
-      const int64_t ih = i * s.sh + a * s.dh - s.pt;
-      const bool inside = ih >= 0 && ih < s.h;
-      const float* in = x + (ch * s.h + (inside ? ih : 0)) * s.w;
       for (int64_t j = 0; j < s.ow;) {  // a run of output columns within one panel
         const int64_t point = i * s.ow + j;
         const int64_t run = std::min(s.ow - j, kPanel - point % kPanel);
-        float* out = panel_at(packed, s, k, point);
-        const int64_t lo = inside ? std::clamp(first - j, int64_t{0}, run) : run;
-        const int64_t hi = inside ? std::clamp(end - j, lo, run) : run;
-        if (s.sw == 1) {
-          put_run(out, run, lo, hi, in + (hi > lo ? j + lo + offset : 0));
-        } else {
-          std::fill(out, out + lo, 0.0f);
-          for (int64_t t = lo; t < hi; ++t) out[t] = in[(j + t) * s.sw + offset];
-          std::fill(out + hi, out + run, 0.0f);
-        }
+        s.read_window_row(x, k, i, j, run, panel_at(packed, s, k, point));
         j += run;
       }
     }
@@ -75,10 +47,6 @@ void pack_rows(const ConvShape& s, const float* x, float* packed, int64_t k_begi
   }
 }
 
-// Output channels [0, R) by 32 points, over rows [k0, k1) of the product: the sums start from
-// the bias (first_rows) or from what y holds, and are written to y rows (stride ldy) with the
-// ReLU where asked; `points` of the 32 are written. w's rows hold `depth` weights. Row k of the
-// right operand is `b + k * kPanel` (packed columns) or, kWide, `b + offsets[k]` (the padded input).
 // The ReLU: lanes below 0 become 0; NaN and -0 stay as they are (relu_of in conv.cc).
 [[gnu::target("avx512f"), gnu::always_inline]] inline __m512 relu_lanes(__m512 v) {
   return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), _mm512_setzero_ps());
@@ -99,6 +67,10 @@ template <int R, bool kAligned>
   }
 }
 
+// Output channels [0, R) by 32 points, over rows [k0, k1) of the product: the sums start from
+// the bias (first_rows) or from what y holds, and are written to y rows (stride ldy) with the
+// ReLU where asked; `points` of the 32 are written. w's rows hold `depth` weights. Row k of the
+// right operand is `b + k * kPanel` (packed columns) or, kWide, `b + offsets[k]` (the padded input).
 template <int R, bool kWide>
 [[gnu::target("avx512f")]] void tile(int64_t depth, int64_t k0, int64_t k1, const float* w, const float* b,
                                      const int64_t* offsets, const float* bias, float* y, int64_t ldy, int64_t points,
@@ -166,8 +138,8 @@ Status no_memory(int64_t floats) {
 // at the end of a network), by output channels, each tile's weights staying while it sweeps the
 // points.
 template <bool kWide>
-void products(const ExecutionContext& context, const ConvShape& s, int64_t points, const float* w, const float* b, const int64_t* offsets,
-              const float* bias, float* y, int64_t ldy) {
+void products(const ExecutionContext& context, const ConvShape& s, int64_t points, const float* w, const float* b,
+              const int64_t* offsets, const float* bias, float* y, int64_t ldy) {
   const int64_t depth = s.depth(), og = s.group_outputs();
   const int64_t panels = (points + kPanel - 1) / kPanel, row_tiles = (og + kRows - 1) / kRows;
   const int64_t tiles = panels * row_tiles;
@@ -205,7 +177,8 @@ void products(const ExecutionContext& context, const ConvShape& s, int64_t point
 // padded width reads row k = (channel, a, e) at offsets[k] + i · width + j, so 32 consecutive
 // points are 32 consecutive input points (the "wide" points j >= OW of each row are computed and
 // dropped). The padded copy costs a pass over the input where the packed columns cost KH · KW.
-Status wide_group(const ExecutionContext& context, const ConvShape& s, const float* x, const float* w, const float* bias, float* y) {
+Status wide_group(const ExecutionContext& context, const ConvShape& s, const float* x, const float* w,
+                  const float* bias, float* y) {
   const int64_t cg = s.group_channels(), og = s.group_outputs();
   const int64_t height = s.oh + s.dh * (s.kh - 1), width = s.ow + s.dw * (s.kw - 1);  // the padded input's
   const int64_t points = (s.oh - 1) * width + s.ow;
@@ -241,7 +214,7 @@ Status wide_group(const ExecutionContext& context, const ConvShape& s, const flo
     std::fill(padded + cg * height * width, padded + padded_floats, 0.0f);
   }
   for (int64_t k = 0; k < s.depth(); ++k) {
-    const int64_t ch = k / (s.kh * s.kw), a = k / s.kw % s.kh, e = k % s.kw;
+    const auto [ch, a, e] = s.tap(k);
     offsets[k] = (ch * height + a * s.dh) * width + e * s.dw;
   }
   const int64_t ldy = direct ? s.points() : points;
@@ -262,7 +235,8 @@ Status wide_group(const ExecutionContext& context, const ConvShape& s, const flo
       const auto part = static_cast<int64_t>(part_index);
       for (int64_t r = og * part / threads; r < og * (part + 1) / threads; ++r) {
         for (int64_t i = 0; i < s.oh; ++i) {
-          std::memcpy(y + (r * s.oh + i) * s.ow, out + r * points + i * width, static_cast<size_t>(s.ow) * sizeof(float));
+          std::memcpy(y + (r * s.oh + i) * s.ow, out + r * points + i * width,
+                      static_cast<size_t>(s.ow) * sizeof(float));
         }
       }
     });
@@ -271,13 +245,15 @@ Status wide_group(const ExecutionContext& context, const ConvShape& s, const flo
 }
 
 // Other strides: the packed columns (pack_rows), then the product over them.
-Status packed_group(const ExecutionContext& context, const ConvShape& s, const float* x, const float* w, const float* bias, float* y) {
+Status packed_group(const ExecutionContext& context, const ConvShape& s, const float* x, const float* w,
+                    const float* bias, float* y) {
   const int64_t depth = s.depth(), panels = (s.points() + kPanel - 1) / kPanel;
   float* packed = scratch<0>(static_cast<size_t>(panels * depth * kPanel));
   if (!packed) return no_memory(panels * depth * kPanel);
   const auto threads = static_cast<int64_t>(context.host_threads());
   context.host_parallel(static_cast<uint64_t>(threads), [&](uint64_t part) {
-    pack_rows(s, x, packed, depth * static_cast<int64_t>(part) / threads, depth * static_cast<int64_t>(part + 1) / threads);
+    const auto p = static_cast<int64_t>(part);
+    pack_rows(s, x, packed, depth * p / threads, depth * (p + 1) / threads);
   });
   products<false>(context, s, s.points(), w, packed, nullptr, bias, y, s.points());
   return Status();
@@ -293,7 +269,8 @@ bool conv_avx512_supported() {
   return supported;
 }
 
-Status conv_avx512(const ExecutionContext& context, const ConvShape& s, const float* x, const float* w, const float* b, float* y) {
+Status conv_avx512(const ExecutionContext& context, const ConvShape& s, const float* x, const float* w, const float* b,
+                   float* y) {
   const int64_t og = s.group_outputs();
   for (int64_t img = 0; img < s.n; ++img) {
     for (int64_t g = 0; g < s.groups; ++g) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "kiln/ir/conv_windows.h"
+
 namespace kiln::ral::library {
 
 namespace {
@@ -38,8 +40,7 @@ Result<ConvShape> conv_shape(const int64_t* x, const int64_t* w, const int64_t* 
                 "and w's second dimension is x's channels per group");
   }
   if (b[0] != s.o || y[0] != s.n || y[1] != s.o) return fail("b must be [O] and y [N, O, OH, OW] (w is [O, ...])");
-  const int64_t span_h = s.h + pt + pb - dh * (s.kh - 1) - 1, span_w = s.w + pl + pr - dw * (s.kw - 1) - 1;
-  if (span_h < 0 || span_w < 0 || s.oh != span_h / sh + 1 || s.ow != span_w / sw + 1) {
+  if (ir::conv_windows(s.h, pt, pb, s.kh, sh, dh) != s.oh || ir::conv_windows(s.w, pl, pr, s.kw, sw, dw) != s.ow) {
     return fail("y's last two dimensions must be the windows' count (x's extent with the pads, less the dilated "
                 "window, over the stride, plus 1)");
   }

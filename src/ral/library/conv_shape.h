@@ -2,7 +2,9 @@
 // groups, kh, kw], b [o], y [n, o, oh, ow], NCHW, with the call's strides, pads and dilations.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "kiln/base/status.h"
 
@@ -30,6 +32,35 @@ struct ConvShape {
     int64_t offset, first, end;
   };
   Columns columns_read(int64_t e) const;
+
+  // Row k of one image's group as a product: channel ch's window tap (a, e), k = (ch · kh + a)
+  // · kw + e.
+  struct Tap {
+    int64_t ch, a, e;
+  };
+  Tap tap(int64_t k) const { return {k / (kh * kw), k / kw % kh, k % kw}; }
+
+  // out[0, run) = the points of `x` (one image's group, [c / groups, h, w]) that output points
+  // (i, j) ... (i, j + run - 1) read through row k's tap: 0 in the padding.
+  template <typename T>
+  void read_window_row(const T* x, int64_t k, int64_t i, int64_t j, int64_t run, T* out) const {
+    const auto [ch, a, e] = tap(k);
+    const int64_t ih = i * sh + a * dh - pt;
+    if (ih < 0 || ih >= h) {
+      std::fill(out, out + run, T(0));
+      return;
+    }
+    const auto [offset, first, end] = columns_read(e);
+    const int64_t lo = std::clamp(first - j, int64_t{0}, run), hi = std::clamp(end - j, lo, run);
+    const T* in = x + (ch * h + ih) * w;
+    std::fill(out, out + lo, T(0));
+    if (sw == 1) {
+      std::memcpy(out + lo, in + j + lo + offset, static_cast<size_t>(hi - lo) * sizeof(T));
+    } else {
+      for (int64_t t = lo; t < hi; ++t) out[t] = in[(j + t) * sw + offset];
+    }
+    std::fill(out + hi, out + run, T(0));
+  }
 };
 
 // The shape of a call with these sizes and attributes, or INVALID_ARGUMENT naming the four shapes
