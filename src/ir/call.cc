@@ -44,6 +44,9 @@ class BuiltinChecker {
  private:
   const TensorNode& arg(int i) const { return nodes_[static_cast<size_t>(call_.args[static_cast<size_t>(i)].node)]; }
   SourceLoc arg_loc(int i) const { return call_.args[static_cast<size_t>(i)].loc; }
+  int tensor_count() const {
+    return static_cast<int>(std::count_if(call_.args.begin(), call_.args.end(), [](const CallArg& a) { return a.node >= 0; }));
+  }
   const TensorNode& out(int i) const { return nodes_[static_cast<size_t>(call_.outputs[static_cast<size_t>(i)])]; }
   SourceLoc out_loc(int i) const {
     return static_cast<size_t>(i) < call_.output_locs.size() ? call_.output_locs[static_cast<size_t>(i)] : call_.loc;
@@ -140,11 +143,17 @@ class BuiltinChecker {
     }
   }
 
-  // conv2d(x, w, b) -> y over NCHW tensors of one float type: x [N, C, H, W], w [O, C/groups, KH,
-  // KW], b [O], y [N, O, OH, OW] with OH = (H + pad_top + pad_bottom - dilation_h·(KH - 1) - 1) /
-  // stride_h + 1 (and the same across). Dimensions that are sizes are checked when the call runs.
+  // conv2d(x, w, b [, z]) -> y over NCHW tensors of one float type: x [N, C, H, W], w [O,
+  // C/groups, KH, KW], b [O], y [N, O, OH, OW] with OH = (H + pad_top + pad_bottom - dilation_h·(KH
+  // - 1) - 1) / stride_h + 1 (and the same across), z (a residual) of y's shape. Dimensions that
+  // are sizes are checked when the call runs.
   void conv2d() {
     const TensorNode &x = arg(0), &w = arg(1), &b = arg(2), &y = out(0);
+    if (tensor_count() == 4) {  // z, checked first: its shape is y's, whatever the other errors
+      const size_t reported = out_->size();
+      same_shape(y, arg(3), arg_loc(3), true);
+      if (out_->size() != reported) return;
+    }
     bool ok = rank_between(x, arg_loc(0), 4, 4) & rank_between(w, arg_loc(1), 4, 4) & rank_between(b, arg_loc(2), 1, 1) &
               rank_between(y, out_loc(0), 4, 4);
     ok = type_in(x, arg_loc(0), {DType::kF32, DType::kF64}) & ok;
@@ -328,7 +337,7 @@ class BuiltinChecker {
 const std::vector<BuiltinCall>& builtin_calls() {
   static const std::vector<BuiltinCall> calls = {
       {"gemm", 2, 1, {{"transpose_a", 0, Rule::kFlag}, {"transpose_b", 0, Rule::kFlag}, {"alpha", 1, Rule::kFinite}, {"beta", 0, Rule::kFinite}, {"batch", 0, Rule::kCount}}},
-      {"conv2d", 3, 1, {{"stride_h", 1, Rule::kCount}, {"stride_w", 1, Rule::kCount}, {"pad_top", 0, Rule::kCount}, {"pad_left", 0, Rule::kCount}, {"pad_bottom", 0, Rule::kCount}, {"pad_right", 0, Rule::kCount}, {"dilation_h", 1, Rule::kCount}, {"dilation_w", 1, Rule::kCount}, {"groups", 1, Rule::kCount}, {"relu", 0, Rule::kFlag}}},
+      {"conv2d", 3, 1, {{"stride_h", 1, Rule::kCount}, {"stride_w", 1, Rule::kCount}, {"pad_top", 0, Rule::kCount}, {"pad_left", 0, Rule::kCount}, {"pad_bottom", 0, Rule::kCount}, {"pad_right", 0, Rule::kCount}, {"dilation_h", 1, Rule::kCount}, {"dilation_w", 1, Rule::kCount}, {"groups", 1, Rule::kCount}, {"relu", 0, Rule::kFlag}}, 1},
       {"qgemm", 4, 1, {{"transpose_a", 0, Rule::kFlag}, {"transpose_b", 0, Rule::kFlag}}},
       {"sort", 1, 1, {{"descending", 0, Rule::kFlag}}},
       {"argsort", 1, 1, {{"descending", 0, Rule::kFlag}}},
@@ -427,8 +436,11 @@ std::vector<Diagnostic> check_call(const Call& call, const std::vector<TensorNod
     }
   }
   if (!builtin) return out;  // a host function: its signature is checked when the routine is linked
-  if (tensors != builtin->tensor_args || static_cast<int>(call.outputs.size()) != builtin->outputs) {
-    error(name_loc, "takes " + std::to_string(builtin->tensor_args) + " tensor argument(s) and " +
+  const int most = builtin->tensor_args + builtin->optional_tensor_args;
+  if (tensors < builtin->tensor_args || tensors > most || static_cast<int>(call.outputs.size()) != builtin->outputs) {
+    error(name_loc, "takes " + std::to_string(builtin->tensor_args) +
+                        (most > builtin->tensor_args ? " or " + std::to_string(most) : std::string()) +
+                        " tensor argument(s) and " +
                         std::to_string(builtin->outputs) + " output(s), but the call has " + std::to_string(tensors) +
                         " and " + std::to_string(call.outputs.size()));
     return out;

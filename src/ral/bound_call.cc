@@ -125,7 +125,7 @@ Result<BoundCall> BoundCall::bind(const ir::Call& call, const ir::Program& progr
 }
 
 std::optional<int64_t> BoundCall::multiply_adds(const ir::Program& program) const {
-  if (function_ == "conv2d" && tensors_.size() == 4) {  // each y element sums w's (C / groups) · KH · KW terms
+  if (function_ == "conv2d" && tensors_.size() >= 4) {  // each y element sums w's (C / groups) · KH · KW terms
     const ir::TensorNode& w = program.nodes[static_cast<size_t>(tensors_[1])];
     const ir::TensorNode& y = program.nodes[static_cast<size_t>(tensors_.back())];
     const int64_t per_point = w.dims.empty() || w.dims[0] <= 0 ? 0 : w.element_count() / w.dims[0];

@@ -186,10 +186,13 @@ TEST(CallParse, Conv2dChecksTheConvolutionsShape) {
       "param  w6 : f32[8, 6, 3, 2]\n"
       "param  wd : f64[8, 3, 3, 2]\n"
       "input  xi : i32[2, 6, 9, 11]\n"
-      "param  b7 : f32[7]\n";
+      "param  b7 : f32[7]\n"
+      "input  z : f32[N, 8, 7, 10]\n"
+      "input  z2 : f32[2, 8, 7, 10]\n"
+      "input  zd : f64[N, 8, 7, 10]\n";
   for (const char* valid :
        {"call conv2d(x, w, b, stride_h=2, stride_w=2, pad_top=1, pad_left=1, pad_bottom=1, groups=2, relu=1) -> y\n",
-        "call conv2d(x, w6, b) -> y1\n"}) {
+        "call conv2d(x, w6, b) -> y1\n", "call conv2d(x, w6, b, z, relu=1) -> y1\n"}) {
     std::vector<std::string> e = call_errors(valid, prelude);
     EXPECT_TRUE(e.empty()) << valid << e[0];
   }
@@ -203,7 +206,10 @@ TEST(CallParse, Conv2dChecksTheConvolutionsShape) {
       {"call conv2d(x, w6, b, stride_h=0) -> y1\n", "1:1", "stride_h must be at least 1"},
       {"call conv2d(x, w6, b, relu=2) -> y1\n", "1:23", "attribute 'relu' is 0 or 1"},
       {"call conv2d(x, w6, b, dilation_h=5) -> y1\n", "1:16", "its window (dilated) is larger than 'x'"},
-      {"call conv2d(x, w6) -> y1\n", "1:6", "takes 3 tensor argument(s) and 1 output(s)"},
+      {"call conv2d(x, w6) -> y1\n", "1:6", "takes 3 or 4 tensor argument(s) and 1 output(s)"},
+      {"call conv2d(x, w6, b, z, z) -> y1\n", "1:6", "takes 3 or 4 tensor argument(s) and 1 output(s), but the call has 5"},
+      {"call conv2d(x, w6, b, z2) -> y1\n", "1:23", "'z2' is f32[2, 8, 7, 10]; it must be f32[?, 8, 7, 10] like 'y1'"},
+      {"call conv2d(x, w6, b, zd) -> y1\n", "1:23", "'zd' is f64[?, 8, 7, 10]; it must be f32[?, 8, 7, 10] like 'y1'"},
   };
   expect_first_errors(cases, prelude);
 }

@@ -85,7 +85,7 @@ def small_cnn():
 def residual_block():
     """Convolutions that become conv2d calls: a padded 3x3 from the graph's input with its Relu,
     a 1x1 with its BatchNormalization and Relu, a strided 3x3 and a strided 1x1 projection, a
-    residual Add, and the flatten after a global pool."""
+    residual Add and its Relu, and the flatten after a global pool."""
     nodes = [
         helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c1"], ["r1"]),
@@ -114,15 +114,18 @@ def test_convolutions_as_products_match_onnxruntime(batch):
     assert_matches_onnxruntime(residual_block(), {"x": x})
 
 
-def test_convolutions_become_conv2d_calls_with_the_normalization_and_relu_folded_in(tmp_path):
+def test_convolutions_become_conv2d_calls_with_the_normalization_residual_and_relu_folded_in(tmp_path):
     program, text = kiln.onnx.import_text(residual_block())
-    assert "c1" not in program.onnx_names and "n2" not in program.onnx_names  # computed by the calls
+    for name in ("c1", "n2", "proj", "sum"):  # computed by the calls
+        assert name not in program.onnx_names, name
     assert program.tensors[program.onnx_names["r1"]][2] == ("batch", 16, 9, 9)  # ONNX's order
     calls = [line for line in text.splitlines() if line.startswith("call conv2d(")]
     assert len(calls) == 4, text
     names = program.onnx_names
-    assert [c.split(" -> ")[1] for c in calls] == [names["r1"], names["r2"], names["c3"], names["proj"]], calls
-    assert sum("relu=1" in c for c in calls) == 2 and "pad_top=1" in calls[0] and "stride_h=2" in calls[2], calls
+    assert [c.split(" -> ")[1] for c in calls] == [names["r1"], names["r2"], names["c3"], names["r3"]], calls
+    assert sum("relu=1" in c for c in calls) == 3 and "pad_top=1" in calls[0] and "stride_h=2" in calls[2], calls
+    # The projection, computed after c3, takes the Add of c3 as its residual z, and the Relu after it.
+    assert calls[3].split(", ")[3] == names["c3"] and "relu=1" in calls[3], calls
     assert "bn_scale" not in text and "kiln_conv_weights" in text  # the normalization is in w2's weights
     binary = os.environ.get("KILN_BINARY")
     if binary:

@@ -1,7 +1,8 @@
-// conv2d (ral/library/conv.cc) on cpu (im2col and a gemm), opencl and cuda (the same over mapped
-// buffers; cuda where its driver starts) and interp (the direct loops), against the definition
-// computed here in double: padding on every side, strides, dilations, groups, the ReLU, a 1x1
-// window that reads the input as it is, f64, and a batch that is a size. Values are small
+// conv2d (ral/library/conv.cc) on cpu (kiln's AVX-512 product over phase planes where the
+// processor has it, else im2col and a gemm), opencl and cuda (the same over mapped buffers; cuda
+// where its driver starts) and interp (the direct loops), against the definition computed here in
+// double: padding on every side, strides, dilations, groups, the ReLU, a residual z, a 1x1 window
+// that reads the input as it is, f64, and a batch that is a size. Values are small
 // integers times powers of two, so every product and sum is exact and results must match exactly.
 #include <gtest/gtest.h>
 
@@ -18,6 +19,7 @@ namespace {
 struct Conv {
   int n, c, h, w, o, kh, kw;
   int sh = 1, sw = 1, pt = 0, pl = 0, pb = 0, pr = 0, dh = 1, dw = 1, groups = 1, relu = 0;
+  bool residual = false;  // a fourth tensor z, added before the ReLU
   const char* type = "f32";
 
   int oh() const { return (h + pt + pb - dh * (kh - 1) - 1) / sh + 1; }
@@ -31,8 +33,9 @@ struct Conv {
     s += "input x : " + std::string(type) + dims(batch, c, h, w) + "\n";
     s += "input wt : " + std::string(type) + dims(std::to_string(o), c / groups, kh, kw) + "\n";
     s += "input b : " + std::string(type) + "[" + std::to_string(o) + "]\n";
+    if (residual) s += "input z : " + std::string(type) + dims(batch, o, oh(), ow()) + "\n";
     s += "output y : " + std::string(type) + dims(batch, o, oh(), ow()) + "\n";
-    s += "call conv2d(x, wt, b, stride_h=" + std::to_string(sh) + ", stride_w=" + std::to_string(sw) +
+    s += std::string("call conv2d(x, wt, b") + (residual ? ", z" : "") + ", stride_h=" + std::to_string(sh) + ", stride_w=" + std::to_string(sw) +
          ", pad_top=" + std::to_string(pt) + ", pad_left=" + std::to_string(pl) + ", pad_bottom=" + std::to_string(pb) +
          ", pad_right=" + std::to_string(pr) + ", dilation_h=" + std::to_string(dh) + ", dilation_w=" +
          std::to_string(dw) + ", groups=" + std::to_string(groups) + ", relu=" + std::to_string(relu) + ") -> y\n";
@@ -43,6 +46,7 @@ struct Conv {
 double x_value(int i) { return ((i * 7) % 11 - 5) * 0.5; }
 double w_value(int i) { return ((i * 5) % 9 - 4) * 0.25; }
 double b_value(int i) { return (i % 3 - 1) * 0.125; }
+double z_value(int i) { return ((i * 3) % 7 - 3) * 0.75; }
 
 // y by the definition: out-of-range input points read 0.
 std::vector<double> expected(const Conv& k) {
@@ -61,7 +65,9 @@ std::vector<double> expected(const Conv& k) {
                 sum += x_value(((n * k.c + o / og * cg + ch) * k.h + ih) * k.w + iw) *
                        w_value(((o * cg + ch) * k.kh + a) * k.kw + e);
               }
-          y[static_cast<size_t>(((n * k.o + o) * k.oh() + i) * k.ow() + j)] = k.relu && sum < 0 ? 0 : sum;
+          const int at = ((n * k.o + o) * k.oh() + i) * k.ow() + j;
+          if (k.residual) sum += z_value(at);
+          y[static_cast<size_t>(at)] = k.relu && sum < 0 ? 0 : sum;
         }
   return y;
 }
@@ -99,6 +105,10 @@ class Conv2dTest : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE((*p)->write("x", x.data(), x.size()).ok());
     ASSERT_TRUE((*p)->write("wt", w.data(), w.size()).ok());
     ASSERT_TRUE((*p)->write("b", b.data(), b.size()).ok());
+    if (k.residual) {
+      const std::vector<unsigned char> z = bytes_of(k.n * k.o * k.oh() * k.ow(), z_value);
+      ASSERT_TRUE((*p)->write("z", z.data(), z.size()).ok());
+    }
     const Status ran = (*p)->run("main");
     ASSERT_TRUE(ran.ok()) << ran.message();
     const std::vector<double> want = expected(k);
@@ -132,6 +142,14 @@ TEST_P(Conv2dTest, OneByOneReadsTheInputAsItIs) {
   check({.n = 1, .c = 5, .h = 4, .w = 7, .o = 8, .kh = 1, .kw = 1, .sh = 2, .sw = 2});  // strided: a copy
 }
 
+// Without padding the cpu device reads the input where it is: rows of the input's width, whose
+// last two points are junk that the product computes and does not store, and the last points
+// (fewer than a panel of 32) from a copy.
+TEST_P(Conv2dTest, UnpaddedWindowsReadTheInputInPlace) {
+  check({.n = 2, .c = 3, .h = 7, .w = 9, .o = 5, .kh = 3, .kw = 3, .relu = 1});
+  check({.n = 1, .c = 20, .h = 12, .w = 11, .o = 14, .kh = 3, .kw = 3, .residual = true});
+}
+
 TEST_P(Conv2dTest, WindowsWiderThanTheInputReachIntoThePadding) {
   check({.n = 1, .c = 2, .h = 3, .w = 2, .o = 3, .kh = 5, .kw = 5, .pt = 2, .pl = 3, .pb = 2, .pr = 3});
 }
@@ -148,10 +166,22 @@ TEST_P(Conv2dTest, DeepProductsSumInBlocks) {
 }
 
 // Convolutions of several million multiply-adds, which the cpu device splits into parts across
-// its threads: at stride 1 (the padded input read in place) and 2 (packed columns).
+// its threads: at stride 1 (the padded input read in place) and 2 (four phase planes).
 TEST_P(Conv2dTest, LargeConvolutionsSplitAcrossThreads) {
   check({.n = 1, .c = 64, .h = 16, .w = 16, .o = 64, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .relu = 1});
   check({.n = 1, .c = 64, .h = 24, .w = 24, .o = 96, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1});
+}
+
+// z is added to the finished sum, before the ReLU: where the product writes y itself (a 1x1
+// window, in place and in its copied last points), where the rows have junk columns (padding,
+// strides), across threads, in f64 and with a batch that is a size.
+TEST_P(Conv2dTest, AResidualIsAddedBeforeTheRelu) {
+  check({.n = 2, .c = 5, .h = 5, .w = 9, .o = 13, .kh = 1, .kw = 1, .relu = 1, .residual = true});
+  check({.n = 2, .c = 6, .h = 5, .w = 6, .o = 9, .kh = 3, .kw = 3, .pt = 1, .pl = 2, .pb = 0, .pr = 1, .groups = 3, .relu = 1, .residual = true});
+  check({.n = 1, .c = 7, .h = 9, .w = 8, .o = 6, .kh = 1, .kw = 1, .sh = 2, .sw = 2, .residual = true});
+  check({.n = 1, .c = 64, .h = 24, .w = 24, .o = 96, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .relu = 1, .residual = true});
+  check({.n = 2, .c = 3, .h = 6, .w = 5, .o = 4, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .relu = 1, .residual = true, .type = "f64"});
+  check({.n = 3, .c = 3, .h = 6, .w = 5, .o = 4, .kh = 1, .kw = 1, .relu = 1, .residual = true}, true);
 }
 
 TEST_P(Conv2dTest, F64) { check({.n = 2, .c = 3, .h = 6, .w = 5, .o = 4, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .type = "f64"}); }

@@ -28,6 +28,7 @@ struct BuiltinCall {
   int tensor_args;  // whole tensors before the attributes
   int outputs;
   std::vector<CallAttribute> attributes;
+  int optional_tensor_args = 0;  // more tensors a call may pass after the tensor_args (conv2d's z)
 };
 
 // The built-in of that name, or nullptr: gemm, conv2d, qgemm, sort, argsort, topk, random_uniform,

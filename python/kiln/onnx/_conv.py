@@ -82,9 +82,9 @@ def conv(cx, node, ins, attrs):
 
 def conv2d_call(cx, node, x, w, b, group, window):
     """A 2-D convolution of f32 or f64 tensors as kiln's conv2d call (docs/onnx.md,
-    "Convolutions"), with the BatchNormalization and the Relu that alone read its output folded
-    into it where the weights are known: the normalization into the weights and the bias, the
-    Relu into the call's relu=1."""
+    "Convolutions"), with what alone reads its output folded into it: a BatchNormalization into
+    the weights and the bias where they are known, then an Add of a tensor of its shape computed
+    before it into the call's residual z, then a Relu into the call's relu=1."""
     strides, dilations, pads, spatial = window
     known = w.const is not None and (b is None or b.const is not None)
     norm = cx.only_reader(node, "BatchNormalization") if known else None
@@ -101,11 +101,15 @@ def conv2d_call(cx, node, x, w, b, group, window):
     elif b is None:
         b = cx.constant(np.zeros(w.shape[0], dt), "conv_bias")
     last = norm if norm is not None else node
+    shape = (x.shape[0], w.shape[0], *spatial)
+    add, z = residual_add(cx, last, x.dtype, shape)
+    if add is not None:
+        last = add
     relu = cx.only_reader(last, "Relu")
     if relu is not None:
         last = relu
-    out = cx.output(last, 0, x.dtype, (x.shape[0], w.shape[0], *spatial))
-    cx.absorb(n for n in (norm, relu) if n is not None)
+    out = cx.output(last, 0, x.dtype, shape)
+    cx.absorb(n for n in (norm, add, relu) if n is not None)
     # The end pads the windows reach into (ONNX's may be larger, with points no window reads).
     ends = [max(0, (o - 1) * st + dl * (k - 1) + 1 - size - p)
             for o, st, dl, k, size, p in zip(spatial, strides, dilations, w.shape[2:], x.shape[2:], pads)]
@@ -113,9 +117,27 @@ def conv2d_call(cx, node, x, w, b, group, window):
                   ("pad_left", pads[1], 0), ("pad_bottom", ends[0], 0), ("pad_right", ends[1], 0),
                   ("dilation_h", dilations[0], 1), ("dilation_w", dilations[1], 1), ("groups", group, 1),
                   ("relu", 1 if relu is not None else 0, 0)]
-    args = [cx.graph.ref(v) for v in (x, w, b)] + [f"{name}={v}" for name, v, default in attributes if v != default]
+    args = [cx.graph.ref(v) for v in (x, w, b, z) if v is not None]
+    args += [f"{name}={v}" for name, v, default in attributes if v != default]
     cx.emit(f"call conv2d({', '.join(args)}) -> {out.kname}")
     return [out]
+
+
+def residual_add(cx, node, dtype, shape):
+    """(the Add, its other operand) where the one node that reads `node`'s output is an Add (or
+    a Sum of two) of it and a tensor of the same type and shape that an earlier node computed (a residual
+    connection); else (None, None)."""
+    name = node.output[0]
+    readers = cx.reader_nodes.get(name, [])
+    if len(readers) != 1 or name in cx.outputs:
+        return None, None
+    add = readers[0]
+    if add.op_type not in ("Add", "Sum") or len(add.input) != 2 or list(add.input).count(name) != 1:
+        return None, None
+    z = cx.values.get(add.input[1] if add.input[0] == name else add.input[0])
+    if z is None or z.dtype != dtype or tuple(z.shape) != tuple(shape):
+        return None, None
+    return add, z
 
 
 def depthwise_taps(cx, x, w, b, strides, dilations, pads, out):

@@ -1,10 +1,11 @@
-// conv2d: y = relu?(conv(x, w) + b) over NCHW tensors (docs/language.md, "Calls"). The cpu
+// conv2d: y = relu?(conv(x, w) + b + z?) over NCHW tensors, z an optional residual of y's shape
+// (docs/language.md, "Calls"). The cpu
 // device runs f32 through kiln's own product where the processor has AVX-512 (conv_avx512.h);
 // otherwise, and for f64, it lowers each image and group to one gemm (oneDNN's sgemm or
 // OpenBLAS): the input points every output point reads are copied into the columns of a
 // [C/groups · KH · KW, OH · OW] matrix (im2col; a 1x1 window at stride 1 without padding reads the
 // input as it is), y's rows start as the bias, the gemm adds the weights' product to them, and
-// the ReLU is a pass over what it wrote. opencl and cuda run the same over mapped buffers; interp
+// z and the ReLU are a pass over what it wrote. opencl and cuda run the same over mapped buffers; interp
 // has the direct loops, the reference.
 #include <algorithm>
 #include <string>
@@ -51,7 +52,7 @@ Status product(int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) {
 // conv2d through a gemm library: per image and group, im2col and one product (`product`) into
 // y's rows, which start as the bias.
 template <typename T>
-Status conv_products(const ConvShape& s, const T* x, const T* w, const T* b, T* y) {
+Status conv_products(const ConvShape& s, const T* x, const T* w, const T* b, const T* z, T* y) {
   thread_local std::vector<T> columns;  // kept between calls: a fresh one would fault its pages in each time
   const bool as_is = s.reads_input_as_is();
   if (!as_is && columns.size() < static_cast<size_t>(s.depth() * s.points())) {
@@ -67,6 +68,10 @@ Status conv_products(const ConvShape& s, const T* x, const T* w, const T* b, T* 
         if (!as_is) im2col(s, xg, columns.data());
         KILN_RETURN_IF_ERROR(product(og, p, s.depth(), w + g * og * s.depth(), as_is ? xg : columns.data(), yg));
       }
+      if (z) {
+        const T* zg = z + (yg - y);
+        for (int64_t e = 0; e < og * p; ++e) yg[e] += zg[e];
+      }
       if (s.relu) {
         for (int64_t e = 0; e < og * p; ++e) yg[e] = relu_of(yg[e]);
       }
@@ -78,17 +83,19 @@ Status conv_products(const ConvShape& s, const T* x, const T* w, const T* b, T* 
 // The cpu device's conv2d: kiln's own product where the processor has AVX-512 (conv_avx512.h),
 // else conv_products.
 template <typename T>
-Status conv_host(const ExecutionContext& context, const ConvShape& s, const T* x, const T* w, const T* b, T* y) {
+Status conv_host(const ExecutionContext& context, const ConvShape& s, const T* x, const T* w, const T* b, const T* z,
+                 T* y) {
   if constexpr (std::is_same_v<T, float>) {
-    if (conv_avx512_supported()) return conv_avx512(context, s, x, w, b, y);
+    if (conv_avx512_supported()) return conv_avx512(context, s, x, w, b, z, y);
   }
-  return conv_products(s, x, w, b, y);
+  return conv_products(s, x, w, b, z, y);
 }
 
 // interp's conv2d: the definition, point by point, summing over (channel, row, column) of the
-// window in that order.
+// window in that order, then the bias, then z.
 template <typename T>
-Status conv_reference(const ExecutionContext&, const ConvShape& s, const T* x, const T* w, const T* b, T* y) {
+Status conv_reference(const ExecutionContext&, const ConvShape& s, const T* x, const T* w, const T* b, const T* z,
+                      T* y) {
   const int64_t cg = s.group_channels(), og = s.group_outputs();
   for (int64_t img = 0; img < s.n; ++img) {
     for (int64_t oc = 0; oc < s.o; ++oc) {
@@ -108,8 +115,9 @@ Status conv_reference(const ExecutionContext&, const ConvShape& s, const T* x, c
               }
             }
           }
-          const T v = sum + b[oc];
-          y[((img * s.o + oc) * s.oh + i) * s.ow + j] = s.relu ? relu_of(v) : v;
+          const int64_t at = ((img * s.o + oc) * s.oh + i) * s.ow + j;
+          const T v = z ? sum + b[oc] + z[at] : sum + b[oc];
+          y[at] = s.relu ? relu_of(v) : v;
         }
       }
     }
@@ -125,7 +133,20 @@ Status conv2d(ExecutionContext* context, MemRef<T, 4> x, MemRef<T, 4> w, MemRef<
                                                 stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h,
                                                 dilation_w, groups, relu));
   if (y.element_count() == 0) return Status();
-  return Run(*context, s, x.data, w.data, b.data, y.data);
+  return Run(*context, s, x.data, w.data, b.data, nullptr, y.data);
+}
+
+// conv2d with a residual z of y's shape, added before the ReLU.
+template <auto Run, typename T>
+Status conv2d_residual(ExecutionContext* context, MemRef<T, 4> x, MemRef<T, 4> w, MemRef<T, 1> b, MemRef<T, 4> z,
+                       MemRef<T, 4> y, int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,
+                       int64_t pad_bottom, int64_t pad_right, int64_t dilation_h, int64_t dilation_w, int64_t groups,
+                       int64_t relu) {
+  KILN_ASSIGN_OR_RETURN(ConvShape s, conv_shape(x.sizes.data(), w.sizes.data(), b.sizes.data(), y.sizes.data(), stride_h,
+                                                stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h,
+                                                dilation_w, groups, relu, z.sizes.data()));
+  if (y.element_count() == 0) return Status();
+  return Run(*context, s, x.data, w.data, b.data, z.data, y.data);
 }
 
 template <typename T>
@@ -133,7 +154,9 @@ Status register_type(Registry& registry) {
   // opencl and cuda: the runtime maps the tensors for the call (Memory::kHost).
   for (std::string_view device : {"cpu", "opencl", "cuda"}) {
     KILN_RETURN_IF_ERROR(registry.add(make_function_for<"conv2d", &conv2d<&conv_host<T>, T>>(device)));
+    KILN_RETURN_IF_ERROR(registry.add(make_function_for<"conv2d", &conv2d_residual<&conv_host<T>, T>>(device)));
   }
+  KILN_RETURN_IF_ERROR(registry.add(make_function_for<"conv2d", &conv2d_residual<&conv_reference<T>, T>>("interp")));
   return registry.add(make_function_for<"conv2d", &conv2d<&conv_reference<T>, T>>("interp"));
 }
 

@@ -17,20 +17,19 @@ std::string dims_text(const int64_t* d, int rank) {
 
 }  // namespace
 
-ConvShape::Columns ConvShape::columns_read(int64_t e) const {
-  const int64_t offset = e * dw - pl;
-  const int64_t first = offset >= 0 ? 0 : std::min(ow, (-offset + sw - 1) / sw);
-  const int64_t end = w - offset <= 0 ? first : std::clamp((w - offset + sw - 1) / sw, first, ow);
+ConvShape::Columns ConvShape::columns_at(int64_t offset, int64_t count) const {
+  const int64_t first = offset >= 0 ? 0 : std::min(count, (-offset + sw - 1) / sw);
+  const int64_t end = w - offset <= 0 ? first : std::clamp((w - offset + sw - 1) / sw, first, count);
   return {offset, first, end};
 }
 
 Result<ConvShape> conv_shape(const int64_t* x, const int64_t* w, const int64_t* b, const int64_t* y, int64_t sh,
                              int64_t sw, int64_t pt, int64_t pl, int64_t pb, int64_t pr, int64_t dh, int64_t dw,
-                             int64_t groups, int64_t relu) {
+                             int64_t groups, int64_t relu, const int64_t* z) {
   ConvShape s{x[0], x[1], x[2], x[3], w[0], w[2], w[3], y[2], y[3], sh, sw, pt, pl, dh, dw, groups, relu != 0};
   auto fail = [&](const std::string& why) {
     return invalid_argument_error("conv2d: x " + dims_text(x, 4) + ", w " + dims_text(w, 4) + ", b " + dims_text(b, 1) +
-                                  ", y " + dims_text(y, 4) + ": " + why);
+                                  (z ? ", z " + dims_text(z, 4) : std::string()) + ", y " + dims_text(y, 4) + ": " + why);
   };
   if (sh < 1 || sw < 1 || dh < 1 || dw < 1 || groups < 1 || pt < 0 || pl < 0 || pb < 0 || pr < 0) {
     return fail("strides, dilations and groups must be at least 1 and pads at least 0");
@@ -44,6 +43,7 @@ Result<ConvShape> conv_shape(const int64_t* x, const int64_t* w, const int64_t* 
     return fail("y's last two dimensions must be the windows' count (x's extent with the pads, less the dilated "
                 "window, over the stride, plus 1)");
   }
+  if (z && !std::equal(z, z + 4, y)) return fail("z must have y's shape");
   return s;
 }
 

@@ -31,7 +31,9 @@ struct ConvShape {
   struct Columns {
     int64_t offset, first, end;
   };
-  Columns columns_read(int64_t e) const;
+  Columns columns_read(int64_t e) const { return columns_at(e * dw - pl, ow); }
+  // Likewise for `count` columns j that read input column j · sw + offset.
+  Columns columns_at(int64_t offset, int64_t count) const;
 
   // Row k of one image's group as a product: channel ch's window tap (a, e), k = (ch · kh + a)
   // · kw + e.
@@ -63,11 +65,11 @@ struct ConvShape {
   }
 };
 
-// The shape of a call with these sizes and attributes, or INVALID_ARGUMENT naming the four shapes
-// and what disagrees: the compiler checks what it knows, and this catches dimensions that were
-// sizes.
+// The shape of a call with these sizes and attributes (z: the residual's, when the call has one),
+// or INVALID_ARGUMENT naming the shapes and what disagrees: the compiler checks what it knows,
+// and this catches dimensions that were sizes.
 Result<ConvShape> conv_shape(const int64_t* x, const int64_t* w, const int64_t* b, const int64_t* y, int64_t sh,
                              int64_t sw, int64_t pt, int64_t pl, int64_t pb, int64_t pr, int64_t dh, int64_t dw,
-                             int64_t groups, int64_t relu);
+                             int64_t groups, int64_t relu, const int64_t* z = nullptr);
 
 }  // namespace kiln::ral::library
