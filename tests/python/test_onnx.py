@@ -135,6 +135,63 @@ def test_convolutions_become_conv2d_calls_with_the_normalization_residual_and_re
         assert ir.count("call conv2d(") == 4 and ir.count("call gemm(") == 1, ir
 
 
+def planned_chain():
+    """Five 3x3 convolutions of one shape: a, then b and c from it, c's residual a (folded into
+    the call), d, and e; a flatten of a is read through a view by a Gemm at the very end, so a
+    lives to the end; b and c die early, and d and e can take their buffers."""
+    conv = {"pads": [1, 1, 1, 1]}
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["a"], **conv),
+        helper.make_node("Conv", ["a", "w2"], ["b"], **conv),
+        helper.make_node("Relu", ["b"], ["br"]),
+        helper.make_node("Conv", ["br", "w3"], ["c"], **conv),
+        helper.make_node("Add", ["c", "a"], ["s"]),
+        helper.make_node("Conv", ["s", "w4"], ["d"], **conv),
+        helper.make_node("Conv", ["d", "w5"], ["e"], **conv),
+        helper.make_node("Flatten", ["a"], ["fa"], axis=1),
+        helper.make_node("Flatten", ["e"], ["fe"], axis=1),
+        helper.make_node("Gemm", ["fa", "wa"], ["ga"], transB=1),
+        helper.make_node("Gemm", ["fe", "we"], ["ge"], transB=1),
+        helper.make_node("Add", ["ga", "ge"], ["y"]),
+    ]
+    inits = [weights(f"w{i}", (6, 6, 3, 3), 0.2) for i in range(1, 6)]
+    inits += [weights("wa", (4, 6 * 5 * 5), 0.1), weights("we", (4, 6 * 5 * 5), 0.1)]
+    return model(nodes, [f32("x", ["batch", 6, 5, 5])], [f32("y", ["batch", 4])], inits)
+
+
+def test_intermediates_share_buffers_where_their_lifetimes_do_not_overlap():
+    m = planned_chain()
+    planned, text = kiln.onnx.import_text(m)
+    whole, whole_text = kiln.onnx.import_text(m, plan_memory=False)
+    declared = lambda t: {line.split()[1] for line in t.splitlines() if line.startswith("tensor ")}
+    assert len(declared(text)) < len(declared(whole_text)), text
+    calls = [line for line in text.splitlines() if line.startswith("call conv2d(")]
+    a = calls[0].split(" -> ")[1]
+    # a is read at the end (through the flatten's view): no later call writes into it.
+    assert all(c.split(" -> ")[1] != a for c in calls[1:]), text
+    # The output never shares; the tensors that share (d and e took the Relu's and the sum's)
+    # leave onnx_names, where reading one would give another's value.
+    assert "y" not in declared(text) and "a" in planned.onnx_names
+    assert "br" not in planned.onnx_names and "s" not in planned.onnx_names and "br" in whole.onnx_names
+    x = RNG.standard_normal((3, 6, 5, 5)).astype(np.float32)
+    want = onnxruntime_outputs(m, {"x": x})["y"]
+    for device in DEVICES:
+        got = kiln.onnx.compile(m, device=device)(x=x)["y"]
+        np.testing.assert_array_equal(got, kiln.onnx.compile(m, device=device, plan_memory=False)(x=x)["y"])
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=device)
+
+
+def test_outputs_of_a_run_stay_as_they_were_after_the_next():
+    """What a run returned (NumPy arrays or DLPack tensors over kiln's memory) is never a buffer
+    that the next run writes: outputs are not planned."""
+    run = kiln.onnx.compile(planned_chain())
+    x1, x2 = (RNG.standard_normal((2, 6, 5, 5)).astype(np.float32) for _ in range(2))
+    first = run(x=x1)["y"]
+    kept = np.array(first, copy=True)
+    run(x=x2)
+    np.testing.assert_array_equal(first, kept)
+
+
 @pytest.mark.parametrize("batch", [1, 3])
 def test_a_small_cnn_matches_onnxruntime_at_every_batch(batch):
     x = RNG.standard_normal((batch, 3, 16, 16)).astype(np.float32)

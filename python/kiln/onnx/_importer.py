@@ -323,17 +323,19 @@ def load(model):
     return model, source
 
 
-def import_model(model, sizes=None):
+def import_model(model, sizes=None, plan_memory=True):
     """The model as a kiln.Program (docs/onnx.md): its inputs, outputs and initializers keep
     their names where they are kiln identifiers (`program.onnx_names` maps each ONNX name to
     kiln's), initializers are params whose values come with the program, and named dimensions
-    become sizes unless `sizes` gives them a number. OnnxImportError names what it cannot do."""
-    program, _ = import_text(model, sizes)
+    become sizes unless `sizes` gives them a number. With `plan_memory`, intermediates whose
+    lifetimes do not overlap share buffers (docs/onnx.md, "Memory"). OnnxImportError names what
+    it cannot do."""
+    program, _ = import_text(model, sizes, plan_memory)
     return program
 
 
-def import_text(model, sizes=None):
+def import_text(model, sizes=None, plan_memory=True):
     """import_model, also returning the program's text."""
     model, source = load(model)
     graph = Converter(model, sizes, source).run()
-    return graph.make_program(os.path.splitext(source)[0])
+    return graph.make_program(os.path.splitext(source)[0], plan_memory)
