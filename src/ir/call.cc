@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <set>
 
 #include "kiln/ir/conv_windows.h"
@@ -337,7 +338,7 @@ class BuiltinChecker {
 const std::vector<BuiltinCall>& builtin_calls() {
   static const std::vector<BuiltinCall> calls = {
       {"gemm", 2, 1, {{"transpose_a", 0, Rule::kFlag}, {"transpose_b", 0, Rule::kFlag}, {"alpha", 1, Rule::kFinite}, {"beta", 0, Rule::kFinite}, {"batch", 0, Rule::kCount}}},
-      {"conv2d", 3, 1, {{"stride_h", 1, Rule::kCount}, {"stride_w", 1, Rule::kCount}, {"pad_top", 0, Rule::kCount}, {"pad_left", 0, Rule::kCount}, {"pad_bottom", 0, Rule::kCount}, {"pad_right", 0, Rule::kCount}, {"dilation_h", 1, Rule::kCount}, {"dilation_w", 1, Rule::kCount}, {"groups", 1, Rule::kCount}, {"relu", 0, Rule::kFlag}}, 1},
+      {"conv2d", 3, 1, {{"stride_h", 1, Rule::kCount}, {"stride_w", 1, Rule::kCount}, {"pad_top", 0, Rule::kCount}, {"pad_left", 0, Rule::kCount}, {"pad_bottom", 0, Rule::kCount}, {"pad_right", 0, Rule::kCount}, {"dilation_h", 1, Rule::kCount}, {"dilation_w", 1, Rule::kCount}, {"groups", 1, Rule::kCount}, {"relu", 0, Rule::kFlag}, {"clip_max", std::numeric_limits<double>::infinity(), Rule::kFinite}}, 1},
       {"qgemm", 4, 1, {{"transpose_a", 0, Rule::kFlag}, {"transpose_b", 0, Rule::kFlag}}},
       {"sort", 1, 1, {{"descending", 0, Rule::kFlag}}},
       {"argsort", 1, 1, {{"descending", 0, Rule::kFlag}}},

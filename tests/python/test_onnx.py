@@ -181,6 +181,27 @@ def test_intermediates_share_buffers_where_their_lifetimes_do_not_overlap():
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=device)
 
 
+def test_a_clip_from_zero_folds_into_the_convolution_as_relu6_does():
+    """MobileNet's ReLU6 as PyTorch exports it: a Clip whose bounds are Constant nodes that come
+    after the convolution in the graph. A Clip from -1 stays a statement of its own."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Constant", [], ["lo"], value=numpy_helper.from_array(np.array(0, np.float32))),
+        helper.make_node("Constant", [], ["hi"], value=numpy_helper.from_array(np.array(6, np.float32))),
+        helper.make_node("Clip", ["c1", "lo", "hi"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"]),
+        helper.make_node("Constant", [], ["lo2"], value=numpy_helper.from_array(np.array(-1, np.float32))),
+        helper.make_node("Clip", ["c2", "lo2", "hi"], ["y"]),
+    ]
+    m = model(nodes, [f32("x", [2, 4, 6, 6])], [f32("y", [2, 5, 6, 6])],
+              [weights("w1", (8, 4, 3, 3), 2.0), weights("w2", (5, 8, 1, 1), 1.0)])
+    _, text = kiln.onnx.import_text(m)
+    calls = [line for line in text.splitlines() if line.startswith("call conv2d(")]
+    assert "relu=1, clip_max=6.0" in calls[0] and "clip_max" not in calls[1], text
+    x = RNG.standard_normal((2, 4, 6, 6)).astype(np.float32) * 3
+    assert_matches_onnxruntime(m, {"x": x})
+
+
 def test_outputs_of_a_run_stay_as_they_were_after_the_next():
     """What a run returned (NumPy arrays or DLPack tensors over kiln's memory) is never a buffer
     that the next run writes: outputs are not planned."""

@@ -20,6 +20,7 @@ struct Conv {
   int n, c, h, w, o, kh, kw;
   int sh = 1, sw = 1, pt = 0, pl = 0, pb = 0, pr = 0, dh = 1, dw = 1, groups = 1, relu = 0;
   bool residual = false;  // a fourth tensor z, added before the ReLU
+  double clip_max = 0;    // written as the call's clip_max where above 0
   const char* type = "f32";
 
   int oh() const { return (h + pt + pb - dh * (kh - 1) - 1) / sh + 1; }
@@ -38,7 +39,8 @@ struct Conv {
     s += std::string("call conv2d(x, wt, b") + (residual ? ", z" : "") + ", stride_h=" + std::to_string(sh) + ", stride_w=" + std::to_string(sw) +
          ", pad_top=" + std::to_string(pt) + ", pad_left=" + std::to_string(pl) + ", pad_bottom=" + std::to_string(pb) +
          ", pad_right=" + std::to_string(pr) + ", dilation_h=" + std::to_string(dh) + ", dilation_w=" +
-         std::to_string(dw) + ", groups=" + std::to_string(groups) + ", relu=" + std::to_string(relu) + ") -> y\n";
+         std::to_string(dw) + ", groups=" + std::to_string(groups) + ", relu=" + std::to_string(relu) +
+         (clip_max > 0 ? ", clip_max=" + std::to_string(clip_max) : std::string()) + ") -> y\n";
     return s;
   }
 };
@@ -67,7 +69,9 @@ std::vector<double> expected(const Conv& k) {
               }
           const int at = ((n * k.o + o) * k.oh() + i) * k.ow() + j;
           if (k.residual) sum += z_value(at);
-          y[static_cast<size_t>(at)] = k.relu && sum < 0 ? 0 : sum;
+          if (k.relu && sum < 0) sum = 0;
+          if (k.clip_max > 0 && sum > k.clip_max) sum = k.clip_max;
+          y[static_cast<size_t>(at)] = sum;
         }
   return y;
 }
@@ -182,6 +186,25 @@ TEST_P(Conv2dTest, AResidualIsAddedBeforeTheRelu) {
   check({.n = 1, .c = 64, .h = 24, .w = 24, .o = 96, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .relu = 1, .residual = true});
   check({.n = 2, .c = 3, .h = 6, .w = 5, .o = 4, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .relu = 1, .residual = true, .type = "f64"});
   check({.n = 3, .c = 3, .h = 6, .w = 5, .o = 4, .kh = 1, .kw = 1, .relu = 1, .residual = true}, true);
+}
+
+// clip_max caps the activation (ReLU6: relu=1, clip_max=6), where the tiles store, in the rows'
+// copy, through the gemm (f64) and in the reference.
+TEST_P(Conv2dTest, ClipMaxCapsTheActivation) {
+  check({.n = 1, .c = 40, .h = 9, .w = 10, .o = 27, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .relu = 1, .clip_max = 1.5});
+  check({.n = 2, .c = 5, .h = 5, .w = 9, .o = 13, .kh = 1, .kw = 1, .residual = true, .clip_max = 0.75});
+  check({.n = 2, .c = 3, .h = 6, .w = 5, .o = 4, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .relu = 1, .clip_max = 0.5, .type = "f64"});
+}
+
+// One channel in and out per group (MobileNet's): the cpu device sums each channel's taps from its
+// own planes, channels across threads; at strides 1 and 2, dilated, 5x5, with a residual and
+// ReLU6, rows with more junk points than a vector, and in f64 (the direct loops).
+TEST_P(Conv2dTest, DepthwiseConvolutions) {
+  check({.n = 2, .c = 24, .h = 14, .w = 13, .o = 24, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 24, .relu = 1, .residual = true, .clip_max = 1.25});
+  check({.n = 1, .c = 6, .h = 15, .w = 17, .o = 6, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 6});
+  check({.n = 1, .c = 5, .h = 12, .w = 11, .o = 5, .kh = 5, .kw = 5, .pt = 2, .pl = 2, .pb = 2, .pr = 2, .groups = 5, .relu = 1});
+  check({.n = 1, .c = 3, .h = 30, .w = 40, .o = 3, .kh = 3, .kw = 3, .pt = 9, .pl = 9, .pb = 9, .pr = 9, .dh = 9, .dw = 9, .groups = 3});
+  check({.n = 2, .c = 4, .h = 7, .w = 6, .o = 4, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 4, .relu = 1, .type = "f64"});
 }
 
 TEST_P(Conv2dTest, F64) { check({.n = 2, .c = 3, .h = 6, .w = 5, .o = 4, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .type = "f64"}); }

@@ -56,7 +56,9 @@ def conv(cx, node, ins, attrs):
     kernel = list(w.shape[2:])
     strides, dilations, pads, spatial = _window(cx, node, x, kernel, attrs)
     depthwise = group == x.shape[1] and w.shape[0] == group and w.shape[1] == 1
-    if x.rank == 4 and x.dtype in ("f32", "f64") and not (depthwise and math.prod(kernel) <= _MAX_WRITTEN_TAPS):
+    # f64 depthwise windows are written out tap by tap (conv2d runs them through the direct loops).
+    written_out = depthwise and x.dtype == "f64" and math.prod(kernel) <= _MAX_WRITTEN_TAPS
+    if x.rank == 4 and x.dtype in ("f32", "f64") and not written_out:
         return conv2d_call(cx, node, x, w, b, group, (strides, dilations, pads, spatial))
     out = cx.output(node, 0, x.dtype, (x.shape[0], w.shape[0], *spatial))
     n = x.rank - 2
@@ -84,7 +86,8 @@ def conv2d_call(cx, node, x, w, b, group, window):
     """A 2-D convolution of f32 or f64 tensors as kiln's conv2d call (docs/onnx.md,
     "Convolutions"), with what alone reads its output folded into it: a BatchNormalization into
     the weights and the bias where they are known, then an Add of a tensor of its shape computed
-    before it into the call's residual z, then a Relu into the call's relu=1."""
+    before it into the call's residual z, then a Relu into the call's relu=1, or a Clip from 0 (or
+    below everything) to a known bound into relu=1 (or 0) and clip_max (MobileNet's ReLU6)."""
     strides, dilations, pads, spatial = window
     known = w.const is not None and (b is None or b.const is not None)
     norm = cx.only_reader(node, "BatchNormalization") if known else None
@@ -105,22 +108,49 @@ def conv2d_call(cx, node, x, w, b, group, window):
     add, z = residual_add(cx, last, x.dtype, shape)
     if add is not None:
         last = add
-    relu = cx.only_reader(last, "Relu")
-    if relu is not None:
-        last = relu
+    act, relu, clip_max = cx.only_reader(last, "Relu"), 1, None
+    if act is None:
+        act = cx.only_reader(last, "Clip")
+        bounds = clip_bounds(cx, act) if act is not None else None
+        act, (relu, clip_max) = (act, bounds) if bounds is not None else (None, (0, None))
+    if act is not None:
+        last = act
+    else:
+        relu = 0
     out = cx.output(last, 0, x.dtype, shape)
-    cx.absorb(n for n in (norm, add, relu) if n is not None)
+    cx.absorb(n for n in (norm, add, act) if n is not None)
     # The end pads the windows reach into (ONNX's may be larger, with points no window reads).
     ends = [max(0, (o - 1) * st + dl * (k - 1) + 1 - size - p)
             for o, st, dl, k, size, p in zip(spatial, strides, dilations, w.shape[2:], x.shape[2:], pads)]
     attributes = [("stride_h", strides[0], 1), ("stride_w", strides[1], 1), ("pad_top", pads[0], 0),
                   ("pad_left", pads[1], 0), ("pad_bottom", ends[0], 0), ("pad_right", ends[1], 0),
                   ("dilation_h", dilations[0], 1), ("dilation_w", dilations[1], 1), ("groups", group, 1),
-                  ("relu", 1 if relu is not None else 0, 0)]
+                  ("relu", relu, 0), ("clip_max", clip_max, None)]
     args = [cx.graph.ref(v) for v in (x, w, b, z) if v is not None]
     args += [f"{name}={v}" for name, v, default in attributes if v != default]
     cx.emit(f"call conv2d({', '.join(args)}) -> {out.kname}")
     return [out]
+
+
+def clip_bounds(cx, clip):
+    """(relu, clip_max) for conv2d where a Clip's bounds are known and its lower one is 0 (relu=1)
+    or absent (relu=0); clip_max None where it has no upper one. None where it cannot fold."""
+    if cx.opset < 11:
+        attrs = cx.attributes(clip)
+        lo, hi = attrs.get("min"), attrs.get("max")
+    else:
+        names = (list(clip.input[1:3]) + ["", ""])[:2]
+        bound = [cx.constant_value(name) if name else None for name in names]
+        if any(name and b is None for name, b in zip(names, bound)):
+            return None  # a bound the model computes
+        lo, hi = (None if b is None else float(np.asarray(b).item()) for b in bound)
+    if lo is not None and lo != 0 and lo > -np.finfo(np.float32).max:
+        return None
+    if hi is not None and hi == np.inf:
+        hi = None
+    if hi is not None and (not np.isfinite(hi) or (lo == 0 and hi < 0)):
+        return None
+    return (1 if lo == 0 else 0), hi
 
 
 def residual_add(cx, node, dtype, shape):

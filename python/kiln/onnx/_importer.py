@@ -26,6 +26,7 @@ class Converter:
         self.outputs = {o.name for o in model.graph.output}
         self.readers = {}  # name -> [(op_type, input position)] of the nodes that read it
         self.reader_nodes = {}  # name -> the nodes that read it
+        self.producers = {out: node for node in model.graph.node for out in node.output if out}
         for node in model.graph.node:
             for i, name in enumerate(node.input):
                 self.readers.setdefault(name, []).append((node.op_type, i))
@@ -57,6 +58,24 @@ class Converter:
         if reader.op_type != op_type or list(reader.input).count(name) != 1 or reader.input[0] != name:
             return None
         return None if any(self.used(reader, i) for i in range(1, len(reader.output))) else reader
+
+    def constant_value(self, name):
+        """The value of `name` where it is known before any node runs: an initializer, a value
+        already folded, or the output of a Constant node (which may come later in the graph than
+        the node asking); else None."""
+        value = self.values.get(name)
+        if value is not None:
+            return value.const
+        producer = self.producers.get(name)
+        if producer is None or producer.op_type != "Constant":
+            return None
+        attrs = self.attributes(producer)
+        if "value" in attrs:
+            return numpy_helper.to_array(attrs["value"])
+        for key in ("value_float", "value_int", "value_floats", "value_ints"):
+            if key in attrs:
+                return np.asarray(attrs[key])
+        return None
 
     def attributes(self, node):
         """The node's attributes by name, as Python values."""

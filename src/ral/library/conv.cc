@@ -1,5 +1,5 @@
-// conv2d: y = relu?(conv(x, w) + b + z?) over NCHW tensors, z an optional residual of y's shape
-// (docs/language.md, "Calls"). The cpu
+// conv2d: y = clip?(relu?(conv(x, w) + b + z?)) over NCHW tensors, z an optional residual of y's
+// shape, clip at clip_max (docs/language.md, "Calls"). The cpu
 // device runs f32 through kiln's own product where the processor has AVX-512 (conv_avx512.h);
 // otherwise, and for f64, it lowers each image and group to one gemm (oneDNN's sgemm or
 // OpenBLAS): the input points every output point reads are copied into the columns of a
@@ -8,6 +8,7 @@
 // z and the ReLU are a pass over what it wrote. opencl and cuda run the same over mapped buffers; interp
 // has the direct loops, the reference.
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -26,6 +27,13 @@ namespace {
 template <typename T>
 T relu_of(T v) {
   return v < 0 ? T(0) : v;  // NaN stays NaN, as PyTorch's and ONNX's Relu
+}
+
+// The call's activation: the ReLU where asked, then values above clip_max become it (NaN stays).
+template <typename T>
+T activated(const ConvShape& s, T v) {
+  if (s.relu) v = relu_of(v);
+  return v > T(s.clip_max) ? T(s.clip_max) : v;
 }
 
 // The columns of one image's group: col[k][i · ow + j] is the input point that output point
@@ -72,22 +80,28 @@ Status conv_products(const ConvShape& s, const T* x, const T* w, const T* b, con
         const T* zg = z + (yg - y);
         for (int64_t e = 0; e < og * p; ++e) yg[e] += zg[e];
       }
-      if (s.relu) {
-        for (int64_t e = 0; e < og * p; ++e) yg[e] = relu_of(yg[e]);
+      if (s.relu || s.clip_max < std::numeric_limits<double>::infinity()) {
+        for (int64_t e = 0; e < og * p; ++e) yg[e] = activated(s, yg[e]);
       }
     }
   }
   return Status();
 }
 
+template <typename T>
+Status conv_reference(const ExecutionContext&, const ConvShape& s, const T* x, const T* w, const T* b, const T* z,
+                      T* y);
+
 // The cpu device's conv2d: kiln's own product where the processor has AVX-512 (conv_avx512.h),
-// else conv_products.
+// else conv_products; a depthwise convolution (one channel in and out per group) there by the
+// direct loops, which a gemm per channel of one output row would only slow.
 template <typename T>
 Status conv_host(const ExecutionContext& context, const ConvShape& s, const T* x, const T* w, const T* b, const T* z,
                  T* y) {
   if constexpr (std::is_same_v<T, float>) {
     if (conv_avx512_supported()) return conv_avx512(context, s, x, w, b, z, y);
   }
+  if (s.group_channels() == 1 && s.group_outputs() == 1) return conv_reference(context, s, x, w, b, z, y);
   return conv_products(s, x, w, b, z, y);
 }
 
@@ -117,7 +131,7 @@ Status conv_reference(const ExecutionContext&, const ConvShape& s, const T* x, c
           }
           const int64_t at = ((img * s.o + oc) * s.oh + i) * s.ow + j;
           const T v = z ? sum + b[oc] + z[at] : sum + b[oc];
-          y[at] = s.relu ? relu_of(v) : v;
+          y[at] = activated(s, v);
         }
       }
     }
@@ -128,10 +142,10 @@ Status conv_reference(const ExecutionContext&, const ConvShape& s, const T* x, c
 template <auto Run, typename T>
 Status conv2d(ExecutionContext* context, MemRef<T, 4> x, MemRef<T, 4> w, MemRef<T, 1> b, MemRef<T, 4> y, int64_t stride_h,
               int64_t stride_w, int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
-              int64_t dilation_h, int64_t dilation_w, int64_t groups, int64_t relu) {
+              int64_t dilation_h, int64_t dilation_w, int64_t groups, int64_t relu, T clip_max) {
   KILN_ASSIGN_OR_RETURN(ConvShape s, conv_shape(x.sizes.data(), w.sizes.data(), b.sizes.data(), y.sizes.data(), stride_h,
                                                 stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h,
-                                                dilation_w, groups, relu));
+                                                dilation_w, groups, relu, clip_max));
   if (y.element_count() == 0) return Status();
   return Run(*context, s, x.data, w.data, b.data, nullptr, y.data);
 }
@@ -141,10 +155,10 @@ template <auto Run, typename T>
 Status conv2d_residual(ExecutionContext* context, MemRef<T, 4> x, MemRef<T, 4> w, MemRef<T, 1> b, MemRef<T, 4> z,
                        MemRef<T, 4> y, int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,
                        int64_t pad_bottom, int64_t pad_right, int64_t dilation_h, int64_t dilation_w, int64_t groups,
-                       int64_t relu) {
+                       int64_t relu, T clip_max) {
   KILN_ASSIGN_OR_RETURN(ConvShape s, conv_shape(x.sizes.data(), w.sizes.data(), b.sizes.data(), y.sizes.data(), stride_h,
                                                 stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h,
-                                                dilation_w, groups, relu, z.sizes.data()));
+                                                dilation_w, groups, relu, clip_max, z.sizes.data()));
   if (y.element_count() == 0) return Status();
   return Run(*context, s, x.data, w.data, b.data, z.data, y.data);
 }

@@ -3,8 +3,10 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,9 +23,20 @@ constexpr int kRows = 12;       // output channels per register tile: 24 sums, 2
 // L1 cache while the register tiles of every output channel sweep them.
 constexpr int64_t kDepthBlock = 256;
 
-// The ReLU: lanes below 0 become 0; NaN and -0 stay as they are (relu_of in conv.cc).
-[[gnu::target("avx512f"), gnu::always_inline]] inline __m512 relu_lanes(__m512 v) {
-  return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), _mm512_setzero_ps());
+// The call's activation as the tiles store (activated in conv.cc): the ReLU (lanes below 0 become
+// 0; NaN and -0 stay as they are) where asked, then lanes above clip_max become it.
+struct Activation {
+  bool relu, clip;
+  float clip_max;
+};
+
+[[gnu::target("avx512f"), gnu::always_inline]] inline __m512 activate(__m512 v, const Activation& a) {
+  if (a.relu) v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), _mm512_setzero_ps());
+  if (a.clip) {
+    const __m512 top = _mm512_set1_ps(a.clip_max);
+    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, top, _CMP_GT_OQ), top);
+  }
+  return v;
 }
 
 // One row k of the product into the sums: its 16 · V points at `row` (64-byte aligned where
@@ -91,7 +104,7 @@ Panel panel_of(int64_t p0, int64_t count, int64_t width, int64_t ow) {
 template <int R, int V, bool kWide>
 [[gnu::target("avx512f")]] void tile(int64_t depth, int64_t k0, int64_t k1, const float* w, const float* b,
                                      const int64_t* offsets, const float* bias, float* y, int64_t ldy,
-                                     const Panel& panel, bool first_rows, const float* z, bool relu) {
+                                     const Panel& panel, bool first_rows, const float* z, const Activation* act) {
   __m512 sums[V][R];
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r) {
@@ -111,13 +124,13 @@ template <int R, int V, bool kWide>
     for (int v = 0; v < V; ++v) {
       __m512 out = sums[v][r];
       if (z) out = _mm512_add_ps(out, load_points(panel, v, z + r * ldy));
-      store_points(panel, v, y + r * ldy, relu ? relu_lanes(out) : out);
+      store_points(panel, v, y + r * ldy, act ? activate(out, *act) : out);
     }
   }
 }
 
 using TileFn = void (*)(int64_t, int64_t, int64_t, const float*, const float*, const int64_t*, const float*, float*,
-                        int64_t, const Panel&, bool, const float*, bool);
+                        int64_t, const Panel&, bool, const float*, const Activation*);
 template <int V, bool kWide>
 constexpr TileFn kTiles[kRows + 1] = {nullptr,
                                       tile<1, V, kWide>, tile<2, V, kWide>, tile<3, V, kWide>, tile<4, V, kWide>,
@@ -177,6 +190,7 @@ void products(const ExecutionContext& context, const ConvShape& s, int64_t p0, i
   // points of every row in turn, too many streams of stores for the processor to prefetch.
   const bool by_channels = og > panels * kPanel || depth * points * int64_t{sizeof(float)} <= (int64_t{1} << 20);
   const int64_t inner = by_channels ? panels : row_tiles;
+  const Activation act{s.relu, s.clip_max < std::numeric_limits<double>::infinity(), static_cast<float>(s.clip_max)};
   std::vector<Panel> panel_at(static_cast<size_t>(panels));
   for (int64_t q = 0; q < panels; ++q) {
     panel_at[static_cast<size_t>(q)] = panel_of(p0 + q * kPanel, std::min(kPanel, points - q * kPanel), width, s.ow);
@@ -200,12 +214,69 @@ void products(const ExecutionContext& context, const ConvShape& s, int64_t p0, i
           const int64_t count = std::min(kPanel, points - q * kPanel);
           (count > 16 ? kTiles<2, kWide> : kTiles<1, kWide>)[rows](
               depth, k0, k1, w + r0 * depth, kWide ? b + q * kPanel : b + q * depth * kPanel, offsets, bias + r0,
-              y + r0 * ldy, ldy, panel_at[static_cast<size_t>(q)], k0 == 0, z && k1 == depth ? z + r0 * ldy : nullptr, s.relu && k1 == depth);
+              y + r0 * ldy, ldy, panel_at[static_cast<size_t>(q)], k0 == 0, z && k1 == depth ? z + r0 * ldy : nullptr,
+              k1 == depth && (act.relu || act.clip) ? &act : nullptr);
         }
       }
     }
   });
 }
+
+// The phase planes of one image's group (wide_group): plane (channel, u, v) holds the padded
+// input's points (r · sh + u, c · sw + v), `height` rows of `width`, so that output point (i, j)
+// of a row of the planes' width reads tap (channel, a, e) at offset(k) + i · width + j.
+struct Planes {
+  int64_t height, width, plane;
+  std::vector<char> read;  // by phase u · sw + v: whether some tap reads it
+
+  explicit Planes(const ConvShape& s)
+      : height(s.oh + (s.kh - 1) * s.dh / s.sh),
+        width(s.ow + (s.kw - 1) * s.dw / s.sw),
+        plane(height * width),
+        read(static_cast<size_t>(s.sh * s.sw), 0) {
+    for (int64_t a = 0; a < s.kh; ++a) {
+      for (int64_t e = 0; e < s.kw; ++e) read[static_cast<size_t>(a * s.dh % s.sh * s.sw + e * s.dw % s.sw)] = 1;
+    }
+  }
+  // The wide points: rows of `width` of which the first OW are y's.
+  int64_t points(const ConvShape& s) const { return (s.oh - 1) * width + s.ow; }
+  // Where tap k (ConvShape::tap) reads output point 0, from the first plane of the group.
+  int64_t offset(const ConvShape& s, int64_t k) const {
+    const auto [ch, a, e] = s.tap(k);
+    const int64_t qa = a * s.dh / s.sh, u = a * s.dh % s.sh, qe = e * s.dw / s.sw, v = e * s.dw % s.sw;
+    return ((ch * s.sh + u) * s.sw + v) * plane + qa * width + qe;
+  }
+  // Writes channel x's planes (x: its h · w points) at `out`: sh · sw planes, those no tap
+  // reads left as they are.
+  void write(const ConvShape& s, const float* x, float* out) const {
+    for (int64_t u = 0; u < s.sh; ++u) {
+      for (int64_t v = 0; v < s.sw; ++v) {
+        if (!read[static_cast<size_t>(u * s.sw + v)]) continue;
+        // Plane column c is input column c · sw + v - pl.
+        const auto [offset, first, end] = s.columns_at(v - s.pl, width);
+        float* rows = out + (u * s.sw + v) * plane;
+        for (int64_t r = 0; r < height; ++r) {
+          float* row = rows + r * width;
+          const int64_t ih = r * s.sh + u - s.pt;
+          if (ih < 0 || ih >= s.h) {
+            std::fill(row, row + width, 0.0f);
+            continue;
+          }
+          const float* in = x + ih * s.w + offset;
+          std::fill(row, row + first, 0.0f);
+          if (s.sw == 1) {
+            std::memcpy(row + first, in + first, static_cast<size_t>(end - first) * sizeof(float));
+          } else if (s.sw == 2) {
+            every_second(in + 2 * first, end - first, row + first);
+          } else {
+            for (int64_t c = first; c < end; ++c) row[c] = in[c * s.sw];
+          }
+          std::fill(row + end, row + width, 0.0f);
+        }
+      }
+    }
+  }
+};
 
 // The product reads the input itself, split into phase planes: plane (channel, u, v) holds the
 // padded input's points (r · sh + u, c · sw + v), so that output point (i, j) of a row of the
@@ -217,61 +288,27 @@ void products(const ExecutionContext& context, const ConvShape& s, int64_t p0, i
 Status wide_group(const ExecutionContext& context, const ConvShape& s, const float* x, const float* w,
                   const float* bias, const float* z, float* y) {
   const int64_t cg = s.group_channels(), phases = s.sh * s.sw;
-  const int64_t height = s.oh + (s.kh - 1) * s.dh / s.sh, width = s.ow + (s.kw - 1) * s.dw / s.sw;  // a plane's
-  const int64_t plane = height * width, points = (s.oh - 1) * width + s.ow;
+  const Planes layout(s);
+  const int64_t width = layout.width, points = layout.points(s);
   // At stride 1 without padding the input is read where it is, but for the last 32 points when
   // they are fewer (they would read past its end): those are copied into one packed panel.
   // Otherwise the planes have room for the last 32 points to read past their end.
-  const bool unpadded = phases == 1 && height == s.h && width == s.w;
-  const int64_t planes_floats = unpadded ? 0 : cg * phases * plane + kPanel;
+  const bool unpadded = phases == 1 && layout.height == s.h && width == s.w;
+  const int64_t planes_floats = unpadded ? 0 : cg * phases * layout.plane + kPanel;
   float* planes = unpadded ? nullptr : scratch<0>(static_cast<size_t>(planes_floats));
   int64_t* offsets = scratch<1, int64_t>(static_cast<size_t>(s.depth()));
   if ((!unpadded && !planes) || !offsets) return no_memory(planes_floats + s.depth() * 2);
   const auto threads = static_cast<int64_t>(context.host_threads());
   if (!unpadded) {
-    // Only the phases that some tap reads are written (a 1x1 window at stride 2 reads one of four).
-    std::vector<char> read(static_cast<size_t>(phases), 0);
-    for (int64_t a = 0; a < s.kh; ++a) {
-      for (int64_t e = 0; e < s.kw; ++e) read[static_cast<size_t>(a * s.dh % s.sh * s.sw + e * s.dw % s.sw)] = 1;
-    }
     context.host_parallel(static_cast<uint64_t>(threads), [&](uint64_t part_index) {
       const auto part = static_cast<int64_t>(part_index);
       for (int64_t ch = cg * part / threads; ch < cg * (part + 1) / threads; ++ch) {
-        for (int64_t u = 0; u < s.sh; ++u) {
-          for (int64_t v = 0; v < s.sw; ++v) {
-            if (!read[static_cast<size_t>(u * s.sw + v)]) continue;
-            // Plane column c is input column c · sw + v - pl.
-            const auto [offset, first, end] = s.columns_at(v - s.pl, width);
-            float* rows = planes + ((ch * s.sh + u) * s.sw + v) * plane;
-            for (int64_t r = 0; r < height; ++r) {
-              float* row = rows + r * width;
-              const int64_t ih = r * s.sh + u - s.pt;
-              if (ih < 0 || ih >= s.h) {
-                std::fill(row, row + width, 0.0f);
-                continue;
-              }
-              const float* in = x + (ch * s.h + ih) * s.w + offset;
-              std::fill(row, row + first, 0.0f);
-              if (s.sw == 1) {
-                std::memcpy(row + first, in + first, static_cast<size_t>(end - first) * sizeof(float));
-              } else if (s.sw == 2) {
-                every_second(in + 2 * first, end - first, row + first);
-              } else {
-                for (int64_t c = first; c < end; ++c) row[c] = in[c * s.sw];
-              }
-              std::fill(row + end, row + width, 0.0f);
-            }
-          }
-        }
+        layout.write(s, x + ch * s.h * s.w, planes + ch * phases * layout.plane);
       }
     });
-    std::fill(planes + cg * phases * plane, planes + planes_floats, 0.0f);
+    std::fill(planes + cg * phases * layout.plane, planes + planes_floats, 0.0f);
   }
-  for (int64_t k = 0; k < s.depth(); ++k) {
-    const auto [ch, a, e] = s.tap(k);
-    const int64_t qa = a * s.dh / s.sh, u = a * s.dh % s.sh, qe = e * s.dw / s.sw, v = e * s.dw % s.sw;
-    offsets[k] = ((ch * s.sh + u) * s.sw + v) * plane + qa * width + qe;
-  }
+  for (int64_t k = 0; k < s.depth(); ++k) offsets[k] = layout.offset(s, k);
   const int64_t read_in_place = unpadded ? points / kPanel * kPanel : points;
   if (read_in_place > 0) products<true>(context, s, 0, read_in_place, width, w, unpadded ? x : planes, offsets, bias, y, z);
   if (read_in_place < points) {  // the last, short run of points from a packed panel
@@ -287,6 +324,60 @@ Status wide_group(const ExecutionContext& context, const ConvShape& s, const flo
   return Status();
 }
 
+// One channel of a depthwise convolution from its planes: y's points = activation(bias + the
+// taps' sum + z?), each vector of 16 wide points summed over the taps in a register.
+[[gnu::target("avx512f")]] void depthwise_channel(int64_t taps, const int64_t* offsets, const float* planes,
+                                                  const float* w, float bias, const std::vector<Panel>& panels,
+                                                  const float* z, const Activation& act, float* y) {
+  const bool activated = act.relu || act.clip;
+  for (size_t q = 0; q < panels.size(); ++q) {
+    const Panel& panel = panels[q];
+    for (int v = 0; v < 2; ++v) {
+      if (!panel.lanes[v]) continue;  // junk only (or past the last point)
+      const float* at = planes + static_cast<int64_t>(q) * kPanel + 16 * v;
+      __m512 sum = _mm512_set1_ps(bias);
+      for (int64_t k = 0; k < taps; ++k) sum = _mm512_fmadd_ps(_mm512_set1_ps(w[k]), _mm512_loadu_ps(at + offsets[k]), sum);
+      if (z) sum = _mm512_add_ps(sum, load_points(panel, v, z));
+      store_points(panel, v, y, activated ? activate(sum, act) : sum);
+    }
+  }
+}
+
+// A depthwise convolution (a group per channel, one output each, as MobileNet's): per image and
+// channel, its phase planes, then for each vector of 16 wide points the sum over the taps. The
+// channels are spread over the threads; each keeps its planes in its cache.
+Status depthwise(const ExecutionContext& context, const ConvShape& s, const float* x, const float* w,
+                 const float* bias, const float* z, float* y) {
+  const Planes layout(s);
+  const int64_t points = layout.points(s), taps = s.kh * s.kw, phases = s.sh * s.sw;
+  const int64_t planes_floats = phases * layout.plane + kPanel, channels = s.n * s.c;
+  std::vector<int64_t> offsets(static_cast<size_t>(taps));
+  for (int64_t k = 0; k < taps; ++k) offsets[static_cast<size_t>(k)] = layout.offset(s, k);
+  const int64_t panels = (points + kPanel - 1) / kPanel;
+  std::vector<Panel> panel_at(static_cast<size_t>(panels));
+  for (int64_t q = 0; q < panels; ++q) {
+    panel_at[static_cast<size_t>(q)] = panel_of(q * kPanel, std::min(kPanel, points - q * kPanel), layout.width, s.ow);
+  }
+  const Activation act{s.relu, s.clip_max < std::numeric_limits<double>::infinity(), static_cast<float>(s.clip_max)};
+  std::atomic<bool> no_room{false};
+  const auto parts = static_cast<int64_t>(std::min<int64_t>(channels, int64_t{4} * context.host_threads()));
+  context.host_parallel(static_cast<uint64_t>(parts), [&](uint64_t part_index) {
+    const auto part = static_cast<int64_t>(part_index);
+    float* planes = scratch<0>(static_cast<size_t>(planes_floats));
+    if (!planes) {
+      no_room = true;
+      return;
+    }
+    std::fill(planes + phases * layout.plane, planes + planes_floats, 0.0f);  // read by junk lanes only
+    for (int64_t ch = channels * part / parts; ch < channels * (part + 1) / parts; ++ch) {
+      layout.write(s, x + ch * s.h * s.w, planes);
+      depthwise_channel(taps, offsets.data(), planes, w + ch % s.c * taps, bias[ch % s.c], panel_at,
+                        z ? z + ch * s.points() : nullptr, act, y + ch * s.points());
+    }
+  });
+  return no_room ? no_memory(planes_floats) : Status();
+}
+
 }  // namespace
 
 bool conv_avx512_supported() {
@@ -300,6 +391,7 @@ bool conv_avx512_supported() {
 Status conv_avx512(const ExecutionContext& context, const ConvShape& s, const float* x, const float* w, const float* b,
                    const float* z, float* y) {
   const int64_t og = s.group_outputs();
+  if (s.group_channels() == 1 && og == 1) return depthwise(context, s, x, w, b, z, y);
   for (int64_t img = 0; img < s.n; ++img) {
     for (int64_t g = 0; g < s.groups; ++g) {
       const float* xg = x + (img * s.c + g * s.group_channels()) * s.h * s.w;

@@ -25,8 +25,8 @@ ConvShape::Columns ConvShape::columns_at(int64_t offset, int64_t count) const {
 
 Result<ConvShape> conv_shape(const int64_t* x, const int64_t* w, const int64_t* b, const int64_t* y, int64_t sh,
                              int64_t sw, int64_t pt, int64_t pl, int64_t pb, int64_t pr, int64_t dh, int64_t dw,
-                             int64_t groups, int64_t relu, const int64_t* z) {
-  ConvShape s{x[0], x[1], x[2], x[3], w[0], w[2], w[3], y[2], y[3], sh, sw, pt, pl, dh, dw, groups, relu != 0};
+                             int64_t groups, int64_t relu, double clip_max, const int64_t* z) {
+  ConvShape s{x[0], x[1], x[2], x[3], w[0], w[2], w[3], y[2], y[3], sh, sw, pt, pl, dh, dw, groups, relu != 0, clip_max};
   auto fail = [&](const std::string& why) {
     return invalid_argument_error("conv2d: x " + dims_text(x, 4) + ", w " + dims_text(w, 4) + ", b " + dims_text(b, 1) +
                                   (z ? ", z " + dims_text(z, 4) : std::string()) + ", y " + dims_text(y, 4) + ": " + why);

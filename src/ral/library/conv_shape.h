@@ -16,6 +16,7 @@ struct ConvShape {
   int64_t oh, ow;      // y: [n, o, oh, ow]
   int64_t sh, sw, pt, pl, dh, dw, groups;
   bool relu;
+  double clip_max;  // values above it become it (+inf: none)
 
   int64_t group_channels() const { return c / groups; }
   int64_t group_outputs() const { return o / groups; }
@@ -70,6 +71,6 @@ struct ConvShape {
 // and this catches dimensions that were sizes.
 Result<ConvShape> conv_shape(const int64_t* x, const int64_t* w, const int64_t* b, const int64_t* y, int64_t sh,
                              int64_t sw, int64_t pt, int64_t pl, int64_t pb, int64_t pr, int64_t dh, int64_t dw,
-                             int64_t groups, int64_t relu, const int64_t* z = nullptr);
+                             int64_t groups, int64_t relu, double clip_max, const int64_t* z = nullptr);
 
 }  // namespace kiln::ral::library
