@@ -3,8 +3,9 @@ constant weights (onnx/backend/test/data/light, batch 1), and with --torchvision
 ResNet-18, MobileNet-V2 and SqueezeNet-1.1 and the GPT-style decoder (random weights, exported by
 examples/onnx/export_models.py under an interpreter with PyTorch) at each --batches (the
 decoder's sequences 64 tokens long). For
-each: import and compile times, the median of 5 runs after one on cpu (KILN_CPU_THREADS
-threads, 2 by default) and ONNX Runtime's with as many intra-op threads, in the same process,
+each: import and compile times, the median of --runs runs (11) after one on cpu (KILN_CPU_THREADS
+threads, 2 by default) and ONNX Runtime's with as many intra-op threads, in the same process
+but each timed alone (kiln first, then ONNX Runtime's session is made and timed),
 and the largest difference relative to ONNX Runtime's largest output; with --peak-memory, the
 peak resident memory of a process that loads the model and runs it once, kiln's against ONNX
 Runtime's. Prints the tables of docs/onnx.md.
@@ -25,7 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 GPT_SEQUENCE = 64  # the GPT-style decoder's tokens per sequence: all the positions it has
 
 
-def median_ms(fn, runs=5):
+def median_ms(fn, runs):
     fn()
     times = []
     for _ in range(runs):
@@ -92,6 +93,7 @@ def main():
     parser.add_argument("--build", default="build", help="the build folder whose python/ holds kiln")
     parser.add_argument("--torchvision", action="store_true",
                         help="the models PyTorch exports (torchvision's, the GPT-style decoder) instead of the light ones")
+    parser.add_argument("--runs", type=int, default=11, help="timed runs of each, after one (the median is shown)")
     parser.add_argument("--batches", default="1,16", help="--torchvision's batch sizes (comma-separated)")
     parser.add_argument("--peak-memory", action="store_true",
                         help="instead of times, each one's peak resident memory with the model loaded and run once")
@@ -135,15 +137,22 @@ def main():
         except kiln.onnx.OnnxImportError as e:
             print(f"| {name} | {shape[0]} | refused: {e} | | | | |")
             continue
+        # Each is timed alone, kiln first, with a pause between: ONNX Runtime's idle threads spin
+        # after each of its runs (and kiln's briefly after its own), so runs that alternate in one
+        # process take each other's cores (kiln's ResNet-50 took 62 ms against 48 alone).
+        got = run(**feeds)
+        kiln_ms = median_ms(lambda: run(**feeds), args.runs)
+        time.sleep(0.5)
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.log_severity_level = 3
         session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-        got, want = run(**feeds), session.run(None, feeds)
+        want = session.run(None, feeds)
+        ort_ms = median_ms(lambda: session.run(None, feeds), args.runs)
         difference = max(float(np.abs(got[o.name] - w).max() / max(1e-30, float(np.abs(w).max())))
                          for o, w in zip(model.graph.output, want))
-        kiln_ms = median_ms(lambda: run(**feeds))
-        ort_ms = median_ms(lambda: session.run(None, feeds))
+        del session
+        time.sleep(0.5)
         print(f"| {name} | {shape[0]} | {imported - start:.2f} s / {compiled - imported:.2f} s | {kiln_ms:.1f} ms | "
               f"{ort_ms:.1f} ms | {kiln_ms / ort_ms:.1f}× | {difference:.1e} |", flush=True)
 
