@@ -217,8 +217,8 @@ TEST(LibraryTest, GemmAgainstAWideReference) {
   }
 }
 
-// Products of a few rows (a dense layer at small batches), every transpose, odd widths, and BLAS's
-// rules for alpha = 0 and k = 0.
+// Products of a few rows (a dense layer at small batches), of one row or one column, every
+// transpose, odd widths, and BLAS's rules for alpha = 0 and k = 0.
 TEST(LibraryTest, GemmOfAFewRows) {
   for (const char* device : kLibraryDevices) {
     for (bool ta : {false, true}) {
@@ -231,6 +231,11 @@ TEST(LibraryTest, GemmOfAFewRows) {
         check_gemm_case<float>(device, 2, 130, 17, ta, tb, -0.5f, 1.5f);
         check_gemm_case<double>(device, 4, 45, 33, ta, tb, 2.0, -1.0);
         check_gemm_case<float>(device, 1, 1025, 256, ta, tb, 1.0f, 0.0f);
+        // One row or one column: the host's OpenBLAS runs these as matrix-vector products.
+        check_gemm_case<float>(device, 1, 300, 37, ta, tb, -0.5f, 1.5f);
+        check_gemm_case<float>(device, 91, 1, 37, ta, tb, 2.0f, -1.0f);
+        check_gemm_case<double>(device, 1, 45, 33, ta, tb, 2.0, -1.0);
+        check_gemm_case<double>(device, 45, 1, 33, ta, tb, 0.5, 0.25);
       }
     }
     // alpha = 0 reads neither a nor b (c = beta * c), k = 0 likewise, as BLAS.

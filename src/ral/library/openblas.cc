@@ -12,6 +12,7 @@
 #include <limits>
 #include <mutex>
 #include <string>
+#include <tuple>
 
 #include "kiln/base/env.h"
 #include "kiln/base/log.h"
@@ -30,9 +31,15 @@ template <typename T>
 using GemmFn = void (*)(int order, int transpose_a, int transpose_b, blasint m, blasint n, blasint k, T alpha,
                         const T* a, blasint lda, const T* b, blasint ldb, T beta, T* c, blasint ldc);
 
+template <typename T>
+using GemvFn = void (*)(int order, int transpose, blasint m, blasint n, T alpha, const T* a, blasint lda, const T* x,
+                        blasint incx, T beta, T* y, blasint incy);
+
 struct OpenBlas {
   GemmFn<float> sgemm = nullptr;
   GemmFn<double> dgemm = nullptr;
+  GemvFn<float> sgemv = nullptr;
+  GemvFn<double> dgemv = nullptr;
   void (*set_num_threads)(int) = nullptr;
   int (*get_num_threads)() = nullptr;
   char* (*get_corename)() = nullptr;  // optional: OpenBLAS's own, not part of cblas
@@ -154,6 +161,8 @@ const OpenBlas& openblas() {
     SymbolBinder binder(*handle);
     binder.bind(out.sgemm, "cblas_sgemm");
     binder.bind(out.dgemm, "cblas_dgemm");
+    binder.bind(out.sgemv, "cblas_sgemv");
+    binder.bind(out.dgemv, "cblas_dgemv");
     binder.bind(out.set_num_threads, "openblas_set_num_threads");
     binder.bind(out.get_num_threads, "openblas_get_num_threads");
     if (!binder.missing().empty()) out.status = unavailable_error("the OpenBLAS library lacks " + binder.missing());
@@ -196,10 +205,25 @@ Status openblas_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, i
   }
   KILN_RETURN_IF_ERROR(apply_thread_limit(blas));
   const int ta = transpose_a ? kTrans : kNoTrans, tb = transpose_b ? kTrans : kNoTrans;
-  auto gemm = [&] {
-    if constexpr (std::is_same_v<T, float>) return blas.sgemm;
-    else return blas.dgemm;
-  }();
+  const GemvFn<T> gemv = std::get<GemvFn<T>>(std::tuple{blas.sgemv, blas.dgemv});
+  // A product with one row or one column is a matrix-vector product: OpenBLAS 0.3.21's gemm
+  // would copy the whole matrix into its packed layout first (at batch 1 a classifier's weights,
+  // 8 MB for ResNet-50's, at every call), where gemv reads it once as it is stored.
+  auto as_blas = [](int64_t v) { return static_cast<blasint>(v); };
+  if (m == 1 && k > 0) {
+    // c's row = alpha · a's row · op(b) + beta · c's row: op(b)ᵀ times a's row. b is k × n
+    // (n × k transposed) row-major; a's row steps by lda where a is stored transposed.
+    gemv(kRowMajor, transpose_b ? kNoTrans : kTrans, as_blas(transpose_b ? n : k), as_blas(transpose_b ? k : n), alpha,
+         b, as_blas(ldb), a, as_blas(transpose_a ? lda : 1), beta, c, 1);
+    return Status();
+  }
+  if (n == 1 && k > 0) {
+    // c's column = alpha · op(a) · b's column + beta · c's column; c's column steps by ldc.
+    gemv(kRowMajor, ta, as_blas(transpose_a ? k : m), as_blas(transpose_a ? m : k), alpha, a, as_blas(lda), b,
+         as_blas(transpose_b ? 1 : ldb), beta, c, as_blas(ldc));
+    return Status();
+  }
+  const GemmFn<T> gemm = std::get<GemmFn<T>>(std::tuple{blas.sgemm, blas.dgemm});
   gemm(kRowMajor, ta, tb, static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
        static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
   return Status();
