@@ -1,7 +1,9 @@
 #include "kiln/ral/bound_call.h"
 
 #include <cctype>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <set>
 
 #include "base/suggest.h"
@@ -64,8 +66,11 @@ Result<BoundCall> BoundCall::describe(const ir::Call& call, const ir::Program& p
 
   auto add_scalar = [&](Scalar::Type type, double value) {
     Scalar s{type};
-    s.i64 = static_cast<int64_t>(value);
-    s.f32 = static_cast<float>(value);
+    s.i64 = type == Scalar::Type::kI64 ? static_cast<int64_t>(value) : 0;  // a value may be inf (clip_max's default)
+    // Beyond f32's range a finite value would be undefined as a float: it is the infinity there.
+    const double f32_max = std::numeric_limits<float>::max();
+    s.f32 = std::isfinite(value) && std::abs(value) > f32_max ? std::copysign(std::numeric_limits<float>::infinity(), value)
+                                                              : static_cast<float>(value);
     s.f64 = value;
     bound.scalars_.push_back(s);
     codes += type == Scalar::Type::kI64 ? "_i64" : type == Scalar::Type::kF32 ? "_f32" : "_f64";
