@@ -14,11 +14,11 @@ bool initial_value_is_zero(const ir::TensorNode& node) {
          (node.init.kind == ir::Init::Kind::kValue && node.init.a == 0 && !std::signbit(node.init.a));
 }
 
-Status fill_initial_value(const ir::TensorNode& node, uint64_t seed, HostBytes& bytes) {
+Status fill_initial_value(const ir::TensorNode& node, uint64_t seed, HostBytes& bytes, bool zeros_reserved) {
   const int64_t count = node.element_count();
   const auto size = static_cast<size_t>(node.byte_size());
   try {
-    bytes = HostBytes(size);
+    bytes = HostBytes(size, HostMemoryAllocator<std::byte>(!(zeros_reserved && initial_value_is_zero(node))));
   } catch (const std::exception&) {  // bad_alloc, length_error: the host has no room for the node
     return resource_exhausted_error("cannot allocate " + std::to_string(size) +
                                     " bytes of host memory for tensor '" + node.name + "'");

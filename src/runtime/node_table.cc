@@ -64,19 +64,8 @@ Result<std::shared_ptr<NodeTable>> NodeTable::create(const ir::Program& program,
                            (desc.hosted == HostedKind::kConstant || n.role == ir::Role::kParam);
     desc.sharing = read_only ? Sharing::kShared : Sharing::kPerStream;
     auto node = std::make_shared<Node>(std::move(desc));
+    KILN_RETURN_IF_ERROR(fill_initial_value(n, seed, node->host, /*zeros_reserved=*/true));
     node->host_zeros = initial_value_is_zero(n);
-    if (node->host_zeros) {
-      // Zeros are not written: host_zeros stands for them until the copy is written (writing
-      // them would put every page of every intermediate's host copy into memory).
-      try {
-        node->host = HostBytes(node->desc_.bytes, HostMemoryAllocator<std::byte>(false));
-      } catch (const std::exception&) {
-        return resource_exhausted_error("cannot allocate " + std::to_string(node->desc_.bytes) +
-                                        " bytes of host memory for tensor '" + n.name + "'");
-      }
-    } else {
-      KILN_RETURN_IF_ERROR(fill_initial_value(n, seed, node->host));
-    }
     table->nodes_.emplace(n.name, std::move(node));
   }
   return table;

@@ -155,8 +155,8 @@ def clip_bounds(cx, clip):
 
 def residual_add(cx, node, dtype, shape):
     """(the Add, its other operand) where the one node that reads `node`'s output is an Add (or
-    a Sum of two) of it and a tensor of the same type and shape that an earlier node computed (a residual
-    connection); else (None, None)."""
+    a Sum of two) of it and a tensor of the same type and shape that an earlier node computed (a
+    residual connection); else (None, None)."""
     name = node.output[0]
     readers = cx.reader_nodes.get(name, [])
     if len(readers) != 1 or name in cx.outputs:

@@ -69,13 +69,7 @@ class Converter:
         producer = self.producers.get(name)
         if producer is None or producer.op_type != "Constant":
             return None
-        attrs = self.attributes(producer)
-        if "value" in attrs:
-            return numpy_helper.to_array(attrs["value"])
-        for key in ("value_float", "value_int", "value_floats", "value_ints"):
-            if key in attrs:
-                return np.asarray(attrs[key])
-        return None
+        return self.constant_attribute(producer, self.attributes(producer))
 
     def attributes(self, node):
         """The node's attributes by name, as Python values."""

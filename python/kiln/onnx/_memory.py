@@ -5,8 +5,8 @@ Only tensors the compiler stores are planned. Lowering inlines an intermediate i
 reader (src/loop/inlining.h) when one elementwise `=` statement writes it, exactly one later
 statement reads it, no call runs in between and nothing its statement reads is written in
 between; such a tensor never has a buffer, and giving it a shared declaration (written more than
-once) would make lowering store it. A call reads only stored tensors. Its statement's reads happen where it is inlined, so they
-count at its reader's place when lifetimes are measured."""
+once) would make lowering store it. A call reads only stored tensors. Its statement's reads
+happen where it is inlined, so they count at its reader's place when lifetimes are measured."""
 
 import re
 

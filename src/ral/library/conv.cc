@@ -1,14 +1,13 @@
 // conv2d: y = clip?(relu?(conv(x, w) + b + z?)) over NCHW tensors, z an optional residual of y's
-// shape, clip at clip_max (docs/language.md, "Calls"). The cpu
-// device runs f32 through kiln's own product where the processor has AVX-512 (conv_avx512.h);
+// shape, clip at clip_max (docs/language.md, "Calls"). The cpu device runs f32 through kiln's own
+// product where the processor has AVX-512 (conv_avx512.h);
 // otherwise, and for f64, it lowers each image and group to one gemm (oneDNN's sgemm or
 // OpenBLAS): the input points every output point reads are copied into the columns of a
 // [C/groups · KH · KW, OH · OW] matrix (im2col; a 1x1 window at stride 1 without padding reads the
 // input as it is), y's rows start as the bias, the gemm adds the weights' product to them, and
-// z and the ReLU are a pass over what it wrote. opencl and cuda run the same over mapped buffers; interp
-// has the direct loops, the reference.
+// z and the activation are a pass over what it wrote. opencl and cuda run the same over mapped
+// buffers; interp has the direct loops, the reference.
 #include <algorithm>
-#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -80,7 +79,7 @@ Status conv_products(const ConvShape& s, const T* x, const T* w, const T* b, con
         const T* zg = z + (yg - y);
         for (int64_t e = 0; e < og * p; ++e) yg[e] += zg[e];
       }
-      if (s.relu || s.clip_max < std::numeric_limits<double>::infinity()) {
+      if (s.relu || s.clips()) {
         for (int64_t e = 0; e < og * p; ++e) yg[e] = activated(s, yg[e]);
       }
     }
@@ -139,18 +138,7 @@ Status conv_reference(const ExecutionContext&, const ConvShape& s, const T* x, c
   return Status();
 }
 
-template <auto Run, typename T>
-Status conv2d(ExecutionContext* context, MemRef<T, 4> x, MemRef<T, 4> w, MemRef<T, 1> b, MemRef<T, 4> y, int64_t stride_h,
-              int64_t stride_w, int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
-              int64_t dilation_h, int64_t dilation_w, int64_t groups, int64_t relu, T clip_max) {
-  KILN_ASSIGN_OR_RETURN(ConvShape s, conv_shape(x.sizes.data(), w.sizes.data(), b.sizes.data(), y.sizes.data(), stride_h,
-                                                stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h,
-                                                dilation_w, groups, relu, clip_max));
-  if (y.element_count() == 0) return Status();
-  return Run(*context, s, x.data, w.data, b.data, nullptr, y.data);
-}
-
-// conv2d with a residual z of y's shape, added before the ReLU.
+// conv2d with a residual z of y's shape, added before the activation; z.data null: none.
 template <auto Run, typename T>
 Status conv2d_residual(ExecutionContext* context, MemRef<T, 4> x, MemRef<T, 4> w, MemRef<T, 1> b, MemRef<T, 4> z,
                        MemRef<T, 4> y, int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,
@@ -158,9 +146,17 @@ Status conv2d_residual(ExecutionContext* context, MemRef<T, 4> x, MemRef<T, 4> w
                        int64_t relu, T clip_max) {
   KILN_ASSIGN_OR_RETURN(ConvShape s, conv_shape(x.sizes.data(), w.sizes.data(), b.sizes.data(), y.sizes.data(), stride_h,
                                                 stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h,
-                                                dilation_w, groups, relu, clip_max, z.sizes.data()));
+                                                dilation_w, groups, relu, clip_max, z.data ? z.sizes.data() : nullptr));
   if (y.element_count() == 0) return Status();
   return Run(*context, s, x.data, w.data, b.data, z.data, y.data);
+}
+
+template <auto Run, typename T>
+Status conv2d(ExecutionContext* context, MemRef<T, 4> x, MemRef<T, 4> w, MemRef<T, 1> b, MemRef<T, 4> y, int64_t stride_h,
+              int64_t stride_w, int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
+              int64_t dilation_h, int64_t dilation_w, int64_t groups, int64_t relu, T clip_max) {
+  return conv2d_residual<Run, T>(context, x, w, b, MemRef<T, 4>{nullptr, y.sizes}, y, stride_h, stride_w, pad_top,
+                                 pad_left, pad_bottom, pad_right, dilation_h, dilation_w, groups, relu, clip_max);
 }
 
 template <typename T>

@@ -6,7 +6,6 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +27,9 @@ constexpr int64_t kDepthBlock = 256;
 struct Activation {
   bool relu, clip;
   float clip_max;
+
+  explicit Activation(const ConvShape& s) : relu(s.relu), clip(s.clips()), clip_max(static_cast<float>(s.clip_max)) {}
+  bool any() const { return relu || clip; }
 };
 
 [[gnu::target("avx512f"), gnu::always_inline]] inline __m512 activate(__m512 v, const Activation& a) {
@@ -85,6 +87,16 @@ Panel panel_of(int64_t p0, int64_t count, int64_t width, int64_t ow) {
   return panel;
 }
 
+// The panels of `points` wide points from wide point p0, 32 at a time.
+std::vector<Panel> panels_of(int64_t p0, int64_t points, int64_t width, int64_t ow) {
+  std::vector<Panel> panels(static_cast<size_t>((points + kPanel - 1) / kPanel));
+  for (size_t q = 0; q < panels.size(); ++q) {
+    const int64_t first = static_cast<int64_t>(q) * kPanel;
+    panels[q] = panel_of(p0 + first, std::min(kPanel, points - first), width, ow);
+  }
+  return panels;
+}
+
 [[gnu::target("avx512f"), gnu::always_inline]] inline __m512 load_points(const Panel& p, int v, const float* row) {
   const __m512 kept = _mm512_maskz_loadu_ps(p.kept[v], row + p.at[v]);
   return p.dense[v] ? kept : _mm512_maskz_expand_ps(p.lanes[v], kept);
@@ -98,7 +110,7 @@ Panel panel_of(int64_t p0, int64_t count, int64_t width, int64_t ow) {
 // panel of at most 16, which would leave the second vector's lanes idle), over rows [k0, k1) of
 // the product: the sums start from the bias (first_rows) or from what y holds, and the points the
 // panel keeps are written to y's rows (stride ldy), z's points (rows of the same stride) added
-// where z is given and then the ReLU where asked. w's rows hold `depth` weights. Row k of the
+// where z is given and then the activation where asked. w's rows hold `depth` weights. Row k of the
 // right operand is `b + k * kPanel` (a packed panel) or, kWide, `b + offsets[k]` (the phase
 // planes).
 template <int R, int V, bool kWide>
@@ -172,7 +184,7 @@ Status no_memory(int64_t floats) {
 }
 
 // The product of one image's group over wide points [p0, p0 + points) (rows of `width` of which
-// the first OW are y's): y's rows (stride OH · OW) = relu?(bias + w @ the right operand + z?), z
+// the first OW are y's): y's rows (stride OH · OW) = activation(bias + w @ the right operand + z?), z
 // (when given) laid out as y, by register tiles of kRows output channels and 32 points, kDepthBlock
 // rows of the product at a time. Each thread takes a run of the tiles in the order that reads the
 // larger of the two operands once: by points, each thread's 32 points of the operand staying in
@@ -190,11 +202,8 @@ void products(const ExecutionContext& context, const ConvShape& s, int64_t p0, i
   // points of every row in turn, too many streams of stores for the processor to prefetch.
   const bool by_channels = og > panels * kPanel || depth * points * int64_t{sizeof(float)} <= (int64_t{1} << 20);
   const int64_t inner = by_channels ? panels : row_tiles;
-  const Activation act{s.relu, s.clip_max < std::numeric_limits<double>::infinity(), static_cast<float>(s.clip_max)};
-  std::vector<Panel> panel_at(static_cast<size_t>(panels));
-  for (int64_t q = 0; q < panels; ++q) {
-    panel_at[static_cast<size_t>(q)] = panel_of(p0 + q * kPanel, std::min(kPanel, points - q * kPanel), width, s.ow);
-  }
+  const Activation act(s);
+  const std::vector<Panel> panel_at = panels_of(p0, points, width, s.ow);
   // More parts than threads, taken as threads come free: a thread that the system delays (the
   // machine is shared) holds up a convolution by a small part, not by half of it.
   const auto parts = static_cast<int64_t>(std::min<int64_t>(tiles, int64_t{4} * context.host_threads()));
@@ -215,7 +224,7 @@ void products(const ExecutionContext& context, const ConvShape& s, int64_t p0, i
           (count > 16 ? kTiles<2, kWide> : kTiles<1, kWide>)[rows](
               depth, k0, k1, w + r0 * depth, kWide ? b + q * kPanel : b + q * depth * kPanel, offsets, bias + r0,
               y + r0 * ldy, ldy, panel_at[static_cast<size_t>(q)], k0 == 0, z && k1 == depth ? z + r0 * ldy : nullptr,
-              k1 == depth && (act.relu || act.clip) ? &act : nullptr);
+              k1 == depth && act.any() ? &act : nullptr);
         }
       }
     }
@@ -278,13 +287,10 @@ struct Planes {
   }
 };
 
-// The product reads the input itself, split into phase planes: plane (channel, u, v) holds the
-// padded input's points (r · sh + u, c · sw + v), so that output point (i, j) of a row of the
-// planes' width reads row k = (channel, a, e) at offsets[k] + i · width + j, and 32 consecutive
-// points are 32 consecutive plane points (the "wide" points j >= OW of each row are computed and
-// not stored: Panel). Tap a, at a · dh = qa · sh + u, reads plane row i + qa (likewise columns). At stride 1
-// the one plane is the padded input; the planes cost a pass over the input where im2col's
-// columns cost KH · KW.
+// One image's group: the product reads the input itself, from its phase planes (Planes), so that
+// 32 consecutive output points are 32 consecutive plane points (the "wide" points j >= OW of each
+// row are computed and not stored: Panel). At stride 1 the one plane is the padded input; the
+// planes cost a pass over the input where im2col's columns cost KH · KW.
 Status wide_group(const ExecutionContext& context, const ConvShape& s, const float* x, const float* w,
                   const float* bias, const float* z, float* y) {
   const int64_t cg = s.group_channels(), phases = s.sh * s.sw;
@@ -329,7 +335,6 @@ Status wide_group(const ExecutionContext& context, const ConvShape& s, const flo
 [[gnu::target("avx512f")]] void depthwise_channel(int64_t taps, const int64_t* offsets, const float* planes,
                                                   const float* w, float bias, const std::vector<Panel>& panels,
                                                   const float* z, const Activation& act, float* y) {
-  const bool activated = act.relu || act.clip;
   for (size_t q = 0; q < panels.size(); ++q) {
     const Panel& panel = panels[q];
     for (int v = 0; v < 2; ++v) {
@@ -338,7 +343,7 @@ Status wide_group(const ExecutionContext& context, const ConvShape& s, const flo
       __m512 sum = _mm512_set1_ps(bias);
       for (int64_t k = 0; k < taps; ++k) sum = _mm512_fmadd_ps(_mm512_set1_ps(w[k]), _mm512_loadu_ps(at + offsets[k]), sum);
       if (z) sum = _mm512_add_ps(sum, load_points(panel, v, z));
-      store_points(panel, v, y, activated ? activate(sum, act) : sum);
+      store_points(panel, v, y, act.any() ? activate(sum, act) : sum);
     }
   }
 }
@@ -353,12 +358,8 @@ Status depthwise(const ExecutionContext& context, const ConvShape& s, const floa
   const int64_t planes_floats = phases * layout.plane + kPanel, channels = s.n * s.c;
   std::vector<int64_t> offsets(static_cast<size_t>(taps));
   for (int64_t k = 0; k < taps; ++k) offsets[static_cast<size_t>(k)] = layout.offset(s, k);
-  const int64_t panels = (points + kPanel - 1) / kPanel;
-  std::vector<Panel> panel_at(static_cast<size_t>(panels));
-  for (int64_t q = 0; q < panels; ++q) {
-    panel_at[static_cast<size_t>(q)] = panel_of(q * kPanel, std::min(kPanel, points - q * kPanel), layout.width, s.ow);
-  }
-  const Activation act{s.relu, s.clip_max < std::numeric_limits<double>::infinity(), static_cast<float>(s.clip_max)};
+  const std::vector<Panel> panel_at = panels_of(0, points, layout.width, s.ow);
+  const Activation act(s);
   std::atomic<bool> no_room{false};
   const auto parts = static_cast<int64_t>(std::min<int64_t>(channels, int64_t{4} * context.host_threads()));
   context.host_parallel(static_cast<uint64_t>(parts), [&](uint64_t part_index) {

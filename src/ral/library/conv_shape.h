@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "kiln/base/status.h"
 
@@ -18,6 +19,7 @@ struct ConvShape {
   bool relu;
   double clip_max;  // values above it become it (+inf: none)
 
+  bool clips() const { return clip_max < std::numeric_limits<double>::infinity(); }
   int64_t group_channels() const { return c / groups; }
   int64_t group_outputs() const { return o / groups; }
   int64_t depth() const { return group_channels() * kh * kw; }  // one image's group as a product: its k
