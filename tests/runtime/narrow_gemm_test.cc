@@ -69,36 +69,46 @@ std::vector<unsigned char> matrix(ir::DType type, int rows, int cols, bool trans
   return bytes;
 }
 
+// Two sizes: the small one runs bf16 through oneDNN, the larger one (at least 64 rows and
+// columns) through f32 copies where oneDNN has no AMX (gemm_narrow.cc).
 TEST_P(NarrowGemmTest, ProductsOfEveryNarrowPair) {
   struct Case {
     const char* operands;
     const char* result;
   };
-  for (const Case t : {Case{"bf16", "f32"}, Case{"bf16", "bf16"}, Case{"f16", "f32"}, Case{"f16", "f16"},
-                       Case{"i8", "i32"}}) {
-    for (const bool ta : {false, true}) {
-      const std::string a_dims = ta ? "[40, 33]" : "[33, 40]";
-      const std::string text = std::string("input a : ") + t.operands + a_dims + "\ninput b : " + t.operands +
-                               "[40, 17]\noutput c : " + t.result + "[33, 17]\ncall gemm(a, b, transpose_a=" +
-                               (ta ? "1" : "0") + ", alpha=2) -> c\n";
-      SCOPED_TRACE(text);
-      auto p = compile(text);
-      if (!p) continue;
-      const ir::DType operand = *ir::dtype_from_name(t.operands), result = *ir::dtype_from_name(t.result);
-      const std::vector<unsigned char> a = matrix(operand, kM, kK, ta, a_value), b = matrix(operand, kK, kN, false, b_value);
-      ASSERT_TRUE(p->write("a", a.data(), a.size()).ok());
-      ASSERT_TRUE(p->write("b", b.data(), b.size()).ok());
-      const Status ran = p->run("main");
-      ASSERT_TRUE(ran.ok()) << ran.message();
-      std::vector<unsigned char> c(static_cast<size_t>(kM * kN) * ir::dtype_size(result));
-      ASSERT_TRUE(p->read("c", c.data(), c.size()).ok());
-      for (int i = 0; i < kM; ++i) {
-        for (int j = 0; j < kN; ++j) {
-          const ir::Scalar got = ir::load_scalar(result, &c[static_cast<size_t>(i * kN + j) * ir::dtype_size(result)]);
-          // The sums stay below 256 in magnitude: exact in bf16 only when even, so bf16 is
-          // compared after rounding the expected value the same way.
-          const double want = ir::is_float_type(result) ? ir::round_float(result, product(i, j, 2)) : product(i, j, 2);
-          EXPECT_EQ(ir::is_float_type(result) ? got.f : static_cast<double>(got.i), want) << i << ", " << j;
+  struct Size {
+    int m, n;
+  };
+  for (const Size size : {Size{kM, kN}, Size{97, 80}}) {
+    const int m = size.m, n = size.n;
+    for (const Case t : {Case{"bf16", "f32"}, Case{"bf16", "bf16"}, Case{"f16", "f32"}, Case{"f16", "f16"},
+                         Case{"i8", "i32"}}) {
+      for (const bool ta : {false, true}) {
+        const std::string ms = std::to_string(m), ns = std::to_string(n), ks = std::to_string(kK);
+        const std::string a_dims = ta ? "[" + ks + ", " + ms + "]" : "[" + ms + ", " + ks + "]";
+        const std::string text = std::string("input a : ") + t.operands + a_dims + "\ninput b : " + t.operands + "[" +
+                                 ks + ", " + ns + "]\noutput c : " + t.result + "[" + ms + ", " + ns +
+                                 "]\ncall gemm(a, b, transpose_a=" + (ta ? "1" : "0") + ", alpha=2) -> c\n";
+        SCOPED_TRACE(text);
+        auto p = compile(text);
+        if (!p) continue;
+        const ir::DType operand = *ir::dtype_from_name(t.operands), result = *ir::dtype_from_name(t.result);
+        const std::vector<unsigned char> a = matrix(operand, m, kK, ta, a_value), b = matrix(operand, kK, n, false, b_value);
+        ASSERT_TRUE(p->write("a", a.data(), a.size()).ok());
+        ASSERT_TRUE(p->write("b", b.data(), b.size()).ok());
+        const Status ran = p->run("main");
+        ASSERT_TRUE(ran.ok()) << ran.message();
+        std::vector<unsigned char> c(static_cast<size_t>(m * n) * ir::dtype_size(result));
+        ASSERT_TRUE(p->read("c", c.data(), c.size()).ok());
+        for (int i = 0; i < m; ++i) {
+          for (int j = 0; j < n; ++j) {
+            const ir::Scalar got = ir::load_scalar(result, &c[static_cast<size_t>(i * n + j) * ir::dtype_size(result)]);
+            // The sums stay below 256 in magnitude: exact in bf16 only when even, so bf16 is
+            // compared after rounding the expected value the same way.
+            const double want =
+                ir::is_float_type(result) ? ir::round_float(result, product(i, j, 2)) : product(i, j, 2);
+            EXPECT_EQ(ir::is_float_type(result) ? got.f : static_cast<double>(got.i), want) << i << ", " << j;
+          }
         }
       }
     }

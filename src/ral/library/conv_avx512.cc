@@ -4,13 +4,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "kiln/ral/execution_context.h"
+#include "ral/library/scratch.h"
 
 namespace kiln::ral::library {
 
@@ -148,23 +147,6 @@ constexpr TileFn kTiles[kRows + 1] = {nullptr,
                                       tile<1, V, kWide>, tile<2, V, kWide>, tile<3, V, kWide>, tile<4, V, kWide>,
                                       tile<5, V, kWide>, tile<6, V, kWide>, tile<7, V, kWide>, tile<8, V, kWide>,
                                       tile<9, V, kWide>, tile<10, V, kWide>, tile<11, V, kWide>, tile<12, V, kWide>};
-
-// A buffer of the calling thread's, 64-byte aligned and kept between calls (a fresh one would
-// fault its pages in at every call); null when it cannot be allocated.
-template <int kSlot, typename T = float>
-T* scratch(size_t count) {
-  struct Buffer {
-    std::unique_ptr<T, decltype(&std::free)> data{nullptr, &std::free};
-    size_t count = 0;
-  };
-  thread_local Buffer buffer;
-  if (buffer.count < count) {
-    const size_t bytes = (count * sizeof(T) + 63) / 64 * 64;
-    buffer.data.reset(static_cast<T*>(std::aligned_alloc(64, bytes)));
-    buffer.count = buffer.data ? count : 0;
-  }
-  return buffer.data.get();
-}
 
 // out[c] = in[2 · c] for c in [0, n), reading in[0, 2n - 1): a row of a phase plane at stride 2.
 [[gnu::target("avx512f")]] void every_second(const float* in, int64_t n, float* out) {

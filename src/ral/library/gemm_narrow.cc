@@ -1,15 +1,15 @@
 // gemm of narrow operands (language version 3): bf16 or f16 operands into an f32 c or one of
 // their own type, and i8 x i8 into an i32 c; alpha and beta are f32. qgemm, the quantized
 // product: i8 x i8 with f32 scales of op(a)'s rows and op(b)'s columns, into an f32 c
-// (c[i, j] = f32(sum) * scale_a[i] * scale_b[j], in that order). The cpu device runs bf16
-// and i8 products through oneDNN (onednn.h: AVX-512 BF16, VNNI and AMX where the CPU has them)
-// and f16 ones through OpenBLAS's sgemm over f32 copies of the operands (neither library has an
-// f16 product on the CPU); the opencl device runs the same over mapped buffers; interp has plain
-// loops, the reference: f32 sums for bf16/f16, i64 sums saturated to i32 for i8. Where oneDNN is
-// missing, cpu and opencl fall back to the reference loops and say so once. cuda runs them on
-// the device (cuda_narrow_gemm.h: cuBLAS's cublasGemmEx, and kiln's kernels for the i8 products
-// cuBLAS does not take and for qgemm's scales) where cuda_gemm places gemm, else over mapped
-// buffers as opencl does.
+// (c[i, j] = f32(sum) * scale_a[i] * scale_b[j], in that order). The cpu device runs i8
+// products through oneDNN (onednn.h: VNNI and AMX where the CPU has them), bf16 ones through
+// oneDNN where it has AMX for them or the product is small, and the other bf16 and all f16 ones
+// through OpenBLAS's sgemm over f32 copies of the operands (widened()); the opencl device runs
+// the same over mapped buffers; interp has plain loops, the reference: f32 sums for bf16/f16,
+// i64 sums saturated to i32 for i8. Where oneDNN is missing, cpu and opencl fall back to the
+// reference loops and say so once. cuda runs them on the device (cuda_narrow_gemm.h: cuBLAS's
+// cublasGemmEx, and kiln's kernels for the i8 products cuBLAS does not take and for qgemm's
+// scales) where cuda_gemm places gemm, else over mapped buffers as opencl does.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -29,9 +29,11 @@
 #include "ral/library/cuda_narrow_gemm.h"
 #include "ral/library/gemm_shape.h"
 #include "ral/library/library.h"
+#include "ral/library/narrow_floats.h"
 #include "ral/library/onednn.h"
 #include "ral/library/openblas.h"
 #include "ral/library/rows.h"
+#include "ral/library/scratch.h"
 
 namespace kiln::ral::library {
 
@@ -75,39 +77,68 @@ void reference_product(const GemmShape& s, const TA* a, const TA* b, TC* c, floa
   }
 }
 
-// The values of `count` narrow floats as f32, into `out`.
-template <typename T>
-void widen(const T* in, int64_t count, float* out) {
-  for (int64_t i = 0; i < count; ++i) out[i] = value_of(in[i]);
-}
-
 void warn_reference(const Status& why) {
   static std::once_flag warned;
   std::call_once(warned, [&] { KILN_LOG(kWarn, "gemm of narrow operands runs as plain loops: " + why.message()); });
 }
 
+// Products of f16 operands, and of bf16 operands where oneDNN has no AMX for them and the product
+// is large enough to be bound by arithmetic, run through OpenBLAS's sgemm over f32 copies of the
+// operands (onednn.h says why; the copies cost a pass over each operand, which products of fewer
+// than about kWidenedFrom rows or columns do not win back).
+constexpr int64_t kWidenedFrom = 64;
+template <typename TA>
+bool widened(const GemmShape& s) {
+  if constexpr (std::is_same_v<TA, Half>) return true;
+  return std::min(s.m, s.n) >= kWidenedFrom && !onednn_bf16_on_amx();
+}
+
+// `count` narrow floats as f32 in the calling thread's scratch `kSlot`, widened by the context's
+// threads; null when the scratch cannot be allocated.
+template <int kSlot, typename TA>
+const float* widened_copy(const ExecutionContext* context, const TA* in, int64_t count) {
+  float* out = scratch<kSlot>(static_cast<size_t>(count));
+  if (!out) return nullptr;
+  const uint64_t parts = context && count >= (int64_t{1} << 16) ? context->host_threads() : 1;
+  if (parts <= 1) {
+    widen(in, count, out);
+    return out;
+  }
+  context->host_parallel(parts, [&](uint64_t part) {
+    const int64_t begin = count * static_cast<int64_t>(part) / static_cast<int64_t>(parts);
+    const int64_t end = count * static_cast<int64_t>(part + 1) / static_cast<int64_t>(parts);
+    widen(in + begin, end - begin, out + begin);
+  });
+  return out;
+}
+
 // One product on the host through the libraries, into an f32 c (`c32`, which holds c's values
 // when beta != 0).
 template <typename TA>
-Status library_product(const GemmShape& s, const TA* a, const TA* b, float* c32, float alpha, float beta) {
+Status library_product(const ExecutionContext* context, const GemmShape& s, const TA* a, const TA* b, float* c32,
+                       float alpha, float beta) {
   if constexpr (std::is_same_v<TA, BFloat16>) {
-    return onednn_gemm_bf16(s.transpose_a, s.transpose_b, s.m, s.n, s.k, alpha, reinterpret_cast<const uint16_t*>(a),
-                            s.lda(), reinterpret_cast<const uint16_t*>(b), s.ldb(), beta, c32, s.ldc());
-  } else {
-    std::vector<float> a32(static_cast<size_t>(s.stride_a())), b32(static_cast<size_t>(s.stride_b()));
-    widen(a, s.stride_a(), a32.data());
-    widen(b, s.stride_b(), b32.data());
-    return openblas_gemm<float>(s.transpose_a, s.transpose_b, s.m, s.n, s.k, alpha, a32.data(), s.lda(), b32.data(),
-                                s.ldb(), beta, c32, s.ldc());
+    if (!widened<TA>(s)) {
+      return onednn_gemm_bf16(s.transpose_a, s.transpose_b, s.m, s.n, s.k, alpha,
+                              reinterpret_cast<const uint16_t*>(a), s.lda(), reinterpret_cast<const uint16_t*>(b),
+                              s.ldb(), beta, c32, s.ldc());
+    }
   }
+  const float* a32 = widened_copy<0>(context, a, s.stride_a());
+  const float* b32 = widened_copy<1>(context, b, s.stride_b());
+  if (!a32 || !b32) return resource_exhausted_error("gemm: no memory for the f32 copies of its operands");
+  return openblas_gemm<float>(s.transpose_a, s.transpose_b, s.m, s.n, s.k, alpha, a32, s.lda(), b32, s.ldb(), beta,
+                              c32, s.ldc());
 }
 
 // One product into a c of the operands' type: oneDNN rounds its f32 sums into a bf16 c itself
-// where it can; otherwise the product is made in f32 and rounded once where it is stored.
+// where it runs the product; otherwise the product is made in f32 and rounded once where it is
+// stored.
 template <typename TA, typename TC>
-Status narrow_result_product(const GemmShape& s, const TA* a, const TA* b, TC* c, float alpha, float beta) {
+Status narrow_result_product(const ExecutionContext* context, const GemmShape& s, const TA* a, const TA* b, TC* c,
+                             float alpha, float beta) {
   if constexpr (std::is_same_v<TA, BFloat16> && std::is_same_v<TC, BFloat16>) {
-    if (alpha == 1 && beta == 0) {
+    if (alpha == 1 && beta == 0 && !widened<TA>(s)) {
       Status done = onednn_gemm_bf16_to_bf16(s.transpose_a, s.transpose_b, s.m, s.n, s.k,
                                              reinterpret_cast<const uint16_t*>(a), s.lda(),
                                              reinterpret_cast<const uint16_t*>(b), s.ldb(),
@@ -115,10 +146,11 @@ Status narrow_result_product(const GemmShape& s, const TA* a, const TA* b, TC* c
       if (done.code() != StatusCode::kUnimplemented) return done;
     }
   }
-  std::vector<float> c32(static_cast<size_t>(s.stride_c()));
-  if (beta != 0) widen(c, s.stride_c(), c32.data());
-  KILN_RETURN_IF_ERROR(library_product(s, a, b, c32.data(), alpha, beta));
-  for (int64_t i = 0; i < s.stride_c(); ++i) store(c32[static_cast<size_t>(i)], c + i);
+  float* c32 = scratch<2>(static_cast<size_t>(s.stride_c()));
+  if (!c32) return resource_exhausted_error("gemm: no memory for the f32 sums of its result");
+  if (beta != 0) widen(c, s.stride_c(), c32);
+  KILN_RETURN_IF_ERROR(library_product(context, s, a, b, c32, alpha, beta));
+  narrow(c32, s.stride_c(), c);
   return Status();
 }
 
@@ -145,7 +177,8 @@ Status s8_product(const GemmShape& s, const int8_t* a, const int8_t* b, int32_t*
 
 // Every product of `s` on the host: the libraries, or the reference where they are missing.
 template <typename TA, typename TC>
-Status host_products(const GemmShape& s, const TA* a, const TA* b, TC* c, float alpha, float beta) {
+Status host_products(const ExecutionContext* context, const GemmShape& s, const TA* a, const TA* b, TC* c, float alpha,
+                     float beta) {
   if (s.m == 0 || s.n == 0) return Status();
   for (int64_t p = 0; p < s.batch; ++p) {
     const TA* pa = a + p * s.stride_a();
@@ -155,9 +188,9 @@ Status host_products(const GemmShape& s, const TA* a, const TA* b, TC* c, float 
     if constexpr (std::is_same_v<TA, int8_t>) {
       done = s8_product(s, pa, pb, pc, alpha, beta);
     } else if constexpr (std::is_same_v<TC, float>) {
-      done = library_product(s, pa, pb, pc, alpha, beta);
+      done = library_product(context, s, pa, pb, pc, alpha, beta);
     } else {
-      done = narrow_result_product(s, pa, pb, pc, alpha, beta);
+      done = narrow_result_product(context, s, pa, pb, pc, alpha, beta);
     }
     if (done.code() == StatusCode::kUnavailable) {
       warn_reference(done);
@@ -176,15 +209,15 @@ Result<GemmShape> narrow_shape(const MemRef<TA, RA>& a, const MemRef<TA, RB>& b,
 }
 
 template <typename TA, typename TC, int RA, int RB, int RC>
-Status gemm_host(ExecutionContext*, MemRef<TA, RA> a, MemRef<TA, RB> b, MemRef<TC, RC> c, int64_t transpose_a,
+Status gemm_host(ExecutionContext* context, MemRef<TA, RA> a, MemRef<TA, RB> b, MemRef<TC, RC> c, int64_t transpose_a,
                  int64_t transpose_b, float alpha, float beta, int64_t batch) {
   KILN_ASSIGN_OR_RETURN(GemmShape s, narrow_shape(a, b, c, transpose_a, transpose_b, batch));
-  return host_products(s, a.data, b.data, c.data, alpha, beta);
+  return host_products(context, s, a.data, b.data, c.data, alpha, beta);
 }
 
 // opencl: the same over mapped buffers (each memref's data is the tensor's hal::Buffer).
 template <typename TA, typename TC, int RA, int RB, int RC>
-Status gemm_mapped(ExecutionContext*, MemRef<TA, RA> a, MemRef<TA, RB> b, MemRef<TC, RC> c, int64_t transpose_a,
+Status gemm_mapped(ExecutionContext* context, MemRef<TA, RA> a, MemRef<TA, RB> b, MemRef<TC, RC> c, int64_t transpose_a,
                    int64_t transpose_b, float alpha, float beta, int64_t batch) {
   KILN_ASSIGN_OR_RETURN(GemmShape s, narrow_shape(a, b, c, transpose_a, transpose_b, batch));
   if (s.m == 0 || s.n == 0 || s.batch == 0) return Status();
@@ -196,7 +229,7 @@ Status gemm_mapped(ExecutionContext*, MemRef<TA, RA> a, MemRef<TA, RB> b, MemRef
     if (!m.ok()) return m.status().annotate("gemm: mapping its tensors");
     mapped[i] = std::move(*m);
   }
-  return host_products(s, static_cast<const TA*>(mapped[0].data()), static_cast<const TA*>(mapped[1].data()),
+  return host_products(context, s, static_cast<const TA*>(mapped[0].data()), static_cast<const TA*>(mapped[1].data()),
                        static_cast<TC*>(mapped[2].data()), alpha, beta);
 }
 
@@ -231,7 +264,7 @@ Status scaled_products(const GemmShape& s, const int8_t* a, const int8_t* b, con
   if (reference) {
     reference_product(s, a, b, sums.data(), 1.0f, 0.0f);
   } else {
-    KILN_RETURN_IF_ERROR(host_products(s, a, b, sums.data(), 1.0f, 0.0f));
+    KILN_RETURN_IF_ERROR(host_products(nullptr, s, a, b, sums.data(), 1.0f, 0.0f));
   }
   for (int64_t i = 0; i < s.m; ++i) {
     for (int64_t j = 0; j < s.n; ++j) {

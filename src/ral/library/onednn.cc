@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 
 #include "kiln/base/settings.h"
@@ -47,6 +48,7 @@ struct Version {
 constexpr int kCpuEngine = 1, kInOrderStream = 1;                      // dnnl_cpu, dnnl_stream_in_order
 constexpr int kF32 = 3, kS32 = 4, kS8 = 5, kBf16 = 2;                   // dnnl_data_type_t
 constexpr int kArgSrc = 1, kArgDst = 17, kArgWeights = 33;              // DNNL_ARG_*
+constexpr int kQueryImplInfoStr = 8;                                    // dnnl_query_impl_info_str (2.x)
 
 struct Primitives {
   const Version* (*version)() = nullptr;
@@ -60,6 +62,7 @@ struct Primitives {
   int (*primitive_desc_create)(void** pd, const void* op_desc, const void* attr, void* engine,
                                const void* hint) = nullptr;
   int (*primitive_desc_destroy)(void* pd) = nullptr;
+  int (*primitive_desc_query)(const void* pd, int what, int index, void* result) = nullptr;
   int (*primitive_create)(void** primitive, const void* pd) = nullptr;
   int (*memory_create)(void** memory, const MemoryDesc* desc, void* engine, void* data) = nullptr;
   int (*memory_destroy)(void* memory) = nullptr;
@@ -109,6 +112,7 @@ void bind_primitives(void* handle, OneDnn& dnnl) {
   binder.bind(api.matmul_desc_init, "dnnl_matmul_desc_init");
   binder.bind(api.primitive_desc_create, "dnnl_primitive_desc_create");
   binder.bind(api.primitive_desc_destroy, "dnnl_primitive_desc_destroy");
+  binder.bind(api.primitive_desc_query, "dnnl_primitive_desc_query");
   binder.bind(api.primitive_create, "dnnl_primitive_create");
   binder.bind(api.memory_create, "dnnl_memory_create");
   binder.bind(api.memory_destroy, "dnnl_memory_destroy");
@@ -185,6 +189,7 @@ struct MatmulKey {
 struct Matmul {
   MemoryDesc a, b, c;
   void* primitive = nullptr;
+  bool on_amx = false;  // oneDNN's implementation for it uses AMX (its name says "amx")
 };
 
 // The primitive for `key`, made on first use; null where oneDNN has none for it. At most
@@ -211,6 +216,9 @@ const Matmul* matmul_for(const OneDnn& dnnl, const MatmulKey& key) {
       api.matmul_desc_init(&desc, &out.a, &out.b, nullptr, &out.c) == 0 &&
       api.primitive_desc_create(&pd, &desc, nullptr, dnnl.engine, nullptr) == 0) {
     if (api.primitive_create(&out.primitive, pd) != 0) out.primitive = nullptr;
+    const char* name = nullptr;
+    out.on_amx = api.primitive_desc_query(pd, kQueryImplInfoStr, 0, &name) == 0 && name &&
+                 std::string_view(name).find("amx") != std::string_view::npos;
     api.primitive_desc_destroy(pd);
   }
   const Matmul& kept = made.emplace(key, out).first->second;
@@ -254,6 +262,16 @@ Result<bool> run_matmul(const OneDnn& dnnl, MatmulKey key, const void* a, const 
 }
 
 }  // namespace
+
+bool onednn_bf16_on_amx() {
+  static const bool on_amx = [] {
+    Result<const OneDnn*> dnnl = ready();
+    if (!dnnl.ok() || !(*dnnl)->engine) return false;
+    const Matmul* matmul = matmul_for(**dnnl, {kBf16, kF32, false, false, 64, 64, 64, 64, 64, 64, 0});
+    return matmul && matmul->on_amx;
+  }();
+  return on_amx;
+}
 
 Status onednn_gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
                         const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, float* c,

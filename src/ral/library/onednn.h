@@ -19,6 +19,12 @@ Status onednn_gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n
                         const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, float* c,
                         int64_t ldc);
 
+// Whether oneDNN's bf16 products run on AMX on this CPU (false where it cannot be loaded). Without
+// AMX they run on AVX-512 BF16's vdpbf16ps, which on the Sapphire Rapids measured issues half
+// the arithmetic of f32 FMAs a cycle (85 against 175 GFLOPS a core): the caller then does better
+// to widen the operands of large products to f32.
+bool onednn_bf16_on_amx();
+
 // c = op(a) @ op(b) with bf16 operands and a bf16 c (their bits), the f32 sums rounded to
 // nearest even once. UNIMPLEMENTED where oneDNN has no matmul primitive for it (a library of
 // another major version than 2, k = 0): then the caller computes in f32 and rounds.
