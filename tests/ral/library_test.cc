@@ -199,6 +199,8 @@ TEST(LibraryTest, GemmAgainstAWideReference) {
         check_gemm_case<float>(device, 7, 13, 11, ta, tb, 0.5f, 2.0f);
         check_gemm_case<double>(device, 31, 5, 17, ta, tb, -1.5, 0.25);
         check_gemm_case<double>(device, 3, 2, 1, ta, tb, 1.0, 1.0);
+        // Above 2^24 multiply-adds with a dimension below 1024: oneDNN's matmul on cpu (gemm.cc).
+        check_gemm_case<float>(device, 300, 260, 256, ta, tb, 1.0f, 0.0f);
       }
     }
     check_gemm_case<float>(device, 64, 48, 96, false, false, 1.0f, 0.0f);
@@ -250,6 +252,41 @@ TEST(LibraryTest, GemmOfAFewRows) {
     alpha = 1;
     ASSERT_TRUE(call(device, name, {&empty_a, &empty_b, &cm, &no, &no, &alpha, &beta, &no}).ok());
     EXPECT_EQ(c, (std::vector<float>{1, 1.5f})) << device;
+  }
+}
+
+// A batch of products with every transpose and alpha 1, beta 0: on cpu oneDNN's matmul primitive
+// takes the batch in one call (gemm.cc), each product's matrices one after another.
+TEST(LibraryTest, BatchedProductsWithTransposes) {
+  constexpr int64_t kBatch = 5, kM = 17, kN = 33, kK = 40;
+  for (const char* device : kLibraryDevices) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        SCOPED_TRACE(std::string(device) + " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb));
+        Random random(7);
+        auto fill = [&](size_t count) {
+          std::vector<float> v(count);
+          for (float& x : v) x = static_cast<float>(random.normal(0, 1));
+          return v;
+        };
+        std::vector<float> a = fill(kBatch * kM * kK), b = fill(kBatch * kK * kN), c(kBatch * kM * kN, kNaN);
+        MemRef<float, 3> am{a.data(), {kBatch, ta ? kK : kM, ta ? kM : kK}};
+        MemRef<float, 3> bm{b.data(), {kBatch, tb ? kN : kK, tb ? kK : kN}}, cm{c.data(), {kBatch, kM, kN}};
+        int64_t ta64 = ta, tb64 = tb, one = 1;
+        float alpha = 1, beta = 0;
+        ASSERT_TRUE(call(device, full_name("gemm", device, "m3df32_m3df32_m3df32_i64_i64_f32_f32_i64"),
+                         {&am, &bm, &cm, &ta64, &tb64, &alpha, &beta, &one}).ok());
+        for (int64_t q = 0; q < kBatch; ++q) {
+          const std::vector<float> want =
+              naive_gemm(std::vector<float>(a.begin() + q * kM * kK, a.begin() + (q + 1) * kM * kK),
+                         std::vector<float>(b.begin() + q * kK * kN, b.begin() + (q + 1) * kK * kN),
+                         std::vector<float>(kM * kN), kM, kN, kK, ta, tb, 1.0f, 0.0f);
+          for (size_t i = 0; i < want.size(); ++i) {
+            ASSERT_NEAR(c[static_cast<size_t>(q * kM * kN) + i], want[i], 1e-4 * (1 + std::abs(want[i]))) << q << " " << i;
+          }
+        }
+      }
+    }
   }
 }
 

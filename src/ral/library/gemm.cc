@@ -1,13 +1,15 @@
 // gemm: c = alpha * op(a) @ op(b) + beta * c, for each of the products its tensors hold
 // (gemm_shape.h). The cpu device calls OpenBLAS's cblas (the library a user would otherwise
-// call, loaded when the first gemm runs: openblas.h); opencl calls CLBlast on the device
+// call, loaded when the first gemm runs: openblas.h), or for f32 products with alpha 1 and beta
+// 0 oneDNN's matmul primitive where oneDNN loads (onednn.h); opencl calls CLBlast on the device
 // (ral/library/clblast.h) and cuda cuBLAS (cuda_library.h), or OpenBLAS over mapped buffers;
-// interp has a plain triple loop, the reference. A batch is a loop of products over strided
-// pointers: each product is large (the automatic calls ask for M·N·K ≥ 16³), so the loop's cost
-// is small beside it.
+// interp has a plain triple loop, the reference. oneDNN takes a batch in one call, spread over
+// its threads; for OpenBLAS a batch is a loop of products over strided pointers (each product is
+// large: the automatic calls ask for M·N·K ≥ 16³).
 #include <algorithm>
 #include <array>
 #include <span>
+#include <type_traits>
 #include <utility>
 
 #include "kiln/hal/buffer.h"
@@ -17,6 +19,7 @@
 #include "ral/library/cuda_library.h"
 #include "ral/library/gemm_shape.h"
 #include "ral/library/library.h"
+#include "ral/library/onednn.h"
 #include "ral/library/openblas.h"
 #include "ral/library/rows.h"
 
@@ -24,13 +27,32 @@ namespace kiln::ral::library {
 
 namespace {
 
-// Every product of `s` through OpenBLAS, over host memory.
+// Whether oneDNN's matmul primitive runs an f32 product c = a @ b rather than OpenBLAS, as
+// measured on the 2-core development machine (2026-11-30, docs/ral.md): it took 0.44x the time of
+// OpenBLAS's loop on a batch of 32 attention products (128 x 128 x 64), 0.8x on a transformer's
+// projections (k = 256 and 1024) and 0.9x at 512³, where OpenBLAS was as fast or faster on
+// products whose every dimension is 1024 or more (2048³: 0.93x oneDNN's time) and on small ones
+// (below 2^24 multiply-adds, where waking oneDNN's OpenMP threads costs more than it wins).
+// Products of one row or one column stay with OpenBLAS's gemv (openblas.h).
+bool onednn_runs(const GemmShape& s) {
+  if (s.m <= 1 || s.n <= 1 || s.k == 0) return false;
+  if (s.batch > 1) return true;
+  return s.m * s.n * s.k > (int64_t{1} << 24) && std::min({s.m, s.n, s.k}) < 1024;
+}
+
+// Every product of `s` through OpenBLAS (or oneDNN, above), over host memory.
 template <typename T>
 Status blas_products(const GemmShape& s, const T* a, const T* b, T* c, T alpha, T beta) {
   if (s.m == 0 || s.n == 0) return Status();
   if (alpha == 0 || s.k == 0) {  // c = beta * c without reading a or b, as BLAS (OpenBLAS reads them)
     for (int64_t i = 0; i < s.batch * s.m * s.n; ++i) c[i] = beta == 0 ? T(0) : beta * c[i];
     return Status();
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (alpha == 1 && beta == 0 && onednn_runs(s)) {
+      Status done = onednn_matmul_f32(s.batch, s.transpose_a, s.transpose_b, s.m, s.n, s.k, a, b, c);
+      if (done.code() != StatusCode::kUnavailable && done.code() != StatusCode::kUnimplemented) return done;
+    }
   }
   for (int64_t p = 0; p < s.batch; ++p) {
     KILN_RETURN_IF_ERROR(openblas_gemm<T>(s.transpose_a, s.transpose_b, s.m, s.n, s.k, alpha, a + p * s.stride_a(),

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -182,7 +183,10 @@ struct MatmulKey {
   bool transpose_a, transpose_b;
   int64_t m, n, k, lda, ldb, ldc;
   int threads;  // oneDNN splits the work when the primitive is made
-  auto tie() const { return std::tie(type_ab, type_c, transpose_a, transpose_b, m, n, k, lda, ldb, ldc, threads); }
+  int64_t batch = 1;  // products one after another in each tensor, dense
+  auto tie() const {
+    return std::tie(type_ab, type_c, transpose_a, transpose_b, m, n, k, lda, ldb, ldc, threads, batch);
+  }
   bool operator<(const MatmulKey& other) const { return tie() < other.tie(); }
 };
 
@@ -204,15 +208,18 @@ const Matmul* matmul_for(const OneDnn& dnnl, const MatmulKey& key) {
   if (made.size() >= kMaxMatmuls) return nullptr;
   const Primitives& api = dnnl.api;
   Matmul out;
-  const int64_t a_dims[2] = {key.m, key.k}, b_dims[2] = {key.k, key.n}, c_dims[2] = {key.m, key.n};
-  const int64_t a_strides[2] = {key.transpose_a ? 1 : key.lda, key.transpose_a ? key.lda : 1};
-  const int64_t b_strides[2] = {key.transpose_b ? 1 : key.ldb, key.transpose_b ? key.ldb : 1};
-  const int64_t c_strides[2] = {key.ldc, 1};
+  // One product is a 2-d matmul; a batch, a 3-d one whose first dimension steps by a whole matrix.
+  const int ndims = key.batch > 1 ? 3 : 2, first = 3 - ndims;
+  int64_t a_dims[3] = {key.batch, key.m, key.k}, b_dims[3] = {key.batch, key.k, key.n},
+          c_dims[3] = {key.batch, key.m, key.n};
+  int64_t a_strides[3] = {key.m * key.k, key.transpose_a ? 1 : key.lda, key.transpose_a ? key.lda : 1};
+  int64_t b_strides[3] = {key.k * key.n, key.transpose_b ? 1 : key.ldb, key.transpose_b ? key.ldb : 1};
+  int64_t c_strides[3] = {key.m * key.n, key.ldc, 1};
   MatmulDesc desc;
   void* pd = nullptr;
-  if (api.memory_desc_init_by_strides(&out.a, 2, a_dims, key.type_ab, a_strides) == 0 &&
-      api.memory_desc_init_by_strides(&out.b, 2, b_dims, key.type_ab, b_strides) == 0 &&
-      api.memory_desc_init_by_strides(&out.c, 2, c_dims, key.type_c, c_strides) == 0 &&
+  if (api.memory_desc_init_by_strides(&out.a, ndims, a_dims + first, key.type_ab, a_strides + first) == 0 &&
+      api.memory_desc_init_by_strides(&out.b, ndims, b_dims + first, key.type_ab, b_strides + first) == 0 &&
+      api.memory_desc_init_by_strides(&out.c, ndims, c_dims + first, key.type_c, c_strides + first) == 0 &&
       api.matmul_desc_init(&desc, &out.a, &out.b, nullptr, &out.c) == 0 &&
       api.primitive_desc_create(&pd, &desc, nullptr, dnnl.engine, nullptr) == 0) {
     if (api.primitive_create(&out.primitive, pd) != 0) out.primitive = nullptr;
@@ -312,6 +319,16 @@ Status onednn_gemm_s8(bool transpose_a, bool transpose_b, int64_t m, int64_t n, 
   return checked(dnnl.gemm_s8(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', 'F', m, n, k, alpha, a, lda, 0, b,
                               ldb, 0, beta, c, ldc, &no_offset),
                  "dnnl_gemm_s8s8s32");
+}
+
+Status onednn_matmul_f32(int64_t batch, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
+                         const float* a, const float* b, float* c) {
+  KILN_ASSIGN_OR_RETURN(const OneDnn* ready_dnnl, ready());
+  const int64_t lda = std::max<int64_t>(transpose_a ? m : k, 1), ldb = std::max<int64_t>(transpose_b ? k : n, 1);
+  MatmulKey key{kF32, kF32, transpose_a, transpose_b, m, n, k, lda, ldb, std::max<int64_t>(n, 1), 0};
+  key.batch = batch;
+  KILN_ASSIGN_OR_RETURN(bool ran, run_matmul(*ready_dnnl, key, a, b, c));
+  return ran ? Status() : unimplemented_error("oneDNN has no matmul primitive for this f32 product");
 }
 
 Status onednn_sgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
