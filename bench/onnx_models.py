@@ -2,7 +2,8 @@
 constant weights (onnx/backend/test/data/light, batch 1), and with --torchvision torchvision's
 ResNet-18, MobileNet-V2 and SqueezeNet-1.1 and the GPT-style decoder (random weights, exported by
 examples/onnx/export_models.py under an interpreter with PyTorch) at each --batches (the
-decoder's sequences 64 tokens long). For
+decoder's sequences 64 tokens long), and torch.nn.TransformerEncoder at batch 8 of 128 tokens
+(imported with those sizes given: its attention reshapes to a product of two sizes). For
 each: import and compile times, the median of --runs runs (11) after one on cpu (KILN_CPU_THREADS
 threads, 2 by default) and ONNX Runtime's with as many intra-op threads, in the same process
 but each timed alone (kiln first, then ONNX Runtime's session is made and timed),
@@ -24,6 +25,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GPT_SEQUENCE = 64  # the GPT-style decoder's tokens per sequence: all the positions it has
+ENCODER_SEQUENCE, ENCODER_BATCH = 128, 8  # the transformer encoder's row (the issue's shape)
 
 
 def median_ms(fn, runs):
@@ -47,8 +49,12 @@ def exported_models(folder, names, batches):
     python3-torch and python3-torchvision live there, not here)."""
     sys.path.insert(0, os.path.join(HERE, "..", "examples", "onnx"))
     from export_models import export_with_base_python
-    exported = export_with_base_python(folder, names or ["resnet18", "mobilenet_v2", "squeezenet1_1", "gpt"])
-    return [(os.path.basename(p)[:-len(".onnx")], p, b) for p in exported for b in batches]
+    exported = export_with_base_python(folder, names or ["resnet18", "mobilenet_v2", "squeezenet1_1", "gpt", "encoder"])
+    cases = []
+    for path in exported:
+        name = os.path.basename(path)[:-len(".onnx")]
+        cases += [(name, path, b) for b in ([ENCODER_BATCH] if name == "encoder" else batches)]
+    return cases
 
 
 def feeds_for(np, onnx, model, batch):
@@ -58,8 +64,22 @@ def feeds_for(np, onnx, model, batch):
     rng = np.random.default_rng(0)
     if inp.type.tensor_type.elem_type == onnx.TensorProto.INT64:
         return {inp.name: rng.integers(0, 512, [batch, GPT_SEQUENCE]).astype(np.int64)}
-    shape = [d.dim_value if d.HasField("dim_value") else batch for d in inp.type.tensor_type.shape.dim]
+    shape = [d.dim_value if d.HasField("dim_value") else ENCODER_SEQUENCE if d.dim_param == "seq" else batch
+             for d in inp.type.tensor_type.shape.dim]
     return {inp.name: rng.standard_normal(shape).astype(np.float32)}
+
+
+def sizes_for(name, model, feeds):
+    """The sizes to import `name` with: none (every dimension stays a size) except for the
+    encoder, whose named dimensions take the feeds' extents."""
+    if name != "encoder":
+        return None
+    sizes = {}
+    for inp in model.graph.input:
+        for d, extent in zip(inp.type.tensor_type.shape.dim, feeds[inp.name].shape if inp.name in feeds else ()):
+            if d.dim_param:
+                sizes[d.dim_param] = int(extent)
+    return sizes
 
 
 def peak_kib(build, who, path, batch):
@@ -79,7 +99,8 @@ def measure_peak(who, path, batch):
     feeds = feeds_for(np, onnx, model, batch or None)
     if who == "kiln":
         import kiln.onnx
-        kiln.onnx.compile(model, "cpu")(**feeds)
+        name = os.path.basename(path)[:-len(".onnx")]
+        kiln.onnx.compile(model, "cpu", sizes=sizes_for(name, model, feeds))(**feeds)
     else:
         import onnxruntime as ort
         options = ort.SessionOptions()
@@ -130,7 +151,7 @@ def main():
         shape = next(iter(feeds.values())).shape
         try:
             start = time.perf_counter()
-            program = kiln.onnx.import_model(model)
+            program = kiln.onnx.import_model(model, sizes_for(name, model, feeds))
             imported = time.perf_counter()
             run = kiln.onnx.CompiledModel(program, "cpu")
             compiled = time.perf_counter()

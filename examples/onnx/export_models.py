@@ -17,7 +17,10 @@ folds BatchNormalization into the convolutions, as for a deployed model. "gpt" t
 (int64) [batch, seq] and gives "logits" [batch, seq, 512]: token and position embeddings, 2
 blocks of causal self-attention (4 heads, width 128, the mask a slice of a buffer, as nanoGPT
 writes it) and a GELU MLP, each after a LayerNorm, then a LayerNorm and the head; at most 64
-positions.
+positions. "encoder" is torch.nn.TransformerEncoder: 2 layers of width 256, 4 heads, a ReLU MLP of
+1024, batch first; it takes "input" [batch, seq, 256] and gives "output" of the same shape. Its
+attention reshapes to seq * batch rows, a product of two dimensions, so kiln imports it with its
+sizes given numbers (kiln.onnx.compile(path, sizes={"batch": 8, "seq": 128})).
 """
 
 import argparse
@@ -27,7 +30,7 @@ import subprocess
 import sys
 
 TORCHVISION = ("resnet18", "mobilenet_v2", "squeezenet1_1")
-MODELS = TORCHVISION + ("gpt", "gpt_bf16")
+MODELS = TORCHVISION + ("gpt", "gpt_bf16", "encoder")
 
 
 def gpt_model(torch):
@@ -83,11 +86,18 @@ def export(torch, torchvision, name, size, path):
         if name == "gpt_bf16":
             model = model.to(torch.bfloat16)
             reference_outputs(torch, model, path[:-len(".onnx")] + ".reference.npz")
+    elif name == "encoder":
+        layer = torch.nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, batch_first=True)
+        model, example = torch.nn.TransformerEncoder(layer, num_layers=2).eval(), torch.randn(2, 16, 256)
+        names, axes = ["input"], {"input": {0: "batch", 1: "seq"}, "output": {0: "batch", 1: "seq"}}
     else:
         model, example = getattr(torchvision.models, name)(weights=None).eval(), torch.randn(2, 3, size, size)
         names, axes = ["input"], {"input": {0: "batch"}, "logits": {0: "batch"}}
-    with torch.no_grad():
-        torch.onnx.export(model, example, path + ".part", input_names=names, output_names=["logits"],
+    output = "output" if name == "encoder" else "logits"
+    # The encoder is exported with gradients enabled: without them PyTorch 1.13's eval-mode
+    # TransformerEncoderLayer takes its fused fast path, an operator ONNX does not have.
+    with torch.set_grad_enabled(name == "encoder"):
+        torch.onnx.export(model, example, path + ".part", input_names=names, output_names=[output],
                           dynamic_axes=axes, opset_version=13)
     os.replace(path + ".part", path)
 

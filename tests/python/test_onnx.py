@@ -366,13 +366,14 @@ from export_models import base_python, export_with_base_python  # noqa: E402
 
 @pytest.fixture(scope="module")
 def exported_models(tmp_path_factory):
-    """torchvision's three models at 32x32 images (so that interp runs them in seconds) and the
-    GPT-style decoder in f32 and in bf16, exported once."""
+    """torchvision's three models at 32x32 images (so that interp runs them in seconds), the
+    GPT-style decoder in f32 and in bf16, and torch.nn.TransformerEncoder, exported once."""
     if subprocess.run([base_python(), "-c", "import torch, torchvision"], capture_output=True).returncode != 0:
         pytest.skip(f"{base_python()} has no PyTorch or torchvision (Debian's python3-torch and "
                     "python3-torchvision; `make test` installs them)")
     folder = tmp_path_factory.mktemp("exported")
-    export_with_base_python(str(folder), ["resnet18", "mobilenet_v2", "squeezenet1_1", "gpt", "gpt_bf16"], size=32)
+    export_with_base_python(str(folder), ["resnet18", "mobilenet_v2", "squeezenet1_1", "gpt", "gpt_bf16", "encoder"],
+                            size=32)
     return folder
 
 
@@ -396,6 +397,24 @@ def test_a_gpt_style_decoder_runs_every_batch_and_sequence_from_one_compiled_pro
             tokens = RNG.integers(0, 512, (batch, seq)).astype(np.int64)
             want = session.run(None, {"tokens": tokens})[0]
             got = run(tokens=tokens)["logits"]
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()),
+                                       err_msg=f"batch {batch}, sequence {seq} on {device}")
+
+
+def test_a_transformer_encoder_matches_onnxruntime_with_its_sizes_given(exported_models):
+    """torch.nn.TransformerEncoder (2 layers of width 256, 4 heads): multi-head attention with its
+    reshapes and transposes, batched products, softmax, LayerNorm and a ReLU MLP. Its attention
+    reshapes to seq * batch rows, which a size cannot express: refused, naming the node, until
+    sizes= gives batch and sequence numbers."""
+    m = onnx.load(str(exported_models / "encoder.onnx"))
+    with pytest.raises(kiln.onnx.OnnxImportError, match=r"self_attn.*Mul.*a dimension that is a size"):
+        kiln.onnx.import_model(m)
+    session = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    for device in DEVICES:
+        for batch, seq in ((2, 8),) if device != "cpu" else ((2, 8), (3, 33)):
+            x = RNG.standard_normal((batch, seq, 256)).astype(np.float32)
+            want = session.run(None, {"input": x})[0]
+            got = kiln.onnx.compile(m, device=device, sizes={"batch": batch, "seq": seq})(input=x)["output"]
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()),
                                        err_msg=f"batch {batch}, sequence {seq} on {device}")
 
