@@ -11,10 +11,10 @@ namespace kiln::ir::lowering {
 
 namespace {
 
-// A dimension for planning: its number, or for a size (unknown until the kernel runs) a stand-in
-// large enough for a parallel loop of its own.
+// A dimension for planning: its number, or for a size (unknown until the kernel runs) the
+// stand-in kSizeForPlanning.
 int64_t planning_dim(const TensorNode& node, size_t d) {
-  if (node.is_sized() && !node.sized_dims[d].is_constant()) return kMinParallelExtent;
+  if (node.is_sized() && !node.sized_dims[d].is_constant()) return kSizeForPlanning;
   return node.dims[d];
 }
 
@@ -39,8 +39,11 @@ int parallel_dims_alone(const TensorNode& target, bool collapse) {
   const int rank = static_cast<int>(target.dims.size());
   if (rank == 0) return 0;
   if (!collapse) return 1;
+  // A dimension that is a size does not join: two sizes collapsed make an extent of their
+  // product, and a sized product c[M, N] keeps its parallel loop over rows (optimize.md's tiles).
+  auto is_size = [&](int d) { return target.is_sized() && !target.sized_dims[static_cast<size_t>(d)].is_constant(); };
   int k = 1;
-  while (k < rank && leading_extent(target, k) < kMinParallelExtent) ++k;
+  while (k < rank && leading_extent(target, k) < kMinParallelExtent && !is_size(k)) ++k;
   return k;
 }
 

@@ -50,6 +50,36 @@ TEST(ParallelDims, CollapsesSmallLeadingDims) {
   EXPECT_EQ(parallel_dims_alone(scalar, true), 0);
 }
 
+// A size counts as a small batch (kSizeForPlanning): the channels join a sized batch, so that a
+// batch of 1 still spreads over the threads; a later dimension that is a size never joins.
+TEST(ParallelDims, ASizedBatchTakesInTheChannelsButNotAnotherSize) {
+  ProgramBuilder b;
+  Size n = b.size("N"), m = b.size("M");
+  Tensor x = b.input("x", DType::kF32, {n, 32, 16, 16});
+  Tensor o = b.output("o", DType::kF32, {n, 32, 16, 16});
+  Tensor thin_x = b.input("thin_x", DType::kF32, {n, 4, 4, 16});
+  Tensor thin = b.output("thin", DType::kF32, {n, 4, 4, 16});
+  Tensor c = b.output("c", DType::kF32, {n, m});
+  Tensor a = b.input("a", DType::kF32, {n, m});
+  Index i("i"), j("j"), y("y"), z("z");
+  b.main()
+      .assign(o(i, j, y, z), x(i, j, y, z))
+      .assign(thin(i, j, y, z), thin_x(i, j, y, z))
+      .assign(c(i, j), a(i, j));
+  Result<Program> p = b.build();
+  ASSERT_TRUE(p.ok()) << p.status();
+  const auto node = [&](const char* name) -> const TensorNode& {
+    for (const TensorNode& t : p->nodes) {
+      if (t.name == name) return t;
+    }
+    ADD_FAILURE() << name;
+    return p->nodes[0];
+  };
+  EXPECT_EQ(parallel_dims_alone(node("o"), true), 2);     // N counts 8: 8 * 32 >= 64
+  EXPECT_EQ(parallel_dims_alone(node("thin"), true), 3);  // 8 * 4 = 32, then * 4 = 128
+  EXPECT_EQ(parallel_dims_alone(node("c"), true), 1);     // M is a size: rows of c only
+}
+
 TEST(FusionLegal, RowWiseSoftmaxFusesOverTheRows) {
   Program p = softmax();
   const Routine& r = p.routines[0];
