@@ -11,11 +11,12 @@ namespace kiln::ir::lowering {
 
 namespace {
 
-// A dimension for planning: its number, or for a size (unknown until the kernel runs) the
-// stand-in kSizeForPlanning.
+// Whether dimension d of `node` is a size (unknown until the kernel runs).
+bool is_size_dim(const TensorNode& node, size_t d) { return node.is_sized() && !node.sized_dims[d].is_constant(); }
+
+// A dimension for planning: its number, or for a size the stand-in kSizeForPlanning.
 int64_t planning_dim(const TensorNode& node, size_t d) {
-  if (node.is_sized() && !node.sized_dims[d].is_constant()) return kSizeForPlanning;
-  return node.dims[d];
+  return is_size_dim(node, d) ? kSizeForPlanning : node.dims[d];
 }
 
 int64_t saturating_product(int64_t a, int64_t b) {
@@ -41,9 +42,10 @@ int parallel_dims_alone(const TensorNode& target, bool collapse) {
   if (!collapse) return 1;
   // A dimension that is a size does not join: two sizes collapsed make an extent of their
   // product, and a sized product c[M, N] keeps its parallel loop over rows (optimize.md's tiles).
-  auto is_size = [&](int d) { return target.is_sized() && !target.sized_dims[static_cast<size_t>(d)].is_constant(); };
   int k = 1;
-  while (k < rank && leading_extent(target, k) < kMinParallelExtent && !is_size(k)) ++k;
+  while (k < rank && leading_extent(target, k) < kMinParallelExtent && !is_size_dim(target, static_cast<size_t>(k))) {
+    ++k;
+  }
   return k;
 }
 

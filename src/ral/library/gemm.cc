@@ -35,7 +35,7 @@ namespace {
 // (below 2^24 multiply-adds, where waking oneDNN's OpenMP threads costs more than it wins).
 // Products of one row or one column stay with OpenBLAS's gemv (openblas.h).
 bool onednn_runs(const GemmShape& s) {
-  if (s.m <= 1 || s.n <= 1 || s.k == 0) return false;
+  if (s.m <= 1 || s.n <= 1) return false;
   if (s.batch > 1) return true;
   return s.m * s.n * s.k > (int64_t{1} << 24) && std::min({s.m, s.n, s.k}) < 1024;
 }
@@ -50,7 +50,8 @@ Status blas_products(const GemmShape& s, const T* a, const T* b, T* c, T alpha, 
   }
   if constexpr (std::is_same_v<T, float>) {
     if (alpha == 1 && beta == 0 && onednn_runs(s)) {
-      Status done = onednn_matmul_f32(s.batch, s.transpose_a, s.transpose_b, s.m, s.n, s.k, a, b, c);
+      Status done = onednn_matmul_f32(s.batch, s.transpose_a, s.transpose_b, s.m, s.n, s.k, a, s.lda(), b, s.ldb(),
+                                      c, s.ldc());
       if (done.code() != StatusCode::kUnavailable && done.code() != StatusCode::kUnimplemented) return done;
     }
   }

@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
-#include <algorithm>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -322,10 +321,9 @@ Status onednn_gemm_s8(bool transpose_a, bool transpose_b, int64_t m, int64_t n, 
 }
 
 Status onednn_matmul_f32(int64_t batch, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
-                         const float* a, const float* b, float* c) {
+                         const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
   KILN_ASSIGN_OR_RETURN(const OneDnn* ready_dnnl, ready());
-  const int64_t lda = std::max<int64_t>(transpose_a ? m : k, 1), ldb = std::max<int64_t>(transpose_b ? k : n, 1);
-  MatmulKey key{kF32, kF32, transpose_a, transpose_b, m, n, k, lda, ldb, std::max<int64_t>(n, 1), 0};
+  MatmulKey key{kF32, kF32, transpose_a, transpose_b, m, n, k, lda, ldb, ldc, 0};
   key.batch = batch;
   KILN_ASSIGN_OR_RETURN(bool ran, run_matmul(*ready_dnnl, key, a, b, c));
   return ran ? Status() : unimplemented_error("oneDNN has no matmul primitive for this f32 product");

@@ -39,12 +39,13 @@ Status onednn_gemm_s8(bool transpose_a, bool transpose_b, int64_t m, int64_t n, 
                       const int8_t* a, int64_t lda, const int8_t* b, int64_t ldb, float beta, int32_t* c,
                       int64_t ldc);
 
-// c = op(a) @ op(b) for `batch` dense products of f32 matrices one after another in each of a, b
-// and c (row-major, rows as long as the matrices' widths), through oneDNN's matmul primitive, its
-// batch spread over its threads. UNIMPLEMENTED where it has none (a library of another major
-// version than 2, k = 0); UNAVAILABLE when oneDNN cannot be loaded.
+// c = op(a) @ op(b) for `batch` products of f32 matrices one after another in each of a, b and c
+// (row-major, rows of lda, ldb and ldc; each product's matrices follow the last's, m · k, k · n
+// and m · n elements on), through oneDNN's matmul primitive, its batch spread over its threads.
+// UNIMPLEMENTED where it has none (a library of another major version than 2, k = 0);
+// UNAVAILABLE when oneDNN cannot be loaded.
 Status onednn_matmul_f32(int64_t batch, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
-                         const float* a, const float* b, float* c);
+                         const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
 
 // c = alpha * op(a) @ op(b) + beta * c of f32 matrices through oneDNN's sgemm (its AVX-512 code),
 // row-major; UNAVAILABLE when oneDNN cannot be loaded.
