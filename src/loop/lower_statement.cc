@@ -263,6 +263,20 @@ std::vector<LStmtRef> Lowerer::accumulate_in_place(const Assignment& s, const Te
       (local_of_.count(s.target) && loads_local(term, local_of_[s.target]))) {
     return {};
   }
+  // Inner target loops of one point each (ONNX's ReduceMean keeps its reduced axis as an extent
+  // of 1) walk nothing contiguously, and reduced loops of one point each (a slice written as a
+  // sum over one point) fold nothing: the accumulator form keeps the value in a register and
+  // stores it once, where this one fills the target first and then loads and stores it per term.
+  bool one_point = true;
+  for (size_t d = static_cast<size_t>(parallel_dims_); one_point && d < s.target_indices.size(); ++d) {
+    one_point = target.dimension(d) == SizeExpr::constant(1);
+  }
+  bool one_term = true;
+  for (int r : reduced) {
+    const LExprRef& extent = loop_extents_[static_cast<size_t>(r)];
+    one_term = one_term && extent->kind == LExpr::Kind::kConst && extent->value == 1;
+  }
+  if (one_point || one_term) return {};
   // The reduced loops run outside the inner target loops: a triangular bound may name only the
   // parallel loop's indices and reduced ones.
   for (int r : reduced) {

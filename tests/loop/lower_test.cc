@@ -123,6 +123,26 @@ TEST(LowerTriangularTest, AReducedLoopStopsAtItsLimit) {
   EXPECT_TRUE(failure_messages(kernel).empty());
 }
 
+// A reduction whose target loops inside the parallel one cover one point (ONNX's ReduceMean
+// with its axis kept as an extent of 1), and one over a single point (a slice written as a sum
+// over q < 1), keep their value in a local and store the target once: no store of the target
+// inside a reduced loop, which would load and store it per term.
+TEST(LowerReductionTest, OnePointTargetsAndOneTermSumsAccumulateInALocal) {
+  ProgramBuilder b;
+  Tensor x = b.input("x", DType::kF32, {16, 256});
+  Tensor m = b.output("m", DType::kF32, {16, 1});
+  Tensor s = b.output("s", DType::kF32, {16, 8});
+  Index i("i"), j("j"), k("k"), q("q");
+  b.main().assign(m(i, j), mean(x(i, k))).assign(s(i, j), sum(x(i, j - q)), {q < 1});
+  Result<LoweredProgram> lowered = lower_program(built(b));
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  ASSERT_EQ(lowered->routines[0].kernels.size(), 1u);
+  const std::string text = print_kernel(lowered->routines[0].kernels[0]);
+  EXPECT_EQ(text.find("(load f32 1"), std::string::npos) << text;  // m is never read back
+  EXPECT_EQ(text.find("(load f32 2"), std::string::npos) << text;  // nor s
+  EXPECT_NE(text.find("(local_store"), std::string::npos) << text;
+}
+
 // LowerOptions::check_bounds: a gathered subscript gets a check before the point that fails with
 // the statement's place, the read and the tensor's dimension; the unchecked build has none.
 TEST(LowerCheckBoundsTest, AGatherIsCheckedBeforeItsPoint) {

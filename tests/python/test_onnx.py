@@ -250,6 +250,21 @@ OPERATOR_CASES = {
                                       [f32("a", [2, 6, 3, 3])], [f32("y", [2, 6, 3, 3])],
                                       [ints("split", [2, 2, 3, 3, 3]), ints("merge", [2, 6, 3, 3])]),
                                 {"a": (2, 6, 3, 3)}),
+    # Heads merged back into rows (attention's [seq, heads, d] to [seq * ..., ...]): the
+    # dimensions cut the elements at points that divide one another, so the middle one is read
+    # through a sum of one-dimensional tables; 4 x 6 to 6 x 4 cuts them at 4 and 6, which do
+    # not, so it is read through tables over the whole output.
+    "reshape_regroup": lambda: (model([helper.make_node("Reshape", ["a", "shape"], ["t"]),
+                                       helper.make_node("Relu", ["t"], ["y"])],
+                                      [f32("a", [4, 6, 4])], [f32("y", [12, 8])], [ints("shape", [12, 8])]),
+                                {"a": (4, 6, 4)}),
+    "reshape_across": lambda: (model([helper.make_node("Reshape", ["a", "shape"], ["t"]),
+                                      helper.make_node("Relu", ["t"], ["y"])],
+                                     [f32("a", [4, 6])], [f32("y", [6, 4])], [ints("shape", [6, 4])]),
+                               {"a": (4, 6)}),
+    "softmax_middle_axis": lambda: (single("Softmax", [f32("a", [2, 5, 3])], [2, 5, 3], axis=1), {"a": (2, 5, 3)}),
+    "reduce_mean_kept_last": lambda: (single("ReduceMean", [f32("a", [2, 3, 40])], [2, 3, 1], axes=[-1]),
+                                      {"a": (2, 3, 40)}),
     "reduce_mean": lambda: (single("ReduceMean", [f32("a", [2, 3, 4])], [2, 1, 4], axes=[1]), {"a": (2, 3, 4)}),
     "leaky_relu_clip": lambda: (model([helper.make_node("LeakyRelu", ["a"], ["t"], alpha=0.2),
                                        helper.make_node("Clip", ["t", "lo", "hi"], ["y"])],
@@ -290,6 +305,15 @@ def test_operators_match_onnxruntime(case):
     assert_matches_onnxruntime(m, {n: RNG.standard_normal(s).astype(np.float32) for n, s in shapes.items()})
 
 
+def test_a_reshape_that_regroups_dimensions_reads_through_one_dimensional_tables():
+    m, _ = OPERATOR_CASES["reshape_regroup"]()
+    text = kiln.onnx.import_text(m)[1]
+    tables = [line for line in text.splitlines() if line.startswith("param kiln_reshape_index")]
+    assert tables and all("," not in line.split("[", 1)[1] for line in tables), tables
+    m, _ = OPERATOR_CASES["reshape_across"]()
+    assert "param kiln_reshape_index_1 : i32[6, 4]" in kiln.onnx.import_text(m)[1]
+
+
 def test_embedding_gather_counts_negative_positions_from_the_end():
     m = single("Gather", [helper.make_tensor_value_info("t", TensorProto.INT64, [5])], [5, 3],
                [weights("e", (7, 3))], axis=0)
@@ -308,6 +332,29 @@ def test_shape_arithmetic_over_a_dynamic_batch_is_folded():
     m = model(nodes, [f32("x", ["N", 2, 3, 3])], [f32("y", ["N", 4])],
               [ints("zero", 0), ints("axes", [0]), ints("minus1", [-1]), weights("w", (4, 18))])
     assert_matches_onnxruntime(m, {"x": RNG.standard_normal((3, 2, 3, 3)).astype(np.float32)})
+
+
+def test_known_arithmetic_folds_as_onnxruntime_computes_it_without_the_reference_implementation():
+    """Integer Div toward zero, Gather from the end, Cast, Identity, Squeeze and float Mul of
+    known values: folded in NumPy at import (the reference implementation is never loaded) to
+    what ONNX Runtime computes at run time."""
+    nodes = [helper.make_node("Div", ["num", "den"], ["q"]),
+             helper.make_node("Gather", ["q", "picks"], ["g"], axis=0),
+             helper.make_node("Cast", ["g"], ["c"], to=TensorProto.FLOAT),
+             helper.make_node("Identity", ["c"], ["i"]),
+             helper.make_node("Unsqueeze", ["i", "axes"], ["u"]),
+             helper.make_node("Squeeze", ["u", "axes"], ["v"]),
+             helper.make_node("Mul", ["v", "half"], ["h"]),
+             helper.make_node("Add", ["x", "h"], ["y"])]
+    m = model(nodes, [f32("x", [4])], [f32("y", [4])],
+              [ints("num", [-7, 7, -8, 9, 5]), ints("den", [2, -2, 3, 4, -5]), ints("picks", [0, -1, 1, 2]),
+               ints("axes", [0]), numpy_helper.from_array(np.array(0.5, np.float32), "half")])
+    assert_matches_onnxruntime(m, {"x": RNG.standard_normal(4).astype(np.float32)}, devices=["cpu"])
+    code = ("import sys, onnx, kiln.onnx; kiln.onnx.import_model(onnx.load_model_from_string(sys.stdin.buffer.read())); "
+            "print('onnx.reference' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], input=m.SerializeToString(), capture_output=True,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)), check=True)
+    assert done.stdout.decode().strip() == "False", done.stderr.decode()
 
 
 def test_an_input_passed_through_to_an_output_stays_an_input():

@@ -23,6 +23,7 @@ class Converter:
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
         self.values = {}  # ONNX name -> Value
         self.constants = 0  # params of the importer's own (folded BatchNormalization, pool counts)
+        self.index_tables = {}  # (shape, bytes) -> the param holding that table of indices
         self.outputs = {o.name for o in model.graph.output}
         self.readers = {}  # name -> [(op_type, input position)] of the nodes that read it
         self.reader_nodes = {}  # name -> the nodes that read it
@@ -104,6 +105,13 @@ class Converter:
         value = Value(f"kiln_{hint}_{self.constants}", kiln_type_of(array), array.shape, array)
         self.graph.declare("param", value)
         return value
+
+    def index_table(self, array):
+        """A param holding the i32 `array`, shared with every other table of the same values."""
+        key = (array.shape, array.tobytes())
+        if key not in self.index_tables:
+            self.index_tables[key] = self.constant(array, "reshape_index")
+        return self.index_tables[key]
 
     def output(self, node, i, dtype, shape):
         """Output `i` of `node`: a tensor, or an output where the graph outputs it."""
@@ -253,9 +261,9 @@ class Converter:
                 # Shape arithmetic whose sizes were all given numbers: plain integers again.
                 ins = [v if v is None or v.const.dtype != object else
                        Value(v.name, "i64", v.shape, v.const.astype(np.int64)) for v in ins]
-                return self.fold_reference(node, ins)
+                return self.fold_numpy(node, ins, attrs) or self.fold_reference(node, ins)
             return self.fold_symbolic(node, ins, attrs)
-        return self.fold_reference(node, ins)
+        return self.fold_numpy(node, ins, attrs) or self.fold_reference(node, ins)
 
     def constant_attribute(self, node, attrs):
         for key in ("value", "value_float", "value_int", "value_floats", "value_ints"):
@@ -265,6 +273,45 @@ class Converter:
                     return numpy_helper.to_array(v)
                 return np.array(v, np.float32 if "float" in key else np.int64)
         self.unsupported(node, f"a Constant with {sorted(attrs)}")
+
+    def fold_numpy(self, node, ins, attrs):
+        """The shape arithmetic and weight copies exported models are full of, computed in NumPy
+        as the reference implementation computes them; None for anything else, which
+        fold_reference runs (loading it costs about 12 MiB, and it builds a model per node)."""
+        op, present = node.op_type, [v.const for v in ins if v is not None]
+        x = present[0]
+        if op == "Identity":
+            return [x]
+        if op == "Unsqueeze" and (self.opset < 13 or len(present) == 2):
+            return [np.expand_dims(x, tuple(int(a) for a in (attrs["axes"] if self.opset < 13 else present[1])))]
+        if op == "Squeeze":
+            axes = attrs.get("axes") if self.opset < 13 else (present[1] if len(present) == 2 else None)
+            return [np.squeeze(x, axis=None if axes is None else tuple(int(a) for a in axes))]
+        if op == "Concat" and all(v.dtype == x.dtype for v in present):
+            return [np.concatenate(present, axis=attrs["axis"])]
+        if op == "Gather" and len(present) == 2 and present[1].dtype.kind == "i":
+            axis = attrs.get("axis", 0)
+            extent = x.shape[axis] if -x.ndim <= axis < x.ndim else 0
+            if present[1].size and not (-extent <= present[1].min() and present[1].max() < extent):
+                return None  # the reference implementation says what is out of range
+            return [np.take(x, present[1].astype(np.int64), axis=axis)]
+        if op == "Cast":
+            to = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(attrs["to"]))
+            if x.dtype.kind in "biu" and to.kind in "biuf" or x.dtype.kind == "f" and to.kind == "f":
+                return [x.astype(to)]
+            return None
+        if op in ("Add", "Sub", "Mul", "Div") and len(present) == 2 and present[1].dtype == x.dtype \
+                and x.dtype.kind in "iuf":
+            y = present[1]
+            if op != "Div" or x.dtype.kind == "f":
+                fn = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}[op]
+                with np.errstate(all="ignore"):
+                    return [np.asarray(fn(x, y), dtype=x.dtype)]
+            if not y.all():
+                return None
+            q = np.floor_divide(x, y)  # toward zero, as ONNX's integer Div
+            return [np.asarray(q + ((np.remainder(x, y) != 0) & ((x < 0) ^ (y < 0))), dtype=x.dtype)]
+        return None
 
     def fold_reference(self, node, ins):
         """Runs the node in onnx's reference implementation over the known inputs."""

@@ -49,13 +49,42 @@ def _groups(a, b):
     return out if i == len(a) and j == len(b) else None
 
 
+def _pieces(a, b):
+    """How an index into shape `a` follows from one into shape `b` (the same elements in
+    row-major order) one dimension of b at a time, where that is possible: where the boundaries of
+    both shapes' dimensions (the products of their trailing extents) each divide the next, the
+    pieces between consecutive boundaries each lie in one dimension of a and one of b. Returns,
+    per dimension of a and per dimension of b, the pieces [(divisor, extent, multiplier)]: a's
+    index is the sum over b's dimensions of ((b's index // divisor) % extent) * multiplier.
+    None where the boundaries do not divide (4 x 6 against 6 x 4)."""
+    def strides(shape):
+        out, s = [], 1
+        for e in reversed(shape):
+            out.append(s)
+            s *= e
+        return out[::-1], s
+    (sa, total), (sb, _) = strides(a), strides(b)
+    bounds = sorted(set(sa + sb + [total]))
+    if any(hi % lo for lo, hi in zip(bounds, bounds[1:])):
+        return None
+    pieces = [[[] for _ in b] for _ in a]
+    for lo, hi in zip(bounds, bounds[1:]):
+        i = min(k for k, s in enumerate(sa) if s <= lo)  # the dimension of a holding [lo, hi)
+        j = min(k for k, s in enumerate(sb) if s <= lo)
+        pieces[i][j].append((lo // sb[j], hi // lo, lo // sa[i]))
+    return pieces
+
+
 def reshape_to(cx, node, x, shape):
     """out = x in `shape`, the same elements in row-major order. Where each dimension of x
     becomes one or several of the output's (a split, extents of 1 inserted or removed), a copy
     that reads x at affine subscripts. Where several of x's trailing dimensions become the
     output's last (a flatten) and only Gemms read it, a view that each Gemm reads through x's
     own dimensions (`Value.view`). Otherwise each dimension of x that several of the output's
-    make is read through a gather: a known table of its index at each of their points."""
+    make is read through gathers: where the two shapes' dimensions cut the elements at points
+    that divide one another (`_pieces`), a sum of one-dimensional tables, one per output
+    dimension (an affine term where the index is the output's own); else a known table of its
+    index at each point of those dimensions."""
     kept_in = [d for d in range(x.rank) if x.shape[d] != 1]
     kept_out = [d for d in range(len(shape)) if shape[d] != 1]
     groups = _groups([x.shape[d] for d in kept_in], [shape[d] for d in kept_out])
@@ -81,12 +110,26 @@ def reshape_to(cx, node, x, shape):
             x_subs[kept_in[gi[0]]] = affine(list(reversed(terms)))
             continue
         extents = [shape[d] for d in out_dims]
+        x_extents = [x.shape[kept_in[k]] for k in gi]
+        pieces = _pieces(x_extents, extents)
+        if pieces is not None:
+            for k, by_out in zip(gi, pieces):
+                terms = []
+                for d, extent, parts in zip(out_dims, extents, by_out):
+                    if len(parts) == 1 and parts[0][:2] == (1, extent):
+                        terms.append((parts[0][2], subs[d]))
+                    elif parts:
+                        at = np.arange(extent, dtype=np.int64)
+                        column = sum(((at // div) % ext) * mult for div, ext, mult in parts)
+                        terms.append((1, read(cx, cx.index_table(column.astype(np.int32)), [subs[d]])))
+                x_subs[kept_in[k]] = affine(terms)
+            continue
         flat = np.arange(int(np.prod(extents)), dtype=np.int64).reshape(extents)
-        stride = int(np.prod([x.shape[kept_in[k]] for k in gi]))
+        stride = int(np.prod(x_extents))
         for k in gi:
             extent = x.shape[kept_in[k]]
             stride //= extent
-            table = cx.constant(((flat // stride) % extent).astype(np.int32), "reshape_index")
+            table = cx.index_table(((flat // stride) % extent).astype(np.int32))
             x_subs[kept_in[k]] = read(cx, table, [subs[d] for d in out_dims])
     cx.emit(f"{target(cx, out, subs)} = {read(cx, x, x_subs)}")
     return [out]

@@ -221,11 +221,17 @@ def softmax(cx, node, ins, attrs):
     def at(prefix):
         return read(cx, x, [f"{prefix}{d}" if d in reduced else subs[d] for d in range(x.rank)])
     mx = f"max({at('m')})"
-    total = f"sum(exp({at('k')} - {mx}))"
     here = read(cx, x, subs)
-    text = (f"exp({here} - {mx}) / {total}" if node.op_type == "Softmax"
-            else f"{here} - {mx} - log({total})")
-    cx.emit(f"{target(cx, out, subs)} = {text}")
+    if node.op_type == "LogSoftmax":
+        cx.emit(f"{target(cx, out, subs)} = {here} - {mx} - log(sum(exp({at('k')} - {mx})))")
+        return [out]
+    # The exponentials as a tensor of their own, which the compiler keeps in a local array of
+    # the row: each is computed once, where one statement would compute it for the sum and again
+    # for the quotient. In f32 (f64 for f64): a narrow type would round them before the sum.
+    e = cx.graph.temporary("f64" if x.dtype == "f64" else "f32", x.shape, "exp")
+    cx.emit(f"{target(cx, e, subs)} = exp({here} - {mx})")
+    reduced_subs = [f"k{d}" if d in reduced else subs[d] for d in range(x.rank)]
+    cx.emit(f"{target(cx, out, subs)} = {read(cx, e, subs)} / sum({read(cx, e, reduced_subs)})")
     return [out]
 
 
