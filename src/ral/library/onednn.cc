@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -77,6 +79,7 @@ struct OneDnn {
   // OpenMP's, from the runtime Debian's oneDNN is built with (libgomp); null with another one.
   void (*set_num_threads)(int) = nullptr;
   int (*max_threads)() = nullptr;
+  int (*num_procs)() = nullptr;
   // The matmul primitive, where the library is version 2 and has it (`engine` not null).
   Primitives api;
   void* engine = nullptr;
@@ -145,28 +148,50 @@ const OneDnn& onednn() {
     SymbolBinder optional(*handle);
     optional.bind(out.set_num_threads, "omp_set_num_threads");
     optional.bind(out.max_threads, "omp_get_max_threads");
+    optional.bind(out.num_procs, "omp_get_num_procs");
     bind_primitives(*handle, out);
     return out;
   }();
   return loaded;
 }
 
-// KILN_CPU_THREADS bounds oneDNN's threads as it does OpenBLAS's, unless the user configures
-// OpenMP itself (OMP_NUM_THREADS). OpenMP keeps the number per calling thread, so it is set
-// before each call, on the thread that makes it.
-Status apply_thread_limit(const OneDnn& dnnl) {
-  if (::getenv("OMP_NUM_THREADS")) return Status();
+// Below this many multiply-adds a product runs on the calling thread alone: OpenMP's threads
+// sleep between products (default_wait_policy), and waking them and joining them again cost more
+// than they bring. A GPT-style decoder at batch 1 (attention products of 4 x 64 x 64 x 32) took
+// 1.56-1.62 ms a run with every product on 2 threads against 1.25-1.37 ms with one (medians of
+// 300, 2026-11-30).
+constexpr int64_t kParallelWork = int64_t{1} << 22;
+
+// The threads for a product of `work` multiply-adds, set on the calling thread (OpenMP keeps the
+// number per calling thread): one below kParallelWork, else KILN_CPU_THREADS where set (it bounds
+// oneDNN's threads as it does OpenBLAS's), else every processor. Nothing where the user
+// configures OpenMP itself (OMP_NUM_THREADS).
+Status apply_thread_limit(const OneDnn& dnnl, int64_t work) {
+  if (::getenv("OMP_NUM_THREADS") || !dnnl.set_num_threads) return Status();
   KILN_ASSIGN_OR_RETURN(std::optional<uint64_t> limit, setting_uint("KILN_CPU_THREADS"));
-  if (limit && *limit > 0 && dnnl.set_num_threads) dnnl.set_num_threads(static_cast<int>(*limit));
+  int threads = limit && *limit > 0 ? static_cast<int>(*limit) : dnnl.num_procs ? dnnl.num_procs() : 0;
+  if (work < kParallelWork) threads = 1;
+  if (threads > 0) dnnl.set_num_threads(threads);
   return Status();
 }
 
-// oneDNN, loaded, with the calling thread's thread limit applied; why not where it cannot load.
-Result<const OneDnn*> ready() {
+// oneDNN, loaded, with the calling thread's thread count set for a product of `work`
+// multiply-adds; why not where it cannot load.
+Result<const OneDnn*> ready(int64_t work) {
   const OneDnn& dnnl = onednn();
   KILN_RETURN_IF_ERROR(dnnl.status);
-  KILN_RETURN_IF_ERROR(apply_thread_limit(dnnl));
+  KILN_RETURN_IF_ERROR(apply_thread_limit(dnnl, work));
   return &dnnl;
+}
+
+// batch · m · n · k, saturated: a product's multiply-adds.
+int64_t work_of(int64_t batch, int64_t m, int64_t n, int64_t k) {
+  int64_t work = 1;
+  for (int64_t d : {batch, m, n, k}) {
+    if (d > 0 && work > std::numeric_limits<int64_t>::max() / d) return std::numeric_limits<int64_t>::max();
+    work *= std::max<int64_t>(d, 0);
+  }
+  return work;
 }
 
 Status checked(int status, const char* what) {
@@ -271,7 +296,7 @@ Result<bool> run_matmul(const OneDnn& dnnl, MatmulKey key, const void* a, const 
 
 bool onednn_bf16_on_amx() {
   static const bool on_amx = [] {
-    Result<const OneDnn*> dnnl = ready();
+    Result<const OneDnn*> dnnl = ready(work_of(1, 64, 64, 64));
     if (!dnnl.ok() || !(*dnnl)->engine) return false;
     const Matmul* matmul = matmul_for(**dnnl, {kBf16, kF32, false, false, 64, 64, 64, 64, 64, 64, 0});
     return matmul && matmul->on_amx;
@@ -282,7 +307,7 @@ bool onednn_bf16_on_amx() {
 Status onednn_gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
                         const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float beta, float* c,
                         int64_t ldc) {
-  KILN_ASSIGN_OR_RETURN(const OneDnn* ready_dnnl, ready());
+  KILN_ASSIGN_OR_RETURN(const OneDnn* ready_dnnl, ready(work_of(1, m, n, k)));
   const OneDnn& dnnl = *ready_dnnl;
   if (alpha == 1 && beta == 0) {
     KILN_ASSIGN_OR_RETURN(bool ran, run_matmul(dnnl, {kBf16, kF32, transpose_a, transpose_b, m, n, k, lda, ldb, ldc, 0},
@@ -297,7 +322,7 @@ Status onednn_gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n
 Status onednn_gemm_bf16_to_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
                                 const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, uint16_t* c,
                                 int64_t ldc) {
-  KILN_ASSIGN_OR_RETURN(const OneDnn* ready_dnnl, ready());
+  KILN_ASSIGN_OR_RETURN(const OneDnn* ready_dnnl, ready(work_of(1, m, n, k)));
   const OneDnn& dnnl = *ready_dnnl;
   KILN_ASSIGN_OR_RETURN(bool ran, run_matmul(dnnl, {kBf16, kBf16, transpose_a, transpose_b, m, n, k, lda, ldb, ldc, 0},
                                              a, b, c));
@@ -307,7 +332,7 @@ Status onednn_gemm_bf16_to_bf16(bool transpose_a, bool transpose_b, int64_t m, i
 Status onednn_gemm_s8(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
                       const int8_t* a, int64_t lda, const int8_t* b, int64_t ldb, float beta, int32_t* c,
                       int64_t ldc) {
-  KILN_ASSIGN_OR_RETURN(const OneDnn* ready_dnnl, ready());
+  KILN_ASSIGN_OR_RETURN(const OneDnn* ready_dnnl, ready(work_of(1, m, n, k)));
   const OneDnn& dnnl = *ready_dnnl;
   if (alpha == 1 && beta == 0) {
     KILN_ASSIGN_OR_RETURN(bool ran, run_matmul(dnnl, {kS8, kS32, transpose_a, transpose_b, m, n, k, lda, ldb, ldc, 0},
@@ -322,7 +347,7 @@ Status onednn_gemm_s8(bool transpose_a, bool transpose_b, int64_t m, int64_t n, 
 
 Status onednn_matmul_f32(int64_t batch, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
                          const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
-  KILN_ASSIGN_OR_RETURN(const OneDnn* ready_dnnl, ready());
+  KILN_ASSIGN_OR_RETURN(const OneDnn* ready_dnnl, ready(work_of(batch, m, n, k)));
   MatmulKey key{kF32, kF32, transpose_a, transpose_b, m, n, k, lda, ldb, ldc, 0};
   key.batch = batch;
   KILN_ASSIGN_OR_RETURN(bool ran, run_matmul(*ready_dnnl, key, a, b, c));
@@ -331,7 +356,7 @@ Status onednn_matmul_f32(int64_t batch, bool transpose_a, bool transpose_b, int6
 
 Status onednn_sgemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                     int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  KILN_ASSIGN_OR_RETURN(const OneDnn* ready_dnnl, ready());
+  KILN_ASSIGN_OR_RETURN(const OneDnn* ready_dnnl, ready(work_of(1, m, n, k)));
   return checked(ready_dnnl->sgemm(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
                                    beta, c, ldc),
                  "dnnl_sgemm");
