@@ -28,7 +28,7 @@ import tempfile
 
 import numpy as np
 
-from tasks import DIGITS_EXAMPLE, MLP_POINTS, TASKS, kiln_program, task_inputs
+from tasks import DIGITS_EXAMPLE, MLP_POINTS, MODEL_WARMUP, ONNX_EXAMPLE, TASKS, kiln_program, task_inputs
 
 PAUSE_S = 0.3  # before each contender runs: longer than the 0.1 s OpenBLAS spins after a call
 
@@ -72,11 +72,40 @@ class Kiln:
         self.env = dict(os.environ, KILN_CPU_THREADS=str(threads))
         self.dir = tempfile.mkdtemp(prefix="kiln-peers-")
 
+    def imported(self, task):
+        """The model row's ONNX file imported (`python -m kiln.onnx`) into a folder of its own,
+        once, and the name of its input; None and why where it cannot be."""
+        name, folder = TASKS[task]["model"], os.environ.get("KILN_PEERS_MODELS", "")
+        path = os.path.join(folder, name + ".onnx")
+        if not folder or not os.path.exists(path):
+            return None, "the model was not exported (PyTorch and torchvision missing?)"
+        out = os.path.join(self.dir, name)
+        if not os.path.exists(out):
+            # The encoder's attention needs its sizes given numbers (docs/onnx.md).
+            sizes = ["--size", f"batch={TASKS[task]['batch']}", "--size", "seq=128"] if name == "encoder" else []
+            r = subprocess.run([os.path.join(self.build, "python-venv/bin/python"), "-m", "kiln.onnx", path, "-o", out]
+                               + sizes, env=dict(self.env, PYTHONPATH=os.path.join(self.build, "python")),
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                return None, f"import failed: {(r.stderr or r.stdout).strip()[-200:]}"
+        with open(os.path.join(out, "model.kiln")) as f:
+            return out, re.search(r"^input (\w+) :", f.read(), re.M).group(1)
+
     def ask(self, task, reps):
         if self.generated and (not task.startswith("matmul") or TASKS[task].get("dtype")):
             return {"skip": "same as kiln"}
         env = self.env
-        if task == "mlp_epoch":
+        if "model" in TASKS[task]:
+            folder, input_name = self.imported(task)
+            if folder is None:
+                return {"skip": input_name}
+            data = os.path.join(self.dir, f"{task}_input.npy")
+            np.save(data, task_inputs(task)[0])
+            cmd = [os.path.join(self.build, "kiln"), "run", os.path.join(folder, "model.kiln"), "--params",
+                   os.path.join(folder, "params"), "--input", f"{input_name}={data}", "--warmup", str(MODEL_WARMUP),
+                   "--repeat", str(reps)]
+            pattern = r"median ([0-9.]+) ms"
+        elif task == "mlp_epoch":
             cmd = [os.path.join(self.build, "examples/train_moons/train_moons"), "--epochs", str(reps), "--streams", "2",
                    "--points", str(MLP_POINTS)]
             pattern = r"([0-9.]+) ms per epoch"
@@ -140,6 +169,16 @@ def main():
     args = ap.parse_args()
     tasks = args.tasks.split(",")
 
+    if any("model" in TASKS[t] for t in tasks):
+        # The model rows' ONNX files, exported once by the PyTorch interpreter for every contender
+        # (the workers inherit the folder's name).
+        models = sorted({TASKS[t]["model"] for t in tasks if "model" in TASKS[t]})
+        folder = tempfile.mkdtemp(prefix="kiln-peers-models-")
+        done = subprocess.run([args.torch_python, os.path.join(ONNX_EXAMPLE, "export_models.py"), folder, "--models",
+                               ",".join(models)], capture_output=True, text=True)
+        if done.returncode != 0:
+            print(f"exporting the models failed, their rows are skipped: {done.stderr.strip()[-300:]}", file=sys.stderr)
+        os.environ["KILN_PEERS_MODELS"] = folder
     contenders = {
         "kiln": Kiln(args.build, args.threads),
         "kiln, generated loops": Kiln(args.build, args.threads, generated=True),
@@ -193,7 +232,12 @@ def main():
         cells = [fmt(med[n]) + (f", {100 * statistics.median(a):.1f}%" if (a := accuracies[t][n]) else "")
                  for n in names]
         print(f"| {TASKS[t]['what']} | " + " | ".join(cells) + f" | {ratio} |")
-    notes = sorted({f"{n} on {t}: {why}" for (t, n), why in skipped.items() if why != "same as kiln"})
+    # One note per peer and reason, naming the rows (the model rows share theirs).
+    reasons = {}
+    for (t, n), why in skipped.items():
+        if why != "same as kiln":
+            reasons.setdefault((n, why), []).append(t)
+    notes = sorted(f"{n} on {', '.join(sorted(ts))}: {why}" for (n, why), ts in reasons.items())
     notes.append("torch.compile: not in PyTorch 1.13 (Debian's build), so eager only")
     if notes:
         print("\nNot measured: " + "; ".join(notes))

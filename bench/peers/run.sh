@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make bench-peers`: installs the peers and runs bench/peers/peers.py against the build in BUILD.
-# PyTorch is Debian's (python3-torch, CPU-only, for /usr/bin/python3); NumPy, IREE and tinygrad
+# PyTorch is Debian's (python3-torch and python3-torchvision, CPU-only, for /usr/bin/python3); NumPy, IREE and tinygrad
 # come from PyPI, pinned in requirements.txt, into BUILD/peers-venv (made again when the pins
 # change). Arguments after BUILD go to peers.py (--rounds N, --tasks a,b, --threads N).
 #
@@ -10,7 +10,7 @@ build=${1:-build}
 shift || true
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-"$root/scripts/install-deps.sh" python3-torch python3-venv
+"$root/scripts/install-deps.sh" python3-torch python3-torchvision python3-venv
 venv="$root/$build/peers-venv"
 if [ ! -x "$venv/bin/python" ] || ! cmp -s "$here/requirements.txt" "$venv/requirements.txt"; then
   rm -rf "$venv"

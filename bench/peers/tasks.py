@@ -16,6 +16,20 @@ DIGITS_EXAMPLE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(_
 TRANSFORMER_EXAMPLE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                     "../../examples/transformer"))
 DECODER_LENGTH = 32
+# examples/onnx/export_models.py: the PyTorch modules of the model rows, which peers.py exports to
+# ONNX into the folder named by KILN_PEERS_MODELS for kiln and ONNX Runtime.
+ONNX_EXAMPLE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../examples/onnx"))
+# (model, batch, runs per round): inference on 224 x 224 images, the decoder on 64 tokens, the
+# encoder on 128.
+MODEL_ROWS = (("resnet50", 1, 10), ("resnet50", 16, 2), ("resnet18", 1, 20), ("resnet18", 16, 3),
+              ("mobilenet_v2", 1, 40), ("mobilenet_v2", 16, 5), ("encoder", 8, 10), ("gpt", 1, 100), ("gpt", 16, 20))
+MODEL_WARMUP = 12  # runs before the timed ones, for every contender (kiln times its kernels' first 11)
+
+MODEL_WHAT = {"resnet50": "torchvision, 224²", "resnet18": "torchvision, 224²", "mobilenet_v2": "torchvision, 224²",
+              "encoder": "torch.nn.TransformerEncoder, 2 layers of 256, 128 tokens",
+              "gpt": "GPT-style decoder of examples/onnx, 64 tokens"}
+MODEL_INPUT = {"resnet50": lambda b: (b, 3, 224, 224), "resnet18": lambda b: (b, 3, 224, 224),
+               "mobilenet_v2": lambda b: (b, 3, 224, 224), "encoder": lambda b: (b, 128, 256), "gpt": lambda b: (b, 64)}
 
 # name: what the row says, input shapes, repetitions per round (about 0.1–1 s of work).
 TASKS = {
@@ -50,6 +64,14 @@ TASKS = {
                               "inputs": [(b, DECODER_LENGTH, 64)], "reps": reps,
                               "sizes": {"B": b, "T": DECODER_LENGTH}}
        for b, reps in ((1, 500), (8, 100))},
+    # Models exported from PyTorch to ONNX (examples/onnx/export_models.py, random weights): kiln
+    # imports the file (`python -m kiln.onnx`, the batch a size but for the encoder's, given
+    # numbers as docs/onnx.md says) and runs it with `kiln run`; ONNX Runtime runs the file;
+    # PyTorch runs the module it was exported from, eager, under torch.inference_mode().
+    **{f"model_{name}_{b}": {"what": f"{name} inference ({MODEL_WHAT[name]}), batch {b}", "model": name, "batch": b,
+                             "inputs": [MODEL_INPUT[name](b)], "reps": reps,
+                             **({"tokens": 512} if name == "gpt" else {})}
+       for name, b, reps in MODEL_ROWS},
     # reps: epochs per round, each round training afresh; the accuracy is the test set's after them.
     "digits": {"what": f"digits CNN (examples/digits), one training epoch (1437 images, batch 64; kiln on "
                        f"2 streams), test accuracy after {DIGITS_EPOCHS} epochs", "inputs": [],
@@ -58,9 +80,12 @@ TASKS = {
 
 
 def task_inputs(task, seed=1):
-    """The task's inputs: standard normal f32, and in-range i32 positions for `int_inputs`."""
+    """The task's inputs: standard normal f32, in-range i32 positions for `int_inputs`, and a
+    model's int64 tokens below `tokens`."""
     rng = np.random.default_rng(seed)
     shapes, ints = TASKS[task]["inputs"], TASKS[task].get("int_inputs", [])
+    if "tokens" in TASKS[task]:
+        return [rng.integers(0, TASKS[task]["tokens"], shape, dtype=np.int64) for shape in shapes]
     return [rng.integers(0, shapes[0][0], shape, dtype=np.int32) if i in ints
             else rng.standard_normal(shape, dtype=np.float32) for i, shape in enumerate(shapes)]
 

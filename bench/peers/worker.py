@@ -16,7 +16,8 @@ import time
 
 import numpy as np
 
-from tasks import DIGITS_EXAMPLE, MLP_POINTS, TASKS, TRANSFORMER_EXAMPLE, mlir, moons, onnx_model, task_inputs
+from tasks import (DIGITS_EXAMPLE, MLP_POINTS, MODEL_WARMUP, ONNX_EXAMPLE, TASKS, TRANSFORMER_EXAMPLE, mlir, moons,
+                   onnx_model, task_inputs)
 
 # Tasks that train; "digits" trains afresh each round to report an accuracy as well.
 TRAINING = {"mlp_epoch", "digits"}
@@ -26,8 +27,9 @@ PEER = sys.argv[1]
 THREADS = int(sys.argv[2])
 
 
-def timed(fn, reps):
-    fn()  # warm-up: compilation, caches, first-touch
+def timed(fn, reps, warmup=1):
+    for _ in range(warmup):  # compilation, caches, first-touch
+        fn()
     times = []
     for _ in range(reps):
         t0 = time.perf_counter()
@@ -139,7 +141,18 @@ class Skip(Exception):
     pass
 
 
+def model_file(task):
+    """The ONNX file of a model row, which peers.py exported; Skip where it could not."""
+    folder = os.environ.get("KILN_PEERS_MODELS", "")
+    path = os.path.join(folder, TASKS[task]["model"] + ".onnx")
+    if not folder or not os.path.exists(path):
+        raise Skip("the model was not exported (PyTorch and torchvision missing?)")
+    return path
+
+
 def make_numpy(task):
+    if "model" in TASKS[task]:
+        raise Skip("models are not written for NumPy here")
     if TASKS[task].get("dtype") == "bf16":
         raise Skip("bf16 is not written for this peer here")
     if task == "mlp_epoch":
@@ -200,6 +213,17 @@ def make_numpy(task):
 def make_torch(task):
     import torch
     torch.set_num_threads(THREADS)
+    if "model" in TASKS[task]:
+        import torchvision
+        sys.path.insert(0, ONNX_EXAMPLE)
+        import export_models
+        model = export_models.model_of(torch, torchvision, TASKS[task]["model"])[0]
+        (x,) = [torch.from_numpy(a) for a in inputs(task)]
+
+        def infer():
+            with torch.inference_mode():
+                model(x)
+        return infer
     if task == "mlp_epoch":
         return torch_epoch_fn(torch)
     if task == "digits":
@@ -277,6 +301,8 @@ def make_iree(task):
         raise Skip("gathers are not written for IREE here")
     if task.startswith("sized_dense_") or task.startswith("decoder_block_"):
         raise Skip("sized programs (dynamic shapes) are not written for IREE here")
+    if "model" in TASKS[task]:
+        raise Skip("models are not imported into IREE here")
     rt.flags.parse_flags(f"--task_topology_max_group_count={THREADS}")
     vmfb = compiler.compile_str(mlir(task), target_backends=["llvm-cpu"],
                                 extra_args=["--iree-llvmcpu-target-cpu=host"])
@@ -299,6 +325,8 @@ def make_tinygrad(task):
         raise Skip("gathers are not written for tinygrad here")
     if task.startswith("sized_dense_") or task.startswith("decoder_block_"):
         raise Skip("sized programs are not written for tinygrad here")
+    if "model" in TASKS[task]:
+        raise Skip("models are not imported into tinygrad here")
     ins = [Tensor(a).realize() for a in inputs(task)]
     body = {
         "matmul512": lambda a, b: a @ b,
@@ -322,6 +350,13 @@ def make_onnxruntime(task):
         raise Skip("ONNX Runtime has no bf16 kernels on the CPU")
     if task in TRAINING:
         raise Skip("training is not written for ONNX Runtime here")
+    if "model" in TASKS[task]:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = THREADS
+        options.inter_op_num_threads = 1
+        session = ort.InferenceSession(model_file(task), options, providers=["CPUExecutionProvider"])
+        feeds = dict(zip([i.name for i in session.get_inputs()], inputs(task)))
+        return lambda: session.run(None, feeds)
     m = onnx_model(task)
     if m is None:
         raise Skip("not written as an ONNX model here")
@@ -374,7 +409,8 @@ def main():
             if task not in made:
                 made[task] = MAKERS[PEER](task)
             # A training task's function takes the epochs and answers itself (time and accuracy).
-            answer = made[task](int(reps)) if task in TRAINED_AFRESH else {"ms": timed(made[task], int(reps))}
+            warmup = MODEL_WARMUP if "model" in TASKS[task] else 1
+            answer = made[task](int(reps)) if task in TRAINED_AFRESH else {"ms": timed(made[task], int(reps), warmup)}
         except Skip as e:
             answer = {"skip": str(e)}
         except Exception as e:  # a peer that cannot run a task is reported, not fatal

@@ -13,7 +13,8 @@ virtual environment was made from; the environment itself has neither):
 
 writes DIR/NAME.onnx for each model and prints its path. The torchvision models take "input"
 [batch, 3, size, size] and give "logits" [batch, 1000]; they are in eval mode, so the exporter
-folds BatchNormalization into the convolutions, as for a deployed model. "gpt" takes "tokens"
+folds BatchNormalization into the convolutions, as for a deployed model. "resnet50" (torchvision's ResNet-50, for bench/peers) is written
+only when asked for. "gpt" takes "tokens"
 (int64) [batch, seq] and gives "logits" [batch, seq, 512]: token and position embeddings, 2
 blocks of causal self-attention (4 heads, width 128, the mask a slice of a buffer, as nanoGPT
 writes it) and a GELU MLP, each after a LayerNorm, then a LayerNorm and the head; at most 64
@@ -30,7 +31,8 @@ import subprocess
 import sys
 
 TORCHVISION = ("resnet18", "mobilenet_v2", "squeezenet1_1")
-MODELS = TORCHVISION + ("gpt", "gpt_bf16", "encoder")
+# torchvision's ResNet-50 too, for `make bench-peers`' rows (bench/peers), not by default.
+MODELS = TORCHVISION + ("resnet50", "gpt", "gpt_bf16", "encoder")
 
 
 def gpt_model(torch):
@@ -78,14 +80,16 @@ def gpt_model(torch):
     return Gpt()
 
 
-def export(torch, torchvision, name, size, path):
+def model_of(torch, torchvision, name, size=224):
+    """The PyTorch module `name` in eval mode, its weights random from seed 0, with an example
+    input, the input's name and the dynamic axes of its input and output (the ONNX export's
+    arguments). bench/peers runs these modules eagerly beside the exported files."""
     torch.manual_seed(0)
     if name.startswith("gpt"):
         model, example = gpt_model(torch).eval(), torch.randint(0, 512, (2, 16))
         names, axes = ["tokens"], {"tokens": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}}
         if name == "gpt_bf16":
             model = model.to(torch.bfloat16)
-            reference_outputs(torch, model, path[:-len(".onnx")] + ".reference.npz")
     elif name == "encoder":
         layer = torch.nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, batch_first=True)
         model, example = torch.nn.TransformerEncoder(layer, num_layers=2).eval(), torch.randn(2, 16, 256)
@@ -93,6 +97,13 @@ def export(torch, torchvision, name, size, path):
     else:
         model, example = getattr(torchvision.models, name)(weights=None).eval(), torch.randn(2, 3, size, size)
         names, axes = ["input"], {"input": {0: "batch"}, "logits": {0: "batch"}}
+    return model, example, names, axes
+
+
+def export(torch, torchvision, name, size, path):
+    model, example, names, axes = model_of(torch, torchvision, name, size)
+    if name == "gpt_bf16":
+        reference_outputs(torch, model, path[:-len(".onnx")] + ".reference.npz")
     output = "output" if name == "encoder" else "logits"
     # The encoder is exported with gradients enabled: without them PyTorch 1.13's eval-mode
     # TransformerEncoderLayer takes its fused fast path, an operator ONNX does not have.

@@ -130,24 +130,29 @@ NB_MODULE(_kiln, m) {
             return out;
           }, "The values set with set_param_value: name -> value.")
       .def("compile", [](const Program& p, const std::string& device, uint64_t seed,
-                         std::shared_ptr<runtime::ValueTrace> trace, bool check_bounds) {
+                         std::shared_ptr<runtime::ValueTrace> trace, bool check_bounds, bool share_params) {
             std::shared_ptr<CompiledProgram> compiled =
                 CompiledProgram::create(p.program, device, seed, std::move(trace), check_bounds);
             // A copy of each value: on cpu and interp set() binds the array it gets, which the
             // program's routines may then write, and another compile() must start from the same.
+            // share_params hands over the arrays themselves (no second copy of a model's weights).
             nb::object numpy = nb::module_::import_("numpy");
             for (const auto& [name, value] : p.param_values) {
-              nb::object copy = nb::isinstance(value, numpy.attr("ndarray")) ? value.attr("copy")() : value;
-              compiled->set(name, copy);
+              const bool copied = !share_params && nb::isinstance(value, numpy.attr("ndarray"));
+              compiled->set(name, copied ? value.attr("copy")() : value);
             }
             return compiled;
           }, "device"_a = "cpu", "seed"_a = 0, "trace"_a.none() = nb::none(), "check_bounds"_a = false,
+          "share_params"_a = false,
           "Compiles every routine for `device` and links them on one stream; params start from the values "
           "set_param_value gave, the others from their initializers. `seed` seeds the random "
           "initializers and the routines' random calls. With `trace` (a kiln.ValueTrace) the routines "
           "are compiled with value tracing and every run logs what it computed into it. With "
           "`check_bounds`, a gathered subscript outside its dimension (e[t[i], j]) makes the run raise "
-          "kiln.Error naming the statement, the tensor and the index, where it otherwise reads 0.");
+          "kiln.Error naming the statement, the tensor and the index, where it otherwise reads 0. With "
+          "`share_params`, the params start from the arrays set_param_value gave, not from copies: on cpu "
+          "and interp they are bound (a routine that writes a param writes the program's array, and a "
+          "change to the array shows in the compiled program); a model's weights are then held once.");
 
   nb::class_<runtime::ValueTrace>(m, "ValueTrace",
                                   "Value tracing (docs/tracing.md): what traced routines computed, statement by "

@@ -202,6 +202,19 @@ def test_a_clip_from_zero_folds_into_the_convolution_as_relu6_does():
     assert_matches_onnxruntime(m, {"x": x})
 
 
+def test_a_compiled_model_holds_its_weights_once(host_device):
+    """kiln.onnx.compile binds the program's param arrays rather than copies of them (docs/onnx.md,
+    Memory): the compiled program's weights are the program's memory."""
+    m = small_cnn()
+    compiled = kiln.onnx.compile(m, host_device)
+    values = compiled.program.param_values
+    assert values
+    for name, array in values.items():
+        assert np.shares_memory(compiled._compiled.tensor(name).numpy(), array), name
+    feeds = {"x": RNG.standard_normal((2, 3, 16, 16)).astype(np.float32)}
+    np.testing.assert_allclose(compiled(**feeds)["y"], onnxruntime_outputs(m, feeds)["y"], rtol=1e-4, atol=1e-5)
+
+
 def test_outputs_of_a_run_stay_as_they_were_after_the_next():
     """What a run returned (NumPy arrays or DLPack tensors over kiln's memory) is never a buffer
     that the next run writes: outputs are not planned."""

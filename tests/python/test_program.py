@@ -308,3 +308,18 @@ def test_check_bounds_raises_naming_the_gather(device):
     np.testing.assert_array_equal(checked(e=e, t=np.array([0, 4, 2, 1], np.int32))["y"], e[[0, 4, 2, 1]])
     with pytest.raises(kiln.Error, match=r":4: index out of range: dimension 0 of 'e' has size 5, .* reads index 7"):
         checked(e=e, t=t)
+
+
+def test_compile_copies_param_values_unless_asked_to_share_them(host_device):
+    """compile() starts each param from a copy of its value, so that a routine that writes it
+    leaves the program's array as it was; share_params=True binds the array itself (cpu,
+    interp): the routine's writes land in it, and the weights are held once."""
+    for share in (False, True):
+        program = kiln.Program.from_text(AFFINE)
+        w = np.arange(10, dtype=np.float32)
+        program.set_param_value("w", w)
+        run = program.compile(device=host_device, share_params=share)
+        run("double_w")
+        np.testing.assert_array_equal(run.get("w"), np.arange(10, dtype=np.float32) * 2)
+        np.testing.assert_array_equal(w, np.arange(10, dtype=np.float32) * (2 if share else 1))
+        np.testing.assert_array_equal(program.param_values["w"], w)

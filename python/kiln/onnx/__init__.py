@@ -30,7 +30,9 @@ class CompiledModel:
 
     def __init__(self, program, device="cpu", **options):
         self.program = program
-        self._compiled = program.compile(device=device, **options)
+        # The weights once: the compiled program binds the program's arrays (on cpu and interp)
+        # rather than copies; no routine of an imported model writes them.
+        self._compiled = program.compile(device=device, share_params=True, **options)
         roles = program.tensors
         self._inputs = {n: k for n, k in program.onnx_names.items() if roles.get(k, ("",))[0] == "input"}
         self._outputs = dict(program.onnx_outputs)

@@ -151,8 +151,10 @@ class Graph:
         for kname in self.order:
             role, value = self.declared[kname]
             if role == "param":
-                program.set_param_value(kname, np.ascontiguousarray(value.const, dtype=numpy_type(value.dtype))
-                                        .reshape(value.shape))
+                array = np.ascontiguousarray(value.const, dtype=numpy_type(value.dtype)).reshape(value.shape)
+                # Writable, so that the compiled program binds it rather than a copy (an
+                # initializer's array is a read-only view of the model's bytes).
+                program.set_param_value(kname, array if array.flags.writeable else array.copy())
         program.onnx_names = dict(self.names)
         program.onnx_outputs = dict(self.outputs)
         return program, text
