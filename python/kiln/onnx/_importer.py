@@ -309,8 +309,9 @@ class Converter:
                     return [np.asarray(fn(x, y), dtype=x.dtype)]
             if not y.all():
                 return None
-            q = np.floor_divide(x, y)  # toward zero, as ONNX's integer Div
-            return [np.asarray(q + ((np.remainder(x, y) != 0) & ((x < 0) ^ (y < 0))), dtype=x.dtype)]
+            with np.errstate(all="ignore"):  # MIN / -1 wraps, as the reference's NumPy does
+                q = np.floor_divide(x, y)  # toward zero, as ONNX's integer Div
+                return [np.asarray(q + ((np.remainder(x, y) != 0) & ((x < 0) ^ (y < 0))), dtype=x.dtype)]
         return None
 
     def fold_reference(self, node, ins):
