@@ -262,6 +262,7 @@ std::optional<CompletedStatement> Completer::run() {
     error(s_.loc, "internal error: the statement could not be completed");
   }
   if (failed_) return std::nullopt;
+  typed = share_reduced_arguments(typed);
   CompletedStatement out;
   if (!add_temporaries(&out.assignments)) return std::nullopt;
   std::vector<int> target_indices(target_numbers.begin(), target_numbers.end());

@@ -137,11 +137,17 @@ class Completer {
   std::set<int> reduction_scope(const RawExpr& arg, const std::set<int>& around);
   std::set<int> split_reduction(const RawExpr& r, const std::set<int>& around);  // the kept ones
   void check_reduced(Reduce reduce, const std::vector<int>& reduced, SourceLoc loc, bool inner);
-  std::string temporary_name(Reduce reduce) const;
+  std::string temporary_name(std::string_view kind) const;  // "sum": TARGET__sum1, or __sum2 where taken
+  // A hidden tensor named temporary_name(kind), with one dimension per index of `indices` (each
+  // its extent, a size's where the extent names one), numbered after the temporaries so far.
+  TensorNode temporary_node(std::string_view kind, DType type, const std::vector<int>& indices, SourceLoc loc) const;
   // An assignment over the indices `rhs` and the target use, numbered afresh.
   std::optional<Assignment> assignment(int target, const std::vector<int>& target_indices, Accum accum,
                                        Reduce reduce, const ExprRef& rhs, SourceLoc loc);
   bool add_temporaries(std::vector<Assignment>* out);
+  // The right side `rhs` with each reduction argument that it also computes outside the
+  // reductions read from a temporary of its own instead (statement_reductions.cc).
+  ExprRef share_reduced_arguments(const ExprRef& rhs);
 
   // statement_typing.cc
   struct Typed {

@@ -40,6 +40,31 @@ void used_indices(const Expr& e, std::set<int>* out) {
   for (const ExprRef& arg : e.args) used_indices(*arg, out);
 }
 
+// Whether `e` calls a function that costs more than a load: a transcendental one.
+bool calls_transcendental(const Expr& e) {
+  if (e.kind == Expr::Kind::kOp) {
+    switch (e.op) {
+      case Op::kExp: case Op::kLog: case Op::kSqrt: case Op::kRsqrt: case Op::kTanh: case Op::kSigmoid:
+      case Op::kSin: case Op::kCos: case Op::kErf: case Op::kPow:
+        return true;
+      default:
+        break;
+    }
+  }
+  return std::any_of(e.args.begin(), e.args.end(), [](const ExprRef& a) { return a && calls_transcendental(*a); });
+}
+
+// `e` with every subexpression equal to `from` replaced by `to`; `replaced` counts them.
+ExprRef replaced_expr(const ExprRef& e, const Expr& from, const ExprRef& to, int* replaced) {
+  if (same_expr(*e, from)) {
+    ++*replaced;
+    return to;
+  }
+  auto out = std::make_shared<Expr>(*e);
+  for (ExprRef& arg : out->args) arg = replaced_expr(arg, from, to, replaced);
+  return out;
+}
+
 }  // namespace
 
 bool same_expr(const Expr& a, const Expr& b) {
@@ -164,14 +189,34 @@ void Completer::check_reduced(Reduce reduce, const std::vector<int>& reduced, So
   }
 }
 
-std::string Completer::temporary_name(Reduce reduce) const {
-  const std::string base = (target_ ? target_->name : s_.target) + "__" + std::string(reduce_name(reduce));
+std::string Completer::temporary_name(std::string_view kind) const {
+  const std::string base = (target_ ? target_->name : s_.target) + "__" + std::string(kind);
   for (int n = 1;; ++n) {
     std::string name = base + std::to_string(n);
     const bool taken = find(name) || std::any_of(temporaries_.begin(), temporaries_.end(),
                                                  [&](const TensorNode& t) { return t.name == name; });
     if (!taken) return name;
   }
+}
+
+TensorNode Completer::temporary_node(std::string_view kind, DType type, const std::vector<int>& indices,
+                                     SourceLoc loc) const {
+  TensorNode node;
+  node.id = static_cast<int>(nodes_.size() + temporaries_.size());
+  node.name = temporary_name(kind);
+  node.temporary = true;
+  node.role = Role::kTensor;
+  node.dtype = type;
+  node.loc = loc;
+  bool sized = false;
+  for (int i : indices) {
+    const SizeExpr& extent = *indices_[static_cast<size_t>(i)].extent;
+    node.dims.push_back(extent.is_constant() ? extent.offset : 1);
+    node.sized_dims.push_back(extent);
+    sized = sized || !extent.is_constant();
+  }
+  if (!sized) node.sized_dims.clear();
+  return node;
 }
 
 Completer::Typed Completer::type_inner_reduction(const RawExpr& e) {
@@ -198,21 +243,7 @@ Completer::Typed Completer::type_inner_reduction(const RawExpr& e) {
       return {read, false};
     }
   }
-  TensorNode node;
-  node.id = static_cast<int>(nodes_.size() + temporaries_.size());
-  node.name = temporary_name(e.reduce);
-  node.temporary = true;
-  node.role = Role::kTensor;
-  node.dtype = type;
-  node.loc = e.loc;
-  bool sized = false;
-  for (int i : r.kept) {
-    const SizeExpr& extent = *indices_[static_cast<size_t>(i)].extent;
-    node.dims.push_back(extent.is_constant() ? extent.offset : 1);
-    node.sized_dims.push_back(extent);
-    sized = sized || !extent.is_constant();
-  }
-  if (!sized) node.sized_dims.clear();
+  const TensorNode node = temporary_node(reduce_name(e.reduce), type, r.kept, e.loc);
   temporaries_.push_back(node);
   temporary_reductions_.push_back(Temporary{node.id, e.reduce, r.kept, r.reduced, arg.expr, e.loc});
   read->node = node.id;
@@ -261,6 +292,61 @@ std::optional<Assignment> Completer::assignment(int target, const std::vector<in
   }
   out.rhs = renumbered(rhs, number);
   if (!check_trip_count(out, old_numbers)) return std::nullopt;
+  return out;
+}
+
+// Softmax written as one statement, `exp(x[i, j] - max(x[i, m])) / sum(exp(x[i, k] - max(x[i,
+// m])))`, computes each exponential twice: for the sum and for the quotient. Where the argument A
+// of a reduction over one index r appears outside every reduction with a target index j of the
+// same extent in r's place, A becomes a temporary of its own, `TARGET__arg1[kept..., r] = A`,
+// that the reduction reads at r and the right side at j: each value is computed once (in a local
+// array of the row where the kernel is fused), and is the same value. Only
+// for an argument that calls a transcendental function (a read alone is cheaper than a copy) and
+// whose type is f32 or f64 (one of f16 or bf16 would be rounded where it is stored).
+ExprRef Completer::share_reduced_arguments(const ExprRef& rhs) {
+  ExprRef out = rhs;
+  for (size_t t = 0; t < temporary_reductions_.size(); ++t) {
+    Temporary& reduction = temporary_reductions_[t];
+    const ExprRef arg = reduction.arg;
+    if (reduction.reduced.size() != 1 || reduction.reduce == Reduce::kArgmax ||
+        reduction.reduce == Reduce::kArgmin || (arg->type != DType::kF32 && arg->type != DType::kF64) ||
+        !calls_transcendental(*arg)) {
+      continue;
+    }
+    const int r = reduction.reduced[0];
+    std::set<int> used;
+    used_indices(*arg, &used);
+    for (size_t j = 0; j < target_names_.size(); ++j) {
+      const int index = static_cast<int>(j);
+      if (used.count(index) || indices_[j].extent != indices_[static_cast<size_t>(r)].extent) continue;
+      std::map<int, int> rename;
+      for (int i : used) rename[i] = i == r ? index : i;
+      const ExprRef at_j = renumbered(arg, rename);
+      std::vector<int> dims = reduction.kept;
+      dims.push_back(r);
+      const TensorNode node = temporary_node("arg", arg->type, dims, reduction.loc);
+      auto read_at = [&](int last) {
+        auto read = std::make_shared<Expr>();
+        read->kind = Expr::Kind::kTensor;
+        read->type = node.dtype;
+        read->node = node.id;
+        read->loc = reduction.loc;
+        for (int i : reduction.kept) read->subscripts.push_back(Affine::index(i));
+        read->subscripts.push_back(Affine::index(last));
+        return read;
+      };
+      int found = 0;
+      ExprRef shared = replaced_expr(out, *at_j, read_at(index), &found);
+      if (found == 0) continue;
+      out = shared;
+      temporaries_.push_back(node);
+      reduction.arg = read_at(r);
+      temporary_reductions_.insert(temporary_reductions_.begin() + static_cast<ptrdiff_t>(t),
+                                   Temporary{node.id, Reduce::kNone, dims, {}, arg, reduction.loc});
+      ++t;  // past the reduction, which now follows its argument
+      break;
+    }
+  }
   return out;
 }
 

@@ -148,6 +148,46 @@ TEST(RoundTrip, ReductionsInsideExpressions) {
             "}\n");
 }
 
+// Softmax in one statement: the sum's argument, which the quotient computes again with j in k's
+// place, becomes a temporary of its own that both read (each exponential computed once). Not for
+// an argument without a transcendental function (a read alone), nor one of f16 (its store would
+// round it).
+TEST(RoundTrip, AReductionsArgumentComputedOutsideItTooIsATemporary) {
+  const std::string text =
+      "input  x : f32[4, 6]\n"
+      "input  h : f16[4, 6]\n"
+      "output y : f32[4, 6]\n"
+      "output p : f32[4, 6]\n"
+      "output q : f16[4, 6]\n"
+      "\n"
+      "y[i, j] = exp(x[i, j] - max(x[i, m])) / sum(exp(x[i, k] - max(x[i, m])))\n"
+      "p[i, j] = x[i, j] / sum(x[i, k])\n"
+      "q[i, j] = exp(h[i, j]) / sum(exp(h[i, k]))\n";
+  ParseResult r = parse(text, "softmax.kiln");
+  ASSERT_TRUE(r.program.has_value()) << format_diagnostics("softmax.kiln", text, r.diagnostics);
+  const std::string printed = check_round_trip(*r.program, "shared argument");
+  EXPECT_EQ(printed,
+            "input  x : f32[4, 6]\n"
+            "input  h : f16[4, 6]\n"
+            "output y : f32[4, 6]\n"
+            "output p : f32[4, 6]\n"
+            "output q : f16[4, 6]\n"
+            "tensor y__max1 : f32[4]\n"
+            "tensor y__sum1 : f32[4]\n"
+            "tensor y__arg1 : f32[4, 6]\n"
+            "tensor p__sum1 : f32[4]\n"
+            "tensor q__sum1 : f32[4]\n"
+            "\n"
+            "y__max1[i] = max(x[i, m])\n"
+            "y__arg1[i, k] = exp(x[i, k] - y__max1[i])\n"
+            "y__sum1[i] = sum(y__arg1[i, k])\n"
+            "y[i, j] = y__arg1[i, j] / y__sum1[i]\n"
+            "p__sum1[i] = sum(x[i, k])\n"
+            "p[i, j] = x[i, j] / p__sum1[i]\n"
+            "q__sum1[i] = sum(exp(h[i, k]))\n"
+            "q[i, j] = exp(h[i, j]) / q__sum1[i]\n");
+}
+
 // Gathers (language version 2) print back as written (the read first, then the affine rest) and
 // the builder's gathered() makes the same program.
 TEST(RoundTrip, Gathers) {
