@@ -36,6 +36,16 @@ std::vector<int> reduced_loop_order(const Assignment& s) {
   return order;
 }
 
+// Whether a read in `e` has `index` alone as one of its subscripts: the index spans a dimension.
+bool stands_alone(const Expr& e, int index) {
+  if (e.kind == Expr::Kind::kTensor) {
+    for (const Affine& a : e.subscripts) {
+      if (a.bare_index() == index) return true;
+    }
+  }
+  return std::any_of(e.args.begin(), e.args.end(), [&](const ExprRef& a) { return a && stands_alone(*a, index); });
+}
+
 }  // namespace
 
 LExprRef Lowerer::limit_value(const Assignment& s, int i, const Scope& scope) const {
@@ -264,9 +274,11 @@ std::vector<LStmtRef> Lowerer::accumulate_in_place(const Assignment& s, const Te
     return {};
   }
   // Inner target loops of one point each (ONNX's ReduceMean keeps its reduced axis as an extent
-  // of 1) walk nothing contiguously, and reduced loops of one point each (a slice written as a
-  // sum over one point) fold nothing: the accumulator form keeps the value in a register and
-  // stores it once, where this one fills the target first and then loads and stores it per term.
+  // of 1) walk nothing contiguously, and reduced loops of one point each that span no dimension
+  // (a slice written as a sum over `q < 1`, read at `i - q`) fold nothing: the accumulator form
+  // keeps the value in a register and stores it once, where this one fills the target first and
+  // then loads and stores it per term. (A product over a dimension of 1 keeps this form, which
+  // register tiles take.)
   bool one_point = true;
   for (size_t d = static_cast<size_t>(parallel_dims_); one_point && d < s.target_indices.size(); ++d) {
     one_point = target.dimension(d) == SizeExpr::constant(1);
@@ -274,7 +286,7 @@ std::vector<LStmtRef> Lowerer::accumulate_in_place(const Assignment& s, const Te
   bool one_term = true;
   for (int r : reduced) {
     const LExprRef& extent = loop_extents_[static_cast<size_t>(r)];
-    one_term = one_term && extent->kind == LExpr::Kind::kConst && extent->value == 1;
+    one_term = one_term && extent->kind == LExpr::Kind::kConst && extent->value == 1 && !stands_alone(*s.rhs, r);
   }
   if (one_point || one_term) return {};
   // The reduced loops run outside the inner target loops: a triangular bound may name only the

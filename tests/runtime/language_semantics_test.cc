@@ -254,9 +254,10 @@ TEST(LanguageSemanticsTest, ReductionsInsideExpressionsAreTheirTemporaries) {
       "loss += sum(log(sum(exp(y[n, k]))) - y[n, 0])\n";
   const std::string temporaries = std::string(kDenseDeclarations) +
       "tensor p : f32[3, 5]\ntensor mx : f32[3]\ntensor se : f32[3]\ntensor mh : f32[3]\ntensor sx : f32[3]\n"
-      "tensor mn : f32[3]\ntensor am : i32[3]\ntensor ls : f32[3]\n"
+      "tensor mn : f32[3]\ntensor am : i32[3]\ntensor ls : f32[3]\ntensor ex : f32[3, 5]\n"
       "p[n, k] = sum(h[n, j] * w[j, k])\no[n, k] = p[n, k] + b[k]\n"
-      "mx[i] = max(x[i, m])\nse[i] = sum(exp(x[i, k] - mx[i]))\ny[i, j] = exp(x[i, j] - mx[i]) / se[i]\n"
+      // the sum's argument, computed outside it too, is a temporary of its own (language.md)
+      "mx[i] = max(x[i, m])\nex[i, k] = exp(x[i, k] - mx[i])\nse[i] = sum(ex[i, k])\ny[i, j] = ex[i, j] / se[i]\n"
       "mh[n] = max(h[n, j] * 4)\nsx[n] = sum(x[n, k] - mh[n])\nmn[n] = mean(x[n, k])\ns[n] = 2 * sx[n] + mn[n]\n"
       "am[n] = argmax(o[n, k])\nhits = sum(select(am[n] == lab[n], 1, 0))\n"
       "ls[n] = sum(exp(y[n, k]))\nloss += sum(log(ls[n]) - y[n, 0])\n";
