@@ -22,14 +22,17 @@ ONNX_EXAMPLE = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__f
 # (model, batch, runs per round): inference on 224 x 224 images, the decoder on 64 tokens, the
 # encoder on 128.
 MODEL_ROWS = (("resnet50", 1, 10), ("resnet50", 16, 2), ("resnet18", 1, 20), ("resnet18", 16, 3),
-              ("mobilenet_v2", 1, 40), ("mobilenet_v2", 16, 5), ("encoder", 8, 10), ("gpt", 1, 100), ("gpt", 16, 20))
+              ("mobilenet_v2", 1, 40), ("mobilenet_v2", 16, 5), ("squeezenet1_1", 1, 40), ("squeezenet1_1", 16, 5),
+              ("encoder", 8, 10), ("gpt", 1, 100), ("gpt", 16, 20))
 MODEL_WARMUP = 12  # runs before the timed ones, for every contender (kiln times its kernels' first 11)
 
 MODEL_WHAT = {"resnet50": "torchvision, 224²", "resnet18": "torchvision, 224²", "mobilenet_v2": "torchvision, 224²",
+              "squeezenet1_1": "torchvision, 224²",
               "encoder": "torch.nn.TransformerEncoder, 2 layers of 256, 128 tokens",
               "gpt": "GPT-style decoder of examples/onnx, 64 tokens"}
 MODEL_INPUT = {"resnet50": lambda b: (b, 3, 224, 224), "resnet18": lambda b: (b, 3, 224, 224),
-               "mobilenet_v2": lambda b: (b, 3, 224, 224), "encoder": lambda b: (b, 128, 256), "gpt": lambda b: (b, 64)}
+               "mobilenet_v2": lambda b: (b, 3, 224, 224), "squeezenet1_1": lambda b: (b, 3, 224, 224),
+               "encoder": lambda b: (b, 128, 256), "gpt": lambda b: (b, 64)}
 
 # name: what the row says, input shapes, repetitions per round (about 0.1–1 s of work).
 TASKS = {
