@@ -300,7 +300,7 @@ std::optional<Assignment> Completer::assignment(int target, const std::vector<in
 // of a reduction over one index r appears outside every reduction with a target index j of the
 // same extent in r's place, A becomes a temporary of its own, `TARGET__arg1[kept..., r] = A`,
 // that the reduction reads at r and the right side at j: each value is computed once (in a local
-// array of the row where the kernel is fused), and is the same value. Only
+// array of the row where the kernel is fused), rounded to its type where it is stored. Only
 // for an argument that calls a transcendental function (a read alone is cheaper than a copy) and
 // whose type is f32 or f64 (one of f16 or bf16 would be rounded where it is stored).
 ExprRef Completer::share_reduced_arguments(const ExprRef& rhs) {

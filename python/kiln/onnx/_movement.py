@@ -126,8 +126,7 @@ def reshape_to(cx, node, x, shape):
             continue
         flat = np.arange(int(np.prod(extents)), dtype=np.int64).reshape(extents)
         stride = int(np.prod(x_extents))
-        for k in gi:
-            extent = x.shape[kept_in[k]]
+        for k, extent in zip(gi, x_extents):
             stride //= extent
             table = cx.index_table(((flat // stride) % extent).astype(np.int32))
             x_subs[kept_in[k]] = read(cx, table, [subs[d] for d in out_dims])

@@ -229,8 +229,10 @@ def softmax(cx, node, ins, attrs):
         cx.emit(f"{target(cx, out, subs)} = {here} - {mx} - log(sum(exp({at('k')} - {mx})))")
         return [out]
     # The exponentials as a tensor of their own, which the compiler keeps in a local array of
-    # the row: each is computed once, where one statement would compute it for the sum and again
-    # for the quotient. In f32 (f64 for f64): a narrow type would round them before the sum.
+    # the row: each is computed once. The compiler shares a one-statement softmax's exponentials
+    # itself only over one reduced index of f32 or f64 (language.md); this also covers a pre-13
+    # softmax over several dimensions and f16 / bf16 inputs. In f32 (f64 for f64): a narrow type
+    # would round them before the sum.
     e = cx.graph.temporary("f64" if x.dtype == "f64" else "f32", x.shape, "exp")
     cx.emit(f"{target(cx, e, subs)} = exp({here} - {mx})")
     reduced_subs = [f"k{d}" if d in reduced else subs[d] for d in range(x.rank)]

@@ -32,7 +32,8 @@ namespace {
 // OpenBLAS's loop on a batch of 32 attention products (128 x 128 x 64), 0.8x on a transformer's
 // projections (k = 256 and 1024) and 0.9x at 512³, where OpenBLAS was as fast or faster on
 // products whose every dimension is 1024 or more (2048³: 0.93x oneDNN's time) and on small ones
-// (below 2^24 multiply-adds, where waking oneDNN's OpenMP threads costs more than it wins).
+// (below 2^24 multiply-adds; still so once oneDNN ran those below 2^22 on one thread: a GPT-style
+// decoder at batch 1 measured even either way).
 // Products of one row or one column stay with OpenBLAS's gemv (openblas.h).
 bool onednn_runs(const GemmShape& s) {
   if (s.m <= 1 || s.n <= 1) return false;
