@@ -196,15 +196,27 @@ TEST_P(Conv2dTest, ClipMaxCapsTheActivation) {
   check({.n = 2, .c = 3, .h = 6, .w = 5, .o = 4, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .relu = 1, .clip_max = 0.5, .type = "f64"});
 }
 
-// One channel in and out per group (MobileNet's): the cpu device sums each channel's taps from its
-// own planes, channels across threads; at strides 1 and 2, dilated, 5x5, with a residual and
-// ReLU6, rows with more junk points than a vector, and in f64 (the direct loops).
+// One channel in and out per group (MobileNet's): the cpu device sums each channel's taps from the
+// input rows themselves at column strides 1 and 2, from the channel's phase planes when dilated
+// or at other strides, channels across threads; 5x5, with a residual and ReLU6, rows with more
+// junk points than a vector, and in f64 (the direct loops).
 TEST_P(Conv2dTest, DepthwiseConvolutions) {
   check({.n = 2, .c = 24, .h = 14, .w = 13, .o = 24, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 24, .relu = 1, .residual = true, .clip_max = 1.25});
   check({.n = 1, .c = 6, .h = 15, .w = 17, .o = 6, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 6});
   check({.n = 1, .c = 5, .h = 12, .w = 11, .o = 5, .kh = 5, .kw = 5, .pt = 2, .pl = 2, .pb = 2, .pr = 2, .groups = 5, .relu = 1});
   check({.n = 1, .c = 3, .h = 30, .w = 40, .o = 3, .kh = 3, .kw = 3, .pt = 9, .pl = 9, .pb = 9, .pr = 9, .dh = 9, .dw = 9, .groups = 3});
   check({.n = 2, .c = 4, .h = 7, .w = 6, .o = 4, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 4, .relu = 1, .type = "f64"});
+}
+
+// Rows of several vectors read from the input: a stride-2 row of 35 outputs reads its taps from
+// two loads each, past the vectors' edges; exactly one vector; rows at stride 2 with columns at
+// stride 1, a 3x5 window; stride 3 (through the planes).
+TEST_P(Conv2dTest, DepthwiseConvolutionsOverRowsOfSeveralVectors) {
+  check({.n = 1, .c = 3, .h = 8, .w = 70, .o = 3, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 3, .residual = true, .clip_max = 1.5});
+  check({.n = 2, .c = 3, .h = 9, .w = 37, .o = 3, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .groups = 3, .relu = 1});
+  check({.n = 1, .c = 2, .h = 4, .w = 16, .o = 2, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 2});
+  check({.n = 1, .c = 2, .h = 7, .w = 40, .o = 2, .kh = 3, .kw = 5, .sh = 2, .pt = 1, .pl = 2, .pb = 1, .pr = 2, .groups = 2});
+  check({.n = 1, .c = 2, .h = 10, .w = 50, .o = 2, .kh = 3, .kw = 3, .sh = 3, .sw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 2});
 }
 
 TEST_P(Conv2dTest, F64) { check({.n = 2, .c = 3, .h = 6, .w = 5, .o = 4, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .type = "f64"}); }

@@ -4,8 +4,10 @@
 // into phase planes (the padded input, split by the strides), and a register tile of 12 output
 // channels by 32 points sums 32 consecutive points of the planes against the weights as they are
 // stored; the bias starts the sums, and a residual z and the ReLU are applied as they are
-// written. The points and the output channels are spread over the device's host threads
-// (ExecutionContext::host_parallel: the cpu device's workgroup threads).
+// written. A depthwise convolution (one channel in and out per group) sums each channel's taps
+// in registers, reading the input rows themselves at column strides 1 and 2. The points and the
+// output channels are spread over the device's host threads (ExecutionContext::host_parallel: the
+// cpu device's workgroup threads).
 #pragma once
 
 #include "ral/library/conv_shape.h"
