@@ -8,6 +8,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from ._dims import dimension, times
 from ._graph import KILN_TYPES, Graph, OnnxImportError, Value, kiln_type_of
 from ._emit import indices, read, target
 from ._ops import OPS
@@ -24,6 +25,7 @@ class Converter:
         self.values = {}  # ONNX name -> Value
         self.constants = 0  # params of the importer's own (folded BatchNormalization, pool counts)
         self.index_tables = {}  # (shape, bytes) -> the param holding that table of indices
+        self.computed_tables = {}  # (extent with a size, pieces) -> the tensor computing that table
         self.outputs = {o.name for o in model.graph.output}
         self.readers = {}  # name -> [(op_type, input position)] of the nodes that read it
         self.reader_nodes = {}  # name -> the nodes that read it
@@ -353,6 +355,16 @@ class Converter:
         if op == "Squeeze":
             axes = attrs.get("axes") if self.opset < 13 else (ins[1].const if len(ins) > 1 and ins[1] else None)
             return [np.squeeze(x, axis=None if axes is None else tuple(int(a) for a in axes))]
+        if op == "Mul" and len(ins) == 2 and ins[1] is not None and ins[1].const is not None:
+            a, b = np.broadcast_arrays(x.astype(object), ins[1].const.astype(object))
+            product = np.empty(a.shape, dtype=object)
+            for at in np.ndindex(a.shape):
+                product[at] = dimension(times(a[at], b[at]))
+                if product[at] is None:
+                    self.unsupported(node, f"a product of sizes ({a[at]} * {b[at]}): a dimension may be a size times "
+                                           "a number, not a product of two sizes; give one of them a value "
+                                           "(sizes= in Python, --size on the command line)")
+            return [product]
         if op == "Range" or (op == "Slice" and x.dtype != object):
             return None  # a tensor whose extent is a size (Range's, a slice's): the operator writes it
         if op == "Slice" and self.opset >= 10:
@@ -361,8 +373,8 @@ class Converter:
                 step = int(ins[4].const[0]) if len(ins) > 4 and ins[4] is not None else 1
                 return [x[slice(int(starts[0]), int(ends[0]), step)]]
         self.unsupported(node, "shape arithmetic on a dimension that is a size (only Shape, Gather, Concat, "
-                               "Unsqueeze, Squeeze, Slice and Cast of shapes are folded with sizes, and a Range "
-                               "from 0 in steps of 1 is computed)")
+                               "Unsqueeze, Squeeze, Slice, Cast and Mul by numbers of shapes are folded with sizes, "
+                               "and a Range from 0 in steps of 1 is computed)")
 
 
 def load(model):

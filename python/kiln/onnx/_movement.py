@@ -4,6 +4,7 @@
 import numpy as np
 
 from ._emit import affine, broadcast_read, broadcast_shape, indices, op, read, target
+from ._dims import count, dimension, divides, monomial, quotient, times
 from ._graph import Value
 
 # --- moving data -----------------------------------------------------------------------------
@@ -23,27 +24,24 @@ def transpose(cx, node, ins, attrs):
 
 def _groups(a, b):
     """Pairs (dims of a, dims of b) whose extents multiply to the same, in order, over shapes
-    without dimensions of extent 1; a size matches only itself. None where there are none."""
+    without dimensions of extent 1; where a product has a size (a monomial, _dims), the smaller
+    is the one that divides the other whatever the sizes. None where there are none."""
     out, i, j = [], 0, 0
     while i < len(a) and j < len(b):
-        if isinstance(a[i], str) or isinstance(b[j], str):
-            if a[i] != b[j]:
-                return None
-            out.append(([i], [j]))
-            i, j = i + 1, j + 1
-            continue
-        gi, gj, pa, pb = [i], [j], a[i], b[j]
+        gi, gj, pa, pb = [i], [j], monomial(a[i]), monomial(b[j])
         i, j = i + 1, j + 1
         while pa != pb:
-            if pa < pb:
-                if i >= len(a) or isinstance(a[i], str):
+            if pa[0] < pb[0] if not pa[1] and not pb[1] else divides(pa, pb):
+                if i >= len(a):
                     return None
-                pa, i = pa * a[i], i + 1
+                pa, i = times(pa, a[i]), i + 1
                 gi.append(i - 1)
+            elif (pa[1] or pb[1]) and not divides(pb, pa):
+                return None
             else:
-                if j >= len(b) or isinstance(b[j], str):
+                if j >= len(b):
                     return None
-                pb, j = pb * b[j], j + 1
+                pb, j = times(pb, b[j]), j + 1
                 gj.append(j - 1)
         out.append((gi, gj))
     return out if i == len(a) and j == len(b) else None
@@ -55,23 +53,24 @@ def _pieces(a, b):
     both shapes' dimensions (the products of their trailing extents) each divide the next, the
     pieces between consecutive boundaries each lie in one dimension of a and one of b. Returns,
     per dimension of a and per dimension of b, the pieces [(divisor, extent, multiplier)]: a's
-    index is the sum over b's dimensions of ((b's index // divisor) % extent) * multiplier.
+    index is the sum over b's dimensions of ((b's index // divisor) % extent) * multiplier, each a
+    monomial (_dims), where the shapes have sizes.
     None where the boundaries do not divide (4 x 6 against 6 x 4)."""
     def strides(shape):
-        out, s = [], 1
+        out, s = [], (1, ())
         for e in reversed(shape):
             out.append(s)
-            s *= e
+            s = times(s, e)
         return out[::-1], s
     (sa, total), (sb, _) = strides(a), strides(b)
-    bounds = sorted(set(sa + sb + [total]))
-    if any(hi % lo for lo, hi in zip(bounds, bounds[1:])):
+    bounds = sorted(set(sa + sb + [total]), key=lambda m: (len(m[1]), m[0], m[1]))
+    if any(not divides(lo, hi) for lo, hi in zip(bounds, bounds[1:])):
         return None
     pieces = [[[] for _ in b] for _ in a]
     for lo, hi in zip(bounds, bounds[1:]):
-        i = min(k for k, s in enumerate(sa) if s <= lo)  # the dimension of a holding [lo, hi)
-        j = min(k for k, s in enumerate(sb) if s <= lo)
-        pieces[i][j].append((lo // sb[j], hi // lo, lo // sa[i]))
+        i = min(k for k, s in enumerate(sa) if divides(s, lo))  # the dimension of a holding [lo, hi)
+        j = min(k for k, s in enumerate(sb) if divides(s, lo))
+        pieces[i][j].append((quotient(lo, sb[j]), quotient(hi, lo), quotient(lo, sa[i])))
     return pieces
 
 
@@ -103,10 +102,13 @@ def reshape_to(cx, node, x, shape):
     for gi, gj in groups:
         out_dims = [kept_out[k] for k in gj]
         if len(gi) == 1:
-            terms, stride = [], 1
+            terms, stride = [], (1, ())
             for d in reversed(out_dims):
-                terms.append((stride, subs[d]))
-                stride *= shape[d]
+                if stride[1]:
+                    cx.unsupported(node, f"a reshape from {list(x.shape)} to {list(shape)} whose index would be "
+                                         "multiplied by a size")
+                terms.append((stride[0], subs[d]))
+                stride = times(stride, shape[d])
             x_subs[kept_in[gi[0]]] = affine(list(reversed(terms)))
             continue
         extents = [shape[d] for d in out_dims]
@@ -116,14 +118,16 @@ def reshape_to(cx, node, x, shape):
             for k, by_out in zip(gi, pieces):
                 terms = []
                 for d, extent, parts in zip(out_dims, extents, by_out):
-                    if len(parts) == 1 and parts[0][:2] == (1, extent):
-                        terms.append((parts[0][2], subs[d]))
+                    (div, ext, mult) = parts[0] if len(parts) == 1 else (None, None, None)
+                    if div == (1, ()) and ext == monomial(extent) and not mult[1]:
+                        terms.append((mult[0], subs[d]))
                     elif parts:
-                        at = np.arange(extent, dtype=np.int64)
-                        column = sum(((at // div) % ext) * mult for div, ext, mult in parts)
-                        terms.append((1, read(cx, cx.index_table(column.astype(np.int32)), [subs[d]])))
+                        terms.append((1, read(cx, _index_column(cx, node, extent, parts), [subs[d]])))
                 x_subs[kept_in[k]] = affine(terms)
             continue
+        if any(not isinstance(e, int) for e in extents + x_extents):
+            cx.unsupported(node, f"a reshape from {list(x.shape)} to {list(shape)} that regroups dimensions "
+                                 "with sizes other than by whole multiples")
         flat = np.arange(int(np.prod(extents)), dtype=np.int64).reshape(extents)
         stride = int(np.prod(x_extents))
         for k, extent in zip(gi, x_extents):
@@ -134,6 +138,37 @@ def reshape_to(cx, node, x, shape):
     return [out]
 
 
+def _index_column(cx, node, extent, parts):
+    """The i32 tensor of `extent` whose element r is the sum over `parts` (monomials (divisor,
+    extent, multiplier), _pieces) of ((r // divisor) % extent) * multiplier: a known table, shared
+    with every other of the same values, where `extent` is a number; where it is a multiple of a
+    size, a table the program computes at each run (a param cannot have a size), with `/` for
+    `//` and r - r / e * e for `%`. There a piece's divisor and multiplier must be numbers, and
+    its extent too unless it is the last of the index (r // divisor < extent already)."""
+    if isinstance(extent, int):
+        if any(m[1] for part in parts for m in part):
+            cx.unsupported(node, f"a reshape whose index into a dimension of {extent} would be multiplied by a size")
+        at = np.arange(extent, dtype=np.int64)
+        column = sum(((at // div[0]) % ext[0]) * mult[0] for div, ext, mult in parts)
+        return cx.index_table(column.astype(np.int32))
+    key = (extent, tuple(parts))
+    if key not in cx.computed_tables:
+        terms = []
+        for div, ext, mult in parts:
+            whole = ext == quotient(monomial(extent), div) if divides(div, monomial(extent)) else False
+            if div[1] or mult[1] or (ext[1] and not whole):
+                cx.unsupported(node, f"a reshape whose index into a dimension of {extent} would need a size inside "
+                                     "a division or a product")
+            term = "i0" if div[0] == 1 else f"i0 / {div[0]}"
+            if not whole:
+                term = f"({term} - i0 / {div[0] * ext[0]} * {ext[0]})"
+            terms.append(term if mult[0] == 1 else f"{term} * {mult[0]}")
+        table = cx.graph.temporary("i32", (extent,), "index_column")
+        cx.emit(f"{table.kname}[i0] = {' + '.join(terms)}")
+        cx.computed_tables[key] = table
+    return cx.computed_tables[key]
+
+
 def reshaped(cx, node, x, target_shape, allowzero=0):
     """ONNX Reshape's output shape: 0 copies the input's dimension (unless allowzero), -1 is
     what the other dimensions leave."""
@@ -141,26 +176,12 @@ def reshaped(cx, node, x, target_shape, allowzero=0):
     for d, t in enumerate(target_shape):
         shape.append(x.shape[d] if t == 0 and not allowzero else t)
     if -1 in shape:
-        known = [s for s in shape if s != -1]
-        total = _element_count(cx, node, x.shape)
-        rest = _element_count(cx, node, known)
-        if isinstance(total, int) and isinstance(rest, int):
-            shape[shape.index(-1)] = total // rest
-        elif not isinstance(total, int) and not isinstance(rest, int) and total[1] == rest[1]:
-            shape[shape.index(-1)] = total[0] // rest[0]  # the same sizes on both sides
-        else:
+        total, rest = count(x.shape), count([s for s in shape if s != -1])
+        missing = dimension(quotient(total, rest)) if divides(rest, total) else None
+        if missing is None:
             cx.unsupported(node, f"a -1 in {list(target_shape)} against a shape with sizes {list(x.shape)}")
+        shape[shape.index(-1)] = missing
     return tuple(shape)
-
-
-def _element_count(cx, node, shape):
-    count, symbols = 1, []
-    for d in shape:
-        if isinstance(d, int):
-            count *= d
-        else:
-            symbols.append(d)
-    return count if not symbols else (count, tuple(sorted(symbols)))
 
 
 @op("Reshape")
@@ -174,10 +195,8 @@ def flatten(cx, node, ins, attrs):
     x = ins[0]
     axis = attrs.get("axis", 1)
     axis += x.rank if axis < 0 else 0
-    lead, rest = _element_count(cx, node, x.shape[:axis]), _element_count(cx, node, x.shape[axis:])
-    if not isinstance(lead, int) and lead[0] == 1 and len(lead[1]) == 1:
-        lead = lead[1][0]  # one size and extents of 1: that size
-    if not isinstance(lead, (int, str)) or not isinstance(rest, int):
+    lead, rest = dimension(count(x.shape[:axis])), dimension(count(x.shape[axis:]))
+    if lead is None or not isinstance(rest, int):
         cx.unsupported(node, f"flattening a shape with sizes {list(x.shape)}")
     return reshape_to(cx, node, x, (lead, rest))
 
