@@ -78,7 +78,8 @@ def feeds_for(np, onnx, model, batch):
 
 def sizes_for(name, model, feeds):
     """The sizes to import `name` with: none (every dimension stays a size) except for the
-    encoder, whose named dimensions take the feeds' extents."""
+    encoder, whose named dimensions take the feeds' extents (its batch must be a number; with the
+    sequence a size too it runs about 15% slower, docs/onnx.md)."""
     if name != "encoder":
         return None
     sizes = {}

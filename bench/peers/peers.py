@@ -81,7 +81,8 @@ class Kiln:
             return None, "the model was not exported (PyTorch and torchvision missing?)"
         out = os.path.join(self.dir, name)
         if not os.path.exists(out):
-            # The encoder's attention needs its sizes given numbers (docs/onnx.md).
+            # The encoder's attention needs its batch given a number (docs/onnx.md); the row's
+            # sequence is given too, as ONNX Runtime's and PyTorch's runs know it.
             sizes = ["--size", f"batch={TASKS[task]['batch']}", "--size", "seq=128"] if name == "encoder" else []
             r = subprocess.run([os.path.join(self.build, "python-venv/bin/python"), "-m", "kiln.onnx", path, "-o", out]
                                + sizes, env=dict(self.env, PYTHONPATH=os.path.join(self.build, "python")),
