@@ -135,6 +135,33 @@ def test_convolutions_become_conv2d_calls_with_the_normalization_residual_and_re
         assert ir.count("call conv2d(") == 4 and ir.count("call gemm(") == 1, ir
 
 
+def test_a_per_channel_multiply_and_add_fold_into_the_convolution():
+    """Conv, BatchNormalization, then Mul and Add by known per-channel values (Inception v2's
+    export, whose [C, 1, 1] scales an Unsqueeze after the Conv makes), then Relu: one conv2d call
+    with relu=1 and no statement of its own. A Mul by a tensor that is not per channel stays a
+    statement."""
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "s", "bb", "m", "v"], ["n"]),
+             helper.make_node("Unsqueeze", ["scale", "axes"], ["scale3"]),
+             helper.make_node("Mul", ["n", "scale3"], ["ns"]),
+             helper.make_node("Add", ["shift4", "ns"], ["na"]),
+             helper.make_node("Relu", ["na"], ["r"]),
+             helper.make_node("Conv", ["r", "w2"], ["c2"]),
+             helper.make_node("Mul", ["c2", "rows"], ["y"])]
+    positive = np.abs(RNG.standard_normal(6)).astype(np.float32) + 0.5
+    inits = [weights("w", (6, 3, 3, 3), 0.2), numpy_helper.from_array(positive, "s"), weights("bb", (6,)),
+             weights("m", (6,)), numpy_helper.from_array(positive[::-1].copy(), "v"), weights("scale", (6,)),
+             ints("axes", [1, 2]), weights("shift4", (1, 6, 1, 1)), weights("w2", (4, 6, 1, 1), 0.3),
+             weights("rows", (5, 1))]
+    m = model(nodes, [f32("x", ["batch", 3, 5, 5])], [f32("y", ["batch", 4, 5, 5])], inits)
+    program, text = kiln.onnx.import_text(m)
+    calls = [line for line in text.splitlines() if line.startswith("call conv2d(")]
+    assert len(calls) == 2 and "relu=1" in calls[0], text
+    statements = [line for line in text.splitlines() if " = " in line and not line.startswith(("param", "tensor"))]
+    assert len(statements) == 1 and "rows" in statements[0], text  # the Mul by rows of 5, not per channel
+    assert_matches_onnxruntime(m, {"x": RNG.standard_normal((2, 3, 5, 5)).astype(np.float32)})
+
+
 def planned_chain():
     """Five 3x3 convolutions of one shape: a, then b and c from it, c's residual a (folded into
     the call), d, and e; a flatten of a is read through a view by a Gemm at the very end, so a

@@ -84,8 +84,9 @@ def conv(cx, node, ins, attrs):
 
 def conv2d_call(cx, node, x, w, b, group, window):
     """A 2-D convolution of f32 or f64 tensors as kiln's conv2d call (docs/onnx.md,
-    "Convolutions"), with what alone reads its output folded into it: a BatchNormalization into
-    the weights and the bias where they are known, then an Add of a tensor of its shape computed
+    "Convolutions"), with what alone reads its output folded into it: a BatchNormalization, or a
+    Mul and then an Add by known per-channel values (channel_affine), into the weights and the
+    bias where they are known, then an Add of a tensor of its shape computed
     before it into the call's residual z, then a Relu into the call's relu=1, or a Clip from 0 (or
     below everything) to a known bound into relu=1 (or 0) and clip_max (MobileNet's ReLU6)."""
     strides, dilations, pads, spatial = window
@@ -95,15 +96,22 @@ def conv2d_call(cx, node, x, w, b, group, window):
                                     for v in norm.input[1:5]):
         norm = None  # statistics the model computes: the normalization stays a statement of its own
     dt = numpy_type(x.dtype)
+    # y = conv * factor + shift per channel, from the nodes folded in (`scaling`).
+    factor, shift, scaling = np.ones(w.shape[0]), np.zeros(w.shape[0]), []
     if norm is not None:
         factor, shift = normalization_affine(*(cx.values[v].const for v in norm.input[1:5]), cx.attributes(norm))
+        scaling = [norm]
+    if known:
+        then_factor, then_shift, more = channel_affine(cx, scaling[-1] if scaling else node, x.dtype, w.shape[0])
+        factor, shift, scaling = factor * then_factor, shift * then_factor + then_shift, scaling + more
+    if scaling:
         bias = np.zeros(w.shape[0]) if b is None else b.const.astype(np.float64)
         w = cx.constant(np.ascontiguousarray((w.const.astype(np.float64) * factor.reshape(-1, 1, 1, 1)).astype(dt)),
                         "conv_weights")
         b = cx.constant((bias * factor + shift).astype(dt), "conv_bias")
     elif b is None:
         b = cx.constant(np.zeros(w.shape[0], dt), "conv_bias")
-    last = norm if norm is not None else node
+    last = scaling[-1] if scaling else node
     shape = (x.shape[0], w.shape[0], *spatial)
     add, z = residual_add(cx, last, x.dtype, shape)
     if add is not None:
@@ -118,7 +126,7 @@ def conv2d_call(cx, node, x, w, b, group, window):
     else:
         relu = 0
     out = cx.output(last, 0, x.dtype, shape)
-    cx.absorb(n for n in (norm, add, act) if n is not None)
+    cx.absorb(n for n in (*scaling, add, act) if n is not None)
     # The end pads the windows reach into (ONNX's may be larger, with points no window reads).
     ends = [max(0, (o - 1) * st + dl * (k - 1) + 1 - size - p)
             for o, st, dl, k, size, p in zip(spatial, strides, dilations, w.shape[2:], x.shape[2:], pads)]
@@ -151,6 +159,54 @@ def clip_bounds(cx, clip):
     if hi is not None and (not np.isfinite(hi) or (lo == 0 and hi < 0)):
         return None
     return (1 if lo == 0 else 0), hi
+
+
+def channel_affine(cx, node, dtype, channels):
+    """(factor, shift, [the nodes]) in f64 where the one node that reads `node`'s output
+    multiplies it by known values, one per channel (shaped [C, 1, 1], [1, C, 1, 1] or a single
+    value), and the one that reads the product (or `node`'s output, without such a Mul) adds
+    known values so shaped: a normalization's scale and shift written as a multiply and an add
+    (Inception v2's, after its BatchNormalization). (1, 0, []) where neither is there."""
+    factor, shift, nodes, last = np.ones(channels), np.zeros(channels), [], node
+    for op_type in ("Mul", "Add"):
+        reader = _reader_with_known_operand(cx, last, op_type)
+        values = None if reader is None else _per_channel(reader[1], dtype, channels)
+        if values is None:
+            continue
+        if op_type == "Mul":
+            factor = values
+        else:
+            shift = values
+        nodes.append(reader[0])
+        last = reader[0]
+    return factor, shift, nodes
+
+
+def _reader_with_known_operand(cx, node, op_type):
+    """(the reader, the other operand's Value) where the one node that reads `node`'s output is
+    an `op_type` node of it and a known tensor; else None."""
+    name = node.output[0]
+    readers = cx.reader_nodes.get(name, [])
+    if len(readers) != 1 or name in cx.outputs:
+        return None
+    reader = readers[0]
+    if reader.op_type != op_type or len(reader.input) != 2 or list(reader.input).count(name) != 1:
+        return None
+    other = cx.known_value(reader.input[1] if reader.input[0] == name else reader.input[0])
+    return (reader, other) if other is not None else None
+
+
+def _per_channel(value, dtype, channels):
+    """The f64 values, one per channel, of a known tensor of `dtype` that broadcasts against
+    [N, C, H, W] along C alone (or is one value); None for any other."""
+    a = value.const
+    if value.dtype != dtype:
+        return None
+    if a.size == 1:
+        return np.full(channels, a.reshape(-1)[0], dtype=np.float64)
+    if a.ndim in (3, 4) and a.shape[-3] == channels and a.size == channels:
+        return a.reshape(channels).astype(np.float64)
+    return None
 
 
 def residual_add(cx, node, dtype, shape):

@@ -212,14 +212,13 @@ class Converter:
             return
         if node.domain not in ("", "ai.onnx"):
             self.unsupported(node, f"domain '{node.domain}'; kiln imports the default domain")
+        if node.output and all(o in self.values for o in node.output if o):
+            return  # folded already, for a node before it (known_value)
         ins = self.inputs_of(node)
         attrs = self.attributes(node)
         folded = self.fold(node, ins, attrs)
         if folded is not None:
-            for name, array in zip(node.output, folded):
-                if name:
-                    self.values[name] = Value(name, kiln_type_of(array) if array.dtype != object else "i64",
-                                              array.shape, array)
+            self.store_folded(node, folded)
             return
         handler = OPS.get(node.op_type)
         if handler is None:
@@ -231,6 +230,29 @@ class Converter:
         handler(self, node, ins, attrs)
 
     # --- folding ---------------------------------------------------------------------------------
+
+    def store_folded(self, node, folded):
+        for name, array in zip(node.output, folded):
+            if name:
+                self.values[name] = Value(name, kiln_type_of(array) if array.dtype != object else "i64",
+                                          array.shape, array)
+
+    def known_value(self, name):
+        """The known Value of `name`, folding now the nodes that compute it from known values
+        where a later node does (a scale that an Unsqueeze after the reader shapes); None where
+        it is computed at run time or not yet converted."""
+        value = self.values.get(name)
+        if value is not None or name not in self.producers:
+            return value if value is not None and value.const is not None else None
+        node = self.producers[name]
+        ins = [self.known_value(i) if i else None for i in node.input]
+        if any(i and v is None for i, v in zip(node.input, ins)):
+            return None
+        folded = self.fold(node, ins, self.attributes(node))
+        if folded is None:
+            return None
+        self.store_folded(node, folded)
+        return self.values.get(name)
 
     def fold(self, node, ins, attrs):
         """The node's outputs where the importer can compute them now, else None."""
