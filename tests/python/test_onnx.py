@@ -162,6 +162,23 @@ def test_a_per_channel_multiply_and_add_fold_into_the_convolution():
     assert_matches_onnxruntime(m, {"x": RNG.standard_normal((2, 3, 5, 5)).astype(np.float32)})
 
 
+@pytest.mark.parametrize("op, out, attrs", [
+    ("MaxPool", [5, 5], dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)),
+    ("MaxPool", [7, 4], dict(kernel_shape=[3, 2], strides=[1, 2], pads=[1, 0, 1, 1], dilations=[2, 1])),
+    ("AveragePool", [5, 5], dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)),
+    ("AveragePool", [9, 8], dict(kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1], count_include_pad=1)),
+])
+def test_pools_over_two_dimensions_are_written_out_tap_by_tap(op, out, attrs):
+    """Each tap a term at constant offsets (border splitting then frees the interior of checks);
+    a max's taps that can fall outside the input read -inf there, so that windows of negative
+    values at the borders keep their max rather than 0."""
+    m = single(op, [f32("x", [2, 3, 9, 8])], [2, 3, *out], **attrs)
+    text = kiln.onnx.import_text(m)[1]
+    assert " where " not in text and ("select(" in text) == (op == "MaxPool"), text
+    x = -np.abs(RNG.standard_normal((2, 3, 9, 8))).astype(np.float32) - 1
+    assert_matches_onnxruntime(m, {"x": x})
+
+
 def planned_chain():
     """Five 3x3 convolutions of one shape: a, then b and c from it, c's residual a (folded into
     the call), d, and e; a flatten of a is read through a view by a Gemm at the very end, so a

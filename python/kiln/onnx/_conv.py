@@ -287,8 +287,17 @@ def pool(cx, node, ins, attrs):
     reads = [affine([(strides[d], f"i{2 + d}"), (dilations[d], f"r{d}")], -pads[d]) for d in range(n)]
     x_read = read(cx, x, ["i0", "i1", *reads])
     bounds = " where " + ", ".join(f"r{d} < {kernel[d]}" for d in range(n))
+    # A 2-D window of floats is written out tap by tap, as depthwise_taps does and for its reason,
+    # unless a tap would read x at an output index alone in a dimension of another extent (a
+    # window as large as the input, at stride 1), which the language refuses.
+    written_out = n == 2 and x.dtype in ("f16", "bf16", "f32", "f64") and math.prod(kernel) <= _MAX_WRITTEN_TAPS \
+        and not any(strides[d] == 1 and spatial[d] != x.shape[2 + d] and pads[d] % dilations[d] == 0
+                    and pads[d] // dilations[d] < kernel[d] for d in range(n))
+    taps = window_taps(cx, x, kernel, strides, dilations, pads, spatial, node.op_type == "MaxPool") \
+        if written_out else None
     if node.op_type == "MaxPool":
-        cx.emit(f"{target(cx, out, o_subs)} = max({x_read}){bounds}")
+        text = taps if taps is not None else f"max({x_read}){bounds}"
+        cx.emit(f"{target(cx, out, o_subs)} = {text}")
         return [out]
     # The points each window covers: the whole kernel where padded points count
     # (count_include_pad=1, within the padded input), else only the input's own.
@@ -303,13 +312,41 @@ def pool(cx, node, ins, attrs):
         per = np.array([sum(1 for k in range(kernel[d]) if lo <= o * strides[d] + k * dilations[d] - pads[d] < hi)
                         for o in range(spatial[d])], dtype=np.float64)
         counts = counts * per.reshape([-1 if e == d else 1 for e in range(n)])
+    total = f"({taps})" if taps is not None else f"sum({x_read})"
     if np.all(counts == counts.flat[0]):
-        text = f"sum({x_read}) / {literal(counts.flat[0], x.dtype)}"
+        text = f"{total} / {literal(counts.flat[0], x.dtype)}"
     else:
         count = cx.constant(counts.astype(np.float32 if x.dtype != "f64" else np.float64), "pool_count")
-        text = f"sum({x_read}) / {read(cx, count, o_subs[2:])}"
-    cx.emit(f"{target(cx, out, o_subs)} = {text}{bounds}")
+        text = f"{total} / {read(cx, count, o_subs[2:])}"
+    cx.emit(f"{target(cx, out, o_subs)} = {text}{bounds if taps is None else ''}")
     return [out]
+
+
+def window_taps(cx, x, kernel, strides, dilations, pads, spatial, maximum):
+    """A 2-D pool's window over x written out tap by tap, each term reading x at constant offsets
+    (the compiler's border splitting then frees the interior of range checks, which it cannot do
+    for a reduction over the window: docs/optimize.md): the sum of the taps, where a tap outside
+    x reads 0 as the reduction leaves it out; or their max, folded in the reduction's order, a tap
+    that can leave x under a select of the comparisons that fail there, -inf outside."""
+    terms = []
+    for a in range(kernel[0]):
+        for e in range(kernel[1]):
+            subs, inside = ["i0", "i1"], []
+            for d, k in ((0, a), (1, e)):
+                at = affine([(strides[d], f"i{2 + d}")], dilations[d] * k - pads[d])
+                first, last = dilations[d] * k - pads[d], strides[d] * (spatial[d] - 1) + dilations[d] * k - pads[d]
+                inside += ([f"{at} >= 0"] if first < 0 else []) + ([f"{at} < {x.shape[2 + d]}"] if last >= x.shape[2 + d] else [])
+                subs.append(at)
+            term = read(cx, x, subs)
+            if maximum and inside:
+                term = f"select({' & '.join(f'({c})' for c in inside)}, {term}, -inf)"
+            terms.append(term)
+    if not maximum:
+        return " + ".join(terms)
+    text = terms[0]
+    for term in terms[1:]:
+        text = f"max({text}, {term})"
+    return text
 
 
 @op("GlobalAveragePool", "GlobalMaxPool")
