@@ -331,6 +331,10 @@ OPERATOR_CASES = {
     "pad": lambda: (single("Pad", [f32("a", [2, 3])], [4, 6], [ints("pads", [1, 2, 1, 1])]), {"a": (2, 3)}),
     "lrn": lambda: (single("LRN", [f32("a", [1, 5, 3, 3])], [1, 5, 3, 3], size=3, alpha=1e-2, beta=0.75),
                     {"a": (1, 5, 3, 3)}),
+    "lrn_other_betas": lambda: (
+        model([helper.make_node("LRN", ["a"], ["h"], size=5, alpha=0.5, beta=0.5, bias=2.0),
+               helper.make_node("LRN", ["h"], ["y"], size=3, alpha=0.3, beta=0.6)],
+              [f32("a", [2, 6, 3, 4])], [f32("y", [2, 6, 3, 4])]), {"a": (2, 6, 3, 4)}),
     "softmax_opset11": lambda: (model([helper.make_node("Softmax", ["a"], ["y"], axis=1)], [f32("a", [2, 3, 4])],
                                       [f32("y", [2, 3, 4])], opset=11), {"a": (2, 3, 4)}),
     "where_compare_cast": lambda: (model([helper.make_node("Greater", ["a", "b"], ["c"]),

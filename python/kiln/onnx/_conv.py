@@ -390,9 +390,20 @@ def lrn(cx, node, ins, attrs):
     out = cx.output(node, 0, x.dtype, x.shape)
     subs = indices(x.rank)
     half = (size - 1) // 2
-    window = [subs[0], affine([(1, "i1"), (1, "r0")], -half), *subs[2:]]
-    sq = read(cx, x, window)
     t = x.dtype
-    cx.emit(f"{target(cx, out, subs)} = {read(cx, x, subs)} / pow({literal(bias, t)} + "
-            f"{literal(alpha / size, t)} * sum({sq} * {sq}), {literal(beta, t)}) where r0 < {size}")
+    if size <= _MAX_WRITTEN_TAPS:
+        # The window's squares written out term by term (a channel outside x reads 0, as the sum
+        # leaves it out), for the reason depthwise_taps gives; AlexNet's and GoogLeNet's beta of
+        # 0.75 as two square roots, which vectorize where pow is a call per point.
+        squares = []
+        for k in range(size):
+            sq = read(cx, x, [subs[0], affine([(1, "i1")], k - half), *subs[2:]])
+            squares.append(f"{sq} * {sq}")
+        base, bounds = f"({literal(bias, t)} + {literal(alpha / size, t)} * ({' + '.join(squares)}))", ""
+    else:
+        sq = read(cx, x, [subs[0], affine([(1, "i1"), (1, "r0")], -half), *subs[2:]])
+        base, bounds = f"({literal(bias, t)} + {literal(alpha / size, t)} * sum({sq} * {sq}))", f" where r0 < {size}"
+    power = {0.5: f"sqrt({base})", 0.75: f"sqrt({base} * sqrt({base}))", 1.0: base}.get(float(beta),
+                                                                                    f"pow({base}, {literal(beta, t)})")
+    cx.emit(f"{target(cx, out, subs)} = {read(cx, x, subs)} / {power}{bounds}")
     return [out]
