@@ -182,18 +182,26 @@ def channel_affine(cx, node, dtype, channels):
     return factor, shift, nodes
 
 
-def _reader_with_known_operand(cx, node, op_type):
-    """(the reader, the other operand's Value) where the one node that reads `node`'s output is
-    an `op_type` node of it and a known tensor; else None."""
+def _binary_reader(cx, node, op_types):
+    """(the reader, the name of its other operand) where the one node that reads `node`'s output
+    (which the graph does not output) is an `op_types` node of two operands, it once among them;
+    else (None, None)."""
     name = node.output[0]
     readers = cx.reader_nodes.get(name, [])
     if len(readers) != 1 or name in cx.outputs:
-        return None
+        return None, None
     reader = readers[0]
-    if reader.op_type != op_type or len(reader.input) != 2 or list(reader.input).count(name) != 1:
-        return None
-    other = cx.known_value(reader.input[1] if reader.input[0] == name else reader.input[0])
-    return (reader, other) if other is not None else None
+    if reader.op_type not in op_types or len(reader.input) != 2 or list(reader.input).count(name) != 1:
+        return None, None
+    return reader, reader.input[1] if reader.input[0] == name else reader.input[0]
+
+
+def _reader_with_known_operand(cx, node, op_type):
+    """(the reader, the other operand's Value) where the one node that reads `node`'s output is
+    an `op_type` node of it and a known tensor; else None."""
+    reader, other = _binary_reader(cx, node, (op_type,))
+    known = cx.known_value(other) if reader is not None else None
+    return (reader, known) if known is not None else None
 
 
 def _per_channel(value, dtype, channels):
@@ -213,14 +221,8 @@ def residual_add(cx, node, dtype, shape):
     """(the Add, its other operand) where the one node that reads `node`'s output is an Add (or
     a Sum of two) of it and a tensor of the same type and shape that an earlier node computed (a
     residual connection); else (None, None)."""
-    name = node.output[0]
-    readers = cx.reader_nodes.get(name, [])
-    if len(readers) != 1 or name in cx.outputs:
-        return None, None
-    add = readers[0]
-    if add.op_type not in ("Add", "Sum") or len(add.input) != 2 or list(add.input).count(name) != 1:
-        return None, None
-    z = cx.values.get(add.input[1] if add.input[0] == name else add.input[0])
+    add, other = _binary_reader(cx, node, ("Add", "Sum"))
+    z = cx.values.get(other) if add is not None else None
     if z is None or z.dtype != dtype or tuple(z.shape) != tuple(shape):
         return None, None
     return add, z
@@ -287,12 +289,8 @@ def pool(cx, node, ins, attrs):
     reads = [affine([(strides[d], f"i{2 + d}"), (dilations[d], f"r{d}")], -pads[d]) for d in range(n)]
     x_read = read(cx, x, ["i0", "i1", *reads])
     bounds = " where " + ", ".join(f"r{d} < {kernel[d]}" for d in range(n))
-    # A 2-D window of floats is written out tap by tap, as depthwise_taps does and for its reason,
-    # unless a tap would read x at an output index alone in a dimension of another extent (a
-    # window as large as the input, at stride 1), which the language refuses.
-    written_out = n == 2 and x.dtype in ("f16", "bf16", "f32", "f64") and math.prod(kernel) <= _MAX_WRITTEN_TAPS \
-        and not any(strides[d] == 1 and spatial[d] != x.shape[2 + d] and pads[d] % dilations[d] == 0
-                    and pads[d] // dilations[d] < kernel[d] for d in range(n))
+    # A 2-D window of floats is written out tap by tap, as depthwise_taps does and for its reason.
+    written_out = n == 2 and x.dtype in ("f16", "bf16", "f32", "f64") and math.prod(kernel) <= _MAX_WRITTEN_TAPS
     taps = window_taps(cx, x, kernel, strides, dilations, pads, spatial, node.op_type == "MaxPool") \
         if written_out else None
     if node.op_type == "MaxPool":
@@ -327,13 +325,17 @@ def window_taps(cx, x, kernel, strides, dilations, pads, spatial, maximum):
     (the compiler's border splitting then frees the interior of range checks, which it cannot do
     for a reduction over the window: docs/optimize.md): the sum of the taps, where a tap outside
     x reads 0 as the reduction leaves it out; or their max, folded in the reduction's order, a tap
-    that can leave x under a select of the comparisons that fail there, -inf outside."""
+    that can leave x under a select of the comparisons that fail there, -inf outside. None where
+    a tap would read x at an output index alone in a dimension of another extent (a window as large
+    as the input, at stride 1), which the language refuses."""
     terms = []
     for a in range(kernel[0]):
         for e in range(kernel[1]):
             subs, inside = ["i0", "i1"], []
             for d, k in ((0, a), (1, e)):
                 at = affine([(strides[d], f"i{2 + d}")], dilations[d] * k - pads[d])
+                if at == f"i{2 + d}" and spatial[d] != x.shape[2 + d]:
+                    return None
                 first, last = dilations[d] * k - pads[d], strides[d] * (spatial[d] - 1) + dilations[d] * k - pads[d]
                 inside += ([f"{at} >= 0"] if first < 0 else []) + ([f"{at} < {x.shape[2 + d]}"] if last >= x.shape[2 + d] else [])
                 subs.append(at)

@@ -363,20 +363,14 @@ class Converter:
         """Shape arithmetic over dimensions that are sizes: arrays of ints and size names."""
         op = node.op_type
         x = ins[0].const
-        if op in ("Identity", "Cast"):
+        if op == "Cast":
             return [x]
-        if op == "Gather":
-            return [np.asarray(np.take(x, ins[1].const.astype(np.int64), axis=attrs.get("axis", 0)), dtype=object)]
         if op == "Concat":
             return [np.concatenate([v.const.astype(object) for v in ins if v is not None], axis=attrs["axis"])]
-        if op == "Unsqueeze":
-            axes = attrs.get("axes") if self.opset < 13 else ins[1].const
-            for a in sorted(int(a) for a in axes):
-                x = np.expand_dims(x, a)
-            return [x]
-        if op == "Squeeze":
-            axes = attrs.get("axes") if self.opset < 13 else (ins[1].const if len(ins) > 1 and ins[1] else None)
-            return [np.squeeze(x, axis=None if axes is None else tuple(int(a) for a in axes))]
+        if op in ("Identity", "Gather", "Unsqueeze", "Squeeze"):  # they move elements, of any type
+            folded = self.fold_numpy(node, ins, attrs)
+            if folded is not None:
+                return [np.asarray(f, dtype=object) for f in folded]  # np.take of one index: the element
         if op == "Mul" and len(ins) == 2 and ins[1] is not None and ins[1].const is not None:
             a, b = np.broadcast_arrays(x.astype(object), ins[1].const.astype(object))
             product = np.empty(a.shape, dtype=object)

@@ -40,6 +40,19 @@ struct Activation {
   return v;
 }
 
+// Lanes [0, count) of a 16-lane mask, count clamped to [0, 16].
+__mmask16 first_lanes(int64_t count) {
+  return static_cast<__mmask16>(count <= 0 ? 0u : count >= 16 ? 0xFFFFu : (1u << count) - 1);
+}
+
+// The even floats of the 32 from `at` (at[0], at[2], ..., at[30]), from two masked loads: lanes of
+// the first 16 outside `low`, and of the second 16 outside `high`, read as 0 (and are not read).
+[[gnu::target("avx512f"), gnu::always_inline]] inline __m512 even_floats(const float* at, __mmask16 low,
+                                                                         __mmask16 high) {
+  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  return _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(low, at), evens, _mm512_maskz_loadu_ps(high, at + 16));
+}
+
 // One row k of the product into the sums: its 16 · V points at `row` (64-byte aligned where
 // kAligned), its weights at wk[r * depth].
 template <int R, int V, bool kAligned>
@@ -150,14 +163,10 @@ constexpr TileFn kTiles[kRows + 1] = {nullptr,
 
 // out[c] = in[2 · c] for c in [0, n), reading in[0, 2n - 1): a row of a phase plane at stride 2.
 [[gnu::target("avx512f")]] void every_second(const float* in, int64_t n, float* out) {
-  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   for (int64_t c = 0; c < n; c += 16) {
     const int64_t readable = std::min<int64_t>(32, 2 * (n - c) - 1);
-    const auto low = static_cast<__mmask16>(readable >= 16 ? 0xFFFF : (1u << readable) - 1);
-    const auto high = static_cast<__mmask16>(readable <= 16 ? 0 : (1u << (readable - 16)) - 1);
-    const __m512 v = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(low, in + 2 * c), evens,
-                                            _mm512_maskz_loadu_ps(high, in + 2 * c + 16));
-    _mm512_mask_storeu_ps(out + c, n - c >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - c)) - 1), v);
+    _mm512_mask_storeu_ps(out + c, first_lanes(n - c),
+                          even_floats(in + 2 * c, first_lanes(readable), first_lanes(readable - 16)));
   }
 }
 
@@ -338,10 +347,9 @@ struct ColumnRead {
   __mmask16 low, high;  // the loads' lanes that lie inside the row
 };
 
+// The lanes t of a load from input column `first` that read inside the row: 0 <= first + t < w.
 __mmask16 lanes_inside(int64_t first, int64_t w) {
-  unsigned bits = 0;
-  for (int64_t t = 0; t < 16; ++t) bits |= (first + t >= 0 && first + t < w ? 1u : 0u) << t;
-  return static_cast<__mmask16>(bits);
+  return static_cast<__mmask16>(first_lanes(w - first) & ~first_lanes(-first));
 }
 
 // One channel of a depthwise convolution at column stride kStride (1 or 2) without dilation, kKw
@@ -352,12 +360,10 @@ template <int kKw, int kStride>
 [[gnu::target("avx512f")]] void depthwise_direct_channel(const ConvShape& s, const ColumnRead* reads, const float* x,
                                                          const float* w, float bias, const float* z,
                                                          const Activation& act, float* y) {
-  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const int64_t kw = kKw ? kKw : s.kw, vectors = (s.ow + 15) / 16;
   for (int64_t v = 0; v < vectors; ++v) {
     const ColumnRead* at = reads + v * kw;
-    const int64_t left = s.ow - 16 * v;
-    const auto kept = static_cast<__mmask16>(left >= 16 ? 0xFFFF : (1u << left) - 1);
+    const __mmask16 kept = first_lanes(s.ow - 16 * v);
     for (int64_t i = 0; i < s.oh; ++i) {
       __m512 sum = _mm512_set1_ps(bias);
       const int64_t a0 = std::max<int64_t>(0, s.pt - i * s.sh), a1 = std::min(s.kh, s.h + s.pt - i * s.sh);
@@ -365,10 +371,8 @@ template <int kKw, int kStride>
         const float* row = x + (i * s.sh + a - s.pt) * s.w;
 #pragma GCC unroll 3
         for (int64_t e = 0; e < kw; ++e) {
-          __m512 in = _mm512_maskz_loadu_ps(at[e].low, row + at[e].first);
-          if constexpr (kStride == 2) {
-            in = _mm512_permutex2var_ps(in, evens, _mm512_maskz_loadu_ps(at[e].high, row + at[e].first + 16));
-          }
+          const __m512 in = kStride == 2 ? even_floats(row + at[e].first, at[e].low, at[e].high)
+                                         : _mm512_maskz_loadu_ps(at[e].low, row + at[e].first);
           sum = _mm512_fmadd_ps(_mm512_set1_ps(w[a * kw + e]), in, sum);
         }
       }
