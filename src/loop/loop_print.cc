@@ -251,6 +251,26 @@ std::string print_lowered(const LoweredProgram& lowered) {
            (routine.calls.empty() ? "" : ", " + std::to_string(routine.calls.size()) +
                                              (routine.calls.size() == 1 ? " call" : " calls")) +
            "\n";
+    if (!routine.shared.empty()) {
+      // NAME@OFFSET (fixed shapes) or NAME (a shape with a size: placed when it runs), and the
+      // actions it lives through.
+      std::vector<int64_t> bytes;
+      bool sized = false;
+      for (const SharedNode& n : routine.shared) {
+        const TensorNode& t = lowered.program.nodes[static_cast<size_t>(n.node)];
+        sized = sized || t.is_sized();
+        bytes.push_back(t.byte_size());
+      }
+      const SharedLayout layout = layout_shared_buffer(routine.shared, bytes);
+      out += "; shared buffer" + (sized ? std::string(" (placed at the run's sizes)") : ", " + std::to_string(layout.bytes) + " bytes") + ":";
+      for (size_t i = 0; i < routine.shared.size(); ++i) {
+        const SharedNode& n = routine.shared[i];
+        out += " " + comment_safe(lowered.program.nodes[static_cast<size_t>(n.node)].name) +
+               (sized ? "" : "@" + std::to_string(layout.offsets[i])) + " [" + std::to_string(n.first) + "-" +
+               std::to_string(n.last) + "]";
+      }
+      out += "\n";
+    }
     // Calls as comments where they run between the kernels (the text reparses as kernels).
     size_t next_call = 0;
     auto print_calls = [&](size_t kernels_before) {

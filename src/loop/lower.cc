@@ -16,6 +16,7 @@
 #include "kiln/ir/statement.h"
 #include "loop/lower_arith.h"
 #include "loop/lowerer.h"
+#include "loop/shared_buffers.h"
 #include "loop/overwrite.h"
 
 namespace kiln::ir {
@@ -267,9 +268,11 @@ Result<LoweredProgram> Lowerer::run() {
   KILN_RETURN_IF_ERROR(validate_program(in_));
   KILN_RETURN_IF_ERROR(decide_memory());
   KILN_RETURN_IF_ERROR(plan_routines());
+  const NodeUses uses = options_.shared_buffers ? node_uses(plans_, inline_def_) : NodeUses{};
   for (size_t r = 0; r < plans_.size(); ++r) {
     LoweredRoutine lowered;
     KILN_RETURN_IF_ERROR(lower_routine(r, &lowered));
+    if (options_.shared_buffers) lowered.shared = plan_shared_buffer(in_, out_.program, plans_, uses, r, lowered);
     out_.routines.push_back(std::move(lowered));
   }
   return std::move(out_);

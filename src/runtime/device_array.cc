@@ -45,7 +45,7 @@ Status fit_to_sizes_locked(DeviceArray& array, const std::vector<int64_t>& value
   }
   if (dims == desc.dims && bytes == desc.bytes) return Status();
   // The caller's memory of a bound array holds the old shape: the array gets its own.
-  if (array.bound || bytes > array.buffer->byte_length()) {
+  if (!array.shared_whole && (array.bound || bytes > array.buffer->byte_length())) {
     KILN_ASSIGN_OR_RETURN(hal::BufferRef grown, array.home->device()->allocator().allocate({}, bytes));
     replace_buffer_locked(array, std::move(grown), false);
   }
@@ -53,6 +53,30 @@ Status fit_to_sizes_locked(DeviceArray& array, const std::vector<int64_t>& value
   desc.bytes = bytes;
   array.stale = array.node != nullptr;
   array.newer = false;
+  return Status();
+}
+
+Status lay_out_shared_locked(std::span<DeviceArray* const> arrays, const std::vector<ir::SharedNode>& nodes) {
+  if (arrays.empty()) return Status();
+  std::vector<int64_t> bytes;
+  for (const DeviceArray* a : arrays) bytes.push_back(static_cast<int64_t>(a->desc.bytes));
+  const ir::SharedLayout layout = ir::layout_shared_buffer(nodes, bytes);
+  hal::BufferRef whole = arrays.front()->shared_whole;
+  if (!whole || whole->byte_length() < static_cast<size_t>(layout.bytes)) {
+    // The old buffer lives on in work already queued (replace_buffer_locked).
+    KILN_ASSIGN_OR_RETURN(whole, arrays.front()->home->device()->allocator().allocate(
+                                     {}, std::max<size_t>(static_cast<size_t>(layout.bytes), 1)));
+  }
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    DeviceArray& a = *arrays[i];
+    const size_t offset = whole->byte_offset() + static_cast<size_t>(layout.offsets[i]);
+    if (a.shared_whole == whole && a.buffer && a.buffer->byte_offset() == offset && a.buffer->byte_length() == a.desc.bytes) {
+      continue;
+    }
+    KILN_ASSIGN_OR_RETURN(hal::BufferRef view, whole->subspan(static_cast<size_t>(layout.offsets[i]), a.desc.bytes));
+    a.shared_whole = whole;
+    replace_buffer_locked(a, std::move(view), false);
+  }
   return Status();
 }
 

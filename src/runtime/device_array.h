@@ -4,9 +4,11 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "kiln/hal/buffer.h"
+#include "kiln/loop/loop.h"
 #include "kiln/runtime/node_table.h"
 #include "kiln/runtime/stream.h"
 
@@ -41,6 +43,9 @@ class DeviceArray {
   // Runs whose recorded steps bind `buffer` (Routine::run_in): replace_buffer_locked drops
   // their steps, so that they bind the new buffer and the old one goes once queued work is done.
   std::vector<std::weak_ptr<PreparedRun>> recorded_by;
+  // Set for a node of a routine's shared buffer (ir::LoweredRoutine::shared): `buffer` is a view
+  // of this one, and lay_out_shared_locked, not fit_to_sizes_locked, moves it when sizes change.
+  hal::BufferRef shared_whole;
 };
 
 using DeviceArrayRef = std::shared_ptr<DeviceArray>;
@@ -64,5 +69,10 @@ void forget_recorded_steps_locked(PreparedRun& run);
 // holds the old shape.
 Status fit_to_sizes_locked(DeviceArray& array, const std::vector<int64_t>& values,
                            const std::vector<std::string>& size_names);
+
+// Under the scheduling mutex: gives `arrays` (one routine's shared buffer, in the order of its
+// `nodes`, each with its current shape) their places (ir::layout_shared_buffer): views of their
+// shared buffer, or of a new one where that is too small or they have none yet.
+Status lay_out_shared_locked(std::span<DeviceArray* const> arrays, const std::vector<ir::SharedNode>& nodes);
 
 }  // namespace kiln::runtime

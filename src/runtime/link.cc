@@ -132,11 +132,7 @@ Status Backend::ensure_array(const ContextRef& child, const ir::TensorNode& n, c
   } else {
     // Internal to the compiled code (a snapshot): a private array, zero-filled; one whose shape
     // names sizes takes the table's values when it is first used (fit_to_sizes_locked).
-    desc.name = n.name;
-    desc.dtype = n.dtype;
-    desc.dims = n.dims;
-    desc.sized_dims = n.sized_dims;
-    desc.bytes = static_cast<size_t>(n.byte_size());
+    desc = shape_desc(n);
   }
   const std::pair<const NodeTable*, std::string> key{table.get(), n.name};
   if (node && desc.sharing == Sharing::kShared) {
@@ -164,6 +160,19 @@ Status Backend::ensure_array(const ContextRef& child, const ir::TensorNode& n, c
   }
   child->arrays_.emplace(n.name, std::move(array));
   return Status();
+}
+
+Status Backend::place_shared_buffer(const ContextRef& child, const ir::LoweredRoutine& routine,
+                                    const ir::Program& program) {
+  if (routine.shared.empty()) return Status();
+  std::vector<DeviceArray*> arrays;
+  for (const ir::SharedNode& shared : routine.shared) {
+    const ir::TensorNode& n = program.nodes[static_cast<size_t>(shared.node)];
+    auto array = std::make_shared<DeviceArray>(shape_desc(n), nullptr, nullptr, child->stream());
+    arrays.push_back(array.get());
+    child->arrays_.insert_or_assign(n.name, std::move(array));
+  }
+  return lay_out_shared_locked(arrays, routine.shared).annotate("the shared buffer of routine '" + routine.name + "'");
 }
 
 Status Backend::add_compiled_routines(const ContextRef& child, const CodeRef& code,
@@ -197,6 +206,7 @@ Status Backend::add_compiled_routines(const ContextRef& child, const CodeRef& co
       ordinal += static_cast<uint32_t>(lr.kernels.size());
       continue;
     }
+    KILN_RETURN_IF_ERROR(place_shared_buffer(child, lr, program).annotate("link"));
     std::shared_ptr<Routine> routine(new Routine(lr.name, child, code, executable));
     routine->sized_ = sized;
     std::set<std::string> reads, writes;

@@ -49,12 +49,7 @@ Result<std::shared_ptr<NodeTable>> NodeTable::create(const ir::Program& program,
     for (size_t d = 0; d < n.sized_dims.size(); ++d) {
       n.dims[d] = std::max<int64_t>(0, ir::evaluate(n.sized_dims[d], std::vector<int64_t>(program.sizes.size(), 0)).value_or(0));
     }
-    NodeDesc desc;
-    desc.name = n.name;
-    desc.dtype = n.dtype;
-    desc.dims = n.dims;
-    desc.sized_dims = n.sized_dims;
-    desc.bytes = static_cast<size_t>(n.byte_size());
+    NodeDesc desc = shape_desc(n);
     desc.written_by_routines = written[n.id];
     desc.is_const = n.role == ir::Role::kConst;
     desc.hosted = n.role == ir::Role::kConst   ? HostedKind::kConstant
@@ -69,6 +64,16 @@ Result<std::shared_ptr<NodeTable>> NodeTable::create(const ir::Program& program,
     table->nodes_.emplace(n.name, std::move(node));
   }
   return table;
+}
+
+NodeDesc shape_desc(const ir::TensorNode& n) {
+  NodeDesc desc;
+  desc.name = n.name;
+  desc.dtype = n.dtype;
+  desc.dims = n.dims;
+  desc.sized_dims = n.sized_dims;
+  desc.bytes = static_cast<size_t>(n.byte_size());
+  return desc;
 }
 
 NodeTable::~NodeTable() {

@@ -39,11 +39,26 @@ Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef 
   KILN_ASSIGN_OR_RETURN(instance->queue_, device->create_queue());
   instance->timeline_ = device->create_semaphore(0);
 
-  // A buffer per stored node, initialized on the host and uploaded.
+  // A routine's shared buffer (ir::LoweredRoutine::shared), a view of it per node it holds; then
+  // a buffer per other stored node, initialized on the host and uploaded.
   const auto& nodes = lowered.program.nodes;
   instance->buffers_.resize(nodes.size());
+  for (const ir::LoweredRoutine& r : lowered.routines) {
+    if (r.shared.empty()) continue;
+    std::vector<int64_t> bytes;
+    for (const ir::SharedNode& n : r.shared) bytes.push_back(nodes[static_cast<size_t>(n.node)].byte_size());
+    const ir::SharedLayout layout = ir::layout_shared_buffer(r.shared, bytes);
+    Result<hal::BufferRef> buffer = device->allocator().allocate({}, std::max<size_t>(static_cast<size_t>(layout.bytes), 1));
+    if (!buffer.ok()) return buffer.status().annotate("allocating the shared buffer of routine '" + r.name + "'");
+    for (size_t i = 0; i < r.shared.size(); ++i) {
+      KILN_ASSIGN_OR_RETURN(instance->buffers_[static_cast<size_t>(r.shared[i].node)],
+                            (*buffer)->subspan(static_cast<size_t>(layout.offsets[i]), static_cast<size_t>(bytes[i])));
+      instance->shared_.insert(r.shared[i].node);
+    }
+  }
   for (const ir::TensorNode& node : nodes) {
     if (node.memory == ir::MemoryMode::kVirtual || node.memory == ir::MemoryMode::kLocal) continue;
+    if (instance->shared_.count(node.id)) continue;
     const auto bytes = static_cast<size_t>(node.byte_size());
     Result<hal::BufferRef> buffer = device->allocator().allocate({}, bytes);
     if (!buffer.ok()) return buffer.status().annotate("allocating node '" + node.name + "'");
@@ -93,6 +108,11 @@ Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef 
 Result<const ir::TensorNode*> ProgramInstance::stored_node(std::string_view name) const {
   const ir::TensorNode* node = lowered_.program.find_node(name);
   if (!node) return not_found_error("the program has no tensor named '" + std::string(name) + "'");
+  if (shared_.count(node->id)) {
+    return invalid_argument_error("tensor '" + std::string(name) + "' lives in its routine's shared buffer, where "
+                                  "other intermediates overwrite it: the host neither reads nor writes it (lower "
+                                  "with LowerOptions::shared_buffers off, or request it @device, to keep it)");
+  }
   if (!buffers_[node->id]) {
     return invalid_argument_error("tensor '" + std::string(name) + "' is " +
                                   std::string(ir::memory_mode_name(node->memory)) +

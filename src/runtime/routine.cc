@@ -27,6 +27,9 @@ struct PreparedRun {
   std::vector<ArrayAccess> accesses;    // each array once, reads_ and writes_ merged
   std::vector<DeviceArrayRef> arrays;   // accesses[i].array
   std::vector<std::string_view> names;  // accesses[i]'s node (in the routine's reads_ / writes_)
+  // The arrays of the routine's shared buffer (ir::LoweredRoutine::shared, in its order), which a
+  // sized routine lays out again when the sizes change; empty without one.
+  std::vector<DeviceArray*> shared;
   hal::BufferRef merge;                 // the merge buffer `steps` bind, if the routine reads one
   std::optional<std::vector<RoutineStep>> steps;
   // A sized routine (Routine::sized_) at some sizes: the dispatches and the calls bound to the
@@ -116,6 +119,18 @@ Result<std::shared_ptr<PreparedRun>> Routine::prepare(const ContextRef& context)
   };
   for (const std::string& node : reads_) KILN_RETURN_IF_ERROR(use(node, false));
   for (const std::string& node : writes_) KILN_RETURN_IF_ERROR(use(node, true));
+  if (lowered_) {
+    for (const ir::SharedNode& n : lowered_->shared) {
+      auto it = index.find(code_->lowered().program.nodes[static_cast<size_t>(n.node)].name);
+      // Every node of a shared buffer is one the routine touches; a context whose array of it
+      // is not such a view (another code's) keeps its arrays as they are.
+      if (it == index.end() || !prepared->arrays[it->second]->shared_whole) {
+        prepared->shared.clear();
+        break;
+      }
+      prepared->shared.push_back(prepared->arrays[it->second].get());
+    }
+  }
   return prepared;
 }
 
@@ -191,6 +206,9 @@ Status Routine::run_in(const ContextRef& context) const {
       }
       for (const DeviceArrayRef& array : prepared.arrays) {
         if (Status fit = fit_to_sizes_locked(*array, values, names); !fit.ok()) return fit.annotate(where());
+      }
+      if (!prepared.shared.empty()) {
+        if (Status laid = lay_out_shared_locked(prepared.shared, lowered_->shared); !laid.ok()) return laid.annotate(where());
       }
       if (Status planned = use_plan_at(prepared, values, *context); !planned.ok()) return planned.annotate(where());
       prepared.size_generation = table.size_generation_locked();

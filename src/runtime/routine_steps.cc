@@ -244,7 +244,7 @@ bool joins_collectives(const RoutineStep& s, std::span<const RoutineStep> group)
     for (size_t i = 0; i < call->buffers.size(); ++i) {
       for (size_t j = 0; j < other.buffers.size(); ++j) {
         const bool writes = call->call->is_output(i) || other.call->is_output(j);
-        if (writes && call->buffers[i].get() == other.buffers[j].get()) return false;
+        if (writes && call->buffers[i]->overlaps(*other.buffers[j])) return false;
       }
     }
   }

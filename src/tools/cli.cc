@@ -64,6 +64,7 @@ Failure input_failure(const Status& status) {
 ir::LowerOptions lower_options(const Options& o) {
   ir::LowerOptions lower;
   lower.auto_calls = o.auto_calls;
+  lower.shared_buffers = o.shared_buffers;
   lower.reassociate = !o.strict_fp;
   lower.check_bounds = o.check_bounds;
   lower.trace_values = !o.trace_values.empty();

@@ -65,6 +65,10 @@ struct CommandSpec {
 constexpr OptionSpec kHelpOption = {"--help", "-h", "", "print this help and exit"};
 constexpr OptionSpec kNoAutoCallsOption = {
     "--no-auto-calls", "", "", "do not replace statements with library calls (e.g. a product by gemm)"};
+constexpr OptionSpec kNoSharedBuffersOption = {
+    "--no-shared-buffers", "", "",
+    "give every stored intermediate a buffer of its own (by default those\n"
+    "whose lifetimes in a routine do not overlap share one)"};
 constexpr OptionSpec kStrictFpOption = {
     "--strict-fp", "", "",
     "keep float reductions in program order (not split into vector\n"
@@ -130,6 +134,7 @@ const std::vector<CommandSpec>& commands() {
             "log the values computed inside routines (JSON lines; 'kiln\n"
             "trace-values FILE' prints them)"},
            kNoAutoCallsOption,
+           kNoSharedBuffersOption,
            kStrictFpOption,
            kCheckBoundsOption,
            kHelpOption,
@@ -177,6 +182,7 @@ const std::vector<CommandSpec>& commands() {
             "puts in, such as gemm for a large matrix product); ptx: the PTX of a\n"
             "cuda:sm_NN target, built by NVRTC"},
            kNoAutoCallsOption,
+           kNoSharedBuffersOption,
            kStrictFpOption,
            kCheckBoundsOption,
            {"--size", "", "NAME=VALUE",
@@ -401,6 +407,8 @@ std::variant<Options, Failure> parse_options(const std::vector<std::string>& arg
       o.print = true;
     } else if (name == "--no-auto-calls") {
       o.auto_calls = false;
+    } else if (name == "--no-shared-buffers") {
+      o.shared_buffers = false;
     } else if (name == "--strict-fp") {
       o.strict_fp = true;
     } else if (name == "--check-bounds") {

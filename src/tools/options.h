@@ -46,6 +46,7 @@ struct Options {
   uint64_t streams = 1;
   bool print = false;
   bool auto_calls = true;  // --no-auto-calls turns it off
+  bool shared_buffers = true;  // --no-shared-buffers turns it off
   bool strict_fp = false;  // --strict-fp: float reductions in program order
   bool check_bounds = false;  // --check-bounds: an out-of-range gather fails the run
   std::string params;  // --params DIR: a NAME.npy in DIR for each param it starts

@@ -180,11 +180,12 @@ inline std::vector<std::string> present_devices() {
   return names;
 }
 
-// Lowering without inlining, fusion, local arrays, optimization passes or automatic calls: the
-// plain translation, which tests compare with the default.
+// Lowering without inlining, fusion, local arrays, shared buffers, optimization passes or
+// automatic calls: the plain translation, which tests compare with the default.
 inline ir::LowerOptions plain_lowering() {
   ir::LowerOptions plain;
   plain.inline_virtual = plain.fuse = plain.collapse = plain.local_arrays = plain.optimize = false;
+  plain.shared_buffers = false;
   plain.auto_calls = false;
   return plain;
 }

@@ -47,8 +47,8 @@ TEST_F(CliHelpTest, EveryCommandTakesHelpOnStandardOutput) {
 TEST_F(CliHelpTest, HelpDescribesEveryOptionThatIsAccepted) {
   const std::map<std::string, std::vector<std::string>> expected = {
       {"run", {"--device", "--routine", "--input", "--output", "--size", "--params", "--seed", "--repeat", "--warmup", "--streams", "--print",
-               "--trace", "--trace-values", "--no-auto-calls", "--strict-fp", "--check-bounds", "--help"}},
-      {"compile", {"--device", "--target", "--emit", "--no-auto-calls", "--strict-fp", "--check-bounds", "--size", "--timings", "-o",
+               "--trace", "--trace-values", "--no-auto-calls", "--no-shared-buffers", "--strict-fp", "--check-bounds", "--help"}},
+      {"compile", {"--device", "--target", "--emit", "--no-auto-calls", "--no-shared-buffers", "--strict-fp", "--check-bounds", "--size", "--timings", "-o",
                    "--help"}},
       {"devices", {"--help"}},
       {"trace-values", {"--routine", "--statement", "--first-nan", "--help"}},

@@ -116,6 +116,12 @@ class Buffer {
   // Resolves kWholeBuffer and checks [offset, offset + length) against this buffer.
   Result<size_t> check_range(size_t offset, size_t length, const char* what) const;
 
+  // Whether this buffer and `other` share a byte of one allocation (views of one buffer that do
+  // not overlap do not: a routine's intermediates may be such views, ir::LoweredRoutine::shared).
+  bool overlaps(const Buffer& other) const {
+    return storage_ == other.storage_ && offset_ < other.offset_ + other.length_ && other.offset_ < offset_ + length_;
+  }
+
   Result<Mapping> map(MapAccess access, size_t offset = 0, size_t length = kWholeBuffer);
   // Synchronous helpers through map(); the caller orders them against queue work.
   Status read_data(size_t offset, void* dst, size_t length);

@@ -181,10 +181,31 @@ struct LoweredCall {
   int call_site = 0;
 };
 
+// Intermediates of one routine that share one buffer (LowerOptions::shared_buffers,
+// src/loop/shared_buffers.h). A node's lifetime is the span of the routine's actions (kernels and
+// calls, numbered in the order they run) from the first that touches it to the last; nodes whose
+// lifetimes overlap never share a byte. Such a node is private to the routine's context: the
+// host never sees its values. Where each one's bytes start depends on the nodes' sizes (a shape
+// may name a size): layout_shared_buffer places them.
+struct SharedNode {
+  int node = -1;
+  size_t first = 0, last = 0;  // its first and last action
+};
+// Offsets are multiples of kSharedBufferAlignment.
+inline constexpr int64_t kSharedBufferAlignment = 256;
+struct SharedLayout {
+  int64_t bytes = 0;             // the buffer's size
+  std::vector<int64_t> offsets;  // per node of the plan, in its order
+};
+// `nodes` with `bytes[i]` bytes each: largest first, each at the lowest aligned offset that no
+// node placed before it whose lifetime overlaps its own occupies.
+SharedLayout layout_shared_buffer(const std::vector<SharedNode>& nodes, const std::vector<int64_t>& bytes);
+
 struct LoweredRoutine {
   std::string name;
   std::vector<Kernel> kernels;    // run in order, each finished before the next
   std::vector<LoweredCall> calls;  // in order, between the kernels
+  std::vector<SharedNode> shared;  // in node order; empty: every intermediate has a buffer of its own
 };
 
 // Where a kTrace statement's line comes from (value tracing, LowerOptions::trace_values): a

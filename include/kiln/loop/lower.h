@@ -16,7 +16,8 @@
 // src/loop/fusion.h. A statement that reads its target elsewhere gets a snapshot kernel first.
 // Memory modes: inputs, outputs and params are kHosted; a const with a plain value is folded
 // into the code (kVirtual); intermediates are kVirtual when inlined (see below), kLocal when a
-// row of them lives in one fused kernel (src/loop/local_arrays.h), else kOnDevice. A mode the user
+// row of them lives in one fused kernel (src/loop/local_arrays.h), else kOnDevice; kOnDevice ones
+// that the compiler placed may share a routine's buffer (LoweredRoutine::shared). A mode the user
 // requested (kiln/ir/memory_mode.h) is never overridden: kHosted / kOnDevice keep a buffer, and
 // a kVirtual or kLocal request that cannot be met fails with INVALID_ARGUMENT saying why.
 // A read of `x.merge` reads the hidden node "x.merge" (kHosted), which the runtime binds to the
@@ -43,6 +44,9 @@ struct LowerOptions {
   // Keep small intermediates written and read in one fused kernel as local arrays
   // (src/loop/local_arrays.h) instead of device buffers.
   bool local_arrays = true;
+  // Let a routine's stored intermediates whose lifetimes do not overlap share one buffer
+  // (src/loop/shared_buffers.h, LoweredRoutine::shared); off: a buffer each.
+  bool shared_buffers = true;
   // Run the loop-IR optimization passes (kiln/loop/optimize.h) on every kernel: constant folding,
   // loop-invariant hoisting, fma formation. Off gives the plain translation (the reference side
   // of differential tests).

@@ -130,6 +130,10 @@ class Backend : public std::enable_shared_from_this<Backend> {
   // one in `child` uploaded from the table's host copy (zero-filled for a node the table lacks,
   // internal to compiled code). INVALID_ARGUMENT when the array found has another dtype or shape.
   Status ensure_array(const ContextRef& child, const ir::TensorNode& n, const ir::Program& program);
+  // The arrays of a routine's shared buffer (ir::LoweredRoutine::shared): one new buffer, and a
+  // private array of `child` over each node's bytes of it (never uploaded or zero-filled: the
+  // routine overwrites each before it reads it).
+  Status place_shared_buffer(const ContextRef& child, const ir::LoweredRoutine& routine, const ir::Program& program);
   // The routines of `code` named in `names`, linked into `child`: kiln's compiled routines, or
   // the caller's own kernels.
   Status add_compiled_routines(const ContextRef& child, const CodeRef& code, const hal::ExecutableRef& executable,

@@ -72,6 +72,9 @@ struct NodeDesc {
   std::vector<ir::SizeExpr> sized_dims;
 };
 
+// `n`'s name, type and shape (its bytes at its dims) as a NodeDesc; the rest as a default one.
+NodeDesc shape_desc(const ir::TensorNode& n);
+
 // The bytes of a host copy, zeros when made and never written to zero them where they come as
 // zeros: a large copy in fresh pages stays the kernel's zero pages until written, so that a host
 // copy nobody uses (an output read in place through host_view, an intermediate) costs address

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,7 +47,8 @@ class ProgramInstance {
   const std::string& source() const { return source_; }
 
   // Host bytes of a stored node (row-major, its dtype). INVALID_ARGUMENT for an unknown or
-  // unstored node or a size that is not the node's.
+  // unstored node, one in a routine's shared buffer (ir::LoweredRoutine::shared), or a size that
+  // is not the node's.
   Status write(std::string_view node, const void* data, size_t bytes);
   Status read(std::string_view node, void* data, size_t bytes);
   // Runs a routine to completion.
@@ -64,6 +66,7 @@ class ProgramInstance {
   std::string source_;
   hal::ExecutableRef executable_;
   std::vector<hal::BufferRef> buffers_;  // by node id; null for virtual nodes
+  std::set<int> shared_;                 // nodes whose buffer is a view of a routine's shared buffer
   struct RoutineSteps;  // its command buffers and calls (runtime/routine_steps.h), runs so far
   std::map<std::string, std::shared_ptr<RoutineSteps>, std::less<>> routines_;
   std::shared_ptr<ral::Context> ral_;
