@@ -46,7 +46,6 @@ class CompiledModel:
         return {n: results[k] for n, k in self._outputs.items()}
 
 
-def compile(model, device="cpu", sizes=None, plan_memory=True, **options):
-    """import_model(model, sizes, plan_memory), compiled for `device` (options as
-    kiln.Program.compile)."""
-    return CompiledModel(import_model(model, sizes, plan_memory), device, **options)
+def compile(model, device="cpu", sizes=None, **options):
+    """import_model(model, sizes), compiled for `device` (options as kiln.Program.compile)."""
+    return CompiledModel(import_model(model, sizes), device, **options)

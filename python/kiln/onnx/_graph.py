@@ -142,10 +142,7 @@ class Graph:
         lines += self.statements
         return "\n".join(lines) + "\n"
 
-    def make_program(self, source_name, plan_memory=True):
-        if plan_memory:
-            from ._memory import plan_memory as plan
-            plan(self)
+    def make_program(self, source_name):
         text = self.program_text(source_name)
         program = Program.from_text(text, source_name + ".kiln")
         for kname in self.order:
