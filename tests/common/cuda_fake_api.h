@@ -31,11 +31,29 @@ inline std::atomic<int>& fault() {
   return code;
 }
 
+class FakeStream;
+// Every live stream, for cuCtxSynchronize.
+struct FakeStreams {
+  std::mutex mutex;
+  std::vector<FakeStream*> live;  // guarded by mutex
+};
+inline FakeStreams& fake_streams() {
+  static FakeStreams* streams = new FakeStreams();  // never destroyed: streams may outlive statics
+  return *streams;
+}
+
 // A stream: its work runs in order on its own thread.
 class FakeStream {
  public:
-  FakeStream() : thread_([this] { main(); }) {}
+  FakeStream() : thread_([this] { main(); }) {
+    std::lock_guard<std::mutex> lock(fake_streams().mutex);
+    fake_streams().live.push_back(this);
+  }
   ~FakeStream() {
+    {
+      std::lock_guard<std::mutex> lock(fake_streams().mutex);
+      std::erase(fake_streams().live, this);
+    }
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stop_ = true;
@@ -91,6 +109,17 @@ struct Fake {
   // cuMemHostAlloc, cuMemFreeHost.
   static inline std::atomic<int> device_syncs{0};
   static inline std::atomic<int> async_allocations{0};  // cuMemAllocAsync calls
+  // cuCtxSynchronize calls: counted, and `context_sync` notified, when one starts to wait.
+  static inline std::atomic<int> context_syncs{0};
+  static inline std::mutex context_sync_mutex;
+  static inline std::condition_variable context_sync;
+  // The memory pool, as CUDA's behaves: a block freed in stream order (cuMemFreeAsync) is handed
+  // to the next cuMemAllocAsync of its size at once, with the bytes it held, whatever another
+  // stream still queues against it. Blocks by size; never returned to the system (a process's
+  // pool goes when it ends).
+  static inline std::mutex pool_mutex;
+  static inline std::map<uintptr_t, size_t> pool_sizes;               // every pool block's size
+  static inline std::map<size_t, std::vector<uintptr_t>> pool_free;  // freed blocks by size, latest last
   static inline std::atomic<uint64_t> release_threshold{0};  // the default pool's, as last set
   static inline char context_object, module_object;
   // A latch that the next kernel launched while it is armed waits on, on its stream: holds that
@@ -247,7 +276,14 @@ inline const Api& fake_api() {
     };
     a.MemAllocAsync = [](CUdeviceptr* p, size_t bytes, CUstream) {
       ++Fake::async_allocations;
+      std::lock_guard<std::mutex> lock(Fake::pool_mutex);
+      if (std::vector<uintptr_t>& reusable = Fake::pool_free[bytes]; !reusable.empty()) {
+        *p = static_cast<CUdeviceptr>(reusable.back());  // the latest freed, as a pool's cache hands out
+        reusable.pop_back();
+        return checked();
+      }
       *p = device_address(std::calloc(1, bytes));
+      Fake::pool_sizes[static_cast<uintptr_t>(*p)] = bytes;
       return checked();
     };
     a.DeviceGetDefaultMemPool = [](CUmemoryPool* pool, CUdevice) {
@@ -260,8 +296,22 @@ inline const Api& fake_api() {
       Fake::release_threshold = *static_cast<uint64_t*>(value);
       return checked();
     };
-    a.MemFreeAsync = [](CUdeviceptr p, CUstream st) {
-      stream_of(st)->push([p] { std::free(address(p)); }, true);  // when the stream reaches it
+    a.MemFreeAsync = [](CUdeviceptr p, CUstream) {
+      std::lock_guard<std::mutex> lock(Fake::pool_mutex);
+      auto block = Fake::pool_sizes.find(static_cast<uintptr_t>(p));
+      if (block == Fake::pool_sizes.end()) return CUDA_ERROR_INVALID_VALUE;
+      Fake::pool_free[block->second].push_back(block->first);  // the next allocation on the stream may take it
+      return checked();
+    };
+    a.CtxSynchronize = [] {
+      ++Fake::context_syncs;
+      {
+        std::lock_guard<std::mutex> lock(Fake::context_sync_mutex);
+        Fake::context_sync.notify_all();
+      }
+      // Under the registry's lock, so that no stream goes while it is waited for.
+      std::lock_guard<std::mutex> lock(fake_streams().mutex);
+      for (FakeStream* stream : fake_streams().live) stream->synchronize();
       return checked();
     };
     a.MemHostAlloc = [](void** p, size_t bytes, unsigned) {
@@ -303,10 +353,6 @@ inline const Api& fake_api() {
     };
     a.MemcpyDtoDAsync = [](CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) {
       stream_of(st)->push([=] { std::memcpy(address(d), address(s), n); });
-      return checked();
-    };
-    a.MemsetD8 = [](CUdeviceptr d, unsigned char v, size_t n) {
-      std::memset(address(d), v, n);
       return checked();
     };
     a.MemsetD8Async = [](CUdeviceptr d, unsigned char v, size_t n, CUstream st) {

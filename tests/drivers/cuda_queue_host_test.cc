@@ -12,6 +12,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cstring>
 #include <vector>
 
@@ -20,6 +23,8 @@
 #include "drivers/cuda/cu_context.h"
 #include "drivers/cuda/cu_executable.h"
 #include "drivers/cuda/cu_queue.h"
+#include "drivers/cuda/cu_status_slots.h"
+#include "drivers/cuda/cuda_kernel_abi.h"
 #include "drivers/cuda/nvrtc.h"
 #include "kiln/hal/semaphore.h"
 
@@ -61,6 +66,16 @@ class CudaQueueHostTest : public ::testing::Test {
     Result<hal::BufferRef> b = allocator_->allocate({}, bytes);
     EXPECT_TRUE(b.ok()) << b.status();
     return b.ok() ? *b : nullptr;
+  }
+  // A buffer of zeros: the pool hands out blocks with the bytes their last user left, as CUDA's
+  // does (the stand-in's too).
+  hal::BufferRef zeroed(size_t bytes) {
+    hal::BufferRef b = buffer(bytes);
+    auto done = hal::Semaphore::create();
+    const uint32_t zero = 0;
+    EXPECT_TRUE(queue_->fill({}, {{done, 1}}, b, 0, bytes, &zero, 4).ok());
+    EXPECT_TRUE(wait(done, 1).ok());
+    return b;
   }
   static Status wait(const std::shared_ptr<hal::Semaphore>& s, uint64_t value) {
     return s->wait(value, Timeout::after_ms(10000));
@@ -263,6 +278,105 @@ TEST_F(CudaQueueHostTest, ImportsShareRegistrationsAndFallBackToACopy) {
   EXPECT_EQ(back, host);
 }
 
+// Memory whose address left kiln (DLPack, another library) is not handed out again while a
+// consumer's work on a stream of its own may still read it. Here the consumer's "kernel" waits
+// behind a gate and then reads the exported bytes; kiln drops the buffer and allocates one of
+// the same size, which the pool gives the same block, and writes it. The gate opens once kiln
+// waits for the whole context (the fix) or once kiln has written the reused block (the bug).
+TEST_F(CudaQueueHostTest, ExportedMemoryIsNotReusedWhileAnotherStreamMayReadIt) {
+  hal::BufferRef a = buffer(64);
+  auto done = hal::Semaphore::create();
+  const std::vector<uint8_t> ones(64, 1), twos(64, 2);
+  ASSERT_TRUE(queue_->write({}, {{done, 1}}, ones.data(), a, 0, 64).ok());
+  ASSERT_TRUE(wait(done, 1).ok());
+  const CUdeviceptr exported = a->storage()->native_memory().device_address;
+  CUstream consumer = nullptr;
+  {
+    ContextScope scope(context_->target());
+    ASSERT_EQ(fake_api().StreamCreate(&consumer, 0), CUDA_SUCCESS);
+  }
+  std::mutex gate_mutex;
+  std::condition_variable gate;
+  bool open = false, reused = false;
+  std::vector<uint8_t> seen(64, 0xEE);
+  stream_of(consumer)->push([&] {
+    std::unique_lock<std::mutex> lock(gate_mutex);
+    gate.wait(lock, [&] { return open; });
+    std::memcpy(seen.data(), address(exported), 64);
+  });
+  const int syncs = Fake::context_syncs;
+  CUdeviceptr again = 0;
+  std::thread kiln([&] {
+    a.reset();  // the last reference: the memory goes back to the pool
+    hal::BufferRef b = buffer(64);
+    again = buffer_pointer(*b);
+    EXPECT_TRUE(queue_->write({}, {{done, 2}}, twos.data(), b, 0, 64).ok());
+    EXPECT_TRUE(wait(done, 2).ok());
+    std::lock_guard<std::mutex> lock(Fake::context_sync_mutex);
+    reused = true;
+    Fake::context_sync.notify_all();
+  });
+  {
+    std::unique_lock<std::mutex> lock(Fake::context_sync_mutex);
+    Fake::context_sync.wait(lock, [&] { return reused || Fake::context_syncs > syncs; });
+  }
+  {
+    std::lock_guard<std::mutex> lock(gate_mutex);
+    open = true;
+  }
+  gate.notify_all();
+  kiln.join();
+  stream_of(consumer)->synchronize();
+  EXPECT_EQ(again, exported) << "the pool did not hand the block out again: the test shows nothing";
+  EXPECT_EQ(seen, ones) << "the consumer read bytes kiln wrote after it gave the memory back";
+  EXPECT_GT(Fake::context_syncs, syncs);
+  ContextScope scope(context_->target());
+  EXPECT_EQ(fake_api().StreamDestroy(consumer), CUDA_SUCCESS);
+}
+
+// A buffer that never left kiln goes back to the pool without waiting for the device.
+TEST_F(CudaQueueHostTest, UnexportedMemoryIsFreedWithoutWaitingForTheContext) {
+  const int syncs = Fake::context_syncs;
+  { hal::BufferRef a = buffer(64); }
+  EXPECT_EQ(Fake::context_syncs, syncs);
+}
+
+// A new arena of status slots is zeroed in stream order before any action uses it, although the
+// pool gives it a block whose bytes another allocation left: a stale word there would read as a
+// finished (or failed) action. The recycled block here holds 0xFF in every byte.
+TEST_F(CudaQueueHostTest, ANewArenaOfStatusSlotsIsZeroedInStreamOrder) {
+  constexpr size_t kArena = size_t{kStatusSlots} * kStatusWords * sizeof(uint32_t);
+  // Hold every free slot (the queue may hold some of the first arena's).
+  std::vector<std::shared_ptr<const StatusSlot>> held;
+  CUdeviceptr last_ring = 0;
+  for (uint32_t i = 0; i < kStatusSlots; ++i) {
+    Result<std::shared_ptr<const StatusSlot>> slot = context_->slots().acquire();
+    ASSERT_TRUE(slot.ok()) << slot.status();
+    last_ring = (*slot)->ring;
+    held.push_back(*slot);
+  }
+  // A block of an arena's size, dirtied (all bytes 0xFF) and given back to the pool.
+  CUdeviceptr dirty_block = 0;
+  {
+    hal::BufferRef dirty = buffer(kArena);
+    dirty_block = buffer_pointer(*dirty);
+    std::memset(address(dirty_block), 0xFF, kArena);
+  }
+  // Slots until one comes from a new arena.
+  std::shared_ptr<const StatusSlot> fresh;
+  for (uint32_t i = 0; i < 2 * kStatusSlots && !fresh; ++i) {
+    Result<std::shared_ptr<const StatusSlot>> slot = context_->slots().acquire();
+    ASSERT_TRUE(slot.ok()) << slot.status();
+    if ((*slot)->ring != last_ring) fresh = *slot;
+    held.push_back(*slot);
+  }
+  ASSERT_TRUE(fresh);
+  ASSERT_EQ(fresh->ring, dirty_block) << "the pool did not give the new arena the dirtied block: the test shows nothing";
+  const auto* ring = static_cast<const uint8_t*>(address(fresh->ring));
+  EXPECT_TRUE(std::all_of(ring, ring + kArena, [](uint8_t b) { return b == 0; }))
+      << "the new arena holds the bytes the pool's block had";
+}
+
 // Kernels: the compiler builds a real image with NVRTC (the stand-in's module ignores it and
 // runs its own fill, fail and copy kernels).
 constexpr uint32_t kOne = 1;
@@ -344,7 +458,7 @@ class CudaQueueKernelTest : public CudaQueueHostTest {
 };
 
 TEST_F(CudaQueueKernelTest, DispatchesReachTheKernelAndFailuresNameIt) {
-  hal::BufferRef a = buffer(64);
+  hal::BufferRef a = zeroed(64);
   Result<hal::BufferRef> tail = a->subspan(16, 48);
   ASSERT_TRUE(tail.ok());
   auto done = hal::Semaphore::create(), failed = hal::Semaphore::create();
@@ -474,7 +588,7 @@ TEST_F(CudaQueueKernelTest, DeviceWaitsOnATransfer) {
 // A failed kernel stops the kernels that wait for it on the device (through the gate): they
 // write nothing, and their signals fail with the signaller's failure.
 TEST_F(CudaQueueKernelTest, AFailedSignallerStopsItsDeviceWaiters) {
-  hal::BufferRef a = buffer(32), b = buffer(32);
+  hal::BufferRef a = buffer(32), b = zeroed(32);
   auto first = hal::Semaphore::create(), second = hal::Semaphore::create();
   Fake::arm();
   ASSERT_TRUE(queue_->dispatch({}, {{first, 1}}, fail()).ok());

@@ -16,12 +16,17 @@ CuStorage::~CuStorage() {
   if (host_) {
     if (void* start = context_->host_registrations().release(host_)) api.MemHostUnregister(start);
   } else if (pointer_) {
+    if (exported_) {
+      Status done = context_->synchronize_all("freeing device memory whose address was exported");
+      if (!done.ok() && context_->lost().ok()) KILN_LOG(kWarn, done.to_string());
+    }
     context_->free_device(pointer_);
   }
   if (release_) release_(imported_);
 }
 
 hal::NativeMemory CuStorage::native_memory() {
+  exported_ = true;
   hal::NativeMemory native;
   native.kind = hal::NativeMemory::Kind::kCuda;
   native.device_address = pointer_;

@@ -8,6 +8,7 @@
 // mapping stream, synchronously); mapping imported memory is the memory itself.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -27,6 +28,9 @@ class CuStorage final : public hal::BufferStorage {
 
   void* host_pointer() override { return host_; }
   // The device address (for imported host memory, where the device sees it), on the CUDA device.
+  // The address leaves kiln (DLPack, another library): from then on, freeing the memory first
+  // waits for every stream of the context (CuContext::synchronize_all), since a consumer's work
+  // queued on a stream of its own may still read it when the pool would hand it out again.
   hal::NativeMemory native_memory() override;
   Status map(size_t offset, size_t length, hal::MapAccess access, void** out) override;
   void unmap(size_t offset, size_t length, hal::MapAccess access, void* mapped) override;
@@ -40,6 +44,7 @@ class CuStorage final : public hal::BufferStorage {
   void* host_;
   void* imported_;  // what import_host was given (also for an empty import, which has no host_)
   hal::HostReleaseFn release_;
+  std::atomic<bool> exported_{false};  // native_memory() was asked for
 };
 
 // The storage of `buffer` if it is CUDA memory, else null (for callers holding a buffer of an

@@ -146,6 +146,8 @@ struct Api {
   CUresult (*CtxSetCurrent)(CUcontext context);
   CUresult (*CtxPushCurrent)(CUcontext context);
   CUresult (*CtxPopCurrent)(CUcontext* context);
+  // Waits for all work of the current context, every stream's (other libraries' too).
+  CUresult (*CtxSynchronize)();
   // Memory.
   CUresult (*MemAlloc)(CUdeviceptr* pointer, size_t bytes);
   CUresult (*MemFree)(CUdeviceptr pointer);
@@ -163,7 +165,6 @@ struct Api {
   CUresult (*MemcpyHtoDAsync)(CUdeviceptr target, const void* source, size_t bytes, CUstream stream);
   CUresult (*MemcpyDtoHAsync)(void* target, CUdeviceptr source, size_t bytes, CUstream stream);
   CUresult (*MemcpyDtoDAsync)(CUdeviceptr target, CUdeviceptr source, size_t bytes, CUstream stream);
-  CUresult (*MemsetD8)(CUdeviceptr target, unsigned char value, size_t count);
   CUresult (*MemsetD8Async)(CUdeviceptr target, unsigned char value, size_t count, CUstream stream);
   CUresult (*MemsetD16Async)(CUdeviceptr target, unsigned short value, size_t count,
                              CUstream stream);
@@ -218,6 +219,7 @@ struct Api {
   X(CtxSetCurrent, cuCtxSetCurrent)                         \
   X(CtxPushCurrent, cuCtxPushCurrent_v2)                    \
   X(CtxPopCurrent, cuCtxPopCurrent_v2)                      \
+  X(CtxSynchronize, cuCtxSynchronize)                       \
   X(MemAlloc, cuMemAlloc_v2)                                \
   X(MemFree, cuMemFree_v2)                                  \
   X(MemAllocAsync, cuMemAllocAsync)                         \
@@ -232,7 +234,6 @@ struct Api {
   X(MemcpyHtoDAsync, cuMemcpyHtoDAsync_v2)                  \
   X(MemcpyDtoHAsync, cuMemcpyDtoHAsync_v2)                  \
   X(MemcpyDtoDAsync, cuMemcpyDtoDAsync_v2)                  \
-  X(MemsetD8, cuMemsetD8_v2)                                \
   X(MemsetD8Async, cuMemsetD8Async)                         \
   X(MemsetD16Async, cuMemsetD16Async)                       \
   X(MemsetD32Async, cuMemsetD32Async)                       \

@@ -39,7 +39,8 @@ Result<std::shared_ptr<CuContext>> CuContext::create(const Api& api, CuDeviceRec
   CuContext* raw = ctx.get();  // the slots go before the context (~CuContext)
   ctx->slots_ = std::make_unique<StatusSlots>(
       ctx->target_, DeviceMemoryOps{[raw](size_t bytes) { return raw->allocate_device(bytes, "status slots"); },
-                                    [raw](CUdeviceptr p) { raw->free_device(p); }});
+                                    [raw](CUdeviceptr p) { raw->free_device(p); },
+                                    [raw](CUdeviceptr p, size_t bytes) { return raw->zero_device(p, bytes); }});
   ctx->pending_signals_ = std::make_unique<PendingSignals>();
   ctx->wait_gate_ = std::make_unique<WaitGate>(*ctx);
   // Non-blocking: the mapping stream does not synchronize with the legacy default stream of other
@@ -95,6 +96,22 @@ void CuContext::free_device(CUdeviceptr pointer) const {
                                    return alloc_stream_ ? a.MemFreeAsync(pointer, alloc_stream_) : a.MemFree(pointer);
                                  });
   if (!freed.ok() && lost().ok()) KILN_LOG(kWarn, freed.to_string());  // a lost device fails every call
+}
+
+Status CuContext::zero_device(CUdeviceptr pointer, size_t bytes) const {
+  const std::string where = "zeroing " + std::to_string(bytes) + " bytes of device memory";
+  if (!alloc_stream_) {
+    return map_copy("cuMemsetD8Async", [&](const Api& a) { return a.MemsetD8Async(pointer, 0, bytes, map_stream_); });
+  }
+  std::lock_guard<std::mutex> lock(alloc_mutex_);
+  return call_in_context(target_, "cuMemsetD8Async", where, [&](const Api& a) {
+    CUresult result = a.MemsetD8Async(pointer, 0, bytes, alloc_stream_);
+    return result == CUDA_SUCCESS ? a.StreamSynchronize(alloc_stream_) : result;
+  });
+}
+
+Status CuContext::synchronize_all(const std::string& why) const {
+  return call_in_context(target_, "cuCtxSynchronize", why, [](const Api& a) { return a.CtxSynchronize(); });
 }
 
 CuContext::~CuContext() {

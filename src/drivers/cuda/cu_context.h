@@ -72,6 +72,15 @@ class CuContext {
   Result<CUdeviceptr> allocate_device(size_t bytes, const std::string& what) const;
   // Frees what allocate_device gave, once nothing on any stream uses it (the caller knows).
   void free_device(CUdeviceptr pointer) const;
+  // Sets `bytes` of what allocate_device gave to zero before it returns, in stream order after the
+  // allocation: on the allocation stream (the mapping stream without memory pools). Not with
+  // cuMemsetD8, which runs on the legacy default stream, ordered with none of kiln's non-blocking
+  // streams and, for device memory, asynchronous to the host.
+  Status zero_device(CUdeviceptr pointer, size_t bytes) const;
+  // Waits for every stream of the context, other libraries' included (cuCtxSynchronize): before
+  // memory whose address left kiln goes back to the pool, where the next allocation may take it
+  // while a consumer's queued work still reads it.
+  Status synchronize_all(const std::string& why) const;
 
   // Synchronous copies for mapping: queued on the mapping stream, which they wait for. They are
   // ordered against no queue: the caller orders mapping against queue work (hal::Buffer::map).

@@ -33,8 +33,9 @@ Result<std::shared_ptr<const StatusSlot>> StatusSlots::acquire() {
     Status made = ring.status();
     if (made.ok()) {
       arena.device = *ring;
-      made = call_in_context(target_, "cuMemsetD8_v2", "status slots",
-                             [&](const Api& api) { return api.MemsetD8(arena.device, 0, bytes); });
+      // The pool may hand back memory another ring or buffer left its bytes in: a stale tag
+      // there would read as a failure (or a completion) of the slot's next action.
+      made = memory_.zero(arena.device, bytes).annotate("status slots");
     }
     if (!made.ok()) {
       call_in_context(target_, "cuMemFreeHost", "status slots", [&](const Api& api) { return api.MemFreeHost(arena.host); })

@@ -41,6 +41,8 @@ struct StatusSlot {
 struct DeviceMemoryOps {
   std::function<Result<CUdeviceptr>(size_t bytes)> allocate;
   std::function<void(CUdeviceptr)> free;
+  // Zeroes what allocate gave, in stream order after it, before it returns.
+  std::function<Status(CUdeviceptr, size_t bytes)> zero;
 };
 
 class StatusSlots {
