@@ -120,7 +120,13 @@ struct Fake {
   static inline std::mutex pool_mutex;
   static inline std::map<uintptr_t, size_t> pool_sizes;               // every pool block's size
   static inline std::map<size_t, std::vector<uintptr_t>> pool_free;  // freed blocks by size, latest last
-  static inline std::atomic<uint64_t> release_threshold{0};  // the default pool's, as last set
+  static inline std::atomic<uint64_t> release_threshold{0};  // as last set, on `threshold_pool`
+  static inline std::atomic<CUmemoryPool> threshold_pool{nullptr};
+  static inline std::atomic<CUmemoryPool> last_pool{nullptr};  // the pool of the latest allocation
+  static inline std::atomic<int> pools_created{0}, pool_trims{0};
+  // While set, an allocation from a pool finds the device out of memory until the pool is
+  // trimmed (which clears it), as when freed blocks the pool keeps take the room.
+  static inline std::atomic<bool> out_of_memory{false};
   static inline char context_object, module_object;
   // A latch that the next kernel launched while it is armed waits on, on its stream: holds that
   // stream's work back so that a test can submit more before it completes.
@@ -176,6 +182,29 @@ enum class FakeKernel : uintptr_t { kFill = 1, kFail = 2, kCopy = 3, kTrap = 4, 
 
 // The status slot of (ring, tag), as the ABI computes it.
 inline uint32_t* slot_of(CUdeviceptr ring, uint32_t tag) { return static_cast<uint32_t*>(address(ring)) + (tag % 256u) * 8u; }
+
+// cuMemAllocAsync and cuMemAllocFromPoolAsync: the latest block freed of that size (as a pool's
+// cache hands them out, with its bytes), else a new one.
+inline CUresult pool_allocate(CUdeviceptr* p, size_t bytes, CUmemoryPool pool) {
+  ++Fake::async_allocations;
+  Fake::last_pool = pool;
+  if (Fake::out_of_memory) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard<std::mutex> lock(Fake::pool_mutex);
+  if (std::vector<uintptr_t>& reusable = Fake::pool_free[bytes]; !reusable.empty()) {
+    *p = static_cast<CUdeviceptr>(reusable.back());
+    reusable.pop_back();
+    return checked();
+  }
+  *p = device_address(std::calloc(1, bytes));
+  Fake::pool_sizes[static_cast<uintptr_t>(*p)] = bytes;
+  return checked();
+}
+
+// The device's default pool.
+inline CUmemoryPool default_pool() {
+  static char pool;
+  return reinterpret_cast<CUmemoryPool>(&pool);
+}
 
 inline const Api& fake_api() {
   static const Api api = [] {
@@ -274,26 +303,43 @@ inline const Api& fake_api() {
       std::free(address(p));
       return checked();
     };
-    a.MemAllocAsync = [](CUdeviceptr* p, size_t bytes, CUstream) {
-      ++Fake::async_allocations;
-      std::lock_guard<std::mutex> lock(Fake::pool_mutex);
-      if (std::vector<uintptr_t>& reusable = Fake::pool_free[bytes]; !reusable.empty()) {
-        *p = static_cast<CUdeviceptr>(reusable.back());  // the latest freed, as a pool's cache hands out
-        reusable.pop_back();
-        return checked();
-      }
-      *p = device_address(std::calloc(1, bytes));
-      Fake::pool_sizes[static_cast<uintptr_t>(*p)] = bytes;
-      return checked();
+    a.MemAllocAsync = [](CUdeviceptr* p, size_t bytes, CUstream) { return pool_allocate(p, bytes, default_pool()); };
+    a.MemAllocFromPoolAsync = [](CUdeviceptr* p, size_t bytes, CUmemoryPool pool, CUstream) {
+      return pool_allocate(p, bytes, pool);
     };
     a.DeviceGetDefaultMemPool = [](CUmemoryPool* pool, CUdevice) {
-      static char default_pool;
-      *pool = reinterpret_cast<CUmemoryPool>(&default_pool);
+      *pool = default_pool();
       return checked();
     };
-    a.MemPoolSetAttribute = [](CUmemoryPool, CUmemPool_attribute attribute, void* value) {
+    a.MemPoolCreate = [](CUmemoryPool* pool, const CUmemPoolProps* props) {
+      if (props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED || props->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+      ++Fake::pools_created;
+      *pool = reinterpret_cast<CUmemoryPool>(new char);
+      return checked();
+    };
+    a.MemPoolDestroy = [](CUmemoryPool pool) {
+      delete reinterpret_cast<char*>(pool);
+      return checked();
+    };
+    a.MemPoolTrimTo = [](CUmemoryPool, size_t) {
+      ++Fake::pool_trims;
+      Fake::out_of_memory = false;
+      std::lock_guard<std::mutex> lock(Fake::pool_mutex);
+      for (auto& [bytes, blocks] : Fake::pool_free) {
+        for (uintptr_t block : blocks) {
+          Fake::pool_sizes.erase(block);
+          std::free(reinterpret_cast<void*>(block));
+        }
+        blocks.clear();
+      }
+      return checked();
+    };
+    a.MemPoolSetAttribute = [](CUmemoryPool pool, CUmemPool_attribute attribute, void* value) {
       if (attribute != CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) return CUDA_ERROR_INVALID_VALUE;
       Fake::release_threshold = *static_cast<uint64_t*>(value);
+      Fake::threshold_pool = pool;
       return checked();
     };
     a.MemFreeAsync = [](CUdeviceptr p, CUstream) {

@@ -35,7 +35,31 @@ constexpr unsigned int kKilnMemHostRegisterDeviceMap = kiln::cuda::CU_MEMHOSTREG
 #if KILN_HAVE_CUDA_H
 #include <cuda.h>
 
+#include <cstddef>
+
+// kiln's CUmemPoolProps is cuda.h's, field by field (the offsets below): a pointer to it passes
+// as cuda.h's does.
+template <>
+struct kiln::test::AbiSame<const kiln::cuda::CUmemPoolProps, const ::CUmemPoolProps> {
+  static constexpr bool value = true;
+};
+
 namespace {
+
+using KilnProps = kiln::cuda::CUmemPoolProps;
+static_assert(sizeof(KilnProps) == sizeof(::CUmemPoolProps) && alignof(KilnProps) == alignof(::CUmemPoolProps));
+static_assert(offsetof(KilnProps, allocType) == offsetof(::CUmemPoolProps, allocType));
+static_assert(offsetof(KilnProps, handleTypes) == offsetof(::CUmemPoolProps, handleTypes));
+static_assert(offsetof(KilnProps, location) == offsetof(::CUmemPoolProps, location));
+static_assert(offsetof(KilnProps, location.id) == offsetof(::CUmemPoolProps, location.id));
+static_assert(offsetof(KilnProps, win32SecurityAttributes) == offsetof(::CUmemPoolProps, win32SecurityAttributes));
+static_assert(offsetof(KilnProps, maxSize) == offsetof(::CUmemPoolProps, maxSize));
+static_assert(offsetof(KilnProps, usage) == offsetof(::CUmemPoolProps, usage));
+static_assert(offsetof(KilnProps, reserved) == offsetof(::CUmemPoolProps, reserved));
+static_assert(sizeof(kiln::cuda::CUmemLocationType) == sizeof(::CUmemLocationType));
+static_assert(int{kiln::cuda::CU_MEM_ALLOCATION_TYPE_PINNED} == int{::CU_MEM_ALLOCATION_TYPE_PINNED});
+static_assert(int{kiln::cuda::CU_MEM_HANDLE_TYPE_NONE} == int{::CU_MEM_HANDLE_TYPE_NONE});
+static_assert(int{kiln::cuda::CU_MEM_LOCATION_TYPE_DEVICE} == int{::CU_MEM_LOCATION_TYPE_DEVICE});
 
 #define KILN_CHECK_FUNCTION(member, symbol)                                              \
   static_assert(kiln::test::AbiSame<decltype(kiln::cuda::Api::member), decltype(&::symbol)>::value, \

@@ -136,11 +136,18 @@ TEST_F(CudaQueueHostTest, OverlappingCopiesDoNotSynchronizeTheDevice) {
   for (size_t i = 0; i < 64; ++i) EXPECT_EQ(back[i], i >= 8 && i < 40 ? i - 8 : i) << i;
 }
 
-// Buffers come from the device's memory pool in stream order and go back to it the same way:
-// neither cuMemAlloc nor cuMemFree, each of which waits for the whole device. The pool keeps a
-// quarter of the device's memory between a free and the next allocation.
+// Buffers come from kiln's own memory pool (not the device's default one, which other libraries
+// share) in stream order and go back to it the same way: neither cuMemAlloc nor cuMemFree, each
+// of which waits for the whole device. The pool keeps a quarter of the device's memory between a
+// free and the next allocation.
 TEST_F(CudaQueueHostTest, BuffersAreAllocatedAndFreedWithoutSynchronizingTheDevice) {
   EXPECT_EQ(Fake::release_threshold.load(), uint64_t{20} << 30);
+  EXPECT_EQ(Fake::threshold_pool.load(), context_->memory_pool());
+  EXPECT_NE(context_->memory_pool(), default_pool());
+  {
+    hal::BufferRef b = buffer(64);
+    EXPECT_EQ(Fake::last_pool.load(), context_->memory_pool());
+  }
   const int syncs = Fake::device_syncs, allocations = Fake::async_allocations;
   {
     hal::BufferRef a = buffer(1 << 20), empty = buffer(0);
@@ -332,6 +339,17 @@ TEST_F(CudaQueueHostTest, ExportedMemoryIsNotReusedWhileAnotherStreamMayReadIt) 
   EXPECT_GT(Fake::context_syncs, syncs);
   ContextScope scope(context_->target());
   EXPECT_EQ(fake_api().StreamDestroy(consumer), CUDA_SUCCESS);
+}
+
+// An allocation that finds the device out of memory trims kiln's pool (giving its freed blocks
+// back) and tries once more.
+TEST_F(CudaQueueHostTest, OutOfMemoryTrimsThePoolAndTriesOnceMore) {
+  const int trims = Fake::pool_trims;
+  Fake::out_of_memory = true;
+  hal::BufferRef b = buffer(4096);
+  EXPECT_TRUE(b);
+  EXPECT_EQ(Fake::pool_trims - trims, 1);
+  Fake::out_of_memory = false;
 }
 
 // A buffer that never left kiln goes back to the pool without waiting for the device.

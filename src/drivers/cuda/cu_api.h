@@ -94,6 +94,24 @@ enum CUfunction_attribute : int {
   CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
 };
 
+// A memory pool of kiln's own (cuMemPoolCreate): device memory, no export handles.
+enum CUmemAllocationType : int { CU_MEM_ALLOCATION_TYPE_PINNED = 0x1 };
+enum CUmemAllocationHandleType : int { CU_MEM_HANDLE_TYPE_NONE = 0x0 };
+enum CUmemLocationType : int { CU_MEM_LOCATION_TYPE_DEVICE = 0x1 };
+struct CUmemLocation {
+  CUmemLocationType type;
+  int id;  // the device ordinal
+};
+struct CUmemPoolProps {
+  CUmemAllocationType allocType;
+  CUmemAllocationHandleType handleTypes;
+  CUmemLocation location;
+  void* win32SecurityAttributes;  // zero
+  size_t maxSize;                 // 0: the system's default
+  unsigned short usage;
+  unsigned char reserved[54];     // zero
+};
+
 enum CUmemPool_attribute : int {
   // cuuint64_t: bytes the pool keeps reserved at a synchronization instead of releasing them.
   CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
@@ -138,6 +156,11 @@ struct Api {
   CUresult (*DeviceGetAttribute)(int* value, CUdevice_attribute attribute, CUdevice device);
   CUresult (*DeviceTotalMem)(size_t* bytes, CUdevice device);
   CUresult (*DeviceGetDefaultMemPool)(CUmemoryPool* pool, CUdevice device);
+  CUresult (*MemPoolCreate)(CUmemoryPool* pool, const CUmemPoolProps* props);
+  CUresult (*MemPoolDestroy)(CUmemoryPool pool);
+  // Releases the pool's unused memory to the driver down to `keep` bytes.
+  CUresult (*MemPoolTrimTo)(CUmemoryPool pool, size_t keep);
+  CUresult (*MemAllocFromPoolAsync)(CUdeviceptr* pointer, size_t bytes, CUmemoryPool pool, CUstream stream);
   // Primary contexts: kiln shares the device's primary context with every other user of the
   // runtime API in the process, as the CUDA runtime itself does.
   CUresult (*DevicePrimaryCtxRetain)(CUcontext* context, CUdevice device);
@@ -225,6 +248,10 @@ struct Api {
   X(MemAllocAsync, cuMemAllocAsync)                         \
   X(MemFreeAsync, cuMemFreeAsync)                           \
   X(MemPoolSetAttribute, cuMemPoolSetAttribute)             \
+  X(MemPoolCreate, cuMemPoolCreate)                         \
+  X(MemPoolDestroy, cuMemPoolDestroy)                       \
+  X(MemPoolTrimTo, cuMemPoolTrimTo)                         \
+  X(MemAllocFromPoolAsync, cuMemAllocFromPoolAsync)         \
   X(MemHostAlloc, cuMemHostAlloc)                           \
   X(MemFreeHost, cuMemFreeHost)                             \
   X(MemHostRegister, cuMemHostRegister_v2)                  \

@@ -52,13 +52,26 @@ Result<std::shared_ptr<CuContext>> CuContext::create(const Api& api, CuDeviceRec
     KILN_RETURN_IF_ERROR(call_in_context(ctx->target_, "cuStreamCreate", name, [&](const Api& a) {
       return a.StreamCreate(&ctx->alloc_stream_, CU_STREAM_NON_BLOCKING);
     }));
-    // The default pool would give freed memory back to the driver at each synchronization, so
-    // that the next allocation maps it again; keep a quarter of the device's memory instead.
+    // A pool of kiln's own: the device's default one is every library's (PyTorch's caching
+    // allocator trims it, a release threshold set on it is theirs too).
+    CUmemPoolProps props{};
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    props.location = {CU_MEM_LOCATION_TYPE_DEVICE, ctx->record_.device};
+    Status made = call_in_context(ctx->target_, "cuMemPoolCreate", name,
+                                  [&](const Api& a) { return a.MemPoolCreate(&ctx->pool_, &props); });
+    ctx->own_pool_ = made.ok();
+    if (!made.ok()) {
+      KILN_LOG(kInfo, made.to_string() + " (kiln allocates from the device's default memory pool)");
+      KILN_RETURN_IF_ERROR(call_in_context(ctx->target_, "cuDeviceGetDefaultMemPool", name, [&](const Api& a) {
+        return a.DeviceGetDefaultMemPool(&ctx->pool_, ctx->record_.device);
+      }));
+    }
+    // A pool gives freed memory back to the driver at each synchronization, so that the next
+    // allocation maps it again; keep a quarter of the device's memory instead.
     uint64_t keep = ctx->record_.info.capabilities.total_memory / 4;
     Status kept = call_in_context(ctx->target_, "cuMemPoolSetAttribute", name, [&](const Api& a) {
-      CUmemoryPool pool = nullptr;
-      CUresult result = a.DeviceGetDefaultMemPool(&pool, ctx->record_.device);
-      return result == CUDA_SUCCESS ? a.MemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep) : result;
+      return a.MemPoolSetAttribute(ctx->pool_, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
     });
     if (!kept.ok()) KILN_LOG(kInfo, kept.to_string() + " (freed device memory goes back to the driver)");
   }
@@ -76,8 +89,14 @@ Result<CUdeviceptr> CuContext::allocate_device(size_t bytes, const std::string& 
     return pointer;
   }
   std::lock_guard<std::mutex> lock(alloc_mutex_);
-  KILN_RETURN_IF_ERROR(call_in_context(target_, "cuMemAllocAsync", where, [&](const Api& a) {
-    return a.MemAllocAsync(&pointer, bytes, alloc_stream_);
+  KILN_RETURN_IF_ERROR(call_in_context(target_, "cuMemAllocFromPoolAsync", where, [&](const Api& a) {
+    CUresult result = a.MemAllocFromPoolAsync(&pointer, bytes, pool_, alloc_stream_);
+    if (result != CUDA_ERROR_OUT_OF_MEMORY) return result;
+    // Out of memory: the pool may hold freed blocks of other sizes (kept up to the release
+    // threshold). Once the frees queued before are done, give them back and try once more.
+    result = a.StreamSynchronize(alloc_stream_);
+    if (result == CUDA_SUCCESS) result = a.MemPoolTrimTo(pool_, 0);
+    return result == CUDA_SUCCESS ? a.MemAllocFromPoolAsync(&pointer, bytes, pool_, alloc_stream_) : result;
   }));
   // Usable on every stream once the allocation has happened on its own.
   Status made = call_in_context(target_, "cuStreamSynchronize", where, [&](const Api& a) {
@@ -127,6 +146,11 @@ CuContext::~CuContext() {
   for (CUstream stream : {map_stream_, alloc_stream_}) {
     if (!stream) continue;
     call_in_context(target_, "cuStreamDestroy_v2", "", [&](const Api& a) { return a.StreamDestroy(stream); }).ignore();
+  }
+  // Its memory is freed (every holder of a buffer holds the context); CUDA releases the pool
+  // once the frees still queued complete.
+  if (own_pool_) {
+    call_in_context(target_, "cuMemPoolDestroy", "", [&](const Api& a) { return a.MemPoolDestroy(pool_); }).ignore();
   }
   if (target_.context) api_.DevicePrimaryCtxRelease(record_.device);
 }

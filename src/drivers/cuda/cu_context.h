@@ -64,11 +64,13 @@ class CuContext {
 
   // Device memory for buffers and status slots, at least `bytes` (and at least a few bytes: every
   // allocation has an address). On a device with memory pools it is allocated in stream order on
-  // the context's allocation stream (cuMemAllocAsync, then a wait for that stream alone) and freed
-  // with cuMemFreeAsync, so that neither waits for the whole device as cuMemAlloc and cuMemFree do
-  // (the Programming Guide's implicit synchronization); the device's default pool keeps up to a
-  // quarter of its memory between a free and the next allocation. Elsewhere cuMemAlloc / cuMemFree.
-  // RESOURCE_EXHAUSTED naming `what` and the device when there is no room.
+  // the context's allocation stream (cuMemAllocFromPoolAsync, then a wait for that stream alone)
+  // and freed with cuMemFreeAsync, so that neither waits for the whole device as cuMemAlloc and
+  // cuMemFree do (the Programming Guide's implicit synchronization). The pool is kiln's own
+  // (memory_pool()), not the device's default one that other libraries in the process share; it
+  // keeps up to a quarter of the device's memory between a free and the next allocation, and an
+  // allocation that finds the device out of memory trims it and tries once more. Elsewhere
+  // cuMemAlloc / cuMemFree. RESOURCE_EXHAUSTED naming `what` and the device when there is no room.
   Result<CUdeviceptr> allocate_device(size_t bytes, const std::string& what) const;
   // Frees what allocate_device gave, once nothing on any stream uses it (the caller knows).
   void free_device(CUdeviceptr pointer) const;
@@ -81,6 +83,10 @@ class CuContext {
   // memory whose address left kiln goes back to the pool, where the next allocation may take it
   // while a consumer's queued work still reads it.
   Status synchronize_all(const std::string& why) const;
+
+  // kiln's memory pool on this device (null without memory pools; the device's default pool
+  // where a pool of kiln's own could not be made). Stream-ordered temporaries come from it too.
+  CUmemoryPool memory_pool() const { return pool_; }
 
   // Synchronous copies for mapping: queued on the mapping stream, which they wait for. They are
   // ordered against no queue: the caller orders mapping against queue work (hal::Buffer::map).
@@ -105,6 +111,8 @@ class CuContext {
   Status lost_;  // guarded by lost_mutex_
   CUstream map_stream_ = nullptr;
   CUstream alloc_stream_ = nullptr;  // with memory pools only
+  CUmemoryPool pool_ = nullptr;      // with memory pools only
+  bool own_pool_ = false;            // pool_ is kiln's (cuMemPoolCreate), destroyed with the context
   mutable std::mutex alloc_mutex_;   // one allocation at a time on the stream
 };
 

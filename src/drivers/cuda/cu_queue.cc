@@ -317,9 +317,11 @@ Status CuQueue::launch_copy(const hal::CopyCommand& c, Flight& flight) {
   if (from == to) return Status();  // copying a range onto itself changes nothing
   if (from < to + c.length && to < from + c.length) {
     // Overlapping ranges: the HAL's copy is a memmove, CUDA's is not. Through a temporary, in
-    // stream order (cuMemAlloc and cuMemFree would synchronize the whole device).
+    // stream order (cuMemAlloc and cuMemFree would synchronize the whole device), from kiln's pool.
     CUdeviceptr temporary = 0;
-    CUresult result = api.MemAllocAsync(&temporary, c.length, stream_);
+    const CUmemoryPool pool = context_->memory_pool();
+    CUresult result = pool ? api.MemAllocFromPoolAsync(&temporary, c.length, pool, stream_)
+                           : api.MemAllocAsync(&temporary, c.length, stream_);
     if (result != CUDA_SUCCESS) return cu_error("cuMemAllocAsync", result, "overlapping copy");
     result = api.MemcpyDtoDAsync(temporary, from, c.length, stream_);
     if (result == CUDA_SUCCESS) result = api.MemcpyDtoDAsync(to, temporary, c.length, stream_);
