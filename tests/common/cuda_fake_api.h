@@ -150,6 +150,10 @@ struct Fake {
   static inline std::mutex registered_mutex;
   static inline std::map<uintptr_t, size_t> registered;
   static inline bool refuse_registration = false;
+  // Host ranges (start → size) whose pages are read-only: registering them fails unless asked
+  // read-only (CU_MEMHOSTREGISTER_READ_ONLY), as CUDA's does.
+  static inline std::map<uintptr_t, size_t> read_only;
+  static inline std::atomic<unsigned> last_register_flags{0};
   static inline std::atomic<size_t> printf_buffer{size_t{1} << 20};  // CU_LIMIT_PRINTF_FIFO_SIZE  // every registration fails, as for read-only pages
   // Ends the sticky fault, as a new process would start without it.
   static void clear_fault() { fault() = 0; }
@@ -371,15 +375,27 @@ inline const Api& fake_api() {
       return checked();
     };
     a.MemHostGetDevicePointer = [](CUdeviceptr* d, void* p, unsigned) {
-      *d = device_address(p);
-      return checked();
+      // Only inside a registered range (the stand-in maps host memory at its own address).
+      std::lock_guard<std::mutex> lock(Fake::registered_mutex);
+      const auto at = reinterpret_cast<uintptr_t>(p);
+      for (const auto& [s, size] : Fake::registered) {
+        if (at >= s && at < s + size) {
+          *d = device_address(p);
+          return checked();
+        }
+      }
+      return CUDA_ERROR_INVALID_VALUE;
     };
-    a.MemHostRegister = [](void* p, size_t n, unsigned) {
-      if (Fake::refuse_registration) return CUDA_ERROR_INVALID_VALUE;  // as for read-only pages
+    a.MemHostRegister = [](void* p, size_t n, unsigned flags) {
+      Fake::last_register_flags = flags;
+      if (Fake::refuse_registration) return CUDA_ERROR_NOT_SUPPORTED;
       std::lock_guard<std::mutex> lock(Fake::registered_mutex);
       const auto start = reinterpret_cast<uintptr_t>(p);
       for (const auto& [s, size] : Fake::registered) {
         if (start < s + size && s < start + n) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+      }
+      for (const auto& [s, size] : Fake::read_only) {
+        if (start < s + size && s < start + n && !(flags & CU_MEMHOSTREGISTER_READ_ONLY)) return CUDA_ERROR_INVALID_VALUE;
       }
       Fake::registered[start] = n;
       return checked();

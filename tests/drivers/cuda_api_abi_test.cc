@@ -28,6 +28,7 @@ constexpr unsigned int kKilnMemHostAllocPortable = kiln::cuda::CU_MEMHOSTALLOC_P
 constexpr unsigned int kKilnMemHostAllocDeviceMap = kiln::cuda::CU_MEMHOSTALLOC_DEVICEMAP;
 constexpr unsigned int kKilnMemHostRegisterPortable = kiln::cuda::CU_MEMHOSTREGISTER_PORTABLE;
 constexpr unsigned int kKilnMemHostRegisterDeviceMap = kiln::cuda::CU_MEMHOSTREGISTER_DEVICEMAP;
+constexpr unsigned int kKilnMemHostRegisterReadOnly = kiln::cuda::CU_MEMHOSTREGISTER_READ_ONLY;
 #endif
 
 }  // namespace
@@ -122,6 +123,7 @@ static_assert(kKilnMemHostAllocPortable == CU_MEMHOSTALLOC_PORTABLE);
 static_assert(kKilnMemHostAllocDeviceMap == CU_MEMHOSTALLOC_DEVICEMAP);
 static_assert(kKilnMemHostRegisterPortable == CU_MEMHOSTREGISTER_PORTABLE);
 static_assert(kKilnMemHostRegisterDeviceMap == CU_MEMHOSTREGISTER_DEVICEMAP);
+static_assert(kKilnMemHostRegisterReadOnly == CU_MEMHOSTREGISTER_READ_ONLY);
 
 static_assert(sizeof(kiln::cuda::CUresult) == sizeof(::CUresult));
 static_assert(sizeof(kiln::cuda::CUdevice_attribute) == sizeof(::CUdevice_attribute));

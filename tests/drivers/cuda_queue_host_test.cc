@@ -255,7 +255,7 @@ TEST_F(CudaQueueHostTest, DestroyingTheQueueCancelsWhatWaits) {
 // Importing memory CUDA has registered already (the same array twice, a slice of it) shares the
 // registration, which goes when the last buffer does; memory CUDA refuses to register (read-only
 // pages) is imported as a copy rather than failing.
-TEST_F(CudaQueueHostTest, ImportsShareRegistrationsAndFallBackToACopy) {
+TEST_F(CudaQueueHostTest, ImportsShareRegistrations) {
   std::vector<uint32_t> host(64);
   for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<uint32_t>(i);
   {
@@ -272,17 +272,53 @@ TEST_F(CudaQueueHostTest, ImportsShareRegistrationsAndFallBackToACopy) {
     EXPECT_EQ(Fake::registered.size(), 1u) << "unregistered while the slice still uses it";
   }
   EXPECT_TRUE(Fake::registered.empty());
+}
 
-  Fake::refuse_registration = true;
-  Result<hal::BufferRef> copy = allocator_->import_host({}, host.data(), 256, nullptr);
-  Fake::refuse_registration = false;
-  ASSERT_TRUE(copy.ok()) << copy.status();
+// What CUDA will not register writable never becomes a silent copy (which would miss the host's
+// later writes): memory another library pinned is used through its mapping where one
+// registration covers it whole, read-only pages are registered read-only, and the rest is
+// refused with CUDA's reason.
+TEST_F(CudaQueueHostTest, ImportsThatCudaRefusesAreNeverCopies) {
+  std::vector<uint32_t> host(64);
+  for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<uint32_t>(i);
+  const int allocations = Fake::async_allocations;
+  // Pinned by another library: [0, 128) bytes.
+  {
+    ContextScope scope(context_->target());
+    ASSERT_EQ(fake_api().MemHostRegister(host.data(), 128, CU_MEMHOSTREGISTER_DEVICEMAP), CUDA_SUCCESS);
+  }
+  {
+    Result<hal::BufferRef> inside = allocator_->import_host({}, host.data() + 8, 64, nullptr);
+    ASSERT_TRUE(inside.ok()) << inside.status();
+    EXPECT_EQ(cuda::buffer_pointer(**inside), device_address(host.data() + 8));
+    Result<hal::BufferRef> across = allocator_->import_host({}, host.data() + 16, 128, nullptr);
+    ASSERT_FALSE(across.ok());
+    EXPECT_EQ(across.status().code(), StatusCode::kFailedPrecondition) << across.status();
+    EXPECT_NE(across.status().message().find("outside kiln covers part of it"), std::string::npos) << across.status();
+  }
+  EXPECT_EQ(Fake::registered.size(), 1u) << "kiln unregistered what another library registered";
+  {
+    ContextScope scope(context_->target());
+    ASSERT_EQ(fake_api().MemHostUnregister(host.data()), CUDA_SUCCESS);
+  }
+  // Read-only pages.
+  Fake::read_only[reinterpret_cast<uintptr_t>(host.data())] = 256;
+  {
+    Result<hal::BufferRef> read_only = allocator_->import_host({}, host.data(), 256, nullptr);
+    ASSERT_TRUE(read_only.ok()) << read_only.status();
+    EXPECT_TRUE(Fake::last_register_flags & CU_MEMHOSTREGISTER_READ_ONLY);
+    EXPECT_EQ(cuda::buffer_pointer(**read_only), device_address(host.data()));
+  }
+  Fake::read_only.clear();
   EXPECT_TRUE(Fake::registered.empty());
-  std::vector<uint32_t> back(64, 0);
-  auto done = hal::Semaphore::create();
-  ASSERT_TRUE(queue_->read({}, {{done, 1}}, *copy, 0, back.data(), 256).ok());
-  ASSERT_TRUE(wait(done, 1).ok());
-  EXPECT_EQ(back, host);
+  // Refused outright.
+  Fake::refuse_registration = true;
+  Result<hal::BufferRef> refused = allocator_->import_host({}, host.data(), 256, nullptr);
+  Fake::refuse_registration = false;
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << refused.status();
+  EXPECT_NE(refused.status().message().find("cuMemHostRegister: CUDA_ERROR_NOT_SUPPORTED"), std::string::npos) << refused.status();
+  EXPECT_EQ(Fake::async_allocations, allocations) << "a device copy was made";
 }
 
 // Memory whose address left kiln (DLPack, another library) is not handed out again while a

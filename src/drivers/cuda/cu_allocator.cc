@@ -107,17 +107,38 @@ Result<hal::BufferRef> CuAllocator::import_host(const hal::BufferParams& params,
     return shared(pointer);
   }
   if (result == CUDA_ERROR_OUT_OF_MEMORY) return cu_error("cuMemHostRegister_v2", result, where);
-  // CUDA refuses some host memory that other drivers import: read-only pages, a range that
-  // overlaps one registered outside kiln. The buffer is then a device copy of it, made now.
-  KILN_LOG(kInfo, where + ": cuMemHostRegister refused it (" + error_name(result) + "), so the buffer is a copy");
-  KILN_ASSIGN_OR_RETURN(CUdeviceptr pointer, context_->allocate_device(size, "a copy of imported memory"));
-  if (Status copied = context_->copy_to_device(pointer, ptr, size); !copied.ok()) {
-    context_->free_device(pointer);
-    return copied.annotate(where);
+  // Never a silent copy: a device copy would miss the host's later writes and keep the device's
+  // from the host. What CUDA refuses is used in place some other way, or refused.
+  if (result == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED) {
+    // Another library pinned it: its mapping serves, where it covers the whole range in one piece
+    // (the storage then registered nothing, so it unregisters nothing: release() finds no range).
+    CUdeviceptr first = 0, last = 0;
+    if (api.MemHostGetDevicePointer(&first, ptr, 0) == CUDA_SUCCESS &&
+        api.MemHostGetDevicePointer(&last, static_cast<char*>(ptr) + size - 1, 0) == CUDA_SUCCESS &&
+        last - first == size - 1) {
+      return shared(first);
+    }
+    return failed_precondition_error(where + ": host memory registered with CUDA outside kiln covers part of it "
+                                     "(cuMemHostRegister: CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED); import a range "
+                                     "that one registration covers whole, or copy it into a buffer");
   }
-  auto storage = std::make_shared<CuStorage>(context_, pointer, nullptr, ptr, std::move(release));
-  return std::make_shared<hal::Buffer>(std::move(storage), device_tag_, params.memory_type, params.usage, size, 0,
-                                       size);
+  // Read-only pages register only read-only: the device may read them in place (a kernel that
+  // wrote them would fault, as a CPU that wrote them would).
+  const CUresult read_only = api.MemHostRegister(
+      ptr, size, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_READ_ONLY);
+  if (read_only == CUDA_SUCCESS) {
+    CUdeviceptr pointer = 0;
+    const CUresult mapped = api.MemHostGetDevicePointer(&pointer, ptr, 0);
+    if (mapped != CUDA_SUCCESS) {
+      api.MemHostUnregister(ptr);
+      return cu_error("cuMemHostGetDevicePointer_v2", mapped, where);
+    }
+    KILN_LOG(kInfo, where + ": registered read-only (cuMemHostRegister refused it writable: " + error_name(result) + ")");
+    registrations.add(ptr, size, pointer);
+    return shared(pointer);
+  }
+  return invalid_argument_error(where + ": CUDA will not register it (cuMemHostRegister: " + error_name(result) +
+                                "), so the device cannot use it in place; copy it into a buffer instead");
 }
 
 }  // namespace kiln::cuda

@@ -2,8 +2,9 @@
 // the device has memory pools), or imported host memory that is
 // page-locked and mapped into the device's address space (cuMemHostRegister with DEVICEMAP), so
 // that kernels and copies use it in place; memory already imported shares its registration
-// (cu_host_registrations.h), and memory CUDA refuses to register (read-only pages, say) is
-// imported as a device copy made at import, which later host writes do not reach. Subspans are (pointer, byte offset) pairs, as on
+// (cu_host_registrations.h), memory another library registered shares that library's mapping,
+// read-only pages are registered read-only, and memory CUDA will not register otherwise is
+// refused: never a device copy, which later host writes would not reach. Subspans are (pointer, byte offset) pairs, as on
 // OpenCL. Mapping device memory copies the range into host memory and back (on the context's
 // mapping stream, synchronously); mapping imported memory is the memory itself.
 #pragma once
@@ -65,8 +66,10 @@ class CuAllocator final : public hal::Allocator {
 
   // RESOURCE_EXHAUSTED when the device is out of memory (the size and the device named).
   Result<hal::BufferRef> allocate(const hal::BufferParams& params, size_t size) override;
-  // UNIMPLEMENTED on a device that cannot map host memory. Memory CUDA will not register is
-  // copied to a device allocation instead (the host's later writes are then not seen).
+  // UNIMPLEMENTED on a device that cannot map host memory. Memory another library registered is
+  // used through its mapping where one registration covers all of it (else FAILED_PRECONDITION);
+  // read-only pages are registered read-only; memory CUDA will not register otherwise is
+  // INVALID_ARGUMENT naming CUDA's reason. Never a copy.
   Result<hal::BufferRef> import_host(const hal::BufferParams& params, void* ptr, size_t size,
                                      hal::HostReleaseFn release) override;
 

@@ -141,6 +141,7 @@ inline constexpr unsigned int CU_MEMHOSTALLOC_PORTABLE = 0x01;
 inline constexpr unsigned int CU_MEMHOSTALLOC_DEVICEMAP = 0x02;
 inline constexpr unsigned int CU_MEMHOSTREGISTER_PORTABLE = 0x01;
 inline constexpr unsigned int CU_MEMHOSTREGISTER_DEVICEMAP = 0x02;
+inline constexpr unsigned int CU_MEMHOSTREGISTER_READ_ONLY = 0x08;
 
 // --- The function table ------------------------------------------------------------------------
 struct Api {
