@@ -639,6 +639,32 @@ TEST_F(CudaQueueKernelTest, DeviceWaitsOnATransfer) {
   EXPECT_EQ(read(a), (std::vector<uint32_t>{3, 3, 3, 3, 9, 9, 9, 9}));
 }
 
+// A read whose wait was handed to the device, and which then failed on the host (another action
+// failed the semaphore), fails and leaves the caller's memory as it was, although the device
+// went on to copy.
+TEST_F(CudaQueueKernelTest, AReadWhoseHandedWaitFailsWritesNothing) {
+  hal::BufferRef a = buffer(32), b = buffer(32);
+  auto first = hal::Semaphore::create(), second = hal::Semaphore::create();
+  const uint32_t three = 3;
+  Fake::arm();
+  ASSERT_TRUE(queue_->dispatch({}, {}, fill(a, 9)).ok());  // held back, and the fill behind it
+  ASSERT_TRUE(queue_->fill({}, {{first, 1}}, b, 0, 32, &three, 4).ok());
+  std::vector<uint32_t> out(8, 0xEEEEEEEEu);
+  ASSERT_TRUE(queue2_->read({{first, 1}}, {{second, 1}}, b, 0, out.data(), 32).ok());
+  EXPECT_EQ(Fake::stream_waits.load(), 1) << "the wait was not handed to the device";
+  first->fail(internal_error("the signaller's producer failed"));
+  Fake::release();
+  Status read = wait(second, 1);
+  EXPECT_FALSE(read.ok());
+  EXPECT_NE(read.message().find("the signaller's producer failed"), std::string::npos) << read;
+  // The read's signal failed as soon as its wait did; its device part ends before the next
+  // action of its queue completes (the queue's completions run in order).
+  auto third = hal::Semaphore::create();
+  ASSERT_TRUE(queue2_->fill({}, {{third, 1}}, b, 0, 4, &three, 4).ok());
+  ASSERT_TRUE(wait(third, 1).ok());
+  EXPECT_EQ(out, std::vector<uint32_t>(8, 0xEEEEEEEEu)) << "a failed read wrote the caller's memory";
+}
+
 // A failed kernel stops the kernels that wait for it on the device (through the gate): they
 // write nothing, and their signals fail with the signaller's failure.
 TEST_F(CudaQueueKernelTest, AFailedSignallerStopsItsDeviceWaiters) {

@@ -85,6 +85,13 @@ void CuQueue::enqueue(std::unique_ptr<hal::Action> action) {
     defer(std::move(action));
     return;
   }
+  // A read long enough for the ring of staging blocks copies its chunks out as they arrive,
+  // before the action ends, so its waits must be met first too: a handed wait that failed later
+  // would have let it write the caller's memory.
+  if (const auto* read = std::get_if<hal::ReadCommand>(&action->command); read && uses_ring(read->length)) {
+    defer(std::move(action));
+    return;
+  }
   const bool gateable = drivers::only_kernels(action->command);
   size_t gated = 0;
   std::vector<HandedWait> handed;
@@ -231,13 +238,17 @@ Status CuQueue::launch(const hal::Command& command, uint32_t index, Flight& flig
       command);
 }
 
+size_t CuQueue::chunk_bytes() const { return std::min(kStagingChunkBytes, context_->staging().max_block_bytes()); }
+
+bool CuQueue::uses_ring(size_t length) const { return length > kStagingRingBlocks * chunk_bytes(); }
+
 Status CuQueue::for_each_staged_chunk(size_t length, Flight& flight, void* read_into,
                                       const std::function<CUresult(size_t, size_t, void*)>& copy) {
   // Chunks of at most 4 MiB, and never above the pool's largest class (large transfers reuse
   // pooled blocks instead of pinning one-off blocks of their own size): the copy of one chunk
   // into pinned memory overlaps the device's copy of the one before.
-  const size_t most = std::min(kStagingChunkBytes, context_->staging().max_block_bytes());
-  const bool ring = length > kStagingRingBlocks * most;
+  const size_t most = chunk_bytes();
+  const bool ring = uses_ring(length);
   struct Staged {
     StagingBlock block;
     EventRef copied;  // recorded after the chunk's copy (ring transfers only)
@@ -433,15 +444,11 @@ void CuQueue::finish(Flight* flight) {
     for (size_t i = 0; i < kStatusWords; ++i) words[i] = flight->slot->words[i];
     status = drivers::kernel_failure(flight->action->command, words, name());
   }
-  if (status.ok()) {
-    for (const Flight::Readback& r : flight->readbacks) std::memcpy(r.host, r.staged, r.length);
-  }
   if (flight->completion) {
     for (const hal::SemaphoreValue& signal : flight->action->signals) {
       context_->pending_signals().remove(signal.semaphore.get(), flight->completion.get());
     }
   }
-  flight->staging.clear();
   flight->device_status = std::move(status);
   resolve(flight);
 }
@@ -455,6 +462,13 @@ void CuQueue::on_wait_resolved(void* user, const Status& status) {
 void CuQueue::resolve(Flight* flight) {
   if (flight->unresolved.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   const Status status = flight->wait_failure.outcome(flight->device_status);
+  // Staged reads reach the caller's memory only for an action that succeeded as a whole: a wait
+  // handed to the device that failed on the host let the device copy bytes its signaller never
+  // wrote, and the caller's memory keeps what it held.
+  if (status.ok()) {
+    for (const Flight::Readback& r : flight->readbacks) std::memcpy(r.host, r.staged, r.length);
+  }
+  flight->staging.clear();
   hal::Queue::complete(*flight->action, status);
   delete flight;
   std::lock_guard<std::mutex> lock(inflight_mutex_);

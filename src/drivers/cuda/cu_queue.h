@@ -81,6 +81,9 @@ class CuQueue final : public hal::Queue {
   // so that a 10 GiB transfer pins kStagingRingBlocks blocks, not 10 GiB.
   Status for_each_staged_chunk(size_t length, Flight& flight, void* read_into,
                                const std::function<CUresult(size_t, size_t, void*)>& copy);
+  // The bytes of one chunk, and whether a transfer of `length` bytes reuses its blocks as a ring.
+  size_t chunk_bytes() const;
+  bool uses_ring(size_t length) const;
   // On the completion worker, in submission order: waits until the flight's work on the stream
   // is over (its completion event when `recorded`, else the whole stream), then finishes it.
   void await_device(Flight* flight, bool recorded);
