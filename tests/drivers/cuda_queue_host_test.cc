@@ -508,6 +508,16 @@ class CudaQueueKernelTest : public CudaQueueHostTest {
     return out;
   }
 
+  // Holds queue_'s stream back (a latched kernel that fills `a` with 9, until Fake::release) and
+  // puts behind it a fill of `b` with 3 that signals `first` = 1: a transfer, whose signal a
+  // waiter on queue2_ has handed to the device.
+  void hold_a_transfer(const hal::BufferRef& a, const hal::BufferRef& b, const std::shared_ptr<hal::Semaphore>& first) {
+    const uint32_t three = 3;
+    Fake::arm();
+    ASSERT_TRUE(queue_->dispatch({}, {}, fill(a, 9)).ok());
+    ASSERT_TRUE(queue_->fill({}, {{first, 1}}, b, 0, 32, &three, 4).ok());
+  }
+
   std::shared_ptr<CuQueue> queue2_;
 };
 
@@ -628,10 +638,7 @@ TEST_F(CudaQueueKernelTest, DeviceWaitsBetweenQueuesSkipTheHost) {
 TEST_F(CudaQueueKernelTest, DeviceWaitsOnATransfer) {
   hal::BufferRef a = buffer(32), b = buffer(32);
   auto first = hal::Semaphore::create(), second = hal::Semaphore::create();
-  const uint32_t three = 3;
-  Fake::arm();
-  ASSERT_TRUE(queue_->dispatch({}, {}, fill(a, 9)).ok());  // held back, and the fill behind it
-  ASSERT_TRUE(queue_->fill({}, {{first, 1}}, b, 0, 32, &three, 4).ok());
+  ASSERT_NO_FATAL_FAILURE(hold_a_transfer(a, b, first));
   ASSERT_TRUE(queue2_->copy({{first, 1}}, {{second, 1}}, b, 0, a, 0, 16).ok());
   EXPECT_EQ(Fake::stream_waits.load(), 1) << "the wait was not handed to the device";
   Fake::release();
@@ -645,10 +652,7 @@ TEST_F(CudaQueueKernelTest, DeviceWaitsOnATransfer) {
 TEST_F(CudaQueueKernelTest, AReadWhoseHandedWaitFailsWritesNothing) {
   hal::BufferRef a = buffer(32), b = buffer(32);
   auto first = hal::Semaphore::create(), second = hal::Semaphore::create();
-  const uint32_t three = 3;
-  Fake::arm();
-  ASSERT_TRUE(queue_->dispatch({}, {}, fill(a, 9)).ok());  // held back, and the fill behind it
-  ASSERT_TRUE(queue_->fill({}, {{first, 1}}, b, 0, 32, &three, 4).ok());
+  ASSERT_NO_FATAL_FAILURE(hold_a_transfer(a, b, first));
   std::vector<uint32_t> out(8, 0xEEEEEEEEu);
   ASSERT_TRUE(queue2_->read({{first, 1}}, {{second, 1}}, b, 0, out.data(), 32).ok());
   EXPECT_EQ(Fake::stream_waits.load(), 1) << "the wait was not handed to the device";
@@ -660,6 +664,7 @@ TEST_F(CudaQueueKernelTest, AReadWhoseHandedWaitFailsWritesNothing) {
   // The read's signal failed as soon as its wait did; its device part ends before the next
   // action of its queue completes (the queue's completions run in order).
   auto third = hal::Semaphore::create();
+  const uint32_t three = 3;
   ASSERT_TRUE(queue2_->fill({}, {{third, 1}}, b, 0, 4, &three, 4).ok());
   ASSERT_TRUE(wait(third, 1).ok());
   EXPECT_EQ(out, std::vector<uint32_t>(8, 0xEEEEEEEEu)) << "a failed read wrote the caller's memory";
