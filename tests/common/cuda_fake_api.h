@@ -154,6 +154,9 @@ struct Fake {
   // read-only (CU_MEMHOSTREGISTER_READ_ONLY), as CUDA's does.
   static inline std::map<uintptr_t, size_t> read_only;
   static inline std::atomic<unsigned> last_register_flags{0};
+  // Set once a kernel that prints has run (another library's): CUDA then refuses to resize the
+  // printf buffer.
+  static inline std::atomic<bool> printf_ran{false};
   static inline std::atomic<size_t> printf_buffer{size_t{1} << 20};  // CU_LIMIT_PRINTF_FIFO_SIZE  // every registration fails, as for read-only pages
   // Ends the sticky fault, as a new process would start without it.
   static void clear_fault() { fault() = 0; }
@@ -434,6 +437,7 @@ inline const Api& fake_api() {
       return checked();
     };
     a.CtxSetLimit = [](CUlimit, size_t value) {
+      if (Fake::printf_ran) return CUDA_ERROR_INVALID_VALUE;
       Fake::printf_buffer = value;
       return checked();
     };

@@ -508,6 +508,17 @@ class CudaQueueKernelTest : public CudaQueueHostTest {
     return out;
   }
 
+  // A kernel that prints (as a value-traced one does).
+  static hal::ExecutableSource printing_source() {
+    hal::ExecutableSource source;
+    source.format = "cuda-c";
+    source.label = "printing";
+    source.source =
+        "extern \"C\" __global__ void print_kernel(KILN_STATUS_PARAMS) { KILN_ENTRY(); printf(\"tag %u\\n\", kiln_tag); }\n";
+    source.exports = {{"print_kernel", 0, 0, false}};
+    return source;
+  }
+
   // Holds queue_'s stream back (a latched kernel that fills `a` with 9, until Fake::release) and
   // puts behind it a fill of `b` with 3 that signals `first` = 1: a transfer, whose signal a
   // waiter on queue2_ has handed to the device.
@@ -548,12 +559,7 @@ TEST_F(CudaQueueKernelTest, DispatchesReachTheKernelAndFailuresNameIt) {
 TEST_F(CudaQueueKernelTest, AnActionThatPrintsIsFlushedBeforeItSignals) {
   Fake::extra_kernels["print_kernel"] = [](void**, unsigned, unsigned) { return std::function<void()>([] {}); };
   CuCompiler compiler(context_, DiskCache(""));
-  hal::ExecutableSource source;
-  source.format = "cuda-c";
-  source.label = "printing";
-  source.source =
-      "extern \"C\" __global__ void print_kernel(KILN_STATUS_PARAMS) { KILN_ENTRY(); printf(\"tag %u\\n\", kiln_tag); }\n";
-  source.exports = {{"print_kernel", 0, 0, false}};
+  const hal::ExecutableSource source = printing_source();
   Fake::printf_buffer = size_t{1} << 20;
   Result<hal::ExecutableRef> printing = compiler.compile(source, this);
   ASSERT_TRUE(printing.ok()) << printing.status();
@@ -573,6 +579,20 @@ TEST_F(CudaQueueKernelTest, AnActionThatPrintsIsFlushedBeforeItSignals) {
   EXPECT_EQ(Fake::event_queries, queries) << "an action that prints was polled, which does not flush printf";
   EXPECT_EQ(Fake::event_syncs, syncs + 1);
   Fake::extra_kernels.erase("print_kernel");  // the launches above used its address
+}
+
+// After another library's kernel printed, CUDA refuses to resize the printf buffer: a program
+// that prints still compiles (with a warning) and keeps the buffer there is.
+TEST_F(CudaQueueKernelTest, APrintingProgramAfterAnotherLibrarysPrintfKeepsTheBuffer) {
+  Fake::extra_kernels["print_kernel"] = [](void**, unsigned, unsigned) { return std::function<void()>([] {}); };
+  CuCompiler compiler(context_, DiskCache(""));
+  Fake::printf_buffer = size_t{1} << 20;
+  Fake::printf_ran = true;
+  Result<hal::ExecutableRef> printing = compiler.compile(printing_source(), this);
+  Fake::printf_ran = false;
+  EXPECT_TRUE(printing.ok()) << printing.status();
+  EXPECT_EQ(Fake::printf_buffer, size_t{1} << 20);
+  Fake::extra_kernels.erase("print_kernel");
 }
 
 // Grids past CUDA's limits (y and z at most 65535) fail the action with a status that says so,

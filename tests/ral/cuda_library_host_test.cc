@@ -26,6 +26,7 @@
 #include "kiln/ral/execution_context.h"
 #include "ral/library/cublas.h"
 #include "ral/library/cuda_kernels.h"
+#include "ral/library/cuda_library.h"
 
 namespace kiln::ral::library {
 namespace {
@@ -364,6 +365,29 @@ TEST_F(CudaLibraryHostTest, CallsOfOneContextShareTheLibrary) {
     EXPECT_EQ(contents<double>(yb, x.size()), want) << "n " << n;
   }
   context.finish();
+}
+
+// A fault inside a library call (here a kernel of the library's module that traps) marks the
+// device lost, as a fault in a queue's kernel does: the call fails with it, and so does the next
+// call, without running.
+TEST_F(CudaLibraryHostTest, AFaultInALibraryCallMarksTheDeviceLost) {
+  {
+    CudaLibrary library(context_);
+    std::vector<uint32_t> ring(size_t{256} * 8, 0);  // the status ring the stand-in's kernels check
+    const CUdeviceptr ring_address = cuda::fake::device_address(ring.data());
+    const uint32_t tag = 1, command = 0;
+    Status trapped = library.run("a trapping call", [&] {
+      return library.launch("trap_kernel", 1, {&ring_address, &tag, &command});
+    });
+    EXPECT_FALSE(trapped.ok());
+    EXPECT_NE(trapped.message().find("cuda:0 is lost"), std::string::npos) << trapped;
+    EXPECT_FALSE(context_->lost().ok());
+    const int launches = Fake::launches;
+    Status next = library.run("the next call", [&] { return library.launch("trap_kernel", 1, {&ring_address, &tag, &command}); });
+    EXPECT_FALSE(next.ok());
+    EXPECT_EQ(Fake::launches, launches) << "a call ran on a lost device";
+  }
+  Fake::clear_fault();
 }
 
 TEST_F(CudaLibraryHostTest, RandomNumbersAreTheCpuDevicesBitForBit) {

@@ -1,11 +1,13 @@
 #include "drivers/cuda/cu_executable.h"
 
 #include <algorithm>
+#include <mutex>
 #include <optional>
 
 #include "base/sha256.h"
 #include "kiln/base/settings.h"
 #include "kiln/base/env.h"
+#include "kiln/base/log.h"
 
 namespace kiln::cuda {
 
@@ -56,14 +58,23 @@ Result<std::shared_ptr<CuModule>> CuCompiler::load(const hal::ExecutableSource& 
 }
 
 Status CuCompiler::reserve_printf_buffer() {
-  return call_in_context(context_->target(), "cuCtxSetLimit", "the device printf buffer", [&](const Api& api) {
-    size_t bytes = 0;
-    CUresult result = api.CtxGetLimit(&bytes, CU_LIMIT_PRINTF_FIFO_SIZE);
-    if (result == CUDA_SUCCESS && bytes < kPrintfBufferBytes) {
-      result = api.CtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, kPrintfBufferBytes);
-    }
-    return result;
+  size_t bytes = 0;
+  KILN_RETURN_IF_ERROR(call_in_context(context_->target(), "cuCtxGetLimit", "the device printf buffer",
+                                       [&](const Api& api) { return api.CtxGetLimit(&bytes, CU_LIMIT_PRINTF_FIFO_SIZE); }));
+  if (bytes >= kPrintfBufferBytes) return Status();
+  Status grown = call_in_context(context_->target(), "cuCtxSetLimit", "the device printf buffer", [&](const Api& api) {
+    return api.CtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, kPrintfBufferBytes);
   });
+  if (grown.ok() || !context_->lost().ok()) return grown;
+  // CUDA takes the limit only before a kernel that prints has run in the context, which another
+  // library in the process may have done: tracing still works, in the buffer there is.
+  static std::once_flag warned;
+  std::call_once(warned, [&] {
+    KILN_LOG(kWarn, grown.to_string() + ": the device printf buffer stays at " + std::to_string(bytes) +
+                        " bytes (a kernel that printed ran in this context before, another library's?); an "
+                        "action that traces more than that loses its oldest lines");
+  });
+  return Status();
 }
 
 Result<hal::ExecutableRef> CuCompiler::compile(const hal::ExecutableSource& source, const void* device_tag) {

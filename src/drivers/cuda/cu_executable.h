@@ -72,7 +72,8 @@ class CuCompiler {
  private:
   Result<std::shared_ptr<CuModule>> load(const hal::ExecutableSource& source);
   // Grows the context's printf buffer to kPrintfBufferBytes, before the first kernel that prints
-  // is loaded (CUDA takes the limit only before such a kernel has run).
+  // is loaded (CUDA takes the limit only before such a kernel has run). Where CUDA refuses it (a
+  // kernel of another library's printed first), warns once and keeps the buffer there is.
   Status reserve_printf_buffer();
 
   std::shared_ptr<CuContext> context_;

@@ -64,6 +64,7 @@ CudaLibrary::~CudaLibrary() {
 Status CudaLibrary::run(std::string_view what, const std::function<Status()>& work) {
   std::lock_guard<std::mutex> lock(mutex_);
   const cuda::Api& api = context_->api();
+  KILN_RETURN_IF_ERROR(context_->lost());  // a lost device runs nothing more
   cuda::ContextScope scope(context_->target());
   KILN_RETURN_IF_ERROR(scope.status(what));
   if (!stream_) {
@@ -75,8 +76,13 @@ Status CudaLibrary::run(std::string_view what, const std::function<Status()>& wo
   }
   Status status = work();
   // Waited for even after a failed step: the steps before it may still use the scratch memory.
+  // An error the wait returns came from the device (a fault in a kernel of the library's or of
+  // cuBLAS's), which is sticky: the device is lost, as for a fault in a queue's kernel.
   const cuda::CUresult waited = api.StreamSynchronize(stream_);
-  if (status.ok() && waited != cuda::CUDA_SUCCESS) status = cuda::cu_error("cuStreamSynchronize", waited, what);
+  if (waited != cuda::CUDA_SUCCESS) {
+    Status lost = context_->mark_lost(cuda::cu_error("cuStreamSynchronize", waited, what));
+    if (status.ok()) return lost;
+  }
   return status.ok() ? status : status.annotate(std::string(what));
 }
 
