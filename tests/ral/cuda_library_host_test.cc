@@ -99,6 +99,8 @@ class CudaLibraryHostTest : public ::testing::Test {
     cuda::CuDeviceRecord record;
     record.name = "fake";
     record.compute_major = 9;
+    record.memory_pools = true;  // as on every GPU kiln supports (CUDA 11.2 and later)
+    record.info.capabilities.total_memory = uint64_t{80} << 30;
     record.info.name = "cuda:0";
     record.info.driver = "cuda";
     Result<std::shared_ptr<cuda::CuContext>> context = cuda::CuContext::create(cuda::fake::fake_api(), record);
@@ -300,6 +302,9 @@ TEST_F(CudaLibraryHostTest, SortArgsortAndTopkAreTheCpuDevicesBitForBit) {
   hal::BufferRef xb = buffer(x), yb = buffer(std::vector<float>(x.size())), ib = buffer(std::vector<int32_t>(x.size()));
   hal::BufferRef vb = buffer(std::vector<float>(rows * k)), kb = buffer(std::vector<int32_t>(rows * k));
   const auto as = [](const hal::BufferRef& b) { return reinterpret_cast<float*>(b.get()); };
+  // Their scratch memory comes from the context's pool in stream order: no cuMemAlloc or
+  // cuMemFree, which wait for the whole device.
+  const int device_syncs = Fake::device_syncs;
   for (int64_t descending : {0, 1}) {
     MemRef<float, 2> xm{as(xb), {rows, n}}, ym{as(yb), {rows, n}};
     MemRef<int32_t, 2> im{reinterpret_cast<int32_t*>(ib.get()), {rows, n}};
@@ -327,6 +332,7 @@ TEST_F(CudaLibraryHostTest, SortArgsortAndTopkAreTheCpuDevicesBitForBit) {
   call_cpu("topk___cpu___pvoid_m2df32_m2df32_m2di32___void", {&xh, &vh, &kh});
   EXPECT_TRUE(same_bits(contents<float>(vb, values.size()), values));
   EXPECT_EQ(contents<int32_t>(kb, indices.size()), indices);
+  EXPECT_EQ(Fake::device_syncs, device_syncs) << "scratch memory through cuMemAlloc or cuMemFree";
 }
 
 TEST_F(CudaLibraryHostTest, IntegerAndDoubleSortsOfOtherRanks) {

@@ -55,7 +55,7 @@ CudaLibrary::~CudaLibrary() {
   const cuda::Api& api = context_->api();
   if (blas_) cublas().Destroy(blas_);
   for (const Scratch& s : scratch_) {
-    if (s.pointer) api.MemFree(s.pointer);
+    if (s.pointer) context_->free_device(s.pointer);
   }
   if (module_) api.ModuleUnload(module_);
   if (stream_) api.StreamDestroy(stream_);
@@ -120,15 +120,12 @@ Status CudaLibrary::launch(const char* name, uint64_t threads, std::initializer_
 Result<CUdeviceptr> CudaLibrary::scratch(size_t slot, size_t bytes) {
   Scratch& s = scratch_[slot];
   if (s.pointer && s.bytes >= bytes) return s.pointer;
-  const cuda::Api& api = context_->api();
   // The stream is idle between runs and the steps before this one in the run use other slots.
-  if (s.pointer) api.MemFree(s.pointer);
+  // From the context's pool in stream order (cuMemAlloc and cuMemFree would each wait for the
+  // whole device, other libraries' work included).
+  if (s.pointer) context_->free_device(s.pointer);
   s = Scratch();
-  CUdeviceptr pointer = 0;
-  const cuda::CUresult made = api.MemAlloc(&pointer, std::max<size_t>(bytes, 1));
-  if (made != cuda::CUDA_SUCCESS) {
-    return cuda::cu_error("cuMemAlloc", made, std::to_string(bytes) + " bytes of scratch memory");
-  }
+  KILN_ASSIGN_OR_RETURN(CUdeviceptr pointer, context_->allocate_device(bytes, "library scratch memory"));
   s = Scratch{pointer, bytes};
   return pointer;
 }

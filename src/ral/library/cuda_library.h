@@ -40,7 +40,8 @@ class CudaLibrary final : public Resource {
   // Launches kernel `name` of cuda_library_source() over `threads` threads (none when 0).
   Status launch(const char* name, uint64_t threads, std::initializer_list<const void*> args);
   // At least `bytes` of device memory in scratch slot `slot` (0 or 1), kept for later calls and
-  // grown when too small: cuMemFree synchronizes the whole device, so it is not done per call.
+  // grown when too small, from the context's memory pool in stream order (CuContext::
+  // allocate_device: no cuMemAlloc or cuMemFree, which wait for the whole device).
   Result<cuda::CUdeviceptr> scratch(size_t slot, size_t bytes);
   // The context's cuBLAS handle, bound to the stream (made on first use), in cuBLAS's default
   // math mode: f32 products stay f32 (TF32 only where NVIDIA_TF32_OVERRIDE=1 asks for it, NVIDIA's
