@@ -93,7 +93,8 @@ step "$bin/kiln_runtime_test" --gtest_filter='*NarrowGemmTest*/cuda'
 # Every element type's ops, casts, reductions and gathers, and the language's meaning, on every
 # device present (cuda among them where its driver starts) against the rules.
 step "$bin/kiln_runtime_test" --gtest_filter='ElementTypesTest.*'
-step "$bin/kiln_runtime_test" --gtest_filter='LanguageSemanticsTest.*:TransformerFormsTest.*'
+# And shared buffers: a routine's intermediates as views of one buffer, laid out again at new sizes.
+step "$bin/kiln_runtime_test" --gtest_filter='LanguageSemanticsTest.*:TransformerFormsTest.*:SharedBuffersTest.*'
 
 step "$bin/kiln" run "$root/examples/kiln/mlp.kiln" --device cuda
 step "$bin/train_moons" --device cuda --epochs 20
