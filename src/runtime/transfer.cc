@@ -93,7 +93,9 @@ Result<std::shared_ptr<DeviceArray>> hosted_array(const ContextRef& context, std
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceArray> array, ContextInternals::find_array(*context, node));
   if (!array->node) {
     return invalid_argument_error("node '" + std::string(node) +
-                                  "' is internal to compiled code and has no host copy");
+                                  "' is internal to compiled code and has no host copy (a snapshot, or an "
+                                  "intermediate in its routine's shared buffer, where others overwrite it: declare "
+                                  "it output, or request @device, to see its value)");
   }
   return array;
 }

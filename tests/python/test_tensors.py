@@ -253,3 +253,29 @@ def test_capsules_free_their_memory_once():
     copy = np.from_dlpack(t, copy=True)
     copy[0] = 42
     assert run.get("w")[0] == 1
+
+
+CHAIN = """
+input x : f32[16, 16]
+tensor a : f32[16, 16]
+tensor b : f32[16, 16]
+tensor c : f32[16, 16]
+output y : f32[16]
+a[i, j] = x[i, j] * 2
+b[i, j] = a[j, i] + a[i, j]
+c[i, j] = b[j, i] - b[i, j]
+y[i] = sum(c[j, i] * c[i, j])
+"""
+
+
+def test_an_intermediate_in_a_shared_buffer_is_refused_not_read(host_device):
+    """a, b and c share their routine's buffer (docs/language.md): a view of one would show
+    another's values, so asking for one is an error that says why; the output is right."""
+    run = kiln.Program.from_text(CHAIN).compile(device=host_device)
+    x = np.arange(256, dtype=np.float32).reshape(16, 16) / 64
+    a = x * 2
+    b = a.T + a
+    c = b.T - b
+    np.testing.assert_allclose(run(x=x)["y"], (c.T * c).sum(axis=1), rtol=1e-5)
+    with pytest.raises((ValueError, kiln.Error), match="shared buffer"):
+        run.tensor("a")
