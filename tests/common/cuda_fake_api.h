@@ -115,11 +115,18 @@ struct Fake {
   static inline std::condition_variable context_sync;
   // The memory pool, as CUDA's behaves: a block freed in stream order (cuMemFreeAsync) is handed
   // to the next cuMemAllocAsync of its size at once, with the bytes it held, whatever another
-  // stream still queues against it. Blocks by size; never returned to the system (a process's
-  // pool goes when it ends).
-  static inline std::mutex pool_mutex;
-  static inline std::map<uintptr_t, size_t> pool_sizes;               // every pool block's size
-  static inline std::map<size_t, std::vector<uintptr_t>> pool_free;  // freed blocks by size, latest last
+  // stream still queues against it. Blocks by size; returned to the system only by a trim (a
+  // process's pool goes when it ends). Never destroyed, so that its blocks stay reachable for
+  // LeakSanitizer's check at exit, which runs after static destructors.
+  struct Pool {
+    std::mutex mutex;
+    std::map<void*, size_t> sizes;                // every block's size
+    std::map<size_t, std::vector<void*>> free;    // freed blocks by size, latest last
+  };
+  static Pool& pool() {
+    static Pool* p = new Pool();
+    return *p;
+  }
   static inline std::atomic<uint64_t> release_threshold{0};  // as last set, on `threshold_pool`
   static inline std::atomic<CUmemoryPool> threshold_pool{nullptr};
   static inline std::atomic<CUmemoryPool> last_pool{nullptr};  // the pool of the latest allocation
@@ -196,14 +203,16 @@ inline CUresult pool_allocate(CUdeviceptr* p, size_t bytes, CUmemoryPool pool) {
   ++Fake::async_allocations;
   Fake::last_pool = pool;
   if (Fake::out_of_memory) return CUDA_ERROR_OUT_OF_MEMORY;
-  std::lock_guard<std::mutex> lock(Fake::pool_mutex);
-  if (std::vector<uintptr_t>& reusable = Fake::pool_free[bytes]; !reusable.empty()) {
-    *p = static_cast<CUdeviceptr>(reusable.back());
+  Fake::Pool& pool = Fake::pool();
+  std::lock_guard<std::mutex> lock(pool.mutex);
+  if (std::vector<void*>& reusable = pool.free[bytes]; !reusable.empty()) {
+    *p = device_address(reusable.back());
     reusable.pop_back();
     return checked();
   }
-  *p = device_address(std::calloc(1, bytes));
-  Fake::pool_sizes[static_cast<uintptr_t>(*p)] = bytes;
+  void* block = std::calloc(1, bytes);
+  pool.sizes[block] = bytes;
+  *p = device_address(block);
   return checked();
 }
 
@@ -333,11 +342,12 @@ inline const Api& fake_api() {
     a.MemPoolTrimTo = [](CUmemoryPool, size_t) {
       ++Fake::pool_trims;
       Fake::out_of_memory = false;
-      std::lock_guard<std::mutex> lock(Fake::pool_mutex);
-      for (auto& [bytes, blocks] : Fake::pool_free) {
-        for (uintptr_t block : blocks) {
-          Fake::pool_sizes.erase(block);
-          std::free(reinterpret_cast<void*>(block));
+      Fake::Pool& pool = Fake::pool();
+      std::lock_guard<std::mutex> lock(pool.mutex);
+      for (auto& [bytes, blocks] : pool.free) {
+        for (void* block : blocks) {
+          pool.sizes.erase(block);
+          std::free(block);
         }
         blocks.clear();
       }
@@ -350,10 +360,11 @@ inline const Api& fake_api() {
       return checked();
     };
     a.MemFreeAsync = [](CUdeviceptr p, CUstream) {
-      std::lock_guard<std::mutex> lock(Fake::pool_mutex);
-      auto block = Fake::pool_sizes.find(static_cast<uintptr_t>(p));
-      if (block == Fake::pool_sizes.end()) return CUDA_ERROR_INVALID_VALUE;
-      Fake::pool_free[block->second].push_back(block->first);  // the next allocation on the stream may take it
+      Fake::Pool& pool = Fake::pool();
+      std::lock_guard<std::mutex> lock(pool.mutex);
+      auto block = pool.sizes.find(address(p));
+      if (block == pool.sizes.end()) return CUDA_ERROR_INVALID_VALUE;
+      pool.free[block->second].push_back(block->first);  // the next allocation on the stream may take it
       return checked();
     };
     a.CtxSynchronize = [] {

@@ -232,7 +232,7 @@ TEST(SharedBuffersTest, SizedIntermediatesAreLaidOutAgainWhenTheSizesChange) {
       Result<HostTensor> want = read_tensor(**reference, *fixed->find_node("y"));
       ASSERT_TRUE(want.ok()) << what;
       ASSERT_EQ(y->size() * sizeof(float), want->bytes.size()) << what;
-      EXPECT_EQ(std::memcmp(y->data(), want->bytes.data(), want->bytes.size()), 0) << what;
+      if (!want->bytes.empty()) EXPECT_EQ(std::memcmp(y->data(), want->bytes.data(), want->bytes.size()), 0) << what;
     }
   }
 }
