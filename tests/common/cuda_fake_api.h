@@ -203,15 +203,15 @@ inline CUresult pool_allocate(CUdeviceptr* p, size_t bytes, CUmemoryPool pool) {
   ++Fake::async_allocations;
   Fake::last_pool = pool;
   if (Fake::out_of_memory) return CUDA_ERROR_OUT_OF_MEMORY;
-  Fake::Pool& pool = Fake::pool();
-  std::lock_guard<std::mutex> lock(pool.mutex);
-  if (std::vector<void*>& reusable = pool.free[bytes]; !reusable.empty()) {
+  Fake::Pool& blocks = Fake::pool();
+  std::lock_guard<std::mutex> lock(blocks.mutex);
+  if (std::vector<void*>& reusable = blocks.free[bytes]; !reusable.empty()) {
     *p = device_address(reusable.back());
     reusable.pop_back();
     return checked();
   }
   void* block = std::calloc(1, bytes);
-  pool.sizes[block] = bytes;
+  blocks.sizes[block] = bytes;
   *p = device_address(block);
   return checked();
 }
