@@ -78,11 +78,10 @@ Status CudaLibrary::run(std::string_view what, const std::function<Status()>& wo
   // Waited for even after a failed step: the steps before it may still use the scratch memory.
   // An error the wait returns came from the device (a fault in a kernel of the library's or of
   // cuBLAS's), which is sticky: the device is lost, as for a fault in a queue's kernel.
+  // The lost state names the fault, which a step that failed too (a launch returns the sticky
+  // error once the fault has happened) would only echo.
   const cuda::CUresult waited = api.StreamSynchronize(stream_);
-  if (waited != cuda::CUDA_SUCCESS) {
-    Status lost = context_->mark_lost(cuda::cu_error("cuStreamSynchronize", waited, what));
-    if (status.ok()) return lost;
-  }
+  if (waited != cuda::CUDA_SUCCESS) return context_->mark_lost(cuda::cu_error("cuStreamSynchronize", waited, what));
   return status.ok() ? status : status.annotate(std::string(what));
 }
 
