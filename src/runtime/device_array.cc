@@ -56,26 +56,37 @@ Status fit_to_sizes_locked(DeviceArray& array, const std::vector<int64_t>& value
   return Status();
 }
 
+Result<std::vector<hal::BufferRef>> shared_views(hal::Allocator& allocator, const std::vector<ir::SharedNode>& nodes,
+                                                 const std::vector<int64_t>& bytes, hal::BufferRef& whole) {
+  const ir::SharedLayout layout = ir::layout_shared_buffer(nodes, bytes);
+  if (!whole || whole->byte_length() < static_cast<size_t>(layout.bytes)) {
+    KILN_ASSIGN_OR_RETURN(whole, allocator.allocate({}, std::max<size_t>(static_cast<size_t>(layout.bytes), 1)));
+  }
+  std::vector<hal::BufferRef> views;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    KILN_ASSIGN_OR_RETURN(hal::BufferRef view,
+                          whole->subspan(static_cast<size_t>(layout.offsets[i]), static_cast<size_t>(bytes[i])));
+    views.push_back(std::move(view));
+  }
+  return views;
+}
+
 Status lay_out_shared_locked(std::span<DeviceArray* const> arrays, const std::vector<ir::SharedNode>& nodes) {
   if (arrays.empty()) return Status();
   std::vector<int64_t> bytes;
   for (const DeviceArray* a : arrays) bytes.push_back(static_cast<int64_t>(a->desc.bytes));
-  const ir::SharedLayout layout = ir::layout_shared_buffer(nodes, bytes);
   hal::BufferRef whole = arrays.front()->shared_whole;
-  if (!whole || whole->byte_length() < static_cast<size_t>(layout.bytes)) {
-    // The old buffer lives on in work already queued (replace_buffer_locked).
-    KILN_ASSIGN_OR_RETURN(whole, arrays.front()->home->device()->allocator().allocate(
-                                     {}, std::max<size_t>(static_cast<size_t>(layout.bytes), 1)));
-  }
+  KILN_ASSIGN_OR_RETURN(std::vector<hal::BufferRef> views,
+                        shared_views(arrays.front()->home->device()->allocator(), nodes, bytes, whole));
   for (size_t i = 0; i < arrays.size(); ++i) {
     DeviceArray& a = *arrays[i];
-    const size_t offset = whole->byte_offset() + static_cast<size_t>(layout.offsets[i]);
-    if (a.shared_whole == whole && a.buffer && a.buffer->byte_offset() == offset && a.buffer->byte_length() == a.desc.bytes) {
+    if (a.shared_whole == whole && a.buffer && a.buffer->byte_offset() == views[i]->byte_offset() &&
+        a.buffer->byte_length() == views[i]->byte_length()) {
       continue;
     }
-    KILN_ASSIGN_OR_RETURN(hal::BufferRef view, whole->subspan(static_cast<size_t>(layout.offsets[i]), a.desc.bytes));
+    // The old buffer lives on in work already queued (replace_buffer_locked).
     a.shared_whole = whole;
-    replace_buffer_locked(a, std::move(view), false);
+    replace_buffer_locked(a, std::move(views[i]), false);
   }
   return Status();
 }

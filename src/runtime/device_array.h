@@ -70,6 +70,12 @@ void forget_recorded_steps_locked(PreparedRun& run);
 Status fit_to_sizes_locked(DeviceArray& array, const std::vector<int64_t>& values,
                            const std::vector<std::string>& size_names);
 
+// The views of one routine's shared buffer (ir::layout_shared_buffer) for nodes of `bytes` each,
+// in `whole` where it holds the layout, else in a new buffer of `allocator`'s, which `whole`
+// then is.
+Result<std::vector<hal::BufferRef>> shared_views(hal::Allocator& allocator, const std::vector<ir::SharedNode>& nodes,
+                                                 const std::vector<int64_t>& bytes, hal::BufferRef& whole);
+
 // Under the scheduling mutex: gives `arrays` (one routine's shared buffer, in the order of its
 // `nodes`, each with its current shape) their places (ir::layout_shared_buffer): views of their
 // shared buffer, or of a new one where that is too small or they have none yet.

@@ -6,6 +6,7 @@
 #include "kiln/ir/sizes.h"
 #include "kiln/runtime/code.h"
 #include "kiln/ral/context.h"
+#include "runtime/device_array.h"
 #include "runtime/initial_value.h"
 #include "runtime/routine_steps.h"
 
@@ -47,12 +48,11 @@ Result<std::unique_ptr<ProgramInstance>> ProgramInstance::create(hal::DeviceRef 
     if (r.shared.empty()) continue;
     std::vector<int64_t> bytes;
     for (const ir::SharedNode& n : r.shared) bytes.push_back(nodes[static_cast<size_t>(n.node)].byte_size());
-    const ir::SharedLayout layout = ir::layout_shared_buffer(r.shared, bytes);
-    Result<hal::BufferRef> buffer = device->allocator().allocate({}, std::max<size_t>(static_cast<size_t>(layout.bytes), 1));
-    if (!buffer.ok()) return buffer.status().annotate("allocating the shared buffer of routine '" + r.name + "'");
+    hal::BufferRef whole;
+    Result<std::vector<hal::BufferRef>> views = shared_views(device->allocator(), r.shared, bytes, whole);
+    if (!views.ok()) return views.status().annotate("allocating the shared buffer of routine '" + r.name + "'");
     for (size_t i = 0; i < r.shared.size(); ++i) {
-      KILN_ASSIGN_OR_RETURN(instance->buffers_[static_cast<size_t>(r.shared[i].node)],
-                            (*buffer)->subspan(static_cast<size_t>(layout.offsets[i]), static_cast<size_t>(bytes[i])));
+      instance->buffers_[static_cast<size_t>(r.shared[i].node)] = std::move((*views)[i]);
       instance->shared_.insert(r.shared[i].node);
     }
   }

@@ -27,8 +27,8 @@ struct PreparedRun {
   std::vector<ArrayAccess> accesses;    // each array once, reads_ and writes_ merged
   std::vector<DeviceArrayRef> arrays;   // accesses[i].array
   std::vector<std::string_view> names;  // accesses[i]'s node (in the routine's reads_ / writes_)
-  // The arrays of the routine's shared buffer (ir::LoweredRoutine::shared, in its order), which a
-  // sized routine lays out again when the sizes change; empty without one.
+  // The arrays of a sized routine's shared buffer (ir::LoweredRoutine::shared, in its order),
+  // laid out again when the sizes change; empty without one.
   std::vector<DeviceArray*> shared;
   hal::BufferRef merge;                 // the merge buffer `steps` bind, if the routine reads one
   std::optional<std::vector<RoutineStep>> steps;
@@ -119,7 +119,7 @@ Result<std::shared_ptr<PreparedRun>> Routine::prepare(const ContextRef& context)
   };
   for (const std::string& node : reads_) KILN_RETURN_IF_ERROR(use(node, false));
   for (const std::string& node : writes_) KILN_RETURN_IF_ERROR(use(node, true));
-  if (lowered_) {
+  if (lowered_ && sized_) {  // laid out once at link where no shape names a size
     for (const ir::SharedNode& n : lowered_->shared) {
       auto it = index.find(code_->lowered().program.nodes[static_cast<size_t>(n.node)].name);
       // Every node of a shared buffer is one the routine touches; a context whose array of it

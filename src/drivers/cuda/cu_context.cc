@@ -118,12 +118,12 @@ void CuContext::free_device(CUdeviceptr pointer) const {
 }
 
 Status CuContext::zero_device(CUdeviceptr pointer, size_t bytes) const {
-  const std::string where = "zeroing " + std::to_string(bytes) + " bytes of device memory";
   if (!alloc_stream_) {
     return map_copy("cuMemsetD8Async", [&](const Api& a) { return a.MemsetD8Async(pointer, 0, bytes, map_stream_); });
   }
   std::lock_guard<std::mutex> lock(alloc_mutex_);
-  return call_in_context(target_, "cuMemsetD8Async", where, [&](const Api& a) {
+  return call_in_context(target_, "cuMemsetD8Async", "zeroing " + std::to_string(bytes) + " bytes of device memory",
+                         [&](const Api& a) {
     CUresult result = a.MemsetD8Async(pointer, 0, bytes, alloc_stream_);
     return result == CUDA_SUCCESS ? a.StreamSynchronize(alloc_stream_) : result;
   });
