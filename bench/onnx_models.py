@@ -3,7 +3,7 @@ constant weights (onnx/backend/test/data/light, batch 1), and with --torchvision
 ResNet-18, MobileNet-V2 and SqueezeNet-1.1 and the GPT-style decoder (random weights, exported by
 examples/onnx/export_models.py under an interpreter with PyTorch) at each --batches (the
 decoder's sequences 64 tokens long), and torch.nn.TransformerEncoder at batch 8 of 128 tokens
-(imported with those sizes given: its attention reshapes to a product of two sizes). For
+(imported with those sizes given, which runs faster than its program with sizes). For
 each: import and compile times, the median of --runs runs (11) after 12 on cpu (KILN_CPU_THREADS
 threads, 2 by default) and ONNX Runtime's with as many intra-op threads, in the same process
 but each timed alone (kiln first, then ONNX Runtime's session is made and timed),
@@ -78,8 +78,8 @@ def feeds_for(np, onnx, model, batch):
 
 def sizes_for(name, model, feeds):
     """The sizes to import `name` with: none (every dimension stays a size) except for the
-    encoder, whose named dimensions take the feeds' extents (its batch must be a number; with the
-    sequence a size too it runs about 15% slower, docs/onnx.md)."""
+    encoder, whose named dimensions take the feeds' extents (the issue's row is one shape; with
+    its batch and sequence sizes it runs about 12% slower, docs/onnx.md)."""
     if name != "encoder":
         return None
     sizes = {}

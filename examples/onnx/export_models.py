@@ -19,9 +19,8 @@ only when asked for. "gpt" takes "tokens"
 blocks of causal self-attention (4 heads, width 128, the mask a slice of a buffer, as nanoGPT
 writes it) and a GELU MLP, each after a LayerNorm, then a LayerNorm and the head; at most 64
 positions. "encoder" is torch.nn.TransformerEncoder: 2 layers of width 256, 4 heads, a ReLU MLP of
-1024, batch first; it takes "input" [batch, seq, 256] and gives "output" of the same shape. Its
-attention reshapes to seq * batch rows, a product of two dimensions, so kiln imports it with its
-sizes given numbers (kiln.onnx.compile(path, sizes={"batch": 8, "seq": 128})).
+1024, batch first; it takes "input" [batch, seq, 256] and gives "output" of the same shape, both
+dimensions dynamic (its attention's seq * batch rows are declared [seq, batch, 256], docs/onnx.md).
 """
 
 import argparse

@@ -436,10 +436,12 @@ def test_an_input_passed_through_to_an_output_stays_an_input():
     np.testing.assert_array_equal(got["a"], [-1, 3])
 
 
-def test_a_size_times_a_number_is_a_dimension_and_a_product_of_two_sizes_is_refused():
+def test_a_size_times_a_number_is_a_dimension_and_a_product_of_two_sizes_is_declared_as_both():
     """Shape(x)[0] * 2 as a Reshape target: the dimension 2*N, whose rows read x through tables
-    the program computes at each run (a param cannot have a size); Shape(x)[0] * Shape(x)[1] is
-    no dimension a tensor can have: refused, naming the node, until sizes= fixes one of them."""
+    the program computes at each run (a param cannot have a size). Shape(x)[0] * Shape(x)[1] is
+    no dimension a tensor can have: a Reshape to N * M rows declares them as N and M (and a Gemm
+    over those rows keeps them so, until a Reshape splits them again); as a graph output it is
+    refused, naming the node, until sizes= fixes one of the sizes."""
     def doubled(second):
         nodes = [helper.make_node("Shape", ["x"], ["s"]),
                  helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
@@ -456,11 +458,60 @@ def test_a_size_times_a_number_is_a_dimension_and_a_product_of_two_sizes_is_refu
     for rows in (3, 1, 6):
         x = RNG.standard_normal((rows, 4)).astype(np.float32)
         np.testing.assert_array_equal(run(x=x)["y"], onnxruntime_outputs(m, {"x": x})["y"])
-    with pytest.raises(kiln.onnx.OnnxImportError, match=r"node 'n2'.*\(Mul.*a product of sizes \(N \* M\)"):
+    with pytest.raises(kiln.onnx.OnnxImportError,
+                       match=r"node 'y'.*\(Reshape.*output 'y' is \['M\*N', 1\], with a dimension that is a product"):
         kiln.onnx.import_model(doubled("m"))
     x = RNG.standard_normal((3, 4)).astype(np.float32)
     got = kiln.onnx.compile(doubled("m"), sizes={"M": 4})(x=x)["y"]
     np.testing.assert_array_equal(got, onnxruntime_outputs(doubled("m"), {"x": x})["y"])
+    # Any other operator whose result would have such a dimension is refused where it is made.
+    counting = model(doubled("m").graph.node[:4] + [helper.make_node("Range", ["zero", "n2", "one"], ["y"])],
+                     [f32("x", ["N", "M"])], [helper.make_tensor_value_info("y", TensorProto.INT64, ["R"])],
+                     [ints("zero", 0), ints("one", 1)])
+    with pytest.raises(kiln.onnx.OnnxImportError, match=r"node 'y' \(Range.*the dimension M\*N, a product of sizes"):
+        kiln.onnx.import_model(counting)
+
+
+def test_rows_that_are_a_product_of_sizes_go_through_a_gemm_and_back():
+    """What multi-head attention does with a batch of sequences, both sizes: x [T, B, 6] flattened
+    to T * B rows, a Gemm with a bias, and the rows split into [T, B, 4] again by a Reshape whose
+    target comes from Shape: the flattened tensors are declared [T, B, ...] and the Shape of the
+    Gemm's result still says T * B rows. Any other operator reading them is refused, naming it."""
+    def attention_tail(after_gemm=None):
+        g = "g2" if after_gemm else "g"  # what the Reshape back reads
+        nodes = [helper.make_node("Shape", ["x"], ["s"]),
+                 helper.make_node("Gather", ["s", "zero"], ["t"], axis=0),
+                 helper.make_node("Gather", ["s", "one"], ["b"], axis=0),
+                 helper.make_node("Mul", ["t", "b"], ["tb"]),
+                 helper.make_node("Unsqueeze", ["tb", "axes"], ["tbu"]),
+                 helper.make_node("Concat", ["tbu", "six"], ["flat"], axis=0),
+                 helper.make_node("Reshape", ["x", "flat"], ["rows"]),
+                 helper.make_node("Gemm", ["rows", "w", "bias"], ["g"], transB=1)]
+        if after_gemm:
+            nodes.append(helper.make_node(after_gemm, ["g"], ["g2"]))
+        nodes += [helper.make_node("Shape", [g], ["gs"]),
+                 helper.make_node("Gather", ["gs", "one"], ["width"], axis=0),
+                 helper.make_node("Unsqueeze", ["t", "axes"], ["tu"]),
+                 helper.make_node("Unsqueeze", ["b", "axes"], ["bu"]),
+                 helper.make_node("Unsqueeze", ["width", "axes"], ["wu"]),
+                 helper.make_node("Concat", ["tu", "bu", "wu"], ["back"], axis=0),
+                 helper.make_node("Reshape", [g, "back"], ["y"])]
+        w = RNG.standard_normal((4, 6)).astype(np.float32)
+        bias = RNG.standard_normal(4).astype(np.float32)
+        return model(nodes, [f32("x", ["T", "B", 6])], [f32("y", ["T", "B", 4])],
+                     [ints("zero", 0), ints("one", 1), ints("axes", [0]), ints("six", [6]),
+                      numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "bias")])
+    m = attention_tail()
+    text = kiln.onnx.import_text(m)[1]
+    assert "tensor rows : f32[T, B, 6]" in text and "tensor g : f32[T, B, 4]" in text, text
+    for device in DEVICES:
+        run = kiln.onnx.compile(m, device=device)
+        for t, b in ((3, 2), (1, 1), (5, 4)):
+            x = RNG.standard_normal((t, b, 6)).astype(np.float32)
+            np.testing.assert_allclose(run(x=x)["y"], onnxruntime_outputs(m, {"x": x})["y"], rtol=1e-5, atol=1e-5,
+                                       err_msg=f"T {t}, B {b} on {device}")
+    with pytest.raises(kiln.onnx.OnnxImportError, match=r"\(Relu.*reads 'g', of shape \['B\*T', 4\]"):
+        kiln.onnx.import_model(attention_tail("Relu"))
 
 
 def test_names_that_are_not_kiln_identifiers_are_mapped_both_ways():
@@ -533,24 +584,27 @@ def test_a_gpt_style_decoder_runs_every_batch_and_sequence_from_one_compiled_pro
 def test_a_transformer_encoder_runs_every_sequence_from_one_compiled_program(exported_models):
     """torch.nn.TransformerEncoder (2 layers of width 256, 4 heads): multi-head attention with its
     reshapes and transposes, batched products, softmax, LayerNorm and a ReLU MLP. Its attention
-    reshapes to seq * batch rows: with the batch given a number, the sequence stays a size (rows
-    of 8*seq, read through tables the program computes); with both sizes, or the batch alone (a
-    row's index divided by the batch), refused, naming the node."""
+    reshapes to seq * batch rows: with both sizes dynamic those rows are declared as the two
+    sizes, and one program runs every batch and sequence; with the batch given a number, the
+    sequence stays a size (rows of 8*seq, read through tables the program computes); with the
+    batch alone (a row's index divided by the batch), refused, naming the node."""
     m = onnx.load(str(exported_models / "encoder.onnx"))
-    with pytest.raises(kiln.onnx.OnnxImportError, match=r"self_attn/Mul.*a product of sizes"):
-        kiln.onnx.import_model(m)
     with pytest.raises(kiln.onnx.OnnxImportError, match=r"self_attn/Reshape.*a size inside a division"):
         kiln.onnx.import_model(m, sizes={"seq": 8})
     session = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+
+    def check(run, batch, seq, device):
+        x = RNG.standard_normal((batch, seq, 256)).astype(np.float32)
+        want = session.run(None, {"input": x})[0]
+        np.testing.assert_allclose(run(input=x)["output"], want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()),
+                                   err_msg=f"batch {batch}, sequence {seq} on {device}")
     for device in DEVICES:
-        for batch in (2,) if device != "cpu" else (2, 3):
-            run = kiln.onnx.compile(m, device=device, sizes={"batch": batch})
-            for seq in (8,) if device != "cpu" else (8, 33, 1):
-                x = RNG.standard_normal((batch, seq, 256)).astype(np.float32)
-                want = session.run(None, {"input": x})[0]
-                np.testing.assert_allclose(run(input=x)["output"], want, rtol=1e-4,
-                                           atol=1e-4 * float(np.abs(want).max()),
-                                           err_msg=f"batch {batch}, sequence {seq} on {device}")
+        run = kiln.onnx.compile(m, device=device)
+        for batch, seq in ((2, 8),) if device != "cpu" else ((2, 8), (3, 33), (1, 1)):
+            check(run, batch, seq, device)
+    run = kiln.onnx.compile(m, sizes={"batch": 3})
+    for seq in (8, 1):
+        check(run, 3, seq, "cpu")
 
 
 def test_a_bf16_model_matches_pytorch(exported_models):

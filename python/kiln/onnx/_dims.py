@@ -1,13 +1,15 @@
 """Dimensions as the importer holds them: an int, a size's name ("seq"), or a size times a
 positive integer ("8*seq", as the language writes such a dimension). Shape arithmetic and
-reshapes work on them as monomials (coefficient, sizes): a product of two sizes is one, but no
-dimension can be declared with it (a tensor's dimensions are affine in the sizes)."""
+reshapes work on them as monomials (coefficient, sizes). A product of two sizes ("seq*batch",
+what a model computes to flatten a batch of sequences) is one too, but no dimension can be
+declared with it (a tensor's dimensions are affine in the sizes): a reshape to it declares the
+sizes as dimensions of their own (`factors`)."""
 
 import re
 
 import numpy as np
 
-_SCALED = re.compile(r"^(?:([0-9]+)\*)?([A-Za-z_][A-Za-z0-9_]*)$")
+_FACTOR = re.compile(r"^(?:[0-9]+|[A-Za-z_][A-Za-z0-9_]*)$")
 
 
 def monomial(d):
@@ -16,10 +18,13 @@ def monomial(d):
         return d
     if isinstance(d, (int, np.integer)):
         return int(d), ()
-    m = _SCALED.match(d)
-    if m is None:
+    factors = d.split("*")
+    if not all(_FACTOR.match(f) for f in factors):
         raise ValueError(f"not a dimension: {d!r}")
-    return int(m.group(1) or 1), (m.group(2),)
+    coef = 1
+    for f in factors:
+        coef *= int(f) if f[0].isdigit() else 1
+    return coef, tuple(sorted(f for f in factors if not f[0].isdigit()))
 
 
 def times(a, b):
@@ -56,6 +61,24 @@ def dimension(m):
     if len(sizes) > 1 or coef < 1:
         return None
     return sizes[0] if coef == 1 else f"{coef}*{sizes[0]}"
+
+
+def expression(m):
+    """A monomial as shape arithmetic holds it: an int, "seq", "8*seq" or "seq*batch"."""
+    coef, sizes = monomial(m)
+    if not sizes:
+        return coef
+    return "*".join(([str(coef)] if coef != 1 else []) + list(sizes))
+
+
+def factors(d, order):
+    """The dimensions a product of sizes is declared as: its sizes in `order` (sizes not in it
+    last), the coefficient on the first; a dimension that can be declared stays as it is."""
+    coef, sizes = monomial(d)
+    if len(sizes) < 2:
+        return [dimension(d)]
+    ranked = sorted(sizes, key=lambda s: order.index(s) if s in order else len(order))
+    return [dimension((coef, (ranked[0],)))] + list(ranked[1:])
 
 
 def count(shape):

@@ -71,10 +71,19 @@ class Value:
         # A reshape that no statement computes: (x, the dimensions of x merged into this
         # value's last), read through x by the one operator that takes it (Gemm).
         self.view = None
+        # Where the ONNX shape has a dimension that is a product of sizes ("seq*batch"), which no
+        # declaration can have: that shape, `shape` being the one declared, each such dimension
+        # as its sizes (_dims.factors). Read only by the operators that know (Reshape, Gemm).
+        self.product_shape = None
 
     @property
     def rank(self):
         return len(self.shape)
+
+    @property
+    def onnx_shape(self):
+        """The shape ONNX sees (Shape's result): `shape` but for a product of sizes."""
+        return self.product_shape if self.product_shape is not None else self.shape
 
 
 class Graph:

@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ._dims import dimension, times
+from ._dims import dimension, expression, times
 from ._graph import KILN_TYPES, Graph, OnnxImportError, Value, kiln_type_of
 from ._emit import indices, read, target
 from ._ops import OPS
@@ -116,10 +116,19 @@ class Converter:
             self.index_tables[key] = self.constant(array, "reshape_index")
         return self.index_tables[key]
 
-    def output(self, node, i, dtype, shape):
-        """Output `i` of `node`: a tensor, or an output where the graph outputs it."""
+    def output(self, node, i, dtype, shape, product_shape=None):
+        """Output `i` of `node`: a tensor, or an output where the graph outputs it; declared with
+        `shape` where its ONNX shape, `product_shape`, has a product of sizes (Value)."""
         name = node.output[i]
+        for d in shape:
+            if isinstance(d, str) and dimension(d) is None:
+                self.unsupported(node, f"its output would have the dimension {d}, a product of sizes, which kiln "
+                                       "declares only where a Reshape makes it (as the sizes, one dimension each)")
+        if product_shape is not None and name in self.outputs:
+            self.unsupported(node, f"its output '{name}' is {list(product_shape)}, with a dimension that is a product "
+                                   "of sizes, which kiln declares only as a tensor that a Reshape splits again")
         value = Value(name, dtype, shape)
+        value.product_shape = product_shape
         self.graph.declare("output" if name in self.outputs else "tensor", value)
         self.values[name] = value
         return value
@@ -228,6 +237,11 @@ class Converter:
             if v is not None and v.view is not None and not (node.op_type == "Gemm" and i == 0):
                 self.unsupported(node, f"it reads '{v.name}', a flattening of the computed tensor '{v.view[0].name}' "
                                        "that kiln imports only as the first operand of a Gemm")
+            if v is not None and v.product_shape is not None and not (node.op_type in ("Gemm", "Reshape") and i == 0):
+                self.unsupported(node, f"it reads '{v.name}', of shape {list(v.product_shape)}, whose dimension that "
+                                       "is a product of sizes kiln imports only as the first operand of a Gemm or "
+                                       "a Reshape; give one of the sizes a value (sizes= in Python, --size on the "
+                                       "command line)")
         handler(self, node, ins, attrs)
 
     # --- folding ---------------------------------------------------------------------------------
@@ -261,7 +275,7 @@ class Converter:
         if op == "Constant":
             return [self.constant_attribute(node, attrs)]
         if op in ("Shape", "Size") and ins[0] is not None:
-            shape = list(ins[0].shape)
+            shape = list(ins[0].onnx_shape)
             if op == "Size":
                 total = 1
                 for d in shape:
@@ -376,11 +390,10 @@ class Converter:
             a, b = np.broadcast_arrays(x.astype(object), ins[1].const.astype(object))
             product = np.empty(a.shape, dtype=object)
             for at in np.ndindex(a.shape):
-                product[at] = dimension(times(a[at], b[at]))
-                if product[at] is None:
-                    self.unsupported(node, f"a product of sizes ({a[at]} * {b[at]}): a dimension may be a size times "
-                                           "a number, not a product of two sizes; give one of them a value "
-                                           "(sizes= in Python, --size on the command line)")
+                coef, sizes = times(a[at], b[at])
+                if coef < 1 and sizes:
+                    self.unsupported(node, f"a dimension {a[at]} * {b[at]} that is not a positive multiple of sizes")
+                product[at] = expression((coef, sizes))  # a product of sizes too ("seq*batch"): Reshape declares it
             return [product]
         if op == "Range" or (op == "Slice" and x.dtype != object):
             return None  # a tensor whose extent is a size (Range's, a slice's): the operator writes it

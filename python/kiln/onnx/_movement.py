@@ -4,7 +4,7 @@
 import numpy as np
 
 from ._emit import affine, broadcast_read, broadcast_shape, indices, op, read, target
-from ._dims import count, dimension, divides, monomial, quotient, times
+from ._dims import count, dimension, divides, expression, factors, monomial, quotient, times
 from ._graph import Value
 
 # --- moving data -----------------------------------------------------------------------------
@@ -75,7 +75,9 @@ def _pieces(a, b):
 
 
 def reshape_to(cx, node, x, shape):
-    """out = x in `shape`, the same elements in row-major order. Where each dimension of x
+    """out = x in `shape`, the same elements in row-major order; a dimension of `shape` that is a
+    product of sizes is declared as those sizes, in the order x has them (out.product_shape).
+    Where each dimension of x
     becomes one or several of the output's (a split, extents of 1 inserted or removed), a copy
     that reads x at affine subscripts. Where several of x's trailing dimensions become the
     output's last (a flatten) and only Gemms read it, a view that each Gemm reads through x's
@@ -84,6 +86,10 @@ def reshape_to(cx, node, x, shape):
     that divide one another (`_pieces`), a sum of one-dimensional tables, one per output
     dimension (an affine term where the index is the output's own); else a known table of its
     index at each point of those dimensions."""
+    order = [s for d in x.shape for s in monomial(d)[1]]
+    declared = tuple(f for d in shape for f in factors(d, order))
+    product_shape = tuple(shape) if declared != tuple(shape) else None
+    shape = declared
     kept_in = [d for d in range(x.rank) if x.shape[d] != 1]
     kept_out = [d for d in range(len(shape)) if shape[d] != 1]
     groups = _groups([x.shape[d] for d in kept_in], [shape[d] for d in kept_out])
@@ -91,12 +97,13 @@ def reshape_to(cx, node, x, shape):
         cx.unsupported(node, f"a reshape of a computed tensor from {list(x.shape)} to {list(shape)} that does not "
                              "keep its sizes in place")
     flatten = all(len(gj) == 1 for _, gj in groups) and all(len(gi) == 1 for gi, _ in groups[:-1])
-    if groups and flatten and len(groups[-1][0]) > 1 and cx.read_only_as(node.output[0], "Gemm", 0):
+    if (groups and flatten and len(groups[-1][0]) > 1 and product_shape is None
+            and cx.read_only_as(node.output[0], "Gemm", 0)):
         out = Value(node.output[0], x.dtype, shape)
         out.view = (x, [kept_in[d] for d in groups[-1][0]])
         cx.values[node.output[0]] = out
         return [out]
-    out = cx.output(node, 0, x.dtype, shape)
+    out = cx.output(node, 0, x.dtype, shape, product_shape)
     subs = indices(len(shape))
     x_subs = ["0"] * x.rank
     for gi, gj in groups:
@@ -174,10 +181,10 @@ def reshaped(cx, node, x, target_shape, allowzero=0):
     what the other dimensions leave."""
     shape = []
     for d, t in enumerate(target_shape):
-        shape.append(x.shape[d] if t == 0 and not allowzero else t)
+        shape.append(x.onnx_shape[d] if t == 0 and not allowzero else t)
     if -1 in shape:
         total, rest = count(x.shape), count([s for s in shape if s != -1])
-        missing = dimension(quotient(total, rest)) if divides(rest, total) else None
+        missing = expression(quotient(total, rest)) if divides(rest, total) else None
         if missing is None:
             cx.unsupported(node, f"a -1 in {list(target_shape)} against a shape with sizes {list(x.shape)}")
         shape[shape.index(-1)] = missing

@@ -191,21 +191,34 @@ def gemm(cx, node, ins, attrs):
     trans_a, trans_b = attrs.get("transA", 0), attrs.get("transB", 0)
     if a.dtype not in FLOAT_TYPES and (alpha != int(alpha) or beta != int(beta)):
         cx.unsupported(node, f"alpha {alpha} and beta {beta} that are not whole, on {a.dtype} operands")
-    m = a.shape[1] if trans_a else a.shape[0]
     n = b.shape[0] if trans_b else b.shape[1]
-    out = cx.output(node, 0, a.dtype, (m, n))
-    if a.view is not None and not trans_a:
-        a_read, b_read = flattened_product_reads(cx, node, a, b, trans_b)
+    if a.product_shape is not None:
+        # Rows that are a product of sizes (a batch of sequences flattened): a's declared
+        # dimensions but the last index the rows, and the result is declared likewise.
+        if trans_a or (c is not None and beta != 0 and c.rank == 2 and c.shape[0] != 1):
+            cx.unsupported(node, f"a product over rows {list(a.product_shape)} that are a product of sizes, with "
+                                 "transA or a bias of one row per row")
+        rows = a.shape[:-1]
+        out = cx.output(node, 0, a.dtype, (*rows, n), (a.product_shape[0], n))
+        subs = indices(len(rows) + 1)
+        a_read = read(cx, a, subs[:-1] + ["r0"])
+        b_read = read(cx, b, [subs[-1], "r0"] if trans_b else ["r0", subs[-1]])
     else:
-        a_read = read(cx, a, ["r0", "i0"] if trans_a else ["i0", "r0"])
-        b_read = read(cx, b, ["i1", "r0"] if trans_b else ["r0", "i1"])
+        m = a.shape[1] if trans_a else a.shape[0]
+        out = cx.output(node, 0, a.dtype, (m, n))
+        subs = ["i0", "i1"]
+        if a.view is not None and not trans_a:
+            a_read, b_read = flattened_product_reads(cx, node, a, b, trans_b)
+        else:
+            a_read = read(cx, a, ["r0", "i0"] if trans_a else ["i0", "r0"])
+            b_read = read(cx, b, ["i1", "r0"] if trans_b else ["r0", "i1"])
     text = f"sum({a_read} * {b_read})"
     if alpha != 1:
         text = f"{literal(alpha, a.dtype)} * {text}"
     if c is not None and beta != 0:
-        bias = broadcast_read(cx, c, (m, n), ["i0", "i1"])
+        bias = broadcast_read(cx, c, out.shape, subs)
         text += f" + {bias}" if beta == 1 else f" + {literal(beta, a.dtype)} * {bias}"
-    cx.emit(f"{target(cx, out, ['i0', 'i1'])} = {text}")
+    cx.emit(f"{target(cx, out, subs)} = {text}")
     return [out]
 
 
