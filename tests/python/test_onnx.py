@@ -476,7 +476,8 @@ def test_rows_that_are_a_product_of_sizes_go_through_a_gemm_and_back():
     """What multi-head attention does with a batch of sequences, both sizes: x [T, B, 6] flattened
     to T * B rows, a Gemm with a bias, and the rows split into [T, B, 4] again by a Reshape whose
     target comes from Shape: the flattened tensors are declared [T, B, ...] and the Shape of the
-    Gemm's result still says T * B rows. Any other operator reading them is refused, naming it."""
+    Gemm's result still says T * B rows. So too with T a number (rows 3*B, whose index would be
+    divided by B to reach x's). Any other operator reading them is refused, naming it."""
     def attention_tail(after_gemm=None):
         g = "g2" if after_gemm else "g"  # what the Reshape back reads
         nodes = [helper.make_node("Shape", ["x"], ["s"]),
@@ -510,6 +511,11 @@ def test_rows_that_are_a_product_of_sizes_go_through_a_gemm_and_back():
             x = RNG.standard_normal((t, b, 6)).astype(np.float32)
             np.testing.assert_allclose(run(x=x)["y"], onnxruntime_outputs(m, {"x": x})["y"], rtol=1e-5, atol=1e-5,
                                        err_msg=f"T {t}, B {b} on {device}")
+    assert "tensor rows : f32[3, B, 6]" in kiln.onnx.import_text(m, sizes={"T": 3})[1]
+    run = kiln.onnx.compile(m, sizes={"T": 3})
+    for b in (2, 1):
+        x = RNG.standard_normal((3, b, 6)).astype(np.float32)
+        np.testing.assert_allclose(run(x=x)["y"], onnxruntime_outputs(m, {"x": x})["y"], rtol=1e-5, atol=1e-5)
     with pytest.raises(kiln.onnx.OnnxImportError, match=r"\(Relu.*reads 'g', of shape \['B\*T', 4\]"):
         kiln.onnx.import_model(attention_tail("Relu"))
 
@@ -587,10 +593,8 @@ def test_a_transformer_encoder_runs_every_sequence_from_one_compiled_program(exp
     reshapes to seq * batch rows: with both sizes dynamic those rows are declared as the two
     sizes, and one program runs every batch and sequence; with the batch given a number, the
     sequence stays a size (rows of 8*seq, read through tables the program computes); with the
-    batch alone (a row's index divided by the batch), refused, naming the node."""
+    sequence given, rows of 8*batch declared as 8 and the batch."""
     m = onnx.load(str(exported_models / "encoder.onnx"))
-    with pytest.raises(kiln.onnx.OnnxImportError, match=r"self_attn/Reshape.*a size inside a division"):
-        kiln.onnx.import_model(m, sizes={"seq": 8})
     session = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
 
     def check(run, batch, seq, device):
@@ -605,6 +609,9 @@ def test_a_transformer_encoder_runs_every_sequence_from_one_compiled_program(exp
     run = kiln.onnx.compile(m, sizes={"batch": 3})
     for seq in (8, 1):
         check(run, 3, seq, "cpu")
+    run = kiln.onnx.compile(m, sizes={"seq": 8})
+    for batch in (2, 1):
+        check(run, batch, 8, "cpu")
 
 
 def test_a_bf16_model_matches_pytorch(exported_models):

@@ -47,6 +47,43 @@ def _groups(a, b):
     return out if i == len(a) and j == len(b) else None
 
 
+def _strides(shape):
+    """The strides of a row-major shape's dimensions and its element count, as monomials."""
+    out, s = [], (1, ())
+    for e in reversed(shape):
+        out.append(s)
+        s = times(s, e)
+    return out[::-1], s
+
+
+def _ascending(m):
+    """A sort key that orders monomials that divide one another from the smallest."""
+    return len(m[1]), m[0], m[1]
+
+
+def _split_at_sizes(a, b):
+    """Shape `b` with a dimension split where a dimension of shape `a` (the same elements in
+    row-major order) begins inside it at a multiple of a size of its stride: an index into `b`
+    would be divided by that size to reach `a`'s, which no subscript can do (T x 4B x 64 to TB x
+    256 rows: b's rows split into T and B). Each piece lies in one dimension of `a`, so it has at
+    most one size; where one cannot be declared, `b` is returned as it is."""
+    (sa, total), (sb, _) = _strides(a), _strides(b)
+    out = []
+    for j, e in enumerate(b):
+        lo, hi = sb[j], times(sb[j], e)
+        cuts = sorted({s for s in sa if s not in (lo, hi) and divides(lo, s) and divides(s, hi) and quotient(s, lo)[1]},
+                      key=_ascending)
+        if not cuts:
+            out.append(e)
+            continue
+        edges = [lo] + cuts + [hi]
+        pieces = [dimension(quotient(edges[k + 1], edges[k])) for k in range(len(edges) - 1)]
+        if any(p is None for p in pieces):
+            return tuple(b)
+        out += reversed(pieces)
+    return tuple(out)
+
+
 def _pieces(a, b):
     """How an index into shape `a` follows from one into shape `b` (the same elements in
     row-major order) one dimension of b at a time, where that is possible: where the boundaries of
@@ -56,14 +93,8 @@ def _pieces(a, b):
     index is the sum over b's dimensions of ((b's index // divisor) % extent) * multiplier, each a
     monomial (_dims), where the shapes have sizes.
     None where the boundaries do not divide (4 x 6 against 6 x 4)."""
-    def strides(shape):
-        out, s = [], (1, ())
-        for e in reversed(shape):
-            out.append(s)
-            s = times(s, e)
-        return out[::-1], s
-    (sa, total), (sb, _) = strides(a), strides(b)
-    bounds = sorted(set(sa + sb + [total]), key=lambda m: (len(m[1]), m[0], m[1]))
+    (sa, total), (sb, _) = _strides(a), _strides(b)
+    bounds = sorted(set(sa + sb + [total]), key=_ascending)
     if any(not divides(lo, hi) for lo, hi in zip(bounds, bounds[1:])):
         return None
     pieces = [[[] for _ in b] for _ in a]
@@ -76,7 +107,8 @@ def _pieces(a, b):
 
 def reshape_to(cx, node, x, shape):
     """out = x in `shape`, the same elements in row-major order; a dimension of `shape` that is a
-    product of sizes is declared as those sizes, in the order x has them (out.product_shape).
+    product of sizes, or whose index x would read divided by a size, is declared as its parts, in
+    the order x has them (out.product_shape; _split_at_sizes).
     Where each dimension of x
     becomes one or several of the output's (a split, extents of 1 inserted or removed), a copy
     that reads x at affine subscripts. Where several of x's trailing dimensions become the
@@ -87,7 +119,7 @@ def reshape_to(cx, node, x, shape):
     dimension (an affine term where the index is the output's own); else a known table of its
     index at each point of those dimensions."""
     order = [s for d in x.shape for s in monomial(d)[1]]
-    declared = tuple(f for d in shape for f in factors(d, order))
+    declared = tuple(f for d in _split_at_sizes(x.shape, shape) for f in factors(d, order))
     product_shape = tuple(shape) if declared != tuple(shape) else None
     shape = declared
     kept_in = [d for d in range(x.rank) if x.shape[d] != 1]
