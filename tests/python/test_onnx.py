@@ -474,50 +474,59 @@ def test_a_size_times_a_number_is_a_dimension_and_a_product_of_two_sizes_is_decl
 
 def test_rows_that_are_a_product_of_sizes_go_through_a_gemm_and_back():
     """What multi-head attention does with a batch of sequences, both sizes: x [T, B, 6] flattened
-    to T * B rows, a Gemm with a bias, and the rows split into [T, B, 4] again by a Reshape whose
-    target comes from Shape: the flattened tensors are declared [T, B, ...] and the Shape of the
-    Gemm's result still says T * B rows. So too with T a number (rows 3*B, whose index would be
-    divided by B to reach x's). Any other operator reading them is refused, naming it."""
-    def attention_tail(after_gemm=None):
-        g = "g2" if after_gemm else "g"  # what the Reshape back reads
+    to T * B rows, a Gemm with a bias (or a MatMul, an Add of the bias and a ReLU), and the rows
+    split into [T, B, 4] again by a Reshape whose target comes from Shape: the flattened tensors
+    are declared [T, B, ...] and the Shape of the product still says T * B rows. So too with T a
+    number (rows 3*B, whose index would be divided by B to reach x's). Another operator reading
+    them (a Softmax) is refused, naming it."""
+    w = RNG.standard_normal((4, 6)).astype(np.float32)
+    bias = RNG.standard_normal(4).astype(np.float32)
+
+    def attention_tail(product="Gemm"):
         nodes = [helper.make_node("Shape", ["x"], ["s"]),
                  helper.make_node("Gather", ["s", "zero"], ["t"], axis=0),
                  helper.make_node("Gather", ["s", "one"], ["b"], axis=0),
                  helper.make_node("Mul", ["t", "b"], ["tb"]),
                  helper.make_node("Unsqueeze", ["tb", "axes"], ["tbu"]),
                  helper.make_node("Concat", ["tbu", "six"], ["flat"], axis=0),
-                 helper.make_node("Reshape", ["x", "flat"], ["rows"]),
-                 helper.make_node("Gemm", ["rows", "w", "bias"], ["g"], transB=1)]
-        if after_gemm:
-            nodes.append(helper.make_node(after_gemm, ["g"], ["g2"]))
-        nodes += [helper.make_node("Shape", [g], ["gs"]),
-                 helper.make_node("Gather", ["gs", "one"], ["width"], axis=0),
-                 helper.make_node("Unsqueeze", ["t", "axes"], ["tu"]),
-                 helper.make_node("Unsqueeze", ["b", "axes"], ["bu"]),
-                 helper.make_node("Unsqueeze", ["width", "axes"], ["wu"]),
-                 helper.make_node("Concat", ["tu", "bu", "wu"], ["back"], axis=0),
-                 helper.make_node("Reshape", [g, "back"], ["y"])]
-        w = RNG.standard_normal((4, 6)).astype(np.float32)
-        bias = RNG.standard_normal(4).astype(np.float32)
-        return model(nodes, [f32("x", ["T", "B", 6])], [f32("y", ["T", "B", 4])],
+                 helper.make_node("Reshape", ["x", "flat"], ["rows"])]
+        if product == "Gemm":
+            nodes.append(helper.make_node("Gemm", ["rows", "w", "bias"], ["g"], transB=1))
+        elif product == "MatMul":
+            nodes += [helper.make_node("MatMul", ["rows", "wt"], ["p"]),
+                      helper.make_node("Add", ["p", "bias"], ["pb"]),
+                      helper.make_node("Relu", ["pb"], ["g"])]
+        else:
+            nodes.append(helper.make_node(product, ["rows"], ["g"]))
+        nodes += [helper.make_node("Shape", ["g"], ["gs"]),
+                  helper.make_node("Gather", ["gs", "one"], ["width"], axis=0),
+                  helper.make_node("Unsqueeze", ["t", "axes"], ["tu"]),
+                  helper.make_node("Unsqueeze", ["b", "axes"], ["bu"]),
+                  helper.make_node("Unsqueeze", ["width", "axes"], ["wu"]),
+                  helper.make_node("Concat", ["tu", "bu", "wu"], ["back"], axis=0),
+                  helper.make_node("Reshape", ["g", "back"], ["y"])]
+        return model(nodes, [f32("x", ["T", "B", 6])], [f32("y", ["T", "B", 4 if product != "Softmax" else 6])],
                      [ints("zero", 0), ints("one", 1), ints("axes", [0]), ints("six", [6]),
-                      numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "bias")])
+                      numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.ascontiguousarray(w.T), "wt"),
+                      numpy_helper.from_array(bias, "bias")])
+    for product in ("Gemm", "MatMul"):
+        m = attention_tail(product)
+        text = kiln.onnx.import_text(m)[1]
+        assert "tensor rows : f32[T, B, 6]" in text and "tensor g : f32[T, B, 4]" in text, text
+        for device in DEVICES:
+            run = kiln.onnx.compile(m, device=device)
+            for t, b in ((3, 2), (1, 1), (5, 4)) if product == "Gemm" else ((3, 2),):
+                x = RNG.standard_normal((t, b, 6)).astype(np.float32)
+                np.testing.assert_allclose(run(x=x)["y"], onnxruntime_outputs(m, {"x": x})["y"], rtol=1e-5,
+                                           atol=1e-5, err_msg=f"{product}, T {t}, B {b} on {device}")
     m = attention_tail()
-    text = kiln.onnx.import_text(m)[1]
-    assert "tensor rows : f32[T, B, 6]" in text and "tensor g : f32[T, B, 4]" in text, text
-    for device in DEVICES:
-        run = kiln.onnx.compile(m, device=device)
-        for t, b in ((3, 2), (1, 1), (5, 4)):
-            x = RNG.standard_normal((t, b, 6)).astype(np.float32)
-            np.testing.assert_allclose(run(x=x)["y"], onnxruntime_outputs(m, {"x": x})["y"], rtol=1e-5, atol=1e-5,
-                                       err_msg=f"T {t}, B {b} on {device}")
     assert "tensor rows : f32[3, B, 6]" in kiln.onnx.import_text(m, sizes={"T": 3})[1]
     run = kiln.onnx.compile(m, sizes={"T": 3})
     for b in (2, 1):
         x = RNG.standard_normal((3, b, 6)).astype(np.float32)
         np.testing.assert_allclose(run(x=x)["y"], onnxruntime_outputs(m, {"x": x})["y"], rtol=1e-5, atol=1e-5)
-    with pytest.raises(kiln.onnx.OnnxImportError, match=r"\(Relu.*reads 'g', of shape \['B\*T', 4\]"):
-        kiln.onnx.import_model(attention_tail("Relu"))
+    with pytest.raises(kiln.onnx.OnnxImportError, match=r"\(Softmax.*reads 'rows', of shape \['B\*T', 6\]"):
+        kiln.onnx.import_model(attention_tail("Softmax"))
 
 
 def test_names_that_are_not_kiln_identifiers_are_mapped_both_ways():

@@ -82,9 +82,25 @@ def broadcast_read(cx, value, out_shape, subscripts):
 
 
 def elementwise(cx, node, inputs, dtype, expression):
-    """out[I] = expression(reads of `inputs` at I), broadcast."""
-    shape = broadcast_shape(cx, node, [v.shape for v in inputs])
-    out = cx.output(node, 0, dtype, shape)
+    """out[I] = expression(reads of `inputs` at I), broadcast. Inputs with a dimension that a
+    Reshape declared as its parts (Value.product_shape) must share it, and the others broadcast
+    against their trailing dimensions only (a bias): the result is declared as they are."""
+    products = [v for v in inputs if v.product_shape is not None]
+    if products:
+        lead = products[0]
+        tail = min(v.declared_tail for v in products)
+        for v in inputs:
+            if (v.product_shape is not None and (v.product_shape, v.shape) != (lead.product_shape, lead.shape)) or \
+                    (v.product_shape is None and v.rank > tail):
+                cx.unsupported(node, f"it reads '{lead.name}', of shape {list(lead.product_shape)}, whose dimension "
+                                     f"that is a product of sizes '{v.name}' {list(v.onnx_shape)} does not broadcast "
+                                     "against as kiln declares it")
+        onnx_shape = broadcast_shape(cx, node, [v.onnx_shape for v in inputs])
+        shape = lead.shape[:lead.rank - tail] + onnx_shape[len(onnx_shape) - tail:]
+        out = cx.output(node, 0, dtype, shape, onnx_shape)
+    else:
+        shape = broadcast_shape(cx, node, [v.shape for v in inputs])
+        out = cx.output(node, 0, dtype, shape)
     subs = indices(len(shape))
     # A known single value beside a computed tensor is written as a literal, which the compiler
     # folds (PyTorch's LayerNorm squares with Pow by a constant 2: x * x, not a call to pow).

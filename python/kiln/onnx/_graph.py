@@ -85,6 +85,17 @@ class Value:
         """The shape ONNX sees (Shape's result): `shape` but for a product of sizes."""
         return self.product_shape if self.product_shape is not None else self.shape
 
+    @property
+    def declared_tail(self):
+        """How many trailing dimensions are declared as ONNX has them (all, without a product):
+        those after the last that a Reshape declared as its parts."""
+        if self.product_shape is None:
+            return self.rank
+        k = 0
+        while k < min(self.rank, len(self.product_shape)) and self.shape[-1 - k] == self.product_shape[-1 - k]:
+            k += 1
+        return k
+
 
 class Graph:
     """What the importer has built so far: names, declarations and statements."""

@@ -12,7 +12,7 @@ from onnx import numpy_helper
 from ._dims import dimension, expression, times
 from ._graph import KILN_TYPES, Graph, OnnxImportError, Value, kiln_type_of
 from ._emit import indices, read, target
-from ._ops import OPS
+from ._ops import ELEMENTWISE, FIRST_OPERAND_OF, OPS
 
 # The default domain's opsets the operators are written for; a model outside them is refused.
 MIN_OPSET, MAX_OPSET = 7, 22
@@ -237,11 +237,12 @@ class Converter:
             if v is not None and v.view is not None and not (node.op_type == "Gemm" and i == 0):
                 self.unsupported(node, f"it reads '{v.name}', a flattening of the computed tensor '{v.view[0].name}' "
                                        "that kiln imports only as the first operand of a Gemm")
-            if v is not None and v.product_shape is not None and not (node.op_type in ("Gemm", "Reshape") and i == 0):
+            if v is not None and v.product_shape is not None and node.op_type not in ELEMENTWISE and \
+                    not (node.op_type in FIRST_OPERAND_OF and i == 0):
                 self.unsupported(node, f"it reads '{v.name}', of shape {list(v.product_shape)}, whose dimension that "
-                                       "is a product of sizes kiln imports only as the first operand of a Gemm or "
-                                       "a Reshape; give one of the sizes a value (sizes= in Python, --size on the "
-                                       "command line)")
+                                       "is a product of sizes kiln imports only in elementwise operators and as the "
+                                       "first operand of a Gemm, MatMul or Reshape; give one of the sizes a value "
+                                       "(sizes= in Python, --size on the command line)")
         handler(self, node, ins, attrs)
 
     # --- folding ---------------------------------------------------------------------------------

@@ -136,6 +136,16 @@ def matmul(cx, node, ins, attrs):
     a, b = ins[:2]
     if a.rank == 0 or b.rank == 0:
         cx.unsupported(node, "a scalar operand")
+    if a.product_shape is not None:
+        # Rows that are a product of sizes (a batch of sequences flattened), by a matrix: as Gemm.
+        if len(a.product_shape) != 2 or b.rank != 2:
+            cx.unsupported(node, f"a product of {list(a.product_shape)}, whose rows are a product of sizes, by "
+                                 f"{list(b.shape)}: kiln takes such rows only by a matrix")
+        rows = a.shape[:-1]
+        out = cx.output(node, 0, a.dtype, (*rows, b.shape[1]), (a.product_shape[0], b.shape[1]))
+        subs = indices(len(rows) + 1)
+        cx.emit(f"{target(cx, out, subs)} = sum({read(cx, a, subs[:-1] + ['r0'])} * {read(cx, b, ['r0', subs[-1]])})")
+        return [out]
     a_shape = a.shape if a.rank > 1 else (1,) + a.shape
     b_shape = b.shape if b.rank > 1 else b.shape + (1,)
     batch = broadcast_shape(cx, node, [a_shape[:-2], b_shape[:-2]])
@@ -322,9 +332,17 @@ def range_(cx, node, ins, attrs):
     return [out]
 
 
+# The operators that read a tensor with a dimension that a Reshape declared as its parts
+# (Value.product_shape): elementwise ones at any operand (elementwise checks their broadcasting),
+# and the first operand of these.
+ELEMENTWISE = set(_UNARY) | set(_BINARY) | set(_COMPARE) | {
+    "Reciprocal", "Softplus", "LeakyRelu", "Elu", "HardSigmoid", "Clip", "Dropout", "Sum", "Mean", "Max", "Min",
+    "Where", "Cast"}
+FIRST_OPERAND_OF = {"Gemm", "MatMul", "Reshape"}
+
 # The operators of the other modules register themselves in OPS when imported.
 from . import _conv, _movement  # noqa: E402
 
 REGISTERED_ELSEWHERE = (_conv, _movement)
-__all__ = ["OPS"]
+__all__ = ["OPS", "ELEMENTWISE", "FIRST_OPERAND_OF"]
 
