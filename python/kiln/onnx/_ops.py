@@ -129,6 +129,48 @@ def cast(cx, node, ins, attrs):
     return elementwise(cx, node, ins[:1], to, lambda x: f"{to}({x})")
 
 
+@op("CastLike")
+def cast_like(cx, node, ins, attrs):
+    to = ins[1].dtype
+    return elementwise(cx, node, ins[:1], to, lambda x: f"{to}({x})")
+
+
+@op("Trilu")
+def trilu(cx, node, ins, attrs):
+    """The upper (upper=1) or lower triangle of the last two dimensions from diagonal k, the rest 0."""
+    x = ins[0]
+    if x.rank < 2:
+        cx.unsupported(node, f"a {x.rank}-dimensional input (Trilu takes matrices)")
+    if len(ins) < 2 or ins[1] is None:
+        k = "0"
+    elif ins[1].const is not None:
+        k = str(int(np.asarray(cx.known(node, ins[1], "k")).reshape(-1)[0]))
+    else:  # read where it runs
+        k = read(cx, ins[1], ["0"] * ins[1].rank)
+    out = cx.output(node, 0, x.dtype, x.shape)
+    subs = indices(x.rank)
+    row, col = subs[-2], subs[-1]
+    keep = f"{col} - {row} >= {k}" if attrs.get("upper", 1) else f"{col} - {row} <= {k}"
+    cx.emit(f"{target(cx, out, subs)} = select({keep}, {read(cx, x, subs)}, 0)")
+    return [out]
+
+
+@op("Mod")
+def mod(cx, node, ins, attrs):
+    """Integers: the remainder of the division toward zero (fmod=1, C's %), or with the divisor's
+    sign (fmod=0, Python's %). Floats only with fmod=1, as ONNX requires."""
+    a, b = ins[:2]
+    if attrs.get("fmod", 0) == 0 and a.dtype in FLOAT_TYPES:
+        cx.unsupported(node, "fmod=0 on floats (ONNX requires fmod=1 there)")
+    if a.dtype in FLOAT_TYPES:
+        cx.unsupported(node, "Mod of floats")
+    if attrs.get("fmod", 0):
+        return elementwise(cx, node, ins[:2], a.dtype, lambda x, y: f"{x} - {x} / ({y}) * ({y})")
+    return elementwise(cx, node, ins[:2], a.dtype,
+                       lambda x, y: f"{x} - {x} / ({y}) * ({y}) + select(({x} - {x} / ({y}) * ({y}) != 0) & "
+                                    f"(({x} - {x} / ({y}) * ({y}) < 0) != ({y} < 0)), {y}, 0)")
+
+
 # --- products --------------------------------------------------------------------------------
 
 @op("MatMul")
@@ -263,7 +305,13 @@ def softmax(cx, node, ins, attrs):
     return [out]
 
 
-@op("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd")
+# The reductions other than sum, max, min, mean and prod, written with them: (the reduction,
+# the form of each term, the form of the result).
+_REDUCE_FORMS = {"ReduceSumSquare": ("sum", "{0} * {0}", "{}"), "ReduceL1": ("sum", "abs({0})", "{}"),
+                 "ReduceL2": ("sum", "{0} * {0}", "sqrt({})"), "ReduceLogSum": ("sum", "{0}", "log({})")}
+
+
+@op("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceLogSumExp", *_REDUCE_FORMS)
 def reduce(cx, node, ins, attrs):
     x = ins[0]
     axes_from_input = node.op_type == "ReduceSum" and cx.opset >= 13 or cx.opset >= 18
@@ -282,8 +330,39 @@ def reduce(cx, node, ins, attrs):
     kept = [d for d in range(x.rank) if d not in axes]
     x_subs = [f"r{d}" if d in axes else f"i{d}" for d in range(x.rank)]
     out_subs = [f"i{d}" for d in range(x.rank)] if keep else [f"i{d}" for d in kept]
-    fn = node.op_type[len("Reduce"):].lower()
-    cx.emit(f"{target(cx, out, out_subs)} = {fn}({read(cx, x, x_subs)})")
+    term = read(cx, x, x_subs)
+    if node.op_type == "ReduceLogSumExp":  # with the largest term taken out, so that no exp overflows
+        top = f"max({read(cx, x, [f'm{d}' if d in axes else f'i{d}' for d in range(x.rank)])})"
+        text = f"{top} + log(sum(exp({term} - {top})))"
+    elif node.op_type in _REDUCE_FORMS:
+        fn, each, result = _REDUCE_FORMS[node.op_type]
+        text = result.format(f"{fn}({each.format(term)})")
+    else:
+        text = f"{node.op_type[len('Reduce'):].lower()}({term})"
+    cx.emit(f"{target(cx, out, out_subs)} = {text}")
+    return [out]
+
+
+@op("ArgMax", "ArgMin")
+def arg_extreme(cx, node, ins, attrs):
+    """The position of the largest (smallest) value along `axis`, as an i64: the first where
+    values tie, or the last (select_last_index), read from the end."""
+    x = ins[0]
+    axis = attrs.get("axis", 0)
+    axis += x.rank if axis < 0 else 0
+    keep = attrs.get("keepdims", 1)
+    shape = tuple(1 if d == axis else x.shape[d] for d in range(x.rank)) if keep else \
+        tuple(x.shape[d] for d in range(x.rank) if d != axis)
+    last, n = attrs.get("select_last_index", 0), x.shape[axis]
+    if last and not isinstance(n, int):
+        cx.unsupported(node, "select_last_index along a dimension that is a size")
+    out = cx.output(node, 0, "i64", shape)
+    x_subs = [(f"{n - 1} - r{d}" if last else f"r{d}") if d == axis else f"i{d}" for d in range(x.rank)]
+    out_subs = [f"i{d}" for d in range(x.rank)] if keep else [f"i{d}" for d in range(x.rank) if d != axis]
+    text = f"{node.op_type.lower()}({read(cx, x, x_subs)})"
+    if last:  # the reversed subscript leaves the reduced index no whole subscript to range over
+        text = f"{n - 1} - {text} where r{axis} < {n}"
+    cx.emit(f"{target(cx, out, out_subs)} = {text}")
     return [out]
 
 
@@ -337,7 +416,7 @@ def range_(cx, node, ins, attrs):
 # and the first operand of these.
 ELEMENTWISE = set(_UNARY) | set(_BINARY) | set(_COMPARE) | {
     "Reciprocal", "Softplus", "LeakyRelu", "Elu", "HardSigmoid", "Clip", "Dropout", "Sum", "Mean", "Max", "Min",
-    "Where", "Cast"}
+    "Where", "Cast", "CastLike", "Mod"}
 FIRST_OPERAND_OF = {"Gemm", "MatMul", "Reshape"}
 
 # The operators of the other modules register themselves in OPS when imported.
