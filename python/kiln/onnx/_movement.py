@@ -403,6 +403,25 @@ def gather(cx, node, ins, attrs):
     return [out]
 
 
+@op("GatherElements")
+def gather_elements(cx, node, ins, attrs):
+    """out[I] = data[I with its `axis` subscript replaced by indices[I]]: out has the indices'
+    shape; negative positions count from the end."""
+    data, idx = ins[:2]
+    axis = attrs.get("axis", 0) + (data.rank if attrs.get("axis", 0) < 0 else 0)
+    if idx.dtype not in ("i32", "i64"):
+        cx.unsupported(node, f"{idx.dtype} indices")
+    if idx.rank != data.rank:
+        cx.unsupported(node, f"indices of rank {idx.rank} for data of rank {data.rank}")
+    out = cx.output(node, 0, data.dtype, idx.shape)
+    subs = indices(idx.rank)
+    at = read(cx, idx, subs)
+    extent = data.shape[axis]
+    position = f"{at} + {extent} * {idx.dtype}({at} < 0)" if isinstance(extent, int) else at
+    cx.emit(f"{target(cx, out, subs)} = {read(cx, data, subs[:axis] + [position] + subs[axis + 1:])}")
+    return [out]
+
+
 @op("Expand")
 def expand(cx, node, ins, attrs):
     x = ins[0]

@@ -17,7 +17,8 @@ from ._graph import FLOAT_TYPES
 _UNARY = {
     "Relu": "relu({})", "Sigmoid": "sigmoid({})", "Tanh": "tanh({})", "Exp": "exp({})", "Log": "log({})",
     "Sqrt": "sqrt({})", "Abs": "abs({})", "Neg": "-({})", "Erf": "erf({})", "Floor": "floor({})",
-    "Ceil": "ceil({})", "Sin": "sin({})", "Cos": "cos({})", "Not": "~({})", "Identity": "{}",
+    "Ceil": "ceil({})", "Sin": "sin({})", "Cos": "cos({})", "Tan": "sin({0}) / cos({0})", "Not": "~({})",
+    "Identity": "{}",
 }
 
 
@@ -37,16 +38,30 @@ def softplus(cx, node, ins, attrs):
     return elementwise(cx, node, ins[:1], ins[0].dtype, lambda x: f"log(1 + exp({x}))")
 
 
-@op("LeakyRelu")
-def leaky_relu(cx, node, ins, attrs):
-    alpha = literal(attrs.get("alpha", 0.01), ins[0].dtype)
-    return elementwise(cx, node, ins[:1], ins[0].dtype, lambda x: f"select({x} < 0, {alpha} * {x}, {x})")
+# Activations of one attribute `alpha`: its default and the form of the result ({x}, {alpha}).
+_ALPHA_FORMS = {"LeakyRelu": (0.01, "select({x} < 0, {alpha} * {x}, {x})"),
+                "Elu": (1.0, "select({x} < 0, {alpha} * (exp({x}) - 1), {x})"),
+                "ThresholdedRelu": (1.0, "select({x} > {alpha}, {x}, 0)")}
 
 
-@op("Elu")
-def elu(cx, node, ins, attrs):
-    alpha = literal(attrs.get("alpha", 1.0), ins[0].dtype)
-    return elementwise(cx, node, ins[:1], ins[0].dtype, lambda x: f"select({x} < 0, {alpha} * (exp({x}) - 1), {x})")
+@op(*_ALPHA_FORMS)
+def alpha_activation(cx, node, ins, attrs):
+    default, form = _ALPHA_FORMS[node.op_type]
+    alpha = literal(attrs.get("alpha", default), ins[0].dtype)
+    return elementwise(cx, node, ins[:1], ins[0].dtype, lambda x: form.format(x=x, alpha=alpha))
+
+
+@op("Shrink")
+def shrink(cx, node, ins, attrs):
+    t = ins[0].dtype
+    lambd, bias = literal(attrs.get("lambd", 0.5), t), literal(attrs.get("bias", 0.0), t)
+    return elementwise(cx, node, ins[:1], t,
+                       lambda x: f"select({x} < -{lambd}, {x} + {bias}, select({x} > {lambd}, {x} - {bias}, 0))")
+
+
+@op("PRelu")
+def prelu(cx, node, ins, attrs):
+    return elementwise(cx, node, ins[:2], ins[0].dtype, lambda x, slope: f"select({x} < 0, {slope} * {x}, {x})")
 
 
 @op("HardSigmoid")
@@ -76,11 +91,43 @@ def clip(cx, node, ins, attrs):
 
 @op("Dropout")
 def dropout(cx, node, ins, attrs):
-    if cx.used(node, 1):
-        cx.unsupported(node, "its mask output is used (kiln imports models for inference)")
+    """Inference: the input, and a mask (where read) that keeps every element."""
     if len(ins) > 2 and ins[2] is not None and bool(np.asarray(cx.known(node, ins[2], "training_mode")).any()):
         cx.unsupported(node, "training mode (kiln imports models for inference)")
-    return elementwise(cx, node, ins[:1], ins[0].dtype, lambda x: x)
+    out = elementwise(cx, node, ins[:1], ins[0].dtype, lambda x: x)
+    if not cx.used(node, 1):
+        return out
+    if ins[0].product_shape is not None:
+        cx.unsupported(node, "its mask output, of a tensor with a dimension that is a product of sizes")
+    mask = cx.output(node, 1, "bool", ins[0].shape)
+    subs = indices(ins[0].rank)
+    cx.emit(f"{target(cx, mask, subs)} = true")
+    return out + [mask]
+
+
+@op("BitShift")
+def bit_shift(cx, node, ins, attrs):
+    direction = attrs.get("direction", b"")
+    direction = direction.decode() if isinstance(direction, bytes) else direction
+    if direction not in ("LEFT", "RIGHT"):
+        cx.unsupported(node, f"direction {direction!r} (LEFT or RIGHT)")
+    shift = "<<" if direction == "LEFT" else ">>"
+    return elementwise(cx, node, ins[:2], ins[0].dtype, lambda x, n: f"{x} {shift} ({n})")
+
+
+@op("Hardmax")
+def hardmax(cx, node, ins, attrs):
+    """1 at the first largest element along `axis` (opset 13's one axis), 0 elsewhere."""
+    x = ins[0]
+    axis = attrs.get("axis", -1 if cx.opset >= 13 else 1)
+    axis += x.rank if axis < 0 else 0
+    if cx.opset < 13 and axis != x.rank - 1:
+        cx.unsupported(node, f"axis {axis} before opset 13 (every dimension from it on as one)")
+    out = cx.output(node, 0, x.dtype, x.shape)
+    subs = indices(x.rank)
+    first = f"argmax({read(cx, x, [f'r{d}' if d == axis else subs[d] for d in range(x.rank)])})"
+    cx.emit(f"{target(cx, out, subs)} = select({subs[axis]} == {first}, 1, 0)")
+    return [out]
 
 
 _BINARY = {"Add": "{} + {}", "Sub": "{} - {}", "Mul": "{} * {}", "Div": "{} / {}", "Pow": "pow({}, {})",
@@ -415,8 +462,8 @@ def range_(cx, node, ins, attrs):
 # (Value.product_shape): elementwise ones at any operand (elementwise checks their broadcasting),
 # and the first operand of these.
 ELEMENTWISE = set(_UNARY) | set(_BINARY) | set(_COMPARE) | {
-    "Reciprocal", "Softplus", "LeakyRelu", "Elu", "HardSigmoid", "Clip", "Dropout", "Sum", "Mean", "Max", "Min",
-    "Where", "Cast", "CastLike", "Mod"}
+    "Reciprocal", "Softplus", *_ALPHA_FORMS, "HardSigmoid", "Clip", "Dropout", "Sum", "Mean", "Max", "Min",
+    "Where", "Cast", "CastLike", "Mod", "Shrink", "PRelu", "BitShift"}
 FIRST_OPERAND_OF = {"Gemm", "MatMul", "Reshape"}
 
 # The operators of the other modules register themselves in OPS when imported.
