@@ -422,6 +422,45 @@ def gather_elements(cx, node, ins, attrs):
     return [out]
 
 
+@op("DepthToSpace", "SpaceToDepth")
+def depth_space(cx, node, ins, attrs):
+    """Blocks of bs x bs points moved between the channels and the image (NCHW, known extents),
+    through known tables of the quotients and remainders the language's subscripts cannot take:
+    DepthToSpace's y[n, c, h, w] reads x[n, (h % bs * bs + w % bs) * C + c, h / bs, w / bs] (DCR)
+    or x[n, c * bs * bs + h % bs * bs + w % bs, ...] (CRD); SpaceToDepth is the inverse of DCR."""
+    x, bs = ins[0], attrs["blocksize"]
+    if x.rank != 4 or not all(isinstance(d, int) for d in x.shape[1:]):
+        cx.unsupported(node, f"an input of shape {list(x.shape)} (NCHW with known channels and extents)")
+    n, c, h, w = x.shape
+    subs = indices(4)
+    if node.op_type == "DepthToSpace":
+        if c % (bs * bs):
+            cx.unsupported(node, f"{c} channels, not a multiple of blocksize² = {bs * bs}")
+        oc = c // (bs * bs)
+        out = cx.output(node, 0, x.dtype, (n, oc, h * bs, w * bs))
+        rows, cols = np.arange(h * bs), np.arange(w * bs)
+        qh = read(cx, cx.index_table((rows // bs).astype(np.int32)), [subs[2]])
+        rh = read(cx, cx.index_table((rows % bs).astype(np.int32)), [subs[2]])
+        qw = read(cx, cx.index_table((cols // bs).astype(np.int32)), [subs[3]])
+        rw = read(cx, cx.index_table((cols % bs).astype(np.int32)), [subs[3]])
+        if attrs.get("mode", b"DCR") in (b"CRD", "CRD"):
+            channel = f"{bs * bs}*{subs[1]} + {bs}*{rh} + {rw}"
+        else:
+            channel = f"{oc * bs}*{rh} + {oc}*{rw} + {subs[1]}"
+        cx.emit(f"{target(cx, out, subs)} = {read(cx, x, [subs[0], channel, qh, qw])}")
+        return [out]
+    if h % bs or w % bs:
+        cx.unsupported(node, f"an image of {h} x {w}, not a multiple of blocksize {bs}")
+    out = cx.output(node, 0, x.dtype, (n, c * bs * bs, h // bs, w // bs))
+    channels = np.arange(c * bs * bs)
+    within = read(cx, cx.index_table((channels % c).astype(np.int32)), [subs[1]])
+    bh = read(cx, cx.index_table((channels // c // bs).astype(np.int32)), [subs[1]])
+    bw = read(cx, cx.index_table((channels // c % bs).astype(np.int32)), [subs[1]])
+    cx.emit(f"{target(cx, out, subs)} = "
+            f"{read(cx, x, [subs[0], within, f'{bs}*{subs[2]} + {bh}', f'{bs}*{subs[3]} + {bw}'])}")
+    return [out]
+
+
 @op("Expand")
 def expand(cx, node, ins, attrs):
     x = ins[0]
