@@ -74,17 +74,21 @@ def hard_sigmoid(cx, node, ins, attrs):
 @op("Clip")
 def clip(cx, node, ins, attrs):
     t = ins[0].dtype
-    if cx.opset < 11:
-        lo, hi = attrs.get("min"), attrs.get("max")
-    else:
-        lo = cx.known(node, ins[1], "min") if len(ins) > 1 and ins[1] is not None else None
-        hi = cx.known(node, ins[2], "max") if len(ins) > 2 and ins[2] is not None else None
+    def bound(i, name):  # a literal where known, else the one value read where it runs
+        if cx.opset < 11:
+            return literal(attrs[name], t) if name in attrs else None
+        if len(ins) <= i or ins[i] is None:
+            return None
+        if ins[i].const is not None:
+            return literal(np.asarray(cx.known(node, ins[i], name)).item(), t)
+        return read(cx, ins[i], ["0"] * ins[i].rank)
+    lo, hi = bound(1, "min"), bound(2, "max")
 
     def form(x):
         if lo is not None:
-            x = f"max({x}, {literal(np.asarray(lo).item(), t)})"
+            x = f"max({x}, {lo})"
         if hi is not None:
-            x = f"min({x}, {literal(np.asarray(hi).item(), t)})"
+            x = f"min({x}, {hi})"
         return x
     return elementwise(cx, node, ins[:1], t, form)
 
