@@ -143,7 +143,9 @@ _COMPARE = {"Equal": "==", "Less": "<", "Greater": ">", "LessOrEqual": "<=", "Gr
 def binary(cx, node, ins, attrs):
     form = _BINARY[node.op_type]
     if node.op_type == "Pow" and ins[0].dtype != ins[1].dtype:
-        cx.unsupported(node, f"a {ins[0].dtype} base with a {ins[1].dtype} exponent")
+        # ONNX's result has the base's type, whatever the exponent's: computed in f64 and cast.
+        base = ins[0].dtype
+        return elementwise(cx, node, ins[:2], base, lambda a, b: f"{base}(pow(f64({a}), f64({b})))")
     return elementwise(cx, node, ins[:2], ins[0].dtype, lambda a, b: form.format(a, f"({b})"))
 
 
