@@ -529,6 +529,23 @@ def test_rows_that_are_a_product_of_sizes_go_through_a_gemm_and_back():
         kiln.onnx.import_model(attention_tail("Softmax"))
 
 
+def test_operators_whose_node_tests_are_of_an_old_opset_match_onnx_runtime():
+    """Selu, Softsign and InstanceNormalization, whose node tests in libonnx-testdata are of
+    opsets kiln does not import (1 and 6), at opset 17 against ONNX Runtime."""
+    scale = RNG.standard_normal(3).astype(np.float32)
+    shift = RNG.standard_normal(3).astype(np.float32)
+    nodes = [helper.make_node("Selu", ["x"], ["a"], alpha=1.5, gamma=2.0),
+             helper.make_node("Softsign", ["a"], ["b"]),
+             helper.make_node("InstanceNormalization", ["b", "scale", "shift"], ["y"], epsilon=1e-3)]
+    m = model(nodes, [f32("x", [2, 3, 4, 5])], [f32("y", [2, 3, 4, 5])],
+              [numpy_helper.from_array(scale, "scale"), numpy_helper.from_array(shift, "shift")])
+    x = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32) * 3
+    want = onnxruntime_outputs(m, {"x": x})["y"]
+    for device in DEVICES:
+        np.testing.assert_allclose(kiln.onnx.compile(m, device=device)(x=x)["y"], want, rtol=1e-4, atol=1e-5,
+                                   err_msg=device)
+
+
 def test_names_that_are_not_kiln_identifiers_are_mapped_both_ways():
     m = model([helper.make_node("Relu", ["gpu_0/data:0"], ["1st output"])], [f32("gpu_0/data:0", [2])],
               [f32("1st output", [2])])

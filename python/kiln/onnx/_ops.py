@@ -18,7 +18,8 @@ _UNARY = {
     "Relu": "relu({})", "Sigmoid": "sigmoid({})", "Tanh": "tanh({})", "Exp": "exp({})", "Log": "log({})",
     "Sqrt": "sqrt({})", "Abs": "abs({})", "Neg": "-({})", "Erf": "erf({})", "Floor": "floor({})",
     "Ceil": "ceil({})", "Sin": "sin({})", "Cos": "cos({})", "Tan": "sin({0}) / cos({0})", "Not": "~({})",
-    "Identity": "{}",
+    "Identity": "{}", "Softsign": "{0} / (1 + abs({0}))", "Sign": "select({0} > 0, 1, select({0} < 0, -1, {0}))",
+    "HardSwish": "{0} * max(0, min(1, {0} / 6 + 0.5))",
 }
 
 
@@ -41,7 +42,8 @@ def softplus(cx, node, ins, attrs):
 # Activations of one attribute `alpha`: its default and the form of the result ({x}, {alpha}).
 _ALPHA_FORMS = {"LeakyRelu": (0.01, "select({x} < 0, {alpha} * {x}, {x})"),
                 "Elu": (1.0, "select({x} < 0, {alpha} * (exp({x}) - 1), {x})"),
-                "ThresholdedRelu": (1.0, "select({x} > {alpha}, {x}, 0)")}
+                "ThresholdedRelu": (1.0, "select({x} > {alpha}, {x}, 0)"),
+                "Celu": (1.0, "max(0, {x}) + min(0, {alpha} * (exp({x} / {alpha}) - 1))")}
 
 
 @op(*_ALPHA_FORMS)
@@ -49,6 +51,24 @@ def alpha_activation(cx, node, ins, attrs):
     default, form = _ALPHA_FORMS[node.op_type]
     alpha = literal(attrs.get("alpha", default), ins[0].dtype)
     return elementwise(cx, node, ins[:1], ins[0].dtype, lambda x: form.format(x=x, alpha=alpha))
+
+
+@op("Selu")
+def selu(cx, node, ins, attrs):
+    t = ins[0].dtype
+    alpha = literal(attrs.get("alpha", 1.67326319217681884765625), t)
+    gamma = literal(attrs.get("gamma", 1.05070102214813232421875), t)
+    return elementwise(cx, node, ins[:1], t, lambda x: f"{gamma} * select({x} > 0, {x}, {alpha} * exp({x}) - {alpha})")
+
+
+@op("IsNaN", "IsInf")
+def is_special(cx, node, ins, attrs):
+    if node.op_type == "IsNaN":
+        return elementwise(cx, node, ins[:1], "bool", lambda x: f"{x} != {x}")
+    tests = (["{0} == inf"] if attrs.get("detect_positive", 1) else []) + \
+        (["{0} == -inf"] if attrs.get("detect_negative", 1) else [])
+    return elementwise(cx, node, ins[:1], "bool",
+                       lambda x: " | ".join(f"({t.format(x)})" for t in tests) if tests else "false")
 
 
 @op("Shrink")
@@ -452,6 +472,41 @@ def layer_norm(cx, node, ins, attrs):
     return [y] + [v if cx.used(node, i) else None for i, v in zip((1, 2), stats)]
 
 
+@op("InstanceNormalization")
+def instance_norm(cx, node, ins, attrs):
+    """Each image's channel normalized over its points (the mean and the mean of squared
+    differences, in f32 for narrower floats), then scaled and shifted per channel."""
+    x, scale, bias = ins[:3]
+    if x.rank < 3:
+        cx.unsupported(node, f"an input of rank {x.rank} (N, C and at least one spatial dimension)")
+    eps = attrs.get("epsilon", 1e-5)
+    stash = "f32" if x.dtype in ("f16", "bf16") else x.dtype
+    kept = tuple(x.shape[d] if d < 2 else 1 for d in range(x.rank))
+    mean, variance = (cx.graph.temporary(stash, kept, name) for name in ("instance_norm", "instance_norm_variance"))
+    subs = indices(x.rank)
+    x_r = read(cx, x, [f"r{d}" if d >= 2 else subs[d] for d in range(x.rank)])
+    at_stats = [subs[0], subs[1]] + ["0"] * (x.rank - 2)
+    m = read(cx, mean, subs)
+    cx.emit(f"{target(cx, mean, subs)} = mean({x_r})")
+    cx.emit(f"{target(cx, variance, subs)} = mean(({x_r} - {m}) * ({x_r} - {m}))")
+    y = cx.output(node, 0, x.dtype, x.shape)
+    cx.emit(f"{target(cx, y, subs)} = ({read(cx, x, subs)} - {read(cx, mean, at_stats)}) / "
+            f"sqrt({read(cx, variance, at_stats)} + {literal(eps, stash)}) * {read(cx, scale, [subs[1]])} + "
+            f"{read(cx, bias, [subs[1]])}")
+    return [y]
+
+
+@op("EyeLike")
+def eye_like(cx, node, ins, attrs):
+    x = ins[0]
+    if x.rank != 2:
+        cx.unsupported(node, f"an input of rank {x.rank} (EyeLike takes matrices)")
+    dtype = cx.kiln_type(node, attrs["dtype"]) if "dtype" in attrs else x.dtype
+    out = cx.output(node, 0, dtype, x.shape)
+    cx.emit(f"{target(cx, out, ['i0', 'i1'])} = select(i1 - i0 == {attrs.get('k', 0)}, 1, 0)")
+    return [out]
+
+
 @op("Range")
 def range_(cx, node, ins, attrs):
     """A Range whose limit is a size (PyTorch's arange(T) over a dynamic sequence): from 0 in
@@ -469,7 +524,7 @@ def range_(cx, node, ins, attrs):
 # and the first operand of these.
 ELEMENTWISE = set(_UNARY) | set(_BINARY) | set(_COMPARE) | {
     "Reciprocal", "Softplus", *_ALPHA_FORMS, "HardSigmoid", "Clip", "Dropout", "Sum", "Mean", "Max", "Min",
-    "Where", "Cast", "CastLike", "Mod", "Shrink", "PRelu", "BitShift"}
+    "Where", "Cast", "CastLike", "Mod", "Shrink", "PRelu", "BitShift", "Selu", "IsNaN", "IsInf"}
 FIRST_OPERAND_OF = {"Gemm", "MatMul", "Reshape"}
 
 # The operators of the other modules register themselves in OPS when imported.
