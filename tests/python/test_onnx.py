@@ -546,6 +546,20 @@ def test_operators_whose_node_tests_are_of_an_old_opset_match_onnx_runtime():
                                    err_msg=device)
 
 
+def test_top_k_with_a_known_k_matches_onnx_runtime():
+    """TopK (whose node tests give K at run time, which kiln needs known): the largest and the
+    smallest 3 of rows with ties, values and i64 positions, the lower position first among equals."""
+    for largest in (1, 0):
+        m = model([helper.make_node("TopK", ["x", "k"], ["v", "i"], largest=largest)], [f32("x", [4, 6])],
+                  [f32("v", [4, 3]), helper.make_tensor_value_info("i", TensorProto.INT64, [4, 3])], [ints("k", [3])])
+        x = RNG.integers(0, 4, (4, 6)).astype(np.float32)  # ties
+        want = onnxruntime_outputs(m, {"x": x})
+        for device in DEVICES:
+            got = kiln.onnx.compile(m, device=device)(x=x)
+            np.testing.assert_array_equal(got["v"], want["v"], err_msg=f"largest={largest} on {device}")
+            np.testing.assert_array_equal(got["i"], want["i"], err_msg=f"largest={largest} on {device}")
+
+
 def test_names_that_are_not_kiln_identifiers_are_mapped_both_ways():
     m = model([helper.make_node("Relu", ["gpu_0/data:0"], ["1st output"])], [f32("gpu_0/data:0", [2])],
               [f32("1st output", [2])])

@@ -11,6 +11,7 @@ import numpy as np
 
 from ._emit import OPS, broadcast_read, broadcast_shape, elementwise, indices, literal, op, read, target
 from ._graph import FLOAT_TYPES
+from ._movement import slice_into
 
 # --- elementwise -----------------------------------------------------------------------------
 
@@ -437,6 +438,36 @@ def arg_extreme(cx, node, ins, attrs):
         text = f"{n - 1} - {text} where r{axis} < {n}"
     cx.emit(f"{target(cx, out, out_subs)} = {text}")
     return [out]
+
+
+@op("TopK")
+def top_k(cx, node, ins, attrs):
+    """The k largest (smallest) values along the last axis and their i64 positions: the call
+    argsort (stable: among equal values the lower position first, as ONNX asks) into a
+    temporary, then its first k positions read."""
+    x = ins[0]
+    axis = attrs.get("axis", -1)
+    axis += x.rank if axis < 0 else 0
+    if axis != x.rank - 1:
+        cx.unsupported(node, f"axis {axis}: kiln sorts along the last axis")
+    k = int(np.asarray(cx.known(node, ins[1], "K")).reshape(-1)[0])
+    n = x.shape[axis]
+    if not isinstance(n, int) or not 0 <= k <= n:
+        cx.unsupported(node, f"K = {k} along a dimension of {n}")
+    order = cx.graph.temporary("i32", x.shape, "topk_order")
+    cx.emit(f"call argsort({cx.graph.ref(x)}, descending={1 if attrs.get('largest', 1) else 0}) -> {order.kname}")
+    shape = x.shape[:-1] + (k,)
+    first = slice_into(cx, order, cx.graph.temporary("i32", shape, "topk_first"), [0] * x.rank, [1] * x.rank)
+    subs = indices(len(shape))
+    at = read(cx, first, subs)
+    values = cx.output(node, 0, x.dtype, shape)
+    cx.emit(f"{target(cx, values, subs)} = {read(cx, x, subs[:-1] + [at])}")
+    outs = [values]
+    if cx.used(node, 1):
+        positions = cx.output(node, 1, "i64", shape)
+        cx.emit(f"{target(cx, positions, subs)} = i64({at})")
+        outs.append(positions)
+    return outs
 
 
 @op("LayerNormalization")
