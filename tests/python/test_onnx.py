@@ -546,6 +546,27 @@ def test_operators_whose_node_tests_are_of_an_old_opset_match_onnx_runtime():
                                    err_msg=device)
 
 
+def test_einsum_equations_match_onnx_runtime():
+    """Einsum as a statement: products with and without '->', a diagonal, a trace, '...'
+    broadcast, and attention's batched product."""
+    cases = [("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]), ("ij,jk", [(3, 4), (4, 5)]), ("ii", [(4, 4)]),
+             ("i,i->", [(7,), (7,)]), ("...ii->...i", [(2, 3, 3)]),
+             ("ij,...j->...i", [(3, 4), (2, 1, 4)])]
+    for equation, shapes in cases:
+        names = [f"x{k}" for k in range(len(shapes))]
+        feeds = {n: RNG.standard_normal(sh).astype(np.float32) for n, sh in zip(names, shapes)}
+        want = np.einsum(equation, *feeds.values())
+        m = model([helper.make_node("Einsum", names, ["y"], equation=equation)],
+                  [f32(n, list(sh)) for n, sh in zip(names, shapes)], [f32("y", list(want.shape))])
+        want = onnxruntime_outputs(m, feeds)["y"]
+        for device in DEVICES:
+            np.testing.assert_allclose(kiln.onnx.compile(m, device=device)(**feeds)["y"], want, rtol=1e-5, atol=1e-5,
+                                       err_msg=f"{equation} on {device}")
+    with pytest.raises(kiln.onnx.OnnxImportError, match="each output letter once"):
+        kiln.onnx.import_model(model([helper.make_node("Einsum", ["a"], ["y"], equation="ij->ik")],
+                                     [f32("a", [2, 2])], [f32("y", [2, 2])]))
+
+
 def test_top_k_with_a_known_k_matches_onnx_runtime():
     """TopK (whose node tests give K at run time, which kiln needs known): the largest and the
     smallest 3 of rows with ties, values and i64 positions, the lower position first among equals."""

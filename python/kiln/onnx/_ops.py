@@ -281,6 +281,81 @@ def matmul(cx, node, ins, attrs):
     return [out]
 
 
+@op("Einsum")
+def einsum(cx, node, ins, attrs):
+    """A statement as the equation writes it: out[output letters] = sum(product of the operands
+    read at their letters) over the letters the output lacks; '...' stands for dimensions
+    broadcast from the right, a letter repeated in one operand reads its diagonal, and without
+    '->' the output is '...' and the letters that appear once, in alphabetical order."""
+    equation = attrs["equation"]
+    equation = (equation.decode() if isinstance(equation, bytes) else equation).replace(" ", "")
+    lhs, arrow, rhs = equation.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ins) or any(v is None for v in ins):
+        cx.unsupported(node, f"equation {equation!r} for {len(ins)} operands")
+    if any(v.dtype != ins[0].dtype for v in ins):
+        cx.unsupported(node, "operands of different types")
+    letters = [t.replace("...", "") for t in terms]
+    if any(not (t.isalpha() and t.isascii()) and t for t in letters + [rhs.replace("...", "")]):
+        cx.unsupported(node, f"equation {equation!r}")
+    ellipsis = [v.rank - len(t) if "..." in term else 0 for term, t, v in zip(terms, letters, ins)]
+    if any(e < 0 or ("..." not in term and v.rank != len(t)) for e, term, t, v in zip(ellipsis, terms, letters, ins)):
+        cx.unsupported(node, f"equation {equation!r} for operands of ranks {[v.rank for v in ins]}")
+    if not arrow:
+        once = sorted(c for c in set("".join(letters)) if "".join(letters).count(c) == 1)
+        rhs = ("..." if any("..." in t for t in terms) else "") + "".join(once)
+    out_letters = rhs.replace("...", "")
+    if any(c not in "".join(letters) for c in out_letters) or len(set(out_letters)) != len(out_letters) or \
+            rhs.count("...") > 1 or ("..." in rhs) != any("..." in t for t in terms):
+        cx.unsupported(node, f"equation {equation!r}: each output letter once, and from an operand; '...' in the "
+                             "output where an operand has it")
+    wide = max(ellipsis, default=0)
+    extent = {}
+    for term, t, v, e in zip(terms, letters, ins, ellipsis):
+        dims = list(v.shape)
+        at = term.find("...")
+        own = dims[:at] + dims[at + e:] if at >= 0 else dims
+        for c, d in zip(t, own):
+            if extent.setdefault(c, d) != d:
+                cx.unsupported(node, f"letter {c!r} of extents {extent[c]} and {d}")
+    broad = [1] * wide
+    for term, v, e in zip(terms, ins, ellipsis):
+        at = term.find("...")
+        for k in range(e):
+            d = v.shape[at + k]
+            if d != 1:
+                broad[wide - e + k] = d
+    shape = []
+    names = {}
+    for part in rhs.partition("...") if "..." in rhs else ("", "", rhs):
+        if part == "...":
+            names.update({f"...{k}": f"i{len(shape) + k}" for k in range(wide)})
+            shape += broad
+        else:
+            for c in part:
+                names[c] = f"i{len(shape)}"
+                shape.append(extent[c])
+    for n, c in enumerate(c for c in dict.fromkeys("".join(letters)) if c not in out_letters):
+        names[c] = f"r{n}"
+    reads = []
+    for term, v, e in zip(terms, ins, ellipsis):
+        at = term.find("...")
+        subs = []
+        for c in term.replace("...", "."):
+            if c != ".":
+                subs.append(names[c])
+                continue
+            for j in range(e):
+                subs.append("0" if v.shape[at + j] == 1 and broad[wide - e + j] != 1 else names[f"...{wide - e + j}"])
+        reads.append(read(cx, v, subs))
+    out = cx.output(node, 0, ins[0].dtype, tuple(shape))
+    text = " * ".join(reads)
+    if any(c not in out_letters for c in "".join(letters)):
+        text = f"sum({text})"
+    cx.emit(f"{target(cx, out, [f'i{d}' for d in range(len(shape))])} = {text}")
+    return [out]
+
+
 def _batch_subs(value, batch, names, matrix_dims):
     """The batch subscripts of one operand of a broadcast product."""
     dims = value.shape[:value.rank - matrix_dims] if value.rank > matrix_dims else ()
