@@ -422,6 +422,25 @@ def gather_elements(cx, node, ins, attrs):
     return [out]
 
 
+@op("Tile")
+def tile(cx, node, ins, attrs):
+    """x repeated a known number of times along each dimension: out[i] reads x at i modulo the
+    dimension's extent, through a known table where it repeats (the subscripts cannot divide)."""
+    x = ins[0]
+    repeats = [int(r) for r in np.asarray(cx.known(node, ins[1], "repeats")).reshape(-1)]
+    if len(repeats) != x.rank or any(r < 0 for r in repeats):
+        cx.unsupported(node, f"repeats {repeats} for a tensor of rank {x.rank}")
+    if any(r != 1 and not isinstance(d, int) for r, d in zip(repeats, x.shape)):
+        cx.unsupported(node, f"repeating a dimension that is a size ({list(x.shape)} by {repeats})")
+    shape = tuple(d * r if r != 1 else d for d, r in zip(x.shape, repeats))
+    out = cx.output(node, 0, x.dtype, shape)
+    subs = indices(x.rank)
+    x_subs = [s if r == 1 else read(cx, cx.index_table((np.arange(d * r) % d).astype(np.int32)), [s])
+              for s, d, r in zip(subs, x.shape, repeats)]
+    cx.emit(f"{target(cx, out, subs)} = {read(cx, x, x_subs)}")
+    return [out]
+
+
 @op("DepthToSpace", "SpaceToDepth")
 def depth_space(cx, node, ins, attrs):
     """Blocks of bs x bs points moved between the channels and the image (NCHW, known extents),

@@ -492,6 +492,26 @@ def reduce(cx, node, ins, attrs):
     return [out]
 
 
+@op("CumSum")
+def cum_sum(cx, node, ins, attrs):
+    """Sums along a known axis of everything before each point (exclusive) or up to it, or from
+    it to the end (reverse): a reduction whose bound follows the point's own index."""
+    x = ins[0]
+    axis = int(np.asarray(cx.known(node, ins[1], "axis")).reshape(-1)[0])
+    axis += x.rank if axis < 0 else 0
+    exclusive, reverse = attrs.get("exclusive", 0), attrs.get("reverse", 0)
+    out = cx.output(node, 0, x.dtype, x.shape)
+    subs = indices(x.rank)
+    i, n = subs[axis], x.shape[axis]
+    if reverse:
+        at, bound = f"{i} + {1 if exclusive else 0} + r0", f"{n} - {i}" + (" - 1" if exclusive else "")
+    else:
+        at, bound = "r0", f"{i}" if exclusive else f"{i} + 1"
+    term = read(cx, x, subs[:axis] + [at] + subs[axis + 1:])
+    cx.emit(f"{target(cx, out, subs)} = sum({term}) where r0 < {bound}")
+    return [out]
+
+
 @op("ArgMax", "ArgMin")
 def arg_extreme(cx, node, ins, attrs):
     """The position of the largest (smallest) value along `axis`, as an i64: the first where
