@@ -586,6 +586,42 @@ def test_cum_sum_and_tile_with_known_arguments_match_onnx_runtime():
         np.testing.assert_array_equal(kiln.onnx.compile(m, device=device)(x=x)["y"], np.tile(x, (2, 3)), err_msg=device)
 
 
+def test_resize_with_known_scales_or_sizes_matches_onnx_runtime():
+    """Resize (whose node tests give the scales or sizes at run time): nearest in each rounding
+    and linear, in each coordinate transformation kiln takes, up and down, by scales and by sizes;
+    and opset 9's Upsample."""
+    x = RNG.standard_normal((1, 2, 5, 7)).astype(np.float32)
+    cases = [("nearest", "asymmetric", "floor", [1, 1, 2, 2], None), ("nearest", "half_pixel", "round_prefer_floor",
+             [1, 1, 1.5, 0.6], None), ("nearest", "align_corners", "round_prefer_ceil", None, [1, 2, 9, 4]),
+             ("linear", "half_pixel", "round_prefer_floor", [1, 1, 2, 2], None),
+             ("linear", "pytorch_half_pixel", "round_prefer_floor", None, [1, 2, 3, 11]),
+             ("linear", "align_corners", "round_prefer_floor", [1, 1, 1.6, 0.5], None),
+             ("linear", "asymmetric", "ceil", None, [1, 2, 10, 14])]
+    for mode, transform, rounding, scales, sizes in cases:
+        inits = [numpy_helper.from_array(np.zeros(0, np.float32), "roi")]
+        names = ["x", "roi"]
+        if scales is not None:
+            inits.append(numpy_helper.from_array(np.array(scales, np.float32), "scales"))
+            names.append("scales")
+        else:
+            inits += [numpy_helper.from_array(np.zeros(0, np.float32), "scales"), ints("sizes", sizes)]
+            names += ["scales", "sizes"]
+        node = helper.make_node("Resize", names, ["y"], mode=mode, coordinate_transformation_mode=transform,
+                                nearest_mode=rounding)
+        shape = sizes or [int(np.floor(n * s)) for n, s in zip(x.shape, scales)]
+        m = model([node], [f32("x", list(x.shape))], [f32("y", shape)], inits)
+        want = onnxruntime_outputs(m, {"x": x})["y"]
+        for device in DEVICES:
+            np.testing.assert_allclose(kiln.onnx.compile(m, device=device)(x=x)["y"], want, rtol=1e-5, atol=1e-5,
+                                       err_msg=f"{mode} {transform} {rounding} on {device}")
+    for mode in ("nearest", "linear"):  # Upsample, opset 9: Resize's asymmetric transformation
+        m = model([helper.make_node("Upsample", ["x", "scales"], ["y"], mode=mode)], [f32("x", list(x.shape))],
+                  [f32("y", [1, 2, 10, 21])], [numpy_helper.from_array(np.array([1, 1, 2, 3], np.float32), "scales")],
+                  opset=9)
+        np.testing.assert_allclose(kiln.onnx.compile(m)(x=x)["y"], onnxruntime_outputs(m, {"x": x})["y"], rtol=1e-5,
+                                   atol=1e-5, err_msg=f"Upsample {mode}")
+
+
 def test_top_k_with_a_known_k_matches_onnx_runtime():
     """TopK (whose node tests give K at run time, which kiln needs known): the largest and the
     smallest 3 of rows with ties, values and i64 positions, the lower position first among equals."""

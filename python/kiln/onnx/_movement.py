@@ -1,6 +1,8 @@
 """Operators that move data: transposes, reshapes, concatenation, slices, padding, gathers
 (docs/onnx.md)."""
 
+import itertools
+
 import numpy as np
 
 from ._emit import affine, broadcast_read, broadcast_shape, indices, op, read, target
@@ -438,6 +440,91 @@ def tile(cx, node, ins, attrs):
     x_subs = [s if r == 1 else read(cx, cx.index_table((np.arange(d * r) % d).astype(np.int32)), [s])
               for s, d, r in zip(subs, x.shape, repeats)]
     cx.emit(f"{target(cx, out, subs)} = {read(cx, x, x_subs)}")
+    return [out]
+
+
+def _resize_source(mode, x, n, m, scale):
+    """Where output position x (an array) reads along a dimension of n resized to m."""
+    if mode == "align_corners":
+        return x * (n - 1) / (m - 1) if m > 1 else np.zeros_like(x)
+    if mode == "asymmetric":
+        return x / scale
+    if mode == "pytorch_half_pixel" and m == 1:
+        return np.zeros_like(x)
+    return (x + 0.5) / scale - 0.5  # half_pixel, pytorch_half_pixel
+
+
+@op("Resize", "Upsample")
+def resize(cx, node, ins, attrs):
+    """`nearest` or `linear` resizing to known scales or sizes: per dimension a known table of the
+    positions each output point reads (nearest), or of the two it blends and the weight of the
+    second (linear: the corners of every resized dimension summed with their weights), the
+    positions clamped to the input as ONNX's edge padding reads them. Upsample (opsets 7 to 9)
+    is Resize's asymmetric transformation, rounding down."""
+    x = ins[0]
+
+    def attr(name, default):
+        value = attrs.get(name, default)
+        return value.decode() if isinstance(value, bytes) else value
+    upsample = node.op_type == "Upsample"
+    mode = attr("mode", "nearest")
+    transform = "asymmetric" if upsample else attr("coordinate_transformation_mode", "half_pixel")
+    nearest_mode = "floor" if upsample else attr("nearest_mode", "round_prefer_floor")
+    if attr("keep_aspect_ratio_policy", "stretch") != "stretch":
+        cx.unsupported(node, "keep_aspect_ratio_policy other than stretch")
+    if mode not in ("nearest", "linear") or transform not in ("half_pixel", "pytorch_half_pixel", "align_corners",
+                                                               "asymmetric"):
+        cx.unsupported(node, f"mode {mode!r} with coordinate_transformation_mode {transform!r} (kiln resizes "
+                             "nearest or linear, half_pixel, pytorch_half_pixel, align_corners or asymmetric)")
+    if attrs.get("antialias", 0) or attrs.get("exclude_outside", 0) or "axes" in attrs:
+        cx.unsupported(node, "antialias, exclude_outside or axes")
+    if not all(isinstance(d, int) for d in x.shape):
+        cx.unsupported(node, f"an input of shape {list(x.shape)} with sizes")
+    given = [(i, ins[i]) for i in ((1,) if cx.opset < 11 or upsample else (2, 3)) if len(ins) > i and ins[i] is not None]
+    known = [(i, np.asarray(cx.known(node, v, "scales" if i < 3 else "sizes"))) for i, v in given]
+    if upsample and "scales" in attrs:  # opset 7
+        known = [(1, np.asarray(attrs["scales"], np.float32))]
+    known = [(i, a) for i, a in known if a.size]
+    if len(known) != 1 or known[0][1].size != x.rank:
+        cx.unsupported(node, "neither known scales nor known sizes of every dimension")
+    which, values = known[0]
+    if which == 3:
+        shape = [int(v) for v in values]
+        scales = [m / n for m, n in zip(shape, x.shape)]
+    else:
+        scales = [float(v) for v in values]
+        shape = [int(np.floor(n * s)) for n, s in zip(x.shape, scales)]
+    out = cx.output(node, 0, x.dtype, tuple(shape))
+    subs = indices(x.rank)
+    resized = [d for d in range(x.rank) if shape[d] != x.shape[d] or scales[d] != 1]
+    reads = {}  # per resized dimension: [(position subscript, weight read or None)]
+    for d in resized:
+        n, m = x.shape[d], shape[d]
+        source = _resize_source(transform, np.arange(m, dtype=np.float64), n, m, scales[d])
+        if mode == "nearest":
+            picks = {"round_prefer_floor": np.ceil(source - 0.5), "round_prefer_ceil": np.floor(source + 0.5),
+                     "floor": np.floor(source), "ceil": np.ceil(source)}
+            if nearest_mode not in picks:
+                cx.unsupported(node, f"nearest_mode {nearest_mode!r}")
+            at = np.clip(picks[nearest_mode], 0, n - 1).astype(np.int32)
+            reads[d] = [(read(cx, cx.index_table(at), [subs[d]]), None)]
+        else:
+            low = np.floor(source)
+            weight = (source - low).astype(np.float32)
+            lo, hi = (np.clip(low + k, 0, n - 1).astype(np.int32) for k in (0, 1))
+            w = read(cx, cx.constant(weight, "resize_weight"), [subs[d]])
+            reads[d] = [(read(cx, cx.index_table(lo), [subs[d]]), f"(1 - {w})"),
+                        (read(cx, cx.index_table(hi), [subs[d]]), w)]
+    terms = []
+    for corner in itertools.product(*(reads[d] for d in resized)):
+        x_subs = list(subs)
+        weights = []
+        for d, (position, weight) in zip(resized, corner):
+            x_subs[d] = position
+            if weight is not None:
+                weights.append(weight)
+        terms.append(" * ".join(weights + [read(cx, x, x_subs)]))
+    cx.emit(f"{target(cx, out, subs)} = {' + '.join(terms)}")
     return [out]
 
 
