@@ -513,9 +513,9 @@ def test_rows_that_are_a_product_of_sizes_go_through_a_gemm_and_back():
         m = attention_tail(product)
         text = kiln.onnx.import_text(m)[1]
         assert "tensor rows : f32[T, B, 6]" in text and "tensor g : f32[T, B, 4]" in text, text
-        for device in DEVICES:
+        for device in DEVICES if product == "Gemm" else ("cpu",):
             run = kiln.onnx.compile(m, device=device)
-            for t, b in ((3, 2), (1, 1), (5, 4)) if product == "Gemm" else ((3, 2),):
+            for t, b in ((3, 2), (1, 1), (5, 4)) if device == "cpu" else ((3, 2),):
                 x = RNG.standard_normal((t, b, 6)).astype(np.float32)
                 np.testing.assert_allclose(run(x=x)["y"], onnxruntime_outputs(m, {"x": x})["y"], rtol=1e-5,
                                            atol=1e-5, err_msg=f"{product}, T {t}, B {b} on {device}")
@@ -559,7 +559,7 @@ def test_einsum_equations_match_onnx_runtime():
         m = model([helper.make_node("Einsum", names, ["y"], equation=equation)],
                   [f32(n, list(sh)) for n, sh in zip(names, shapes)], [f32("y", list(want.shape))])
         want = onnxruntime_outputs(m, feeds)["y"]
-        for device in DEVICES:
+        for device in DEVICES if equation in ("bhqd,bhkd->bhqk", "...ii->...i") else ("cpu",):
             np.testing.assert_allclose(kiln.onnx.compile(m, device=device)(**feeds)["y"], want, rtol=1e-5, atol=1e-5,
                                        err_msg=f"{equation} on {device}")
     with pytest.raises(kiln.onnx.OnnxImportError, match="each output letter once"):
@@ -577,7 +577,7 @@ def test_cum_sum_and_tile_with_known_arguments_match_onnx_runtime():
                 m = model([helper.make_node("CumSum", ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)],
                           [f32("x", [3, 5])], [f32("y", [3, 5])], [ints("axis", axis)])
                 want = onnxruntime_outputs(m, {"x": x})["y"]
-                for device in DEVICES:
+                for device in DEVICES if exclusive and reverse and axis == 1 else ("cpu",):
                     np.testing.assert_allclose(kiln.onnx.compile(m, device=device)(x=x)["y"], want, rtol=1e-5,
                                                atol=1e-6, err_msg=f"{exclusive=} {reverse=} {axis=} on {device}")
     m = model([helper.make_node("Tile", ["x", "repeats"], ["y"])], [f32("x", [3, 5])], [f32("y", [6, 15])],
@@ -611,7 +611,7 @@ def test_resize_with_known_scales_or_sizes_matches_onnx_runtime():
         shape = sizes or [int(np.floor(n * s)) for n, s in zip(x.shape, scales)]
         m = model([node], [f32("x", list(x.shape))], [f32("y", shape)], inits)
         want = onnxruntime_outputs(m, {"x": x})["y"]
-        for device in DEVICES:
+        for device in DEVICES if transform == "half_pixel" else ("cpu",):  # one nearest and one linear everywhere
             np.testing.assert_allclose(kiln.onnx.compile(m, device=device)(x=x)["y"], want, rtol=1e-5, atol=1e-5,
                                        err_msg=f"{mode} {transform} {rounding} on {device}")
     for mode in ("nearest", "linear"):  # Upsample, opset 9: Resize's asymmetric transformation
