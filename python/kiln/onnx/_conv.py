@@ -22,8 +22,7 @@ def _window(cx, node, x, kernel, attrs):
     strides = list(attrs.get("strides", [1] * spatial))
     dilations = list(attrs.get("dilations", [1] * spatial))
     pads = list(attrs.get("pads", [0] * (2 * spatial)))
-    auto_pad = attrs.get("auto_pad", b"NOTSET")
-    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
+    auto_pad = attrs.get("auto_pad", "NOTSET")
     ceil_mode = attrs.get("ceil_mode", 0)
     out = []
     for d in range(spatial):

@@ -9,10 +9,17 @@ from ._graph import FLOAT_TYPES
 OPS = {}
 
 
-def op(*names):
+# The operators whose handlers are `elementwise` (below): they may read a tensor with a dimension
+# that a Reshape declared as its parts (Value.product_shape), whose broadcasting elementwise checks.
+ELEMENTWISE = set()
+
+
+def op(*names, elementwise=False):
     def register(fn):
         for name in names:
             OPS[name] = fn
+        if elementwise:
+            ELEMENTWISE.update(names)
         return fn
     return register
 

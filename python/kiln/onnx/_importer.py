@@ -11,8 +11,8 @@ from onnx import numpy_helper
 
 from ._dims import dimension, expression, times
 from ._graph import KILN_TYPES, Graph, OnnxImportError, Value, kiln_type_of
-from ._emit import indices, read, target
-from ._ops import ELEMENTWISE, FIRST_OPERAND_OF, OPS
+from ._emit import ELEMENTWISE, indices, read, target
+from ._ops import FIRST_OPERAND_OF, OPS
 
 # The default domain's opsets the operators are written for; a model outside them is refused.
 MIN_OPSET, MAX_OPSET = 7, 22
@@ -76,8 +76,9 @@ class Converter:
         return self.constant_attribute(producer, self.attributes(producer))
 
     def attributes(self, node):
-        """The node's attributes by name, as Python values."""
-        return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        """The node's attributes by name, as Python values; a string as a str (ONNX stores bytes)."""
+        values = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        return {name: v.decode("utf-8", "replace") if isinstance(v, bytes) else v for name, v in values.items()}
 
     def absorb(self, nodes):
         """Marks `nodes` computed: the operator that absorbed them wrote their first outputs."""

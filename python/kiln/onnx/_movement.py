@@ -49,6 +49,17 @@ def _groups(a, b):
     return out if i == len(a) and j == len(b) else None
 
 
+def _table(cx, values, subscript):
+    """A known table of `values` (integers: positions, quotients, remainders) read at `subscript`."""
+    return read(cx, cx.index_table(np.asarray(values).astype(np.int32)), [subscript])
+
+
+def _position(at, extent, dtype):
+    """A position read from an index tensor (`at`, of `dtype`), counted from the end where it is
+    negative, as ONNX's gathers count (along a dimension that is a number)."""
+    return f"{at} + {extent} * {dtype}({at} < 0)" if isinstance(extent, int) else at
+
+
 def _strides(shape):
     """The strides of a row-major shape's dimensions and its element count, as monomials."""
     out, s = [], (1, ())
@@ -368,8 +379,7 @@ def _slice_range(size, start, end, step):
 @op("Pad")
 def pad(cx, node, ins, attrs):
     x = ins[0]
-    mode = attrs.get("mode", b"constant")
-    mode = mode.decode() if isinstance(mode, bytes) else mode
+    mode = attrs.get("mode", "constant")
     pads = attrs.get("pads") if cx.opset < 11 else cx.known(node, ins[1], "pads")
     value = attrs.get("value", 0.0) if cx.opset < 11 else (
         cx.known(node, ins[2], "constant_value").item() if len(ins) > 2 and ins[2] is not None else 0)
@@ -396,10 +406,7 @@ def gather(cx, node, ins, attrs):
     out = cx.output(node, 0, data.dtype, shape)
     subs = indices(len(shape))
     i_subs = subs[axis:axis + idx.rank]
-    at = read(cx, idx, i_subs)
-    extent = data.shape[axis]
-    # ONNX counts negative positions from the end.
-    position = f"{at} + {extent} * {idx.dtype}({at} < 0)" if isinstance(extent, int) else at
+    position = _position(read(cx, idx, i_subs), data.shape[axis], idx.dtype)
     d_subs = subs[:axis] + [position] + subs[axis + idx.rank:]
     cx.emit(f"{target(cx, out, subs)} = {read(cx, data, d_subs)}")
     return [out]
@@ -417,9 +424,7 @@ def gather_elements(cx, node, ins, attrs):
         cx.unsupported(node, f"indices of rank {idx.rank} for data of rank {data.rank}")
     out = cx.output(node, 0, data.dtype, idx.shape)
     subs = indices(idx.rank)
-    at = read(cx, idx, subs)
-    extent = data.shape[axis]
-    position = f"{at} + {extent} * {idx.dtype}({at} < 0)" if isinstance(extent, int) else at
+    position = _position(read(cx, idx, subs), data.shape[axis], idx.dtype)
     cx.emit(f"{target(cx, out, subs)} = {read(cx, data, subs[:axis] + [position] + subs[axis + 1:])}")
     return [out]
 
@@ -437,8 +442,7 @@ def tile(cx, node, ins, attrs):
     shape = tuple(d * r if r != 1 else d for d, r in zip(x.shape, repeats))
     out = cx.output(node, 0, x.dtype, shape)
     subs = indices(x.rank)
-    x_subs = [s if r == 1 else read(cx, cx.index_table((np.arange(d * r) % d).astype(np.int32)), [s])
-              for s, d, r in zip(subs, x.shape, repeats)]
+    x_subs = [s if r == 1 else _table(cx, np.arange(d * r) % d, s) for s, d, r in zip(subs, x.shape, repeats)]
     cx.emit(f"{target(cx, out, subs)} = {read(cx, x, x_subs)}")
     return [out]
 
@@ -462,15 +466,11 @@ def resize(cx, node, ins, attrs):
     positions clamped to the input as ONNX's edge padding reads them. Upsample (opsets 7 to 9)
     is Resize's asymmetric transformation, rounding down."""
     x = ins[0]
-
-    def attr(name, default):
-        value = attrs.get(name, default)
-        return value.decode() if isinstance(value, bytes) else value
     upsample = node.op_type == "Upsample"
-    mode = attr("mode", "nearest")
-    transform = "asymmetric" if upsample else attr("coordinate_transformation_mode", "half_pixel")
-    nearest_mode = "floor" if upsample else attr("nearest_mode", "round_prefer_floor")
-    if attr("keep_aspect_ratio_policy", "stretch") != "stretch":
+    mode = attrs.get("mode", "nearest")
+    transform = "asymmetric" if upsample else attrs.get("coordinate_transformation_mode", "half_pixel")
+    nearest_mode = "floor" if upsample else attrs.get("nearest_mode", "round_prefer_floor")
+    if attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
         cx.unsupported(node, "keep_aspect_ratio_policy other than stretch")
     if mode not in ("nearest", "linear") or transform not in ("half_pixel", "pytorch_half_pixel", "align_corners",
                                                                "asymmetric"):
@@ -506,15 +506,13 @@ def resize(cx, node, ins, attrs):
                      "floor": np.floor(source), "ceil": np.ceil(source)}
             if nearest_mode not in picks:
                 cx.unsupported(node, f"nearest_mode {nearest_mode!r}")
-            at = np.clip(picks[nearest_mode], 0, n - 1).astype(np.int32)
-            reads[d] = [(read(cx, cx.index_table(at), [subs[d]]), None)]
+            reads[d] = [(_table(cx, np.clip(picks[nearest_mode], 0, n - 1), subs[d]), None)]
         else:
             low = np.floor(source)
             weight = (source - low).astype(np.float32)
-            lo, hi = (np.clip(low + k, 0, n - 1).astype(np.int32) for k in (0, 1))
             w = read(cx, cx.constant(weight, "resize_weight"), [subs[d]])
-            reads[d] = [(read(cx, cx.index_table(lo), [subs[d]]), f"(1 - {w})"),
-                        (read(cx, cx.index_table(hi), [subs[d]]), w)]
+            reads[d] = [(_table(cx, np.clip(low, 0, n - 1), subs[d]), f"(1 - {w})"),
+                        (_table(cx, np.clip(low + 1, 0, n - 1), subs[d]), w)]
     terms = []
     for corner in itertools.product(*(reads[d] for d in resized)):
         x_subs = list(subs)
@@ -545,11 +543,9 @@ def depth_space(cx, node, ins, attrs):
         oc = c // (bs * bs)
         out = cx.output(node, 0, x.dtype, (n, oc, h * bs, w * bs))
         rows, cols = np.arange(h * bs), np.arange(w * bs)
-        qh = read(cx, cx.index_table((rows // bs).astype(np.int32)), [subs[2]])
-        rh = read(cx, cx.index_table((rows % bs).astype(np.int32)), [subs[2]])
-        qw = read(cx, cx.index_table((cols // bs).astype(np.int32)), [subs[3]])
-        rw = read(cx, cx.index_table((cols % bs).astype(np.int32)), [subs[3]])
-        if attrs.get("mode", b"DCR") in (b"CRD", "CRD"):
+        qh, rh = _table(cx, rows // bs, subs[2]), _table(cx, rows % bs, subs[2])
+        qw, rw = _table(cx, cols // bs, subs[3]), _table(cx, cols % bs, subs[3])
+        if attrs.get("mode", "DCR") == "CRD":
             channel = f"{bs * bs}*{subs[1]} + {bs}*{rh} + {rw}"
         else:
             channel = f"{oc * bs}*{rh} + {oc}*{rw} + {subs[1]}"
@@ -559,9 +555,7 @@ def depth_space(cx, node, ins, attrs):
         cx.unsupported(node, f"an image of {h} x {w}, not a multiple of blocksize {bs}")
     out = cx.output(node, 0, x.dtype, (n, c * bs * bs, h // bs, w // bs))
     channels = np.arange(c * bs * bs)
-    within = read(cx, cx.index_table((channels % c).astype(np.int32)), [subs[1]])
-    bh = read(cx, cx.index_table((channels // c // bs).astype(np.int32)), [subs[1]])
-    bw = read(cx, cx.index_table((channels // c % bs).astype(np.int32)), [subs[1]])
+    within, bh, bw = (_table(cx, t, subs[1]) for t in (channels % c, channels // c // bs, channels // c % bs))
     cx.emit(f"{target(cx, out, subs)} = "
             f"{read(cx, x, [subs[0], within, f'{bs}*{subs[2]} + {bh}', f'{bs}*{subs[3]} + {bw}'])}")
     return [out]

@@ -24,18 +24,18 @@ _UNARY = {
 }
 
 
-@op(*_UNARY)
+@op(*_UNARY, elementwise=True)
 def unary(cx, node, ins, attrs):
     form = _UNARY[node.op_type]
     return elementwise(cx, node, ins[:1], ins[0].dtype, lambda x: form.format(x))
 
 
-@op("Reciprocal")
+@op("Reciprocal", elementwise=True)
 def reciprocal(cx, node, ins, attrs):
     return elementwise(cx, node, ins[:1], ins[0].dtype, lambda x: f"1 / {x}")
 
 
-@op("Softplus")
+@op("Softplus", elementwise=True)
 def softplus(cx, node, ins, attrs):
     return elementwise(cx, node, ins[:1], ins[0].dtype, lambda x: f"log(1 + exp({x}))")
 
@@ -47,14 +47,14 @@ _ALPHA_FORMS = {"LeakyRelu": (0.01, "select({x} < 0, {alpha} * {x}, {x})"),
                 "Celu": (1.0, "max(0, {x}) + min(0, {alpha} * (exp({x} / {alpha}) - 1))")}
 
 
-@op(*_ALPHA_FORMS)
+@op(*_ALPHA_FORMS, elementwise=True)
 def alpha_activation(cx, node, ins, attrs):
     default, form = _ALPHA_FORMS[node.op_type]
     alpha = literal(attrs.get("alpha", default), ins[0].dtype)
     return elementwise(cx, node, ins[:1], ins[0].dtype, lambda x: form.format(x=x, alpha=alpha))
 
 
-@op("Selu")
+@op("Selu", elementwise=True)
 def selu(cx, node, ins, attrs):
     t = ins[0].dtype
     alpha = literal(attrs.get("alpha", 1.67326319217681884765625), t)
@@ -62,7 +62,7 @@ def selu(cx, node, ins, attrs):
     return elementwise(cx, node, ins[:1], t, lambda x: f"{gamma} * select({x} > 0, {x}, {alpha} * exp({x}) - {alpha})")
 
 
-@op("IsNaN", "IsInf")
+@op("IsNaN", "IsInf", elementwise=True)
 def is_special(cx, node, ins, attrs):
     if node.op_type == "IsNaN":
         return elementwise(cx, node, ins[:1], "bool", lambda x: f"{x} != {x}")
@@ -72,7 +72,7 @@ def is_special(cx, node, ins, attrs):
                        lambda x: " | ".join(f"({t.format(x)})" for t in tests) if tests else "false")
 
 
-@op("Shrink")
+@op("Shrink", elementwise=True)
 def shrink(cx, node, ins, attrs):
     t = ins[0].dtype
     lambd, bias = literal(attrs.get("lambd", 0.5), t), literal(attrs.get("bias", 0.0), t)
@@ -80,19 +80,19 @@ def shrink(cx, node, ins, attrs):
                        lambda x: f"select({x} < -{lambd}, {x} + {bias}, select({x} > {lambd}, {x} - {bias}, 0))")
 
 
-@op("PRelu")
+@op("PRelu", elementwise=True)
 def prelu(cx, node, ins, attrs):
     return elementwise(cx, node, ins[:2], ins[0].dtype, lambda x, slope: f"select({x} < 0, {slope} * {x}, {x})")
 
 
-@op("HardSigmoid")
+@op("HardSigmoid", elementwise=True)
 def hard_sigmoid(cx, node, ins, attrs):
     t = ins[0].dtype
     alpha, beta = literal(attrs.get("alpha", 0.2), t), literal(attrs.get("beta", 0.5), t)
     return elementwise(cx, node, ins[:1], t, lambda x: f"max(0, min(1, {alpha} * {x} + {beta}))")
 
 
-@op("Clip")
+@op("Clip", elementwise=True)
 def clip(cx, node, ins, attrs):
     t = ins[0].dtype
     def bound(i, name):  # a literal where known, else the one value read where it runs
@@ -114,7 +114,7 @@ def clip(cx, node, ins, attrs):
     return elementwise(cx, node, ins[:1], t, form)
 
 
-@op("Dropout")
+@op("Dropout", elementwise=True)
 def dropout(cx, node, ins, attrs):
     """Inference: the input, and a mask (where read) that keeps every element."""
     if len(ins) > 2 and ins[2] is not None and bool(np.asarray(cx.known(node, ins[2], "training_mode")).any()):
@@ -130,10 +130,9 @@ def dropout(cx, node, ins, attrs):
     return out + [mask]
 
 
-@op("BitShift")
+@op("BitShift", elementwise=True)
 def bit_shift(cx, node, ins, attrs):
-    direction = attrs.get("direction", b"")
-    direction = direction.decode() if isinstance(direction, bytes) else direction
+    direction = attrs.get("direction", "")
     if direction not in ("LEFT", "RIGHT"):
         cx.unsupported(node, f"direction {direction!r} (LEFT or RIGHT)")
     shift = "<<" if direction == "LEFT" else ">>"
@@ -160,7 +159,7 @@ _BINARY = {"Add": "{} + {}", "Sub": "{} - {}", "Mul": "{} * {}", "Div": "{} / {}
 _COMPARE = {"Equal": "==", "Less": "<", "Greater": ">", "LessOrEqual": "<=", "GreaterOrEqual": ">="}
 
 
-@op(*_BINARY)
+@op(*_BINARY, elementwise=True)
 def binary(cx, node, ins, attrs):
     form = _BINARY[node.op_type]
     if node.op_type == "Pow" and ins[0].dtype != ins[1].dtype:
@@ -170,13 +169,13 @@ def binary(cx, node, ins, attrs):
     return elementwise(cx, node, ins[:2], ins[0].dtype, lambda a, b: form.format(a, f"({b})"))
 
 
-@op(*_COMPARE)
+@op(*_COMPARE, elementwise=True)
 def compare(cx, node, ins, attrs):
     symbol = _COMPARE[node.op_type]
     return elementwise(cx, node, ins[:2], "bool", lambda a, b: f"{a} {symbol} {b}")
 
 
-@op("Sum", "Mean", "Max", "Min")
+@op("Sum", "Mean", "Max", "Min", elementwise=True)
 def variadic(cx, node, ins, attrs):
     ins = [v for v in ins if v is not None]
     kind = node.op_type
@@ -192,18 +191,18 @@ def variadic(cx, node, ins, attrs):
     return elementwise(cx, node, ins, ins[0].dtype, form)
 
 
-@op("Where")
+@op("Where", elementwise=True)
 def where(cx, node, ins, attrs):
     return elementwise(cx, node, ins[:3], ins[1].dtype, lambda c, a, b: f"select({c}, {a}, {b})")
 
 
-@op("Cast")
+@op("Cast", elementwise=True)
 def cast(cx, node, ins, attrs):
     to = cx.kiln_type(node, attrs["to"])
     return elementwise(cx, node, ins[:1], to, lambda x: f"{to}({x})")
 
 
-@op("CastLike")
+@op("CastLike", elementwise=True)
 def cast_like(cx, node, ins, attrs):
     to = ins[1].dtype
     return elementwise(cx, node, ins[:1], to, lambda x: f"{to}({x})")
@@ -229,7 +228,7 @@ def trilu(cx, node, ins, attrs):
     return [out]
 
 
-@op("Mod")
+@op("Mod", elementwise=True)
 def mod(cx, node, ins, attrs):
     """Integers: the remainder of the division toward zero (fmod=1, C's %), or with the divisor's
     sign (fmod=0, Python's %). Floats only with fmod=1, as ONNX requires."""
@@ -238,11 +237,12 @@ def mod(cx, node, ins, attrs):
         cx.unsupported(node, "fmod=0 on floats (ONNX requires fmod=1 there)")
     if a.dtype in FLOAT_TYPES:
         cx.unsupported(node, "Mod of floats")
-    if attrs.get("fmod", 0):
-        return elementwise(cx, node, ins[:2], a.dtype, lambda x, y: f"{x} - {x} / ({y}) * ({y})")
-    return elementwise(cx, node, ins[:2], a.dtype,
-                       lambda x, y: f"{x} - {x} / ({y}) * ({y}) + select(({x} - {x} / ({y}) * ({y}) != 0) & "
-                                    f"(({x} - {x} / ({y}) * ({y}) < 0) != ({y} < 0)), {y}, 0)")
+    fmod = attrs.get("fmod", 0)
+
+    def form(x, y):
+        r = f"{x} - {x} / ({y}) * ({y})"  # the remainder of the division toward zero
+        return r if fmod else f"{r} + select(({r} != 0) & (({r} < 0) != ({y} < 0)), {y}, 0)"
+    return elementwise(cx, node, ins[:2], a.dtype, form)
 
 
 # --- products --------------------------------------------------------------------------------
@@ -287,8 +287,7 @@ def einsum(cx, node, ins, attrs):
     read at their letters) over the letters the output lacks; '...' stands for dimensions
     broadcast from the right, a letter repeated in one operand reads its diagonal, and without
     '->' the output is '...' and the letters that appear once, in alphabetical order."""
-    equation = attrs["equation"]
-    equation = (equation.decode() if isinstance(equation, bytes) else equation).replace(" ", "")
+    equation = attrs["equation"].replace(" ", "")
     lhs, arrow, rhs = equation.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(ins) or any(v is None for v in ins):
@@ -565,6 +564,16 @@ def top_k(cx, node, ins, attrs):
     return outs
 
 
+def _mean_and_variance(cx, x, reduced, mean, variance):
+    """mean = the mean of x over the dimensions in `reduced`, variance = the mean of the squared
+    differences from it; both of x's rank, of extent 1 where reduced."""
+    subs = indices(x.rank)
+    x_r = read(cx, x, [f"r{d}" if d in reduced else subs[d] for d in range(x.rank)])
+    m = read(cx, mean, subs)
+    cx.emit(f"{target(cx, mean, subs)} = mean({x_r})")
+    cx.emit(f"{target(cx, variance, subs)} = mean(({x_r} - {m}) * ({x_r} - {m}))")
+
+
 @op("LayerNormalization")
 def layer_norm(cx, node, ins, attrs):
     """Opset 17's LayerNormalization over the dimensions from `axis` on: the mean, the variance
@@ -582,12 +591,9 @@ def layer_norm(cx, node, ins, attrs):
              for i in (1, 2)]
     mean, inv = stats
     subs = indices(x.rank)
-    reduced = [f"r{d}" if d >= axis else f"i{d}" for d in range(x.rank)]
     at_stats = [f"i{d}" if d < axis else "0" for d in range(x.rank)]
-    x_r, m = read(cx, x, reduced), read(cx, mean, subs)
-    cx.emit(f"{target(cx, mean, subs)} = mean({x_r})")
     variance = cx.graph.temporary(stash, kept, "layer_norm_variance")
-    cx.emit(f"{target(cx, variance, subs)} = mean(({x_r} - {m}) * ({x_r} - {m}))")
+    _mean_and_variance(cx, x, range(axis, x.rank), mean, variance)
     cx.emit(f"{target(cx, inv, subs)} = {literal(1.0, stash)} / sqrt({read(cx, variance, subs)} + {literal(eps, stash)})")
     y = cx.output(node, 0, x.dtype, x.shape)
     text = (f"({read(cx, x, subs)} - {read(cx, mean, at_stats)}) * {read(cx, inv, at_stats)} * "
@@ -609,12 +615,9 @@ def instance_norm(cx, node, ins, attrs):
     stash = "f32" if x.dtype in ("f16", "bf16") else x.dtype
     kept = tuple(x.shape[d] if d < 2 else 1 for d in range(x.rank))
     mean, variance = (cx.graph.temporary(stash, kept, name) for name in ("instance_norm", "instance_norm_variance"))
+    _mean_and_variance(cx, x, range(2, x.rank), mean, variance)
     subs = indices(x.rank)
-    x_r = read(cx, x, [f"r{d}" if d >= 2 else subs[d] for d in range(x.rank)])
     at_stats = [subs[0], subs[1]] + ["0"] * (x.rank - 2)
-    m = read(cx, mean, subs)
-    cx.emit(f"{target(cx, mean, subs)} = mean({x_r})")
-    cx.emit(f"{target(cx, variance, subs)} = mean(({x_r} - {m}) * ({x_r} - {m}))")
     y = cx.output(node, 0, x.dtype, x.shape)
     cx.emit(f"{target(cx, y, subs)} = ({read(cx, x, subs)} - {read(cx, mean, at_stats)}) / "
             f"sqrt({read(cx, variance, at_stats)} + {literal(eps, stash)}) * {read(cx, scale, [subs[1]])} + "
@@ -645,17 +648,13 @@ def range_(cx, node, ins, attrs):
     return [out]
 
 
-# The operators that read a tensor with a dimension that a Reshape declared as its parts
-# (Value.product_shape): elementwise ones at any operand (elementwise checks their broadcasting),
-# and the first operand of these.
-ELEMENTWISE = set(_UNARY) | set(_BINARY) | set(_COMPARE) | {
-    "Reciprocal", "Softplus", *_ALPHA_FORMS, "HardSigmoid", "Clip", "Dropout", "Sum", "Mean", "Max", "Min",
-    "Where", "Cast", "CastLike", "Mod", "Shrink", "PRelu", "BitShift", "Selu", "IsNaN", "IsInf"}
+# Besides the elementwise operators (_emit.ELEMENTWISE), those whose first operand may have a
+# dimension that a Reshape declared as its parts (Value.product_shape).
 FIRST_OPERAND_OF = {"Gemm", "MatMul", "Reshape"}
 
 # The operators of the other modules register themselves in OPS when imported.
 from . import _conv, _movement  # noqa: E402
 
 REGISTERED_ELSEWHERE = (_conv, _movement)
-__all__ = ["OPS", "ELEMENTWISE", "FIRST_OPERAND_OF"]
+__all__ = ["OPS", "FIRST_OPERAND_OF"]
 
