@@ -1,0 +1,128 @@
+// kiln's AMX kernel for bf16 products (ral/library/gemm_amx.h), into f32 and bf16, against sums
+// in double of the same bf16 values: shapes with partial tiles and blocks in every dimension, k not
+// a multiple of a tile's depth, both transposes, alpha and beta, on the calling thread and spread
+// over a cpu device's threads. Skipped on CPUs without AMX (the kernel is then never called).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "kiln/drivers/drivers.h"
+#include "kiln/loop/op_eval.h"
+#include "kiln/ral/context.h"
+#include "kiln/ral/execution_context.h"
+#include "ral/library/gemm_amx.h"
+
+namespace kiln::ral::library {
+namespace {
+
+struct Case {
+  int64_t m, n, k;
+  bool transpose_a, transpose_b;
+  float alpha, beta;
+};
+
+// Values that are not exact in a sum of a few terms, so that a misplaced element shows.
+std::vector<uint16_t> bf16_values(size_t count, uint32_t seed) {
+  std::vector<uint16_t> out(count);
+  uint32_t x = seed * 2654435761u + 12345u;
+  for (uint16_t& v : out) {
+    x = x * 1664525u + 1013904223u;
+    const float f = static_cast<float>(static_cast<int32_t>(x >> 8) % 2001 - 1000) / 977.0f;
+    v = ir::bf16_bits(f);
+  }
+  return out;
+}
+
+double value(uint16_t bits) { return ir::bf16_value(bits); }
+
+float as_float(float x) { return x; }
+float as_float(BFloat16 x) { return static_cast<float>(value(x.bits)); }
+void set(float v, float* out) { *out = v; }
+void set(float v, BFloat16* out) { out->bits = ir::bf16_bits(v); }
+
+// One product into a c of type TC (f32, or bf16: rounded once, within half a bf16 step).
+template <typename TC>
+void check(const Case& t, const ExecutionContext* context) {
+  SCOPED_TRACE("m=" + std::to_string(t.m) + " n=" + std::to_string(t.n) + " k=" + std::to_string(t.k) +
+               " transposes " + std::to_string(t.transpose_a) + std::to_string(t.transpose_b) + " alpha " +
+               std::to_string(t.alpha) + " beta " + std::to_string(t.beta) +
+               (std::is_same_v<TC, float> ? " into f32" : " into bf16"));
+  const GemmShape s{1, t.m, t.n, t.k, t.transpose_a, t.transpose_b};
+  const std::vector<uint16_t> a = bf16_values(static_cast<size_t>(t.m * t.k), 1);
+  const std::vector<uint16_t> b = bf16_values(static_cast<size_t>(t.k * t.n), 2);
+  std::vector<TC> c(static_cast<size_t>(t.m * t.n));
+  for (size_t i = 0; i < c.size(); ++i) {
+    // beta = 0 must not read c: NaNs there stay out of the result.
+    set(t.beta == 0 ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(i % 13) - 6, &c[i]);
+  }
+  const std::vector<TC> before = c;
+  ASSERT_TRUE(amx_gemm_bf16(context, s, a.data(), b.data(), c.data(), t.alpha, t.beta).ok());
+  for (int64_t i = 0; i < t.m; ++i) {
+    for (int64_t j = 0; j < t.n; ++j) {
+      double sum = 0, magnitude = 0;
+      for (int64_t p = 0; p < t.k; ++p) {
+        const double x = value(t.transpose_a ? a[p * t.m + i] : a[i * t.k + p]);
+        const double y = value(t.transpose_b ? b[j * t.k + p] : b[p * t.n + j]);
+        sum += x * y;
+        magnitude += std::fabs(x * y);
+      }
+      const double old = as_float(before[static_cast<size_t>(i * t.n + j)]);
+      const double kept = t.beta == 0 ? 0.0 : t.beta * old;
+      const double want = t.alpha * sum + kept;
+      // f32 sums of k terms: within k roundings of the terms' magnitude; bf16 half a step more.
+      double tolerance = 1e-6 * (std::fabs(t.alpha) * magnitude + std::fabs(kept)) + 1e-30;
+      if (!std::is_same_v<TC, float>) tolerance += std::fabs(want) / 256;
+      ASSERT_NEAR(as_float(c[static_cast<size_t>(i * t.n + j)]), want, tolerance) << "at " << i << ", " << j;
+    }
+  }
+}
+
+const Case kCases[] = {
+    {32, 32, 32, false, false, 1, 0},      // one block, in place
+    {64, 96, 128, false, false, 1, 0},     // whole blocks, a read in place
+    {33, 17, 5, false, false, 1, 0},       // partial tiles everywhere, k below a tile
+    {16, 16, 31, false, false, 1, 0},      // the smallest the cpu device sends here
+    {100, 70, 50, true, false, 1, 0},      // op(a) transposed: a packed
+    {64, 48, 96, false, true, 1, 0},       // op(b) transposed: b packed element by element
+    {37, 95, 64, true, true, 2.5f, 0.5f},  // both, alpha and beta
+    {40, 1000, 33, false, true, 1, 1},     // many column blocks, beta 1
+    {257, 130, 300, false, false, -0.75f, 0},
+    {48, 40, 0, false, false, 2, 0.5f},    // k = 0: c = beta * c
+};
+
+class AmxGemmTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!amx_bf16_ready()) GTEST_SKIP() << "this CPU has no AMX-BF16 (or the kernel grants no tile state)";
+  }
+};
+
+TEST_F(AmxGemmTest, OnTheCallingThread) {
+  for (const Case& t : kCases) {
+    check<float>(t, nullptr);
+    check<BFloat16>(t, nullptr);
+  }
+}
+
+TEST_F(AmxGemmTest, SpreadOverACpuDevicesThreads) {
+  Result<hal::DeviceRef> device = drivers::builtin_registry().create_device("cpu", hal::DeviceOptions{});
+  ASSERT_TRUE(device.ok()) << device.status().message();
+  Context context("cpu");
+  context.set_host_device(*device);
+  ExecutionContext execution(context);
+  // Large enough to be spread (2^22 multiply-adds and more), with partial blocks at the edges.
+  for (const Case& t : {Case{256, 256, 64, false, false, 1, 0}, Case{300, 200, 100, false, false, 1, 0},
+                        Case{161, 300, 96, true, true, 1.5f, -1}}) {
+    check<float>(t, &execution);
+    check<BFloat16>(t, &execution);
+  }
+}
+
+}  // namespace
+}  // namespace kiln::ral::library
