@@ -243,6 +243,15 @@ template <typename TC>
 Status product(const ExecutionContext* context, const GemmShape& s, const uint16_t* a, const uint16_t* b, TC* c,
                float alpha, float beta) {
   if (s.m == 0 || s.n == 0) return Status();
+  if (s.k == 0) {  // c = beta * c, reading neither a nor b (which may be empty)
+    const float zeros[kBlock] = {};
+    for (int64_t i = 0; i < s.m; ++i) {
+      for (int64_t j = 0; j < s.n; j += kBlock) {
+        store_row(zeros, std::min(kBlock, s.n - j), alpha, beta, c + i * s.ldc() + j);
+      }
+    }
+    return Status();
+  }
   const Geometry g(s);
   const auto packed_elements = static_cast<size_t>(2 * g.column_pairs * g.depth_tiles * kTileElements);
   uint16_t* packed_b = scratch<0, uint16_t>(packed_elements);
