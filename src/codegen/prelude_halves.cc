@@ -51,7 +51,8 @@ const HelperText kHalfHelpers[] = {
     // an instruction (16 from f16 with AVX-512F; back to f16 always 8: GCC's loops over a block
     // write it 32 bytes at a time where it prefers 256-bit vectors, as with -march=native on
     // Intel's cores, and a 64-byte read of two 32-byte writes waits for them to reach the cache:
-    // relu(a * b + c) over 2^24 f16 took 0.65-0.69x the f32 time with 16, 0.50x with 8; 2026-12-01), for the loops
+    // relu(a * b + c) over 2^24 f16 took 0.65-0.69x the f32 time with 16, 0.50x with 8,
+    // 2026-12-01), for the loops
     // that kernel_half_blocks.cc prints in blocks; defined, like those blocks, only where the
     // compiler targets F16C. Through the compilers' builtins (GCC's and Clang's names) and vector
     // types rather than <immintrin.h>, which takes longer to parse than a kernel file takes to
