@@ -102,6 +102,12 @@ bool widened(const GemmShape& s) {
 // and 1.11 against PyTorch's 1.10 in one `make bench-peers` run (2026-12-01, docs/performance.md).
 constexpr int64_t kAmxFrom = 16;
 bool on_amx(const GemmShape& s) { return std::min(s.m, s.n) >= kAmxFrom && amx_bf16_ready(); }
+template <typename TC>
+Status amx_product(const ExecutionContext* context, const GemmShape& s, const BFloat16* a, const BFloat16* b, TC* c,
+                   float alpha, float beta) {
+  return amx_gemm_bf16(context, s, reinterpret_cast<const uint16_t*>(a), reinterpret_cast<const uint16_t*>(b), c,
+                       alpha, beta);
+}
 
 // `count` narrow floats as f32 in the calling thread's scratch `kSlot`, widened by the context's
 // threads; null when the scratch cannot be allocated.
@@ -128,10 +134,7 @@ template <typename TA>
 Status library_product(const ExecutionContext* context, const GemmShape& s, const TA* a, const TA* b, float* c32,
                        float alpha, float beta) {
   if constexpr (std::is_same_v<TA, BFloat16>) {
-    if (on_amx(s)) {
-      return amx_gemm_bf16(context, s, reinterpret_cast<const uint16_t*>(a), reinterpret_cast<const uint16_t*>(b),
-                           c32, alpha, beta);
-    }
+    if (on_amx(s)) return amx_product(context, s, a, b, c32, alpha, beta);
     if (!widened<TA>(s)) {
       return onednn_gemm_bf16(s.transpose_a, s.transpose_b, s.m, s.n, s.k, alpha,
                               reinterpret_cast<const uint16_t*>(a), s.lda(), reinterpret_cast<const uint16_t*>(b),
@@ -152,10 +155,7 @@ template <typename TA, typename TC>
 Status narrow_result_product(const ExecutionContext* context, const GemmShape& s, const TA* a, const TA* b, TC* c,
                              float alpha, float beta) {
   if constexpr (std::is_same_v<TA, BFloat16> && std::is_same_v<TC, BFloat16>) {
-    if (on_amx(s)) {
-      return amx_gemm_bf16(context, s, reinterpret_cast<const uint16_t*>(a), reinterpret_cast<const uint16_t*>(b), c,
-                           alpha, beta);
-    }
+    if (on_amx(s)) return amx_product(context, s, a, b, c, alpha, beta);
     if (alpha == 1 && beta == 0 && !widened<TA>(s)) {
       Status done = onednn_gemm_bf16_to_bf16(s.transpose_a, s.transpose_b, s.m, s.n, s.k,
                                              reinterpret_cast<const uint16_t*>(a), s.lda(),
