@@ -1,5 +1,10 @@
 """Shared fixtures of the Python package's tests (run by `make test` through ctest)."""
 
+import atexit
+import os
+import shutil
+import tempfile
+
 import kiln
 import pytest
 
@@ -27,3 +32,21 @@ def device(request):
 @pytest.fixture(params=HOST_MEMORY_DEVICES)
 def host_device(request):
     return request.param
+
+
+_mpi_session_base = None
+
+
+def mpi_env(**extra):
+    """The environment for an mpiexec that a test starts. As root, Open MPI refuses to start
+    without its two variables (tests never rely on the caller's). Its session directory goes
+    under a base of this process's own: two mpiexecs at once on one machine (this test and one
+    that ctest runs beside it) race to make and remove the shared /tmp/ompi.<host>.<uid>, and one
+    fails with "A call to mkdir was unable to create the desired directory" (Open MPI issue
+    8510). The base is short: Open MPI puts Unix sockets under it."""
+    global _mpi_session_base
+    if _mpi_session_base is None:
+        _mpi_session_base = tempfile.mkdtemp(prefix="kiln-mpi-")
+        atexit.register(shutil.rmtree, _mpi_session_base, ignore_errors=True)
+    return dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                OMPI_MCA_orte_tmpdir_base=_mpi_session_base, **extra)

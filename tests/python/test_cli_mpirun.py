@@ -20,7 +20,7 @@ import pytest
 
 import kiln
 
-from conftest import DEVICES
+from conftest import DEVICES, mpi_env
 
 TIMEOUT_S = 240
 MPIEXEC = shutil.which("mpiexec")
@@ -39,11 +39,6 @@ def needs_mpi():
         pytest.skip("mpiexec is not installed")
     if not kiln.built_with_mpi():
         pytest.skip("this kiln was built without MPI")
-
-
-def mpi_env():
-    # As root, Open MPI refuses to start without these two (tests never rely on the caller's).
-    return dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
 
 def program(ranks):

@@ -4,7 +4,6 @@ allgather on every device and checks what it gets against NumPy over every rank'
 Skipped only where mpiexec is absent or kiln was built without MPI."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import pytest
 
 import kiln
 
-from conftest import DEVICES
+from conftest import DEVICES, mpi_env
 
 TIMEOUT_S = 240
 
@@ -84,9 +83,8 @@ def test_every_rank_runs_collectives_under_mpiexec(tmp_path, ranks):
         pytest.skip("this kiln was built without MPI")
     script = tmp_path / "ranks.py"
     script.write_text(SCRIPT)
-    # As root, Open MPI refuses to start without these two; PYTHONPATH finds this kiln.
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               PYTHONPATH=str(Path(kiln.__file__).parent.parent))
+    # PYTHONPATH finds this kiln.
+    env = mpi_env(PYTHONPATH=str(Path(kiln.__file__).parent.parent))
     result = subprocess.run([mpiexec, "-np", str(ranks), "--oversubscribe", sys.executable, str(script), str(tmp_path),
                              *DEVICES], capture_output=True, text=True, timeout=TIMEOUT_S, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
