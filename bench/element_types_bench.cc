@@ -7,8 +7,9 @@
 //    f16 -> f32 (way:4), against memcpy of the f32 array (way:0); bytes/s counts what each reads
 //    and writes, so the ratio to memcpy's bytes/s is the bandwidth ratio (target: at least 0.5);
 //  - BM_Gemm: `call gemm(a, b) -> c` of 1024^3 with f32 operands and result (kind:0,
-//    OpenBLAS), bf16 operands and an f32 result (kind:1, kiln's AMX
-//    kernel where the CPU has AMX, else oneDNN or f32 copies: at least 1.5x the f32 speed), i8 operands
+//    OpenBLAS), bf16 operands and an f32 result (kind:1, kiln's own
+//    kernels where the CPU has AMX, or AVX-512 BF16 on AMD's, else oneDNN or f32 copies: at least
+//    1.5x the f32 speed), i8 operands
 //    and an i32 result (kind:2, oneDNN: at least 2x), f16 operands and an f32 result (kind:3,
 //    OpenBLAS over f32 copies).
 #include <benchmark/benchmark.h>

@@ -3,8 +3,9 @@
 // product: i8 x i8 with f32 scales of op(a)'s rows and op(b)'s columns, into an f32 c
 // (c[i, j] = f32(sum) * scale_a[i] * scale_b[j], in that order). The cpu device runs i8
 // products through oneDNN (onednn.h: VNNI and AMX where the CPU has them), bf16 ones on kiln's
-// AMX kernel (gemm_amx.h) where the CPU has AMX and the product has 16 rows and columns or more,
-// else through oneDNN where it has AMX for them or the product is small, and the other bf16 and all f16 ones
+// own kernels (gemm_bf16.h: AMX, or AVX-512 BF16 on AMD's CPUs) where the CPU has one and the
+// product has 16 rows and columns or more, else through oneDNN where it has AMX for them or the
+// product is small, and the other bf16 and all f16 ones
 // through OpenBLAS's sgemm over f32 copies of the operands (widened()); the opencl device runs
 // the same over mapped buffers; interp has plain loops, the reference: f32 sums for bf16/f16,
 // i64 sums saturated to i32 for i8. Where oneDNN is missing, cpu and opencl fall back to the
@@ -28,7 +29,7 @@
 #include "kiln/ral/execution_context.h"
 #include "ral/library/cuda_library.h"
 #include "ral/library/cuda_narrow_gemm.h"
-#include "ral/library/gemm_amx.h"
+#include "ral/library/gemm_bf16.h"
 #include "ral/library/gemm_shape.h"
 #include "ral/library/library.h"
 #include "ral/library/narrow_floats.h"
@@ -92,21 +93,23 @@ constexpr int64_t kWidenedFrom = 64;
 template <typename TA>
 bool widened(const GemmShape& s) {
   if constexpr (std::is_same_v<TA, Half>) return true;
-  return std::min(s.m, s.n) >= kWidenedFrom && !amx_bf16_ready() && !onednn_bf16_on_amx();
+  return std::min(s.m, s.n) >= kWidenedFrom && bf16_kernel() == Bf16Kernel::kNone && !onednn_bf16_on_amx();
 }
 
-// Products of bf16 operands run on kiln's own AMX kernel (gemm_amx.h) where the CPU has AMX, but
-// for those of fewer than a tile's 16 rows or columns, which would be mostly padding. A 1024^3
+// Products of bf16 operands run on kiln's own kernels (gemm_bf16.h) where the CPU has one, but for
+// those of fewer than a tile's 16 rows or columns, which would be mostly padding. On AMX a 1024^3
 // product into an f32 c took 1.05-1.15 ms against 1.15-1.34 ms through oneDNN's AMX kernels (2.1-2.7
 // ms in the first runs of half the processes, whose OpenMP thread woke on the caller's core),
 // and 1.11 against PyTorch's 1.10 in one `make bench-peers` run (2026-12-01, docs/performance.md).
-constexpr int64_t kAmxFrom = 16;
-bool on_amx(const GemmShape& s) { return std::min(s.m, s.n) >= kAmxFrom && amx_bf16_ready(); }
+constexpr int64_t kOwnKernelFrom = 16;
+bool on_own_kernel(const GemmShape& s) {
+  return std::min(s.m, s.n) >= kOwnKernelFrom && bf16_kernel() != Bf16Kernel::kNone;
+}
 template <typename TC>
-Status amx_product(const ExecutionContext* context, const GemmShape& s, const BFloat16* a, const BFloat16* b, TC* c,
-                   float alpha, float beta) {
-  return amx_gemm_bf16(context, s, reinterpret_cast<const uint16_t*>(a), reinterpret_cast<const uint16_t*>(b), c,
-                       alpha, beta);
+Status own_kernel_product(const ExecutionContext* context, const GemmShape& s, const BFloat16* a, const BFloat16* b,
+                          TC* c, float alpha, float beta) {
+  return gemm_bf16(bf16_kernel(), context, s, reinterpret_cast<const uint16_t*>(a),
+                   reinterpret_cast<const uint16_t*>(b), c, alpha, beta);
 }
 
 // `count` narrow floats as f32 in the calling thread's scratch `kSlot`, widened by the context's
@@ -134,7 +137,7 @@ template <typename TA>
 Status library_product(const ExecutionContext* context, const GemmShape& s, const TA* a, const TA* b, float* c32,
                        float alpha, float beta) {
   if constexpr (std::is_same_v<TA, BFloat16>) {
-    if (on_amx(s)) return amx_product(context, s, a, b, c32, alpha, beta);
+    if (on_own_kernel(s)) return own_kernel_product(context, s, a, b, c32, alpha, beta);
     if (!widened<TA>(s)) {
       return onednn_gemm_bf16(s.transpose_a, s.transpose_b, s.m, s.n, s.k, alpha,
                               reinterpret_cast<const uint16_t*>(a), s.lda(), reinterpret_cast<const uint16_t*>(b),
@@ -155,7 +158,7 @@ template <typename TA, typename TC>
 Status narrow_result_product(const ExecutionContext* context, const GemmShape& s, const TA* a, const TA* b, TC* c,
                              float alpha, float beta) {
   if constexpr (std::is_same_v<TA, BFloat16> && std::is_same_v<TC, BFloat16>) {
-    if (on_amx(s)) return amx_product(context, s, a, b, c, alpha, beta);
+    if (on_own_kernel(s)) return own_kernel_product(context, s, a, b, c, alpha, beta);
     if (alpha == 1 && beta == 0 && !widened<TA>(s)) {
       Status done = onednn_gemm_bf16_to_bf16(s.transpose_a, s.transpose_b, s.m, s.n, s.k,
                                              reinterpret_cast<const uint16_t*>(a), s.lda(),

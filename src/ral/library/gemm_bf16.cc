@@ -1,4 +1,4 @@
-#include "ral/library/gemm_amx.h"
+#include "ral/library/gemm_bf16.h"
 
 #include <cpuid.h>
 #include <immintrin.h>
@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <type_traits>
 
 #include "kiln/ral/execution_context.h"
@@ -17,18 +18,20 @@ namespace kiln::ral::library {
 
 // A namespace of its own: the library's files are compiled in unity batches (Makefile), whose
 // anonymous namespaces are one.
-namespace amx {
+namespace bf16 {
 namespace {
 
-// A tile holds 16 rows of 64 bytes: 16 x 32 bf16 of a, 16 pairs of rows x 16 columns of b (each
-// column's two k values side by side, the layout TDPBF16PS reads), or 16 x 16 f32 sums. A block
-// of c is 2 x 2 tiles (32 x 32), the most the eight tile registers hold with the two tiles of a
-// and the two of b it needs: tiles 0-3 sum, 4-5 hold a, 6-7 hold b.
+// b is packed in AMX's tiles of 16 rows of 64 bytes: 16 pairs of rows x 16 columns (each column's
+// two k values side by side, the layout TDPBF16PS and VDPBF16PS read); a tile of a holds 16 x 32
+// bf16, one of sums 16 x 16 f32. A block of c has 32 columns (two column tiles of b, a "column
+// pair") and the kernel's rows: AMX's 2 x 2 tiles (32 x 32), the most the eight tile registers
+// hold with the two tiles of a and the two of b it needs (tiles 0-3 sum, 4-5 hold a, 6-7 b);
+// AVX-512's 14 x 32, 28 of the 32 zmm registers, the other two holding b.
 constexpr int64_t kRows = 16, kDepth = 32, kBlock = 32;
 constexpr int64_t kTileElements = kRows * kDepth;  // bf16 in a tile of a or b
 // Columns of c (in blocks) that a part sweeps before its next rows: their b (32 x k bf16 a block)
-// stays in the core's L2 while the rows' a is read once for them. At 1024^3 1 to 8 measured
-// alike, all 32 12% slower (2026-12-01).
+// stays in the core's L2 while the rows' a is read once for them. At 1024^3 on AMX 1 to 8
+// measured alike, all 32 12% slower (2026-12-01); on AVX-512 BF16 4 and 8 alike.
 constexpr int64_t kColumnBlocksAtOnce = 4;
 // Below this many multiply-adds a product runs on the calling thread alone (as onednn.cc's).
 constexpr int64_t kParallelWork = int64_t{1} << 22;
@@ -58,13 +61,15 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 struct Geometry {
   const GemmShape& s;
   int64_t depth_tiles;   // ceil(k / 32): k padded with zeros
+  int64_t pairs;         // ceil(k / 2): the pairs of rows of b, the last padded
   int64_t column_pairs;  // ceil(n / 32): pairs of 16-column tiles of b, the last padded
-  int64_t row_blocks;    // ceil(m / 32)
-  explicit Geometry(const GemmShape& shape)
+  int64_t row_blocks;    // ceil(m / the kernel's rows)
+  Geometry(const GemmShape& shape, int64_t block_rows)
       : s(shape),
         depth_tiles(ceil_div(shape.k, kDepth)),
+        pairs(ceil_div(shape.k, 2)),
         column_pairs(ceil_div(shape.n, kBlock)),
-        row_blocks(ceil_div(shape.m, kBlock)) {}
+        row_blocks(ceil_div(shape.m, block_rows)) {}
   // op(b)[p, j], op(a)[i, p].
   uint16_t b_at(const uint16_t* b, int64_t p, int64_t j) const {
     return s.transpose_b ? b[j * s.ldb() + p] : b[p * s.ldb() + j];
@@ -117,6 +122,8 @@ void pack_b(const Geometry& g, const uint16_t* b, int64_t first, int64_t last, u
   }
 }
 
+// ---- AMX
+
 // Where the two row tiles of a block row are read from: a itself, or a packed copy.
 struct RowTiles {
   const uint16_t* top;
@@ -125,35 +132,11 @@ struct RowTiles {
   int64_t step;          // elements from one depth tile to the next
 };
 
-// Block row `block` of op(a): read in place where its 32 rows are whole rows of a and k is a
-// multiple of 32; otherwise copied into `packed` (2 x depth_tiles tiles), zeros past m and k.
-RowTiles row_tiles(const Geometry& g, const uint16_t* a, int64_t block, uint16_t* packed) {
-  const GemmShape& s = g.s;
-  const int64_t i0 = block * kBlock;
-  if (!s.transpose_a && s.k % kDepth == 0 && i0 + kBlock <= s.m) {
-    const uint16_t* top = a + i0 * s.lda();
-    return {top, top + kRows * s.lda(), s.lda() * 2, kDepth};
-  }
-  for (int64_t half = 0; half < 2; ++half) {
-    for (int64_t d = 0; d < g.depth_tiles; ++d) {
-      uint16_t* tile = packed + (half * g.depth_tiles + d) * kTileElements;
-      for (int64_t r = 0; r < kRows; ++r) {
-        const int64_t i = i0 + half * kRows + r;
-        for (int64_t c = 0; c < kDepth; ++c) {
-          const int64_t p = d * kDepth + c;
-          tile[r * kDepth + c] = i < s.m && p < s.k ? g.a_at(a, i, p) : 0;
-        }
-      }
-    }
-  }
-  return {packed, packed + g.depth_tiles * kTileElements, kDepth * 2, kTileElements};
-}
-
 // One 32 x 32 block of sums over the whole depth into tiles 0-3, stored to `out` (rows of
 // `out_stride` floats).
-[[gnu::target("amx-tile,amx-bf16")]] void block_sums(const RowTiles& a, const uint16_t* b_left,
-                                                     const uint16_t* b_right, int64_t depth_tiles, float* out,
-                                                     int64_t out_stride) {
+[[gnu::target("amx-tile,amx-bf16")]] void tile_sums(const RowTiles& a, const uint16_t* b_left,
+                                                    const uint16_t* b_right, int64_t depth_tiles, float* out,
+                                                    int64_t out_stride) {
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
@@ -178,6 +161,107 @@ RowTiles row_tiles(const Geometry& g, const uint16_t* a, int64_t block, uint16_t
 [[gnu::target("amx-tile")]] void load_tile_config() { _tile_loadconfig(&kTileConfig); }
 [[gnu::target("amx-tile")]] void release_tiles() { _tile_release(); }
 
+struct Amx {
+  static constexpr int64_t kBlockRows = 32;
+  using Rows = RowTiles;
+  static size_t packed_a_elements(const Geometry& g) { return static_cast<size_t>(2 * g.depth_tiles * kTileElements); }
+  // Block row `block` of op(a): read in place where its 32 rows are whole rows of a and k is a
+  // multiple of 32; otherwise copied into `packed` (2 x depth_tiles tiles), zeros past m and k.
+  static Rows rows(const Geometry& g, const uint16_t* a, int64_t block, uint16_t* packed) {
+    const GemmShape& s = g.s;
+    const int64_t i0 = block * kBlockRows;
+    if (!s.transpose_a && s.k % kDepth == 0 && i0 + kBlockRows <= s.m) {
+      const uint16_t* top = a + i0 * s.lda();
+      return {top, top + kRows * s.lda(), s.lda() * 2, kDepth};
+    }
+    for (int64_t half = 0; half < 2; ++half) {
+      for (int64_t d = 0; d < g.depth_tiles; ++d) {
+        uint16_t* tile = packed + (half * g.depth_tiles + d) * kTileElements;
+        for (int64_t r = 0; r < kRows; ++r) {
+          const int64_t i = i0 + half * kRows + r;
+          for (int64_t c = 0; c < kDepth; ++c) {
+            const int64_t p = d * kDepth + c;
+            tile[r * kDepth + c] = i < s.m && p < s.k ? g.a_at(a, i, p) : 0;
+          }
+        }
+      }
+    }
+    return {packed, packed + g.depth_tiles * kTileElements, kDepth * 2, kTileElements};
+  }
+  static void sums(const Rows& a, const uint16_t* left, const uint16_t* right, const Geometry& g, float* out,
+                   int64_t out_stride) {
+    tile_sums(a, left, right, g.depth_tiles, out, out_stride);
+  }
+  // A thread's tile registers are configured before its first block and released after its last.
+  static void begin() { load_tile_config(); }
+  static void end() { release_tiles(); }
+};
+
+// ---- AVX-512 BF16
+
+// Where a block row's 14 rows are read from: rows of a itself, or of a packed copy, `stride`
+// elements apart, each holding the rows' pairs of k values (an even count: the copy pads odd k
+// with a zero).
+struct PairRows {
+  const uint16_t* first;
+  int64_t stride;
+};
+
+constexpr int64_t kAvx512Rows = 14;
+
+// One 14 x 32 block of sums over every pair of rows of b: for each pair, the two column tiles of
+// b in two registers, each row's pair of a broadcast to all 16 lanes, 28 VDPBF16PS. Stored to
+// `out` (rows of `out_stride` floats).
+[[gnu::target("avx512f,avx512bf16")]] void pair_sums(const PairRows& a, const uint16_t* b_left,
+                                                     const uint16_t* b_right, int64_t pairs, float* out,
+                                                     int64_t out_stride) {
+  __m512 sum[kAvx512Rows][2];
+#pragma GCC unroll 14
+  for (int r = 0; r < kAvx512Rows; ++r) sum[r][0] = sum[r][1] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < pairs; ++p) {
+    const auto left = reinterpret_cast<__m512bh>(_mm512_load_si512(b_left + p * 32));
+    const auto right = reinterpret_cast<__m512bh>(_mm512_load_si512(b_right + p * 32));
+#pragma GCC unroll 14
+    for (int r = 0; r < kAvx512Rows; ++r) {
+      int32_t pair;
+      std::memcpy(&pair, a.first + r * a.stride + 2 * p, sizeof pair);
+      const auto row = reinterpret_cast<__m512bh>(_mm512_set1_epi32(pair));
+      sum[r][0] = _mm512_dpbf16_ps(sum[r][0], row, left);
+      sum[r][1] = _mm512_dpbf16_ps(sum[r][1], row, right);
+    }
+  }
+#pragma GCC unroll 14
+  for (int r = 0; r < kAvx512Rows; ++r) {
+    _mm512_storeu_ps(out + r * out_stride, sum[r][0]);
+    _mm512_storeu_ps(out + r * out_stride + 16, sum[r][1]);
+  }
+}
+
+struct Avx512 {
+  static constexpr int64_t kBlockRows = kAvx512Rows;
+  using Rows = PairRows;
+  static size_t packed_a_elements(const Geometry& g) { return static_cast<size_t>(kBlockRows * 2 * g.pairs); }
+  // Block row `block` of op(a): read in place where its 14 rows are whole rows of a and k is even;
+  // otherwise copied into `packed` (14 rows of 2 * pairs), zeros past m and k.
+  static Rows rows(const Geometry& g, const uint16_t* a, int64_t block, uint16_t* packed) {
+    const GemmShape& s = g.s;
+    const int64_t i0 = block * kBlockRows;
+    if (!s.transpose_a && s.k % 2 == 0 && i0 + kBlockRows <= s.m) return {a + i0 * s.lda(), s.lda()};
+    const int64_t stride = 2 * g.pairs;
+    for (int64_t r = 0; r < kBlockRows; ++r) {
+      const int64_t i = i0 + r;
+      for (int64_t p = 0; p < stride; ++p) packed[r * stride + p] = i < s.m && p < s.k ? g.a_at(a, i, p) : 0;
+    }
+    return {packed, stride};
+  }
+  static void sums(const Rows& a, const uint16_t* left, const uint16_t* right, const Geometry& g, float* out,
+                   int64_t out_stride) {
+    pair_sums(a, left, right, g.pairs, out, out_stride);
+  }
+  static void begin() {}
+  static void end() {}
+};
+
 // c's elements from a block's sums: alpha * sum + beta * c (beta 0: c not read), f32 or
 // rounded to bf16 as narrow_floats.h rounds.
 void store_row(const float* sums, int64_t count, float alpha, float beta, float* out) {
@@ -191,55 +275,70 @@ void store_row(const float* sums, int64_t count, float alpha, float beta, BFloat
   narrow(row, count, out);
 }
 
-// Block rows [first, last) of c, every column.
-template <typename TC>
+// Block rows [first, last) of c, every column, on Kernel (Amx or Avx512).
+template <typename Kernel, typename TC>
 void block_rows(const Geometry& g, const uint16_t* a, const uint16_t* packed_b, TC* c, float alpha, float beta,
                 int64_t first, int64_t last, uint16_t* packed_a) {
   const GemmShape& s = g.s;
-  // The sums go straight from the tiles into an f32 c where nothing is left to do to them.
+  // The sums go straight from the kernel's registers into an f32 c where nothing is left to do to them.
   const bool in_place = std::is_same_v<TC, float> && alpha == 1 && beta == 0;
-  alignas(64) float sums[kBlock * kBlock];
-  load_tile_config();
+  alignas(64) float sums[Kernel::kBlockRows * kBlock];
+  Kernel::begin();
   for (int64_t j_first = 0; j_first < g.column_pairs; j_first += kColumnBlocksAtOnce) {
     const int64_t j_last = std::min(g.column_pairs, j_first + kColumnBlocksAtOnce);
     for (int64_t block = first; block < last; ++block) {
-      const RowTiles rows = row_tiles(g, a, block, packed_a);
-      const int64_t i0 = block * kBlock, row_count = std::min(kBlock, s.m - i0);
+      const typename Kernel::Rows rows = Kernel::rows(g, a, block, packed_a);
+      const int64_t i0 = block * Kernel::kBlockRows, row_count = std::min(Kernel::kBlockRows, s.m - i0);
       for (int64_t pair = j_first; pair < j_last; ++pair) {
         const int64_t j0 = pair * kBlock, column_count = std::min(kBlock, s.n - j0);
         const uint16_t* left = packed_b + g.b_tile(2 * pair, 0);
         const uint16_t* right = packed_b + g.b_tile(2 * pair + 1, 0);
         TC* out = c + i0 * s.ldc() + j0;
         if constexpr (std::is_same_v<TC, float>) {
-          if (in_place && row_count == kBlock && column_count == kBlock) {
-            block_sums(rows, left, right, g.depth_tiles, out, s.ldc());
+          if (in_place && row_count == Kernel::kBlockRows && column_count == kBlock) {
+            Kernel::sums(rows, left, right, g, out, s.ldc());
             continue;
           }
         }
-        block_sums(rows, left, right, g.depth_tiles, sums, kBlock);
+        Kernel::sums(rows, left, right, g, sums, kBlock);
         for (int64_t i = 0; i < row_count; ++i) {
           store_row(sums + i * kBlock, column_count, alpha, beta, out + i * s.ldc());
         }
       }
     }
   }
-  release_tiles();
+  Kernel::end();
+}
+
+// Whether the operating system saves the register state of every bit of `mask` (XCR0).
+bool os_saves(uint32_t mask) {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & (1u << 27))) return false;  // OSXSAVE
+  uint32_t xcr0_low = 0, xcr0_high = 0;
+  __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+  return (xcr0_low & mask) == mask;
 }
 
 bool ask_for_tiles() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & (1u << 27))) return false;  // OSXSAVE
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
   if (!(edx & (1u << 24)) || !(edx & (1u << 22))) return false;  // AMX-TILE, AMX-BF16
-  uint32_t xcr0_low = 0, xcr0_high = 0;
-  __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
-  if ((xcr0_low & (3u << 17)) != (3u << 17)) return false;  // XTILECFG and XTILEDATA enabled
+  if (!os_saves(3u << 17)) return false;                          // XTILECFG and XTILEDATA
   // Linux hands out the tile state (8 KiB a thread) only to processes that ask, once.
   constexpr long kRequestPermission = 0x1023, kTileData = 18;  // ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA
   return ::syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
 }
 
-template <typename TC>
+bool has_avx512_bf16() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  const unsigned subleaves = eax;
+  if (!(ebx & (1u << 16)) || !(ebx & (1u << 30)) || subleaves < 1) return false;  // AVX512F, AVX512BW
+  if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) || !(eax & (1u << 5))) return false;  // AVX512_BF16
+  return os_saves(0xe6);  // SSE, AVX, the opmask and both halves of the zmm registers
+}
+
+template <typename Kernel, typename TC>
 Status product(const ExecutionContext* context, const GemmShape& s, const uint16_t* a, const uint16_t* b, TC* c,
                float alpha, float beta) {
   if (s.m == 0 || s.n == 0) return Status();
@@ -252,7 +351,7 @@ Status product(const ExecutionContext* context, const GemmShape& s, const uint16
     }
     return Status();
   }
-  const Geometry g(s);
+  const Geometry g(s, Kernel::kBlockRows);
   const auto packed_elements = static_cast<size_t>(2 * g.column_pairs * g.depth_tiles * kTileElements);
   uint16_t* packed_b = scratch<0, uint16_t>(packed_elements);
   if (!packed_b) return resource_exhausted_error("gemm: no memory for the packed copy of b");
@@ -262,7 +361,7 @@ Status product(const ExecutionContext* context, const GemmShape& s, const uint16
   // The pool's threads, one a core by default (host_threads() counts the caller too).
   const int64_t cores = spread ? std::max<int64_t>(1, context->host_threads() - 1) : 1;
   // Each part's packed rows of a, in that thread's own scratch; null parts find no memory.
-  const auto a_elements = static_cast<size_t>(2 * g.depth_tiles * kTileElements);
+  const size_t a_elements = Kernel::packed_a_elements(g);
   std::atomic<bool> no_memory{false};
   auto rows = [&](int64_t first, int64_t last) {
     uint16_t* packed_a = scratch<1, uint16_t>(a_elements);
@@ -270,7 +369,7 @@ Status product(const ExecutionContext* context, const GemmShape& s, const uint16
       no_memory = true;
       return;
     }
-    block_rows(g, a, packed_b, c, alpha, beta, first, last, packed_a);
+    block_rows<Kernel>(g, a, packed_b, c, alpha, beta, first, last, packed_a);
   };
   if (!spread) {
     pack_b(g, b, 0, g.column_pairs, packed_b);
@@ -293,22 +392,52 @@ Status product(const ExecutionContext* context, const GemmShape& s, const uint16
   return no_memory ? resource_exhausted_error("gemm: no memory for the packed rows of a") : Status();
 }
 
+template <typename TC>
+Status product_on(Bf16Kernel kernel, const ExecutionContext* context, const GemmShape& s, const uint16_t* a,
+                  const uint16_t* b, TC* c, float alpha, float beta) {
+  if (!bf16_kernel_runs(kernel)) {
+    return failed_precondition_error(std::string("gemm: the ") + bf16_kernel_name(kernel) +
+                                     " kernel for bf16 products does not run on this CPU");
+  }
+  return kernel == Bf16Kernel::kAmx ? product<Amx>(context, s, a, b, c, alpha, beta)
+                                    : product<Avx512>(context, s, a, b, c, alpha, beta);
+}
+
 }  // namespace
-}  // namespace amx
+}  // namespace bf16
 
-bool amx_bf16_ready() {
-  static const bool ready = amx::ask_for_tiles();
-  return ready;
+const char* bf16_kernel_name(Bf16Kernel kernel) {
+  switch (kernel) {
+    case Bf16Kernel::kAmx:
+      return "AMX";
+    case Bf16Kernel::kAvx512:
+      return "AVX-512 BF16";
+    case Bf16Kernel::kNone:
+      break;
+  }
+  return "no";
 }
 
-Status amx_gemm_bf16(const ExecutionContext* context, const GemmShape& s, const uint16_t* a, const uint16_t* b,
-                     float* c, float alpha, float beta) {
-  return amx::product(context, s, a, b, c, alpha, beta);
+bool bf16_kernel_runs(Bf16Kernel kernel) {
+  static const bool amx = bf16::ask_for_tiles();
+  static const bool avx512 = bf16::has_avx512_bf16();
+  return kernel == Bf16Kernel::kAmx ? amx : kernel == Bf16Kernel::kAvx512 && avx512;
 }
 
-Status amx_gemm_bf16(const ExecutionContext* context, const GemmShape& s, const uint16_t* a, const uint16_t* b,
-                     BFloat16* c, float alpha, float beta) {
-  return amx::product(context, s, a, b, c, alpha, beta);
+Bf16Kernel bf16_kernel() {
+  if (bf16_kernel_runs(Bf16Kernel::kAmx)) return Bf16Kernel::kAmx;
+  if (bf16_kernel_runs(Bf16Kernel::kAvx512) && __builtin_cpu_is("amd")) return Bf16Kernel::kAvx512;
+  return Bf16Kernel::kNone;
+}
+
+Status gemm_bf16(Bf16Kernel kernel, const ExecutionContext* context, const GemmShape& s, const uint16_t* a,
+                 const uint16_t* b, float* c, float alpha, float beta) {
+  return bf16::product_on(kernel, context, s, a, b, c, alpha, beta);
+}
+
+Status gemm_bf16(Bf16Kernel kernel, const ExecutionContext* context, const GemmShape& s, const uint16_t* a,
+                 const uint16_t* b, BFloat16* c, float alpha, float beta) {
+  return bf16::product_on(kernel, context, s, a, b, c, alpha, beta);
 }
 
 }  // namespace kiln::ral::library

@@ -1,7 +1,8 @@
-// kiln's AMX kernel for bf16 products (ral/library/gemm_amx.h), into f32 and bf16, against sums
-// in double of the same bf16 values: shapes with partial tiles and blocks in every dimension, k not
-// a multiple of a tile's depth, both transposes, alpha and beta, on the calling thread and spread
-// over a cpu device's threads. Skipped on CPUs without AMX (the kernel is then never called).
+// kiln's own kernels for bf16 products (ral/library/gemm_bf16.h), AMX and AVX-512 BF16, each into
+// f32 and bf16, against sums in double of the same bf16 values: shapes with partial tiles and
+// blocks in every dimension, k odd and not a multiple of a tile's depth, both transposes, alpha and
+// beta, on the calling thread and spread over a cpu device's threads. A kernel is skipped on CPUs
+// that cannot run it (it is then never called); one that cannot is refused, not run.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,7 +17,7 @@
 #include "kiln/loop/op_eval.h"
 #include "kiln/ral/context.h"
 #include "kiln/ral/execution_context.h"
-#include "ral/library/gemm_amx.h"
+#include "ral/library/gemm_bf16.h"
 
 namespace kiln::ral::library {
 namespace {
@@ -48,7 +49,7 @@ void set(float v, BFloat16* out) { out->bits = ir::bf16_bits(v); }
 
 // One product into a c of type TC (f32, or bf16: rounded once, within half a bf16 step).
 template <typename TC>
-void check(const Case& t, const ExecutionContext* context) {
+void check(Bf16Kernel kernel, const Case& t, const ExecutionContext* context) {
   SCOPED_TRACE("m=" + std::to_string(t.m) + " n=" + std::to_string(t.n) + " k=" + std::to_string(t.k) +
                " transposes " + std::to_string(t.transpose_a) + std::to_string(t.transpose_b) + " alpha " +
                std::to_string(t.alpha) + " beta " + std::to_string(t.beta) +
@@ -62,7 +63,7 @@ void check(const Case& t, const ExecutionContext* context) {
     set(t.beta == 0 ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(i % 13) - 6, &c[i]);
   }
   const std::vector<TC> before = c;
-  ASSERT_TRUE(amx_gemm_bf16(context, s, a.data(), b.data(), c.data(), t.alpha, t.beta).ok());
+  ASSERT_TRUE(gemm_bf16(kernel, context, s, a.data(), b.data(), c.data(), t.alpha, t.beta).ok());
   for (int64_t i = 0; i < t.m; ++i) {
     for (int64_t j = 0; j < t.n; ++j) {
       double sum = 0, magnitude = 0;
@@ -88,6 +89,7 @@ const Case kCases[] = {
     {64, 96, 128, false, false, 1, 0},     // whole blocks, a read in place
     {33, 17, 5, false, false, 1, 0},       // partial tiles everywhere, k below a tile
     {16, 16, 31, false, false, 1, 0},      // the smallest the cpu device sends here
+    {14, 32, 7, false, false, 1, 0},       // one AVX-512 block, k odd: a packed
     {100, 70, 50, true, false, 1, 0},      // op(a) transposed: a packed
     {64, 48, 96, false, true, 1, 0},       // op(b) transposed: b packed element by element
     {37, 95, 64, true, true, 2.5f, 0.5f},  // both, alpha and beta
@@ -96,21 +98,23 @@ const Case kCases[] = {
     {48, 40, 0, false, false, 2, 0.5f},    // k = 0: c = beta * c
 };
 
-class AmxGemmTest : public ::testing::Test {
+class Bf16GemmTest : public ::testing::TestWithParam<Bf16Kernel> {
  protected:
   void SetUp() override {
-    if (!amx_bf16_ready()) GTEST_SKIP() << "this CPU has no AMX-BF16 (or the kernel grants no tile state)";
+    if (!bf16_kernel_runs(GetParam())) {
+      GTEST_SKIP() << "this CPU cannot run the " << bf16_kernel_name(GetParam()) << " kernel";
+    }
   }
 };
 
-TEST_F(AmxGemmTest, OnTheCallingThread) {
+TEST_P(Bf16GemmTest, OnTheCallingThread) {
   for (const Case& t : kCases) {
-    check<float>(t, nullptr);
-    check<BFloat16>(t, nullptr);
+    check<float>(GetParam(), t, nullptr);
+    check<BFloat16>(GetParam(), t, nullptr);
   }
 }
 
-TEST_F(AmxGemmTest, SpreadOverACpuDevicesThreads) {
+TEST_P(Bf16GemmTest, SpreadOverACpuDevicesThreads) {
   Result<hal::DeviceRef> device = drivers::builtin_registry().create_device("cpu", hal::DeviceOptions{});
   ASSERT_TRUE(device.ok()) << device.status().message();
   Context context("cpu");
@@ -119,8 +123,28 @@ TEST_F(AmxGemmTest, SpreadOverACpuDevicesThreads) {
   // Large enough to be spread (2^22 multiply-adds and more), with partial blocks at the edges.
   for (const Case& t : {Case{256, 256, 64, false, false, 1, 0}, Case{300, 200, 100, false, false, 1, 0},
                         Case{161, 300, 96, true, true, 1.5f, -1}}) {
-    check<float>(t, &execution);
-    check<BFloat16>(t, &execution);
+    check<float>(GetParam(), t, &execution);
+    check<BFloat16>(GetParam(), t, &execution);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, Bf16GemmTest, ::testing::Values(Bf16Kernel::kAmx, Bf16Kernel::kAvx512),
+                         [](const ::testing::TestParamInfo<Bf16Kernel>& info) {
+                           return std::string(info.param == Bf16Kernel::kAmx ? "Amx" : "Avx512");
+                         });
+
+// The kernel the cpu device uses is one that runs here, and a kernel that cannot run is refused.
+TEST(Bf16Kernels, TheChosenKernelRunsAndOthersAreRefused) {
+  const Bf16Kernel chosen = bf16_kernel();
+  EXPECT_TRUE(chosen == Bf16Kernel::kNone || bf16_kernel_runs(chosen)) << bf16_kernel_name(chosen);
+  EXPECT_FALSE(bf16_kernel_runs(Bf16Kernel::kNone));
+  const uint16_t one = ir::bf16_bits(1.0f);
+  float c = 0;
+  for (Bf16Kernel kernel : {Bf16Kernel::kNone, Bf16Kernel::kAmx, Bf16Kernel::kAvx512}) {
+    if (bf16_kernel_runs(kernel)) continue;
+    const Status status = gemm_bf16(kernel, nullptr, GemmShape{1, 1, 1, 1, false, false}, &one, &one, &c, 1, 0);
+    EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition) << status.message();
+    EXPECT_EQ(c, 0) << bf16_kernel_name(kernel);
   }
 }
 
