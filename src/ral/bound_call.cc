@@ -133,7 +133,10 @@ std::optional<int64_t> BoundCall::multiply_adds(const ir::Program& program) cons
   if (function_ == "conv2d" && tensors_.size() >= 4) {  // each y element sums w's (C / groups) · KH · KW terms
     const ir::TensorNode& w = program.nodes[static_cast<size_t>(tensors_[1])];
     const ir::TensorNode& y = program.nodes[static_cast<size_t>(tensors_.back())];
-    const int64_t per_point = w.dims.empty() || w.dims[0] <= 0 ? 0 : w.element_count() / w.dims[0];
+    // w's output channels: its first dimension, or its last with transpose_w (the last attribute).
+    const bool transposed = !scalars_.empty() && scalars_.back().i64 != 0;
+    const size_t outs = transposed && w.dims.size() == 4 ? 3 : 0;
+    const int64_t per_point = w.dims.empty() || w.dims[outs] <= 0 ? 0 : w.element_count() / w.dims[outs];
     if (per_point == 0) return 0;
     return y.element_count() > INT64_MAX / per_point ? INT64_MAX : y.element_count() * per_point;
   }

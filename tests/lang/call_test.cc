@@ -189,10 +189,13 @@ TEST(CallParse, Conv2dChecksTheConvolutionsShape) {
       "param  b7 : f32[7]\n"
       "input  z : f32[N, 8, 7, 10]\n"
       "input  z2 : f32[2, 8, 7, 10]\n"
-      "input  zd : f64[N, 8, 7, 10]\n";
+      "input  zd : f64[N, 8, 7, 10]\n"
+      "param  wt : f32[6, 3, 2, 8]\n"
+      "param  wt3 : f32[3, 3, 2, 8]\n";
   for (const char* valid :
        {"call conv2d(x, w, b, stride_h=2, stride_w=2, pad_top=1, pad_left=1, pad_bottom=1, groups=2, relu=1) -> y\n",
-        "call conv2d(x, w6, b) -> y1\n", "call conv2d(x, w6, b, z, relu=1) -> y1\n"}) {
+        "call conv2d(x, w6, b) -> y1\n", "call conv2d(x, w6, b, z, relu=1) -> y1\n",
+        "call conv2d(x, wt, b, transpose_w=1) -> y1\n", "call conv2d(x, wt3, b, z, groups=2, transpose_w=1) -> y1\n"}) {
     std::vector<std::string> e = call_errors(valid, prelude);
     EXPECT_TRUE(e.empty()) << valid << e[0];
   }
@@ -210,6 +213,11 @@ TEST(CallParse, Conv2dChecksTheConvolutionsShape) {
       {"call conv2d(x, w6, b, z, z) -> y1\n", "1:6", "takes 3 or 4 tensor argument(s) and 1 output(s), but the call has 5"},
       {"call conv2d(x, w6, b, z2) -> y1\n", "1:23", "'z2' is f32[2, 8, 7, 10]; it must be f32[?, 8, 7, 10] like 'y1'"},
       {"call conv2d(x, w6, b, zd) -> y1\n", "1:23", "'zd' is f64[?, 8, 7, 10]; it must be f32[?, 8, 7, 10] like 'y1'"},
+      // transpose_w=1: w is [C/groups, KH, KW, O]
+      {"call conv2d(x, w6, b, transpose_w=1) -> y1\n", "1:16", "its first dimension (transpose_w=1) must be 6"},
+      {"call conv2d(x, wt, b7, transpose_w=1) -> y1\n", "1:20", "it must hold a bias per output channel, 8 like the last dimension of 'wt' (transpose_w=1)"},
+      {"call conv2d(x, wt, b, transpose_w=1) -> y\n", "1:41", "'y' is f32[?, 8, 5, 6]; the convolution gives f32[?, 8, 7, 10]"},
+      {"call conv2d(x, wt, b, transpose_w=2) -> y1\n", "1:23", "attribute 'transpose_w' is 0 or 1"},
   };
   expect_first_errors(cases, prelude);
 }

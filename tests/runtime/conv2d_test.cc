@@ -6,6 +6,7 @@
 // integers times powers of two, so every product and sum is exact and results must match exactly.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@ struct Conv {
   bool residual = false;  // a fourth tensor z, added before the ReLU
   double clip_max = 0;    // written as the call's clip_max where above 0
   const char* type = "f32";
+  bool transpose_w = false;  // wt declared [C/groups, KH, KW, O] and the call given transpose_w=1
 
   int oh() const { return (h + pt + pb - dh * (kh - 1) - 1) / sh + 1; }
   int ow() const { return (w + pl + pr - dw * (kw - 1) - 1) / sw + 1; }
@@ -32,7 +34,11 @@ struct Conv {
     const std::string batch = sized ? "N" : std::to_string(n);
     std::string s = sized ? "size N\n" : "";
     s += "input x : " + std::string(type) + dims(batch, c, h, w) + "\n";
-    s += "input wt : " + std::string(type) + dims(std::to_string(o), c / groups, kh, kw) + "\n";
+    s += "input wt : " + std::string(type) +
+         (transpose_w ? "[" + std::to_string(c / groups) + ", " + std::to_string(kh) + ", " + std::to_string(kw) + ", " +
+                            std::to_string(o) + "]"
+                      : dims(std::to_string(o), c / groups, kh, kw)) +
+         "\n";
     s += "input b : " + std::string(type) + "[" + std::to_string(o) + "]\n";
     if (residual) s += "input z : " + std::string(type) + dims(batch, o, oh(), ow()) + "\n";
     s += "output y : " + std::string(type) + dims(batch, o, oh(), ow()) + "\n";
@@ -40,7 +46,8 @@ struct Conv {
          ", pad_top=" + std::to_string(pt) + ", pad_left=" + std::to_string(pl) + ", pad_bottom=" + std::to_string(pb) +
          ", pad_right=" + std::to_string(pr) + ", dilation_h=" + std::to_string(dh) + ", dilation_w=" +
          std::to_string(dw) + ", groups=" + std::to_string(groups) + ", relu=" + std::to_string(relu) +
-         (clip_max > 0 ? ", clip_max=" + std::to_string(clip_max) : std::string()) + ") -> y\n";
+         (clip_max > 0 ? ", clip_max=" + std::to_string(clip_max) : std::string()) +
+         (transpose_w ? ", transpose_w=1" : "") + ") -> y\n";
     return s;
   }
 };
@@ -104,7 +111,16 @@ class Conv2dTest : public ::testing::TestWithParam<std::string> {
       return out;
     };
     const std::vector<unsigned char> x = bytes_of(k.n * k.c * k.h * k.w, x_value);
-    const std::vector<unsigned char> w = bytes_of(k.o * (k.c / k.groups) * k.kh * k.kw, w_value);
+    std::vector<unsigned char> w = bytes_of(k.o * (k.c / k.groups) * k.kh * k.kw, w_value);
+    if (k.transpose_w) {  // the same weights, element (ch, a, e, o) at ((ch · KH + a) · KW + e) · O + o
+      const std::vector<unsigned char> by_output = w;
+      const size_t size = ir::dtype_size(type), depth = w.size() / size / static_cast<size_t>(k.o);
+      for (size_t o = 0; o < static_cast<size_t>(k.o); ++o) {
+        for (size_t r = 0; r < depth; ++r) {
+          std::copy_n(&by_output[(o * depth + r) * size], size, &w[(r * static_cast<size_t>(k.o) + o) * size]);
+        }
+      }
+    }
     const std::vector<unsigned char> b = bytes_of(k.o, b_value);
     ASSERT_TRUE((*p)->write("x", x.data(), x.size()).ok());
     ASSERT_TRUE((*p)->write("wt", w.data(), w.size()).ok());
@@ -217,6 +233,24 @@ TEST_P(Conv2dTest, DepthwiseConvolutionsOverRowsOfSeveralVectors) {
   check({.n = 1, .c = 2, .h = 4, .w = 16, .o = 2, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 2});
   check({.n = 1, .c = 2, .h = 7, .w = 40, .o = 2, .kh = 3, .kw = 5, .sh = 2, .pt = 1, .pl = 2, .pb = 1, .pr = 2, .groups = 2});
   check({.n = 1, .c = 2, .h = 10, .w = 50, .o = 2, .kh = 3, .kw = 3, .sh = 3, .sw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 2});
+}
+
+// transpose_w=1: w holds the output channel last, and the cpu device's tiles run along output
+// channels (16 or 32 of them a vector pair, one output row's points broadcast). Rows of up to 7
+// points (4 vectors) and of several tiles (30 columns: 3 of 10), output channels that fill no
+// vector (5), several tiles of them (70), products deeper than one block of rows, strides, pads,
+// groups, a residual, ReLU6, a 1x1 window read in place, across threads; a depthwise convolution,
+// f64 and the batch a size, whose weights are turned back into [O, C/groups, KH, KW].
+TEST_P(Conv2dTest, WeightsWithTheOutputChannelLast) {
+  check({.n = 1, .c = 40, .h = 7, .w = 7, .o = 70, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .relu = 1, .transpose_w = true});
+  check({.n = 2, .c = 33, .h = 9, .w = 30, .o = 5, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .residual = true, .transpose_w = true});
+  check({.n = 1, .c = 64, .h = 14, .w = 14, .o = 48, .kh = 1, .kw = 1, .relu = 1, .clip_max = 1.5, .transpose_w = true});
+  check({.n = 1, .c = 40, .h = 15, .w = 17, .o = 36, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .groups = 2, .residual = true, .transpose_w = true});
+  check({.n = 1, .c = 24, .h = 9, .w = 11, .o = 6, .kh = 3, .kw = 2, .sh = 1, .sw = 2, .pt = 2, .pl = 0, .pb = 1, .pr = 1, .dh = 2, .groups = 3, .transpose_w = true});
+  check({.n = 1, .c = 64, .h = 16, .w = 16, .o = 64, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .relu = 1, .transpose_w = true});
+  check({.n = 2, .c = 6, .h = 8, .w = 7, .o = 6, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 6, .relu = 1, .transpose_w = true});
+  check({.n = 2, .c = 3, .h = 6, .w = 5, .o = 4, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .type = "f64", .transpose_w = true});
+  check({.n = 3, .c = 3, .h = 6, .w = 5, .o = 20, .kh = 1, .kw = 1, .relu = 1, .residual = true, .transpose_w = true}, true);
 }
 
 TEST_P(Conv2dTest, F64) { check({.n = 2, .c = 3, .h = 6, .w = 5, .o = 4, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .type = "f64"}); }

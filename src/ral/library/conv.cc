@@ -18,6 +18,7 @@
 #include "ral/library/library.h"
 #include "ral/library/onednn.h"
 #include "ral/library/openblas.h"
+#include "ral/library/scratch.h"
 
 namespace kiln::ral::library {
 
@@ -44,16 +45,18 @@ void im2col(const ConvShape& s, const T* x, T* col) {
   }
 }
 
-// c (m x n) += a (m x k) @ b (k x n), row-major. f32 goes through oneDNN's sgemm where oneDNN
-// loads: on ResNet-50's convolutions at batch 1 a run took 61 ms with it against 69 ms through
-// OpenBLAS (medians of 20, alternating, 2026-11-30). f64, and f32 without oneDNN, through OpenBLAS.
+// c (m x n) += op(a) (m x k) @ b (k x n), row-major: a is m x k with rows lda apart, or with
+// transpose_a k x m (transpose_w's weights, rows of O). f32 goes through oneDNN's sgemm where
+// oneDNN loads: on ResNet-50's convolutions at batch 1 a run took 61 ms with it against 69 ms
+// through OpenBLAS (medians of 20, alternating, 2026-11-30). f64, and f32 without oneDNN, through
+// OpenBLAS.
 template <typename T>
-Status product(int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) {
+Status product(bool transpose_a, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, T* c) {
   if constexpr (std::is_same_v<T, float>) {
-    Status through_onednn = onednn_sgemm(false, false, m, n, k, 1.0f, a, k, b, n, 1.0f, c, n);
+    Status through_onednn = onednn_sgemm(transpose_a, false, m, n, k, 1.0f, a, lda, b, n, 1.0f, c, n);
     if (through_onednn.code() != StatusCode::kUnavailable) return through_onednn;
   }
-  return openblas_gemm<T>(false, false, m, n, k, T(1), a, k, b, n, T(1), c, n);
+  return openblas_gemm<T>(transpose_a, false, m, n, k, T(1), a, lda, b, n, T(1), c, n);
 }
 
 // conv2d through a gemm library: per image and group, im2col and one product (`product`) into
@@ -73,7 +76,9 @@ Status conv_products(const ConvShape& s, const T* x, const T* w, const T* b, con
       for (int64_t r = 0; r < og; ++r) std::fill(yg + r * p, yg + (r + 1) * p, b[g * og + r]);
       if (s.depth() > 0) {
         if (!as_is) im2col(s, xg, columns.data());
-        KILN_RETURN_IF_ERROR(product(og, p, s.depth(), w + g * og * s.depth(), as_is ? xg : columns.data(), yg));
+        const T* wg = s.transpose_w ? w + g * og : w + g * og * s.depth();
+        KILN_RETURN_IF_ERROR(product(s.transpose_w, og, p, s.depth(), wg, s.transpose_w ? s.o : s.depth(),
+                                     as_is ? xg : columns.data(), yg));
       }
       if (z) {
         const T* zg = z + (yg - y);
@@ -91,16 +96,37 @@ template <typename T>
 Status conv_reference(const ExecutionContext&, const ConvShape& s, const T* x, const T* w, const T* b, const T* z,
                       T* y);
 
+// transpose_w's weights [C/groups, KH, KW, O] in conv2d's own layout [O, C/groups, KH, KW], in the
+// calling thread's scratch: for the depthwise loops, which read w by output channel.
+template <typename T>
+Result<const T*> weights_by_output(const ConvShape& s, const T* w) {
+  const int64_t depth = s.depth();
+  T* out = scratch<5, T>(static_cast<size_t>(s.o * depth));
+  if (!out) return resource_exhausted_error("conv2d: no memory for " + std::to_string(s.o * depth * int64_t{sizeof(T)}) +
+                                            " bytes of weights in [O, C/groups, KH, KW]");
+  for (int64_t k = 0; k < depth; ++k) {
+    for (int64_t o = 0; o < s.o; ++o) out[o * depth + k] = w[k * s.o + o];
+  }
+  return out;
+}
+
 // The cpu device's conv2d: kiln's own product where the processor has AVX-512 (conv_avx512.h),
 // else conv_products; a depthwise convolution (one channel in and out per group) there by the
 // direct loops, which a gemm per channel of one output row would only slow.
 template <typename T>
 Status conv_host(const ExecutionContext& context, const ConvShape& s, const T* x, const T* w, const T* b, const T* z,
                  T* y) {
+  const bool depthwise = s.group_channels() == 1 && s.group_outputs() == 1;
   if constexpr (std::is_same_v<T, float>) {
-    if (conv_avx512_supported()) return conv_avx512(context, s, x, w, b, z, y);
+    if (conv_avx512_supported() && !(s.transpose_w && depthwise)) return conv_avx512(context, s, x, w, b, z, y);
   }
-  if (s.group_channels() == 1 && s.group_outputs() == 1) return conv_reference(context, s, x, w, b, z, y);
+  if (s.transpose_w && depthwise) {
+    KILN_ASSIGN_OR_RETURN(const T* standard, weights_by_output(s, w));
+    ConvShape by_output = s;
+    by_output.transpose_w = false;
+    return conv_host(context, by_output, x, standard, b, z, y);
+  }
+  if (depthwise) return conv_reference(context, s, x, w, b, z, y);
   return conv_products(s, x, w, b, z, y);
 }
 
@@ -124,7 +150,7 @@ Status conv_reference(const ExecutionContext&, const ConvShape& s, const T* x, c
                 const int64_t iw = j * s.sw + e * s.dw - s.pl;
                 if (iw < 0 || iw >= s.w) continue;
                 sum += x[((img * s.c + first_channel + ch) * s.h + ih) * s.w + iw] *
-                       w[((oc * cg + ch) * s.kh + a) * s.kw + e];
+                       w[s.weight_at(oc, (ch * s.kh + a) * s.kw + e)];
               }
             }
           }
@@ -143,10 +169,11 @@ template <auto Run, typename T>
 Status conv2d_residual(ExecutionContext* context, MemRef<T, 4> x, MemRef<T, 4> w, MemRef<T, 1> b, MemRef<T, 4> z,
                        MemRef<T, 4> y, int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,
                        int64_t pad_bottom, int64_t pad_right, int64_t dilation_h, int64_t dilation_w, int64_t groups,
-                       int64_t relu, T clip_max) {
+                       int64_t relu, T clip_max, int64_t transpose_w) {
   KILN_ASSIGN_OR_RETURN(ConvShape s, conv_shape(x.sizes.data(), w.sizes.data(), b.sizes.data(), y.sizes.data(), stride_h,
                                                 stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h,
-                                                dilation_w, groups, relu, clip_max, z.data ? z.sizes.data() : nullptr));
+                                                dilation_w, groups, relu, clip_max, z.data ? z.sizes.data() : nullptr,
+                                                transpose_w != 0));
   if (y.element_count() == 0) return Status();
   return Run(*context, s, x.data, w.data, b.data, z.data, y.data);
 }
@@ -154,9 +181,10 @@ Status conv2d_residual(ExecutionContext* context, MemRef<T, 4> x, MemRef<T, 4> w
 template <auto Run, typename T>
 Status conv2d(ExecutionContext* context, MemRef<T, 4> x, MemRef<T, 4> w, MemRef<T, 1> b, MemRef<T, 4> y, int64_t stride_h,
               int64_t stride_w, int64_t pad_top, int64_t pad_left, int64_t pad_bottom, int64_t pad_right,
-              int64_t dilation_h, int64_t dilation_w, int64_t groups, int64_t relu, T clip_max) {
+              int64_t dilation_h, int64_t dilation_w, int64_t groups, int64_t relu, T clip_max, int64_t transpose_w) {
   return conv2d_residual<Run, T>(context, x, w, b, MemRef<T, 4>{nullptr, y.sizes}, y, stride_h, stride_w, pad_top,
-                                 pad_left, pad_bottom, pad_right, dilation_h, dilation_w, groups, relu, clip_max);
+                                 pad_left, pad_bottom, pad_right, dilation_h, dilation_w, groups, relu, clip_max,
+                                 transpose_w);
 }
 
 template <typename T>

@@ -9,41 +9,21 @@
 #include <vector>
 
 #include "kiln/ral/execution_context.h"
+#include "ral/library/conv_avx512_parts.h"
+#include "ral/library/conv_channel_tiles.h"
 #include "ral/library/scratch.h"
 
 namespace kiln::ral::library {
 
 namespace {
 
+using namespace conv_parts;  // NOLINT(google-build-using-namespace): this file's own helpers
+
 constexpr int64_t kPanel = 32;  // output points per panel: two vectors of 16
 constexpr int kRows = 12;       // output channels per register tile: 24 sums, 2 operand vectors, a weight
 // Rows of the product per pass over a panel: 256 rows of a panel are 32 KiB, which stay in the
 // L1 cache while the register tiles of every output channel sweep them.
 constexpr int64_t kDepthBlock = 256;
-
-// The call's activation as the tiles store (activated in conv.cc): the ReLU (lanes below 0 become
-// 0; NaN and -0 stay as they are) where asked, then lanes above clip_max become it.
-struct Activation {
-  bool relu, clip;
-  float clip_max;
-
-  explicit Activation(const ConvShape& s) : relu(s.relu), clip(s.clips()), clip_max(static_cast<float>(s.clip_max)) {}
-  bool any() const { return relu || clip; }
-};
-
-[[gnu::target("avx512f"), gnu::always_inline]] inline __m512 activate(__m512 v, const Activation& a) {
-  if (a.relu) v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), _mm512_setzero_ps());
-  if (a.clip) {
-    const __m512 top = _mm512_set1_ps(a.clip_max);
-    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, top, _CMP_GT_OQ), top);
-  }
-  return v;
-}
-
-// Lanes [0, count) of a 16-lane mask, count clamped to [0, 16].
-__mmask16 first_lanes(int64_t count) {
-  return static_cast<__mmask16>(count <= 0 ? 0u : count >= 16 ? 0xFFFFu : (1u << count) - 1);
-}
 
 // The even floats of the 32 from `at` (at[0], at[2], ..., at[30]), from two masked loads: lanes of
 // the first 16 outside `low`, and of the second 16 outside `high`, read as 0 (and are not read).
@@ -168,10 +148,6 @@ constexpr TileFn kTiles[kRows + 1] = {nullptr,
     _mm512_mask_storeu_ps(out + c, first_lanes(n - c),
                           even_floats(in + 2 * c, first_lanes(readable), first_lanes(readable - 16)));
   }
-}
-
-Status no_memory(int64_t floats) {
-  return resource_exhausted_error("conv2d: no memory for " + std::to_string(floats * 4) + " bytes of scratch");
 }
 
 // The product of one image's group over wide points [p0, p0 + points) (rows of `width` of which
@@ -317,6 +293,7 @@ Status wide_group(const ExecutionContext& context, const ConvShape& s, const flo
     std::fill(planes + cg * phases * layout.plane, planes + planes_floats, 0.0f);
   }
   layout.offsets(s, cg, offsets);
+  if (s.transpose_w) return channel_products(context, s, unpadded ? x : planes, width, offsets, w, s.o, bias, y, z);
   const int64_t read_in_place = unpadded ? points / kPanel * kPanel : points;
   if (read_in_place > 0) products<true>(context, s, 0, read_in_place, width, w, unpadded ? x : planes, offsets, bias, y, z);
   if (read_in_place < points) {  // the last, short run of points from a packed panel
@@ -474,6 +451,7 @@ Status conv_avx512(const ExecutionContext& context, const ConvShape& s, const fl
                    const float* z, float* y) {
   const int64_t og = s.group_outputs();
   if (s.group_channels() == 1 && og == 1) {
+    if (s.transpose_w) return invalid_argument_error("conv2d: conv_avx512 takes a depthwise convolution's w as [O, 1, KH, KW]");
     return reads_depthwise_directly(s) ? depthwise_direct(context, s, x, w, b, z, y)
                                        : depthwise(context, s, x, w, b, z, y);
   }
@@ -481,7 +459,7 @@ Status conv_avx512(const ExecutionContext& context, const ConvShape& s, const fl
     for (int64_t g = 0; g < s.groups; ++g) {
       const float* xg = x + (img * s.c + g * s.group_channels()) * s.h * s.w;
       float* yg = y + (img * s.o + g * og) * s.points();
-      const float* wg = w + g * og * s.depth();
+      const float* wg = s.transpose_w ? w + g * og : w + g * og * s.depth();
       KILN_RETURN_IF_ERROR(wide_group(context, s, xg, wg, b + g * og, z ? z + (yg - y) : nullptr, yg));
     }
   }

@@ -23,7 +23,9 @@ bool conv_avx512_supported();
 
 // y = relu?(b + conv(x, w) + z?) for every image and group of `s`, z (y's shape) optional. Sums
 // run in order of (channel, window row, window column), starting from the bias; z is added to
-// the finished sum.
+// the finished sum. With s.transpose_w (w [C / groups, KH, KW, O]) the tiles run along output
+// channels instead of points; a depthwise convolution must then come with w as [O, 1, KH, KW]
+// (INVALID_ARGUMENT otherwise: conv.cc turns such weights back first).
 // RESOURCE_EXHAUSTED when a scratch buffer cannot be allocated.
 Status conv_avx512(const ExecutionContext& context, const ConvShape& s, const float* x, const float* w, const float* b,
                    const float* z, float* y);

@@ -13,16 +13,19 @@ namespace kiln::ral::library {
 
 struct ConvShape {
   int64_t n, c, h, w;  // x
-  int64_t o, kh, kw;   // w: [o, c / groups, kh, kw]
+  int64_t o, kh, kw;   // w: [o, c / groups, kh, kw], or [c / groups, kh, kw, o] where transpose_w
   int64_t oh, ow;      // y: [n, o, oh, ow]
   int64_t sh, sw, pt, pl, dh, dw, groups;
   bool relu;
   double clip_max;  // values above it become it (+inf: none)
+  bool transpose_w = false;  // w holds the output channel last: w'[c, a, e, o] = w[o, c, a, e]
 
   bool clips() const { return clip_max < std::numeric_limits<double>::infinity(); }
   int64_t group_channels() const { return c / groups; }
   int64_t group_outputs() const { return o / groups; }
   int64_t depth() const { return group_channels() * kh * kw; }  // one image's group as a product: its k
+  // Weight (o, k) of the product, k = (ch · kh + a) · kw + e: where it lies in w.
+  int64_t weight_at(int64_t out, int64_t k) const { return transpose_w ? k * o + out : out * depth() + k; }
   int64_t points() const { return oh * ow; }                     // and its n
   // A 1x1 window at stride 1 without padding: the input is the product's right operand as it is.
   bool reads_input_as_is() const {
@@ -73,6 +76,7 @@ struct ConvShape {
 // and this catches dimensions that were sizes.
 Result<ConvShape> conv_shape(const int64_t* x, const int64_t* w, const int64_t* b, const int64_t* y, int64_t sh,
                              int64_t sw, int64_t pt, int64_t pl, int64_t pb, int64_t pr, int64_t dh, int64_t dw,
-                             int64_t groups, int64_t relu, double clip_max, const int64_t* z = nullptr);
+                             int64_t groups, int64_t relu, double clip_max, const int64_t* z = nullptr,
+                             bool transpose_w = false);
 
 }  // namespace kiln::ral::library

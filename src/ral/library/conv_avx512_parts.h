@@ -1,0 +1,43 @@
+// What conv2d's AVX-512 products share (conv_avx512.cc, conv_channel_tiles.cc): the activation
+// as their tiles store it, masks of the first lanes, and the error for scratch memory.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <string>
+
+#include "kiln/base/status.h"
+#include "ral/library/conv_shape.h"
+
+namespace kiln::ral::library::conv_parts {
+
+// The call's activation as the tiles store (activated in conv.cc): the ReLU (lanes below 0 become
+// 0; NaN and -0 stay as they are) where asked, then lanes above clip_max become it.
+struct Activation {
+  bool relu, clip;
+  float clip_max;
+
+  explicit Activation(const ConvShape& s) : relu(s.relu), clip(s.clips()), clip_max(static_cast<float>(s.clip_max)) {}
+  bool any() const { return relu || clip; }
+};
+
+[[gnu::target("avx512f"), gnu::always_inline]] inline __m512 activate(__m512 v, const Activation& a) {
+  if (a.relu) v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), _mm512_setzero_ps());
+  if (a.clip) {
+    const __m512 top = _mm512_set1_ps(a.clip_max);
+    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, top, _CMP_GT_OQ), top);
+  }
+  return v;
+}
+
+// Lanes [0, count) of a 16-lane mask, count clamped to [0, 16].
+inline __mmask16 first_lanes(int64_t count) {
+  return static_cast<__mmask16>(count <= 0 ? 0u : count >= 16 ? 0xFFFFu : (1u << count) - 1);
+}
+
+inline Status no_memory(int64_t floats) {
+  return resource_exhausted_error("conv2d: no memory for " + std::to_string(floats * 4) + " bytes of scratch");
+}
+
+}  // namespace kiln::ral::library::conv_parts
