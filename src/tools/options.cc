@@ -140,9 +140,10 @@ const std::vector<CommandSpec>& commands() {
            kHelpOption,
        },
        "Files:\n"
-       "  An .npy file holds dtype <f4, <f8 or <i4 in C order, of any rank, and must hold exactly\n"
-       "  the declared dtype and shape. kiln reads a program of at most 64 MiB, an .npy header of\n"
-       "  at most 64 KiB, and exactly as many .npy data bytes as the header says.\n"
+       "  An .npy file holds the dtype of the declared element type (|b1 bool, |i1, |u1, <i2, <u2,\n"
+       "  <i4, <u4, <i8, <u8, <f2 f16, <V2 bf16, <f4, <f8) in C order, of any rank, and must hold\n"
+       "  exactly the declared type and shape. kiln reads a program of at most 64 MiB, an .npy\n"
+       "  header of at most 64 KiB, and exactly as many .npy data bytes as the header says.\n"
        "  Outputs (--output, --trace, --trace-values): a regular file, or a name where nothing\n"
        "  exists, is replaced whole (written to a temporary file, then renamed); a symbolic link's\n"
        "  target is replaced, not the link; a character device (/dev/null) or a FIFO is written in\n"
