@@ -76,9 +76,8 @@ Status conv_products(const ConvShape& s, const T* x, const T* w, const T* b, con
       for (int64_t r = 0; r < og; ++r) std::fill(yg + r * p, yg + (r + 1) * p, b[g * og + r]);
       if (s.depth() > 0) {
         if (!as_is) im2col(s, xg, columns.data());
-        const T* wg = s.transpose_w ? w + g * og : w + g * og * s.depth();
-        KILN_RETURN_IF_ERROR(product(s.transpose_w, og, p, s.depth(), wg, s.transpose_w ? s.o : s.depth(),
-                                     as_is ? xg : columns.data(), yg));
+        KILN_RETURN_IF_ERROR(product(s.transpose_w, og, p, s.depth(), w + s.weight_at(g * og, 0),
+                                     s.transpose_w ? s.o : s.depth(), as_is ? xg : columns.data(), yg));
       }
       if (z) {
         const T* zg = z + (yg - y);
@@ -117,14 +116,14 @@ template <typename T>
 Status conv_host(const ExecutionContext& context, const ConvShape& s, const T* x, const T* w, const T* b, const T* z,
                  T* y) {
   const bool depthwise = s.group_channels() == 1 && s.group_outputs() == 1;
-  if constexpr (std::is_same_v<T, float>) {
-    if (conv_avx512_supported() && !(s.transpose_w && depthwise)) return conv_avx512(context, s, x, w, b, z, y);
-  }
   if (s.transpose_w && depthwise) {
     KILN_ASSIGN_OR_RETURN(const T* standard, weights_by_output(s, w));
     ConvShape by_output = s;
     by_output.transpose_w = false;
     return conv_host(context, by_output, x, standard, b, z, y);
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (conv_avx512_supported()) return conv_avx512(context, s, x, w, b, z, y);
   }
   if (depthwise) return conv_reference(context, s, x, w, b, z, y);
   return conv_products(s, x, w, b, z, y);

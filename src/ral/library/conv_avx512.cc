@@ -459,8 +459,8 @@ Status conv_avx512(const ExecutionContext& context, const ConvShape& s, const fl
     for (int64_t g = 0; g < s.groups; ++g) {
       const float* xg = x + (img * s.c + g * s.group_channels()) * s.h * s.w;
       float* yg = y + (img * s.o + g * og) * s.points();
-      const float* wg = s.transpose_w ? w + g * og : w + g * og * s.depth();
-      KILN_RETURN_IF_ERROR(wide_group(context, s, xg, wg, b + g * og, z ? z + (yg - y) : nullptr, yg));
+      KILN_RETURN_IF_ERROR(
+          wide_group(context, s, xg, w + s.weight_at(g * og, 0), b + g * og, z ? z + (yg - y) : nullptr, yg));
     }
   }
   return Status();

@@ -38,15 +38,13 @@ Result<ConvShape> conv_shape(const int64_t* x, const int64_t* w, const int64_t* 
   if (sh < 1 || sw < 1 || dh < 1 || dw < 1 || groups < 1 || pt < 0 || pl < 0 || pb < 0 || pr < 0) {
     return fail("strides, dilations and groups must be at least 1 and pads at least 0");
   }
+  const std::string outs = transpose_w ? "last" : "first", per_group = transpose_w ? "first" : "second";
   if (s.c % groups || s.o % groups || wc != s.c / groups) {
-    return fail(transpose_w ? "with groups=" + std::to_string(groups) + " and transpose_w, x's channels and w's last "
-                              "dimension split into the groups and w's first dimension is x's channels per group"
-                            : "with groups=" + std::to_string(groups) + ", x's channels and w's first dimension split "
-                              "into the groups and w's second dimension is x's channels per group");
+    return fail("with groups=" + std::to_string(groups) + ", x's channels and w's " + outs + " dimension split into "
+                "the groups and w's " + per_group + " dimension is x's channels per group");
   }
   if (b[0] != s.o || y[0] != s.n || y[1] != s.o) {
-    return fail(transpose_w ? "b must be [O] and y [N, O, OH, OW] (w is [..., O] with transpose_w)"
-                            : "b must be [O] and y [N, O, OH, OW] (w is [O, ...])");
+    return fail("b must be [O] and y [N, O, OH, OW] (w is " + std::string(transpose_w ? "[..., O]" : "[O, ...]") + ")");
   }
   if (ir::conv_windows(s.h, pt, pb, s.kh, sh, dh) != s.oh || ir::conv_windows(s.w, pl, pr, s.kw, sw, dw) != s.ow) {
     return fail("y's last two dimensions must be the windows' count (x's extent with the pads, less the dilated "
