@@ -33,7 +33,8 @@ TEST(CpuThreadsDeathTest, RefusedThreadsAreAStatusNotATermination) {
   for (const char* driver : {"cpu", "interp"}) {
     SCOPED_TRACE(driver);
     EXPECT_EXIT(create_under_address_space_limit(driver), ::testing::ExitedWithCode(0),
-                "RESOURCE_EXHAUSTED: .*worker_threads.*could start only [0-9]+ of 1024 worker threads");
+                "RESOURCE_EXHAUSTED: .*worker_threads.*could start only [0-9]+ of 1023 worker threads "
+                "\\(1024 threads, the caller among them\\)");
   }
 #endif
 }

@@ -51,6 +51,8 @@ struct DeviceInfo {
 // Options a driver may honour when creating a device; unset means the driver's default (which
 // may itself come from the environment, e.g. KILN_CPU_THREADS).
 struct DeviceOptions {
+  // cpu and interp: the threads that run a dispatch, 1-1024, the queue's own thread among them
+  // (it helps: the pool starts one worker fewer).
   std::optional<uint32_t> worker_threads;
   std::optional<std::string> cache_dir;   // "" disables the disk cache
   std::optional<std::string> c_compiler;  // CPU driver: the C compiler to run

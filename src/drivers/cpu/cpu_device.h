@@ -27,12 +27,13 @@ class CpuDevice final : public hal::Device {
   static Status check_settings();
   // The workgroup thread count: options, else KILN_CPU_THREADS, else `default_threads`.
   static Result<uint32_t> thread_count(const hal::DeviceOptions& options, uint32_t default_threads);
-  // The workgroup pool of thread_count() threads; RESOURCE_EXHAUSTED naming the setting when the
-  // system cannot start that many.
-  // DeviceOptions::max_caller_stores into `info`'s capabilities, where set.
-  static void apply_caller_stores(const hal::DeviceOptions& options, hal::DeviceInfo& info);
+  // The workgroup pool of thread_count() threads, the queue's thread that helps among them (it
+  // starts one worker fewer); RESOURCE_EXHAUSTED naming the setting when the system cannot start
+  // that many.
   static Result<std::shared_ptr<ThreadPool>> thread_pool(const hal::DeviceOptions& options,
                                                          uint32_t default_threads);
+  // DeviceOptions::max_caller_stores into `info`'s capabilities, where set.
+  static void apply_caller_stores(const hal::DeviceOptions& options, hal::DeviceInfo& info);
 
   const hal::DeviceInfo& info() const override { return info_; }
   hal::Allocator& allocator() override { return allocator_; }
@@ -42,7 +43,7 @@ class CpuDevice final : public hal::Device {
   void host_parallel(uint64_t parts, const std::function<void(uint64_t)>& part) override {
     pool_->run_parts(parts, part);
   }
-  uint32_t host_threads() const override { return pool_->thread_count() + 1; }
+  uint32_t host_threads() const override { return pool_->thread_count(); }
 
   // `info.capabilities.executable_formats` is taken from the compiler; `spread_queues` is
   // DeviceOptions::spread_queues.

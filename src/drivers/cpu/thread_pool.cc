@@ -88,16 +88,17 @@ void DispatchJob::run(uint64_t begin, uint64_t end) {
 }
 
 Result<std::shared_ptr<ThreadPool>> ThreadPool::create(uint32_t threads) {
-  threads = std::max<uint32_t>(threads, 1);
+  const uint32_t workers = std::max<uint32_t>(threads, 1) - 1;
   auto pool = std::make_shared<ThreadPool>();
-  pool->threads_.reserve(threads);
-  for (uint32_t i = 0; i < threads; ++i) {
+  pool->threads_.reserve(workers);
+  for (uint32_t i = 0; i < workers; ++i) {
     try {
       pool->threads_.emplace_back([p = pool.get()] { p->worker_main(); });
     } catch (const std::system_error& e) {
       // Returning drops the pool, whose destructor stops and joins the workers already started.
-      return resource_exhausted_error("could start only " + std::to_string(i) + " of " +
-                                      std::to_string(threads) + " worker threads: " + e.what());
+      return resource_exhausted_error("could start only " + std::to_string(i) + " of " + std::to_string(workers) +
+                                      " worker threads (" + std::to_string(workers + 1) +
+                                      " threads, the caller among them): " + e.what());
     }
   }
   return pool;
@@ -172,7 +173,7 @@ void ThreadPool::run_parts(uint64_t parts, const std::function<void(uint64_t)>& 
 void ThreadPool::drain(const std::shared_ptr<DispatchJob>& job) {
   // Chunks of about 1/32 of a thread's share keep the shared counter cool, and small enough
   // that the last chunk finishing late costs little.
-  const uint64_t chunk = std::max<uint64_t>(1, job->total() / (threads_.size() * 32));
+  const uint64_t chunk = std::max<uint64_t>(1, job->total() / (thread_count() * 32));
   uint64_t begin, end;
   while (job->claim(chunk, &begin, &end)) job->run(begin, end);
   std::lock_guard<std::mutex> lock(mutex_);
