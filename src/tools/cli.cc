@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <optional>
 #include <span>
@@ -28,6 +27,7 @@
 #include "tools/compile_timings.h"
 #include "tools/npy.h"
 #include "tools/options.h"
+#include "tools/output_files.h"
 #include "tools/print.h"
 #include "tools/ranks.h"
 #include "tools/run_values.h"
@@ -49,11 +49,6 @@ int report(const Failure& f) {
   return f.code;
 }
 
-Failure runtime(const Status& status, const std::string& what) {
-  return {kExitRuntime, "kiln: " + what + ": " + status.to_string(), std::nullopt};
-}
-// An error in what the user gave (a program, a file, a setting), not in how kiln was called.
-Failure invalid_input(const std::string& message) { return {kExitUsage, "kiln: " + message, std::nullopt}; }
 // An --input file that does not hold what its node declares is a usage error; one that cannot be
 // read is a runtime failure.
 Failure input_failure(const Status& status) {
@@ -75,7 +70,7 @@ std::variant<ir::Program, Failure> load_program(const std::string& path) {
   Result<std::string> text = read_bounded_file(path, kMaxProgramBytes, "the program");
   if (!text.ok()) {
     if (text.status().code() == StatusCode::kInvalidArgument) return invalid_input(text.status().message());
-    return runtime(text.status(), "cannot read the program");
+    return runtime_failure(text.status(), "cannot read the program");
   }
   Result<ir::Program> program = lang::parse_program(*text, path);
   if (!program.ok()) return Failure{kExitUsage, program.status().message(), std::nullopt};
@@ -119,86 +114,6 @@ std::variant<ir::Program, Failure> at_bound_sizes(ir::Program program, const Opt
   return std::move(*specialized);
 }
 
-// Where a name that does not exist yet would be created: its directory's real path and its own
-// name, so that "out.npy" and "./out.npy" compare equal.
-std::string created_path(const std::string& path) {
-  std::error_code error;
-  std::filesystem::path absolute = std::filesystem::absolute(path, error);
-  if (error) return path;
-  std::filesystem::path created = std::filesystem::weakly_canonical(absolute, error);
-  return error ? absolute.lexically_normal().string() : created.string();
-}
-
-// Refuses, before anything runs, an output (--output, --trace, --trace-values, -o) that is the
-// program, an --input file or another output: the same file by identity, whatever the names
-// (links, "./x", hard links), or the same name where nothing exists yet. One exception: a param's
-// own --input may be its --output (`--input w=w.npy --output w=w.npy` updates a checkpoint in
-// place), since inputs are read before the run and outputs replace their files after it.
-std::optional<Failure> check_outputs(const Options& o, const ir::Program* program = nullptr) {
-  struct Read {
-    std::string what, node;  // node: the input's name, empty for the program
-    FileIdentity identity;
-  };
-  std::vector<Read> read;
-  auto identify = [&](const std::string& what, const std::string& node, const std::string& path) -> std::optional<Failure> {
-    Result<std::optional<FileIdentity>> id = file_identity(path);
-    if (!id.ok()) return runtime(id.status(), what);
-    if (*id) read.push_back({what, node, **id});
-    return std::nullopt;
-  };
-  if (auto f = identify("the program", "", o.program)) return f;
-  for (const auto& [name, file] : o.inputs) {
-    if (auto f = identify("--input " + name + "=" + file, name, file)) return f;
-  }
-  auto is_param = [&](const std::string& name) {
-    const ir::TensorNode* node = program ? program->find_node(name) : nullptr;
-    return node && node->role == ir::Role::kParam;
-  };
-  std::vector<std::pair<std::string, std::string>> written;  // option text, path
-  std::vector<std::string> written_node;                     // the --output's node, else empty
-  for (const auto& [name, file] : o.outputs) {
-    written.push_back({"--output " + name + "=" + file, file});
-    written_node.push_back(name);
-  }
-  if (!o.trace.empty()) written.push_back({"--trace " + o.trace, o.trace});
-  if (!o.trace_values.empty()) written.push_back({"--trace-values " + o.trace_values, o.trace_values});
-  if (!o.out_file.empty()) written.push_back({"-o " + o.out_file, o.out_file});
-  written_node.resize(written.size());
-  // Each output's identity, or where it would be created; empty for a device or a FIFO, which
-  // may be written twice (--output y=/dev/null --trace /dev/null).
-  std::vector<std::pair<std::optional<FileIdentity>, std::string>> targets;
-  for (size_t i = 0; i < written.size(); ++i) {
-    const auto& [option, path] = written[i];
-    Result<std::optional<FileIdentity>> id = file_identity(path);
-    if (!id.ok()) return runtime(id.status(), option);
-    if (*id && !(*id)->regular) {
-      targets.push_back({std::nullopt, ""});
-      continue;
-    }
-    // Only a regular file is destroyed by writing it; a device (/dev/stdout) may be both.
-    for (const Read& r : read) {
-      if (*id && r.identity == **id) {
-        if (!r.node.empty() && r.node == written_node[i] && is_param(r.node)) continue;  // in place
-        return invalid_input(option + ": the output is " + r.what + " (" + path +
-                             "); writing it would destroy what kiln reads");
-      }
-    }
-    // Where the output cannot be written (a missing or read-only directory, /proc/version), say
-    // so now, before compiling and running anything.
-    if (Status writable = check_output_file(path); !writable.ok()) return runtime(writable, option);
-    targets.push_back({*id, *id ? "" : created_path(path)});
-    for (size_t j = 0; j < i; ++j) {
-      const bool same = *id ? targets[j].first == **id
-                            : !targets[j].second.empty() && targets[j].second == targets[i].second;
-      if (same) {
-        return invalid_input(option + ": the output is also " + written[j].first + " (" + path +
-                             "); one would overwrite the other");
-      }
-    }
-  }
-  return std::nullopt;
-}
-
 std::variant<hal::DeviceRef, Failure> open_device(const std::string& name) {
   Result<hal::DeviceRef> device = drivers::builtin_registry().create_device(name);
   if (device.ok()) return *device;
@@ -209,7 +124,7 @@ std::variant<hal::DeviceRef, Failure> open_device(const std::string& name) {
   if (code == StatusCode::kNotFound || code == StatusCode::kInvalidArgument || code == StatusCode::kOutOfRange) {
     return invalid_input("--device " + name + ": " + device.status().message());
   }
-  return runtime(device.status(), "device " + name);
+  return runtime_failure(device.status(), "device " + name);
 }
 
 // The names of a program's routines, or of its nodes with one of `roles`, for "did you mean".
@@ -229,7 +144,7 @@ std::vector<std::string> node_names(const ir::Program& program, ir::Role a, ir::
 int command_run(const Options& given) {
   // Under mpirun, this rank's paths ({rank}) and outputs; outside it, rank 0 of 1.
   Result<RunRank> rank = run_rank();
-  if (!rank.ok()) return report(runtime(rank.status(), "joining the job that mpirun started"));
+  if (!rank.ok()) return report(runtime_failure(rank.status(), "joining the job that mpirun started"));
   Options o = options_at_rank(given, rank->rank);
   auto loaded = load_program(o.program);
   if (auto* f = std::get_if<Failure>(&loaded)) return report(*f);
@@ -311,7 +226,7 @@ int command_run(const Options& given) {
     if (!started.ok()) {
       const std::string what = "--trace-values: " + started.status().message();
       return report(started.status().code() == StatusCode::kInvalidArgument ? invalid_input(what)
-                                                                             : runtime(started.status(), "--trace-values"));
+                                                                             : runtime_failure(started.status(), "--trace-values"));
     }
     value_trace = std::move(*started);
     lower.trace_lines = value_trace->lines_per_statement();
@@ -324,7 +239,7 @@ int command_run(const Options& given) {
 
   // The host copies: initializers from --seed; inputs no file gives get the seed's values.
   Result<std::shared_ptr<runtime::NodeTable>> nodes = runtime::NodeTable::create(program, o.seed);
-  if (!nodes.ok()) return report(runtime(nodes.status(), "loading " + o.program));
+  if (!nodes.ok()) return report(runtime_failure(nodes.status(), "loading " + o.program));
   for (const ir::TensorNode& node : program.nodes) {
     if (node.role != ir::Role::kInput) continue;
     bool given = std::any_of(inputs.begin(), inputs.end(), [&](const RunInput& in) { return in.node == &node; });
@@ -336,9 +251,9 @@ int command_run(const Options& given) {
   backend_options.trace = trace;
   backend_options.value_trace = value_trace;
   auto backend = runtime::Backend::create(std::get<hal::DeviceRef>(opened), backend_options);
-  if (!backend.ok()) return report(runtime(backend.status(), "opening " + o.device));
+  if (!backend.ok()) return report(runtime_failure(backend.status(), "opening " + o.device));
   auto code = (*backend)->compile_lowered(std::move(*lowered), routines);
-  if (!code.ok()) return report(runtime(code.status(), "compiling " + o.program + " for " + o.device));
+  if (!code.ok()) return report(runtime_failure(code.status(), "compiling " + o.program + " for " + o.device));
   if (general.has_sizes()) {
     code = runtime::Code::at_sizes(*code, size_values);
     if (!code.ok()) return report(invalid_input(o.program + ": " + code.status().message()));
@@ -352,17 +267,17 @@ int command_run(const Options& given) {
   std::vector<Copy> copies;
   for (uint64_t s = 0; s < o.streams; ++s) {
     auto stream = (*backend)->new_stream();
-    if (!stream.ok()) return report(runtime(stream.status(), "creating stream " + std::to_string(s)));
+    if (!stream.ok()) return report(runtime_failure(stream.status(), "creating stream " + std::to_string(s)));
     auto root = (*backend)->make_context(*stream, *nodes);
-    if (!root.ok()) return report(runtime(root.status(), "creating a context"));
+    if (!root.ok()) return report(runtime_failure(root.status(), "creating a context"));
     auto linked = (*backend)->link_batch(*root, *code);
-    if (!linked.ok()) return report(runtime(linked.status(), "linking " + o.program));
+    if (!linked.ok()) return report(runtime_failure(linked.status(), "linking " + o.program));
     Copy copy{linked->context, {}};
     for (const std::string& name : routines) {
       auto it = std::find_if(linked->routines.begin(), linked->routines.end(),
                              [&](const runtime::RoutineRef& r) { return r->name() == name; });
       if (it == linked->routines.end()) {
-        return report(runtime(internal_error("routine '" + name + "' was not linked"), "linking " + o.program));
+        return report(runtime_failure(internal_error("routine '" + name + "' was not linked"), "linking " + o.program));
       }
       copy.schedule.push_back(*it);
     }
@@ -384,14 +299,14 @@ int command_run(const Options& given) {
           const runtime::ContextRef& next = copies[(c + 1) % copies.size()].context;
           Status st = runtime::device_to_device(r->merge_node(), runtime::MergeMode::kCopy,
                                                 copies[c].context, next).status();
-          if (!st.ok()) return report(runtime(st, "filling the merge buffer of " + r->name()));
+          if (!st.ok()) return report(runtime_failure(st, "filling the merge buffer of " + r->name()));
         }
         Status st = r->run();
-        if (!st.ok()) return report(runtime(st, "running routine " + r->name()));
+        if (!st.ok()) return report(runtime_failure(st, "running routine " + r->name()));
       }
     }
     Status st = (*backend)->await();
-    if (!st.ok()) return report(runtime(st, "running " + o.program));
+    if (!st.ok()) return report(runtime_failure(st, "running " + o.program));
     if (rep >= o.warmup) times.push_back(double(now_ns() - t0) / 1e6);
   }
   if (o.repeat > 1 && rank->rank == 0) {
@@ -425,13 +340,13 @@ int command_run(const Options& given) {
     staging = "writing the value trace";
   }
   Result<bool> everyone = every_rank_staged(*rank, staged.ok());
-  if (!staged.ok()) return report(runtime(staged, staging));
-  if (!everyone.ok()) return report(runtime(everyone.status(), "agreeing with the other ranks on the outputs"));
+  if (!staged.ok()) return report(runtime_failure(staged, staging));
+  if (!everyone.ok()) return report(runtime_failure(everyone.status(), "agreeing with the other ranks on the outputs"));
   if (!*everyone) {
     return report(Failure{kExitRuntime, "kiln: another rank of the job failed to stage its outputs: no rank writes any",
                           std::nullopt});
   }
-  if (Status st = files.commit(); !st.ok()) return report(runtime(st, "writing the outputs"));
+  if (Status st = files.commit(); !st.ok()) return report(runtime_failure(st, "writing the outputs"));
   if (o.print) {
     for (const ir::TensorNode& node : program.nodes) {
       if (node.role != ir::Role::kOutput) continue;
@@ -439,7 +354,7 @@ int command_run(const Options& given) {
         print_tensor(node, bytes);
         return Status();
       });
-      if (!st.ok()) return report(runtime(st, "reading " + node.name));
+      if (!st.ok()) return report(runtime_failure(st, "reading " + node.name));
     }
   }
   return kExitOk;
@@ -477,7 +392,7 @@ int command_compile(const Options& o) {
         compile_timings(program, lower_options(o), std::get<hal::DeviceRef>(opened), parse_seconds);
     if (!timings.ok()) {
       if (timings.status().code() == StatusCode::kInvalidArgument) return report(lowering_failure(o.program, timings.status()));
-      return report(runtime(timings.status(), "compiling " + o.program));
+      return report(runtime_failure(timings.status(), "compiling " + o.program));
     }
     text = *timings;
   } else if (o.emit == "ir") {
@@ -504,7 +419,7 @@ int command_compile(const Options& o) {
         // architecture from sm_50 (the oldest current CUDA builds for) is taken.
         Status arch = drivers::check_cuda_arch(o.cuda_arch);
         if (arch.code() == StatusCode::kInvalidArgument) return report(invalid_input("--target: " + arch.message()));
-        if (!arch.ok() && o.emit == "ptx") return report(runtime(arch, "--emit ptx"));
+        if (!arch.ok() && o.emit == "ptx") return report(runtime_failure(arch, "--emit ptx"));
         if (!arch.ok() && o.cuda_arch < 50) {
           return report(invalid_input("--target: sm_" + std::to_string(o.cuda_arch) +
                                       " is older than every architecture CUDA builds for (sm_50 and later)"));
@@ -512,11 +427,11 @@ int command_compile(const Options& o) {
       }
       std::string format;
       Result<std::string> source = runtime::generate_source(*lowered, info, &format);
-      if (!source.ok()) return report(runtime(source.status(), "generating source"));
+      if (!source.ok()) return report(runtime_failure(source.status(), "generating source"));
       text = *source;
       if (o.emit == "ptx") {
         Result<std::string> ptx = drivers::compile_cuda_ptx(text, o.cuda_arch, o.program);
-        if (!ptx.ok()) return report(runtime(ptx.status(), "building the PTX of " + o.program));
+        if (!ptx.ok()) return report(runtime_failure(ptx.status(), "building the PTX of " + o.program));
         text = *ptx;
       }
     }
@@ -527,7 +442,7 @@ int command_compile(const Options& o) {
     return kExitOk;
   }
   Status st = write_output_file(o.out_file, text);
-  return st.ok() ? kExitOk : report(runtime(st, "writing " + o.out_file));
+  return st.ok() ? kExitOk : report(runtime_failure(st, "writing " + o.out_file));
 }
 
 int command_devices() {

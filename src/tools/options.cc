@@ -315,6 +315,12 @@ Failure usage_error(const std::string& command, const std::string& message) {
   return {kExitUsage, "kiln: " + message, command};
 }
 
+Failure runtime_failure(const Status& status, const std::string& what) {
+  return {kExitRuntime, "kiln: " + what + ": " + status.to_string(), std::nullopt};
+}
+
+Failure invalid_input(const std::string& message) { return {kExitUsage, "kiln: " + message, std::nullopt}; }
+
 std::vector<std::string> command_names() {
   std::vector<std::string> names;
   for (const CommandSpec& c : commands()) names.push_back(std::string(c.name));

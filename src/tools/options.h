@@ -11,6 +11,8 @@
 #include <variant>
 #include <vector>
 
+#include "kiln/base/status.h"
+
 namespace kiln::tools {
 
 // A failure with its exit code. `usage_of` names the command whose usage line follows the
@@ -24,6 +26,10 @@ struct Failure {
 
 // A usage error of `command` ("" for the top level): exit 2, message then the usage line.
 Failure usage_error(const std::string& command, const std::string& message);
+// A runtime failure of `what` (a device, the compiler, I/O): exit 1, "kiln: WHAT: STATUS".
+Failure runtime_failure(const Status& status, const std::string& what);
+// An error in what the user gave (a program, a file, a setting), not in how kiln was called: exit 2.
+Failure invalid_input(const std::string& message);
 
 // Options of `run`, `compile`, `devices` and `trace-values`.
 struct Options {
