@@ -72,9 +72,6 @@ class ThreadPool {
 
   // The threads that run a job: the workers and the caller that helps.
   uint32_t thread_count() const { return static_cast<uint32_t>(threads_.size()) + 1; }
-  // Runs every workgroup of `job` on the workers; returns at once. Only for a caller that then
-  // helps (submit_and_help): a pool of one thread has no worker.
-  void submit(std::shared_ptr<DispatchJob> job);
   // Submits `job` and runs its workgroups on the calling thread too, until none is left to
   // start; returns then (others may still be running the last ones; the job's done callback
   // fires on whichever thread finishes last). For a thread that would otherwise wait for the
@@ -86,6 +83,9 @@ class ThreadPool {
   void run_parts(uint64_t parts, const std::function<void(uint64_t)>& part);
 
  private:
+  // Queues `job` for the workers and wakes those asleep; returns at once. Private: the caller
+  // must help (submit_and_help), since a pool of one thread has no worker.
+  void submit(std::shared_ptr<DispatchJob> job);
   void worker_main();
   // Claims and runs chunks of `job` until none is left, then takes it off the queue.
   void drain(const std::shared_ptr<DispatchJob>& job);
