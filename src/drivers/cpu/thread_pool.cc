@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <system_error>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "base/futex.h"
 #include "drivers/kernel_failure.h"
 #include "kiln/base/time.h"
@@ -91,9 +94,10 @@ Result<std::shared_ptr<ThreadPool>> ThreadPool::create(uint32_t threads) {
   const uint32_t workers = std::max<uint32_t>(threads, 1) - 1;
   auto pool = std::make_shared<ThreadPool>();
   pool->threads_.reserve(workers);
+  pool->placements_ = std::make_unique<Placement[]>(workers);
   for (uint32_t i = 0; i < workers; ++i) {
     try {
-      pool->threads_.emplace_back([p = pool.get()] { p->worker_main(); });
+      pool->threads_.emplace_back([p = pool.get(), i] { p->worker_main(i); });
     } catch (const std::system_error& e) {
       // Returning drops the pool, whose destructor stops and joins the workers already started.
       return resource_exhausted_error("could start only " + std::to_string(i) + " of " + std::to_string(workers) +
@@ -123,7 +127,11 @@ void ThreadPool::submit(std::shared_ptr<DispatchJob> job) {
   if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake(&work_word_, INT32_MAX);
 }
 
-void ThreadPool::worker_main() {
+void ThreadPool::worker_main(size_t index) {
+  Placement& placement = placements_[index];
+  if (::sched_getaffinity(0, sizeof placement.cores, &placement.cores) == 0) {
+    placement.tid.store(static_cast<pid_t>(::syscall(SYS_gettid)), std::memory_order_release);
+  }
   for (;;) {
     const uint32_t seen = work_word_.load(std::memory_order_seq_cst);
     std::shared_ptr<DispatchJob> job;
@@ -145,13 +153,38 @@ void ThreadPool::worker_main() {
       }
       continue;
     }
+    if (placement.moved.exchange(false, std::memory_order_acq_rel)) {
+      ::sched_setaffinity(0, sizeof placement.cores, &placement.cores);  // its own cores again
+    }
     drain(job);
   }
 }
 
 void ThreadPool::submit_and_help(const std::shared_ptr<DispatchJob>& job) {
   submit(job);
-  drain(job);
+  const int64_t start = now_ns();
+  const uint64_t ran = drain(job);
+  // A job of several workgroups that this thread ran alone for 200 us: its workers had no core
+  // (a woken worker with a core of its own starts within microseconds).
+  constexpr int64_t kLoneNs = 200000;
+  if (!threads_.empty() && ran == job->total() && job->total() > 1 && now_ns() - start >= kLoneNs) {
+    move_workers_off_this_core();
+  }
+}
+
+void ThreadPool::move_workers_off_this_core() {
+  const int core = ::sched_getcpu();
+  if (core < 0) return;
+  for (size_t i = 0; i < threads_.size(); ++i) {
+    Placement& placement = placements_[i];
+    const pid_t tid = placement.tid.load(std::memory_order_acquire);
+    if (tid == 0 || !CPU_ISSET(core, &placement.cores)) continue;
+    cpu_set_t others = placement.cores;
+    CPU_CLR(core, &others);
+    if (CPU_COUNT(&others) == 0) continue;
+    placement.moved.store(true, std::memory_order_release);
+    ::sched_setaffinity(tid, sizeof others, &others);
+  }
 }
 
 void ThreadPool::run_parts(uint64_t parts, const std::function<void(uint64_t)>& part) {
@@ -170,15 +203,19 @@ void ThreadPool::run_parts(uint64_t parts, const std::function<void(uint64_t)>& 
   }
 }
 
-void ThreadPool::drain(const std::shared_ptr<DispatchJob>& job) {
+uint64_t ThreadPool::drain(const std::shared_ptr<DispatchJob>& job) {
   // Chunks of about 1/32 of a thread's share keep the shared counter cool, and small enough
   // that the last chunk finishing late costs little.
   const uint64_t chunk = std::max<uint64_t>(1, job->total() / (thread_count() * 32));
-  uint64_t begin, end;
-  while (job->claim(chunk, &begin, &end)) job->run(begin, end);
+  uint64_t begin, end, ran = 0;
+  while (job->claim(chunk, &begin, &end)) {
+    job->run(begin, end);
+    ran += end - begin;
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = std::find(jobs_.begin(), jobs_.end(), job);
   if (it != jobs_.end()) jobs_.erase(it);
+  return ran;
 }
 
 }  // namespace kiln::cpu

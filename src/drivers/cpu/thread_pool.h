@@ -2,6 +2,8 @@
 // each dispatch, and a job that runs one kernel over its 3-D workgroup grid.
 #pragma once
 
+#include <sched.h>
+
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -81,19 +83,36 @@ class ThreadPool {
   // Runs part(0) ... part(parts - 1) on the pool, the calling thread helping, and returns when
   // every one has run (hal::Device::host_parallel).
   void run_parts(uint64_t parts, const std::function<void(uint64_t)>& part);
+  // Moves each worker off the core the calling thread runs on (its allowed cores less that one,
+  // where that leaves any) until the worker next starts on a job, which gives it back the cores
+  // it had. submit_and_help calls it when the caller ran a job of several workgroups alone for
+  // 200 us or more: a woken worker that the system placed on the caller's busy core, while
+  // another idled, waited there for the whole job (`perf sched` on 2-core VMs: a process's first
+  // 1024^3 bf16 products took 2 ms instead of 1 in runs of up to 20: 3 and 9 of the first 30 on
+  // average over 10 processes, in two rounds; moved so, 0.6 and 0.5).
+  void move_workers_off_this_core();
 
  private:
   // Queues `job` for the workers and wakes those asleep; returns at once. Private: the caller
   // must help (submit_and_help), since a pool of one thread has no worker.
   void submit(std::shared_ptr<DispatchJob> job);
-  void worker_main();
-  // Claims and runs chunks of `job` until none is left, then takes it off the queue.
-  void drain(const std::shared_ptr<DispatchJob>& job);
+  void worker_main(size_t index);
+  // Claims and runs chunks of `job` until none is left, then takes it off the queue; returns how
+  // many workgroups this thread ran.
+  uint64_t drain(const std::shared_ptr<DispatchJob>& job);
+  // Where worker i may run: its thread id and its own cores (set before the id is published),
+  // and whether move_workers_off_this_core narrowed them.
+  struct Placement {
+    std::atomic<pid_t> tid{0};
+    cpu_set_t cores{};
+    std::atomic<bool> moved{false};
+  };
   std::mutex mutex_;
   std::deque<std::shared_ptr<DispatchJob>> jobs_;  // guarded by mutex_
   bool stop_ = false;                               // guarded by mutex_
   std::atomic<uint32_t> work_word_{0};              // bumped on every submit
   std::atomic<uint32_t> sleepers_{0};
+  std::unique_ptr<Placement[]> placements_;  // one per worker, made before they start
   std::vector<std::thread> threads_;
 };
 
