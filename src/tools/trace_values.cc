@@ -19,7 +19,7 @@ constexpr size_t kListedLines = 20;
 Failure failure(const Status& status) {
   // INVALID_ARGUMENT: something wrong in the file's contents; the rest (missing, a directory,
   // no permission, an I/O error): the file cannot be read.
-  if (status.code() == StatusCode::kInvalidArgument) return {kExitUsage, "kiln: " + status.message(), std::nullopt};
+  if (status.code() == StatusCode::kInvalidArgument) return invalid_input(status.message());
   return {kExitRuntime, "kiln: cannot read the value trace: " + status.to_string(), std::nullopt};
 }
 

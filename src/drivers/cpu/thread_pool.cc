@@ -162,14 +162,16 @@ void ThreadPool::worker_main(size_t index) {
 
 void ThreadPool::submit_and_help(const std::shared_ptr<DispatchJob>& job) {
   submit(job);
+  if (threads_.empty()) {  // nobody to share with, nobody to move
+    drain(job);
+    return;
+  }
   const int64_t start = now_ns();
   const uint64_t ran = drain(job);
   // A job of several workgroups that this thread ran alone for 200 us: its workers had no core
   // (a woken worker with a core of its own starts within microseconds).
   constexpr int64_t kLoneNs = 200000;
-  if (!threads_.empty() && ran == job->total() && job->total() > 1 && now_ns() - start >= kLoneNs) {
-    move_workers_off_this_core();
-  }
+  if (ran == job->total() && job->total() > 1 && now_ns() - start >= kLoneNs) move_workers_off_this_core();
 }
 
 void ThreadPool::move_workers_off_this_core() {
