@@ -115,16 +115,25 @@ TEST_P(Bf16GemmTest, OnTheCallingThread) {
 }
 
 TEST_P(Bf16GemmTest, SpreadOverACpuDevicesThreads) {
-  Result<hal::DeviceRef> device = drivers::builtin_registry().create_device("cpu", hal::DeviceOptions{});
-  ASSERT_TRUE(device.ok()) << device.status().message();
-  Context context("cpu");
-  context.set_host_device(*device);
-  ExecutionContext execution(context);
-  // Large enough to be spread (2^22 multiply-adds and more), with partial blocks at the edges.
-  for (const Case& t : {Case{256, 256, 64, false, false, 1, 0}, Case{300, 200, 100, false, false, 1, 0},
-                        Case{161, 300, 96, true, true, 1.5f, -1}}) {
-    check<float>(GetParam(), t, &execution);
-    check<BFloat16>(GetParam(), t, &execution);
+  // Two threads and three (parts of uneven size).
+  for (const uint32_t threads : {2u, 3u}) {
+    hal::DeviceOptions options;
+    options.worker_threads = threads;
+    Result<hal::DeviceRef> device = drivers::builtin_registry().create_device("cpu", options);
+    ASSERT_TRUE(device.ok()) << device.status().message();
+    Context context("cpu");
+    context.set_host_device(*device);
+    ExecutionContext execution(context);
+    // Large enough to be spread (2^22 multiply-adds and more), with partial blocks at the edges;
+    // a single column pair (the parts split rows, each packing the same b); a depth whose packed b
+    // fills half an L2 of 2 MiB or less in one or two column pairs (the parts sweep their pairs
+    // in several groups).
+    for (const Case& t : {Case{256, 256, 64, false, false, 1, 0}, Case{300, 200, 100, false, false, 1, 0},
+                          Case{161, 300, 96, true, true, 1.5f, -1}, Case{700, 20, 400, false, false, 1, 0},
+                          Case{45, 200, 8200, false, false, 1, 0}}) {
+      check<float>(GetParam(), t, &execution);
+      check<BFloat16>(GetParam(), t, &execution);
+    }
   }
 }
 

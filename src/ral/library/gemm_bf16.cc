@@ -29,10 +29,6 @@ namespace {
 // AVX-512's 14 x 32, 28 of the 32 zmm registers, the other two holding b.
 constexpr int64_t kRows = 16, kDepth = 32, kBlock = 32;
 constexpr int64_t kTileElements = kRows * kDepth;  // bf16 in a tile of a or b
-// Columns of c (in blocks) that a part sweeps before its next rows: their b (32 x k bf16 a block)
-// stays in the core's L2 while the rows' a is read once for them. At 1024^3 on AMX 1 to 8
-// measured alike, all 32 12% slower (2026-12-01); on AVX-512 BF16 4 and 8 alike.
-constexpr int64_t kColumnBlocksAtOnce = 4;
 // Below this many multiply-adds a product runs on the calling thread alone (as onednn.cc's).
 constexpr int64_t kParallelWork = int64_t{1} << 22;
 
@@ -77,6 +73,15 @@ struct Geometry {
   uint16_t a_at(const uint16_t* a, int64_t i, int64_t p) const {
     return s.transpose_a ? a[p * s.lda() + i] : a[i * s.lda() + p];
   }
+  // The column pairs a part sweeps before its next rows: as many as fill half the core's L2 with
+  // their packed b, so that the rows' a is read from memory once for all of them. At 1024^3 on AMX
+  // (2 MiB of L2: 16 pairs) 0.93-0.98 ms on two threads against 1.03-1.07 at 4 pairs
+  // (2026-12-02).
+  int64_t pairs_at_once() const {
+    static const long l2_bytes = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
+    const int64_t half_l2 = l2_bytes > 0 ? l2_bytes / 2 : int64_t{1} << 20;
+    return std::max<int64_t>(1, half_l2 / (2 * depth_tiles * kTileElements * 2));
+  }
   // The packed tile of b for 16-column tile `column` and depth tile `depth`.
   int64_t b_tile(int64_t column, int64_t depth) const { return (column * depth_tiles + depth) * kTileElements; }
 };
@@ -93,14 +98,15 @@ struct Geometry {
   _mm512_store_si512(right, _mm512_permutex2var_epi16(r0, high, r1));
 }
 
-// b's column pairs [first, last) into `packed` (Geometry::b_tile's layout), zeros past k and n.
+// b's column pairs [first, last) into `packed` (Geometry::b_tile's layout, pair `first` at its
+// start), zeros past k and n.
 void pack_b(const Geometry& g, const uint16_t* b, int64_t first, int64_t last, uint16_t* packed) {
   const GemmShape& s = g.s;
   for (int64_t pair = first; pair < last; ++pair) {
     const int64_t j0 = pair * kBlock;
     for (int64_t d = 0; d < g.depth_tiles; ++d) {
-      uint16_t* left = packed + g.b_tile(2 * pair, d);
-      uint16_t* right = packed + g.b_tile(2 * pair + 1, d);
+      uint16_t* left = packed + g.b_tile(2 * (pair - first), d);
+      uint16_t* right = packed + g.b_tile(2 * (pair - first) + 1, d);
       const int64_t p0 = d * kDepth;
       if (!s.transpose_b && j0 + kBlock <= s.n && p0 + kDepth <= s.k) {
         for (int64_t r = 0; r < kRows; ++r) {
@@ -275,24 +281,28 @@ void store_row(const float* sums, int64_t count, float alpha, float beta, BFloat
   narrow(row, count, out);
 }
 
-// Block rows [first, last) of c, every column, on Kernel (Amx or Avx512).
+// The part of c in column pairs [first_pair, last_pair) and block rows [first_row, last_row), on
+// Kernel (Amx or Avx512): its columns of b packed into `packed_b` (the thread's own), then its blocks.
 template <typename Kernel, typename TC>
-void block_rows(const Geometry& g, const uint16_t* a, const uint16_t* packed_b, TC* c, float alpha, float beta,
-                int64_t first, int64_t last, uint16_t* packed_a) {
+void part_of_c(const Geometry& g, const uint16_t* a, const uint16_t* b, TC* c, float alpha, float beta,
+               int64_t first_pair, int64_t last_pair, int64_t first_row, int64_t last_row, uint16_t* packed_b,
+               uint16_t* packed_a) {
   const GemmShape& s = g.s;
+  pack_b(g, b, first_pair, last_pair, packed_b);
   // The sums go straight from the kernel's registers into an f32 c where nothing is left to do to them.
   const bool in_place = std::is_same_v<TC, float> && alpha == 1 && beta == 0;
   alignas(64) float sums[Kernel::kBlockRows * kBlock];
+  const int64_t pairs_at_once = g.pairs_at_once();
   Kernel::begin();
-  for (int64_t j_first = 0; j_first < g.column_pairs; j_first += kColumnBlocksAtOnce) {
-    const int64_t j_last = std::min(g.column_pairs, j_first + kColumnBlocksAtOnce);
-    for (int64_t block = first; block < last; ++block) {
+  for (int64_t j_first = first_pair; j_first < last_pair; j_first += pairs_at_once) {
+    const int64_t j_last = std::min(last_pair, j_first + pairs_at_once);
+    for (int64_t block = first_row; block < last_row; ++block) {
       const typename Kernel::Rows rows = Kernel::rows(g, a, block, packed_a);
       const int64_t i0 = block * Kernel::kBlockRows, row_count = std::min(Kernel::kBlockRows, s.m - i0);
       for (int64_t pair = j_first; pair < j_last; ++pair) {
         const int64_t j0 = pair * kBlock, column_count = std::min(kBlock, s.n - j0);
-        const uint16_t* left = packed_b + g.b_tile(2 * pair, 0);
-        const uint16_t* right = packed_b + g.b_tile(2 * pair + 1, 0);
+        const uint16_t* left = packed_b + g.b_tile(2 * (pair - first_pair), 0);
+        const uint16_t* right = packed_b + g.b_tile(2 * (pair - first_pair) + 1, 0);
         TC* out = c + i0 * s.ldc() + j0;
         if constexpr (std::is_same_v<TC, float>) {
           if (in_place && row_count == Kernel::kBlockRows && column_count == kBlock) {
@@ -352,44 +362,41 @@ Status product(const ExecutionContext* context, const GemmShape& s, const uint16
     return Status();
   }
   const Geometry g(s, Kernel::kBlockRows);
-  const auto packed_elements = static_cast<size_t>(2 * g.column_pairs * g.depth_tiles * kTileElements);
-  uint16_t* packed_b = scratch<0, uint16_t>(packed_elements);
-  if (!packed_b) return resource_exhausted_error("gemm: no memory for the packed copy of b");
   // (In double: m, n and k may each be up to 2^31 - 1.)
   const double work = static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
   const bool spread = context && context->host_threads() > 1 && work >= static_cast<double>(kParallelWork);
   // The device's threads, one a core by default (the caller, which helps, among them).
   const int64_t cores = spread ? context->host_threads() : 1;
-  // Each part's packed rows of a, in that thread's own scratch; null parts find no memory.
+  // c is cut into a part a thread, by columns, each part packing its own columns of b (no wait
+  // between packing b and using it, and each thread's b stays in its own L2); by rows too only
+  // where there are fewer column pairs than threads (each such part packing its columns again).
+  // On two cores, two parts a core (taken as threads come free) measured alike (2026-12-02).
+  const int64_t column_parts = std::min(g.column_pairs, cores);
+  const int64_t row_parts = std::min(g.row_blocks, ceil_div(cores, column_parts));
+  const size_t b_elements =
+      static_cast<size_t>(2 * ceil_div(g.column_pairs, column_parts) * g.depth_tiles * kTileElements);
   const size_t a_elements = Kernel::packed_a_elements(g);
   std::atomic<bool> no_memory{false};
-  auto rows = [&](int64_t first, int64_t last) {
+  auto part = [&](uint64_t index) {
+    const auto p = static_cast<int64_t>(index);
+    const int64_t column = p % column_parts, row = p / column_parts;
+    uint16_t* packed_b = scratch<0, uint16_t>(b_elements);
     uint16_t* packed_a = scratch<1, uint16_t>(a_elements);
-    if (!packed_a) {
+    if (!packed_b || !packed_a) {
       no_memory = true;
       return;
     }
-    block_rows<Kernel>(g, a, packed_b, c, alpha, beta, first, last, packed_a);
+    part_of_c<Kernel>(g, a, b, c, alpha, beta, g.column_pairs * column / column_parts,
+                      g.column_pairs * (column + 1) / column_parts, g.row_blocks * row / row_parts,
+                      g.row_blocks * (row + 1) / row_parts, packed_b, packed_a);
   };
-  if (!spread) {
-    pack_b(g, b, 0, g.column_pairs, packed_b);
-    rows(0, g.row_blocks);
+  if (spread) {
+    context->host_parallel(static_cast<uint64_t>(column_parts * row_parts), part);
   } else {
-    const int64_t pack_parts = std::min(g.column_pairs, cores);
-    context->host_parallel(static_cast<uint64_t>(pack_parts), [&](uint64_t part) {
-      const auto p = static_cast<int64_t>(part);
-      pack_b(g, b, g.column_pairs * p / pack_parts, g.column_pairs * (p + 1) / pack_parts, packed_b);
-    });
-    // Two parts a core, taken as threads come free: a 1024^3 product took 1.17 ms in 2 or 4 parts
-    // on 2 cores, 1.21 in 6, 1.35 in 32.
-    const int64_t parts = std::min(g.row_blocks, 2 * cores);
-    context->host_parallel(static_cast<uint64_t>(parts), [&](uint64_t part) {
-      const auto p = static_cast<int64_t>(part);
-      rows(g.row_blocks * p / parts, g.row_blocks * (p + 1) / parts);
-    });
+    part(0);
   }
-  // (A part without memory for its rows wrote nothing of them.)
-  return no_memory ? resource_exhausted_error("gemm: no memory for the packed rows of a") : Status();
+  // (A part without memory wrote nothing of its part of c.)
+  return no_memory ? resource_exhausted_error("gemm: no memory for the packed copies of b and a") : Status();
 }
 
 template <typename TC>
