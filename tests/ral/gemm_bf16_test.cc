@@ -125,12 +125,12 @@ TEST_P(Bf16GemmTest, SpreadOverACpuDevicesThreads) {
     context.set_host_device(*device);
     ExecutionContext execution(context);
     // Large enough to be spread (2^22 multiply-adds and more), with partial blocks at the edges;
-    // a single column pair (the parts split rows, each packing the same b); a depth whose packed b
-    // fills half an L2 of 2 MiB or less in one or two column pairs (the parts sweep their pairs
-    // in several groups).
+    // c += a @ b (the kernels start from c's values); a single column pair (the parts split rows,
+    // each packing the same b); a depth whose packed b fills half an L2 of 2 MiB or less in one or
+    // two column pairs (the parts sweep their pairs in several groups).
     for (const Case& t : {Case{256, 256, 64, false, false, 1, 0}, Case{300, 200, 100, false, false, 1, 0},
-                          Case{161, 300, 96, true, true, 1.5f, -1}, Case{700, 20, 400, false, false, 1, 0},
-                          Case{45, 200, 8200, false, false, 1, 0}}) {
+                          Case{161, 300, 96, true, true, 1.5f, -1}, Case{300, 200, 100, false, false, 1, 1},
+                          Case{700, 20, 400, false, false, 1, 0}, Case{45, 200, 8200, false, false, 1, 0}}) {
       check<float>(GetParam(), t, &execution);
       check<BFloat16>(GetParam(), t, &execution);
     }

@@ -3,7 +3,8 @@
 // registers). Both read b packed into pairs of rows, each column's two k values side by side, and
 // both treat subnormal operands as zero and flush subnormal sums (as oneDNN's bf16 kernels do,
 // onednn.h), adding each pair of products before they add them to the f32 sum: the sums agree
-// with f32 arithmetic in program order to within its rounding.
+// with f32 arithmetic in program order to within its rounding. Into an f32 c with alpha 1 and
+// beta 1 (c += a @ b) the sums start from c's values.
 #pragma once
 
 #include <cstdint>
