@@ -4,7 +4,7 @@ ResNet-18, MobileNet-V2 and SqueezeNet-1.1 and the GPT-style decoder (random wei
 examples/onnx/export_models.py under an interpreter with PyTorch) at each --batches (the
 decoder's sequences 64 tokens long), and torch.nn.TransformerEncoder at batch 8 of 128 tokens
 (imported with those sizes given, which runs faster than its program with sizes). For
-each: import and compile times, the median of --runs runs (11) after 12 on cpu (KILN_CPU_THREADS
+each: import and compile times, the median of --runs runs (11) after 24 on cpu (KILN_CPU_THREADS
 threads, 2 by default) and ONNX Runtime's with as many intra-op threads, in the same process
 but each timed alone (kiln first, then ONNX Runtime's session is made and timed),
 and the largest difference relative to ONNX Runtime's largest output; with --peak-memory, the
@@ -29,9 +29,9 @@ ENCODER_SEQUENCE, ENCODER_BATCH = 128, 8  # the transformer encoder's row (the i
 
 
 # Runs before the timed ones, for both: the cpu device chooses per kernel whether its workgroups
-# share the thread pool by timing its first 11 dispatches (docs/hal.md), and ONNX Runtime's first
+# share the thread pool by timing its first 23 dispatches (docs/hal.md), and ONNX Runtime's first
 # runs set up its own state; the tables show each one's steady runs.
-WARMUP_RUNS = 12
+WARMUP_RUNS = 24
 
 
 def median_ms(fn, runs):
@@ -122,7 +122,7 @@ def main():
     parser.add_argument("--build", default="build", help="the build folder whose python/ holds kiln")
     parser.add_argument("--torchvision", action="store_true",
                         help="the models PyTorch exports (torchvision's, the GPT-style decoder) instead of the light ones")
-    parser.add_argument("--runs", type=int, default=11, help="timed runs of each, after 12 (the median is shown)")
+    parser.add_argument("--runs", type=int, default=11, help="timed runs of each, after 24 (the median is shown)")
     parser.add_argument("--batches", default="1,16", help="--torchvision's batch sizes (comma-separated)")
     parser.add_argument("--peak-memory", action="store_true",
                         help="instead of times, each one's peak resident memory with the model loaded and run once")

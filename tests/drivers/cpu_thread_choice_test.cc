@@ -12,26 +12,38 @@ namespace {
 
 using Way = ThreadChoice::Way;
 
-// Runs the measuring dispatches of `key`, one after the other, with `shared_ns` and `alone_ns` as
-// their times (the first, shared, too); returns the ways they were told to take.
+// Runs the measuring dispatches of `key`, one after the other, the timed ones taking `shared_ns`
+// and `alone_ns` (the first, shared, too); returns the ways they were told to take and, in
+// `timed`, which were timed.
 std::vector<Way> measure(ThreadChoice& choice, const ThreadChoice::Key& key, int64_t shared_ns, int64_t alone_ns,
-                         int64_t now = 0) {
+                         int64_t now = 0, std::vector<bool>* timed = nullptr) {
   std::vector<Way> ways;
-  for (int i = 0; i < ThreadChoice::kWarmup + 2 * ThreadChoice::kSamples; ++i) {
+  for (int i = 0; i < ThreadChoice::kMeasured; ++i) {
     const ThreadChoice::Plan plan = choice.next(key, now);
     ways.push_back(plan.way);
-    EXPECT_TRUE(plan.timed) << "dispatch " << i;
+    if (timed) timed->push_back(plan.timed);
     if (plan.timed) choice.record(key, plan.way, plan.way == Way::kShared ? shared_ns : alone_ns, now);
   }
   return ways;
 }
 
-TEST(ThreadChoiceTest, WarmsUpThenAlternatesSharingFirst) {
+TEST(ThreadChoiceTest, WarmsUpSettlesThenTimesEachWayInABlock) {
   ThreadChoice choice;
-  const std::vector<Way> ways = measure(choice, {&choice, 0, 8}, 100, 100);
-  std::vector<Way> expected(ThreadChoice::kWarmup, Way::kShared);
-  for (int i = 0; i < ThreadChoice::kSamples; ++i) expected.insert(expected.end(), {Way::kShared, Way::kAlone});
+  std::vector<bool> timed;
+  const std::vector<Way> ways = measure(choice, {&choice, 0, 8}, 100, 100, 0, &timed);
+  // The first, timed; kSettle untimed; then each way's block, its first dispatch untimed.
+  std::vector<Way> expected(ThreadChoice::kWarmup + ThreadChoice::kSettle, Way::kShared);
+  std::vector<bool> expected_timed(ThreadChoice::kWarmup, true);
+  expected_timed.resize(ThreadChoice::kWarmup + ThreadChoice::kSettle, false);
+  for (const Way way : {Way::kShared, Way::kAlone}) {
+    expected.insert(expected.end(), ThreadChoice::kSamples + 1, way);
+    expected_timed.push_back(false);
+    expected_timed.insert(expected_timed.end(), ThreadChoice::kSamples, true);
+  }
   EXPECT_EQ(ways, expected);
+  EXPECT_EQ(timed, expected_timed);
+  // Chosen: the next ones are untimed.
+  EXPECT_FALSE(choice.next({&choice, 0, 8}, 0).timed);
 }
 
 TEST(ThreadChoiceTest, UntilTheFirstTimeIsBackDispatchesShareUntimed) {
@@ -44,7 +56,9 @@ TEST(ThreadChoiceTest, UntilTheFirstTimeIsBackDispatchesShareUntimed) {
     EXPECT_FALSE(plan.timed);
   }
   choice.record(key, Way::kShared, 1000, 0);
-  EXPECT_TRUE(choice.next(key, 0).timed);  // the measurement begins
+  // The settling dispatches and the shared block's first, untimed; then the measurement begins.
+  for (int i = 0; i < ThreadChoice::kSettle + 1; ++i) EXPECT_FALSE(choice.next(key, 0).timed) << i;
+  EXPECT_TRUE(choice.next(key, 0).timed);
 }
 
 TEST(ThreadChoiceTest, LongWorkSharesWithoutRunningAlone) {

@@ -22,16 +22,20 @@ ThreadChoice::Plan ThreadChoice::next(const Key& key, int64_t now_ns) {
     s = Stats{};  // measure again
   }
   // The first dispatch shares, timed; until its time is back the others share untimed. Then
-  // the ways alternate, sharing first, until each has its samples (dispatches handed out past
-  // that, before the last time came back, are not timed).
+  // kSettle more share untimed, then a block of each way, sharing first, each block's first
+  // dispatch untimed (dispatches handed out past that, before the last time came back, are not
+  // timed either).
   const int n = s.started;
   if (n == 0) {
     s.started = 1;
     return {Way::kShared, true};
   }
-  if (!s.warmed_up || n >= kWarmup + 2 * kSamples) return {Way::kShared, false};
+  constexpr int kBlock = kSamples + 1;
+  if (!s.warmed_up || n >= kWarmup + kSettle + 2 * kBlock) return {Way::kShared, false};
   s.started++;
-  return {(n - kWarmup) % 2 == 0 ? Way::kShared : Way::kAlone, true};
+  if (n < kWarmup + kSettle) return {Way::kShared, false};
+  const int i = n - kWarmup - kSettle;
+  return {i < kBlock ? Way::kShared : Way::kAlone, i % kBlock != 0};
 }
 
 void ThreadChoice::record(const Key& key, Way way, int64_t ns, int64_t now_ns) {

@@ -8,11 +8,16 @@
 // which workgroups run or what they compute, so results are the same either way. For each kernel
 // and grid (Key), the first dispatch shares; where it took kLongNs or more, the hand-offs are
 // nothing beside the work and every dispatch shares (a long kernel is not run alone to find out,
-// which would cost a few of its runs). Otherwise the next ones alternate between the two ways
-// (kSamples of each), and every dispatch after them goes the way whose median time was lower,
-// sharing unless running alone took at most kAloneWins of its time. The measurement starts over
-// after kRecheckDispatches dispatches once kRecheckNs have passed, so a choice follows a machine
-// whose load changes.
+// which would cost a few of its runs). Otherwise kSettle more share untimed, then come a block
+// of dispatches of each way (kSamples timed after one that is not), and every dispatch after
+// them goes the way whose median time was lower, sharing unless running alone took at most
+// kAloneWins of its time. Each way is timed in a block of its own and past a process's first
+// runs because a way's first dispatch after the other pays for the switch (the pool's workers
+// asleep, the data in the other core's cache): alternating, a 1 MiB slice copy timed sharing at
+// 50-90 us and ran alone in 6 processes of 20 at 0.10-0.12 ms a run, against 0.017 ms shared
+// (2 cores, 2026-12-02); in blocks after ten settling dispatches, none of 14 did. The
+// measurement starts over after kRecheckDispatches dispatches once kRecheckNs have passed, so a
+// choice follows a machine whose load changes.
 #pragma once
 
 #include <array>
@@ -48,6 +53,9 @@ class ThreadChoice {
     bool timed = false;  // whether to record() how long it took
   };
   static constexpr int kWarmup = 1;  // the first dispatch: timed, but not a sample of its way
+  static constexpr int kSettle = 10;  // then these share untimed: a process's first runs are cold
+  // Dispatches of a kernel and grid before its way is chosen (the last one's time back).
+  static constexpr int kMeasured = kWarmup + kSettle + 2 * (kSamples + 1);
   // How to run the next dispatch of `key`, at time `now_ns`.
   Plan next(const Key& key, int64_t now_ns);
   // A timed dispatch of `key` run `way` took `ns`; it ended at `now_ns`.
