@@ -30,8 +30,7 @@ ThreadChoice::Plan ThreadChoice::next(const Key& key, int64_t now_ns) {
     s.started = 1;
     return {Way::kShared, true};
   }
-  constexpr int kBlock = kSamples + 1;
-  if (!s.warmed_up || n >= kWarmup + kSettle + 2 * kBlock) return {Way::kShared, false};
+  if (!s.warmed_up || n >= kMeasured) return {Way::kShared, false};
   s.started++;
   if (n < kWarmup + kSettle) return {Way::kShared, false};
   const int i = n - kWarmup - kSettle;

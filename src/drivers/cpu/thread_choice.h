@@ -15,7 +15,7 @@
 // runs because a way's first dispatch after the other pays for the switch (the pool's workers
 // asleep, the data in the other core's cache): alternating, a 1 MiB slice copy timed sharing at
 // 50-90 us and ran alone in 6 processes of 20 at 0.10-0.12 ms a run, against 0.017 ms shared
-// (2 cores, 2026-12-02); in blocks after ten settling dispatches, none of 14 did. The
+// (2 cores, 2026-12-02); in blocks after ten settling dispatches, none of 20 did. The
 // measurement starts over after kRecheckDispatches dispatches once kRecheckNs have passed, so a
 // choice follows a machine whose load changes.
 #pragma once
@@ -54,8 +54,9 @@ class ThreadChoice {
   };
   static constexpr int kWarmup = 1;  // the first dispatch: timed, but not a sample of its way
   static constexpr int kSettle = 10;  // then these share untimed: a process's first runs are cold
+  static constexpr int kBlock = kSamples + 1;  // then each way's: its first untimed, kSamples timed
   // Dispatches of a kernel and grid before its way is chosen (the last one's time back).
-  static constexpr int kMeasured = kWarmup + kSettle + 2 * (kSamples + 1);
+  static constexpr int kMeasured = kWarmup + kSettle + 2 * kBlock;
   // How to run the next dispatch of `key`, at time `now_ns`.
   Plan next(const Key& key, int64_t now_ns);
   // A timed dispatch of `key` run `way` took `ns`; it ended at `now_ns`.
