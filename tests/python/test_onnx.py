@@ -415,6 +415,37 @@ def test_a_reshape_that_regroups_dimensions_reads_through_one_dimensional_tables
     assert "param kiln_reshape_index_1 : i32[6, 4]" in kiln.onnx.import_text(m)[1]
 
 
+@pytest.mark.parametrize("perm, copied", [((0, 2, 1), False), ((1, 2, 0), True), ((2, 0, 1), None)])
+def test_a_transposed_right_operand_is_read_by_gemm_transposed(perm, copied, tmp_path):
+    """K^T of attention: a Transpose read only as a MatMul's right operand is stored with its last
+    two dimensions swapped (none stored where that is the input's own order) and the product is a
+    gemm with transpose_b; a Transpose that moves the input's last dimension elsewhere, or that
+    another node reads too, is copied as written."""
+    x = (8, 16, 32)
+    k = tuple(x[p] for p in perm)  # the product's right operand, [batch, K, N]
+    a = (k[0], 16, k[1])
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=list(perm)),
+             helper.make_node("MatMul", ["a", "xt"], ["y"])]
+    m = model(nodes, [f32("a", a), f32("x", x)], [f32("y", [a[0], 16, k[2]])])
+    feeds = {"a": RNG.standard_normal(a).astype(np.float32), "x": RNG.standard_normal(x).astype(np.float32)}
+    assert_matches_onnxruntime(m, feeds)
+    text = kiln.onnx.import_text(m)[1]
+    assert ("kiln_transposed" in text) == bool(copied), text
+    products = [line for line in text.splitlines() if "= sum(" in line]
+    assert len(products) == 1 and products[0].endswith("xt[i0, r0, i2])") == (copied is None), products
+    binary = os.environ.get("KILN_BINARY")
+    if binary and copied is not None:
+        (tmp_path / "product.kiln").write_text(text)
+        ir = subprocess.run([binary, "compile", str(tmp_path / "product.kiln"), "--emit", "ir"], capture_output=True,
+                            text=True, check=True).stdout
+        assert "call gemm(a, " in ir and "transpose_b=1, batch=1)" in ir, ir
+    # Read by another node too: copied in the Transpose's own order, as before.
+    both = model(nodes + [helper.make_node("Relu", ["xt"], ["z"])], [f32("a", a), f32("x", x)],
+                 [f32("y", [a[0], 16, k[2]]), f32("z", list(k))])
+    assert "kiln_transposed" not in kiln.onnx.import_text(both)[1]
+    assert_matches_onnxruntime(both, feeds)
+
+
 def test_embedding_gather_counts_negative_positions_from_the_end():
     m = single("Gather", [helper.make_tensor_value_info("t", TensorProto.INT64, [5])], [5, 3],
                [weights("e", (7, 3))], axis=0)

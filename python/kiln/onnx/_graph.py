@@ -71,6 +71,10 @@ class Value:
         # A reshape that no statement computes: (x, the dimensions of x merged into this
         # value's last), read through x by the one operator that takes it (Gemm).
         self.view = None
+        # A transpose that only a MatMul reads as its right operand, stored with its last two
+        # dimensions swapped ([..., J, K]), which the product reads transposed (gemm's
+        # transpose_b): the tensor so stored (the input itself where that is its order).
+        self.transposed = None
         # Where the ONNX shape has a dimension that is a product of sizes ("seq*batch"), which no
         # declaration can have: that shape, `shape` being the one declared, each such dimension
         # as its sizes (_dims.factors). Read only by the operators that know (Reshape, Gemm).

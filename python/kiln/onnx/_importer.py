@@ -235,6 +235,8 @@ class Converter:
         if handler is None:
             self.unsupported(node, "this operator is not supported (docs/onnx.md lists those that are)")
         for i, v in enumerate(ins):
+            if v is not None and v.transposed is not None and not (node.op_type == "MatMul" and i == 1):
+                raise AssertionError(f"'{v.name}' is stored transposed for a MatMul, and {node.op_type} reads it")
             if v is not None and v.view is not None and not (node.op_type == "Gemm" and i == 0):
                 self.unsupported(node, f"it reads '{v.name}', a flattening of the computed tensor '{v.view[0].name}' "
                                        "that kiln imports only as the first operand of a Gemm")

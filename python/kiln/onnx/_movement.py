@@ -15,13 +15,32 @@ from ._graph import Value
 def transpose(cx, node, ins, attrs):
     x = ins[0]
     perm = list(attrs.get("perm", reversed(range(x.rank))))
+    if x.rank >= 2 and perm[-2] == x.rank - 1 and x.product_shape is None and \
+            cx.read_only_as(node.output[0], "MatMul", 1):
+        # Read only as a product's right operand whose rows (its last dimension but one) are the
+        # input's last: stored with the last two dimensions swapped, so that the copy moves whole
+        # rows of the input (no copy at all where that is the input's order, K^T of attention)
+        # and the product reads it transposed, as gemm's transpose_b.
+        stored = perm[:-2] + [perm[-1], perm[-2]]
+        out = Value(node.output[0], x.dtype, tuple(x.shape[p] for p in perm))
+        out.transposed = x if stored == list(range(x.rank)) else \
+            cx.graph.temporary(x.dtype, tuple(x.shape[p] for p in stored), "transposed")
+        if out.transposed is not x:
+            _permuted_copy(cx, x, out.transposed, stored)
+        cx.values[node.output[0]] = out
+        return [out]
     out = cx.output(node, 0, x.dtype, tuple(x.shape[p] for p in perm))
+    _permuted_copy(cx, x, out, perm)
+    return [out]
+
+
+def _permuted_copy(cx, x, out, perm):
+    """out[i...] = x read with its dimension perm[j] at out's index j."""
     subs = indices(x.rank)
     x_subs = [None] * x.rank
     for j, p in enumerate(perm):
         x_subs[p] = subs[j]
     cx.emit(f"{target(cx, out, subs)} = {read(cx, x, x_subs)}")
-    return [out]
 
 
 def _groups(a, b):

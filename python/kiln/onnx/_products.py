@@ -18,7 +18,7 @@ def matmul(cx, node, ins, attrs):
         rows = a.shape[:-1]
         out = cx.output(node, 0, a.dtype, (*rows, b.shape[1]), (a.product_shape[0], b.shape[1]))
         subs = indices(len(rows) + 1)
-        cx.emit(f"{target(cx, out, subs)} = sum({read(cx, a, subs[:-1] + ['r0'])} * {read(cx, b, ['r0', subs[-1]])})")
+        cx.emit(f"{target(cx, out, subs)} = sum({read(cx, a, subs[:-1] + ['r0'])} * {_right(cx, b, ['r0', subs[-1]])})")
         return [out]
     a_shape = a.shape if a.rank > 1 else (1,) + a.shape
     b_shape = b.shape if b.rank > 1 else b.shape + (1,)
@@ -35,7 +35,7 @@ def matmul(cx, node, ins, attrs):
     a_subs = _batch_subs(a, batch, bi, 2 if a.rank > 1 else 1) + ([i, "r0"] if a.rank > 1 else ["r0"])
     b_subs = _batch_subs(b, batch, bi, 2 if b.rank > 1 else 1) + (["r0", j] if b.rank > 1 else ["r0"])
     out_subs = bi + ([i] if a.rank > 1 else []) + ([j] if b.rank > 1 else [])
-    cx.emit(f"{target(cx, out, out_subs)} = sum({read(cx, a, a_subs)} * {read(cx, b, b_subs)})")
+    cx.emit(f"{target(cx, out, out_subs)} = sum({read(cx, a, a_subs)} * {_right(cx, b, b_subs)})")
     return [out]
 
 
@@ -111,6 +111,14 @@ def einsum(cx, node, ins, attrs):
         text = f"sum({text})"
     cx.emit(f"{target(cx, out, [f'i{d}' for d in range(len(shape))])} = {text}")
     return [out]
+
+
+def _right(cx, b, subs):
+    """MatMul's right operand read at `subs` (its own order): through the tensor that stores it
+    with the last two dimensions swapped where a Transpose left it so (Value.transposed)."""
+    if b.transposed is None:
+        return read(cx, b, subs)
+    return read(cx, b.transposed, subs[:-2] + [subs[-1], subs[-2]])
 
 
 def _batch_subs(value, batch, names, matrix_dims):
