@@ -390,6 +390,49 @@ OPERATOR_CASES = {
     "conv_asymmetric_pads": lambda: (single("Conv", [f32("a", [2, 3, 9, 8])], [2, 4, 10, 4],
                                             [weights("w", (4, 3, 3, 3))], pads=[1, 0, 2, 1], strides=[1, 2]),
                                      {"a": (2, 3, 9, 8)}),
+    # Transposed convolutions: in two groups with a bias, strides, dilations, asymmetric pads and
+    # output_padding; padded as SAME_LOWER says; padded to a given output_shape.
+    "conv_transpose_grouped": lambda: (single("ConvTranspose", [f32("a", [2, 4, 5, 6])], [2, 6, 11, 22],
+                                              [weights("w", (4, 3, 3, 4)), weights("b", (6,))], group=2,
+                                              strides=[2, 3], dilations=[1, 2], pads=[1, 0, 0, 2],
+                                              output_padding=[1, 2]),
+                                       {"a": (2, 4, 5, 6)}),
+    "conv_transpose_same_lower": lambda: (single("ConvTranspose", [f32("a", [1, 2, 4, 5])], [1, 3, 8, 10],
+                                                 [weights("w", (2, 3, 3, 3))], strides=[2, 2], auto_pad="SAME_LOWER"),
+                                          {"a": (1, 2, 4, 5)}),
+    "conv_transpose_unet": lambda: (single("ConvTranspose", [f32("a", [2, 6, 5, 7])], [2, 4, 10, 14],
+                                           [weights("w", (6, 4, 2, 2)), weights("b", (4,))], strides=[2, 2]),
+                                    {"a": (2, 6, 5, 7)}),
+    "conv_transpose_1d": lambda: (single("ConvTranspose", [f32("a", [2, 3, 9])], [2, 5, 20],
+                                         [weights("w", (3, 5, 4))], strides=[2], dilations=[2], pads=[2, 1]),
+                                  {"a": (2, 3, 9)}),
+    # An output_shape past the natural extent: nothing padded, the end left to the bias (as ONNX
+    # Runtime; a negative padding split by floor division would shift it a row).
+    "conv_transpose_past_its_extent": lambda: (model([helper.make_node("ConvTranspose", ["a", "w", "b"], ["y"],
+                                                                       strides=[3, 2], output_shape=[10, 8],
+                                                                       auto_pad="SAME_UPPER")],
+                                                     [f32("a", [1, 1, 3, 3])], [f32("y", [1, 2, 10, 8])],
+                                                     [weights("w", (1, 2, 3, 3)), weights("b", (2,))]),
+                                               {"a": (1, 1, 3, 3)}),
+    "conv_transpose_output_shape": lambda: (model([helper.make_node("ConvTranspose", ["a", "w"], ["y"], strides=[2, 2],
+                                                                    output_shape=[6, 8])],
+                                                  [f32("a", [1, 2, 3, 4])], [f32("y", [1, 2, 6, 8])],
+                                                  [weights("w", (2, 2, 3, 3))]), {"a": (1, 2, 3, 4)}),
+    # Pad by a value other than 0, and by the edge, a reflection and a wrap (opset 19, given axes).
+    "pad_constant_value": lambda: (single("Pad", [f32("a", [2, 3, 4])], [3, 5, 9],
+                                          [ints("pads", [0, 1, 2, 1, 1, 3]),
+                                           numpy_helper.from_array(np.array(1.5, np.float32), "value")]),
+                                   {"a": (2, 3, 4)}),
+    "pad_at_the_end_only": lambda: (single("Pad", [f32("a", [2, 3, 4])], [2, 5, 4], [ints("pads", [0, 0, 0, 0, 2, 0])]),
+                                    {"a": (2, 3, 4)}),
+    "pad_edge": lambda: (single("Pad", [f32("a", [2, 3, 4])], [3, 6, 8], [ints("pads", [0, 2, 1, 1, 1, 3])],
+                                mode="edge"), {"a": (2, 3, 4)}),
+    "pad_reflect": lambda: (single("Pad", [f32("a", [2, 3, 4])], [4, 5, 9], [ints("pads", [1, 2, 3, 1, 0, 2])],
+                                   mode="reflect"), {"a": (2, 3, 4)}),
+    "pad_wrap_axes": lambda: (model([helper.make_node("Pad", ["a", "pads", "", "axes"], ["y"], mode="wrap")],
+                                    [f32("a", [2, 3, 4])], [f32("y", [2, 6, 10])],
+                                    [ints("pads", [2, 3, 1, 3]), ints("axes", [1, -1])], opset=19),
+                              {"a": (2, 3, 4)}),
     "layer_normalization": lambda: (model([helper.make_node("LayerNormalization", ["a", "scale", "bias"], ["y"],
                                                          axis=-2, epsilon=1e-3)],
                                           [f32("a", [2, 3, 4, 5])], [f32("y", [2, 3, 4, 5])],
@@ -444,6 +487,28 @@ def test_a_transposed_right_operand_is_read_by_gemm_transposed(perm, copied, tmp
                  [f32("y", [a[0], 16, k[2]]), f32("z", list(k))])
     assert "kiln_transposed" not in kiln.onnx.import_text(both)[1]
     assert_matches_onnxruntime(both, feeds)
+
+
+def test_a_transposed_convolution_with_known_weights_is_a_product_and_then_a_gather(tmp_path):
+    """One group, known f32 weights: the columns (each input point's share of each output
+    channel and kernel position) are a gemm call, and each output point sums the columns of the
+    taps that reach it; at a kernel as wide as its stride that is one tap, read without a sum.
+    In groups, a loop nest over the group's channels and the taps."""
+    binary = os.environ.get("KILN_BINARY")
+    for case, columns, summed in (("conv_transpose_same_lower", True, True), ("conv_transpose_unet", True, False),
+                                  ("conv_transpose_1d", True, True), ("conv_transpose_grouped", False, True)):
+        text = kiln.onnx.import_text(OPERATOR_CASES[case]()[0])[1]
+        assert ("kiln_columns" in text) == columns, (case, text)
+        last = text.strip().splitlines()[-1]
+        assert last.startswith("y[") and ("= sum(" in last) == summed, (case, last)
+    if binary:  # a product large enough for a gemm call (ral.md, "Automatic calls")
+        m = single("ConvTranspose", [f32("a", [1, 32, 8, 8])], [1, 16, 16, 16], [weights("w", (32, 16, 2, 2))],
+                   strides=[2, 2])
+        (tmp_path / "ct.kiln").write_text(kiln.onnx.import_text(m)[1])
+        ir = subprocess.run([binary, "compile", str(tmp_path / "ct.kiln"), "--emit", "ir"], capture_output=True,
+                            text=True, check=True).stdout
+        assert "call gemm(kiln_transposed_conv_weights" in ir and "transpose_a=1" in ir, ir
+        assert_matches_onnxruntime(m, {"a": RNG.standard_normal((1, 32, 8, 8)).astype(np.float32)})
 
 
 def test_embedding_gather_counts_negative_positions_from_the_end():

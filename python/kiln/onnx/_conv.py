@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from ._emit import affine, indices, literal, op, read, target
-from ._graph import numpy_type
+from ._graph import FLOAT_TYPES, numpy_type
 from ._movement import place_side_by_side
 
 # A depthwise window of at most this many taps is written out term by term (depthwise_taps).
@@ -87,6 +87,134 @@ def conv(cx, node, ins, attrs):
         text += f" + {read(cx, b, ['i1'])}"
     cx.emit(f"{target(cx, out, o_subs)} = {text}")
     return [out]
+
+
+@op("ConvTranspose")
+def conv_transpose(cx, node, ins, attrs):
+    """y[n, o, p...] = b[o] + the sum over the group's input channels c and the taps k... with
+    p = i · stride + k · dilation - pad (each spatial dimension) of x[n, c, i...] · w[c, o, k...]:
+    each output point reads the taps that reach it through known tables, per spatial dimension,
+    of their kernel positions and input positions (at most ceil(kernel / stride) of them); a
+    table's entries past a point's own taps are masked out by a third table, not read out of
+    range, so that --check-bounds has nothing to say about them."""
+    x, w = ins[:2]
+    b = ins[2] if len(ins) > 2 else None
+    if x.rank < 3 or w.rank != x.rank:
+        cx.unsupported(node, f"an input of rank {x.rank} and weights of rank {w.rank}")
+    if x.dtype not in FLOAT_TYPES:
+        cx.unsupported(node, f"{x.dtype} operands")
+    n = x.rank - 2
+    if any(not isinstance(d, int) for d in x.shape[1:]) or any(not isinstance(d, int) for d in w.shape):
+        cx.unsupported(node, "channels or spatial dimensions that are sizes")
+    group = attrs.get("group", 1)
+    kernel = list(w.shape[2:])
+    if list(attrs.get("kernel_shape", kernel)) != kernel:
+        cx.unsupported(node, f"kernel_shape {list(attrs['kernel_shape'])} against weights of {kernel}")
+    per_in, per_out = x.shape[1] // group, w.shape[1]
+    if x.shape[1] % group or w.shape[0] != x.shape[1]:
+        cx.unsupported(node, f"group={group} with {x.shape[1]} input channels and weights of {list(w.shape)}")
+    strides = list(attrs.get("strides", [1] * n))
+    dilations = list(attrs.get("dilations", [1] * n))
+    extra = list(attrs.get("output_padding", [0] * n))
+    auto_pad = attrs.get("auto_pad", "NOTSET")
+    given = attrs.get("output_shape")
+    pads = list(attrs.get("pads", [0] * (2 * n)))
+    if auto_pad == "VALID":
+        pads = [0] * (2 * n)
+    if given is not None and len(given) == n + 2:
+        given = given[2:]
+    begin, spatial = [], []
+    for d in range(n):
+        natural = strides[d] * (x.shape[2 + d] - 1) + extra[d] + (kernel[d] - 1) * dilations[d] + 1
+        if given is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            # ONNX's rule: the padding that gives the output's extent, split as auto_pad says
+            # (the start gets the smaller half for SAME_UPPER, the larger otherwise); an extent
+            # past the natural one pads nothing and leaves its end to the bias, as ONNX Runtime.
+            extent = int(given[d]) if given is not None else x.shape[2 + d] * strides[d]
+            total = max(0, natural - extent)
+            begin.append(total // 2 if auto_pad == "SAME_UPPER" else total - total // 2)
+        else:
+            extent = natural - pads[d] - pads[d + n]
+            begin.append(pads[d])
+        if extent < 1:
+            cx.unsupported(node, f"an empty output along spatial dimension {d}")
+        spatial.append(extent)
+    out = cx.output(node, 0, x.dtype, (x.shape[0], per_out * group, *spatial))
+    taps, reads, masks, tables_of = [], [], [], []
+    for d in range(n):
+        reach = [[(k, (p + begin[d] - k * dilations[d]) // strides[d]) for k in range(kernel[d])
+                  if (p + begin[d] - k * dilations[d]) % strides[d] == 0
+                  and 0 <= (p + begin[d] - k * dilations[d]) // strides[d] < x.shape[2 + d]] for p in range(spatial[d])]
+        width = max(1, max(len(r) for r in reach))
+        tables = np.zeros((3, spatial[d], width), np.int32)  # kernel positions, input positions, kept
+        for p, r in enumerate(reach):
+            for t, (k, i) in enumerate(r):
+                tables[:, p, t] = (k, i, 1)
+        tables_of.append(tables)
+        at = [f"i{2 + d}", f"r{1 + d}"]
+        taps.append(read(cx, cx.index_table(tables[0]), at))
+        reads.append(read(cx, cx.index_table(tables[1]), at))
+        masks.append(read(cx, cx.index_table(tables[2]), at))
+    if group > 1 and b is not None and b.const is None:
+        cx.unsupported(node, f"group={group} with a bias the model computes")
+    kept = " + ".join(masks)
+    zero = literal(0, x.dtype)
+    subs = indices(out.rank)
+    if group == 1 and w.const is not None and x.dtype in ("f32", "f64") and n <= 2:
+        return [_conv_transpose_through_columns(cx, x, w, b, out, tables_of, kept)]
+    parts = []
+    for g in range(group):
+        part = out if group == 1 else cx.graph.temporary(x.dtype, (out.shape[0], per_out, *spatial), "group")
+        # A group's input channels at its offset, through a sum over one point (q0 < 1) as
+        # grouped_conv reads them: at offset 0 the subscript would otherwise be r0 alone.
+        channel = "r0" if group == 1 else affine([(1, "r0"), (-1, "q0")], g * per_in)
+        product = f"{read(cx, x, ['i0', channel, *reads])} * {read(cx, w, [channel, 'i1', *taps])}"
+        text = f"sum(select({kept} == {n}, {product}, {zero}))"
+        if b is not None:
+            bias = b if group == 1 else cx.constant(np.ascontiguousarray(b.const[g * per_out:(g + 1) * per_out]),
+                                                    "group_bias")
+            text += f" + {read(cx, bias, ['i1'])}"
+        cx.emit(f"{target(cx, part, subs)} = {text}" + (f" where q0 < 1, r0 < {per_in}" if group > 1 else ""))
+        parts.append(part)
+    if group > 1:
+        place_side_by_side(cx, out, parts, 1)
+    return [out]
+
+
+def _conv_transpose_through_columns(cx, x, w, b, out, tables, kept):
+    """ConvTranspose in one group with known f32 or f64 weights: the columns, every input point's
+    contribution to each (output channel, kernel position), are a product that the compiler makes
+    a gemm call (the input with its channels first, by the weights as [C, O · taps]); each output
+    point then sums the columns of the taps that reach it (conv_transpose's tables)."""
+    n = x.rank - 2
+    taps = int(np.prod(w.shape[2:]))
+    weights = cx.constant(np.ascontiguousarray(w.const.reshape(w.shape[0], -1)), "transposed_conv_weights")
+    channels_first = cx.graph.temporary(x.dtype, (x.shape[1], x.shape[0], *x.shape[2:]), "channels_first")
+    subs = indices(x.rank)
+    cx.emit(f"{target(cx, channels_first, subs)} = {read(cx, x, [subs[1], subs[0], *subs[2:]])}")
+    columns = cx.graph.temporary(x.dtype, (weights.shape[1], x.shape[0], *x.shape[2:]), "columns")
+    cx.emit(f"{target(cx, columns, subs)} = sum({read(cx, weights, ['r0', 'i0'])} * "
+            f"{read(cx, channels_first, ['r0', *subs[1:]])})")
+    # A tap's column: its output channel times the taps, plus its kernel position in row-major
+    # order (each spatial dimension's table of kernel positions scaled by the extents after it).
+    # Where every output point has as many taps as the tables hold, none is masked out, and where
+    # that is one tap (a kernel as wide as its stride: U-Net's up-convolutions), nothing is summed.
+    every = all(t[2].all() for t in tables)
+    single = every and all(t.shape[2] == 1 for t in tables)
+    row = [affine([(taps, "i1")])]
+    after = taps
+    for d in range(n):
+        after //= w.shape[2 + d]
+        tap = [f"i{2 + d}", "0" if single else f"r{1 + d}"]
+        row.append(read(cx, cx.index_table((tables[d][0] * after).astype(np.int32)), tap))
+    at = [" + ".join(row), "i0", *(read(cx, cx.index_table(tables[d][1]), [f"i{2 + d}", "0" if single else f"r{1 + d}"])
+                                   for d in range(n))]
+    text = read(cx, columns, at) if single else f"sum({read(cx, columns, at)})" if every else \
+        f"sum(select({kept} == {n}, {read(cx, columns, at)}, {literal(0, x.dtype)}))"
+    if b is not None:
+        text += f" + {read(cx, b, ['i1'])}"
+    cx.emit(f"{target(cx, out, indices(out.rank))} = {text}")
+    return out
 
 
 def conv2d_call(cx, node, x, w, b, group, window):

@@ -5,7 +5,7 @@ import itertools
 
 import numpy as np
 
-from ._emit import affine, broadcast_read, broadcast_shape, indices, op, read, target
+from ._emit import affine, broadcast_read, broadcast_shape, indices, literal, op, read, target
 from ._dims import count, dimension, divides, expression, factors, monomial, quotient, times
 from ._graph import Value
 
@@ -397,21 +397,66 @@ def _slice_range(size, start, end, step):
 
 @op("Pad")
 def pad(cx, node, ins, attrs):
+    """`constant` mode: the input shifted by the begin pads, the padding a compound subscript
+    outside its dimension reads (0), or under a select of the index ranges where the value is
+    another; `edge`, `reflect` and `wrap`: each padded dimension read through a known table of the
+    input position each output position copies."""
     x = ins[0]
     mode = attrs.get("mode", "constant")
     pads = attrs.get("pads") if cx.opset < 11 else cx.known(node, ins[1], "pads")
     value = attrs.get("value", 0.0) if cx.opset < 11 else (
         cx.known(node, ins[2], "constant_value").item() if len(ins) > 2 and ins[2] is not None else 0)
-    if mode != "constant" or value != 0 or (len(ins) > 3 and ins[3] is not None):
-        cx.unsupported(node, "padding other than with zeros on every axis")
     pads = [int(p) for p in pads]
+    if len(ins) > 3 and ins[3] is not None:  # opset 18: the pads are those of these axes
+        axes = [int(a) + (x.rank if a < 0 else 0) for a in cx.known(node, ins[3], "axes")]
+        if len(pads) != 2 * len(axes) or sorted(set(axes)) != sorted(axes) or any(not 0 <= a < x.rank for a in axes):
+            cx.unsupported(node, f"pads {pads} for axes {axes} of a rank-{x.rank} input")
+        full = [0] * (2 * x.rank)
+        for k, a in enumerate(axes):
+            full[a], full[a + x.rank] = pads[k], pads[k + len(axes)]
+        pads = full
+    if len(pads) != 2 * x.rank:
+        cx.unsupported(node, f"{len(pads)} pads for a rank-{x.rank} input")
+    if mode not in ("constant", "edge", "reflect", "wrap"):
+        cx.unsupported(node, f"mode '{mode}'")
     if any(p < 0 for p in pads):
         cx.unsupported(node, "negative pads")
+    padded = [d for d in range(x.rank) if pads[d] or pads[d + x.rank]]
+    if any(not isinstance(x.shape[d], int) for d in padded):
+        cx.unsupported(node, "padding a dimension that is a size")
+    if mode == "reflect" and any(pads[d] >= x.shape[d] or pads[d + x.rank] >= x.shape[d] for d in padded):
+        cx.unsupported(node, f"reflect pads {pads} as wide as the input {list(x.shape)} or wider")
+    if mode != "constant" and any(x.shape[d] == 0 for d in padded):
+        cx.unsupported(node, f"'{mode}' padding of an empty dimension")
     shape = tuple(x.shape[d] + pads[d] + pads[d + x.rank] for d in range(x.rank))
     out = cx.output(node, 0, x.dtype, shape)
     subs = indices(x.rank)
-    # A compound subscript outside its dimension reads 0: the padding itself.
-    cx.emit(f"{target(cx, out, subs)} = {read(cx, x, [affine([(1, subs[d])], -pads[d]) for d in range(x.rank)])}")
+    if mode == "constant":
+        # A compound subscript outside its dimension reads 0: the padding itself. A dimension
+        # padded at its end only would be read at its bare index, standing alone in two extents,
+        # which the language refuses: it is read through a sum over one point, as slice_into does.
+        short = [d for d in padded if not pads[d]]
+        text = read(cx, x, [affine([(1, subs[d])] + ([(-1, "q0")] if d in short else []), -pads[d])
+                            for d in range(x.rank)])
+        text = f"sum({text})" if short else text
+        if value != 0 and padded:
+            inside = " & ".join(f"({subs[d]} >= {pads[d]}) & ({subs[d]} < {pads[d] + x.shape[d]})" for d in padded)
+            text = f"select({inside}, {text}, {literal(value, x.dtype)})"
+        cx.emit(f"{target(cx, out, subs)} = {text}" + (" where q0 < 1" if short else ""))
+        return [out]
+    x_subs = list(subs)
+    for d in padded:
+        n = x.shape[d]
+        at = np.arange(shape[d]) - pads[d]
+        if mode == "edge":
+            source = np.clip(at, 0, n - 1)
+        elif mode == "wrap":
+            source = np.mod(at, n)
+        else:  # reflect: about the first and the last element, which are not repeated
+            source = np.abs(at)
+            source = np.where(source > n - 1, 2 * (n - 1) - source, source)
+        x_subs[d] = _table(cx, source, subs[d])
+    cx.emit(f"{target(cx, out, subs)} = {read(cx, x, x_subs)}")
     return [out]
 
 
