@@ -235,6 +235,15 @@ TEST_P(Conv2dTest, DepthwiseConvolutionsOverRowsOfSeveralVectors) {
   check({.n = 1, .c = 2, .h = 10, .w = 50, .o = 2, .kh = 3, .kw = 3, .sh = 3, .sw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 2});
 }
 
+// Enough channels that the cpu device sums four at a time (and the rest one at a time): at
+// stride 2 over rows of several vectors with a residual, a 5x5 window (its width known only when
+// it runs) under ReLU6, and a batch whose groups of four span two images.
+TEST_P(Conv2dTest, DepthwiseConvolutionsFourChannelsAtATime) {
+  check({.n = 2, .c = 40, .h = 9, .w = 37, .o = 40, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 40, .relu = 1, .residual = true});
+  check({.n = 1, .c = 44, .h = 12, .w = 11, .o = 44, .kh = 5, .kw = 5, .pt = 2, .pl = 2, .pb = 2, .pr = 2, .groups = 44, .relu = 1, .clip_max = 1.5});
+  check({.n = 3, .c = 13, .h = 7, .w = 7, .o = 13, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 13});
+}
+
 // transpose_w=1: w holds the output channel last, and the cpu device's tiles run along output
 // channels (16 or 32 of them a vector pair, one output row's points broadcast). Rows of up to 7
 // points (4 vectors) and of several tiles (30 columns: 3 of 10), output channels that fill no
