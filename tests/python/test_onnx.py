@@ -511,6 +511,27 @@ def test_a_transposed_convolution_with_known_weights_is_a_product_and_then_a_gat
         assert_matches_onnxruntime(m, {"a": RNG.standard_normal((1, 32, 8, 8)).astype(np.float32)})
 
 
+@pytest.mark.parametrize("op, reduction, weighted, ignore", [("NegativeLogLikelihoodLoss", "mean", True, 2),
+                                                              ("NegativeLogLikelihoodLoss", "none", False, None),
+                                                              ("SoftmaxCrossEntropyLoss", "mean", False, -1),
+                                                              ("SoftmaxCrossEntropyLoss", "sum", True, None)])
+def test_losses_over_classes_match_onnxruntime(op, reduction, weighted, ignore):
+    """NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (and its log_prob output) over
+    [N, C, d1] scores: weighted or not, some targets the ignored class or not, each reduction."""
+    n, c, d = 3, 5, 4
+    labels = RNG.integers(0, c, (n, d))
+    if ignore is not None:
+        labels[0, 1] = labels[2, 3] = ignore
+    attrs = {"reduction": reduction, **({"ignore_index": ignore} if ignore is not None else {})}
+    names = ["x", "t"] + (["w"] if weighted else [])
+    outputs = ["y"] + (["log_prob"] if op == "SoftmaxCrossEntropyLoss" else [])
+    value = [f32("y", [n, d] if reduction == "none" else [])] + [f32(o, [n, c, d]) for o in outputs[1:]]
+    m = model([helper.make_node(op, names, outputs, **attrs)],
+              [f32("x", [n, c, d]), helper.make_tensor_value_info("t", TensorProto.INT64, [n, d])], value,
+              [weights("w", (c,))] if weighted else [])
+    assert_matches_onnxruntime(m, {"x": RNG.standard_normal((n, c, d)).astype(np.float32), "t": labels})
+
+
 def test_embedding_gather_counts_negative_positions_from_the_end():
     m = single("Gather", [helper.make_tensor_value_info("t", TensorProto.INT64, [5])], [5, 3],
                [weights("e", (7, 3))], axis=0)

@@ -277,6 +277,69 @@ def softmax(cx, node, ins, attrs):
     return [out]
 
 
+@op("NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss")
+def class_loss(cx, node, ins, attrs):
+    """ONNX's losses over classes along axis 1 of x ([N, C, d...]) at the targets t ([N, d...]):
+    each point's loss is -x[n, t, d...] (SoftmaxCrossEntropyLoss: of x's log-softmax along the
+    classes, its optional second output) times the class's weight, 0 where t is ignore_index;
+    reduced as `reduction` says: none, sum, or mean (the sum over the weights of the points not
+    ignored)."""
+    x, t = ins[:2]
+    weight = ins[2] if len(ins) > 2 and ins[2] is not None else None
+    reduction = attrs.get("reduction", "mean")
+    if x.dtype not in FLOAT_TYPES or t.dtype not in ("i32", "i64") or x.rank < 2 or t.rank != x.rank - 1:
+        cx.unsupported(node, f"scores of {x.dtype}{list(x.shape)} and targets of {t.dtype}{list(t.shape)}")
+    if reduction not in ("none", "sum", "mean"):
+        cx.unsupported(node, f"reduction '{reduction}'")
+    if node.op_type == "SoftmaxCrossEntropyLoss":
+        # log_prob: x - max - log(sum(exp(x - max))) along the classes, a tensor (or the second
+        # output) that the loss reads as NegativeLogLikelihoodLoss reads its input.
+        scores = x
+        x = cx.output(node, 1, scores.dtype, scores.shape) if cx.used(node, 1) else \
+            cx.graph.temporary(scores.dtype, scores.shape, "log_prob")
+        subs = indices(scores.rank)
+
+        def along(name):
+            return read(cx, scores, [subs[0], name, *subs[2:]])
+        top = f"max({along('m1')})"
+        cx.emit(f"{target(cx, x, subs)} = {read(cx, scores, subs)} - {top} - log(sum(exp({along('k1')} - {top})))")
+    n = t.rank
+    zero = literal(0, x.dtype)
+
+    def term(names):
+        """A point's loss and its weight, the target read at `names`."""
+        at = read(cx, t, names)
+        kept = f"{at} != {attrs['ignore_index']}" if "ignore_index" in attrs else None
+        w = read(cx, weight, [at]) if weight is not None else None
+        loss = f"-{read(cx, x, [names[0], at, *names[1:]])}" + (f" * {w}" if w else "")
+        if kept:
+            return f"select({kept}, {loss}, {zero})", f"select({kept}, {w or literal(1, x.dtype)}, {zero})"
+        return loss, w
+    if reduction == "none":
+        out = cx.output(node, 0, x.dtype, t.shape)
+        subs = indices(n)
+        cx.emit(f"{target(cx, out, subs)} = {term(subs)[0]}")
+        return
+    out = cx.output(node, 0, x.dtype, ())
+    loss, w = term([f"r{d}" for d in range(n)])
+    if reduction == "sum":
+        cx.emit(f"{target(cx, out, [])} = sum({loss})")
+        return
+    total = cx.graph.temporary(x.dtype, (), "loss_sum")
+    cx.emit(f"{target(cx, total, [])} = sum({loss})")
+    if w is None:  # every point weighs 1
+        count = 1
+        for d in t.shape:
+            count = count * d if isinstance(d, int) and isinstance(count, int) else None
+        if count is None:
+            cx.unsupported(node, "a mean over targets whose shape has sizes")
+        cx.emit(f"{target(cx, out, [])} = {read(cx, total, [])} / {literal(count, x.dtype)}")
+        return
+    weights = cx.graph.temporary(x.dtype, (), "loss_weights")
+    cx.emit(f"{target(cx, weights, [])} = sum({w})")
+    cx.emit(f"{target(cx, out, [])} = {read(cx, total, [])} / {read(cx, weights, [])}")
+
+
 # The reductions other than sum, max, min, mean and prod, written with them: (the reduction,
 # the form of each term, the form of the result).
 _REDUCE_FORMS = {"ReduceSumSquare": ("sum", "{0} * {0}", "{}"), "ReduceL1": ("sum", "abs({0})", "{}"),
