@@ -532,6 +532,38 @@ def test_losses_over_classes_match_onnxruntime(op, reduction, weighted, ignore):
     assert_matches_onnxruntime(m, {"x": RNG.standard_normal((n, c, d)).astype(np.float32), "t": labels})
 
 
+@pytest.mark.parametrize("op, direction, lengths, extra", [
+    ("LSTM", "bidirectional", True, {}), ("GRU", "reverse", False, {"linear_before_reset": 1}),
+    ("GRU", "bidirectional", True, {}), ("RNN", "forward", False, {}), ("LSTM", "forward", False, {})])
+def test_recurrent_layers_match_onnxruntime(op, direction, lengths, extra):
+    """RNN, GRU and LSTM unrolled over 18 steps (Y stacked through a tree of statements): both
+    directions or one, rows shorter than the sequence (sequence_lens), with initial states, biases
+    and peepholes, and every output. (Batch-first layouts, which ONNX Runtime refuses, are in the
+    node tests.)"""
+    layout = 0
+    steps, batch, inputs, hidden = 18, 3, 4, 5
+    gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[op]
+    d = 2 if direction == "bidirectional" else 1
+    x_shape = [batch, steps, inputs] if layout else [steps, batch, inputs]
+    state = [batch, d, hidden] if layout else [d, batch, hidden]
+    names = ["x", "w", "r", "b", "lens" if lengths else "", "h0"] + (["c0", "p"] if op == "LSTM" else [])
+    inits = [weights("w", (d, gates * hidden, inputs)), weights("r", (d, gates * hidden, hidden)),
+             weights("b", (d, 2 * gates * hidden)), weights("h0", state)]
+    if op == "LSTM":
+        inits += [weights("c0", state), weights("p", (d, 3 * hidden))]
+    outputs = ["y", "y_h"] + (["y_c"] if op == "LSTM" else [])
+    y_shape = [batch, steps, d, hidden] if layout else [steps, d, batch, hidden]
+    graph_inputs = [f32("x", x_shape)]
+    feeds = {"x": RNG.standard_normal(x_shape).astype(np.float32)}
+    if lengths:
+        graph_inputs.append(helper.make_tensor_value_info("lens", TensorProto.INT32, [batch]))
+        feeds["lens"] = np.array([steps, 7, 1], np.int32)
+    m = model([helper.make_node(op, names, outputs, hidden_size=hidden, direction=direction, layout=layout, **extra)],
+              graph_inputs, [f32("y", y_shape)] + [f32(o, state) for o in outputs[1:]], inits, opset=14)
+    # PoCL takes tens of seconds to build the larger unrolled programs: opencl runs the RNN.
+    assert_matches_onnxruntime(m, feeds, DEVICES if op == "RNN" else [v for v in DEVICES if v != "opencl"])
+
+
 def test_embedding_gather_counts_negative_positions_from_the_end():
     m = single("Gather", [helper.make_tensor_value_info("t", TensorProto.INT64, [5])], [5, 3],
                [weights("e", (7, 3))], axis=0)

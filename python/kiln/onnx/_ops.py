@@ -540,7 +540,7 @@ def range_(cx, node, ins, attrs):
 FIRST_OPERAND_OF = {"Gemm", "MatMul", "Reshape"}
 
 # The operators of the other modules register themselves in OPS when imported.
-from . import _conv, _movement, _products  # noqa: E402
+from . import _conv, _movement, _products, _recurrent  # noqa: E402
 
 REGISTERED_ELSEWHERE = (_conv, _movement, _products)
 __all__ = ["OPS", "FIRST_OPERAND_OF"]
