@@ -81,9 +81,9 @@ def recurrent(cx, node, ins, attrs):
             state = cx.graph.temporary(dt, (batch, hidden), hint)
             cx.emit(f"{target(cx, state, ['i0', 'i1'])} = " +
                     (read(cx, value, [str(d), 'i0', 'i1']) if value is not None else zero))
-            return state, ["i0", "i1"]
-        h, h_at = initial(h0, "initial_h")
-        c, c_at = initial(c0, "initial_c") if kind == "LSTM" else (None, None)
+            return state
+        h = initial(h0, "initial_h")
+        c = initial(c0, "initial_c") if kind == "LSTM" else None
         parts = []
         here = ["i0", "i1"]
         for s in range(steps):
@@ -91,15 +91,14 @@ def recurrent(cx, node, ins, attrs):
             # h · Rᵀ for every gate: rec[b, gate, j].
             rec = cx.graph.temporary(dt, (batch, gates, hidden), "recurrent_product")
             cx.emit(f"{target(cx, rec, ['i0', 'i1', 'i2'])} = "
-                    f"sum({read(cx, h, _bj(h_at, 'i0', 'r0'))} * {read(cx, r3, ['i1', 'i2', 'r0'])})")
+                    f"sum({read(cx, h, ['i0', 'r0'])} * {read(cx, r3, ['i1', 'i2', 'r0'])})")
 
             def gate(k):
                 return f"{read(cx, xw, [str(t), 'i0', str(k), 'i1'])} + {read(cx, rec, ['i0', str(k), 'i1'])}"
-            h_prev = read(cx, h, _bj(h_at, 'i0', 'i1'))
+            h_prev = read(cx, h, here)
             new_h = cx.graph.temporary(dt, (batch, hidden), "h")
-            new_at = here
             if kind == "RNN":
-                cx.emit(f"{target(cx, new_h, _target_at(new_at))} = tanh({gate(0)})")
+                cx.emit(f"{target(cx, new_h, here)} = tanh({gate(0)})")
             elif kind == "GRU":
                 z = cx.graph.temporary(dt, (batch, hidden), "update_gate")
                 cx.emit(f"{target(cx, z, here)} = sigmoid({gate(0)})")
@@ -110,7 +109,7 @@ def recurrent(cx, node, ins, attrs):
                         (f" + {read(cx, rb, ['2', 'i1'])})" if rb is not None else ")")
                 else:  # (r ⊙ h) · Rhᵀ + Rbh
                     recurrent_part = (f"sum({read(cx, reset, ['i0', 'r0'])} * "
-                                      f"{read(cx, h, _bj(h_at, 'i0', 'r0'))} * "
+                                      f"{read(cx, h, ['i0', 'r0'])} * "
                                       f"{read(cx, r3, ['2', 'i1', 'r0'])})")
                     if rb is not None:
                         recurrent_part += f" + {read(cx, rb, ['2', 'i1'])}"
@@ -118,37 +117,37 @@ def recurrent(cx, node, ins, attrs):
                 cx.emit(f"{target(cx, candidate, here)} = tanh({read(cx, xw, [str(t), 'i0', '2', 'i1'])} + "
                         f"{recurrent_part})")
                 z_here = read(cx, z, here)
-                cx.emit(f"{target(cx, new_h, _target_at(new_at))} = ({one} - {z_here}) * {read(cx, candidate, here)} + "
+                cx.emit(f"{target(cx, new_h, here)} = ({one} - {z_here}) * {read(cx, candidate, here)} + "
                         f"{z_here} * {h_prev}")
             else:  # LSTM: gates i, o, f, c; peepholes P = [Pi, Po, Pf]
-                def peephole(k, state, state_at):
-                    return f" + {read(cx, pp, [str(k), 'i1'])} * {read(cx, state, state_at)}" if pp is not None else ""
+                def peephole(k, state):
+                    return f" + {read(cx, pp, [str(k), 'i1'])} * {read(cx, state, here)}" if pp is not None else ""
                 i_gate = cx.graph.temporary(dt, (batch, hidden), "input_gate")
-                cx.emit(f"{target(cx, i_gate, here)} = sigmoid({gate(0)}{peephole(0, c, c_at)})")
+                cx.emit(f"{target(cx, i_gate, here)} = sigmoid({gate(0)}{peephole(0, c)})")
                 f_gate = cx.graph.temporary(dt, (batch, hidden), "forget_gate")
-                cx.emit(f"{target(cx, f_gate, here)} = sigmoid({gate(2)}{peephole(2, c, c_at)})")
+                cx.emit(f"{target(cx, f_gate, here)} = sigmoid({gate(2)}{peephole(2, c)})")
                 new_c = cx.graph.temporary(dt, (batch, hidden), "c")
-                cx.emit(f"{target(cx, new_c, here)} = {read(cx, f_gate, here)} * {read(cx, c, c_at)} + "
+                cx.emit(f"{target(cx, new_c, here)} = {read(cx, f_gate, here)} * {read(cx, c, here)} + "
                         f"{read(cx, i_gate, here)} * tanh({gate(3)})")
                 if lengths is not None:
-                    new_c = _held(cx, new_c, (c, c_at), lengths, t, "c")
+                    new_c = _held(cx, new_c, c, lengths, t, "c")
                 o_gate = cx.graph.temporary(dt, (batch, hidden), "output_gate")
-                cx.emit(f"{target(cx, o_gate, here)} = sigmoid({gate(1)}{peephole(1, new_c, here)})")
-                cx.emit(f"{target(cx, new_h, _target_at(new_at))} = {read(cx, o_gate, here)} * "
+                cx.emit(f"{target(cx, o_gate, here)} = sigmoid({gate(1)}{peephole(1, new_c)})")
+                cx.emit(f"{target(cx, new_h, here)} = {read(cx, o_gate, here)} * "
                         f"tanh({read(cx, new_c, here)})")
-                c, c_at = new_c, here
+                c = new_c
             part = cx.graph.temporary(dt, part_shape, "step")
             b_sub = "i0" if layout else "i2"
             value = read(cx, new_h, [b_sub, 'i3'])
             if lengths is not None:
                 value = f"select({t} < {read(cx, lengths, [b_sub])}, {value}, {zero})"
-                new_h = _held(cx, new_h, (h, h_at), lengths, t, "h")
+                new_h = _held(cx, new_h, h, lengths, t, "h")
             cx.emit(f"{target(cx, part, indices(4))} = {value}")
-            h, h_at = new_h, here
+            h = new_h
             parts.append((t, part))
         ys.append([p for _, p in sorted(parts, key=lambda tp: tp[0])])
-        last_h.append((h, h_at))
-        last_c.append((c, c_at))
+        last_h.append(h)
+        last_c.append(c)
     time_axis, direction_axis = (1, 2) if layout else (0, 1)
     if cx.used(node, 0):
         y_shape = (batch, steps, directions, hidden) if layout else (steps, directions, batch, hidden)
@@ -165,21 +164,9 @@ def recurrent(cx, node, ins, attrs):
             out = cx.output(node, i, dt, shape)
             b_sub, d_sub = ("i0", "i1") if layout else ("i1", "i0")
             # Each direction's last state at its own position along the directions.
-            terms = [f"select({d_sub} == {k}, {read(cx, state, _bj(at, b_sub, 'i2'))}, {zero})"
-                     for k, (state, at) in enumerate(states)]
+            terms = [f"select({d_sub} == {k}, {read(cx, state, [b_sub, 'i2'])}, {zero})"
+                     for k, state in enumerate(states)]
             cx.emit(f"{target(cx, out, indices(3))} = {' + '.join(terms)}")
-
-
-def _target_at(at):
-    """The target subscripts that write a state stored at `at` from a statement whose batch row
-    and column are i0 and i1: a step's part of Y names its dimensions of extent 1 i2 and i3."""
-    spare = iter(["i2", "i3"])
-    return [a if a.startswith("i") else next(spare) for a in at]
-
-
-def _bj(at, b, j):
-    """A state stored at `at` ([B, H], or a step's part of Y) read at batch row b, column j."""
-    return [b if a == "i0" else j if a == "i1" else a for a in at]
 
 
 def _by_gate(cx, value, d, offset, gates, hidden, hint):
@@ -198,10 +185,9 @@ def _by_gate(cx, value, d, offset, gates, hidden, hint):
 
 def _held(cx, new, old, lengths, t, hint):
     """`new` where step t is inside the batch row's sequence, else `old` (sequence_lens)."""
-    state, at = old
     held = cx.graph.temporary(new.dtype, new.shape, hint)
     cx.emit(f"{target(cx, held, ['i0', 'i1'])} = select({t} < {read(cx, lengths, ['i0'])}, "
-            f"{read(cx, new, ['i0', 'i1'])}, {read(cx, state, _bj(at, 'i0', 'i1'))})")
+            f"{read(cx, new, ['i0', 'i1'])}, {read(cx, old, ['i0', 'i1'])})")
     return held
 
 
