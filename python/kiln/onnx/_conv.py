@@ -140,28 +140,27 @@ def conv_transpose(cx, node, ins, attrs):
             cx.unsupported(node, f"an empty output along spatial dimension {d}")
         spatial.append(extent)
     out = cx.output(node, 0, x.dtype, (x.shape[0], per_out * group, *spatial))
-    taps, reads, masks, tables_of = [], [], [], []
+    tables = []  # per spatial dimension: [kernel positions, input positions, kept] by (point, tap)
     for d in range(n):
-        reach = [[(k, (p + begin[d] - k * dilations[d]) // strides[d]) for k in range(kernel[d])
-                  if (p + begin[d] - k * dilations[d]) % strides[d] == 0
-                  and 0 <= (p + begin[d] - k * dilations[d]) // strides[d] < x.shape[2 + d]] for p in range(spatial[d])]
-        width = max(1, max(len(r) for r in reach))
-        tables = np.zeros((3, spatial[d], width), np.int32)  # kernel positions, input positions, kept
+        reach = []
+        for p in range(spatial[d]):
+            at = [(k, p + begin[d] - k * dilations[d]) for k in range(kernel[d])]
+            reach.append([(k, i // strides[d]) for k, i in at
+                          if i % strides[d] == 0 and 0 <= i // strides[d] < x.shape[2 + d]])
+        table = np.zeros((3, spatial[d], max(1, max(len(r) for r in reach))), np.int32)
         for p, r in enumerate(reach):
             for t, (k, i) in enumerate(r):
-                tables[:, p, t] = (k, i, 1)
-        tables_of.append(tables)
-        at = [f"i{2 + d}", f"r{1 + d}"]
-        taps.append(read(cx, cx.index_table(tables[0]), at))
-        reads.append(read(cx, cx.index_table(tables[1]), at))
-        masks.append(read(cx, cx.index_table(tables[2]), at))
+                table[:, p, t] = (k, i, 1)
+        tables.append(table)
     if group > 1 and b is not None and b.const is None:
         cx.unsupported(node, f"group={group} with a bias the model computes")
-    kept = " + ".join(masks)
+    if group == 1 and w.const is not None and x.dtype in ("f32", "f64") and n <= 2:
+        return [_conv_transpose_through_columns(cx, x, w, b, out, tables)]
+    taps = [_tap_table(cx, t[0], d) for d, t in enumerate(tables)]
+    reads = [_tap_table(cx, t[1], d) for d, t in enumerate(tables)]
+    kept = _kept(cx, tables)
     zero = literal(0, x.dtype)
     subs = indices(out.rank)
-    if group == 1 and w.const is not None and x.dtype in ("f32", "f64") and n <= 2:
-        return [_conv_transpose_through_columns(cx, x, w, b, out, tables_of, kept)]
     parts = []
     for g in range(group):
         part = out if group == 1 else cx.graph.temporary(x.dtype, (out.shape[0], per_out, *spatial), "group")
@@ -181,7 +180,18 @@ def conv_transpose(cx, node, ins, attrs):
     return [out]
 
 
-def _conv_transpose_through_columns(cx, x, w, b, out, tables, kept):
+def _tap_table(cx, table, d, tap=None):
+    """Spatial dimension d's known table (point, tap) read at output index i{2 + d} and tap r{1 + d}
+    (or `tap`)."""
+    return read(cx, cx.index_table(table), [f"i{2 + d}", tap or f"r{1 + d}"])
+
+
+def _kept(cx, tables):
+    """The number of spatial dimensions in which a (point, taps) entry is one of the point's own."""
+    return " + ".join(_tap_table(cx, t[2], d) for d, t in enumerate(tables))
+
+
+def _conv_transpose_through_columns(cx, x, w, b, out, tables):
     """ConvTranspose in one group with known f32 or f64 weights: the columns, every input point's
     contribution to each (output channel, kernel position), are a product that the compiler makes
     a gemm call (the input with its channels first, by the weights as [C, O · taps]); each output
@@ -201,16 +211,15 @@ def _conv_transpose_through_columns(cx, x, w, b, out, tables, kept):
     # that is one tap (a kernel as wide as its stride: U-Net's up-convolutions), nothing is summed.
     every = all(t[2].all() for t in tables)
     single = every and all(t.shape[2] == 1 for t in tables)
+    tap = "0" if single else None
     row = [affine([(taps, "i1")])]
     after = taps
     for d in range(n):
         after //= w.shape[2 + d]
-        tap = [f"i{2 + d}", "0" if single else f"r{1 + d}"]
-        row.append(read(cx, cx.index_table((tables[d][0] * after).astype(np.int32)), tap))
-    at = [" + ".join(row), "i0", *(read(cx, cx.index_table(tables[d][1]), [f"i{2 + d}", "0" if single else f"r{1 + d}"])
-                                   for d in range(n))]
+        row.append(_tap_table(cx, (tables[d][0] * after).astype(np.int32), d, tap))
+    at = [" + ".join(row), "i0", *(_tap_table(cx, tables[d][1], d, tap) for d in range(n))]
     text = read(cx, columns, at) if single else f"sum({read(cx, columns, at)})" if every else \
-        f"sum(select({kept} == {n}, {read(cx, columns, at)}, {literal(0, x.dtype)}))"
+        f"sum(select({_kept(cx, tables)} == {n}, {read(cx, columns, at)}, {literal(0, x.dtype)}))"
     if b is not None:
         text += f" + {read(cx, b, ['i1'])}"
     cx.emit(f"{target(cx, out, indices(out.rank))} = {text}")
