@@ -32,15 +32,13 @@ namespace {
 // OpenBLAS's loop on a batch of 32 attention products (128 x 128 x 64), 0.8x on a transformer's
 // projections (k = 256 and 1024) and 0.9x at 512³, where OpenBLAS was as fast or faster on
 // products whose every dimension is 1024 or more (2048³: 0.93x oneDNN's time) and on small ones
-// (2^22 to 2^24 multiply-adds). Below 2^22 oneDNN runs a product on the calling thread alone,
-// where OpenBLAS's own threads took each one up and handed it back (a 128-step LSTM: 11.8-16.5 ms
-// against 20.0-21.3; a GPT-style decoder at batch 1 level, 2026-12-02).
+// (below 2^24 multiply-adds; still so once oneDNN ran those below 2^22 on one thread: a GPT-style
+// decoder at batch 1 measured even either way).
 // Products of one row or one column stay with OpenBLAS's gemv (openblas.h).
 bool onednn_runs(const GemmShape& s) {
   if (s.m <= 1 || s.n <= 1) return false;
   if (s.batch > 1) return true;
-  const int64_t work = s.m * s.n * s.k;
-  return work < (int64_t{1} << 22) || (work > (int64_t{1} << 24) && std::min({s.m, s.n, s.k}) < 1024);
+  return s.m * s.n * s.k > (int64_t{1} << 24) && std::min({s.m, s.n, s.k}) < 1024;
 }
 
 // Every product of `s` through OpenBLAS (or oneDNN, above), over host memory.
