@@ -328,12 +328,9 @@ def class_loss(cx, node, ins, attrs):
     total = cx.graph.temporary(x.dtype, (), "loss_sum")
     cx.emit(f"{target(cx, total, [])} = sum({loss})")
     if w is None:  # every point weighs 1
-        count = 1
-        for d in t.shape:
-            count = count * d if isinstance(d, int) and isinstance(count, int) else None
-        if count is None:
+        if any(not isinstance(d, int) for d in t.shape):
             cx.unsupported(node, "a mean over targets whose shape has sizes")
-        cx.emit(f"{target(cx, out, [])} = {read(cx, total, [])} / {literal(count, x.dtype)}")
+        cx.emit(f"{target(cx, out, [])} = {read(cx, total, [])} / {literal(int(np.prod(t.shape)), x.dtype)}")
         return
     weights = cx.graph.temporary(x.dtype, (), "loss_weights")
     cx.emit(f"{target(cx, weights, [])} = sum({w})")
@@ -542,6 +539,6 @@ FIRST_OPERAND_OF = {"Gemm", "MatMul", "Reshape"}
 # The operators of the other modules register themselves in OPS when imported.
 from . import _conv, _movement, _products, _recurrent  # noqa: E402
 
-REGISTERED_ELSEWHERE = (_conv, _movement, _products)
+REGISTERED_ELSEWHERE = (_conv, _movement, _products, _recurrent)
 __all__ = ["OPS", "FIRST_OPERAND_OF"]
 

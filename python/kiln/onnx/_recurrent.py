@@ -84,7 +84,7 @@ def recurrent(cx, node, ins, attrs):
             return state
         h = initial(h0, "initial_h")
         c = initial(c0, "initial_c") if kind == "LSTM" else None
-        parts = []
+        parts = []  # Y's part of each step, where Y is read
         here = ["i0", "i1"]
         for s in range(steps):
             t = steps - 1 - s if reverse else s
@@ -136,15 +136,15 @@ def recurrent(cx, node, ins, attrs):
                 cx.emit(f"{target(cx, new_h, here)} = {read(cx, o_gate, here)} * "
                         f"tanh({read(cx, new_c, here)})")
                 c = new_c
-            part = cx.graph.temporary(dt, part_shape, "step")
-            b_sub = "i0" if layout else "i2"
-            value = read(cx, new_h, [b_sub, 'i3'])
-            if lengths is not None:
-                value = f"select({t} < {read(cx, lengths, [b_sub])}, {value}, {zero})"
-                new_h = _held(cx, new_h, h, lengths, t, "h")
-            cx.emit(f"{target(cx, part, indices(4))} = {value}")
-            h = new_h
-            parts.append((t, part))
+            if cx.used(node, 0):
+                part = cx.graph.temporary(dt, part_shape, "step")
+                b_sub = "i0" if layout else "i2"
+                value = read(cx, new_h, [b_sub, 'i3'])
+                if lengths is not None:
+                    value = f"select({t} < {read(cx, lengths, [b_sub])}, {value}, {zero})"
+                cx.emit(f"{target(cx, part, indices(4))} = {value}")
+                parts.append((t, part))
+            h = _held(cx, new_h, h, lengths, t, "h") if lengths is not None else new_h
         ys.append([p for _, p in sorted(parts, key=lambda tp: tp[0])])
         last_h.append(h)
         last_c.append(c)

@@ -370,7 +370,7 @@ struct DepthwiseChannel {
 // masked load (stride 1) or the even lanes of two (stride 2) from the input row itself. One sum's
 // taps are a chain of dependent multiply-adds (nine of a 3x3 window, 4 cycles each on AVX-512
 // cores); four channels' chains side by side hide that: MobileNet-V2's 32 channels of 112 x 112
-// took 0.08-0.10 ms instead of 0.17-0.24, its 960 channels of 7 x 7 0.03 instead of 0.07. Rows
+// took 0.13-0.15 ms instead of 0.17-0.24 (medians; docs/ral.md has the rest). Rows
 // in order, each row's vectors in turn, so that the input rows stay in the L1 cache from one
 // vector to the next and both planes go in order, as the prefetchers follow (down columns of
 // vectors they did not).
