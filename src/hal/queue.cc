@@ -102,7 +102,12 @@ Status Queue::execute(const SemaphoreList& waits, const SemaphoreList& signals,
 
 Status Queue::host_call(const SemaphoreList& waits, const SemaphoreList& signals, HostCallFn fn,
                         Placement placement) {
-  return submit(HostCallCommand{std::move(fn)}, waits, signals, placement);
+  return submit(HostCallCommand{std::move(fn), nullptr}, waits, signals, placement);
+}
+
+Status Queue::stream_call(const SemaphoreList& waits, const SemaphoreList& signals, HostCallFn fn,
+                          StreamCallFn on_stream) {
+  return submit(HostCallCommand{std::move(fn), std::move(on_stream)}, waits, signals);
 }
 
 Status Queue::barrier(const SemaphoreList& waits, const SemaphoreList& signals) {

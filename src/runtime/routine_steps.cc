@@ -309,11 +309,20 @@ Status submit_routine_steps(hal::Device& device, hal::Queue& queue, const hal::S
                                     return run_collectives(calls, *execution, signals, run);
                                   },
                                   k == 0 ? hal::Placement::kCallerWhenReady : hal::Placement::kQueued);
+    } else if (const auto& step = std::get<CallStep>(first); step.call->memory() == ral::Memory::kDevice) {
+      // A function of device memory queues its work: on a queue with a stream of its own, in the
+      // stream's order, with nothing on the host waiting for it (hal::StreamCallFn).
+      submitted = queue.stream_call(
+          step_waits, step_signals, [step, execution](const hal::SemaphoreList&) { return run_call(step, *execution); },
+          [step, execution](void* stream) {
+            execution->context->set_device_stream(stream);
+            Status status = run_call(step, *execution);
+            execution->context->set_device_stream(nullptr);
+            return status;
+          });
     } else {
       submitted = queue.host_call(step_waits, step_signals,
-                                  [step = std::get<CallStep>(first), execution](const hal::SemaphoreList&) {
-                                    return run_call(step, *execution);
-                                  });
+                                  [step, execution](const hal::SemaphoreList&) { return run_call(step, *execution); });
     }
     if (!submitted.ok()) {
       // Steps already submitted wait on `order`: fail it so they end (with this status).

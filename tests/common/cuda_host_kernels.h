@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -71,12 +72,13 @@ class HostKernels {
     launch_grid(name, 3, 5, args...);
   }
 
-  // The same over `grid` blocks of `block` threads, one thread after another (one launch at a
-  // time in the process: the indices are globals).
+  // The same over `grid` blocks of `block` threads, one thread after another, one launch at a
+  // time (the indices are globals; the stand-in's streams run on threads of their own).
   template <typename... A>
   void launch_grid(const std::string& name, unsigned grid, unsigned block, A... args) {
     auto kernel = reinterpret_cast<void (*)(A...)>(::dlsym(handle_, name.c_str()));
     ASSERT_NE(kernel, nullptr) << name;
+    std::lock_guard<std::mutex> lock(launch_mutex_);
     *grid_dim_ = {grid, 1, 1};
     *block_dim_ = {block, 1, 1};
     for (unsigned b = 0; b < grid; ++b) {
@@ -91,6 +93,7 @@ class HostKernels {
  private:
   TempDir dir_;
   void* handle_ = nullptr;
+  std::mutex launch_mutex_;
   KilnDim *block_idx_ = nullptr, *thread_idx_ = nullptr, *block_dim_ = nullptr, *grid_dim_ = nullptr;
 };
 

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <thread>
 #include <cstring>
@@ -705,6 +706,72 @@ TEST_F(CudaQueueKernelTest, AFailedSignallerStopsItsDeviceWaiters) {
   EXPECT_NE(status.message().find("kernel 'fail_kernel' failed with code 7"), std::string::npos) << status;
   ASSERT_TRUE(queue2_->dispatch({}, {}, fill(a, 1)).ok());  // the queue goes on
   EXPECT_EQ(read(b), std::vector<uint32_t>(8, 0)) << "the waiter ran after its signaller failed";
+}
+
+// A host call that queues device work (a library call) runs when it is issued, with the queue's
+// stream, and signals once that work is over, with no host thread waiting for it; a kernel that
+// waits for it on another queue is handed the wait on the device at once.
+TEST_F(CudaQueueKernelTest, AStreamCallQueuesOnTheQueuesStreamAndItsWaitersFollowOnTheDevice) {
+  hal::BufferRef a = zeroed(32), b = zeroed(32);
+  auto called = hal::Semaphore::create(), copied = hal::Semaphore::create();
+  std::atomic<int> host_runs{0};
+  std::promise<void> go;
+  std::shared_future<void> held = go.get_future().share();
+  auto* data = static_cast<uint32_t*>(address(buffer_pointer(*a)));
+  CUstream seen = nullptr;
+  ASSERT_TRUE(queue_
+                  ->stream_call(
+                      {}, {{called, 1}},
+                      [&](const hal::SemaphoreList&) {
+                        ++host_runs;
+                        return Status();
+                      },
+                      [&](void* stream) {
+                        seen = static_cast<CUstream>(stream);
+                        stream_of(seen)->push([held, data] {
+                          held.wait();
+                          std::fill(data, data + 8, 7u);
+                        });
+                        return Status();
+                      })
+                  .ok());
+  ASSERT_NE(seen, nullptr) << "not run when issued";
+  ASSERT_TRUE(queue2_->dispatch({{called, 1}}, {{copied, 1}}, copy(a, b)).ok());
+  EXPECT_EQ(Fake::stream_waits.load(), 1) << "the wait was not handed to the device";
+  Result<uint64_t> reached = called->query();
+  ASSERT_TRUE(reached.ok()) << reached.status();
+  EXPECT_EQ(*reached, 0u) << "signalled before its work ran";
+  go.set_value();
+  ASSERT_TRUE(wait(copied, 1).ok());
+  EXPECT_EQ(read(b), std::vector<uint32_t>(8, 7));
+  EXPECT_EQ(host_runs.load(), 0) << "the host function ran on a queue with a stream";
+}
+
+// A library's work cannot be stopped on the device by the wait gate, so a stream call that waits
+// for kernels waits on the host: when they fail it never runs and its signal fails with their
+// failure; when they succeed it runs then.
+TEST_F(CudaQueueKernelTest, AStreamCallAfterKernelsWaitsOnTheHost) {
+  auto first = hal::Semaphore::create(), second = hal::Semaphore::create();
+  std::atomic<int> ran{0};
+  auto count = [&](void*) {
+    ++ran;
+    return Status();
+  };
+  auto never = [](const hal::SemaphoreList&) { return internal_error("the host function ran"); };
+  Fake::arm();
+  ASSERT_TRUE(queue_->dispatch({}, {{first, 1}}, fail()).ok());
+  ASSERT_TRUE(queue2_->stream_call({{first, 1}}, {{second, 1}}, never, count).ok());
+  EXPECT_EQ(Fake::stream_waits.load(), 0) << "a wait on kernels was handed to the device";
+  Fake::release();
+  Status status = wait(second, 1);
+  EXPECT_NE(status.message().find("kernel 'fail_kernel' failed with code 7"), std::string::npos) << status;
+  EXPECT_EQ(ran.load(), 0) << "ran after the kernels it waited for failed";
+  hal::BufferRef a = buffer(32);
+  auto third = hal::Semaphore::create(), fourth = hal::Semaphore::create();
+  ASSERT_TRUE(queue_->dispatch({}, {{third, 1}}, fill(a, 4)).ok());
+  ASSERT_TRUE(queue2_->stream_call({{third, 1}}, {{fourth, 1}}, never, count).ok());
+  ASSERT_TRUE(wait(fourth, 1).ok());
+  EXPECT_EQ(ran.load(), 1);
 }
 
 }  // namespace

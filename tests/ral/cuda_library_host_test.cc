@@ -11,6 +11,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <future>
 #include <limits>
 #include <optional>
 #include <tuple>
@@ -32,6 +33,7 @@ namespace kiln::ral::library {
 namespace {
 
 using cuda::CUdeviceptr;
+using cuda::CUstream;
 using cuda::fake::Fake;
 using u64 = unsigned long long;
 
@@ -379,21 +381,80 @@ TEST_F(CudaLibraryHostTest, CallsOfOneContextShareTheLibrary) {
 TEST_F(CudaLibraryHostTest, AFaultInALibraryCallMarksTheDeviceLost) {
   {
     CudaLibrary library(context_);
+    Context ral_context("cuda");
+    ExecutionContext execution(ral_context);
     std::vector<uint32_t> ring(size_t{256} * 8, 0);  // the status ring the stand-in's kernels check
     const CUdeviceptr ring_address = cuda::fake::device_address(ring.data());
     const uint32_t tag = 1, command = 0;
-    Status trapped = library.run("a trapping call", [&] {
+    Status trapped = library.run(execution, "a trapping call", [&] {
       return library.launch("trap_kernel", 1, {&ring_address, &tag, &command});
     });
     EXPECT_FALSE(trapped.ok());
     EXPECT_NE(trapped.message().find("cuda:0 is lost"), std::string::npos) << trapped;
     EXPECT_FALSE(context_->lost().ok());
     const int launches = Fake::launches;
-    Status next = library.run("the next call", [&] { return library.launch("trap_kernel", 1, {&ring_address, &tag, &command}); });
+    Status next = library.run(execution, "the next call", [&] { return library.launch("trap_kernel", 1, {&ring_address, &tag, &command}); });
     EXPECT_FALSE(next.ok());
     EXPECT_EQ(Fake::launches, launches) << "a call ran on a lost device";
   }
   Fake::clear_fault();
+}
+
+// A call the runtime runs in a queue's order (ExecutionContext::device_stream) puts its work on
+// that queue's stream and returns without waiting for it: while the stream is held, the call has
+// returned and its output is unwritten; once the stream runs, the output is the cpu device's.
+// Calls on two streams keep scratch memory of their own (held, the first call's keys would be
+// overwritten by the second's if they shared it), and a call that grows a stream's scratch frees
+// the old block after the work already on the stream.
+TEST_F(CudaLibraryHostTest, ACallInAQueuesOrderQueuesOnItsStreamWithoutWaiting) {
+  Context context("cuda");
+  CUstream streams[2] = {nullptr, nullptr};
+  {
+    cuda::ContextScope scope(context_->target());
+    ASSERT_TRUE(scope.status("the test's streams").ok());
+    for (CUstream& s : streams) {
+      ASSERT_EQ(context_->api().StreamCreate(&s, cuda::CU_STREAM_NON_BLOCKING), cuda::CUDA_SUCCESS);
+    }
+  }
+  struct Case {
+    std::vector<double> x;
+    hal::BufferRef xb, yb;
+  };
+  std::vector<Case> cases;
+  // Held until `go`: a call that waited for its stream would never return.
+  std::promise<void> go;
+  std::shared_future<void> held = go.get_future().share();
+  for (CUstream s : streams) cuda::fake::stream_of(s)->push([held] { held.wait(); });
+  for (int64_t n : {37, 300, 1000}) {  // streams 0, 1, then 0 again with more scratch
+    Case c;
+    for (int64_t i = 0; i < n; ++i) c.x.push_back(static_cast<double>((i * 37 + n) % 101) - 50);
+    c.xb = buffer(c.x);
+    c.yb = buffer(std::vector<double>(c.x.size(), -1.0));
+    MemRef<double, 1> xm{reinterpret_cast<double*>(c.xb.get()), {n}}, ym{reinterpret_cast<double*>(c.yb.get()), {n}};
+    int64_t descending = 0;
+    ExecutionContext execution(context);
+    execution.set_device_stream(streams[cases.size() % 2]);
+    std::vector<void*> args = {nullptr, &xm, &ym, &descending};
+    execution.call("sort___cuda___pvoid_m1df64_m1df64_i64___void", args.data());
+    ASSERT_TRUE(execution.finish().ok()) << execution.status();
+    EXPECT_EQ(contents<double>(c.yb, c.x.size()), std::vector<double>(c.x.size(), -1.0))
+        << "the call ran before the work ahead of it on the queue's stream";
+    cases.push_back(std::move(c));
+  }
+  go.set_value();
+  {
+    cuda::ContextScope scope(context_->target());
+    for (CUstream s : streams) {
+      EXPECT_EQ(context_->api().StreamSynchronize(s), cuda::CUDA_SUCCESS);
+      EXPECT_EQ(context_->api().StreamDestroy(s), cuda::CUDA_SUCCESS);
+    }
+  }
+  for (const Case& c : cases) {
+    std::vector<double> want = c.x;
+    std::stable_sort(want.begin(), want.end());
+    EXPECT_EQ(contents<double>(c.yb, c.x.size()), want) << "n " << c.x.size();
+  }
+  context.finish();
 }
 
 TEST_F(CudaLibraryHostTest, RandomNumbersAreTheCpuDevicesBitForBit) {

@@ -99,8 +99,17 @@ struct ExecuteCommand {
 // semaphores; return an error and the queue fails them with it; return a kDeferred status and the
 // function has taken over the list: it must signal or fail every semaphore of it, later.
 using HostCallFn = std::function<Status(const SemaphoreList& signals)>;
+// What a host call that queues device work (a library function on device memory) runs instead of
+// its HostCallFn on a queue with a device stream of its own (cuda, whose `stream` is a CUstream):
+// it runs when the action is issued, on whatever thread issues it, after the action's waits are
+// ordered before it on the stream but perhaps before they are met, and must only put work on the
+// stream, never wait for that work nor read on the host what the waits guard. The action signals
+// once that work is over, as a dispatch does (a fault in it marks the device lost); an error
+// returned fails the action once what it did queue is over.
+using StreamCallFn = std::function<Status(void* stream)>;
 struct HostCallCommand {
   HostCallFn fn;
+  StreamCallFn on_stream;  // may be empty: then fn runs everywhere
 };
 
 using Command = std::variant<CopyCommand, FillCommand, UpdateCommand, ReadCommand, WriteCommand,

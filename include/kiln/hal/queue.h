@@ -62,6 +62,10 @@ class Queue {
   // kCallerWhenReady for a function that returns soon (it may defer its signals: command.h).
   Status host_call(const SemaphoreList& waits, const SemaphoreList& signals, HostCallFn fn,
                    Placement placement = Placement::kQueued);
+  // A host call that queues device work: `on_stream` where the queue has a device stream of its
+  // own, `fn` (as host_call) elsewhere (command.h).
+  Status stream_call(const SemaphoreList& waits, const SemaphoreList& signals, HostCallFn fn,
+                     StreamCallFn on_stream);
   // Signals once the waits are met; does nothing else.
   Status barrier(const SemaphoreList& waits, const SemaphoreList& signals);
 

@@ -55,6 +55,13 @@ class ExecutionContext {
     return device ? device->host_threads() : 1;
   }
   const std::string& device() const { return context_.device(); }
+  // The device stream of the queue whose order the call at hand runs in (a CUstream on cuda:
+  // hal::StreamCallFn), null when it runs on a host thread once its waits are met. A function of
+  // device memory (Memory::kDevice) that finds one puts its work on it and returns without
+  // waiting for it; with none, it finishes its device work before it returns. The runtime sets it
+  // around such a call; an execution's calls run one at a time.
+  void* device_stream() const { return device_stream_; }
+  void set_device_stream(void* stream) { device_stream_ = stream; }
   uint64_t seed() const { return seed_; }
   uint64_t run() const { return run_; }
 
@@ -132,6 +139,7 @@ class ExecutionContext {
   const uint64_t seed_;
   const uint64_t run_;
   std::atomic<uint64_t> random_blocks_{0};
+  void* device_stream_ = nullptr;
 
   std::mutex create_mutex_;   // serializes factories of execution resources
   mutable std::mutex mutex_;  // guards everything below

@@ -117,6 +117,13 @@ void CuContext::free_device(CUdeviceptr pointer) const {
   if (!freed.ok() && lost().ok()) KILN_LOG(kWarn, freed.to_string());  // a lost device fails every call
 }
 
+void CuContext::free_device_after(CUdeviceptr pointer, CUstream stream) const {
+  if (!alloc_stream_) return free_device(pointer);
+  Status freed = call_in_context(target_, "cuMemFreeAsync", "freeing device memory",
+                                 [&](const Api& a) { return a.MemFreeAsync(pointer, stream); });
+  if (!freed.ok() && lost().ok()) KILN_LOG(kWarn, freed.to_string());  // a lost device fails every call
+}
+
 Status CuContext::zero_device(CUdeviceptr pointer, size_t bytes) const {
   if (!alloc_stream_) {
     return map_copy("cuMemsetD8Async", [&](const Api& a) { return a.MemsetD8Async(pointer, 0, bytes, map_stream_); });

@@ -74,6 +74,9 @@ class CuContext {
   Result<CUdeviceptr> allocate_device(size_t bytes, const std::string& what) const;
   // Frees what allocate_device gave, once nothing on any stream uses it (the caller knows).
   void free_device(CUdeviceptr pointer) const;
+  // Frees what allocate_device gave once the work queued on `stream` so far is over, which is
+  // the last to use it (cuMemFreeAsync; without memory pools as free_device, which waits).
+  void free_device_after(CUdeviceptr pointer, CUstream stream) const;
   // Sets `bytes` of what allocate_device gave to zero before it returns, in stream order after the
   // allocation: on the allocation stream (the mapping stream without memory pools). Not with
   // cuMemsetD8, which runs on the legacy default stream, ordered with none of kiln's non-blocking

@@ -79,9 +79,12 @@ CuQueue::~CuQueue() {
 }
 
 void CuQueue::enqueue(std::unique_ptr<hal::Action> action) {
-  // A write copies host memory when issued, so its waits must be met first.
-  if (std::holds_alternative<hal::HostCallCommand>(action->command) ||
-      drivers::runs_command<hal::WriteCommand>(action->command)) {
+  // A write copies host memory when issued, so its waits must be met first. A host call runs on
+  // the host once they are; one that queues device work (StreamCallFn) goes onto the stream as a
+  // dispatch would, its waits handed to the device where their signallers run no kernels (the
+  // wait gate cannot stop a library's work).
+  const auto* call = std::get_if<hal::HostCallCommand>(&action->command);
+  if ((call && !call->on_stream) || drivers::runs_command<hal::WriteCommand>(action->command)) {
     defer(std::move(action));
     return;
   }
@@ -114,7 +117,7 @@ void CuQueue::enqueue(std::unique_ptr<hal::Action> action) {
 }
 
 void CuQueue::issue(std::unique_ptr<hal::Action> action) {
-  if (std::holds_alternative<hal::HostCallCommand>(action->command)) {
+  if (const auto* call = std::get_if<hal::HostCallCommand>(&action->command); call && !call->on_stream) {
     std::shared_ptr<hal::Action> shared = std::move(action);
     host_calls_.push([shared] { drivers::run_host_call(*shared); });
     return;
@@ -231,11 +234,23 @@ Status CuQueue::launch(const hal::Command& command, uint32_t index, Flight& flig
             }
             return Status();
           },
-          [&](const hal::HostCallCommand&) {
-            return internal_error("host_call cannot run inside a command buffer");
+          [&](const hal::HostCallCommand& c) {
+            // Only an action's own command (a command buffer holds no host calls).
+            return c.on_stream ? launch_stream_call(c.on_stream)
+                               : internal_error("host_call cannot run inside a command buffer");
           },
       },
       command);
+}
+
+Status CuQueue::launch_stream_call(const hal::StreamCallFn& on_stream) {
+  try {
+    return on_stream(stream_);
+  } catch (const std::exception& e) {
+    return internal_error(std::string("stream call threw: ") + e.what());
+  } catch (...) {
+    return internal_error("stream call threw a non-standard exception");
+  }
 }
 
 size_t CuQueue::chunk_bytes() const { return std::min(kStagingChunkBytes, context_->staging().max_block_bytes()); }

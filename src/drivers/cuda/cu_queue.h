@@ -23,7 +23,9 @@
 // blocks (cu_staging_pool.h), so the copies are asynchronous; a write's host bytes are read when
 // it is issued, which for an action with handed waits is before they resolve, so actions with
 // transfers from host memory (write) keep their waits on the host. Host calls run on a worker
-// of their own.
+// of their own; a host call that queues device work (hal::StreamCallFn, a library call) runs
+// when issued instead, putting its work on this queue's stream, and completes as a dispatch
+// does: no host thread waits for its work, and the actions after it wait on its event.
 #pragma once
 
 #include <condition_variable>
@@ -68,6 +70,8 @@ class CuQueue final : public hal::Queue {
   // Puts one command on the stream; `index` numbers the commands of the action.
   Status launch(const hal::Command& command, uint32_t index, Flight& flight);
   Status launch_dispatch(const hal::DispatchCommand& d, uint32_t index, Flight& flight);
+  // A host call's StreamCallFn with this queue's stream (the context pushed, under the issue lock).
+  Status launch_stream_call(const hal::StreamCallFn& on_stream);
   Status launch_copy(const hal::CopyCommand& c, Flight& flight);
   Status launch_fill(const hal::FillCommand& f, Flight& flight);
   // Host bytes to the device, and device bytes to the host, through staging blocks.

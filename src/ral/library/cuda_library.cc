@@ -53,36 +53,57 @@ CudaLibrary::~CudaLibrary() {
   cuda::ContextScope scope(context_->target());
   if (!scope.status("the CUDA library's teardown").ok()) return;
   const cuda::Api& api = context_->api();
-  if (blas_) cublas().Destroy(blas_);
-  for (const Scratch& s : scratch_) {
-    if (s.pointer) context_->free_device(s.pointer);
+  for (const auto& [stream, state] : streams_) {
+    if (state.blas) cublas().Destroy(state.blas);
+    for (const Scratch& s : state.scratch) {
+      if (s.pointer) context_->free_device(s.pointer);
+    }
   }
   if (module_) api.ModuleUnload(module_);
-  if (stream_) api.StreamDestroy(stream_);
+  if (own_stream_) api.StreamDestroy(own_stream_);
 }
 
-Status CudaLibrary::run(std::string_view what, const std::function<Status()>& work) {
+Status CudaLibrary::run(const ExecutionContext& execution, std::string_view what,
+                        const std::function<Status()>& work) {
   std::lock_guard<std::mutex> lock(mutex_);
   const cuda::Api& api = context_->api();
   KILN_RETURN_IF_ERROR(context_->lost());  // a lost device runs nothing more
   cuda::ContextScope scope(context_->target());
   KILN_RETURN_IF_ERROR(scope.status(what));
-  if (!stream_) {
-    const cuda::CUresult made = api.StreamCreate(&stream_, cuda::CU_STREAM_NON_BLOCKING);
+  auto* queue_stream = static_cast<cuda::CUstream>(execution.device_stream());
+  if (!queue_stream && !own_stream_) {
+    const cuda::CUresult made = api.StreamCreate(&own_stream_, cuda::CU_STREAM_NON_BLOCKING);
     if (made != cuda::CUDA_SUCCESS) {
-      stream_ = nullptr;
+      own_stream_ = nullptr;
       return cuda::cu_error("cuStreamCreate", made, what);
     }
   }
+  stream_ = queue_stream ? queue_stream : own_stream_;
+  state_ = &streams_[stream_];
   Status status = work();
+  state_ = nullptr;
+  // On a queue's stream the queue waits for the work, as for its own kernels, and a fault in it
+  // marks the device lost there.
+  if (queue_stream) return status.ok() ? status : status.annotate(std::string(what));
   // Waited for even after a failed step: the steps before it may still use the scratch memory.
   // An error the wait returns came from the device (a fault in a kernel of the library's or of
   // cuBLAS's), which is sticky: the device is lost, as for a fault in a queue's kernel.
   // The lost state names the fault, which a step that failed too (a launch returns the sticky
   // error once the fault has happened) would only echo.
-  const cuda::CUresult waited = api.StreamSynchronize(stream_);
+  const cuda::CUresult waited = api.StreamSynchronize(own_stream_);
   if (waited != cuda::CUDA_SUCCESS) return context_->mark_lost(cuda::cu_error("cuStreamSynchronize", waited, what));
   return status.ok() ? status : status.annotate(std::string(what));
+}
+
+Status await_call_stream(const ExecutionContext& execution, const hal::Buffer& buffer, std::string_view function) {
+  auto* stream = static_cast<cuda::CUstream>(execution.device_stream());
+  const cuda::CuStorage* storage = cuda::cu_storage(buffer);
+  if (!stream || !storage) return Status();
+  const std::shared_ptr<cuda::CuContext>& context = storage->context();
+  Status waited = cuda::call_in_context(context->target(), "cuStreamSynchronize",
+                                        std::string(function) + " on the host: the work before it on its queue",
+                                        [&](const cuda::Api& api) { return api.StreamSynchronize(stream); });
+  return waited.ok() ? waited : context->mark_lost(waited);
 }
 
 Result<cuda::CUfunction> CudaLibrary::kernel(const char* name) {
@@ -117,12 +138,13 @@ Status CudaLibrary::launch(const char* name, uint64_t threads, std::initializer_
 }
 
 Result<CUdeviceptr> CudaLibrary::scratch(size_t slot, size_t bytes) {
-  Scratch& s = scratch_[slot];
+  Scratch& s = state_->scratch[slot];
   if (s.pointer && s.bytes >= bytes) return s.pointer;
-  // The stream is idle between runs and the steps before this one in the run use other slots.
-  // From the context's pool in stream order (cuMemAlloc and cuMemFree would each wait for the
-  // whole device, other libraries' work included).
-  if (s.pointer) context_->free_device(s.pointer);
+  // The steps before this one in the call use other slots. The old block goes once the stream's
+  // work so far is done (the own stream is idle between calls). From the context's pool
+  // (cuMemAlloc and cuMemFree would each wait for the whole device, other libraries' work
+  // included).
+  if (s.pointer) context_->free_device_after(s.pointer, stream_);
   s = Scratch();
   KILN_ASSIGN_OR_RETURN(CUdeviceptr pointer, context_->allocate_device(bytes, "library scratch memory"));
   s = Scratch{pointer, bytes};
@@ -132,18 +154,18 @@ Result<CUdeviceptr> CudaLibrary::scratch(size_t slot, size_t bytes) {
 Result<cublasHandle_t> CudaLibrary::blas() {
   const Cublas& lib = cublas();
   KILN_RETURN_IF_ERROR(lib.status);
-  if (!blas_) {
+  if (!state_->blas) {
     cublasHandle_t handle = nullptr;
     if (const cublasStatus_t made = lib.Create(&handle); made != 0) {
       return unavailable_error("cuBLAS " + lib.version + " could not start: cublasCreate failed: " +
                                cublas_status_name(made));
     }
-    blas_ = handle;
+    state_->blas = handle;
   }
-  if (const cublasStatus_t bound = lib.SetStream(blas_, stream_); bound != 0) {
+  if (const cublasStatus_t bound = lib.SetStream(state_->blas, stream_); bound != 0) {
     return internal_error("cublasSetStream failed: " + cublas_status_name(bound));
   }
-  return blas_;
+  return state_->blas;
 }
 
 Result<GemmPlace> cuda_gemm(const hal::Buffer&) {
@@ -169,7 +191,7 @@ Status cublas_gemm(ExecutionContext* execution, const hal::Buffer& a, const hal:
   CudaLibrary* library = on.library;
   const CUdeviceptr a_ptr = on.a, b_ptr = on.b, c_ptr = on.c;
   const ColumnMajorGemm g = column_major_gemm(s.transpose_a, s.transpose_b, s.m, s.n, s.k, s.lda(), s.ldb());
-  return library->run("gemm on cuda", [&]() -> Status {
+  return library->run(*execution, "gemm on cuda", [&]() -> Status {
     KILN_ASSIGN_OR_RETURN(cublasHandle_t handle, library->blas());
     // The products one after another on the handle's stream, each at its own offsets.
     for (int64_t p = 0; p < s.batch; ++p) {
@@ -234,7 +256,7 @@ Status sort_on_device(ExecutionContext* execution, const char* function, const h
   const std::string suffix(type_suffix<T>());
   const std::string load = "kiln_sort_load_" + suffix, step = "kiln_sort_step_" + suffix,
                     store = "kiln_sort_store_" + suffix;
-  return library->run(std::string(function) + " on cuda", [&]() -> Status {
+  return library->run(*execution, std::string(function) + " on cuda", [&]() -> Status {
     KILN_ASSIGN_OR_RETURN(CUdeviceptr keys, library->scratch(0, elements * sizeof(T)));
     KILN_ASSIGN_OR_RETURN(CUdeviceptr idx, library->scratch(1, elements * sizeof(uint32_t)));
     KILN_RETURN_IF_ERROR(library->launch(load.c_str(), elements, {&x_ptr, &keys, &idx, &row_count, &length, &padded}));
@@ -284,7 +306,7 @@ Status random_on_device(ExecutionContext* execution, const char* function, MemRe
   // One thread per Philox block: four f32 (f16, bf16) or two f64 elements.
   const uint64_t threads = std::is_same_v<P, float> ? (count + 3) / 4 : (count + 1) / 2;
   const std::string kernel = std::string("kiln_") + function + "_" + std::string(type_suffix<T>());
-  return library->run(std::string(function) + " on cuda", [&]() {
+  return library->run(*execution, std::string(function) + " on cuda", [&]() {
     return library->launch(kernel.c_str(), threads, {&out, &count, &key0, &key1, &site, &run, &p, &q});
   });
 }

@@ -1,8 +1,10 @@
 // The library functions on the cuda device's own memory (ral::Memory::kDevice): gemm through
 // cuBLAS, random numbers and sorting through kiln's kernels (cuda_kernels.h). Each call runs on
-// the CudaLibrary of the buffers' CUDA context, a ral::Context resource holding a stream, the
-// kernels' module and a cuBLAS handle, and returns when its device work has finished, as a
-// device-memory function must.
+// the CudaLibrary of the buffers' CUDA context, a ral::Context resource holding the kernels'
+// module, and per stream a cuBLAS handle and scratch memory. A call the runtime runs in a queue's
+// order (ExecutionContext::device_stream) puts its work on that queue's stream and returns;
+// otherwise it runs on the library's own stream and returns when its device work has finished,
+// as a device-memory function must.
 #pragma once
 
 #include <cstdint>
@@ -32,38 +34,54 @@ class CudaLibrary final : public Resource {
   explicit CudaLibrary(std::shared_ptr<cuda::CuContext> context) : context_(std::move(context)) {}
   ~CudaLibrary() override;
 
-  // Runs `work` with the context pushed (one call at a time), then waits for the library's
-  // stream, which launch and blas() use: the first error, annotated with `what`.
-  Status run(std::string_view what, const std::function<Status()>& work);
+  // Runs `work` with the context pushed, one call at a time, on the stream of the call at hand
+  // (ExecutionContext::device_stream) without waiting for it, or where there is none on the
+  // library's own stream, which it then waits for: the first error, annotated with `what`.
+  Status run(const ExecutionContext& execution, std::string_view what, const std::function<Status()>& work);
 
   // Only inside run's work:
   // Launches kernel `name` of cuda_library_source() over `threads` threads (none when 0).
   Status launch(const char* name, uint64_t threads, std::initializer_list<const void*> args);
-  // At least `bytes` of device memory in scratch slot `slot` (0 or 1), kept for later calls and
-  // grown when too small, from the context's memory pool in stream order (CuContext::
-  // allocate_device: no cuMemAlloc or cuMemFree, which wait for the whole device).
+  // At least `bytes` of device memory in scratch slot `slot` (0 or 1) of the stream, kept for the
+  // stream's later calls and grown when too small, from the context's memory pool (CuContext::
+  // allocate_device: no cuMemAlloc, which waits for the whole device); what it replaces is freed
+  // after the work already on the stream.
   Result<cuda::CUdeviceptr> scratch(size_t slot, size_t bytes);
-  // The context's cuBLAS handle, bound to the stream (made on first use), in cuBLAS's default
-  // math mode: f32 products stay f32 (TF32 only where NVIDIA_TF32_OVERRIDE=1 asks for it, NVIDIA's
-  // switch for every library in the process), and the narrow products use the tensor cores with
-  // the f32 sums their compute type keeps.
+  // The stream's cuBLAS handle (made on first use), in cuBLAS's default math mode: f32 products
+  // stay f32 (TF32 only where NVIDIA_TF32_OVERRIDE=1 asks for it, NVIDIA's switch for every
+  // library in the process), and the narrow products use the tensor cores with the f32 sums
+  // their compute type keeps.
   Result<cublasHandle_t> blas();
 
  private:
   Result<cuda::CUfunction> kernel(const char* name);
 
-  std::shared_ptr<cuda::CuContext> context_;
-  std::mutex mutex_;  // one run at a time; guards everything below
-  cuda::CUstream stream_ = nullptr;
-  cuda::CUmodule module_ = nullptr;
-  std::unordered_map<std::string, cuda::CUfunction> functions_;  // of module_, by name
-  cublasHandle_t blas_ = nullptr;
   struct Scratch {
     cuda::CUdeviceptr pointer = 0;
     size_t bytes = 0;
   };
-  Scratch scratch_[2];
+  // What the calls on one stream use, so that calls on two queues' streams never share them.
+  struct StreamState {
+    cublasHandle_t blas = nullptr;
+    Scratch scratch[2];
+  };
+
+  std::shared_ptr<cuda::CuContext> context_;
+  std::mutex mutex_;  // one run at a time; guards everything below
+  cuda::CUstream own_stream_ = nullptr;  // for calls without a queue's stream
+  cuda::CUmodule module_ = nullptr;
+  std::unordered_map<std::string, cuda::CUfunction> functions_;  // of module_, by name
+  std::unordered_map<cuda::CUstream, StreamState> streams_;      // by stream, the own one's too
+  // During run: the stream it runs on and its state.
+  cuda::CUstream stream_ = nullptr;
+  StreamState* state_ = nullptr;
 };
+
+// For a call that reads or writes `buffer`'s device memory on the host (a product over mapped
+// buffers) in a queue's order (ExecutionContext::device_stream): waits until the work before it
+// on that stream is over, on the thread that issues it. Nothing for a call without a stream (its
+// waits are met).
+Status await_call_stream(const ExecutionContext& execution, const hal::Buffer& buffer, std::string_view function);
 
 // The device address of `buffer`; INVALID_ARGUMENT naming `function` and `operand` when it is
 // not CUDA memory.

@@ -92,7 +92,7 @@ template <typename TA, typename TC>
 Status cuda_narrow_gemm(ExecutionContext* execution, const hal::Buffer& a, const hal::Buffer& b, const hal::Buffer& c,
                         const GemmShape& s, float alpha, float beta) {
   KILN_ASSIGN_OR_RETURN(const GemmOperands on, gemm_operands(execution, a, b, c, "gemm"));
-  return on.library->run("gemm on cuda", [&]() -> Status {
+  return on.library->run(*execution, "gemm on cuda", [&]() -> Status {
     if constexpr (std::is_same_v<TA, int8_t>) {
       return i8_products(*on.library, s, on.a, on.b, on.c, alpha, beta);
     } else {
@@ -128,7 +128,7 @@ Status cuda_qgemm(ExecutionContext* execution, const hal::Buffer& a, const hal::
   KILN_ASSIGN_OR_RETURN(CUdeviceptr scale_a_ptr, device_pointer(scale_a, "qgemm", "scale_a"));
   KILN_ASSIGN_OR_RETURN(CUdeviceptr scale_b_ptr, device_pointer(scale_b, "qgemm", "scale_b"));
   const uint64_t m = static_cast<uint64_t>(s.m), n = static_cast<uint64_t>(s.n);
-  return on.library->run("qgemm on cuda", [&]() -> Status {
+  return on.library->run(*execution, "qgemm on cuda", [&]() -> Status {
     KILN_ASSIGN_OR_RETURN(CUdeviceptr sums, on.library->scratch(0, m * n * sizeof(int32_t)));
     KILN_RETURN_IF_ERROR(i8_products(*on.library, s, on.a, on.b, sums, 1.0f, 0.0f));
     return on.library->launch("kiln_qgemm_scale", m * n, {&sums, &scale_a_ptr, &scale_b_ptr, &on.c, &m, &n});

@@ -91,29 +91,33 @@ Status gemm_mapped(const GemmShape& s, T* a, T* b, T* c, T alpha, T beta) {
 // The opencl and cuda devices' gemm, which work on device memory (Memory::kDevice): `library`
 // (CLBlast or cuBLAS, given the shape) runs it on the device where `place` says so, else
 // gemm_mapped does (on a CPU device, without the library, or when KILN_OPENCL_GEMM /
-// KILN_CUDA_GEMM asks for the host). k = 0 (c = beta * c) is always left to the host: CLBlast
-// refuses a zero dimension.
-template <typename T, typename Place, typename Library>
-Status gemm_on_device(const GemmShape& s, T* a, T* b, T* c, T alpha, T beta, Place&& place, Library&& library) {
+// KILN_CUDA_GEMM asks for the host), once `host_ready` has returned. k = 0 (c = beta * c) is
+// always left to the host: CLBlast refuses a zero dimension.
+template <typename T, typename Place, typename Library, typename HostReady>
+Status gemm_on_device(const GemmShape& s, T* a, T* b, T* c, T alpha, T beta, Place&& place, Library&& library,
+                      HostReady&& host_ready) {
   if (s.m == 0 || s.n == 0 || s.batch == 0) return Status();
   KILN_ASSIGN_OR_RETURN(GemmPlace where, place(buffer_at(c)));
   return run_gemm_at(
       "gemm", s.k == 0 ? GemmPlace::kHost : where, [&] { return library(s); },
-      [&] { return gemm_mapped<T>(s, a, b, c, alpha, beta); });
+      [&] {
+        KILN_RETURN_IF_ERROR(host_ready());
+        return gemm_mapped<T>(s, a, b, c, alpha, beta);
+      });
 }
 
 template <typename T>
 Status gemm_opencl(ExecutionContext*, const GemmShape& s, T* a, T* b, T* c, T alpha, T beta) {
   return gemm_on_device<T>(s, a, b, c, alpha, beta, opencl_gemm, [&](const GemmShape& shape) {
     return clblast_gemm<T>(buffer_at(a), buffer_at(b), buffer_at(c), shape, alpha, beta);
-  });
+  }, [] { return Status(); });
 }
 
 template <typename T>
 Status gemm_cuda(ExecutionContext* context, const GemmShape& s, T* a, T* b, T* c, T alpha, T beta) {
   return gemm_on_device<T>(s, a, b, c, alpha, beta, cuda_gemm, [&](const GemmShape& shape) {
     return cublas_gemm<T>(context, buffer_at(a), buffer_at(b), buffer_at(c), shape, alpha, beta);
-  });
+  }, [&] { return await_call_stream(*context, buffer_at(c), "gemm"); });
 }
 
 template <typename T>

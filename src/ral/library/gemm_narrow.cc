@@ -265,7 +265,10 @@ Status gemm_cuda(ExecutionContext* execution, MemRef<TA, RA> a, MemRef<TA, RB> b
   return run_gemm_at(
       "gemm", s.k == 0 ? GemmPlace::kHost : where,
       [&] { return cuda_narrow_gemm<TA, TC>(execution, buffer_of(a), buffer_of(b), buffer_of(c), s, alpha, beta); },
-      [&] { return gemm_mapped(execution, a, b, c, transpose_a, transpose_b, alpha, beta, batch); });
+      [&] {
+        KILN_RETURN_IF_ERROR(await_call_stream(*execution, buffer_of(c), "gemm"));
+        return gemm_mapped(execution, a, b, c, transpose_a, transpose_b, alpha, beta, batch);
+      });
 }
 
 template <typename TA, typename TC, int RA, int RB, int RC>
@@ -336,7 +339,10 @@ Status qgemm_cuda(ExecutionContext* execution, MemRef<int8_t, 2> a, MemRef<int8_
         return cuda_qgemm(execution, buffer_of(a), buffer_of(b), buffer_of(scale_a), buffer_of(scale_b), buffer_of(c),
                           s);
       },
-      [&] { return qgemm_mapped(execution, a, b, scale_a, scale_b, c, transpose_a, transpose_b); });
+      [&] {
+        KILN_RETURN_IF_ERROR(await_call_stream(*execution, buffer_of(c), "qgemm"));
+        return qgemm_mapped(execution, a, b, scale_a, scale_b, c, transpose_a, transpose_b);
+      });
 }
 
 template <typename TA, typename TC, int RA, int RB, int RC>
