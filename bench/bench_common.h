@@ -58,13 +58,14 @@ inline hal::ExecutableRef make_bench_executable(hal::Device& device) {
 // The loops the device benchmarks (opencl_bench, cuda_bench) time against direct driver calls.
 
 // A trivial dispatch of export 0 of `exe`, signalling a semaphore the host waits on.
-inline void time_kiln_dispatch(benchmark::State& state, hal::Device& device, const hal::ExecutableRef& exe) {
+inline void time_kiln_dispatch(benchmark::State& state, hal::Device& device, const hal::ExecutableRef& exe,
+                               uint32_t ordinal = 0) {
   hal::QueueRef queue = check(device.create_queue(), "queue");
   auto done = device.create_semaphore(0);
   uint64_t n = 0;
   for (auto _ : state) {
     ++n;
-    check(queue->dispatch({}, {{done, n}}, hal::DispatchCommand{exe, 0, {1, 1, 1}, {}, {}}), "dispatch");
+    check(queue->dispatch({}, {{done, n}}, hal::DispatchCommand{exe, ordinal, {1, 1, 1}, {}, {}}), "dispatch");
     check(done->wait(n, Timeout::infinite()), "wait");
   }
 }
@@ -72,13 +73,14 @@ inline void time_kiln_dispatch(benchmark::State& state, hal::Device& device, con
 // `length` trivial dispatches alternating between two queues, each waiting for the one before on
 // one timeline, then one host wait.
 inline void time_kiln_chain(benchmark::State& state, hal::Device& device, const hal::ExecutableRef& exe,
-                            uint64_t length) {
+                            uint64_t length, uint32_t ordinal = 0) {
   hal::QueueRef queues[2] = {check(device.create_queue(), "queue"), check(device.create_queue(), "queue")};
   auto s = device.create_semaphore(0);
   uint64_t n = 0;
   for (auto _ : state) {
     for (uint64_t i = 0; i < length; ++i, ++n) {
-      check(queues[i % 2]->dispatch({{s, n}}, {{s, n + 1}}, hal::DispatchCommand{exe, 0, {1, 1, 1}, {}, {}}), "dispatch");
+      check(queues[i % 2]->dispatch({{s, n}}, {{s, n + 1}}, hal::DispatchCommand{exe, ordinal, {1, 1, 1}, {}, {}}),
+            "dispatch");
     }
     check(s->wait(n, Timeout::infinite()), "wait");
   }

@@ -3,9 +3,12 @@
 // better):
 //  - BM_KilnDispatch vs BM_DirectDispatch: one trivial kernel, submit and wait (kiln: dispatch
 //    signalling a semaphore, host waits on it; direct: cuLaunchKernel + cuStreamSynchronize).
+//    may_fail:1 is a kernel with a failure path (its action gets a status slot, copied back after
+//    it), may_fail:0 one without, as kiln generates for code without checks (no slot).
 //  - BM_KilnChain vs BM_DirectChain: 16 trivial kernels alternating between two queues, each after
 //    the one before, then one host wait (kiln: one timeline, each dispatch waits for the previous
-//    value, handed to the device; direct: cuEventRecord + cuStreamWaitEvent between streams).
+//    value, handed to the device; direct: cuEventRecord + cuStreamWaitEvent between streams);
+//    may_fail as above (with a slot, each waiter runs the wait gate first).
 //  - BM_KilnCopy vs BM_DirectCopy: 64 MiB host <-> device from pageable host memory (kiln: queue
 //    write/read and a semaphore wait; direct: cuMemcpyHtoDAsync / cuMemcpyDtoHAsync from the
 //    same memory and cuStreamSynchronize, which is what cuMemcpy does with pageable memory).
@@ -47,7 +50,8 @@ using namespace kiln::cuda;
 constexpr size_t kCopyBytes = size_t{64} << 20;
 constexpr uint64_t kChainLength = 16;
 constexpr const char* kKernel =
-    "extern \"C\" __global__ void empty(KILN_STATUS_PARAMS) { KILN_ENTRY(); if (kiln_tag == 0u) KILN_FAIL(1); }\n";
+    "extern \"C\" __global__ void empty(KILN_STATUS_PARAMS) { KILN_ENTRY(); if (kiln_tag == 0u) KILN_FAIL(1); }\n"
+    "extern \"C\" __global__ void quiet(KILN_STATUS_PARAMS) { KILN_ENTRY(); }\n";
 
 // Why CUDA cannot be benchmarked here, or "" when it can.
 std::string unavailable() {
@@ -59,8 +63,11 @@ std::string unavailable() {
 
 hal::DeviceRef kiln_device() { return check(drivers::builtin_registry().create_device("cuda:0"), "cuda device"); }
 
+// Export 0 may fail ("empty"); export 1 cannot ("quiet", hal::ExportInfo::may_fail false).
 hal::ExecutableRef kiln_kernel(hal::Device& device) {
-  return check(device.compile_executable({"cuda-c", kKernel, {{"empty", 0, 0}}, "bench"}), "compile");
+  hal::ExportInfo quiet{"quiet", 0, 0};
+  quiet.may_fail = false;
+  return check(device.compile_executable({"cuda-c", kKernel, {{"empty", 0, 0}, quiet}, "bench"}), "compile");
 }
 
 // The first device's primary context, two streams, the kernel and buffers, made with the raw API.
@@ -114,9 +121,9 @@ struct Direct {
 void BM_KilnDispatch(benchmark::State& state) {
   if (std::string why = unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
   hal::DeviceRef device = kiln_device();
-  time_kiln_dispatch(state, *device, kiln_kernel(*device));
+  time_kiln_dispatch(state, *device, kiln_kernel(*device), state.range(0) ? 0 : 1);
 }
-BENCHMARK(BM_KilnDispatch)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_KilnDispatch)->ArgName("may_fail")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 void BM_DirectDispatch(benchmark::State& state) {
   if (std::string why = unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
@@ -149,9 +156,9 @@ BENCHMARK(BM_DirectDispatchStatusCopy)->UseRealTime()->Unit(benchmark::kMicrosec
 void BM_KilnChain(benchmark::State& state) {
   if (std::string why = unavailable(); !why.empty()) return state.SkipWithError(why.c_str());
   hal::DeviceRef device = kiln_device();
-  time_kiln_chain(state, *device, kiln_kernel(*device), kChainLength);
+  time_kiln_chain(state, *device, kiln_kernel(*device), kChainLength, state.range(0) ? 0 : 1);
 }
-BENCHMARK(BM_KilnChain)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_KilnChain)->ArgName("may_fail")->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 void BM_DirectChain(benchmark::State& state) {
   if (std::string why = unavailable(); !why.empty()) return state.SkipWithError(why.c_str());

@@ -5,7 +5,21 @@
 #include "codegen/kernel_emitter.h"
 #include "kiln/ir/printer.h"
 
-namespace kiln::codegen::internal {
+namespace kiln::codegen {
+
+uint64_t binding_min_bytes(const ir::TensorNode& n) {
+  // The node's byte size, when it is a sensible one (validate_program bounds it).
+  internal::Wide bytes = internal::type_size(n.dtype);
+  for (size_t d = 0; d < n.dims.size(); ++d) {
+    // A dimension that is a size has no byte size before the kernel runs.
+    const int64_t dim = n.is_sized() && !n.sized_dims[d].is_constant() ? -1 : n.dims[d];
+    const bool sensible = bytes > 0 && dim > 0 && bytes <= std::numeric_limits<int64_t>::max();
+    bytes = sensible ? bytes * dim : -1;
+  }
+  return bytes > 0 && bytes <= std::numeric_limits<int64_t>::max() ? static_cast<uint64_t>(bytes) : 0;
+}
+
+namespace internal {
 
 Status KernelEmitter::analyze(const LExprRef& expr) {
   if (!expr) return error("missing expression");
@@ -135,17 +149,7 @@ Status KernelEmitter::make_frame(KernelFrame* frame) {
       what += " ('" + n.name + "')";
       b.type = n.dtype;
       types.insert(n.dtype);
-      // The node's byte size, when it is a sensible one (validate_program bounds it).
-      Wide bytes = type_size(n.dtype);
-      for (size_t d = 0; d < n.dims.size(); ++d) {
-        // A dimension that is a size has no byte size before the kernel runs.
-        const int64_t dim = n.is_sized() && !n.sized_dims[d].is_constant() ? -1 : n.dims[d];
-        const bool sensible = bytes > 0 && dim > 0 && bytes <= std::numeric_limits<int64_t>::max();
-        bytes = sensible ? bytes * dim : -1;
-      }
-      if (bytes > 0 && bytes <= std::numeric_limits<int64_t>::max()) {
-        b.min_bytes = static_cast<int64_t>(bytes);
-      }
+      if (const uint64_t bytes = binding_min_bytes(n); bytes > 0) b.min_bytes = static_cast<int64_t>(bytes);
       b.comment = comment_safe(n.name) + ": " + std::string(ir::role_name(n.role)) + " " +
                   std::string(ir::dtype_name(n.dtype)) + comment_safe(ir::dims_text(n, program_->sizes));
     } else if (!types.empty()) {
@@ -166,4 +170,5 @@ Status KernelEmitter::make_frame(KernelFrame* frame) {
   return Status();
 }
 
-}  // namespace kiln::codegen::internal
+}  // namespace internal
+}  // namespace kiln::codegen

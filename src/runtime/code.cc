@@ -193,8 +193,12 @@ Result<hal::ExecutableRef> build_executable(const ir::LoweredProgram& lowered,
       hal::ExportInfo info{k.name, static_cast<uint32_t>(k.nodes.size()), 2 * static_cast<uint32_t>(k.size_count), true};
       for (int node : k.nodes) {
         info.binding_alignment.push_back(static_cast<uint32_t>(ir::dtype_size(lowered.program.nodes[node].dtype)));
+        info.binding_min_bytes.push_back(codegen::binding_min_bytes(lowered.program.nodes[node]));
       }
       info.failures = ir::failure_messages(k);  // what its failed checks report (check_bounds)
+      // Its kernel fails only through those checks and the entry check of the bindings' sizes:
+      // the emitter's kernels allocate nothing where a status slot reports failures.
+      info.may_fail = !info.failures.empty();
       source.exports.push_back(std::move(info));
     }
   }

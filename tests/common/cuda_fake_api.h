@@ -101,6 +101,8 @@ struct Fake {
   static inline thread_local int depth = 0;  // contexts pushed on this thread
   static inline std::atomic<int> misuse{0};  // calls without a context pushed
   static inline std::atomic<int> launches{0};
+  static inline std::atomic<int> gate_launches{0};      // of the wait gate
+  static inline std::atomic<int> device_to_host{0};     // cuMemcpyDtoHAsync calls (status slots, reads)
   static inline std::atomic<int> stream_waits{0};  // cuStreamWaitEvent calls
   static inline std::atomic<int> stream_syncs{0};  // cuStreamSynchronize calls
   static inline std::atomic<int> event_queries{0};  // cuEventQuery calls
@@ -424,6 +426,7 @@ inline const Api& fake_api() {
       return checked();
     };
     a.MemcpyDtoHAsync = [](void* d, CUdeviceptr s, size_t n, CUstream st) {
+      ++Fake::device_to_host;
       stream_of(st)->push([=] { std::memcpy(d, address(s), n); });
       return checked();
     };
@@ -492,6 +495,7 @@ inline const Api& fake_api() {
       const auto kernel = static_cast<FakeKernel>(reinterpret_cast<uintptr_t>(f));
       std::function<void()> body;
       if (kernel == FakeKernel::kGate) {
+        ++Fake::gate_launches;
         std::vector<std::pair<CUdeviceptr, uint32_t>> signallers;
         for (int i = 0; i < 4; ++i) {
           signallers.push_back({*static_cast<CUdeviceptr*>(params[3 + 2 * i]), *static_cast<uint32_t*>(params[4 + 2 * i])});

@@ -464,12 +464,20 @@ class CudaQueueKernelTest : public CudaQueueHostTest {
     Result<hal::ExecutableRef> executable = compiler.compile(source, this);
     ASSERT_TRUE(executable.ok()) << executable.status();
     executable_ = *executable;
+    // The same kernels, fill_kernel said not to fail (as kiln's code generator says of kernels
+    // without checks) and to need 32 bytes.
+    source.exports[0].may_fail = false;
+    source.exports[0].binding_min_bytes = {32};
+    executable = compiler.compile(source, this);
+    ASSERT_TRUE(executable.ok()) << executable.status();
+    quiet_executable_ = *executable;
     Result<std::shared_ptr<CuQueue>> queue = CuQueue::create("q2", this, context_);
     ASSERT_TRUE(queue.ok()) << queue.status();
     queue2_ = *queue;
   }
   void TearDown() override {
     Fake::release();
+    quiet_executable_.reset();
     queue2_.reset();
     CudaQueueHostTest::TearDown();
     Fake::clear_fault();
@@ -532,6 +540,7 @@ class CudaQueueKernelTest : public CudaQueueHostTest {
   }
 
   std::shared_ptr<CuQueue> queue2_;
+  hal::ExecutableRef quiet_executable_;
 };
 
 TEST_F(CudaQueueKernelTest, DispatchesReachTheKernelAndFailuresNameIt) {
@@ -706,6 +715,39 @@ TEST_F(CudaQueueKernelTest, AFailedSignallerStopsItsDeviceWaiters) {
   EXPECT_NE(status.message().find("kernel 'fail_kernel' failed with code 7"), std::string::npos) << status;
   ASSERT_TRUE(queue2_->dispatch({}, {}, fill(a, 1)).ok());  // the queue goes on
   EXPECT_EQ(read(b), std::vector<uint32_t>(8, 0)) << "the waiter ran after its signaller failed";
+}
+
+// Kernels that cannot fail (hal::ExportInfo::may_fail false, as kiln's code generator says of
+// kernels without checks) get no status slot: nothing is copied back after them, and a kernel
+// that waits for them on another queue is handed the wait without a gate. A dispatch binding
+// fewer bytes than the kernel's entry check asks for gets a slot, and a kernel that may fail
+// (the default) too.
+TEST_F(CudaQueueKernelTest, KernelsThatCannotFailReadNoStatusBack) {
+  auto quiet_fill_of = [&](const hal::BufferRef& b, uint32_t value) {
+    hal::DispatchCommand d = fill(b, value);
+    d.executable = quiet_executable_;
+    return d;
+  };
+  hal::BufferRef a = buffer(32), b = zeroed(32), small = buffer(16);
+  auto first = hal::Semaphore::create(), second = hal::Semaphore::create();
+  const int reads = Fake::device_to_host, gates = Fake::gate_launches;
+  Fake::arm();
+  ASSERT_TRUE(queue_->dispatch({}, {{first, 1}}, quiet_fill_of(a, 6)).ok());
+  ASSERT_TRUE(queue2_->dispatch({{first, 1}}, {{second, 1}}, copy(a, b)).ok());
+  EXPECT_EQ(Fake::stream_waits.load(), 1) << "the wait was not handed to the device";
+  EXPECT_EQ(Fake::gate_launches.load(), gates) << "a wait on kernels that cannot fail was gated";
+  Fake::release();
+  ASSERT_TRUE(wait(second, 1).ok());
+  EXPECT_EQ(Fake::device_to_host.load(), reads + 1) << "only the copy's status slot is read back";
+  EXPECT_EQ(read(b), std::vector<uint32_t>(8, 6));
+  const int before_small = Fake::device_to_host;
+  ASSERT_TRUE(queue_->dispatch({}, {{first, 2}}, quiet_fill_of(small, 1)).ok());
+  ASSERT_TRUE(wait(first, 2).ok());
+  EXPECT_EQ(Fake::device_to_host.load(), before_small + 1) << "a binding below the entry check's size has no slot";
+  const int before_fallible = Fake::device_to_host;
+  ASSERT_TRUE(queue_->dispatch({}, {{first, 3}}, fill(a, 2)).ok());
+  ASSERT_TRUE(wait(first, 3).ok());
+  EXPECT_EQ(Fake::device_to_host.load(), before_fallible + 1) << "a kernel that may fail has no slot";
 }
 
 // A host call that queues device work (a library call) runs when it is issued, with the queue's

@@ -17,6 +17,7 @@
 
 #include "kiln/drivers/drivers.h"
 #include "kiln/lang/parser.h"
+#include "kiln/runtime/code.h"
 #include "kiln/runtime/program_instance.h"
 #include "runtime/cuda_build.h"
 #include "runtime/e2e_util.h"
@@ -342,6 +343,47 @@ void expect_check_failure(const std::string& text, const std::vector<int64_t>& s
 // check_bounds: a gathered subscript outside its dimension fails the run, naming the statement's
 // FILE:LINE, the tensor, its dimension and size, and the index, as PyTorch's IndexError; in range
 // it computes what the unchecked build does, and without it the read is 0.
+// What the runtime tells a driver of each kernel it builds (hal::ExportInfo): the bytes its entry
+// check asks of each binding, and that only a kernel with checks may fail otherwise, so that the
+// cuda device runs the others without a status slot to read back.
+TEST(TransformerFormsTest, KernelsWithoutChecksAreToldNotToFail) {
+  Result<ir::Program> program = lang::parse_program(R"(input  e : f32[5, 3]
+input  t : i32[4]
+tensor h : f32[4, 3]
+output y : f32[4, 3]
+h[i, j] = e[t[i], j]
+routine scale {
+  y[i, j] = h[i, j] * 2
+}
+)", "block.kiln");
+  ASSERT_TRUE(program.ok()) << program.status();
+  ir::LowerOptions lower = plain_lowering();
+  lower.check_bounds = true;
+  Result<ir::LoweredProgram> lowered = ir::lower_program(*program, lower);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  TempDir cache;
+  Result<hal::DeviceRef> device = open_device("interp", cache.path());
+  ASSERT_TRUE(device.ok()) << device.status();
+  Result<hal::ExecutableRef> built = runtime::build_executable(*lowered, *device);
+  ASSERT_TRUE(built.ok()) << built.status();
+  std::map<std::string, bool> may_fail;
+  for (const hal::ExportInfo& info : (*built)->exports()) {
+    may_fail[info.name] = info.may_fail;
+    ASSERT_EQ(info.binding_min_bytes.size(), info.binding_count) << info.name;
+  }
+  ASSERT_EQ(may_fail.size(), 2u);
+  for (const ir::LoweredRoutine& r : lowered->routines) {
+    for (const ir::Kernel& k : r.kernels) {
+      EXPECT_EQ(may_fail.at(k.name), r.name == "main") << k.name << " of routine '" << r.name << "'";
+    }
+  }
+  const hal::ExportInfo& first = (*built)->exports()[0];
+  for (size_t i = 0; i < first.binding_min_bytes.size(); ++i) {
+    const ir::TensorNode& node = lowered->program.nodes[lowered->routines[0].kernels[0].nodes[i]];
+    EXPECT_EQ(first.binding_min_bytes[i], byte_size(node)) << node.name;
+  }
+}
+
 TEST(TransformerFormsTest, CheckedGathersFailNamingTheStatementTheTensorAndTheIndex) {
   const std::string embed = R"(input  e : f32[5, 3]
 input  t : i32[4]

@@ -67,6 +67,11 @@ inline constexpr int64_t kMaxStackLocalBytes = 64 * 1024;
 Result<std::string> emit_kernels(std::span<const ir::Kernel> kernels, const ir::Program* program,
                                  const EmitOptions& options = {});
 
+// The bytes a kernel's entry check asks of the binding of `node` (a smaller one fails the dispatch
+// with code 1, above): the node's size where the program fixes it, 0 where it does not (a
+// dimension that is a size, or a size too large to be sensible).
+uint64_t binding_min_bytes(const ir::TensorNode& node);
+
 // The number of workgroups a dispatch of `kernel` may use at most under the dispatch convention
 // (ir/loop.h): the extent of its top-level parallel loop, else 1.
 int64_t max_workgroups(const ir::Kernel& kernel);

@@ -28,6 +28,13 @@ struct ExportInfo {
   // dispatch that fails with code kFirstFailureCode + i reports failures[i] followed by the
   // 64-bit value the kernel recorded. Empty for a kernel without checks.
   std::vector<std::string> failures = {};
+  // Per binding, the fewest bytes the kernel's entry check accepts (0: none), and whether it can
+  // fail otherwise (checks, KILN_FAIL in a hand-written kernel). `may_fail` is false only where
+  // kiln's code generator knows: a driver may then run a dispatch that binds at least
+  // binding_min_bytes without reading a status back (cuda: no status slot, so no copy of it
+  // after the kernels and no wait gate for the actions that wait for them).
+  std::vector<uint64_t> binding_min_bytes = {};
+  bool may_fail = true;
 };
 
 struct ExecutableSource {

@@ -93,6 +93,8 @@ Result<hal::ExecutableRef> CuCompiler::compile(const hal::ExecutableSource& sour
   for (const hal::ExportInfo& info : source.exports) {
     CuKernel kernel;
     kernel.prints = prints;
+    kernel.may_fail = info.may_fail;
+    kernel.min_bytes = info.binding_min_bytes;
     CUresult result = api.ModuleGetFunction(&kernel.function, module->get(), info.name.c_str());
     if (result == CUDA_ERROR_NOT_FOUND) {
       return not_found_error("executable '" + source.label + "' has no kernel named '" + info.name + "'");

@@ -39,6 +39,11 @@ struct CuKernel {
   unsigned block_size = 1;
   // Whether its module's source calls printf (value tracing does): see CuQueue::finish.
   bool prints = false;
+  // hal::ExportInfo's: whether it can fail other than by its entry check of the bindings'
+  // sizes, and the sizes that check asks for. CuQueue gives a status slot only to actions that
+  // may fail.
+  bool may_fail = true;
+  std::vector<uint64_t> min_bytes;
 };
 
 class CuExecutable final : public hal::Executable {

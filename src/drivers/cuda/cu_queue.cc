@@ -1,5 +1,6 @@
 #include "drivers/cuda/cu_queue.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <deque>
@@ -23,6 +24,25 @@ namespace {
 constexpr uint32_t kMaxGridX = 0x7FFFFFFFu, kMaxGridYZ = 65535;
 // How long the completion thread spins on an action's event before it sleeps in the driver.
 constexpr int64_t kSpinNs = 20000;
+
+// Whether `command` runs a kernel that may fail (a check, a hand-written KILN_FAIL) or whose entry
+// check of a binding's size fails: its action then needs a status slot to say so. Other kernels
+// get the context's quiet slot, and nothing is read back after them.
+bool reports_status(const hal::Command& command) {
+  if (const auto* d = std::get_if<hal::DispatchCommand>(&command)) {
+    const CuKernel& kernel = static_cast<const CuExecutable&>(*d->executable).kernel(d->export_ordinal);
+    if (kernel.may_fail) return true;
+    for (size_t i = 0; i < d->bindings.size() && i < kernel.min_bytes.size(); ++i) {
+      if (d->bindings[i].length < kernel.min_bytes[i]) return true;
+    }
+    return false;
+  }
+  if (const auto* e = std::get_if<hal::ExecuteCommand>(&command)) {
+    const std::vector<hal::Command>& commands = e->command_buffer->commands();
+    return std::any_of(commands.begin(), commands.end(), reports_status);
+  }
+  return false;
+}
 }  // namespace
 
 // One action on the stream, from its submission to its completion on the worker.
@@ -141,7 +161,7 @@ void CuQueue::submit(std::unique_ptr<hal::Action> action, std::vector<HandedWait
   }
   const Api& api = context_->api();
   Status status = context_->lost();  // a lost device runs nothing more
-  if (status.ok() && (drivers::has_dispatch(flight->action->command) || !gated.empty())) {
+  if (status.ok() && (reports_status(flight->action->command) || !gated.empty())) {
     Result<std::shared_ptr<const StatusSlot>> slot = context_->slots().acquire();
     if (slot.ok()) {
       flight->slot = std::move(*slot);
@@ -394,14 +414,19 @@ Status CuQueue::launch_dispatch(const hal::DispatchCommand& d, uint32_t index, F
                                   " workgroups exceed CUDA's grid limits (x at most 2147483647, y and z at most 65535)");
   }
   flight.prints = flight.prints || kernel.prints;
+  // Kernels that cannot fail read the context's quiet slot at entry (reports_status).
+  const StatusSlot* slot = flight.slot.get();
+  if (!slot) {
+    KILN_ASSIGN_OR_RETURN(slot, context_->slots().quiet());
+  }
   // The ABI's parameters (cuda_kernel_abi.h), each in a slot of its own that the pointer list
   // points into; cuLaunchKernel copies them before it returns.
   std::vector<uint64_t> values;
   values.reserve(3 + 3 * d.bindings.size() + d.constants.size());
   std::vector<void*> pointers;
   auto add = [&](uint64_t value) { values.push_back(value); };
-  add(flight.slot->ring);
-  add(flight.slot->tag);
+  add(slot->ring);
+  add(slot->tag);
   add(index);
   for (const hal::BufferBinding& b : d.bindings) {
     const auto* storage = static_cast<const CuStorage*>(b.buffer->storage().get());

@@ -7,6 +7,7 @@
 namespace kiln::cuda {
 
 StatusSlots::~StatusSlots() {
+  quiet_.reset();  // goes back to the free list, which goes below
   for (Arena& a : arenas_) {
     call_in_context(target_, "cuMemFreeHost", "status slots", [&](const Api& api) { return api.MemFreeHost(a.host); })
         .ignore();
@@ -65,6 +66,14 @@ Result<std::shared_ptr<const StatusSlot>> StatusSlots::acquire() {
     release(*done);
     delete done;
   });
+}
+
+Result<const StatusSlot*> StatusSlots::quiet() {
+  std::lock_guard<std::mutex> lock(quiet_mutex_);
+  if (!quiet_) {
+    KILN_ASSIGN_OR_RETURN(quiet_, acquire());
+  }
+  return quiet_.get();
 }
 
 void StatusSlots::release(const StatusSlot& slot) {

@@ -53,6 +53,10 @@ class StatusSlots {
   StatusSlots& operator=(const StatusSlots&) = delete;
 
   Result<std::shared_ptr<const StatusSlot>> acquire();
+  // A slot that no action holds and no kernel writes, acquired on first use and kept: what the
+  // kernels of an action that reads no status back (none of them can fail) get as theirs, whose
+  // entry check finds no failure there.
+  Result<const StatusSlot*> quiet();
   // Queues the copy of the slot's words into its mirror on `stream`, after the work that may
   // write them (the caller has the context pushed).
   static CUresult copy_to_host(const Api& api, const StatusSlot& slot, CUstream stream);
@@ -73,6 +77,8 @@ class StatusSlots {
   std::mutex mutex_;
   std::vector<Arena> arenas_;                               // guarded by mutex_
   std::vector<std::pair<uint32_t, uint32_t>> free_;          // (arena, index); guarded by mutex_
+  std::mutex quiet_mutex_;
+  std::shared_ptr<const StatusSlot> quiet_;  // guarded by quiet_mutex_
 };
 
 }  // namespace kiln::cuda
