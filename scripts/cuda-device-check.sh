@@ -98,6 +98,8 @@ step "$bin/kiln_runtime_test" --gtest_filter='LanguageSemanticsTest.*:Transforme
 
 step "$bin/kiln" run "$root/examples/kiln/mlp.kiln" --device cuda
 step "$bin/train_moons" --device cuda --epochs 20
+# The same with the routines launched kernel by kernel: what their CUDA graphs gain (docs/cuda.md).
+step env KILN_CUDA_GRAPHS=off "$bin/train_moons" --device cuda --epochs 20
 # Value tracing on the GPU: device printf, flushed before each traced action signals.
 step "$bin/kiln" run "$root/examples/tracing/debug_nan.kiln" --device cuda --trace-values "$pack/values.jsonl"
 step "$bin/kiln" trace-values "$pack/values.jsonl" --first-nan

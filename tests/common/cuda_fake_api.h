@@ -102,6 +102,8 @@ struct Fake {
   static inline std::atomic<int> misuse{0};  // calls without a context pushed
   static inline std::atomic<int> launches{0};
   static inline std::atomic<int> gate_launches{0};      // of the wait gate
+  static inline std::atomic<int> graph_launches{0};     // cuGraphLaunch calls
+  static inline std::atomic<int> graph_node_updates{0};  // cuGraphExecKernelNodeSetParams calls
   static inline std::atomic<int> device_to_host{0};     // cuMemcpyDtoHAsync calls (status slots, reads)
   static inline std::atomic<int> stream_waits{0};  // cuStreamWaitEvent calls
   static inline std::atomic<int> stream_syncs{0};  // cuStreamSynchronize calls
@@ -187,6 +189,11 @@ inline CUresult checked() {
 }
 
 inline FakeStream* stream_of(CUstream s) { return reinterpret_cast<FakeStream*>(s); }
+
+// A graph, or an instantiated one: its kernel nodes' work, in order.
+struct FakeGraph {
+  std::vector<std::function<void()>> nodes;
+};
 inline void* address(CUdeviceptr p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); }
 inline CUdeviceptr device_address(const void* p) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p)); }
 
@@ -481,12 +488,10 @@ inline const Api& fake_api() {
       *v = 1024;
       return checked();
     };
-    a.LaunchKernel = [](CUfunction f, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned, unsigned,
-                        CUstream st, void** params, void**) {
-      ++Fake::launches;
+    // What a launch of `f` with `params` (copied now, as CUDA does) puts on its stream.
+    static auto kernel_work = [](CUfunction f, unsigned gx, unsigned bx, void** params) -> std::function<void()> {
       if (reinterpret_cast<uintptr_t>(f) > static_cast<uintptr_t>(FakeKernel::kGate)) {
-        stream_of(st)->push((*reinterpret_cast<const Fake::ExtraKernel*>(f))(params, gx, bx));
-        return checked();
+        return (*reinterpret_cast<const Fake::ExtraKernel*>(f))(params, gx, bx);
       }
       // KILN_STATUS_PARAMS, then (base, offset, length) per binding, then the constants.
       const CUdeviceptr ring = *static_cast<CUdeviceptr*>(params[0]);
@@ -500,7 +505,7 @@ inline const Api& fake_api() {
         for (int i = 0; i < 4; ++i) {
           signallers.push_back({*static_cast<CUdeviceptr*>(params[3 + 2 * i]), *static_cast<uint32_t*>(params[4 + 2 * i])});
         }
-        stream_of(st)->push([=] {
+        return [=] {
           for (auto [s, t] : signallers) {
             if (s && *static_cast<uint32_t*>(address(s)) == t) {
               slot_of(ring, tag)[1] = 0x7FFFFFFFu;
@@ -508,8 +513,7 @@ inline const Api& fake_api() {
               return;
             }
           }
-        });
-        return checked();
+        };
       }
       if (kernel == FakeKernel::kTrap) {
         body = [] { fault() = CUDA_ERROR_LAUNCH_FAILED; };
@@ -542,14 +546,54 @@ inline const Api& fake_api() {
         latched = Fake::latch_armed;
         Fake::latch_armed = false;
       }
-      stream_of(st)->push([=] {
+      return [=] {
         if (latched) {
           std::unique_lock<std::mutex> lock(Fake::latch_mutex);
           Fake::latch_open.wait(lock, [] { return !Fake::latch_closed; });
         }
         if (slot_of(ring, tag)[0] == tag) return;  // KILN_ENTRY: the action already failed
         body();
-      });
+      };
+    };
+    a.LaunchKernel = [](CUfunction f, unsigned gx, unsigned, unsigned, unsigned bx, unsigned, unsigned, unsigned,
+                        CUstream st, void** params, void**) {
+      ++Fake::launches;
+      stream_of(st)->push(kernel_work(f, gx, bx, params));
+      return checked();
+    };
+    // Graphs of kernel nodes run in the order they were added (kiln chains each on the one before).
+    a.GraphCreate = [](CUgraph* g, unsigned) {
+      *g = reinterpret_cast<CUgraph>(new FakeGraph());
+      return checked();
+    };
+    a.GraphDestroy = [](CUgraph g) {
+      delete reinterpret_cast<FakeGraph*>(g);
+      return checked();
+    };
+    a.GraphAddKernelNode = [](CUgraphNode* node, CUgraph g, const CUgraphNode*, size_t,
+                              const CUDA_KERNEL_NODE_PARAMS* p) {
+      auto* graph = reinterpret_cast<FakeGraph*>(g);
+      graph->nodes.push_back(kernel_work(p->func, p->gridDimX, p->blockDimX, p->kernelParams));
+      *node = reinterpret_cast<CUgraphNode>(graph->nodes.size());  // the node's position from 1
+      return checked();
+    };
+    a.GraphInstantiate = [](CUgraphExec* exec, CUgraph g, unsigned long long) {
+      *exec = reinterpret_cast<CUgraphExec>(new FakeGraph(*reinterpret_cast<FakeGraph*>(g)));
+      return checked();
+    };
+    a.GraphExecKernelNodeSetParams = [](CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* p) {
+      ++Fake::graph_node_updates;
+      reinterpret_cast<FakeGraph*>(exec)->nodes.at(reinterpret_cast<size_t>(node) - 1) =
+          kernel_work(p->func, p->gridDimX, p->blockDimX, p->kernelParams);
+      return checked();
+    };
+    a.GraphLaunch = [](CUgraphExec exec, CUstream st) {
+      ++Fake::graph_launches;
+      for (const std::function<void()>& work : reinterpret_cast<FakeGraph*>(exec)->nodes) stream_of(st)->push(work);
+      return checked();
+    };
+    a.GraphExecDestroy = [](CUgraphExec exec) {
+      delete reinterpret_cast<FakeGraph*>(exec);
       return checked();
     };
     return a;

@@ -17,7 +17,8 @@ namespace {
 // Every Api member is a function pointer named in KILN_CUDA_API_FUNCTIONS, so the loader binds
 // (and the checks below cover) all of them. Needs no toolkit.
 #define KILN_COUNT_FUNCTION(member, symbol) +1
-constexpr size_t kListedFunctions = 0 KILN_CUDA_API_FUNCTIONS(KILN_COUNT_FUNCTION);
+constexpr size_t kListedFunctions =
+    0 KILN_CUDA_API_FUNCTIONS(KILN_COUNT_FUNCTION) KILN_CUDA_API_GRAPH_FUNCTIONS(KILN_COUNT_FUNCTION);
 #undef KILN_COUNT_FUNCTION
 static_assert(sizeof(kiln::cuda::Api) == kListedFunctions * sizeof(void (*)()),
               "an Api member is missing from KILN_CUDA_API_FUNCTIONS, or the list has extras");
@@ -45,7 +46,24 @@ struct kiln::test::AbiSame<const kiln::cuda::CUmemPoolProps, const ::CUmemPoolPr
   static constexpr bool value = true;
 };
 
+// So is its CUDA_KERNEL_NODE_PARAMS (version 2).
+template <>
+struct kiln::test::AbiSame<const kiln::cuda::CUDA_KERNEL_NODE_PARAMS, const ::CUDA_KERNEL_NODE_PARAMS> {
+  static constexpr bool value = true;
+};
+
 namespace {
+
+using KilnNode = kiln::cuda::CUDA_KERNEL_NODE_PARAMS;
+static_assert(sizeof(KilnNode) == sizeof(::CUDA_KERNEL_NODE_PARAMS) && alignof(KilnNode) == alignof(::CUDA_KERNEL_NODE_PARAMS));
+static_assert(offsetof(KilnNode, func) == offsetof(::CUDA_KERNEL_NODE_PARAMS, func));
+static_assert(offsetof(KilnNode, gridDimZ) == offsetof(::CUDA_KERNEL_NODE_PARAMS, gridDimZ));
+static_assert(offsetof(KilnNode, blockDimX) == offsetof(::CUDA_KERNEL_NODE_PARAMS, blockDimX));
+static_assert(offsetof(KilnNode, sharedMemBytes) == offsetof(::CUDA_KERNEL_NODE_PARAMS, sharedMemBytes));
+static_assert(offsetof(KilnNode, kernelParams) == offsetof(::CUDA_KERNEL_NODE_PARAMS, kernelParams));
+static_assert(offsetof(KilnNode, extra) == offsetof(::CUDA_KERNEL_NODE_PARAMS, extra));
+static_assert(offsetof(KilnNode, kern) == offsetof(::CUDA_KERNEL_NODE_PARAMS, kern));
+static_assert(offsetof(KilnNode, ctx) == offsetof(::CUDA_KERNEL_NODE_PARAMS, ctx));
 
 using KilnProps = kiln::cuda::CUmemPoolProps;
 static_assert(sizeof(KilnProps) == sizeof(::CUmemPoolProps) && alignof(KilnProps) == alignof(::CUmemPoolProps));
@@ -66,6 +84,7 @@ static_assert(int{kiln::cuda::CU_MEM_LOCATION_TYPE_DEVICE} == int{::CU_MEM_LOCAT
   static_assert(kiln::test::AbiSame<decltype(kiln::cuda::Api::member), decltype(&::symbol)>::value, \
                 "Api::" #member " does not match cuda.h's " #symbol);
 KILN_CUDA_API_FUNCTIONS(KILN_CHECK_FUNCTION)
+KILN_CUDA_API_GRAPH_FUNCTIONS(KILN_CHECK_FUNCTION)
 #undef KILN_CHECK_FUNCTION
 
 #define KILN_CHECK_VALUE(name)                                                     \

@@ -464,10 +464,11 @@ class CudaQueueKernelTest : public CudaQueueHostTest {
     Result<hal::ExecutableRef> executable = compiler.compile(source, this);
     ASSERT_TRUE(executable.ok()) << executable.status();
     executable_ = *executable;
-    // The same kernels, fill_kernel said not to fail (as kiln's code generator says of kernels
-    // without checks) and to need 32 bytes.
+    // The same kernels, fill_kernel and copy_kernel said not to fail (as kiln's code generator says
+    // of kernels without checks), fill_kernel to need 32 bytes.
     source.exports[0].may_fail = false;
     source.exports[0].binding_min_bytes = {32};
+    source.exports[2].may_fail = false;
     executable = compiler.compile(source, this);
     ASSERT_TRUE(executable.ok()) << executable.status();
     quiet_executable_ = *executable;
@@ -748,6 +749,54 @@ TEST_F(CudaQueueKernelTest, KernelsThatCannotFailReadNoStatusBack) {
   ASSERT_TRUE(queue_->dispatch({}, {{first, 3}}, fill(a, 2)).ok());
   ASSERT_TRUE(wait(first, 3).ok());
   EXPECT_EQ(Fake::device_to_host.load(), before_fallible + 1) << "a kernel that may fail has no slot";
+}
+
+// Routines as CUDA graphs: a command buffer of kernels that cannot fail is launched kernel by
+// kernel on its first run and replayed as one graph from its second; another command buffer of
+// the same kernels (a routine recorded again for other buffers) replays the same graph with the
+// nodes that differ updated, and so does the first again. Kernels that may fail are never graphs.
+TEST_F(CudaQueueKernelTest, CommandBuffersThatRunAgainAreReplayedAsGraphs) {
+  auto record = [&](const hal::ExecutableRef& executable, const hal::BufferRef& from, const hal::BufferRef& to,
+                    uint32_t value) {
+    auto buffer = hal::CommandBuffer::create(this);
+    hal::DispatchCommand filling = fill(from, value), copying = copy(from, to);
+    filling.executable = copying.executable = executable;
+    EXPECT_TRUE(buffer->dispatch(filling).ok());
+    EXPECT_TRUE(buffer->barrier().ok());
+    EXPECT_TRUE(buffer->dispatch(copying).ok());
+    EXPECT_TRUE(buffer->finalize().ok());
+    return std::shared_ptr<const hal::CommandBuffer>(buffer);
+  };
+  auto done = hal::Semaphore::create();
+  uint64_t n = 0;
+  auto run = [&](const std::shared_ptr<const hal::CommandBuffer>& buffer, const hal::BufferRef& out) {
+    const uint32_t zero = 0;
+    EXPECT_TRUE(queue_->fill({}, {{done, ++n}}, out, 0, out->byte_length(), &zero, 4).ok());
+    EXPECT_TRUE(queue_->execute({{done, n}}, {{done, n + 1}}, buffer).ok());
+    ++n;
+    EXPECT_TRUE(wait(done, n).ok());
+    return read(out);
+  };
+  hal::BufferRef a = buffer(32), b = buffer(32), c = buffer(32), d = buffer(32);
+  const auto first = record(quiet_executable_, a, b, 5), second = record(quiet_executable_, c, d, 7);
+  const int launches = Fake::launches, graphs = Fake::graph_launches, updates = Fake::graph_node_updates;
+  EXPECT_EQ(run(first, b), std::vector<uint32_t>(8, 5));
+  EXPECT_EQ(Fake::launches.load(), launches + 2) << "the first run launches its kernels";
+  EXPECT_EQ(Fake::graph_launches.load(), graphs);
+  EXPECT_EQ(run(first, b), std::vector<uint32_t>(8, 5));
+  EXPECT_EQ(run(first, b), std::vector<uint32_t>(8, 5));
+  EXPECT_EQ(Fake::graph_launches.load(), graphs + 2) << "the runs after the first replay a graph";
+  EXPECT_EQ(Fake::graph_node_updates.load(), updates);
+  EXPECT_EQ(run(second, d), std::vector<uint32_t>(8, 7));
+  EXPECT_EQ(Fake::graph_launches.load(), graphs + 3);
+  EXPECT_EQ(Fake::graph_node_updates.load(), updates + 2) << "both nodes bind other buffers";
+  EXPECT_EQ(run(first, b), std::vector<uint32_t>(8, 5));
+  EXPECT_EQ(Fake::graph_node_updates.load(), updates + 4);
+  EXPECT_EQ(Fake::launches.load(), launches + 2) << "a kernel was launched outside the graph";
+  const auto fallible = record(executable_, a, b, 3);
+  EXPECT_EQ(run(fallible, b), std::vector<uint32_t>(8, 3));
+  EXPECT_EQ(run(fallible, b), std::vector<uint32_t>(8, 3));
+  EXPECT_EQ(Fake::graph_launches.load(), graphs + 4) << "kernels that may fail ran as a graph";
 }
 
 // A host call that queues device work (a library call) runs when it is issued, with the queue's

@@ -28,6 +28,7 @@ TEST_F(CliChecksTest, MalformedSettingsAreUsageErrorsForEveryCommand) {
       {"KILN_CPU_THREADS", "abc"},       {"KILN_OPENCL_WORK_ITEMS", "abc"}, {"KILN_CUDA_BLOCK_SIZE", "0"},
       {"KILN_TRACE_LINES", "-1"},        {"KILN_CC_TIMEOUT", "9999999"},     {"KILN_LOG", "loud"},
       {"KILN_OPENCL_GEMM", "gpu"},        {"KILN_CUDA_GEMM", "yes"},          {"KILN_OPENCL_DEVICE_WAITS", "2"},
+      {"KILN_CUDA_GRAPHS", "maybe"},
   };
   for (const auto& [name, value] : settings) {
     for (const std::vector<std::string>& args :
@@ -106,7 +107,8 @@ TEST_F(CliChecksTest, UsageAndHelpSayEverything) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   for (const char* name : {"KILN_CACHE_DIR", "KILN_CC", "KILN_CFLAGS", "KILN_CC_TIMEOUT", "KILN_CPU_THREADS",
                            "KILN_LOG", "KILN_TRACE_LINES", "KILN_OPENCL_WORK_ITEMS", "KILN_OPENCL_DEVICE_WAITS",
-                           "KILN_OPENCL_GEMM", "KILN_CUDA_LIBRARY", "KILN_CUDA_BLOCK_SIZE", "KILN_CUDA_GEMM"}) {
+                           "KILN_OPENCL_GEMM", "KILN_CUDA_LIBRARY", "KILN_CUDA_BLOCK_SIZE", "KILN_CUDA_GEMM",
+                           "KILN_CUDA_GRAPHS"}) {
     EXPECT_NE(r.output.find(std::string("  ") + name + " "), std::string::npos) << name << "\n" << r.output;
   }
 }

@@ -32,6 +32,11 @@ Loaded load() {
 #define KILN_CU_BIND(member, symbol) binder.bind(out.api.member, #symbol);
   KILN_CUDA_API_FUNCTIONS(KILN_CU_BIND)
 #undef KILN_CU_BIND
+  // Graphs are an option: a driver without them (before CUDA 12.0) runs every routine as launches.
+  SymbolBinder optional(*handle);
+#define KILN_CU_BIND_OPTIONAL(member, symbol) optional.bind(out.api.member, #symbol);
+  KILN_CUDA_API_GRAPH_FUNCTIONS(KILN_CU_BIND_OPTIONAL)
+#undef KILN_CU_BIND_OPTIONAL
   if (!binder.missing().empty()) {
     out.status = unavailable_error("the CUDA driver library " + library + " lacks " + binder.missing() +
                                    " (kiln needs a driver for CUDA 11.2 or newer)");

@@ -32,6 +32,10 @@ struct CUfunc_st;
 struct CUstream_st;
 struct CUevent_st;
 struct CUmemPoolHandle_st;
+struct CUgraph_st;
+struct CUgraphNode_st;
+struct CUgraphExec_st;
+struct CUkern_st;
 
 namespace kiln::cuda {
 
@@ -75,6 +79,22 @@ using CUfunction = ::CUfunc_st*;
 using CUstream = ::CUstream_st*;
 using CUevent = ::CUevent_st*;
 using CUmemoryPool = ::CUmemPoolHandle_st*;
+using CUgraph = ::CUgraph_st*;
+using CUgraphNode = ::CUgraphNode_st*;
+using CUgraphExec = ::CUgraphExec_st*;
+using CUkernel = ::CUkern_st*;
+
+// A kernel node of a graph (cuda.h's CUDA_KERNEL_NODE_PARAMS, version 2: CUDA 12.0 and later).
+struct CUDA_KERNEL_NODE_PARAMS {
+  CUfunction func;
+  unsigned int gridDimX, gridDimY, gridDimZ;
+  unsigned int blockDimX, blockDimY, blockDimZ;
+  unsigned int sharedMemBytes;
+  void** kernelParams;
+  void** extra;
+  CUkernel kern;  // null: func is the kernel
+  CUcontext ctx;  // null: the current context
+};
 
 enum CUdevice_attribute : int {
   CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
@@ -213,6 +233,18 @@ struct Api {
   CUresult (*ModuleGetGlobal)(CUdeviceptr* pointer, size_t* bytes, CUmodule module,
                               const char* name);
   CUresult (*FuncGetAttribute)(int* value, CUfunction_attribute attribute, CUfunction function);
+  // Graphs: bound where the driver has them (CUDA 12.0 and later), else null, and routines are
+  // not replayed as graphs (KILN_CUDA_API_GRAPH_FUNCTIONS).
+  CUresult (*GraphCreate)(CUgraph* graph, unsigned int flags);
+  CUresult (*GraphDestroy)(CUgraph graph);
+  CUresult (*GraphAddKernelNode)(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies, size_t count,
+                                 const CUDA_KERNEL_NODE_PARAMS* params);
+  CUresult (*GraphInstantiate)(CUgraphExec* exec, CUgraph graph, unsigned long long flags);
+  CUresult (*GraphExecKernelNodeSetParams)(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS* params);
+  CUresult (*GraphLaunch)(CUgraphExec exec, CUstream stream);
+  CUresult (*GraphExecDestroy)(CUgraphExec exec);
+  bool has_graphs() const { return GraphCreate && GraphDestroy && GraphAddKernelNode && GraphInstantiate &&
+                                   GraphExecKernelNodeSetParams && GraphLaunch && GraphExecDestroy; }
   CUresult (*LaunchKernel)(CUfunction function, unsigned int grid_x, unsigned int grid_y,
                            unsigned int grid_z, unsigned int block_x, unsigned int block_y,
                            unsigned int block_z, unsigned int shared_bytes, CUstream stream,
@@ -282,6 +314,16 @@ struct Api {
   X(ModuleGetGlobal, cuModuleGetGlobal_v2)                  \
   X(FuncGetAttribute, cuFuncGetAttribute)                   \
   X(LaunchKernel, cuLaunchKernel)
+
+// The Api members bound only where the driver has them (graphs), X(member, symbol) as above.
+#define KILN_CUDA_API_GRAPH_FUNCTIONS(X)                              \
+  X(GraphCreate, cuGraphCreate)                                       \
+  X(GraphDestroy, cuGraphDestroy)                                     \
+  X(GraphAddKernelNode, cuGraphAddKernelNode_v2)                      \
+  X(GraphInstantiate, cuGraphInstantiateWithFlags)                    \
+  X(GraphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams_v2)  \
+  X(GraphLaunch, cuGraphLaunch)                                       \
+  X(GraphExecDestroy, cuGraphExecDestroy)
 
 // The library file Api::load() opens: KILN_CUDA_LIBRARY when set (a name dlopen searches for, or
 // a path), else "libcuda.so.1", the name the NVIDIA driver installs (libcuda.so without the

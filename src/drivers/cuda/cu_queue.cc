@@ -91,6 +91,10 @@ CuQueue::~CuQueue() {
     inflight_idle_.wait(lock, [this] { return inflight_ == 0; });
   }
   completions_.stop();
+  {
+    ContextScope scope(context_->target());
+    if (scope.status("").ok()) graphs_.clear();
+  }
   if (stream_) {
     call_in_context(context_->target(), "cuStreamDestroy_v2", name(), [&](const Api& api) {
       return api.StreamDestroy(stream_);
@@ -247,13 +251,7 @@ Status CuQueue::launch(const hal::Command& command, uint32_t index, Flight& flig
           },
           [&](const hal::DispatchCommand& d) { return launch_dispatch(d, index, flight); },
           [&](const hal::BarrierCommand&) { return Status(); },  // the stream is in order
-          [&](const hal::ExecuteCommand& e) {
-            uint32_t i = 0;
-            for (const hal::Command& inner : e.command_buffer->commands()) {
-              KILN_RETURN_IF_ERROR(launch(inner, i++, flight));
-            }
-            return Status();
-          },
+          [&](const hal::ExecuteCommand& e) { return launch_execute(e, flight); },
           [&](const hal::HostCallCommand& c) {
             // Only an action's own command (a command buffer holds no host calls).
             return c.on_stream ? launch_stream_call(c.on_stream)
@@ -400,8 +398,7 @@ Status CuQueue::launch_fill(const hal::FillCommand& f, Flight& flight) {
   return result == CUDA_SUCCESS ? Status() : cu_error("cuMemsetD*Async", result);
 }
 
-Status CuQueue::launch_dispatch(const hal::DispatchCommand& d, uint32_t index, Flight& flight) {
-  if (uint64_t{d.workgroups[0]} * d.workgroups[1] * d.workgroups[2] == 0) return Status();
+Result<KernelLaunch> CuQueue::kernel_launch(const hal::DispatchCommand& d, uint32_t index, Flight& flight) {
   // Validation checked that the executable belongs to this device: it is a CuExecutable.
   const auto& executable = static_cast<const CuExecutable&>(*d.executable);
   const CuKernel& kernel = executable.kernel(d.export_ordinal);
@@ -419,29 +416,75 @@ Status CuQueue::launch_dispatch(const hal::DispatchCommand& d, uint32_t index, F
   if (!slot) {
     KILN_ASSIGN_OR_RETURN(slot, context_->slots().quiet());
   }
-  // The ABI's parameters (cuda_kernel_abi.h), each in a slot of its own that the pointer list
-  // points into; cuLaunchKernel copies them before it returns.
-  std::vector<uint64_t> values;
+  // The ABI's parameters (cuda_kernel_abi.h), each in a 64-bit slot.
+  KernelLaunch launch;
+  launch.function = kernel.function;
+  launch.grid = {d.workgroups[0], d.workgroups[1], d.workgroups[2]};
+  launch.block = kernel.block_size;
+  std::vector<uint64_t>& values = launch.values;
   values.reserve(3 + 3 * d.bindings.size() + d.constants.size());
-  std::vector<void*> pointers;
-  auto add = [&](uint64_t value) { values.push_back(value); };
-  add(slot->ring);
-  add(slot->tag);
-  add(index);
+  values.push_back(slot->ring);
+  values.push_back(slot->tag);
+  values.push_back(index);
   for (const hal::BufferBinding& b : d.bindings) {
     const auto* storage = static_cast<const CuStorage*>(b.buffer->storage().get());
-    add(storage->pointer());
-    add(b.buffer->byte_offset() + b.offset);
-    add(b.length);
+    values.push_back(storage->pointer());
+    values.push_back(b.buffer->byte_offset() + b.offset);
+    values.push_back(b.length);
   }
-  for (uint32_t constant : d.constants) add(constant);
-  // A 32-bit parameter is read from the low bytes of its slot (little-endian, as every CUDA host is).
-  for (uint64_t& v : values) pointers.push_back(&v);
-  CUresult result = context_->api().LaunchKernel(kernel.function, d.workgroups[0], d.workgroups[1], d.workgroups[2],
-                                                 kernel.block_size, 1, 1, 0, stream_, pointers.data(), nullptr);
-  if (result != CUDA_SUCCESS) {
-    return cu_error("cuLaunchKernel", result, "kernel '" + executable.exports()[d.export_ordinal].name + "'");
+  for (uint32_t constant : d.constants) values.push_back(constant);
+  return launch;
+}
+
+Status CuQueue::launch_kernel(const KernelLaunch& launch) {
+  // A 32-bit parameter is read from the low bytes of its slot (little-endian, as every CUDA host
+  // is); cuLaunchKernel copies the parameters before it returns.
+  std::vector<void*> pointers;
+  for (const uint64_t& v : launch.values) pointers.push_back(const_cast<uint64_t*>(&v));
+  CUresult result = context_->api().LaunchKernel(launch.function, launch.grid[0], launch.grid[1], launch.grid[2],
+                                                 launch.block, 1, 1, 0, stream_, pointers.data(), nullptr);
+  return result == CUDA_SUCCESS ? Status() : cu_error("cuLaunchKernel", result);
+}
+
+Status CuQueue::launch_dispatch(const hal::DispatchCommand& d, uint32_t index, Flight& flight) {
+  if (uint64_t{d.workgroups[0]} * d.workgroups[1] * d.workgroups[2] == 0) return Status();
+  KILN_ASSIGN_OR_RETURN(KernelLaunch launch, kernel_launch(d, index, flight));
+  const auto& executable = static_cast<const CuExecutable&>(*d.executable);
+  return launch_kernel(launch).annotate("kernel '" + executable.exports()[d.export_ordinal].name + "'");
+}
+
+Status CuQueue::launch_execute(const hal::ExecuteCommand& e, Flight& flight) {
+  const std::vector<hal::Command>& commands = e.command_buffer->commands();
+  // As a graph: kernels only (every one with workgroups; barriers between them, which the
+  // graph's order keeps), none reading a status slot of this action (whose tag changes with every
+  // run: its nodes would all change) nor printing (a graph would not flush its output).
+  bool graphable = !flight.slot && graphs_.enabled();
+  size_t kernels = 0;
+  for (const hal::Command& c : commands) {
+    if (std::holds_alternative<hal::BarrierCommand>(c)) continue;
+    const auto* d = std::get_if<hal::DispatchCommand>(&c);
+    graphable = graphable && d && uint64_t{d->workgroups[0]} * d->workgroups[1] * d->workgroups[2] > 0 &&
+                !static_cast<const CuExecutable&>(*d->executable).kernel(d->export_ordinal).prints;
+    ++kernels;
   }
+  graphable = graphable && kernels > 0;
+  if (!graphable) {
+    uint32_t i = 0;
+    for (const hal::Command& inner : commands) KILN_RETURN_IF_ERROR(launch(inner, i++, flight));
+    return Status();
+  }
+  std::vector<KernelLaunch> launches;
+  uint32_t i = 0;
+  for (const hal::Command& c : commands) {
+    if (const auto* d = std::get_if<hal::DispatchCommand>(&c)) {
+      KILN_ASSIGN_OR_RETURN(KernelLaunch launch, kernel_launch(*d, i, flight));
+      launches.push_back(std::move(launch));
+    }
+    ++i;  // the command's index in the buffer, as launch() numbers it
+  }
+  KILN_ASSIGN_OR_RETURN(bool as_graph, graphs_.launch(launches, stream_));
+  if (as_graph) return Status();
+  for (const KernelLaunch& launch : launches) KILN_RETURN_IF_ERROR(launch_kernel(launch));
   return Status();
 }
 

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "drivers/cuda/cu_context.h"
+#include "drivers/cuda/cu_graph_cache.h"
 #include "drivers/serial_worker.h"
 #include "kiln/hal/queue.h"
 
@@ -70,6 +71,12 @@ class CuQueue final : public hal::Queue {
   // Puts one command on the stream; `index` numbers the commands of the action.
   Status launch(const hal::Command& command, uint32_t index, Flight& flight);
   Status launch_dispatch(const hal::DispatchCommand& d, uint32_t index, Flight& flight);
+  // A dispatch's kernel, grid and parameters (its grid checked against CUDA's limits), and its
+  // launch on the stream.
+  Result<KernelLaunch> kernel_launch(const hal::DispatchCommand& d, uint32_t index, Flight& flight);
+  Status launch_kernel(const KernelLaunch& launch);
+  // A command buffer: as a graph where GraphCache has one for it, else command by command.
+  Status launch_execute(const hal::ExecuteCommand& e, Flight& flight);
   // A host call's StreamCallFn with this queue's stream (the context pushed, under the issue lock).
   Status launch_stream_call(const hal::StreamCallFn& on_stream);
   Status launch_copy(const hal::CopyCommand& c, Flight& flight);
@@ -103,6 +110,7 @@ class CuQueue final : public hal::Queue {
   std::shared_ptr<CuContext> context_;
   CUstream stream_ = nullptr;
   std::mutex issue_mutex_;  // one action's commands go onto the stream together
+  GraphCache graphs_{context_->api()};  // guarded by issue_mutex_
 
   std::mutex inflight_mutex_;
   std::condition_variable inflight_idle_;
