@@ -126,11 +126,11 @@ bool needs_execution(const RoutineStep& step) {
 
 // A call's data on the queue's host thread: its buffers mapped (read for arguments, read-write
 // for outputs: gemm's beta reads c) and their addresses, or the buffers themselves for a function
-// that works on device memory (ral::Memory::kDevice).
+// that works on device memory (ral::Memory::kDevice, kDeviceStream).
 Status map_call(const CallStep& step, std::vector<hal::Mapping>& mappings, std::vector<void*>& data) {
   const ral::BoundCall& call = *step.call;
   for (size_t i = 0; i < step.buffers.size(); ++i) {
-    if (call.memory() == ral::Memory::kDevice) {
+    if (call.memory() != ral::Memory::kHost) {
       data.push_back(step.buffers[i].get());
       continue;
     }
@@ -309,9 +309,9 @@ Status submit_routine_steps(hal::Device& device, hal::Queue& queue, const hal::S
                                     return run_collectives(calls, *execution, signals, run);
                                   },
                                   k == 0 ? hal::Placement::kCallerWhenReady : hal::Placement::kQueued);
-    } else if (const auto& step = std::get<CallStep>(first); step.call->memory() == ral::Memory::kDevice) {
-      // A function of device memory queues its work: on a queue with a stream of its own, in the
-      // stream's order, with nothing on the host waiting for it (hal::StreamCallFn).
+    } else if (const auto& step = std::get<CallStep>(first); step.call->memory() == ral::Memory::kDeviceStream) {
+      // A function that queues device work: on a queue with a stream of its own, in the stream's
+      // order, with nothing on the host waiting for it (hal::StreamCallFn).
       submitted = queue.stream_call(
           step_waits, step_signals, [step, execution](const hal::SemaphoreList&) { return run_call(step, *execution); },
           [step, execution](void* stream) {

@@ -56,9 +56,9 @@ class ExecutionContext {
   }
   const std::string& device() const { return context_.device(); }
   // The device stream of the queue whose order the call at hand runs in (a CUstream on cuda:
-  // hal::StreamCallFn), null when it runs on a host thread once its waits are met. A function of
-  // device memory (Memory::kDevice) that finds one puts its work on it and returns without
-  // waiting for it; with none, it finishes its device work before it returns. The runtime sets it
+  // hal::StreamCallFn), null when it runs on a host thread once its waits are met. A function
+  // declared Memory::kDeviceStream that finds one puts its work on it and returns without waiting
+  // for it; with none, it finishes its device work before it returns. The runtime sets it
   // around such a call; an execution's calls run one at a time.
   void* device_stream() const { return device_stream_; }
   void set_device_stream(void* stream) { device_stream_ = stream; }

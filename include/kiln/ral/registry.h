@@ -39,6 +39,11 @@ enum class Memory {
   // its driver (on opencl, the cl_mem; ral/library/clblast.h) and has finished its device work
   // when it returns. Compiled code never calls such a function.
   kDevice,
+  // As kDevice, for a function that only queues device work (the cuda library's): on a queue with
+  // a device stream of its own the runtime runs the call in the queue's order, and the function
+  // puts its work on ExecutionContext::device_stream() and returns without waiting for it
+  // (hal::StreamCallFn); where there is none, it runs as kDevice.
+  kDeviceStream,
 };
 
 struct Function {

@@ -339,18 +339,18 @@ Status normal_cuda(ExecutionContext* execution, MemRef<T, N> r, T mean, T std_de
 
 Status register_cuda_library(Registry& registry) {
   KILN_RETURN_IF_ERROR((for_each_element_type([&]<typename T, int N>() {
-    KILN_RETURN_IF_ERROR(registry.add(make_function<"sort", "cuda", &sort_cuda<T, N>, Memory::kDevice>()));
-    KILN_RETURN_IF_ERROR(registry.add(make_function<"argsort", "cuda", &argsort_cuda<T, N>, Memory::kDevice>()));
-    return registry.add(make_function<"topk", "cuda", &topk_cuda<T, N>, Memory::kDevice>());
+    KILN_RETURN_IF_ERROR(registry.add(make_function<"sort", "cuda", &sort_cuda<T, N>, Memory::kDeviceStream>()));
+    KILN_RETURN_IF_ERROR(registry.add(make_function<"argsort", "cuda", &argsort_cuda<T, N>, Memory::kDeviceStream>()));
+    return registry.add(make_function<"topk", "cuda", &topk_cuda<T, N>, Memory::kDeviceStream>());
   })));
   KILN_RETURN_IF_ERROR((for_each_type_and_rank<Half, BFloat16>([&]<typename T, int N>() {
     KILN_RETURN_IF_ERROR(
-        registry.add(make_function<"random_uniform", "cuda", &uniform_cuda_narrow<T, N>, Memory::kDevice>()));
-    return registry.add(make_function<"random_normal", "cuda", &normal_cuda_narrow<T, N>, Memory::kDevice>());
+        registry.add(make_function<"random_uniform", "cuda", &uniform_cuda_narrow<T, N>, Memory::kDeviceStream>()));
+    return registry.add(make_function<"random_normal", "cuda", &normal_cuda_narrow<T, N>, Memory::kDeviceStream>());
   })));
   return for_each_type_and_rank<float, double>([&]<typename T, int N>() {
-    KILN_RETURN_IF_ERROR(registry.add(make_function<"random_uniform", "cuda", &uniform_cuda<T, N>, Memory::kDevice>()));
-    return registry.add(make_function<"random_normal", "cuda", &normal_cuda<T, N>, Memory::kDevice>());
+    KILN_RETURN_IF_ERROR(registry.add(make_function<"random_uniform", "cuda", &uniform_cuda<T, N>, Memory::kDeviceStream>()));
+    return registry.add(make_function<"random_normal", "cuda", &normal_cuda<T, N>, Memory::kDeviceStream>());
   });
 }
 

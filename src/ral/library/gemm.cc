@@ -171,7 +171,7 @@ Status register_ranks(Registry& registry) {
     KILN_RETURN_IF_ERROR(registry.add(
         make_function<"gemm", "opencl", &gemm_of_ranks<&gemm_opencl<T>, T, RA, RB, RC>, Memory::kDevice>()));
     KILN_RETURN_IF_ERROR(registry.add(
-        make_function<"gemm", "cuda", &gemm_of_ranks<&gemm_cuda<T>, T, RA, RB, RC>, Memory::kDevice>()));
+        make_function<"gemm", "cuda", &gemm_of_ranks<&gemm_cuda<T>, T, RA, RB, RC>, Memory::kDeviceStream>()));
     return registry.add(make_function<"gemm", "interp", &gemm_of_ranks<&gemm_reference<T>, T, RA, RB, RC>>());
   }
 }

@@ -354,7 +354,7 @@ Status register_ranks(Registry& registry) {
     KILN_RETURN_IF_ERROR(
         registry.add(make_function<"gemm", "opencl", &gemm_mapped<TA, TC, RA, RB, RC>, Memory::kDevice>()));
     KILN_RETURN_IF_ERROR(
-        registry.add(make_function<"gemm", "cuda", &gemm_cuda<TA, TC, RA, RB, RC>, Memory::kDevice>()));
+        registry.add(make_function<"gemm", "cuda", &gemm_cuda<TA, TC, RA, RB, RC>, Memory::kDeviceStream>()));
     return registry.add(make_function<"gemm", "interp", &gemm_reference<TA, TC, RA, RB, RC>>());
   }
 }
@@ -379,7 +379,7 @@ Status register_narrow_gemm(Registry& registry) {
   KILN_RETURN_IF_ERROR((register_all_ranks<int8_t, int32_t>(registry)));
   KILN_RETURN_IF_ERROR(registry.add(make_function<"qgemm", "cpu", &qgemm_host<false>>()));
   KILN_RETURN_IF_ERROR(registry.add(make_function<"qgemm", "opencl", &qgemm_mapped, Memory::kDevice>()));
-  KILN_RETURN_IF_ERROR(registry.add(make_function<"qgemm", "cuda", &qgemm_cuda, Memory::kDevice>()));
+  KILN_RETURN_IF_ERROR(registry.add(make_function<"qgemm", "cuda", &qgemm_cuda, Memory::kDeviceStream>()));
   return registry.add(make_function<"qgemm", "interp", &qgemm_host<true>>());
 }
 
