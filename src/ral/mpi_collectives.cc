@@ -233,11 +233,15 @@ Status MpiCollectives::check_descriptions(const Pending& p) const {
     if (p.theirs[i].agrees(p.mine)) continue;
     Description theirs = p.theirs[i];
     theirs.text[sizeof theirs.text - 1] = '\0';
-    return failed_precondition_error(
-        "ranks issued different collectives at the same point (collective #" + std::to_string(p.mine.number) +
-        " of rank " + std::to_string(rank_) + "): rank " + std::to_string(rank_) + " issued " + p.c.describe() +
-        ", rank " + std::to_string(p.peers[i]) + " issued " + theirs.text + " as its collective #" +
-        std::to_string(theirs.number) + "; every rank must issue the same collectives in the same order");
+    // The two calls in rank order, so that the message reads the same whichever rank reports it
+    // (the first to fail ends the job, and the launcher may show only its message).
+    const std::string own = "rank " + std::to_string(rank_) + " issued " + p.c.describe();
+    std::string other = "rank " + std::to_string(p.peers[i]) + " issued " + theirs.text;
+    if (theirs.number != p.mine.number) other += " as its collective #" + std::to_string(theirs.number);
+    return failed_precondition_error("ranks issued different collectives at the same point (collective #" +
+                                     std::to_string(p.mine.number) + " of rank " + std::to_string(rank_) +
+                                     "): " + (rank_ < p.peers[i] ? own + ", " + other : other + ", " + own) +
+                                     "; every rank must issue the same collectives in the same order");
   }
   return Status();
 }
