@@ -10,7 +10,8 @@
 #  4. the drivers', conformance suite's, library's and runtime's CUDA tests (a kernel that faults,
 #     in a child process; more actions in flight than status slots), the narrow products (bf16,
 #     f16, i8, qgemm), every element type, and the language's end-to-end suites on cuda;
-#  5. `kiln run` and `train_moons` on cuda, and a value trace of traced kernels.
+#  5. `kiln run` and `train_moons` on cuda (with CUDA graphs and without, beside PyTorch's epoch of
+#     the same training), and a value trace of traced kernels.
 # Each step has a time limit (SECONDS_PER_STEP, 240 by default) and all of them one deadline
 # (KILN_CHECK_SECONDS after the start, 450 by default, inside one 8-minute command): a step the
 # deadline leaves no time for is reported as not run and counted as failed. Each line says when
@@ -98,8 +99,10 @@ step "$bin/kiln_runtime_test" --gtest_filter='LanguageSemanticsTest.*:Transforme
 
 step "$bin/kiln" run "$root/examples/kiln/mlp.kiln" --device cuda
 step "$bin/train_moons" --device cuda --epochs 20
-# The same with the routines launched kernel by kernel: what their CUDA graphs gain (docs/cuda.md).
+# The same with the routines launched kernel by kernel: what their CUDA graphs gain (docs/cuda.md),
+# and PyTorch's epoch of the same training on the same GPU.
 step env KILN_CUDA_GRAPHS=off "$bin/train_moons" --device cuda --epochs 20
+if python3 -c 'import torch' 2>/dev/null; then step python3 "$programs/torch_gpu.py" moons_epoch; fi
 # Value tracing on the GPU: device printf, flushed before each traced action signals.
 step "$bin/kiln" run "$root/examples/tracing/debug_nan.kiln" --device cuda --trace-values "$pack/values.jsonl"
 step "$bin/kiln" trace-values "$pack/values.jsonl" --first-nan
