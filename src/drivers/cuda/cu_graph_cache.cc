@@ -11,8 +11,7 @@ namespace {
 
 // The node parameters of `launch`, whose kernelParams point into `pointers` (one per value).
 CUDA_KERNEL_NODE_PARAMS node_params(const KernelLaunch& launch, std::vector<void*>& pointers) {
-  pointers.clear();
-  for (const uint64_t& v : launch.values) pointers.push_back(const_cast<uint64_t*>(&v));
+  pointers = launch.parameters();
   CUDA_KERNEL_NODE_PARAMS p{};
   p.func = launch.function;
   p.gridDimX = launch.grid[0];

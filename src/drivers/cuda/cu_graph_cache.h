@@ -30,6 +30,13 @@ struct KernelLaunch {
   unsigned block = 1;
   std::vector<uint64_t> values;
 
+  // A pointer to each value, as cuLaunchKernel and a graph's kernel node take the parameters
+  // (they copy them before returning); valid while the launch is.
+  std::vector<void*> parameters() const {
+    std::vector<void*> out;
+    for (const uint64_t& v : values) out.push_back(const_cast<uint64_t*>(&v));
+    return out;
+  }
   bool operator==(const KernelLaunch&) const = default;
 };
 

@@ -437,10 +437,8 @@ Result<KernelLaunch> CuQueue::kernel_launch(const hal::DispatchCommand& d, uint3
 }
 
 Status CuQueue::launch_kernel(const KernelLaunch& launch) {
-  // A 32-bit parameter is read from the low bytes of its slot (little-endian, as every CUDA host
-  // is); cuLaunchKernel copies the parameters before it returns.
-  std::vector<void*> pointers;
-  for (const uint64_t& v : launch.values) pointers.push_back(const_cast<uint64_t*>(&v));
+  // A 32-bit parameter is read from the low bytes of its slot (little-endian, as every CUDA host is).
+  std::vector<void*> pointers = launch.parameters();
   CUresult result = context_->api().LaunchKernel(launch.function, launch.grid[0], launch.grid[1], launch.grid[2],
                                                  launch.block, 1, 1, 0, stream_, pointers.data(), nullptr);
   return result == CUDA_SUCCESS ? Status() : cu_error("cuLaunchKernel", result);
