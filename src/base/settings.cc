@@ -33,6 +33,9 @@ const std::vector<Setting>& settings() {
       {"KILN_CUDA_BLOCK_SIZE", "threads per CUDA block (default 128)", 1, 1024},
       {"KILN_CUDA_GRAPHS", "whether cuda replays a routine's kernels as a CUDA graph (default on)", 0, 0, {"on", "off"}},
       {"KILN_CUDA_GEMM", "where gemm runs on cuda (default cublas where it starts, else host)", 0, 0, {"cublas", "host"}},
+      {"KILN_CUDA_COLLECTIVES", "how collectives between processes run on cuda (default nccl where it loads, else "
+                                "host)", 0, 0, {"nccl", "host"}},
+      {"KILN_NCCL_LIBRARY", "the NCCL library to load (default libnccl.so.2)"},
       {"KILN_COLLECTIVE_TIMEOUT", "seconds a rank waits for the others at a collective (default 60)", 0, 86400, {},
        true},
   };

@@ -107,6 +107,11 @@ Result<BoundCall> BoundCall::bind(const ir::Call& call, const ir::Program& progr
   if (found) {
     bound.memory_ = found->memory;
     bound.collective_ = found->collective;
+    if (found->takes_device_memory && bound.memory_ != Memory::kHost) {
+      Result<bool> on_device = found->takes_device_memory();
+      if (!on_device.ok()) return on_device.status().annotate("call " + call.function + " on " + std::string(device));
+      if (!*on_device) bound.memory_ = Memory::kHost;
+    }
     return bound;
   }
 

@@ -234,11 +234,12 @@ Status run_collectives(std::span<const CallStep> calls, Execution& execution, co
   return Status(StatusCode::kDeferred, "collectives end when the other ranks take part");
 }
 
-// Whether step `s` is a collective call that can start with those of `group` (steps already
-// taken): it reads nothing they write and writes nothing they touch.
+// Whether step `s` is a collective call over host memory (the world's; a collective on a
+// device's own memory, cuda's over NCCL, runs as a stream call) that can start with those of
+// `group` (steps already taken): it reads nothing they write and writes nothing they touch.
 bool joins_collectives(const RoutineStep& s, std::span<const RoutineStep> group) {
   const auto* call = std::get_if<CallStep>(&s);
-  if (!call || !call->call->collective()) return false;
+  if (!call || !call->call->collective() || call->call->memory() != ral::Memory::kHost) return false;
   for (const RoutineStep& g : group) {
     const auto& other = std::get<CallStep>(g);
     for (size_t i = 0; i < call->buffers.size(); ++i) {
@@ -310,8 +311,9 @@ Status submit_routine_steps(hal::Device& device, hal::Queue& queue, const hal::S
                                   },
                                   k == 0 ? hal::Placement::kCallerWhenReady : hal::Placement::kQueued);
     } else if (const auto& step = std::get<CallStep>(first); step.call->memory() == ral::Memory::kDeviceStream) {
-      // A function that queues device work: on a queue with a stream of its own, in the stream's
-      // order, with nothing on the host waiting for it (hal::StreamCallFn).
+      // A function that queues device work (a collective on cuda's memory among them): on a
+      // queue with a stream of its own, in the stream's order, with nothing on the host waiting
+      // for it (hal::StreamCallFn).
       submitted = queue.stream_call(
           step_waits, step_signals, [step, execution](const hal::SemaphoreList&) { return run_call(step, *execution); },
           [step, execution](void* stream) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "drivers/cuda/cu_api.h"
+#include "drivers/cuda/cu_platform.h"
 
 namespace kiln::cuda::fake {
 
@@ -599,6 +600,21 @@ inline const Api& fake_api() {
     return a;
   }();
   return api;
+}
+
+// The record of the stand-in's device "cuda:0", as a GPU kiln supports has it: compute
+// capability 9.0, 80 GiB, mapped host memory and memory pools (CUDA 11.2 and later).
+inline CuDeviceRecord fake_record(bool memory_pools = true) {
+  CuDeviceRecord record;
+  record.name = "fake";
+  record.compute_major = 9;
+  record.can_map_host_memory = true;
+  record.memory_pools = memory_pools;
+  record.info.capabilities.total_memory = uint64_t{80} << 30;
+  record.info.name = "cuda:0";
+  record.info.driver = "cuda";
+  record.info.capabilities.executable_formats = {"cuda-c"};
+  return record;
 }
 
 }  // namespace kiln::cuda::fake

@@ -38,16 +38,7 @@ class CudaQueueHostTest : public ::testing::Test {
  protected:
   void SetUp() override {
     Fake::misuse = 0;
-    CuDeviceRecord record;
-    record.name = "fake";
-    record.compute_major = 9;
-    record.can_map_host_memory = true;
-    record.memory_pools = memory_pools_;
-    record.info.capabilities.total_memory = uint64_t{80} << 30;
-    record.info.name = "cuda:0";
-    record.info.driver = "cuda";
-    record.info.capabilities.executable_formats = {"cuda-c"};
-    Result<std::shared_ptr<CuContext>> context = CuContext::create(fake_api(), record);
+    Result<std::shared_ptr<CuContext>> context = CuContext::create(fake_api(), fake_record(memory_pools_));
     ASSERT_TRUE(context.ok()) << context.status();
     context_ = *context;
     allocator_ = std::make_unique<CuAllocator>(context_, this);

@@ -57,6 +57,12 @@ struct Function {
   // it returns (ExecutionContext::take_completion), so the runtime runs it as a step of its own,
   // never among a command buffer's kernels.
   bool collective = false;
+  // For a function declared kDevice or kDeviceStream that can take host memory too (the cuda
+  // collectives, which cross through mapped host memory where NCCL is missing): asked when a call
+  // binds; false binds the call as kHost, and the runtime then passes mapped host memory. Its
+  // answer must not change during the process: the function asks it again to know which it got.
+  // An error fails the binding.
+  Result<bool> (*takes_device_memory)() = nullptr;
   // What `user` points into, released with the function; null when `user` needs no owner.
   std::shared_ptr<const void> owner;
   // For a function a GenericFunction made: the call site it was made for (Registry::resolve).

@@ -495,6 +495,9 @@ void CuQueue::await_device(Flight* flight, bool recorded) {
                       : call_in_context(context_->target(), "cuStreamSynchronize", name(),
                                         [&](const Api& api) { return api.StreamSynchronize(stream_); });
     if (!device.ok()) device = context_->mark_lost(device.annotate("queue '" + name() + "'"));
+    // Lost while the action ran, without a CUDA error: an NCCL collective that timed out was
+    // aborted, which ends its kernels and lets the stream go on past what it did not write.
+    if (device.ok()) device = context_->lost();
   }
   if (!device.ok() && flight->enqueue_error.ok()) flight->enqueue_error = device;
   finish(flight);

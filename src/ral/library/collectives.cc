@@ -1,7 +1,8 @@
 // The collectives (docs/language.md, "Collectives"): allreduce, allgather, reduce_scatter,
-// broadcast, rank and world_size, on "cpu", "interp", "opencl" and "cuda" (over mapped host memory), each
-// through the process's World (kiln/ral/world.h): MPI across the ranks of a job, a copy in a
-// world of one.
+// broadcast, rank and world_size, on "cpu", "interp", "opencl" and "cuda", each through the
+// process's World (kiln/ral/world.h) over host memory (mapped on opencl): MPI across the ranks of
+// a job, a copy in a world of one. On cuda they take device memory where
+// cuda_collectives_on_device() says so (NCCL, cuda_collectives.h).
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -11,6 +12,7 @@
 #include "kiln/ral/element_types.h"
 #include "kiln/ral/execution_context.h"
 #include "kiln/ral/world.h"
+#include "ral/library/cuda_collectives.h"
 #include "ral/library/library.h"
 #include "ral/library/rows.h"
 
@@ -58,9 +60,14 @@ Collective make_collective(CollectiveKind kind, const Tensor& x, const Tensor& y
   return c;
 }
 
-// Runs `c` on the process's world: started, ending later, where the runtime offered a
-// completion (a routine's collective step), else to its end before returning.
-Status run_on_world(ExecutionContext* execution, World* w, Collective c) {
+// Runs `c` from x to y on the process's world: started, ending later, where the runtime offered
+// a completion (a routine's collective step), else to its end before returning. On cuda's own
+// memory (the tensors are its buffers) on the device instead.
+Status run_on_world(ExecutionContext* execution, World* w, Collective c, const Tensor& x, const Tensor& y) {
+  if (execution->device() == "cuda") {
+    KILN_ASSIGN_OR_RETURN(const bool on_device, cuda_collectives_on_device());
+    if (on_device) return run_cuda_collective(execution, std::move(c), buffer_at(x.data), buffer_at(y.data));
+  }
   if (std::optional<ExecutionContext::Completion> later = execution->take_completion()) {
     c.site = std::move(later->site);
     if (later->gather) later->gather(std::move(c), std::move(later->done));
@@ -79,7 +86,7 @@ Status allreduce_tensors(ExecutionContext* execution, const Tensor& x, const Ten
   KILN_ASSIGN_OR_RETURN(World * w, world());
   Collective c = make_collective(CollectiveKind::kAllreduce, x, y, x.element_count());
   c.op = how;
-  return run_on_world(execution, w, std::move(c));
+  return run_on_world(execution, w, std::move(c), x, y);
 }
 
 Status broadcast_tensors(ExecutionContext* execution, const Tensor& x, const Tensor& y, int64_t root) {
@@ -93,7 +100,7 @@ Status broadcast_tensors(ExecutionContext* execution, const Tensor& x, const Ten
   KILN_ASSIGN_OR_RETURN(World * w, world());
   Collective c = make_collective(CollectiveKind::kBroadcast, x, y, x.element_count());
   c.root = static_cast<int>(root);
-  return run_on_world(execution, w, std::move(c));
+  return run_on_world(execution, w, std::move(c), x, y);
 }
 
 // y's first dimension is R × x's (a scalar x: y is [R]); the rest agree.
@@ -107,7 +114,7 @@ Status allgather_tensors(ExecutionContext* execution, const Tensor& x, const Ten
                                   std::to_string(ranks) + " rank(s) gathering x of shape " + shape_string(x.sizes) +
                                   " make a first dimension of R × x's (R = " + std::to_string(ranks) + ")");
   }
-  return run_on_world(execution, w, make_collective(CollectiveKind::kAllgather, x, y, x.element_count()));
+  return run_on_world(execution, w, make_collective(CollectiveKind::kAllgather, x, y, x.element_count()), x, y);
 }
 
 // x's first dimension is R × y's: rank r gets part r of the combination.
@@ -122,7 +129,7 @@ Status reduce_scatter_tensors(ExecutionContext* execution, const Tensor& x, cons
   }
   Collective c = make_collective(CollectiveKind::kReduceScatter, x, y, y.element_count());
   c.op = how;
-  return run_on_world(execution, w, std::move(c));
+  return run_on_world(execution, w, std::move(c), x, y);
 }
 
 template <typename T, int N>
@@ -157,9 +164,14 @@ Status world_size(ExecutionContext*, MemRef<int32_t, 0> n) {
   return Status();
 }
 
-// Registers `f` as a collective (Function::collective).
+// Registers `f` as a collective (Function::collective); cuda's take its own memory where
+// cuda_collectives_on_device() says so.
 Status add_collective(Registry& registry, Function f) {
   f.collective = true;
+  if (f.device == "cuda") {
+    f.memory = Memory::kDeviceStream;
+    f.takes_device_memory = &cuda_collectives_on_device;
+  }
   return registry.add(std::move(f));
 }
 
@@ -201,7 +213,7 @@ Status add_device(Registry& registry, std::string_view device) {
 
 }  // namespace
 
-// On opencl and cuda the data crosses through mapped host memory (NCCL on cuda is not done).
+// On opencl the data crosses through mapped host memory; on cuda see cuda_collectives.h.
 Status register_collectives(Registry& registry) {
   for (std::string_view device : {"cpu", "interp", "opencl", "cuda"}) KILN_RETURN_IF_ERROR(add_device(registry, device));
   return Status();

@@ -245,6 +245,14 @@ extern "C" __global__ void kiln_qgemm_scale(const int* sums, const float* scale_
                                             kiln_u64 m, kiln_u64 n) {
   KILN_GRID_LOOP(t, m * n) c[t] = (float)sums[t] * scale_a[t / n] * scale_b[t % n];
 }
+
+// A collective's mean: the sum over NCCL, divided by the ranks.
+extern "C" __global__ void kiln_divide_f32(float* y, kiln_u64 count, float divisor) {
+  KILN_GRID_LOOP(t, count) y[t] = y[t] / divisor;
+}
+extern "C" __global__ void kiln_divide_f64(double* y, kiln_u64 count, double divisor) {
+  KILN_GRID_LOOP(t, count) y[t] = y[t] / divisor;
+}
 )CU";
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The CUDA C of the library functions that run on the cuda device as kiln's own kernels:
 // Philox random numbers, sorting (sort, argsort and topk through one bitonic network), the i8
-// products cuBLAS does not take and qgemm's scaling. The
+// products cuBLAS does not take, qgemm's scaling and the collectives' means. The
 // text is built by NVRTC like generated code (cuda_library.h loads it once per context); the
 // tests also build it with ptxas and run it on the host (tests/ral/cuda_kernels_test.cc), which
 // is why it uses no CUDA feature beyond the launch indices: no shared memory, no barriers, and
@@ -36,6 +36,8 @@
 //       beta = 0), rounded to nearest even and saturated to i32. One thread per element of c.
 //   kiln_qgemm_scale(const int* sums, const float* scale_a, const float* scale_b, float* c, m, n)
 //       c[i, j] = f32(sums[i, j]) * scale_a[i] * scale_b[j], in f32 and in that order.
+//   kiln_divide_{f32,f64}(T* y, count, T divisor)
+//       y[i] = y[i] / divisor: a collective's mean, from the sum NCCL made.
 #pragma once
 
 #include <cstdint>

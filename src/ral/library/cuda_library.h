@@ -39,7 +39,11 @@ class CudaLibrary final : public Resource {
   // library's own stream, which it then waits for: the first error, annotated with `what`.
   Status run(const ExecutionContext& execution, std::string_view what, const std::function<Status()>& work);
 
+  const std::shared_ptr<cuda::CuContext>& context() const { return context_; }
+
   // Only inside run's work:
+  // The stream the work goes on (the queue's, or the library's own).
+  cuda::CUstream stream() const { return stream_; }
   // Launches kernel `name` of cuda_library_source() over `threads` threads (none when 0).
   Status launch(const char* name, uint64_t threads, std::initializer_list<const void*> args);
   // At least `bytes` of device memory in scratch slot `slot` (0 or 1) of the stream, kept for the
