@@ -86,6 +86,12 @@ fi
 
 step "$bin/kiln_drivers_test" --gtest_filter='*Cuda*:*cuda*:*Staging*:*EventPool*:*Timepoint*'
 step "$bin/kiln_hal_test" --gtest_filter='*/cuda:*Cuda*'
+# NCCL where PyTorch's wheel brought it (NcclTest loads it; with one GPU there is no second rank
+# for NCCL to run with: it refuses two ranks on one device).
+if nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null) &&
+  [ -f "$nccl" ]; then
+  export KILN_NCCL_LIBRARY="$nccl"
+fi
 step "$bin/kiln_ral_test"
 step "$bin/kiln_runtime_test" --gtest_filter='*/cuda:*Cuda*:ExamplesTest.*Cuda*:CollectivesTest.*:-*NarrowGemmTest*'
 # gemm of bf16, f16 and i8 operands and qgemm (cublasGemmEx, kiln's i8 and scaling kernels)
