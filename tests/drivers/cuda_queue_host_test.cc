@@ -171,23 +171,22 @@ void write_then_read(hal::Queue& queue, const hal::BufferRef& a, size_t length) 
   EXPECT_TRUE(result == source);
 }
 
-// A transfer longer than the ring of staging blocks reuses them: it never holds more than
-// kStagingRingBlocks blocks (a 10 GiB read used to pin 10 GiB), and every byte arrives, both ways.
-TEST_F(CudaQueueHostTest, LongTransfersReuseARingOfStagingBlocks) {
-  const size_t chunk = std::min(CuQueue::kStagingChunkBytes, context_->staging().max_block_bytes());
-  const size_t length = (CuQueue::kStagingRingBlocks + 5) * chunk + 7;
+// A transfer of kDirectTransferBytes or more goes through the driver's own copy of the caller's
+// memory: every byte arrives, both ways, and no staging block is pinned for it (a 10 GiB read
+// once pinned 10 GiB).
+TEST_F(CudaQueueHostTest, LongTransfersGoThroughTheDriversOwnCopy) {
+  const size_t length = CuQueue::kDirectTransferBytes + 7;
   write_then_read(*queue_, buffer(length), length);
-  EXPECT_EQ(context_->staging().outstanding(), 0u);
-  EXPECT_EQ(context_->staging().allocated_blocks(), CuQueue::kStagingRingBlocks);
+  EXPECT_EQ(context_->staging().allocated_blocks(), 0u);
 }
 
-TEST_F(CudaQueueHostTest, LargeTransfersAreStagedInPooledChunks) {
-  const size_t most = context_->staging().max_block_bytes(), length = 2 * most + 3;
+// Shorter ones are staged in pooled chunks, all back in the pool at the end, where the read
+// found the write's.
+TEST_F(CudaQueueHostTest, TransfersAreStagedInPooledChunks) {
+  const size_t chunk = std::min(CuQueue::kStagingChunkBytes, context_->staging().max_block_bytes());
+  const size_t length = 3 * chunk - 5, blocks = 3;  // the last block of the chunk's class too
+  ASSERT_LT(length, CuQueue::kDirectTransferBytes);
   write_then_read(*queue_, buffer(length), length);
-  // Blocks of the chunk size (a ring of them: the transfer is longer than the ring), all back in
-  // the pool, where the read found the write's.
-  const size_t chunk = std::min(CuQueue::kStagingChunkBytes, most);
-  const size_t blocks = std::min(CuQueue::kStagingRingBlocks, (length + chunk - 1) / chunk);
   EXPECT_EQ(context_->staging().outstanding(), 0u);
   EXPECT_EQ(context_->staging().allocated_blocks(), blocks);
   EXPECT_EQ(context_->staging().cached_blocks(), blocks);
@@ -534,6 +533,24 @@ class CudaQueueKernelTest : public CudaQueueHostTest {
   std::shared_ptr<CuQueue> queue2_;
   hal::ExecutableRef quiet_executable_;
 };
+
+// A long read lands in the caller's memory before its action ends, so it waits for its waits on
+// the host: here a transfer held back behind a latched kernel, whose signal a short read would
+// have handed to the stream.
+TEST_F(CudaQueueKernelTest, ALongReadWaitsForItsWaitsOnTheHost) {
+  const size_t length = CuQueue::kDirectTransferBytes + 8;
+  hal::BufferRef a = zeroed(64), b = zeroed(length);
+  auto first = hal::Semaphore::create(), done = hal::Semaphore::create();
+  hold_a_transfer(a, b, first);
+  const int handed = Fake::stream_waits;
+  std::vector<uint8_t> result(length, 0xEE);
+  ASSERT_TRUE(queue2_->read({{first, 1}}, {{done, 1}}, b, 0, result.data(), length).ok());
+  Fake::release();
+  ASSERT_TRUE(wait(done, 1).ok());
+  EXPECT_EQ(Fake::stream_waits.load(), handed) << "the long read's wait was handed to the stream";
+  for (size_t i = 0; i < 32; ++i) ASSERT_EQ(result[i], i % 4 == 0 ? 3 : 0) << i;
+  EXPECT_EQ(result[length - 1], 0);
+}
 
 TEST_F(CudaQueueKernelTest, DispatchesReachTheKernelAndFailuresNameIt) {
   hal::BufferRef a = zeroed(64);

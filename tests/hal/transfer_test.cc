@@ -123,8 +123,9 @@ TEST_P(TransferTest, Write) {
   }
 }
 
-// Past what a driver stages at once (CUDA: a ring of 16 blocks of 4 MiB), a write and a read
-// still move every byte, at odd offsets, each waiting for the other through the semaphore.
+// Past what a driver stages (CUDA: 16 MiB, above which the driver's own copy moves the caller's
+// memory), a write and a read still move every byte, at odd offsets, each waiting for the other
+// through the semaphore.
 TEST_P(TransferTest, TransfersLongerThanTheStagingRing) {
   const size_t size = (size_t{80} << 20) + 13;
   std::vector<uint8_t> host = pattern_bytes(size, 0x5EED);

@@ -112,10 +112,10 @@ void CuQueue::enqueue(std::unique_ptr<hal::Action> action) {
     defer(std::move(action));
     return;
   }
-  // A read long enough for the ring of staging blocks copies its chunks out as they arrive,
-  // before the action ends, so its waits must be met first too: a handed wait that failed later
-  // would have let it write the caller's memory.
-  if (const auto* read = std::get_if<hal::ReadCommand>(&action->command); read && uses_ring(read->length)) {
+  // A read long enough to go through CUDA's own copy (kDirectTransferBytes) writes the caller's
+  // memory before the action ends, so its waits must be met first too: a handed wait that failed
+  // later would have let it write there (a staged read copies out only once the action is over).
+  if (const auto* read = std::get_if<hal::ReadCommand>(&action->command); read && read->length >= kDirectTransferBytes) {
     defer(std::move(action));
     return;
   }
@@ -144,6 +144,13 @@ void CuQueue::issue(std::unique_ptr<hal::Action> action) {
   if (const auto* call = std::get_if<hal::HostCallCommand>(&action->command); call && !call->on_stream) {
     std::shared_ptr<hal::Action> shared = std::move(action);
     host_calls_.push([shared] { drivers::run_host_call(*shared); });
+    return;
+  }
+  if (const auto* read = std::get_if<hal::ReadCommand>(&action->command); read && read->length >= kDirectTransferBytes) {
+    // The driver's read returns once it has landed: on this queue's own host thread, never on
+    // the caller's or on the thread whose signal released it (another queue's completions).
+    auto held = std::make_shared<std::unique_ptr<hal::Action>>(std::move(action));
+    host_calls_.push([this, held] { submit(std::move(*held)); });
     return;
   }
   submit(std::move(action));
@@ -273,74 +280,33 @@ Status CuQueue::launch_stream_call(const hal::StreamCallFn& on_stream) {
 
 size_t CuQueue::chunk_bytes() const { return std::min(kStagingChunkBytes, context_->staging().max_block_bytes()); }
 
-bool CuQueue::uses_ring(size_t length) const { return length > kStagingRingBlocks * chunk_bytes(); }
-
 Status CuQueue::for_each_staged_chunk(size_t length, Flight& flight, void* read_into,
                                       const std::function<CUresult(size_t, size_t, void*)>& copy) {
-  // Chunks of at most 4 MiB, and never above the pool's largest class (large transfers reuse
-  // pooled blocks instead of pinning one-off blocks of their own size): the copy of one chunk
-  // into pinned memory overlaps the device's copy of the one before.
+  // Chunks of at most 4 MiB, and never above the pool's largest class (transfers reuse pooled
+  // blocks instead of pinning one-off blocks of their own size): the copy of one chunk into
+  // pinned memory overlaps the device's copy of the one before. The flight holds every block
+  // until it ends (the device may still use them), and a read's chunks are copied out then.
   const size_t most = chunk_bytes();
-  const bool ring = uses_ring(length);
-  struct Staged {
-    StagingBlock block;
-    EventRef copied;  // recorded after the chunk's copy (ring transfers only)
-    Flight::Readback readback{nullptr, nullptr, 0};
-  };
-  std::deque<Staged> staged;
-  // On a failure the device may still be using the blocks already staged: the flight holds them
-  // until its end, rather than return them to the pool for another transfer to overwrite.
-  auto fail = [&](Staged& next, Status status) {
-    flight.staging.push_back(std::move(next.block));
-    for (Staged& s : staged) flight.staging.push_back(std::move(s.block));
-    return status;
-  };
-  const Api& api = context_->api();
   for (size_t done = 0; done < length;) {
     const size_t chunk = std::min(length - done, most);
-    Staged next;
-    if (staged.size() == kStagingRingBlocks) {
-      // The oldest chunk's copy must be over before its block takes another chunk.
-      next.block = std::move(staged.front().block);
-      next.copied = std::move(staged.front().copied);
-      const Flight::Readback out = staged.front().readback;
-      staged.pop_front();
-      if (Status waited = wait_for_event(next.copied.get(), false); !waited.ok()) {
-        return fail(next, waited.annotate("staging a transfer"));
-      }
-      if (out.host) std::memcpy(out.host, out.staged, out.length);
-    } else {
-      Result<StagingBlock> block = context_->staging().acquire(chunk);
-      if (!block.ok()) return fail(next, block.status());
-      next.block = std::move(*block);
-      if (ring) {
-        Result<EventRef> event = context_->events().acquire();
-        if (!event.ok()) return fail(next, event.status());
-        next.copied = std::move(*event);
-      }
+    KILN_ASSIGN_OR_RETURN(StagingBlock block, context_->staging().acquire(chunk));
+    void* staged = block.data();
+    flight.staging.push_back(std::move(block));
+    if (CUresult result = copy(done, chunk, staged); result != CUDA_SUCCESS) {
+      return cu_error(read_into ? "cuMemcpyDtoHAsync_v2" : "cuMemcpyHtoDAsync_v2", result);
     }
-    void* block = next.block.data();
-    if (CUresult result = copy(done, chunk, block); result != CUDA_SUCCESS) {
-      return fail(next, cu_error(read_into ? "cuMemcpyDtoHAsync_v2" : "cuMemcpyHtoDAsync_v2", result));
-    }
-    if (read_into) next.readback = {static_cast<char*>(read_into) + done, block, chunk};
-    if (ring) {
-      if (CUresult result = api.EventRecord(next.copied.get(), stream_); result != CUDA_SUCCESS) {
-        return fail(next, cu_error("cuEventRecord", result, "staging a transfer"));
-      }
-    }
-    staged.push_back(std::move(next));
+    if (read_into) flight.readbacks.push_back({static_cast<char*>(read_into) + done, staged, chunk});
     done += chunk;
-  }
-  // The last chunks: held until the flight completes, reads copied out then.
-  for (Staged& s : staged) {
-    if (s.readback.host) flight.readbacks.push_back(s.readback);
-    flight.staging.push_back(std::move(s.block));
   }
   return Status();
 }
 
 Status CuQueue::launch_upload(const void* host, size_t length, CUdeviceptr target, Flight& flight) {
+  if (length >= kDirectTransferBytes) {
+    // From pageable memory the driver returns once it has taken the bytes, as a write must.
+    const CUresult result = context_->api().MemcpyHtoDAsync(target, host, length, stream_);
+    return result == CUDA_SUCCESS ? Status() : cu_error("cuMemcpyHtoDAsync_v2", result);
+  }
   return for_each_staged_chunk(length, flight, nullptr, [&](size_t done, size_t chunk, void* staged) {
     std::memcpy(staged, static_cast<const char*>(host) + done, chunk);
     return context_->api().MemcpyHtoDAsync(target + done, staged, chunk, stream_);
@@ -348,6 +314,10 @@ Status CuQueue::launch_upload(const void* host, size_t length, CUdeviceptr targe
 }
 
 Status CuQueue::launch_download(CUdeviceptr source, size_t length, void* host, Flight& flight) {
+  if (length >= kDirectTransferBytes) {
+    const CUresult result = context_->api().MemcpyDtoHAsync(host, source, length, stream_);
+    return result == CUDA_SUCCESS ? Status() : cu_error("cuMemcpyDtoHAsync_v2", result);
+  }
   return for_each_staged_chunk(length, flight, host, [&](size_t done, size_t chunk, void* staged) {
     return context_->api().MemcpyDtoHAsync(staged, source + done, chunk, stream_);
   });
