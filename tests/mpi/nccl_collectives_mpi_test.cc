@@ -21,6 +21,7 @@
 #include "drivers/cuda/nvrtc.h"
 #include "kiln/ral/context.h"
 #include "kiln/ral/execution_context.h"
+#include "kiln/ral/mangle.h"
 #include "kiln/ral/world.h"
 #include "ral/library/cuda_collectives.h"
 #include "ral/library/narrow_floats.h"
@@ -36,21 +37,11 @@ using cuda::fake::fake_api;
 // holds a part of kPart for each rank.
 constexpr int64_t kCount = 6, kPart = 3;
 
+// The code of a 1-D tensor of T in full names: m1df32.
 template <typename T>
-const char* code();
-template <> const char* code<bool>() { return "i1"; }
-template <> const char* code<int8_t>() { return "i8"; }
-template <> const char* code<uint8_t>() { return "ui8"; }
-template <> const char* code<int16_t>() { return "i16"; }
-template <> const char* code<uint16_t>() { return "ui16"; }
-template <> const char* code<int32_t>() { return "i32"; }
-template <> const char* code<uint32_t>() { return "ui32"; }
-template <> const char* code<int64_t>() { return "i64"; }
-template <> const char* code<uint64_t>() { return "ui64"; }
-template <> const char* code<Half>() { return "f16"; }
-template <> const char* code<BFloat16>() { return "bf16"; }
-template <> const char* code<float>() { return "f32"; }
-template <> const char* code<double>() { return "f64"; }
+std::string memref_code() {
+  return std::string(type_code<MemRef<T, 1>>().view());
+}
 
 // Rank r's element i: small whole numbers, some negative, so that every sum is exact and the
 // maxima and minima differ between ranks.
@@ -129,7 +120,7 @@ class NcclCollectivesTest : public ::testing::Test {
   // on cuda against cpu: the same bits.
   template <typename T>
   void check(const std::string& kind, int64_t attribute) {
-    SCOPED_TRACE(kind + " of " + code<T>() + " with " + std::to_string(attribute));
+    SCOPED_TRACE(kind + " of " + memref_code<T>() + " with " + std::to_string(attribute));
     const int rank = world_->rank();
     const int64_t in = kind == "reduce_scatter" ? kPart * 2 : kind == "allgather" ? kPart : kCount;
     const int64_t out = kind == "reduce_scatter" ? kPart : kind == "allgather" ? kPart * 2 : kCount;
@@ -137,7 +128,7 @@ class NcclCollectivesTest : public ::testing::Test {
     auto x = std::make_unique<T[]>(in), expected = std::make_unique<T[]>(out), got = std::make_unique<T[]>(out),
          zeros = std::make_unique<T[]>(out);
     for (int64_t i = 0; i < in; ++i) x[i] = value<T>(rank, i);
-    const std::string types = std::string("m1d") + code<T>() + "_m1d" + code<T>();
+    const std::string types = memref_code<T>() + "_" + memref_code<T>();
     const std::string attributes = kind == "allgather" ? "" : "_i64";
     auto name = [&](const char* device) { return kind + "___" + device + "___pvoid_" + types + attributes + "___void"; };
 

@@ -164,6 +164,7 @@ CuContext::~CuContext() {
 
 // A copy on the mapping stream, and the wait for it.
 Status CuContext::lost() const {
+  if (!is_lost_.load(std::memory_order_acquire)) return Status();  // every action asks, twice
   std::lock_guard<std::mutex> lock(lost_mutex_);
   return lost_;
 }
@@ -174,6 +175,7 @@ Status CuContext::mark_lost(const Status& fault) {
     lost_ = Status(fault.code() == StatusCode::kOk ? StatusCode::kInternal : fault.code(),
                    record_.info.name + " is lost: " + fault.message() +
                        " (a fault on the device is sticky: nothing more runs on it in this process)");
+    is_lost_.store(true, std::memory_order_release);
   }
   return lost_;
 }

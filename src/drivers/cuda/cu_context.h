@@ -9,6 +9,7 @@
 // ContextScope (cu_context_scope.h).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -112,6 +113,7 @@ class CuContext {
   mutable std::mutex map_mutex_;  // one mapping copy at a time on the stream
   mutable std::mutex lost_mutex_;
   Status lost_;  // guarded by lost_mutex_
+  std::atomic<bool> is_lost_{false};  // set once lost_ is: lost() takes no lock before
   CUstream map_stream_ = nullptr;
   CUstream alloc_stream_ = nullptr;  // with memory pools only
   CUmemoryPool pool_ = nullptr;      // with memory pools only

@@ -63,7 +63,7 @@ Collective make_collective(CollectiveKind kind, const Tensor& x, const Tensor& y
 // Runs `c` from x to y on the process's world: started, ending later, where the runtime offered
 // a completion (a routine's collective step), else to its end before returning. On cuda's own
 // memory (the tensors are its buffers) on the device instead.
-Status run_on_world(ExecutionContext* execution, World* w, Collective c, const Tensor& x, const Tensor& y) {
+Status run_collective(ExecutionContext* execution, World* w, Collective c, const Tensor& x, const Tensor& y) {
   if (execution->device() == "cuda") {
     KILN_ASSIGN_OR_RETURN(const bool on_device, cuda_collectives_on_device());
     if (on_device) return run_cuda_collective(execution, std::move(c), buffer_at(x.data), buffer_at(y.data));
@@ -86,7 +86,7 @@ Status allreduce_tensors(ExecutionContext* execution, const Tensor& x, const Ten
   KILN_ASSIGN_OR_RETURN(World * w, world());
   Collective c = make_collective(CollectiveKind::kAllreduce, x, y, x.element_count());
   c.op = how;
-  return run_on_world(execution, w, std::move(c), x, y);
+  return run_collective(execution, w, std::move(c), x, y);
 }
 
 Status broadcast_tensors(ExecutionContext* execution, const Tensor& x, const Tensor& y, int64_t root) {
@@ -100,7 +100,7 @@ Status broadcast_tensors(ExecutionContext* execution, const Tensor& x, const Ten
   KILN_ASSIGN_OR_RETURN(World * w, world());
   Collective c = make_collective(CollectiveKind::kBroadcast, x, y, x.element_count());
   c.root = static_cast<int>(root);
-  return run_on_world(execution, w, std::move(c), x, y);
+  return run_collective(execution, w, std::move(c), x, y);
 }
 
 // y's first dimension is R × x's (a scalar x: y is [R]); the rest agree.
@@ -114,7 +114,7 @@ Status allgather_tensors(ExecutionContext* execution, const Tensor& x, const Ten
                                   std::to_string(ranks) + " rank(s) gathering x of shape " + shape_string(x.sizes) +
                                   " make a first dimension of R × x's (R = " + std::to_string(ranks) + ")");
   }
-  return run_on_world(execution, w, make_collective(CollectiveKind::kAllgather, x, y, x.element_count()), x, y);
+  return run_collective(execution, w, make_collective(CollectiveKind::kAllgather, x, y, x.element_count()), x, y);
 }
 
 // x's first dimension is R × y's: rank r gets part r of the combination.
@@ -129,7 +129,7 @@ Status reduce_scatter_tensors(ExecutionContext* execution, const Tensor& x, cons
   }
   Collective c = make_collective(CollectiveKind::kReduceScatter, x, y, y.element_count());
   c.op = how;
-  return run_on_world(execution, w, std::move(c), x, y);
+  return run_collective(execution, w, std::move(c), x, y);
 }
 
 template <typename T, int N>
