@@ -244,6 +244,16 @@ TEST_P(Conv2dTest, DepthwiseConvolutionsFourChannelsAtATime) {
   check({.n = 3, .c = 13, .h = 7, .w = 7, .o = 13, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 13});
 }
 
+// 3x3 windows at stride 1 (MobileNet's), which the cpu device sums two channels and up to four
+// output rows at a time, each input row loaded once for the rows that read it: 9 and 13 rows (a
+// last block of one, of one and three), rows of several vectors, no top padding and two rows of
+// bottom padding, an odd channel (one at a time), a residual and ReLU6.
+TEST_P(Conv2dTest, DepthwiseConvolutionsBlocksOfRows) {
+  check({.n = 1, .c = 5, .h = 9, .w = 37, .o = 5, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 5, .relu = 1, .residual = true, .clip_max = 1.5});
+  check({.n = 2, .c = 3, .h = 13, .w = 20, .o = 3, .kh = 3, .kw = 3, .pl = 1, .pb = 2, .pr = 1, .groups = 3});
+  check({.n = 1, .c = 4, .h = 6, .w = 6, .o = 4, .kh = 3, .kw = 3, .groups = 4, .relu = 1});
+}
+
 // transpose_w=1: w holds the output channel last, and the cpu device's tiles run along output
 // channels (16 or 32 of them a vector pair, one output row's points broadcast). Rows of up to 7
 // points (4 vectors) and of several tiles (30 columns: 3 of 10), output channels that fill no

@@ -5,9 +5,9 @@
 // channels by 32 points sums 32 consecutive points of the planes against the weights as they are
 // stored; the bias starts the sums, and a residual z and the ReLU are applied as they are
 // written. A depthwise convolution (one channel in and out per group) sums each channel's taps
-// in registers, reading the input rows themselves at column strides 1 and 2. The points and the
-// output channels are spread over the device's host threads (ExecutionContext::host_parallel: the
-// cpu device's workgroup threads).
+// in registers, reading the input rows themselves at column strides 1 and 2 (conv_depthwise.h).
+// The points and the output channels are spread over the device's host threads
+// (ExecutionContext::host_parallel: the cpu device's workgroup threads).
 #pragma once
 
 #include "ral/library/conv_shape.h"

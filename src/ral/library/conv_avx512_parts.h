@@ -1,5 +1,6 @@
-// What conv2d's AVX-512 products share (conv_avx512.cc, conv_channel_tiles.cc): the activation
-// as their tiles store it, masks of the first lanes, and the error for scratch memory.
+// What conv2d's AVX-512 loops share (conv_avx512.cc, conv_channel_tiles.cc, conv_depthwise.cc): the
+// activation as their tiles store it, masks of the first lanes, the even floats of a strided row,
+// and the error for scratch memory.
 #pragma once
 
 #include <immintrin.h>
@@ -34,6 +35,14 @@ struct Activation {
 // Lanes [0, count) of a 16-lane mask, count clamped to [0, 16].
 inline __mmask16 first_lanes(int64_t count) {
   return static_cast<__mmask16>(count <= 0 ? 0u : count >= 16 ? 0xFFFFu : (1u << count) - 1);
+}
+
+// The even floats of the 32 from `at` (at[0], at[2], ..., at[30]), from two masked loads: lanes of
+// the first 16 outside `low`, and of the second 16 outside `high`, read as 0 (and are not read).
+[[gnu::target("avx512f"), gnu::always_inline]] inline __m512 even_floats(const float* at, __mmask16 low,
+                                                                         __mmask16 high) {
+  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  return _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(low, at), evens, _mm512_maskz_loadu_ps(high, at + 16));
 }
 
 inline Status no_memory(int64_t floats) {
