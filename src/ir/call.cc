@@ -145,9 +145,10 @@ class BuiltinChecker {
   }
 
   // conv2d(x, w, b [, z]) -> y over NCHW tensors of one float type: x [N, C, H, W], w [O,
-  // C/groups, KH, KW] (with transpose_w=1 [C/groups, KH, KW, O]), b [O], y [N, O, OH, OW] with OH
-  // = (H + pad_top + pad_bottom - dilation_h·(KH - 1) - 1) / stride_h + 1 (and the same across), z
-  // (a residual) of y's shape. Dimensions that are sizes are checked when the call runs.
+  // C/groups, KH, KW] (with transpose_w=1 [C/groups, KH, KW, O]; with transpose_w=16 [ceil(O/16),
+  // C/groups, KH, 16·KW]), b [O], y [N, O, OH, OW] with OH = (H + pad_top + pad_bottom -
+  // dilation_h·(KH - 1) - 1) / stride_h + 1 (and the same across), z (a residual) of y's shape.
+  // Dimensions that are sizes are checked when the call runs.
   void conv2d() {
     const TensorNode &x = arg(0), &w = arg(1), &b = arg(2), &y = out(0);
     if (tensor_count() == 4) {  // z, checked first: its shape is y's, whatever the other errors
@@ -168,15 +169,24 @@ class BuiltinChecker {
     for (const char* name : {"stride_h", "stride_w", "dilation_h", "dilation_w", "groups"}) {
       if (call_attribute(call_, name) < 1) return error(call_.loc, std::string(name) + " must be at least 1");
     }
+    const double layout = call_attribute(call_, "transpose_w");
+    if (layout != 0 && layout != 1 && layout != 16) {
+      return error(call_.loc, "transpose_w is 0 (w [O, C/groups, KH, KW]), 1 ([C/groups, KH, KW, O]) or 16 "
+                              "([ceil(O/16), C/groups, KH, 16·KW]), not " + std::to_string(static_cast<int64_t>(layout)));
+    }
     const auto groups = static_cast<int64_t>(call_attribute(call_, "groups"));
     auto known = [](const TensorNode& n, size_t d) -> std::optional<int64_t> {
       const SizeExpr e = n.dimension(d);
       return e.is_constant() ? std::optional<int64_t>(e.offset) : std::nullopt;
     };
-    // w's dimensions: output channels, input channels per group, window rows, window columns.
-    const bool transposed = call_attribute(call_, "transpose_w") != 0;
+    // w's dimensions: output channels, input channels per group, window rows, window columns. In
+    // blocks of 16 output channels (transpose_w=16), b's dimension is the output channels and w's
+    // first the blocks.
+    const bool transposed = layout == 1, blocked = layout == 16;
     const size_t w_out = transposed ? 3 : 0, w_in = transposed ? 0 : 1, w_window = transposed ? 1 : 2;
-    const std::optional<int64_t> channels = known(x, 1), outs = known(w, w_out), per_group = known(w, w_in);
+    const TensorNode& outs_of = blocked ? b : w;
+    const size_t outs_at = blocked ? 0 : w_out;
+    const std::optional<int64_t> channels = known(x, 1), outs = known(outs_of, outs_at), per_group = known(w, w_in);
     if (channels && *channels % groups) {
       return error(arg_loc(0), "'" + x.name + "' is " + shape_string(x) + "; its " + std::to_string(*channels) +
                                    " channels do not split into groups=" + std::to_string(groups));
@@ -187,21 +197,31 @@ class BuiltinChecker {
                                    std::to_string(*channels / groups) + ", the channels of '" + x.name + "' per group");
     }
     if (outs && *outs % groups) {
-      return error(arg_loc(1), "'" + w.name + "' is " + shape_string(w) + "; its " + std::to_string(*outs) +
-                                   " output channels do not split into groups=" + std::to_string(groups));
+      return error(blocked ? arg_loc(2) : arg_loc(1),
+                   "'" + outs_of.name + "' is " + shape_string(outs_of) + "; its " + std::to_string(*outs) +
+                       " output channels do not split into groups=" + std::to_string(groups));
     }
-    if (b.dimension(0) != w.dimension(w_out)) {
+    if (blocked) {
+      const std::optional<int64_t> blocks = known(w, 0), columns = known(w, 3);
+      if ((outs && blocks && *blocks != (*outs + 15) / 16) || (columns && *columns % 16)) {
+        return error(arg_loc(1), "'" + w.name + "' is " + shape_string(w) + "; with transpose_w=16 it holds blocks of " +
+                                     "16 output channels, [ceil(O/16), C/groups, KH, 16·KW] for the O = " +
+                                     block_text(b, 0, 1) + " output channels of '" + b.name + "'");
+      }
+    } else if (b.dimension(0) != w.dimension(w_out)) {
       return error(arg_loc(2), "'" + b.name + "' is " + shape_string(b) + "; it must hold a bias per output channel, " +
                                    block_text(w, static_cast<int>(w_out), 1) + " like the " +
                                    (transposed ? "last dimension of '" + w.name + "' (transpose_w=1)"
                                                : "first dimension of '" + w.name + "'"));
     }
-    std::string want = block_text(x, 0, 1) + ", " + block_text(w, static_cast<int>(w_out), 1);
-    bool fits = y.dimension(0) == x.dimension(0) && y.dimension(1) == w.dimension(w_out);
+    std::string want = block_text(x, 0, 1) + ", " + block_text(outs_of, static_cast<int>(outs_at), 1);
+    bool fits = y.dimension(0) == x.dimension(0) && y.dimension(1) == outs_of.dimension(outs_at);
     static constexpr const char* kAcross[2][4] = {{"stride_h", "pad_top", "pad_bottom", "dilation_h"},
                                                   {"stride_w", "pad_left", "pad_right", "dilation_w"}};
     for (size_t d = 0; d < 2; ++d) {
-      const std::optional<int64_t> in = known(x, 2 + d), window = known(w, w_window + d), got = known(y, 2 + d);
+      std::optional<int64_t> window = known(w, w_window + d);
+      if (blocked && d == 1 && window) *window /= 16;  // 16·KW columns of blocks
+      const std::optional<int64_t> in = known(x, 2 + d), got = known(y, 2 + d);
       if (!in || !window) {
         want += ", ?";
         continue;
@@ -344,7 +364,7 @@ class BuiltinChecker {
 const std::vector<BuiltinCall>& builtin_calls() {
   static const std::vector<BuiltinCall> calls = {
       {"gemm", 2, 1, {{"transpose_a", 0, Rule::kFlag}, {"transpose_b", 0, Rule::kFlag}, {"alpha", 1, Rule::kFinite}, {"beta", 0, Rule::kFinite}, {"batch", 0, Rule::kCount}}},
-      {"conv2d", 3, 1, {{"stride_h", 1, Rule::kCount}, {"stride_w", 1, Rule::kCount}, {"pad_top", 0, Rule::kCount}, {"pad_left", 0, Rule::kCount}, {"pad_bottom", 0, Rule::kCount}, {"pad_right", 0, Rule::kCount}, {"dilation_h", 1, Rule::kCount}, {"dilation_w", 1, Rule::kCount}, {"groups", 1, Rule::kCount}, {"relu", 0, Rule::kFlag}, {"clip_max", std::numeric_limits<double>::infinity(), Rule::kFinite}, {"transpose_w", 0, Rule::kFlag}}, 1},
+      {"conv2d", 3, 1, {{"stride_h", 1, Rule::kCount}, {"stride_w", 1, Rule::kCount}, {"pad_top", 0, Rule::kCount}, {"pad_left", 0, Rule::kCount}, {"pad_bottom", 0, Rule::kCount}, {"pad_right", 0, Rule::kCount}, {"dilation_h", 1, Rule::kCount}, {"dilation_w", 1, Rule::kCount}, {"groups", 1, Rule::kCount}, {"relu", 0, Rule::kFlag}, {"clip_max", std::numeric_limits<double>::infinity(), Rule::kFinite}, {"transpose_w", 0, Rule::kCount}}, 1},
       {"qgemm", 4, 1, {{"transpose_a", 0, Rule::kFlag}, {"transpose_b", 0, Rule::kFlag}}},
       {"sort", 1, 1, {{"descending", 0, Rule::kFlag}}},
       {"argsort", 1, 1, {{"descending", 0, Rule::kFlag}}},

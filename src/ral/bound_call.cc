@@ -138,10 +138,12 @@ std::optional<int64_t> BoundCall::multiply_adds(const ir::Program& program) cons
   if (function_ == "conv2d" && tensors_.size() >= 4) {  // each y element sums w's (C / groups) · KH · KW terms
     const ir::TensorNode& w = program.nodes[static_cast<size_t>(tensors_[1])];
     const ir::TensorNode& y = program.nodes[static_cast<size_t>(tensors_.back())];
-    // w's output channels: its first dimension, or its last with transpose_w (the last attribute).
-    const bool transposed = !scalars_.empty() && scalars_.back().i64 != 0;
-    const size_t outs = transposed && w.dims.size() == 4 ? 3 : 0;
-    const int64_t per_point = w.dims.empty() || w.dims[outs] <= 0 ? 0 : w.element_count() / w.dims[outs];
+    // w's output channels: its first dimension, or its last with transpose_w=1 (the last
+    // attribute); with transpose_w=16 blocks of 16 output channels, its first dimension.
+    const int64_t layout = scalars_.empty() ? 0 : scalars_.back().i64;
+    const size_t outs = layout == 1 && w.dims.size() == 4 ? 3 : 0;
+    const int64_t outs_count = w.dims.empty() ? 0 : layout == 16 ? w.dims[0] * 16 : w.dims[outs];
+    const int64_t per_point = outs_count <= 0 ? 0 : w.element_count() / outs_count;
     if (per_point == 0) return 0;
     return y.element_count() > INT64_MAX / per_point ? INT64_MAX : y.element_count() * per_point;
   }

@@ -191,11 +191,16 @@ TEST(CallParse, Conv2dChecksTheConvolutionsShape) {
       "input  z2 : f32[2, 8, 7, 10]\n"
       "input  zd : f64[N, 8, 7, 10]\n"
       "param  wt : f32[6, 3, 2, 8]\n"
-      "param  wt3 : f32[3, 3, 2, 8]\n";
+      "param  wt3 : f32[3, 3, 2, 8]\n"
+      "param  wb : f32[1, 6, 3, 32]\n"
+      "param  wb2 : f32[2, 6, 3, 32]\n"
+      "param  wb3 : f32[1, 6, 3, 24]\n"
+      "param  wbg : f32[1, 3, 3, 32]\n";
   for (const char* valid :
        {"call conv2d(x, w, b, stride_h=2, stride_w=2, pad_top=1, pad_left=1, pad_bottom=1, groups=2, relu=1) -> y\n",
         "call conv2d(x, w6, b) -> y1\n", "call conv2d(x, w6, b, z, relu=1) -> y1\n",
-        "call conv2d(x, wt, b, transpose_w=1) -> y1\n", "call conv2d(x, wt3, b, z, groups=2, transpose_w=1) -> y1\n"}) {
+        "call conv2d(x, wt, b, transpose_w=1) -> y1\n", "call conv2d(x, wt3, b, z, groups=2, transpose_w=1) -> y1\n",
+        "call conv2d(x, wb, b, transpose_w=16) -> y1\n", "call conv2d(x, wbg, b, z, groups=2, transpose_w=16) -> y1\n"}) {
     std::vector<std::string> e = call_errors(valid, prelude);
     EXPECT_TRUE(e.empty()) << valid << e[0];
   }
@@ -217,7 +222,15 @@ TEST(CallParse, Conv2dChecksTheConvolutionsShape) {
       {"call conv2d(x, w6, b, transpose_w=1) -> y1\n", "1:16", "its first dimension (transpose_w=1) must be 6"},
       {"call conv2d(x, wt, b7, transpose_w=1) -> y1\n", "1:20", "it must hold a bias per output channel, 8 like the last dimension of 'wt' (transpose_w=1)"},
       {"call conv2d(x, wt, b, transpose_w=1) -> y\n", "1:41", "'y' is f32[?, 8, 5, 6]; the convolution gives f32[?, 8, 7, 10]"},
-      {"call conv2d(x, wt, b, transpose_w=2) -> y1\n", "1:23", "attribute 'transpose_w' is 0 or 1"},
+      {"call conv2d(x, wt, b, transpose_w=2) -> y1\n", "1:1",
+       "transpose_w is 0 (w [O, C/groups, KH, KW]), 1 ([C/groups, KH, KW, O]) or 16 ([ceil(O/16), C/groups, KH, 16·KW]), not 2"},
+      // transpose_w=16: w is [ceil(O/16), C/groups, KH, 16·KW], O being b's
+      {"call conv2d(x, wb2, b, transpose_w=16) -> y1\n", "1:16",
+       "'wb2' is f32[2, 6, 3, 32]; with transpose_w=16 it holds blocks of 16 output channels, [ceil(O/16), C/groups, KH, 16·KW] for the O = 8 output channels of 'b'"},
+      {"call conv2d(x, wb3, b, transpose_w=16) -> y1\n", "1:16", "'wb3' is f32[1, 6, 3, 24]; with transpose_w=16"},
+      {"call conv2d(x, wb, b7, transpose_w=16) -> y1\n", "1:43", "'y1' is f32[?, 8, 7, 10]; the convolution gives f32[?, 7, 7, 10]"},
+      {"call conv2d(x, wb, b, transpose_w=16) -> y\n", "1:42", "'y' is f32[?, 8, 5, 6]; the convolution gives f32[?, 8, 7, 10]"},
+      {"call conv2d(x, wbg, b, groups=4, transpose_w=16) -> y1\n", "1:13", "its 6 channels do not split into groups=4"},
   };
   expect_first_errors(cases, prelude);
 }

@@ -23,7 +23,9 @@ struct Conv {
   bool residual = false;  // a fourth tensor z, added before the ReLU
   double clip_max = 0;    // written as the call's clip_max where above 0
   const char* type = "f32";
-  bool transpose_w = false;  // wt declared [C/groups, KH, KW, O] and the call given transpose_w=1
+  // The call's transpose_w: wt declared [O, C/groups, KH, KW] (0), [C/groups, KH, KW, O] (1) or
+  // [ceil(O/16), C/groups, KH, 16·KW] (16).
+  int layout = 0;
 
   int oh() const { return (h + pt + pb - dh * (kh - 1) - 1) / sh + 1; }
   int ow() const { return (w + pl + pr - dw * (kw - 1) - 1) / sw + 1; }
@@ -35,9 +37,10 @@ struct Conv {
     std::string s = sized ? "size N\n" : "";
     s += "input x : " + std::string(type) + dims(batch, c, h, w) + "\n";
     s += "input wt : " + std::string(type) +
-         (transpose_w ? "[" + std::to_string(c / groups) + ", " + std::to_string(kh) + ", " + std::to_string(kw) + ", " +
-                            std::to_string(o) + "]"
-                      : dims(std::to_string(o), c / groups, kh, kw)) +
+         (layout == 1    ? "[" + std::to_string(c / groups) + ", " + std::to_string(kh) + ", " + std::to_string(kw) +
+                               ", " + std::to_string(o) + "]"
+          : layout == 16 ? dims(std::to_string((o + 15) / 16), c / groups, kh, 16 * kw)
+                         : dims(std::to_string(o), c / groups, kh, kw)) +
          "\n";
     s += "input b : " + std::string(type) + "[" + std::to_string(o) + "]\n";
     if (residual) s += "input z : " + std::string(type) + dims(batch, o, oh(), ow()) + "\n";
@@ -47,7 +50,7 @@ struct Conv {
          ", pad_right=" + std::to_string(pr) + ", dilation_h=" + std::to_string(dh) + ", dilation_w=" +
          std::to_string(dw) + ", groups=" + std::to_string(groups) + ", relu=" + std::to_string(relu) +
          (clip_max > 0 ? ", clip_max=" + std::to_string(clip_max) : std::string()) +
-         (transpose_w ? ", transpose_w=1" : "") + ") -> y\n";
+         (layout ? ", transpose_w=" + std::to_string(layout) : "") + ") -> y\n";
     return s;
   }
 };
@@ -112,12 +115,15 @@ class Conv2dTest : public ::testing::TestWithParam<std::string> {
     };
     const std::vector<unsigned char> x = bytes_of(k.n * k.c * k.h * k.w, x_value);
     std::vector<unsigned char> w = bytes_of(k.o * (k.c / k.groups) * k.kh * k.kw, w_value);
-    if (k.transpose_w) {  // the same weights, element (ch, a, e, o) at ((ch · KH + a) · KW + e) · O + o
+    if (k.layout) {  // the same weights, element (o, r) of [O, C/groups · KH · KW] moved
       const std::vector<unsigned char> by_output = w;
-      const size_t size = ir::dtype_size(type), depth = w.size() / size / static_cast<size_t>(k.o);
-      for (size_t o = 0; o < static_cast<size_t>(k.o); ++o) {
+      const size_t size = ir::dtype_size(type), outs = static_cast<size_t>(k.o), depth = w.size() / size / outs;
+      // In blocks, the last block's channels past O hold NaN: conv2d must not let them into y.
+      if (k.layout == 16) w = bytes_of(static_cast<int>((outs + 15) / 16 * 16 * depth), [](int) { return std::nan(""); });
+      for (size_t o = 0; o < outs; ++o) {
         for (size_t r = 0; r < depth; ++r) {
-          std::copy_n(&by_output[(o * depth + r) * size], size, &w[(r * static_cast<size_t>(k.o) + o) * size]);
+          const size_t at = k.layout == 1 ? r * outs + o : (o / 16 * depth + r) * 16 + o % 16;
+          std::copy_n(&by_output[(o * depth + r) * size], size, &w[at * size]);
         }
       }
     }
@@ -254,22 +260,48 @@ TEST_P(Conv2dTest, DepthwiseConvolutionsBlocksOfRows) {
   check({.n = 1, .c = 4, .h = 6, .w = 6, .o = 4, .kh = 3, .kw = 3, .groups = 4, .relu = 1});
 }
 
-// transpose_w=1: w holds the output channel last, and the cpu device's tiles run along output
-// channels (16 or 32 of them a vector pair, one output row's points broadcast). Rows of up to 7
-// points (4 vectors) and of several tiles (30 columns: 3 of 10), output channels that fill no
-// vector (5), several tiles of them (70), products deeper than one block of rows, strides, pads,
-// groups, a residual, ReLU6, a 1x1 window read in place, across threads; a depthwise convolution,
-// f64 and the batch a size, whose weights are turned back into [O, C/groups, KH, KW].
+// Cases for the layouts whose tiles run along output channels (16 or 32 of them a vector pair,
+// one output row's points broadcast), in `layout`: rows of up to 7 points (4 vectors) and of
+// several tiles (30 columns: 3 of 10), output channels that fill no vector (5), several tiles of
+// them (70), products deeper than one block of rows, strides, pads, groups, a residual, ReLU6, a
+// 1x1 window read in place, across threads; a depthwise convolution, f64 and the batch a size,
+// whose weights are turned back into [O, C/groups, KH, KW] (the last sized).
+std::vector<Conv> output_channel_cases(int layout) {
+  std::vector<Conv> cases = {
+      {.n = 1, .c = 40, .h = 7, .w = 7, .o = 70, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .relu = 1},
+      {.n = 2, .c = 33, .h = 9, .w = 30, .o = 5, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .residual = true},
+      {.n = 1, .c = 64, .h = 14, .w = 14, .o = 48, .kh = 1, .kw = 1, .relu = 1, .clip_max = 1.5},
+      {.n = 1, .c = 40, .h = 15, .w = 17, .o = 36, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .groups = 2, .residual = true},
+      {.n = 1, .c = 24, .h = 9, .w = 11, .o = 6, .kh = 3, .kw = 2, .sh = 1, .sw = 2, .pt = 2, .pl = 0, .pb = 1, .pr = 1, .dh = 2, .groups = 3},
+      {.n = 1, .c = 64, .h = 16, .w = 16, .o = 64, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .relu = 1},
+      {.n = 2, .c = 6, .h = 8, .w = 7, .o = 6, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 6, .relu = 1},
+      {.n = 2, .c = 3, .h = 6, .w = 5, .o = 4, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .type = "f64"},
+      {.n = 3, .c = 3, .h = 6, .w = 5, .o = 20, .kh = 1, .kw = 1, .relu = 1, .residual = true},
+  };
+  for (Conv& k : cases) k.layout = layout;
+  return cases;
+}
+
+// transpose_w=1: w holds the output channel last.
 TEST_P(Conv2dTest, WeightsWithTheOutputChannelLast) {
-  check({.n = 1, .c = 40, .h = 7, .w = 7, .o = 70, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .relu = 1, .transpose_w = true});
-  check({.n = 2, .c = 33, .h = 9, .w = 30, .o = 5, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .residual = true, .transpose_w = true});
-  check({.n = 1, .c = 64, .h = 14, .w = 14, .o = 48, .kh = 1, .kw = 1, .relu = 1, .clip_max = 1.5, .transpose_w = true});
-  check({.n = 1, .c = 40, .h = 15, .w = 17, .o = 36, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .groups = 2, .residual = true, .transpose_w = true});
-  check({.n = 1, .c = 24, .h = 9, .w = 11, .o = 6, .kh = 3, .kw = 2, .sh = 1, .sw = 2, .pt = 2, .pl = 0, .pb = 1, .pr = 1, .dh = 2, .groups = 3, .transpose_w = true});
-  check({.n = 1, .c = 64, .h = 16, .w = 16, .o = 64, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .relu = 1, .transpose_w = true});
-  check({.n = 2, .c = 6, .h = 8, .w = 7, .o = 6, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 6, .relu = 1, .transpose_w = true});
-  check({.n = 2, .c = 3, .h = 6, .w = 5, .o = 4, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .type = "f64", .transpose_w = true});
-  check({.n = 3, .c = 3, .h = 6, .w = 5, .o = 20, .kh = 1, .kw = 1, .relu = 1, .residual = true, .transpose_w = true}, true);
+  const std::vector<Conv> cases = output_channel_cases(1);
+  for (size_t i = 0; i < cases.size(); ++i) check(cases[i], i + 1 == cases.size());
+}
+
+// transpose_w=16: w holds blocks of 16 output channels, each block's channel last, which the cpu
+// device's tiles along output channels read in place (the lanes past O, NaN here, never reach y).
+// The cases above, and: 160 output channels over rows of 7 (tiles of 4, 4 and 2 vectors), 48 (a
+// tile of 3), 20 over rows of 14 (a last tile of 1), two groups of 32 (each group's weights start
+// a block) and groups of 12 output channels (blocks across groups: turned into [O, C/groups, KH,
+// KW] first, as for a depthwise convolution, f64 and other devices).
+TEST_P(Conv2dTest, WeightsInBlocksOfOutputChannels) {
+  const std::vector<Conv> cases = output_channel_cases(16);
+  for (size_t i = 0; i < cases.size(); ++i) check(cases[i], i + 1 == cases.size());
+  check({.n = 1, .c = 24, .h = 7, .w = 7, .o = 160, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .residual = true, .layout = 16});
+  check({.n = 2, .c = 20, .h = 7, .w = 6, .o = 48, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .relu = 1, .layout = 16});
+  check({.n = 1, .c = 30, .h = 14, .w = 14, .o = 20, .kh = 1, .kw = 1, .layout = 16});
+  check({.n = 1, .c = 16, .h = 9, .w = 9, .o = 64, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 2, .relu = 1, .layout = 16});
+  check({.n = 1, .c = 12, .h = 8, .w = 8, .o = 24, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .groups = 2, .layout = 16});
 }
 
 TEST_P(Conv2dTest, F64) { check({.n = 2, .c = 3, .h = 6, .w = 5, .o = 4, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .type = "f64"}); }

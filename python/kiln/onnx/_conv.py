@@ -12,11 +12,13 @@ from ._movement import place_side_by_side
 _MAX_WRITTEN_TAPS = 49
 
 # An f32 convolution whose product is at least this deep (input channels per group times the
-# window's taps) gets its known weights with the output channel last (conv2d's transpose_w=1),
-# for which the cpu device's tiles run along output channels: on ResNet-50's layers at batch 1
-# (2026-12-02, one thread, best of 4 x 30 runs each) those were 0.84-0.97x the time of the tiles
-# along points from depth 512 on (3x3 windows from 64 channels, 1x1 from 512), level at 256 and
-# 1.14-1.15x at 64-128 (1x1 windows into 4x the channels, whose sums are few and short).
+# window's taps) gets its known weights in blocks of 16 output channels, each block's channel last
+# (conv2d's transpose_w=16; transpose_w=1, the output channel last, where a group's output
+# channels do not fill whole blocks), for which the cpu device's tiles run along output channels:
+# on ResNet-50's layers at batch 1 (2026-12-02, one thread, best of 4 x 30 runs each) those were
+# 0.84-0.97x the time of the tiles along points from depth 512 on (3x3 windows from 64 channels,
+# 1x1 from 512), level at 256 and 1.14-1.15x at 64-128 (1x1 windows into 4x the channels, whose
+# sums are few and short).
 _OUTPUT_LAST_DEPTH = 512
 
 # --- convolutions and pooling ----------------------------------------------------------------
@@ -281,14 +283,30 @@ def conv2d_call(cx, node, x, w, b, group, window):
     depthwise = w.shape[0] == group and w.shape[1] == 1
     if x.dtype == "f32" and w.const is not None and math.prod(w.shape[1:]) >= _OUTPUT_LAST_DEPTH and not depthwise:
         values = w.const if folded is None else folded
-        w = cx.constant(np.ascontiguousarray(values.transpose(1, 2, 3, 0)), "conv_weights_output_last")
-        attributes.append(("transpose_w", 1, 0))
+        if group == 1 or (values.shape[0] // group) % 16 == 0:
+            w = cx.constant(output_blocks(values), "conv_weights_output_blocks")
+            attributes.append(("transpose_w", 16, 0))
+        else:
+            w = cx.constant(np.ascontiguousarray(values.transpose(1, 2, 3, 0)), "conv_weights_output_last")
+            attributes.append(("transpose_w", 1, 0))
     elif folded is not None:
         w = cx.constant(np.ascontiguousarray(folded), "conv_weights")
     args = [cx.graph.ref(v) for v in (x, w, b, z) if v is not None]
     args += [f"{name}={v}" for name, v, default in attributes if v != default]
     cx.emit(f"call conv2d({', '.join(args)}) -> {out.kname}")
     return [out]
+
+
+def output_blocks(values):
+    """Weights [O, C/groups, KH, KW] as conv2d's transpose_w=16 takes them: [ceil(O/16), C/groups,
+    KH, 16·KW], w[o // 16, c, a, 16·e + o % 16] = values[o, c, a, e], the last block's channels past
+    O zero."""
+    o, c, kh, kw = values.shape
+    blocks = -(-o // 16)
+    padded = np.zeros((blocks * 16, c, kh, kw), values.dtype)
+    padded[:o] = values
+    by_block = padded.reshape(blocks, 16, c, kh, kw).transpose(0, 2, 3, 4, 1)
+    return np.ascontiguousarray(by_block.reshape(blocks, c, kh, kw * 16))
 
 
 def clip_bounds(cx, clip):

@@ -46,7 +46,7 @@ void im2col(const ConvShape& s, const T* x, T* col) {
 }
 
 // c (m x n) += op(a) (m x k) @ b (k x n), row-major: a is m x k with rows lda apart, or with
-// transpose_a k x m (transpose_w's weights, rows of O). f32 goes through oneDNN's sgemm where
+// transpose_a k x m (w's output channel last, rows of O). f32 goes through oneDNN's sgemm where
 // oneDNN loads: on ResNet-50's convolutions at batch 1 a run took 61 ms with it against 69 ms
 // through OpenBLAS (medians of 20, alternating, 2026-11-30). f64, and f32 without oneDNN, through
 // OpenBLAS.
@@ -76,8 +76,9 @@ Status conv_products(const ConvShape& s, const T* x, const T* w, const T* b, con
       for (int64_t r = 0; r < og; ++r) std::fill(yg + r * p, yg + (r + 1) * p, b[g * og + r]);
       if (s.depth() > 0) {
         if (!as_is) im2col(s, xg, columns.data());
-        KILN_RETURN_IF_ERROR(product(s.transpose_w, og, p, s.depth(), w + s.weight_at(g * og, 0),
-                                     s.transpose_w ? s.o : s.depth(), as_is ? xg : columns.data(), yg));
+        const bool last = s.layout == WeightLayout::kOutputLast;  // conv_host turned blocks into rows
+        KILN_RETURN_IF_ERROR(product(last, og, p, s.depth(), w + s.weight_at(g * og, 0), last ? s.o : s.depth(),
+                                     as_is ? xg : columns.data(), yg));
       }
       if (z) {
         const T* zg = z + (yg - y);
@@ -95,35 +96,44 @@ template <typename T>
 Status conv_reference(const ExecutionContext&, const ConvShape& s, const T* x, const T* w, const T* b, const T* z,
                       T* y);
 
-// transpose_w's weights [C/groups, KH, KW, O] in conv2d's own layout [O, C/groups, KH, KW], in the
-// calling thread's scratch: for the depthwise loops, which read w by output channel.
+// w's weights in conv2d's own layout [O, C/groups, KH, KW] (WeightLayout::kOutputFirst), in the
+// calling thread's scratch: for the loops that read them so (a depthwise convolution's; the
+// tiles along points and the gemm where blocks of output channels cannot be read in place).
 template <typename T>
 Result<const T*> weights_by_output(const ConvShape& s, const T* w) {
   const int64_t depth = s.depth();
-  T* out = scratch<5, T>(static_cast<size_t>(s.o * depth));
+  T* out = scratch<6, T>(static_cast<size_t>(s.o * depth));
   if (!out) return resource_exhausted_error("conv2d: no memory for " + std::to_string(s.o * depth * int64_t{sizeof(T)}) +
                                             " bytes of weights in [O, C/groups, KH, KW]");
-  for (int64_t k = 0; k < depth; ++k) {
-    for (int64_t o = 0; o < s.o; ++o) out[o * depth + k] = w[k * s.o + o];
+  for (int64_t o = 0; o < s.o; ++o) {
+    for (int64_t k = 0; k < depth; ++k) out[o * depth + k] = w[s.weight_at(o, k)];
   }
   return out;
 }
 
 // The cpu device's conv2d: kiln's own product where the processor has AVX-512 (conv_avx512.h),
 // else conv_products; a depthwise convolution (one channel in and out per group) there by the
-// direct loops, which a gemm per channel of one output row would only slow.
+// direct loops, which a gemm per channel of one output row would only slow. Weights in another
+// layout than the loops read are turned into [O, C/groups, KH, KW] first: a depthwise
+// convolution's; blocks of output channels where kiln's own product does not run, or where a
+// group's output channels do not start blocks (conv_avx512 reads blocks in place).
 template <typename T>
 Status conv_host(const ExecutionContext& context, const ConvShape& s, const T* x, const T* w, const T* b, const T* z,
                  T* y) {
   const bool depthwise = s.group_channels() == 1 && s.group_outputs() == 1;
-  if (s.transpose_w && depthwise) {
+  bool own_product = false;
+  if constexpr (std::is_same_v<T, float>) own_product = conv_avx512_supported();
+  const bool reorder = s.layout != WeightLayout::kOutputFirst &&
+                       (depthwise || (s.layout == WeightLayout::kOutputBlocks &&
+                                      (!own_product || (s.groups > 1 && s.group_outputs() % kOutputBlock != 0))));
+  if (reorder) {
     KILN_ASSIGN_OR_RETURN(const T* standard, weights_by_output(s, w));
     ConvShape by_output = s;
-    by_output.transpose_w = false;
+    by_output.layout = WeightLayout::kOutputFirst;
     return conv_host(context, by_output, x, standard, b, z, y);
   }
   if constexpr (std::is_same_v<T, float>) {
-    if (conv_avx512_supported()) return conv_avx512(context, s, x, w, b, z, y);
+    if (own_product) return conv_avx512(context, s, x, w, b, z, y);
   }
   if (depthwise) return conv_reference(context, s, x, w, b, z, y);
   return conv_products(s, x, w, b, z, y);
@@ -169,10 +179,13 @@ Status conv2d_residual(ExecutionContext* context, MemRef<T, 4> x, MemRef<T, 4> w
                        MemRef<T, 4> y, int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left,
                        int64_t pad_bottom, int64_t pad_right, int64_t dilation_h, int64_t dilation_w, int64_t groups,
                        int64_t relu, T clip_max, int64_t transpose_w) {
+  if (transpose_w != 0 && transpose_w != 1 && transpose_w != kOutputBlock) {
+    return invalid_argument_error("conv2d: transpose_w is " + std::to_string(transpose_w) + "; it must be 0, 1 or 16");
+  }
   KILN_ASSIGN_OR_RETURN(ConvShape s, conv_shape(x.sizes.data(), w.sizes.data(), b.sizes.data(), y.sizes.data(), stride_h,
                                                 stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h,
                                                 dilation_w, groups, relu, clip_max, z.data ? z.sizes.data() : nullptr,
-                                                transpose_w != 0));
+                                                static_cast<WeightLayout>(transpose_w)));
   if (y.element_count() == 0) return Status();
   return Run(*context, s, x.data, w.data, b.data, z.data, y.data);
 }

@@ -286,7 +286,9 @@ Status wide_group(const ExecutionContext& context, const ConvShape& s, const flo
     std::fill(planes + cg * phases * layout.plane, planes + planes_floats, 0.0f);
   }
   layout.offsets(s, cg, offsets);
-  if (s.transpose_w) return channel_products(context, s, unpadded ? x : planes, width, offsets, w, s.o, bias, y, z);
+  if (s.layout != WeightLayout::kOutputFirst) {
+    return channel_products(context, s, unpadded ? x : planes, width, offsets, w, s.o, bias, y, z);
+  }
   const int64_t read_in_place = unpadded ? points / kPanel * kPanel : points;
   if (read_in_place > 0) products<true>(context, s, 0, read_in_place, width, w, unpadded ? x : planes, offsets, bias, y, z);
   if (read_in_place < points) {  // the last, short run of points from a packed panel
@@ -366,7 +368,9 @@ Status conv_avx512(const ExecutionContext& context, const ConvShape& s, const fl
                    const float* z, float* y) {
   const int64_t og = s.group_outputs();
   if (s.group_channels() == 1 && og == 1) {
-    if (s.transpose_w) return invalid_argument_error("conv2d: conv_avx512 takes a depthwise convolution's w as [O, 1, KH, KW]");
+    if (s.layout != WeightLayout::kOutputFirst) {
+      return invalid_argument_error("conv2d: conv_avx512 takes a depthwise convolution's w as [O, 1, KH, KW]");
+    }
     return reads_depthwise_directly(s) ? depthwise_direct(context, s, x, w, b, z, y)
                                        : depthwise(context, s, x, w, b, z, y);
   }

@@ -23,10 +23,11 @@ bool conv_avx512_supported();
 
 // y = relu?(b + conv(x, w) + z?) for every image and group of `s`, z (y's shape) optional. Sums
 // run in order of (channel, window row, window column), starting from the bias; z is added to
-// the finished sum. With s.transpose_w (w [C / groups, KH, KW, O]) the tiles run along output
-// channels instead of points; a depthwise convolution must then come with w as [O, 1, KH, KW]
-// (INVALID_ARGUMENT otherwise: conv.cc turns such weights back first).
-// RESOURCE_EXHAUSTED when a scratch buffer cannot be allocated.
+// the finished sum. With w's output channel last or in blocks of 16 (ConvShape::layout) the tiles
+// run along output channels instead of points (conv_channel_tiles.h); blocks need each group's
+// output channels to start a block (groups of a multiple of 16, or one group). A depthwise
+// convolution must come with w as [O, 1, KH, KW] (INVALID_ARGUMENT otherwise: conv.cc turns such
+// weights back first). RESOURCE_EXHAUSTED when a scratch buffer cannot be allocated.
 Status conv_avx512(const ExecutionContext& context, const ConvShape& s, const float* x, const float* w, const float* b,
                    const float* z, float* y);
 

@@ -17,21 +17,22 @@ namespace {
 
 using namespace conv_parts;  // NOLINT(google-build-using-namespace): this file's own helpers
 
-// Where w holds the output channel last (ConvShape::transpose_w), 16 output channels of a row k of
-// the product are 16 consecutive weights, and a register tile runs along them: V vectors of 16
-// output channels by NP points of one output row, each point's input broadcast from the planes.
-// No lane is spent on a junk point or on a short last panel, which the tiles along points spend
-// on small images (7 x 7: 49 points in 64 lanes).
+// Where w holds the output channel last or in blocks of 16 (ConvShape::layout), 16 output channels
+// of a row k of the product are 16 consecutive weights, and a register tile runs along them: V
+// vectors of 16 output channels by NP points of one output row, each point's input broadcast from
+// the planes. No lane is spent on a junk point or on a short last panel, which the tiles along
+// points spend on small images (7 x 7: 49 points in 64 lanes).
 // Sums over rows [k0, k1) start from the bias (`bias`, first rows) or from `acc`, and go back to
 // `acc`, point p's V vectors at acc[(p · V + v) · 16]. `lanes[v]`: the output channels vector v
-// holds. Row k's weights are w[(k - k0) · 16 · V, ...) (channel_weights' copy, aligned), and
-// point p reads in[offsets[k] + p]. The first `next_rows` rows of weights from `next` (rows ldw
-// apart in the call's w: those channel_weights copies next) are fetched into the L2 cache as the
-// tile goes.
+// holds. Vector v's weights of row k are w[(k - k0) · kstride + v · vstride, ...) (channel_weights'
+// copy, or the blocks in place), and point p reads in[offsets[k] + p]. The first `next_rows` rows
+// of weights from `next` (rows ldw apart in the call's w: those channel_weights copies next) are
+// fetched into the L2 cache as the tile goes.
 template <int V, int NP>
-[[gnu::target("avx512f")]] void channel_tile(int64_t k0, int64_t k1, const float* w, const __mmask16* lanes,
-                                             const float* in, const int64_t* offsets, const float* bias, float* acc,
-                                             const float* next, int64_t next_rows, int64_t ldw) {
+[[gnu::target("avx512f")]] void channel_tile(int64_t k0, int64_t k1, const float* w, int64_t kstride, int64_t vstride,
+                                             const __mmask16* lanes, const float* in, const int64_t* offsets,
+                                             const float* bias, float* acc, const float* next, int64_t next_rows,
+                                             int64_t ldw) {
   __m512 sums[V][NP];
 #pragma GCC unroll 14
   for (int p = 0; p < NP; ++p) {
@@ -41,10 +42,10 @@ template <int V, int NP>
     }
   }
   for (int64_t k = k0; k < k1; ++k) {
-    const float* wk = w + (k - k0) * 16 * V;
+    const float* wk = w + (k - k0) * kstride;
     __m512 weights[V];
 #pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) weights[v] = _mm512_load_ps(wk + 16 * v);
+    for (int v = 0; v < V; ++v) weights[v] = _mm512_loadu_ps(wk + v * vstride);
     if (k - k0 < next_rows) {
 #pragma GCC unroll 4
       for (int v = 0; v < V; ++v) _mm_prefetch(reinterpret_cast<const char*>(next + (k - k0) * ldw + 16 * v), _MM_HINT_T1);
@@ -64,8 +65,8 @@ template <int V, int NP>
   }
 }
 
-using ChannelTileFn = void (*)(int64_t, int64_t, const float*, const __mmask16*, const float*, const int64_t*,
-                               const float*, float*, const float*, int64_t, int64_t);
+using ChannelTileFn = void (*)(int64_t, int64_t, const float*, int64_t, int64_t, const __mmask16*, const float*,
+                               const int64_t*, const float*, float*, const float*, int64_t, int64_t);
 
 // r[i][j] becomes r[j][i]: a 16 x 16 block of floats transposed in registers. (The zero-masked
 // forms with every lane kept are the plain instructions; GCC 12 warns that the plain intrinsics'
@@ -129,26 +130,37 @@ using ChannelTileFn = void (*)(int64_t, int64_t, const float*, const __mmask16*,
 }
 
 // By points per tile: 4 vectors of channels by up to 7 points (rows of 7 points, as at the end of
-// ResNet), or 2 by up to 14; 28 sums either way.
+// ResNet), or 2 by up to 14; 28 sums either way. A last channel tile of fewer channels has fewer
+// vectors: 3 (of a tile of 4) by up to 7 points, 1 by up to 14.
 template <int V, size_t... I>
 constexpr auto channel_tiles(std::index_sequence<I...>) {
   return std::array<ChannelTileFn, sizeof...(I) + 1>{nullptr, channel_tile<V, static_cast<int>(I) + 1>...};
 }
-constexpr auto kChannelTiles4 = channel_tiles<4>(std::make_index_sequence<7>());
+constexpr auto kChannelTiles1 = channel_tiles<1>(std::make_index_sequence<14>());
 constexpr auto kChannelTiles2 = channel_tiles<2>(std::make_index_sequence<14>());
+constexpr auto kChannelTiles3 = channel_tiles<3>(std::make_index_sequence<7>());
+constexpr auto kChannelTiles4 = channel_tiles<4>(std::make_index_sequence<7>());
+
+// The tile of V vectors (1 to 4) by np points (at most 14, or 7 for 3 and 4 vectors).
+ChannelTileFn channel_tile_for(int V, int64_t np) {
+  const auto at = static_cast<size_t>(np);
+  return V == 4 ? kChannelTiles4[at] : V == 3 ? kChannelTiles3[at] : V == 2 ? kChannelTiles2[at] : kChannelTiles1[at];
+}
 
 }  // namespace
 
-// One image's group with w's output channel last (channel_tile): y's rows (stride OH · OW) =
-// activation(bias + the product + z?), the product reading point (i, j) of row k at
-// in[offsets[k] + i · width + j]. w: the group's first output channel in a row of ldw weights.
-// Each thread takes a run of (16 · V output channels, a run of one output row's points) tiles;
-// for each channel tile, block by block of rows, it copies the weights (channel_weights) and
-// sweeps its point tiles over them, each tile's sums kept between blocks.
+// One image's group with w's output channel last or in blocks (channel_tile): y's rows (stride OH ·
+// OW) = activation(bias + the product + z?), the product reading point (i, j) of row k at
+// in[offsets[k] + i · width + j]. w: the group's first output channel in a row of ldw weights, or
+// its first block. Each thread takes a run of (16 · V output channels, a run of one output row's
+// points) tiles; for each channel tile, block by block of rows, it copies the weights
+// (channel_weights; in blocks, it reads them where they are) and sweeps its point tiles over
+// them, each tile's sums kept between blocks.
 Status channel_products(const ExecutionContext& context, const ConvShape& s, const float* in, int64_t width,
                         const int64_t* offsets, const float* w, int64_t ldw, const float* bias, float* y,
                         const float* z) {
   const int V = s.ow <= 7 ? 4 : 2, most = V == 4 ? 7 : 14;
+  const bool blocks = s.layout == WeightLayout::kOutputBlocks;
   const int64_t block = 512 / V;  // rows of the product at a time: 32 KiB of weights, in the L1 cache
   const int64_t per_row = (s.ow + most - 1) / most, point_tiles = s.oh * per_row;
   const int64_t og = s.group_outputs(), depth = s.depth(), ldy = s.points(), sums = 16 * V * most;
@@ -168,8 +180,8 @@ Status channel_products(const ExecutionContext& context, const ConvShape& s, con
     const int64_t end = whole ? channel_tiles * (part + 1) / parts * point_tiles : units * (part + 1) / parts;
     if (begin == end) return;
     float* acc = scratch<4>(static_cast<size_t>(std::min(end - begin, point_tiles) * sums));  // a channel tile's
-    float* weights = scratch<5>(static_cast<size_t>(block * 16 * V));
-    if (!acc || !weights) {
+    float* weights = blocks ? nullptr : scratch<5>(static_cast<size_t>(block * 16 * V));
+    if (!acc || (!blocks && !weights)) {
       no_room = true;
       return;
     }
@@ -183,30 +195,41 @@ Status channel_products(const ExecutionContext& context, const ConvShape& s, con
       const int64_t t0 = std::max(begin, ct * point_tiles) - ct * point_tiles;
       const int64_t t1 = std::min(end, (ct + 1) * point_tiles) - ct * point_tiles;
       const int64_t o0 = ct * 16 * V, count = std::min<int64_t>(16 * V, og - o0);
+      const int vectors = static_cast<int>((count + 15) / 16);  // a last tile's may be fewer than V
       const bool more_channels = (ct + 1) * point_tiles < end;
       __mmask16 lanes[4];
-      for (int v = 0; v < V; ++v) lanes[v] = first_lanes(count - 16 * v);
+      for (int v = 0; v < vectors; ++v) lanes[v] = first_lanes(count - 16 * v);
       for (int64_t k0 = 0; k0 < depth || k0 == 0; k0 += block) {  // once with no rows: the bias alone
         const int64_t k1 = std::min(depth, k0 + block);
-        channel_weights(V, k0, k1, w + o0, ldw, lanes, weights);
-        // The first tile fetches the next rows' weights (after the last rows, the next channel
-        // tile's first ones) into the L2 cache as it goes, so that channel_weights does not wait
-        // for them from memory.
-        const float* next = k1 < depth ? w + k1 * ldw + o0 : w + o0 + 16 * V;
-        const int64_t next_rows = k1 < depth ? std::min(block, depth - k1) : more_channels ? std::min(block, depth) : 0;
+        // In blocks, each vector's weights are rows of 16 in place (o0 starts a block); otherwise
+        // a copy, and the first tile fetches the next rows' weights (after the last rows, the next
+        // channel tile's first ones) into the L2 cache as it goes, so that channel_weights does
+        // not wait for them from memory.
+        const float* tile_w = weights;
+        int64_t kstride = 16 * vectors, vstride = 16, next_rows = 0;
+        const float* next = nullptr;
+        if (blocks) {
+          tile_w = w + (o0 / kOutputBlock * depth + k0) * kOutputBlock;
+          kstride = kOutputBlock;
+          vstride = kOutputBlock * depth;
+        } else {
+          channel_weights(vectors, k0, k1, w + o0, ldw, lanes, weights);
+          next = k1 < depth ? w + k1 * ldw + o0 : w + o0 + 16 * V;
+          next_rows = k1 < depth ? std::min(block, depth - k1) : more_channels ? std::min(block, depth) : 0;
+        }
         for (int64_t t = t0; t < t1; ++t) {
           int64_t i, j0;
           const int64_t j1 = tile_of(t, &i, &j0);
-          const ChannelTileFn fn = V == 4 ? kChannelTiles4[static_cast<size_t>(j1 - j0)]
-                                          : kChannelTiles2[static_cast<size_t>(j1 - j0)];
-          fn(k0, k1, weights, lanes, in + i * width + j0, offsets, k0 == 0 ? bias + o0 : nullptr,
-             acc + (t - t0) * sums, next, t == t0 ? next_rows : 0, ldw);
+          channel_tile_for(vectors, j1 - j0)(k0, k1, tile_w, kstride, vstride, lanes, in + i * width + j0, offsets,
+                                              k0 == 0 ? bias + o0 : nullptr, acc + (t - t0) * sums, next,
+                                              t == t0 ? next_rows : 0, ldw);
         }
       }
       for (int64_t t = t0; t < t1; ++t) {
         int64_t i, j0;
         const int64_t j1 = tile_of(t, &i, &j0), first = o0 * ldy + i * s.ow + j0;
-        store_channel_tile(V, j1 - j0, count, acc + (t - t0) * sums, z ? z + first : nullptr, act, y + first, ldy);
+        store_channel_tile(vectors, j1 - j0, count, acc + (t - t0) * sums, z ? z + first : nullptr, act, y + first,
+                           ldy);
       }
     }
   });

@@ -1,5 +1,6 @@
 // conv2d's tensors as one convolution (docs/language.md, "Calls"): x [n, c, h, w], w [o, c /
-// groups, kh, kw], b [o], y [n, o, oh, ow], NCHW, with the call's strides, pads and dilations.
+// groups, kh, kw] (or another WeightLayout), b [o], y [n, o, oh, ow], NCHW, with the call's
+// strides, pads and dilations.
 #pragma once
 
 #include <algorithm>
@@ -11,21 +12,35 @@
 
 namespace kiln::ral::library {
 
+// Where conv2d's w holds weight (o, c, a, e): its attribute transpose_w.
+enum class WeightLayout : int64_t {
+  kOutputFirst = 0,   // [O, C/groups, KH, KW]
+  kOutputLast = 1,    // [C/groups, KH, KW, O]: w[c, a, e, o]
+  kOutputBlocks = 16  // [ceil(O/16), C/groups, KH, 16 KW]: w[o / 16, c, a, 16 e + o % 16]
+};
+constexpr int64_t kOutputBlock = 16;  // output channels a block of kOutputBlocks
+
 struct ConvShape {
   int64_t n, c, h, w;  // x
-  int64_t o, kh, kw;   // w: [o, c / groups, kh, kw], or [c / groups, kh, kw, o] where transpose_w
+  int64_t o, kh, kw;   // w: [o, c / groups, kh, kw] in `layout`
   int64_t oh, ow;      // y: [n, o, oh, ow]
   int64_t sh, sw, pt, pl, dh, dw, groups;
   bool relu;
   double clip_max;  // values above it become it (+inf: none)
-  bool transpose_w = false;  // w holds the output channel last: w'[c, a, e, o] = w[o, c, a, e]
+  WeightLayout layout = WeightLayout::kOutputFirst;
 
   bool clips() const { return clip_max < std::numeric_limits<double>::infinity(); }
   int64_t group_channels() const { return c / groups; }
   int64_t group_outputs() const { return o / groups; }
   int64_t depth() const { return group_channels() * kh * kw; }  // one image's group as a product: its k
   // Weight (o, k) of the product, k = (ch · kh + a) · kw + e: where it lies in w.
-  int64_t weight_at(int64_t out, int64_t k) const { return transpose_w ? k * o + out : out * depth() + k; }
+  int64_t weight_at(int64_t out, int64_t k) const {
+    switch (layout) {
+      case WeightLayout::kOutputLast: return k * o + out;
+      case WeightLayout::kOutputBlocks: return (out / kOutputBlock * depth() + k) * kOutputBlock + out % kOutputBlock;
+      default: return out * depth() + k;
+    }
+  }
   int64_t points() const { return oh * ow; }                     // and its n
   // A 1x1 window at stride 1 without padding: the input is the product's right operand as it is.
   bool reads_input_as_is() const {
@@ -77,6 +92,6 @@ struct ConvShape {
 Result<ConvShape> conv_shape(const int64_t* x, const int64_t* w, const int64_t* b, const int64_t* y, int64_t sh,
                              int64_t sw, int64_t pt, int64_t pl, int64_t pb, int64_t pr, int64_t dh, int64_t dw,
                              int64_t groups, int64_t relu, double clip_max, const int64_t* z = nullptr,
-                             bool transpose_w = false);
+                             WeightLayout layout = WeightLayout::kOutputFirst);
 
 }  // namespace kiln::ral::library
