@@ -57,13 +57,18 @@ struct Panel {
 // first `ow` are kept.
 Panel panel_of(int64_t p0, int64_t count, int64_t width, int64_t ow) {
   Panel panel{};
-  int64_t row = p0 / width, column = p0 % width;  // of the lane at hand: one division a panel
   for (int v = 0; v < 2; ++v) {
+    int64_t row = (p0 + 16 * v) / width, column = (p0 + 16 * v) % width;  // of the lane at hand
     panel.at[v] = row * ow + std::min(column, ow);
+    // A run of lanes at a time, to the end of the row or of the panel's points: its columns
+    // before OW are kept (this runs on one thread before the tiles start).
     unsigned bits = 0;
-    for (int64_t l = 0; l < 16; ++l) {
-      if (16 * v + l < count && column < ow) bits |= 1u << l;
-      if (++column == width) column = 0, ++row;
+    for (int64_t l = 0, end = std::clamp<int64_t>(count - 16 * v, 0, 16); l < end;) {
+      const int64_t run = std::min(width - column, end - l), kept = std::clamp<int64_t>(ow - column, 0, run);
+      bits |= ((1u << kept) - 1) << l;
+      l += run;
+      column += run;
+      if (column == width) column = 0;
     }
     panel.lanes[v] = static_cast<__mmask16>(bits);
     panel.kept[v] = static_cast<__mmask16>((1u << __builtin_popcount(bits)) - 1);
