@@ -141,8 +141,9 @@ def test_deep_convolutions_store_their_weights_in_blocks_of_output_channels():
     in; a 1x1 window over 512 channels) gets its weights once, in blocks of 16 output channels
     ([ceil(O/16), C, KH, 16·KW]), and transpose_w=16; one whose groups' output channels do not fill
     blocks (2 groups of 10, each 64 channels by 3x3 deep) with the output channel last ([C/groups,
-    KH, KW, O]) and transpose_w=1; a shallower one (20 channels, 1x1) keeps ONNX's layout. Outputs
-    as ONNX Runtime's on every device."""
+    KH, KW, O]) and transpose_w=1; a shallower one (20 channels, 1x1) keeps ONNX's layout, but one
+    256 deep (1x1 from 256 channels) goes in blocks too over an image of 7 x 7. Outputs as ONNX
+    Runtime's on every device."""
     nodes = [
         helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
         helper.make_node("BatchNormalization", ["c1", "s", "bb", "m", "v"], ["n1"]),
@@ -150,23 +151,26 @@ def test_deep_convolutions_store_their_weights_in_blocks_of_output_channels():
         helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"]),
         helper.make_node("Conv", ["c2", "w3", "b3"], ["c3"], group=2, pads=[1, 1, 1, 1]),
         helper.make_node("Conv", ["c3", "w4", "b4"], ["y"]),
+        helper.make_node("Conv", ["c2", "w5", "b5"], ["y2"]),
     ]
     positive = numpy_helper.from_array(np.abs(RNG.standard_normal(512)).astype(np.float32) + 0.5, "s")
     variance = numpy_helper.from_array(np.abs(RNG.standard_normal(512)).astype(np.float32) + 0.5, "v")
     inits = [weights("w1", (512, 64, 3, 3), 0.05), positive, weights("bb", (512,)), weights("m", (512,)), variance,
-             weights("w2", (128, 512, 1, 1), 0.05), weights("b2", (128,)), weights("w3", (20, 64, 3, 3), 0.05),
-             weights("b3", (20,)), weights("w4", (20, 20, 1, 1)), weights("b4", (20,))]
-    m = model(nodes, [f32("x", ["batch", 64, 7, 7])], [f32("y", ["batch", 20, 7, 7])], inits)
+             weights("w2", (256, 512, 1, 1), 0.05), weights("b2", (256,)), weights("w3", (20, 128, 3, 3), 0.05),
+             weights("b3", (20,)), weights("w4", (20, 20, 1, 1)), weights("b4", (20,)),
+             weights("w5", (24, 256, 1, 1), 0.05), weights("b5", (24,))]
+    m = model(nodes, [f32("x", ["batch", 64, 7, 7])], [f32("y", ["batch", 20, 7, 7]), f32("y2", ["batch", 24, 7, 7])],
+              inits)
     _, text = kiln.onnx.import_text(m)
     calls = [line for line in text.splitlines() if line.startswith("call conv2d(")]
     layouts = [re.search(r"transpose_w=(\d+)", c) for c in calls]
-    assert [t.group(1) if t else None for t in layouts] == ["16", "16", "1", None], calls
+    assert [t.group(1) if t else None for t in layouts] == ["16", "16", "1", None, "16"], calls
     params = [line for line in text.splitlines() if line.startswith("param ")]
     blocks = [p for p in params if "output_blocks" in p]
-    assert len(blocks) == 2 and blocks[0].endswith("f32[32, 64, 3, 48]"), params
-    assert blocks[1].endswith("f32[8, 512, 1, 16]"), params
+    assert len(blocks) == 3 and blocks[0].endswith("f32[32, 64, 3, 48]"), params
+    assert blocks[1].endswith("f32[16, 512, 1, 16]") and blocks[2].endswith("f32[2, 256, 1, 16]"), params
     output_last = [p for p in params if "output_last" in p]
-    assert len(output_last) == 1 and output_last[0].endswith("f32[64, 3, 3, 20]"), params
+    assert len(output_last) == 1 and output_last[0].endswith("f32[128, 3, 3, 20]"), params
     # No copy of the weights in ONNX's layout beside them: the folded ones are declared once.
     assert not any(re.match(r"param (kiln_conv_weights_\d|w1 |w2 |w3 )", p) for p in params), params
     assert_matches_onnxruntime(m, {"x": RNG.standard_normal((2, 64, 7, 7)).astype(np.float32)})

@@ -18,8 +18,14 @@ _MAX_WRITTEN_TAPS = 49
 # on ResNet-50's layers at batch 1 (2026-12-02, one thread, best of 4 x 30 runs each) those were
 # 0.84-0.97x the time of the tiles along points from depth 512 on (3x3 windows from 64 channels,
 # 1x1 from 512), level at 256 and 1.14-1.15x at 64-128 (1x1 windows into 4x the channels, whose
-# sums are few and short).
+# sums are few and short). On images of at most 7 x 7 output points, whose tiles along points
+# leave a quarter of their lanes idle (49 points in 64), from depth 256 on: 1x1 windows from 256
+# to 1024 channels and from 320 to 1280 over 7 x 7 took 0.92x and 0.86x the time in blocks
+# (2026-12-03, one thread, medians of 300 in five alternating rounds), where over 14 x 14 (196
+# points in 224 lanes) they measured level.
 _OUTPUT_LAST_DEPTH = 512
+_OUTPUT_LAST_DEPTH_SMALL_IMAGES = 256
+_SMALL_IMAGE_POINTS = 49
 
 # --- convolutions and pooling ----------------------------------------------------------------
 
@@ -281,7 +287,8 @@ def conv2d_call(cx, node, x, w, b, group, window):
                   ("dilation_h", dilations[0], 1), ("dilation_w", dilations[1], 1), ("groups", group, 1),
                   ("relu", relu, 0), ("clip_max", clip_max, None)]
     depthwise = w.shape[0] == group and w.shape[1] == 1
-    if x.dtype == "f32" and w.const is not None and math.prod(w.shape[1:]) >= _OUTPUT_LAST_DEPTH and not depthwise:
+    deep = _OUTPUT_LAST_DEPTH_SMALL_IMAGES if math.prod(spatial) <= _SMALL_IMAGE_POINTS else _OUTPUT_LAST_DEPTH
+    if x.dtype == "f32" and w.const is not None and math.prod(w.shape[1:]) >= deep and not depthwise:
         values = w.const if folded is None else folded
         if group == 1 or (values.shape[0] // group) % 16 == 0:
             w = cx.constant(output_blocks(values), "conv_weights_output_blocks")
