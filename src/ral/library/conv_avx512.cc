@@ -107,6 +107,20 @@ template <int R, int V, bool kWide>
 [[gnu::target("avx512f")]] void tile(int64_t depth, int64_t k0, int64_t k1, const float* w, const float* b,
                                      const int64_t* offsets, const float* bias, float* y, int64_t ldy,
                                      const Panel& panel, bool first_rows, const float* z, const Activation* act) {
+  // The residual's points, read when the sums are done, are fetched now, while the sums run: the
+  // tile reads 32 points of each of R rows of z, as many streams as the prefetchers do not follow
+  // (ResNet-50's 1x1 layers with a residual over 56 x 56 took 1.3x the time of those without).
+  if (z) {
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v) {
+        const float* at = z + r * ldy + panel.at[v];
+        _mm_prefetch(reinterpret_cast<const char*>(at), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(at + 15), _MM_HINT_T0);
+      }
+    }
+  }
   __m512 sums[V][R];
 #pragma GCC unroll 12
   for (int r = 0; r < R; ++r) {
