@@ -58,7 +58,8 @@ struct Panel {
 Panel panel_of(int64_t p0, int64_t count, int64_t width, int64_t ow) {
   Panel panel{};
   for (int v = 0; v < 2; ++v) {
-    int64_t row = (p0 + 16 * v) / width, column = (p0 + 16 * v) % width;  // of the lane at hand
+    const int64_t row = (p0 + 16 * v) / width;
+    int64_t column = (p0 + 16 * v) % width;  // of the lane at hand
     panel.at[v] = row * ow + std::min(column, ow);
     // A run of lanes at a time, to the end of the row or of the panel's points: its columns
     // before OW are kept (this runs on one thread before the tiles start).

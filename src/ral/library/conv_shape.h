@@ -18,7 +18,7 @@ enum class WeightLayout : int64_t {
   kOutputLast = 1,    // [C/groups, KH, KW, O]: w[c, a, e, o]
   kOutputBlocks = 16  // [ceil(O/16), C/groups, KH, 16 KW]: w[o / 16, c, a, 16 e + o % 16]
 };
-constexpr int64_t kOutputBlock = 16;  // output channels a block of kOutputBlocks
+constexpr auto kOutputBlock = static_cast<int64_t>(WeightLayout::kOutputBlocks);  // output channels a block
 
 struct ConvShape {
   int64_t n, c, h, w;  // x
