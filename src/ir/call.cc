@@ -32,7 +32,7 @@ class BuiltinChecker {
   void run() {
     const std::string& f = call_.function;
     if (f == "gemm") gemm();
-    else if (f == "conv2d") conv2d();
+    else if (f == "conv2d" || f == "conv2d_blocked") conv2d(f == "conv2d_blocked");
     else if (f == "qgemm") qgemm();
     else if (f == "sort" || f == "argsort") sort(f == "argsort");
     else if (f == "topk") topk();
@@ -148,28 +148,31 @@ class BuiltinChecker {
   // C/groups, KH, KW] (with transpose_w=1 [C/groups, KH, KW, O]; with transpose_w=16 [ceil(O/16),
   // C/groups, KH, 16·KW]), b [O], y [N, O, OH, OW] with OH = (H + pad_top + pad_bottom -
   // dilation_h·(KH - 1) - 1) / stride_h + 1 (and the same across), z (a residual) of y's shape.
-  // Dimensions that are sizes are checked when the call runs.
-  void conv2d() {
+  // Dimensions that are sizes are checked when the call runs. conv2d_blocked (data_blocks): x
+  // [N, ceil(C/16), H, W, 16], y and z [N, ceil(O/16), OH, OW, 16], w in blocks as with
+  // transpose_w=16, C = w's second dimension · groups.
+  void conv2d(bool data_blocks = false) {
     const TensorNode &x = arg(0), &w = arg(1), &b = arg(2), &y = out(0);
+    const size_t data_rank = data_blocks ? 5 : 4;
     if (tensor_count() == 4) {  // z, checked first: its shape is y's, whatever the other errors
       const size_t reported = out_->size();
       same_shape(y, arg(3), arg_loc(3), true);
       if (out_->size() != reported) return;
     }
-    bool ok = rank_between(x, arg_loc(0), 4, 4) & rank_between(w, arg_loc(1), 4, 4) & rank_between(b, arg_loc(2), 1, 1) &
-              rank_between(y, out_loc(0), 4, 4);
+    bool ok = rank_between(x, arg_loc(0), data_rank, data_rank) & rank_between(w, arg_loc(1), 4, 4) &
+              rank_between(b, arg_loc(2), 1, 1) & rank_between(y, out_loc(0), data_rank, data_rank);
     ok = type_in(x, arg_loc(0), {DType::kF32, DType::kF64}) & ok;
     if (!ok) return;
     for (const auto& [n, loc] : {std::pair{&w, arg_loc(1)}, std::pair{&b, arg_loc(2)}, std::pair{&y, out_loc(0)}}) {
       if (n->dtype != x.dtype) {
         return error(loc, "'" + n->name + "' is " + std::string(dtype_name(n->dtype)) + " and '" + x.name + "' is " +
-                              std::string(dtype_name(x.dtype)) + "; conv2d's tensors have one element type");
+                              std::string(dtype_name(x.dtype)) + "; " + call_.function + "'s tensors have one element type");
       }
     }
     for (const char* name : {"stride_h", "stride_w", "dilation_h", "dilation_w", "groups"}) {
       if (call_attribute(call_, name) < 1) return error(call_.loc, std::string(name) + " must be at least 1");
     }
-    const double layout = call_attribute(call_, "transpose_w");
+    const double layout = data_blocks ? 16 : call_attribute(call_, "transpose_w");
     if (layout != 0 && layout != 1 && layout != 16) {
       return error(call_.loc, "transpose_w is 0 (w [O, C/groups, KH, KW]), 1 ([C/groups, KH, KW, O]) or 16 "
                               "([ceil(O/16), C/groups, KH, 16·KW]), not " + std::to_string(static_cast<int64_t>(layout)));
@@ -186,7 +189,18 @@ class BuiltinChecker {
     const size_t w_out = transposed ? 3 : 0, w_in = transposed ? 0 : 1, w_window = transposed ? 1 : 2;
     const TensorNode& outs_of = blocked ? b : w;
     const size_t outs_at = blocked ? 0 : w_out;
-    const std::optional<int64_t> channels = known(x, 1), outs = known(outs_of, outs_at), per_group = known(w, w_in);
+    const std::optional<int64_t> outs = known(outs_of, outs_at), per_group = known(w, w_in);
+    std::optional<int64_t> channels = known(x, 1);
+    if (data_blocks) {  // x's blocks follow from w's channels
+      channels = per_group ? std::optional<int64_t>(*per_group * groups) : std::nullopt;
+      const std::optional<int64_t> blocks = known(x, 1), lanes = known(x, 4);
+      if ((channels && blocks && *blocks != (*channels + 15) / 16) || (lanes && *lanes != 16)) {
+        return error(arg_loc(0), "'" + x.name + "' is " + shape_string(x) + "; it must hold " +
+                                     (channels ? std::to_string(*channels) : std::string("C")) +
+                                     " channels (the second dimension of '" + w.name + "' times groups) in blocks of 16, [N, " +
+                                     (channels ? std::to_string((*channels + 15) / 16) : std::string("ceil(C/16)")) + ", H, W, 16]");
+      }
+    }
     if (channels && *channels % groups) {
       return error(arg_loc(0), "'" + x.name + "' is " + shape_string(x) + "; its " + std::to_string(*channels) +
                                    " channels do not split into groups=" + std::to_string(groups));
@@ -204,7 +218,8 @@ class BuiltinChecker {
     if (blocked) {
       const std::optional<int64_t> blocks = known(w, 0), columns = known(w, 3);
       if ((outs && blocks && *blocks != (*outs + 15) / 16) || (columns && *columns % 16)) {
-        return error(arg_loc(1), "'" + w.name + "' is " + shape_string(w) + "; with transpose_w=16 it holds blocks of " +
+        return error(arg_loc(1), "'" + w.name + "' is " + shape_string(w) + "; " +
+                                     (data_blocks ? "conv2d_blocked's w" : "with transpose_w=16 it") + " holds blocks of " +
                                      "16 output channels, [ceil(O/16), C/groups, KH, 16·KW] for the O = " +
                                      block_text(b, 0, 1) + " output channels of '" + b.name + "'");
       }
@@ -215,7 +230,12 @@ class BuiltinChecker {
                                                : "first dimension of '" + w.name + "'"));
     }
     std::string want = block_text(x, 0, 1) + ", " + block_text(outs_of, static_cast<int>(outs_at), 1);
-    bool fits = y.dimension(0) == x.dimension(0) && y.dimension(1) == outs_of.dimension(outs_at);
+    bool fits = y.dimension(0) == x.dimension(0) && (data_blocks || y.dimension(1) == outs_of.dimension(outs_at));
+    if (data_blocks) {  // y's second dimension: blocks of the output channels
+      const std::optional<int64_t> blocks = known(y, 1);
+      want = block_text(x, 0, 1) + ", " + (outs ? std::to_string((*outs + 15) / 16) : std::string("?"));
+      fits = fits && (!outs || !blocks || *blocks == (*outs + 15) / 16);
+    }
     static constexpr const char* kAcross[2][4] = {{"stride_h", "pad_top", "pad_bottom", "dilation_h"},
                                                   {"stride_w", "pad_left", "pad_right", "dilation_w"}};
     for (size_t d = 0; d < 2; ++d) {
@@ -234,6 +254,11 @@ class BuiltinChecker {
       }
       want += ", " + std::to_string(*extent);
       fits = fits && (!got || *got == *extent);
+    }
+    if (data_blocks) {
+      const std::optional<int64_t> lanes = known(y, 4);
+      want += ", 16";
+      fits = fits && (!lanes || *lanes == 16);
     }
     if (!fits) {
       error(out_loc(0), "'" + y.name + "' is " + shape_string(y) + "; the convolution gives " +
@@ -365,6 +390,7 @@ const std::vector<BuiltinCall>& builtin_calls() {
   static const std::vector<BuiltinCall> calls = {
       {"gemm", 2, 1, {{"transpose_a", 0, Rule::kFlag}, {"transpose_b", 0, Rule::kFlag}, {"alpha", 1, Rule::kFinite}, {"beta", 0, Rule::kFinite}, {"batch", 0, Rule::kCount}}},
       {"conv2d", 3, 1, {{"stride_h", 1, Rule::kCount}, {"stride_w", 1, Rule::kCount}, {"pad_top", 0, Rule::kCount}, {"pad_left", 0, Rule::kCount}, {"pad_bottom", 0, Rule::kCount}, {"pad_right", 0, Rule::kCount}, {"dilation_h", 1, Rule::kCount}, {"dilation_w", 1, Rule::kCount}, {"groups", 1, Rule::kCount}, {"relu", 0, Rule::kFlag}, {"clip_max", std::numeric_limits<double>::infinity(), Rule::kFinite}, {"transpose_w", 0, Rule::kCount}}, 1},
+      {"conv2d_blocked", 3, 1, {{"stride_h", 1, Rule::kCount}, {"stride_w", 1, Rule::kCount}, {"pad_top", 0, Rule::kCount}, {"pad_left", 0, Rule::kCount}, {"pad_bottom", 0, Rule::kCount}, {"pad_right", 0, Rule::kCount}, {"dilation_h", 1, Rule::kCount}, {"dilation_w", 1, Rule::kCount}, {"groups", 1, Rule::kCount}, {"relu", 0, Rule::kFlag}, {"clip_max", std::numeric_limits<double>::infinity(), Rule::kFinite}}, 1},
       {"qgemm", 4, 1, {{"transpose_a", 0, Rule::kFlag}, {"transpose_b", 0, Rule::kFlag}}},
       {"sort", 1, 1, {{"descending", 0, Rule::kFlag}}},
       {"argsort", 1, 1, {{"descending", 0, Rule::kFlag}}},

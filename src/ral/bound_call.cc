@@ -135,12 +135,14 @@ Result<BoundCall> BoundCall::bind(const ir::Call& call, const ir::Program& progr
 }
 
 std::optional<int64_t> BoundCall::multiply_adds(const ir::Program& program) const {
-  if (function_ == "conv2d" && tensors_.size() >= 4) {  // each y element sums w's (C / groups) · KH · KW terms
+  const bool blocked_data = function_ == "conv2d_blocked";
+  if ((function_ == "conv2d" || blocked_data) && tensors_.size() >= 4) {  // each y element sums (C / groups) · KH · KW terms
     const ir::TensorNode& w = program.nodes[static_cast<size_t>(tensors_[1])];
     const ir::TensorNode& y = program.nodes[static_cast<size_t>(tensors_.back())];
     // w's output channels: its first dimension, or its last with transpose_w=1 (the last
-    // attribute); with transpose_w=16 blocks of 16 output channels, its first dimension.
-    const int64_t layout = scalars_.empty() ? 0 : scalars_.back().i64;
+    // attribute); with transpose_w=16 (conv2d_blocked's only layout) blocks of 16 output
+    // channels, its first dimension. conv2d_blocked's y counts the lanes past O too.
+    const int64_t layout = blocked_data ? 16 : scalars_.empty() ? 0 : scalars_.back().i64;
     const size_t outs = layout == 1 && w.dims.size() == 4 ? 3 : 0;
     const int64_t outs_count = w.dims.empty() ? 0 : layout == 16 ? w.dims[0] * 16 : w.dims[outs];
     const int64_t per_point = outs_count <= 0 ? 0 : w.element_count() / outs_count;

@@ -235,6 +235,45 @@ TEST(CallParse, Conv2dChecksTheConvolutionsShape) {
   expect_first_errors(cases, prelude);
 }
 
+// conv2d_blocked: x, z and y in blocks of 16 channels, w in blocks of output channels, C from
+// w's second dimension times groups.
+TEST(CallParse, Conv2dBlockedChecksTheBlocks) {
+  const std::string prelude =
+      "size   N\n"
+      "input  x : f32[N, 1, 9, 11, 16]\n"
+      "input  x2 : f32[N, 2, 9, 11, 16]\n"
+      "input  x8 : f32[N, 1, 9, 11, 8]\n"
+      "input  x4 : f32[N, 6, 9, 11]\n"
+      "param  wb : f32[1, 6, 3, 32]\n"
+      "param  wb20 : f32[2, 20, 3, 32]\n"
+      "param  wb2 : f32[2, 6, 3, 32]\n"
+      "param  b : f32[8]\n"
+      "param  b20 : f32[20]\n"
+      "input  z : f32[N, 1, 7, 10, 16]\n"
+      "input  z2 : f32[N, 2, 7, 10, 16]\n"
+      "output y : f32[N, 1, 7, 10, 16]\n"
+      "output y2 : f32[N, 2, 7, 10, 16]\n"
+      "output y8 : f32[N, 1, 7, 10, 8]\n"
+      "output y4 : f32[N, 8, 7, 10]\n";
+  for (const char* valid : {"call conv2d_blocked(x, wb, b) -> y\n", "call conv2d_blocked(x, wb, b, z, relu=1) -> y\n",
+                            "call conv2d_blocked(x2, wb20, b20, groups=1, clip_max=6) -> y2\n"}) {
+    std::vector<std::string> e = call_errors(valid, prelude);
+    EXPECT_TRUE(e.empty()) << valid << e[0];
+  }
+  const CallCase cases[] = {
+      {"call conv2d_blocked(x2, wb, b) -> y\n", "1:21", "'x2' is f32[?, 2, 9, 11, 16]; it must hold 6 channels (the second dimension of 'wb' times groups) in blocks of 16, [N, 1, H, W, 16]"},
+      {"call conv2d_blocked(x8, wb, b) -> y\n", "1:21", "'x8' is f32[?, 1, 9, 11, 8]; it must hold 6 channels"},
+      {"call conv2d_blocked(x, wb, b) -> y2\n", "1:34", "'y2' is f32[?, 2, 7, 10, 16]; the convolution gives f32[?, 1, 7, 10, 16]"},
+      {"call conv2d_blocked(x, wb, b) -> y8\n", "1:34", "the convolution gives f32[?, 1, 7, 10, 16]"},
+      {"call conv2d_blocked(x4, wb, b) -> y4\n", "1:21", "'x4' has rank 4; conv2d_blocked takes tensors of rank 5"},
+      {"call conv2d_blocked(x, wb, b, z2) -> y\n", "1:31", "'z2' is f32[?, 2, 7, 10, 16]; it must be f32[?, 1, 7, 10, 16] like 'y'"},
+      {"call conv2d_blocked(x, wb20, b) -> y\n", "1:21", "'x' is f32[?, 1, 9, 11, 16]; it must hold 20 channels"},
+      {"call conv2d_blocked(x, wb2, b) -> y\n", "1:24", "'wb2' is f32[2, 6, 3, 32]; conv2d_blocked's w holds blocks of 16 output channels"},
+      {"call conv2d_blocked(x, wb, b, transpose_w=16) -> y\n", "1:31", "transpose_w"},
+  };
+  expect_first_errors(cases, prelude);
+}
+
 TEST(CallParse, CallIsAKeyword) {
   std::vector<std::string> e = call_errors("tensor call : f32\n");
   ASSERT_FALSE(e.empty());

@@ -26,6 +26,9 @@ struct Conv {
   // The call's transpose_w: wt declared [O, C/groups, KH, KW] (0), [C/groups, KH, KW, O] (1) or
   // [ceil(O/16), C/groups, KH, 16·KW] (16).
   int layout = 0;
+  // conv2d_blocked: x, z and y in blocks of 16 channels, [N, ceil(C/16), H, W, 16] (the lanes past
+  // C NaN here, which must not be read; y's past O must come out 0), w in blocks as with layout 16.
+  bool blocked = false;
 
   int oh() const { return (h + pt + pb - dh * (kh - 1) - 1) / sh + 1; }
   int ow() const { return (w + pl + pr - dw * (kw - 1) - 1) / sw + 1; }
@@ -34,23 +37,28 @@ struct Conv {
       return "[" + first + ", " + std::to_string(a) + ", " + std::to_string(b) + ", " + std::to_string(d) + "]";
     };
     const std::string batch = sized ? "N" : std::to_string(n);
+    auto data = [&](int channels, int a, int b) {  // x's, y's and z's shape
+      return blocked ? "[" + batch + ", " + std::to_string((channels + 15) / 16) + ", " + std::to_string(a) + ", " +
+                           std::to_string(b) + ", 16]"
+                     : dims(batch, channels, a, b);
+    };
     std::string s = sized ? "size N\n" : "";
-    s += "input x : " + std::string(type) + dims(batch, c, h, w) + "\n";
+    s += "input x : " + std::string(type) + data(c, h, w) + "\n";
     s += "input wt : " + std::string(type) +
          (layout == 1    ? "[" + std::to_string(c / groups) + ", " + std::to_string(kh) + ", " + std::to_string(kw) +
                                ", " + std::to_string(o) + "]"
-          : layout == 16 ? dims(std::to_string((o + 15) / 16), c / groups, kh, 16 * kw)
+          : layout == 16 || blocked ? dims(std::to_string((o + 15) / 16), c / groups, kh, 16 * kw)
                          : dims(std::to_string(o), c / groups, kh, kw)) +
          "\n";
     s += "input b : " + std::string(type) + "[" + std::to_string(o) + "]\n";
-    if (residual) s += "input z : " + std::string(type) + dims(batch, o, oh(), ow()) + "\n";
-    s += "output y : " + std::string(type) + dims(batch, o, oh(), ow()) + "\n";
-    s += std::string("call conv2d(x, wt, b") + (residual ? ", z" : "") + ", stride_h=" + std::to_string(sh) + ", stride_w=" + std::to_string(sw) +
+    if (residual) s += "input z : " + std::string(type) + data(o, oh(), ow()) + "\n";
+    s += "output y : " + std::string(type) + data(o, oh(), ow()) + "\n";
+    s += std::string(blocked ? "call conv2d_blocked(x, wt, b" : "call conv2d(x, wt, b") + (residual ? ", z" : "") + ", stride_h=" + std::to_string(sh) + ", stride_w=" + std::to_string(sw) +
          ", pad_top=" + std::to_string(pt) + ", pad_left=" + std::to_string(pl) + ", pad_bottom=" + std::to_string(pb) +
          ", pad_right=" + std::to_string(pr) + ", dilation_h=" + std::to_string(dh) + ", dilation_w=" +
          std::to_string(dw) + ", groups=" + std::to_string(groups) + ", relu=" + std::to_string(relu) +
          (clip_max > 0 ? ", clip_max=" + std::to_string(clip_max) : std::string()) +
-         (layout ? ", transpose_w=" + std::to_string(layout) : "") + ") -> y\n";
+         (layout && !blocked ? ", transpose_w=" + std::to_string(layout) : "") + ") -> y\n";
     return s;
   }
 };
@@ -113,16 +121,29 @@ class Conv2dTest : public ::testing::TestWithParam<std::string> {
       for (int i = 0; i < count; ++i) ir::store_scalar(type, ir::Scalar{f(i), 0}, &out[static_cast<size_t>(i) * ir::dtype_size(type)]);
       return out;
     };
-    const std::vector<unsigned char> x = bytes_of(k.n * k.c * k.h * k.w, x_value);
+    const size_t size = ir::dtype_size(type);
+    // Element (img, ch, p) of [N, C, points] where data in blocks hold it; lanes past C hold NaN.
+    auto in_blocks = [&](const std::vector<unsigned char>& rows, int channels, int points) {
+      const int blocks = (channels + 15) / 16;
+      std::vector<unsigned char> out = bytes_of(k.n * blocks * points * 16, [](int) { return std::nan(""); });
+      for (int img = 0; img < k.n; ++img)
+        for (int ch = 0; ch < channels; ++ch)
+          for (int p = 0; p < points; ++p)
+            std::copy_n(&rows[static_cast<size_t>((img * channels + ch) * points + p) * size], size,
+                        &out[static_cast<size_t>(((img * blocks + ch / 16) * points + p) * 16 + ch % 16) * size]);
+      return out;
+    };
+    std::vector<unsigned char> x = bytes_of(k.n * k.c * k.h * k.w, x_value);
+    if (k.blocked) x = in_blocks(x, k.c, k.h * k.w);
     std::vector<unsigned char> w = bytes_of(k.o * (k.c / k.groups) * k.kh * k.kw, w_value);
-    if (k.layout) {  // the same weights, element (o, r) of [O, C/groups · KH · KW] moved
+    if (k.layout || k.blocked) {  // the same weights, element (o, r) of [O, C/groups · KH · KW] moved
       const std::vector<unsigned char> by_output = w;
-      const size_t size = ir::dtype_size(type), outs = static_cast<size_t>(k.o), depth = w.size() / size / outs;
+      const size_t outs = static_cast<size_t>(k.o), depth = w.size() / size / outs;
       // In blocks, the last block's channels past O hold NaN: conv2d must not let them into y.
-      if (k.layout == 16) w = bytes_of(static_cast<int>((outs + 15) / 16 * 16 * depth), [](int) { return std::nan(""); });
+      if (k.layout == 16 || k.blocked) w = bytes_of(static_cast<int>((outs + 15) / 16 * 16 * depth), [](int) { return std::nan(""); });
       for (size_t o = 0; o < outs; ++o) {
         for (size_t r = 0; r < depth; ++r) {
-          const size_t at = k.layout == 1 ? r * outs + o : (o / 16 * depth + r) * 16 + o % 16;
+          const size_t at = k.layout == 1 && !k.blocked ? r * outs + o : (o / 16 * depth + r) * 16 + o % 16;
           std::copy_n(&by_output[(o * depth + r) * size], size, &w[at * size]);
         }
       }
@@ -132,18 +153,26 @@ class Conv2dTest : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE((*p)->write("wt", w.data(), w.size()).ok());
     ASSERT_TRUE((*p)->write("b", b.data(), b.size()).ok());
     if (k.residual) {
-      const std::vector<unsigned char> z = bytes_of(k.n * k.o * k.oh() * k.ow(), z_value);
+      std::vector<unsigned char> z = bytes_of(k.n * k.o * k.oh() * k.ow(), z_value);
+      if (k.blocked) z = in_blocks(z, k.o, k.oh() * k.ow());
       ASSERT_TRUE((*p)->write("z", z.data(), z.size()).ok());
     }
     const Status ran = (*p)->run("main");
     ASSERT_TRUE(ran.ok()) << ran.message();
     const std::vector<double> want = expected(k);
-    std::vector<unsigned char> y(want.size() * ir::dtype_size(type));
+    const int points = k.oh() * k.ow(), blocks = (k.o + 15) / 16;
+    std::vector<unsigned char> y((k.blocked ? static_cast<size_t>(k.n * blocks * points * 16) : want.size()) * size);
     ASSERT_TRUE((*p)->read("y", y.data(), y.size()).ok());
     int wrong = 0;
-    for (size_t i = 0; i < want.size(); ++i) {
-      const double got = ir::load_scalar(type, &y[i * ir::dtype_size(type)]).f;
-      if (got != want[i] && ++wrong <= 4) ADD_FAILURE() << "y[" << i << "] = " << got << ", want " << want[i];
+    for (size_t i = 0; i < y.size() / size; ++i) {
+      // Where y's element i is in [N, O, points], or -1 for a lane past O (which must be 0).
+      const int lane = static_cast<int>(i % 16), p = static_cast<int>(i / 16 % points);
+      const int block = static_cast<int>(i / 16 / points % blocks), img = static_cast<int>(i / 16 / points / blocks);
+      const int64_t at = !k.blocked ? static_cast<int64_t>(i)
+                         : block * 16 + lane < k.o ? (img * k.o + block * 16 + lane) * points + p
+                                                   : -1;
+      const double got = ir::load_scalar(type, &y[i * size]).f, wanted = at < 0 ? 0.0 : want[static_cast<size_t>(at)];
+      if (!(got == wanted) && ++wrong <= 4) ADD_FAILURE() << "y[" << i << "] = " << got << ", want " << wanted;
     }
   }
 
@@ -302,6 +331,23 @@ TEST_P(Conv2dTest, WeightsInBlocksOfOutputChannels) {
   check({.n = 1, .c = 30, .h = 14, .w = 14, .o = 20, .kh = 1, .kw = 1, .layout = 16});
   check({.n = 1, .c = 16, .h = 9, .w = 9, .o = 64, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 2, .relu = 1, .layout = 16});
   check({.n = 1, .c = 12, .h = 8, .w = 8, .o = 24, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .groups = 2, .layout = 16});
+}
+
+// conv2d_blocked: the cases above with the data in blocks of 16 channels (the cpu device's tiles
+// along output channels read the blocks' phase planes, or x itself for a 1x1 window at stride 1;
+// groups and f64 go through rows), and: 1x1 windows at stride 2 (one of four phase planes read),
+// 7x7 at stride 2 from 3 channels, a residual over rows of 7 with a last tile of 3 vectors, and
+// a 5x5 window dilated, deeper than a block of rows.
+TEST_P(Conv2dTest, DataInBlocksOfChannels) {
+  std::vector<Conv> cases = output_channel_cases(16);
+  cases.push_back({.n = 2, .c = 32, .h = 9, .w = 10, .o = 40, .kh = 1, .kw = 1, .sh = 2, .sw = 2});
+  cases.push_back({.n = 1, .c = 3, .h = 20, .w = 21, .o = 17, .kh = 7, .kw = 7, .sh = 2, .sw = 2, .pt = 3, .pl = 3, .pb = 3, .pr = 3, .relu = 1});
+  cases.push_back({.n = 1, .c = 24, .h = 7, .w = 7, .o = 48, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .residual = true, .clip_max = 2});
+  cases.push_back({.n = 1, .c = 36, .h = 12, .w = 13, .o = 33, .kh = 5, .kw = 5, .pt = 4, .pl = 4, .pb = 4, .pr = 4, .dh = 2, .dw = 2});
+  for (size_t i = 0; i < cases.size(); ++i) {
+    cases[i].blocked = true;
+    check(cases[i], i + 1 == output_channel_cases(16).size());
+  }
 }
 
 TEST_P(Conv2dTest, F64) { check({.n = 2, .c = 3, .h = 6, .w = 5, .o = 4, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .type = "f64"}); }

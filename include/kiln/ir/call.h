@@ -31,7 +31,7 @@ struct BuiltinCall {
   int optional_tensor_args = 0;  // more tensors a call may pass after the tensor_args (conv2d's z)
 };
 
-// The built-in of that name, or nullptr: gemm, conv2d, qgemm, sort, argsort, topk, random_uniform,
+// The built-in of that name, or nullptr: gemm, conv2d, conv2d_blocked, qgemm, sort, argsort, topk, random_uniform,
 // random_normal, and the collectives allreduce, allgather, reduce_scatter, broadcast, rank and
 // world_size.
 const BuiltinCall* find_builtin_call(std::string_view name);

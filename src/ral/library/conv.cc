@@ -6,7 +6,9 @@
 // [C/groups · KH · KW, OH · OW] matrix (im2col; a 1x1 window at stride 1 without padding reads the
 // input as it is), y's rows start as the bias, the gemm adds the weights' product to them, and
 // z and the activation are a pass over what it wrote. opencl and cuda run the same over mapped
-// buffers; interp has the direct loops, the reference.
+// buffers; interp has the direct loops, the reference. conv2d_blocked is the same over data in
+// blocks of 16 channels ([N, ceil(C/16), H, W, 16]): kiln's own product reads them as they are
+// (conv_avx512_blocked); elsewhere they go through NCHW copies.
 #include <algorithm>
 #include <string>
 #include <type_traits>
@@ -173,6 +175,103 @@ Status conv_reference(const ExecutionContext&, const ConvShape& s, const T* x, c
   return Status();
 }
 
+// conv2d_blocked's data in blocks of 16 channels, [n, ceil(c/16), points, 16], and in rows, [n,
+// c, points]: `unblock` the first into the second; `block` back, the lanes past c 0.
+template <typename T>
+void unblock(int64_t n, int64_t c, int64_t points, const T* in, T* out) {
+  for (int64_t img = 0; img < n; ++img) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const T* from = in + ((img * ((c + 15) / 16) + ch / 16) * points) * 16 + ch % 16;
+      T* to = out + (img * c + ch) * points;
+      for (int64_t p = 0; p < points; ++p) to[p] = from[p * 16];
+    }
+  }
+}
+template <typename T>
+void block(int64_t n, int64_t c, int64_t points, const T* in, T* out) {
+  const int64_t blocks = (c + 15) / 16;
+  std::fill(out, out + n * blocks * points * 16, T(0));
+  for (int64_t img = 0; img < n; ++img) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const T* from = in + (img * c + ch) * points;
+      T* to = out + ((img * blocks + ch / 16) * points) * 16 + ch % 16;
+      for (int64_t p = 0; p < points; ++p) to[p * 16] = from[p];
+    }
+  }
+}
+
+// conv2d_blocked through conv2d's own layout (`Run`: conv_host or conv_reference): x and z into
+// rows, the convolution, y back into blocks. interp's, and the cpu device's where its own product
+// does not run (f64, groups, no AVX-512).
+template <auto Run, typename T>
+Status blocked_through_rows(const ExecutionContext& context, const ConvShape& s, const T* x, const T* w, const T* b,
+                            const T* z, T* y) {
+  const int64_t ys = s.n * s.o * s.points();
+  T* xr = scratch<7, T>(static_cast<size_t>(s.n * s.c * s.h * s.w));
+  T* yr = scratch<8, T>(static_cast<size_t>(ys));
+  T* zr = z ? scratch<9, T>(static_cast<size_t>(ys)) : nullptr;
+  if (!xr || !yr || (z && !zr)) {
+    return resource_exhausted_error("conv2d_blocked: no memory for its tensors in rows (" +
+                                    std::to_string((s.n * s.c * s.h * s.w + 2 * ys) * int64_t{sizeof(T)}) + " bytes)");
+  }
+  unblock(s.n, s.c, s.h * s.w, x, xr);
+  if (z) unblock(s.n, s.o, s.points(), z, zr);
+  KILN_RETURN_IF_ERROR(Run(context, s, xr, w, b, zr, yr));
+  block(s.n, s.o, s.points(), yr, y);
+  return Status();
+}
+
+// The cpu device's conv2d_blocked: kiln's own product over the blocks where it runs (one group,
+// f32, AVX-512), else through rows.
+template <typename T>
+Status conv_blocked_host(const ExecutionContext& context, const ConvShape& s, const T* x, const T* w, const T* b,
+                         const T* z, T* y) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (conv_avx512_supported() && s.groups == 1) return conv_avx512_blocked(context, s, x, w, b, z, y);
+  }
+  return blocked_through_rows<&conv_host<T>>(context, s, x, w, b, z, y);
+}
+
+// conv2d_blocked(x, w, b [, z]) -> y: x [N, ceil(C/16), H, W, 16], z and y [N, ceil(O/16), OH,
+// OW, 16], w in blocks of 16 output channels ([ceil(O/16), C/groups, KH, 16·KW]), C = w's second
+// dimension times groups, O = b's; z.data null: none.
+template <auto Run, typename T>
+Status conv2d_blocked_residual(ExecutionContext* context, MemRef<T, 5> x, MemRef<T, 4> w, MemRef<T, 1> b,
+                               MemRef<T, 5> z, MemRef<T, 5> y, int64_t stride_h, int64_t stride_w, int64_t pad_top,
+                               int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
+                               int64_t dilation_w, int64_t groups, int64_t relu, T clip_max) {
+  const int64_t c = w.sizes[1] * std::max<int64_t>(groups, 1), o = b.sizes[0];
+  auto blocks_of = [](const auto& t, int64_t channels) { return t.sizes[1] == (channels + 15) / 16 && t.sizes[4] == 16; };
+  if (!blocks_of(x, c) || !blocks_of(y, o) || (z.data && z.sizes != y.sizes)) {
+    auto dims = [](const MemRef<T, 5>& t) {
+      std::string text;
+      for (int64_t d : t.sizes) text += (text.empty() ? "[" : ", ") + std::to_string(d);
+      return text + "]";
+    };
+    return invalid_argument_error("conv2d_blocked: x " + dims(x) + ", y " + dims(y) +
+                                  (z.data ? ", z " + dims(z) : std::string()) + "; with " + std::to_string(c) +
+                                  " input and " + std::to_string(o) + " output channels they must be [N, " +
+                                  std::to_string((c + 15) / 16) + ", H, W, 16] and [N, " + std::to_string((o + 15) / 16) +
+                                  ", OH, OW, 16]" + (z.data ? ", z as y" : ""));
+  }
+  const int64_t x4[4] = {x.sizes[0], c, x.sizes[2], x.sizes[3]}, y4[4] = {y.sizes[0], o, y.sizes[2], y.sizes[3]};
+  KILN_ASSIGN_OR_RETURN(ConvShape s, conv_shape(x4, w.sizes.data(), b.sizes.data(), y4, stride_h, stride_w, pad_top,
+                                                pad_left, pad_bottom, pad_right, dilation_h, dilation_w, groups, relu,
+                                                clip_max, z.data ? y4 : nullptr, WeightLayout::kOutputBlocks));
+  if (y.element_count() == 0) return Status();
+  return Run(*context, s, x.data, w.data, b.data, z.data, y.data);
+}
+
+template <auto Run, typename T>
+Status conv2d_blocked(ExecutionContext* context, MemRef<T, 5> x, MemRef<T, 4> w, MemRef<T, 1> b, MemRef<T, 5> y,
+                      int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left, int64_t pad_bottom,
+                      int64_t pad_right, int64_t dilation_h, int64_t dilation_w, int64_t groups, int64_t relu,
+                      T clip_max) {
+  return conv2d_blocked_residual<Run, T>(context, x, w, b, MemRef<T, 5>{nullptr, y.sizes}, y, stride_h, stride_w,
+                                         pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w, groups,
+                                         relu, clip_max);
+}
+
 // conv2d with a residual z of y's shape, added before the activation; z.data null: none.
 template <auto Run, typename T>
 Status conv2d_residual(ExecutionContext* context, MemRef<T, 4> x, MemRef<T, 4> w, MemRef<T, 1> b, MemRef<T, 4> z,
@@ -207,7 +306,16 @@ Status register_type(Registry& registry) {
     KILN_RETURN_IF_ERROR(registry.add(make_function_for<"conv2d", &conv2d_residual<&conv_host<T>, T>>(device)));
   }
   KILN_RETURN_IF_ERROR(registry.add(make_function_for<"conv2d", &conv2d_residual<&conv_reference<T>, T>>("interp")));
-  return registry.add(make_function_for<"conv2d", &conv2d<&conv_reference<T>, T>>("interp"));
+  KILN_RETURN_IF_ERROR(registry.add(make_function_for<"conv2d", &conv2d<&conv_reference<T>, T>>("interp")));
+  constexpr auto kBlockedReference = &blocked_through_rows<&conv_reference<T>, T>;
+  for (std::string_view device : {"cpu", "opencl", "cuda"}) {
+    KILN_RETURN_IF_ERROR(registry.add(make_function_for<"conv2d_blocked", &conv2d_blocked<&conv_blocked_host<T>, T>>(device)));
+    KILN_RETURN_IF_ERROR(registry.add(
+        make_function_for<"conv2d_blocked", &conv2d_blocked_residual<&conv_blocked_host<T>, T>>(device)));
+  }
+  KILN_RETURN_IF_ERROR(
+      registry.add(make_function_for<"conv2d_blocked", &conv2d_blocked_residual<kBlockedReference, T>>("interp")));
+  return registry.add(make_function_for<"conv2d_blocked", &conv2d_blocked<kBlockedReference, T>>("interp"));
 }
 
 }  // namespace

@@ -213,13 +213,15 @@ void products(const ExecutionContext& context, const ConvShape& s, int64_t p0, i
 
 // The phase planes of one image's group (wide_group): plane (channel, u, v) holds the padded
 // input's points (r · sh + u, c · sw + v), `height` rows of `width`, so that output point (i, j)
-// of a row of the planes' width reads tap (channel, a, e) at offset(k) + i · width + j.
+// of a row of the planes' width reads tap (channel, a, e) at offset(k) + i · width + j. In blocks
+// of 16 channels (lanes 16, conv2d_blocked) a plane is a block's: each point its 16 channels.
 struct Planes {
-  int64_t height, width, plane;
-  std::vector<char> read;  // by phase u · sw + v: whether some tap reads it
+  int64_t lanes, height, width, plane;  // plane: points (floats: times lanes)
+  std::vector<char> read;               // by phase u · sw + v: whether some tap reads it
 
-  explicit Planes(const ConvShape& s)
-      : height(s.oh + (s.kh - 1) * s.dh / s.sh),
+  explicit Planes(const ConvShape& s, int64_t lanes_per_point = 1)
+      : lanes(lanes_per_point),
+        height(s.oh + (s.kh - 1) * s.dh / s.sh),
         width(s.ow + (s.kw - 1) * s.dw / s.sw),
         plane(height * width),
         read(static_cast<size_t>(s.sh * s.sw), 0) {
@@ -227,51 +229,55 @@ struct Planes {
       for (int64_t e = 0; e < s.kw; ++e) read[static_cast<size_t>(a * s.dh % s.sh * s.sw + e * s.dw % s.sw)] = 1;
     }
   }
+  // Floats of one channel's (or block's) planes.
+  int64_t floats(const ConvShape& s) const { return s.sh * s.sw * plane * lanes; }
   // The wide points: rows of `width` of which the first OW are y's.
   int64_t points(const ConvShape& s) const { return (s.oh - 1) * width + s.ow; }
   // Where rows k in [0, channels · kh · kw) of the product (ConvShape::tap) read output point 0,
   // from the first plane of the group: the window's taps once, then a channel's planes apart (a
   // division per row, as ConvShape::tap takes, cost ResNet-50 about a millisecond a run, on one
-  // thread while the others waited).
+  // thread while the others waited); in blocks, a block's planes apart and a lane within.
   void offsets(const ConvShape& s, int64_t channels, int64_t* out) const {
     const int64_t taps = s.kh * s.kw;
     for (int64_t a = 0; a < s.kh; ++a) {
       for (int64_t e = 0; e < s.kw; ++e) {
         const int64_t qa = a * s.dh / s.sh, u = a * s.dh % s.sh, qe = e * s.dw / s.sw, v = e * s.dw % s.sw;
-        out[a * s.kw + e] = (u * s.sw + v) * plane + qa * width + qe;
+        out[a * s.kw + e] = ((u * s.sw + v) * plane + qa * width + qe) * lanes;
       }
     }
-    const int64_t channel_step = s.sh * s.sw * plane;
+    const int64_t step = floats(s);
     for (int64_t ch = 1; ch < channels; ++ch) {
-      for (int64_t t = 0; t < taps; ++t) out[ch * taps + t] = out[t] + ch * channel_step;
+      const int64_t at = lanes == 1 ? ch * step : ch / lanes * step + ch % lanes;
+      for (int64_t t = 0; t < taps; ++t) out[ch * taps + t] = out[t] + at;
     }
   }
-  // Writes channel x's planes (x: its h · w points) at `out`: sh · sw planes, those no tap
-  // reads left as they are.
+  // Writes channel x's planes (x: its h · w points, each of `lanes` floats) at `out`: sh · sw
+  // planes, those no tap reads left as they are.
   void write(const ConvShape& s, const float* x, float* out) const {
+    const int64_t l = lanes;
     for (int64_t u = 0; u < s.sh; ++u) {
       for (int64_t v = 0; v < s.sw; ++v) {
         if (!read[static_cast<size_t>(u * s.sw + v)]) continue;
         // Plane column c is input column c · sw + v - pl.
         const auto [offset, first, end] = s.columns_at(v - s.pl, width);
-        float* rows = out + (u * s.sw + v) * plane;
+        float* rows = out + (u * s.sw + v) * plane * l;
         for (int64_t r = 0; r < height; ++r) {
-          float* row = rows + r * width;
+          float* row = rows + r * width * l;
           const int64_t ih = r * s.sh + u - s.pt;
           if (ih < 0 || ih >= s.h) {
-            std::fill(row, row + width, 0.0f);
+            std::fill(row, row + width * l, 0.0f);
             continue;
           }
-          const float* in = x + ih * s.w + offset;
-          std::fill(row, row + first, 0.0f);
+          const float* in = x + (ih * s.w + offset) * l;
+          std::fill(row, row + first * l, 0.0f);
           if (s.sw == 1) {
-            std::memcpy(row + first, in + first, static_cast<size_t>(end - first) * sizeof(float));
-          } else if (s.sw == 2) {
+            std::memcpy(row + first * l, in + first * l, static_cast<size_t>((end - first) * l) * sizeof(float));
+          } else if (s.sw == 2 && l == 1) {
             every_second(in + 2 * first, end - first, row + first);
           } else {
-            for (int64_t c = first; c < end; ++c) row[c] = in[c * s.sw];
+            for (int64_t c = first; c < end; ++c) std::copy_n(in + c * s.sw * l, l, row + c * l);
           }
-          std::fill(row + end, row + width, 0.0f);
+          std::fill(row + end * l, row + width * l, 0.0f);
         }
       }
     }
@@ -291,7 +297,7 @@ Status wide_group(const ExecutionContext& context, const ConvShape& s, const flo
   // they are fewer (they would read past its end): those are copied into one packed panel.
   // Otherwise the planes have room for the last 32 points to read past their end.
   const bool unpadded = phases == 1 && layout.height == s.h && width == s.w;
-  const int64_t planes_floats = unpadded ? 0 : cg * phases * layout.plane + kPanel;
+  const int64_t planes_floats = unpadded ? 0 : cg * layout.floats(s) + kPanel;
   float* planes = unpadded ? nullptr : scratch<0>(static_cast<size_t>(planes_floats));
   int64_t* offsets = scratch<1, int64_t>(static_cast<size_t>(s.depth()));
   if ((!unpadded && !planes) || !offsets) return no_memory(planes_floats + s.depth() * 2);
@@ -300,10 +306,10 @@ Status wide_group(const ExecutionContext& context, const ConvShape& s, const flo
     context.host_parallel(static_cast<uint64_t>(threads), [&](uint64_t part_index) {
       const auto part = static_cast<int64_t>(part_index);
       for (int64_t ch = cg * part / threads; ch < cg * (part + 1) / threads; ++ch) {
-        layout.write(s, x + ch * s.h * s.w, planes + ch * phases * layout.plane);
+        layout.write(s, x + ch * s.h * s.w, planes + ch * layout.floats(s));
       }
     });
-    std::fill(planes + cg * phases * layout.plane, planes + planes_floats, 0.0f);
+    std::fill(planes + cg * layout.floats(s), planes + planes_floats, 0.0f);
   }
   layout.offsets(s, cg, offsets);
   if (s.layout != WeightLayout::kOutputFirst) {
@@ -375,6 +381,39 @@ Status depthwise(const ExecutionContext& context, const ConvShape& s, const floa
 }
 
 }  // namespace
+
+Status conv_avx512_blocked(const ExecutionContext& context, const ConvShape& s, const float* x, const float* w,
+                           const float* b, const float* z, float* y) {
+  if (s.groups != 1 || s.layout != WeightLayout::kOutputBlocks) {
+    return invalid_argument_error("conv2d_blocked: conv_avx512_blocked takes one group and w in blocks");
+  }
+  const int64_t blocks = (s.c + 15) / 16, phases = s.sh * s.sw;
+  const Planes layout(s, 16);
+  // As in wide_group: at stride 1 without padding the input is read where it is (the tiles along
+  // output channels read no point past a row's end).
+  const bool unpadded = phases == 1 && layout.height == s.h && layout.width == s.w;
+  const int64_t planes_floats = unpadded ? 0 : blocks * layout.floats(s);
+  float* planes = unpadded ? nullptr : scratch<0>(static_cast<size_t>(planes_floats));
+  int64_t* offsets = scratch<1, int64_t>(static_cast<size_t>(s.depth()));
+  if ((!unpadded && !planes) || !offsets) return no_memory(planes_floats + s.depth() * 2);
+  layout.offsets(s, s.c, offsets);
+  const int64_t x_image = blocks * s.h * s.w * 16, y_image = (s.o + 15) / 16 * s.points() * 16;
+  const auto threads = static_cast<int64_t>(context.host_threads());
+  for (int64_t img = 0; img < s.n; ++img) {
+    const float* xi = x + img * x_image;
+    if (!unpadded) {
+      context.host_parallel(static_cast<uint64_t>(threads), [&](uint64_t part_index) {
+        const auto part = static_cast<int64_t>(part_index);
+        for (int64_t block = blocks * part / threads; block < blocks * (part + 1) / threads; ++block) {
+          layout.write(s, xi + block * s.h * s.w * 16, planes + block * layout.floats(s));
+        }
+      });
+    }
+    KILN_RETURN_IF_ERROR(channel_products(context, s, unpadded ? xi : planes, layout.width, offsets, w, s.o, b,
+                                          y + img * y_image, z ? z + img * y_image : nullptr, true));
+  }
+  return Status();
+}
 
 bool conv_avx512_supported() {
   static const bool supported = [] {

@@ -17,6 +17,18 @@ namespace {
 
 using namespace conv_parts;  // NOLINT(google-build-using-namespace): this file's own helpers
 
+// Where a tile over data in blocks of 16 channels (conv2d_blocked) writes its finished sums: y in
+// blocks ([ceil(O/16), OH · OW, 16] from the tile's first block and point, blocks `block` floats
+// apart), each point's 16 channels one store, no transpose; z (laid out as y) added, then the
+// activation where asked; the lanes past the output channels written 0, whatever the weights
+// there held.
+struct BlockedOut {
+  float* y;
+  const float* z;
+  int64_t block;
+  const Activation* act;
+};
+
 // Where w holds the output channel last or in blocks of 16 (ConvShape::layout), 16 output channels
 // of a row k of the product are 16 consecutive weights, and a register tile runs along them: V
 // vectors of 16 output channels by NP points of one output row, each point's input broadcast from
@@ -25,14 +37,26 @@ using namespace conv_parts;  // NOLINT(google-build-using-namespace): this file'
 // Sums over rows [k0, k1) start from the bias (`bias`, first rows) or from `acc`, and go back to
 // `acc`, point p's V vectors at acc[(p · V + v) · 16]. `lanes[v]`: the output channels vector v
 // holds. Vector v's weights of row k are w[(k - k0) · kstride + v · vstride, ...) (channel_weights'
-// copy, or the blocks in place), and point p reads in[offsets[k] + p]. The first `next_rows` rows
+// copy, or the blocks in place), and point p reads in[offsets[k] + p · kPointStride] (16 where the
+// input is in blocks of 16 channels, each point's 16 together). The first `next_rows` rows
 // of weights from `next` (rows ldw apart in the call's w: those channel_weights copies next) are
-// fetched into the L2 cache as the tile goes.
-template <int V, int NP>
+// fetched into the L2 cache as the tile goes. With `blocked_out` (the data in blocks, the last
+// rows) the finished sums go straight to y instead (BlockedOut).
+template <int V, int NP, int kPointStride>
 [[gnu::target("avx512f")]] void channel_tile(int64_t k0, int64_t k1, const float* w, int64_t kstride, int64_t vstride,
                                              const __mmask16* lanes, const float* in, const int64_t* offsets,
                                              const float* bias, float* acc, const float* next, int64_t next_rows,
-                                             int64_t ldw) {
+                                             int64_t ldw, const BlockedOut* blocked_out) {
+  // The residual's points, read when the sums are done, are fetched now, while they run.
+  if (blocked_out && blocked_out->z) {
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) {
+#pragma GCC unroll 14
+      for (int p = 0; p < NP; ++p) {
+        _mm_prefetch(reinterpret_cast<const char*>(blocked_out->z + v * blocked_out->block + p * 16), _MM_HINT_T0);
+      }
+    }
+  }
   __m512 sums[V][NP];
 #pragma GCC unroll 14
   for (int p = 0; p < NP; ++p) {
@@ -53,10 +77,25 @@ template <int V, int NP>
     const float* at = in + offsets[k];
 #pragma GCC unroll 14
     for (int p = 0; p < NP; ++p) {
-      const __m512 a = _mm512_set1_ps(at[p]);
+      const __m512 a = _mm512_set1_ps(at[p * kPointStride]);
 #pragma GCC unroll 4
       for (int v = 0; v < V; ++v) sums[v][p] = _mm512_fmadd_ps(a, weights[v], sums[v][p]);
     }
+  }
+  if (blocked_out) {
+    const BlockedOut& out = *blocked_out;
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) {
+#pragma GCC unroll 14
+      for (int p = 0; p < NP; ++p) {
+        const int64_t at = v * out.block + p * 16;
+        __m512 value = sums[v][p];
+        if (out.z) value = _mm512_add_ps(value, _mm512_loadu_ps(out.z + at));
+        if (out.act) value = activate(value, *out.act);
+        _mm512_storeu_ps(out.y + at, _mm512_maskz_mov_ps(lanes[v], value));
+      }
+    }
+    return;
   }
 #pragma GCC unroll 14
   for (int p = 0; p < NP; ++p) {
@@ -66,7 +105,8 @@ template <int V, int NP>
 }
 
 using ChannelTileFn = void (*)(int64_t, int64_t, const float*, int64_t, int64_t, const __mmask16*, const float*,
-                               const int64_t*, const float*, float*, const float*, int64_t, int64_t);
+                               const int64_t*, const float*, float*, const float*, int64_t, int64_t,
+                               const BlockedOut*);
 
 // r[i][j] becomes r[j][i]: a 16 x 16 block of floats transposed in registers. (The zero-masked
 // forms with every lane kept are the plain instructions; GCC 12 warns that the plain intrinsics'
@@ -132,19 +172,24 @@ using ChannelTileFn = void (*)(int64_t, int64_t, const float*, int64_t, int64_t,
 // By points per tile: 4 vectors of channels by up to 7 points (rows of 7 points, as at the end of
 // ResNet), or 2 by up to 14; 28 sums either way. A last channel tile of fewer channels has fewer
 // vectors: 3 (of a tile of 4) by up to 7 points, 1 by up to 14.
-template <int V, size_t... I>
+template <int V, int kPointStride, size_t... I>
 constexpr auto channel_tiles(std::index_sequence<I...>) {
-  return std::array<ChannelTileFn, sizeof...(I) + 1>{nullptr, channel_tile<V, static_cast<int>(I) + 1>...};
+  return std::array<ChannelTileFn, sizeof...(I) + 1>{nullptr, channel_tile<V, static_cast<int>(I) + 1, kPointStride>...};
 }
-constexpr auto kChannelTiles1 = channel_tiles<1>(std::make_index_sequence<14>());
-constexpr auto kChannelTiles2 = channel_tiles<2>(std::make_index_sequence<14>());
-constexpr auto kChannelTiles3 = channel_tiles<3>(std::make_index_sequence<7>());
-constexpr auto kChannelTiles4 = channel_tiles<4>(std::make_index_sequence<7>());
+template <int kPointStride>
+struct ChannelTiles {
+  static constexpr auto k1 = channel_tiles<1, kPointStride>(std::make_index_sequence<14>());
+  static constexpr auto k2 = channel_tiles<2, kPointStride>(std::make_index_sequence<14>());
+  static constexpr auto k3 = channel_tiles<3, kPointStride>(std::make_index_sequence<7>());
+  static constexpr auto k4 = channel_tiles<4, kPointStride>(std::make_index_sequence<7>());
+  static ChannelTileFn of(int V, size_t np) { return V == 4 ? k4[np] : V == 3 ? k3[np] : V == 2 ? k2[np] : k1[np]; }
+};
 
-// The tile of V vectors (1 to 4) by np points (at most 14, or 7 for 3 and 4 vectors).
-ChannelTileFn channel_tile_for(int V, int64_t np) {
+// The tile of V vectors (1 to 4) by np points (at most 14, or 7 for 3 and 4 vectors), whose
+// points are 1 or 16 floats apart.
+ChannelTileFn channel_tile_for(int V, int64_t np, bool blocked) {
   const auto at = static_cast<size_t>(np);
-  return V == 4 ? kChannelTiles4[at] : V == 3 ? kChannelTiles3[at] : V == 2 ? kChannelTiles2[at] : kChannelTiles1[at];
+  return blocked ? ChannelTiles<16>::of(V, at) : ChannelTiles<1>::of(V, at);
 }
 
 }  // namespace
@@ -158,7 +203,8 @@ ChannelTileFn channel_tile_for(int V, int64_t np) {
 // them, each tile's sums kept between blocks.
 Status channel_products(const ExecutionContext& context, const ConvShape& s, const float* in, int64_t width,
                         const int64_t* offsets, const float* w, int64_t ldw, const float* bias, float* y,
-                        const float* z) {
+                        const float* z, bool blocked) {
+  const int64_t stride = blocked ? 16 : 1;  // between points of `in`
   const int V = s.ow <= 7 ? 4 : 2, most = V == 4 ? 7 : 14;
   const bool blocks = s.layout == WeightLayout::kOutputBlocks;
   const int64_t block = 512 / V;  // rows of the product at a time: 32 KiB of weights, in the L1 cache
@@ -223,12 +269,18 @@ Status channel_products(const ExecutionContext& context, const ConvShape& s, con
         for (int64_t t = t0; t < t1; ++t) {
           int64_t i, j0;
           const int64_t j1 = tile_of(t, &i, &j0);
-          channel_tile_for(vectors, j1 - j0)(k0, k1, tile_w, kstride, vstride, lanes, in + i * width + j0, offsets,
-                                              k0 == 0 ? bias + o0 : nullptr, acc + (t - t0) * sums, next,
-                                              t == t0 ? next_rows : 0, ldw);
+          BlockedOut out{};
+          if (blocked && k1 == depth) {
+            const int64_t first = (o0 / 16 * ldy + i * s.ow + j0) * 16;
+            out = {y + first, z ? z + first : nullptr, ldy * 16, act.any() ? &act : nullptr};
+          }
+          channel_tile_for(vectors, j1 - j0, blocked)(k0, k1, tile_w, kstride, vstride, lanes,
+                                                      in + (i * width + j0) * stride, offsets,
+                                                      k0 == 0 ? bias + o0 : nullptr, acc + (t - t0) * sums, next,
+                                                      t == t0 ? next_rows : 0, ldw, out.y ? &out : nullptr);
         }
       }
-      for (int64_t t = t0; t < t1; ++t) {
+      for (int64_t t = t0; t < t1 && !blocked; ++t) {  // blocked: written by the tiles
         int64_t i, j0;
         const int64_t j1 = tile_of(t, &i, &j0), first = o0 * ldy + i * s.ow + j0;
         store_channel_tile(vectors, j1 - j0, count, acc + (t - t0) * sums, z ? z + first : nullptr, act, y + first,
