@@ -149,17 +149,18 @@ class BuiltinChecker {
   // C/groups, KH, 16·KW]), b [O], y [N, O, OH, OW] with OH = (H + pad_top + pad_bottom -
   // dilation_h·(KH - 1) - 1) / stride_h + 1 (and the same across), z (a residual) of y's shape.
   // Dimensions that are sizes are checked when the call runs. conv2d_blocked (data_blocks): x
-  // [N, ceil(C/16), H, W, 16], y and z [N, ceil(O/16), OH, OW, 16], w in blocks as with
-  // transpose_w=16, C = w's second dimension · groups.
+  // [N, ceil(C/16), H, W, 16] or [N, C, H, W], y and z [N, ceil(O/16), OH, OW, 16], w in blocks as
+  // with transpose_w=16, C = w's second dimension · groups.
   void conv2d(bool data_blocks = false) {
     const TensorNode &x = arg(0), &w = arg(1), &b = arg(2), &y = out(0);
     const size_t data_rank = data_blocks ? 5 : 4;
+    const bool x_blocks = data_blocks && x.dims.size() != 4;  // else NCHW
     if (tensor_count() == 4) {  // z, checked first: its shape is y's, whatever the other errors
       const size_t reported = out_->size();
       same_shape(y, arg(3), arg_loc(3), true);
       if (out_->size() != reported) return;
     }
-    bool ok = rank_between(x, arg_loc(0), data_rank, data_rank) & rank_between(w, arg_loc(1), 4, 4) &
+    bool ok = rank_between(x, arg_loc(0), 4, data_rank) & rank_between(w, arg_loc(1), 4, 4) &
               rank_between(b, arg_loc(2), 1, 1) & rank_between(y, out_loc(0), data_rank, data_rank);
     ok = type_in(x, arg_loc(0), {DType::kF32, DType::kF64}) & ok;
     if (!ok) return;
@@ -191,7 +192,7 @@ class BuiltinChecker {
     const size_t outs_at = blocked ? 0 : w_out;
     const std::optional<int64_t> outs = known(outs_of, outs_at), per_group = known(w, w_in);
     std::optional<int64_t> channels = known(x, 1);
-    if (data_blocks) {  // x's blocks follow from w's channels
+    if (x_blocks) {  // x's blocks follow from w's channels
       channels = per_group ? std::optional<int64_t>(*per_group * groups) : std::nullopt;
       const std::optional<int64_t> blocks = known(x, 1), lanes = known(x, 4);
       if ((channels && blocks && *blocks != (*channels + 15) / 16) || (lanes && *lanes != 16)) {

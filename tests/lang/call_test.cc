@@ -244,6 +244,7 @@ TEST(CallParse, Conv2dBlockedChecksTheBlocks) {
       "input  x2 : f32[N, 2, 9, 11, 16]\n"
       "input  x8 : f32[N, 1, 9, 11, 8]\n"
       "input  x4 : f32[N, 6, 9, 11]\n"
+      "input  x3 : f32[6, 9, 11]\n"
       "param  wb : f32[1, 6, 3, 32]\n"
       "param  wb20 : f32[2, 20, 3, 32]\n"
       "param  wb2 : f32[2, 6, 3, 32]\n"
@@ -256,7 +257,8 @@ TEST(CallParse, Conv2dBlockedChecksTheBlocks) {
       "output y8 : f32[N, 1, 7, 10, 8]\n"
       "output y4 : f32[N, 8, 7, 10]\n";
   for (const char* valid : {"call conv2d_blocked(x, wb, b) -> y\n", "call conv2d_blocked(x, wb, b, z, relu=1) -> y\n",
-                            "call conv2d_blocked(x2, wb20, b20, groups=1, clip_max=6) -> y2\n"}) {
+                            "call conv2d_blocked(x2, wb20, b20, groups=1, clip_max=6) -> y2\n",
+                            "call conv2d_blocked(x4, wb, b, z) -> y\n"}) {  // x in NCHW
     std::vector<std::string> e = call_errors(valid, prelude);
     EXPECT_TRUE(e.empty()) << valid << e[0];
   }
@@ -265,7 +267,9 @@ TEST(CallParse, Conv2dBlockedChecksTheBlocks) {
       {"call conv2d_blocked(x8, wb, b) -> y\n", "1:21", "'x8' is f32[?, 1, 9, 11, 8]; it must hold 6 channels"},
       {"call conv2d_blocked(x, wb, b) -> y2\n", "1:34", "'y2' is f32[?, 2, 7, 10, 16]; the convolution gives f32[?, 1, 7, 10, 16]"},
       {"call conv2d_blocked(x, wb, b) -> y8\n", "1:34", "the convolution gives f32[?, 1, 7, 10, 16]"},
-      {"call conv2d_blocked(x4, wb, b) -> y4\n", "1:21", "'x4' has rank 4; conv2d_blocked takes tensors of rank 5"},
+      {"call conv2d_blocked(x4, wb, b) -> y4\n", "1:35", "'y4' has rank 4; conv2d_blocked takes tensors of rank 5"},
+      {"call conv2d_blocked(x3, wb, b) -> y\n", "1:21", "'x3' has rank 3; conv2d_blocked takes tensors of rank 4 to 5"},
+      {"call conv2d_blocked(x4, wb20, b20) -> y2\n", "1:25", "its second dimension must be 6, the channels of 'x4' per group"},
       {"call conv2d_blocked(x, wb, b, z2) -> y\n", "1:31", "'z2' is f32[?, 2, 7, 10, 16]; it must be f32[?, 1, 7, 10, 16] like 'y'"},
       {"call conv2d_blocked(x, wb20, b) -> y\n", "1:21", "'x' is f32[?, 1, 9, 11, 16]; it must hold 20 channels"},
       {"call conv2d_blocked(x, wb2, b) -> y\n", "1:24", "'wb2' is f32[2, 6, 3, 32]; conv2d_blocked's w holds blocks of 16 output channels"},

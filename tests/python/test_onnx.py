@@ -109,13 +109,23 @@ def residual_block():
     return model(nodes, [f32("x", ["batch", 16, 9, 9])], [f32("y", ["batch", 5])], inits)
 
 
+@pytest.fixture
+def nchw(monkeypatch):
+    """The data in NCHW between convolutions, as conv2d calls read them (the tests of what folds
+    into a call look for conv2d; test_convolutions_keep_their_data_in_blocks_of_channels has them
+    in blocks, conv2d_blocked, which takes the same folds)."""
+    monkeypatch.setattr(kiln.onnx._conv, "_DATA_IN_BLOCKS", False)
+
+
 @pytest.mark.parametrize("batch", [1, 2])
-def test_convolutions_as_products_match_onnxruntime(batch):
+@pytest.mark.parametrize("blocks", [True, False])
+def test_convolutions_as_products_match_onnxruntime(batch, blocks, monkeypatch):
+    monkeypatch.setattr(kiln.onnx._conv, "_DATA_IN_BLOCKS", blocks)  # conv2d_blocked, or conv2d over NCHW
     x = RNG.standard_normal((batch, 16, 9, 9)).astype(np.float32)
     assert_matches_onnxruntime(residual_block(), {"x": x})
 
 
-def test_convolutions_become_conv2d_calls_with_the_normalization_residual_and_relu_folded_in(tmp_path):
+def test_convolutions_become_conv2d_calls_with_the_normalization_residual_and_relu_folded_in(tmp_path, nchw):
     program, text = kiln.onnx.import_text(residual_block())
     for name in ("c1", "n2", "proj", "sum"):  # computed by the calls
         assert name not in program.onnx_names, name
@@ -176,7 +186,48 @@ def test_deep_convolutions_store_their_weights_in_blocks_of_output_channels():
     assert_matches_onnxruntime(m, {"x": RNG.standard_normal((2, 64, 7, 7)).astype(np.float32)})
 
 
-def test_a_per_channel_multiply_and_add_fold_into_the_convolution():
+def test_convolutions_keep_their_data_in_blocks_of_channels():
+    """Where every Conv has one group and nothing concatenates, the convolutions are
+    conv2d_blocked calls writing their data in blocks of 16 channels: the first reads the graph's
+    3-channel input as it is (NCHW), the next and a residual read its blocks, 20 channels make a
+    last block of 4 lanes, a MaxPool between convolutions pools the blocks; what other operators
+    read (a Sigmoid, the graph's outputs) is computed from the blocks once. Outputs as ONNX
+    Runtime's on every device. With a Concat in the graph, or a grouped convolution, every
+    convolution is conv2d over NCHW."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"]),
+        helper.make_node("Conv", ["c2", "w3"], ["c3"], pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c3", "r1"], ["a3"]),
+        helper.make_node("Relu", ["a3"], ["r3"]),
+        helper.make_node("MaxPool", ["r3"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p", "w4", "b4"], ["y"], strides=[2, 2], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+        helper.make_node("Sigmoid", ["c2"], ["y2"]),
+    ]
+    inits = [weights("w1", (32, 3, 3, 3)), weights("w2", (20, 32, 1, 1)), weights("b2", (20,)),
+             weights("w3", (32, 20, 3, 3), 0.1), weights("w4", (24, 32, 3, 3), 0.1), weights("b4", (24,))]
+    outputs = [f32("y", ["batch", 24, 2, 2]), f32("y2", ["batch", 20, 8, 8])]
+    m = model(nodes, [f32("x", ["batch", 3, 8, 8])], outputs, inits)
+    _, text = kiln.onnx.import_text(m)
+    lines = text.splitlines()
+    assert not any(line.startswith("call conv2d(") for line in lines), text
+    calls = [line for line in lines if line.startswith("call conv2d_blocked(")]
+    assert len(calls) == 4 and calls[0].startswith("call conv2d_blocked(x, "), text
+    assert not any("16*i1 + i4" in line for line in lines), text  # nothing NCHW put in blocks
+    assert sum(line.startswith("tensor kiln_pool_rows") and line.endswith(", 16]") for line in lines) == 1, text
+    assert "output y : f32[batch, 24, 2, 2]" in lines and "output y2 : f32[batch, 20, 8, 8]" in lines, text
+    assert sum(line.startswith(("y[", "y2[")) for line in lines) == 2, text  # each computed once from its blocks
+    assert_matches_onnxruntime(m, {"x": RNG.standard_normal((2, 3, 8, 8)).astype(np.float32)})
+    for other in (helper.make_node("Concat", ["y2", "y2"], ["y3"], axis=1),
+                  helper.make_node("Conv", ["y2", "w5"], ["y3"], group=2)):
+        more = model(nodes + [other], [f32("x", ["batch", 3, 8, 8])], outputs + [f32("y3", ["batch", 40, 8, 8])],
+                     inits + [weights("w5", (40, 10, 1, 1))])
+        _, text = kiln.onnx.import_text(more)
+        assert "conv2d_blocked" not in text, text
+
+
+def test_a_per_channel_multiply_and_add_fold_into_the_convolution(nchw):
     """Conv, BatchNormalization, then Mul and Add by known per-channel values (Inception v2's
     export, whose [C, 1, 1] scales an Unsqueeze after the Conv makes), then Relu: one conv2d call
     with relu=1 and no statement of its own. A Mul by a tensor that is not per channel stays a
@@ -244,7 +295,7 @@ def planned_chain():
     return model(nodes, [f32("x", ["batch", 6, 5, 5])], [f32("y", ["batch", 4])], inits)
 
 
-def test_intermediates_share_buffers_where_their_lifetimes_do_not_overlap(tmp_path):
+def test_intermediates_share_buffers_where_their_lifetimes_do_not_overlap(tmp_path, nchw):
     """Every intermediate keeps its declaration and its ONNX name; the compiler lets those whose
     lifetimes do not overlap share bytes of one buffer (docs/language.md, shared buffers), and
     `a`, read at the very end through the flatten's view, lives to the end."""
@@ -276,7 +327,7 @@ def test_intermediates_share_buffers_where_their_lifetimes_do_not_overlap(tmp_pa
                                    err_msg=device)
 
 
-def test_a_clip_from_zero_folds_into_the_convolution_as_relu6_does():
+def test_a_clip_from_zero_folds_into_the_convolution_as_relu6_does(nchw):
     """MobileNet's ReLU6 as PyTorch exports it: a Clip whose bounds are Constant nodes that come
     after the convolution in the graph. A Clip from -1 stays a statement of its own."""
     nodes = [

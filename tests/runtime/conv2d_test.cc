@@ -29,6 +29,7 @@ struct Conv {
   // conv2d_blocked: x, z and y in blocks of 16 channels, [N, ceil(C/16), H, W, 16] (the lanes past
   // C NaN here, which must not be read; y's past O must come out 0), w in blocks as with layout 16.
   bool blocked = false;
+  bool x_in_rows = false;  // conv2d_blocked with x in NCHW ([N, C, H, W]), z and y in blocks
 
   int oh() const { return (h + pt + pb - dh * (kh - 1) - 1) / sh + 1; }
   int ow() const { return (w + pl + pr - dw * (kw - 1) - 1) / sw + 1; }
@@ -43,7 +44,7 @@ struct Conv {
                      : dims(batch, channels, a, b);
     };
     std::string s = sized ? "size N\n" : "";
-    s += "input x : " + std::string(type) + data(c, h, w) + "\n";
+    s += "input x : " + std::string(type) + (x_in_rows ? dims(batch, c, h, w) : data(c, h, w)) + "\n";
     s += "input wt : " + std::string(type) +
          (layout == 1    ? "[" + std::to_string(c / groups) + ", " + std::to_string(kh) + ", " + std::to_string(kw) +
                                ", " + std::to_string(o) + "]"
@@ -134,7 +135,7 @@ class Conv2dTest : public ::testing::TestWithParam<std::string> {
       return out;
     };
     std::vector<unsigned char> x = bytes_of(k.n * k.c * k.h * k.w, x_value);
-    if (k.blocked) x = in_blocks(x, k.c, k.h * k.w);
+    if (k.blocked && !k.x_in_rows) x = in_blocks(x, k.c, k.h * k.w);
     std::vector<unsigned char> w = bytes_of(k.o * (k.c / k.groups) * k.kh * k.kw, w_value);
     if (k.layout || k.blocked) {  // the same weights, element (o, r) of [O, C/groups · KH · KW] moved
       const std::vector<unsigned char> by_output = w;
@@ -337,7 +338,8 @@ TEST_P(Conv2dTest, WeightsInBlocksOfOutputChannels) {
 // along output channels read the blocks' phase planes, or x itself for a 1x1 window at stride 1;
 // groups and f64 go through rows), and: 1x1 windows at stride 2 (one of four phase planes read),
 // 7x7 at stride 2 from 3 channels, a residual over rows of 7 with a last tile of 3 vectors, and
-// a 5x5 window dilated, deeper than a block of rows.
+// a 5x5 window dilated, deeper than a block of rows; then some of them with x in NCHW (the 3
+// channels of an image too) and y in blocks.
 TEST_P(Conv2dTest, DataInBlocksOfChannels) {
   std::vector<Conv> cases = output_channel_cases(16);
   cases.push_back({.n = 2, .c = 32, .h = 9, .w = 10, .o = 40, .kh = 1, .kw = 1, .sh = 2, .sw = 2});
@@ -347,6 +349,11 @@ TEST_P(Conv2dTest, DataInBlocksOfChannels) {
   for (size_t i = 0; i < cases.size(); ++i) {
     cases[i].blocked = true;
     check(cases[i], i + 1 == output_channel_cases(16).size());
+  }
+  // x in NCHW (an image's 3 channels as the first layer reads them), y in blocks.
+  for (Conv k : {cases[0], cases[1], cases[3], cases[7], cases[10]}) {
+    k.x_in_rows = true;
+    check(k);
   }
 }
 

@@ -23,6 +23,10 @@ _MAX_WRITTEN_TAPS = 49
 # to 1024 channels and from 320 to 1280 over 7 x 7 took 0.92x and 0.86x the time in blocks
 # (2026-12-03, one thread, medians of 300 in five alternating rounds), where over 14 x 14 (196
 # points in 224 lanes) they measured level.
+# Whether graphs may keep their data in blocks of 16 channels between convolutions
+# (data_in_blocks); the tests import models both ways.
+_DATA_IN_BLOCKS = True
+
 _OUTPUT_LAST_DEPTH = 512
 _OUTPUT_LAST_DEPTH_SMALL_IMAGES = 256
 _SMALL_IMAGE_POINTS = 49
@@ -277,7 +281,10 @@ def conv2d_call(cx, node, x, w, b, group, window):
         last = act
     else:
         relu = 0
-    out = cx.output(last, 0, x.dtype, shape)
+    # Over data in blocks of 16 channels where the graph keeps them so (data_in_blocks); a first
+    # layer of fewer channels (an image's 3) reads its input as it is, in NCHW.
+    blocked = cx.blocked_data and x.dtype == "f32" and group == 1 and w.const is not None
+    out = cx.blocked_output(last, 0, x.dtype, shape) if blocked else cx.output(last, 0, x.dtype, shape)
     cx.absorb(n for n in (*scaling, add, act) if n is not None)
     # The end pads the windows reach into (ONNX's may be larger, with points no window reads).
     ends = [max(0, (o - 1) * st + dl * (k - 1) + 1 - size - p)
@@ -288,6 +295,14 @@ def conv2d_call(cx, node, x, w, b, group, window):
                   ("relu", relu, 0), ("clip_max", clip_max, None)]
     depthwise = w.shape[0] == group and w.shape[1] == 1
     deep = _OUTPUT_LAST_DEPTH_SMALL_IMAGES if math.prod(spatial) <= _SMALL_IMAGE_POINTS else _OUTPUT_LAST_DEPTH
+    if blocked:
+        w = cx.constant(output_blocks(w.const if folded is None else folded), "conv_weights_output_blocks")
+        as_is = x.blocked is None and isinstance(x.shape[1], int) and x.shape[1] < 16
+        args = [cx.graph.ref(v) for v in (x if as_is else cx.blocked(x), w, b, None if z is None else cx.blocked(z))
+                if v is not None]
+        args += [f"{name}={v}" for name, v, default in attributes if v != default]
+        cx.emit(f"call conv2d_blocked({', '.join(args)}) -> {out.blocked.kname}")
+        return [out]
     if x.dtype == "f32" and w.const is not None and math.prod(w.shape[1:]) >= deep and not depthwise:
         values = w.const if folded is None else folded
         if group == 1 or (values.shape[0] // group) % 16 == 0:
@@ -302,6 +317,18 @@ def conv2d_call(cx, node, x, w, b, group, window):
     args += [f"{name}={v}" for name, v, default in attributes if v != default]
     cx.emit(f"call conv2d({', '.join(args)}) -> {out.kname}")
     return [out]
+
+
+def data_in_blocks(model):
+    """Whether the importer keeps the data between the graph's f32 convolutions in blocks of 16
+    channels (conv2d_blocked, Value.blocked): where every Conv has one group and no Concat or
+    Split would take the blocks apart again. The cpu device runs such convolutions in 0.55-0.9x
+    the time of conv2d over NCHW (ResNet-50's layers at batch 16, 2026-12-03: docs/ral.md);
+    every other reader gets the tensor in NCHW, computed once from the blocks."""
+    nodes = model.graph.node
+    one_group = all(a.i == 1 for n in nodes if n.op_type == "Conv" for a in n.attribute if a.name == "group")
+    return _DATA_IN_BLOCKS and one_group and any(n.op_type == "Conv" for n in nodes) and \
+        not any(n.op_type in ("Concat", "Split") for n in nodes)
 
 
 def output_blocks(values):
@@ -459,8 +486,13 @@ def pool(cx, node, ins, attrs):
         cx.unsupported(node, "its Indices output")
     kernel = list(attrs["kernel_shape"])
     strides, dilations, pads, spatial = _window(cx, node, x, kernel, attrs)
-    out = cx.output(node, 0, x.dtype, (*x.shape[:2], *spatial))
     n = x.rank - 2
+    if node.op_type == "MaxPool" and x.blocked is not None and x.kname is None and n == 2 and min(kernel) > 1 and \
+            math.prod(kernel) <= _MAX_WRITTEN_TAPS and \
+            window_taps(cx, x.blocked, kernel, strides, dilations, pads, spatial, True) is not None:
+        out = cx.blocked_output(node, 0, x.dtype, (*x.shape[:2], *spatial))  # held in blocks only: pooled so
+        return [separable_max_pool(cx, x.blocked, out.blocked, kernel, strides, dilations, pads, spatial)]
+    out = cx.output(node, 0, x.dtype, (*x.shape[:2], *spatial))
     o_subs = indices(2 + n)
     reads = [affine([(strides[d], f"i{2 + d}"), (dilations[d], f"r{d}")], -pads[d]) for d in range(n)]
     x_read = read(cx, x, ["i0", "i1", *reads])
@@ -505,14 +537,14 @@ def separable_max_pool(cx, x, out, kernel, strides, dilations, pads, spatial):
     one statement of KH · KW taps, the taps' columns at the stride do not go into vectors: ResNet's
     3x3 window at stride 2 over 64 x 112 x 112 took 0.98 ms that way, 0.29 ms in two passes
     (2026-12-03, one thread; ONNX Runtime 0.19 ms). The maximum of a window is the maximum of its
-    rows' maxima, NaN included."""
-    rows = cx.graph.temporary(x.dtype, (*x.shape[:2], spatial[0], x.shape[3]), "pool_rows")
+    rows' maxima, NaN included. x and out may be in blocks of 16 channels ([N, CB, H, W, 16])."""
     down = window_taps(cx, x, [kernel[0], 1], [strides[0], 1], [dilations[0], 1], [pads[0], 0],
                        [spatial[0], x.shape[3]], True)
+    rows = cx.graph.temporary(x.dtype, (*x.shape[:2], spatial[0], *x.shape[3:]), "pool_rows")
     across = window_taps(cx, rows, [1, kernel[1]], [1, strides[1]], [1, dilations[1]], [0, pads[1]],
                          [spatial[0], spatial[1]], True)
-    cx.emit(f"{target(cx, rows, indices(4))} = {down}")
-    cx.emit(f"{target(cx, out, indices(4))} = {across}")
+    cx.emit(f"{target(cx, rows, indices(x.rank))} = {down}")
+    cx.emit(f"{target(cx, out, indices(x.rank))} = {across}")
     return out
 
 
@@ -535,7 +567,7 @@ def window_taps(cx, x, kernel, strides, dilations, pads, spatial, maximum):
                 first, last = dilations[d] * k - pads[d], strides[d] * (spatial[d] - 1) + dilations[d] * k - pads[d]
                 inside += ([f"{at} >= 0"] if first < 0 else []) + ([f"{at} < {x.shape[2 + d]}"] if last >= x.shape[2 + d] else [])
                 subs.append(at)
-            term = read(cx, x, subs)
+            term = read(cx, x, subs + ["i4"] * (x.rank == 5))  # in blocks: the lane as it is
             if maximum and inside:
                 term = f"select({' & '.join(f'({c})' for c in inside)}, {term}, -inf)"
             terms.append(term)

@@ -79,6 +79,10 @@ class Value:
         # declaration can have: that shape, `shape` being the one declared, each such dimension
         # as its sizes (_dims.factors). Read only by the operators that know (Reshape, Gemm).
         self.product_shape = None
+        # The same tensor in blocks of 16 channels ([N, ceil(C/16), H, W, 16], conv2d_blocked's
+        # data), where a convolution wrote it so: then this value, [N, C, H, W], is declared and
+        # computed from it only when a statement first reads it (Graph.ref).
+        self.blocked = None
 
     @property
     def rank(self):
@@ -113,6 +117,9 @@ class Graph:
         self.declared = {}     # kiln name -> (role, Value)
         self.order = []        # kiln names in declaration order
         self._temporaries = 0
+        # unblock(value): declares a value held only in blocks (Value.blocked) and writes the
+        # statement computing it (the importer's, which knows the index tables).
+        self.unblock = None
 
     def kiln_name(self, onnx_name):
         """The kiln identifier for an ONNX name: the same where it is one, else a mapped one
@@ -148,8 +155,11 @@ class Graph:
 
     def ref(self, value):
         """The kiln name of `value` for a statement that reads it: a known value that no
-        statement has read yet becomes a param with that value."""
-        if value.kname is None or value.kname not in self.declared:
+        statement has read yet becomes a param with that value; one held only in blocks of
+        channels is computed from them first."""
+        if value.blocked is not None and (value.kname is None or value.kname not in self.declared):
+            self.unblock(value)
+        elif value.kname is None or value.kname not in self.declared:
             self.declare("param" if value.const is not None else "tensor", value)
         return value.kname
 

@@ -12,6 +12,7 @@ from onnx import numpy_helper
 from ._dims import dimension, expression, times
 from ._graph import KILN_TYPES, Graph, OnnxImportError, Value, kiln_type_of
 from ._emit import ELEMENTWISE, indices, read, target
+from ._conv import data_in_blocks
 from ._ops import FIRST_OPERAND_OF, OPS
 
 # The default domain's opsets the operators are written for; a model outside them is refused.
@@ -37,6 +38,8 @@ class Converter:
                 if node not in self.reader_nodes.setdefault(name, []):
                     self.reader_nodes[name].append(node)
         self.absorbed = set()  # the first outputs of nodes an earlier node computes (absorb)
+        self.blocked_data = data_in_blocks(model)  # convolutions over blocks of channels
+        self.graph.unblock = self.unblock
 
     # --- what the operators call ---------------------------------------------------------------
 
@@ -134,6 +137,34 @@ class Converter:
         self.values[name] = value
         return value
 
+    def blocked_output(self, node, i, dtype, shape):
+        """Output `i` of `node` ([N, C, H, W]) as a convolution over blocks writes it: held in a
+        tensor of blocks of 16 channels (Value.blocked), declared itself only where read so."""
+        value = Value(node.output[i], dtype, shape)
+        n, c, h, w = shape
+        value.blocked = self.graph.temporary(dtype, (n, -(-c // 16), h, w, 16), "blocks")
+        self.values[node.output[i]] = value
+        return value
+
+    def blocked(self, value):
+        """`value` [N, C, H, W] in blocks of 16 channels: its Value.blocked, written here the first
+        time (x[n, 16·cb + l, h, w]; the lanes past C read 0)."""
+        if value.blocked is None:
+            n, c, h, w = value.shape
+            blocks = self.graph.temporary(value.dtype, (n, -(-c // 16), h, w, 16), "blocks")
+            self.emit(f"{target(self, blocks, indices(5))} = {read(self, value, ['i0', '16*i1 + i4', 'i2', 'i3'])}")
+            value.blocked = blocks
+        return value.blocked
+
+    def unblock(self, value):
+        """Declares `value`, held only in blocks (Value.blocked), and computes it from them:
+        y[n, c, h, w] = blocks[n, c / 16, h, w, c % 16], the divisions read from index tables."""
+        channels = np.arange(value.shape[1], dtype=np.int32)
+        block, lane = self.index_table(channels // 16), self.index_table(channels % 16)
+        self.graph.declare("output" if value.name in self.outputs else "tensor", value)
+        self.emit(f"{target(self, value, indices(4))} = {value.blocked.kname}[i0, {self.graph.ref(block)}[i1], i2, i3, "
+                  f"{self.graph.ref(lane)}[i1]]")
+
     def emit(self, text):
         self.graph.emit(text)
 
@@ -160,6 +191,8 @@ class Converter:
             value = self.values.get(out.name)
             if value is None:
                 raise OnnxImportError(f"{self.source_name}: output '{out.name}' is computed by no node")
+            if value.blocked is not None and value.kname is None:
+                self.graph.ref(value)  # computed from its blocks, into an output of its own name
             if value.kname is None or self.graph.declared.get(value.kname, (None,))[0] != "output":
                 value = self.copy_to_output(value)
             self.graph.outputs[out.name] = value.kname

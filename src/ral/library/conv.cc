@@ -200,21 +200,21 @@ void block(int64_t n, int64_t c, int64_t points, const T* in, T* out) {
   }
 }
 
-// conv2d_blocked through conv2d's own layout (`Run`: conv_host or conv_reference): x and z into
-// rows, the convolution, y back into blocks. interp's, and the cpu device's where its own product
-// does not run (f64, groups, no AVX-512).
+// conv2d_blocked through conv2d's own layout (`Run`: conv_host or conv_reference): x (where in
+// blocks) and z into rows, the convolution, y back into blocks. interp's, and the cpu device's
+// where its own product does not run (f64, groups, no AVX-512).
 template <auto Run, typename T>
 Status blocked_through_rows(const ExecutionContext& context, const ConvShape& s, const T* x, const T* w, const T* b,
-                            const T* z, T* y) {
+                            const T* z, T* y, bool x_blocked) {
   const int64_t ys = s.n * s.o * s.points();
-  T* xr = scratch<7, T>(static_cast<size_t>(s.n * s.c * s.h * s.w));
+  T* xr = x_blocked ? scratch<7, T>(static_cast<size_t>(s.n * s.c * s.h * s.w)) : const_cast<T*>(x);
   T* yr = scratch<8, T>(static_cast<size_t>(ys));
   T* zr = z ? scratch<9, T>(static_cast<size_t>(ys)) : nullptr;
   if (!xr || !yr || (z && !zr)) {
     return resource_exhausted_error("conv2d_blocked: no memory for its tensors in rows (" +
                                     std::to_string((s.n * s.c * s.h * s.w + 2 * ys) * int64_t{sizeof(T)}) + " bytes)");
   }
-  unblock(s.n, s.c, s.h * s.w, x, xr);
+  if (x_blocked) unblock(s.n, s.c, s.h * s.w, x, xr);
   if (z) unblock(s.n, s.o, s.points(), z, zr);
   KILN_RETURN_IF_ERROR(Run(context, s, xr, w, b, zr, yr));
   block(s.n, s.o, s.points(), yr, y);
@@ -225,25 +225,27 @@ Status blocked_through_rows(const ExecutionContext& context, const ConvShape& s,
 // f32, AVX-512), else through rows.
 template <typename T>
 Status conv_blocked_host(const ExecutionContext& context, const ConvShape& s, const T* x, const T* w, const T* b,
-                         const T* z, T* y) {
+                         const T* z, T* y, bool x_blocked) {
   if constexpr (std::is_same_v<T, float>) {
-    if (conv_avx512_supported() && s.groups == 1) return conv_avx512_blocked(context, s, x, w, b, z, y);
+    if (conv_avx512_supported() && s.groups == 1) return conv_avx512_blocked(context, s, x, w, b, z, y, x_blocked);
   }
-  return blocked_through_rows<&conv_host<T>>(context, s, x, w, b, z, y);
+  return blocked_through_rows<&conv_host<T>>(context, s, x, w, b, z, y, x_blocked);
 }
 
-// conv2d_blocked(x, w, b [, z]) -> y: x [N, ceil(C/16), H, W, 16], z and y [N, ceil(O/16), OH,
-// OW, 16], w in blocks of 16 output channels ([ceil(O/16), C/groups, KH, 16·KW]), C = w's second
-// dimension times groups, O = b's; z.data null: none.
-template <auto Run, typename T>
-Status conv2d_blocked_residual(ExecutionContext* context, MemRef<T, 5> x, MemRef<T, 4> w, MemRef<T, 1> b,
+// conv2d_blocked(x, w, b [, z]) -> y: x [N, ceil(C/16), H, W, 16] (XR 5) or [N, C, H, W] (XR 4), z
+// and y [N, ceil(O/16), OH, OW, 16], w in blocks of 16 output channels ([ceil(O/16), C/groups, KH,
+// 16·KW]), C = w's second dimension times groups, O = b's; z.data null: none.
+template <auto Run, typename T, size_t XR>
+Status conv2d_blocked_residual(ExecutionContext* context, MemRef<T, XR> x, MemRef<T, 4> w, MemRef<T, 1> b,
                                MemRef<T, 5> z, MemRef<T, 5> y, int64_t stride_h, int64_t stride_w, int64_t pad_top,
                                int64_t pad_left, int64_t pad_bottom, int64_t pad_right, int64_t dilation_h,
                                int64_t dilation_w, int64_t groups, int64_t relu, T clip_max) {
   const int64_t c = w.sizes[1] * std::max<int64_t>(groups, 1), o = b.sizes[0];
   auto blocks_of = [](const auto& t, int64_t channels) { return t.sizes[1] == (channels + 15) / 16 && t.sizes[4] == 16; };
-  if (!blocks_of(x, c) || !blocks_of(y, o) || (z.data && z.sizes != y.sizes)) {
-    auto dims = [](const MemRef<T, 5>& t) {
+  bool x_fits = true;  // NCHW: conv_shape checks its channels
+  if constexpr (XR == 5) x_fits = blocks_of(x, c);
+  if (!x_fits || !blocks_of(y, o) || (z.data && z.sizes != y.sizes)) {
+    auto dims = [](const auto& t) {
       std::string text;
       for (int64_t d : t.sizes) text += (text.empty() ? "[" : ", ") + std::to_string(d);
       return text + "]";
@@ -251,25 +253,35 @@ Status conv2d_blocked_residual(ExecutionContext* context, MemRef<T, 5> x, MemRef
     return invalid_argument_error("conv2d_blocked: x " + dims(x) + ", y " + dims(y) +
                                   (z.data ? ", z " + dims(z) : std::string()) + "; with " + std::to_string(c) +
                                   " input and " + std::to_string(o) + " output channels they must be [N, " +
-                                  std::to_string((c + 15) / 16) + ", H, W, 16] and [N, " + std::to_string((o + 15) / 16) +
-                                  ", OH, OW, 16]" + (z.data ? ", z as y" : ""));
+                                  (XR == 5 ? std::to_string((c + 15) / 16) + ", H, W, 16]" : std::to_string(c) + ", H, W]") +
+                                  " and [N, " + std::to_string((o + 15) / 16) + ", OH, OW, 16]" + (z.data ? ", z as y" : ""));
   }
   const int64_t x4[4] = {x.sizes[0], c, x.sizes[2], x.sizes[3]}, y4[4] = {y.sizes[0], o, y.sizes[2], y.sizes[3]};
-  KILN_ASSIGN_OR_RETURN(ConvShape s, conv_shape(x4, w.sizes.data(), b.sizes.data(), y4, stride_h, stride_w, pad_top,
-                                                pad_left, pad_bottom, pad_right, dilation_h, dilation_w, groups, relu,
-                                                clip_max, z.data ? y4 : nullptr, WeightLayout::kOutputBlocks));
+  KILN_ASSIGN_OR_RETURN(ConvShape s, conv_shape(XR == 5 ? x4 : x.sizes.data(), w.sizes.data(), b.sizes.data(), y4,
+                                                stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, dilation_h,
+                                                dilation_w, groups, relu, clip_max, z.data ? y4 : nullptr,
+                                                WeightLayout::kOutputBlocks));
   if (y.element_count() == 0) return Status();
-  return Run(*context, s, x.data, w.data, b.data, z.data, y.data);
+  return Run(*context, s, x.data, w.data, b.data, z.data, y.data, XR == 5);
 }
 
-template <auto Run, typename T>
-Status conv2d_blocked(ExecutionContext* context, MemRef<T, 5> x, MemRef<T, 4> w, MemRef<T, 1> b, MemRef<T, 5> y,
+template <auto Run, typename T, size_t XR>
+Status conv2d_blocked(ExecutionContext* context, MemRef<T, XR> x, MemRef<T, 4> w, MemRef<T, 1> b, MemRef<T, 5> y,
                       int64_t stride_h, int64_t stride_w, int64_t pad_top, int64_t pad_left, int64_t pad_bottom,
                       int64_t pad_right, int64_t dilation_h, int64_t dilation_w, int64_t groups, int64_t relu,
                       T clip_max) {
-  return conv2d_blocked_residual<Run, T>(context, x, w, b, MemRef<T, 5>{nullptr, y.sizes}, y, stride_h, stride_w,
-                                         pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w, groups,
-                                         relu, clip_max);
+  return conv2d_blocked_residual<Run, T, XR>(context, x, w, b, MemRef<T, 5>{nullptr, y.sizes}, y, stride_h, stride_w,
+                                             pad_top, pad_left, pad_bottom, pad_right, dilation_h, dilation_w, groups,
+                                             relu, clip_max);
+}
+
+// conv2d_blocked's functions for a device, x in blocks and in NCHW, with and without z.
+template <auto Run, typename T>
+Status register_blocked(Registry& registry, std::string_view device) {
+  KILN_RETURN_IF_ERROR(registry.add(make_function_for<"conv2d_blocked", &conv2d_blocked<Run, T, 5>>(device)));
+  KILN_RETURN_IF_ERROR(registry.add(make_function_for<"conv2d_blocked", &conv2d_blocked_residual<Run, T, 5>>(device)));
+  KILN_RETURN_IF_ERROR(registry.add(make_function_for<"conv2d_blocked", &conv2d_blocked<Run, T, 4>>(device)));
+  return registry.add(make_function_for<"conv2d_blocked", &conv2d_blocked_residual<Run, T, 4>>(device));
 }
 
 // conv2d with a residual z of y's shape, added before the activation; z.data null: none.
@@ -307,15 +319,10 @@ Status register_type(Registry& registry) {
   }
   KILN_RETURN_IF_ERROR(registry.add(make_function_for<"conv2d", &conv2d_residual<&conv_reference<T>, T>>("interp")));
   KILN_RETURN_IF_ERROR(registry.add(make_function_for<"conv2d", &conv2d<&conv_reference<T>, T>>("interp")));
-  constexpr auto kBlockedReference = &blocked_through_rows<&conv_reference<T>, T>;
   for (std::string_view device : {"cpu", "opencl", "cuda"}) {
-    KILN_RETURN_IF_ERROR(registry.add(make_function_for<"conv2d_blocked", &conv2d_blocked<&conv_blocked_host<T>, T>>(device)));
-    KILN_RETURN_IF_ERROR(registry.add(
-        make_function_for<"conv2d_blocked", &conv2d_blocked_residual<&conv_blocked_host<T>, T>>(device)));
+    KILN_RETURN_IF_ERROR((register_blocked<&conv_blocked_host<T>, T>(registry, device)));
   }
-  KILN_RETURN_IF_ERROR(
-      registry.add(make_function_for<"conv2d_blocked", &conv2d_blocked_residual<kBlockedReference, T>>("interp")));
-  return registry.add(make_function_for<"conv2d_blocked", &conv2d_blocked<kBlockedReference, T>>("interp"));
+  return register_blocked<&blocked_through_rows<&conv_reference<T>, T>, T>(registry, "interp");
 }
 
 }  // namespace

@@ -383,12 +383,13 @@ Status depthwise(const ExecutionContext& context, const ConvShape& s, const floa
 }  // namespace
 
 Status conv_avx512_blocked(const ExecutionContext& context, const ConvShape& s, const float* x, const float* w,
-                           const float* b, const float* z, float* y) {
+                           const float* b, const float* z, float* y, bool x_blocked) {
   if (s.groups != 1 || s.layout != WeightLayout::kOutputBlocks) {
     return invalid_argument_error("conv2d_blocked: conv_avx512_blocked takes one group and w in blocks");
   }
-  const int64_t blocks = (s.c + 15) / 16, phases = s.sh * s.sw;
-  const Planes layout(s, 16);
+  // x's blocks of 16 channels, or its channels one by one (NCHW), each with its own planes.
+  const int64_t lanes = x_blocked ? 16 : 1, blocks = (s.c + lanes - 1) / lanes, phases = s.sh * s.sw;
+  const Planes layout(s, lanes);
   // As in wide_group: at stride 1 without padding the input is read where it is (the tiles along
   // output channels read no point past a row's end).
   const bool unpadded = phases == 1 && layout.height == s.h && layout.width == s.w;
@@ -397,7 +398,7 @@ Status conv_avx512_blocked(const ExecutionContext& context, const ConvShape& s, 
   int64_t* offsets = scratch<1, int64_t>(static_cast<size_t>(s.depth()));
   if ((!unpadded && !planes) || !offsets) return no_memory(planes_floats + s.depth() * 2);
   layout.offsets(s, s.c, offsets);
-  const int64_t x_image = blocks * s.h * s.w * 16, y_image = (s.o + 15) / 16 * s.points() * 16;
+  const int64_t x_image = blocks * s.h * s.w * lanes, y_image = (s.o + 15) / 16 * s.points() * 16;
   const auto threads = static_cast<int64_t>(context.host_threads());
   for (int64_t img = 0; img < s.n; ++img) {
     const float* xi = x + img * x_image;
@@ -405,12 +406,12 @@ Status conv_avx512_blocked(const ExecutionContext& context, const ConvShape& s, 
       context.host_parallel(static_cast<uint64_t>(threads), [&](uint64_t part_index) {
         const auto part = static_cast<int64_t>(part_index);
         for (int64_t block = blocks * part / threads; block < blocks * (part + 1) / threads; ++block) {
-          layout.write(s, xi + block * s.h * s.w * 16, planes + block * layout.floats(s));
+          layout.write(s, xi + block * s.h * s.w * lanes, planes + block * layout.floats(s));
         }
       });
     }
     KILN_RETURN_IF_ERROR(channel_products(context, s, unpadded ? xi : planes, layout.width, offsets, w, s.o, b,
-                                          y + img * y_image, z ? z + img * y_image : nullptr, true));
+                                          y + img * y_image, z ? z + img * y_image : nullptr, x_blocked, true));
   }
   return Status();
 }

@@ -203,8 +203,8 @@ ChannelTileFn channel_tile_for(int V, int64_t np, bool blocked) {
 // them, each tile's sums kept between blocks.
 Status channel_products(const ExecutionContext& context, const ConvShape& s, const float* in, int64_t width,
                         const int64_t* offsets, const float* w, int64_t ldw, const float* bias, float* y,
-                        const float* z, bool blocked) {
-  const int64_t stride = blocked ? 16 : 1;  // between points of `in`
+                        const float* z, bool in_blocks, bool blocked) {
+  const int64_t stride = in_blocks ? 16 : 1;  // between points of `in`
   const int V = s.ow <= 7 ? 4 : 2, most = V == 4 ? 7 : 14;
   const bool blocks = s.layout == WeightLayout::kOutputBlocks;
   const int64_t block = 512 / V;  // rows of the product at a time: 32 KiB of weights, in the L1 cache
@@ -274,7 +274,7 @@ Status channel_products(const ExecutionContext& context, const ConvShape& s, con
             const int64_t first = (o0 / 16 * ldy + i * s.ow + j0) * 16;
             out = {y + first, z ? z + first : nullptr, ldy * 16, act.any() ? &act : nullptr};
           }
-          channel_tile_for(vectors, j1 - j0, blocked)(k0, k1, tile_w, kstride, vstride, lanes,
+          channel_tile_for(vectors, j1 - j0, in_blocks)(k0, k1, tile_w, kstride, vstride, lanes,
                                                       in + (i * width + j0) * stride, offsets,
                                                       k0 == 0 ? bias + o0 : nullptr, acc + (t - t0) * sums, next,
                                                       t == t0 ? next_rows : 0, ldw, out.y ? &out : nullptr);
