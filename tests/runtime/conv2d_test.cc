@@ -350,6 +350,12 @@ TEST_P(Conv2dTest, DataInBlocksOfChannels) {
     cases[i].blocked = true;
     check(cases[i], i + 1 == output_channel_cases(16).size());
   }
+  // Depthwise, each point's 16 channels summed in a vector: MobileNet's 3x3 at strides 1 and 2
+  // with its ReLU6 and a residual, a last block of 4 channels, a 5x5 window dilated, rows
+  // longer than a tile of 8 points.
+  check({.n = 2, .c = 32, .h = 9, .w = 19, .o = 32, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 32, .relu = 1, .clip_max = 6, .blocked = true});
+  check({.n = 1, .c = 20, .h = 12, .w = 13, .o = 20, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 20, .residual = true, .blocked = true});
+  check({.n = 1, .c = 16, .h = 11, .w = 10, .o = 16, .kh = 5, .kw = 5, .pt = 4, .pl = 4, .pb = 4, .pr = 4, .dh = 2, .dw = 2, .groups = 16, .blocked = true});
   // x in NCHW (an image's 3 channels as the first layer reads them), y in blocks.
   for (Conv k : {cases[0], cases[1], cases[3], cases[7], cases[10]}) {
     k.x_in_rows = true;

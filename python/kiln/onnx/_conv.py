@@ -283,7 +283,8 @@ def conv2d_call(cx, node, x, w, b, group, window):
         relu = 0
     # Over data in blocks of 16 channels where the graph keeps them so (data_in_blocks); a first
     # layer of fewer channels (an image's 3) reads its input as it is, in NCHW.
-    blocked = cx.blocked_data and x.dtype == "f32" and group == 1 and w.const is not None
+    depthwise = w.shape[0] == group and w.shape[1] == 1
+    blocked = cx.blocked_data and x.dtype == "f32" and (group == 1 or depthwise) and w.const is not None
     out = cx.blocked_output(last, 0, x.dtype, shape) if blocked else cx.output(last, 0, x.dtype, shape)
     cx.absorb(n for n in (*scaling, add, act) if n is not None)
     # The end pads the windows reach into (ONNX's may be larger, with points no window reads).
@@ -293,11 +294,10 @@ def conv2d_call(cx, node, x, w, b, group, window):
                   ("pad_left", pads[1], 0), ("pad_bottom", ends[0], 0), ("pad_right", ends[1], 0),
                   ("dilation_h", dilations[0], 1), ("dilation_w", dilations[1], 1), ("groups", group, 1),
                   ("relu", relu, 0), ("clip_max", clip_max, None)]
-    depthwise = w.shape[0] == group and w.shape[1] == 1
     deep = _OUTPUT_LAST_DEPTH_SMALL_IMAGES if math.prod(spatial) <= _SMALL_IMAGE_POINTS else _OUTPUT_LAST_DEPTH
     if blocked:
         w = cx.constant(output_blocks(w.const if folded is None else folded), "conv_weights_output_blocks")
-        as_is = x.blocked is None and isinstance(x.shape[1], int) and x.shape[1] < 16
+        as_is = x.blocked is None and isinstance(x.shape[1], int) and x.shape[1] < 16 and group == 1
         args = [cx.graph.ref(v) for v in (x if as_is else cx.blocked(x), w, b, None if z is None else cx.blocked(z))
                 if v is not None]
         args += [f"{name}={v}" for name, v, default in attributes if v != default]
@@ -321,13 +321,20 @@ def conv2d_call(cx, node, x, w, b, group, window):
 
 def data_in_blocks(model):
     """Whether the importer keeps the data between the graph's f32 convolutions in blocks of 16
-    channels (conv2d_blocked, Value.blocked): where every Conv has one group and no Concat or
-    Split would take the blocks apart again. The cpu device runs such convolutions in 0.55-0.9x
-    the time of conv2d over NCHW (ResNet-50's layers at batch 16, 2026-12-03: docs/ral.md);
-    every other reader gets the tensor in NCHW, computed once from the blocks."""
+    channels (conv2d_blocked, Value.blocked): where every Conv has one group or is depthwise (its
+    weights an initializer [group, 1, KH, KW]) and no Concat or Split would take the blocks apart
+    again. The cpu device runs such convolutions in 0.55-0.9x the time of conv2d over NCHW
+    (ResNet-50's layers at batch 16, 2026-12-03: docs/ral.md); every other reader gets the tensor
+    in NCHW, computed once from the blocks."""
     nodes = model.graph.node
-    one_group = all(a.i == 1 for n in nodes if n.op_type == "Conv" for a in n.attribute if a.name == "group")
-    return _DATA_IN_BLOCKS and one_group and any(n.op_type == "Conv" for n in nodes) and \
+    shapes = {init.name: list(init.dims) for init in model.graph.initializer}
+
+    def blockable(node):
+        group = next((a.i for a in node.attribute if a.name == "group"), 1)
+        w = shapes.get(node.input[1]) if len(node.input) > 1 else None
+        return group == 1 or (w is not None and len(w) == 4 and w[0] == group and w[1] == 1)
+    convs = [n for n in nodes if n.op_type == "Conv"]
+    return _DATA_IN_BLOCKS and bool(convs) and all(blockable(n) for n in convs) and \
         not any(n.op_type in ("Concat", "Split") for n in nodes)
 
 
@@ -487,11 +494,16 @@ def pool(cx, node, ins, attrs):
     kernel = list(attrs["kernel_shape"])
     strides, dilations, pads, spatial = _window(cx, node, x, kernel, attrs)
     n = x.rank - 2
-    if node.op_type == "MaxPool" and x.blocked is not None and x.kname is None and n == 2 and min(kernel) > 1 and \
-            math.prod(kernel) <= _MAX_WRITTEN_TAPS and \
-            window_taps(cx, x.blocked, kernel, strides, dilations, pads, spatial, True) is not None:
-        out = cx.blocked_output(node, 0, x.dtype, (*x.shape[:2], *spatial))  # held in blocks only: pooled so
-        return [separable_max_pool(cx, x.blocked, out.blocked, kernel, strides, dilations, pads, spatial)]
+    # A max pool over a tensor held in blocks only pools the blocks, one statement of its taps: each
+    # tap a whole vector of 16 lanes at any stride, so the two passes below (for strided columns)
+    # would only add a pass over memory.
+    taps = window_taps(cx, x.blocked, kernel, strides, dilations, pads, spatial, True) \
+        if node.op_type == "MaxPool" and x.blocked is not None and x.kname is None and n == 2 and \
+        math.prod(kernel) <= _MAX_WRITTEN_TAPS else None
+    if taps is not None:
+        out = cx.blocked_output(node, 0, x.dtype, (*x.shape[:2], *spatial))
+        cx.emit(f"{target(cx, out.blocked, indices(5))} = {taps}")
+        return [out]
     out = cx.output(node, 0, x.dtype, (*x.shape[:2], *spatial))
     o_subs = indices(2 + n)
     reads = [affine([(strides[d], f"i{2 + d}"), (dilations[d], f"r{d}")], -pads[d]) for d in range(n)]
@@ -537,14 +549,14 @@ def separable_max_pool(cx, x, out, kernel, strides, dilations, pads, spatial):
     one statement of KH · KW taps, the taps' columns at the stride do not go into vectors: ResNet's
     3x3 window at stride 2 over 64 x 112 x 112 took 0.98 ms that way, 0.29 ms in two passes
     (2026-12-03, one thread; ONNX Runtime 0.19 ms). The maximum of a window is the maximum of its
-    rows' maxima, NaN included. x and out may be in blocks of 16 channels ([N, CB, H, W, 16])."""
+    rows' maxima, NaN included."""
+    rows = cx.graph.temporary(x.dtype, (*x.shape[:2], spatial[0], x.shape[3]), "pool_rows")
     down = window_taps(cx, x, [kernel[0], 1], [strides[0], 1], [dilations[0], 1], [pads[0], 0],
                        [spatial[0], x.shape[3]], True)
-    rows = cx.graph.temporary(x.dtype, (*x.shape[:2], spatial[0], *x.shape[3:]), "pool_rows")
     across = window_taps(cx, rows, [1, kernel[1]], [1, strides[1]], [1, dilations[1]], [0, pads[1]],
                          [spatial[0], spatial[1]], True)
-    cx.emit(f"{target(cx, rows, indices(x.rank))} = {down}")
-    cx.emit(f"{target(cx, out, indices(x.rank))} = {across}")
+    cx.emit(f"{target(cx, rows, indices(4))} = {down}")
+    cx.emit(f"{target(cx, out, indices(4))} = {across}")
     return out
 
 

@@ -221,13 +221,16 @@ Status blocked_through_rows(const ExecutionContext& context, const ConvShape& s,
   return Status();
 }
 
-// The cpu device's conv2d_blocked: kiln's own product over the blocks where it runs (one group,
-// f32, AVX-512), else through rows.
+// The cpu device's conv2d_blocked: kiln's own product over the blocks where it runs (f32,
+// AVX-512; one group, or a depthwise convolution over blocks), else through rows.
 template <typename T>
 Status conv_blocked_host(const ExecutionContext& context, const ConvShape& s, const T* x, const T* w, const T* b,
                          const T* z, T* y, bool x_blocked) {
   if constexpr (std::is_same_v<T, float>) {
-    if (conv_avx512_supported() && s.groups == 1) return conv_avx512_blocked(context, s, x, w, b, z, y, x_blocked);
+    const bool depthwise = s.group_channels() == 1 && s.group_outputs() == 1;
+    if (conv_avx512_supported() && (s.groups == 1 || (depthwise && x_blocked))) {
+      return conv_avx512_blocked(context, s, x, w, b, z, y, x_blocked);
+    }
   }
   return blocked_through_rows<&conv_host<T>>(context, s, x, w, b, z, y, x_blocked);
 }

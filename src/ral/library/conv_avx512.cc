@@ -380,10 +380,85 @@ Status depthwise(const ExecutionContext& context, const ConvShape& s, const floa
   return no_room ? no_memory(planes_floats) : Status();
 }
 
+// NP output points of one row of a depthwise convolution over blocks (conv2d_blocked): each
+// point's 16 channels one vector, summed over the taps from the bias (its `lanes`), tap k's 16
+// weights at w[16 · k] and its inputs at row[offsets[k] + 16 · p] (the block's phase planes);
+// then z, the activation, and the lanes past the channels written 0.
+template <int NP>
+[[gnu::target("avx512f")]] void depthwise_block_tile(int64_t taps, const int64_t* offsets, const float* row,
+                                                     const float* w, const float* bias, const float* z,
+                                                     const Activation* act, __mmask16 lanes, float* y) {
+  __m512 sums[NP];
+#pragma GCC unroll 8
+  for (int p = 0; p < NP; ++p) sums[p] = _mm512_maskz_loadu_ps(lanes, bias);
+  for (int64_t k = 0; k < taps; ++k) {
+    const __m512 weights = _mm512_loadu_ps(w + 16 * k);
+    const float* at = row + offsets[k];
+#pragma GCC unroll 8
+    for (int p = 0; p < NP; ++p) sums[p] = _mm512_fmadd_ps(weights, _mm512_loadu_ps(at + 16 * p), sums[p]);
+  }
+#pragma GCC unroll 8
+  for (int p = 0; p < NP; ++p) {
+    __m512 out = sums[p];
+    if (z) out = _mm512_add_ps(out, _mm512_loadu_ps(z + 16 * p));
+    if (act) out = activate(out, *act);
+    _mm512_storeu_ps(y + 16 * p, _mm512_maskz_mov_ps(lanes, out));
+  }
+}
+
+using DepthwiseBlockTileFn = void (*)(int64_t, const int64_t*, const float*, const float*, const float*, const float*,
+                                      const Activation*, __mmask16, float*);
+constexpr int kDepthwiseBlockPoints = 8;  // sums a tile: 8 independent chains of multiply-adds
+constexpr DepthwiseBlockTileFn kDepthwiseBlockTiles[kDepthwiseBlockPoints + 1] = {
+    nullptr, depthwise_block_tile<1>, depthwise_block_tile<2>, depthwise_block_tile<3>, depthwise_block_tile<4>,
+    depthwise_block_tile<5>, depthwise_block_tile<6>, depthwise_block_tile<7>, depthwise_block_tile<8>};
+
+// A depthwise convolution (a group per channel, one output each) over data in blocks: per image
+// and block of 16 channels (spread over the threads), the block's phase planes, then each output
+// row in tiles of up to kDepthwiseBlockPoints points. A tap's 16 weights are 16 consecutive floats
+// of w's blocks ([ceil(O/16), 1, KH, 16 · KW]).
+Status depthwise_blocked(const ExecutionContext& context, const ConvShape& s, const float* x, const float* w,
+                         const float* b, const float* z, float* y) {
+  const Planes layout(s, 16);
+  const int64_t blocks = (s.c + 15) / 16, taps = s.kh * s.kw, units = s.n * blocks;
+  std::vector<int64_t> offsets(static_cast<size_t>(taps));
+  layout.offsets(s, 1, offsets.data());
+  const Activation act(s);
+  const int64_t x_block = s.h * s.w * 16, y_block = s.points() * 16;
+  std::atomic<bool> no_room{false};
+  const auto parts = static_cast<int64_t>(std::min<int64_t>(units, int64_t{4} * context.host_threads()));
+  context.host_parallel(static_cast<uint64_t>(parts), [&](uint64_t part_index) {
+    const auto part = static_cast<int64_t>(part_index);
+    float* planes = scratch<0>(static_cast<size_t>(layout.floats(s)));
+    if (!planes) {
+      no_room = true;
+      return;
+    }
+    for (int64_t unit = units * part / parts; unit < units * (part + 1) / parts; ++unit) {
+      layout.write(s, x + unit * x_block, planes);
+      const int64_t c0 = unit % blocks * 16;
+      const __mmask16 lanes = first_lanes(s.c - c0);
+      const float* wb = w + c0 * taps;
+      for (int64_t i = 0; i < s.oh; ++i) {
+        for (int64_t j = 0; j < s.ow; j += kDepthwiseBlockPoints) {
+          const int64_t np = std::min<int64_t>(kDepthwiseBlockPoints, s.ow - j), at = unit * y_block + (i * s.ow + j) * 16;
+          kDepthwiseBlockTiles[np](taps, offsets.data(), planes + (i * layout.width + j) * 16, wb, b + c0,
+                                   z ? z + at : nullptr, act.any() ? &act : nullptr, lanes, y + at);
+        }
+      }
+    }
+  });
+  return no_room ? no_memory(layout.floats(s)) : Status();
+}
+
 }  // namespace
 
 Status conv_avx512_blocked(const ExecutionContext& context, const ConvShape& s, const float* x, const float* w,
                            const float* b, const float* z, float* y, bool x_blocked) {
+  if (x_blocked && s.groups > 1 && s.group_channels() == 1 && s.group_outputs() == 1 &&
+      s.layout == WeightLayout::kOutputBlocks) {
+    return depthwise_blocked(context, s, x, w, b, z, y);
+  }
   if (s.groups != 1 || s.layout != WeightLayout::kOutputBlocks) {
     return invalid_argument_error("conv2d_blocked: conv_avx512_blocked takes one group and w in blocks");
   }

@@ -34,8 +34,10 @@ Status conv_avx512(const ExecutionContext& context, const ConvShape& s, const fl
 // conv2d_blocked's convolution (z and y in blocks of 16 channels: [N, ceil(O/16), OH, OW, 16]; x
 // so too where x_blocked, else NCHW), one group, w in blocks of 16 output channels: the tiles
 // along output channels over x's phase planes, each point's input broadcast and each tile's sums
-// stored as they lie (no transpose). x's lanes past C are not read; y's past O are written 0.
-// INVALID_ARGUMENT for groups or another weight layout (conv.cc runs those through NCHW).
+// stored as they lie (no transpose). A depthwise convolution with x in blocks sums each point's
+// 16 channels in a vector over the taps instead. x's lanes past C are not read; y's past O are
+// written 0. INVALID_ARGUMENT for other groups or another weight layout (conv.cc runs those
+// through NCHW).
 Status conv_avx512_blocked(const ExecutionContext& context, const ConvShape& s, const float* x, const float* w,
                            const float* b, const float* z, float* y, bool x_blocked);
 
