@@ -141,17 +141,20 @@ class Converter:
         """Output `i` of `node` ([N, C, H, W]) as a convolution over blocks writes it: held in a
         tensor of blocks of 16 channels (Value.blocked), declared itself only where read so."""
         value = Value(node.output[i], dtype, shape)
-        n, c, h, w = shape
-        value.blocked = self.graph.temporary(dtype, (n, -(-c // 16), h, w, 16), "blocks")
+        value.blocked = self._blocks(dtype, shape)
         self.values[node.output[i]] = value
         return value
+
+    def _blocks(self, dtype, shape):
+        """A new tensor for [N, C, H, W] in blocks of 16 channels: [N, ceil(C/16), H, W, 16]."""
+        n, c, h, w = shape
+        return self.graph.temporary(dtype, (n, -(-c // 16), h, w, 16), "blocks")
 
     def blocked(self, value):
         """`value` [N, C, H, W] in blocks of 16 channels: its Value.blocked, written here the first
         time (x[n, 16·cb + l, h, w]; the lanes past C read 0)."""
         if value.blocked is None:
-            n, c, h, w = value.shape
-            blocks = self.graph.temporary(value.dtype, (n, -(-c // 16), h, w, 16), "blocks")
+            blocks = self._blocks(value.dtype, value.shape)
             self.emit(f"{target(self, blocks, indices(5))} = {read(self, value, ['i0', '16*i1 + i4', 'i2', 'i3'])}")
             value.blocked = blocks
         return value.blocked

@@ -206,15 +206,19 @@ void block(int64_t n, int64_t c, int64_t points, const T* in, T* out) {
 template <auto Run, typename T>
 Status blocked_through_rows(const ExecutionContext& context, const ConvShape& s, const T* x, const T* w, const T* b,
                             const T* z, T* y, bool x_blocked) {
-  const int64_t ys = s.n * s.o * s.points();
-  T* xr = x_blocked ? scratch<7, T>(static_cast<size_t>(s.n * s.c * s.h * s.w)) : const_cast<T*>(x);
+  const int64_t xs = s.n * s.c * s.h * s.w, ys = s.n * s.o * s.points();
+  T* x_rows = x_blocked ? scratch<7, T>(static_cast<size_t>(xs)) : nullptr;
   T* yr = scratch<8, T>(static_cast<size_t>(ys));
   T* zr = z ? scratch<9, T>(static_cast<size_t>(ys)) : nullptr;
-  if (!xr || !yr || (z && !zr)) {
+  if ((x_blocked && !x_rows) || !yr || (z && !zr)) {
     return resource_exhausted_error("conv2d_blocked: no memory for its tensors in rows (" +
-                                    std::to_string((s.n * s.c * s.h * s.w + 2 * ys) * int64_t{sizeof(T)}) + " bytes)");
+                                    std::to_string((xs + 2 * ys) * int64_t{sizeof(T)}) + " bytes)");
   }
-  if (x_blocked) unblock(s.n, s.c, s.h * s.w, x, xr);
+  const T* xr = x;
+  if (x_blocked) {
+    unblock(s.n, s.c, s.h * s.w, x, x_rows);
+    xr = x_rows;
+  }
   if (z) unblock(s.n, s.o, s.points(), z, zr);
   KILN_RETURN_IF_ERROR(Run(context, s, xr, w, b, zr, yr));
   block(s.n, s.o, s.points(), yr, y);

@@ -231,6 +231,8 @@ struct Planes {
   }
   // Floats of one channel's (or block's) planes.
   int64_t floats(const ConvShape& s) const { return s.sh * s.sw * plane * lanes; }
+  // Whether the one plane is the input itself (stride 1, no padding), read where it is.
+  bool is_input(const ConvShape& s) const { return s.sh * s.sw == 1 && height == s.h && width == s.w; }
   // The wide points: rows of `width` of which the first OW are y's.
   int64_t points(const ConvShape& s) const { return (s.oh - 1) * width + s.ow; }
   // Where rows k in [0, channels · kh · kw) of the product (ConvShape::tap) read output point 0,
@@ -282,6 +284,18 @@ struct Planes {
       }
     }
   }
+  // write() for `count` channels (or blocks) of x, one after another, into `out`, spread over the
+  // device's threads.
+  void write_all(const ExecutionContext& context, const ConvShape& s, int64_t count, const float* x,
+                 float* out) const {
+    const auto threads = static_cast<int64_t>(context.host_threads());
+    context.host_parallel(static_cast<uint64_t>(threads), [&](uint64_t part_index) {
+      const auto part = static_cast<int64_t>(part_index);
+      for (int64_t ch = count * part / threads; ch < count * (part + 1) / threads; ++ch) {
+        write(s, x + ch * s.h * s.w * lanes, out + ch * floats(s));
+      }
+    });
+  }
 };
 
 // One image's group: the product reads the input itself, from its phase planes (Planes), so that
@@ -290,25 +304,19 @@ struct Planes {
 // planes cost a pass over the input where im2col's columns cost KH · KW.
 Status wide_group(const ExecutionContext& context, const ConvShape& s, const float* x, const float* w,
                   const float* bias, const float* z, float* y) {
-  const int64_t cg = s.group_channels(), phases = s.sh * s.sw;
+  const int64_t cg = s.group_channels();
   const Planes layout(s);
   const int64_t width = layout.width, points = layout.points(s);
   // At stride 1 without padding the input is read where it is, but for the last 32 points when
   // they are fewer (they would read past its end): those are copied into one packed panel.
   // Otherwise the planes have room for the last 32 points to read past their end.
-  const bool unpadded = phases == 1 && layout.height == s.h && width == s.w;
+  const bool unpadded = layout.is_input(s);
   const int64_t planes_floats = unpadded ? 0 : cg * layout.floats(s) + kPanel;
   float* planes = unpadded ? nullptr : scratch<0>(static_cast<size_t>(planes_floats));
   int64_t* offsets = scratch<1, int64_t>(static_cast<size_t>(s.depth()));
   if ((!unpadded && !planes) || !offsets) return no_memory(planes_floats + s.depth() * 2);
-  const auto threads = static_cast<int64_t>(context.host_threads());
   if (!unpadded) {
-    context.host_parallel(static_cast<uint64_t>(threads), [&](uint64_t part_index) {
-      const auto part = static_cast<int64_t>(part_index);
-      for (int64_t ch = cg * part / threads; ch < cg * (part + 1) / threads; ++ch) {
-        layout.write(s, x + ch * s.h * s.w, planes + ch * layout.floats(s));
-      }
-    });
+    layout.write_all(context, s, cg, x, planes);
     std::fill(planes + cg * layout.floats(s), planes + planes_floats, 0.0f);
   }
   layout.offsets(s, cg, offsets);
@@ -463,28 +471,20 @@ Status conv_avx512_blocked(const ExecutionContext& context, const ConvShape& s, 
     return invalid_argument_error("conv2d_blocked: conv_avx512_blocked takes one group and w in blocks");
   }
   // x's blocks of 16 channels, or its channels one by one (NCHW), each with its own planes.
-  const int64_t lanes = x_blocked ? 16 : 1, blocks = (s.c + lanes - 1) / lanes, phases = s.sh * s.sw;
+  const int64_t lanes = x_blocked ? 16 : 1, blocks = (s.c + lanes - 1) / lanes;
   const Planes layout(s, lanes);
   // As in wide_group: at stride 1 without padding the input is read where it is (the tiles along
   // output channels read no point past a row's end).
-  const bool unpadded = phases == 1 && layout.height == s.h && layout.width == s.w;
+  const bool unpadded = layout.is_input(s);
   const int64_t planes_floats = unpadded ? 0 : blocks * layout.floats(s);
   float* planes = unpadded ? nullptr : scratch<0>(static_cast<size_t>(planes_floats));
   int64_t* offsets = scratch<1, int64_t>(static_cast<size_t>(s.depth()));
   if ((!unpadded && !planes) || !offsets) return no_memory(planes_floats + s.depth() * 2);
   layout.offsets(s, s.c, offsets);
   const int64_t x_image = blocks * s.h * s.w * lanes, y_image = (s.o + 15) / 16 * s.points() * 16;
-  const auto threads = static_cast<int64_t>(context.host_threads());
   for (int64_t img = 0; img < s.n; ++img) {
     const float* xi = x + img * x_image;
-    if (!unpadded) {
-      context.host_parallel(static_cast<uint64_t>(threads), [&](uint64_t part_index) {
-        const auto part = static_cast<int64_t>(part_index);
-        for (int64_t block = blocks * part / threads; block < blocks * (part + 1) / threads; ++block) {
-          layout.write(s, xi + block * s.h * s.w * lanes, planes + block * layout.floats(s));
-        }
-      });
-    }
+    if (!unpadded) layout.write_all(context, s, blocks, xi, planes);
     KILN_RETURN_IF_ERROR(channel_products(context, s, unpadded ? xi : planes, layout.width, offsets, w, s.o, b,
                                           y + img * y_image, z ? z + img * y_image : nullptr, x_blocked, true));
   }

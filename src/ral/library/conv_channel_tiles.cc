@@ -187,9 +187,9 @@ struct ChannelTiles {
 
 // The tile of V vectors (1 to 4) by np points (at most 14, or 7 for 3 and 4 vectors), whose
 // points are 1 or 16 floats apart.
-ChannelTileFn channel_tile_for(int V, int64_t np, bool blocked) {
+ChannelTileFn channel_tile_for(int V, int64_t np, bool in_blocks) {
   const auto at = static_cast<size_t>(np);
-  return blocked ? ChannelTiles<16>::of(V, at) : ChannelTiles<1>::of(V, at);
+  return in_blocks ? ChannelTiles<16>::of(V, at) : ChannelTiles<1>::of(V, at);
 }
 
 }  // namespace
@@ -203,7 +203,7 @@ ChannelTileFn channel_tile_for(int V, int64_t np, bool blocked) {
 // them, each tile's sums kept between blocks.
 Status channel_products(const ExecutionContext& context, const ConvShape& s, const float* in, int64_t width,
                         const int64_t* offsets, const float* w, int64_t ldw, const float* bias, float* y,
-                        const float* z, bool in_blocks, bool blocked) {
+                        const float* z, bool in_blocks, bool out_blocks) {
   const int64_t stride = in_blocks ? 16 : 1;  // between points of `in`
   const int V = s.ow <= 7 ? 4 : 2, most = V == 4 ? 7 : 14;
   const bool blocks = s.layout == WeightLayout::kOutputBlocks;
@@ -270,7 +270,7 @@ Status channel_products(const ExecutionContext& context, const ConvShape& s, con
           int64_t i, j0;
           const int64_t j1 = tile_of(t, &i, &j0);
           BlockedOut out{};
-          if (blocked && k1 == depth) {
+          if (out_blocks && k1 == depth) {
             const int64_t first = (o0 / 16 * ldy + i * s.ow + j0) * 16;
             out = {y + first, z ? z + first : nullptr, ldy * 16, act.any() ? &act : nullptr};
           }
@@ -280,7 +280,7 @@ Status channel_products(const ExecutionContext& context, const ConvShape& s, con
                                                       t == t0 ? next_rows : 0, ldw, out.y ? &out : nullptr);
         }
       }
-      for (int64_t t = t0; t < t1 && !blocked; ++t) {  // blocked: written by the tiles
+      for (int64_t t = t0; t < t1 && !out_blocks; ++t) {  // in blocks: written by the tiles
         int64_t i, j0;
         const int64_t j1 = tile_of(t, &i, &j0), first = o0 * ldy + i * s.ow + j0;
         store_channel_tile(vectors, j1 - j0, count, acc + (t - t0) * sums, z ? z + first : nullptr, act, y + first,

@@ -21,11 +21,11 @@ namespace kiln::ral::library {
 // itself); w is the group's first output channel in rows of ldw (O) weights, or in blocks
 // (s.layout) the group's first block, which must start at an output channel that is a multiple
 // of 16. `in_blocks`: the input is in blocks of 16 channels (conv2d_blocked), point (i, j) reading
-// row k at in[offsets[k] + (i · width + j) · 16]. `blocked`: y and z are in blocks,
+// row k at in[offsets[k] + (i · width + j) · 16]. `out_blocks`: y and z are in blocks,
 // [ceil(O/16), OH · OW, 16], the lanes past O written 0. RESOURCE_EXHAUSTED when a scratch buffer
 // cannot be allocated.
 Status channel_products(const ExecutionContext& context, const ConvShape& s, const float* in, int64_t width,
                         const int64_t* offsets, const float* w, int64_t ldw, const float* bias, float* y,
-                        const float* z, bool in_blocks = false, bool blocked = false);
+                        const float* z, bool in_blocks = false, bool out_blocks = false);
 
 }  // namespace kiln::ral::library
