@@ -30,6 +30,7 @@ struct Conv {
   // C NaN here, which must not be read; y's past O must come out 0), w in blocks as with layout 16.
   bool blocked = false;
   bool x_in_rows = false;  // conv2d_blocked with x in NCHW ([N, C, H, W]), z and y in blocks
+  uint32_t threads = 0;    // the device's threads where above 0 (else the machine's cores)
 
   int oh() const { return (h + pt + pb - dh * (kh - 1) - 1) / sh + 1; }
   int ow() const { return (w + pl + pr - dw * (kw - 1) - 1) / sw + 1; }
@@ -110,7 +111,7 @@ class Conv2dTest : public ::testing::TestWithParam<std::string> {
     SCOPED_TRACE(text);
     Result<ir::Program> program = lang::parse_program(text, "conv.kiln");
     ASSERT_TRUE(program.ok()) << program.status().message();
-    Result<hal::DeviceRef> device = open_device(GetParam(), dir_.path());
+    Result<hal::DeviceRef> device = open_device(GetParam(), dir_.path(), k.threads);
     ASSERT_TRUE(device.ok()) << device.status().message();
     runtime::ProgramOptions options;
     if (sized) options.sizes = {k.n};
@@ -351,16 +352,29 @@ TEST_P(Conv2dTest, DataInBlocksOfChannels) {
     check(cases[i], i + 1 == output_channel_cases(16).size());
   }
   // Depthwise, each point's 16 channels summed in a vector: MobileNet's 3x3 at strides 1 and 2
-  // with its ReLU6 and a residual, a last block of 4 channels, a 5x5 window dilated, rows
-  // longer than a tile of 8 points.
-  check({.n = 2, .c = 32, .h = 9, .w = 19, .o = 32, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 32, .relu = 1, .clip_max = 6, .blocked = true});
-  check({.n = 1, .c = 20, .h = 12, .w = 13, .o = 20, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 20, .residual = true, .blocked = true});
-  check({.n = 1, .c = 16, .h = 11, .w = 10, .o = 16, .kh = 5, .kw = 5, .pt = 4, .pl = 4, .pb = 4, .pr = 4, .dh = 2, .dw = 2, .groups = 16, .blocked = true});
+  // with its ReLU6 and a residual, a last block of 4 channels, a 5x5 window dilated, a window at
+  // stride 3, each over rows of fewer than 28 points (read from the blocks' phase planes) and of
+  // more (from the blocks where they are, the points at the rows' ends one by one).
+  for (const int wide : {0, 1}) {
+    check({.n = 2, .c = 32, .h = 9, .w = wide ? 40 : 19, .o = 32, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 32, .relu = 1, .clip_max = 6, .blocked = true});
+    check({.n = 1, .c = 20, .h = 12, .w = wide ? 60 : 13, .o = 20, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .groups = 20, .residual = true, .blocked = true});
+    check({.n = 1, .c = 16, .h = 11, .w = wide ? 34 : 10, .o = 16, .kh = 5, .kw = 5, .pt = 4, .pl = 4, .pb = 4, .pr = 4, .dh = 2, .dw = 2, .groups = 16, .blocked = true});
+    check({.n = 1, .c = 24, .h = 8, .w = wide ? 90 : 5, .o = 24, .kh = 5, .kw = 5, .sh = 3, .sw = 3, .pt = 2, .pl = 2, .pb = 1, .pr = 2, .groups = 24, .relu = 1, .residual = true, .blocked = true});
+  }
   // x in NCHW (an image's 3 channels as the first layer reads them), y in blocks.
   for (Conv k : {cases[0], cases[1], cases[3], cases[7], cases[10]}) {
     k.x_in_rows = true;
     check(k);
   }
+  // Two threads and at least two images each: each thread takes whole images, with planes of its
+  // own (an odd batch; x in blocks and in NCHW).
+  check({.n = 5, .c = 20, .h = 9, .w = 11, .o = 40, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .relu = 1, .residual = true, .blocked = true, .threads = 2});
+  check({.n = 4, .c = 3, .h = 16, .w = 17, .o = 20, .kh = 7, .kw = 7, .sh = 2, .sw = 2, .pt = 3, .pl = 3, .pb = 3, .pr = 3, .blocked = true, .x_in_rows = true, .threads = 2});
+  // An image's input over 1 MB with few weights: the tiles go by chunks of two rows of points,
+  // every channel tile over a chunk (windows at stride 2, so that y stays small: a 3x3 over one
+  // image on the device's threads, a 1x1 over four images on two threads).
+  check({.n = 1, .c = 32, .h = 96, .w = 96, .o = 40, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .relu = 1, .blocked = true});
+  check({.n = 4, .c = 32, .h = 96, .w = 98, .o = 40, .kh = 1, .kw = 1, .sh = 2, .sw = 2, .residual = true, .blocked = true, .threads = 2});
 }
 
 TEST_P(Conv2dTest, F64) { check({.n = 2, .c = 3, .h = 6, .w = 5, .o = 4, .kh = 3, .kw = 3, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .type = "f64"}); }

@@ -34,10 +34,12 @@ class TempDir : public test::TempDir {
   TempDir() : test::TempDir("kiln-e2e") {}
 };
 
-// A device of the built-in registry ("cpu", "interp"), with its kernel cache in `cache_dir`.
-inline Result<hal::DeviceRef> open_device(const std::string& name, const std::string& cache_dir) {
+// A device of the built-in registry ("cpu", "interp"), with its kernel cache in `cache_dir`, and
+// `threads` threads where above 0 (DeviceOptions::worker_threads).
+inline Result<hal::DeviceRef> open_device(const std::string& name, const std::string& cache_dir, uint32_t threads = 0) {
   hal::DeviceOptions options;
   options.cache_dir = cache_dir;
+  if (threads > 0) options.worker_threads = threads;
   return drivers::builtin_registry().create_device(name, options);
 }
 

@@ -201,7 +201,7 @@ ChannelTileFn channel_tile_for(int V, int64_t np, bool in_blocks) {
 // points) tiles; for each channel tile, block by block of rows, it copies the weights
 // (channel_weights; in blocks, it reads them where they are) and sweeps its point tiles over
 // them, each tile's sums kept between blocks.
-Status channel_products(const ExecutionContext& context, const ConvShape& s, const float* in, int64_t width,
+Status channel_products(const HostThreads& threads, const ConvShape& s, const float* in, int64_t width,
                         const int64_t* offsets, const float* w, int64_t ldw, const float* bias, float* y,
                         const float* z, bool in_blocks, bool out_blocks) {
   const int64_t stride = in_blocks ? 16 : 1;  // between points of `in`
@@ -211,24 +211,34 @@ Status channel_products(const ExecutionContext& context, const ConvShape& s, con
   const int64_t per_row = (s.ow + most - 1) / most, point_tiles = s.oh * per_row;
   const int64_t og = s.group_outputs(), depth = s.depth(), ldy = s.points(), sums = 16 * V * most;
   const int64_t channel_tiles = (og + 16 * V - 1) / (16 * V), units = channel_tiles * point_tiles;
+  const int64_t thread_count = threads.count();
+  // Where the image's input is larger than the L2 cache and the weights (in place, in blocks) are
+  // small, each channel tile sweeping the whole image would read the input from memory again
+  // (ResNet-50's 1x1 convolutions from 256 channels to 64 over 56 x 56: 3.2 MB read twice, 1.12x
+  // the time at batch 16): the tiles then go by chunks of two rows of points, every channel tile
+  // over a chunk before the next, the chunk's input kept in the cache and the weights read again
+  // from it for each chunk.
+  const int64_t input_bytes = s.group_channels() * s.h * s.w * int64_t{sizeof(float)};
+  const bool by_points = blocks && input_bytes > (int64_t{1} << 20) && depth * og * int64_t{sizeof(float)} <= (int64_t{256} << 10);
+  const int64_t chunk = by_points ? 2 * per_row : point_tiles;  // point tiles a channel tile sweeps at a time
   // On small images, runs of whole channel tiles, two a thread, where they split evenly into
   // those runs: a part that starts inside one copies and reads its weights again, at batch 1 from
   // memory, and within a run each channel tile's last block fetches the next one's first weights.
   // Runs of unequal length left a thread idle: 5 channel tiles on two threads (MobileNet-V2's 1x1
   // from 960 to 320 channels over 7 x 7) took 1.35x less time than on one, not 2x. Otherwise runs
-  // of tiles, four a thread, and at most 128 tiles' sums each.
-  const auto threads = static_cast<int64_t>(context.host_threads());
-  const bool whole =
-      point_tiles <= 64 && channel_tiles >= 2 * threads && (threads == 1 || channel_tiles % (2 * threads) == 0);
-  const int64_t parts = whole ? 2 * threads : std::max(std::min<int64_t>(units, 4 * threads), (units + 127) / 128);
+  // of tiles, four a thread, and at most 128 tiles' sums each (by points: runs of point tiles).
+  const bool whole = !by_points && point_tiles <= 64 && channel_tiles >= 2 * thread_count &&
+                     (thread_count == 1 || channel_tiles % (2 * thread_count) == 0);
+  const int64_t spread = by_points ? point_tiles : units;
+  const int64_t parts = whole ? 2 * thread_count : std::max(std::min<int64_t>(spread, 4 * thread_count), (spread + 127) / 128);
   const Activation act(s);
   std::atomic<bool> no_room{false};
-  context.host_parallel(static_cast<uint64_t>(parts), [&](uint64_t part_index) {
+  threads.run(static_cast<uint64_t>(parts), [&](uint64_t part_index) {
     const auto part = static_cast<int64_t>(part_index);
-    const int64_t begin = whole ? channel_tiles * part / parts * point_tiles : units * part / parts;
-    const int64_t end = whole ? channel_tiles * (part + 1) / parts * point_tiles : units * (part + 1) / parts;
+    const int64_t begin = whole ? channel_tiles * part / parts * point_tiles : spread * part / parts;
+    const int64_t end = whole ? channel_tiles * (part + 1) / parts * point_tiles : spread * (part + 1) / parts;
     if (begin == end) return;
-    float* acc = scratch<4>(static_cast<size_t>(std::min(end - begin, point_tiles) * sums));  // a channel tile's
+    float* acc = scratch<4>(static_cast<size_t>(std::min({end - begin, point_tiles, chunk}) * sums));
     float* weights = blocks ? nullptr : scratch<5>(static_cast<size_t>(block * 16 * V));
     if (!acc || (!blocks && !weights)) {
       no_room = true;
@@ -240,12 +250,10 @@ Status channel_products(const ExecutionContext& context, const ConvShape& s, con
       *j0 = s.ow * c / per_row;
       return s.ow * (c + 1) / per_row;
     };
-    for (int64_t ct = begin / point_tiles; ct * point_tiles < end; ++ct) {
-      const int64_t t0 = std::max(begin, ct * point_tiles) - ct * point_tiles;
-      const int64_t t1 = std::min(end, (ct + 1) * point_tiles) - ct * point_tiles;
+    // Channel tile ct over point tiles [t0, t1), their sums at acc.
+    auto sweep = [&](int64_t ct, int64_t t0, int64_t t1, bool more_channels) {
       const int64_t o0 = ct * 16 * V, count = std::min<int64_t>(16 * V, og - o0);
       const int vectors = static_cast<int>((count + 15) / 16);  // a last tile's may be fewer than V
-      const bool more_channels = (ct + 1) * point_tiles < end;
       __mmask16 lanes[4];
       for (int v = 0; v < vectors; ++v) lanes[v] = first_lanes(count - 16 * v);
       for (int64_t k0 = 0; k0 < depth || k0 == 0; k0 += block) {  // once with no rows: the bias alone
@@ -286,6 +294,16 @@ Status channel_products(const ExecutionContext& context, const ConvShape& s, con
         store_channel_tile(vectors, j1 - j0, count, acc + (t - t0) * sums, z ? z + first : nullptr, act, y + first,
                            ldy);
       }
+    };
+    if (by_points) {
+      for (int64_t t0 = begin; t0 < end; t0 += chunk) {
+        for (int64_t ct = 0; ct < channel_tiles; ++ct) sweep(ct, t0, std::min(end, t0 + chunk), false);
+      }
+      return;
+    }
+    for (int64_t ct = begin / point_tiles; ct * point_tiles < end; ++ct) {
+      const int64_t t0 = std::max(begin, ct * point_tiles) - ct * point_tiles;
+      sweep(ct, t0, std::min(end, (ct + 1) * point_tiles) - ct * point_tiles, (ct + 1) * point_tiles < end);
     }
   });
   return no_room ? no_memory(std::min<int64_t>(128, point_tiles) * sums + block * 16 * V) : Status();

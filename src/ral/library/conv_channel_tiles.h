@@ -8,10 +8,7 @@
 
 #include "kiln/base/status.h"
 #include "ral/library/conv_shape.h"
-
-namespace kiln::ral {
-class ExecutionContext;
-}
+#include "ral/library/host_threads.h"
 
 namespace kiln::ral::library {
 
@@ -23,8 +20,8 @@ namespace kiln::ral::library {
 // of 16. `in_blocks`: the input is in blocks of 16 channels (conv2d_blocked), point (i, j) reading
 // row k at in[offsets[k] + (i · width + j) · 16]. `out_blocks`: y and z are in blocks,
 // [ceil(O/16), OH · OW, 16], the lanes past O written 0. RESOURCE_EXHAUSTED when a scratch buffer
-// cannot be allocated.
-Status channel_products(const ExecutionContext& context, const ConvShape& s, const float* in, int64_t width,
+// cannot be allocated. The parts are spread over `threads`.
+Status channel_products(const HostThreads& threads, const ConvShape& s, const float* in, int64_t width,
                         const int64_t* offsets, const float* w, int64_t ldw, const float* bias, float* y,
                         const float* z, bool in_blocks = false, bool out_blocks = false);
 
