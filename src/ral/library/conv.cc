@@ -122,7 +122,7 @@ Result<const T*> weights_by_output(const ConvShape& s, const T* w) {
 template <typename T>
 Status conv_host(const ExecutionContext& context, const ConvShape& s, const T* x, const T* w, const T* b, const T* z,
                  T* y) {
-  const bool depthwise = s.group_channels() == 1 && s.group_outputs() == 1;
+  const bool depthwise = s.depthwise();
   bool own_product = false;
   if constexpr (std::is_same_v<T, float>) own_product = conv_avx512_supported();
   const bool reorder = s.layout != WeightLayout::kOutputFirst &&
@@ -231,8 +231,7 @@ template <typename T>
 Status conv_blocked_host(const ExecutionContext& context, const ConvShape& s, const T* x, const T* w, const T* b,
                          const T* z, T* y, bool x_blocked) {
   if constexpr (std::is_same_v<T, float>) {
-    const bool depthwise = s.group_channels() == 1 && s.group_outputs() == 1;
-    if (conv_avx512_supported() && (s.groups == 1 || (depthwise && x_blocked))) {
+    if (conv_avx512_supported() && (s.groups == 1 || (s.depthwise() && x_blocked))) {
       return conv_avx512_blocked(context, s, x, w, b, z, y, x_blocked);
     }
   }

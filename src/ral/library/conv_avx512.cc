@@ -3,17 +3,16 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <cstring>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "kiln/ral/execution_context.h"
 #include "ral/library/conv_avx512_parts.h"
 #include "ral/library/conv_channel_tiles.h"
 #include "ral/library/conv_depthwise.h"
+#include "ral/library/conv_planes.h"
 #include "ral/library/host_threads.h"
 #include "ral/library/scratch.h"
 
@@ -157,15 +156,6 @@ constexpr TileFn kTiles[kRows + 1] = {nullptr,
                                       tile<5, V, kWide>, tile<6, V, kWide>, tile<7, V, kWide>, tile<8, V, kWide>,
                                       tile<9, V, kWide>, tile<10, V, kWide>, tile<11, V, kWide>, tile<12, V, kWide>};
 
-// out[c] = in[2 · c] for c in [0, n), reading in[0, 2n - 1): a row of a phase plane at stride 2.
-[[gnu::target("avx512f")]] void every_second(const float* in, int64_t n, float* out) {
-  for (int64_t c = 0; c < n; c += 16) {
-    const int64_t readable = std::min<int64_t>(32, 2 * (n - c) - 1);
-    _mm512_mask_storeu_ps(out + c, first_lanes(n - c),
-                          even_floats(in + 2 * c, first_lanes(readable), first_lanes(readable - 16)));
-  }
-}
-
 // The product of one image's group over wide points [p0, p0 + points) (rows of `width` of which
 // the first OW are y's): y's rows (stride OH · OW) = activation(bias + w @ the right operand + z?), z
 // (when given) laid out as y, by register tiles of kRows output channels and 32 points, kDepthBlock
@@ -213,92 +203,6 @@ void products(const ExecutionContext& context, const ConvShape& s, int64_t p0, i
     }
   });
 }
-
-// The phase planes of one image's group (wide_group): plane (channel, u, v) holds the padded
-// input's points (r · sh + u, c · sw + v), `height` rows of `width`, so that output point (i, j)
-// of a row of the planes' width reads tap (channel, a, e) at offset(k) + i · width + j. In blocks
-// of 16 channels (lanes 16, conv2d_blocked) a plane is a block's: each point its 16 channels.
-struct Planes {
-  int64_t lanes, height, width, plane;  // plane: points (floats: times lanes)
-  std::vector<char> read;               // by phase u · sw + v: whether some tap reads it
-
-  explicit Planes(const ConvShape& s, int64_t lanes_per_point = 1)
-      : lanes(lanes_per_point),
-        height(s.oh + (s.kh - 1) * s.dh / s.sh),
-        width(s.ow + (s.kw - 1) * s.dw / s.sw),
-        plane(height * width),
-        read(static_cast<size_t>(s.sh * s.sw), 0) {
-    for (int64_t a = 0; a < s.kh; ++a) {
-      for (int64_t e = 0; e < s.kw; ++e) read[static_cast<size_t>(a * s.dh % s.sh * s.sw + e * s.dw % s.sw)] = 1;
-    }
-  }
-  // Floats of one channel's (or block's) planes.
-  int64_t floats(const ConvShape& s) const { return s.sh * s.sw * plane * lanes; }
-  // Whether the one plane is the input itself (stride 1, no padding), read where it is.
-  bool is_input(const ConvShape& s) const { return s.sh * s.sw == 1 && height == s.h && width == s.w; }
-  // The wide points: rows of `width` of which the first OW are y's.
-  int64_t points(const ConvShape& s) const { return (s.oh - 1) * width + s.ow; }
-  // Where rows k in [0, channels · kh · kw) of the product (ConvShape::tap) read output point 0,
-  // from the first plane of the group: the window's taps once, then a channel's planes apart (a
-  // division per row, as ConvShape::tap takes, cost ResNet-50 about a millisecond a run, on one
-  // thread while the others waited); in blocks, a block's planes apart and a lane within.
-  void offsets(const ConvShape& s, int64_t channels, int64_t* out) const {
-    const int64_t taps = s.kh * s.kw;
-    for (int64_t a = 0; a < s.kh; ++a) {
-      for (int64_t e = 0; e < s.kw; ++e) {
-        const int64_t qa = a * s.dh / s.sh, u = a * s.dh % s.sh, qe = e * s.dw / s.sw, v = e * s.dw % s.sw;
-        out[a * s.kw + e] = ((u * s.sw + v) * plane + qa * width + qe) * lanes;
-      }
-    }
-    const int64_t step = floats(s);
-    for (int64_t ch = 1; ch < channels; ++ch) {
-      const int64_t at = lanes == 1 ? ch * step : ch / lanes * step + ch % lanes;
-      for (int64_t t = 0; t < taps; ++t) out[ch * taps + t] = out[t] + at;
-    }
-  }
-  // Writes channel x's planes (x: its h · w points, each of `lanes` floats) at `out`: sh · sw
-  // planes, those no tap reads left as they are.
-  void write(const ConvShape& s, const float* x, float* out) const {
-    const int64_t l = lanes;
-    for (int64_t u = 0; u < s.sh; ++u) {
-      for (int64_t v = 0; v < s.sw; ++v) {
-        if (!read[static_cast<size_t>(u * s.sw + v)]) continue;
-        // Plane column c is input column c · sw + v - pl.
-        const auto [offset, first, end] = s.columns_at(v - s.pl, width);
-        float* rows = out + (u * s.sw + v) * plane * l;
-        for (int64_t r = 0; r < height; ++r) {
-          float* row = rows + r * width * l;
-          const int64_t ih = r * s.sh + u - s.pt;
-          if (ih < 0 || ih >= s.h) {
-            std::fill(row, row + width * l, 0.0f);
-            continue;
-          }
-          const float* in = x + (ih * s.w + offset) * l;
-          std::fill(row, row + first * l, 0.0f);
-          if (s.sw == 1) {
-            std::memcpy(row + first * l, in + first * l, static_cast<size_t>((end - first) * l) * sizeof(float));
-          } else if (s.sw == 2 && l == 1) {
-            every_second(in + 2 * first, end - first, row + first);
-          } else {
-            for (int64_t c = first; c < end; ++c) std::copy_n(in + c * s.sw * l, l, row + c * l);
-          }
-          std::fill(row + end * l, row + width * l, 0.0f);
-        }
-      }
-    }
-  }
-  // write() for `count` channels (or blocks) of x, one after another, into `out`, spread over
-  // `threads`.
-  void write_all(const HostThreads& threads, const ConvShape& s, int64_t count, const float* x, float* out) const {
-    const int64_t parts = threads.count();
-    threads.run(static_cast<uint64_t>(parts), [&](uint64_t part_index) {
-      const auto part = static_cast<int64_t>(part_index);
-      for (int64_t ch = count * part / parts; ch < count * (part + 1) / parts; ++ch) {
-        write(s, x + ch * s.h * s.w * lanes, out + ch * floats(s));
-      }
-    });
-  }
-};
 
 // One image's group: the product reads the input itself, from its phase planes (Planes), so that
 // 32 consecutive output points are 32 consecutive plane points (the "wide" points j >= OW of each
@@ -390,147 +294,11 @@ Status depthwise(const ExecutionContext& context, const ConvShape& s, const floa
   return no_room ? no_memory(planes_floats) : Status();
 }
 
-// A tap of a depthwise convolution over blocks as an output row reads it: its input at
-// row[offset + step · p] for the row's point p, its 16 weights at w[weight].
-struct BlockTap {
-  int64_t offset, weight;
-};
-
-// NP output points of one row of a depthwise convolution over blocks (conv2d_blocked), read from
-// x's block itself: each point's 16 channels one vector, summed over `taps` from the bias (its
-// `lanes`), point p's input of a tap at row[tap.offset + step · p] (step: kStep, or `step` where
-// kStep is 0); then z, the activation, and the lanes past the channels written 0.
-template <int NP, int kStep>
-[[gnu::target("avx512f")]] void depthwise_block_tile(int64_t count, const BlockTap* taps, int64_t step,
-                                                     const float* row, const float* w, const float* bias,
-                                                     const float* z, const Activation* act, __mmask16 lanes,
-                                                     float* y) {
-  const int64_t at_step = kStep ? kStep : step;
-  __m512 sums[NP];
-#pragma GCC unroll 8
-  for (int p = 0; p < NP; ++p) sums[p] = _mm512_maskz_loadu_ps(lanes, bias);
-  for (int64_t k = 0; k < count; ++k) {
-    const __m512 weights = _mm512_loadu_ps(w + taps[k].weight);
-    const float* at = row + taps[k].offset;
-#pragma GCC unroll 8
-    for (int p = 0; p < NP; ++p) sums[p] = _mm512_fmadd_ps(weights, _mm512_loadu_ps(at + at_step * p), sums[p]);
-  }
-#pragma GCC unroll 8
-  for (int p = 0; p < NP; ++p) {
-    __m512 out = sums[p];
-    if (z) out = _mm512_add_ps(out, _mm512_loadu_ps(z + 16 * p));
-    if (act) out = activate(out, *act);
-    _mm512_storeu_ps(y + 16 * p, _mm512_maskz_mov_ps(lanes, out));
-  }
-}
-
-using DepthwiseBlockTileFn = void (*)(int64_t, const BlockTap*, int64_t, const float*, const float*, const float*,
-                                      const float*, const Activation*, __mmask16, float*);
-constexpr int kDepthwiseBlockPoints = 8;  // sums a tile: 8 independent chains of multiply-adds
-template <int kStep, size_t... I>
-constexpr auto depthwise_block_tiles(std::index_sequence<I...>) {
-  return std::array<DepthwiseBlockTileFn, sizeof...(I) + 1>{nullptr, depthwise_block_tile<static_cast<int>(I) + 1, kStep>...};
-}
-// By point stride: 16 floats (stride 1), 32 (stride 2), any other.
-constexpr auto kDepthwiseBlockTiles16 = depthwise_block_tiles<16>(std::make_index_sequence<kDepthwiseBlockPoints>());
-constexpr auto kDepthwiseBlockTiles32 = depthwise_block_tiles<32>(std::make_index_sequence<kDepthwiseBlockPoints>());
-constexpr auto kDepthwiseBlockTilesAny = depthwise_block_tiles<0>(std::make_index_sequence<kDepthwiseBlockPoints>());
-
-// A depthwise convolution (a group per channel, one output each) over data in blocks: per image
-// and block of 16 channels (spread over the threads), each output row in tiles of up to
-// kDepthwiseBlockPoints points. On rows of kDirectPoints points or more the tiles read the block
-// where it is, over the taps whose input rows are inside the image (rows of padding add
-// nothing), and the points at a row's ends, whose taps reach into the columns of padding, go one
-// at a time over the taps inside: phase planes (a padded copy of each block) cost MobileNet-V2 8%
-// of its time at batch 1 in the copy alone, and a 3x3 at stride 2 over 112 x 112 took 2.3x the
-// time with them. On shorter rows those lone points at the ends cost more than the copy, which
-// stays in the L1 cache: the tiles read the block's phase planes. A tap's 16 weights are 16
-// consecutive floats of w's blocks ([ceil(O/16), 1, KH, 16 · KW]).
-Status depthwise_blocked(const ExecutionContext& context, const ConvShape& s, const float* x, const float* w,
-                         const float* b, const float* z, float* y) {
-  constexpr int64_t kDirectPoints = 28;
-  const bool direct = s.ow >= kDirectPoints;
-  const int64_t blocks = (s.c + 15) / 16, kernel_taps = s.kh * s.kw, units = s.n * blocks;
-  const Planes layout(s, 16);
-  const int64_t step = direct ? s.sw * 16 : 16;  // floats between a row's points as the tiles read them
-  const auto& tiles = step == 16 ? kDepthwiseBlockTiles16 : step == 32 ? kDepthwiseBlockTiles32 : kDepthwiseBlockTilesAny;
-  // Output columns [j_lo, j_hi) read no column of padding (from the planes: all of them).
-  const int64_t j_lo = direct ? std::min<int64_t>(s.ow, (s.pl + s.sw - 1) / s.sw) : 0;
-  const int64_t last = s.w - 1 - (s.kw - 1) * s.dw + s.pl;  // the last j · sw inside
-  const int64_t j_hi = direct ? std::max(j_lo, std::min<int64_t>(s.ow, last < 0 ? 0 : last / s.sw + 1)) : s.ow;
-  // Each output row's taps, point 0 of the row reading the block's column -pl (or the planes'
-  // column 0), and where each row's taps start: reading the block, only those inside the image.
-  std::vector<BlockTap> row_taps;
-  std::vector<int64_t> row_first(static_cast<size_t>(s.oh + 1));
-  std::vector<int64_t> plane_offsets(static_cast<size_t>(kernel_taps));
-  layout.offsets(s, 1, plane_offsets.data());
-  for (int64_t i = 0; i < s.oh; ++i) {
-    row_first[static_cast<size_t>(i)] = static_cast<int64_t>(row_taps.size());
-    for (int64_t a = 0; a < s.kh; ++a) {
-      const int64_t ih = i * s.sh + a * s.dh - s.pt;
-      if (direct && (ih < 0 || ih >= s.h)) continue;
-      for (int64_t e = 0; e < s.kw; ++e) {
-        const int64_t k = a * s.kw + e;
-        row_taps.push_back({direct ? (ih * s.w + e * s.dw - s.pl) * 16 : plane_offsets[static_cast<size_t>(k)] + i * layout.width * 16, k * 16});
-      }
-    }
-  }
-  row_first[static_cast<size_t>(s.oh)] = static_cast<int64_t>(row_taps.size());
-  const Activation act(s);
-  const Activation* activation = act.any() ? &act : nullptr;
-  const int64_t x_block = s.h * s.w * 16, y_block = s.points() * 16;
-  std::atomic<bool> no_room{false};
-  const auto parts = static_cast<int64_t>(std::min<int64_t>(units, int64_t{4} * context.host_threads()));
-  context.host_parallel(static_cast<uint64_t>(parts), [&](uint64_t part_index) {
-    const auto part = static_cast<int64_t>(part_index);
-    float* planes = direct ? nullptr : scratch<0>(static_cast<size_t>(layout.floats(s)));
-    if (!direct && !planes) {
-      no_room = true;
-      return;
-    }
-    std::vector<BlockTap> edge_taps(static_cast<size_t>(kernel_taps));
-    for (int64_t unit = units * part / parts; unit < units * (part + 1) / parts; ++unit) {
-      const float* in = x + unit * x_block;
-      if (!direct) {
-        layout.write(s, in, planes);
-        in = planes;
-      }
-      const int64_t c0 = unit % blocks * 16;
-      const __mmask16 lanes = first_lanes(s.c - c0);
-      const float* wb = w + c0 * kernel_taps;
-      for (int64_t i = 0; i < s.oh; ++i) {
-        const BlockTap* taps = row_taps.data() + row_first[static_cast<size_t>(i)];
-        const int64_t count = row_first[static_cast<size_t>(i) + 1] - row_first[static_cast<size_t>(i)];
-        auto point_at = [&](int64_t j) { return unit * y_block + (i * s.ow + j) * 16; };
-        for (int64_t j = j_lo; j < j_hi; j += kDepthwiseBlockPoints) {
-          const int64_t np = std::min<int64_t>(kDepthwiseBlockPoints, j_hi - j), at = point_at(j);
-          tiles[static_cast<size_t>(np)](count, taps, step, in + j * step, wb, b + c0, z ? z + at : nullptr,
-                                         activation, lanes, y + at);
-        }
-        auto edge = [&](int64_t j) {
-          int64_t inside = 0;  // the taps whose column is inside the image
-          for (int64_t k = 0; k < count; ++k) {
-            const int64_t iw = j * s.sw + (taps[k].weight / 16 % s.kw) * s.dw - s.pl;
-            if (iw >= 0 && iw < s.w) edge_taps[static_cast<size_t>(inside++)] = taps[k];
-          }
-          const int64_t at = point_at(j);
-          tiles[1](inside, edge_taps.data(), step, in + j * step, wb, b + c0, z ? z + at : nullptr, activation, lanes,
-                   y + at);
-        };
-        for (int64_t j = 0; j < j_lo; ++j) edge(j);
-        for (int64_t j = j_hi; j < s.ow; ++j) edge(j);
-      }
-    }
-  });
-  return no_room ? no_memory(layout.floats(s)) : Status();
-}
-
 }  // namespace
 
 Status conv_avx512_blocked(const ExecutionContext& context, const ConvShape& s, const float* x, const float* w,
                            const float* b, const float* z, float* y, bool x_blocked) {
-  if (x_blocked && s.groups > 1 && s.group_channels() == 1 && s.group_outputs() == 1 &&
-      s.layout == WeightLayout::kOutputBlocks) {
+  if (x_blocked && s.groups > 1 && s.depthwise() && s.layout == WeightLayout::kOutputBlocks) {
     return depthwise_blocked(context, s, x, w, b, z, y);
   }
   if (s.groups != 1 || s.layout != WeightLayout::kOutputBlocks) {
@@ -583,7 +351,7 @@ bool conv_avx512_supported() {
 Status conv_avx512(const ExecutionContext& context, const ConvShape& s, const float* x, const float* w, const float* b,
                    const float* z, float* y) {
   const int64_t og = s.group_outputs();
-  if (s.group_channels() == 1 && og == 1) {
+  if (s.depthwise()) {
     if (s.layout != WeightLayout::kOutputFirst) {
       return invalid_argument_error("conv2d: conv_avx512 takes a depthwise convolution's w as [O, 1, KH, KW]");
     }

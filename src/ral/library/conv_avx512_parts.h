@@ -1,6 +1,6 @@
-// What conv2d's AVX-512 loops share (conv_avx512.cc, conv_channel_tiles.cc, conv_depthwise.cc): the
-// activation as their tiles store it, masks of the first lanes, the even floats of a strided row,
-// and the error for scratch memory.
+// What conv2d's AVX-512 loops share (conv_avx512.cc, conv_channel_tiles.cc, conv_depthwise.cc,
+// conv_planes.cc): the activation as their tiles store it, masks of the first lanes, the even
+// floats of a strided row, and the error for scratch memory.
 #pragma once
 
 #include <immintrin.h>

@@ -14,7 +14,7 @@ namespace kiln::ral::library {
 
 // One image's group: y's rows (stride OH · OW) = activation(bias + the product + z?), z (when
 // given) laid out as y, the sum over rows k of the product in order from the bias. Point (i, j)
-// reads row k at in[offsets[k] + i · width + j] (the phase planes of conv_avx512.cc, or the input
+// reads row k at in[offsets[k] + i · width + j] (the phase planes of conv_planes.h, or the input
 // itself); w is the group's first output channel in rows of ldw (O) weights, or in blocks
 // (s.layout) the group's first block, which must start at an output channel that is a multiple
 // of 16. `in_blocks`: the input is in blocks of 16 channels (conv2d_blocked), point (i, j) reading

@@ -1,13 +1,19 @@
-// Depthwise convolutions read straight from the input rows (conv_depthwise.h).
+// Depthwise convolutions read straight from the input rows, and over data in blocks of 16
+// channels (conv_depthwise.h).
 #include "ral/library/conv_depthwise.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
+#include <utility>
 #include <vector>
 
 #include "kiln/ral/execution_context.h"
 #include "ral/library/conv_avx512_parts.h"
+#include "ral/library/conv_planes.h"
+#include "ral/library/scratch.h"
 
 namespace kiln::ral::library {
 
@@ -171,6 +177,52 @@ DepthwiseChannelsFn depthwise_channels_for(const ConvShape& s) {
                    : (s.sw == 2 ? depthwise_channels<0, 2, kChannels> : depthwise_channels<0, 1, kChannels>);
 }
 
+// A tap of a depthwise convolution over blocks as an output row reads it: its input at
+// row[offset + step · p] for the row's point p, its 16 weights at w[weight].
+struct BlockTap {
+  int64_t offset, weight;
+};
+
+// NP output points of one row of a depthwise convolution over blocks (conv2d_blocked), read from
+// x's block itself: each point's 16 channels one vector, summed over `taps` from the bias (its
+// `lanes`), point p's input of a tap at row[tap.offset + step · p] (step: kStep, or `step` where
+// kStep is 0); then z, the activation, and the lanes past the channels written 0.
+template <int NP, int kStep>
+[[gnu::target("avx512f")]] void depthwise_block_tile(int64_t count, const BlockTap* taps, int64_t step,
+                                                     const float* row, const float* w, const float* bias,
+                                                     const float* z, const Activation* act, __mmask16 lanes,
+                                                     float* y) {
+  const int64_t at_step = kStep ? kStep : step;
+  __m512 sums[NP];
+#pragma GCC unroll 8
+  for (int p = 0; p < NP; ++p) sums[p] = _mm512_maskz_loadu_ps(lanes, bias);
+  for (int64_t k = 0; k < count; ++k) {
+    const __m512 weights = _mm512_loadu_ps(w + taps[k].weight);
+    const float* at = row + taps[k].offset;
+#pragma GCC unroll 8
+    for (int p = 0; p < NP; ++p) sums[p] = _mm512_fmadd_ps(weights, _mm512_loadu_ps(at + at_step * p), sums[p]);
+  }
+#pragma GCC unroll 8
+  for (int p = 0; p < NP; ++p) {
+    __m512 out = sums[p];
+    if (z) out = _mm512_add_ps(out, _mm512_loadu_ps(z + 16 * p));
+    if (act) out = activate(out, *act);
+    _mm512_storeu_ps(y + 16 * p, _mm512_maskz_mov_ps(lanes, out));
+  }
+}
+
+using DepthwiseBlockTileFn = void (*)(int64_t, const BlockTap*, int64_t, const float*, const float*, const float*,
+                                      const float*, const Activation*, __mmask16, float*);
+constexpr int kDepthwiseBlockPoints = 8;  // sums a tile: 8 independent chains of multiply-adds
+template <int kStep, size_t... I>
+constexpr auto depthwise_block_tiles(std::index_sequence<I...>) {
+  return std::array<DepthwiseBlockTileFn, sizeof...(I) + 1>{nullptr, depthwise_block_tile<static_cast<int>(I) + 1, kStep>...};
+}
+// By point stride: 16 floats (stride 1), 32 (stride 2), any other.
+constexpr auto kDepthwiseBlockTiles16 = depthwise_block_tiles<16>(std::make_index_sequence<kDepthwiseBlockPoints>());
+constexpr auto kDepthwiseBlockTiles32 = depthwise_block_tiles<32>(std::make_index_sequence<kDepthwiseBlockPoints>());
+constexpr auto kDepthwiseBlockTilesAny = depthwise_block_tiles<0>(std::make_index_sequence<kDepthwiseBlockPoints>());
+
 }  // namespace
 
 bool reads_depthwise_directly(const ConvShape& s) { return s.sw <= 2 && s.dh == 1 && s.dw == 1; }
@@ -206,6 +258,85 @@ Status depthwise_direct(const ExecutionContext& context, const ConvShape& s, con
     }
   });
   return Status();
+}
+
+Status depthwise_blocked(const ExecutionContext& context, const ConvShape& s, const float* x, const float* w,
+                         const float* b, const float* z, float* y) {
+  constexpr int64_t kDirectPoints = 28;
+  const bool direct = s.ow >= kDirectPoints;
+  const int64_t blocks = (s.c + 15) / 16, kernel_taps = s.kh * s.kw, units = s.n * blocks;
+  const Planes layout(s, 16);
+  const int64_t step = direct ? s.sw * 16 : 16;  // floats between a row's points as the tiles read them
+  const auto& tiles = step == 16 ? kDepthwiseBlockTiles16 : step == 32 ? kDepthwiseBlockTiles32 : kDepthwiseBlockTilesAny;
+  // Output columns [j_lo, j_hi) read no column of padding (from the planes: all of them).
+  const int64_t j_lo = direct ? std::min<int64_t>(s.ow, (s.pl + s.sw - 1) / s.sw) : 0;
+  const int64_t last = s.w - 1 - (s.kw - 1) * s.dw + s.pl;  // the last j · sw inside
+  const int64_t j_hi = direct ? std::max(j_lo, std::min<int64_t>(s.ow, last < 0 ? 0 : last / s.sw + 1)) : s.ow;
+  // Each output row's taps, point 0 of the row reading the block's column -pl (or the planes'
+  // column 0), and where each row's taps start: reading the block, only those inside the image.
+  std::vector<BlockTap> row_taps;
+  std::vector<int64_t> row_first(static_cast<size_t>(s.oh + 1));
+  std::vector<int64_t> plane_offsets(static_cast<size_t>(kernel_taps));
+  layout.offsets(s, 1, plane_offsets.data());
+  for (int64_t i = 0; i < s.oh; ++i) {
+    row_first[static_cast<size_t>(i)] = static_cast<int64_t>(row_taps.size());
+    for (int64_t a = 0; a < s.kh; ++a) {
+      const int64_t ih = i * s.sh + a * s.dh - s.pt;
+      if (direct && (ih < 0 || ih >= s.h)) continue;
+      for (int64_t e = 0; e < s.kw; ++e) {
+        const int64_t k = a * s.kw + e;
+        row_taps.push_back({direct ? (ih * s.w + e * s.dw - s.pl) * 16 : plane_offsets[static_cast<size_t>(k)] + i * layout.width * 16, k * 16});
+      }
+    }
+  }
+  row_first[static_cast<size_t>(s.oh)] = static_cast<int64_t>(row_taps.size());
+  const Activation act(s);
+  const Activation* activation = act.any() ? &act : nullptr;
+  const int64_t x_block = s.h * s.w * 16, y_block = s.points() * 16;
+  std::atomic<bool> no_room{false};
+  const auto parts = static_cast<int64_t>(std::min<int64_t>(units, int64_t{4} * context.host_threads()));
+  context.host_parallel(static_cast<uint64_t>(parts), [&](uint64_t part_index) {
+    const auto part = static_cast<int64_t>(part_index);
+    float* planes = direct ? nullptr : scratch<0>(static_cast<size_t>(layout.floats(s)));
+    if (!direct && !planes) {
+      no_room = true;
+      return;
+    }
+    std::vector<BlockTap> edge_taps(static_cast<size_t>(kernel_taps));
+    for (int64_t unit = units * part / parts; unit < units * (part + 1) / parts; ++unit) {
+      const float* in = x + unit * x_block;
+      if (!direct) {
+        layout.write(s, in, planes);
+        in = planes;
+      }
+      const int64_t c0 = unit % blocks * 16;
+      const __mmask16 lanes = first_lanes(s.c - c0);
+      const float* wb = w + c0 * kernel_taps;
+      for (int64_t i = 0; i < s.oh; ++i) {
+        const BlockTap* taps = row_taps.data() + row_first[static_cast<size_t>(i)];
+        const int64_t count = row_first[static_cast<size_t>(i) + 1] - row_first[static_cast<size_t>(i)];
+        auto point_at = [&](int64_t j) { return unit * y_block + (i * s.ow + j) * 16; };
+        for (int64_t j = j_lo; j < j_hi; j += kDepthwiseBlockPoints) {
+          const int64_t np = std::min<int64_t>(kDepthwiseBlockPoints, j_hi - j), at = point_at(j);
+          tiles[static_cast<size_t>(np)](count, taps, step, in + j * step, wb, b + c0, z ? z + at : nullptr,
+                                         activation, lanes, y + at);
+        }
+        auto edge = [&](int64_t j) {
+          int64_t inside = 0;  // the taps whose column is inside the image
+          for (int64_t k = 0; k < count; ++k) {
+            const int64_t iw = j * s.sw + (taps[k].weight / 16 % s.kw) * s.dw - s.pl;
+            if (iw >= 0 && iw < s.w) edge_taps[static_cast<size_t>(inside++)] = taps[k];
+          }
+          const int64_t at = point_at(j);
+          tiles[1](inside, edge_taps.data(), step, in + j * step, wb, b + c0, z ? z + at : nullptr, activation, lanes,
+                   y + at);
+        };
+        for (int64_t j = 0; j < j_lo; ++j) edge(j);
+        for (int64_t j = j_hi; j < s.ow; ++j) edge(j);
+      }
+    }
+  });
+  return no_room ? no_memory(layout.floats(s)) : Status();
 }
 
 }  // namespace kiln::ral::library

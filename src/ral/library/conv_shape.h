@@ -32,6 +32,8 @@ struct ConvShape {
   bool clips() const { return clip_max < std::numeric_limits<double>::infinity(); }
   int64_t group_channels() const { return c / groups; }
   int64_t group_outputs() const { return o / groups; }
+  // One input and one output channel a group (MobileNet's depthwise convolutions).
+  bool depthwise() const { return group_channels() == 1 && group_outputs() == 1; }
   int64_t depth() const { return group_channels() * kh * kw; }  // one image's group as a product: its k
   // Weight (o, k) of the product, k = (ch · kh + a) · kw + e: where it lies in w.
   int64_t weight_at(int64_t out, int64_t k) const {
